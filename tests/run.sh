@@ -1,0 +1,82 @@
+#!/bin/sh
+# tests/run.sh - runs every test make test built and prints one closing line
+# "total: N passed, M failed" that CI reads.
+#
+#  1. cmocka unit tests, release build (build/rel/tests) and ASan+UBSan build (build/asan/tests)
+#  2. libFuzzer targets (build/fuzz/fuzz), FUZZ_SECONDS each (default 5), seeded from tests/fuzz/corpus/NAME
+#  3. integration tests tests/integration/*.sh|*.py: each prints TAP-ish "ok - what" /
+#     "not ok - what" lines and declares its deadline with a "# deadline: SECONDS" line
+#     (default 120); it is killed past it. ONLY=pattern restricts which run.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+export RAYOP_ROOT="$ROOT"
+export RAYOP_SHARED="${RAYOP_SHARED:-$ROOT/../shared}"
+export PATH="$ROOT/bin:$PATH"
+LOGDIR="$ROOT/build/test-logs"
+rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
+pass=0; fail=0; failed_names=""
+ONLY="${ONLY:-}"
+
+note_fail() { fail=$((fail + $2)); failed_names="$failed_names $1"; }
+
+for dir in build/rel/tests build/asan/tests; do
+    [ -d "$dir" ] || continue
+    for t in "$dir"/test_*; do
+        [ -x "$t" ] || continue
+        case "$t" in *.d) continue;; esac
+        [ -n "$ONLY" ] && case "$t" in *$ONLY*) ;; *) continue;; esac
+        log="$LOGDIR/$(echo "$t" | tr / _).log"
+        timeout 300 "$t" >"$log" 2>&1
+        rc=$?
+        p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+        f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+        p=${p:-0}; f=${f:-0}
+        if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
+        pass=$((pass + p))
+        if [ "$f" != 0 ]; then note_fail "$t" "$f"; echo "FAIL $t (rc=$rc)"; tail -30 "$log"; else echo "ok   $t ($p tests)"; fi
+    done
+done
+
+if [ -d build/fuzz/fuzz ]; then
+    for t in build/fuzz/fuzz/fuzz_*; do
+        [ -x "$t" ] || continue
+        case "$t" in *.d) continue;; esac
+        name=$(basename "$t")
+        [ -n "$ONLY" ] && case "$name" in *$ONLY*) ;; *) continue;; esac
+        log="$LOGDIR/$name.log"
+        work=$(mktemp -d)
+        [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$work/"
+        timeout 120 "$t" -max_total_time="${FUZZ_SECONDS:-5}" -rss_limit_mb=2048 -timeout=10 "$work" >"$log" 2>&1
+        rc=$?
+        rm -rf "$work"
+        if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "ok   $name ($(grep -o 'Done [0-9]* runs' "$log" | tail -1))"
+        else note_fail "$name" 1; echo "FAIL $name (rc=$rc)"; tail -40 "$log"; fi
+    done
+fi
+
+for t in tests/integration/*.sh tests/integration/*.py; do
+    [ -f "$t" ] || continue
+    name=$(basename "$t")
+    [ -n "$ONLY" ] && case "$name" in *$ONLY*) ;; *) continue;; esac
+    deadline=$(sed -n 's/^# deadline: *\([0-9]*\).*/\1/p' "$t" | head -1)
+    deadline=${deadline:-120}
+    log="$LOGDIR/$name.log"
+    start=$(date +%s)
+    case "$t" in
+        *.py) timeout -k 5 "$deadline" /usr/bin/python3 "$t" >"$log" 2>&1 ;;
+        *)    timeout -k 5 "$deadline" bash "$t" >"$log" 2>&1 ;;
+    esac
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    p=$(grep -c '^ok - ' "$log"); f=$(grep -c '^not ok - ' "$log")
+    if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
+    [ $rc -eq 124 ] && echo "TIMEOUT $name after ${deadline}s"
+    pass=$((pass + p))
+    if [ "$f" != 0 ]; then note_fail "$name" "$f"; echo "FAIL $name (rc=$rc, ${secs}s)"; grep '^not ok' "$log"; tail -40 "$log"
+    else echo "ok   $name ($p checks, ${secs}s)"; fi
+done
+
+[ -n "$failed_names" ] && echo "failed:$failed_names"
+echo "total: $pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -1,0 +1,88 @@
+/*
+ * log.c - structured logs: one JSON object per line, written with one write(2)
+ * so concurrent writers (threads, or the processes `rayop up` merges) never
+ * interleave inside a line.
+ */
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static int log_level = LOG_INFO;
+static const char *log_component = NULL;
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
+
+void log_set_level(int level) { log_level = level; }
+void log_set_component(const char *component) { log_component = component; }
+int log_enabled(int level) { return level >= log_level; }
+
+int log_parse_level(const char *name)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(name, level_names[i]) == 0)
+            return i;
+    if (strcmp(name, "warning") == 0)
+        return LOG_WARN;
+    return -1;
+}
+
+void log_vwrite(int level, const char *msg, va_list ap)
+{
+    char stackbuf[1024];
+    struct buf b = { 0 };
+    struct timespec ts;
+    char tbuf[40];
+    const char *k, *v;
+    ssize_t off = 0;
+
+    if (level < log_level)
+        return;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    util_format_microtime(&ts, tbuf);
+    /* Build on the heap; on allocation failure fall back to a fixed line. */
+    if (buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\"", tbuf,
+                   level_names[level < 0 ? 0 : level > 3 ? 3 : level]) < 0)
+        goto oom;
+    if (log_component) {
+        buf_puts(&b, ",\"component\":");
+        buf_append_json_string(&b, log_component);
+    }
+    buf_puts(&b, ",\"msg\":");
+    buf_append_json_string(&b, msg ? msg : "");
+    while ((k = va_arg(ap, const char *)) != NULL) {
+        v = va_arg(ap, const char *);
+        if (!v)
+            continue;
+        buf_puts(&b, ",");
+        buf_append_json_string(&b, k);
+        buf_puts(&b, ":");
+        buf_append_json_string(&b, v);
+    }
+    if (buf_puts(&b, "}\n") < 0)
+        goto oom;
+    while ((size_t)off < b.len) {
+        ssize_t n = write(STDERR_FILENO, b.data + off, b.len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += n;
+    }
+    buf_free(&b);
+    return;
+oom:
+    buf_free(&b);
+    snprintf(stackbuf, sizeof(stackbuf), "{\"level\":\"error\",\"msg\":\"log: out of memory\"}\n");
+    if (write(STDERR_FILENO, stackbuf, strlen(stackbuf)) < 0) { /* nothing left to do */ }
+}
+
+void log_write(int level, const char *msg, ...)
+{
+    va_list ap;
+    va_start(ap, msg);
+    log_vwrite(level, msg, ap);
+    va_end(ap);
+}

@@ -1,0 +1,69 @@
+/*
+ * util.h - the few helpers every rayop module shares: structured logging (one
+ * JSON object per line on stderr), a growable byte buffer, and clocks.
+ *
+ * Kept deliberately small: anything specific to one module lives in that module.
+ */
+#ifndef RAYOP_UTIL_H
+#define RAYOP_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* ---- logging -------------------------------------------------------------- */
+
+enum log_level { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3 };
+
+/* Process-wide settings; call before threads start. component appears as "component". */
+void log_set_level(int level);
+int log_parse_level(const char *name); /* "debug".."error" -> level, -1 if unknown */
+void log_set_component(const char *component);
+int log_enabled(int level);
+
+/*
+ * log_write(level, msg, key1, val1, key2, val2, ..., NULL)
+ * Writes {"ts":..,"level":..,"component":..,"msg":..,"key1":"val1",...} as one line
+ * with a single write(2), so lines from several threads or processes never interleave.
+ * Values are strings (NULL values are skipped); callers format numbers themselves.
+ * Never pass secrets (tokens, keys): logs are not a safe place for them.
+ */
+void log_write(int level, const char *msg, ...);
+void log_vwrite(int level, const char *msg, va_list ap);
+#define log_debug(...) do { if (log_enabled(LOG_DEBUG)) log_write(LOG_DEBUG, __VA_ARGS__); } while (0)
+#define log_info(...)  log_write(LOG_INFO, __VA_ARGS__)
+#define log_warn(...)  log_write(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_write(LOG_ERROR, __VA_ARGS__)
+
+/* ---- byte buffer ---------------------------------------------------------- */
+
+/* A growable buffer. Zero-initialise; the buffer owns data; buf_free releases it.
+ * data is always NUL-terminated after a successful append (not counted in len). */
+struct buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+int buf_reserve(struct buf *b, size_t extra);           /* 0 or -ENOMEM */
+int buf_append(struct buf *b, const void *p, size_t n);  /* 0 or -ENOMEM */
+int buf_puts(struct buf *b, const char *s);
+int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int buf_append_json_string(struct buf *b, const char *s); /* quoted, escaped */
+void buf_reset(struct buf *b);                           /* len = 0, keeps memory */
+void buf_free(struct buf *b);
+char *buf_steal(struct buf *b);                          /* caller owns result */
+
+/* ---- time ----------------------------------------------------------------- */
+
+uint64_t util_now_ns(void);      /* CLOCK_MONOTONIC */
+uint64_t util_now_ms(void);
+/* Formats t as RFC 3339 UTC "2006-01-02T15:04:05Z" into out (>= 21 bytes). */
+void util_format_time(time_t t, char out[32]);
+/* Same with microseconds, "2006-01-02T15:04:05.000000Z" (MicroTime). */
+void util_format_microtime(const struct timespec *ts, char out[40]);
+/* Parses RFC 3339 (Z or numeric offset, optional fraction). 0 or -EINVAL. */
+int util_parse_time(const char *s, time_t *out);
+
+#endif
