@@ -1,0 +1,102 @@
+/*
+ * internal.h - declarations shared by the files of kube/ (and by its unit
+ * tests); not part of the public API in kube.h.
+ */
+#ifndef RAYOP_KUBE_INTERNAL_H
+#define RAYOP_KUBE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "kube/kube.h"
+#include "util/util.h"
+
+/* ---- yaml_tree.c: a bounded tree built from libyaml events ---------------- */
+
+enum ynode_kind { YNODE_SCALAR, YNODE_MAP, YNODE_SEQ };
+
+struct ynode {
+    enum ynode_kind kind;
+    char *value;               /* SCALAR: NUL-terminated */
+    size_t len;
+    struct ynode **kids;       /* MAP: key, value, key, value...; SEQ: items */
+    size_t n;
+    size_t cap;
+};
+
+/* Parses the first document of data into *out (caller frees with
+ * kube__ynode_free). Depth, node count and size are bounded; anchors and
+ * aliases are rejected. 0, -EINVAL (syntax; err says where), -E2BIG, -ENOMEM. */
+int kube__yaml_parse(const char *data, size_t len, struct ynode **out, char *err, size_t errlen);
+void kube__ynode_free(struct ynode *n);
+/* MAP lookup by scalar key; NULL when absent or n is not a map. */
+const struct ynode *kube__ynode_get(const struct ynode *n, const char *key);
+/* Scalar value or NULL. */
+const char *kube__ynode_str(const struct ynode *n);
+
+/* ---- token.c --------------------------------------------------------------- */
+
+struct kube_token_state {
+    pthread_mutex_t mu;
+    char *token;               /* last token read from the file */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    uint64_t checked_ns;       /* last stat of the file */
+    uint64_t (*now_ns)(void);  /* tests may replace the clock */
+};
+
+int kube__token_state_new(struct kube_token_state **out);
+void kube__token_state_free(struct kube_token_state *ts);
+
+/* Reads at most max bytes of path into a NUL-terminated allocation. */
+int kube__read_file(const char *path, size_t max, char **out, size_t *len);
+/* Strict base64 (standard alphabet, whitespace ignored). Caller frees *out. */
+int kube__base64_decode(const char *in, size_t len, char **out, size_t *outlen);
+
+void kube__set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- limiter.c: token bucket shared by the threads of a client ------------ */
+
+struct kube_limiter {
+    pthread_mutex_t mu;
+    double qps;                /* <= 0: unlimited */
+    double burst;
+    double tokens;
+    uint64_t last_ns;
+};
+
+void kube__limiter_init(struct kube_limiter *l, double qps, int burst, uint64_t now_ns);
+void kube__limiter_destroy(struct kube_limiter *l);
+/* Takes one token; returns how long the caller must wait before proceeding
+ * (0 when a token was available). Reservations queue fairly in call order. */
+uint64_t kube__limiter_reserve(struct kube_limiter *l, uint64_t now_ns);
+
+/* ---- status.c ------------------------------------------------------------- */
+
+/* Fills st with a synthetic Status for an HTTP code without a Status body. */
+void kube__status_from_code(struct kube_status *st, int code, const char *message);
+/* Maps an HTTP status code alone. */
+int kube__errno_from_code(int code);
+
+/* ---- client.c / watch.c shared --------------------------------------------- */
+
+struct kube_url_opts;
+/* Appends "?k=v&..." for list/watch options to b (values URL-escaped). */
+int kube__append_list_query(struct buf *b, const struct kube_list_opts *o, int watch,
+                            int allow_bookmarks, int send_initial_events);
+/* Sets the TLS, auth-independent options of an easy handle for c. */
+struct kube_client;
+int kube__easy_setup(struct kube_client *c, void *easy, const char *path, struct buf *urlbuf);
+/* Builds the header list for a request (auth from the config). Caller frees with
+ * curl_slist_free_all. force_token re-reads a token file. */
+int kube__build_headers(struct kube_client *c, const char *content_type, int force_token,
+                        void **out);
+int kube__errno_from_curl(int curl_code);
+
+#endif

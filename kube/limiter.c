@@ -1,0 +1,46 @@
+/*
+ * limiter.c - the client-side token bucket (QPS + burst) shared by every
+ * thread of a client, as client-go's flowcontrol limiter is shared by a
+ * rest.Config's clients.
+ *
+ * It works by reservation, like golang.org/x/time/rate's Reserve: a caller
+ * always takes a token, the balance may go negative, and the caller sleeps
+ * for however long the deficit takes to refill. Callers are thus served in
+ * call order and nobody spins re-checking the bucket.
+ */
+#include "kube/internal.h"
+
+void kube__limiter_init(struct kube_limiter *l, double qps, int burst, uint64_t now_ns)
+{
+    pthread_mutex_init(&l->mu, NULL);
+    l->qps = qps;
+    l->burst = burst > 0 ? burst : 1;
+    l->tokens = l->burst;
+    l->last_ns = now_ns;
+}
+
+void kube__limiter_destroy(struct kube_limiter *l)
+{
+    pthread_mutex_destroy(&l->mu);
+}
+
+uint64_t kube__limiter_reserve(struct kube_limiter *l, uint64_t now_ns)
+{
+    uint64_t wait = 0;
+
+    if (l->qps <= 0)
+        return 0;
+    pthread_mutex_lock(&l->mu);
+    /* A fake or racing clock may step back: never refill on negative time. */
+    if (now_ns > l->last_ns) {
+        l->tokens += (double)(now_ns - l->last_ns) * l->qps / 1e9;
+        if (l->tokens > l->burst)
+            l->tokens = l->burst;
+        l->last_ns = now_ns;
+    }
+    l->tokens -= 1.0;
+    if (l->tokens < 0)
+        wait = (uint64_t)(-l->tokens / l->qps * 1e9);
+    pthread_mutex_unlock(&l->mu);
+    return wait;
+}
