@@ -6,7 +6,9 @@
  *
  * The registry is not thread-safe by itself: the server holds its store lock
  * (read for lookups, write for CRD changes) around every call. Resource pointers
- * stay valid until the resource is removed (registry_remove_crd) or the registry freed.
+ * stay valid until the resource is removed (registry_remove_crd) or the registry freed;
+ * in fact removed and replaced resources are retired, not freed, until registry_free,
+ * so a stored object's res pointer never dangles (it just stops being findable).
  */
 #ifndef RAYOP_SIM_REGISTRY_H
 #define RAYOP_SIM_REGISTRY_H
@@ -31,6 +33,17 @@ struct reg_column {               /* a CRD additionalPrinterColumn (or a built-i
     char *description;
     char *json_path;              /* ".status.state" (CRDs); NULL for built-in computed columns */
     int priority;
+};
+
+/* A subresource beyond status/scale as discovery lists it ("log", "binding", "eviction",
+ * "proxy", "finalize", "token"); the status and scale entries are derived from
+ * has_status/has_scale and are not repeated here. */
+struct reg_subresource {
+    char *name;                   /* "binding" */
+    char *group;                  /* response kind's group ("" core, "policy" for eviction) */
+    char *version;
+    char *kind;                   /* "Binding" */
+    unsigned verbs;
 };
 
 struct reg_resource {
@@ -60,11 +73,22 @@ struct reg_resource {
     char *crd_name;               /* "rayclusters.ray.io" for CRD-backed resources */
     /* Pods: deletion is graceful; Events: TTL; ...: behaviour switches for the store. */
     unsigned flags;
+    struct reg_subresource *subresources; /* extra subresources (built-ins), may be NULL */
+    size_t n_subresources;
+    bool deprecated;              /* CRD version marked deprecated */
+    char *deprecation_warning;    /* its deprecationWarning (or the default text), else NULL;
+                                     the server sends it as a "Warning: 299 - ..." header */
 };
 
 #define REG_FLAG_GRACEFUL_DELETE (1u << 0)   /* pods: deletionTimestamp + grace period */
 #define REG_FLAG_NO_GENERATION   (1u << 1)   /* types whose metadata.generation is not kept */
 #define REG_FLAG_SPEC_GENERATION (1u << 2)   /* generation bumps on any non-metadata, non-status change */
+
+/* Limits on CRD objects (validation rejects anything larger). */
+#define REG_MAX_VERSIONS    32
+#define REG_MAX_COLUMNS     32
+#define REG_MAX_NAMES       32     /* shortNames, categories */
+#define REG_MAX_NAME_LEN    253
 
 struct registry;
 
@@ -97,5 +121,9 @@ size_t registry_count(const struct registry *r);
 const struct reg_resource *registry_at(const struct registry *r, size_t i);
 /* Bumped on every CRD change; discovery/openapi documents are cached against it. */
 unsigned long registry_generation(const struct registry *r);
+
+/* Verb bits -> the sorted discovery names ("create","delete",...). Returns how many
+ * names were stored in out (at most 8). */
+size_t registry_verb_names(unsigned verbs, const char *out[8]);
 
 #endif
