@@ -1,0 +1,551 @@
+/*
+ * watch.c - streaming watches: many long-lived GET ?watch=1 transfers on one
+ * curl multi handle, driven by a libuv loop with the standard
+ * curl_multi_socket_action integration (a uv_poll_t per socket curl asks us
+ * to watch, one uv_timer_t for curl's timeouts).
+ *
+ * Each transfer's body is split into lines (one JSON event per line, as the
+ * API server writes them); a line longer than the configured bound ends the
+ * watch with -EMSGSIZE rather than growing without limit. Every event is
+ * parsed once and handed to the caller with its raw bytes, so a consumer that
+ * needs both (the cache encodes from the tree and may log the bytes) never
+ * parses twice.
+ *
+ * Lifetimes: curl forbids removing a transfer from inside its own callbacks,
+ * so kube_watch_stop() called from on_event only marks the watch; the write
+ * callback then aborts the transfer and the multi-info pass frees it without
+ * calling on_end.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/client_priv.h"
+
+#define WATCH_DEFAULT_MAX_LINE (8u << 20)
+#define WATCH_ERROR_BODY_MAX (1u << 20)
+
+struct sockctx {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    struct kube_watcher *wd;
+    struct sockctx *prev, *next;
+};
+
+struct kube_watcher {
+    struct kube_client *client;
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;
+    struct sockctx *socks;
+    struct kube_watch *watches;
+    int dispatching;           /* inside curl_multi_socket_action */
+};
+
+struct kube_watch {
+    struct kube_watcher *wd;
+    struct kube_watch *prev, *next;
+    struct kube_watch_opts o;
+    CURL *easy;
+    struct curl_slist *headers;
+    struct buf url;
+    struct buf line;           /* bytes not yet split into lines */
+    size_t scanned;            /* line.data[0..scanned) holds no '\n' */
+    size_t max_line;
+    long http_code;            /* 0 until the first body byte */
+    int err;                   /* first error seen (ends the watch) */
+    int stopped;               /* kube_watch_stop while curl was dispatching */
+    int added;                 /* easy handle is in the multi */
+    int finishing;             /* on_end running: the watch is freed after it */
+    int saw_error_event;
+    struct kube_status error_status;
+    char last_rv[128];
+    uint64_t events;
+};
+
+/* ---- event parsing ---------------------------------------------------------- */
+
+const char *kube_event_type_name(enum kube_event_type t)
+{
+    static const char *const names[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR" };
+    return (unsigned)t <= KUBE_EVENT_ERROR ? names[t] : "UNKNOWN";
+}
+
+static int event_type_parse(const char *s, enum kube_event_type *t)
+{
+    for (int i = 0; i <= KUBE_EVENT_ERROR; i++) {
+        if (strcmp(s, kube_event_type_name((enum kube_event_type)i)) == 0) {
+            *t = (enum kube_event_type)i;
+            return 0;
+        }
+    }
+    return -EPROTO;
+}
+
+/* Parses and delivers one line. Returns 0 or a negative errno that ends the watch. */
+static int watch_line(struct kube_watch *w, const char *p, size_t len)
+{
+    struct kube_event ev = { 0 };
+    struct kube_status st;
+    cJSON *root, *type, *obj;
+    int rc = 0;
+
+    while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return 0;
+    if (w->o.on_line != NULL) {
+        int consumed = w->o.on_line(w, p, len, w->o.arg);
+        if (consumed || w->stopped)
+            return 0;
+    }
+    root = cJSON_ParseWithLength(p, len);
+    if (root == NULL)
+        return -EPROTO;
+    type = cJSON_GetObjectItemCaseSensitive(root, "type");
+    obj = cJSON_DetachItemFromObjectCaseSensitive(root, "object");
+    if (!cJSON_IsString(type) || event_type_parse(type->valuestring, &ev.type) < 0 ||
+        !cJSON_IsObject(obj)) {
+        rc = -EPROTO;
+        goto out;
+    }
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+    ev.resource_version = cJSON_IsString(rv) ? rv->valuestring : "";
+    if (ev.type == KUBE_EVENT_ERROR) {
+        if (kube_status_from_json(obj, &st) < 0 || st.code == 0)
+            kube__status_from_code(&st, st.code ? st.code : 500, "watch ERROR event");
+        w->error_status = st;
+        w->saw_error_event = 1;
+        ev.status = &w->error_status;
+    } else if (ev.resource_version[0] != '\0') {
+        snprintf(w->last_rv, sizeof(w->last_rv), "%s", ev.resource_version);
+    }
+    ev.object = obj;
+    ev.raw = p;
+    ev.raw_len = len;
+    w->events++;
+    if (w->o.on_event != NULL)
+        w->o.on_event(w, &ev, w->o.arg);
+    obj = ev.object; /* NULL when the callback kept it */
+out:
+    cJSON_Delete(obj);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* Splits the buffered bytes into lines; keeps the unterminated tail. */
+static int watch_split(struct kube_watch *w)
+{
+    size_t start = 0;
+    int rc = 0;
+
+    for (size_t i = w->scanned; i < w->line.len && !w->stopped; i++) {
+        if (w->line.data[i] != '\n')
+            continue;
+        if (i - start > w->max_line) {
+            rc = -EMSGSIZE;
+            break;
+        }
+        rc = watch_line(w, w->line.data + start, i - start);
+        start = i + 1;
+        if (rc < 0)
+            break;
+    }
+    if (start > 0) {
+        memmove(w->line.data, w->line.data + start, w->line.len - start);
+        w->line.len -= start;
+    }
+    w->scanned = w->line.len;
+    if (rc == 0 && w->line.len > w->max_line)
+        rc = -EMSGSIZE;
+    return rc;
+}
+
+static size_t on_watch_body(char *p, size_t size, size_t n, void *arg)
+{
+    struct kube_watch *w = arg;
+    size_t len = size * n;
+
+    if (w->stopped || w->err != 0)
+        return 0;
+    if (w->http_code == 0)
+        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->http_code);
+    if (w->http_code != 200) {
+        /* An error response: keep (a bounded amount of) the Status body. */
+        if (w->line.len + len > WATCH_ERROR_BODY_MAX)
+            return len;
+        return buf_append(&w->line, p, len) < 0 ? 0 : len;
+    }
+    if (buf_append(&w->line, p, len) < 0) {
+        w->err = -ENOMEM;
+        return 0;
+    }
+    int rc = watch_split(w);
+    if (rc < 0) {
+        w->err = rc;
+        return 0;
+    }
+    return w->stopped ? 0 : len;
+}
+
+/* ---- lifecycle -------------------------------------------------------------- */
+
+static void watch_free(struct kube_watch *w)
+{
+    struct kube_watcher *wd = w->wd;
+    if (w->easy != NULL) {
+        if (w->added)
+            curl_multi_remove_handle(wd->multi, w->easy);
+        curl_easy_cleanup(w->easy);
+    }
+    if (w->prev != NULL)
+        w->prev->next = w->next;
+    else if (wd->watches == w)
+        wd->watches = w->next;
+    if (w->next != NULL)
+        w->next->prev = w->prev;
+    curl_slist_free_all(w->headers);
+    buf_free(&w->url);
+    buf_free(&w->line);
+    free(w);
+}
+
+/* The transfer is over: report how it ended and free the watch. */
+static void watch_finish(struct kube_watch *w, CURLcode cc)
+{
+    struct kube_status st = { 0 };
+    const struct kube_status *stp = NULL;
+    int err = w->err;
+
+    if (w->stopped) {
+        watch_free(w);
+        return;
+    }
+    if (w->http_code == 0)
+        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->http_code);
+    if (err == 0 && cc == CURLE_OK && w->http_code != 200) {
+        if (kube_status_parse(w->line.data, w->line.len, &st) < 0 || st.code == 0)
+            kube__status_from_code(&st, (int)w->http_code, NULL);
+        err = kube_status_errno(&st);
+        stp = &st;
+    } else if (err == 0 && cc != CURLE_OK) {
+        err = kube__errno_from_curl((int)cc);
+        snprintf(st.message, sizeof(st.message), "%s", curl_easy_strerror(cc));
+        stp = &st;
+    } else if (err == 0 && w->line.len > 0) {
+        /* A last event without its newline. */
+        w->scanned = w->line.len;
+        w->wd->dispatching = 1; /* a stop from the callback must not free w under us */
+        err = watch_line(w, w->line.data, w->line.len);
+        w->wd->dispatching = 0;
+        if (w->stopped) {
+            watch_free(w);
+            return;
+        }
+    }
+    if (err == 0 && w->saw_error_event) {
+        err = kube_status_errno(&w->error_status);
+        stp = &w->error_status;
+    }
+    log_debug("kube watch ended", "url", w->url.data, "error", err ? kube_strerror(err) : NULL,
+              NULL);
+    w->finishing = 1;
+    if (w->o.on_end != NULL)
+        w->o.on_end(w, err, stp, w->o.arg);
+    watch_free(w);
+}
+
+static void check_multi_info(struct kube_watcher *wd)
+{
+    CURLMsg *msg;
+    int pending;
+
+    while ((msg = curl_multi_info_read(wd->multi, &pending)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        struct kube_watch *w = NULL;
+        CURLcode cc = msg->data.result;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&w);
+        if (w != NULL)
+            watch_finish(w, cc);
+    }
+}
+
+/*
+ * Runs after every dispatch, outside curl: frees watches stopped from inside
+ * callbacks and adds transfers started from inside them (curl refuses both
+ * while it is dispatching).
+ */
+static void after_dispatch(struct kube_watcher *wd)
+{
+    struct kube_watch *w = wd->watches, *next;
+    for (; w != NULL; w = next) {
+        next = w->next;
+        if (w->stopped) {
+            watch_free(w);
+        } else if (!w->added) {
+            if (curl_multi_add_handle(wd->multi, w->easy) == CURLM_OK) {
+                w->added = 1;
+            } else {
+                w->finishing = 1;
+                if (w->o.on_end != NULL)
+                    w->o.on_end(w, -ENOMEM, NULL, w->o.arg);
+                watch_free(w);
+                next = wd->watches; /* on_end may have changed the list */
+            }
+        }
+    }
+}
+
+static void dispatch(struct kube_watcher *wd, curl_socket_t fd, int flags)
+{
+    int running;
+    wd->dispatching = 1;
+    curl_multi_socket_action(wd->multi, fd, flags, &running);
+    wd->dispatching = 0;
+    check_multi_info(wd);
+    after_dispatch(wd);
+}
+
+static void on_poll(uv_poll_t *h, int status, int events)
+{
+    struct sockctx *sc = h->data;
+    struct kube_watcher *wd = sc->wd;
+    int flags = 0;
+
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    if (events & UV_READABLE)
+        flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE)
+        flags |= CURL_CSELECT_OUT;
+    dispatch(wd, sc->fd, flags);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    dispatch(t->data, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static int on_curl_timer(CURLM *m, long timeout_ms, void *arg)
+{
+    struct kube_watcher *wd = arg;
+    (void)m;
+    if (timeout_ms < 0)
+        uv_timer_stop(&wd->timer);
+    else
+        uv_timer_start(&wd->timer, on_timer, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+static void sock_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void sock_release(struct sockctx *sc)
+{
+    struct kube_watcher *wd = sc->wd;
+    if (sc->prev != NULL)
+        sc->prev->next = sc->next;
+    else
+        wd->socks = sc->next;
+    if (sc->next != NULL)
+        sc->next->prev = sc->prev;
+    uv_poll_stop(&sc->poll);
+    uv_close((uv_handle_t *)&sc->poll, sock_closed);
+}
+
+static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
+{
+    struct kube_watcher *wd = arg;
+    struct sockctx *sc = sockp;
+    int events = 0;
+    (void)e;
+
+    if (what == CURL_POLL_REMOVE) {
+        if (sc != NULL) {
+            curl_multi_assign(wd->multi, fd, NULL);
+            sock_release(sc);
+        }
+        return 0;
+    }
+    if (sc == NULL) {
+        sc = calloc(1, sizeof(*sc));
+        if (sc == NULL)
+            return -1;
+        sc->fd = fd;
+        sc->wd = wd;
+        if (uv_poll_init_socket(wd->loop, &sc->poll, fd) < 0) {
+            free(sc);
+            return -1;
+        }
+        sc->poll.data = sc;
+        sc->next = wd->socks;
+        if (wd->socks != NULL)
+            wd->socks->prev = sc;
+        wd->socks = sc;
+        curl_multi_assign(wd->multi, fd, sc);
+    }
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+        events |= UV_READABLE;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        events |= UV_WRITABLE;
+    uv_poll_start(&sc->poll, events, on_poll);
+    return 0;
+}
+
+int kube_watcher_new(struct kube_client *c, uv_loop_t *loop, struct kube_watcher **out)
+{
+    struct kube_watcher *wd;
+
+    *out = NULL;
+    wd = calloc(1, sizeof(*wd));
+    if (wd == NULL)
+        return -ENOMEM;
+    wd->client = c;
+    wd->loop = loop;
+    wd->multi = curl_multi_init();
+    if (wd->multi == NULL) {
+        free(wd);
+        return -ENOMEM;
+    }
+    uv_timer_init(loop, &wd->timer);
+    wd->timer.data = wd;
+    curl_multi_setopt(wd->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(wd->multi, CURLMOPT_SOCKETDATA, wd);
+    curl_multi_setopt(wd->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(wd->multi, CURLMOPT_TIMERDATA, wd);
+    *out = wd;
+    return 0;
+}
+
+static void watcher_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+void kube_watcher_free(struct kube_watcher *wd)
+{
+    if (wd == NULL)
+        return;
+    while (wd->watches != NULL) {
+        wd->watches->stopped = 1;
+        watch_free(wd->watches);
+    }
+    curl_multi_cleanup(wd->multi);
+    wd->multi = NULL;
+    while (wd->socks != NULL)
+        sock_release(wd->socks);
+    uv_timer_stop(&wd->timer);
+    /* The struct goes with the timer's close callback: run the loop once more. */
+    uv_close((uv_handle_t *)&wd->timer, watcher_closed);
+}
+
+int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, const char *ns,
+                     const struct kube_watch_opts *opts, struct kube_watch **out)
+{
+    struct kube_client *c = wd->client;
+    struct kube_list_opts lo = { 0 };
+    struct kube_watch *w;
+    char *path;
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    if (opts == NULL || opts->on_event == NULL)
+        return -EINVAL;
+    path = kube_resource_path(r, ns, NULL, NULL);
+    if (path == NULL)
+        return -EINVAL;
+    w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+        free(path);
+        return -ENOMEM;
+    }
+    w->wd = wd;
+    w->o = *opts;
+    w->max_line = opts->max_line_bytes ? opts->max_line_bytes : WATCH_DEFAULT_MAX_LINE;
+    if (opts->resource_version != NULL)
+        snprintf(w->last_rv, sizeof(w->last_rv), "%s", opts->resource_version);
+    /* The caller's strings are only needed to build the URL. */
+    w->o.resource_version = w->o.resource_version_match = NULL;
+    w->o.label_selector = w->o.field_selector = NULL;
+    lo.label_selector = opts->label_selector;
+    lo.field_selector = opts->field_selector;
+    lo.resource_version = opts->resource_version;
+    lo.resource_version_match = opts->resource_version_match;
+    lo.timeout_seconds = opts->timeout_seconds;
+    struct buf pq = { 0 };
+    rc = buf_puts(&pq, path);
+    if (rc == 0)
+        rc = kube__append_list_query(&pq, &lo, 1, opts->allow_bookmarks,
+                                     opts->send_initial_events);
+    free(path);
+    if (rc < 0)
+        goto fail_pq;
+    w->easy = curl_easy_init();
+    if (w->easy == NULL) {
+        rc = -ENOMEM;
+        goto fail_pq;
+    }
+    rc = kube__easy_setup(c, w->easy, pq.data, &w->url);
+    if (rc == 0)
+        rc = kube__build_headers(c, NULL, 0, (void **)&w->headers);
+    buf_free(&pq);
+    if (rc < 0)
+        goto fail;
+    curl_easy_setopt(w->easy, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->headers);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_watch_body);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(w->easy, CURLOPT_PRIVATE, (char *)w);
+    if (!wd->dispatching) {
+        if (curl_multi_add_handle(wd->multi, w->easy) != CURLM_OK) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        w->added = 1;
+    }
+    w->next = wd->watches;
+    if (wd->watches != NULL)
+        wd->watches->prev = w;
+    wd->watches = w;
+    atomic_fetch_add(&c->st_requests, 1);
+    log_debug("kube watch", "url", w->url.data, NULL);
+    if (out != NULL)
+        *out = w;
+    return 0;
+fail_pq:
+    buf_free(&pq);
+fail:
+    if (w->easy != NULL)
+        curl_easy_cleanup(w->easy);
+    w->easy = NULL;
+    curl_slist_free_all(w->headers);
+    buf_free(&w->url);
+    free(w);
+    return rc;
+}
+
+void kube_watch_stop(struct kube_watch *w)
+{
+    if (w == NULL || w->finishing)
+        return;
+    w->stopped = 1;
+    if (!w->wd->dispatching)
+        watch_free(w);
+    /* else freed by after_dispatch once curl lets go */
+}
+
+const char *kube_watch_last_rv(const struct kube_watch *w)
+{
+    return w->last_rv;
+}
+
+uint64_t kube_watch_events(const struct kube_watch *w)
+{
+    return w->events;
+}
