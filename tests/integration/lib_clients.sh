@@ -1,0 +1,135 @@
+# lib_clients.sh - helpers shared by the real-client tests (kubectl_*.sh); sourced, never run.
+#
+# Builds on lib.sh (the HTTP layer's helpers: start_kubesim, wait_until, ok/not_ok) and
+# adds what driving real clients needs:
+#   clients_setup            private work dir, kubesim started, kubeconfig at $CL_KCFG,
+#                            everything torn down on exit
+#   kc ARGS...               $KUBECTL with that kubeconfig and a private --cache-dir
+#   kcr TAG ARGS...          kc with stdout in $CL_WORK/TAG.out, stderr in TAG.err; returns kc's rc
+#   check WHAT CMD...        "ok - WHAT" when CMD succeeds, else "not ok - WHAT"
+#   expect_rc WANT WHAT TAG  checks kcr's rc ($CL_RC) against WANT ("0" or "fail"); on a
+#                            miss prints the captured output as "#" diagnostics
+#   has TAG REGEX            grep -E on TAG.out + TAG.err
+#   cl_wait SECS CMD...      polls CMD until it succeeds or SECS pass (a condition with a
+#                            deadline; the poll interval is not a synchronisation)
+#   bg_start TAG ARGS...     kc ARGS in the background into TAG.out (for get -w); bg_stop TAG
+#   jpath KIND NAME EXPR     kc get KIND NAME -o jsonpath=EXPR
+# Paths: $RAYOP_ROOT (repo), $RAYOP_SHARED (the shared folder; default ../shared).
+
+CL_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RAYOP_ROOT=${RAYOP_ROOT:-$(cd "$CL_DIR/../.." && pwd)}
+RAYOP_SHARED=${RAYOP_SHARED:-$RAYOP_ROOT/../shared}
+export RAYOP_ROOT RAYOP_SHARED
+# shellcheck source=tests/integration/lib.sh
+. "$CL_DIR/lib.sh"
+
+CL_BG_PIDS=""
+
+cl_cleanup() {
+    for p in $CL_BG_PIDS; do kill "$p" 2>/dev/null; done
+    [ -n "${CL_WORK:-}" ] && [ -d "$CL_WORK" ] && [ -z "${KEEP_WORK:-}" ] && rm -rf "$CL_WORK"
+}
+
+clients_setup() {
+    CL_WORK=$(mktemp -d "${TMPDIR:-/tmp}/rayop-clients.XXXXXX")
+    trap 'cl_cleanup' EXIT
+    start_kubesim || { not_ok "kubesim starts"; exit 1; }
+    CL_KCFG="$CL_WORK/kubeconfig"
+    cat >"$CL_KCFG" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kubesim
+  cluster:
+    server: $KUBESIM_URL
+    insecure-skip-tls-verify: true
+contexts:
+- name: kubesim
+  context:
+    cluster: kubesim
+    user: kubesim
+    namespace: default
+current-context: kubesim
+users:
+- name: kubesim
+  user: {}
+EOF
+    export CL_KCFG CL_WORK
+}
+
+kc() { "$KUBECTL" --kubeconfig="$CL_KCFG" --cache-dir="$CL_WORK/cache" "$@"; }
+
+kcr() {
+    local tag=$1; shift
+    kc "$@" >"$CL_WORK/$tag.out" 2>"$CL_WORK/$tag.err"
+    CL_RC=$?
+    return $CL_RC
+}
+
+cl_diag() {   # cl_diag TAG: the captured output as TAP diagnostics
+    sed -n '1,25s/^/#   out: /p' "$CL_WORK/$1.out" 2>/dev/null
+    sed -n '1,25s/^/#   err: /p' "$CL_WORK/$1.err" 2>/dev/null
+}
+
+check() {
+    local what=$1; shift
+    if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+expect_rc() {
+    local want=$1 what=$2 tag=$3
+    if { [ "$want" = 0 ] && [ "$CL_RC" -eq 0 ]; } || { [ "$want" = fail ] && [ "$CL_RC" -ne 0 ]; }; then
+        ok "$what"
+    else
+        not_ok "$what (rc=$CL_RC)"
+        cl_diag "$tag"
+    fi
+}
+
+has() { cat "$CL_WORK/$1.out" "$CL_WORK/$1.err" 2>/dev/null | grep -Eq -- "$2"; }
+
+# check_has WHAT TAG REGEX: ok when the captured output matches, else not ok with diagnostics.
+check_has() {
+    if has "$2" "$3"; then ok "$1"; else not_ok "$1"; echo "#   wanted /$3/"; cl_diag "$2"; fi
+}
+
+cl_wait() {
+    local secs=$1; shift
+    local end=$(( $(date +%s%N) / 1000000 + secs * 1000 ))
+    while :; do
+        "$@" && return 0
+        [ $(( $(date +%s%N) / 1000000 )) -ge $end ] && return 1
+        sleep 0.05
+    done
+}
+
+jpath() { kc get "$1" "$2" -o "jsonpath=$3" 2>/dev/null; }
+
+# jpath_is KIND NAME EXPR WANT: the jsonpath value equals WANT.
+jpath_is() { [ "$(jpath "$1" "$2" "$3")" = "$4" ]; }
+
+# check_jpath WHAT KIND NAME EXPR WANT
+check_jpath() {
+    local got
+    got=$(jpath "$2" "$3" "$4")
+    if [ "$got" = "$5" ]; then ok "$1"; else not_ok "$1"; echo "#   $4: got '$got', want '$5'"; fi
+}
+
+# gone KIND NAME: the server answers NotFound for it.
+gone() { kc get "$1" "$2" 2>&1 | grep -q '(NotFound)'; }
+
+bg_start() {
+    local tag=$1; shift
+    kc "$@" >"$CL_WORK/$tag.out" 2>"$CL_WORK/$tag.err" &
+    eval "CL_BG_$tag=$!"
+    CL_BG_PIDS="$CL_BG_PIDS $!"
+}
+
+bg_stop() {
+    local pid
+    eval "pid=\${CL_BG_$1:-}"
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    return 0
+}
+
+lines_matching() { grep -Ec -- "$2" "$CL_WORK/$1.out" 2>/dev/null; }
