@@ -45,7 +45,7 @@
 #define MAX_LINE                (1u << 20)   /* longest watch event line we accept */
 #define MAX_WATCHERS            1000
 #define MAX_OBJECTS             1000000
-#define TS_KEY                  "\"bench.rayop.io/ts\":\""
+#define TS_KEY                  "\"bench.rayop.io/ts\""
 
 struct opts {
     const char *url;
@@ -433,6 +433,8 @@ static void watcher_line(struct watcher *w, const char *line, size_t len, uint64
         const char *p = k + sizeof TS_KEY - 1, *end = line + len;
         uint64_t ts = 0;
         int digits = 0;
+        while (p < end && (*p == ' ' || *p == ':' || *p == '"'))   /* "key": "123" */
+            p++;
         while (p < end && *p >= '0' && *p <= '9' && digits < 20) {
             ts = ts * 10 + (uint64_t)(*p++ - '0');
             digits++;
