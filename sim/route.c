@@ -563,7 +563,7 @@ const char *route_verb(const char *method, const struct route *r, bool watch)
     if (strcmp(method, "PATCH") == 0)
         return named ? "patch" : NULL;
     if (strcmp(method, "DELETE") == 0)
-        return named ? "delete" : r->sub[0] ? NULL : "deletecollection";
+        return r->sub[0] ? NULL : named ? "delete" : "deletecollection";
     return NULL;
 }
 
