@@ -26,5 +26,5 @@ kcr get get configmaps smoke
 check_has "get prints the ConfigMap row" get '^smoke +1 +[0-9]+s$'
 check_jpath "get -o jsonpath reads the data back" configmap smoke '{.data.greeting}' hello
 kcr del delete -f "$CL_WORK/cm.yaml"
-check_has "delete reports deleted" del '^configmap "smoke" deleted$'
+check_has "delete reports deleted" del '^configmap "smoke" deleted( from [a-z0-9-]+ namespace)?$'
 check "the ConfigMap is gone" cl_wait 10 gone configmap smoke
