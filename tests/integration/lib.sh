@@ -1,0 +1,165 @@
+# tests/integration/lib.sh - shared helpers for integration tests (bash).
+# Source it:   . "$(dirname "$0")/lib.sh"
+#
+#   start_kubesim [kubesim flags...]
+#       starts bin/kubesim on 127.0.0.1:0 (loopback only, the kernel picks a free
+#       port) with a kubeconfig and a request log in a private temp dir, waits for
+#       the URL line, and sets:
+#         KUBESIM_URL        http://127.0.0.1:PORT (or https://)
+#         KUBECONFIG         the kubeconfig it wrote (exported)
+#         KUBESIM_PID        its pid
+#         KUBESIM_DIR        the temp dir (kubeconfig, ca.crt with --tls, logs)
+#         KUBESIM_REQLOG     the --request-log file (one JSON line per request)
+#         KUBESIM_STDERR     its JSON log lines
+#         KUBESIM_TOKEN      the bearer token (with --tls or --token), else empty
+#         KUBESIM_CA         the CA file (with --tls), else empty
+#       Every kubesim started is killed (and the temp dirs removed) on exit.
+#       Returns 1 if it did not come up within 10 s.
+#   stop_kubesim            SIGTERM the current kubesim and wait; returns its exit status
+#   kcurl ARGS...           curl -sS against KUBESIM_URL-relative paths with the token and
+#                           CA applied:  kcurl /api/v1/namespaces    kcurl -X POST -d @f /api/...
+#   kcode ARGS...           like kcurl but prints only the HTTP status code
+#   wait_until "what" TIMEOUT_S command...
+#                           polls command (every 0.1 s) until it succeeds; on timeout prints
+#                           a not-ok line and returns 1
+#   ok "what" / not_ok "what" [detail]      TAP-ish result lines tests/run.sh counts
+#   check "what" command...                 ok if command succeeds, else not_ok
+#   json_get FIELD.PATH     reads JSON on stdin, prints the value at a dotted path
+#                           (python3; numbers and strings printed bare, objects as JSON)
+#
+# KUBESIM_BIN overrides the binary (default: bin/kubesim of this tree).
+
+LIB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+KUBESIM_BIN=${KUBESIM_BIN:-$LIB_ROOT/bin/kubesim}
+KUBESIM_URL=""; KUBESIM_PID=""; KUBESIM_DIR=""; KUBESIM_REQLOG=""; KUBESIM_STDERR=""
+KUBESIM_TOKEN=""; KUBESIM_CA=""
+_LIB_PIDS=""
+_LIB_DIRS=""
+_LIB_FAILS=0
+
+ok() { echo "ok - $1"; }
+not_ok() {
+    echo "not ok - $1"
+    [ -n "${2:-}" ] && printf '#   %s\n' "$2" | head -20
+    _LIB_FAILS=$((_LIB_FAILS + 1))
+    return 0
+}
+check() {
+    local what=$1; shift
+    if "$@"; then ok "$what"; else not_ok "$what" "command: $*"; fi
+}
+# Number of not_ok lines so far (a test may `exit $(lib_failures)`-style summarise).
+lib_failures() { echo "$_LIB_FAILS"; }
+
+wait_until() {
+    local what=$1 timeout=$2; shift 2
+    local deadline=$(( $(date +%s%N) / 1000000 + timeout * 1000 ))
+    while :; do
+        if "$@" >/dev/null 2>&1; then return 0; fi
+        if [ $(( $(date +%s%N) / 1000000 )) -ge $deadline ]; then
+            not_ok "$what (timed out after ${timeout}s)"
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+_lib_cleanup() {
+    local p d
+    for p in $_LIB_PIDS; do kill "$p" 2>/dev/null; done
+    for p in $_LIB_PIDS; do
+        for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -9 "$p" 2>/dev/null
+    done
+    for d in $_LIB_DIRS; do rm -rf "$d"; done
+}
+trap _lib_cleanup EXIT
+
+start_kubesim() {
+    local dir
+    dir=$(mktemp -d /tmp/kubesim-test.XXXXXX) || return 1
+    _LIB_DIRS="$_LIB_DIRS $dir"
+    KUBESIM_DIR=$dir
+    KUBESIM_REQLOG=$dir/requests.log
+    KUBESIM_STDERR=$dir/kubesim.stderr
+    KUBECONFIG=$dir/kubeconfig
+    export KUBECONFIG
+    : >"$KUBESIM_REQLOG"
+    "$KUBESIM_BIN" --listen 127.0.0.1:0 --kubeconfig-out "$KUBECONFIG" \
+        --request-log "$KUBESIM_REQLOG" "$@" >"$dir/kubesim.stdout" 2>"$KUBESIM_STDERR" &
+    KUBESIM_PID=$!
+    _LIB_PIDS="$_LIB_PIDS $KUBESIM_PID"
+    if ! wait_until "kubesim printed its URL" 10 grep -q '^http' "$dir/kubesim.stdout"; then
+        tail -5 "$KUBESIM_STDERR" | sed 's/^/#   /'
+        return 1
+    fi
+    KUBESIM_URL=$(head -1 "$dir/kubesim.stdout")
+    KUBESIM_TOKEN=$(sed -n 's/^ *token: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$KUBECONFIG" | head -1)
+    KUBESIM_CA=""
+    [ -f "$dir/ca.crt" ] && case "$KUBESIM_URL" in https*) KUBESIM_CA=$dir/ca.crt ;; esac
+    return 0
+}
+
+stop_kubesim() {
+    local pid=$KUBESIM_PID rc
+    [ -n "$pid" ] || return 1
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    rc=$?
+    KUBESIM_PID=""
+    return $rc
+}
+
+_kcurl_args() {
+    _KC=(-sS --max-time "${KCURL_MAX_TIME:-20}")
+    [ -n "$KUBESIM_TOKEN" ] && _KC+=(-H "Authorization: Bearer $KUBESIM_TOKEN")
+    [ -n "$KUBESIM_CA" ] && _KC+=(--cacert "$KUBESIM_CA")
+}
+
+# The last argument that starts with '/' is the path under KUBESIM_URL (so put
+# file arguments such as "-o /dev/null" before it).
+kcurl() {
+    local a i=0 last=-1 out=()
+    _kcurl_args
+    for a in "$@"; do
+        case "$a" in /*) last=$i ;; esac
+        i=$((i + 1))
+    done
+    i=0
+    for a in "$@"; do
+        if [ $i -eq $last ]; then out+=("$KUBESIM_URL$a"); else out+=("$a"); fi
+        i=$((i + 1))
+    done
+    curl "${_KC[@]}" "${out[@]}"
+}
+
+kcode() {
+    kcurl -o /dev/null -w '%{http_code}' "$@"
+}
+
+json_get() {
+    python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for part in sys.argv[1].split(".") if sys.argv[1] else []:
+    if isinstance(v, list):
+        v = v[int(part)]
+    elif isinstance(v, dict):
+        v = v.get(part)
+    else:
+        v = None
+    if v is None:
+        break
+if isinstance(v, (dict, list)):
+    print(json.dumps(v, separators=(",", ":")))
+elif v is None:
+    print("")
+elif isinstance(v, bool):
+    print("true" if v else "false")
+else:
+    print(v)
+' "$1"
+}
