@@ -202,4 +202,12 @@ int store_subscribe(struct store *s, store_subscriber_fn fn, void *arg);
 struct store_stats { size_t objects; size_t watchers; uint64_t rv; uint64_t events; };
 void store_get_stats(struct store *s, struct store_stats *out);
 
+/* ---- fault injection and test hooks -------------------------------------------- */
+
+/* Holds every watch event back from watchers until its commit time + ms (0 = off). */
+void store_set_watch_delay_ms(struct store *s, unsigned ms);
+/* Waits until the garbage collector and namespace finalizer have no queued work.
+ * 0, or -ETIMEDOUT. For tests and for the simulated cluster's quiescence checks. */
+int store_wait_gc_idle(struct store *s, int timeout_ms);
+
 #endif

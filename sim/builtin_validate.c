@@ -1,0 +1,224 @@
+/*
+ * builtin_validate.c - 422 validation of built-in objects, as far as operators
+ * and clients meet it: object names (DNS-1123 subdomain, DNS-1035 label for
+ * Services, DNS-1123 label for Namespaces), Pod containers and restart policy,
+ * Pod spec immutability on update, Service ports/type and clusterIP
+ * immutability, Job template restart policy and selector/template immutability.
+ * Causes carry the field paths and messages of k8s.io/kubernetes pkg/apis/*/validation.
+ */
+#include "sim/store_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define jget cJSON_GetObjectItemCaseSensitive
+
+static bool is(const struct reg_resource *r, const char *group, const char *plural)
+{
+    return !strcmp(r->group, group) && !strcmp(r->plural, plural);
+}
+
+static void check_containers(const cJSON *list, const char *base, bool required,
+                             cJSON *causes)
+{
+    const cJSON *c;
+    int i = 0;
+
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
+        if (required)
+            st_cause(causes, "FieldValueRequired", base, "Required value");
+        return;
+    }
+    cJSON_ArrayForEach(c, list) {
+        char f[160];
+        const char *name = cJSON_GetStringValue(jget(c, "name"));
+        const char *image = cJSON_GetStringValue(jget(c, "image"));
+        if (!name || !name[0]) {
+            snprintf(f, sizeof(f), "%s[%d].name", base, i);
+            st_cause(causes, "FieldValueRequired", f, "Required value");
+        } else {
+            const cJSON *d;
+            int j = 0;
+            snprintf(f, sizeof(f), "%s[%d].name", base, i);
+            store_check_name(name, NAME_LABEL_1123, f, causes);
+            cJSON_ArrayForEach(d, list) {
+                const char *n2 = cJSON_GetStringValue(jget(d, "name"));
+                if (j++ >= i)
+                    break;
+                if (n2 && !strcmp(n2, name)) {
+                    st_cause(causes, "FieldValueDuplicate", f, "Duplicate value: \"%s\"",
+                             name);
+                    break;
+                }
+            }
+        }
+        if (!image || !image[0]) {
+            snprintf(f, sizeof(f), "%s[%d].image", base, i);
+            st_cause(causes, "FieldValueRequired", f, "Required value");
+        }
+        i++;
+    }
+}
+
+static void check_pod_spec(const cJSON *spec, const char *base, bool job, cJSON *causes)
+{
+    char f[160];
+    const char *rp = cJSON_GetStringValue(jget(spec, "restartPolicy"));
+
+    snprintf(f, sizeof(f), "%s.containers", base);
+    check_containers(jget(spec, "containers"), f, true, causes);
+    snprintf(f, sizeof(f), "%s.initContainers", base);
+    check_containers(jget(spec, "initContainers"), f, false, causes);
+    snprintf(f, sizeof(f), "%s.restartPolicy", base);
+    if (job) {
+        if (!rp || (strcmp(rp, "Never") && strcmp(rp, "OnFailure")))
+            st_cause(causes, "FieldValueNotSupported", f,
+                     "Unsupported value: \"%s\": supported values: \"OnFailure\", \"Never\"",
+                     rp ? rp : "");
+    } else if (rp && strcmp(rp, "Always") && strcmp(rp, "OnFailure") && strcmp(rp, "Never")) {
+        st_cause(causes, "FieldValueNotSupported", f, "Unsupported value: \"%s\": supported "
+                 "values: \"Always\", \"OnFailure\", \"Never\"", rp);
+    }
+}
+
+/* Overwrites the fields a pod update may change with their old values. */
+static void neutralise_mutable(cJSON *spec, const cJSON *ospec)
+{
+    static const char *const lists[] = { "containers", "initContainers" };
+
+    for (size_t l = 0; l < 2; l++) {
+        cJSON *c = jget(spec, lists[l]) ? jget(spec, lists[l])->child : NULL;
+        const cJSON *oc = jget(ospec, lists[l]) ? jget(ospec, lists[l])->child : NULL;
+        for (; c && oc; c = c->next, oc = oc->next) {
+            cJSON_DeleteItemFromObjectCaseSensitive(c, "image");
+            if (jget(oc, "image"))
+                cJSON_AddItemToObject(c, "image", cJSON_Duplicate(jget(oc, "image"), true));
+        }
+    }
+    for (const char *const *k = (const char *const[]){ "activeDeadlineSeconds",
+            "tolerations", "terminationGracePeriodSeconds", NULL }; *k; k++) {
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, *k);
+        if (jget(ospec, *k))
+            cJSON_AddItemToObject(spec, *k, cJSON_Duplicate(jget(ospec, *k), true));
+    }
+    /* scheduling (kubesim's scheduler writes nodeName directly instead of a Binding) */
+    if (!cJSON_GetStringValue(jget(ospec, "nodeName")) ||
+        !cJSON_GetStringValue(jget(ospec, "nodeName"))[0]) {
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "nodeName");
+        if (jget(ospec, "nodeName"))
+            cJSON_AddItemToObject(spec, "nodeName",
+                                  cJSON_Duplicate(jget(ospec, "nodeName"), true));
+    }
+}
+
+static bool tolerations_only_added(const cJSON *now, const cJSON *before)
+{
+    const cJSON *t;
+
+    cJSON_ArrayForEach(t, before) {
+        const cJSON *u;
+        bool found = false;
+        cJSON_ArrayForEach(u, now)
+            found |= cJSON_Compare(t, u, true);
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+static void check_pod_update(const cJSON *obj, const cJSON *old, cJSON *causes)
+{
+    const cJSON *spec = jget(obj, "spec"), *ospec = jget(old, "spec");
+    cJSON *a = cJSON_Duplicate(spec, true);
+    const cJSON *tg = jget(spec, "terminationGracePeriodSeconds");
+    const cJSON *otg = jget(ospec, "terminationGracePeriodSeconds");
+    bool ok;
+
+    if (!a)
+        return;
+    neutralise_mutable(a, ospec);
+    ok = cJSON_Compare(a, ospec, true) &&
+         tolerations_only_added(jget(spec, "tolerations"), jget(ospec, "tolerations"));
+    if (tg && otg && !cJSON_Compare(tg, otg, true) &&
+        !(cJSON_GetNumberValue(otg) < 0 && cJSON_GetNumberValue(tg) == 1))
+        ok = false;
+    cJSON_Delete(a);
+    if (!ok)
+        st_cause(causes, "FieldValueForbidden", "spec",
+                 "Forbidden: pod updates may not change fields other than "
+                 "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                 "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to "
+                 "existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
+                 "set to 1 if it was previously negative)");
+}
+
+static void check_service(const cJSON *obj, const cJSON *old, cJSON *causes)
+{
+    const cJSON *spec = jget(obj, "spec"), *p;
+    const char *type = cJSON_GetStringValue(jget(spec, "type"));
+    const char *ip = cJSON_GetStringValue(jget(spec, "clusterIP"));
+    int i = 0;
+
+    if (type && strcmp(type, "ClusterIP") && strcmp(type, "NodePort") &&
+        strcmp(type, "LoadBalancer") && strcmp(type, "ExternalName"))
+        st_cause(causes, "FieldValueNotSupported", "spec.type", "Unsupported value: \"%s\": "
+                 "supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", "
+                 "\"NodePort\"", type);
+    if ((!type || strcmp(type, "ExternalName")) && !(ip && !strcmp(ip, "None")) &&
+        cJSON_GetArraySize(jget(spec, "ports")) == 0)
+        st_cause(causes, "FieldValueRequired", "spec.ports", "Required value");
+    cJSON_ArrayForEach(p, jget(spec, "ports")) {
+        char f[64];
+        double port = cJSON_GetNumberValue(jget(p, "port"));
+        snprintf(f, sizeof(f), "spec.ports[%d].port", i);
+        if (!cJSON_IsNumber(jget(p, "port")) || port < 1 || port > 65535)
+            st_cause(causes, "FieldValueInvalid", f, "Invalid value: %g: must be between 1 "
+                     "and 65535, inclusive", cJSON_IsNumber(jget(p, "port")) ? port : 0.0);
+        i++;
+    }
+    if (old) {
+        const char *oip = cJSON_GetStringValue(jget(jget(old, "spec"), "clusterIP"));
+        if (oip && oip[0] && ip && strcmp(ip, oip))
+            st_cause(causes, "FieldValueInvalid", "spec.clusterIPs[0]", "Invalid value: "
+                     "[]string{\"%s\"}: may not change once set", ip);
+    }
+}
+
+static void check_job(const cJSON *obj, const cJSON *old, cJSON *causes)
+{
+    const cJSON *spec = jget(obj, "spec");
+    const cJSON *tmpl = jget(spec, "template");
+
+    if (!cJSON_IsObject(tmpl)) {
+        st_cause(causes, "FieldValueRequired", "spec.template", "Required value");
+        return;
+    }
+    check_pod_spec(jget(tmpl, "spec"), "spec.template.spec", true, causes);
+    if (old) {
+        const cJSON *ospec = jget(old, "spec");
+        if (!cJSON_Compare(jget(spec, "selector"), jget(ospec, "selector"), true))
+            st_cause(causes, "FieldValueInvalid", "spec.selector",
+                     "Invalid value: \"selector\": field is immutable");
+        if (!cJSON_Compare(tmpl, jget(ospec, "template"), true))
+            st_cause(causes, "FieldValueInvalid", "spec.template",
+                     "Invalid value: \"template\": field is immutable");
+        if (jget(ospec, "completions") &&
+            !cJSON_Compare(jget(spec, "completions"), jget(ospec, "completions"), true))
+            st_cause(causes, "FieldValueInvalid", "spec.completions",
+                     "Invalid value: \"completions\": field is immutable");
+    }
+}
+
+void builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
+                      cJSON *causes)
+{
+    if (is(res, "", "pods")) {
+        check_pod_spec(jget(obj, "spec"), "spec", false, causes);
+        if (old)
+            check_pod_update(obj, old, causes);
+    } else if (is(res, "", "services")) {
+        check_service(obj, old, causes);
+    } else if (is(res, "batch", "jobs")) {
+        check_job(obj, old, causes);
+    }
+}
