@@ -1,0 +1,377 @@
+/* test_kube_watch.c - streaming watches on the curl multi + libuv driver against a
+ * scripted server: line framing across chunk boundaries, bookmarks and the last
+ * resourceVersion, ERROR events (410 Expired), refused watches, over-long lines,
+ * aborted streams, stop from a callback, the raw-line hook, and many watches on
+ * one loop. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/internal.h"
+#include "kube/kube.h"
+#include "util/util.h"
+
+#include "kube_testsrv.h"
+
+struct collect {
+    int nevents;
+    enum kube_event_type types[64];
+    char names[64][32];
+    char rvs[64][32];
+    int raw_ok;                /* every raw slice parsed back to the same type */
+    int ended;
+    int end_err;
+    struct kube_status end_st;
+    int have_end_st;
+    int stop_after;            /* > 0: stop the watch after this many events */
+    struct kube_watch *self;
+    cJSON *kept;               /* first object, taken from the event */
+    int lines_seen, consume_odd;
+    struct kube_status err_st;
+};
+
+static void on_event(struct kube_watch *w, struct kube_event *ev, void *arg)
+{
+    struct collect *c = arg;
+    int i = c->nevents++;
+    if (i < 64) {
+        const cJSON *md = cJSON_GetObjectItem(ev->object, "metadata");
+        const cJSON *name = cJSON_GetObjectItem(md, "name");
+        c->types[i] = ev->type;
+        snprintf(c->names[i], sizeof(c->names[i]), "%s",
+                 cJSON_IsString(name) ? name->valuestring : "");
+        snprintf(c->rvs[i], sizeof(c->rvs[i]), "%s", ev->resource_version);
+    }
+    char *raw = strndup(ev->raw, ev->raw_len);
+    cJSON *again = cJSON_Parse(raw);
+    const cJSON *t = cJSON_GetObjectItem(again, "type");
+    if (!cJSON_IsString(t) || strcmp(t->valuestring, kube_event_type_name(ev->type)) != 0)
+        c->raw_ok = 0;
+    cJSON_Delete(again);
+    free(raw);
+    if (ev->type == KUBE_EVENT_ERROR)
+        c->err_st = *ev->status;
+    if (c->kept == NULL) {
+        c->kept = ev->object; /* take ownership */
+        ev->object = NULL;
+    }
+    if (c->stop_after > 0 && c->nevents == c->stop_after) {
+        kube_watch_stop(w);
+        c->ended = 1; /* no on_end follows a stop */
+    }
+}
+
+static int on_line(struct kube_watch *w, const char *line, size_t len, void *arg)
+{
+    struct collect *c = arg;
+    (void)w;
+    (void)line;
+    (void)len;
+    return c->consume_odd && (c->lines_seen++ % 2 == 0);
+}
+
+static void on_end(struct kube_watch *w, int err, const struct kube_status *st, void *arg)
+{
+    struct collect *c = arg;
+    (void)w;
+    c->ended = 1;
+    c->end_err = err;
+    if (st != NULL) {
+        c->end_st = *st;
+        c->have_end_st = 1;
+    }
+}
+
+struct wfix {
+    struct ts_server srv;
+    struct kube_config *cfg;
+    struct kube_client *c;
+    uv_loop_t loop;
+    uv_timer_t tick;
+    struct kube_watcher *wd;
+};
+
+static void tick_cb(uv_timer_t *t)
+{
+    (void)t;
+}
+
+static int setup(void **state)
+{
+    struct wfix *f = calloc(1, sizeof(*f));
+    if (ts_start(&f->srv, NULL, NULL) < 0)
+        return -1;
+    f->cfg = ts_config(&f->srv, 0, "wtok");
+    if (kube_client_new(f->cfg, NULL, &f->c) < 0)
+        return -1;
+    uv_loop_init(&f->loop);
+    uv_timer_init(&f->loop, &f->tick);
+    uv_timer_start(&f->tick, tick_cb, 20, 20); /* wakes the loop to re-check deadlines */
+    if (kube_watcher_new(f->c, &f->loop, &f->wd) < 0)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct wfix *f = *state;
+    kube_watcher_free(f->wd);
+    uv_close((uv_handle_t *)&f->tick, NULL);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    int rc = uv_loop_close(&f->loop);
+    kube_client_free(f->c);
+    kube_config_free(f->cfg);
+    ts_stop(&f->srv);
+    free(f);
+    return rc == 0 ? 0 : -1; /* a leaked uv handle fails the test */
+}
+
+/* Runs the loop until all n collectors ended or 5 s passed. */
+static int run_until_ended(struct wfix *f, struct collect *cs, int n)
+{
+    uint64_t deadline = util_now_ms() + 5000;
+    for (;;) {
+        int all = 1;
+        for (int i = 0; i < n; i++)
+            all &= cs[i].ended;
+        if (all)
+            return 0;
+        if (util_now_ms() > deadline)
+            return -ETIMEDOUT;
+        uv_run(&f->loop, UV_RUN_ONCE);
+    }
+}
+
+static struct kube_watch_opts wopts(struct collect *c)
+{
+    struct kube_watch_opts o = { 0 };
+    o.on_event = on_event;
+    o.on_end = on_end;
+    o.arg = c;
+    c->raw_ok = 1;
+    return o;
+}
+
+static const char stream3[] =
+    "{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"11\"}}}\n"
+    "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"12\"}}}\r\n"
+    "\n"
+    "{\"type\":\"DELETED\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"13\"}}}\n"
+    "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":\"20\"}}}\n";
+
+static void test_framing_across_chunks_and_bookmark(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c = { 0 };
+    struct kube_watch_opts o = wopts(&c);
+    struct kube_watch *w;
+    o.resource_version = "10";
+    o.allow_bookmarks = 1;
+    o.timeout_seconds = 300;
+    o.label_selector = "ray.io/node-type in (head,worker)";
+    o.send_initial_events = 1;
+    o.resource_version_match = "NotOlderThan";
+    /* 7-byte chunks: every line is split across several chunk boundaries. */
+    ts_push_raw(&f->srv, 200, stream3, strlen(stream3), 7, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns1", &o, &w), 0);
+    assert_string_equal(kube_watch_last_rv(w), "10");
+    assert_int_equal(run_until_ended(f, &c, 1), 0);
+    assert_int_equal(c.end_err, 0);
+    assert_int_equal(c.have_end_st, 0);
+    assert_int_equal(c.nevents, 4);
+    assert_int_equal(c.types[0], KUBE_EVENT_ADDED);
+    assert_int_equal(c.types[1], KUBE_EVENT_MODIFIED);
+    assert_int_equal(c.types[2], KUBE_EVENT_DELETED);
+    assert_int_equal(c.types[3], KUBE_EVENT_BOOKMARK);
+    assert_string_equal(c.names[2], "b");
+    assert_string_equal(c.rvs[3], "20");
+    assert_int_equal(c.raw_ok, 1);
+    struct ts_request *q = &f->srv.log[0];
+    assert_string_equal(q->path, "/api/v1/namespaces/ns1/pods");
+    assert_string_equal(q->query, "watch=1&allowWatchBookmarks=true&sendInitialEvents=true&"
+                                  "labelSelector=ray.io/node-type in (head,worker)&"
+                                  "resourceVersion=10&resourceVersionMatch=NotOlderThan&"
+                                  "timeoutSeconds=300");
+    assert_string_equal(q->auth, "Bearer wtok");
+    assert_non_null(c.kept);
+    cJSON_Delete(c.kept);
+}
+
+static void test_last_event_without_newline_and_last_rv(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c = { 0 };
+    struct kube_watch_opts o = wopts(&c);
+    const char body[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"z\",\"resourceVersion\":\"99\"}}}";
+    ts_push_raw(&f->srv, 200, body, strlen(body), 5, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_RAYCLUSTERS, NULL, &o, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c, 1), 0);
+    assert_int_equal(c.end_err, 0);
+    assert_int_equal(c.nevents, 1);
+    assert_string_equal(c.rvs[0], "99");
+    assert_string_equal(f->srv.log[0].path, "/apis/ray.io/v1/rayclusters");
+    cJSON_Delete(c.kept);
+}
+
+static void test_error_event_410_expired(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c = { 0 };
+    struct kube_watch_opts o = wopts(&c);
+    const char body[] =
+        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+        "\"status\":\"Failure\",\"message\":\"too old resource version: 1 (1029)\","
+        "\"reason\":\"Expired\",\"code\":410}}\n";
+    o.resource_version = "1";
+    ts_push_raw(&f->srv, 200, body, strlen(body), 64, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c, 1), 0);
+    assert_int_equal(c.nevents, 1);
+    assert_int_equal(c.types[0], KUBE_EVENT_ERROR);
+    assert_int_equal(c.err_st.code, 410);
+    assert_string_equal(c.err_st.reason, "Expired");
+    /* The end names the error class the watcher acts on: relist. */
+    assert_int_equal(c.end_err, -KUBE_EGONE);
+    assert_int_equal(c.have_end_st, 1);
+    assert_int_equal(c.end_st.code, 410);
+    cJSON_Delete(c.kept);
+}
+
+static void test_refused_watch_reports_status(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c = { 0 };
+    struct kube_watch_opts o = wopts(&c);
+    ts_push(&f->srv, 403, "{\"kind\":\"Status\",\"code\":403,\"reason\":\"Forbidden\","
+            "\"message\":\"pods is forbidden\"}", NULL, NULL, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c, 1), 0);
+    assert_int_equal(c.nevents, 0);
+    assert_int_equal(c.end_err, -EACCES);
+    assert_string_equal(c.end_st.message, "pods is forbidden");
+}
+
+static void test_overlong_line_is_rejected(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c = { 0 };
+    struct kube_watch_opts o = wopts(&c);
+    struct buf b = { 0 };
+    buf_puts(&b, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"ok\",\"resourceVersion\":\"1\"}}}\n");
+    buf_puts(&b, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"");
+    for (int i = 0; i < 5000; i++)
+        buf_puts(&b, "x");
+    buf_puts(&b, "\"}}}\n");
+    o.max_line_bytes = 1024;
+    ts_push_raw(&f->srv, 200, b.data, b.len, 300, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c, 1), 0);
+    assert_int_equal(c.nevents, 1);
+    assert_int_equal(c.end_err, -EMSGSIZE);
+    buf_free(&b);
+    cJSON_Delete(c.kept);
+}
+
+static void test_garbage_and_aborted_streams(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c[2] = { { 0 } };
+    struct kube_watch_opts o0 = wopts(&c[0]), o1 = wopts(&c[1]);
+    const char garbage[] = "{\"type\":\"ADDED\",\"object\":{}}\nnot json at all\n";
+    const char partial[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\"}}}\n{\"type\":";
+    ts_push_raw(&f->srv, 200, garbage, strlen(garbage), 10, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o0, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c[0], 1), 0);
+    assert_int_equal(c[0].nevents, 1);
+    assert_int_equal(c[0].end_err, -EPROTO);
+    cJSON_Delete(c[0].kept);
+    ts_push_raw(&f->srv, 200, partial, strlen(partial), 10, 1);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o1, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c[1], 1), 0);
+    assert_int_equal(c[1].nevents, 1);
+    assert_true(c[1].end_err < 0); /* an aborted stream is not a clean close */
+    cJSON_Delete(c[1].kept);
+}
+
+static void test_stop_from_callback_and_line_hook(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c[2] = { { 0 } };
+    struct kube_watch_opts o0 = wopts(&c[0]), o1 = wopts(&c[1]);
+    c[0].stop_after = 2;
+    ts_push_raw(&f->srv, 200, stream3, strlen(stream3), 4096, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o0, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c[0], 1), 0);
+    assert_int_equal(c[0].nevents, 2); /* nothing after the stop, and no on_end */
+    cJSON_Delete(c[0].kept);
+    /* The raw hook consumes every other line: those are never parsed. */
+    o1.on_line = on_line;
+    c[1].consume_odd = 1;
+    ts_push_raw(&f->srv, 200, stream3, strlen(stream3), 4096, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o1, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c[1], 1), 0);
+    assert_int_equal(c[1].lines_seen, 4);
+    assert_int_equal(c[1].nevents, 2);
+    assert_int_equal(c[1].types[0], KUBE_EVENT_MODIFIED);
+    assert_int_equal(c[1].types[1], KUBE_EVENT_BOOKMARK);
+    cJSON_Delete(c[1].kept);
+}
+
+static void test_many_watches_one_loop(void **state)
+{
+    struct wfix *f = *state;
+    enum { N = 8 };
+    struct collect c[N];
+    memset(c, 0, sizeof(c));
+    for (int i = 0; i < N; i++)
+        ts_push_raw(&f->srv, 200, stream3, strlen(stream3), 9, 0);
+    for (int i = 0; i < N; i++) {
+        struct kube_watch_opts o = wopts(&c[i]);
+        assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o, NULL), 0);
+    }
+    assert_int_equal(run_until_ended(f, c, N), 0);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(c[i].end_err, 0);
+        assert_int_equal(c[i].nevents, 4);
+        assert_string_equal(c[i].rvs[3], "20");
+        cJSON_Delete(c[i].kept);
+    }
+}
+
+static void test_stop_outside_callback_and_free_with_open_watch(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c = { 0 };
+    struct kube_watch_opts o = wopts(&c);
+    struct kube_watch *w;
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o, &w), 0);
+    kube_watch_stop(w); /* before it even connected */
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o, &w), 0);
+    /* left open: kube_watcher_free in teardown must release it without on_end */
+    assert_int_equal(c.ended, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_framing_across_chunks_and_bookmark, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_last_event_without_newline_and_last_rv, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_error_event_410_expired, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_watch_reports_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overlong_line_is_rejected, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_and_aborted_streams, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_from_callback_and_line_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_watches_one_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_outside_callback_and_free_with_open_watch,
+                                        setup, teardown),
+    };
+    return cmocka_run_group_tests_name("kube_watch", tests, NULL, NULL);
+}
