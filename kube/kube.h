@@ -309,17 +309,23 @@ struct kube_watch_opts {
     /*
      * Called once when the stream ends and the watch is finished: err 0 for a
      * clean close by the server (re-watch from kube_watch_last_rv), otherwise a
-     * negative errno (transport error, -EMSGSIZE, -EPROTO, or the mapped HTTP
-     * error with st filled when the server refused the watch). An ERROR event
-     * (e.g. 410) was delivered before a close that follows it. The watch is
-     * freed after on_end returns.
+     * negative errno: the mapped HTTP error with st filled when the server
+     * refused the watch; the ERROR event's Status errno with st = that Status
+     * when the stream carried one (-KUBE_EGONE for 410 Expired: relist); or a
+     * transport error (-ECONNRESET, -ECONNREFUSED, ...), -EMSGSIZE (line over
+     * max_line_bytes) or -EPROTO (unparseable line) with st NULL or a message.
+     * The watch is freed after on_end returns (do not stop it there); starting
+     * a new watch from on_end is fine.
      */
     void (*on_end)(struct kube_watch *w, int err, const struct kube_status *st, void *arg);
     void *arg;
 };
 
-/* Binds a watch driver to loop. *out is owned by the caller; free it (which
- * stops every watch, without on_end) before closing the loop. */
+/* Binds a watch driver to loop. *out is owned by the caller. kube_watcher_free
+ * stops every watch (without on_end) and closes its uv handles: run the loop
+ * until it has no handles left before uv_loop_close. Never free it from a
+ * watch callback. Watches bypass the QPS limiter (they are long-lived; the
+ * caller's re-watch backoff paces them). */
 int kube_watcher_new(struct kube_client *c, uv_loop_t *loop, struct kube_watcher **out);
 void kube_watcher_free(struct kube_watcher *wd);
 

@@ -230,6 +230,14 @@ static void watch_finish(struct kube_watch *w, CURLcode cc)
             kube__status_from_code(&st, (int)w->http_code, NULL);
         err = kube_status_errno(&st);
         stp = &st;
+        if (w->http_code == 401) {
+            /* Re-read a rotated token now so the caller's next watch carries it. */
+            char *tok = NULL;
+            if (kube_config_token(w->wd->client->cfg, 1, &tok) == 0 && tok != NULL) {
+                explicit_bzero(tok, strlen(tok));
+                free(tok);
+            }
+        }
     } else if (err == 0 && cc != CURLE_OK) {
         err = kube__errno_from_curl((int)cc);
         snprintf(st.message, sizeof(st.message), "%s", curl_easy_strerror(cc));
