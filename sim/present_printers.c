@@ -1,0 +1,846 @@
+/*
+ * present_printers.c - the Table columns and cell computations of built-in kinds,
+ * as the API server's printers produce them for `kubectl get` (pods: READY,
+ * STATUS from phase/reasons/container states/Terminating, RESTARTS with the last
+ * restart's age; services: TYPE/CLUSTER-IP/EXTERNAL-IP/PORT(S); nodes, namespaces,
+ * jobs, events, configmaps, secrets, serviceaccounts, PVCs, leases, endpoints,
+ * CRDs, RBAC). The server always emits the wide (priority 1) cells too; kubectl
+ * hides them without -o wide.
+ */
+#include "sim/present.h"
+#include "sim/present_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAME_COL { "Name", "string", "name", present_name_desc, 0 }
+#define AGE_COL { "Age", "string", "", present_age_desc, 0 }
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static int add_num(cJSON *cells, double v)
+{
+    cJSON *c = cJSON_CreateNumber(v);
+
+    if (!c)
+        return -ENOMEM;
+    cJSON_AddItemToArray(cells, c);
+    return 0;
+}
+
+static int add_name_age_first(cJSON *cells, const cJSON *obj)
+{
+    return present_add_str(cells, present_str(obj, "metadata.name"));
+}
+
+static int add_age(cJSON *cells, const cJSON *obj, time_t now)
+{
+    char age[16];
+
+    present_age_of(present_str(obj, "metadata.creationTimestamp"), now, age);
+    return present_add_str(cells, age);
+}
+
+static long num(const cJSON *obj, const char *path, long dflt)
+{
+    const cJSON *v = present_get(obj, path);
+    return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
+}
+
+static const char *or_str(const char *s, const char *dflt)
+{
+    return s && *s ? s : dflt;
+}
+
+static int count_keys(const cJSON *obj, const char *path)
+{
+    const cJSON *v = present_get(obj, path);
+    return cJSON_IsObject(v) || cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* labels.FormatLabels: "k=v,k2=v2" sorted by key, "<none>" when empty. */
+static int format_labels(const cJSON *map, struct buf *b)
+{
+    const char *keys[256];
+    size_t n = 0;
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, (cJSON_IsObject(map) ? map : NULL)) {
+        if (n < 256 && cJSON_IsString(it))
+            keys[n++] = it->string;
+    }
+    if (n == 0)
+        return buf_puts(b, "<none>");
+    qsort(keys, n, sizeof(*keys), cmp_str);
+    for (size_t i = 0; i < n; i++)
+        if (buf_printf(b, "%s%s=%s", i ? "," : "", keys[i],
+                       cJSON_GetObjectItemCaseSensitive(map, keys[i])->valuestring) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
+static int add_buf_cell(cJSON *cells, struct buf *b, int rc)
+{
+    if (rc == 0)
+        rc = present_add_str(cells, b->data ? b->data : "");
+    buf_free(b);
+    return rc;
+}
+
+static bool cond_true(const cJSON *conds, const char *type)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, (cJSON_IsArray(conds) ? conds : NULL)) {
+        const char *t = present_str(c, "type"), *s = present_str(c, "status");
+        if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- pods ------------------------------------------------------------------------ */
+
+static const struct present_col pod_cols[] = {
+    NAME_COL,
+    { "Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0 },
+    { "Status", "string", "", "The aggregate status of the containers in this pod.", 0 },
+    { "Restarts", "string", "", "The number of times the containers in this pod have been "
+      "restarted and when the last container in this pod has restarted.", 0 },
+    AGE_COL,
+    { "IP", "string", "", "IP address allocated to the pod. Routable at least within the "
+      "cluster. Empty if not yet allocated.", 1 },
+    { "Node", "string", "", "NodeName is a request to schedule this pod onto a specific node.", 1 },
+    { "Nominated Node", "string", "", "nominatedNodeName is set only when this pod preempts "
+      "other pods on the node.", 1 },
+    { "Readiness Gates", "string", "", "If specified, all readiness gates will be evaluated "
+      "for pod readiness.", 1 },
+};
+
+static bool restartable_init(const cJSON *pod, const char *name)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, present_get(pod, "spec.initContainers")) {
+        const char *n = present_str(c, "name"), *rp = present_str(c, "restartPolicy");
+        if (n && name && strcmp(n, name) == 0)
+            return rp && strcmp(rp, "Always") == 0;
+    }
+    return false;
+}
+
+static void later(time_t *last, const cJSON *status)
+{
+    time_t t;
+    const char *fin = present_str(status, "lastState.terminated.finishedAt");
+
+    if (fin && util_parse_time(fin, &t) == 0 && t > *last)
+        *last = t;
+}
+
+static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(pod, "status"), *c;
+    const cJSON *conds = present_get(pod, "status.conditions");
+    const cJSON *inits = present_get(pod, "status.initContainerStatuses");
+    const cJSON *ctrs = present_get(pod, "status.containerStatuses");
+    const char *phase = present_str(st, "phase"), *sreason = present_str(st, "reason");
+    char reason[320], restarts[64], age[16], ready[48], gates[32];
+    long nrestarts = 0, rinit_restarts = 0, total, ready_n = 0, n_init;
+    time_t last = 0, rinit_last = 0;
+    bool initializing = false;
+    int rc, i = 0;
+
+    total = cJSON_GetArraySize(present_get(pod, "spec.containers"));
+    n_init = cJSON_GetArraySize(present_get(pod, "spec.initContainers"));
+    snprintf(reason, sizeof(reason), "%s", or_str(sreason, or_str(phase, "")));
+    cJSON_ArrayForEach(c, (cJSON_IsArray(conds) ? conds : NULL)) {
+        const char *t = present_str(c, "type"), *r = present_str(c, "reason");
+        if (t && r && strcmp(t, "PodScheduled") == 0 && strcmp(r, "SchedulingGated") == 0)
+            snprintf(reason, sizeof(reason), "SchedulingGated");
+    }
+    cJSON_ArrayForEach(c, present_get(pod, "spec.initContainers")) {
+        const char *rp = present_str(c, "restartPolicy");
+        if (rp && strcmp(rp, "Always") == 0)
+            total++;
+    }
+    cJSON_ArrayForEach(c, (cJSON_IsArray(inits) ? inits : NULL)) {
+        const char *name = present_str(c, "name");
+        const cJSON *term = present_get(c, "state.terminated");
+        const char *wreason = present_str(c, "state.waiting.reason");
+        bool restartable = restartable_init(pod, name);
+        nrestarts += num(c, "restartCount", 0);
+        later(&last, c);
+        if (restartable) {
+            rinit_restarts += num(c, "restartCount", 0);
+            later(&rinit_last, c);
+        }
+        if (term && num(term, "exitCode", 0) == 0) {
+            i++;
+            continue;
+        }
+        if (restartable && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "started"))) {
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "ready")))
+                ready_n++;
+            i++;
+            continue;
+        }
+        if (term) {
+            const char *tr = present_str(term, "reason");
+            if (tr && *tr)
+                snprintf(reason, sizeof(reason), "Init:%s", tr);
+            else if (num(term, "signal", 0))
+                snprintf(reason, sizeof(reason), "Init:Signal:%ld", num(term, "signal", 0));
+            else
+                snprintf(reason, sizeof(reason), "Init:ExitCode:%ld", num(term, "exitCode", 0));
+        } else if (wreason && *wreason && strcmp(wreason, "PodInitializing") != 0) {
+            snprintf(reason, sizeof(reason), "Init:%s", wreason);
+        } else {
+            snprintf(reason, sizeof(reason), "Init:%d/%ld", i, n_init);
+        }
+        initializing = true;
+        break;
+    }
+    if (!initializing || cond_true(conds, "Initialized")) {
+        bool has_running = false;
+        int nc = cJSON_IsArray(ctrs) ? cJSON_GetArraySize(ctrs) : 0;
+        nrestarts = rinit_restarts;
+        last = rinit_last;
+        for (int k = nc - 1; k >= 0; k--) {
+            const cJSON *cs = cJSON_GetArrayItem(ctrs, k);
+            const char *wr = present_str(cs, "state.waiting.reason");
+            const cJSON *term = present_get(cs, "state.terminated");
+            const char *tr = present_str(term, "reason");
+            nrestarts += num(cs, "restartCount", 0);
+            later(&last, cs);
+            if (wr && *wr)
+                snprintf(reason, sizeof(reason), "%s", wr);
+            else if (term && tr && *tr)
+                snprintf(reason, sizeof(reason), "%s", tr);
+            else if (term && num(term, "signal", 0))
+                snprintf(reason, sizeof(reason), "Signal:%ld", num(term, "signal", 0));
+            else if (term)
+                snprintf(reason, sizeof(reason), "ExitCode:%ld", num(term, "exitCode", 0));
+            else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) &&
+                     present_get(cs, "state.running")) {
+                has_running = true;
+                ready_n++;
+            }
+        }
+        if (strcmp(reason, "Completed") == 0 && has_running)
+            snprintf(reason, sizeof(reason), "%s", cond_true(conds, "Ready") ? "Running"
+                                                                              : "NotReady");
+    }
+    if (present_get(pod, "metadata.deletionTimestamp")) {
+        if (sreason && strcmp(sreason, "NodeLost") == 0)
+            snprintf(reason, sizeof(reason), "Unknown");
+        else if (!phase || (strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0))
+            snprintf(reason, sizeof(reason), "Terminating");
+    }
+    if (nrestarts && last) {
+        present_human_age(last, now, age);
+        snprintf(restarts, sizeof(restarts), "%ld (%s ago)", nrestarts, age);
+    } else {
+        snprintf(restarts, sizeof(restarts), "%ld", nrestarts);
+    }
+    snprintf(ready, sizeof(ready), "%ld/%ld", ready_n, total);
+    snprintf(gates, sizeof(gates), "<none>");
+    if (cJSON_GetArraySize(present_get(pod, "spec.readinessGates")) > 0) {
+        int t = 0, ng = cJSON_GetArraySize(present_get(pod, "spec.readinessGates"));
+        cJSON_ArrayForEach(c, present_get(pod, "spec.readinessGates")) {
+            const char *ct = present_str(c, "conditionType");
+            const cJSON *pc;
+            cJSON_ArrayForEach(pc, (cJSON_IsArray(conds) ? conds : NULL)) {
+                const char *t2 = present_str(pc, "type");
+                if (ct && t2 && strcmp(ct, t2) == 0) {
+                    t += or_str(present_str(pc, "status"), "")[0] == 'T';
+                    break;
+                }
+            }
+        }
+        snprintf(gates, sizeof(gates), "%d/%d", t, ng);
+    }
+    const char *ip = present_str(cJSON_GetArrayItem(present_get(pod, "status.podIPs"), 0), "ip");
+    if (!ip)
+        ip = present_str(pod, "status.podIP");
+    if ((rc = add_name_age_first(cells, pod)) || (rc = present_add_str(cells, ready)) ||
+        (rc = present_add_str(cells, reason)) || (rc = present_add_str(cells, restarts)) ||
+        (rc = add_age(cells, pod, now)) || (rc = present_add_str(cells, or_str(ip, "<none>"))) ||
+        (rc = present_add_str(cells, or_str(present_str(pod, "spec.nodeName"), "<none>"))) ||
+        (rc = present_add_str(cells, or_str(present_str(pod, "status.nominatedNodeName"),
+                                             "<none>"))) ||
+        (rc = present_add_str(cells, gates)))
+        return rc;
+    return 0;
+}
+
+/* ---- services --------------------------------------------------------------------- */
+
+static const struct present_col svc_cols[] = {
+    NAME_COL,
+    { "Type", "string", "", "type determines how the Service is exposed.", 0 },
+    { "Cluster-IP", "string", "", "clusterIP is the IP address of the service.", 0 },
+    { "External-IP", "string", "", "externalIPs is a list of IP addresses for which nodes in "
+      "the cluster will also accept traffic for this service.", 0 },
+    { "Port(s)", "string", "", "The list of ports that are exposed by this service.", 0 },
+    AGE_COL,
+    { "Selector", "string", "", "Route service traffic to pods with label keys and values "
+      "matching this selector.", 1 },
+};
+
+static int join_strings(const cJSON *arr, const char *key, struct buf *b, size_t *n)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, (cJSON_IsArray(arr) ? arr : NULL)) {
+        const char *s = key ? present_str(it, key) : (cJSON_IsString(it) ? it->valuestring : NULL);
+        if (!s || !*s)
+            continue;
+        if (buf_printf(b, "%s%s", (*n)++ ? "," : "", s) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int svc_external_ip(const cJSON *svc, const char *type, struct buf *b)
+{
+    const cJSON *ext = present_get(svc, "spec.externalIPs");
+    size_t n = 0;
+    int rc;
+
+    if (strcmp(type, "ClusterIP") == 0 || strcmp(type, "NodePort") == 0) {
+        if ((rc = join_strings(ext, NULL, b, &n)))
+            return rc;
+        return n ? 0 : buf_puts(b, "<none>");
+    }
+    if (strcmp(type, "LoadBalancer") == 0) {
+        const cJSON *ing = present_get(svc, "status.loadBalancer.ingress"), *it;
+        cJSON_ArrayForEach(it, (cJSON_IsArray(ing) ? ing : NULL)) {
+            const char *s = or_str(present_str(it, "ip"), present_str(it, "hostname"));
+            if (s && buf_printf(b, "%s%s", n++ ? "," : "", s) < 0)
+                return -ENOMEM;
+        }
+        if ((rc = join_strings(ext, NULL, b, &n)))
+            return rc;
+        return n ? 0 : buf_puts(b, "<pending>");
+    }
+    if (strcmp(type, "ExternalName") == 0)
+        return buf_puts(b, or_str(present_str(svc, "spec.externalName"), ""));
+    return buf_puts(b, "<unknown>");
+}
+
+static int svc_cells(const cJSON *svc, time_t now, cJSON *cells)
+{
+    const char *type = or_str(present_str(svc, "spec.type"), "ClusterIP");
+    const char *cip = present_str(cJSON_GetArrayItem(present_get(svc, "spec.clusterIPs"), 0), NULL);
+    struct buf b = { 0 };
+    const cJSON *p;
+    size_t n = 0;
+    int rc;
+
+    if (!cip || !*cip)
+        cip = present_str(svc, "spec.clusterIP");
+    if ((rc = add_name_age_first(cells, svc)) || (rc = present_add_str(cells, type)) ||
+        (rc = present_add_str(cells, or_str(cip, "<none>"))))
+        return rc;
+    if ((rc = add_buf_cell(cells, &b, svc_external_ip(svc, type, &b))))
+        return rc;
+    cJSON_ArrayForEach(p, present_get(svc, "spec.ports")) {
+        const char *proto = or_str(present_str(p, "protocol"), "TCP");
+        long np = num(p, "nodePort", 0);
+        rc = np > 0 ? buf_printf(&b, "%s%ld:%ld/%s", n ? "," : "", num(p, "port", 0), np, proto)
+                    : buf_printf(&b, "%s%ld/%s", n ? "," : "", num(p, "port", 0), proto);
+        n++;
+        if (rc < 0) {
+            buf_free(&b);
+            return -ENOMEM;
+        }
+    }
+    if ((rc = add_buf_cell(cells, &b, n ? 0 : buf_puts(&b, "<none>"))) ||
+        (rc = add_age(cells, svc, now)))
+        return rc;
+    return add_buf_cell(cells, &b, format_labels(present_get(svc, "spec.selector"), &b));
+}
+
+/* ---- nodes, namespaces --------------------------------------------------------------- */
+
+static const struct present_col node_cols[] = {
+    NAME_COL,
+    { "Status", "string", "", "The status of the node", 0 },
+    { "Roles", "string", "", "The roles of the node", 0 },
+    AGE_COL,
+    { "Version", "string", "", "Kubelet Version reported by the node.", 0 },
+    { "Internal-IP", "string", "", "List of addresses reachable to the node.", 1 },
+    { "External-IP", "string", "", "List of addresses reachable to the node.", 1 },
+    { "OS-Image", "string", "", "OS Image reported by the node from /etc/os-release.", 1 },
+    { "Kernel-Version", "string", "", "Kernel Version reported by the node.", 1 },
+    { "Container-Runtime", "string", "", "Container Runtime Version reported by the node.", 1 },
+};
+
+static const char *node_address(const cJSON *node, const char *type)
+{
+    const cJSON *a;
+
+    cJSON_ArrayForEach(a, present_get(node, "status.addresses")) {
+        const char *t = present_str(a, "type");
+        if (t && strcmp(t, type) == 0)
+            return present_str(a, "address");
+    }
+    return NULL;
+}
+
+static int node_cells(const cJSON *node, time_t now, cJSON *cells)
+{
+    const cJSON *c, *labels = present_get(node, "metadata.labels");
+    struct buf b = { 0 };
+    const char *roles[64];
+    size_t nroles = 0;
+    int rc = 0;
+
+    cJSON_ArrayForEach(c, present_get(node, "status.conditions")) {
+        const char *t = present_str(c, "type");
+        if (t && strcmp(t, "Ready") == 0) {
+            rc = buf_puts(&b, cond_true(present_get(node, "status.conditions"), "Ready")
+                                  ? "Ready" : "NotReady");
+            break;
+        }
+    }
+    if (rc == 0 && b.len == 0)
+        rc = buf_puts(&b, "Unknown");
+    if (rc == 0 && cJSON_IsTrue(present_get(node, "spec.unschedulable")))
+        rc = buf_puts(&b, ",SchedulingDisabled");
+    if ((rc = add_name_age_first(cells, node)) || (rc = add_buf_cell(cells, &b, rc)))
+        return rc;
+    cJSON_ArrayForEach(c, (cJSON_IsObject(labels) ? labels : NULL)) {
+        const char *r = NULL;
+        if (strncmp(c->string, "node-role.kubernetes.io/", 24) == 0 && c->string[24])
+            r = c->string + 24;
+        else if (strcmp(c->string, "kubernetes.io/role") == 0 && cJSON_IsString(c))
+            r = c->valuestring;
+        if (r && *r && nroles < 64)
+            roles[nroles++] = r;
+    }
+    qsort(roles, nroles, sizeof(*roles), cmp_str);
+    for (size_t i = 0; i < nroles; i++)
+        if (!(i && strcmp(roles[i], roles[i - 1]) == 0) &&
+            buf_printf(&b, "%s%s", b.len ? "," : "", roles[i]) < 0)
+            return add_buf_cell(cells, &b, -ENOMEM);
+    if ((rc = add_buf_cell(cells, &b, b.len ? 0 : buf_puts(&b, "<none>"))) ||
+        (rc = add_age(cells, node, now)) ||
+        (rc = present_add_str(cells, present_str(node, "status.nodeInfo.kubeletVersion"))) ||
+        (rc = present_add_str(cells, or_str(node_address(node, "InternalIP"), "<none>"))) ||
+        (rc = present_add_str(cells, or_str(node_address(node, "ExternalIP"), "<none>"))) ||
+        (rc = present_add_str(cells, or_str(present_str(node, "status.nodeInfo.osImage"),
+                                             "<unknown>"))) ||
+        (rc = present_add_str(cells, or_str(present_str(node, "status.nodeInfo.kernelVersion"),
+                                             "<unknown>"))))
+        return rc;
+    return present_add_str(cells, or_str(present_str(node,
+                                                     "status.nodeInfo.containerRuntimeVersion"),
+                                         "<unknown>"));
+}
+
+static const struct present_col ns_cols[] = {
+    NAME_COL,
+    { "Status", "string", "", "The status of the namespace", 0 },
+    AGE_COL,
+};
+
+static int ns_cells(const cJSON *ns, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = add_name_age_first(cells, ns)) ||
+        (rc = present_add_str(cells, present_str(ns, "status.phase"))))
+        return rc;
+    return add_age(cells, ns, now);
+}
+
+/* ---- jobs ------------------------------------------------------------------------- */
+
+static const struct present_col job_cols[] = {
+    NAME_COL,
+    { "Status", "string", "", "Status of the job.", 0 },
+    { "Completions", "string", "", "The completion status of the job.", 0 },
+    { "Duration", "string", "", "Time required to complete the job.", 0 },
+    AGE_COL,
+    { "Containers", "string", "", "Names of each container in the template.", 1 },
+    { "Images", "string", "", "Images referenced by each container in the template.", 1 },
+    { "Selector", "string", "", "A label query over pods that should match the pod count.", 1 },
+};
+
+/* metav1.FormatLabelSelector, for the matchLabels/matchExpressions forms jobs use. */
+static int format_selector(const cJSON *sel, struct buf *b)
+{
+    const cJSON *ml = present_get(sel, "matchLabels"), *me = present_get(sel, "matchExpressions");
+    const cJSON *e, *v;
+    size_t start = b->len;
+    int rc = 0;
+
+    if (cJSON_IsObject(ml) && ml->child && (rc = format_labels(ml, b)))
+        return rc;
+    cJSON_ArrayForEach(e, (cJSON_IsArray(me) ? me : NULL)) {
+        const char *key = or_str(present_str(e, "key"), ""), *op = or_str(present_str(e, "operator"), "");
+        size_t n = 0;
+        if (b->len > start && (rc = buf_puts(b, ",")))
+            return rc;
+        if (strcmp(op, "Exists") == 0)
+            rc = buf_puts(b, key);
+        else if (strcmp(op, "DoesNotExist") == 0)
+            rc = buf_printf(b, "!%s", key);
+        else {
+            rc = buf_printf(b, "%s %s (", key, strcmp(op, "In") == 0 ? "in" : "notin");
+            cJSON_ArrayForEach(v, present_get(e, "values"))
+                if (rc == 0 && cJSON_IsString(v))
+                    rc = buf_printf(b, "%s%s", n++ ? "," : "", v->valuestring);
+            if (rc == 0)
+                rc = buf_puts(b, ")");
+        }
+        if (rc)
+            return rc;
+    }
+    return b->len > start ? 0 : buf_puts(b, "<none>");
+}
+
+static int job_cells(const cJSON *job, time_t now, cJSON *cells)
+{
+    const cJSON *conds = present_get(job, "status.conditions"), *c;
+    const cJSON *comp = present_get(job, "spec.completions");
+    long succeeded = num(job, "status.succeeded", 0), par = num(job, "spec.parallelism", 0);
+    const char *status = "Running", *start = present_str(job, "status.startTime");
+    const char *done = present_str(job, "status.completionTime");
+    char completions[64], dur[16] = "";
+    struct buf names = { 0 }, images = { 0 };
+    size_t n = 0;
+    time_t ts, te;
+    int rc;
+
+    if (cJSON_IsNumber(comp))
+        snprintf(completions, sizeof(completions), "%ld/%ld", succeeded, (long)comp->valuedouble);
+    else if (par > 1)
+        snprintf(completions, sizeof(completions), "%ld/1 of %ld", succeeded, par);
+    else
+        snprintf(completions, sizeof(completions), "%ld/1", succeeded);
+    if (start && util_parse_time(start, &ts) == 0) {
+        if (done && util_parse_time(done, &te) == 0)
+            present_human_age(ts, te, dur);
+        else
+            present_human_age(ts, now, dur);
+    }
+    if (cond_true(conds, "Complete"))
+        status = "Complete";
+    else if (cond_true(conds, "Failed"))
+        status = "Failed";
+    else if (present_get(job, "metadata.deletionTimestamp"))
+        status = "Terminating";
+    else if (cond_true(conds, "Suspended"))
+        status = "Suspended";
+    else if (cond_true(conds, "FailureTarget"))
+        status = "FailureTarget";
+    else if (cond_true(conds, "SuccessCriteriaMet"))
+        status = "SuccessCriteriaMet";
+    if ((rc = add_name_age_first(cells, job)) || (rc = present_add_str(cells, status)) ||
+        (rc = present_add_str(cells, completions)) || (rc = present_add_str(cells, dur)) ||
+        (rc = add_age(cells, job, now)))
+        return rc;
+    cJSON_ArrayForEach(c, present_get(job, "spec.template.spec.containers")) {
+        if (buf_printf(&names, "%s%s", n ? "," : "", or_str(present_str(c, "name"), "")) < 0 ||
+            buf_printf(&images, "%s%s", n ? "," : "", or_str(present_str(c, "image"), "")) < 0) {
+            buf_free(&images);
+            return add_buf_cell(cells, &names, -ENOMEM);
+        }
+        n++;
+    }
+    if ((rc = add_buf_cell(cells, &names, 0)) || (rc = add_buf_cell(cells, &images, 0)))
+        return rc;
+    return add_buf_cell(cells, &names, format_selector(present_get(job, "spec.selector"), &names));
+}
+
+/* ---- events ------------------------------------------------------------------------ */
+
+static const struct present_col event_cols[] = {
+    { "Last Seen", "string", "", "Time when last event occurred.", 0 },
+    { "Type", "string", "", "Type of this event (Normal, Warning), new types could be added in the future.", 0 },
+    { "Reason", "string", "", "This should be a short, machine understandable string that gives the reason for this event being generated.", 0 },
+    { "Object", "string", "", "The object that this event is about.", 0 },
+    { "Subobject", "string", "", "The subobject of the object that this event is about.", 1 },
+    { "Source", "string", "", "The component reporting this event.", 1 },
+    { "Message", "string", "", "A human-readable description of the status of this operation.", 0 },
+    { "First Seen", "string", "", "The time at which the event was first recorded.", 1 },
+    { "Count", "integer", "", "The number of times this event has occurred.", 1 },
+    { "Name", "string", "name", present_name_desc, 1 },
+};
+
+static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
+{
+    char first[16], lastseen[16], target[600], source[600], *msg;
+    const char *ft = present_str(ev, "firstTimestamp"), *lt = present_str(ev, "lastTimestamp");
+    const char *kind = or_str(present_str(ev, "involvedObject.kind"), "");
+    const char *name = present_str(ev, "involvedObject.name");
+    const char *comp = present_str(ev, "source.component"), *host = present_str(ev, "source.host");
+    long count = num(ev, "count", 0);
+    size_t k, mlen;
+    int rc;
+
+    present_age_of(ft && *ft ? ft : present_str(ev, "eventTime"), now, first);
+    if (lt && *lt)
+        present_age_of(lt, now, lastseen);
+    else
+        memcpy(lastseen, first, sizeof(first));
+    if (present_get(ev, "series")) {
+        present_age_of(present_str(ev, "series.lastObservedTime"), now, lastseen);
+        count = num(ev, "series.count", 0);
+    } else if (count == 0) {
+        count = 1;
+    }
+    for (k = 0; kind[k] && k < 200; k++)
+        target[k] = (char)(kind[k] >= 'A' && kind[k] <= 'Z' ? kind[k] + 32 : kind[k]);
+    target[k] = '\0';
+    if (name && *name)
+        snprintf(target + k, sizeof(target) - k, "/%.300s", name);
+    if (!comp || !*comp)
+        comp = present_str(ev, "reportingComponent");
+    if (!host || !*host)
+        host = present_str(ev, "reportingInstance");
+    if (comp && *comp && host && *host)
+        snprintf(source, sizeof(source), "%.250s, %.250s", comp, host);
+    else
+        snprintf(source, sizeof(source), "%.250s", or_str(comp, ""));
+    /* strings.TrimSpace of the message */
+    const char *m = or_str(present_str(ev, "message"), "");
+    while (*m == ' ' || *m == '\n' || *m == '\t' || *m == '\r')
+        m++;
+    mlen = strlen(m);
+    while (mlen && (m[mlen - 1] == ' ' || m[mlen - 1] == '\n' || m[mlen - 1] == '\t' ||
+                    m[mlen - 1] == '\r'))
+        mlen--;
+    if (!(msg = strndup(m, mlen)))
+        return -ENOMEM;
+    rc = present_add_str(cells, lastseen);
+    if (!rc)
+        rc = present_add_str(cells, present_str(ev, "type"));
+    if (!rc)
+        rc = present_add_str(cells, present_str(ev, "reason"));
+    if (!rc)
+        rc = present_add_str(cells, target);
+    if (!rc)
+        rc = present_add_str(cells, present_str(ev, "involvedObject.fieldPath"));
+    if (!rc)
+        rc = present_add_str(cells, source);
+    if (!rc)
+        rc = present_add_str(cells, msg);
+    free(msg);
+    if (!rc)
+        rc = present_add_str(cells, first);
+    if (!rc)
+        rc = add_num(cells, (double)count);
+    if (!rc)
+        rc = present_add_str(cells, present_str(ev, "metadata.name"));
+    return rc;
+}
+
+/* ---- simple kinds --------------------------------------------------------------------- */
+
+static const struct present_col cm_cols[] = {
+    NAME_COL, { "Data", "string", "", "Data contains the configuration data.", 0 }, AGE_COL,
+};
+
+static int cm_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = add_name_age_first(cells, o)) ||
+        (rc = add_num(cells, count_keys(o, "data") + count_keys(o, "binaryData"))))
+        return rc;
+    return add_age(cells, o, now);
+}
+
+static const struct present_col secret_cols[] = {
+    NAME_COL, { "Type", "string", "", "The type of the secret", 0 },
+    { "Data", "string", "", "The number of entries in the secret", 0 }, AGE_COL,
+};
+
+static int secret_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = add_name_age_first(cells, o)) ||
+        (rc = present_add_str(cells, or_str(present_str(o, "type"), "Opaque"))) ||
+        (rc = add_num(cells, count_keys(o, "data"))))
+        return rc;
+    return add_age(cells, o, now);
+}
+
+static const struct present_col sa_cols[] = {
+    NAME_COL, { "Secrets", "string", "", "Secrets is a list of the secrets in the same namespace "
+                "that pods running using this ServiceAccount are allowed to use.", 0 }, AGE_COL,
+};
+
+static int sa_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = add_name_age_first(cells, o)) || (rc = add_num(cells, count_keys(o, "secrets"))))
+        return rc;
+    return add_age(cells, o, now);
+}
+
+static const struct present_col lease_cols[] = {
+    NAME_COL, { "Holder", "string", "", "The holder of the lease", 0 }, AGE_COL,
+};
+
+static int lease_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = add_name_age_first(cells, o)) ||
+        (rc = present_add_str(cells, present_str(o, "spec.holderIdentity"))))
+        return rc;
+    return add_age(cells, o, now);
+}
+
+static const struct present_col ep_cols[] = {
+    NAME_COL, { "Endpoints", "string", "", "Endpoints is the list of endpoints.", 0 }, AGE_COL,
+};
+
+static int ep_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    struct buf b = { 0 };
+    const cJSON *ss, *p, *a;
+    long count = 0, shown = 0;
+    int rc = 0;
+
+    cJSON_ArrayForEach(ss, present_get(o, "subsets")) {
+        const cJSON *ports = present_get(ss, "ports"), *addrs = present_get(ss, "addresses");
+        if (cJSON_GetArraySize(ports) == 0) {
+            cJSON_ArrayForEach(a, addrs) {
+                count++;
+                if (shown < 3 && rc == 0 && ++shown)
+                    rc = buf_printf(&b, "%s%s", b.len ? "," : "", or_str(present_str(a, "ip"), ""));
+            }
+            continue;
+        }
+        cJSON_ArrayForEach(p, ports) {
+            cJSON_ArrayForEach(a, addrs) {
+                const char *ip = or_str(present_str(a, "ip"), "");
+                count++;
+                if (shown >= 3 || rc)
+                    continue;
+                shown++;
+                rc = strchr(ip, ':') ? buf_printf(&b, "%s[%s]:%ld", b.len ? "," : "", ip,
+                                                  num(p, "port", 0))
+                                     : buf_printf(&b, "%s%s:%ld", b.len ? "," : "", ip,
+                                                  num(p, "port", 0));
+            }
+        }
+    }
+    if (rc == 0 && count > shown)
+        rc = buf_printf(&b, " + %ld more...", count - shown);
+    if (rc == 0 && cJSON_GetArraySize(present_get(o, "subsets")) == 0)
+        rc = buf_puts(&b, "<none>");
+    if ((rc = add_name_age_first(cells, o)) < 0 || (rc = add_buf_cell(cells, &b, rc)))
+        return rc;
+    return add_age(cells, o, now);
+}
+
+static const struct present_col pvc_cols[] = {
+    NAME_COL,
+    { "Status", "string", "", "The phase of the claim.", 0 },
+    { "Volume", "string", "", "The binding reference to the PersistentVolume.", 0 },
+    { "Capacity", "string", "", "The actual resources of the underlying volume.", 0 },
+    { "Access Modes", "string", "", "The access modes the volume has.", 0 },
+    { "StorageClass", "string", "", "Name of the StorageClass required by the claim.", 0 },
+    { "VolumeAttributesClass", "string", "", "The VolumeAttributesClass of the claim.", 0 },
+    AGE_COL,
+    { "VolumeMode", "string", "", "What type of volume is required by the claim.", 1 },
+};
+
+static int pvc_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    const char *phase = or_str(present_str(o, "status.phase"), "");
+    const char *vol = or_str(present_str(o, "spec.volumeName"), "");
+    const char *sc = present_str(o, "spec.storageClassName");
+    const char *vac = present_str(o, "spec.volumeAttributesClassName");
+    struct buf modes = { 0 };
+    const cJSON *m;
+    const char *cap = "";
+    int rc = 0;
+
+    if (present_get(o, "metadata.deletionTimestamp"))
+        phase = "Terminating";
+    if (!sc) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(present_get(o, "metadata.annotations"),
+                                                          "volume.beta.kubernetes.io/storage-class");
+        sc = cJSON_IsString(a) ? a->valuestring : NULL;
+    }
+    if (*vol) {
+        cap = or_str(present_str(o, "status.capacity.storage"), "");
+        cJSON_ArrayForEach(m, present_get(o, "status.accessModes")) {
+            const char *s = cJSON_IsString(m) ? m->valuestring : "";
+            const char *abbr = strcmp(s, "ReadWriteOnce") == 0 ? "RWO"
+                             : strcmp(s, "ReadOnlyMany") == 0 ? "ROX"
+                             : strcmp(s, "ReadWriteMany") == 0 ? "RWX"
+                             : strcmp(s, "ReadWriteOncePod") == 0 ? "RWOP" : NULL;
+            if (abbr && rc == 0)
+                rc = buf_printf(&modes, "%s%s", modes.len ? "," : "", abbr);
+        }
+    }
+    if ((rc = add_name_age_first(cells, o)) < 0 || (rc = present_add_str(cells, phase)) ||
+        (rc = present_add_str(cells, vol)) || (rc = present_add_str(cells, cap)) ||
+        (rc = add_buf_cell(cells, &modes, rc)) || (rc = present_add_str(cells, or_str(sc, ""))) ||
+        (rc = present_add_str(cells, or_str(vac, "<unset>"))) || (rc = add_age(cells, o, now)))
+        return rc;
+    return present_add_str(cells, or_str(present_str(o, "spec.volumeMode"), "<unset>"));
+}
+
+static const struct present_col created_cols[] = {
+    NAME_COL, { "Created At", "date", "", present_age_desc, 0 },
+};
+
+/* CRDs and RBAC roles: the generic table convertor's creation time in RFC 3339. */
+static int created_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+    (void)now;
+
+    if ((rc = add_name_age_first(cells, o)))
+        return rc;
+    return present_add_str(cells, present_str(o, "metadata.creationTimestamp"));
+}
+
+#define PRINTER(g, k, cols, fn) { g, k, cols, sizeof(cols) / sizeof(cols[0]), fn }
+
+static const struct present_printer printers[] = {
+    PRINTER("", "Pod", pod_cols, pod_cells),
+    PRINTER("", "Service", svc_cols, svc_cells),
+    PRINTER("", "Node", node_cols, node_cells),
+    PRINTER("", "Namespace", ns_cols, ns_cells),
+    PRINTER("", "Event", event_cols, event_cells),
+    PRINTER("", "ConfigMap", cm_cols, cm_cells),
+    PRINTER("", "Secret", secret_cols, secret_cells),
+    PRINTER("", "ServiceAccount", sa_cols, sa_cells),
+    PRINTER("", "Endpoints", ep_cols, ep_cells),
+    PRINTER("", "PersistentVolumeClaim", pvc_cols, pvc_cells),
+    PRINTER("batch", "Job", job_cols, job_cells),
+    PRINTER("coordination.k8s.io", "Lease", lease_cols, lease_cells),
+    PRINTER("apiextensions.k8s.io", "CustomResourceDefinition", created_cols, created_cells),
+    PRINTER("rbac.authorization.k8s.io", "Role", created_cols, created_cells),
+    PRINTER("rbac.authorization.k8s.io", "ClusterRole", created_cols, created_cells),
+};
+
+const struct present_printer *present_builtin_printer(const struct reg_resource *res)
+{
+    if (!res->builtin)
+        return NULL;
+    for (size_t i = 0; i < sizeof(printers) / sizeof(printers[0]); i++)
+        if (strcmp(printers[i].kind, res->kind) == 0 && strcmp(printers[i].group, res->group) == 0)
+            return &printers[i];
+    return NULL;
+}
