@@ -56,6 +56,9 @@ char *kube_resource_path(const struct kube_resource *r, const char *ns, const ch
     if (r == NULL || !seg_ok(r->version) || !seg_ok(r->plural) || (name && !seg_ok(name)) ||
         (r->namespaced && ns != NULL && !seg_ok(ns)) || (sub != NULL && !seg_ok(sub)))
         return NULL;
+    /* A namespaced object always lives in a namespace; only collections span all. */
+    if (r->namespaced && name != NULL && ns == NULL)
+        return NULL;
     if (r->group == NULL || r->group[0] == '\0')
         rc |= buf_printf(&b, "/api/%s", r->version);
     else
@@ -181,7 +184,9 @@ int kube_create(struct kube_client *c, const struct kube_resource *r, const char
 
     if (ns == NULL)
         ns = obj_meta(obj, "namespace");
-    path = kube_resource_path(r, ns, NULL, NULL);
+    /* POST to the all-namespaces collection is not a thing: refuse locally. */
+    path = (r == NULL || !r->namespaced || ns != NULL) ? kube_resource_path(r, ns, NULL, NULL)
+                                                        : NULL;
     body = cJSON_PrintUnformatted(obj);
     if (body == NULL) {
         free(path);

@@ -86,7 +86,6 @@ int kube__errno_from_code(int code);
 
 /* ---- client.c / watch.c shared --------------------------------------------- */
 
-struct kube_url_opts;
 /* Appends "?k=v&..." for list/watch options to b (values URL-escaped). */
 int kube__append_list_query(struct buf *b, const struct kube_list_opts *o, int watch,
                             int allow_bookmarks, int send_initial_events);

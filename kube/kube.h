@@ -263,7 +263,8 @@ struct kube_request {
 int kube_raw(struct kube_client *c, const struct kube_request *req, struct kube_result *res);
 
 /* Builds the collection or object path for r (name may be NULL), appending
- * "/sub" when sub is set. Caller frees. NULL on ENOMEM or bad arguments. */
+ * "/sub" when sub is set. Caller frees. NULL on ENOMEM or bad arguments (a
+ * segment containing '/', "." or "..", or a namespaced object without ns). */
 char *kube_resource_path(const struct kube_resource *r, const char *ns, const char *name,
                          const char *sub);
 

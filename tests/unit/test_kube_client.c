@@ -106,10 +106,17 @@ static void test_get_request_shape_and_result(void **state)
     assert_int_equal(kube_get(f->c, &KUBE_RES_NAMESPACES, "ignored", "ns9", &res), 0);
     assert_string_equal(f->srv.log[2].path, "/api/v1/namespaces/ns9");
     kube_result_release(&res);
-    /* A name that would escape the path is refused before any request. */
+    /* A name that would escape the path, or a namespaced object without a
+     * namespace, is refused before any request. */
     assert_int_equal(kube_get(f->c, &KUBE_RES_PODS, "ns1", "../x", &res), -EINVAL);
-    assert_int_equal(ts_nlog(&f->srv), 3);
     kube_result_release(&res);
+    assert_int_equal(kube_get(f->c, &KUBE_RES_PODS, NULL, "p1", &res), -EINVAL);
+    kube_result_release(&res);
+    cJSON *nons = cJSON_Parse("{\"metadata\":{\"name\":\"x\"}}");
+    assert_int_equal(kube_create(f->c, &KUBE_RES_PODS, NULL, nons, &res), -EINVAL);
+    kube_result_release(&res);
+    cJSON_Delete(nons);
+    assert_int_equal(ts_nlog(&f->srv), 3);
 }
 
 static void test_list_query_is_escaped(void **state)
