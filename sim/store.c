@@ -453,6 +453,7 @@ void store_close(struct store *s)
         return;
     gc_stop(s);
     persist_close(s);
+    HASH_CLEAR(hu, s->by_uid);     /* its bookkeeping lives in the entries freed below */
     HASH_ITER(hh, s->types, t, tt) {
         HASH_ITER(hh, t->objs, e, et) {
             HASH_DELETE(hh, t->objs, e);
@@ -466,7 +467,6 @@ void store_close(struct store *s)
         free(t->key);
         free(t);
     }
-    HASH_CLEAR(hu, s->by_uid);
     while (s->nq_head) {
         struct notice *n = s->nq_head;
         s->nq_head = n->next;
