@@ -42,6 +42,7 @@ struct ts_request {
     char user_agent[256];
     char content_type[128];
     char accept_encoding[64];
+    int client_cert_ok;        /* TLS: the client presented a certificate our CA signed */
     char *body;
 };
 
@@ -184,6 +185,14 @@ TS_FN enum MHD_Result ts_handler(void *cls, struct MHD_Connection *conn, const c
         ts_copy_header(conn, "Content-Type", q->content_type, sizeof(q->content_type));
         ts_copy_header(conn, "Accept-Encoding", q->accept_encoding, sizeof(q->accept_encoding));
         q->body = strdup(ctx->body.data ? ctx->body.data : "");
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (ci != NULL && ci->tls_session != NULL) {
+            unsigned int vs = 1, n = 0;
+            gnutls_session_t ses = (gnutls_session_t)ci->tls_session;
+            q->client_cert_ok = gnutls_certificate_get_peers(ses, &n) != NULL && n > 0 &&
+                                gnutls_certificate_verify_peers2(ses, &vs) == 0 && vs == 0;
+        }
     }
     if (s->next < s->nscript) {
         r = s->script[s->next];
@@ -243,8 +252,10 @@ TS_FN void ts_notify_conn(void *cls, struct MHD_Connection *c, void **socket_con
     }
 }
 
-/* Starts on 127.0.0.1:random; TLS when cert_pem/key_pem are set. 0 or -1. */
-TS_FN int ts_start(struct ts_server *s, const char *cert_pem, const char *key_pem)
+/* Starts on 127.0.0.1:random; TLS when cert_pem/key_pem are set; client
+ * certificates are requested (not required) and checked against trust_pem. 0 or -1. */
+TS_FN int ts_start_tls(struct ts_server *s, const char *cert_pem, const char *key_pem,
+                       const char *trust_pem)
 {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
                      MHD_USE_ERROR_LOG;
@@ -261,7 +272,8 @@ TS_FN int ts_start(struct ts_server *s, const char *cert_pem, const char *key_pe
                                 MHD_OPTION_NOTIFY_COMPLETED, ts_completed, s,
                                 MHD_OPTION_NOTIFY_CONNECTION, ts_notify_conn, s,
                                 MHD_OPTION_HTTPS_MEM_CERT, cert_pem, MHD_OPTION_HTTPS_MEM_KEY,
-                                key_pem, MHD_OPTION_END);
+                                key_pem, trust_pem ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END,
+                                trust_pem, MHD_OPTION_END);
     else
         s->d = MHD_start_daemon(flags, 0, NULL, NULL, ts_handler, s, MHD_OPTION_SOCK_ADDR, &sa,
                                 MHD_OPTION_NOTIFY_COMPLETED, ts_completed, s,
@@ -271,6 +283,11 @@ TS_FN int ts_start(struct ts_server *s, const char *cert_pem, const char *key_pe
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info ? info->port : 0;
     return s->port > 0 ? 0 : -1;
+}
+
+TS_FN int ts_start(struct ts_server *s, const char *cert_pem, const char *key_pem)
+{
+    return ts_start_tls(s, cert_pem, key_pem, NULL);
 }
 
 TS_FN void ts_stop(struct ts_server *s)
@@ -298,6 +315,8 @@ struct ts_pki {
     char *ca_pem;
     char *server_cert_pem;
     char *server_key_pem;
+    char *client_cert_pem;
+    char *client_key_pem;
 };
 
 TS_FN char *ts_datum_str(gnutls_datum_t *d)
@@ -322,11 +341,12 @@ TS_FN void ts_set_common(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key, int s
     gnutls_x509_crt_set_key(crt, key);
 }
 
-/* A CA and a server certificate for 127.0.0.1 and dns_name. 0 or -1. */
+/* A CA, a server certificate for 127.0.0.1 and dns_name, and a client
+ * certificate, all ECDSA P-256. 0 or -1. */
 TS_FN int ts_pki_make(struct ts_pki *p, const char *dns_name)
 {
-    gnutls_x509_privkey_t cak, sk;
-    gnutls_x509_crt_t ca, sc;
+    gnutls_x509_privkey_t cak, sk, ck;
+    gnutls_x509_crt_t ca, sc, cc;
     gnutls_datum_t d;
     unsigned char ip[4] = { 127, 0, 0, 1 };
     unsigned char kid[64];
@@ -335,6 +355,9 @@ TS_FN int ts_pki_make(struct ts_pki *p, const char *dns_name)
 
     gnutls_x509_privkey_init(&cak);
     gnutls_x509_privkey_init(&sk);
+    gnutls_x509_privkey_init(&ck);
+    rc |= gnutls_x509_privkey_generate(ck, GNUTLS_PK_ECDSA,
+                                       GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
     rc |= gnutls_x509_privkey_generate(cak, GNUTLS_PK_ECDSA,
                                        GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
     rc |= gnutls_x509_privkey_generate(sk, GNUTLS_PK_ECDSA,
@@ -358,6 +381,20 @@ TS_FN int ts_pki_make(struct ts_pki *p, const char *dns_name)
     gnutls_x509_crt_set_authority_key_id(sc, kid, kidlen);
     rc |= gnutls_x509_crt_sign2(sc, ca, cak, GNUTLS_DIG_SHA256, 0);
 
+    gnutls_x509_crt_init(&cc);
+    ts_set_common(cc, ck, 3, "rayop-test-client");
+    gnutls_x509_crt_set_basic_constraints(cc, 0, -1);
+    gnutls_x509_crt_set_key_usage(cc, GNUTLS_KEY_DIGITAL_SIGNATURE);
+    gnutls_x509_crt_set_key_purpose_oid(cc, GNUTLS_KP_TLS_WWW_CLIENT, 0);
+    gnutls_x509_crt_set_authority_key_id(cc, kid, kidlen);
+    rc |= gnutls_x509_crt_sign2(cc, ca, cak, GNUTLS_DIG_SHA256, 0);
+    rc |= gnutls_x509_crt_export2(cc, GNUTLS_X509_FMT_PEM, &d);
+    p->client_cert_pem = ts_datum_str(&d);
+    rc |= gnutls_x509_privkey_export2(ck, GNUTLS_X509_FMT_PEM, &d);
+    p->client_key_pem = ts_datum_str(&d);
+    gnutls_x509_crt_deinit(cc);
+    gnutls_x509_privkey_deinit(ck);
+
     rc |= gnutls_x509_crt_export2(ca, GNUTLS_X509_FMT_PEM, &d);
     p->ca_pem = ts_datum_str(&d);
     rc |= gnutls_x509_crt_export2(sc, GNUTLS_X509_FMT_PEM, &d);
@@ -376,6 +413,8 @@ TS_FN void ts_pki_free(struct ts_pki *p)
     free(p->ca_pem);
     free(p->server_cert_pem);
     free(p->server_key_pem);
+    free(p->client_cert_pem);
+    free(p->client_key_pem);
 }
 
 /* A config pointing at the test server (caller frees with kube_config_free). */

@@ -540,7 +540,7 @@ static void test_tls_verified_against_ca(void **state)
     if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
         skip();
     assert_int_equal(ts_pki_make(&pki, "kube.test"), 0);
-    assert_int_equal(ts_start(&srv, pki.server_cert_pem, pki.server_key_pem), 0);
+    assert_int_equal(ts_start_tls(&srv, pki.server_cert_pem, pki.server_key_pem, pki.ca_pem), 0);
     struct kube_config *cfg = ts_config(&srv, 1, "t");
 
     /* System roots do not know our CA: refused. */
@@ -554,6 +554,18 @@ static void test_tls_verified_against_ca(void **state)
     cfg->ca_pem_len = strlen(pki.ca_pem);
     assert_int_equal(kube_client_new(cfg, &o, &c), 0);
     assert_int_equal(kube_get(c, &KUBE_RES_PODS, "ns", "p", &res), 0);
+    assert_int_equal(srv.log[0].client_cert_ok, 0);
+    kube_result_release(&res);
+    kube_client_free(c);
+
+    /* A client certificate from -data blobs is presented and verifies. */
+    cfg->cert_pem = strdup(pki.client_cert_pem);
+    cfg->cert_pem_len = strlen(pki.client_cert_pem);
+    cfg->key_pem = strdup(pki.client_key_pem);
+    cfg->key_pem_len = strlen(pki.client_key_pem);
+    assert_int_equal(kube_client_new(cfg, &o, &c), 0);
+    assert_int_equal(kube_get(c, &KUBE_RES_PODS, "ns", "p", &res), 0);
+    assert_int_equal(srv.log[1].client_cert_ok, 1);
     kube_result_release(&res);
     kube_client_free(c);
 
@@ -581,7 +593,7 @@ static void test_tls_verified_against_ca(void **state)
     kube_result_release(&res);
     kube_client_free(c);
 
-    assert_int_equal(ts_nlog(&srv), 3);
+    assert_int_equal(ts_nlog(&srv), 4);
     kube_config_free(cfg);
     ts_stop(&srv);
     ts_pki_free(&pki);
