@@ -444,6 +444,7 @@ static int is_retryable(const struct kube_http *rq, int cc, int code)
 {
     if (cc != CURLE_OK)
         return cc == CURLE_COULDNT_CONNECT || (rq->idempotent && cc != CURLE_WRITE_ERROR &&
+                                               cc != CURLE_BAD_CONTENT_ENCODING &&
                                                cc != CURLE_PEER_FAILED_VERIFICATION &&
                                                cc != CURLE_SSL_CACERT_BADFILE &&
                                                cc != CURLE_SSL_CERTPROBLEM);

@@ -106,6 +106,18 @@ TS_FN void ts_push_raw(struct ts_server *s, int code, const char *body, size_t l
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Adds a response header to the most recently queued response. */
+TS_FN void ts_last_header(struct ts_server *s, const char *name, const char *value)
+{
+    pthread_mutex_lock(&s->mu);
+    struct ts_response *r = &s->script[s->nscript - 1];
+    free(r->header_name);
+    free(r->header_value);
+    r->header_name = strdup(name);
+    r->header_value = strdup(value);
+    pthread_mutex_unlock(&s->mu);
+}
+
 TS_FN ssize_t ts_stream_cb(void *cls, uint64_t pos, char *out, size_t max)
 {
     struct ts_stream *st = cls;

@@ -479,6 +479,60 @@ static void test_response_size_is_bounded(void **state)
     buf_free(&big);
 }
 
+static uint32_t crc32_of(const unsigned char *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0xedb88320u : c >> 1;
+    }
+    return ~c;
+}
+
+/* gzip of data as one stored (uncompressed) deflate block: no zlib needed. */
+static size_t gzip_stored(const char *data, unsigned char *out)
+{
+    size_t len = strlen(data), o = 0;
+    static const unsigned char hdr[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff };
+    uint32_t crc = crc32_of((const unsigned char *)data, len);
+    memcpy(out, hdr, 10);
+    o = 10;
+    out[o++] = 0x01; /* final block, stored */
+    out[o++] = (unsigned char)(len & 0xff);
+    out[o++] = (unsigned char)(len >> 8);
+    out[o++] = (unsigned char)(~len & 0xff);
+    out[o++] = (unsigned char)((~len >> 8) & 0xff);
+    memcpy(out + o, data, len);
+    o += len;
+    for (int i = 0; i < 4; i++)
+        out[o++] = (unsigned char)(crc >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        out[o++] = (unsigned char)(len >> (8 * i));
+    return o;
+}
+
+static void test_gzip_response_is_decoded(void **state)
+{
+    struct fixture *f = *state;
+    struct kube_result res = { 0 };
+    unsigned char gz[512];
+    const char *json = "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"gz\",\"resourceVersion\":\"7\"}}";
+    size_t n = gzip_stored(json, gz);
+    ts_push_raw(&f->srv, 200, (const char *)gz, n, 0, 0);
+    ts_last_header(&f->srv, "Content-Encoding", "gzip");
+    assert_int_equal(kube_get(f->c, &KUBE_RES_PODS, "ns", "gz", &res), 0);
+    assert_string_equal(res.resource_version, "7");
+    assert_non_null(strstr(f->srv.log[0].accept_encoding, "gzip"));
+    kube_result_release(&res);
+    /* A corrupt gzip body is an error, not garbage JSON. */
+    gz[10] = 0x07; /* deflate block type 3 is reserved: undecodable */
+    ts_push_raw(&f->srv, 200, (const char *)gz, n, 0, 0);
+    ts_last_header(&f->srv, "Content-Encoding", "gzip");
+    assert_int_equal(kube_get(f->c, &KUBE_RES_PODS, "ns", "gz", &res), -EPROTO);
+    kube_result_release(&res);
+}
+
 static void test_token_never_logged_and_reloaded_after_401(void **state)
 {
     struct fixture *f = *state;
@@ -614,6 +668,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_limiter_rates_on_fake_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_reuses_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(test_response_size_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gzip_response_is_decoded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_never_logged_and_reloaded_after_401, setup,
                                         teardown),
         cmocka_unit_test(test_tls_verified_against_ca),
