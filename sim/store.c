@@ -34,6 +34,39 @@ void store_obj_unref(struct store_obj *o)
     free(o);
 }
 
+/*
+ * cJSON_PrintUnformatted grows its buffer by realloc from 256 bytes; printing
+ * into a per-thread scratch buffer and copying once is markedly cheaper for the
+ * 1-10 KiB objects the store keeps. Caller frees the result.
+ */
+static char *print_compact(const cJSON *json, size_t *len)
+{
+    static _Thread_local char *scratch;
+    static _Thread_local int cap;
+    char *out;
+
+    if (!scratch) {
+        cap = 64 * 1024;
+        scratch = malloc((size_t)cap);
+    }
+    while (scratch && cap <= (64 << 20)) {
+        if (cJSON_PrintPreallocated((cJSON *)json, scratch, cap, false)) {
+            *len = strlen(scratch);
+            out = malloc(*len + 1);
+            if (out)
+                memcpy(out, scratch, *len + 1);
+            return out;
+        }
+        free(scratch);
+        cap *= 4;
+        scratch = malloc((size_t)cap);
+    }
+    out = cJSON_PrintUnformatted(json);
+    if (out)
+        *len = strlen(out);
+    return out;
+}
+
 struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
 {
     struct store_obj *o = calloc(1, sizeof(*o));
@@ -45,13 +78,12 @@ struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
         cJSON_Delete(json);
         return NULL;
     }
-    o->bytes = cJSON_PrintUnformatted(json);
+    o->bytes = print_compact(json, &o->len);
     if (!o->bytes) {
         free(o);
         cJSON_Delete(json);
         return NULL;
     }
-    o->len = strlen(o->bytes);
     o->res = res;
     o->json = json;
     md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
@@ -173,6 +205,11 @@ struct sentry *store_entry_find(struct stype *t, const char *ns, const char *nam
 const struct reg_resource *store_find_builtin(struct store *s, const char *group,
                                               const char *plural)
 {
+    /* the hot ones are looked up on every create/delete: cached (built-ins never move) */
+    if (!group[0] && !strcmp(plural, "namespaces") && s->res_namespaces)
+        return s->res_namespaces;
+    if (!group[0] && !strcmp(plural, "nodes") && s->res_nodes)
+        return s->res_nodes;
     for (size_t i = 0, n = registry_count(s->reg); i < n; i++) {
         const struct reg_resource *r = registry_at(s->reg, i);
         if (r->builtin && !strcmp(r->group, group) && !strcmp(r->plural, plural))
@@ -409,6 +446,8 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
     s->window = o && o->watch_window ? o->watch_window : 5000;
     s->bookmark_ms = o && o->bookmark_ms ? o->bookmark_ms : 1000;
     s->svc_next_ip = 1;
+    s->res_namespaces = store_find_builtin(s, "", "namespaces");
+    s->res_nodes = store_find_builtin(s, "", "nodes");
     if (o && o->state_dir) {
         s->state_dir = strdup(o->state_dir);
         if (!s->state_dir) {

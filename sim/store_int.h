@@ -112,7 +112,8 @@ struct store {
     size_t window;
     unsigned bookmark_ms;
     _Atomic unsigned watch_delay_ms;
-    uint32_t svc_next_ip;       /* offset in 10.96.0.0/12 for the next clusterIP */
+    uint32_t svc_next_ip;
+    const struct reg_resource *res_namespaces, *res_nodes;       /* offset in 10.96.0.0/12 for the next clusterIP */
 
     struct subscriber subs[STORE_MAX_SUBSCRIBERS];
     size_t n_subs;
