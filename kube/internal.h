@@ -84,6 +84,32 @@ void kube__status_from_code(struct kube_status *st, int code, const char *messag
 /* Maps an HTTP status code alone. */
 int kube__errno_from_code(int code);
 
+/* ---- stream.c: watch body framing and event parsing ------------------------ */
+
+/* Receives one trimmed, non-empty line; a nonzero return stops the feed and is
+ * returned by it. */
+typedef int (*kube_line_cb)(void *arg, const char *line, size_t len);
+
+struct kube_lines {
+    struct buf b;              /* unterminated tail of the stream */
+    size_t scanned;            /* b.data[0..scanned) holds no '\n' */
+    size_t max_line;
+};
+
+void kube__lines_init(struct kube_lines *l, size_t max_line);
+void kube__lines_release(struct kube_lines *l);
+/* Appends data and calls cb for every complete line. 0, -EMSGSIZE (a line,
+ * complete or not, longer than max_line), -ENOMEM, or cb's nonzero result. */
+int kube__lines_feed(struct kube_lines *l, const char *data, size_t n, kube_line_cb cb,
+                     void *arg);
+/* End of stream: delivers a last line that had no newline. */
+int kube__lines_finish(struct kube_lines *l, kube_line_cb cb, void *arg);
+/* Parses one line into ev: ev->object is owned by the caller, ev->resource_version
+ * points into it, ev->raw/raw_len is line. ERROR events fill *st and set
+ * ev->status = st. 0 or -EPROTO. */
+int kube__event_parse(const char *line, size_t len, struct kube_event *ev,
+                      struct kube_status *st);
+
 /* ---- client.c / watch.c shared --------------------------------------------- */
 
 /* Appends "?k=v&..." for list/watch options to b (values URL-escaped). */

@@ -50,9 +50,8 @@ struct kube_watch {
     CURL *easy;
     struct curl_slist *headers;
     struct buf url;
-    struct buf line;           /* bytes not yet split into lines */
-    size_t scanned;            /* line.data[0..scanned) holds no '\n' */
-    size_t max_line;
+    struct kube_lines lines;   /* 200: the event stream being framed */
+    struct buf errbody;        /* non-200: the (bounded) Status body */
     long http_code;            /* 0 until the first body byte */
     int err;                   /* first error seen (ends the watch) */
     int stopped;               /* kube_watch_stop while curl was dispatching */
@@ -64,103 +63,36 @@ struct kube_watch {
     uint64_t events;
 };
 
-/* ---- event parsing ---------------------------------------------------------- */
+/* ---- events ------------------------------------------------------------------ */
 
-const char *kube_event_type_name(enum kube_event_type t)
+/* kube_line_cb for one complete line: hook, parse, deliver. Nonzero ends the feed. */
+static int watch_line(void *arg, const char *p, size_t len)
 {
-    static const char *const names[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR" };
-    return (unsigned)t <= KUBE_EVENT_ERROR ? names[t] : "UNKNOWN";
-}
-
-static int event_type_parse(const char *s, enum kube_event_type *t)
-{
-    for (int i = 0; i <= KUBE_EVENT_ERROR; i++) {
-        if (strcmp(s, kube_event_type_name((enum kube_event_type)i)) == 0) {
-            *t = (enum kube_event_type)i;
-            return 0;
-        }
-    }
-    return -EPROTO;
-}
-
-/* Parses and delivers one line. Returns 0 or a negative errno that ends the watch. */
-static int watch_line(struct kube_watch *w, const char *p, size_t len)
-{
-    struct kube_event ev = { 0 };
+    struct kube_watch *w = arg;
+    struct kube_event ev;
     struct kube_status st;
-    cJSON *root, *type, *obj;
-    int rc = 0;
 
-    while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
-        len--;
-    if (len == 0)
-        return 0;
     if (w->o.on_line != NULL) {
         int consumed = w->o.on_line(w, p, len, w->o.arg);
-        if (consumed || w->stopped)
+        if (w->stopped)
+            return 1;
+        if (consumed)
             return 0;
     }
-    root = cJSON_ParseWithLength(p, len);
-    if (root == NULL)
+    if (kube__event_parse(p, len, &ev, &st) < 0)
         return -EPROTO;
-    type = cJSON_GetObjectItemCaseSensitive(root, "type");
-    obj = cJSON_DetachItemFromObjectCaseSensitive(root, "object");
-    if (!cJSON_IsString(type) || event_type_parse(type->valuestring, &ev.type) < 0 ||
-        !cJSON_IsObject(obj)) {
-        rc = -EPROTO;
-        goto out;
-    }
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-    ev.resource_version = cJSON_IsString(rv) ? rv->valuestring : "";
     if (ev.type == KUBE_EVENT_ERROR) {
-        if (kube_status_from_json(obj, &st) < 0 || st.code == 0)
-            kube__status_from_code(&st, st.code ? st.code : 500, "watch ERROR event");
         w->error_status = st;
         w->saw_error_event = 1;
         ev.status = &w->error_status;
     } else if (ev.resource_version[0] != '\0') {
         snprintf(w->last_rv, sizeof(w->last_rv), "%s", ev.resource_version);
     }
-    ev.object = obj;
-    ev.raw = p;
-    ev.raw_len = len;
     w->events++;
     if (w->o.on_event != NULL)
         w->o.on_event(w, &ev, w->o.arg);
-    obj = ev.object; /* NULL when the callback kept it */
-out:
-    cJSON_Delete(obj);
-    cJSON_Delete(root);
-    return rc;
-}
-
-/* Splits the buffered bytes into lines; keeps the unterminated tail. */
-static int watch_split(struct kube_watch *w)
-{
-    size_t start = 0;
-    int rc = 0;
-
-    for (size_t i = w->scanned; i < w->line.len && !w->stopped; i++) {
-        if (w->line.data[i] != '\n')
-            continue;
-        if (i - start > w->max_line) {
-            rc = -EMSGSIZE;
-            break;
-        }
-        rc = watch_line(w, w->line.data + start, i - start);
-        start = i + 1;
-        if (rc < 0)
-            break;
-    }
-    if (start > 0) {
-        memmove(w->line.data, w->line.data + start, w->line.len - start);
-        w->line.len -= start;
-    }
-    w->scanned = w->line.len;
-    if (rc == 0 && w->line.len > w->max_line)
-        rc = -EMSGSIZE;
-    return rc;
+    cJSON_Delete(ev.object); /* NULL when the callback kept it */
+    return w->stopped ? 1 : 0;
 }
 
 static size_t on_watch_body(char *p, size_t size, size_t n, void *arg)
@@ -174,20 +106,14 @@ static size_t on_watch_body(char *p, size_t size, size_t n, void *arg)
         curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->http_code);
     if (w->http_code != 200) {
         /* An error response: keep (a bounded amount of) the Status body. */
-        if (w->line.len + len > WATCH_ERROR_BODY_MAX)
+        if (w->errbody.len + len > WATCH_ERROR_BODY_MAX)
             return len;
-        return buf_append(&w->line, p, len) < 0 ? 0 : len;
+        return buf_append(&w->errbody, p, len) < 0 ? 0 : len;
     }
-    if (buf_append(&w->line, p, len) < 0) {
-        w->err = -ENOMEM;
-        return 0;
-    }
-    int rc = watch_split(w);
-    if (rc < 0) {
+    int rc = kube__lines_feed(&w->lines, p, len, watch_line, w);
+    if (rc < 0)
         w->err = rc;
-        return 0;
-    }
-    return w->stopped ? 0 : len;
+    return (rc != 0 || w->stopped) ? 0 : len;
 }
 
 /* ---- lifecycle -------------------------------------------------------------- */
@@ -208,7 +134,8 @@ static void watch_free(struct kube_watch *w)
         w->next->prev = w->prev;
     curl_slist_free_all(w->headers);
     buf_free(&w->url);
-    buf_free(&w->line);
+    kube__lines_release(&w->lines);
+    buf_free(&w->errbody);
     free(w);
 }
 
@@ -226,7 +153,7 @@ static void watch_finish(struct kube_watch *w, CURLcode cc)
     if (w->http_code == 0)
         curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->http_code);
     if (err == 0 && cc == CURLE_OK && w->http_code != 200) {
-        if (kube_status_parse(w->line.data, w->line.len, &st) < 0 || st.code == 0)
+        if (kube_status_parse(w->errbody.data, w->errbody.len, &st) < 0 || st.code == 0)
             kube__status_from_code(&st, (int)w->http_code, NULL);
         err = kube_status_errno(&st);
         stp = &st;
@@ -242,12 +169,13 @@ static void watch_finish(struct kube_watch *w, CURLcode cc)
         err = kube__errno_from_curl((int)cc);
         snprintf(st.message, sizeof(st.message), "%s", curl_easy_strerror(cc));
         stp = &st;
-    } else if (err == 0 && w->line.len > 0) {
+    } else if (err == 0) {
         /* A last event without its newline. */
-        w->scanned = w->line.len;
         w->wd->dispatching = 1; /* a stop from the callback must not free w under us */
-        err = watch_line(w, w->line.data, w->line.len);
+        err = kube__lines_finish(&w->lines, watch_line, w);
         w->wd->dispatching = 0;
+        if (err > 0)
+            err = 0;
         if (w->stopped) {
             watch_free(w);
             return;
@@ -475,7 +403,8 @@ int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, con
     }
     w->wd = wd;
     w->o = *opts;
-    w->max_line = opts->max_line_bytes ? opts->max_line_bytes : WATCH_DEFAULT_MAX_LINE;
+    kube__lines_init(&w->lines,
+                     opts->max_line_bytes ? opts->max_line_bytes : WATCH_DEFAULT_MAX_LINE);
     if (opts->resource_version != NULL)
         snprintf(w->last_rv, sizeof(w->last_rv), "%s", opts->resource_version);
     /* The caller's strings are only needed to build the URL. */

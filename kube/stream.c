@@ -1,0 +1,132 @@
+/*
+ * stream.c - the byte-level half of a watch, free of curl and libuv so it can
+ * be fuzzed on its own: splitting a chunked body into newline-terminated
+ * lines under a hard length bound, and parsing one line into a typed event.
+ *
+ * The API server writes one JSON object per line (Go's json.Encoder appends
+ * '\n'); chunk boundaries fall anywhere, so bytes are buffered until a
+ * newline. A '\r' before the newline, trailing blanks and empty lines are
+ * tolerated. The buffer never holds more than max_line bytes of an
+ * unterminated line plus one incoming chunk.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kube/internal.h"
+
+void kube__lines_init(struct kube_lines *l, size_t max_line)
+{
+    memset(l, 0, sizeof(*l));
+    l->max_line = max_line;
+}
+
+void kube__lines_release(struct kube_lines *l)
+{
+    buf_free(&l->b);
+    l->scanned = 0;
+}
+
+/* Delivers p[0..len) trimmed; blank lines are dropped. */
+static int deliver(const char *p, size_t len, kube_line_cb cb, void *arg)
+{
+    while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
+        len--;
+    if (len == 0)
+        return 0;
+    return cb(arg, p, len);
+}
+
+int kube__lines_feed(struct kube_lines *l, const char *data, size_t n, kube_line_cb cb,
+                     void *arg)
+{
+    size_t start = 0;
+    int rc = 0;
+
+    if (n > 0 && buf_append(&l->b, data, n) < 0)
+        return -ENOMEM;
+    for (size_t i = l->scanned; i < l->b.len; i++) {
+        if (l->b.data[i] != '\n')
+            continue;
+        if (i - start > l->max_line) {
+            rc = -EMSGSIZE;
+            break;
+        }
+        rc = deliver(l->b.data + start, i - start, cb, arg);
+        start = i + 1;
+        if (rc != 0)
+            break;
+    }
+    if (start > 0) {
+        memmove(l->b.data, l->b.data + start, l->b.len - start);
+        l->b.len -= start;
+    }
+    l->scanned = rc == 0 ? l->b.len : 0;
+    if (rc == 0 && l->b.len > l->max_line)
+        rc = -EMSGSIZE;
+    return rc;
+}
+
+int kube__lines_finish(struct kube_lines *l, kube_line_cb cb, void *arg)
+{
+    int rc = 0;
+    if (l->b.len > l->max_line)
+        rc = -EMSGSIZE;
+    else if (l->b.len > 0)
+        rc = deliver(l->b.data, l->b.len, cb, arg);
+    l->b.len = 0;
+    l->scanned = 0;
+    return rc;
+}
+
+const char *kube_event_type_name(enum kube_event_type t)
+{
+    static const char *const names[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR" };
+    return (unsigned)t <= KUBE_EVENT_ERROR ? names[t] : "UNKNOWN";
+}
+
+static int event_type_parse(const char *s, enum kube_event_type *t)
+{
+    for (int i = 0; i <= KUBE_EVENT_ERROR; i++) {
+        if (strcmp(s, kube_event_type_name((enum kube_event_type)i)) == 0) {
+            *t = (enum kube_event_type)i;
+            return 0;
+        }
+    }
+    return -EPROTO;
+}
+
+int kube__event_parse(const char *line, size_t len, struct kube_event *ev,
+                      struct kube_status *st)
+{
+    cJSON *root, *obj = NULL;
+    const cJSON *type, *md, *rv;
+    int rc = -EPROTO;
+
+    memset(ev, 0, sizeof(*ev));
+    root = cJSON_ParseWithLength(line, len);
+    if (root == NULL)
+        return -EPROTO;
+    type = cJSON_GetObjectItemCaseSensitive(root, "type");
+    obj = cJSON_DetachItemFromObjectCaseSensitive(root, "object");
+    if (!cJSON_IsString(type) || event_type_parse(type->valuestring, &ev->type) < 0 ||
+        !cJSON_IsObject(obj))
+        goto out;
+    md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
+    ev->resource_version = cJSON_IsString(rv) ? rv->valuestring : "";
+    if (ev->type == KUBE_EVENT_ERROR) {
+        if (kube_status_from_json(obj, st) < 0 || st->code == 0)
+            kube__status_from_code(st, st->code ? st->code : 500, "watch ERROR event");
+        ev->status = st;
+    }
+    ev->object = obj;
+    ev->raw = line;
+    ev->raw_len = len;
+    obj = NULL;
+    rc = 0;
+out:
+    cJSON_Delete(obj);
+    cJSON_Delete(root);
+    return rc;
+}
