@@ -208,6 +208,8 @@ int cache_open_image(const void *img, size_t len, struct cache **out);
 
 /* Reader-side checks shared by every call: -ESTALE/-EAGAIN/0. */
 int cache_reader_gate(struct cache *c);
+/* How long a reader waits for a slot the writer holds (tests and fuzzing lower it). */
+extern uint64_t cache_wait_deadline_ns;
 /* Bounded wait helper: returns false when the deadline passed. */
 struct cache_wait {
     int spins;

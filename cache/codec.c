@@ -474,8 +474,9 @@ static int dec_add_ref(struct dec *d, const uint8_t *s, uint32_t n)
     return 0;
 }
 
-/* A NUL-terminated copy of the string at the cursor; *out is malloc'd. */
-static int dec_str(struct dec *d, char **out, bool is_key)
+/* The string at the cursor (literal, dictionary entry or reference): *out and
+ * *outlen point into the input or the dictionaries, not NUL-terminated. */
+static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is_key)
 {
     int rc = dec_need(d, 1);
     if (rc)
@@ -525,13 +526,22 @@ static int dec_str(struct dec *d, char **out, bool is_key)
     } else {
         return -EIO;
     }
-    char *c = malloc(n + 1);
-    if (!c)
-        return -ENOMEM;
+    *out = s;
+    *outlen = n;
+    return 0;
+}
+
+/* A NUL-terminated copy: in small (>= 256 bytes) when it fits, else malloc'd
+ * into *heap (caller frees). NULL on ENOMEM. */
+static char *cstr(const uint8_t *s, uint64_t n, char *small, char **heap)
+{
+    char *c = small;
+    *heap = NULL;
+    if (n >= 256 && !(c = *heap = malloc(n + 1)))
+        return NULL;
     memcpy(c, s, n);
     c[n] = 0;
-    *out = c;
-    return 0;
+    return c;
 }
 
 static int dec_value(struct dec *d, int depth, cJSON **out);
@@ -546,17 +556,23 @@ static int dec_container(struct dec *d, int depth, uint64_t n, bool map, cJSON *
         return -ENOMEM;
     int rc = 0;
     for (uint64_t i = 0; i < n && !rc; i++) {
-        char *key = NULL;
+        const uint8_t *ks = NULL;
+        uint64_t kn = 0;
         cJSON *v = NULL;
-        if (map && (rc = dec_str(d, &key, true)))
+        if (map && (rc = dec_str(d, &ks, &kn, true)))
             break;
         if (!(rc = dec_value(d, depth + 1, &v))) {
-            if (map)
-                cJSON_AddItemToObject(c, key, v);
-            else
+            if (map) {
+                char small[256], *heap, *key = cstr(ks, kn, small, &heap);
+                if (!key || !cJSON_AddItemToObject(c, key, v)) {
+                    cJSON_Delete(v);
+                    rc = -ENOMEM;
+                }
+                free(heap);
+            } else {
                 cJSON_AddItemToArray(c, v);
+            }
         }
-        free(key);
     }
     if (rc) {
         cJSON_Delete(c);
@@ -624,11 +640,13 @@ static int dec_value(struct dec *d, int depth, cJSON **out)
         if (!isfinite(num))
             return -EIO; /* JSON has no NaN/Inf */
     } else {
-        char *s = NULL;
-        if ((rc = dec_str(d, &s, false)))
+        const uint8_t *s = NULL;
+        uint64_t n = 0;
+        if ((rc = dec_str(d, &s, &n, false)))
             return rc;
-        *out = cJSON_CreateString(s);
-        free(s);
+        char small[256], *heap, *str = cstr(s, n, small, &heap);
+        *out = str ? cJSON_CreateString(str) : NULL;
+        free(heap);
         return *out ? 0 : -ENOMEM;
     }
     *out = cJSON_CreateNumber(num);

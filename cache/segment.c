@@ -394,6 +394,8 @@ int cache_reader_gate(struct cache *c)
     return 0;
 }
 
+uint64_t cache_wait_deadline_ns = CACHE_DEADLINE_NS;
+
 bool cache_wait_more(struct cache_wait *w)
 {
     if (w->spins < CACHE_SPINS) {
@@ -402,7 +404,7 @@ bool cache_wait_more(struct cache_wait *w)
     }
     uint64_t now = util_now_ns();
     if (!w->deadline)
-        w->deadline = now + CACHE_DEADLINE_NS;
+        w->deadline = now + cache_wait_deadline_ns;
     if (now > w->deadline)
         return false;
     /* the writer may be descheduled inside its critical section: let it run */

@@ -141,10 +141,12 @@ static int live_by_offset(struct cache *c, uint32_t **out, uint32_t *n)
 }
 
 /*
- * Slides every record down to close the holes, lowest offset first. Each move
- * happens with the slot's seq odd, and a destination only overlaps free space
- * and the record's own old place, so a reader copying any other record is never
- * disturbed and one copying the moved record retries.
+ * Slides records down to close the holes, lowest offset first. A record moves
+ * only into a hole at least its own size: the copy never overlaps its source,
+ * so if the writer dies mid-move the old record is still whole where the slot
+ * points and the re-attach keeps it. Each move happens with the slot's seq odd,
+ * and the destination is free space, so a reader copying any other record is
+ * never disturbed and one copying the moved record retries.
  */
 static int compact(struct cache *c)
 {
@@ -153,21 +155,26 @@ static int compact(struct cache *c)
     int rc = live_by_offset(c, &order, &n);
     if (rc)
         return rc;
+    clear_free(w);
     uint64_t cursor = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && !rc; i++) {
         struct cache_slot *s = &c->slots[order[i]];
         uint64_t off = LD(s->blob_off);
         uint32_t len = LD(s->blob_len);
-        if (off != cursor) {
+        if (off != cursor && cursor + round16(len) > off) {
+            rc = push_free(w, cursor, off - cursor); /* hole too small: keep it */
+            cursor = off;
+        } else if (off != cursor) {
             cache_seq_write_begin(&s->seq);
-            memmove(c->blob + cursor, c->blob + off, len);
+            memcpy(c->blob + cursor, c->blob + off, len);
             ST(s->blob_off, cursor);
             cache_seq_write_end(&s->seq);
         }
         cursor += round16(len);
     }
     free(order);
-    clear_free(w);
+    if (rc)
+        return rc;
     w->top = cursor;
     atomic_fetch_add_explicit(&c->hdr->compactions, 1, memory_order_relaxed);
     log_info("cache object area compacted", "segment", c->name, NULL);
