@@ -42,6 +42,13 @@ int patch_apply(const cJSON *live, const cJSON *applied, const char *manager, bo
                 const char *api_version, const char *smp_kind,
                 cJSON **out, char *err, size_t errlen);
 
+/* patch_apply for custom resources: list-map keys come from the CRD's compiled schema
+ * (schema_list_map_keys); schema may be NULL (every list is then atomic). */
+struct schema;
+int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *manager,
+                       bool force, const char *api_version, const char *smp_kind,
+                       const struct schema *schema, cJSON **out, char *err, size_t errlen);
+
 /* managedFields bookkeeping for ordinary writes (create/update/patch): sets or
  * replaces the entry of (manager, operation) in obj->metadata.managedFields with the
  * fieldsV1 set of `obj` (operation "Update"; subresource "status" when given).

@@ -1,0 +1,451 @@
+/*
+ * patch_fields.c - field sets, the ownership records behind metadata.managedFields.
+ *
+ * The wire form is fieldsV1: nested objects keyed "f:<field>", "k:<json of list keys>"
+ * (an element of a keyed list), "v:<json>" (an element of a set of primitives), with
+ * "." marking a node that is owned itself. Server-side apply needs set operations
+ * (difference, membership, "who owns this"), so here a set is flattened into a list of
+ * paths whose components are joined by FS_SEP, and converted back for storage.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/patch.h"
+#include "sim/patch_int.h"
+#include "sim/schema.h"
+
+#define FS_MAX_DEPTH 64
+
+/* schema.c may be absent from a reduced link (fuzz targets of the patch alone) */
+#pragma weak schema_list_map_keys
+
+int fs_add(struct fs_set *s, const char *p, bool self)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].p, p)) {
+            s->v[i].self |= self;
+            return 0;
+        }
+    if (s->n >= FS_MAX_PATHS)
+        return -E2BIG;
+    if (s->n == s->cap) {
+        size_t ncap = s->cap ? s->cap * 2 : 32;
+        struct fs_path *nv = realloc(s->v, ncap * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        s->v = nv;
+        s->cap = ncap;
+    }
+    if (!(s->v[s->n].p = strdup(p)))
+        return -ENOMEM;
+    s->v[s->n++].self = self;
+    return 0;
+}
+
+bool fs_has(const struct fs_set *s, const char *p)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].p, p))
+            return true;
+    return false;
+}
+
+bool fs_has_under(const struct fs_set *s, const char *p)
+{
+    size_t n = strlen(p);
+    for (size_t i = 0; i < s->n; i++)
+        if (!strncmp(s->v[i].p, p, n) && (s->v[i].p[n] == '\0' || s->v[i].p[n] == FS_SEP))
+            return true;
+    return false;
+}
+
+void fs_remove(struct fs_set *s, const char *p)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].p, p)) {
+            free(s->v[i].p);
+            s->v[i] = s->v[--s->n];
+            return;
+        }
+}
+
+void fs_free(struct fs_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i].p);
+    free(s->v);
+    memset(s, 0, sizeof(*s));
+}
+
+int fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const **keys)
+{
+    if (k->smp_kind) {
+        struct smp_rule r = patch_smp_rule(k->smp_kind, dotted);
+        if (r.kind == SMP_MERGE_PRIMITIVE)
+            return 2;
+        if (r.kind == SMP_MERGE_KEY) {
+            *keys = NULL;
+            return 1;
+        }
+        return 0;
+    }
+    if (k->schema && schema_list_map_keys) {
+        const char *const *ks = schema_list_map_keys(k->schema, dotted);
+        if (ks && ks[0]) {
+            *keys = ks;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Builds "k:{...}" for element e of a keyed list; NULL when e lacks a key (the list is
+ * then treated as atomic). Caller frees. */
+static char *elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
+                      const char *const *keys)
+{
+    cJSON *kobj = cJSON_CreateObject();
+    char *json = NULL, *res = NULL;
+    const char *single[2] = { NULL, NULL };
+
+    if (!kobj || !cJSON_IsObject(e))
+        goto out;
+    if (!keys) {
+        single[0] = patch_smp_rule(k->smp_kind, dotted).key;
+        keys = single;
+    }
+    for (size_t i = 0; keys[i]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, keys[i]);
+        cJSON *d;
+        if (!v || !(d = cJSON_Duplicate(v, true)))
+            goto out;
+        cJSON_AddItemToObject(kobj, keys[i], d);
+    }
+    if (!(json = cJSON_PrintUnformatted(kobj)))
+        goto out;
+    if ((res = malloc(strlen(json) + 3))) {
+        memcpy(res, "k:", 2);
+        strcpy(res + 2, json);
+    }
+out:
+    free(json);
+    cJSON_Delete(kobj);
+    return res;
+}
+
+static bool skip_field(const char *dotted, const char *name)
+{
+    static const char *const meta[] = {
+        "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+        "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink", NULL,
+    };
+    if (!dotted[0])
+        return !strcmp(name, "apiVersion") || !strcmp(name, "kind");
+    if (!strcmp(dotted, "metadata"))
+        for (size_t i = 0; meta[i]; i++)
+            if (!strcmp(name, meta[i]))
+                return true;
+    return false;
+}
+
+/* Joins prefix and comp into out; false when too long. */
+static bool join(char *out, size_t outlen, const char *prefix, const char *comp)
+{
+    int n = prefix[0] ? snprintf(out, outlen, "%s%c%s", prefix, FS_SEP, comp)
+                      : snprintf(out, outlen, "%s", comp);
+    return n >= 0 && (size_t)n < outlen;
+}
+
+#define FS_PATH_MAX 4096
+
+static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix,
+                   const char *dotted, int depth, struct fs_set *out);
+
+static int fs_walk_list(const cJSON *list, const struct fs_keys *k, const char *p,
+                        const char *dotted, int depth, struct fs_set *out)
+{
+    const char *const *keys = NULL;
+    int kind = fs_list_keys(k, dotted, &keys), rc;
+    const cJSON *e;
+    char ep[FS_PATH_MAX];
+
+    if (kind == 0 || cJSON_GetArraySize(list) == 0)
+        return fs_add(out, p, false);
+    if (kind == 2) {
+        cJSON_ArrayForEach(e, list) {
+            char *json = cJSON_PrintUnformatted(e);
+            if (!json)
+                return -ENOMEM;
+            bool ok = strlen(json) + 2 < FS_PATH_MAX;
+            char comp[FS_PATH_MAX];
+            if (ok) {
+                snprintf(comp, sizeof(comp), "v:%s", json);
+                ok = join(ep, sizeof(ep), p, comp);
+            }
+            free(json);
+            if (!ok)
+                return -E2BIG;
+            if ((rc = fs_add(out, ep, false)))
+                return rc;
+        }
+        return 0;
+    }
+    /* keyed: if any element lacks its key, own the list atomically */
+    cJSON_ArrayForEach(e, list) {
+        char *kc = elem_key(e, k, dotted, keys);
+        if (!kc)
+            return fs_add(out, p, false);
+        free(kc);
+    }
+    cJSON_ArrayForEach(e, list) {
+        char *kc = elem_key(e, k, dotted, keys);
+        if (!kc)
+            return -ENOMEM;
+        bool ok = join(ep, sizeof(ep), p, kc);
+        free(kc);
+        if (!ok)
+            return -E2BIG;
+        if ((rc = fs_add(out, ep, true)) || (rc = fs_walk(e, k, ep, dotted, depth + 1, out)))
+            return rc;
+    }
+    return 0;
+}
+
+static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix,
+                   const char *dotted, int depth, struct fs_set *out)
+{
+    const cJSON *m;
+    char p[FS_PATH_MAX], comp[FS_PATH_MAX], sub[PATCH_PATH_MAX];
+    int rc;
+
+    if (depth > FS_MAX_DEPTH)
+        return -E2BIG;
+    cJSON_ArrayForEach(m, obj) {
+        if (!m->string || skip_field(dotted, m->string))
+            continue;
+        size_t sl = strlen(dotted);
+        memcpy(sub, dotted, sl + 1);
+        if (snprintf(comp, sizeof(comp), "f:%s", m->string) >= (int)sizeof(comp) ||
+            !join(p, sizeof(p), prefix, comp) || !patch_path_push(sub, &sl, m->string))
+            return -E2BIG;
+        if (cJSON_IsObject(m) && m->child) {
+            size_t before = out->n;
+            if ((rc = fs_walk(m, k, p, sub, depth + 1, out)))
+                return rc;
+            /* Without a schema, structs and maps look alike; like the real server, mark
+             * "." on maps (labels, data, ...) but not on the well-known structs. */
+            bool structish = !strcmp(m->string, "metadata") ||
+                             !strcmp(m->string, "spec") || !strcmp(m->string, "template") ||
+                             !strcmp(m->string, "status");
+            if (out->n > before && !structish && (rc = fs_add(out, p, true)))
+                return rc;
+        } else if (cJSON_IsArray(m)) {
+            if ((rc = fs_walk_list(m, k, p, sub, depth + 1, out)))
+                return rc;
+        } else if ((rc = fs_add(out, p, false))) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out)
+{
+    if (!cJSON_IsObject(obj))
+        return 0;
+    return fs_walk(obj, k, "", "", 0, out);
+}
+
+static int fsv1_walk(const cJSON *node, const char *prefix, int depth, struct fs_set *out)
+{
+    const cJSON *c;
+    char p[FS_PATH_MAX];
+    int rc;
+
+    if (depth > FS_MAX_DEPTH)
+        return -E2BIG;
+    cJSON_ArrayForEach(c, node) {
+        if (!c->string || !strcmp(c->string, ".") || !cJSON_IsObject(c))
+            continue;
+        if (!join(p, sizeof(p), prefix, c->string))
+            return -E2BIG;
+        bool dot = cJSON_GetObjectItemCaseSensitive(c, ".") != NULL;
+        bool kids = false;
+        const cJSON *g;
+        cJSON_ArrayForEach(g, c)
+            if (g->string && strcmp(g->string, "."))
+                kids = true;
+        /* intermediate nodes without "." are implied by their children */
+        if ((dot || !kids) && (rc = fs_add(out, p, dot)))
+            return rc;
+        if (kids && (rc = fsv1_walk(c, p, depth + 1, out)))
+            return rc;
+    }
+    return 0;
+}
+
+int fs_from_fieldsv1(const cJSON *f, struct fs_set *out)
+{
+    return cJSON_IsObject(f) ? fsv1_walk(f, "", 0, out) : 0;
+}
+
+cJSON *fs_to_fieldsv1(const struct fs_set *s)
+{
+    cJSON *root = cJSON_CreateObject();
+    char comp[FS_PATH_MAX];
+
+    if (!root)
+        return NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        cJSON *node = root;
+        const char *p = s->v[i].p;
+        while (*p) {
+            const char *e = strchr(p, FS_SEP);
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            if (n >= sizeof(comp))
+                break;
+            memcpy(comp, p, n);
+            comp[n] = '\0';
+            cJSON *c = cJSON_GetObjectItemCaseSensitive(node, comp);
+            if (!c && !(c = cJSON_AddObjectToObject(node, comp)))
+                goto nomem;
+            node = c;
+            p += n + (e ? 1 : 0);
+        }
+        if (s->v[i].self && !cJSON_GetObjectItemCaseSensitive(node, ".") &&
+            !cJSON_AddObjectToObject(node, "."))
+            goto nomem;
+    }
+    return root;
+nomem:
+    cJSON_Delete(root);
+    return NULL;
+}
+
+/* Finds the child of node named by one component; sets *idx for list elements. */
+static cJSON *comp_child(const cJSON *node, const char *comp, int *idx)
+{
+    *idx = -1;
+    if (!strncmp(comp, "f:", 2))
+        return cJSON_IsObject(node) ? cJSON_GetObjectItemCaseSensitive(node, comp + 2) : NULL;
+    if (!cJSON_IsArray(node) || (strncmp(comp, "k:", 2) && strncmp(comp, "v:", 2)))
+        return NULL;
+    cJSON *want = cJSON_Parse(comp + 2), *e, *hit = NULL;
+    int i = 0;
+    if (!want)
+        return NULL;
+    cJSON_ArrayForEach(e, node) {
+        bool ok;
+        if (comp[0] == 'v') {
+            ok = patch_json_equal(e, want);
+        } else {
+            const cJSON *kv;
+            ok = cJSON_IsObject(want) && cJSON_IsObject(e);
+            cJSON_ArrayForEach(kv, want) {
+                const cJSON *have = cJSON_GetObjectItemCaseSensitive(e, kv->string);
+                if (!ok || !have || !patch_json_equal(have, kv)) {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if (ok) {
+            hit = e;
+            *idx = i;
+            break;
+        }
+        i++;
+    }
+    cJSON_Delete(want);
+    return hit;
+}
+
+/* Walks to the parent of the last component; last receives it. */
+static cJSON *resolve_parent(const cJSON *obj, const char *p, char *last, size_t lastlen)
+{
+    const cJSON *node = obj;
+    char comp[FS_PATH_MAX];
+    int idx;
+
+    for (;;) {
+        const char *e = strchr(p, FS_SEP);
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n >= sizeof(comp) || n >= lastlen)
+            return NULL;
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        if (!e) {
+            strcpy(last, comp);
+            return (cJSON *)node;
+        }
+        if (!(node = comp_child(node, comp, &idx)))
+            return NULL;
+        p = e + 1;
+    }
+}
+
+const cJSON *fs_resolve(const cJSON *obj, const char *p)
+{
+    char last[FS_PATH_MAX];
+    int idx;
+    cJSON *parent = resolve_parent(obj, p, last, sizeof(last));
+    return parent ? comp_child(parent, last, &idx) : NULL;
+}
+
+void fs_delete(cJSON *obj, const char *p)
+{
+    char last[FS_PATH_MAX];
+    int idx;
+    cJSON *parent = resolve_parent(obj, p, last, sizeof(last));
+    cJSON *c = parent ? comp_child(parent, last, &idx) : NULL;
+    if (!c)
+        return;
+    if (idx >= 0)
+        cJSON_DeleteItemFromArray(parent, idx);
+    else
+        cJSON_Delete(cJSON_DetachItemViaPointer(parent, c));
+}
+
+void fs_display(const char *p, char *out, size_t outlen)
+{
+    size_t o = 0;
+    char comp[FS_PATH_MAX];
+
+    if (!outlen)
+        return;
+    out[0] = '\0';
+    while (*p) {
+        const char *e = strchr(p, FS_SEP);
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        int w;
+        if (n >= sizeof(comp))
+            return;
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        if (!strncmp(comp, "f:", 2)) {
+            w = snprintf(out + o, outlen - o, ".%s", comp + 2);
+        } else if (!strncmp(comp, "v:", 2)) {
+            w = snprintf(out + o, outlen - o, "[=%s]", comp + 2);
+        } else {
+            /* k:{"name":"x","port":1} -> [name="x",port=1] */
+            cJSON *k = cJSON_Parse(comp + 2), *m;
+            w = snprintf(out + o, outlen - o, "[");
+            cJSON_ArrayForEach(m, k) {
+                char *v = cJSON_PrintUnformatted(m);
+                if (o + (size_t)w < outlen)
+                    w += snprintf(out + o + w, outlen - o - w, "%s%s=%s",
+                                  m == k->child ? "" : ",", m->string, v ? v : "");
+                free(v);
+            }
+            cJSON_Delete(k);
+            if (o + (size_t)w < outlen)
+                w += snprintf(out + o + w, outlen - o - w, "]");
+        }
+        if (w < 0 || o + (size_t)w >= outlen)
+            return;
+        o += (size_t)w;
+        p += n + (e ? 1 : 0);
+    }
+}

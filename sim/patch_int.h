@@ -1,0 +1,82 @@
+/*
+ * patch_int.h - internals shared by the patch_*.c files: the strategic-merge table
+ * (list merge keys per built-in kind and field path), JSON tree helpers, and the
+ * list-key lookup server-side apply uses for both built-ins and custom resources.
+ */
+#ifndef RAYOP_SIM_PATCH_INT_H
+#define RAYOP_SIM_PATCH_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#define PATCH_MAX_DEPTH 64    /* nesting of objects/lists a patch may walk */
+#define PATCH_PATH_MAX 512    /* dotted field path, list indexes elided */
+
+enum smp_list { SMP_ATOMIC = 0, SMP_MERGE_KEY, SMP_MERGE_PRIMITIVE };
+
+struct smp_rule {
+    enum smp_list kind;
+    const char *key;  /* merge key for SMP_MERGE_KEY */
+    bool retain_keys; /* the elements (or the map) honour $retainKeys */
+};
+
+/* Rule of the list at path ("spec.containers.env": list indexes elided) for the
+ * built-in kind; kind SMP_ATOMIC (replace) when the table has no entry. */
+struct smp_rule patch_smp_rule(const char *smp_kind, const char *path);
+
+/* Appends ".name" (or "name" at the root) to path of length *len; false when too long. */
+bool patch_path_push(char *path, size_t *len, const char *name);
+
+void patch_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Stores v (ownership always taken) as member name of obj, replacing cur when non-NULL
+ * (cur keeps its place and name). 0 or -ENOMEM. */
+int patch_set_member(cJSON *obj, cJSON *cur, const char *name, cJSON *v);
+
+/* Deep structural equality that ignores object member order. */
+bool patch_json_equal(const cJSON *a, const cJSON *b);
+
+#endif
+
+/* ---- field sets (managedFields fieldsV1), patch_fields.c ------------------------ */
+
+#define FS_SEP '\x1f'        /* joins the components of a flattened field path */
+#define FS_MAX_PATHS 100000  /* per set: bounds what a stored managedFields can cost */
+
+struct schema;
+
+/* One field path, components "f:name", "k:{json}", "v:json" joined by FS_SEP. self is
+ * true for nodes that own themselves as well as children (the "." entry). */
+struct fs_path {
+    char *p;
+    bool self;
+};
+
+struct fs_set {
+    struct fs_path *v;
+    size_t n, cap;
+};
+
+/* Where list keys come from: the SMP table for built-ins, the CRD schema for CRs. */
+struct fs_keys {
+    const char *smp_kind;
+    const struct schema *schema;
+};
+
+int fs_add(struct fs_set *s, const char *p, bool self);   /* copies p; 0, -ENOMEM, -E2BIG */
+bool fs_has(const struct fs_set *s, const char *p);
+bool fs_has_under(const struct fs_set *s, const char *p); /* p itself or a descendant */
+void fs_remove(struct fs_set *s, const char *p);
+void fs_free(struct fs_set *s);
+/* Field set of a whole object (server-owned metadata skipped). */
+int fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out);
+int fs_from_fieldsv1(const cJSON *f, struct fs_set *out);
+cJSON *fs_to_fieldsv1(const struct fs_set *s); /* caller owns; NULL = ENOMEM */
+const cJSON *fs_resolve(const cJSON *obj, const char *p);
+void fs_delete(cJSON *obj, const char *p);
+void fs_display(const char *p, char *out, size_t outlen); /* ".spec.containers[name=\"x\"]" */
+/* Keys of the list at dotted path: 1 with *keys set (NULL-terminated), 2 for a set of
+ * primitives, 0 for an atomic list. */
+int fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const **keys);

@@ -1,0 +1,376 @@
+/*
+ * patch_smp.c - strategic merge patch (application/strategic-merge-patch+json) of
+ * built-in kinds, as apimachinery's strategicpatch.StrategicMergePatch applies it.
+ *
+ * Maps merge recursively and null deletes a key, like RFC 7386. Lists consult the
+ * table in patch_smp_table.c: lists of maps with a merge key merge element by element,
+ * primitive lists with the "merge" strategy are unions, every other list is replaced.
+ * The directives kubectl sends are honoured: $patch (replace|delete|merge),
+ * $setElementOrder/<list>, $retainKeys and $deleteFromPrimitiveList/<list>.
+ *
+ * Simplification: $setElementOrder puts the listed elements first in the given order and
+ * keeps the server-only elements after them, in their old relative order; the real
+ * server interleaves server-only elements at their old positions.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/patch.h"
+#include "sim/patch_int.h"
+
+struct smp_ctx {
+    const char *kind;
+    char *err;
+    size_t errlen;
+};
+
+static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, const char *path,
+                   int depth, cJSON **out);
+
+static bool is_directive(const char *k)
+{
+    return k && k[0] == '$';
+}
+
+static const char *patch_directive(const cJSON *obj)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(obj, "$patch");
+    return cJSON_IsString(d) ? d->valuestring : NULL;
+}
+
+/* A copy of a value that comes only from the patch, with directives resolved.
+ * *out NULL means "deleted" ($patch: delete on a new map). */
+static int smp_new_value(const cJSON *v, struct smp_ctx *c, const char *path, int depth,
+                         cJSON **out)
+{
+    if (cJSON_IsObject(v))
+        return smp_map(NULL, v, c, path, depth + 1, out);
+    if (cJSON_IsArray(v)) {
+        const cJSON *e;
+        cJSON *arr = cJSON_CreateArray();
+        if (!arr)
+            return -ENOMEM;
+        cJSON_ArrayForEach(e, v) {
+            cJSON *ne;
+            int rc;
+            if (cJSON_IsObject(e) && patch_directive(e))
+                continue; /* list-level directives mean nothing in a replaced list */
+            if ((rc = smp_new_value(e, c, path, depth + 1, &ne))) {
+                cJSON_Delete(arr);
+                return rc;
+            }
+            if (ne)
+                cJSON_AddItemToArray(arr, ne);
+        }
+        *out = arr;
+        return 0;
+    }
+    return (*out = cJSON_Duplicate(v, true)) ? 0 : -ENOMEM;
+}
+
+static int find_by_key(const cJSON *arr, const char *key, const cJSON *kv)
+{
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr) {
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, key);
+        if (k && patch_json_equal(k, kv))
+            return i;
+        i++;
+    }
+    return -1;
+}
+
+static int smp_list_maps(const cJSON *orig, const cJSON *patch, const char *key,
+                         struct smp_ctx *c, const char *path, int depth, cJSON **out)
+{
+    const cJSON *e;
+    cJSON *res = NULL;
+    int rc = 0;
+
+    cJSON_ArrayForEach(e, patch) {
+        const char *d = cJSON_IsObject(e) ? patch_directive(e) : NULL;
+        if (d && !strcmp(d, "replace")) {
+            orig = NULL; /* the patch's elements are the whole list */
+            break;
+        }
+    }
+    res = cJSON_IsArray(orig) ? cJSON_Duplicate(orig, true) : cJSON_CreateArray();
+    if (!res)
+        return -ENOMEM;
+    cJSON_ArrayForEach(e, patch) {
+        if (!cJSON_IsObject(e)) {
+            patch_seterr(c->err, c->errlen, "%s: list element is not a map; cannot merge "
+                         "by key %s", path, key);
+            rc = -EINVAL;
+            goto out;
+        }
+        const char *d = patch_directive(e);
+        const cJSON *kv = cJSON_GetObjectItemCaseSensitive(e, key);
+        if (d && !strcmp(d, "replace"))
+            continue;
+        if (d && strcmp(d, "delete") && strcmp(d, "merge")) {
+            patch_seterr(c->err, c->errlen, "Unknown patch type: %s", d);
+            rc = -EINVAL;
+            goto out;
+        }
+        if (!kv) {
+            patch_seterr(c->err, c->errlen, "map: %s does not contain declared merge key: %s",
+                         path, key);
+            rc = -EINVAL;
+            goto out;
+        }
+        int idx = find_by_key(res, key, kv);
+        if (d && !strcmp(d, "delete")) {
+            while (idx >= 0) {
+                cJSON_DeleteItemFromArray(res, idx);
+                idx = find_by_key(res, key, kv);
+            }
+            continue;
+        }
+        cJSON *v = NULL;
+        if (idx >= 0) {
+            if ((rc = smp_map(cJSON_GetArrayItem(res, idx), e, c, path, depth + 1, &v)))
+                goto out;
+            if (v)
+                cJSON_ReplaceItemInArray(res, idx, v);
+            else
+                cJSON_DeleteItemFromArray(res, idx);
+        } else {
+            if ((rc = smp_map(NULL, e, c, path, depth + 1, &v)))
+                goto out;
+            if (v)
+                cJSON_AddItemToArray(res, v);
+        }
+    }
+out:
+    if (rc) {
+        cJSON_Delete(res);
+        return rc;
+    }
+    *out = res;
+    return 0;
+}
+
+static bool array_has(const cJSON *arr, const cJSON *v)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+        if (patch_json_equal(e, v))
+            return true;
+    return false;
+}
+
+static int smp_list_primitives(const cJSON *orig, const cJSON *patch, cJSON **out)
+{
+    const cJSON *e;
+    cJSON *res = cJSON_IsArray(orig) ? cJSON_Duplicate(orig, true) : cJSON_CreateArray();
+    if (!res)
+        return -ENOMEM;
+    cJSON_ArrayForEach(e, patch) {
+        if (array_has(res, e))
+            continue;
+        cJSON *d = cJSON_Duplicate(e, true);
+        if (!d) {
+            cJSON_Delete(res);
+            return -ENOMEM;
+        }
+        cJSON_AddItemToArray(res, d);
+    }
+    *out = res;
+    return 0;
+}
+
+/* Reorders res[name] per the $setElementOrder list. */
+static int smp_set_order(cJSON *res, const char *name, const cJSON *order, const char *key)
+{
+    cJSON *list = cJSON_GetObjectItemCaseSensitive(res, name);
+    cJSON *sorted, *e;
+    const cJSON *o;
+
+    if (!cJSON_IsArray(list) || !cJSON_IsArray(order))
+        return 0;
+    if (!(sorted = cJSON_CreateArray()))
+        return -ENOMEM;
+    cJSON_ArrayForEach(o, order) {
+        int i = 0, hit = -1;
+        const cJSON *want = key && cJSON_IsObject(o) ?
+                            cJSON_GetObjectItemCaseSensitive(o, key) : o;
+        if (!want)
+            continue;
+        cJSON_ArrayForEach(e, list) {
+            const cJSON *have = key ? cJSON_GetObjectItemCaseSensitive(e, key) : e;
+            if (have && patch_json_equal(have, want)) {
+                hit = i;
+                break;
+            }
+            i++;
+        }
+        if (hit >= 0)
+            cJSON_AddItemToArray(sorted, cJSON_DetachItemFromArray(list, hit));
+    }
+    while (cJSON_GetArraySize(list) > 0)
+        cJSON_AddItemToArray(sorted, cJSON_DetachItemFromArray(list, 0));
+    return patch_set_member(res, list, name, sorted);
+}
+
+static void smp_delete_primitives(cJSON *res, const char *name, const cJSON *values)
+{
+    cJSON *list = cJSON_GetObjectItemCaseSensitive(res, name);
+    const cJSON *v;
+    if (!cJSON_IsArray(list) || !cJSON_IsArray(values))
+        return;
+    cJSON_ArrayForEach(v, values) {
+        for (int i = cJSON_GetArraySize(list) - 1; i >= 0; i--)
+            if (patch_json_equal(cJSON_GetArrayItem(list, i), v))
+                cJSON_DeleteItemFromArray(list, i);
+    }
+}
+
+static void smp_retain_keys(cJSON *res, const cJSON *keep)
+{
+    cJSON *m = res->child;
+    if (!cJSON_IsArray(keep))
+        return;
+    while (m) {
+        cJSON *next = m->next;
+        bool keepit = false;
+        const cJSON *k;
+        cJSON_ArrayForEach(k, keep)
+            if (cJSON_IsString(k) && m->string && !strcmp(k->valuestring, m->string))
+                keepit = true;
+        if (!keepit)
+            cJSON_Delete(cJSON_DetachItemViaPointer(res, m));
+        m = next;
+    }
+}
+
+static int smp_member(cJSON *res, const cJSON *m, struct smp_ctx *c, const char *sub,
+                      int depth)
+{
+    cJSON *cur = cJSON_GetObjectItemCaseSensitive(res, m->string), *v = NULL;
+    int rc;
+
+    if (cJSON_IsNull(m)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(res, m->string);
+        return 0;
+    }
+    if (cJSON_IsObject(m)) {
+        rc = smp_map(cJSON_IsObject(cur) ? cur : NULL, m, c, sub, depth + 1, &v);
+    } else if (cJSON_IsArray(m)) {
+        struct smp_rule r = patch_smp_rule(c->kind, sub);
+        if (r.kind == SMP_MERGE_KEY)
+            rc = smp_list_maps(cur, m, r.key, c, sub, depth + 1, &v);
+        else if (r.kind == SMP_MERGE_PRIMITIVE)
+            rc = smp_list_primitives(cur, m, &v);
+        else
+            rc = smp_new_value(m, c, sub, depth, &v);
+    } else {
+        rc = (v = cJSON_Duplicate(m, true)) ? 0 : -ENOMEM;
+    }
+    if (rc)
+        return rc;
+    if (!v)
+        cJSON_DeleteItemFromObjectCaseSensitive(res, m->string);
+    else
+        return patch_set_member(res, cur, m->string, v);
+    return 0;
+}
+
+/* Merges patch (an object) onto orig (object or NULL) into a new *out; *out NULL means
+ * the map is deleted ($patch: delete). */
+static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, const char *path,
+                   int depth, cJSON **out)
+{
+    const char *d = patch_directive(patch);
+    const cJSON *m;
+    cJSON *res = NULL;
+    char sub[PATCH_PATH_MAX];
+    size_t plen = strlen(path);
+    int rc = 0;
+
+    *out = NULL;
+    if (depth > PATCH_MAX_DEPTH) {
+        patch_seterr(c->err, c->errlen, "patch is nested too deeply (max %d)", PATCH_MAX_DEPTH);
+        return -EINVAL;
+    }
+    if (d && !strcmp(d, "delete"))
+        return 0;
+    if (d && !strcmp(d, "replace"))
+        orig = NULL;
+    else if (d && strcmp(d, "merge")) {
+        patch_seterr(c->err, c->errlen, "Unknown patch type: %s", d);
+        return -EINVAL;
+    }
+    res = cJSON_IsObject(orig) ? cJSON_Duplicate(orig, true) : cJSON_CreateObject();
+    if (!res)
+        return -ENOMEM;
+    cJSON_ArrayForEach(m, patch) {
+        if (!m->string || is_directive(m->string))
+            continue;
+        memcpy(sub, path, plen + 1);
+        size_t sl = plen;
+        if (!patch_path_push(sub, &sl, m->string)) {
+            patch_seterr(c->err, c->errlen, "field path too long at %s", path);
+            rc = -EINVAL;
+            goto out;
+        }
+        if ((rc = smp_member(res, m, c, sub, depth)))
+            goto out;
+    }
+    cJSON_ArrayForEach(m, patch) {
+        const char *k = m->string;
+        if (!is_directive(k) || !strcmp(k, "$patch") || !strcmp(k, "$retainKeys"))
+            continue;
+        if (!strncmp(k, "$deleteFromPrimitiveList/", 25)) {
+            smp_delete_primitives(res, k + 25, m);
+        } else if (!strncmp(k, "$setElementOrder/", 17)) {
+            memcpy(sub, path, plen + 1);
+            size_t sl = plen;
+            if (!patch_path_push(sub, &sl, k + 17))
+                continue;
+            struct smp_rule r = patch_smp_rule(c->kind, sub);
+            if ((rc = smp_set_order(res, k + 17, m, r.kind == SMP_MERGE_KEY ? r.key : NULL)))
+                goto out;
+        } else {
+            patch_seterr(c->err, c->errlen, "unknown directive %s in strategic merge patch", k);
+            rc = -EINVAL;
+            goto out;
+        }
+    }
+    m = cJSON_GetObjectItemCaseSensitive(patch, "$retainKeys");
+    if (m)
+        smp_retain_keys(res, m);
+out:
+    if (rc) {
+        cJSON_Delete(res);
+        return rc;
+    }
+    *out = res;
+    return 0;
+}
+
+int patch_strategic(const cJSON *target, const cJSON *patch, const char *smp_kind,
+                    cJSON **out, char *err, size_t errlen)
+{
+    struct smp_ctx c = { smp_kind, err, errlen };
+    int rc;
+
+    *out = NULL;
+    if (!patch_smp_kind_known(smp_kind)) {
+        patch_seterr(err, errlen, "the body of the request was in an unknown format - "
+                     "accepted media types include: application/json-patch+json, "
+                     "application/merge-patch+json, application/apply-patch+yaml");
+        return -EPROTONOSUPPORT;
+    }
+    if (!cJSON_IsObject(patch)) {
+        patch_seterr(err, errlen, "strategic merge patch must be a JSON object");
+        return -EINVAL;
+    }
+    if ((rc = smp_map(target, patch, &c, "", 0, out)))
+        return rc;
+    if (!*out && !(*out = cJSON_CreateObject()))
+        return -ENOMEM;
+    return 0;
+}
