@@ -39,27 +39,49 @@ void store_obj_unref(struct store_obj *o)
  * into a per-thread scratch buffer and copying once is markedly cheaper for the
  * 1-10 KiB objects the store keeps. Caller frees the result.
  */
+struct scratch {
+    char *p;
+    int cap;
+};
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *v)
+{
+    struct scratch *sc = v;
+
+    free(sc->p);
+    free(sc);
+}
+
+static void scratch_init(void)
+{
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
 static char *print_compact(const cJSON *json, size_t *len)
 {
-    static _Thread_local char *scratch;
-    static _Thread_local int cap;
+    struct scratch *sc;
     char *out;
 
-    if (!scratch) {
-        cap = 64 * 1024;
-        scratch = malloc((size_t)cap);
+    pthread_once(&scratch_once, scratch_init);
+    sc = pthread_getspecific(scratch_key);
+    if (!sc && (sc = calloc(1, sizeof(*sc)))) {
+        sc->cap = 64 * 1024;
+        sc->p = malloc((size_t)sc->cap);
+        pthread_setspecific(scratch_key, sc);
     }
-    while (scratch && cap <= (64 << 20)) {
-        if (cJSON_PrintPreallocated((cJSON *)json, scratch, cap, false)) {
-            *len = strlen(scratch);
+    while (sc && sc->p && sc->cap <= (64 << 20)) {
+        if (cJSON_PrintPreallocated((cJSON *)json, sc->p, sc->cap, false)) {
+            *len = strlen(sc->p);
             out = malloc(*len + 1);
             if (out)
-                memcpy(out, scratch, *len + 1);
+                memcpy(out, sc->p, *len + 1);
             return out;
         }
-        free(scratch);
-        cap *= 4;
-        scratch = malloc((size_t)cap);
+        free(sc->p);
+        sc->cap *= 4;
+        sc->p = malloc((size_t)sc->cap);
     }
     out = cJSON_PrintUnformatted(json);
     if (out)
