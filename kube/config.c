@@ -543,19 +543,30 @@ int kube_config_load(const struct kube_config_opts *opts, struct kube_config **o
     env = getenv("KUBECONFIG");
     if (env != NULL && env[0] != '\0')
         return kube_config_load_files(env, opts->context, out, err, errlen);
+    /* As controller-runtime: any in-cluster failure falls through to the home
+     * kubeconfig; if that is missing too, the in-cluster reason is reported
+     * when the service environment says we are in a pod. */
+    char icerr[256] = "";
+    int icrc = -ENOENT;
     if (!opts->no_incluster) {
-        rc = kube_config_in_cluster(opts->incluster_dir, out, err, errlen);
-        if (rc != -ENOENT || getenv("KUBERNETES_SERVICE_HOST") != NULL)
-            return rc;
+        icrc = kube_config_in_cluster(opts->incluster_dir, out, icerr, sizeof(icerr));
+        if (icrc == 0)
+            return 0;
     }
     home = getenv("HOME");
-    if (home == NULL || home[0] == '\0') {
-        kube__set_err(err, errlen, "no kubeconfig: not in a cluster, KUBECONFIG and HOME unset");
-        return -ENOENT;
+    if (home != NULL && home[0] != '\0') {
+        if (asprintf(&path, "%s/.kube/config", home) < 0)
+            return -ENOMEM;
+        rc = kube_config_load_files(path, opts->context, out, err, errlen);
+        free(path);
+        if (rc != -ENOENT)
+            return rc;
     }
-    if (asprintf(&path, "%s/.kube/config", home) < 0)
-        return -ENOMEM;
-    rc = kube_config_load_files(path, opts->context, out, err, errlen);
-    free(path);
-    return rc;
+    if (icrc != -ENOENT || getenv("KUBERNETES_SERVICE_HOST") != NULL) {
+        kube__set_err(err, errlen, "%s", icerr);
+        return icrc;
+    }
+    kube__set_err(err, errlen, "no kubeconfig: not in a cluster, no $KUBECONFIG, no "
+                  "$HOME/.kube/config");
+    return -ENOENT;
 }

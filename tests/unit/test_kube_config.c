@@ -279,6 +279,23 @@ static void test_load_precedence(void **state)
     assert_int_equal(kube_config_load(&o, &cfg, err, sizeof(err)), 0);
     assert_string_equal(cfg->server, "https://home");
     kube_config_free(cfg);
+    /* A broken in-cluster environment falls through to the home kubeconfig... */
+    setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    o.incluster_dir = tmpdir; /* no token file here */
+    assert_int_equal(kube_config_load(&o, &cfg, err, sizeof(err)), 0);
+    assert_string_equal(cfg->server, "https://home");
+    kube_config_free(cfg);
+    /* ...and without one the in-cluster reason is what the user sees. */
+    setenv("HOME", "/nonexistent-home", 1);
+    assert_int_equal(kube_config_load(&o, &cfg, err, sizeof(err)), -ENOENT);
+    assert_non_null(strstr(err, "in-cluster"));
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    assert_int_equal(kube_config_load(&o, &cfg, err, sizeof(err)), -ENOENT);
+    assert_non_null(strstr(err, "no kubeconfig"));
+    setenv("HOME", tmpdir, 1);
+    o.incluster_dir = NULL;
     o.kubeconfig = path_of("does-not-exist");
     assert_int_equal(kube_config_load(&o, &cfg, err, sizeof(err)), -ENOENT);
     assert_non_null(strstr(err, "does-not-exist"));
