@@ -126,7 +126,9 @@ struct kube_client_opts {
 
 struct kube_client;
 
-/* cfg is borrowed and must outlive the client. *out owned by the caller. */
+/* cfg is borrowed and must outlive the client. *out owned by the caller.
+ * Make one client per process and share it between threads: the QPS limiter,
+ * the TLS session cache and the idle keep-alive connections live in it. */
 int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts,
                     struct kube_client **out);
 void kube_client_free(struct kube_client *c);
