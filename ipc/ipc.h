@@ -160,7 +160,8 @@ void ipc_queue_tick(struct ipc_queue *q);
 void ipc_queue_progress(struct ipc_queue *q);
 /* Earliest clock time at which tick may change something; UINT64_MAX if never. */
 uint64_t ipc_queue_next_deadline(const struct ipc_queue *q);
-/* After shutdown adds are ignored and get returns -ESHUTDOWN; Done still works. */
+/* After shutdown adds are ignored; get drains what is ready, then returns
+ * -ESHUTDOWN; Done still works. */
 void ipc_queue_shutdown(struct ipc_queue *q);
 void ipc_queue_stats(const struct ipc_queue *q, struct ipc_queue_stats *out);
 
