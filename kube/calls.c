@@ -357,5 +357,50 @@ int kube_raw(struct kube_client *c, const struct kube_request *req, struct kube_
     rq.parse_json = req->parse_json;
     rq.want_raw = 1;
     rq.max_response = req->max_response_bytes;
+    rq.timeout_ms = req->timeout_ms;
     return kube__do(c, &rq, res);
+}
+
+int kube_list_each(struct kube_client *c, const struct kube_resource *r, const char *ns,
+                   const struct kube_list_opts *o, kube_page_fn fn, void *arg, char *rv,
+                   size_t rvlen)
+{
+    struct kube_list_opts lo = { 0 };
+    struct kube_result res = { 0 };
+    char *cont = NULL;
+    int rc;
+
+    if (o != NULL)
+        lo = *o;
+    if (lo.limit <= 0)
+        lo.limit = 500; /* kubectl's and client-go's pager chunk */
+    for (;;) {
+        lo.continue_token = cont;
+        rc = kube_list(c, r, ns, &lo, &res);
+        if (rc < 0)
+            break;
+        /* Later pages are served from the first page's snapshot: only the
+         * continue token may be sent with them. */
+        lo.resource_version = NULL;
+        lo.resource_version_match = NULL;
+        if (rv != NULL && rvlen > 0)
+            snprintf(rv, rvlen, "%s", res.resource_version);
+        rc = fn(arg, res.body);
+        if (rc != 0)
+            break;
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(res.body, "metadata");
+        const cJSON *next = cJSON_GetObjectItemCaseSensitive(md, "continue");
+        free(cont);
+        cont = NULL;
+        if (!cJSON_IsString(next) || next->valuestring[0] == '\0')
+            break;
+        if ((cont = strdup(next->valuestring)) == NULL) {
+            rc = -ENOMEM;
+            break;
+        }
+        kube_result_release(&res);
+    }
+    kube_result_release(&res);
+    free(cont);
+    return rc;
 }

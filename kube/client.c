@@ -509,7 +509,8 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->opts.timeout_ms);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                         rq->timeout_ms > 0 ? rq->timeout_ms : c->opts.timeout_ms);
 
         CURLcode cc = curl_easy_perform(h);
         long code = 0, nconn = 0;

@@ -39,6 +39,7 @@ struct kube_http {
     int parse_json;
     int want_raw;
     size_t max_response;            /* 0: client default */
+    long timeout_ms;                /* 0: client default */
 };
 
 /* Runs rq with limiter, retries and error mapping; fills res (zeroed first). */

@@ -261,8 +261,21 @@ struct kube_request {
     int idempotent;            /* retry on 5xx/transport errors */
     int parse_json;
     size_t max_response_bytes; /* 0: the client's limit */
+    long timeout_ms;           /* 0: the client's timeout (KubeRay uses 2 s direct, 10 s proxied) */
 };
 int kube_raw(struct kube_client *c, const struct kube_request *req, struct kube_result *res);
+
+/*
+ * Pages through a LIST (limit o->limit, default 500, following continue
+ * tokens), calling fn with each page's list object (borrowed; detach items to
+ * keep them). rv, if set, receives the list's resourceVersion: where a watch
+ * resumes. A nonzero return from fn stops and is returned. An expired continue
+ * token gives -KUBE_EGONE: list again from scratch.
+ */
+typedef int (*kube_page_fn)(void *arg, cJSON *list);
+int kube_list_each(struct kube_client *c, const struct kube_resource *r, const char *ns,
+                   const struct kube_list_opts *o, kube_page_fn fn, void *arg, char *rv,
+                   size_t rvlen);
 
 /* Builds the collection or object path for r (name may be NULL), appending
  * "/sub" when sub is set. Caller frees. NULL on ENOMEM or bad arguments (a

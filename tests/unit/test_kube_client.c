@@ -479,6 +479,60 @@ static void test_response_size_is_bounded(void **state)
     buf_free(&big);
 }
 
+struct pages {
+    int pages, items, stop_at;
+};
+
+static int count_page(void *arg, cJSON *list)
+{
+    struct pages *p = arg;
+    p->pages++;
+    p->items += cJSON_GetArraySize(cJSON_GetObjectItem(list, "items"));
+    return p->pages == p->stop_at ? 42 : 0;
+}
+
+static void test_list_each_follows_continue(void **state)
+{
+    struct fixture *f = *state;
+    struct pages pg = { 0 };
+    char rv[64] = "";
+    struct kube_list_opts lo = { .label_selector = "a=b", .limit = 2, .resource_version = "0",
+                                 .resource_version_match = "NotOlderThan" };
+    ts_push(&f->srv, 200, "{\"metadata\":{\"resourceVersion\":\"100\",\"continue\":\"c1\"},"
+            "\"items\":[{},{}]}", NULL, NULL, 0);
+    ts_push(&f->srv, 200, "{\"metadata\":{\"resourceVersion\":\"100\",\"continue\":\"c2\"},"
+            "\"items\":[{},{}]}", NULL, NULL, 0);
+    ts_push(&f->srv, 200, "{\"metadata\":{\"resourceVersion\":\"100\"},\"items\":[{}]}",
+            NULL, NULL, 0);
+    assert_int_equal(kube_list_each(f->c, &KUBE_RES_PODS, "ns", &lo, count_page, &pg, rv,
+                                    sizeof(rv)), 0);
+    assert_int_equal(pg.pages, 3);
+    assert_int_equal(pg.items, 5);
+    assert_string_equal(rv, "100");
+    assert_string_equal(f->srv.log[0].query, "labelSelector=a=b&limit=2&resourceVersion=0&"
+                                             "resourceVersionMatch=NotOlderThan");
+    /* Later pages carry the continue token and the selector, not the resourceVersion. */
+    assert_string_equal(f->srv.log[1].query, "labelSelector=a=b&limit=2&continue=c1");
+    assert_string_equal(f->srv.log[2].query, "labelSelector=a=b&limit=2&continue=c2");
+
+    /* The callback can stop the walk; its value comes back. */
+    memset(&pg, 0, sizeof(pg));
+    pg.stop_at = 1;
+    ts_push(&f->srv, 200, "{\"metadata\":{\"continue\":\"c1\"},\"items\":[{}]}", NULL, NULL, 0);
+    assert_int_equal(kube_list_each(f->c, &KUBE_RES_PODS, "ns", NULL, count_page, &pg, NULL, 0), 42);
+    assert_string_equal(f->srv.log[3].query, "limit=500");
+    assert_int_equal(ts_nlog(&f->srv), 4);
+
+    /* An expired continue token: relist from scratch. */
+    memset(&pg, 0, sizeof(pg));
+    ts_push(&f->srv, 200, "{\"metadata\":{\"continue\":\"old\"},\"items\":[]}", NULL, NULL, 0);
+    ts_push(&f->srv, 410, "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\","
+            "\"message\":\"The provided continue parameter is too old\"}", NULL, NULL, 0);
+    assert_int_equal(kube_list_each(f->c, &KUBE_RES_PODS, "ns", NULL, count_page, &pg, NULL, 0),
+                     -KUBE_EGONE);
+    assert_int_equal(pg.pages, 1);
+}
+
 static uint32_t crc32_of(const unsigned char *p, size_t n)
 {
     uint32_t c = 0xffffffffu;
@@ -668,6 +722,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_limiter_rates_on_fake_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_reuses_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(test_response_size_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_each_follows_continue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gzip_response_is_decoded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_never_logged_and_reloaded_after_401, setup,
                                         teardown),

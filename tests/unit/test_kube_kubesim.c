@@ -1,6 +1,6 @@
 /* test_kube_kubesim.c - the kube/ client against a live kubesim: config loaded from
  * the kubeconfig kubesim wrote ($KUBECONFIG), then create/get/update/patch/list
- * (selectors, paging)/delete of Pods with typed errors, and a watch from a list's
+ * (selectors, paging by hand and with kube_list_each)/delete of Pods with typed errors, and a watch from a list's
  * resourceVersion that sees ADDED, MODIFIED and DELETED.
  *
  * Skipped (with a message) unless RAYOP_KUBESIM_URL is set; the integration script
@@ -130,6 +130,18 @@ static void test_crud_and_typed_errors(void **state)
     cJSON_Delete(p);
 }
 
+struct pagecount {
+    int pages, items;
+};
+
+static int count_page(void *arg, cJSON *list)
+{
+    struct pagecount *pc = arg;
+    pc->pages++;
+    pc->items += cJSON_GetArraySize(cJSON_GetObjectItem(list, "items"));
+    return 0;
+}
+
 static void test_list_selectors_and_paging(void **state)
 {
     struct env *e = *state;
@@ -163,6 +175,16 @@ static void test_list_selectors_and_paging(void **state)
     } while (cont[0] != '\0' && pages < 10);
     assert_int_equal(total, 5);
     assert_int_equal(pages, 3);
+
+    /* The same walk through kube_list_each. */
+    struct pagecount pc = { 0 };
+    char rv[64] = "";
+    struct kube_list_opts lo2 = { .label_selector = sel, .limit = 2 };
+    assert_int_equal(kube_list_each(e->c, &KUBE_RES_PODS, "default", &lo2, count_page, &pc, rv,
+                                    sizeof(rv)), 0);
+    assert_int_equal(pc.items, 5);
+    assert_int_equal(pc.pages, 3);
+    assert_true(rv[0] != '\0');
 
     struct kube_list_opts none = { .label_selector = "app=no-such-app" };
     assert_int_equal(kube_list(e->c, &KUBE_RES_PODS, "default", &none, &res), 0);
