@@ -312,7 +312,8 @@ struct kube_watch_opts {
     const char *field_selector;
     int allow_bookmarks;
     int send_initial_events;
-    int timeout_seconds;       /* server-side; 0: server default */
+    int timeout_seconds;       /* server-side; 0: server default. Set it: a stream
+                                * still open 30 s past it ends with -ETIMEDOUT */
     size_t max_line_bytes;     /* 0: 8 MiB; longer events end the watch with -EMSGSIZE */
     /*
      * Called for each event. The watch may be stopped from inside the

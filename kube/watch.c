@@ -25,6 +25,7 @@
 
 #define WATCH_DEFAULT_MAX_LINE (8u << 20)
 #define WATCH_ERROR_BODY_MAX (1u << 20)
+#define WATCH_TIMEOUT_SLACK_S 30
 
 struct sockctx {
     uv_poll_t poll;
@@ -435,6 +436,11 @@ int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, con
     if (rc < 0)
         goto fail;
     curl_easy_setopt(w->easy, CURLOPT_HTTPGET, 1L);
+    /* The server ends the stream at timeoutSeconds; one that is still open well
+     * after that is a half-open connection: give up instead of hanging forever. */
+    if (opts->timeout_seconds > 0)
+        curl_easy_setopt(w->easy, CURLOPT_TIMEOUT_MS,
+                         ((long)opts->timeout_seconds + WATCH_TIMEOUT_SLACK_S) * 1000L);
     curl_easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->headers);
     curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_watch_body);
     curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
