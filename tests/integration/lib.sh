@@ -25,7 +25,8 @@
 #   ok "what" / not_ok "what" [detail]      TAP-ish result lines tests/run.sh counts
 #   check "what" command...                 ok if command succeeds, else not_ok
 #   json_get FIELD.PATH     reads JSON on stdin, prints the value at a dotted path
-#                           (python3; numbers and strings printed bare, objects as JSON)
+#                           (jq, else python3; strings/numbers bare, objects as compact JSON,
+#                           missing or unparsable -> empty line)
 #
 # KUBESIM_BIN overrides the binary (default: bin/kubesim of this tree).
 
@@ -141,12 +142,20 @@ kcode() {
 }
 
 json_get() {
+    if command -v jq >/dev/null 2>&1; then
+        # jq starts in milliseconds; python3 can take a second on a loaded machine
+        jq -r --arg p "$1" 'getpath(if $p == "" then [] else ($p | split(".") |
+            map(if test("^[0-9]+$") then tonumber else . end)) end) |
+            if type == "object" or type == "array" then tojson
+            elif . == null then "" else tostring end' 2>/dev/null
+        return
+    fi
     python3 -c '
 import json, sys
 v = json.load(sys.stdin)
 for part in sys.argv[1].split(".") if sys.argv[1] else []:
     if isinstance(v, list):
-        v = v[int(part)]
+        v = v[int(part)] if part.isdigit() and int(part) < len(v) else None
     elif isinstance(v, dict):
         v = v.get(part)
     else:
@@ -161,5 +170,5 @@ elif isinstance(v, bool):
     print("true" if v else "false")
 else:
     print(v)
-' "$1"
+' "$1" 2>/dev/null
 }
