@@ -300,6 +300,8 @@ struct kube_event {
     const char *raw;           /* the event line as received (not NUL-terminated) */
     size_t raw_len;
     const struct kube_status *status; /* ERROR only */
+    int initial_events_end;    /* BOOKMARK annotated k8s.io/initial-events-end=true:
+                                * a sendInitialEvents watch has delivered the state */
 };
 
 struct kube_watch;

@@ -115,6 +115,11 @@ int kube__event_parse(const char *line, size_t len, struct kube_event *ev,
     md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
     ev->resource_version = cJSON_IsString(rv) ? rv->valuestring : "";
+    if (ev->type == KUBE_EVENT_BOOKMARK) {
+        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+        const cJSON *end = cJSON_GetObjectItemCaseSensitive(ann, "k8s.io/initial-events-end");
+        ev->initial_events_end = cJSON_IsString(end) && strcmp(end->valuestring, "true") == 0;
+    }
     if (ev->type == KUBE_EVENT_ERROR) {
         if (kube_status_from_json(obj, st) < 0 || st->code == 0)
             kube__status_from_code(st, st->code ? st->code : 500, "watch ERROR event");

@@ -33,6 +33,7 @@ struct collect {
     struct kube_watch *self;
     cJSON *kept;               /* first object, taken from the event */
     int lines_seen, consume_odd;
+    int initial_end_at;        /* 1-based index of the initial-events-end bookmark */
     struct kube_status err_st;
 };
 
@@ -57,6 +58,8 @@ static void on_event(struct kube_watch *w, struct kube_event *ev, void *arg)
     free(raw);
     if (ev->type == KUBE_EVENT_ERROR)
         c->err_st = *ev->status;
+    if (ev->initial_events_end)
+        c->initial_end_at = c->nevents;
     if (c->kept == NULL) {
         c->kept = ev->object; /* take ownership */
         ev->object = NULL;
@@ -324,6 +327,28 @@ static void test_stop_from_callback_and_line_hook(void **state)
     cJSON_Delete(c[1].kept);
 }
 
+static void test_watch_list_initial_events_end(void **state)
+{
+    struct wfix *f = *state;
+    struct collect c = { 0 };
+    struct kube_watch_opts o = wopts(&c);
+    const char body[] =
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"5\"}}}\n"
+        "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"6\"}}}\n"
+        "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\","
+        "\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}}}}\n"
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\",\"resourceVersion\":\"8\"}}}\n";
+    o.send_initial_events = 1;
+    o.allow_bookmarks = 1;
+    o.resource_version_match = "NotOlderThan";
+    ts_push_raw(&f->srv, 200, body, strlen(body), 4096, 0);
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "ns", &o, NULL), 0);
+    assert_int_equal(run_until_ended(f, &c, 1), 0);
+    assert_int_equal(c.nevents, 4);
+    assert_int_equal(c.initial_end_at, 3); /* the plain bookmark does not count */
+    cJSON_Delete(c.kept);
+}
+
 static void test_many_watches_one_loop(void **state)
 {
     struct wfix *f = *state;
@@ -369,6 +394,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_overlong_line_is_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_and_aborted_streams, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_from_callback_and_line_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_list_initial_events_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_watches_one_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_outside_callback_and_free_with_open_watch,
                                         setup, teardown),
