@@ -146,9 +146,16 @@ static int v2_schema(const cJSON *s, int depth, struct buf *out)
         goto out;
     if (!cJSON_IsArray(req))
         req = NULL;
-    cJSON_ArrayForEach(it, req)
-        if (cJSON_IsString(it) && (rc = pb_string(out, 19, it->valuestring)))
+    cJSON_ArrayForEach(it, req) {
+        const cJSON *prop = cJSON_GetObjectItemCaseSensitive(props, cJSON_IsString(it) ?
+                                                             it->valuestring : "");
+        /* Like the API server, drop required fields that have a default: the server
+         * fills them in, so kubectl must not reject a manifest that omits them. */
+        if (!cJSON_IsString(it) || cJSON_GetObjectItemCaseSensitive(prop, "default"))
+            continue;
+        if ((rc = pb_string(out, 19, it->valuestring)))
             goto out;
+    }
     if (strcmp(type->valuestring, "object") == 0 && cJSON_IsObject(addl) &&
         !cJSON_IsObject(props)) {
         if ((rc = v2_schema(addl, depth + 1, &sub)) || (rc = pb_msg(&tmp, 1, &sub)) ||

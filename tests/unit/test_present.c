@@ -317,6 +317,29 @@ static bool pb_str_is(struct pb_field f, const char *s)
     return f.p && f.len == strlen(s) && memcmp(f.p, s, f.len) == 0;
 }
 
+/* The Schema of property name inside Schema s (Properties field 25). */
+static struct pb_field pb_prop(struct pb_field s, const char *name)
+{
+    struct pb_field props = pb_find(s.p, s.len, 25), prop, none = { 0 };
+    const unsigned char *p = props.p, *end = props.p + props.len;
+
+    while (props.p && pb_next(&p, end, &prop))
+        if (pb_str_is(pb_find(prop.p, prop.len, 1), name))
+            return pb_find(prop.p, prop.len, 2);
+    return none;
+}
+
+static bool pb_has_repeated(struct pb_field s, unsigned num, const char *value)
+{
+    const unsigned char *p = s.p, *end = s.p + s.len;
+    struct pb_field f;
+
+    while (pb_next(&p, end, &f))
+        if (f.num == num && pb_str_is(f, value))
+            return true;
+    return false;
+}
+
 static void test_openapi_v2_minimal_without_crds(void **state)
 {
     struct registry *r;
@@ -373,6 +396,17 @@ static void test_openapi_v2_crd_definitions(void **state)
                 spec = pb_find(prop.p, prop.len, 2);
         assert_non_null(spec.p);
         assert_true(memmem(spec.p, spec.len, "headGroupSpec", 13) != NULL);
+        /* required fields with a default are dropped (kubectl 1.20 validates with them) */
+        struct pb_field wg = pb_prop(spec, "workerGroupSpecs"), items, item;
+        assert_non_null(wg.p);
+        items = pb_find(wg.p, wg.len, 23);
+        item = pb_find(items.p, items.len, 1);
+        assert_non_null(item.p);
+        assert_true(pb_has_repeated(item, 19, "groupName"));
+        assert_true(pb_has_repeated(item, 19, "template"));
+        assert_false(pb_has_repeated(item, 19, "maxReplicas"));
+        assert_false(pb_has_repeated(item, 19, "minReplicas"));
+        assert_non_null(pb_prop(item, "replicas").p);
         /* the GVK vendor extension kubectl looks resources up by */
         ext = pb_find(schema.p, schema.len, 31);
         assert_true(pb_str_is(pb_find(ext.p, ext.len, 1), "x-kubernetes-group-version-kind"));
