@@ -1,0 +1,293 @@
+/*
+ * cache_bench_main.c - bin/cache_bench: the shared cache against a naive
+ * in-process informer on the same Pods.
+ *
+ * Builds a segment of N KubeRay worker Pods (tests/unit/cache_fixture.h with
+ * name, uid, owner, cluster label and IP varied; 10 Pods per RayCluster) and,
+ * in the same process, a uthash of cJSON trees with an owner index - the way a
+ * client-go style informer written in C would hold them. Prints put rate,
+ * get and index-list latency (p50/p99, per call, clock overhead included and
+ * reported) and bytes per object against the JSON the server sent.
+ *
+ *   cache_bench [--pods N] [--per-owner K] [--samples S]
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uthash.h>
+
+#include "cache/cache.h"
+#include "tests/unit/cache_fixture.h"
+#include "util/util.h"
+
+struct base_obj { /* the naive informer's store entry */
+    char key[320];
+    cJSON *obj;
+    UT_hash_handle hh;
+};
+
+struct base_owner {
+    char uid[64];
+    struct base_obj **items;
+    size_t n, cap;
+    UT_hash_handle hh;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void pct(const char *what, uint64_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_u64);
+    printf("  %-44s p50 %8.0f ns   p99 %8.0f ns\n", what, (double)v[n / 2],
+           (double)v[n * 99 / 100]);
+}
+
+static void pod_name(char *out, size_t cap, int i)
+{
+    snprintf(out, cap, "raycluster-%05d-workergroup-worker-%05d", i / 10, i);
+}
+
+int main(int argc, char **argv)
+{
+    int npods = 10000, per_owner = 10;
+    size_t samples = 200000;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--pods"))
+            npods = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--per-owner"))
+            per_owner = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--samples"))
+            samples = (size_t)atol(argv[i + 1]);
+    }
+    if (npods < 1 || per_owner < 1 || samples < 100) {
+        fprintf(stderr, "usage: cache_bench [--pods N>=1] [--per-owner K>=1] [--samples S>=100]\n");
+        return 2;
+    }
+    log_set_level(LOG_WARN);
+    char seg[CACHE_SEGNAME_MAX];
+    snprintf(seg, sizeof(seg), "/rayop-bench-%d", (int)getpid());
+    struct cache_config cfg = { .name = seg, .bytes = (size_t)npods * 8192 + (16u << 20),
+                                .max_objects = (uint32_t)npods + 1024 };
+    struct cache *w = NULL, *r = NULL;
+    int rc = cache_writer_open(&cfg, &w);
+    if (rc) {
+        fprintf(stderr, "cache_writer_open: %s\n", strerror(-rc));
+        return 1;
+    }
+    int t = cache_type_ensure(w, "v1/pods");
+
+    cJSON *pod = cJSON_Parse(cache_fixture_worker_pod);
+    cJSON *meta = cJSON_GetObjectItem(pod, "metadata");
+    cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItem(meta, "ownerReferences"), 0);
+    cJSON *labels = cJSON_GetObjectItem(meta, "labels");
+    cJSON *status = cJSON_GetObjectItem(pod, "status");
+    char **jsons = calloc((size_t)npods, sizeof(*jsons));
+    size_t json_bytes = 0;
+    char nm[128], buf[64];
+    for (int i = 0; i < npods; i++) {
+        pod_name(nm, sizeof(nm), i);
+        cJSON_SetValuestring(cJSON_GetObjectItem(meta, "name"), nm);
+        snprintf(buf, sizeof(buf), "5d3c8a8e-1f0b-4c1e-9a3f-%012d", i);
+        cJSON_SetValuestring(cJSON_GetObjectItem(meta, "uid"), buf);
+        snprintf(buf, sizeof(buf), "0b9f3e2a-7c41-4d7e-8f20-%012d", i / per_owner);
+        cJSON_SetValuestring(cJSON_GetObjectItem(ref, "uid"), buf);
+        snprintf(buf, sizeof(buf), "raycluster-%05d", i / per_owner);
+        cJSON_SetValuestring(cJSON_GetObjectItem(labels, CACHE_CLUSTER_LABEL), buf);
+        cJSON_SetValuestring(cJSON_GetObjectItem(ref, "name"), buf);
+        snprintf(buf, sizeof(buf), "10.%d.%d.%d", i >> 16 & 255, i >> 8 & 255, i & 255);
+        cJSON_SetValuestring(cJSON_GetObjectItem(status, "podIP"), buf);
+        jsons[i] = cJSON_PrintUnformatted(pod);
+        json_bytes += strlen(jsons[i]);
+    }
+    cJSON_Delete(pod);
+
+    /* ---- fill the segment (what the watcher does per event: parse + put) */
+    uint64_t t0 = util_now_ns();
+    for (int i = 0; i < npods; i++)
+        if ((rc = cache_put_json(w, t, jsons[i], strlen(jsons[i]), NULL))) {
+            fprintf(stderr, "put: %s\n", strerror(-rc));
+            return 1;
+        }
+    uint64_t put_ns = util_now_ns() - t0;
+    cJSON *pre = cJSON_Parse(jsons[0]);
+    t0 = util_now_ns();
+    for (int i = 0; i < 20000; i++)
+        cache_put(w, t, pre, NULL); /* same key: update path, JSON parse excluded */
+    uint64_t upd_ns = (util_now_ns() - t0) / 20000;
+    cJSON_Delete(pre);
+
+    /* ---- the naive informer: parsed trees in a hash, plus an owner index */
+    struct mallinfo2 m0 = mallinfo2();
+    struct base_obj *store = NULL;
+    struct base_owner *owners = NULL;
+    t0 = util_now_ns();
+    for (int i = 0; i < npods; i++) {
+        struct base_obj *o = calloc(1, sizeof(*o));
+        o->obj = cJSON_Parse(jsons[i]);
+        cJSON *mt = cJSON_GetObjectItem(o->obj, "metadata");
+        cJSON_DeleteItemFromObject(mt, "managedFields"); /* TransformStripManagedFields */
+        snprintf(o->key, sizeof(o->key), "%s/%s",
+                 cJSON_GetStringValue(cJSON_GetObjectItem(mt, "namespace")),
+                 cJSON_GetStringValue(cJSON_GetObjectItem(mt, "name")));
+        HASH_ADD_STR(store, key, o);
+        const char *uid = cJSON_GetStringValue(cJSON_GetObjectItem(
+            cJSON_GetArrayItem(cJSON_GetObjectItem(mt, "ownerReferences"), 0), "uid"));
+        struct base_owner *ow;
+        HASH_FIND_STR(owners, uid, ow);
+        if (!ow) {
+            ow = calloc(1, sizeof(*ow));
+            snprintf(ow->uid, sizeof(ow->uid), "%s", uid);
+            HASH_ADD_STR(owners, uid, ow);
+        }
+        if (ow->n == ow->cap) {
+            ow->cap = ow->cap ? ow->cap * 2 : 8;
+            ow->items = realloc(ow->items, ow->cap * sizeof(*ow->items));
+        }
+        ow->items[ow->n++] = o;
+    }
+    uint64_t base_fill_ns = util_now_ns() - t0;
+    struct mallinfo2 m1 = mallinfo2();
+    size_t base_bytes = m1.uordblks - m0.uordblks;
+
+    if ((rc = cache_reader_open(seg, &r))) {
+        fprintf(stderr, "cache_reader_open: %s\n", strerror(-rc));
+        return 1;
+    }
+    struct cache_info info;
+    cache_info(r, &info);
+
+    /* ---- latencies */
+    uint64_t *lat = malloc(samples * sizeof(*lat));
+    static char out[65536];
+    size_t len;
+    struct timespec a, b;
+    srand48(1);
+#define TIMED(stmt)                                                                  \
+    do {                                                                             \
+        clock_gettime(CLOCK_MONOTONIC, &a);                                          \
+        stmt;                                                                        \
+        clock_gettime(CLOCK_MONOTONIC, &b);                                          \
+        lat[s] = (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec)); \
+    } while (0)
+
+    printf("cache_bench: %d worker Pods, %d per RayCluster, %zu samples per figure\n", npods,
+           per_owner, samples);
+    printf("\nlatency (per call, timer overhead included):\n");
+    for (size_t s = 0; s < samples; s++)
+        TIMED((void)0);
+    pct("clock_gettime pair (overhead)", lat, samples);
+    for (size_t s = 0; s < samples; s++) {
+        pod_name(nm, sizeof(nm), (int)(lrand48() % npods));
+        TIMED(rc = cache_get(r, t, "default", nm, out, sizeof(out), &len, NULL));
+        if (rc) {
+            fprintf(stderr, "get %s: %s\n", nm, strerror(-rc));
+            return 1;
+        }
+    }
+    pct("shm cache_get (copy msgpack out)", lat, samples);
+    size_t dec_samples = samples / 10;
+    for (size_t s = 0; s < dec_samples; s++) {
+        pod_name(nm, sizeof(nm), (int)(lrand48() % npods));
+        cJSON *j = NULL;
+        TIMED(rc = cache_get_json(r, t, "default", nm, &j));
+        cJSON_Delete(j);
+    }
+    pct("shm cache_get_json (copy + decode)", lat, dec_samples);
+    for (size_t s = 0; s < samples; s++) {
+        pod_name(nm, sizeof(nm), (int)(lrand48() % npods));
+        char key[320];
+        snprintf(key, sizeof(key), "default/%s", nm);
+        struct base_obj *o;
+        TIMED(HASH_FIND_STR(store, key, o));
+        if (!o)
+            return 1;
+    }
+    pct("baseline hash lookup (pointer, no copy)", lat, samples);
+    for (size_t s = 0; s < dec_samples; s++) {
+        pod_name(nm, sizeof(nm), (int)(lrand48() % npods));
+        char key[320];
+        snprintf(key, sizeof(key), "default/%s", nm);
+        struct base_obj *o;
+        cJSON *copy = NULL;
+        TIMED(HASH_FIND_STR(store, key, o); copy = cJSON_Duplicate(o->obj, 1));
+        cJSON_Delete(copy);
+    }
+    pct("baseline lookup + deep copy (c-r Get)", lat, dec_samples);
+
+    struct cache_key keys[256];
+    int nowners = (npods + per_owner - 1) / per_owner;
+    for (size_t s = 0; s < samples; s++) {
+        snprintf(buf, sizeof(buf), "0b9f3e2a-7c41-4d7e-8f20-%012ld", lrand48() % nowners);
+        TIMED(rc = cache_list_owner(r, t, buf, keys, 256));
+        if (rc < 1)
+            return 1;
+    }
+    pct("shm owner-index list (keys)", lat, samples);
+    for (size_t s = 0; s < samples; s++) {
+        snprintf(buf, sizeof(buf), "raycluster-%05ld", lrand48() % nowners);
+        TIMED(rc = cache_list_cluster(r, t, "default", buf, keys, 256));
+        if (rc < 1)
+            return 1;
+    }
+    pct("shm ray.io/cluster label list (keys)", lat, samples);
+    for (size_t s = 0; s < samples; s++) {
+        snprintf(buf, sizeof(buf), "0b9f3e2a-7c41-4d7e-8f20-%012ld", lrand48() % nowners);
+        struct base_owner *ow;
+        /* copy the keys out, as the shm list does */
+        TIMED(HASH_FIND_STR(owners, buf, ow); for (size_t k = 0; ow && k < ow->n && k < 256; k++)
+              memcpy(keys[k].name, ow->items[k]->key, sizeof(keys[k].name)));
+    }
+    pct("baseline owner index (keys)", lat, samples);
+
+    printf("\nsize per Pod:\n");
+    double jpp = (double)json_bytes / npods;
+    double spp = (double)info.bytes_used / (double)info.objects;
+    double slot = 64.0 + 12.0; /* slot + three bucket words */
+    printf("  JSON as served (with managedFields)       %8.0f bytes\n", jpp);
+    printf("  shm record (trimmed, dictionary msgpack)  %8.0f bytes  (%.1f%% of JSON)\n", spp,
+           100.0 * spp / jpp);
+    printf("  shm record + slot + index words           %8.0f bytes  (%.1f%% of JSON)\n",
+           spp + slot, 100.0 * (spp + slot) / jpp);
+    printf("  baseline cJSON tree (managedFields gone)  %8.0f bytes  (%.1f%% of JSON, malloc'd)\n",
+           (double)base_bytes / npods, 100.0 * (double)base_bytes / npods / jpp);
+    printf("\nwrite path:\n");
+    printf("  cache_put_json (parse+trim+encode+store)  %8.2f us/object (%d objects, fresh)\n",
+           (double)put_ns / 1e3 / npods, npods);
+    printf("  cache_put of a parsed object (update)     %8.2f us\n", (double)upd_ns / 1e3);
+    printf("  baseline parse + store                    %8.2f us/object\n",
+           (double)base_fill_ns / 1e3 / npods);
+    printf("  segment: %llu of %llu object bytes used, %llu objects, %llu compactions\n",
+           (unsigned long long)info.bytes_used, (unsigned long long)info.blob_bytes,
+           (unsigned long long)info.objects, (unsigned long long)info.compactions);
+
+    cache_close(r);
+    cache_close(w);
+    cache_unlink(seg);
+    struct base_obj *o, *tmp;
+    HASH_ITER(hh, store, o, tmp) {
+        HASH_DEL(store, o);
+        cJSON_Delete(o->obj);
+        free(o);
+    }
+    struct base_owner *ow, *otmp;
+    HASH_ITER(hh, owners, ow, otmp) {
+        HASH_DEL(owners, ow);
+        free(ow->items);
+        free(ow);
+    }
+    for (int i = 0; i < npods; i++)
+        cJSON_free(jsons[i]);
+    free(jsons);
+    free(lat);
+    return 0;
+}
