@@ -10,10 +10,6 @@
 #include "sim/registry_int.h"
 #include "sim/schema.h"
 
-/* TEMPORARY until sim/schema.c lands: weak references so binaries still link. */
-#pragma weak schema_compile
-#pragma weak schema_free
-
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +107,7 @@ void registry_resource_free(struct reg_resource *res)
         free(res->subresources[i].kind);
     }
     free(res->subresources);
-    if (res->schema && schema_free)
+    if (res->schema)
         schema_free(res->schema);
     cJSON_Delete(res->openapi_schema);
     free(res->crd_name);

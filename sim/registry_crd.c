@@ -10,10 +10,6 @@
  */
 #include "sim/registry_int.h"
 #include "sim/schema.h"
-
-/* TEMPORARY until sim/schema.c lands: weak references so binaries still link. */
-#pragma weak schema_compile
-#pragma weak schema_free
 #include "util/util.h"
 
 #include <ctype.h>
@@ -296,7 +292,7 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
         if ((rc = add_cause(causes, "FieldValueRequired", field,
                             "Required value: schemas are required")))
             return rc;
-    } else if (schema_compile && schema_compile(schema, &compiled, err, sizeof(err)) < 0) {
+    } else if (schema_compile(schema, &compiled, err, sizeof(err)) < 0) {
         *bad = 1;
         if ((rc = add_cause(causes, "FieldValueInvalid", field, "Invalid value: %s", err)))
             return rc;
@@ -563,7 +559,7 @@ static int build_version(const cJSON *crd, const cJSON *v, struct reg_resource *
     res->flags = res->has_status ? REG_FLAG_SPEC_GENERATION : 0;
     if ((rc = copy_columns(res, cJSON_GetObjectItemCaseSensitive(v, "additionalPrinterColumns"))))
         goto out;
-    rc = schema_compile ? schema_compile(schema, &res->schema, err, errlen) : 0;
+    rc = schema_compile(schema, &res->schema, err, errlen);
     if (rc < 0)
         goto out;
     *out = res;

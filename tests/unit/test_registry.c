@@ -200,6 +200,7 @@ static void test_kuberay_crds_register(void **state)
         assert_true(v1->namespaced);
         assert_true(strv_has(v1->categories, "all"));
         assert_non_null(v1->openapi_schema);
+        assert_non_null(v1->schema);   /* compiled */
         assert_non_null(v1->crd_name);
         assert_ptr_equal(registry_find_kind(r, "ray.io", "v1", crds[i].kind), v1);
         cJSON_Delete(causes);
@@ -430,6 +431,12 @@ static cJSON *m_bad_short(cJSON *c)
                           cJSON_Parse("[\"ok\",\"NotOK\"]"));
     return c;
 }
+static cJSON *m_bad_schema(cJSON *c)
+{
+    cJSON *sch = cJSON_GetObjectItem(cJSON_GetObjectItem(v0_of(c), "schema"), "openAPIV3Schema");
+    cJSON_ReplaceItemInObject(sch, "type", cJSON_CreateString("nosuchtype"));
+    return c;
+}
 static cJSON *m_spec_string(cJSON *c)
 {
     cJSON_ReplaceItemInObject(c, "spec", cJSON_CreateString("x"));
@@ -457,6 +464,9 @@ static void test_invalid_crds_rejected_with_causes(void **state)
                    "FieldValueInvalid");
     expect_invalid("short", m_bad_short, "spec.names.shortNames[1]", "FieldValueInvalid");
     expect_invalid("spec", m_spec_string, "spec", "FieldValueRequired");
+    /* the schema must compile (sim/schema.c) */
+    expect_invalid("badschema", m_bad_schema, "spec.versions[0].schema.openAPIV3Schema",
+                   "FieldValueInvalid");
 }
 
 static void test_crd_cannot_shadow_builtin(void **state)
