@@ -10,6 +10,7 @@
  */
 #include "sim/store_int.h"
 #include "sim/patch.h"
+#include "sim/yamljson.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,6 +56,19 @@ static cJSON *parse_body(enum store_patch_type type, const char *body, size_t le
         return NULL;
     }
     j = cJSON_ParseWithLength(body, len);
+    if (!j && type == PATCH_APPLY) {
+        /* apply-patch+yaml: kubectl sends JSON, other clients YAML */
+        char err[256] = "";
+        int rc = yamljson_parse_one(body, len, &j, err, sizeof(err));
+        if (rc == -E2BIG) {
+            st_set(st, 413, "RequestEntityTooLarge", "the request body is too large: %s", err);
+            return NULL;
+        }
+        if (rc) {
+            st_set(st, 400, "BadRequest", "error decoding YAML: %s", err);
+            return NULL;
+        }
+    }
     if (!j) {
         st_set(st, 400, "BadRequest", "error decoding patch: invalid JSON near offset %ld",
                (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - body : 0));
@@ -90,9 +104,12 @@ static int apply_one(const struct reg_resource *res, enum store_patch_type type,
             snprintf(av, sizeof(av), "%s/%s", res->group, res->version);
         else
             snprintf(av, sizeof(av), "%s", res->version);
+        if (!res->builtin)
+            return patch_apply_schema(cur, patch, w && w->field_manager ? w->field_manager :
+                                      "unknown", w && w->force, av, NULL, res->schema, out,
+                                      err, errlen);
         return patch_apply(cur, patch, w && w->field_manager ? w->field_manager : "unknown",
-                           w && w->force, av, res->builtin ? res->smp_kind : NULL, out,
-                           err, errlen);
+                           w && w->force, av, res->smp_kind, out, err, errlen);
     }
     return -EINVAL;
 }
@@ -265,6 +282,7 @@ int store_patch(struct store *s, const struct reg_resource *res, const char *ns,
                 struct store_obj **out, bool *created, struct store_status *st)
 {
     bool scale = subresource && !strcmp(subresource, "scale");
+    struct store_write_opts wa = { 0 };
     char err[1024] = "";
     cJSON *patch, *cur = NULL, *next = NULL;
     struct sentry *e;
@@ -286,6 +304,12 @@ int store_patch(struct store *s, const struct reg_resource *res, const char *ns,
     patch = parse_body(type, body, len, st);
     if (!patch)
         return -EINVAL;
+    if (type == PATCH_APPLY) {
+        /* patch_apply keeps managedFields itself (operation Apply): no Update entry */
+        if (w)
+            wa = *w;
+        wa.field_manager = NULL;
+    }
 again:
     pthread_rwlock_wrlock(&s->lock);
     e = store_entry_find(store_type_get(s, res, false), res->namespaced ? ns : "", name);
@@ -304,7 +328,7 @@ again:
         cJSON *md = store_meta(next);
         if (!jget(md, "name"))
             cJSON_AddStringToObject(md, "name", name);
-        rc = store_create(s, res, ns, next, w, out, st);
+        rc = store_create(s, res, ns, next, &wa, out, st);
         next = NULL;
         if (rc == -EEXIST) {
             store_status_clear(st);
@@ -344,7 +368,8 @@ again:
             goto out;
         }
     }
-    rc = store_write_prepared(s, res, e, subresource, next, w, out, st);
+    rc = store_write_prepared(s, res, e, subresource, next, type == PATCH_APPLY ? &wa : w, out,
+                              st);
     next = NULL;
     pthread_rwlock_unlock(&s->lock);
 out:
