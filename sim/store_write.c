@@ -9,10 +9,6 @@
 #include "sim/patch.h"
 #include "sim/schema.h"
 
-/* TEMPORARY until sim/schema.c lands: a weak reference so binaries link; custom
- * resources are then stored without schema validation. */
-#pragma weak schema_apply
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,7 +117,7 @@ static int validate_custom(const struct reg_resource *res, cJSON *obj, const cJS
     const char *fv = w && w->field_validation ? w->field_validation : "Warn";
     int rc = 0, n;
 
-    if (!res->schema || !schema_apply)
+    if (!res->schema)
         return 0;
     unknown = cJSON_CreateArray();
     if (!unknown)
