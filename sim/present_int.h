@@ -60,4 +60,20 @@ const cJSON *present_get(const cJSON *obj, const char *path);
 void present_age_of(const char *ts, time_t now, char out[16]);
 int present_add_str(cJSON *cells, const char *s);
 
+/* Cell helpers shared by the printers (present_printers.c): append a number, the
+ * object's name, its age; a number at a dotted path (dflt when absent); s unless
+ * NULL/empty, else dflt; member count of an object/array at path; append b's text as
+ * a cell and free b (rc passed through, so a failed build of b is reported). */
+int present_cell_num(cJSON *cells, double v);
+int present_cell_name(cJSON *cells, const cJSON *obj);
+int present_cell_age(cJSON *cells, const cJSON *obj, time_t now);
+long present_num(const cJSON *obj, const char *path, long dflt);
+const char *present_or(const char *s, const char *dflt);
+int present_count_keys(const cJSON *obj, const char *path);
+int present_cell_buf(cJSON *cells, struct buf *b, int rc);
+
+/* The printers of present_printers_misc.c. */
+extern const struct present_printer present_printers_misc[];
+extern const size_t present_n_printers_misc;
+
 #endif

@@ -3,9 +3,8 @@
  * as the API server's printers produce them for `kubectl get` (pods: READY,
  * STATUS from phase/reasons/container states/Terminating, RESTARTS with the last
  * restart's age; services: TYPE/CLUSTER-IP/EXTERNAL-IP/PORT(S); nodes, namespaces,
- * jobs, events, configmaps, secrets, serviceaccounts, PVCs, leases, endpoints,
- * CRDs, RBAC). The server always emits the wide (priority 1) cells too; kubectl
- * hides them without -o wide.
+ * jobs; the simpler kinds are in present_printers_misc.c). The server always emits
+ * the wide (priority 1) cells too; kubectl hides them without -o wide.
  */
 #include "sim/present.h"
 #include "sim/present_int.h"
@@ -20,7 +19,7 @@
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-static int add_num(cJSON *cells, double v)
+int present_cell_num(cJSON *cells, double v)
 {
     cJSON *c = cJSON_CreateNumber(v);
 
@@ -30,12 +29,12 @@ static int add_num(cJSON *cells, double v)
     return 0;
 }
 
-static int add_name_age_first(cJSON *cells, const cJSON *obj)
+int present_cell_name(cJSON *cells, const cJSON *obj)
 {
     return present_add_str(cells, present_str(obj, "metadata.name"));
 }
 
-static int add_age(cJSON *cells, const cJSON *obj, time_t now)
+int present_cell_age(cJSON *cells, const cJSON *obj, time_t now)
 {
     char age[16];
 
@@ -43,18 +42,18 @@ static int add_age(cJSON *cells, const cJSON *obj, time_t now)
     return present_add_str(cells, age);
 }
 
-static long num(const cJSON *obj, const char *path, long dflt)
+long present_num(const cJSON *obj, const char *path, long dflt)
 {
     const cJSON *v = present_get(obj, path);
     return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
 }
 
-static const char *or_str(const char *s, const char *dflt)
+const char *present_or(const char *s, const char *dflt)
 {
     return s && *s ? s : dflt;
 }
 
-static int count_keys(const cJSON *obj, const char *path)
+int present_count_keys(const cJSON *obj, const char *path)
 {
     const cJSON *v = present_get(obj, path);
     return cJSON_IsObject(v) || cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
@@ -86,7 +85,7 @@ static int format_labels(const cJSON *map, struct buf *b)
     return 0;
 }
 
-static int add_buf_cell(cJSON *cells, struct buf *b, int rc)
+int present_cell_buf(cJSON *cells, struct buf *b, int rc)
 {
     if (rc == 0)
         rc = present_add_str(cells, b->data ? b->data : "");
@@ -160,7 +159,7 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
 
     total = cJSON_GetArraySize(present_get(pod, "spec.containers"));
     n_init = cJSON_GetArraySize(present_get(pod, "spec.initContainers"));
-    snprintf(reason, sizeof(reason), "%s", or_str(sreason, or_str(phase, "")));
+    snprintf(reason, sizeof(reason), "%s", present_or(sreason, present_or(phase, "")));
     cJSON_ArrayForEach(c, (cJSON_IsArray(conds) ? conds : NULL)) {
         const char *t = present_str(c, "type"), *r = present_str(c, "reason");
         if (t && r && strcmp(t, "PodScheduled") == 0 && strcmp(r, "SchedulingGated") == 0)
@@ -176,13 +175,13 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
         const cJSON *term = present_get(c, "state.terminated");
         const char *wreason = present_str(c, "state.waiting.reason");
         bool restartable = restartable_init(pod, name);
-        nrestarts += num(c, "restartCount", 0);
+        nrestarts += present_num(c, "restartCount", 0);
         later(&last, c);
         if (restartable) {
-            rinit_restarts += num(c, "restartCount", 0);
+            rinit_restarts += present_num(c, "restartCount", 0);
             later(&rinit_last, c);
         }
-        if (term && num(term, "exitCode", 0) == 0) {
+        if (term && present_num(term, "exitCode", 0) == 0) {
             i++;
             continue;
         }
@@ -196,10 +195,10 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             const char *tr = present_str(term, "reason");
             if (tr && *tr)
                 snprintf(reason, sizeof(reason), "Init:%s", tr);
-            else if (num(term, "signal", 0))
-                snprintf(reason, sizeof(reason), "Init:Signal:%ld", num(term, "signal", 0));
+            else if (present_num(term, "signal", 0))
+                snprintf(reason, sizeof(reason), "Init:Signal:%ld", present_num(term, "signal", 0));
             else
-                snprintf(reason, sizeof(reason), "Init:ExitCode:%ld", num(term, "exitCode", 0));
+                snprintf(reason, sizeof(reason), "Init:ExitCode:%ld", present_num(term, "exitCode", 0));
         } else if (wreason && *wreason && strcmp(wreason, "PodInitializing") != 0) {
             snprintf(reason, sizeof(reason), "Init:%s", wreason);
         } else {
@@ -218,16 +217,16 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             const char *wr = present_str(cs, "state.waiting.reason");
             const cJSON *term = present_get(cs, "state.terminated");
             const char *tr = present_str(term, "reason");
-            nrestarts += num(cs, "restartCount", 0);
+            nrestarts += present_num(cs, "restartCount", 0);
             later(&last, cs);
             if (wr && *wr)
                 snprintf(reason, sizeof(reason), "%s", wr);
             else if (term && tr && *tr)
                 snprintf(reason, sizeof(reason), "%s", tr);
-            else if (term && num(term, "signal", 0))
-                snprintf(reason, sizeof(reason), "Signal:%ld", num(term, "signal", 0));
+            else if (term && present_num(term, "signal", 0))
+                snprintf(reason, sizeof(reason), "Signal:%ld", present_num(term, "signal", 0));
             else if (term)
-                snprintf(reason, sizeof(reason), "ExitCode:%ld", num(term, "exitCode", 0));
+                snprintf(reason, sizeof(reason), "ExitCode:%ld", present_num(term, "exitCode", 0));
             else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) &&
                      present_get(cs, "state.running")) {
                 has_running = true;
@@ -260,7 +259,7 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             cJSON_ArrayForEach(pc, (cJSON_IsArray(conds) ? conds : NULL)) {
                 const char *t2 = present_str(pc, "type");
                 if (ct && t2 && strcmp(ct, t2) == 0) {
-                    t += or_str(present_str(pc, "status"), "")[0] == 'T';
+                    t += present_or(present_str(pc, "status"), "")[0] == 'T';
                     break;
                 }
             }
@@ -270,11 +269,11 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
     const char *ip = present_str(cJSON_GetArrayItem(present_get(pod, "status.podIPs"), 0), "ip");
     if (!ip)
         ip = present_str(pod, "status.podIP");
-    if ((rc = add_name_age_first(cells, pod)) || (rc = present_add_str(cells, ready)) ||
+    if ((rc = present_cell_name(cells, pod)) || (rc = present_add_str(cells, ready)) ||
         (rc = present_add_str(cells, reason)) || (rc = present_add_str(cells, restarts)) ||
-        (rc = add_age(cells, pod, now)) || (rc = present_add_str(cells, or_str(ip, "<none>"))) ||
-        (rc = present_add_str(cells, or_str(present_str(pod, "spec.nodeName"), "<none>"))) ||
-        (rc = present_add_str(cells, or_str(present_str(pod, "status.nominatedNodeName"),
+        (rc = present_cell_age(cells, pod, now)) || (rc = present_add_str(cells, present_or(ip, "<none>"))) ||
+        (rc = present_add_str(cells, present_or(present_str(pod, "spec.nodeName"), "<none>"))) ||
+        (rc = present_add_str(cells, present_or(present_str(pod, "status.nominatedNodeName"),
                                              "<none>"))) ||
         (rc = present_add_str(cells, gates)))
         return rc;
@@ -323,7 +322,7 @@ static int svc_external_ip(const cJSON *svc, const char *type, struct buf *b)
     if (strcmp(type, "LoadBalancer") == 0) {
         const cJSON *ing = present_get(svc, "status.loadBalancer.ingress"), *it;
         cJSON_ArrayForEach(it, (cJSON_IsArray(ing) ? ing : NULL)) {
-            const char *s = or_str(present_str(it, "ip"), present_str(it, "hostname"));
+            const char *s = present_or(present_str(it, "ip"), present_str(it, "hostname"));
             if (s && buf_printf(b, "%s%s", n++ ? "," : "", s) < 0)
                 return -ENOMEM;
         }
@@ -332,13 +331,13 @@ static int svc_external_ip(const cJSON *svc, const char *type, struct buf *b)
         return n ? 0 : buf_puts(b, "<pending>");
     }
     if (strcmp(type, "ExternalName") == 0)
-        return buf_puts(b, or_str(present_str(svc, "spec.externalName"), ""));
+        return buf_puts(b, present_or(present_str(svc, "spec.externalName"), ""));
     return buf_puts(b, "<unknown>");
 }
 
 static int svc_cells(const cJSON *svc, time_t now, cJSON *cells)
 {
-    const char *type = or_str(present_str(svc, "spec.type"), "ClusterIP");
+    const char *type = present_or(present_str(svc, "spec.type"), "ClusterIP");
     const char *cip = present_str(cJSON_GetArrayItem(present_get(svc, "spec.clusterIPs"), 0), NULL);
     struct buf b = { 0 };
     const cJSON *p;
@@ -347,26 +346,26 @@ static int svc_cells(const cJSON *svc, time_t now, cJSON *cells)
 
     if (!cip || !*cip)
         cip = present_str(svc, "spec.clusterIP");
-    if ((rc = add_name_age_first(cells, svc)) || (rc = present_add_str(cells, type)) ||
-        (rc = present_add_str(cells, or_str(cip, "<none>"))))
+    if ((rc = present_cell_name(cells, svc)) || (rc = present_add_str(cells, type)) ||
+        (rc = present_add_str(cells, present_or(cip, "<none>"))))
         return rc;
-    if ((rc = add_buf_cell(cells, &b, svc_external_ip(svc, type, &b))))
+    if ((rc = present_cell_buf(cells, &b, svc_external_ip(svc, type, &b))))
         return rc;
     cJSON_ArrayForEach(p, present_get(svc, "spec.ports")) {
-        const char *proto = or_str(present_str(p, "protocol"), "TCP");
-        long np = num(p, "nodePort", 0);
-        rc = np > 0 ? buf_printf(&b, "%s%ld:%ld/%s", n ? "," : "", num(p, "port", 0), np, proto)
-                    : buf_printf(&b, "%s%ld/%s", n ? "," : "", num(p, "port", 0), proto);
+        const char *proto = present_or(present_str(p, "protocol"), "TCP");
+        long np = present_num(p, "nodePort", 0);
+        rc = np > 0 ? buf_printf(&b, "%s%ld:%ld/%s", n ? "," : "", present_num(p, "port", 0), np, proto)
+                    : buf_printf(&b, "%s%ld/%s", n ? "," : "", present_num(p, "port", 0), proto);
         n++;
         if (rc < 0) {
             buf_free(&b);
             return -ENOMEM;
         }
     }
-    if ((rc = add_buf_cell(cells, &b, n ? 0 : buf_puts(&b, "<none>"))) ||
-        (rc = add_age(cells, svc, now)))
+    if ((rc = present_cell_buf(cells, &b, n ? 0 : buf_puts(&b, "<none>"))) ||
+        (rc = present_cell_age(cells, svc, now)))
         return rc;
-    return add_buf_cell(cells, &b, format_labels(present_get(svc, "spec.selector"), &b));
+    return present_cell_buf(cells, &b, format_labels(present_get(svc, "spec.selector"), &b));
 }
 
 /* ---- nodes, namespaces --------------------------------------------------------------- */
@@ -416,7 +415,7 @@ static int node_cells(const cJSON *node, time_t now, cJSON *cells)
         rc = buf_puts(&b, "Unknown");
     if (rc == 0 && cJSON_IsTrue(present_get(node, "spec.unschedulable")))
         rc = buf_puts(&b, ",SchedulingDisabled");
-    if ((rc = add_name_age_first(cells, node)) || (rc = add_buf_cell(cells, &b, rc)))
+    if ((rc = present_cell_name(cells, node)) || (rc = present_cell_buf(cells, &b, rc)))
         return rc;
     cJSON_ArrayForEach(c, (cJSON_IsObject(labels) ? labels : NULL)) {
         const char *r = NULL;
@@ -431,18 +430,18 @@ static int node_cells(const cJSON *node, time_t now, cJSON *cells)
     for (size_t i = 0; i < nroles; i++)
         if (!(i && strcmp(roles[i], roles[i - 1]) == 0) &&
             buf_printf(&b, "%s%s", b.len ? "," : "", roles[i]) < 0)
-            return add_buf_cell(cells, &b, -ENOMEM);
-    if ((rc = add_buf_cell(cells, &b, b.len ? 0 : buf_puts(&b, "<none>"))) ||
-        (rc = add_age(cells, node, now)) ||
+            return present_cell_buf(cells, &b, -ENOMEM);
+    if ((rc = present_cell_buf(cells, &b, b.len ? 0 : buf_puts(&b, "<none>"))) ||
+        (rc = present_cell_age(cells, node, now)) ||
         (rc = present_add_str(cells, present_str(node, "status.nodeInfo.kubeletVersion"))) ||
-        (rc = present_add_str(cells, or_str(node_address(node, "InternalIP"), "<none>"))) ||
-        (rc = present_add_str(cells, or_str(node_address(node, "ExternalIP"), "<none>"))) ||
-        (rc = present_add_str(cells, or_str(present_str(node, "status.nodeInfo.osImage"),
+        (rc = present_add_str(cells, present_or(node_address(node, "InternalIP"), "<none>"))) ||
+        (rc = present_add_str(cells, present_or(node_address(node, "ExternalIP"), "<none>"))) ||
+        (rc = present_add_str(cells, present_or(present_str(node, "status.nodeInfo.osImage"),
                                              "<unknown>"))) ||
-        (rc = present_add_str(cells, or_str(present_str(node, "status.nodeInfo.kernelVersion"),
+        (rc = present_add_str(cells, present_or(present_str(node, "status.nodeInfo.kernelVersion"),
                                              "<unknown>"))))
         return rc;
-    return present_add_str(cells, or_str(present_str(node,
+    return present_add_str(cells, present_or(present_str(node,
                                                      "status.nodeInfo.containerRuntimeVersion"),
                                          "<unknown>"));
 }
@@ -457,10 +456,10 @@ static int ns_cells(const cJSON *ns, time_t now, cJSON *cells)
 {
     int rc;
 
-    if ((rc = add_name_age_first(cells, ns)) ||
+    if ((rc = present_cell_name(cells, ns)) ||
         (rc = present_add_str(cells, present_str(ns, "status.phase"))))
         return rc;
-    return add_age(cells, ns, now);
+    return present_cell_age(cells, ns, now);
 }
 
 /* ---- jobs ------------------------------------------------------------------------- */
@@ -487,7 +486,7 @@ static int format_selector(const cJSON *sel, struct buf *b)
     if (cJSON_IsObject(ml) && ml->child && (rc = format_labels(ml, b)))
         return rc;
     cJSON_ArrayForEach(e, (cJSON_IsArray(me) ? me : NULL)) {
-        const char *key = or_str(present_str(e, "key"), ""), *op = or_str(present_str(e, "operator"), "");
+        const char *key = present_or(present_str(e, "key"), ""), *op = present_or(present_str(e, "operator"), "");
         size_t n = 0;
         if (b->len > start && (rc = buf_puts(b, ",")))
             return rc;
@@ -513,7 +512,7 @@ static int job_cells(const cJSON *job, time_t now, cJSON *cells)
 {
     const cJSON *conds = present_get(job, "status.conditions"), *c;
     const cJSON *comp = present_get(job, "spec.completions");
-    long succeeded = num(job, "status.succeeded", 0), par = num(job, "spec.parallelism", 0);
+    long succeeded = present_num(job, "status.succeeded", 0), par = present_num(job, "spec.parallelism", 0);
     const char *status = "Running", *start = present_str(job, "status.startTime");
     const char *done = present_str(job, "status.completionTime");
     char completions[64], dur[16] = "";
@@ -546,273 +545,21 @@ static int job_cells(const cJSON *job, time_t now, cJSON *cells)
         status = "FailureTarget";
     else if (cond_true(conds, "SuccessCriteriaMet"))
         status = "SuccessCriteriaMet";
-    if ((rc = add_name_age_first(cells, job)) || (rc = present_add_str(cells, status)) ||
+    if ((rc = present_cell_name(cells, job)) || (rc = present_add_str(cells, status)) ||
         (rc = present_add_str(cells, completions)) || (rc = present_add_str(cells, dur)) ||
-        (rc = add_age(cells, job, now)))
+        (rc = present_cell_age(cells, job, now)))
         return rc;
     cJSON_ArrayForEach(c, present_get(job, "spec.template.spec.containers")) {
-        if (buf_printf(&names, "%s%s", n ? "," : "", or_str(present_str(c, "name"), "")) < 0 ||
-            buf_printf(&images, "%s%s", n ? "," : "", or_str(present_str(c, "image"), "")) < 0) {
+        if (buf_printf(&names, "%s%s", n ? "," : "", present_or(present_str(c, "name"), "")) < 0 ||
+            buf_printf(&images, "%s%s", n ? "," : "", present_or(present_str(c, "image"), "")) < 0) {
             buf_free(&images);
-            return add_buf_cell(cells, &names, -ENOMEM);
+            return present_cell_buf(cells, &names, -ENOMEM);
         }
         n++;
     }
-    if ((rc = add_buf_cell(cells, &names, 0)) || (rc = add_buf_cell(cells, &images, 0)))
+    if ((rc = present_cell_buf(cells, &names, 0)) || (rc = present_cell_buf(cells, &images, 0)))
         return rc;
-    return add_buf_cell(cells, &names, format_selector(present_get(job, "spec.selector"), &names));
-}
-
-/* ---- events ------------------------------------------------------------------------ */
-
-static const struct present_col event_cols[] = {
-    { "Last Seen", "string", "", "Time when last event occurred.", 0 },
-    { "Type", "string", "", "Type of this event (Normal, Warning), new types could be added in the future.", 0 },
-    { "Reason", "string", "", "This should be a short, machine understandable string that gives the reason for this event being generated.", 0 },
-    { "Object", "string", "", "The object that this event is about.", 0 },
-    { "Subobject", "string", "", "The subobject of the object that this event is about.", 1 },
-    { "Source", "string", "", "The component reporting this event.", 1 },
-    { "Message", "string", "", "A human-readable description of the status of this operation.", 0 },
-    { "First Seen", "string", "", "The time at which the event was first recorded.", 1 },
-    { "Count", "integer", "", "The number of times this event has occurred.", 1 },
-    { "Name", "string", "name", present_name_desc, 1 },
-};
-
-static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
-{
-    char first[16], lastseen[16], target[600], source[600], *msg;
-    const char *ft = present_str(ev, "firstTimestamp"), *lt = present_str(ev, "lastTimestamp");
-    const char *kind = or_str(present_str(ev, "involvedObject.kind"), "");
-    const char *name = present_str(ev, "involvedObject.name");
-    const char *comp = present_str(ev, "source.component"), *host = present_str(ev, "source.host");
-    long count = num(ev, "count", 0);
-    size_t k, mlen;
-    int rc;
-
-    present_age_of(ft && *ft ? ft : present_str(ev, "eventTime"), now, first);
-    if (lt && *lt)
-        present_age_of(lt, now, lastseen);
-    else
-        memcpy(lastseen, first, sizeof(first));
-    if (present_get(ev, "series")) {
-        present_age_of(present_str(ev, "series.lastObservedTime"), now, lastseen);
-        count = num(ev, "series.count", 0);
-    } else if (count == 0) {
-        count = 1;
-    }
-    for (k = 0; kind[k] && k < 200; k++)
-        target[k] = (char)(kind[k] >= 'A' && kind[k] <= 'Z' ? kind[k] + 32 : kind[k]);
-    target[k] = '\0';
-    if (name && *name)
-        snprintf(target + k, sizeof(target) - k, "/%.300s", name);
-    if (!comp || !*comp)
-        comp = present_str(ev, "reportingComponent");
-    if (!host || !*host)
-        host = present_str(ev, "reportingInstance");
-    if (comp && *comp && host && *host)
-        snprintf(source, sizeof(source), "%.250s, %.250s", comp, host);
-    else
-        snprintf(source, sizeof(source), "%.250s", or_str(comp, ""));
-    /* strings.TrimSpace of the message */
-    const char *m = or_str(present_str(ev, "message"), "");
-    while (*m == ' ' || *m == '\n' || *m == '\t' || *m == '\r')
-        m++;
-    mlen = strlen(m);
-    while (mlen && (m[mlen - 1] == ' ' || m[mlen - 1] == '\n' || m[mlen - 1] == '\t' ||
-                    m[mlen - 1] == '\r'))
-        mlen--;
-    if (!(msg = strndup(m, mlen)))
-        return -ENOMEM;
-    rc = present_add_str(cells, lastseen);
-    if (!rc)
-        rc = present_add_str(cells, present_str(ev, "type"));
-    if (!rc)
-        rc = present_add_str(cells, present_str(ev, "reason"));
-    if (!rc)
-        rc = present_add_str(cells, target);
-    if (!rc)
-        rc = present_add_str(cells, present_str(ev, "involvedObject.fieldPath"));
-    if (!rc)
-        rc = present_add_str(cells, source);
-    if (!rc)
-        rc = present_add_str(cells, msg);
-    free(msg);
-    if (!rc)
-        rc = present_add_str(cells, first);
-    if (!rc)
-        rc = add_num(cells, (double)count);
-    if (!rc)
-        rc = present_add_str(cells, present_str(ev, "metadata.name"));
-    return rc;
-}
-
-/* ---- simple kinds --------------------------------------------------------------------- */
-
-static const struct present_col cm_cols[] = {
-    NAME_COL, { "Data", "string", "", "Data contains the configuration data.", 0 }, AGE_COL,
-};
-
-static int cm_cells(const cJSON *o, time_t now, cJSON *cells)
-{
-    int rc;
-
-    if ((rc = add_name_age_first(cells, o)) ||
-        (rc = add_num(cells, count_keys(o, "data") + count_keys(o, "binaryData"))))
-        return rc;
-    return add_age(cells, o, now);
-}
-
-static const struct present_col secret_cols[] = {
-    NAME_COL, { "Type", "string", "", "The type of the secret", 0 },
-    { "Data", "string", "", "The number of entries in the secret", 0 }, AGE_COL,
-};
-
-static int secret_cells(const cJSON *o, time_t now, cJSON *cells)
-{
-    int rc;
-
-    if ((rc = add_name_age_first(cells, o)) ||
-        (rc = present_add_str(cells, or_str(present_str(o, "type"), "Opaque"))) ||
-        (rc = add_num(cells, count_keys(o, "data"))))
-        return rc;
-    return add_age(cells, o, now);
-}
-
-static const struct present_col sa_cols[] = {
-    NAME_COL, { "Secrets", "string", "", "Secrets is a list of the secrets in the same namespace "
-                "that pods running using this ServiceAccount are allowed to use.", 0 }, AGE_COL,
-};
-
-static int sa_cells(const cJSON *o, time_t now, cJSON *cells)
-{
-    int rc;
-
-    if ((rc = add_name_age_first(cells, o)) || (rc = add_num(cells, count_keys(o, "secrets"))))
-        return rc;
-    return add_age(cells, o, now);
-}
-
-static const struct present_col lease_cols[] = {
-    NAME_COL, { "Holder", "string", "", "The holder of the lease", 0 }, AGE_COL,
-};
-
-static int lease_cells(const cJSON *o, time_t now, cJSON *cells)
-{
-    int rc;
-
-    if ((rc = add_name_age_first(cells, o)) ||
-        (rc = present_add_str(cells, present_str(o, "spec.holderIdentity"))))
-        return rc;
-    return add_age(cells, o, now);
-}
-
-static const struct present_col ep_cols[] = {
-    NAME_COL, { "Endpoints", "string", "", "Endpoints is the list of endpoints.", 0 }, AGE_COL,
-};
-
-static int ep_cells(const cJSON *o, time_t now, cJSON *cells)
-{
-    struct buf b = { 0 };
-    const cJSON *ss, *p, *a;
-    long count = 0, shown = 0;
-    int rc = 0;
-
-    cJSON_ArrayForEach(ss, present_get(o, "subsets")) {
-        const cJSON *ports = present_get(ss, "ports"), *addrs = present_get(ss, "addresses");
-        if (cJSON_GetArraySize(ports) == 0) {
-            cJSON_ArrayForEach(a, addrs) {
-                count++;
-                if (shown < 3 && rc == 0 && ++shown)
-                    rc = buf_printf(&b, "%s%s", b.len ? "," : "", or_str(present_str(a, "ip"), ""));
-            }
-            continue;
-        }
-        cJSON_ArrayForEach(p, ports) {
-            cJSON_ArrayForEach(a, addrs) {
-                const char *ip = or_str(present_str(a, "ip"), "");
-                count++;
-                if (shown >= 3 || rc)
-                    continue;
-                shown++;
-                rc = strchr(ip, ':') ? buf_printf(&b, "%s[%s]:%ld", b.len ? "," : "", ip,
-                                                  num(p, "port", 0))
-                                     : buf_printf(&b, "%s%s:%ld", b.len ? "," : "", ip,
-                                                  num(p, "port", 0));
-            }
-        }
-    }
-    if (rc == 0 && count > shown)
-        rc = buf_printf(&b, " + %ld more...", count - shown);
-    if (rc == 0 && cJSON_GetArraySize(present_get(o, "subsets")) == 0)
-        rc = buf_puts(&b, "<none>");
-    if ((rc = add_name_age_first(cells, o)) < 0 || (rc = add_buf_cell(cells, &b, rc)))
-        return rc;
-    return add_age(cells, o, now);
-}
-
-static const struct present_col pvc_cols[] = {
-    NAME_COL,
-    { "Status", "string", "", "The phase of the claim.", 0 },
-    { "Volume", "string", "", "The binding reference to the PersistentVolume.", 0 },
-    { "Capacity", "string", "", "The actual resources of the underlying volume.", 0 },
-    { "Access Modes", "string", "", "The access modes the volume has.", 0 },
-    { "StorageClass", "string", "", "Name of the StorageClass required by the claim.", 0 },
-    { "VolumeAttributesClass", "string", "", "The VolumeAttributesClass of the claim.", 0 },
-    AGE_COL,
-    { "VolumeMode", "string", "", "What type of volume is required by the claim.", 1 },
-};
-
-static int pvc_cells(const cJSON *o, time_t now, cJSON *cells)
-{
-    const char *phase = or_str(present_str(o, "status.phase"), "");
-    const char *vol = or_str(present_str(o, "spec.volumeName"), "");
-    const char *sc = present_str(o, "spec.storageClassName");
-    const char *vac = present_str(o, "spec.volumeAttributesClassName");
-    struct buf modes = { 0 };
-    const cJSON *m;
-    const char *cap = "";
-    int rc = 0;
-
-    if (present_get(o, "metadata.deletionTimestamp"))
-        phase = "Terminating";
-    if (!sc) {
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(present_get(o, "metadata.annotations"),
-                                                          "volume.beta.kubernetes.io/storage-class");
-        sc = cJSON_IsString(a) ? a->valuestring : NULL;
-    }
-    if (*vol) {
-        cap = or_str(present_str(o, "status.capacity.storage"), "");
-        cJSON_ArrayForEach(m, present_get(o, "status.accessModes")) {
-            const char *s = cJSON_IsString(m) ? m->valuestring : "";
-            const char *abbr = strcmp(s, "ReadWriteOnce") == 0 ? "RWO"
-                             : strcmp(s, "ReadOnlyMany") == 0 ? "ROX"
-                             : strcmp(s, "ReadWriteMany") == 0 ? "RWX"
-                             : strcmp(s, "ReadWriteOncePod") == 0 ? "RWOP" : NULL;
-            if (abbr && rc == 0)
-                rc = buf_printf(&modes, "%s%s", modes.len ? "," : "", abbr);
-        }
-    }
-    if ((rc = add_name_age_first(cells, o)) < 0 || (rc = present_add_str(cells, phase)) ||
-        (rc = present_add_str(cells, vol)) || (rc = present_add_str(cells, cap)) ||
-        (rc = add_buf_cell(cells, &modes, rc)) || (rc = present_add_str(cells, or_str(sc, ""))) ||
-        (rc = present_add_str(cells, or_str(vac, "<unset>"))) || (rc = add_age(cells, o, now)))
-        return rc;
-    return present_add_str(cells, or_str(present_str(o, "spec.volumeMode"), "<unset>"));
-}
-
-static const struct present_col created_cols[] = {
-    NAME_COL, { "Created At", "date", "", present_age_desc, 0 },
-};
-
-/* CRDs and RBAC roles: the generic table convertor's creation time in RFC 3339. */
-static int created_cells(const cJSON *o, time_t now, cJSON *cells)
-{
-    int rc;
-    (void)now;
-
-    if ((rc = add_name_age_first(cells, o)))
-        return rc;
-    return present_add_str(cells, present_str(o, "metadata.creationTimestamp"));
+    return present_cell_buf(cells, &names, format_selector(present_get(job, "spec.selector"), &names));
 }
 
 #define PRINTER(g, k, cols, fn) { g, k, cols, sizeof(cols) / sizeof(cols[0]), fn }
@@ -822,17 +569,7 @@ static const struct present_printer printers[] = {
     PRINTER("", "Service", svc_cols, svc_cells),
     PRINTER("", "Node", node_cols, node_cells),
     PRINTER("", "Namespace", ns_cols, ns_cells),
-    PRINTER("", "Event", event_cols, event_cells),
-    PRINTER("", "ConfigMap", cm_cols, cm_cells),
-    PRINTER("", "Secret", secret_cols, secret_cells),
-    PRINTER("", "ServiceAccount", sa_cols, sa_cells),
-    PRINTER("", "Endpoints", ep_cols, ep_cells),
-    PRINTER("", "PersistentVolumeClaim", pvc_cols, pvc_cells),
     PRINTER("batch", "Job", job_cols, job_cells),
-    PRINTER("coordination.k8s.io", "Lease", lease_cols, lease_cells),
-    PRINTER("apiextensions.k8s.io", "CustomResourceDefinition", created_cols, created_cells),
-    PRINTER("rbac.authorization.k8s.io", "Role", created_cols, created_cells),
-    PRINTER("rbac.authorization.k8s.io", "ClusterRole", created_cols, created_cells),
 };
 
 const struct present_printer *present_builtin_printer(const struct reg_resource *res)
@@ -842,5 +579,9 @@ const struct present_printer *present_builtin_printer(const struct reg_resource 
     for (size_t i = 0; i < sizeof(printers) / sizeof(printers[0]); i++)
         if (strcmp(printers[i].kind, res->kind) == 0 && strcmp(printers[i].group, res->group) == 0)
             return &printers[i];
+    for (size_t i = 0; i < present_n_printers_misc; i++)
+        if (strcmp(present_printers_misc[i].kind, res->kind) == 0 &&
+            strcmp(present_printers_misc[i].group, res->group) == 0)
+            return &present_printers_misc[i];
     return NULL;
 }

@@ -1,0 +1,285 @@
+/*
+ * present_printers_misc.c - Table printers of the simpler built-in kinds: events
+ * (LAST SEEN TYPE REASON OBJECT MESSAGE + wide), configmaps and secrets (DATA),
+ * serviceaccounts, leases (HOLDER), endpoints, PVCs, and the generic "Created At"
+ * convertor CRDs and RBAC roles get. Pods, services, nodes, namespaces and jobs are
+ * in present_printers.c.
+ */
+#include "sim/present.h"
+#include "sim/present_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAME_COL { "Name", "string", "name", present_name_desc, 0 }
+#define AGE_COL { "Age", "string", "", present_age_desc, 0 }
+
+/* ---- events ------------------------------------------------------------------------ */
+
+static const struct present_col event_cols[] = {
+    { "Last Seen", "string", "", "Time when last event occurred.", 0 },
+    { "Type", "string", "", "Type of this event (Normal, Warning), new types could be added in the future.", 0 },
+    { "Reason", "string", "", "This should be a short, machine understandable string that gives the reason for this event being generated.", 0 },
+    { "Object", "string", "", "The object that this event is about.", 0 },
+    { "Subobject", "string", "", "The subobject of the object that this event is about.", 1 },
+    { "Source", "string", "", "The component reporting this event.", 1 },
+    { "Message", "string", "", "A human-readable description of the status of this operation.", 0 },
+    { "First Seen", "string", "", "The time at which the event was first recorded.", 1 },
+    { "Count", "integer", "", "The number of times this event has occurred.", 1 },
+    { "Name", "string", "name", present_name_desc, 1 },
+};
+
+static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
+{
+    char first[16], lastseen[16], target[600], source[600], *msg;
+    const char *ft = present_str(ev, "firstTimestamp"), *lt = present_str(ev, "lastTimestamp");
+    const char *kind = present_or(present_str(ev, "involvedObject.kind"), "");
+    const char *name = present_str(ev, "involvedObject.name");
+    const char *comp = present_str(ev, "source.component"), *host = present_str(ev, "source.host");
+    long count = present_num(ev, "count", 0);
+    size_t k, mlen;
+    int rc;
+
+    present_age_of(ft && *ft ? ft : present_str(ev, "eventTime"), now, first);
+    if (lt && *lt)
+        present_age_of(lt, now, lastseen);
+    else
+        memcpy(lastseen, first, sizeof(first));
+    if (present_get(ev, "series")) {
+        present_age_of(present_str(ev, "series.lastObservedTime"), now, lastseen);
+        count = present_num(ev, "series.count", 0);
+    } else if (count == 0) {
+        count = 1;
+    }
+    for (k = 0; kind[k] && k < 200; k++)
+        target[k] = (char)(kind[k] >= 'A' && kind[k] <= 'Z' ? kind[k] + 32 : kind[k]);
+    target[k] = '\0';
+    if (name && *name)
+        snprintf(target + k, sizeof(target) - k, "/%.300s", name);
+    if (!comp || !*comp)
+        comp = present_str(ev, "reportingComponent");
+    if (!host || !*host)
+        host = present_str(ev, "reportingInstance");
+    if (comp && *comp && host && *host)
+        snprintf(source, sizeof(source), "%.250s, %.250s", comp, host);
+    else
+        snprintf(source, sizeof(source), "%.250s", present_or(comp, ""));
+    /* strings.TrimSpace of the message */
+    const char *m = present_or(present_str(ev, "message"), "");
+    while (*m == ' ' || *m == '\n' || *m == '\t' || *m == '\r')
+        m++;
+    mlen = strlen(m);
+    while (mlen && (m[mlen - 1] == ' ' || m[mlen - 1] == '\n' || m[mlen - 1] == '\t' ||
+                    m[mlen - 1] == '\r'))
+        mlen--;
+    if (!(msg = strndup(m, mlen)))
+        return -ENOMEM;
+    rc = present_add_str(cells, lastseen);
+    if (!rc)
+        rc = present_add_str(cells, present_str(ev, "type"));
+    if (!rc)
+        rc = present_add_str(cells, present_str(ev, "reason"));
+    if (!rc)
+        rc = present_add_str(cells, target);
+    if (!rc)
+        rc = present_add_str(cells, present_str(ev, "involvedObject.fieldPath"));
+    if (!rc)
+        rc = present_add_str(cells, source);
+    if (!rc)
+        rc = present_add_str(cells, msg);
+    free(msg);
+    if (!rc)
+        rc = present_add_str(cells, first);
+    if (!rc)
+        rc = present_cell_num(cells, (double)count);
+    if (!rc)
+        rc = present_add_str(cells, present_str(ev, "metadata.name"));
+    return rc;
+}
+
+/* ---- simple kinds --------------------------------------------------------------------- */
+
+static const struct present_col cm_cols[] = {
+    NAME_COL, { "Data", "string", "", "Data contains the configuration data.", 0 }, AGE_COL,
+};
+
+static int cm_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = present_cell_name(cells, o)) ||
+        (rc = present_cell_num(cells, present_count_keys(o, "data") + present_count_keys(o, "binaryData"))))
+        return rc;
+    return present_cell_age(cells, o, now);
+}
+
+static const struct present_col secret_cols[] = {
+    NAME_COL, { "Type", "string", "", "The type of the secret", 0 },
+    { "Data", "string", "", "The number of entries in the secret", 0 }, AGE_COL,
+};
+
+static int secret_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = present_cell_name(cells, o)) ||
+        (rc = present_add_str(cells, present_or(present_str(o, "type"), "Opaque"))) ||
+        (rc = present_cell_num(cells, present_count_keys(o, "data"))))
+        return rc;
+    return present_cell_age(cells, o, now);
+}
+
+static const struct present_col sa_cols[] = {
+    NAME_COL, { "Secrets", "string", "", "Secrets is a list of the secrets in the same namespace "
+                "that pods running using this ServiceAccount are allowed to use.", 0 }, AGE_COL,
+};
+
+static int sa_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = present_cell_name(cells, o)) || (rc = present_cell_num(cells, present_count_keys(o, "secrets"))))
+        return rc;
+    return present_cell_age(cells, o, now);
+}
+
+static const struct present_col lease_cols[] = {
+    NAME_COL, { "Holder", "string", "", "The holder of the lease", 0 }, AGE_COL,
+};
+
+static int lease_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+
+    if ((rc = present_cell_name(cells, o)) ||
+        (rc = present_add_str(cells, present_str(o, "spec.holderIdentity"))))
+        return rc;
+    return present_cell_age(cells, o, now);
+}
+
+static const struct present_col ep_cols[] = {
+    NAME_COL, { "Endpoints", "string", "", "Endpoints is the list of endpoints.", 0 }, AGE_COL,
+};
+
+static int ep_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    struct buf b = { 0 };
+    const cJSON *ss, *p, *a;
+    long count = 0, shown = 0;
+    int rc = 0;
+
+    cJSON_ArrayForEach(ss, present_get(o, "subsets")) {
+        const cJSON *ports = present_get(ss, "ports"), *addrs = present_get(ss, "addresses");
+        if (cJSON_GetArraySize(ports) == 0) {
+            cJSON_ArrayForEach(a, addrs) {
+                count++;
+                if (shown < 3 && rc == 0 && ++shown)
+                    rc = buf_printf(&b, "%s%s", b.len ? "," : "", present_or(present_str(a, "ip"), ""));
+            }
+            continue;
+        }
+        cJSON_ArrayForEach(p, ports) {
+            cJSON_ArrayForEach(a, addrs) {
+                const char *ip = present_or(present_str(a, "ip"), "");
+                count++;
+                if (shown >= 3 || rc)
+                    continue;
+                shown++;
+                rc = strchr(ip, ':') ? buf_printf(&b, "%s[%s]:%ld", b.len ? "," : "", ip,
+                                                  present_num(p, "port", 0))
+                                     : buf_printf(&b, "%s%s:%ld", b.len ? "," : "", ip,
+                                                  present_num(p, "port", 0));
+            }
+        }
+    }
+    if (rc == 0 && count > shown)
+        rc = buf_printf(&b, " + %ld more...", count - shown);
+    if (rc == 0 && cJSON_GetArraySize(present_get(o, "subsets")) == 0)
+        rc = buf_puts(&b, "<none>");
+    if ((rc = present_cell_name(cells, o)) < 0 || (rc = present_cell_buf(cells, &b, rc)))
+        return rc;
+    return present_cell_age(cells, o, now);
+}
+
+static const struct present_col pvc_cols[] = {
+    NAME_COL,
+    { "Status", "string", "", "The phase of the claim.", 0 },
+    { "Volume", "string", "", "The binding reference to the PersistentVolume.", 0 },
+    { "Capacity", "string", "", "The actual resources of the underlying volume.", 0 },
+    { "Access Modes", "string", "", "The access modes the volume has.", 0 },
+    { "StorageClass", "string", "", "Name of the StorageClass required by the claim.", 0 },
+    { "VolumeAttributesClass", "string", "", "The VolumeAttributesClass of the claim.", 0 },
+    AGE_COL,
+    { "VolumeMode", "string", "", "What type of volume is required by the claim.", 1 },
+};
+
+static int pvc_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    const char *phase = present_or(present_str(o, "status.phase"), "");
+    const char *vol = present_or(present_str(o, "spec.volumeName"), "");
+    const char *sc = present_str(o, "spec.storageClassName");
+    const char *vac = present_str(o, "spec.volumeAttributesClassName");
+    struct buf modes = { 0 };
+    const cJSON *m;
+    const char *cap = "";
+    int rc = 0;
+
+    if (present_get(o, "metadata.deletionTimestamp"))
+        phase = "Terminating";
+    if (!sc) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(present_get(o, "metadata.annotations"),
+                                                          "volume.beta.kubernetes.io/storage-class");
+        sc = cJSON_IsString(a) ? a->valuestring : NULL;
+    }
+    if (*vol) {
+        cap = present_or(present_str(o, "status.capacity.storage"), "");
+        cJSON_ArrayForEach(m, present_get(o, "status.accessModes")) {
+            const char *s = cJSON_IsString(m) ? m->valuestring : "";
+            const char *abbr = strcmp(s, "ReadWriteOnce") == 0 ? "RWO"
+                             : strcmp(s, "ReadOnlyMany") == 0 ? "ROX"
+                             : strcmp(s, "ReadWriteMany") == 0 ? "RWX"
+                             : strcmp(s, "ReadWriteOncePod") == 0 ? "RWOP" : NULL;
+            if (abbr && rc == 0)
+                rc = buf_printf(&modes, "%s%s", modes.len ? "," : "", abbr);
+        }
+    }
+    if ((rc = present_cell_name(cells, o)) < 0 || (rc = present_add_str(cells, phase)) ||
+        (rc = present_add_str(cells, vol)) || (rc = present_add_str(cells, cap)) ||
+        (rc = present_cell_buf(cells, &modes, rc)) || (rc = present_add_str(cells, present_or(sc, ""))) ||
+        (rc = present_add_str(cells, present_or(vac, "<unset>"))) || (rc = present_cell_age(cells, o, now)))
+        return rc;
+    return present_add_str(cells, present_or(present_str(o, "spec.volumeMode"), "<unset>"));
+}
+
+static const struct present_col created_cols[] = {
+    NAME_COL, { "Created At", "date", "", present_age_desc, 0 },
+};
+
+/* CRDs and RBAC roles: the generic table convertor's creation time in RFC 3339. */
+static int created_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+    (void)now;
+
+    if ((rc = present_cell_name(cells, o)))
+        return rc;
+    return present_add_str(cells, present_str(o, "metadata.creationTimestamp"));
+}
+
+#define PRINTER(g, k, cols, fn) { g, k, cols, sizeof(cols) / sizeof(cols[0]), fn }
+
+const struct present_printer present_printers_misc[] = {
+    PRINTER("", "Event", event_cols, event_cells),
+    PRINTER("", "ConfigMap", cm_cols, cm_cells),
+    PRINTER("", "Secret", secret_cols, secret_cells),
+    PRINTER("", "ServiceAccount", sa_cols, sa_cells),
+    PRINTER("", "Endpoints", ep_cols, ep_cells),
+    PRINTER("", "PersistentVolumeClaim", pvc_cols, pvc_cells),
+    PRINTER("coordination.k8s.io", "Lease", lease_cols, lease_cells),
+    PRINTER("apiextensions.k8s.io", "CustomResourceDefinition", created_cols, created_cells),
+    PRINTER("rbac.authorization.k8s.io", "Role", created_cols, created_cells),
+    PRINTER("rbac.authorization.k8s.io", "ClusterRole", created_cols, created_cells),
+};
+const size_t present_n_printers_misc = sizeof(present_printers_misc) / sizeof(present_printers_misc[0]);
