@@ -235,9 +235,48 @@ static bool entry_matches(const struct sentry *e, const char *ns,
     return true;
 }
 
+static void heap_sift_down(struct sentry **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, big = i;
+        struct sentry *tmp;
+        if (l < n && strcmp(h[l]->key, h[big]->key) > 0)
+            big = l;
+        if (r < n && strcmp(h[r]->key, h[big]->key) > 0)
+            big = r;
+        if (big == i)
+            return;
+        tmp = h[i];
+        h[i] = h[big];
+        h[big] = tmp;
+        i = big;
+    }
+}
+
 /*
- * Collects matching entries with key > start, sorted (lock held). *out is a
- * malloc'd array of borrowed entries.
+ * Moves the k smallest entries (by key) to v[0..k), in O(n log k) with a max-heap
+ * of the best k seen, so a page of `limit` items out of 100,000 does not sort
+ * them all.
+ */
+static void select_smallest(struct sentry **v, size_t n, size_t k)
+{
+    if (!k)
+        return;
+    for (size_t i = k / 2; i-- > 0;)
+        heap_sift_down(v, k, i);
+    for (size_t i = k; i < n; i++) {
+        if (strcmp(v[i]->key, v[0]->key) < 0) {
+            struct sentry *tmp = v[0];
+            v[0] = v[i];
+            v[i] = tmp;
+            heap_sift_down(v, k, 0);
+        }
+    }
+}
+
+/*
+ * Collects matching entries with key > start; the first min(limit, n) of them
+ * sorted (lock held). *out is a malloc'd array of borrowed entries.
  */
 static int collect(struct stype *t, const char *ns, const struct store_list_opts *o,
                    const char *start, struct sentry ***out, size_t *n)
@@ -258,7 +297,12 @@ static int collect(struct stype *t, const char *ns, const struct store_list_opts
         if (entry_matches(e, ns, o))
             v[k++] = e;
     }
-    qsort(v, k, sizeof(*v), cmp_entry);
+    if (o->limit > 0 && (size_t)o->limit < k) {
+        select_smallest(v, k, (size_t)o->limit);
+        qsort(v, (size_t)o->limit, sizeof(*v), cmp_entry);
+    } else {
+        qsort(v, k, sizeof(*v), cmp_entry);
+    }
     *out = v;
     *n = k;
     return 0;
