@@ -156,6 +156,14 @@ head -c $((3 * 1024 * 1024 + 10)) /dev/zero | tr '\0' 'a' >"$T/big"
 kcurl -X POST -H 'Content-Type: application/json' --data-binary @"$T/big" "$NS/configmaps" >"$T/e413"
 check "a body over 3 MiB is a 413 RequestEntityTooLarge Status" \
     status_is "$T/e413" 413 RequestEntityTooLarge
+printf 'k8s\000\n\002v1\022\tConfigMap' >"$T/pb"
+kcurl -X POST -H 'Content-Type: application/vnd.kubernetes.protobuf' --data-binary @"$T/pb" \
+    "$NS/configmaps" >"$T/e415b"
+check "a protobuf body is a 415 UnsupportedMediaType Status" \
+    status_is "$T/e415b" 415 UnsupportedMediaType
+printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y1\ndata:\n  k: v\n' >"$T/y1.yaml"
+code=$(kcode -X POST -H 'Content-Type: application/yaml' --data-binary @"$T/y1.yaml" "$NS/configmaps")
+check "a YAML body creates (201)" [ "$code" = 201 ]
 code=$(kcode -H 'X-Unknown: 1' -H 'Kubectl-Session: abc' "$NS/configmaps?unknownParam=1&pretty=true")
 check "unknown headers and parameters are ignored" [ "$code" = 200 ]
 
