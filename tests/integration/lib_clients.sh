@@ -1,12 +1,11 @@
 # lib_clients.sh - helpers shared by the real-client tests (kubectl_*.sh); sourced, never run.
 #
-# Builds on lib.sh (the HTTP layer's helpers: start_kubesim, wait_until, ok/not_ok) and
-# adds what driving real clients needs:
-#   clients_setup            private work dir, kubesim started, kubeconfig at $CL_KCFG,
-#                            everything torn down on exit
+# Builds on lib.sh (the HTTP layer's helpers: start_kubesim, wait_until, ok/not_ok, check)
+# and adds what driving real clients needs:
+#   clients_setup [FLAGS]    private work dir, kubesim started (start_kubesim FLAGS), its
+#                            kubeconfig in $CL_KCFG; torn down on exit by lib.sh
 #   kc ARGS...               $KUBECTL with that kubeconfig and a private --cache-dir
 #   kcr TAG ARGS...          kc with stdout in $CL_WORK/TAG.out, stderr in TAG.err; returns kc's rc
-#   check WHAT CMD...        "ok - WHAT" when CMD succeeds, else "not ok - WHAT"
 #   expect_rc WANT WHAT TAG  checks kcr's rc ($CL_RC) against WANT ("0" or "fail"); on a
 #                            miss prints the captured output as "#" diagnostics
 #   has TAG REGEX            grep -E on TAG.out + TAG.err
@@ -23,37 +22,15 @@ export RAYOP_ROOT RAYOP_SHARED
 # shellcheck source=tests/integration/lib.sh
 . "$CL_DIR/lib.sh"
 
-CL_BG_PIDS=""
-
-cl_cleanup() {
-    for p in $CL_BG_PIDS; do kill "$p" 2>/dev/null; done
-    [ -n "${CL_WORK:-}" ] && [ -d "$CL_WORK" ] && [ -z "${KEEP_WORK:-}" ] && rm -rf "$CL_WORK"
-}
-
+# clients_setup: a private work dir (removed on exit by lib.sh's cleanup, unless KEEP_WORK
+# is set) and a fresh kubesim; kubectl uses the kubeconfig kubesim wrote ($KUBECONFIG).
 clients_setup() {
     CL_WORK=$(mktemp -d "${TMPDIR:-/tmp}/rayop-clients.XXXXXX")
-    trap 'cl_cleanup' EXIT
-    start_kubesim || { not_ok "kubesim starts"; exit 1; }
-    CL_KCFG="$CL_WORK/kubeconfig"
-    cat >"$CL_KCFG" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: kubesim
-  cluster:
-    server: $KUBESIM_URL
-    insecure-skip-tls-verify: true
-contexts:
-- name: kubesim
-  context:
-    cluster: kubesim
-    user: kubesim
-    namespace: default
-current-context: kubesim
-users:
-- name: kubesim
-  user: {}
-EOF
+    [ -z "${KEEP_WORK:-}" ] && _LIB_DIRS="$_LIB_DIRS $CL_WORK"
+    start_kubesim "$@" || { not_ok "kubesim starts"; exit 1; }
+    [ -n "${KEEP_WORK:-}" ] && _LIB_DIRS=${_LIB_DIRS/ $KUBESIM_DIR/} &&
+        echo "# keeping $CL_WORK and $KUBESIM_DIR (request log)"
+    CL_KCFG=$KUBECONFIG
     export CL_KCFG CL_WORK
 }
 
@@ -66,14 +43,10 @@ kcr() {
     return $CL_RC
 }
 
-cl_diag() {   # cl_diag TAG: the captured output as TAP diagnostics
+cl_diag() {   # cl_diag TAG: the captured output and the last requests as TAP diagnostics
     sed -n '1,25s/^/#   out: /p' "$CL_WORK/$1.out" 2>/dev/null
-    sed -n '1,25s/^/#   err: /p' "$CL_WORK/$1.err" 2>/dev/null
-}
-
-check() {
-    local what=$1; shift
-    if "$@"; then ok "$what"; else not_ok "$what"; fi
+    grep -v 'envvar.go\|loader.go' "$CL_WORK/$1.err" 2>/dev/null | sed -n '1,25s/^/#   err: /p'
+    tail -3 "$KUBESIM_REQLOG" 2>/dev/null | cut -c1-400 | sed 's/^/#   request: /'
 }
 
 expect_rc() {
@@ -122,7 +95,7 @@ bg_start() {
     local tag=$1; shift
     kc "$@" >"$CL_WORK/$tag.out" 2>"$CL_WORK/$tag.err" &
     eval "CL_BG_$tag=$!"
-    CL_BG_PIDS="$CL_BG_PIDS $!"
+    _LIB_PIDS="$_LIB_PIDS $!"      # lib.sh kills it on exit if bg_stop was not reached
 }
 
 bg_stop() {
