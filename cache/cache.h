@@ -134,6 +134,18 @@ int cache_relist_end(struct cache *c, int type,
  */
 int cache_get(struct cache *c, int type, const char *ns, const char *name,
               void *buf, size_t cap, size_t *len, char *rv);
+/* The indexed fields of a stored object, without copying or decoding it: what the
+ * watcher needs before an update (the old controller owner, to enqueue it too) and
+ * the read-your-writes check (the stored resourceVersion). */
+struct cache_meta {
+    char rv[CACHE_RV_MAX];
+    char owner_uid[CACHE_UID_MAX];  /* "" if none */
+    char cluster[CACHE_LABEL_MAX];  /* "" if none */
+    size_t len;                     /* msgpack size (a cache_get buffer of this size fits) */
+};
+int cache_stat(struct cache *c, int type, const char *ns, const char *name,
+               struct cache_meta *out);
+
 /* Decodes the object into a new cJSON tree; *out owned by the caller (cJSON_Delete). */
 int cache_get_json(struct cache *c, int type, const char *ns, const char *name, cJSON **out);
 

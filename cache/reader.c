@@ -56,6 +56,7 @@ struct sink {
     size_t len;
     char *rv;           /* optional */
     struct buf *rec;    /* whole record (callbacks), or NULL */
+    struct cache_meta *meta; /* indexed fields only, or NULL */
 };
 
 /*
@@ -104,10 +105,19 @@ static int lookup(struct cache *c, int type, const char *ns, const char *name, s
                 } else if (r.ns_len == nsl && r.name_len == nl &&
                            memcmp(p + sizeof(r), ns, nsl) == 0 &&
                            memcmp(p + sizeof(r) + nsl, name, nl) == 0) {
-                    const uint8_t *rvp = p + sizeof(r) + nsl + nl + r.uid_len + r.label_len;
+                    const uint8_t *uid = p + sizeof(r) + nsl + nl;
+                    const uint8_t *rvp = uid + r.uid_len + r.label_len;
                     found = 1;
                     k->len = r.body_len;
-                    if (k->rec) {
+                    if (k->meta) {
+                        memcpy(k->meta->owner_uid, uid, r.uid_len);
+                        k->meta->owner_uid[r.uid_len] = 0;
+                        memcpy(k->meta->cluster, uid + r.uid_len, r.label_len);
+                        k->meta->cluster[r.label_len] = 0;
+                        memcpy(k->meta->rv, rvp, r.rv_len);
+                        k->meta->rv[r.rv_len] = 0;
+                        k->meta->len = r.body_len;
+                    } else if (k->rec) {
                         if ((rc = scratch_fit(k->rec, len)))
                             return rc;
                         memcpy(k->rec->data, p, len);
@@ -152,6 +162,15 @@ int cache_get(struct cache *c, int type, const char *ns, const char *name,
     if (len && (rc == 0 || rc == -ENOBUFS))
         *len = k.len;
     return rc;
+}
+
+int cache_stat(struct cache *c, int type, const char *ns, const char *name,
+               struct cache_meta *out)
+{
+    if (!out)
+        return -EINVAL;
+    struct sink k = { .meta = out };
+    return lookup(c, type, ns, name, &k);
 }
 
 /* Splits a private record copy into the callback view. */

@@ -91,6 +91,8 @@ static void reader_calls(struct cache *c)
         for (int i = 0; i < 40; i += 7) {
             snprintf(nm, sizeof(nm), "pod-%d", i);
             (void)cache_get(c, t, "ns", nm, buf, sizeof(buf), &len, rv);
+            struct cache_meta meta;
+            (void)cache_stat(c, t, "ns", nm, &meta);
             cJSON *j = NULL;
             if (cache_get_json(c, t, "ns", nm, &j) == 0)
                 cJSON_Delete(j);

@@ -373,8 +373,23 @@ static void test_indexes_follow_updates(void **state)
     assert_int_equal(cache_list_cluster(r, pods, "other", "c1", k, 8), 1);
     assert_int_equal(cache_list_cluster(r, pods, "ns", "c9", k, 8), 0);
 
+    struct cache_meta meta;
+    assert_int_equal(cache_stat(r, pods, "ns", "p1", &meta), 0);
+    assert_string_equal(meta.owner_uid, "uid-A");
+    assert_string_equal(meta.cluster, "c1");
+    assert_string_equal(meta.rv, "1");
+    char body[4096];
+    size_t blen = 0;
+    assert_int_equal(cache_get(r, pods, "ns", "p1", body, sizeof(body), &blen, NULL), 0);
+    assert_int_equal(meta.len, blen);
+    assert_int_equal(cache_stat(r, pods, "ns", "nope", &meta), -ENOENT);
+
     /* owner and label change on update: the indexes follow */
     put_pod(w, pods, "ns", "p1", "uid-B", "c2", "6");
+    assert_int_equal(cache_stat(r, pods, "ns", "p1", &meta), 0);
+    assert_string_equal(meta.owner_uid, "uid-B");
+    assert_string_equal(meta.cluster, "c2");
+    assert_string_equal(meta.rv, "6");
     assert_int_equal(cache_list_owner(r, pods, "uid-A", k, 8), 2);
     assert_false(has_key(k, 2, "ns", "p1"));
     assert_int_equal(cache_list_owner(r, pods, "uid-B", k, 8), 2);

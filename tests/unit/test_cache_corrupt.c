@@ -54,6 +54,8 @@ static int run_reader_calls(struct cache *c)
             snprintf(nm, sizeof(nm), "pod-%d", i);
             ok += cache_get(c, t, "ns", nm, buf, sizeof(buf), &len, rv) == 0;
             ok += cache_get(c, t, "ns", nm, buf, 8, &len, NULL) == 0;
+            struct cache_meta meta;
+            ok += cache_stat(c, t, "ns", nm, &meta) == 0;
             cJSON *j = NULL;
             if (cache_get_json(c, t, "ns", nm, &j) == 0) {
                 ok++;
