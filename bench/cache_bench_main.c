@@ -9,7 +9,9 @@
  * get and index-list latency (p50/p99, per call, clock overhead included and
  * reported) and bytes per object against the JSON the server sent.
  *
- *   cache_bench [--pods N] [--per-owner K] [--samples S]
+ *   cache_bench [--pods N] [--per-owner K] [--samples S] [--list podlist.json]
+ *
+ * --list takes the Pods from a List as a server sent it instead of the fixture.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -59,50 +61,75 @@ static int count_obj(const struct cache_obj *o, void *arg)
     return 0;
 }
 
-static void pod_name(char *out, size_t cap, int i)
+struct podkey { /* what the latency loops pick from */
+    char ns[CACHE_NS_MAX];
+    char name[CACHE_NAME_MAX];
+    char owner[CACHE_UID_MAX];
+    char cluster[CACHE_LABEL_MAX];
+};
+
+static void copy_str(char *dst, size_t cap, const char *src)
 {
-    snprintf(out, cap, "raycluster-%05d-workergroup-worker-%05d", i / 10, i);
+    size_t n = src ? strnlen(src, cap - 1) : 0;
+    memcpy(dst, src ? src : "", n);
+    dst[n] = 0;
 }
 
-int main(int argc, char **argv)
+/* Fills k from an object's metadata (controller owner, cluster label). */
+static void podkey_from(struct podkey *k, const cJSON *obj)
 {
-    int npods = 10000, per_owner = 10;
-    size_t samples = 200000;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--pods"))
-            npods = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--per-owner"))
-            per_owner = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--samples"))
-            samples = (size_t)atol(argv[i + 1]);
-    }
-    if (npods < 1 || per_owner < 1 || samples < 100) {
-        fprintf(stderr, "usage: cache_bench [--pods N>=1] [--per-owner K>=1] [--samples S>=100]\n");
-        return 2;
-    }
-    log_set_level(LOG_WARN);
-    char seg[CACHE_SEGNAME_MAX];
-    snprintf(seg, sizeof(seg), "/rayop-bench-%d", (int)getpid());
-    struct cache_config cfg = { .name = seg, .bytes = (size_t)npods * 8192 + (16u << 20),
-                                .max_objects = (uint32_t)npods + 1024 };
-    struct cache *w = NULL, *r = NULL;
-    int rc = cache_writer_open(&cfg, &w);
-    if (rc) {
-        fprintf(stderr, "cache_writer_open: %s\n", strerror(-rc));
-        return 1;
-    }
-    int t = cache_type_ensure(w, "v1/pods");
+    const cJSON *m = cJSON_GetObjectItem(obj, "metadata"), *r;
+    copy_str(k->ns, sizeof(k->ns), cJSON_GetStringValue(cJSON_GetObjectItem(m, "namespace")));
+    copy_str(k->name, sizeof(k->name), cJSON_GetStringValue(cJSON_GetObjectItem(m, "name")));
+    copy_str(k->cluster, sizeof(k->cluster), cJSON_GetStringValue(cJSON_GetObjectItem(
+                 cJSON_GetObjectItem(m, "labels"), CACHE_CLUSTER_LABEL)));
+    k->owner[0] = 0;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(m, "ownerReferences"))
+        if (cJSON_IsTrue(cJSON_GetObjectItem(r, "controller")))
+            copy_str(k->owner, sizeof(k->owner), cJSON_GetStringValue(cJSON_GetObjectItem(r, "uid")));
+}
 
+/* Pods from a List the server sent (e.g. `curl .../api/v1/pods > list.json`). */
+static int load_list(const char *path, char ***jsons, int *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -errno;
+    struct buf b = { 0 };
+    char chunk[65536];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        if (buf_append(&b, chunk, got))
+            break;
+    fclose(f);
+    cJSON *list = cJSON_ParseWithLength(b.data ? b.data : "", b.len);
+    buf_free(&b);
+    cJSON *items = cJSON_GetObjectItem(list, "items"), *it;
+    int count = cJSON_GetArraySize(items);
+    if (!list || count < 1) {
+        cJSON_Delete(list);
+        return -EINVAL;
+    }
+    *jsons = calloc((size_t)count, sizeof(**jsons));
+    *n = 0;
+    cJSON_ArrayForEach(it, items)
+        (*jsons)[(*n)++] = cJSON_PrintUnformatted(it); /* about the bytes a GET would send */
+    cJSON_Delete(list);
+    return 0;
+}
+
+/* npods variations of the fixture: name, uid, owner, cluster label and IP differ. */
+static char **fixture_pods(int npods, int per_owner)
+{
     cJSON *pod = cJSON_Parse(cache_fixture_worker_pod);
     cJSON *meta = cJSON_GetObjectItem(pod, "metadata");
     cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItem(meta, "ownerReferences"), 0);
     cJSON *labels = cJSON_GetObjectItem(meta, "labels");
     cJSON *status = cJSON_GetObjectItem(pod, "status");
     char **jsons = calloc((size_t)npods, sizeof(*jsons));
-    size_t json_bytes = 0;
     char nm[128], buf[64];
     for (int i = 0; i < npods; i++) {
-        pod_name(nm, sizeof(nm), i);
+        snprintf(nm, sizeof(nm), "raycluster-%05d-workergroup-worker-%05d", i / per_owner, i);
         cJSON_SetValuestring(cJSON_GetObjectItem(meta, "name"), nm);
         snprintf(buf, sizeof(buf), "5d3c8a8e-1f0b-4c1e-9a3f-%012d", i);
         cJSON_SetValuestring(cJSON_GetObjectItem(meta, "uid"), buf);
@@ -114,9 +141,63 @@ int main(int argc, char **argv)
         snprintf(buf, sizeof(buf), "10.%d.%d.%d", i >> 16 & 255, i >> 8 & 255, i & 255);
         cJSON_SetValuestring(cJSON_GetObjectItem(status, "podIP"), buf);
         jsons[i] = cJSON_PrintUnformatted(pod);
-        json_bytes += strlen(jsons[i]);
     }
     cJSON_Delete(pod);
+    return jsons;
+}
+
+int main(int argc, char **argv)
+{
+    int npods = 10000, per_owner = 10;
+    size_t samples = 200000;
+    const char *list_path = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--list"))
+            list_path = argv[i + 1];
+        else if (!strcmp(argv[i], "--pods"))
+            npods = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--per-owner"))
+            per_owner = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--samples"))
+            samples = (size_t)atol(argv[i + 1]);
+    }
+    if (npods < 1 || per_owner < 1 || samples < 100) {
+        fprintf(stderr, "usage: cache_bench [--pods N>=1] [--per-owner K>=1] [--samples S>=100] "
+                        "[--list podlist.json]\n");
+        return 2;
+    }
+    log_set_level(LOG_WARN);
+    int rc;
+
+    char **jsons = NULL;
+    if (list_path) {
+        if ((rc = load_list(list_path, &jsons, &npods))) {
+            fprintf(stderr, "%s: %s\n", list_path, strerror(-rc));
+            return 1;
+        }
+    } else {
+        jsons = fixture_pods(npods, per_owner);
+    }
+    size_t json_bytes = 0;
+    struct podkey *keyv = calloc((size_t)npods, sizeof(*keyv));
+    for (int i = 0; i < npods; i++) {
+        cJSON *o = cJSON_Parse(jsons[i]);
+        podkey_from(&keyv[i], o);
+        cJSON_Delete(o);
+        json_bytes += strlen(jsons[i]);
+    }
+
+    char seg[CACHE_SEGNAME_MAX];
+    snprintf(seg, sizeof(seg), "/rayop-bench-%d", (int)getpid());
+    struct cache_config cfg = { .name = seg, .bytes = (size_t)npods * 8192 + (16u << 20),
+                                .max_objects = (uint32_t)npods + 1024 };
+    struct cache *w = NULL, *r = NULL;
+    rc = cache_writer_open(&cfg, &w);
+    if (rc) {
+        fprintf(stderr, "cache_writer_open: %s\n", strerror(-rc));
+        return 1;
+    }
+    int t = cache_type_ensure(w, "v1/pods");
 
     /* ---- fill the segment (what the watcher does per event: parse + put) */
     uint64_t t0 = util_now_ns();
@@ -147,8 +228,7 @@ int main(int argc, char **argv)
                  cJSON_GetStringValue(cJSON_GetObjectItem(mt, "namespace")),
                  cJSON_GetStringValue(cJSON_GetObjectItem(mt, "name")));
         HASH_ADD_STR(store, key, o);
-        const char *uid = cJSON_GetStringValue(cJSON_GetObjectItem(
-            cJSON_GetArrayItem(cJSON_GetObjectItem(mt, "ownerReferences"), 0), "uid"));
+        const char *uid = keyv[i].owner;
         struct base_owner *ow;
         HASH_FIND_STR(owners, uid, ow);
         if (!ow) {
@@ -191,33 +271,36 @@ int main(int argc, char **argv)
         lat[s] = (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec)); \
     } while (0)
 
-    printf("cache_bench: %d worker Pods, %d per RayCluster, %zu samples per figure\n", npods,
-           per_owner, samples);
+    if (list_path)
+        printf("cache_bench: %d Pods from %s, %zu samples per figure\n", npods, list_path, samples);
+    else
+        printf("cache_bench: %d worker Pods, %d per RayCluster, %zu samples per figure\n", npods,
+               per_owner, samples);
     printf("\nlatency (per call, timer overhead included):\n");
     for (size_t s = 0; s < samples; s++)
         TIMED((void)0);
     pct("clock_gettime pair (overhead)", lat, samples);
     for (size_t s = 0; s < samples; s++) {
-        pod_name(nm, sizeof(nm), (int)(lrand48() % npods));
-        TIMED(rc = cache_get(r, t, "default", nm, out, sizeof(out), &len, NULL));
+        const struct podkey *k = &keyv[lrand48() % npods];
+        TIMED(rc = cache_get(r, t, k->ns, k->name, out, sizeof(out), &len, NULL));
         if (rc) {
-            fprintf(stderr, "get %s: %s\n", nm, strerror(-rc));
+            fprintf(stderr, "get %s/%s: %s\n", k->ns, k->name, strerror(-rc));
             return 1;
         }
     }
     pct("shm cache_get (copy msgpack out)", lat, samples);
     size_t dec_samples = samples / 10;
     for (size_t s = 0; s < dec_samples; s++) {
-        pod_name(nm, sizeof(nm), (int)(lrand48() % npods));
+        const struct podkey *k = &keyv[lrand48() % npods];
         cJSON *j = NULL;
-        TIMED(rc = cache_get_json(r, t, "default", nm, &j));
+        TIMED(rc = cache_get_json(r, t, k->ns, k->name, &j));
         cJSON_Delete(j);
     }
     pct("shm cache_get_json (copy + decode)", lat, dec_samples);
     for (size_t s = 0; s < samples; s++) {
-        pod_name(nm, sizeof(nm), (int)(lrand48() % npods));
+        const struct podkey *k = &keyv[lrand48() % npods];
         char key[320];
-        snprintf(key, sizeof(key), "default/%s", nm);
+        snprintf(key, sizeof(key), "%s/%s", k->ns, k->name);
         struct base_obj *o;
         TIMED(HASH_FIND_STR(store, key, o));
         if (!o)
@@ -225,9 +308,9 @@ int main(int argc, char **argv)
     }
     pct("baseline hash lookup (pointer, no copy)", lat, samples);
     for (size_t s = 0; s < dec_samples; s++) {
-        pod_name(nm, sizeof(nm), (int)(lrand48() % npods));
+        const struct podkey *k = &keyv[lrand48() % npods];
         char key[320];
-        snprintf(key, sizeof(key), "default/%s", nm);
+        snprintf(key, sizeof(key), "%s/%s", k->ns, k->name);
         struct base_obj *o;
         cJSON *copy = NULL;
         TIMED(HASH_FIND_STR(store, key, o); copy = cJSON_Duplicate(o->obj, 1));
@@ -236,27 +319,26 @@ int main(int argc, char **argv)
     pct("baseline lookup + deep copy (c-r Get)", lat, dec_samples);
 
     struct cache_key keys[256];
-    int nowners = (npods + per_owner - 1) / per_owner;
     for (size_t s = 0; s < samples; s++) {
-        snprintf(buf, sizeof(buf), "0b9f3e2a-7c41-4d7e-8f20-%012ld", lrand48() % nowners);
-        TIMED(rc = cache_list_owner(r, t, buf, keys, 256));
-        if (rc < 1)
+        const struct podkey *k = &keyv[lrand48() % npods];
+        TIMED(rc = cache_list_owner(r, t, k->owner, keys, 256));
+        if (rc < (k->owner[0] ? 1 : 0))
             return 1;
     }
     pct("shm owner-index list (keys)", lat, samples);
     for (size_t s = 0; s < samples; s++) {
-        snprintf(buf, sizeof(buf), "raycluster-%05ld", lrand48() % nowners);
-        TIMED(rc = cache_list_cluster(r, t, "default", buf, keys, 256));
-        if (rc < 1)
+        const struct podkey *k = &keyv[lrand48() % npods];
+        TIMED(rc = cache_list_cluster(r, t, k->ns, k->cluster, keys, 256));
+        if (rc < (k->cluster[0] ? 1 : 0))
             return 1;
     }
     pct("shm ray.io/cluster label list (keys)", lat, samples);
     for (size_t s = 0; s < samples; s++) {
-        snprintf(buf, sizeof(buf), "0b9f3e2a-7c41-4d7e-8f20-%012ld", lrand48() % nowners);
+        const struct podkey *k = &keyv[lrand48() % npods];
         struct base_owner *ow;
         /* copy the keys out, as the shm list does */
-        TIMED(HASH_FIND_STR(owners, buf, ow); for (size_t k = 0; ow && k < ow->n && k < 256; k++)
-              memcpy(keys[k].name, ow->items[k]->key, sizeof(keys[k].name)));
+        TIMED(HASH_FIND_STR(owners, k->owner, ow); for (size_t j = 0; ow && j < ow->n && j < 256; j++)
+              memcpy(keys[j].name, ow->items[j]->key, sizeof(keys[j].name)));
     }
     pct("baseline owner index (keys)", lat, samples);
 
@@ -299,6 +381,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < npods; i++)
         cJSON_free(jsons[i]);
     free(jsons);
+    free(keyv);
     free(lat);
     return 0;
 }
