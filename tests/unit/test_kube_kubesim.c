@@ -199,6 +199,78 @@ static void test_list_selectors_and_paging(void **state)
     kube_result_release(&res);
 }
 
+static void test_status_patch_types_apply_raw(void **state)
+{
+    struct env *e = *state;
+    NEED_KUBESIM(e);
+    struct kube_result res = { 0 };
+    char name[64];
+    snprintf(name, sizeof(name), "%s-sub", e->prefix);
+    cJSON *p = pod(name, "sub");
+    assert_int_equal(kube_create(e->c, &KUBE_RES_PODS, "default", p, &res), 0);
+    cJSON *live = res.body;
+    res.body = NULL;
+    kube_result_release(&res);
+
+    /* /status: only the status changes, and a new resourceVersion comes back. */
+    cJSON_DeleteItemFromObject(live, "status");
+    cJSON *st = cJSON_AddObjectToObject(live, "status");
+    cJSON_AddStringToObject(st, "phase", "Running");
+    char rv_before[64];
+    snprintf(rv_before, sizeof(rv_before), "%s",
+             cJSON_GetObjectItem(cJSON_GetObjectItem(live, "metadata"), "resourceVersion")->valuestring);
+    assert_int_equal(kube_update_status(e->c, &KUBE_RES_PODS, "default", live, &res), 0);
+    assert_string_not_equal(res.resource_version, rv_before);
+    kube_result_release(&res);
+    assert_int_equal(kube_get(e->c, &KUBE_RES_PODS, "default", name, &res), 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(res.body, "status"), "phase")->valuestring,
+                        "Running");
+    kube_result_release(&res);
+    cJSON_Delete(live);
+
+    /* Strategic merge patch on a built-in type, and JSON patch. */
+    const char *smp = "{\"metadata\":{\"labels\":{\"smp\":\"1\"}}}";
+    struct kube_patch_opts po = { KUBE_PATCH_STRATEGIC, NULL, 0, NULL };
+    assert_int_equal(kube_patch(e->c, &KUBE_RES_PODS, "default", name, smp, strlen(smp), &po, &res), 0);
+    kube_result_release(&res);
+    const char *jp = "[{\"op\":\"add\",\"path\":\"/metadata/labels/jp\",\"value\":\"2\"}]";
+    po.type = KUBE_PATCH_JSON;
+    assert_int_equal(kube_patch(e->c, &KUBE_RES_PODS, "default", name, jp, strlen(jp), &po, &res), 0);
+    const cJSON *labels = cJSON_GetObjectItem(cJSON_GetObjectItem(res.body, "metadata"), "labels");
+    assert_string_equal(cJSON_GetObjectItem(labels, "smp")->valuestring, "1");
+    assert_string_equal(cJSON_GetObjectItem(labels, "jp")->valuestring, "2");
+    kube_result_release(&res);
+
+    /* A delete whose resourceVersion precondition is stale is a Conflict. */
+    struct kube_delete_opts stale = { NULL, -1, NULL, "1" };
+    assert_int_equal(kube_delete(e->c, &KUBE_RES_PODS, "default", name, &stale, &res), -ESTALE);
+    kube_result_release(&res);
+    assert_int_equal(kube_delete(e->c, &KUBE_RES_PODS, "default", name, NULL, &res), 0);
+    kube_result_release(&res);
+    cJSON_Delete(p);
+
+    /* Server-side apply creates a ConfigMap under our field manager. */
+    const struct kube_resource cms = { "", "v1", "configmaps", 1 };
+    char cm[256];
+    snprintf(cm, sizeof(cm), "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+             "{\"name\":\"%s-cm\"},\"data\":{\"k\":\"v\"}}", e->prefix);
+    char cmname[64];
+    snprintf(cmname, sizeof(cmname), "%s-cm", e->prefix);
+    struct kube_patch_opts ap = { KUBE_PATCH_APPLY, "rayop-test", 1, NULL };
+    assert_int_equal(kube_patch(e->c, &cms, "default", cmname, cm, strlen(cm), &ap, &res), 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(res.body, "data"), "k")->valuestring, "v");
+    kube_result_release(&res);
+    assert_int_equal(kube_delete(e->c, &cms, "default", cmname, NULL, &res), 0);
+    kube_result_release(&res);
+
+    /* Raw call: /version. */
+    struct kube_request rq = { .method = "GET", .path = "/version", .idempotent = 1, .parse_json = 1 };
+    assert_int_equal(kube_raw(e->c, &rq, &res), 0);
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(res.body, "gitVersion")));
+    assert_true(res.raw_len > 0);
+    kube_result_release(&res);
+}
+
 struct wstate {
     const char *name;
     int added, modified, deleted, others;
@@ -292,6 +364,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crud_and_typed_errors),
         cmocka_unit_test(test_list_selectors_and_paging),
+        cmocka_unit_test(test_status_patch_types_apply_raw),
         cmocka_unit_test(test_watch_sees_writes),
     };
     return cmocka_run_group_tests_name("kube_kubesim", tests, setup, teardown);
