@@ -105,6 +105,44 @@ pod_gone() { [ "$(kcode "$NS/pods/p1")" = 404 ]; }
 wait_until "Pod is gone after delete" 10 pod_gone &&
     ok "Pod is gone after delete"
 
+# ---- a custom resource: Warning headers, 415 for SMP, Success Status on delete ---------------
+cat >"$T/crd.json" <<'EOF'
+{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},
+ "spec":{"group":"example.com","scope":"Namespaced",
+  "names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+  "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object",
+   "properties":{"spec":{"type":"object","properties":{"size":{"type":"integer"}}}}}}}]}}
+EOF
+code=$(kcode -X POST -H 'Content-Type: application/json' --data-binary @"$T/crd.json" \
+    /apis/apiextensions.k8s.io/v1/customresourcedefinitions)
+check "create a CRD is 201" [ "$code" = 201 ]
+WID=/apis/example.com/v1/namespaces/default/widgets
+widgets_served() { [ "$(kcode "$WID")" = 200 ]; }
+wait_until "the CRD's resource is served" 10 widgets_served && ok "the CRD's resource is served"
+kcurl -D "$T/w.hdr" -o "$T/w.json" -X POST -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":1,"foo":2}}' \
+    "$WID?fieldValidation=Warn"
+check "an unknown field comes back as a Warning header" \
+    grep -qi '^Warning: 299 - "unknown field \\"spec.foo\\""' "$T/w.hdr"
+kcurl -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' -d '{"spec":{"size":2}}' \
+    "$WID/w" >"$T/wsmp"
+check "strategic merge patch on a custom resource is 415" status_is "$T/wsmp" 415 UnsupportedMediaType
+kcurl -X DELETE "$WID/w" >"$T/wdel"
+wdel_ok() {
+    [ "$(json_get status <"$T/wdel")" = Success ] && [ "$(json_get details.name <"$T/wdel")" = w ] &&
+        [ "$(json_get details.kind <"$T/wdel")" = widgets ] && [ -n "$(json_get details.uid <"$T/wdel")" ]
+}
+check "deleting a custom resource answers a Success Status with details" wdel_ok
+for n in a b c; do
+    kcurl -o /dev/null -X POST -H 'Content-Type: application/json' \
+        -d "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"$n\",\"labels\":{\"set\":\"x\"}}}" "$WID"
+done
+kcurl -X DELETE "$WID?labelSelector=set%3Dx" >"$T/dc"
+dc_ok() { [ "$(json_get kind <"$T/dc")" = WidgetList ] && [ "$(json_get items.2.metadata.name <"$T/dc")" = c ]; }
+check "deletecollection answers the list of what it deleted" dc_ok
+kcurl "$WID" >"$T/dcl"
+check "deletecollection removed them" [ "$(json_get items <"$T/dcl")" = "[]" ]
+
 # ---- watch ------------------------------------------------------------------------------
 base_threads=$(threads)
 kcurl "$NS/configmaps" >"$T/l0"
