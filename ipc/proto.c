@@ -412,6 +412,8 @@ int ipc_proto_decode(const uint8_t *body, size_t len, struct ipc_msg *m, const c
         FAIL("missing required field");
     if (seen & ~(shape[m->type].req | shape[m->type].opt))
         FAIL("field not allowed in this message type");
+    if (m->status)
+        m->status->pid = m->pid;
     if (m->type == IPC_MSG_HELLO || m->type == IPC_MSG_WELCOME) {
         if (m->version != IPC_PROTO_VERSION)
             FAIL("unsupported protocol version");

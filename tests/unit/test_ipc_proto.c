@@ -132,6 +132,7 @@ static void test_roundtrip_status(void **state)
     roundtrip(m, o);
     assert_non_null(o->status);
     assert_int_equal(o->status->n_queues, 2);
+    assert_int_equal(o->status->pid, 77);
     assert_string_equal(o->status->queues[0].kind, "raycluster");
     assert_int_equal(o->status->queues[0].adds_total, 100);
     assert_int_equal(o->status->queues[0].keys, 7);
