@@ -215,6 +215,11 @@ static cJSON *ssa_merge_list(const cJSON *live, const cJSON *applied, const stru
 
     if (kind == 0 || !cJSON_IsArray(live))
         return cJSON_Duplicate(applied, true);
+    /* an element without its keys makes the list atomic, as its field set says */
+    if (kind == 1)
+        cJSON_ArrayForEach(e, applied)
+            if (!elem_match(e, e, keys, single))
+                return cJSON_Duplicate(applied, true);
     if (!(res = cJSON_Duplicate(live, true)))
         return NULL;
     cJSON_ArrayForEach(e, applied) {

@@ -427,6 +427,22 @@ static void test_apply_keyed_list_fields(void **state)
     cJSON_Delete(o3);
 }
 
+static void test_apply_keyless_elements_are_atomic(void **state)
+{
+    char err[512];
+    (void)state;
+    /* containers without a name cannot merge by key: the list is owned and replaced whole */
+    const char *body = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},"
+                       "\"spec\":{\"containers\":[{\"image\":\"a\"}]}}";
+    cJSON *o = apply(NULL, body, "m", false, "Pod", 0, err, sizeof(err));
+    cJSON *o2 = apply(o, body, "m", false, "Pod", 0, err, sizeof(err));
+    assert_json(cJSON_GetObjectItem(o2, "spec"), "{\"containers\":[{\"image\":\"a\"}]}");
+    assert_json(cJSON_GetObjectItem(mf_entry(o2, "m", "Apply"), "fieldsV1"),
+                "{\"f:spec\":{\"f:containers\":{}}}");
+    cJSON_Delete(o);
+    cJSON_Delete(o2);
+}
+
 static void test_apply_reapply_change_and_removal(void **state)
 {
     char err[512];
@@ -541,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_smp_errors),
         cmocka_unit_test(test_apply_create_and_fields),
         cmocka_unit_test(test_apply_keyed_list_fields),
+        cmocka_unit_test(test_apply_keyless_elements_are_atomic),
         cmocka_unit_test(test_apply_reapply_change_and_removal),
         cmocka_unit_test(test_apply_conflicts),
         cmocka_unit_test(test_record_managed_fields),

@@ -14,6 +14,7 @@
 #include <malloc.h>
 #include <time.h>
 
+#include "sim/patch.h"
 #include "sim/schema.h"
 #include "sim/yamljson.h"
 #include "util/util.h"
@@ -448,6 +449,94 @@ static void test_kuberay_samples_validate(void **state)
     ncrds = 0;
 }
 
+static cJSON *load_doc(const char *rel)
+{
+    char path[800], err[256];
+    size_t len;
+    cJSON *doc = NULL;
+    snprintf(path, sizeof(path), "%s/kuberay/samples/%s", shared_dir, rel);
+    char *buf = read_file(path, &len);
+    assert_non_null(buf);
+    if (yamljson_parse_one(buf, len, &doc, err, sizeof(err)))
+        fail_msg("%s: %s", path, err);
+    free(buf);
+    return doc;
+}
+
+/* `kubectl apply --server-side` of a sample: create, re-apply with a change, re-apply
+ * unchanged, then a second manager's conflicting apply, as the store will run them. */
+static void test_server_side_apply_sample(void **state)
+{
+    char err[512];
+    cJSON *live = NULL, *next = NULL;
+    (void)state;
+    find_shared();
+    load_crds();
+    struct schema *s = schema_for("RayCluster");
+    const char *ckeys = "spec.headGroupSpec.template.spec.containers";
+    const char *const *keys = schema_list_map_keys(s, ckeys);
+    assert_non_null(keys);
+    assert_string_equal(keys[0], "name");
+    cJSON *applied = load_doc("ray-cluster.sample.yaml");
+
+    assert_int_equal(patch_apply_schema(NULL, applied, "kubectl", false, "ray.io/v1", NULL, s,
+                                        &live, err, sizeof(err)), 0);
+    cJSON *causes = cJSON_CreateArray();
+    assert_int_equal(schema_apply(s, live, NULL, causes, NULL), 0);
+    cJSON_Delete(causes);
+    cJSON *mf = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(live, "metadata"),
+                                                       "managedFields"), 0);
+    char *fv = cJSON_PrintUnformatted(cJSON_GetObjectItem(mf, "fieldsV1"));
+    assert_non_null(strstr(fv, "\"k:{\\\"name\\\":\\\"ray-head\\\"}\""));
+    free(fv);
+
+    /* change: worker replicas 1 -> 2 and a new label */
+    cJSON *changed = cJSON_Duplicate(applied, true);
+    cJSON *wg = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(changed, "spec"),
+                                                       "workerGroupSpecs"), 0);
+    cJSON_ReplaceItemInObject(wg, "replicas", cJSON_CreateNumber(2));
+    cJSON *labels = cJSON_AddObjectToObject(cJSON_GetObjectItem(changed, "metadata"), "labels");
+    cJSON_AddStringToObject(labels, "tier", "compute");
+    assert_int_equal(patch_apply_schema(live, changed, "kubectl", false, "ray.io/v1", NULL, s,
+                                        &next, err, sizeof(err)), 0);
+    cJSON *nwg = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(next, "spec"),
+                                                        "workerGroupSpecs"), 0);
+    assert_int_equal(cJSON_GetObjectItem(nwg, "replicas")->valueint, 2);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(next,
+                        "metadata"), "labels"), "tier")->valuestring, "compute");
+    cJSON_Delete(live);
+    live = next;
+
+    /* unchanged re-apply: same spec and metadata apart from managedFields' time */
+    assert_int_equal(patch_apply_schema(live, changed, "kubectl", false, "ray.io/v1", NULL, s,
+                                        &next, err, sizeof(err)), 0);
+    assert_true(cJSON_Compare(cJSON_GetObjectItem(live, "spec"),
+                              cJSON_GetObjectItem(next, "spec"), true));
+    cJSON_Delete(next);
+
+    /* another manager changing the replicas conflicts, unless forced */
+    cJSON *other = cJSON_Parse("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\","
+                               "\"metadata\":{\"name\":\"raycluster-kuberay\"},\"spec\":"
+                               "{\"rayVersion\":\"2.9.0\"}}");
+    next = NULL;
+    assert_int_equal(patch_apply_schema(live, other, "helm", false, "ray.io/v1", NULL, s, &next,
+                                        err, sizeof(err)), -EEXIST);
+    assert_non_null(strstr(err, "conflict with \"kubectl\""));
+    assert_non_null(strstr(err, ".spec.rayVersion"));
+    assert_int_equal(patch_apply_schema(live, other, "helm", true, "ray.io/v1", NULL, s, &next,
+                                        err, sizeof(err)), 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(next, "spec"),
+                                            "rayVersion")->valuestring, "2.9.0");
+    cJSON_Delete(next);
+    cJSON_Delete(other);
+    cJSON_Delete(live);
+    cJSON_Delete(changed);
+    cJSON_Delete(applied);
+    for (size_t i = 0; i < ncrds; i++)
+        schema_free(crds[i].v1);
+    ncrds = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -456,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_cel_rules),
         cmocka_unit_test(test_compile_errors_and_list_keys),
         cmocka_unit_test(test_kuberay_samples_validate),
+        cmocka_unit_test(test_server_side_apply_sample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
