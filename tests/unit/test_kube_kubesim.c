@@ -274,7 +274,7 @@ static void test_status_patch_types_apply_raw(void **state)
 struct wstate {
     const char *name;
     int added, modified, deleted, others;
-    int ended, end_err;
+    int ended, end_err, end_code;
 };
 
 static void w_event(struct kube_watch *w, struct kube_event *ev, void *arg)
@@ -296,9 +296,9 @@ static void w_end(struct kube_watch *w, int err, const struct kube_status *st, v
 {
     struct wstate *s = arg;
     (void)w;
-    (void)st;
     s->ended = 1;
     s->end_err = err;
+    s->end_code = st != NULL ? st->code : 0;
 }
 
 static void tick(uv_timer_t *t)
@@ -359,6 +359,59 @@ static void test_watch_sees_writes(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/*
+ * With a small server watch window (kubesim --watch-window N, announced through
+ * RAYOP_KUBESIM_WATCH_WINDOW), a watch from a resourceVersion older than the
+ * window gets the ERROR 410 Expired event and ends with -KUBE_EGONE: the signal
+ * the watcher relists on.
+ */
+static void test_expired_rv_watch_ends_gone(void **state)
+{
+    struct env *e = *state;
+    NEED_KUBESIM(e);
+    const char *win = getenv("RAYOP_KUBESIM_WATCH_WINDOW");
+    if (win == NULL || atoi(win) <= 0 || atoi(win) > 50) {
+        fprintf(stderr, "skipped: RAYOP_KUBESIM_WATCH_WINDOW (<= 50) is unset\n");
+        skip();
+    }
+    struct kube_result res = { 0 };
+    char rv[64], name[64];
+    assert_int_equal(kube_list(e->c, &KUBE_RES_PODS, "default", NULL, &res), 0);
+    snprintf(rv, sizeof(rv), "%s", res.resource_version);
+    kube_result_release(&res);
+    for (int i = 0; i < 2 * atoi(win) + 2; i++) {
+        snprintf(name, sizeof(name), "%s-exp-%d", e->prefix, i);
+        cJSON *p = pod(name, "exp");
+        assert_int_equal(kube_create(e->c, &KUBE_RES_PODS, "default", p, &res), 0);
+        kube_result_release(&res);
+        cJSON_Delete(p);
+    }
+    struct wstate ws = { .name = "" };
+    uv_loop_t loop;
+    uv_timer_t t;
+    struct kube_watcher *wd;
+    uv_loop_init(&loop);
+    uv_timer_init(&loop, &t);
+    uv_timer_start(&t, tick, 20, 20);
+    assert_int_equal(kube_watcher_new(e->c, &loop, &wd), 0);
+    struct kube_watch_opts o = { .resource_version = rv, .on_event = w_event, .on_end = w_end,
+                                 .arg = &ws };
+    assert_int_equal(kube_watch_start(wd, &KUBE_RES_PODS, "default", &o, NULL), 0);
+    uint64_t deadline = util_now_ms() + 10000;
+    while (!ws.ended && util_now_ms() < deadline)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(ws.ended, 1);
+    assert_int_equal(ws.end_err, -KUBE_EGONE);
+    assert_int_equal(ws.end_code, 410);
+    kube_watcher_free(wd);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    struct kube_list_opts sel = { .label_selector = "app=exp" };
+    assert_int_equal(kube_delete_collection(e->c, &KUBE_RES_PODS, "default", &sel, NULL, &res), 0);
+    kube_result_release(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_list_selectors_and_paging),
         cmocka_unit_test(test_status_patch_types_apply_raw),
         cmocka_unit_test(test_watch_sees_writes),
+        cmocka_unit_test(test_expired_rv_watch_ends_gone),
     };
     return cmocka_run_group_tests_name("kube_kubesim", tests, setup, teardown);
 }
