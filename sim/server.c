@@ -567,7 +567,7 @@ int server_start(struct server *s, char *err, size_t errlen)
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)4000,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)3600,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(512 * 1024),
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
