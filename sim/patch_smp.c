@@ -8,9 +8,8 @@
  * The directives kubectl sends are honoured: $patch (replace|delete|merge),
  * $setElementOrder/<list>, $retainKeys and $deleteFromPrimitiveList/<list>.
  *
- * Simplification: $setElementOrder puts the listed elements first in the given order and
- * keeps the server-only elements after them, in their old relative order; the real
- * server interleaves server-only elements at their old positions.
+ * $setElementOrder follows normalizeElementOrder: listed elements in the given order,
+ * server-only elements interleaved by their old positions.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -182,37 +181,85 @@ static int smp_list_primitives(const cJSON *orig, const cJSON *patch, cJSON **ou
     return 0;
 }
 
-/* Reorders res[name] per the $setElementOrder list. */
-static int smp_set_order(cJSON *res, const char *name, const cJSON *order, const char *key)
+/* Position of e (by merge key, or by value without one) in list, or -1. */
+static int index_in(const cJSON *list, const cJSON *e, const char *key)
 {
-    cJSON *list = cJSON_GetObjectItemCaseSensitive(res, name);
-    cJSON *sorted, *e;
+    const cJSON *want = key ? cJSON_GetObjectItemCaseSensitive(e, key) : e, *x;
+    int i = 0;
+    if (!want)
+        return -1;
+    cJSON_ArrayForEach(x, list) {
+        const cJSON *have = key ? cJSON_GetObjectItemCaseSensitive(x, key) : x;
+        if (have && patch_json_equal(have, want))
+            return i;
+        i++;
+    }
+    return -1;
+}
+
+/*
+ * Reorders res[name] per its $setElementOrder list, as strategicpatch's
+ * normalizeElementOrder does: the listed elements take the given order, the elements
+ * only the server has keep theirs, and the two runs are merged by the positions the
+ * elements had on the server (a server-only element goes first only when both are
+ * found there and it came earlier).
+ */
+static int smp_set_order(cJSON *res, const char *name, const cJSON *order, const char *key,
+                         const cJSON *server)
+{
+    cJSON *list = cJSON_GetObjectItemCaseSensitive(res, name), *sorted, *e;
+    cJSON **listed = NULL, **rest = NULL;
+    size_t nl = 0, nr = 0, n;
     const cJSON *o;
+    int rc = -ENOMEM;
 
     if (!cJSON_IsArray(list) || !cJSON_IsArray(order))
         return 0;
-    if (!(sorted = cJSON_CreateArray()))
-        return -ENOMEM;
+    n = (size_t)cJSON_GetArraySize(list);
+    if (!(sorted = cJSON_CreateArray()) || !(listed = calloc(n + 1, sizeof(*listed))) ||
+        !(rest = calloc(n + 1, sizeof(*rest))))
+        goto out;
+    /* listed elements, in the order of the directive */
     cJSON_ArrayForEach(o, order) {
-        int i = 0, hit = -1;
-        const cJSON *want = key && cJSON_IsObject(o) ?
-                            cJSON_GetObjectItemCaseSensitive(o, key) : o;
-        if (!want)
-            continue;
         cJSON_ArrayForEach(e, list) {
-            const cJSON *have = key ? cJSON_GetObjectItemCaseSensitive(e, key) : e;
-            if (have && patch_json_equal(have, want)) {
-                hit = i;
+            bool taken = false;
+            for (size_t k = 0; k < nl; k++)
+                taken |= listed[k] == e;
+            const cJSON *ok = key && cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : o;
+            const cJSON *ek = key ? cJSON_GetObjectItemCaseSensitive(e, key) : e;
+            if (!taken && ok && ek && patch_json_equal(ok, ek)) {
+                listed[nl++] = e;
                 break;
             }
-            i++;
         }
-        if (hit >= 0)
-            cJSON_AddItemToArray(sorted, cJSON_DetachItemFromArray(list, hit));
     }
-    while (cJSON_GetArraySize(list) > 0)
-        cJSON_AddItemToArray(sorted, cJSON_DetachItemFromArray(list, 0));
-    return patch_set_member(res, list, name, sorted);
+    cJSON_ArrayForEach(e, list) {
+        bool in = false;
+        for (size_t k = 0; k < nl; k++)
+            in |= listed[k] == e;
+        if (!in)
+            rest[nr++] = e;
+    }
+    size_t i = 0, j = 0;
+    while (i < nr || j < nl) {
+        cJSON *pick;
+        if (j >= nl) {
+            pick = rest[i++];
+        } else if (i >= nr) {
+            pick = listed[j++];
+        } else {
+            int si = index_in(server, rest[i], key), sj = index_in(server, listed[j], key);
+            pick = (si >= 0 && sj >= 0 && si < sj) ? rest[i++] : listed[j++];
+        }
+        cJSON_AddItemToArray(sorted, cJSON_DetachItemViaPointer(list, pick));
+    }
+    rc = patch_set_member(res, list, name, sorted);
+    sorted = NULL;
+out:
+    cJSON_Delete(sorted);
+    free(listed);
+    free(rest);
+    return rc;
 }
 
 static void smp_delete_primitives(cJSON *res, const char *name, const cJSON *values)
@@ -331,7 +378,8 @@ static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, con
             if (!patch_path_push(sub, &sl, k + 17))
                 continue;
             struct smp_rule r = patch_smp_rule(c->kind, sub);
-            if ((rc = smp_set_order(res, k + 17, m, r.kind == SMP_MERGE_KEY ? r.key : NULL)))
+            if ((rc = smp_set_order(res, k + 17, m, r.kind == SMP_MERGE_KEY ? r.key : NULL,
+                                    cJSON_GetObjectItemCaseSensitive(orig, k + 17))))
                 goto out;
         } else {
             patch_seterr(c->err, c->errlen, "unknown directive %s in strategic merge patch", k);

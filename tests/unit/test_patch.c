@@ -291,6 +291,18 @@ static void test_smp_directives(void **state)
     ok(SMP, "{\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":\"b\"}]}}",
        "{\"spec\":{\"$setElementOrder/containers\":[{\"name\":\"b\"},{\"name\":\"a\"}]}}", "Pod",
        "{\"spec\":{\"containers\":[{\"name\":\"b\"},{\"name\":\"a\"}]}}");
+    /* server-only elements (s1, s2) keep their places between the listed ones */
+    ok(SMP, "{\"spec\":{\"containers\":[{\"name\":\"s1\"},{\"name\":\"a\"},{\"name\":\"s2\"},"
+       "{\"name\":\"b\"}]}}",
+       "{\"spec\":{\"$setElementOrder/containers\":[{\"name\":\"a\"},{\"name\":\"c\"},"
+       "{\"name\":\"b\"}],\"containers\":[{\"name\":\"c\"}]}}", "Pod",
+       "{\"spec\":{\"containers\":[{\"name\":\"s1\"},{\"name\":\"a\"},{\"name\":\"c\"},"
+       "{\"name\":\"s2\"},{\"name\":\"b\"}]}}");
+    /* primitive set with an order */
+    ok(SMP, "{\"metadata\":{\"finalizers\":[\"x\",\"y\"]}}",
+       "{\"metadata\":{\"$setElementOrder/finalizers\":[\"z\",\"y\",\"x\"],"
+       "\"finalizers\":[\"z\"]}}", "Pod",
+       "{\"metadata\":{\"finalizers\":[\"z\",\"y\",\"x\"]}}");
 }
 
 static void test_smp_table(void **state)
