@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "sim/kubeconfig.h"
@@ -224,6 +225,23 @@ static int setup_tls(const char *kubeconfig, const char *host, struct tls_files 
     return read_file(path, &t->ca, &t->ca_len);
 }
 
+/* Every connection (and so every watch) holds a descriptor; the default soft limit
+ * of 1024 would cap concurrent watchers well below the server's connection limit. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+
+    rlim_t want;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return;
+    want = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+    if (want > rl.rlim_cur) {
+        rl.rlim_cur = want;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct args a = { 0 };
@@ -241,6 +259,7 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &a) < 0)
         return 2;
 
+    raise_fd_limit();
     /* Threads started below inherit this mask; only sigwait sees the signals. */
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&set);
