@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kube/internal.h"
 #include "kube/kube.h"
@@ -349,6 +350,119 @@ static void test_watch_list_initial_events_end(void **state)
     cJSON_Delete(c.kept);
 }
 
+/* Chaining: a watch started from inside on_event (curl is dispatching, so the
+ * start is deferred) and another from on_end (re-watch, as the watcher does). */
+struct chain {
+    struct kube_watcher *wd;
+    struct collect first, from_event, from_end;
+    int started_from_event, started_from_end;
+};
+
+static void chain_event(struct kube_watch *w, struct kube_event *ev, void *arg)
+{
+    struct chain *ch = arg;
+    struct kube_watch_opts o;
+    ch->first.nevents++;
+    (void)w;
+    (void)ev;
+    if (!ch->started_from_event) {
+        o = wopts(&ch->from_event);
+        o.resource_version = kube_watch_last_rv(w);
+        ch->started_from_event = kube_watch_start(ch->wd, &KUBE_RES_PODS, "ev", &o, NULL) == 0;
+    }
+}
+
+static void chain_end(struct kube_watch *w, int err, const struct kube_status *st, void *arg)
+{
+    struct chain *ch = arg;
+    struct kube_watch_opts o = wopts(&ch->from_end);
+    (void)st;
+    ch->first.ended = 1;
+    ch->first.end_err = err;
+    o.resource_version = kube_watch_last_rv(w);
+    ch->started_from_end = kube_watch_start(ch->wd, &KUBE_RES_PODS, "end", &o, NULL) == 0;
+}
+
+static void test_watch_started_from_callbacks(void **state)
+{
+    struct wfix *f = *state;
+    struct chain ch;
+    memset(&ch, 0, sizeof(ch));
+    ch.wd = f->wd;
+    for (int i = 0; i < 3; i++)
+        ts_push_raw(&f->srv, 200, stream3, strlen(stream3), 9, 0);
+    struct kube_watch_opts o = { .on_event = chain_event, .on_end = chain_end, .arg = &ch };
+    assert_int_equal(kube_watch_start(f->wd, &KUBE_RES_PODS, "first", &o, NULL), 0);
+    struct collect *all[2] = { &ch.from_event, &ch.from_end };
+    uint64_t deadline = util_now_ms() + 5000;
+    while (!(ch.first.ended && all[0]->ended && all[1]->ended) && util_now_ms() < deadline)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(ch.started_from_event, 1);
+    assert_int_equal(ch.started_from_end, 1);
+    assert_int_equal(ch.first.nevents, 4);
+    assert_int_equal(ch.from_event.nevents, 4);
+    assert_int_equal(ch.from_end.nevents, 4);
+    assert_int_equal(ch.from_end.end_err, 0);
+    /* Each resumed from the resourceVersion its starter had seen. */
+    int n = ts_nlog(&f->srv);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(f->srv.log[i].path, "/api/v1/namespaces/ev/pods") == 0)
+            assert_string_equal(f->srv.log[i].query, "watch=1&resourceVersion=11");
+        else if (strcmp(f->srv.log[i].path, "/api/v1/namespaces/end/pods") == 0)
+            assert_string_equal(f->srv.log[i].query, "watch=1&resourceVersion=20");
+        else
+            assert_string_equal(f->srv.log[i].path, "/api/v1/namespaces/first/pods");
+    }
+    cJSON_Delete(ch.from_event.kept);
+    cJSON_Delete(ch.from_end.kept);
+}
+
+/* A watch refused with 401 makes the client re-read a rotated token file, so
+ * the next watch carries the new token. */
+static void test_watch_401_rereads_token(void **state)
+{
+    struct wfix *f = *state;
+    char tokpath[] = "/tmp/test_kube_watch_tok.XXXXXX";
+    int fd = mkstemp(tokpath);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "old-token\n", 10), 10);
+    close(fd);
+    struct kube_config *cfg = ts_config(&f->srv, 0, NULL);
+    cfg->token_file = strdup(tokpath);
+    assert_int_equal(kube__token_state_new(&cfg->token_state), 0);
+    struct kube_client *c;
+    struct kube_watcher *wd;
+    assert_int_equal(kube_client_new(cfg, NULL, &c), 0);
+    assert_int_equal(kube_watcher_new(c, &f->loop, &wd), 0);
+
+    struct collect a = { 0 }, b = { 0 };
+    struct kube_watch_opts oa = wopts(&a), ob = wopts(&b);
+    ts_push(&f->srv, 401, "{\"kind\":\"Status\",\"code\":401,\"reason\":\"Unauthorized\"}",
+            NULL, NULL, 0);
+    assert_int_equal(kube_watch_start(wd, &KUBE_RES_PODS, "ns", &oa, NULL), 0);
+    /* Rotate as the kubelet does: a new file renamed over the old (new inode). */
+    char newpath[64];
+    snprintf(newpath, sizeof(newpath), "%s.new", tokpath);
+    FILE *tf = fopen(newpath, "w");
+    fputs("new-token\n", tf);
+    fclose(tf);
+    assert_int_equal(rename(newpath, tokpath), 0);
+    assert_int_equal(run_until_ended(f, &a, 1), 0);
+    assert_int_equal(a.end_err, -EACCES);
+    ts_push_raw(&f->srv, 200, stream3, strlen(stream3), 4096, 0);
+    assert_int_equal(kube_watch_start(wd, &KUBE_RES_PODS, "ns", &ob, NULL), 0);
+    assert_int_equal(run_until_ended(f, &b, 1), 0);
+    assert_int_equal(b.end_err, 0);
+    assert_string_equal(f->srv.log[0].auth, "Bearer old-token");
+    assert_string_equal(f->srv.log[1].auth, "Bearer new-token");
+    cJSON_Delete(b.kept);
+    kube_watcher_free(wd);
+    kube_client_free(c);
+    kube_config_free(cfg);
+    unlink(tokpath);
+}
+
 static void test_many_watches_one_loop(void **state)
 {
     struct wfix *f = *state;
@@ -395,6 +509,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_garbage_and_aborted_streams, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_from_callback_and_line_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_list_initial_events_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_started_from_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_401_rereads_token, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_watches_one_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_outside_callback_and_free_with_open_watch,
                                         setup, teardown),
