@@ -2,7 +2,9 @@
  * schema_validate.c - schema_apply: one walk over a custom resource that prunes,
  * defaults and validates it against a compiled schema, as apiextensions-apiserver does
  * (nulls of non-nullable fields and unknown fields pruned first, then defaults, then
- * validation, then x-kubernetes-validations rules on nodes that are otherwise valid).
+ * validation, then x-kubernetes-validations rules). As in the apiextensions strategy,
+ * rule failures are dropped when the object has a NotSupported or TypeInvalid error,
+ * and a single cause says some rules were not checked.
  *
  * Causes follow field.Error: reason, a message body such as
  *   Invalid value: "string": spec.replicas in body must be of type integer: "string"
@@ -25,6 +27,8 @@
 
 struct vctx {
     cJSON *causes, *unknown;
+    cJSON *rule_causes; /* rule failures, kept apart until we know there is no blocking error */
+    bool in_rules, blocking, any_rules;
     int ncauses;
     bool oom;
     char path[PATH_MAX_LEN];
@@ -41,8 +45,11 @@ static void add_cause(struct vctx *c, const char *reason, const char *fmt, ...)
     va_list ap;
     cJSON *o;
 
+    cJSON *dst = c->in_rules ? c->rule_causes : c->causes;
+    if (!strcmp(reason, "FieldValueNotSupported") || !strcmp(reason, "FieldValueTypeInvalid"))
+        c->blocking = true;
     c->ncauses++;
-    if (!c->causes || c->ncauses > MAX_CAUSES)
+    if (!dst || c->ncauses > MAX_CAUSES)
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -54,7 +61,7 @@ static void add_cause(struct vctx *c, const char *reason, const char *fmt, ...)
         c->oom = true;
         return;
     }
-    cJSON_AddItemToArray(c->causes, o);
+    cJSON_AddItemToArray(dst, o);
 }
 
 /* The value as field errors print it: strings quoted, numbers plain, others by type. */
@@ -217,6 +224,7 @@ static int walk(struct vctx *c, const struct snode *n, cJSON *v, const cJSON *ol
 static void run_rules(struct vctx *c, const struct snode *n, const cJSON *v, const cJSON *old)
 {
     char msg[256];
+    c->in_rules = true;
     for (size_t i = 0; i < n->nrules; i++) {
         const struct srule *r = &n->rules[i];
         if (!r->expr || (cel_uses_old(r->expr) && !old))
@@ -233,6 +241,7 @@ static void run_rules(struct vctx *c, const struct snode *n, const cJSON *v, con
             add_cause(c, reason, "Invalid value: \"%s\": %s evaluating rule: %s", type_name(v),
                       msg, r->rule);
     }
+    c->in_rules = false;
 }
 
 static bool list_key_str(const struct snode *n, const cJSON *e, char *out, size_t len)
@@ -413,7 +422,6 @@ static int walk(struct vctx *c, const struct snode *n, cJSON *v, const cJSON *ol
                   n->int_or_string ? "integer or string" : type_names[n->type], type_name(v));
         return 0;
     }
-    int before = c->ncauses;
     if (n->enum_vals)
         check_enum(c, n, v, sv);
     if (cJSON_IsNumber(v))
@@ -428,8 +436,7 @@ static int walk(struct vctx *c, const struct snode *n, cJSON *v, const cJSON *ol
         rc = walk_object(c, n, v, old, depth);
     if (rc)
         return rc;
-    /* rules run on nodes whose own structure is valid, as the CEL validator does */
-    if (n->nrules && c->ncauses == before)
+    if (n->nrules)
         run_rules(c, n, v, old);
     return c->oom ? -ENOMEM : 0;
 }
@@ -446,6 +453,11 @@ int schema_apply(const struct schema *s, cJSON *obj, const cJSON *old, cJSON *ca
         return -ENOMEM;
     c->causes = causes;
     c->unknown = unknown;
+    c->any_rules = s->rules_total > 0;
+    if (causes && !(c->rule_causes = cJSON_CreateArray())) {
+        free(c);
+        return -ENOMEM;
+    }
     if (!cJSON_IsObject(obj)) {
         add_cause(c, "FieldValueTypeInvalid", "Invalid value: \"%s\": body must be of type "
                   "object", type_name(obj));
@@ -453,11 +465,26 @@ int schema_apply(const struct schema *s, cJSON *obj, const cJSON *old, cJSON *ca
         goto out;
     }
     rc = walk(c, s->root, obj, old, 0);
+    if (c->blocking && c->any_rules) {
+        /* the rules' verdicts on an object of the wrong shape are not reported */
+        cJSON_Delete(c->rule_causes);
+        c->rule_causes = NULL;
+        c->plen = 0;
+        c->path[0] = '\0';
+        add_cause(c, "FieldValueInvalid", "Invalid value: \"null\": some validation rules were "
+                  "not checked because the object was invalid; correct the existing errors to "
+                  "complete validation");
+    }
+    if (c->rule_causes) {
+        while (cJSON_GetArraySize(c->rule_causes) > 0)
+            cJSON_AddItemToArray(causes, cJSON_DetachItemFromArray(c->rule_causes, 0));
+    }
     if (!rc && c->ncauses)
         rc = -EINVAL;
     if (!rc && c->oom)
         rc = -ENOMEM;
 out:
+    cJSON_Delete(c->rule_causes);
     free(c);
     return rc;
 }
