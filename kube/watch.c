@@ -42,6 +42,7 @@ struct kube_watcher {
     struct sockctx *socks;
     struct kube_watch *watches;
     int dispatching;           /* inside curl_multi_socket_action */
+    int closing;               /* inside curl_multi_cleanup: do not call back into curl */
 };
 
 struct kube_watch {
@@ -304,7 +305,8 @@ static int on_curl_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *
 
     if (what == CURL_POLL_REMOVE) {
         if (sc != NULL) {
-            curl_multi_assign(wd->multi, fd, NULL);
+            if (!wd->closing)
+                curl_multi_assign(wd->multi, fd, NULL);
             sock_release(sc);
         }
         return 0;
@@ -372,6 +374,7 @@ void kube_watcher_free(struct kube_watcher *wd)
         wd->watches->stopped = 1;
         watch_free(wd->watches);
     }
+    wd->closing = 1;
     curl_multi_cleanup(wd->multi);
     wd->multi = NULL;
     while (wd->socks != NULL)
