@@ -343,8 +343,9 @@ struct kube_watch_opts {
 /* Binds a watch driver to loop. *out is owned by the caller. kube_watcher_free
  * stops every watch (without on_end) and closes its uv handles: run the loop
  * until it has no handles left before uv_loop_close. Never free it from a
- * watch callback. Watches bypass the QPS limiter (they are long-lived; the
- * caller's re-watch backoff paces them). */
+ * watch callback. Each watch start takes a token from the client's QPS
+ * limiter; when none is free the start is deferred on a timer (the loop never
+ * blocks). */
 int kube_watcher_new(struct kube_client *c, uv_loop_t *loop, struct kube_watcher **out);
 void kube_watcher_free(struct kube_watcher *wd);
 

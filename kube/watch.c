@@ -38,7 +38,9 @@ struct kube_watcher {
     struct kube_client *client;
     uv_loop_t *loop;
     CURLM *multi;
-    uv_timer_t timer;
+    uv_timer_t timer;          /* curl's timeouts */
+    uv_timer_t gate;           /* starts watches the QPS limiter held back */
+    int open_handles;          /* timers not yet closed; the struct goes with the last */
     struct sockctx *socks;
     struct kube_watch *watches;
     int dispatching;           /* inside curl_multi_socket_action */
@@ -59,6 +61,7 @@ struct kube_watch {
     int stopped;               /* kube_watch_stop while curl was dispatching */
     int added;                 /* easy handle is in the multi */
     int finishing;             /* on_end running: the watch is freed after it */
+    uint64_t not_before;       /* uv_now() before which the limiter holds it back */
     int saw_error_event;
     struct kube_status error_status;
     char last_rv[128];
@@ -216,13 +219,19 @@ static void check_multi_info(struct kube_watcher *wd)
  * callbacks and adds transfers started from inside them (curl refuses both
  * while it is dispatching).
  */
+static void on_gate(uv_timer_t *t);
+
 static void after_dispatch(struct kube_watcher *wd)
 {
     struct kube_watch *w = wd->watches, *next;
+    uint64_t now = uv_now(wd->loop), earliest = UINT64_MAX;
     for (; w != NULL; w = next) {
         next = w->next;
         if (w->stopped) {
             watch_free(w);
+        } else if (!w->added && w->not_before > now) {
+            if (w->not_before < earliest)
+                earliest = w->not_before;
         } else if (!w->added) {
             if (curl_multi_add_handle(wd->multi, w->easy) == CURLM_OK) {
                 w->added = 1;
@@ -235,6 +244,13 @@ static void after_dispatch(struct kube_watcher *wd)
             }
         }
     }
+    if (earliest != UINT64_MAX)
+        uv_timer_start(&wd->gate, on_gate, earliest - now, 0);
+}
+
+static void on_gate(uv_timer_t *t)
+{
+    after_dispatch(t->data);
 }
 
 static void dispatch(struct kube_watcher *wd, curl_socket_t fd, int flags)
@@ -353,6 +369,9 @@ int kube_watcher_new(struct kube_client *c, uv_loop_t *loop, struct kube_watcher
     }
     uv_timer_init(loop, &wd->timer);
     wd->timer.data = wd;
+    uv_timer_init(loop, &wd->gate);
+    wd->gate.data = wd;
+    wd->open_handles = 2;
     curl_multi_setopt(wd->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
     curl_multi_setopt(wd->multi, CURLMOPT_SOCKETDATA, wd);
     curl_multi_setopt(wd->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
@@ -363,7 +382,9 @@ int kube_watcher_new(struct kube_client *c, uv_loop_t *loop, struct kube_watcher
 
 static void watcher_closed(uv_handle_t *h)
 {
-    free(h->data);
+    struct kube_watcher *wd = h->data;
+    if (--wd->open_handles == 0)
+        free(wd);
 }
 
 void kube_watcher_free(struct kube_watcher *wd)
@@ -380,8 +401,10 @@ void kube_watcher_free(struct kube_watcher *wd)
     while (wd->socks != NULL)
         sock_release(wd->socks);
     uv_timer_stop(&wd->timer);
-    /* The struct goes with the timer's close callback: run the loop once more. */
+    uv_timer_stop(&wd->gate);
+    /* The struct goes with the timers' close callbacks: run the loop once more. */
     uv_close((uv_handle_t *)&wd->timer, watcher_closed);
+    uv_close((uv_handle_t *)&wd->gate, watcher_closed);
 }
 
 int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, const char *ns,
@@ -448,7 +471,13 @@ int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, con
     curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_watch_body);
     curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, w);
     curl_easy_setopt(w->easy, CURLOPT_PRIVATE, (char *)w);
-    if (!wd->dispatching) {
+    /* Watches count against the client's QPS limiter like any request, but the
+     * loop must not block: a held-back watch waits for the gate timer. */
+    uint64_t wait = kube__limiter_reserve(&c->limiter, kube__now(c));
+    if (wait > 0) {
+        atomic_fetch_add(&c->st_throttled_ns, wait);
+        w->not_before = uv_now(wd->loop) + (wait + 999999) / 1000000;
+    } else if (!wd->dispatching) {
         if (curl_multi_add_handle(wd->multi, w->easy) != CURLM_OK) {
             rc = -ENOMEM;
             goto fail;
@@ -459,6 +488,8 @@ int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, con
     if (wd->watches != NULL)
         wd->watches->prev = w;
     wd->watches = w;
+    if (wait > 0 && !wd->dispatching)
+        after_dispatch(wd); /* arms the gate */
     atomic_fetch_add(&c->st_requests, 1);
     log_debug("kube watch", "url", w->url.data, NULL);
     if (out != NULL)

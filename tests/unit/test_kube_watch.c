@@ -35,6 +35,7 @@ struct collect {
     cJSON *kept;               /* first object, taken from the event */
     int lines_seen, consume_odd;
     int initial_end_at;        /* 1-based index of the initial-events-end bookmark */
+    uint64_t first_event_ms;   /* real time of the first event */
     struct kube_status err_st;
 };
 
@@ -42,6 +43,8 @@ static void on_event(struct kube_watch *w, struct kube_event *ev, void *arg)
 {
     struct collect *c = arg;
     int i = c->nevents++;
+    if (i == 0)
+        c->first_event_ms = util_now_ms();
     if (i < 64) {
         const cJSON *md = cJSON_GetObjectItem(ev->object, "metadata");
         const cJSON *name = cJSON_GetObjectItem(md, "name");
@@ -463,6 +466,40 @@ static void test_watch_401_rereads_token(void **state)
     unlink(tokpath);
 }
 
+/* Watch starts go through the client's QPS limiter without blocking the loop:
+ * at 5/s with burst 1, three watches open about 200 ms apart. */
+static void test_watch_starts_are_rate_limited(void **state)
+{
+    struct wfix *f = *state;
+    struct kube_client *c;
+    struct kube_watcher *wd;
+    struct kube_client_opts o = { .qps = 5, .burst = 1 };
+    struct collect cs[3];
+    struct kube_client_stats st;
+    memset(cs, 0, sizeof(cs));
+    assert_int_equal(kube_client_new(f->cfg, &o, &c), 0);
+    assert_int_equal(kube_watcher_new(c, &f->loop, &wd), 0);
+    for (int i = 0; i < 3; i++)
+        ts_push_raw(&f->srv, 200, stream3, strlen(stream3), 4096, 0);
+    uint64_t t0 = util_now_ms();
+    for (int i = 0; i < 3; i++) {
+        struct kube_watch_opts wo = wopts(&cs[i]);
+        assert_int_equal(kube_watch_start(wd, &KUBE_RES_PODS, "ns", &wo, NULL), 0);
+    }
+    assert_int_equal(run_until_ended(f, cs, 3), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(cs[i].nevents, 4);
+    assert_in_range(cs[0].first_event_ms - t0, 0, 150);
+    assert_in_range(cs[1].first_event_ms - t0, 180, 700);
+    assert_in_range(cs[2].first_event_ms - t0, 380, 900);
+    kube_client_get_stats(c, &st);
+    assert_in_range(st.throttled_ns / 1000000, 590, 610); /* 200 + 400 ms reserved */
+    for (int i = 0; i < 3; i++)
+        cJSON_Delete(cs[i].kept);
+    kube_watcher_free(wd);
+    kube_client_free(c);
+}
+
 static void test_many_watches_one_loop(void **state)
 {
     struct wfix *f = *state;
@@ -511,6 +548,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_list_initial_events_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_started_from_callbacks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_401_rereads_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_starts_are_rate_limited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_watches_one_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_outside_callback_and_free_with_open_watch,
                                         setup, teardown),
