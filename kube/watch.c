@@ -2,19 +2,19 @@
  * watch.c - streaming watches: many long-lived GET ?watch=1 transfers on one
  * curl multi handle, driven by a libuv loop with the standard
  * curl_multi_socket_action integration (a uv_poll_t per socket curl asks us
- * to watch, one uv_timer_t for curl's timeouts).
+ * to watch, one uv_timer_t for curl's timeouts, one "gate" timer for watch
+ * starts the QPS limiter held back).
  *
- * Each transfer's body is split into lines (one JSON event per line, as the
- * API server writes them); a line longer than the configured bound ends the
- * watch with -EMSGSIZE rather than growing without limit. Every event is
- * parsed once and handed to the caller with its raw bytes, so a consumer that
- * needs both (the cache encodes from the tree and may log the bytes) never
- * parses twice.
+ * Each transfer's body is split into lines by stream.c (one JSON event per
+ * line, as the API server writes them); a line longer than the configured
+ * bound ends the watch with -EMSGSIZE rather than growing without limit.
+ * Every event is parsed once and handed to the caller with its raw bytes, so
+ * a consumer that needs both never parses twice.
  *
- * Lifetimes: curl forbids removing a transfer from inside its own callbacks,
- * so kube_watch_stop() called from on_event only marks the watch; the write
- * callback then aborts the transfer and the multi-info pass frees it without
- * calling on_end.
+ * Lifetimes: curl forbids adding or removing transfers from inside its own
+ * callbacks, so kube_watch_stop()/kube_watch_start() called while curl is
+ * dispatching only mark the watch; after_dispatch() frees or adds it once
+ * curl returns. A stopped watch never gets on_end.
  */
 #include <errno.h>
 #include <stdio.h>
