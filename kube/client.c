@@ -291,7 +291,8 @@ int kube__easy_setup(struct kube_client *c, void *easy, const char *path, struct
     curl_easy_setopt(h, CURLOPT_SHARE, c->share);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
+    if (!cfg->disable_compression)
+        curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
     curl_easy_setopt(h, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->opts.connect_timeout_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);

@@ -224,6 +224,8 @@ static int fill_cluster(struct kube_config *cfg, const struct named *cl, char *e
         cfg->server[--sl] = '\0';
     cfg->insecure_skip_tls_verify = yaml_bool(
         kube__ynode_str(kube__ynode_get(c, "insecure-skip-tls-verify")));
+    cfg->disable_compression = yaml_bool(
+        kube__ynode_str(kube__ynode_get(c, "disable-compression")));
     rc = dup_field(c, "tls-server-name", &cfg->tls_server_name);
     if (rc == 0)
         rc = pem_field(c, "certificate-authority", cl->base_dir, &cfg->ca_file, &cfg->ca_pem,

@@ -57,6 +57,7 @@ struct kube_config {
     char *token;               /* static bearer token (never log it) */
     char *token_file;          /* bearer token re-read when the file changes */
     struct kube_token_state *token_state; /* private: cached file token */
+    int disable_compression;   /* cluster disable-compression: no gzip */
 };
 
 /* Bounds of the kubeconfig parser (any bigger input is rejected with -E2BIG). */

@@ -579,6 +579,15 @@ static void test_gzip_response_is_decoded(void **state)
     assert_string_equal(res.resource_version, "7");
     assert_non_null(strstr(f->srv.log[0].accept_encoding, "gzip"));
     kube_result_release(&res);
+    /* disable-compression: no Accept-Encoding at all. */
+    struct kube_client *plain;
+    f->cfg->disable_compression = 1;
+    assert_int_equal(kube_client_new(f->cfg, NULL, &plain), 0);
+    assert_int_equal(kube_get(plain, &KUBE_RES_PODS, "ns", "x", &res), 0);
+    assert_string_equal(f->srv.log[1].accept_encoding, "");
+    kube_result_release(&res);
+    kube_client_free(plain);
+    f->cfg->disable_compression = 0;
     /* A corrupt gzip body is an error, not garbage JSON. */
     gz[10] = 0x07; /* deflate block type 3 is reserved: undecodable */
     ts_push_raw(&f->srv, 200, (const char *)gz, n, 0, 0);

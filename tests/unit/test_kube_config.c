@@ -86,6 +86,7 @@ static void test_data_fields_are_decoded(void **state)
     assert_int_equal(parse("clusters:\n- name: c\n  cluster:\n    server: https://k:6443\n"
                            "    certificate-authority-data: aGVsbG8gUEVNCg==\n"
                            "    tls-server-name: kubernetes.default\n"
+                           "    disable-compression: true\n"
                            "users:\n- name: u\n  user:\n    token: s3cret\n"
                            "    client-certificate-data: Y2VydA==\n"
                            "    client-key-data: a2V5\n"
@@ -98,6 +99,7 @@ static void test_data_fields_are_decoded(void **state)
     assert_string_equal(cfg->cert_pem, "cert");
     assert_string_equal(cfg->key_pem, "key");
     assert_string_equal(cfg->tls_server_name, "kubernetes.default");
+    assert_int_equal(cfg->disable_compression, 1);
     assert_string_equal(cfg->namespace, "ray");
     assert_int_equal(kube_config_token(cfg, 0, &tok), 0);
     assert_string_equal(tok, "s3cret");
