@@ -165,6 +165,11 @@ uint64_t ipc_queue_next_deadline(const struct ipc_queue *q);
 void ipc_queue_shutdown(struct ipc_queue *q);
 void ipc_queue_stats(const struct ipc_queue *q, struct ipc_queue_stats *out);
 
+struct buf;
+/* Appends Prometheus text for the queues to out (util.h's struct buf): client-go's
+ * workqueue_* names with label name="<kind>", plus rayop_ipc_* extras. 0 or -ENOMEM. */
+int ipc_metrics_text(struct ipc_queue *const *queues, size_t n, struct buf *out);
+
 /* ---- status (STATUS reply; also what the server reports locally) ---------- */
 
 struct ipc_status_worker {
@@ -225,6 +230,8 @@ void ipc_server_progress(struct ipc_server *s);
 struct ipc_queue *ipc_server_queue(struct ipc_server *s, const char *kind);
 /* Snapshot as STATUS reports it; out owned by caller (ipc_status_free). */
 int ipc_server_status(struct ipc_server *s, struct ipc_status *out);
+/* ipc_metrics_text over every queue of the server. */
+int ipc_server_metrics_text(struct ipc_server *s, struct buf *out);
 /* Closes the socket and every connection (their keys are requeued), unlinks
  * the socket path; memory is released once the loop has run the close
  * callbacks (run the loop until it returns). */

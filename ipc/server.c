@@ -808,6 +808,14 @@ int ipc_server_status(struct ipc_server *s, struct ipc_status *out)
     return status_fill(s, out, IPC_STATUS_WORKERS_MAX);
 }
 
+int ipc_server_metrics_text(struct ipc_server *s, struct buf *out)
+{
+    struct ipc_queue *qs[IPC_KINDS_MAX];
+    for (int i = 0; i < s->n_kinds; i++)
+        qs[i] = s->kinds[i].q;
+    return ipc_metrics_text(qs, (size_t)s->n_kinds, out);
+}
+
 void ipc_server_close(struct ipc_server *s)
 {
     if (s->closing)

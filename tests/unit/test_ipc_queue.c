@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ipc/ipc.h"
+#include "util/util.h"
 
 #define MS 1000000ull
 #define SEC 1000000000ull
@@ -571,6 +572,28 @@ static void test_metrics(void **state)
     ipc_queue_stats(q, &st);
     assert_int_equal(st.adds_total, 3);
     assert_int_equal(st.depth, 1);
+
+    /* Prometheus text: cumulative buckets, controller-runtime names. */
+    struct buf b = {0};
+    assert_int_equal(ipc_metrics_text(&q, 1, &b), 0);
+    const char *want[] = {
+        "workqueue_depth{name=\"raycluster\"} 1\n",
+        "workqueue_adds_total{name=\"raycluster\"} 3\n",
+        "workqueue_retries_total{name=\"raycluster\"} 1\n",
+        "workqueue_queue_duration_seconds_bucket{name=\"raycluster\",le=\"0.0001\"} 0\n",
+        "workqueue_queue_duration_seconds_bucket{name=\"raycluster\",le=\"0.001\"} 1\n",
+        "workqueue_queue_duration_seconds_bucket{name=\"raycluster\",le=\"1\"} 1\n",
+        "workqueue_queue_duration_seconds_bucket{name=\"raycluster\",le=\"10\"} 2\n",
+        "workqueue_queue_duration_seconds_bucket{name=\"raycluster\",le=\"+Inf\"} 2\n",
+        "workqueue_queue_duration_seconds_count{name=\"raycluster\"} 2\n",
+        "workqueue_work_duration_seconds_sum{name=\"raycluster\"} 8.000000000\n",
+        "rayop_ipc_done_total{name=\"raycluster\",outcome=\"error\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (!strstr(b.data, want[i]))
+            fail_msg("missing metric line: %s", want[i]);
+    }
+    buf_free(&b);
     ipc_queue_free(q);
 }
 

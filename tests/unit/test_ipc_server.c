@@ -46,6 +46,14 @@ struct srv {
 };
 
 static atomic_ulong cache_rv;
+static atomic_ullong fake_ns;
+static struct ipc_server_config next_cfg;   /* config for the next srv_start_at */
+
+static uint64_t fake_now(void *ud)
+{
+    (void)ud;
+    return atomic_load(&fake_ns);
+}
 static char dir[64];
 
 static int seen_rv(void *ud, const char *type, const char *rv)
@@ -80,7 +88,7 @@ static void *srv_main(void *arg)
     uv_loop_init(&sv->loop);
     uv_async_init(&sv->loop, &sv->async, on_async);
     sv->async.data = sv;
-    struct ipc_server_config cfg = {.processing_deadline_ns = 60ull * 1000000000ull};
+    struct ipc_server_config cfg = next_cfg;
     assert_int_equal(ipc_server_new(&sv->loop, &cfg, &sv->s), 0);
     assert_int_equal(ipc_server_add_kind(sv->s, "raycluster", &qc), 0);
     assert_int_equal(ipc_server_add_kind(sv->s, "rayjob", &qc), 0);
@@ -185,6 +193,8 @@ static int setup(void **state)
     chmod(dir, 0700);
     snprintf(sock_path, sizeof(sock_path), "%s/queues.sock", dir);
     atomic_store(&cache_rv, 0);
+    memset(&next_cfg, 0, sizeof(next_cfg));
+    next_cfg.processing_deadline_ns = 60ull * 1000000000ull;
     return 0;
 }
 
@@ -722,6 +732,90 @@ static void test_client_close_hands_back_buffered(void **state)
     srv_stop(sv);
 }
 
+static void test_overdue_reported_not_stolen(void **state)
+{
+    (void)state;
+    atomic_store(&fake_ns, 1000ull * 1000000000ull);
+    next_cfg.now = fake_now;
+    next_cfg.processing_deadline_ns = 10ull * 1000000000ull;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *c = open_worker("slow", 1);
+    struct ipc_client *other = open_worker("idle", 1);
+    add_key(sv, "ns/slow");
+    struct ipc_key k;
+    assert_int_equal(ipc_client_pull(c, 5000, &k), 0);
+    atomic_fetch_add(&fake_ns, 11ull * 1000000000ull);
+    struct ipc_status st;
+    assert_int_equal(ipc_client_status(c, 5000, &st), 0);
+    assert_int_equal(st.queues[0].overdue, 1);
+    assert_int_equal(st.queues[0].n_workers, 2);
+    assert_string_equal(st.queues[0].workers[0].worker, "slow");
+    assert_int_equal(st.queues[0].workers[0].oldest_ms, 11000);
+    assert_int_equal(st.queues[0].workers[1].in_flight, 0);
+    ipc_status_free(&st);
+    /* Overdue is reported only: the key is not handed to anyone else. */
+    add_key(sv, "ns/slow");
+    assert_int_equal(ipc_client_pull(other, 100, &k), -ETIMEDOUT);
+    ipc_client_close(other);
+    ipc_client_close(c);
+    srv_stop(sv);
+}
+
+/* Registers a raw worker connection with capacity cap and cap credits; returns
+ * once the server has processed the PULL (a STATUS round trip proves it). */
+static int raw_worker(uint32_t cap, struct ipc_msg *m)
+{
+    int fd = raw_connect();
+    memset(m, 0, sizeof(*m));
+    m->type = IPC_MSG_HELLO; m->version = 1; strcpy(m->kind, "raycluster");
+    strcpy(m->worker, "rr"); m->pid = 1; m->capacity = cap;
+    raw_send(fd, m);
+    assert_int_equal(raw_recv(fd, m), IPC_MSG_WELCOME);
+    memset(m, 0, sizeof(*m));
+    m->type = IPC_MSG_PULL; m->n = cap;
+    raw_send(fd, m);
+    memset(m, 0, sizeof(*m));
+    m->type = IPC_MSG_STATUS_REQ;
+    raw_send(fd, m);
+    assert_int_equal(raw_recv(fd, m), IPC_MSG_STATUS);
+    ipc_msg_clear(m);
+    return fd;
+}
+
+static void test_round_robin_across_workers(void **state)
+{
+    (void)state;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_msg *m = calloc(1, sizeof(*m));
+    int fd[3];
+    for (int i = 0; i < 3; i++)
+        fd[i] = raw_worker(3, m);
+    /* Every worker could take all three keys; round-robin gives one each. */
+    struct add_many am = {3, "ns/rr-%d"};
+    srv_call(sv, do_add_many, &am);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(raw_recv(fd[i], m), IPC_MSG_KEY);
+        char want[32];
+        snprintf(want, sizeof(want), "ns/rr-%d", i);
+        assert_string_equal(m->key, want);
+    }
+    /* Six more: two each, continuing the rotation. */
+    struct add_many am2 = {9, "ns/rr-%d"};
+    srv_call(sv, do_add_many, &am2);   /* rr-0..2 are in flight: only rr-3..8 are new */
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(raw_recv(fd[i], m), IPC_MSG_KEY);
+            char want[32];
+            snprintf(want, sizeof(want), "ns/rr-%d", 3 + round * 3 + i);
+            assert_string_equal(m->key, want);
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        close(fd[i]);
+    free(m);
+    srv_stop(sv);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -737,6 +831,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_requeue_after_over_the_wire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_after_server_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_close_hands_back_buffered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overdue_reported_not_stolen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_robin_across_workers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
