@@ -406,6 +406,11 @@ int store_commit_delete(struct store *s, struct sentry *e)
     gc_index_remove(s, e);
     free(e->key);
     free(e);
+    /* however a CRD goes (DELETE, last finalizer, collection, GC), its types go too */
+    if (!s->replaying && t->res && t->res->builtin &&
+        !strcmp(t->res->group, "apiextensions.k8s.io") &&
+        !strcmp(t->res->plural, "customresourcedefinitions"))
+        store_crd_changed(s, last->json, true);
     store_obj_unref(last);
     return 0;
 }

@@ -802,7 +802,6 @@ int store_delete(struct store *s, const struct reg_resource *res, const char *ns
     struct sentry *e;
     struct store_obj *r = NULL;
     bool g = false;
-    bool crd;
     int rc;
 
     if (out)
@@ -814,10 +813,7 @@ int store_delete(struct store *s, const struct reg_resource *res, const char *ns
         rc = -ENOENT;
         goto out;
     }
-    crd = is_crd(res);
     rc = store_delete_entry(s, e, o, &r, &g, st);
-    if (!rc && g && crd && !(o && o->dry_run))
-        crd_changed(s, r->json, true);
 out:
     pthread_rwlock_unlock(&s->lock);
     if (!rc && out)

@@ -365,6 +365,12 @@ static void test_crd_delete_removes_objects(void **state)
     assert_int_equal(store_get(S, w, "default", "x", &o, &st), -ENOENT);
     assert_string_equal(st.message, "widgets.test.io \"x\" not found");
     store_status_clear(&st);
+    /* a collection delete unregisters too */
+    struct store_delete_opts dopt = { .grace_seconds = -1 };
+    assert_int_equal(store_delete_collection(S, crd, "", NULL, &dopt, &st), 0);
+    r = store_registry_rdlock(S);
+    assert_null(registry_find(r, "test.io", "v1", "widgets"));
+    store_registry_unlock(S);
 }
 
 static void test_finalizers(void **state)
