@@ -88,6 +88,35 @@ static void add_warnings(struct server_req *req, const cJSON *warnings)
     }
 }
 
+int server_table_include(struct buf *b, size_t start, const cJSON *const *items, size_t n,
+                         const char *include)
+{
+    cJSON *table, *rows, *row;
+    char *txt;
+    size_t i = 0;
+
+    if (!include || (strcmp(include, "None") != 0 && strcmp(include, "Object") != 0))
+        return 0;   /* Metadata (PartialObjectMetadata) is what present_table renders */
+    table = cJSON_ParseWithLength(b->data + start, b->len - start);
+    if (!table)
+        return -EINVAL;
+    rows = cJSON_GetObjectItemCaseSensitive(table, "rows");
+    cJSON_ArrayForEach(row, rows) {
+        cJSON_DeleteItemFromObjectCaseSensitive(row, "object");
+        if (include[0] == 'O' && i < n)
+            cJSON_AddItemToObject(row, "object", cJSON_Duplicate(items[i], true));
+        i++;
+    }
+    txt = cJSON_PrintUnformatted(table);
+    cJSON_Delete(table);
+    if (!txt)
+        return -ENOMEM;
+    b->len = start;
+    i = (size_t)buf_puts(b, txt);
+    free(txt);
+    return (int)i;
+}
+
 static int reply_obj(struct server_req *req, int code, struct store_obj *o)
 {
     int rc;
@@ -98,6 +127,8 @@ static int reply_obj(struct server_req *req, int code, struct store_obj *o)
         const cJSON *items[1] = { o->json };
         snprintf(rv, sizeof(rv), "%llu", (unsigned long long)o->rv);
         rc = present_table(o->res, items, 1, rv, NULL, true, time(NULL), &b);
+        if (rc == 0)
+            rc = server_table_include(&b, 0, items, 1, req->query->include_object);
         if (rc == 0) {
             size_t len = b.len;
             rc = server_reply_take(req, code, JSON, buf_steal(&b), len);
@@ -309,7 +340,7 @@ static int render_list(const struct reg_resource *res, const struct store_list *
 }
 
 static int render_list_table(const struct reg_resource *res, const struct store_list *l,
-                             struct buf *b)
+                             const char *include, struct buf *b)
 {
     const cJSON **items = NULL;
     char rv[24];
@@ -321,6 +352,8 @@ static int render_list_table(const struct reg_resource *res, const struct store_
         items[i] = l->items[i]->json;
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)l->rv);
     rc = present_table(res, items, l->n, rv, l->continue_token, true, time(NULL), b);
+    if (rc == 0)
+        rc = server_table_include(b, 0, items, l->n, include);
     free(items);
     return rc;
 }
@@ -341,7 +374,8 @@ static int do_list(struct server_req *req, const struct reg_resource *res)
         server_reply_store_status(req, &st);
         goto out;
     }
-    rc = req->accept.table ? render_list_table(res, &l, &b) : render_list(res, &l, &b);
+    rc = req->accept.table ? render_list_table(res, &l, req->query->include_object, &b)
+                           : render_list(res, &l, &b);
     if (rc < 0) {
         server_reply_status(req, 500, "InternalError", "cannot render the list");
         goto out;

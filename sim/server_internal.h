@@ -108,6 +108,10 @@ void server_watch_cancel_all(struct server *s);
 int server_reply_store_status(struct server_req *req, struct store_status *st);
 /* "v1" or "G/V" of a resource into out. */
 void server_api_version(const struct reg_resource *res, char *out, size_t n);
+/* Applies includeObject (None: rows without objects; Object: full objects) to the
+ * Table rendered into b from offset start; Metadata/NULL leave it as rendered. */
+int server_table_include(struct buf *b, size_t start, const cJSON *const *items, size_t n,
+                         const char *include);
 /* Registry lookup under the store's read lock. */
 const struct reg_resource *server_find_resource(struct server *s, const char *group,
                                                 const char *version, const char *plural);

@@ -35,6 +35,7 @@ struct watch_stream {
     struct sel *labels;
     struct fsel *fields;
     bool table;
+    char include[16];             /* includeObject for Table events */
     bool done;
     uint64_t deadline_ms;
     int fd;
@@ -71,7 +72,8 @@ static void render_event(struct watch_stream *ws, struct store_event *ev)
     } else if (ws->table) {
         const cJSON *items[1] = { ev->obj->json };
         size_t before = ws->out.len;
-        if (present_table(ws->res, items, 1, NULL, NULL, false, time(NULL), &ws->out) < 0) {
+        if (present_table(ws->res, items, 1, NULL, NULL, false, time(NULL), &ws->out) < 0 ||
+            server_table_include(&ws->out, before, items, 1, ws->include) < 0) {
             ws->out.len = before;
             buf_append(&ws->out, ev->obj->bytes, ev->obj->len);
         }
@@ -242,6 +244,8 @@ int server_handle_watch(struct server_req *req, const struct reg_resource *res)
     ws->res = res;
     ws->fd = -1;
     ws->table = req->accept.table;
+    if (q->include_object)
+        snprintf(ws->include, sizeof(ws->include), "%s", q->include_object);
     if (req->route->name[0]) {
         if (name_selector(req->route->name, q->field_selector, &fsel_text) < 0)
             goto oom;

@@ -45,6 +45,19 @@ ct=$(kcurl -o /dev/null -w '%{http_code} %{content_type}' \
     -H 'Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf' '/openapi/v2?timeout=32s')
 check "/openapi/v2 is 200 application/octet-stream" [ "$ct" = "200 application/octet-stream" ]
 check "/healthz answers ok" [ "$(kcurl /healthz)" = ok ]
+TABLE='Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json'
+kcurl -H "$TABLE" '/api/v1/namespaces?limit=500' >"$T/tbl"
+table_ok() {
+    [ "$(json_get kind <"$T/tbl")" = Table ] && [ -n "$(json_get metadata.resourceVersion <"$T/tbl")" ] &&
+        [ "$(json_get rows.0.object.kind <"$T/tbl")" = PartialObjectMetadata ]
+}
+check "a Table Accept gets a Table whose rows carry PartialObjectMetadata" table_ok
+kcurl -H "$TABLE" '/api/v1/namespaces?includeObject=Object' >"$T/tblo"
+check "includeObject=Object puts whole objects in the rows" \
+    [ "$(json_get rows.0.object.kind <"$T/tblo")" = Namespace ]
+kcurl -H 'Accept: application/vnd.kubernetes.protobuf,application/json' -D "$T/pb.hdr" -o "$T/pb.json" /api/v1/namespaces
+check "a protobuf-first Accept is answered with JSON" \
+    grep -qi '^Content-Type: application/json' "$T/pb.hdr"
 
 # ---- ConfigMap CRUD ------------------------------------------------------------------
 cat >"$T/cm.json" <<'EOF'
