@@ -38,7 +38,7 @@
 #include "cache/cache.h"
 
 #define CACHE_MAGIC          0x3148434f50594152ULL /* "RAYOPCH1" little-endian */
-#define CACHE_LAYOUT_VERSION 1u
+#define CACHE_LAYOUT_VERSION 2u /* 2: four-lane record checksum */
 #define CACHE_HDR_SIZE       8192u
 #define CACHE_ALIGN          16u
 #define CACHE_SLOT_FREE      0xffffffffu

@@ -591,8 +591,12 @@ int cache_relist_end(struct cache *c, int type,
 
 /* ---- re-attach ------------------------------------------------------------------- */
 
-/* Is slot i's record complete and self-consistent? Fills the hashes if so. */
-static bool slot_valid(struct cache *c, uint32_t i, uint32_t ntypes, uint64_t *kh,
+/*
+ * Is slot i's record complete and self-consistent? Fills the hashes if so. The
+ * checksum pass (memory bandwidth over every record) is only needed for a slot
+ * the dead writer left odd: an even seq means its last change was finished.
+ */
+static bool slot_valid(struct cache *c, uint32_t i, uint32_t ntypes, bool torn, uint64_t *kh,
                        uint64_t *oh, uint64_t *lh)
 {
     struct cache_slot *s = &c->slots[i];
@@ -600,7 +604,7 @@ static bool slot_valid(struct cache *c, uint32_t i, uint32_t ntypes, uint64_t *k
     struct cache_rec r;
     const uint8_t *p = cache_rec_at(c, LD(s->blob_off), LD(s->blob_len), &r);
     if (type >= ntypes || !p || r.name_len == 0 ||
-        cache_rec_check(p, LD(s->blob_len)) != r.check)
+        (torn && cache_rec_check(p, LD(s->blob_len)) != r.check))
         return false;
     const char *ns = (const char *)p + sizeof(r);
     const char *name = ns + r.ns_len;
@@ -668,7 +672,7 @@ int cache_writer_rebuild(struct cache *c)
         }
         if (torn)
             cache_seq_write_end(&s->seq);
-        if (!slot_valid(c, i, ntypes, &kh, &oh, &lh)) {
+        if (!slot_valid(c, i, ntypes, torn, &kh, &oh, &lh)) {
             slot_drop(s);
             dropped++;
             continue;
