@@ -338,19 +338,14 @@ static int apply_conflicts(const cJSON *live, const cJSON *applied, const struct
     return rc;
 }
 
-/* Parents before children: a list element must go while its key fields still match. */
-static int cmp_len_asc(const void *a, const void *b)
+/* Removes what the applier owned before and dropped, unless somebody else owns it.
+ * Parents go first: a list element must be found while its key fields still match. */
+static int apply_removals(cJSON *obj, struct fs_set *prev, const struct fs_set *nw,
+                          const struct mf_list *l, int self)
 {
-    size_t x = strlen(((const struct fs_path *)a)->p), y = strlen(((const struct fs_path *)b)->p);
-    return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/* Removes what the applier owned before and dropped, unless somebody else owns it. */
-static void apply_removals(cJSON *obj, struct fs_set *prev, const struct fs_set *nw,
-                           const struct mf_list *l, int self)
-{
-    if (prev->n > 1)
-        qsort(prev->v, prev->n, sizeof(*prev->v), cmp_len_asc);
+    int rc = fs_sort_parents_first(prev);
+    if (rc)
+        return rc;
     for (size_t j = 0; j < prev->n; j++) {
         const char *p = prev->v[j].p;
         bool keep = fs_has_under(nw, p);
@@ -360,6 +355,7 @@ static void apply_removals(cJSON *obj, struct fs_set *prev, const struct fs_set 
         if (!keep)
             fs_delete(obj, p);
     }
+    return 0;
 }
 
 int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *manager,
@@ -423,7 +419,8 @@ int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *mana
         rc = -ENOMEM;
         goto out;
     }
-    apply_removals(res, &prev, &nw, &l, self);
+    if ((rc = apply_removals(res, &prev, &nw, &l, self)))
+        goto out;
     l.v[self].set = nw;
     memset(&nw, 0, sizeof(nw));
     if ((rc = set_stamp(&l.v[self], api_version)) || (rc = mf_store(res, &l)))

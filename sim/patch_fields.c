@@ -21,13 +21,70 @@
 /* schema.c may be absent from a reduced link (fuzz targets of the patch alone) */
 #pragma weak schema_list_map_keys
 
+#define FS_TOMB UINT32_MAX
+
+static uint64_t fs_hash(const char *p)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
+/* Slot holding p, or the first free slot of its probe sequence (*found false). */
+static size_t fs_probe(const struct fs_set *s, const char *p, bool *found)
+{
+    size_t mask = s->nslots - 1, i = (size_t)fs_hash(p) & mask, free_slot = SIZE_MAX;
+    *found = false;
+    for (;;) {
+        uint32_t v = s->slots[i];
+        if (v == 0)
+            return free_slot != SIZE_MAX ? free_slot : i;
+        if (v == FS_TOMB) {
+            if (free_slot == SIZE_MAX)
+                free_slot = i;
+        } else if (!strcmp(s->v[v - 1].p, p)) {
+            *found = true;
+            return i;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/* (Re)builds the index with room for want entries at most half full. */
+static int fs_reindex(struct fs_set *s, size_t want)
+{
+    size_t n = 64;
+    bool found;
+    while (n < want * 2)
+        n *= 2;
+    uint32_t *slots = calloc(n, sizeof(*slots));
+    if (!slots)
+        return -ENOMEM;
+    free(s->slots);
+    s->slots = slots;
+    s->nslots = n;
+    s->used = s->n;
+    for (size_t i = 0; i < s->n; i++)
+        s->slots[fs_probe(s, s->v[i].p, &found)] = (uint32_t)(i + 1);
+    return 0;
+}
+
 int fs_add(struct fs_set *s, const char *p, bool self)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i].p, p)) {
-            s->v[i].self |= self;
-            return 0;
-        }
+    bool found;
+    size_t slot;
+    int rc;
+
+    if (!s->slots || (s->used + 1) * 2 > s->nslots) {
+        if ((rc = fs_reindex(s, s->n + 1 > 32 ? (s->n + 1) * 2 : 32)))
+            return rc;
+    }
+    slot = fs_probe(s, p, &found);
+    if (found) {
+        s->v[s->slots[slot] - 1].self |= self;
+        return 0;
+    }
     if (s->n >= FS_MAX_PATHS)
         return -E2BIG;
     if (s->n == s->cap) {
@@ -40,16 +97,19 @@ int fs_add(struct fs_set *s, const char *p, bool self)
     }
     if (!(s->v[s->n].p = strdup(p)))
         return -ENOMEM;
-    s->v[s->n++].self = self;
+    s->v[s->n].self = self;
+    if (s->slots[slot] != FS_TOMB)
+        s->used++;
+    s->slots[slot] = (uint32_t)(++s->n);
     return 0;
 }
 
 bool fs_has(const struct fs_set *s, const char *p)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i].p, p))
-            return true;
-    return false;
+    bool found = false;
+    if (s->slots)
+        fs_probe(s, p, &found);
+    return found;
 }
 
 bool fs_has_under(const struct fs_set *s, const char *p)
@@ -63,12 +123,36 @@ bool fs_has_under(const struct fs_set *s, const char *p)
 
 void fs_remove(struct fs_set *s, const char *p)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcmp(s->v[i].p, p)) {
-            free(s->v[i].p);
-            s->v[i] = s->v[--s->n];
-            return;
-        }
+    bool found = false;
+    size_t slot = s->slots ? fs_probe(s, p, &found) : 0, i, last;
+
+    if (!found)
+        return;
+    i = s->slots[slot] - 1;
+    s->slots[slot] = FS_TOMB;
+    free(s->v[i].p);
+    last = --s->n;
+    if (i != last) {
+        /* the last path moves into the hole; its slot follows it */
+        s->v[i] = s->v[last];
+        size_t ls = fs_probe(s, s->v[i].p, &found);
+        if (found)
+            s->slots[ls] = (uint32_t)(i + 1);
+    }
+}
+
+static int cmp_len_asc(const void *a, const void *b)
+{
+    size_t x = strlen(((const struct fs_path *)a)->p), y = strlen(((const struct fs_path *)b)->p);
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+int fs_sort_parents_first(struct fs_set *s)
+{
+    if (s->n < 2)
+        return 0;
+    qsort(s->v, s->n, sizeof(*s->v), cmp_len_asc);
+    return fs_reindex(s, s->n);
 }
 
 void fs_free(struct fs_set *s)
@@ -76,6 +160,7 @@ void fs_free(struct fs_set *s)
     for (size_t i = 0; i < s->n; i++)
         free(s->v[i].p);
     free(s->v);
+    free(s->slots);
     memset(s, 0, sizeof(*s));
 }
 

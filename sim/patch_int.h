@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <cjson/cJSON.h>
 
 #define PATCH_MAX_DEPTH 64    /* nesting of objects/lists a patch may walk */
@@ -57,6 +58,8 @@ struct fs_path {
 struct fs_set {
     struct fs_path *v;
     size_t n, cap;
+    uint32_t *slots;    /* open-addressing index into v: 0 empty, FS_TOMB removed, else i+1 */
+    size_t nslots, used;
 };
 
 /* Where list keys come from: the SMP table for built-ins, the CRD schema for CRs. */
@@ -69,6 +72,8 @@ int fs_add(struct fs_set *s, const char *p, bool self);   /* copies p; 0, -ENOME
 bool fs_has(const struct fs_set *s, const char *p);
 bool fs_has_under(const struct fs_set *s, const char *p); /* p itself or a descendant */
 void fs_remove(struct fs_set *s, const char *p);
+/* Orders the paths shortest first (parents before their children). 0 or -ENOMEM. */
+int fs_sort_parents_first(struct fs_set *s);
 void fs_free(struct fs_set *s);
 /* Field set of a whole object (server-owned metadata skipped). */
 int fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out);
