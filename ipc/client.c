@@ -117,8 +117,15 @@ static int send_msg(struct ipc_client *c, const struct ipc_msg *m, uint64_t gen)
         rc = -ENOTCONN;
     else if (gen && gen != c->gen)
         rc = -ESTALE;
-    else
+    else {
         rc = write_all(c->fd, b.data, b.len);
+        /* A failed (maybe partial) write leaves the stream unusable: cut it so
+         * the reader reconnects instead of another thread writing after a torn frame. */
+        if (rc < 0) {
+            shutdown(c->fd, SHUT_RDWR);
+            rc = -ENOTCONN;
+        }
+    }
     pthread_mutex_unlock(&c->wmu);
 out:
     buf_free(&b);

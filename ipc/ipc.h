@@ -206,6 +206,7 @@ struct ipc_server_config {
      * live connection (no leases); 0 disables. */
     uint64_t processing_deadline_ns;
     size_t max_write_queue;      /* bytes queued to a slow peer before it is dropped; default 4 MiB */
+    uint32_t max_connections;    /* further connections get ERROR EMFILE; default 1024 */
     ipc_now_fn now;              /* NULL = util_now_ns */
     void *now_ud;
 };
@@ -213,7 +214,8 @@ struct ipc_server_config {
 /* cfg may be NULL. Handles are created on loop; *out owned until ipc_server_close. */
 int ipc_server_new(struct uv_loop_s *loop, const struct ipc_server_config *cfg,
                    struct ipc_server **out);
-/* Registers a queue for kind (before or after listen). qcfg NULL = defaults. */
+/* Registers a queue for kind; do it before listen, or early workers of that
+ * kind are refused (their ipc_client_open returns -ENOENT). qcfg NULL = defaults. */
 int ipc_server_add_kind(struct ipc_server *s, const char *kind,
                         const struct ipc_queue_config *qcfg);
 /* Binds path (socket mode 0600; a stale socket nobody answers on is replaced;

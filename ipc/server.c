@@ -613,6 +613,9 @@ static void on_connection(uv_stream_t *server, int status)
     if (status < 0 || s->closing)
         return;
     struct conn *c = calloc(1, sizeof(*c));
+    uint32_t n_conns = 0;
+    for (struct conn *o = s->conns; o; o = o->next)
+        n_conns++;
     if (!c)
         return;
     c->s = s;
@@ -624,6 +627,10 @@ static void on_connection(uv_stream_t *server, int status)
     if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
         c->closing = true;
         uv_close((uv_handle_t *)&c->pipe, conn_closed);
+        return;
+    }
+    if (n_conns >= s->cfg.max_connections) {
+        conn_drop(c, EMFILE, "too many connections");
         return;
     }
     /* The socket file is 0600; the peer's credentials are checked anyway. */
@@ -654,6 +661,8 @@ int ipc_server_new(uv_loop_t *loop, const struct ipc_server_config *cfg, struct 
         s->cfg = *cfg;
     if (!s->cfg.max_write_queue)
         s->cfg.max_write_queue = 4u << 20;
+    if (!s->cfg.max_connections)
+        s->cfg.max_connections = 1024;
     s->now = s->cfg.now ? s->cfg.now : default_now;
     s->now_ud = s->cfg.now ? s->cfg.now_ud : NULL;
     if (getrandom(&s->boot, sizeof(s->boot), GRND_NONBLOCK) != (ssize_t)sizeof(s->boot))

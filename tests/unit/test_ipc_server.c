@@ -816,6 +816,27 @@ static void test_round_robin_across_workers(void **state)
     srv_stop(sv);
 }
 
+static void test_connection_limit(void **state)
+{
+    (void)state;
+    next_cfg.max_connections = 2;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *a = open_worker("a", 1), *b = open_worker("b", 1), *c = NULL;
+    struct ipc_client_config cc = {.path = sock_path, .kind = "raycluster", .capacity = 1,
+                                   .connect_timeout_ms = 5000};
+    assert_int_equal(ipc_client_open(&cc, &c), -EMFILE);
+    ipc_client_close(b);
+    /* A slot frees once the server has seen b go; retry within a deadline. */
+    int rc = -EMFILE;
+    uint64_t deadline = util_now_ns() + 5ull * 1000000000ull;
+    while (rc == -EMFILE && util_now_ns() < deadline)
+        rc = ipc_client_open(&cc, &c);
+    assert_int_equal(rc, 0);
+    ipc_client_close(c);
+    ipc_client_close(a);
+    srv_stop(sv);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -833,6 +854,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_client_close_hands_back_buffered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overdue_reported_not_stolen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_robin_across_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
