@@ -370,6 +370,8 @@ struct contention {
     atomic_int holders[NKEYS];
     atomic_int violations;
     atomic_int processed;
+    atomic_int done_errors;
+    atomic_int by_proc[4];   /* [0] this process, [1..3] forked workers */
     atomic_int stop;
 };
 
@@ -377,6 +379,7 @@ struct worker_args {
     struct contention *ct;
     struct ipc_client *c;
     unsigned seed;
+    int proc;
 };
 
 static void *contend(void *arg)
@@ -396,14 +399,34 @@ static void *contend(void *arg)
             ;
         atomic_fetch_sub(&w->ct->holders[idx], 1);
         atomic_fetch_add(&w->ct->processed, 1);
+        atomic_fetch_add(&w->ct->by_proc[w->proc], 1);
         struct ipc_outcome oc = {.kind = (enum ipc_outcome_kind)(rand_r(&w->seed) % 5)};
         if (oc.kind == IPC_OUTCOME_REQUEUE_AFTER)
             oc.after_ns = 1000000;
         if (oc.kind == IPC_OUTCOME_ERROR || oc.kind == IPC_OUTCOME_TERMINAL)
             oc.message = "injected";
-        assert_int_equal(ipc_client_done(w->c, &k, &oc), 0);
+        if (ipc_client_done(w->c, &k, &oc) != 0)
+            atomic_fetch_add(&w->ct->done_errors, 1);
     }
     return NULL;
+}
+
+/* A forked worker process: its own connection with two threads. */
+static void contend_process(struct contention *ct, int proc)
+{
+    struct ipc_client_config cc = {.path = sock_path, .kind = "raycluster", .worker = "forked",
+                                   .capacity = 2, .connect_timeout_ms = 5000};
+    struct ipc_client *c = NULL;
+    if (ipc_client_open(&cc, &c) < 0)
+        _exit(2);
+    struct worker_args wa[2] = {{ct, c, (unsigned)proc * 101u, proc}, {ct, c, (unsigned)proc * 103u, proc}};
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++)
+        pthread_create(&th[t], NULL, contend, &wa[t]);
+    for (int t = 0; t < 2; t++)
+        pthread_join(th[t], NULL);
+    ipc_client_close(c);
+    _exit(0);
 }
 
 struct add_rounds { int rounds; unsigned seed; };
@@ -421,8 +444,19 @@ static void test_one_holder_per_key(void **state)
 {
     (void)state;
     struct srv *sv = srv_start_at(sock_path, 0);
-    struct contention *ct = calloc(1, sizeof(*ct));
-    enum { NW = 6, THREADS = 2 };
+    /* Shared with the forked workers: the holder table spans processes. */
+    struct contention *ct = mmap(NULL, sizeof(*ct), PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(ct != MAP_FAILED);
+    memset(ct, 0, sizeof(*ct));
+    pid_t kids[3];
+    for (int p = 0; p < 3; p++) {
+        kids[p] = fork();
+        assert_true(kids[p] >= 0);
+        if (kids[p] == 0)
+            contend_process(ct, p + 1);
+    }
+    enum { NW = 4, THREADS = 2 };
     struct ipc_client *cl[NW];
     struct worker_args wa[NW * THREADS];
     pthread_t th[NW * THREADS];
@@ -431,7 +465,7 @@ static void test_one_holder_per_key(void **state)
         snprintf(name, sizeof(name), "c%d", i);
         cl[i] = open_worker(name, THREADS);
         for (int t = 0; t < THREADS; t++) {
-            wa[i * THREADS + t] = (struct worker_args){ct, cl[i], (unsigned)(i * 31 + t)};
+            wa[i * THREADS + t] = (struct worker_args){ct, cl[i], (unsigned)(i * 31 + t), 0};
             pthread_create(&th[i * THREADS + t], NULL, contend, &wa[i * THREADS + t]);
         }
     }
@@ -445,12 +479,20 @@ static void test_one_holder_per_key(void **state)
     atomic_store(&ct->stop, 1);
     for (int i = 0; i < NW * THREADS; i++)
         pthread_join(th[i], NULL);
+    for (int p = 0; p < 3; p++) {
+        int status;
+        assert_int_equal(waitpid(kids[p], &status, 0), kids[p]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
     assert_int_equal(atomic_load(&ct->violations), 0);
+    assert_int_equal(atomic_load(&ct->done_errors), 0);
     assert_true(atomic_load(&ct->processed) >= 2000);
+    for (int p = 0; p < 4; p++)
+        assert_true(atomic_load(&ct->by_proc[p]) > 0);
     for (int i = 0; i < NW; i++)
         ipc_client_close(cl[i]);
     srv_stop(sv);
-    free(ct);
+    munmap(ct, sizeof(*ct));
 }
 
 /* ---- kill -9 of a worker process holding keys ------------------------------------------ */
