@@ -55,6 +55,9 @@ struct cache_config {
     const char *name;      /* shm name, "/..." (see cache_segment_name) */
     size_t bytes;          /* total segment size; 0 = default 256 MiB */
     uint32_t max_objects;  /* object slots; 0 = default 131072 */
+    size_t max_bytes;      /* growth limit: when full, the writer moves everything into
+                            * a segment twice the size (bytes and slots) up to this;
+                            * 0 = never grow, refuse instead */
 };
 
 /* Derives the segment name for an operator instance from its state dir, e.g.
@@ -67,14 +70,23 @@ int cache_segment_name(const char *state_dir, char *out, size_t cap);
  * indexes are rebuilt from the stored objects (a write torn by the previous
  * writer's death is dropped and its type flagged not-synced) and all stored
  * objects and per-type resourceVersions are kept - no relist needed. An existing
- * segment that fails validation or has another capacity is replaced (unlinked and
- * created afresh, logged). *out is owned by the caller: cache_close().
+ * segment that fails validation or is smaller than asked is replaced (unlinked and
+ * created afresh, logged); a larger one (the writer grew it) is kept.
+ * *out is owned by the caller: cache_close().
  */
 int cache_writer_open(const struct cache_config *cfg, struct cache **out);
 
 /* Reader: shm_open O_RDONLY + mmap PROT_READ; validates the header.
  * *out is owned by the caller: cache_close(). */
 int cache_reader_open(const char *name, struct cache **out);
+
+/*
+ * After the writer grew the segment, calls on an old reader handle return
+ * -ESTALE: this remaps the handle onto the current segment (same name). Not
+ * thread-safe: no other thread may be using the handle meanwhile. 0 if the
+ * handle was current or was refreshed.
+ */
+int cache_reader_refresh(struct cache *c);
 
 /* Unmaps and frees the handle; the segment stays (cache_unlink removes it). */
 void cache_close(struct cache *c);

@@ -152,6 +152,7 @@ struct cache {
     uint8_t *blob;
     uint64_t blob_size;
     char name[CACHE_SEGNAME_MAX];
+    size_t max_bytes;       /* writer: growth limit (0 = no growth) */
     struct cache_wstate *w;
 };
 
@@ -222,7 +223,14 @@ bool cache_wait_more(struct cache_wait *w);
  * off/len/lengths are out of bounds. */
 const uint8_t *cache_rec_at(struct cache *c, uint64_t off, uint32_t len, struct cache_rec *rec);
 
-/* Writer internals shared between segment.c and writer.c. */
+/* Writer internals shared between segment.c, writer.c and grow.c. */
+int cache_segment_create(struct cache *c, const char *name, size_t bytes, uint32_t max_objects);
+struct cache *cache_handle_alloc(const char *name, bool writer);
+/* Copies every live object of src into the empty writer dst (same type ids). */
+int cache_writer_copy(struct cache *dst, struct cache *src);
+/* Moves the writer into a segment twice the size (bounded by c->max_bytes);
+ * -ENOSPC if it may not grow. */
+int cache_grow(struct cache *c);
 int cache_writer_init_state(struct cache *c);
 int cache_writer_rebuild(struct cache *c);
 void cache_writer_free_state(struct cache *c);

@@ -208,7 +208,7 @@ static int reserve(int fd, size_t size)
     return -rc;
 }
 
-static int create_segment(struct cache *c, const char *name, size_t bytes, uint32_t max_objects)
+int cache_segment_create(struct cache *c, const char *name, size_t bytes, uint32_t max_objects)
 {
     struct cache_hdr geo;
     memset(&geo, 0, sizeof(geo));
@@ -257,20 +257,21 @@ static int attach_existing(struct cache *c, const char *name, size_t bytes, uint
         rc = -errno;
     } else if (st.st_uid != geteuid() || (st.st_mode & 077)) {
         rc = -EPERM; /* not ours or readable by others: never trust it */
-    } else if ((size_t)st.st_size != bytes) {
+    } else if ((size_t)st.st_size < bytes) {
         rc = -EMSGSIZE;
-    } else if (!(rc = map_fd(fd, bytes, PROT_READ | PROT_WRITE, &base))) {
-        rc = cache_attach_geometry(c, base, bytes);
-        if (!rc && c->max_objects != max_objects)
+    } else if (!(rc = map_fd(fd, (size_t)st.st_size, PROT_READ | PROT_WRITE, &base))) {
+        /* larger than asked is fine: a previous writer grew it */
+        rc = cache_attach_geometry(c, base, (size_t)st.st_size);
+        if (!rc && c->max_objects < max_objects)
             rc = -EMSGSIZE;
         if (rc)
-            munmap(base, bytes);
+            munmap(base, (size_t)st.st_size);
     }
     close(fd);
     return rc;
 }
 
-static struct cache *cache_alloc(const char *name, bool writer)
+struct cache *cache_handle_alloc(const char *name, bool writer)
 {
     struct cache *c = calloc(1, sizeof(*c));
     if (c) {
@@ -292,9 +293,10 @@ int cache_writer_open(const struct cache_config *cfg, struct cache **out)
     struct cache_hdr probe;
     if ((rc = cache_layout(bytes, maxo, &probe)))
         return rc;
-    struct cache *c = cache_alloc(cfg->name, true);
+    struct cache *c = cache_handle_alloc(cfg->name, true);
     if (!c)
         return -ENOMEM;
+    c->max_bytes = cfg->max_bytes;
     bool attached = false;
     rc = attach_existing(c, cfg->name, bytes, maxo);
     if (rc == 0) {
@@ -305,7 +307,7 @@ int cache_writer_open(const struct cache_config *cfg, struct cache **out)
         log_warn("cache segment unusable, replacing it", "segment", cfg->name, "error", e, NULL);
         shm_unlink(cfg->name);
     }
-    if (!attached && (rc = create_segment(c, cfg->name, bytes, maxo)))
+    if (!attached && (rc = cache_segment_create(c, cfg->name, bytes, maxo)))
         goto out;
     if ((rc = cache_writer_init_state(c)))
         goto out;
@@ -352,7 +354,7 @@ int cache_reader_open(const char *name, struct cache **out)
     }
     if ((rc = map_fd(fd, (size_t)st.st_size, PROT_READ, &base)))
         goto out;
-    if (!(c = cache_alloc(name, false))) {
+    if (!(c = cache_handle_alloc(name, false))) {
         rc = -ENOMEM;
         goto out;
     }
@@ -372,7 +374,7 @@ out:
 int cache_open_image(const void *img, size_t len, struct cache **out)
 {
     *out = NULL;
-    struct cache *c = cache_alloc("/image", false);
+    struct cache *c = cache_handle_alloc("/image", false);
     if (!c)
         return -ENOMEM;
     c->owns_map = false;

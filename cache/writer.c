@@ -364,7 +364,14 @@ static void refuse(struct cache *c, const char *what, const char *ns, const char
     }
 }
 
+static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, bool may_grow);
+
 int cache_put(struct cache *c, int type, const cJSON *obj, bool *created)
+{
+    return put_once(c, type, obj, created, true);
+}
+
+static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, bool may_grow)
 {
     int rc = type_ok(c, type);
     if (rc)
@@ -414,11 +421,15 @@ int cache_put(struct cache *c, int type, const cJSON *obj, bool *created)
     uint64_t lh = *label ? cache_label_hash((uint32_t)type, ns, r.ns_len, label, r.label_len) : 0;
     uint32_t cur = find_key(c, (uint32_t)type, kh, ns, r.ns_len, name, r.name_len);
     if (!cur && w->nfree == 0 && w->hw >= c->max_objects) {
+        if (may_grow && c->max_bytes && cache_grow(c) == 0)
+            return put_once(c, type, obj, created, false);
         refuse(c, "objects", ns, name);
         return -ENOSPC;
     }
     uint64_t off;
     if ((rc = blob_alloc(c, round16(len), &off))) {
+        if (rc == -ENOSPC && may_grow && c->max_bytes && cache_grow(c) == 0)
+            return put_once(c, type, obj, created, false);
         if (rc == -ENOSPC)
             refuse(c, "bytes", ns, name);
         return rc;
@@ -739,5 +750,52 @@ int cache_writer_rebuild(struct cache *c)
         log_warn("cache re-attach dropped torn or corrupt objects", "segment", c->name,
                  "dropped", d, NULL);
     }
+    return 0;
+}
+
+/* ---- growth: bulk copy into a fresh, larger segment ------------------------------ */
+
+int cache_writer_copy(struct cache *dst, struct cache *src)
+{
+    struct cache_wstate *w = dst->w;
+    uint64_t objects = 0, bytes = 0;
+    for (uint32_t i = 0; i < src->w->hw; i++) {
+        struct cache_slot *s = &src->slots[i];
+        uint32_t type = LD(s->type);
+        if (type == CACHE_SLOT_FREE)
+            continue;
+        uint32_t len = LD(s->blob_len);
+        uint64_t size = round16(len);
+        if (w->hw >= dst->max_objects || w->top + size > dst->blob_size)
+            return -ENOSPC;
+        uint32_t idx = w->hw++;
+        uint64_t off = w->top;
+        w->top += size;
+        w->live += size;
+        memcpy(dst->blob + off, src->blob + LD(s->blob_off), len);
+        struct cache_slot *d = &dst->slots[idx];
+        /* nobody maps dst yet: no seqlock dance needed */
+        ST(d->type, type);
+        ST(d->blob_off, off);
+        ST(d->blob_len, len);
+        ST(d->key_hash, LD(s->key_hash));
+        ST(d->owner_hash, LD(s->owner_hash));
+        ST(d->label_hash, LD(s->label_hash));
+        ST(d->owner_next, 0);
+        ST(d->label_next, 0);
+        chain_link(dst, CH_KEY, LD(s->key_hash), idx);
+        if (LD(s->owner_hash))
+            chain_link(dst, CH_OWNER, LD(s->owner_hash), idx);
+        if (LD(s->label_hash))
+            chain_link(dst, CH_LABEL, LD(s->label_hash), idx);
+        w->mark[idx] = src->w->mark[i];
+        if (type < CACHE_MAX_TYPES)
+            atomic_fetch_add_explicit(&dst->hdr->types[type].objects, 1, memory_order_relaxed);
+        objects++;
+        bytes += len;
+    }
+    atomic_store_explicit(&dst->hdr->objects, objects, memory_order_relaxed);
+    atomic_store_explicit(&dst->hdr->bytes_used, bytes, memory_order_relaxed);
+    atomic_store_explicit(&dst->hdr->slot_hw, w->hw, memory_order_relaxed);
     return 0;
 }

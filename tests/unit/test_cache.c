@@ -687,6 +687,73 @@ static void test_capacity_bytes_and_compaction(void **state)
     cache_close(w);
 }
 
+
+static void test_growth(void **state)
+{
+    (void)state;
+    struct cache_config cfg = { .name = segname, .bytes = CACHE_MIN_BYTES, .max_objects = 8,
+                                .max_bytes = 4 * CACHE_MIN_BYTES };
+    struct cache *w = NULL, *r = NULL;
+    assert_int_equal(cache_writer_open(&cfg, &w), 0);
+    int t = cache_type_ensure(w, "v1/pods");
+    cache_set_rv(w, t, "55");
+    cache_set_synced(w, t, true);
+    assert_int_equal(cache_reader_open(segname, &r), 0);
+    char name[16];
+    for (int i = 0; i < 20; i++) { /* 8 slots -> 16 -> 32 */
+        snprintf(name, sizeof(name), "p%d", i);
+        put_pod(w, t, "ns", name, "uid-1", "c", "1");
+    }
+    struct cache_info info;
+    cache_info(w, &info);
+    assert_int_equal(info.grows, 2);
+    assert_int_equal(info.max_objects, 32);
+    assert_int_equal(info.objects, 20);
+    assert_int_equal(info.refused_writes, 0);
+    /* the old reader is told, and follows */
+    assert_int_equal(cache_get(r, t, "ns", "p0", NULL, 0, NULL, NULL), -ESTALE);
+    cache_info(r, &info);
+    assert_string_equal(info.moved_to, segname);
+    assert_int_equal(cache_reader_refresh(r), 0);
+    assert_int_equal(cache_reader_refresh(r), 0);
+    struct cache_key k[32];
+    assert_int_equal(cache_list_owner(r, t, "uid-1", k, 32), 20);
+    struct cache_type_info ti;
+    assert_int_equal(cache_type_info(r, t, &ti), 0);
+    assert_string_equal(ti.rv, "55");
+    assert_true(ti.synced);
+    assert_int_equal(ti.objects, 20);
+    /* a restarted writer with the original flags keeps the grown segment */
+    cache_close(w);
+    assert_int_equal(cache_writer_open(&cfg, &w), 0);
+    cache_info(w, &info);
+    assert_int_equal(info.objects, 20);
+    assert_int_equal(info.max_objects, 32);
+    assert_int_equal(cache_reader_refresh(r), 0);
+    assert_int_equal(cache_get(r, t, "ns", "p19", NULL, 0, NULL, NULL), -ENOBUFS);
+    /* past max_bytes it refuses, loudly */
+    int refused = 0;
+    for (int i = 20; i < 200 && !refused; i++) {
+        snprintf(name, sizeof(name), "p%d", i);
+        cJSON *o = pod_with_payload(name, 20000, 'g');
+        int rc = cache_put(w, t, o, NULL);
+        cJSON_Delete(o);
+        if (rc) {
+            assert_int_equal(rc, -ENOSPC);
+            refused = 1;
+        }
+    }
+    assert_true(refused);
+    cache_info(w, &info);
+    assert_int_equal(info.bytes_total, 4 * CACHE_MIN_BYTES);
+    assert_int_equal(info.refused_writes, 1);
+    cache_close(r);
+    cache_close(w);
+    char tmp[CACHE_SEGNAME_MAX + 8];
+    snprintf(tmp, sizeof(tmp), "%s.grow", segname);
+    assert_int_equal(shm_unlink(tmp), -1); /* nothing left behind */
+}
+
 static void test_reader_cannot_write(void **state)
 {
     (void)state;
@@ -765,6 +832,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reattach_drops_torn_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capacity_objects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_capacity_bytes_and_compaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_cannot_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_rejects_foreign_segments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_target, setup, teardown),
