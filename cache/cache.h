@@ -84,7 +84,7 @@ int cache_reader_open(const char *name, struct cache **out);
  * After the writer grew the segment, calls on an old reader handle return
  * -ESTALE: this remaps the handle onto the current segment (same name). Not
  * thread-safe: no other thread may be using the handle meanwhile. 0 if the
- * handle was current or was refreshed.
+ * handle was current or was refreshed; -EAGAIN if the writer is mid-switch.
  */
 int cache_reader_refresh(struct cache *c);
 

@@ -77,13 +77,17 @@ int cache_grow(struct cache *c)
     ST(nh->grows, LD(oh->grows) + 1);
     ST(nh->epoch, LD(oh->epoch) + 1);
     atomic_store_explicit(&nh->generation, LD(oh->generation) + 1, memory_order_release);
+    /* Retire the old segment before the switch: a writer dying between the two
+     * leaves readers on -ESTALE (never silently on a frozen copy), and its
+     * successor's re-attach clears the flag on whichever segment the name holds. */
+    snprintf(oh->moved_to, sizeof(oh->moved_to), "%s", c->name);
+    atomic_store_explicit(&oh->retired, 1, memory_order_seq_cst);
     if (rename(from, to)) {
         rc = -errno;
+        atomic_store_explicit(&oh->retired, 0, memory_order_release);
+        memset(oh->moved_to, 0, sizeof(oh->moved_to));
         goto fail;
     }
-    /* from here on new readers get the new segment; tell the old ones */
-    snprintf(oh->moved_to, sizeof(oh->moved_to), "%s", c->name);
-    atomic_store_explicit(&oh->retired, 1, memory_order_release);
     char ob[24], nb[24], oo[16], no[16];
     snprintf(ob, sizeof(ob), "%zu", c->size);
     snprintf(nb, sizeof(nb), "%zu", bytes);
@@ -113,6 +117,10 @@ int cache_reader_refresh(struct cache *c)
     int rc = cache_reader_open(c->name, &n);
     if (rc)
         return rc;
+    if (atomic_load_explicit(&n->hdr->retired, memory_order_acquire)) {
+        cache_close(n); /* the writer is between retiring and switching */
+        return -EAGAIN;
+    }
     struct cache old = *c;
     adopt(c, n);
     free(n);

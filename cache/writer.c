@@ -651,6 +651,10 @@ int cache_writer_rebuild(struct cache *c)
     struct cache_wstate *w = c->w;
     atomic_store_explicit(&h->state, CACHE_STATE_REBUILDING, memory_order_seq_cst);
     atomic_fetch_add_explicit(&h->epoch, 1, memory_order_seq_cst);
+    /* the name leads here, so this is the current segment even if a writer died
+     * growing out of it (grow.c) */
+    memset(h->moved_to, 0, sizeof(h->moved_to));
+    atomic_store_explicit(&h->retired, 0, memory_order_release);
     uint32_t ntypes = atomic_load_explicit(&h->ntypes, memory_order_relaxed);
     if (ntypes > CACHE_MAX_TYPES) {
         ntypes = CACHE_MAX_TYPES;

@@ -752,6 +752,19 @@ static void test_growth(void **state)
     char tmp[CACHE_SEGNAME_MAX + 8];
     snprintf(tmp, sizeof(tmp), "%s.grow", segname);
     assert_int_equal(shm_unlink(tmp), -1); /* nothing left behind */
+
+    /* a writer that died after retiring the old segment but before the switch:
+     * readers get -ESTALE (never a frozen view), the next writer clears it */
+    assert_int_equal(cache_writer_open(&cfg, &w), 0);
+    assert_int_equal(cache_reader_open(segname, &r), 0);
+    atomic_store(&w->hdr->retired, 1);
+    assert_int_equal(cache_get(r, t, "ns", "p3", NULL, 0, NULL, NULL), -ESTALE);
+    assert_int_equal(cache_reader_refresh(r), -EAGAIN);
+    cache_close(w);
+    assert_int_equal(cache_writer_open(&cfg, &w), 0);
+    assert_int_equal(cache_get(r, t, "ns", "p3", NULL, 0, NULL, NULL), -ENOBUFS);
+    cache_close(r);
+    cache_close(w);
 }
 
 static void test_reader_cannot_write(void **state)
