@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -260,6 +261,11 @@ int main(int argc, char **argv)
         return 2;
 
     raise_fd_limit();
+    /* Connection threads allocate from their own glibc arenas, which otherwise grow a
+     * page run at a time (sysmalloc + mprotect showed up as ~20% of a create-heavy
+     * profile); grow them in large steps and do not hand memory straight back. */
+    mallopt(M_TOP_PAD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     /* Threads started below inherit this mask; only sigwait sees the signals. */
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&set);
