@@ -287,7 +287,6 @@ static int check_auth(struct server *s, struct server_req *req)
 static int dispatch(struct server *s, struct server_req *req)
 {
     const struct route *r = req->route;
-    char msg[600];
 
     if (s->prehook && s->prehook(s->prehook_arg, req) == SERVER_HANDLED)
         return 0;
@@ -318,8 +317,8 @@ static int dispatch(struct server *s, struct server_req *req)
     default:
         return server_handle_discovery(req);
     }
-    snprintf(msg, sizeof(msg), "the server could not find the requested resource");
-    return server_reply_status(req, 404, "NotFound", msg);
+    return server_reply_status(req, 404, "NotFound",
+                               "the server could not find the requested resource");
 }
 
 /* ---- MHD callbacks ---------------------------------------------------------- */
@@ -571,6 +570,7 @@ int server_start(struct server *s, char *err, size_t errlen)
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+        /* without TLS the option list ends here (the key option is never read) */
         s->cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, s->cert,
         MHD_OPTION_HTTPS_MEM_KEY, s->key,
         MHD_OPTION_END);
