@@ -489,9 +489,11 @@ static void test_watch_starts_are_rate_limited(void **state)
     assert_int_equal(run_until_ended(f, cs, 3), 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(cs[i].nevents, 4);
-    assert_in_range(cs[0].first_event_ms - t0, 0, 150);
-    assert_in_range(cs[1].first_event_ms - t0, 180, 700);
-    assert_in_range(cs[2].first_event_ms - t0, 380, 900);
+    /* Lower bounds are the limiter's (the gate timer cannot fire early); upper
+     * bounds only catch a stall, with room for a loaded machine. */
+    assert_in_range(cs[0].first_event_ms - t0, 0, 1000);
+    assert_in_range(cs[1].first_event_ms - t0, 195, 3000);
+    assert_in_range(cs[2].first_event_ms - t0, 395, 3000);
     kube_client_get_stats(c, &st);
     assert_in_range(st.throttled_ns / 1000000, 590, 610); /* 200 + 400 ms reserved */
     for (int i = 0; i < 3; i++)
