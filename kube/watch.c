@@ -224,7 +224,10 @@ static void on_gate(uv_timer_t *t);
 static void after_dispatch(struct kube_watcher *wd)
 {
     struct kube_watch *w = wd->watches, *next;
-    uint64_t now = uv_now(wd->loop), earliest = UINT64_MAX;
+    uint64_t now, earliest = UINT64_MAX;
+
+    uv_update_time(wd->loop); /* the cached loop time may be a whole iteration old */
+    now = uv_now(wd->loop);
     for (; w != NULL; w = next) {
         next = w->next;
         if (w->stopped) {
@@ -476,6 +479,7 @@ int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, con
     uint64_t wait = kube__limiter_reserve(&c->limiter, kube__now(c));
     if (wait > 0) {
         atomic_fetch_add(&c->st_throttled_ns, wait);
+        uv_update_time(wd->loop);
         w->not_before = uv_now(wd->loop) + (wait + 999999) / 1000000;
     } else if (!wd->dispatching) {
         if (curl_multi_add_handle(wd->multi, w->easy) != CURLM_OK) {
