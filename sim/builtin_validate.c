@@ -4,7 +4,8 @@
  * Services, DNS-1123 label for Namespaces), Pod containers and restart policy,
  * Pod spec immutability on update, Service ports/type and clusterIP
  * immutability, Job template restart policy and selector/template immutability.
- * Causes carry the field paths and messages of the validation packages of k8s.io/kubernetes pkg/apis.
+ * Causes carry the field paths and messages of the validation packages of
+ * k8s.io/kubernetes pkg/apis.
  */
 #include "sim/store_int.h"
 

@@ -112,8 +112,8 @@ struct store {
     size_t window;
     unsigned bookmark_ms;
     _Atomic unsigned watch_delay_ms;
-    uint32_t svc_next_ip;
-    const struct reg_resource *res_namespaces, *res_nodes;       /* offset in 10.96.0.0/12 for the next clusterIP */
+    uint32_t svc_next_ip;       /* offset in 10.96.0.0/12 for the next clusterIP */
+    const struct reg_resource *res_namespaces, *res_nodes;   /* cached built-ins */
 
     struct subscriber subs[STORE_MAX_SUBSCRIBERS];
     size_t n_subs;
@@ -207,6 +207,11 @@ void store_now(char out[32]);
 bool store_spec_changed(const struct reg_resource *res, const cJSON *a, const cJSON *b);
 bool store_has_finalizer(const cJSON *obj, const char *f);
 cJSON *store_meta(cJSON *obj);   /* metadata object, created when absent */
+void store_set_str(cJSON *o, const char *k, const char *v);   /* replace or add */
+void store_set_num(cJSON *o, const char *k, double v);
+bool store_finalizers_empty(const struct reg_resource *res, const cJSON *obj);
+/* Equal apart from managedFields and resourceVersion (a no-op write). */
+bool store_same_object(const cJSON *a, const cJSON *b);
 const char *store_meta_str(const cJSON *obj, const char *key);
 
 /* 400 "field label not supported: x" unless every field is served (store_list.c). */

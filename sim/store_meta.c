@@ -14,6 +14,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#define jget cJSON_GetObjectItemCaseSensitive
+
 static const char SUBDOMAIN_MSG[] =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
     "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
@@ -236,7 +238,7 @@ static void check_owner_refs(const cJSON *refs, cJSON *causes)
     }
     cJSON_ArrayForEach(r, refs) {
         for (size_t i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
-            const char *v = cJSON_GetStringValue(cJSON_GetObjectItem(r, req[i][0]));
+            const char *v = cJSON_GetStringValue(jget(r, req[i][0]));
             if (!v || !v[0]) {
                 char field[64];
                 snprintf(field, sizeof(field), "metadata.ownerReferences.%s", req[i][0]);
@@ -244,7 +246,7 @@ static void check_owner_refs(const cJSON *refs, cJSON *causes)
                          req[i][1]);
             }
         }
-        if (cJSON_IsTrue(cJSON_GetObjectItem(r, "controller")))
+        if (cJSON_IsTrue(jget(r, "controller")))
             controllers++;
     }
     if (controllers > 1)
@@ -268,23 +270,23 @@ static bool str_in_array(const cJSON *arr, const char *s)
 void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resource *res,
                       cJSON *causes)
 {
-    const cJSON *md = cJSON_GetObjectItem(obj, "metadata");
+    const cJSON *md = jget(obj, "metadata");
     const cJSON *fin;
 
     (void)res;
     if (!cJSON_IsObject(md))
         return;
-    check_labels(cJSON_GetObjectItem(md, "labels"), causes);
-    check_annotations(cJSON_GetObjectItem(md, "annotations"), causes);
-    check_owner_refs(cJSON_GetObjectItem(md, "ownerReferences"), causes);
-    fin = cJSON_GetObjectItem(md, "finalizers");
+    check_labels(jget(md, "labels"), causes);
+    check_annotations(jget(md, "annotations"), causes);
+    check_owner_refs(jget(md, "ownerReferences"), causes);
+    fin = jget(md, "finalizers");
     if (fin && !cJSON_IsArray(fin)) {
         st_cause(causes, "FieldValueInvalid", "metadata.finalizers",
                  "Invalid value: \"finalizers\": must be a list of strings");
         return;
     }
     if (old && store_meta_str(old, "deletionTimestamp") && fin) {
-        const cJSON *ofin = cJSON_GetObjectItem(cJSON_GetObjectItem(old, "metadata"),
+        const cJSON *ofin = jget(jget(old, "metadata"),
                                                 "finalizers");
         const cJSON *f;
         struct buf b = { 0 };
@@ -356,7 +358,7 @@ void store_now(char out[32])
 
 cJSON *store_meta(cJSON *obj)
 {
-    cJSON *md = cJSON_GetObjectItem(obj, "metadata");
+    cJSON *md = jget(obj, "metadata");
 
     if (!cJSON_IsObject(md)) {
         cJSON_DeleteItemFromObject(obj, "metadata");
@@ -367,13 +369,13 @@ cJSON *store_meta(cJSON *obj)
 
 const char *store_meta_str(const cJSON *obj, const char *key)
 {
-    return cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"),
+    return cJSON_GetStringValue(jget(jget(obj, "metadata"),
                                                     key));
 }
 
 bool store_has_finalizer(const cJSON *obj, const char *f)
 {
-    return str_in_array(cJSON_GetObjectItem(cJSON_GetObjectItem(obj, "metadata"),
+    return str_in_array(jget(jget(obj, "metadata"),
                                             "finalizers"), f);
 }
 
@@ -392,13 +394,59 @@ bool store_spec_changed(const struct reg_resource *res, const cJSON *a, const cJ
     cJSON_ArrayForEach(x, a) {
         if (ignored_top(res, x->string))
             continue;
-        const cJSON *y = cJSON_GetObjectItem(b, x->string);
+        const cJSON *y = jget(b, x->string);
         if (!y || !cJSON_Compare(x, y, true))
             return true;
     }
     cJSON_ArrayForEach(x, b) {
-        if (!ignored_top(res, x->string) && !cJSON_GetObjectItem(a, x->string))
+        if (!ignored_top(res, x->string) && !jget(a, x->string))
             return true;
     }
     return false;
+}
+
+void store_set_str(cJSON *o, const char *k, const char *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+    cJSON_AddStringToObject(o, k, v);
+}
+
+void store_set_num(cJSON *o, const char *k, double v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+    cJSON_AddNumberToObject(o, k, v);
+}
+
+/* No metadata.finalizers (and, for Namespaces, no spec.finalizers) left. */
+bool store_finalizers_empty(const struct reg_resource *res, const cJSON *obj)
+{
+    const cJSON *f = jget(jget(obj, "metadata"), "finalizers");
+
+    if (cJSON_GetArraySize(f) > 0)
+        return false;
+    if (!res->group[0] && !strcmp(res->plural, "namespaces") &&
+        cJSON_GetArraySize(jget(jget(obj, "spec"), "finalizers")) > 0)
+        return false;
+    return true;
+}
+
+/* Compares a and b ignoring managedFields (their timestamps are not a change). */
+bool store_same_object(const cJSON *a, const cJSON *b)
+{
+    cJSON *x = cJSON_Duplicate(a, true), *y = cJSON_Duplicate(b, true);
+    bool same;
+
+    if (!x || !y) {
+        cJSON_Delete(x);
+        cJSON_Delete(y);
+        return false;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(store_meta(x), "managedFields");
+    cJSON_DeleteItemFromObjectCaseSensitive(store_meta(y), "managedFields");
+    cJSON_DeleteItemFromObjectCaseSensitive(store_meta(x), "resourceVersion");
+    cJSON_DeleteItemFromObjectCaseSensitive(store_meta(y), "resourceVersion");
+    same = cJSON_Compare(x, y, true);
+    cJSON_Delete(x);
+    cJSON_Delete(y);
+    return same;
 }

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define jget cJSON_GetObjectItemCaseSensitive
+
 void store_status_clear(struct store_status *st)
 {
     if (!st)
@@ -179,8 +181,8 @@ int st_invalid(struct store_status *st, const struct reg_resource *res, const ch
     if (n > 1)
         buf_puts(&b, "[");
     cJSON_ArrayForEach(c, causes) {
-        const char *f = cJSON_GetStringValue(cJSON_GetObjectItem(c, "field"));
-        const char *m = cJSON_GetStringValue(cJSON_GetObjectItem(c, "message"));
+        const char *f = cJSON_GetStringValue(jget(c, "field"));
+        const char *m = cJSON_GetStringValue(jget(c, "message"));
         if (i++)
             buf_puts(&b, ", ");
         if (f && f[0])
