@@ -14,12 +14,15 @@
  * thread asked for; a key that arrives after its puller timed out waits in the
  * buffer for the next pull.
  *
- * Reconnects: each connection has a generation. Keys carry the generation they
- * came on; a DONE for an older generation is dropped (-ESTALE) because the
- * server that handed the key out is gone, and the new watcher rebuilds its
- * queues from the cache by a full resync, so the key comes back by itself.
- * Keys buffered but not yet pulled when a connection drops are discarded for
- * the same reason.
+ * Reconnects: each connection has a generation. The client remembers every
+ * key its threads hold (pulled, not Done). After a reconnect it sends ADOPT
+ * for each, so the new watcher leases them to this connection and hands them
+ * to nobody else while our threads still work on them (one holder per key
+ * survives a watcher restart); a later Done is sent under the adopted lease
+ * id. A key that could not be adopted, or was finished while disconnected,
+ * gets -ESTALE: the new watcher rebuilds its queues by a full resync, so the
+ * key comes back by itself. Keys buffered but not yet pulled when a
+ * connection drops are discarded for the same reason.
  *
  * Lock order: mu (state) may be held while taking wmu (socket writes); never
  * the other way round.
@@ -36,6 +39,14 @@
 
 #include "ipc/proto.h"
 
+/* A key a worker thread holds, and the lease it is held under right now. */
+struct held {
+    uint64_t orig_id, orig_gen;   /* what the thread's ipc_key says */
+    uint64_t cur_id, cur_gen;     /* lease on the current connection, if adopted */
+    bool adopting;                /* ADOPT sent, ADOPTED not back yet */
+    char key[IPC_KEY_MAX];
+};
+
 struct ipc_client {
     char *path, *kind, *worker;
     uint32_t capacity;
@@ -48,6 +59,9 @@ struct ipc_client {
     struct ipc_key *ready;        /* ring of capacity entries */
     uint32_t r_head, r_len, r_cap;
     uint64_t st_sent, st_recv;    /* STATUS requests/replies on this connection */
+    uint64_t live_gen;            /* generation of the welcomed connection */
+    struct held *held;            /* keys in worker threads' hands */
+    uint32_t n_held, cap_held;
     struct ipc_status status;     /* the last reply */
     bool status_valid;
 
@@ -147,6 +161,43 @@ static int connect_once(const char *path)
     return fd;
 }
 
+/* After a reconnect: ask the new server to lease us the keys our threads
+ * still hold, so it hands them to nobody else meanwhile. Called with mu held. */
+static void adopt_held(struct ipc_client *c)
+{
+    struct ipc_msg *m = calloc(1, sizeof(*m));
+    if (!m)
+        return;
+    m->type = IPC_MSG_ADOPT;
+    for (uint32_t i = 0; i < c->n_held; i++) {
+        struct held *h = &c->held[i];
+        snprintf(m->key, sizeof(m->key), "%s", h->key);
+        h->adopting = send_msg(c, m, c->live_gen) == 0;
+    }
+    free(m);
+}
+
+/* The server's answer to ADOPT. Called with mu held. */
+static void adopted(struct ipc_client *c, uint64_t id, const char *key)
+{
+    for (uint32_t i = 0; i < c->n_held; i++) {
+        struct held *h = &c->held[i];
+        if (!h->adopting || strcmp(h->key, key) != 0)
+            continue;
+        h->adopting = false;
+        if (id) {
+            h->cur_id = id;
+            h->cur_gen = c->live_gen;
+        }
+        return;
+    }
+    if (id) {
+        /* The thread finished while ADOPT was on the wire: give the lease back. */
+        struct ipc_msg rel = {.type = IPC_MSG_DONE, .id = id, .outcome = IPC_OUTCOME_RELEASE};
+        (void)send_msg(c, &rel, c->live_gen);
+    }
+}
+
 /* Reader side of one connection, until it drops. Returns when it does. */
 static void serve_connection(struct ipc_client *c, int fd, struct ipc_msg *m, uint8_t *body)
 {
@@ -175,7 +226,12 @@ static void serve_connection(struct ipc_client *c, int fd, struct ipc_msg *m, ui
             c->connected = true;
             c->requested = 0;
             c->st_sent = c->st_recv = 0;
+            c->live_gen = c->gen;   /* gen only changes on this thread */
+            adopt_held(c);
             pthread_cond_broadcast(&c->cv);
+            break;
+        case IPC_MSG_ADOPTED:
+            adopted(c, m->id, m->key);
             break;
         case IPC_MSG_KEY:
             if (!welcomed || c->r_len == c->r_cap) {
@@ -294,6 +350,7 @@ static void client_free(struct ipc_client *c)
     pthread_mutex_destroy(&c->smu);
     pthread_cond_destroy(&c->cv);
     free(c->ready);
+    free(c->held);
     free(c->path);
     free(c->kind);
     free(c->worker);
@@ -395,9 +452,24 @@ int ipc_client_pull(struct ipc_client *c, int timeout_ms, struct ipc_key *out)
             break;
         }
         if (c->r_len) {
+            if (c->n_held == c->cap_held) {
+                uint32_t nc = c->cap_held ? c->cap_held * 2 : 8;
+                struct held *nh = realloc(c->held, nc * sizeof(*nh));
+                if (!nh) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                c->held = nh;
+                c->cap_held = nc;
+            }
             *out = c->ready[c->r_head];
             c->r_head = (c->r_head + 1) % c->r_cap;
             c->r_len--;
+            struct held *h = &c->held[c->n_held++];
+            h->orig_id = h->cur_id = out->id;
+            h->orig_gen = h->cur_gen = out->conn_gen;
+            h->adopting = false;
+            snprintf(h->key, sizeof(h->key), "%s", out->key);
             rc = 0;
             break;
         }
@@ -441,7 +513,23 @@ int ipc_client_done(struct ipc_client *c, const struct ipc_key *k, const struct 
     m->n_written = (uint32_t)oc->n_written;
     for (size_t i = 0; i < oc->n_written; i++)
         m->written[i] = oc->written[i];
-    int rc = send_msg(c, m, k->conn_gen);
+    int rc = -ENOENT;
+    pthread_mutex_lock(&c->mu);
+    for (uint32_t i = 0; i < c->n_held; i++) {
+        struct held *h = &c->held[i];
+        if (h->orig_id != k->id || h->orig_gen != k->conn_gen)
+            continue;
+        /* The lease may have moved to a new connection by adoption. */
+        if (h->cur_gen == c->live_gen && c->connected) {
+            m->id = h->cur_id;
+            rc = send_msg(c, m, h->cur_gen);
+        } else {
+            rc = -ESTALE;
+        }
+        c->held[i] = c->held[--c->n_held];
+        break;
+    }
+    pthread_mutex_unlock(&c->mu);
     if (rc == -ENOTCONN)
         rc = -ESTALE;   /* the connection it came on is gone: the key comes back by itself */
     free(m);
@@ -526,11 +614,11 @@ void ipc_client_close(struct ipc_client *c)
     /* Hand back what arrived but was never pulled, so nobody waits on backoff for it. */
     pthread_mutex_lock(&c->mu);
     while (c->r_len) {
-        struct ipc_key k = c->ready[c->r_head];
+        struct ipc_key *k = &c->ready[c->r_head];
         c->r_head = (c->r_head + 1) % c->r_cap;
         c->r_len--;
-        struct ipc_outcome rel = {.kind = IPC_OUTCOME_RELEASE};
-        (void)ipc_client_done(c, &k, &rel);
+        struct ipc_msg rel = {.type = IPC_MSG_DONE, .id = k->id, .outcome = IPC_OUTCOME_RELEASE};
+        (void)send_msg(c, &rel, k->conn_gen);
     }
     pthread_mutex_unlock(&c->mu);
     stop_reader(c);

@@ -149,6 +149,10 @@ uint32_t ipc_queue_num_requeues(struct ipc_queue *q, const char *key);
 
 /* Hands out the next ready key: 0, -EAGAIN (none ready now), -ESHUTDOWN. */
 int ipc_queue_get(struct ipc_queue *q, struct ipc_lease *out);
+/* Marks key as processing under a new lease without it having been ready:
+ * a worker still holds it from before a watcher restart. A pending add stays
+ * dirty and is delivered after Done. -EBUSY if someone already holds it. */
+int ipc_queue_adopt(struct ipc_queue *q, const char *key, struct ipc_lease *out);
 /* Done for a lease: applies the outcome, then the gate for written rvs. */
 int ipc_queue_done(struct ipc_queue *q, const char *key, uint64_t id,
                    const struct ipc_outcome *oc);
@@ -207,6 +211,11 @@ struct ipc_server_config {
     uint64_t processing_deadline_ns;
     size_t max_write_queue;      /* bytes queued to a slow peer before it is dropped; default 4 MiB */
     uint32_t max_connections;    /* further connections get ERROR EMFILE; default 1024 */
+    /* Hand out nothing for this long after start, so workers of a previous
+     * watcher can reconnect and ADOPT the keys they still hold before anyone
+     * else is given them. The watcher should use >= 2 s (clients back off to
+     * at most 1 s). 0 = no grace (tests). */
+    uint64_t startup_grace_ns;
     ipc_now_fn now;              /* NULL = util_now_ns */
     void *now_ud;
 };
@@ -268,7 +277,10 @@ struct ipc_key {
 int ipc_client_open(const struct ipc_client_config *cfg, struct ipc_client **out);
 /* Blocks until a key arrives or timeout_ms passes (-ETIMEDOUT); -1 = forever. */
 int ipc_client_pull(struct ipc_client *c, int timeout_ms, struct ipc_key *out);
-/* Reports the outcome; -ESTALE (harmless) if the key came on an older connection. */
+/* Reports the outcome. A key pulled before a reconnect is re-leased on the new
+ * connection by ADOPT and its Done goes there; -ESTALE (harmless) if it could
+ * not be (the server refused, or the key was finished while disconnected);
+ * -ENOENT if this key is not held (Done twice). */
 int ipc_client_done(struct ipc_client *c, const struct ipc_key *k, const struct ipc_outcome *oc);
 /* Enqueues a key in any kind's queue (after_ms 0 = now). */
 int ipc_client_add(struct ipc_client *c, const char *kind, const char *key, uint64_t after_ms);

@@ -46,10 +46,13 @@ static const struct {
     [IPC_MSG_STATUS_REQ] = {B(F_T), 0},
     [IPC_MSG_STATUS] = {B(F_T) | B(F_PID) | B(F_QUEUES), 0},
     [IPC_MSG_ERROR] = {B(F_T) | B(F_CODE) | B(F_MSG), 0},
+    [IPC_MSG_ADOPT] = {B(F_T) | B(F_KEY), 0},
+    [IPC_MSG_ADOPTED] = {B(F_T) | B(F_ID) | B(F_KEY), 0},
 };
 
 static const char *const type_names[IPC_MSG_MAX_] = {
     "?", "HELLO", "WELCOME", "PULL", "KEY", "DONE", "ADD", "STATUS_REQ", "STATUS", "ERROR",
+    "ADOPT", "ADOPTED",
 };
 
 const char *ipc_msg_type_name(enum ipc_msg_type t)

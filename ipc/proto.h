@@ -24,7 +24,9 @@ enum ipc_msg_type {
     IPC_MSG_STATUS_REQ = 7, /* c->s: (nothing) */
     IPC_MSG_STATUS = 8,     /* s->c: pid, queues */
     IPC_MSG_ERROR = 9,      /* both: code, msg */
-    IPC_MSG_MAX_ = 10
+    IPC_MSG_ADOPT = 10,     /* c->s: key (still held from a previous server) */
+    IPC_MSG_ADOPTED = 11,   /* s->c: id (0 = refused), key */
+    IPC_MSG_MAX_ = 12
 };
 
 #define IPC_AFTER_MS_MAX (30ull * 24 * 3600 * 1000) /* 30 days */

@@ -468,6 +468,45 @@ int ipc_queue_get(struct ipc_queue *q, struct ipc_lease *out)
     return 0;
 }
 
+int ipc_queue_adopt(struct ipc_queue *q, const char *key, struct ipc_lease *out)
+{
+    size_t len = key ? strlen(key) : 0;
+    if (ipc_key_check(key, len) < 0)
+        return -EINVAL;
+    struct qent *e = ent_get(q, key, len);
+    if (!e)
+        return -ENOMEM;
+    if (e->processing)
+        return -EBUSY;
+    if (e->gated) {
+        /* The gate guarded a hand-out; the key is already in a worker's hands. */
+        DL_DELETE2(q->gate, e, gprev, gnext);
+        e->gated = 0;
+        q->n_gated--;
+        free(e->gate_w);
+        e->gate_w = NULL;
+        e->gate_n = 0;
+    }
+    /* A queued add is not consumed: it stays dirty and is delivered after Done,
+     * because it may be news the adopting worker has not seen. */
+    if (e->in_ready) {
+        DL_DELETE2(q->ready, e, rprev, rnext);
+        e->in_ready = 0;
+        q->n_ready--;
+    }
+    e->processing = 1;
+    e->lease_id = ++q->next_id;
+    e->got_ns = qnow(q);
+    DL_APPEND2(q->proc, e, pprev, pnext);
+    q->n_proc++;
+    out->key = e->key;
+    out->id = e->lease_id;
+    out->requeues = e->failures;
+    out->added_ns = e->got_ns;
+    out->got_ns = e->got_ns;
+    return 0;
+}
+
 int ipc_queue_done(struct ipc_queue *q, const char *key, uint64_t id,
                    const struct ipc_outcome *oc)
 {

@@ -85,6 +85,7 @@ struct ipc_server {
     ipc_seen_fn seen;
     void *seen_ud;
     uint64_t boot;
+    uint64_t grace_end_ns;        /* no hand-out before this clock time */
     struct ipc_msg scratch;       /* decode target; too big for the stack of a callback */
     struct ipc_msg out;           /* what dispatch and reply_status encode */
 };
@@ -203,6 +204,9 @@ static void wall_ms_of(struct ipc_server *s, uint64_t mono_ns, uint64_t *out)
 static void dispatch(struct ipc_server *s, struct kq *kq)
 {
     struct ipc_msg *m = &s->out;
+    if (s->grace_end_ns && srv_now(s) < s->grace_end_ns)
+        return;   /* arm_timer wakes us at the end of the grace period */
+    s->grace_end_ns = 0;
     while (kq->workers) {
         struct conn *start = kq->rr ? kq->rr : kq->workers, *c = start, *pick = NULL;
         do {
@@ -273,6 +277,8 @@ static void arm_timer(struct ipc_server *s)
         if (d < next)
             next = d;
     }
+    if (s->grace_end_ns && s->grace_end_ns < next)
+        next = s->grace_end_ns;
     if (next == UINT64_MAX) {
         uv_timer_stop(&s->timer);
         return;
@@ -453,6 +459,48 @@ static void reply_status(struct conn *c)
     }
 }
 
+/* A reconnected worker still holds m->key from the previous server: lease it
+ * to this connection so nobody else gets it until the worker says Done. */
+static bool conn_adopt(struct conn *c, const struct ipc_msg *m)
+{
+    struct ipc_server *s = c->s;
+    struct ipc_msg *out = &s->out;
+    struct ipc_lease l;
+    if (!c->kq) {
+        conn_drop(c, EPROTO, "ADOPT from a connection without a kind");
+        return false;
+    }
+    memset(out, 0, sizeof(*out));
+    out->type = IPC_MSG_ADOPTED;
+    snprintf(out->key, sizeof(out->key), "%s", m->key);
+    size_t klen = strlen(m->key);
+    struct inflight *f = malloc(sizeof(*f) + klen + 1);
+    int rc = -ENOSPC;
+    if (f && c->n_inflight < c->capacity)
+        rc = ipc_queue_adopt(c->kq->q, m->key, &l);
+    if (rc == 0) {
+        memcpy(f->key, m->key, klen + 1);
+        f->id = l.id;
+        f->got_ns = l.got_ns;
+        f->overdue_logged = false;
+        HASH_ADD(hh, c->inflight, id, sizeof(f->id), f);
+        c->n_inflight++;
+        if (c->credits > c->capacity - c->n_inflight)
+            c->credits = c->capacity - c->n_inflight;
+        out->id = l.id;
+    } else {
+        free(f);
+        log_warn("cannot adopt a key a reconnected worker still holds", "kind",
+                 ipc_queue_kind(c->kq->q), "key", m->key, "worker", c->worker,
+                 "error", strerror(-rc), NULL);
+    }
+    if (conn_send(c, out) < 0) {
+        conn_drop(c, EIO, "write failed");
+        return false;
+    }
+    return true;
+}
+
 /* One decoded frame. Returns false once c is closing. */
 static bool conn_handle(struct conn *c, struct ipc_msg *m)
 {
@@ -549,6 +597,8 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
     case IPC_MSG_STATUS_REQ:
         reply_status(c);
         return !c->closing;
+    case IPC_MSG_ADOPT:
+        return conn_adopt(c, m);
     case IPC_MSG_ERROR:
         conn_drop(c, 0, m->msg);
         return false;
@@ -665,6 +715,8 @@ int ipc_server_new(uv_loop_t *loop, const struct ipc_server_config *cfg, struct 
         s->cfg.max_connections = 1024;
     s->now = s->cfg.now ? s->cfg.now : default_now;
     s->now_ud = s->cfg.now ? s->cfg.now_ud : NULL;
+    if (s->cfg.startup_grace_ns)
+        s->grace_end_ns = srv_now(s) + s->cfg.startup_grace_ns;
     if (getrandom(&s->boot, sizeof(s->boot), GRND_NONBLOCK) != (ssize_t)sizeof(s->boot))
         s->boot = util_now_ns() ^ ((uint64_t)getpid() << 32);
     uv_timer_init(loop, &s->timer);

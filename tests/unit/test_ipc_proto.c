@@ -105,6 +105,17 @@ static void test_roundtrip_all_types(void **state)
     roundtrip(m, o);
 
     memset(m, 0, sizeof(*m));
+    m->type = IPC_MSG_ADOPT; strcpy(m->key, "ns/held");
+    roundtrip(m, o);
+    assert_string_equal(o->key, "ns/held");
+
+    memset(m, 0, sizeof(*m));
+    m->type = IPC_MSG_ADOPTED; m->id = 0; strcpy(m->key, "ns/held");
+    roundtrip(m, o);
+    assert_int_equal(o->id, 0);
+    assert_string_equal(o->key, "ns/held");
+
+    memset(m, 0, sizeof(*m));
     m->type = IPC_MSG_ERROR; m->code = EPROTO; strcpy(m->msg, "bad frame");
     roundtrip(m, o);
     assert_int_equal(o->code, EPROTO);

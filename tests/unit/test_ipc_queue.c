@@ -666,6 +666,45 @@ static void test_many_keys_memory_returns(void **state)
     ipc_queue_free(q);
 }
 
+static void test_adopt(void **state)
+{
+    (void)state;
+    struct ipc_queue *q = mkq(NULL);
+    /* Adopting a key nobody knows: processing at once, nothing pending. */
+    struct ipc_lease a;
+    assert_int_equal(ipc_queue_adopt(q, "ns/a", &a), 0);
+    assert_empty(q);
+    ipc_queue_add(q, "ns/a");          /* the new watcher's resync */
+    assert_empty(q);                   /* held: not handed out again */
+    struct ipc_lease l;
+    assert_int_equal(ipc_queue_adopt(q, "ns/a", &l), -EBUSY);
+    assert_int_equal(ipc_queue_done(q, "ns/a", a.id, &OK), 0);
+    get_key(q, "ns/a");                /* the pending add, after Done */
+    /* Adopting a key that was ready takes it out of the FIFO but keeps it dirty. */
+    ipc_queue_add(q, "ns/b");
+    struct ipc_lease b;
+    assert_int_equal(ipc_queue_adopt(q, "ns/b", &b), 0);
+    assert_empty(q);
+    struct ipc_queue_stats st;
+    ipc_queue_stats(q, &st);
+    assert_int_equal(st.depth, 0);
+    assert_int_equal(st.in_flight, 2);
+    assert_int_equal(ipc_queue_done(q, "ns/b", b.id, &OK), 0);
+    get_key(q, "ns/b");
+    /* Adopting a gated key drops the gate (its holder already has it). */
+    ipc_queue_add(q, "ns/c");
+    struct ipc_lease c = get_key(q, "ns/c");
+    struct ipc_written w = {"v1/pods", "99"};
+    struct ipc_outcome oc = {.kind = IPC_OUTCOME_OK, .n_written = 1, .written = &w};
+    ipc_queue_done(q, "ns/c", c.id, &oc);
+    assert_int_equal(ipc_queue_adopt(q, "ns/c", &c), 0);
+    ipc_queue_stats(q, &st);
+    assert_int_equal(st.gated, 0);
+    assert_int_equal(ipc_queue_done(q, "ns/c", c.id, &OK), 0);
+    assert_int_equal(ipc_queue_adopt(q, "bad key", &c), -EINVAL);
+    ipc_queue_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -691,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_shutdown),
         cmocka_unit_test(test_bad_keys),
         cmocka_unit_test(test_many_keys_memory_returns),
+        cmocka_unit_test(test_adopt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

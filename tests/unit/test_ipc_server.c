@@ -718,29 +718,85 @@ static void test_requeue_after_over_the_wire(void **state)
     srv_stop(sv);
 }
 
-static void test_reconnect_after_server_restart(void **state)
+/* Bounded wait until c's connection state is want (and, if want, newer than gen). */
+static void wait_connected(struct ipc_client *c, bool want, uint64_t gen)
+{
+    uint64_t deadline = util_now_ns() + 10ull * 1000000000ull;
+    while (util_now_ns() < deadline) {
+        bool up = ipc_client_connected(c);
+        if (up == want && (!want || ipc_client_generation(c) > gen))
+            return;
+        struct ipc_key tmp;
+        assert_int_equal(ipc_client_pull(c, 10, &tmp), -ETIMEDOUT);
+    }
+    fail_msg("connection state did not change in time");
+}
+
+static void test_reconnect_adopts_held_keys(void **state)
 {
     (void)state;
     struct srv *sv = srv_start_at(sock_path, 0);
-    struct ipc_client *c = open_worker("w", 1);
+    struct ipc_client *c = open_worker("w", 3);
     uint64_t gen = ipc_client_generation(c);
-    add_key(sv, "ns/before");
-    struct ipc_key k;
-    assert_int_equal(ipc_client_pull(c, 5000, &k), 0);
-    srv_stop(sv);
-    /* The old server is gone: its key's Done is stale (or the socket is dead). */
+    add_key(sv, "ns/held");
+    struct ipc_key k1, k2;
+    assert_int_equal(ipc_client_pull(c, 5000, &k1), 0);
+    add_key(sv, "ns/finished");
+    assert_int_equal(ipc_client_pull(c, 5000, &k2), 0);
+    srv_stop(sv);   /* the watcher dies while a thread still works on ns/held */
+    wait_connected(c, false, 0);
+    /* Finished while no server was there: stale; the new watcher's resync brings it back. */
+    assert_int_equal(ipc_client_done(c, &k2, &OK), -ESTALE);
+
     sv = srv_start_at(sock_path, 0);
-    for (int i = 0; i < 500 && !(ipc_client_connected(c) && ipc_client_generation(c) > gen); i++) {
-        struct ipc_key tmp;
-        (void)ipc_client_pull(c, 10, &tmp);   /* bounded wait for the reconnect */
+    wait_connected(c, true, gen);
+    struct ipc_queue_stats qs = {0};
+    uint64_t deadline = util_now_ns() + 10ull * 1000000000ull;
+    while (qs.in_flight != 1 && util_now_ns() < deadline)
+        srv_call(sv, do_stats, &qs);
+    assert_int_equal(qs.in_flight, 1);   /* ns/held adopted by its holder */
+
+    /* The resync adds the key again: nobody else may get it while it is held. */
+    struct ipc_client *other = open_worker("other", 1);
+    add_key(sv, "ns/held");
+    struct ipc_key k;
+    assert_int_equal(ipc_client_pull(other, 100, &k), -ETIMEDOUT);
+    /* The holder's Done goes to the new server under the adopted lease. */
+    assert_int_equal(ipc_client_done(c, &k1, &OK), 0);
+    /* Then the pending add is delivered, to whichever worker has credit (c
+     * may, from the pulls it made while waiting for the reconnect). */
+    struct ipc_client *got = NULL;
+    deadline = util_now_ns() + 10ull * 1000000000ull;
+    while (!got && util_now_ns() < deadline) {
+        if (ipc_client_pull(other, 10, &k) == 0)
+            got = other;
+        else if (ipc_client_pull(c, 10, &k) == 0)
+            got = c;
     }
-    assert_true(ipc_client_connected(c));
-    assert_true(ipc_client_generation(c) > gen);
-    assert_int_equal(ipc_client_done(c, &k, &OK), -ESTALE);
-    add_key(sv, "ns/after");
+    assert_non_null(got);
+    assert_string_equal(k.key, "ns/held");
+    assert_int_equal(ipc_client_done(got, &k, &OK), 0);
+    assert_int_equal(ipc_client_done(c, &k1, &OK), -ENOENT);   /* not held any more */
+    ipc_client_close(other);
+    ipc_client_close(c);
+    srv_stop(sv);
+}
+
+static void test_startup_grace(void **state)
+{
+    (void)state;
+    atomic_store(&fake_ns, 1000ull * 1000000000ull);
+    next_cfg.now = fake_now;
+    next_cfg.startup_grace_ns = 2ull * 1000000000ull;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *c = open_worker("w", 1);
+    add_key(sv, "ns/a");
+    struct ipc_key k;
+    assert_int_equal(ipc_client_pull(c, 100, &k), -ETIMEDOUT);
+    atomic_fetch_add(&fake_ns, 2ull * 1000000000ull);
+    add_key(sv, "ns/b");   /* any event after the grace period dispatches */
     assert_int_equal(ipc_client_pull(c, 5000, &k), 0);
-    assert_string_equal(k.key, "ns/after");
-    assert_int_equal(ipc_client_done(c, &k, &OK), 0);
+    assert_string_equal(k.key, "ns/a");
     ipc_client_close(c);
     srv_stop(sv);
 }
@@ -892,7 +948,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_frame_disconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ryw_over_the_wire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_requeue_after_over_the_wire, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reconnect_after_server_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_adopts_held_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_startup_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_close_hands_back_buffered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overdue_reported_not_stolen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_robin_across_workers, setup, teardown),
