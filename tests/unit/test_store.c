@@ -745,6 +745,61 @@ static void test_apply_creates_then_patches(void **state)
     store_status_clear(&st);
 }
 
+static void test_patch_types_on_builtins(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    const struct reg_resource *cm = tl_res(S, "", "v1", "configmaps");
+    struct store_status st = { 0 };
+    struct store_obj *o = NULL;
+    bool created;
+    uint64_t rv;
+
+    (void)state;
+    store_obj_unref(tl_create(S, pods, "default", tl_pod("sp", ",\"labels\":{\"a\":\"1\"}")));
+    /* strategic merge: containers merge by name, so the image change keeps the rest */
+    const char *smp = "{\"metadata\":{\"labels\":{\"b\":\"2\"}},\"spec\":{\"containers\":"
+                      "[{\"name\":\"c\",\"image\":\"busybox:1.37\"}]}}";
+    assert_int_equal(store_patch(S, pods, "default", "sp", NULL, PATCH_STRATEGIC, smp, strlen(smp),
+                                 NULL, &o, &created, &st), 0);
+    assert_string_equal(tl_str(o->json, "metadata.labels.a"), "1");
+    assert_string_equal(tl_str(o->json, "metadata.labels.b"), "2");
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o->json, "spec"),
+                                                             "containers"), 0);
+    assert_string_equal(tl_str(c0, "image"), "busybox:1.37");
+    assert_string_equal(tl_str(c0, "terminationMessagePath"), "/dev/termination-log");
+    rv = o->rv;
+    store_obj_unref(o);
+    /* the same patch again changes nothing: same rv */
+    assert_int_equal(store_patch(S, pods, "default", "sp", NULL, PATCH_STRATEGIC, smp, strlen(smp),
+                                 NULL, &o, &created, &st), 0);
+    assert_int_equal(o->rv, rv);
+    store_obj_unref(o);
+    /* pod /status through a merge patch: status changes, spec stays */
+    const char *sp = "{\"status\":{\"phase\":\"Running\"},\"spec\":{\"nodeName\":\"x\"}}";
+    assert_int_equal(store_patch(S, pods, "default", "sp", "status", PATCH_MERGE, sp, strlen(sp),
+                                 NULL, &o, &created, &st), 0);
+    assert_string_equal(tl_str(o->json, "status.phase"), "Running");
+    assert_null(tl_str(o->json, "spec.nodeName"));
+    store_obj_unref(o);
+    /* JSON patch, including a failing test op (422) */
+    store_obj_unref(tl_create(S, cm, "default", tl_json("{\"metadata\":{\"name\":\"jp\"},\"data\":{\"k\":\"v\"}}")));
+    const char *jp = "[{\"op\":\"replace\",\"path\":\"/data/k\",\"value\":\"w\"}]";
+    assert_int_equal(store_patch(S, cm, "default", "jp", NULL, PATCH_JSON, jp, strlen(jp), NULL, &o,
+                                 &created, &st), 0);
+    assert_string_equal(tl_str(o->json, "data.k"), "w");
+    store_obj_unref(o);
+    const char *bad = "[{\"op\":\"test\",\"path\":\"/data/k\",\"value\":\"nope\"}]";
+    assert_int_equal(store_patch(S, cm, "default", "jp", NULL, PATCH_JSON, bad, strlen(bad), NULL,
+                                 &o, &created, &st), -EINVAL);
+    assert_int_equal(st.code, 422);
+    store_status_clear(&st);
+    /* /status on a type without one */
+    assert_int_equal(store_patch(S, cm, "default", "jp", "status", PATCH_MERGE, "{}", 2, NULL, &o,
+                                 &created, &st), -ENOENT);
+    assert_int_equal(st.code, 404);
+    store_status_clear(&st);
+}
+
 static void test_namespace_lifecycle(void **state)
 {
     const struct reg_resource *nsr = tl_res(S, "", "v1", "namespaces");
@@ -804,6 +859,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_paging_and_selectors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_creates_then_patches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_patch_types_on_builtins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_namespace_lifecycle, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -227,6 +227,26 @@ static void test_watch_initial_events_and_bookmarks(void **state)
     store_watch_close(w);
 }
 
+static void test_slow_watcher_is_closed(void **state)
+{
+    struct store_status st = { 0 };
+    struct store_watch *w = NULL;
+    struct store_event ev;
+    char rv[32];
+    struct store_watch_opts o = { .resource_version = rv };
+
+    (void)state;
+    snprintf(rv, sizeof(rv), "%llu", (unsigned long long)store_current_rv(S));
+    assert_int_equal(store_watch_open(S, cms(), "default", &o, &w, &st), 0);
+    for (int i = 0; i < 25; i++) {          /* a whole window (20) and more, unread */
+        char n[16];
+        snprintf(n, sizeof(n), "slow%d", i);
+        put_cm(n, NULL);
+    }
+    assert_int_equal(store_watch_next(w, 1000, &ev), -EPIPE);
+    store_watch_close(w);
+}
+
 static void test_watch_delay(void **state)
 {
     struct store_status st = { 0 };
@@ -457,6 +477,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_expired_after_eviction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_selector_transitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_initial_events_and_bookmarks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_watcher_is_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscribers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers_and_watchers, setup_big, teardown),
