@@ -1,0 +1,57 @@
+/*
+ * rayop_main.c - bin/rayop: one binary, one process per subcommand.
+ *
+ *   rayop watcher ...      watcher/ (lists+watches, shared cache, work queues)
+ *   rayop status ...       watcher/status.c (reads the segment and the queues)
+ *   rayop controller KIND  reconcilers/host/ (one reconciler process)
+ *   rayop up ...           reconcilers/up/ (local supervisor)
+ *
+ * Only dispatch lives here; each subcommand parses its own flags.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "watcher/watcher.h"
+
+/* Implemented by reconcilers/host and reconcilers/up; watcher/weak_defaults.c
+ * supplies "not built yet" stand-ins until they exist. */
+int host_main_controller(int argc, char **argv);
+int up_main(int argc, char **argv);
+
+static void usage(FILE *f)
+{
+    fputs("usage: rayop COMMAND [flags]\n"
+          "  watcher      list/watch the API server, keep the shared cache, serve work queues\n"
+          "  controller   run one reconciler: rayop controller raycluster|rayjob|rayservice\n"
+          "  up           run the watcher and the three controllers under a supervisor\n"
+          "  status       show cache and queue state (-o json for scripts)\n"
+          "Run rayop COMMAND --help for the flags of each command.\n", f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "watcher") == 0)
+        return watcher_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "status") == 0)
+        return status_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "controller") == 0)
+        return host_main_controller(argc - 1, argv + 1);
+    if (strcmp(cmd, "up") == 0)
+        return up_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        puts("rayop 0.1.0");
+        return 0;
+    }
+    fprintf(stderr, "rayop: unknown command \"%s\"\n", cmd);
+    usage(stderr);
+    return 2;
+}

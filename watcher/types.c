@@ -1,0 +1,187 @@
+/*
+ * types.c - the watcher's two declarative tables and the event-to-key mapping.
+ *
+ * watcher_types lists what the watcher lists and watches into the cache, with
+ * the label selectors KubeRay's manager cache uses so unrelated objects stay
+ * out. watcher_owner_rules says which owner key an event on an owned object
+ * enqueues (controller-runtime's Owns(), matched on the controller
+ * ownerReference). Changing what rayop watches or maps means editing a table
+ * row here, nothing else.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "watcher/watcher.h"
+
+#define CREATED_BY "app.kubernetes.io/created-by=kuberay-operator"
+
+const struct watcher_type watcher_types[] = {
+    /* cache type                 group      ver   plural                    kind                     apiVersion   selector                                         queue         meta-only */
+    { "ray.io/v1/rayclusters",    "ray.io",  "v1", "rayclusters",          "RayCluster",            "ray.io/v1", NULL,                                             "raycluster", 1 },
+    { "ray.io/v1/rayjobs",        "ray.io",  "v1", "rayjobs",              "RayJob",                "ray.io/v1", NULL,                                             "rayjob",     0 },
+    { "ray.io/v1/rayservices",    "ray.io",  "v1", "rayservices",          "RayService",            "ray.io/v1", NULL,                                             "rayservice", 1 },
+    { "ray.io/v1/raycronjobs",    "ray.io",  "v1", "raycronjobs",          "RayCronJob",            "ray.io/v1", NULL,                                             "raycronjob", 0 },
+    { "v1/pods",                  "",        "v1", "pods",                 "Pod",                   "v1",        "ray.io/node-type in (head,worker,redis-cleanup)", NULL,         0 },
+    { "v1/services",              "",        "v1", "services",             "Service",               "v1",        CREATED_BY,                                       NULL,         0 },
+    { "batch/v1/jobs",            "batch",   "v1", "jobs",                 "Job",                   "batch/v1",  CREATED_BY,                                       NULL,         0 },
+    { "v1/secrets",               "",        "v1", "secrets",              "Secret",                "v1",        CREATED_BY,                                       NULL,         0 },
+    { "v1/persistentvolumeclaims","",        "v1", "persistentvolumeclaims","PersistentVolumeClaim","v1",        "ray.io/cluster",                                 NULL,         0 },
+};
+const size_t watcher_ntypes = sizeof(watcher_types) / sizeof(watcher_types[0]);
+
+const struct watcher_owner_rule watcher_owner_rules[] = {
+    /* child                         owner kind     owner apiVersion  queue */
+    { "v1/pods",                     "RayCluster",  "ray.io/v1",      "raycluster" },
+    { "v1/services",                 "RayCluster",  "ray.io/v1",      "raycluster" },
+    { "v1/secrets",                  "RayCluster",  "ray.io/v1",      "raycluster" },
+    { "v1/persistentvolumeclaims",   "RayCluster",  "ray.io/v1",      "raycluster" },
+    { "ray.io/v1/rayclusters",       "RayJob",      "ray.io/v1",      "rayjob" },
+    { "ray.io/v1/rayclusters",       "RayService",  "ray.io/v1",      "rayservice" },
+    { "batch/v1/jobs",               "RayJob",      "ray.io/v1",      "rayjob" },
+    { "v1/services",                 "RayJob",      "ray.io/v1",      "rayjob" },
+    { "v1/services",                 "RayService",  "ray.io/v1",      "rayservice" },
+    { "ray.io/v1/rayjobs",           "RayCronJob",  "ray.io/v1",      "raycronjob" },
+};
+const size_t watcher_nowner_rules = sizeof(watcher_owner_rules) / sizeof(watcher_owner_rules[0]);
+
+int watcher_type_index(const char *cache_type)
+{
+    for (size_t i = 0; i < watcher_ntypes; i++)
+        if (strcmp(watcher_types[i].cache_type, cache_type) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The group part of an apiVersion ("ray.io/v1" -> "ray.io", "v1" -> ""), as
+ * controller-runtime compares owners by group and kind, not version. */
+static size_t group_len(const char *api_version)
+{
+    const char *slash = strchr(api_version, '/');
+    return slash ? (size_t)(slash - api_version) : 0;
+}
+
+static int same_group(const char *a, const char *b)
+{
+    size_t la = group_len(a), lb = group_len(b);
+    return la == lb && memcmp(a, b, la) == 0;
+}
+
+static const char *str_field(const cJSON *o, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The controller ownerReference of obj (controller: true), or NULL. */
+static const cJSON *controller_ref(const cJSON *obj)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences");
+    const cJSON *r;
+    cJSON_ArrayForEach(r, refs) {
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
+            return r;
+    }
+    return NULL;
+}
+
+static int push_key(struct watcher_key *out, size_t cap, size_t *n, const char *queue,
+                    const char *ns, const char *name)
+{
+    if (!ns || !name || !*name)
+        return 0;
+    /* the same key twice in one event (e.g. old and new owner equal) is one add */
+    for (size_t i = 0; i < *n && i < cap; i++) {
+        if (strcmp(out[i].queue, queue) == 0) {
+            size_t nl = strlen(ns);
+            if (strncmp(out[i].key, ns, nl) == 0 && out[i].key[nl] == '/' &&
+                strcmp(out[i].key + nl + 1, name) == 0)
+                return 0;
+        }
+    }
+    if (*n >= cap)
+        return -ENOBUFS;
+    int len = snprintf(out[*n].key, sizeof(out[*n].key), "%s/%s", ns, name);
+    if (len < 0 || (size_t)len >= sizeof(out[*n].key))
+        return -EINVAL;
+    out[*n].queue = queue;
+    (*n)++;
+    return 0;
+}
+
+/* Keys for obj's controller owner under every rule of child type ct. */
+static int map_owner(const char *ct, const cJSON *obj, struct watcher_key *out, size_t cap,
+                     size_t *n)
+{
+    const cJSON *ref = controller_ref(obj);
+    if (!ref)
+        return 0;
+    const char *kind = str_field(ref, "kind"), *av = str_field(ref, "apiVersion");
+    const char *oname = str_field(ref, "name");
+    const char *ns = str_field(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "namespace");
+    if (!kind || !av || !oname)
+        return 0;
+    for (size_t i = 0; i < watcher_nowner_rules; i++) {
+        const struct watcher_owner_rule *r = &watcher_owner_rules[i];
+        if (strcmp(r->child_cache_type, ct) != 0 || strcmp(r->owner_kind, kind) != 0 ||
+            !same_group(r->owner_api_version, av))
+            continue;
+        int rc = push_key(out, cap, n, r->queue, ns ? ns : "", oname);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int json_equal(const cJSON *a, const cJSON *b)
+{
+    if (!a && !b)
+        return 1;
+    if (!a || !b)
+        return 0;
+    return cJSON_Compare(a, b, 1);
+}
+
+/* KubeRay's predicate: GenerationChanged OR LabelChanged OR AnnotationChanged. */
+static int meta_changed(const cJSON *obj, const cJSON *old)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    const cJSON *om = cJSON_GetObjectItemCaseSensitive(old, "metadata");
+    static const char *const fields[] = { "generation", "labels", "annotations" };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(m, fields[i]);
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(om, fields[i]);
+        /* an empty map and an absent one are the same to the API */
+        if (cJSON_IsObject(a) && !a->child) a = NULL;
+        if (cJSON_IsObject(b) && !b->child) b = NULL;
+        if (!json_equal(a, b))
+            return 1;
+    }
+    return 0;
+}
+
+int watcher_map_event(int t, enum watcher_ev ev, const cJSON *obj, const cJSON *old,
+                      struct watcher_key *out, size_t cap)
+{
+    if (t < 0 || (size_t)t >= watcher_ntypes || !cJSON_IsObject(obj) || !out)
+        return -EINVAL;
+    const struct watcher_type *ty = &watcher_types[t];
+    size_t n = 0;
+    int rc;
+
+    if (ty->queue) {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+        int want = ev != WATCHER_EV_UPDATE || !ty->filter_meta_only || !old ||
+                   meta_changed(obj, old);
+        if (want && (rc = push_key(out, cap, &n, ty->queue, str_field(m, "namespace") ?
+                                   str_field(m, "namespace") : "", str_field(m, "name"))) < 0)
+            return rc;
+    }
+    if ((rc = map_owner(ty->cache_type, obj, out, cap, &n)) < 0)
+        return rc;
+    /* an owner change notifies the previous owner too */
+    if (ev == WATCHER_EV_UPDATE && old && (rc = map_owner(ty->cache_type, old, out, cap, &n)) < 0)
+        return rc;
+    return (int)n;
+}
