@@ -139,6 +139,11 @@ void ipc_queue_set_seen(struct ipc_queue *q, ipc_seen_fn seen, void *ud);
 
 /* Add (an event): dedupes with a queued add; kept dirty while processing or gated. */
 int ipc_queue_add(struct ipc_queue *q, const char *key);
+/* Add at low priority (controller-runtime's LowPriority): for the initial list
+ * and the watcher's resync after a restart, so 10,000 resync keys do not delay
+ * a real event. Ready low keys go out only when no normal key is ready; a
+ * normal Add of a key queued low raises it. */
+int ipc_queue_add_low(struct ipc_queue *q, const char *key);
 /* AddAfter: delay 0 is Add; a key already waiting only moves earlier. */
 int ipc_queue_add_after(struct ipc_queue *q, const char *key, uint64_t delay_ns);
 /* AddRateLimited: AddAfter(when(key)); counts a retry and a failure. */
@@ -235,6 +240,8 @@ void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud);
 int ipc_server_add(struct ipc_server *s, const char *kind, const char *key);
 int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key,
                          uint64_t delay_ns);
+/* ipc_queue_add_low, then hand out: for the initial list and restart resync. */
+int ipc_server_add_low(struct ipc_server *s, const char *kind, const char *key);
 /* Cache rvs advanced: release gated keys whose writes are now visible. */
 void ipc_server_progress(struct ipc_server *s);
 /* NULL if kind is unknown. The queue belongs to the server. */

@@ -49,7 +49,7 @@ struct qent {
     uint32_t failures;
     uint32_t gate_n;
     struct ipc_written *gate_w;   /* owned */
-    unsigned dirty : 1, in_ready : 1, processing : 1, gated : 1;
+    unsigned dirty : 1, in_ready : 1, processing : 1, gated : 1, low : 1;
     char key[];
 };
 
@@ -61,7 +61,7 @@ struct ipc_queue {
     ipc_seen_fn seen;
     void *seen_ud;
     struct qent *table;
-    struct qent *ready, *proc, *gate;
+    struct qent *ready, *ready_low, *proc, *gate;  /* ready_low: background adds */
     struct qent **heap;
     size_t heap_len, heap_cap;
     uint64_t next_id;
@@ -228,21 +228,54 @@ static void ready_push(struct ipc_queue *q, struct qent *e)
 {
     if (e->in_ready)
         return;
-    DL_APPEND2(q->ready, e, rprev, rnext);
+    if (e->low)
+        DL_APPEND2(q->ready_low, e, rprev, rnext);
+    else
+        DL_APPEND2(q->ready, e, rprev, rnext);
     e->in_ready = 1;
     q->n_ready++;
 }
 
-/* Add on an existing entry: the one place a key becomes dirty. */
-static void ent_add(struct ipc_queue *q, struct qent *e)
+static void ready_remove(struct ipc_queue *q, struct qent *e)
 {
-    if (q->shut || e->dirty)
+    if (!e->in_ready)
         return;
+    if (e->low)
+        DL_DELETE2(q->ready_low, e, rprev, rnext);
+    else
+        DL_DELETE2(q->ready, e, rprev, rnext);
+    e->in_ready = 0;
+    q->n_ready--;
+}
+
+/* Add on an existing entry: the one place a key becomes dirty. A low add
+ * (resync, initial list) queues behind every normal one; adds merge to the
+ * higher priority, like controller-runtime's priority queue. */
+static void ent_add_prio(struct ipc_queue *q, struct qent *e, bool low)
+{
+    if (q->shut)
+        return;
+    if (e->dirty) {
+        if (!low && e->low) {
+            bool was_ready = e->in_ready;
+            ready_remove(q, e);
+            e->low = 0;
+            if (was_ready)
+                ready_push(q, e);
+        }
+        return;
+    }
     q->st.adds_total++;
     e->dirty = 1;
+    e->low = low;
     e->added_ns = qnow(q);
     if (!e->processing && !e->gated)
         ready_push(q, e);
+}
+
+static void ent_add(struct ipc_queue *q, struct qent *e)
+{
+    ent_add_prio(q, e, false);
 }
 
 static int ent_add_after(struct ipc_queue *q, struct qent *e, uint64_t delay_ns)
@@ -399,6 +432,21 @@ int ipc_queue_add(struct ipc_queue *q, const char *key)
     return ipc_queue_add_after(q, key, 0);
 }
 
+int ipc_queue_add_low(struct ipc_queue *q, const char *key)
+{
+    size_t len = key ? strlen(key) : 0;
+    if (ipc_key_check(key, len) < 0)
+        return -EINVAL;
+    if (q->shut)
+        return 0;
+    struct qent *e = ent_get(q, key, len);
+    if (!e)
+        return -ENOMEM;
+    ent_add_prio(q, e, true);
+    ent_maybe_free(q, e);
+    return 0;
+}
+
 int ipc_queue_add_after(struct ipc_queue *q, const char *key, uint64_t delay_ns)
 {
     size_t len = key ? strlen(key) : 0;
@@ -447,13 +495,12 @@ uint32_t ipc_queue_num_requeues(struct ipc_queue *q, const char *key)
 
 int ipc_queue_get(struct ipc_queue *q, struct ipc_lease *out)
 {
-    struct qent *e = q->ready;
+    struct qent *e = q->ready ? q->ready : q->ready_low;
     if (!e)
         return q->shut ? -ESHUTDOWN : -EAGAIN;
-    DL_DELETE2(q->ready, e, rprev, rnext);
-    e->in_ready = 0;
-    q->n_ready--;
+    ready_remove(q, e);
     e->dirty = 0;
+    e->low = 0;
     e->processing = 1;
     e->lease_id = ++q->next_id;
     e->got_ns = qnow(q);
@@ -489,11 +536,7 @@ int ipc_queue_adopt(struct ipc_queue *q, const char *key, struct ipc_lease *out)
     }
     /* A queued add is not consumed: it stays dirty and is delivered after Done,
      * because it may be news the adopting worker has not seen. */
-    if (e->in_ready) {
-        DL_DELETE2(q->ready, e, rprev, rnext);
-        e->in_ready = 0;
-        q->n_ready--;
-    }
+    ready_remove(q, e);
     e->processing = 1;
     e->lease_id = ++q->next_id;
     e->got_ns = qnow(q);

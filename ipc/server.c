@@ -846,6 +846,19 @@ int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key
     return 0;
 }
 
+int ipc_server_add_low(struct ipc_server *s, const char *kind, const char *key)
+{
+    struct kq *kq = kind ? find_kind(s, kind) : NULL;
+    if (!kq)
+        return -ENOENT;
+    int rc = ipc_queue_add_low(kq->q, key);
+    if (rc < 0)
+        return rc;
+    dispatch(s, kq);
+    arm_timer(s);
+    return 0;
+}
+
 int ipc_server_add(struct ipc_server *s, const char *kind, const char *key)
 {
     return ipc_server_add_after(s, kind, key, 0);

@@ -705,6 +705,35 @@ static void test_adopt(void **state)
     ipc_queue_free(q);
 }
 
+static void test_low_priority(void **state)
+{
+    (void)state;
+    struct ipc_queue *q = mkq(NULL);
+    ipc_queue_add_low(q, "r/1");
+    ipc_queue_add_low(q, "r/2");
+    ipc_queue_add_low(q, "r/3");
+    ipc_queue_add(q, "ev/x");          /* a real event: ahead of the resync */
+    ipc_queue_add(q, "r/3");           /* raises r/3 to normal, FIFO among normals */
+    ipc_queue_add_low(q, "ev/x");      /* merging keeps the higher priority */
+    struct ipc_queue_stats st;
+    ipc_queue_stats(q, &st);
+    assert_int_equal(st.depth, 4);
+    assert_int_equal(st.adds_total, 4);
+    struct ipc_lease x = get_key(q, "ev/x");
+    get_key(q, "r/3");
+    /* A low add while processing comes back low after Done. */
+    ipc_queue_add_low(q, "ev/x");
+    ipc_queue_add(q, "ev/y");
+    ipc_queue_done(q, "ev/x", x.id, &OK);
+    get_key(q, "ev/y");
+    get_key(q, "r/1");
+    get_key(q, "r/2");
+    get_key(q, "ev/x");
+    assert_empty(q);
+    assert_int_equal(ipc_queue_add_low(q, "bad key"), -EINVAL);
+    ipc_queue_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -731,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_bad_keys),
         cmocka_unit_test(test_many_keys_memory_returns),
         cmocka_unit_test(test_adopt),
+        cmocka_unit_test(test_low_priority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
