@@ -1,8 +1,8 @@
 /*
  * present_printers_misc.c - Table printers of the simpler built-in kinds: events
  * (LAST SEEN TYPE REASON OBJECT MESSAGE + wide), configmaps and secrets (DATA),
- * serviceaccounts, leases (HOLDER), endpoints, PVCs, and the generic "Created At"
- * convertor CRDs and RBAC roles get. Pods, services, nodes, namespaces and jobs are
+ * serviceaccounts, leases (HOLDER), endpoints, endpointslices, PVCs, RBAC bindings,
+ * and the generic "Created At" convertor CRDs and RBAC roles get. Pods, services, nodes, namespaces and jobs are
  * in present_printers.c.
  */
 #include "sim/present.h"
@@ -31,17 +31,38 @@ static const struct present_col event_cols[] = {
     { "Name", "string", "name", present_name_desc, 1 },
 };
 
-static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
+/* Where core/v1 and events.k8s.io/v1 Events keep the fields the printer shows; the
+ * server prints both the same way (the latter through its conversion to core). */
+struct event_fields {
+    const char *first, *last, *count, *object, *source_comp, *source_host, *message;
+};
+
+static const struct event_fields core_event = {
+    "firstTimestamp", "lastTimestamp", "count", "involvedObject", "source.component",
+    "source.host", "message",
+};
+static const struct event_fields v1_event = {
+    "deprecatedFirstTimestamp", "deprecatedLastTimestamp", "deprecatedCount", "regarding",
+    "deprecatedSource.component", "deprecatedSource.host", "note",
+};
+
+static int event_row(const cJSON *ev, const struct event_fields *f, time_t now, cJSON *cells)
 {
-    char first[16], lastseen[16], target[600], source[600], *msg;
-    const char *ft = present_str(ev, "firstTimestamp"), *lt = present_str(ev, "lastTimestamp");
-    const char *kind = present_or(present_str(ev, "involvedObject.kind"), "");
-    const char *name = present_str(ev, "involvedObject.name");
-    const char *comp = present_str(ev, "source.component"), *host = present_str(ev, "source.host");
-    long count = present_num(ev, "count", 0);
+    char first[16], lastseen[16], target[600], source[600], path[64], *msg;
+    const char *ft = present_str(ev, f->first), *lt = present_str(ev, f->last);
+    const char *kind, *name, *fieldpath, *comp, *host, *m;
+    long count = present_num(ev, f->count, 0);
     size_t k, mlen;
     int rc;
 
+    snprintf(path, sizeof(path), "%s.kind", f->object);
+    kind = present_or(present_str(ev, path), "");
+    snprintf(path, sizeof(path), "%s.name", f->object);
+    name = present_str(ev, path);
+    snprintf(path, sizeof(path), "%s.fieldPath", f->object);
+    fieldpath = present_str(ev, path);
+    comp = present_str(ev, f->source_comp);
+    host = present_str(ev, f->source_host);
     present_age_of(ft && *ft ? ft : present_str(ev, "eventTime"), now, first);
     if (lt && *lt)
         present_age_of(lt, now, lastseen);
@@ -59,7 +80,8 @@ static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
     if (name && *name)
         snprintf(target + k, sizeof(target) - k, "/%.300s", name);
     if (!comp || !*comp)
-        comp = present_str(ev, "reportingComponent");
+        comp = present_or(present_str(ev, "reportingComponent"),
+                          present_str(ev, "reportingController"));
     if (!host || !*host)
         host = present_str(ev, "reportingInstance");
     if (comp && *comp && host && *host)
@@ -67,7 +89,7 @@ static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
     else
         snprintf(source, sizeof(source), "%.250s", present_or(comp, ""));
     /* strings.TrimSpace of the message */
-    const char *m = present_or(present_str(ev, "message"), "");
+    m = present_or(present_str(ev, f->message), "");
     while (*m == ' ' || *m == '\n' || *m == '\t' || *m == '\r')
         m++;
     mlen = strlen(m);
@@ -84,7 +106,7 @@ static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
     if (!rc)
         rc = present_add_str(cells, target);
     if (!rc)
-        rc = present_add_str(cells, present_str(ev, "involvedObject.fieldPath"));
+        rc = present_add_str(cells, fieldpath);
     if (!rc)
         rc = present_add_str(cells, source);
     if (!rc)
@@ -97,6 +119,16 @@ static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
     if (!rc)
         rc = present_add_str(cells, present_str(ev, "metadata.name"));
     return rc;
+}
+
+static int event_cells(const cJSON *ev, time_t now, cJSON *cells)
+{
+    return event_row(ev, &core_event, now, cells);
+}
+
+static int event_v1_cells(const cJSON *ev, time_t now, cJSON *cells)
+{
+    return event_row(ev, &v1_event, now, cells);
 }
 
 /* ---- simple kinds --------------------------------------------------------------------- */
@@ -268,10 +300,105 @@ static int created_cells(const cJSON *o, time_t now, cJSON *cells)
     return present_add_str(cells, present_str(o, "metadata.creationTimestamp"));
 }
 
+/* ---- rbac bindings, endpointslices -------------------------------------------------- */
+
+static const struct present_col binding_cols[] = {
+    NAME_COL,
+    { "Role", "string", "", "Role of the binding", 0 },
+    AGE_COL,
+    { "Users", "string", "", "Users in the binding", 1 },
+    { "Groups", "string", "", "Groups in the binding", 1 },
+    { "ServiceAccounts", "string", "", "ServiceAccounts in the binding", 1 },
+};
+
+static int binding_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    static const char *const kinds[] = { "User", "Group", "ServiceAccount" };
+    char role[600];
+    const cJSON *sub;
+    int rc;
+
+    snprintf(role, sizeof(role), "%.250s/%.250s", present_or(present_str(o, "roleRef.kind"), ""),
+             present_or(present_str(o, "roleRef.name"), ""));
+    if ((rc = present_cell_name(cells, o)) || (rc = present_add_str(cells, role)) ||
+        (rc = present_cell_age(cells, o, now)))
+        return rc;
+    for (size_t i = 0; i < 3; i++) {
+        struct buf b = { 0 };
+        rc = 0;
+        cJSON_ArrayForEach(sub, present_get(o, "subjects")) {
+            const char *k = present_str(sub, "kind"), *n = present_or(present_str(sub, "name"), "");
+            if (!k || strcmp(k, kinds[i]) != 0 || rc)
+                continue;
+            if (i == 2)
+                rc = buf_printf(&b, "%s%s:%s", b.len ? ", " : "",
+                                present_or(present_str(sub, "namespace"), ""), n);
+            else
+                rc = buf_printf(&b, "%s%s", b.len ? ", " : "", n);
+        }
+        if ((rc = present_cell_buf(cells, &b, rc)))
+            return rc;
+    }
+    return 0;
+}
+
+static const struct present_col eps_cols[] = {
+    NAME_COL,
+    { "AddressType", "string", "", "The IP protocol for this slice", 0 },
+    { "Ports", "string", "", "The ports of this slice", 0 },
+    { "Endpoints", "string", "", "The endpoints of this slice", 0 },
+    AGE_COL,
+};
+
+/* At most three values, then " + N more...", "<unset>" when there are none. */
+static int eps_list(const cJSON *arr, bool ports, struct buf *b)
+{
+    const cJSON *it, *a;
+    long count = 0, shown = 0;
+    int rc = 0;
+
+    cJSON_ArrayForEach(it, arr) {
+        if (ports) {
+            count++;
+            if (shown++ < 3) {
+                const cJSON *port = cJSON_GetObjectItemCaseSensitive(it, "port");
+                rc = cJSON_IsNumber(port) ? buf_printf(b, "%s%ld", b->len ? "," : "",
+                                                       (long)port->valuedouble)
+                                          : buf_printf(b, "%s<unset>", b->len ? "," : "");
+            }
+        } else {
+            cJSON_ArrayForEach(a, present_get(it, "addresses")) {
+                count++;
+                if (shown++ < 3 && cJSON_IsString(a))
+                    rc = buf_printf(b, "%s%s", b->len ? "," : "", a->valuestring);
+            }
+        }
+        if (rc)
+            return rc;
+    }
+    if (count == 0)
+        return buf_puts(b, "<unset>");
+    return count > 3 ? buf_printf(b, " + %ld more...", count - 3) : 0;
+}
+
+static int eps_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    struct buf b = { 0 };
+    int rc;
+
+    if ((rc = present_cell_name(cells, o)) ||
+        (rc = present_add_str(cells, present_str(o, "addressType"))) ||
+        (rc = present_cell_buf(cells, &b, eps_list(present_get(o, "ports"), true, &b))) ||
+        (rc = present_cell_buf(cells, &b, eps_list(present_get(o, "endpoints"), false, &b))))
+        return rc;
+    return present_cell_age(cells, o, now);
+}
+
 #define PRINTER(g, k, cols, fn) { g, k, cols, sizeof(cols) / sizeof(cols[0]), fn }
 
 const struct present_printer present_printers_misc[] = {
     PRINTER("", "Event", event_cols, event_cells),
+    PRINTER("events.k8s.io", "Event", event_cols, event_v1_cells),
     PRINTER("", "ConfigMap", cm_cols, cm_cells),
     PRINTER("", "Secret", secret_cols, secret_cells),
     PRINTER("", "ServiceAccount", sa_cols, sa_cells),
@@ -281,5 +408,8 @@ const struct present_printer present_printers_misc[] = {
     PRINTER("apiextensions.k8s.io", "CustomResourceDefinition", created_cols, created_cells),
     PRINTER("rbac.authorization.k8s.io", "Role", created_cols, created_cells),
     PRINTER("rbac.authorization.k8s.io", "ClusterRole", created_cols, created_cells),
+    PRINTER("rbac.authorization.k8s.io", "RoleBinding", binding_cols, binding_cells),
+    PRINTER("rbac.authorization.k8s.io", "ClusterRoleBinding", binding_cols, binding_cells),
+    PRINTER("discovery.k8s.io", "EndpointSlice", eps_cols, eps_cells),
 };
 const size_t present_n_printers_misc = sizeof(present_printers_misc) / sizeof(present_printers_misc[0]);

@@ -264,12 +264,37 @@ static void test_table_services_jobs_misc(void **state)
         assert_cells(t, want, 2);
     }
     cJSON_Delete(t);
-    /* a type without printer: Name, Age */
     t = table_of(registry_find(r, "discovery.k8s.io", "v1", "endpointslices"),
-                 "{\"metadata\":{\"name\":\"s\"," CREATED "}}", &b);
+        "{\"metadata\":{\"name\":\"s\"," CREATED "},\"addressType\":\"IPv4\","
+        "\"ports\":[{\"port\":80},{}],\"endpoints\":[{\"addresses\":[\"10.0.0.1\"]},"
+        "{\"addresses\":[\"10.0.0.2\",\"10.0.0.3\",\"10.0.0.4\"]}]}", &b);
     {
-        static const char *want[] = { "\"s\"", "\"5m\"" };
-        assert_cells(t, want, 2);
+        static const char *want[] = { "\"s\"", "\"IPv4\"", "\"80,<unset>\"",
+                                      "\"10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...\"", "\"5m\"" };
+        assert_cells(t, want, 5);
+    }
+    cJSON_Delete(t);
+    t = table_of(registry_find(r, "rbac.authorization.k8s.io", "v1", "rolebindings"),
+        "{\"metadata\":{\"name\":\"rb\"," CREATED "},\"roleRef\":{\"kind\":\"Role\","
+        "\"name\":\"edit\"},\"subjects\":[{\"kind\":\"User\",\"name\":\"al\"},"
+        "{\"kind\":\"ServiceAccount\",\"name\":\"op\",\"namespace\":\"ray\"},"
+        "{\"kind\":\"User\",\"name\":\"bo\"}]}", &b);
+    {
+        static const char *want[] = { "\"rb\"", "\"Role/edit\"", "\"5m\"", "\"al, bo\"",
+                                      "\"\"", "\"ray:op\"" };
+        assert_cells(t, want, 6);
+    }
+    cJSON_Delete(t);
+    /* events.k8s.io/v1 prints like core events, from its own field names */
+    t = table_of(registry_find(r, "events.k8s.io", "v1", "events"),
+        "{\"metadata\":{\"name\":\"e2\"},\"type\":\"Warning\",\"reason\":\"Failed\","
+        "\"note\":\"boom\",\"regarding\":{\"kind\":\"RayCluster\",\"name\":\"rc\"},"
+        "\"eventTime\":\"2027-01-15T07:59:58.000000Z\",\"reportingController\":\"rayop\"}", &b);
+    {
+        static const char *want[] = { "\"2s\"", "\"Warning\"", "\"Failed\"",
+                                      "\"raycluster/rc\"", "\"\"", "\"rayop\"", "\"boom\"",
+                                      "\"2s\"", "1", "\"e2\"" };
+        assert_cells(t, want, 10);
     }
     cJSON_Delete(t);
     registry_free(r);
@@ -354,6 +379,23 @@ static void test_table_jsonpath_forms(void **state)
                                       "\"<invalid>\"" };
         assert_cells(t, want, 11);
     }
+    cJSON_Delete(t);
+    cJSON_Delete(crd);
+    /* a custom resource whose CRD has no printer columns: Name, Age */
+    crd = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"plains.example.com\"},\"spec\":{\"group\":\"example.com\","
+        "\"scope\":\"Cluster\",\"names\":{\"plural\":\"plains\",\"kind\":\"Plain\"},"
+        "\"versions\":[{\"name\":\"v1\",\"served\":true,\"storage\":true,"
+        "\"schema\":{\"openAPIV3Schema\":{\"type\":\"object\"}}}]}}");
+    assert_int_equal(registry_add_crd(r, crd, err, sizeof(err)), 0);
+    t = table_of(registry_find(r, "example.com", "v1", "plains"),
+                 "{\"metadata\":{\"name\":\"p\"," CREATED "}}", &b);
+    {
+        static const char *want[] = { "\"p\"", "\"5m\"" };
+        assert_cells(t, want, 2);
+    }
+    assert_string_equal(jstr(cJSON_GetArrayItem(cJSON_GetObjectItem(t, "columnDefinitions"), 1),
+                             "type"), "date");
     cJSON_Delete(t);
     cJSON_Delete(crd);
     registry_free(r);
