@@ -4,7 +4,8 @@
 # and adds what driving real clients needs:
 #   clients_setup [FLAGS]    private work dir, kubesim started (start_kubesim FLAGS), its
 #                            kubeconfig in $CL_KCFG; torn down on exit by lib.sh
-#   kc ARGS...               $KUBECTL with that kubeconfig and a private --cache-dir
+#   kc ARGS...               $KUBECTL with that kubeconfig, a private --cache-dir and a
+#                            20 s --request-timeout
 #   kcr TAG ARGS...          kc with stdout in $CL_WORK/TAG.out, stderr in TAG.err; returns kc's rc
 #   expect_rc WANT WHAT TAG  checks kcr's rc ($CL_RC) against WANT ("0" or "fail"); on a
 #                            miss prints the captured output as "#" diagnostics
@@ -34,7 +35,12 @@ clients_setup() {
     export CL_KCFG CL_WORK
 }
 
-kc() { "$KUBECTL" --kubeconfig="$CL_KCFG" --cache-dir="$CL_WORK/cache" "$@"; }
+# --request-timeout bounds every request, so a server that never answers fails one check
+# instead of the whole file's deadline.
+kc() {
+    case "$1" in get|describe|explain|api-resources|version) ;; *) rm -f "$CL_WORK"/snap.*.json ;; esac
+    "$KUBECTL" --kubeconfig="$CL_KCFG" --cache-dir="$CL_WORK/cache" --request-timeout=20s "$@"
+}
 
 kcr() {
     local tag=$1; shift
@@ -70,13 +76,54 @@ cl_wait() {
     local secs=$1; shift
     local end=$(( $(date +%s%N) / 1000000 + secs * 1000 ))
     while :; do
+        rm -f "$CL_WORK"/snap.*.json        # each poll reads the server afresh
         "$@" && return 0
         [ $(( $(date +%s%N) / 1000000 )) -ge $end ] && return 1
         sleep 0.05
     done
 }
 
-jpath() { kc get "$1" "$2" -o "jsonpath=$3" 2>/dev/null; }
+# jpath KIND NAME EXPR: the value of a kubectl-style jsonpath EXPR ({.a.b}, {.a[0]}, {.a[*].b},
+# {.a[?(@.k=="v")].b}, "\." inside a key) in the object. Reads go through one `get -o json`
+# snapshot per object, dropped whenever kc runs anything but a read, so a run of checks on the
+# same state costs one kubectl call.
+jpath() {
+    local snapf="$CL_WORK/snap.$1.$2.json"
+    if [ ! -s "$snapf" ]; then
+        "$KUBECTL" --kubeconfig="$CL_KCFG" --cache-dir="$CL_WORK/cache" --request-timeout=20s \
+            get "$1" "$2" -o json >"$snapf" 2>/dev/null || { rm -f "$snapf"; return 1; }
+    fi
+    /usr/bin/python3 - "$snapf" "$3" <<'EOF'
+import json, re, sys
+obj = json.load(open(sys.argv[1]))
+expr = sys.argv[2].strip()
+assert expr.startswith("{.") and expr.endswith("}"), expr
+toks = re.findall(r'\[\?\(@\.([A-Za-z0-9_]+)=="([^"]*)"\)\]|\[(\*|\d+)\]|\.((?:[^.\[\\]|\\.)+)', expr[1:-1])
+vals, many = [obj], False
+for flt_k, flt_v, idx, key in toks:
+    nxt = []
+    for v in vals:
+        if key:
+            k = key.replace("\\.", ".")
+            if isinstance(v, dict) and k in v:
+                nxt.append(v[k])
+        elif idx == "*" or flt_k:
+            many = True
+            for e in v if isinstance(v, list) else []:
+                if not flt_k or (isinstance(e, dict) and str(e.get(flt_k)) == flt_v):
+                    nxt.append(e)
+        elif isinstance(v, list) and int(idx) < len(v):
+            nxt.append(v[int(idx)])
+    vals = nxt
+def fmt(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, separators=(",", ":"))
+    return str(v)
+print(" ".join(fmt(v) for v in vals), end="")
+EOF
+}
 
 # jpath_is KIND NAME EXPR WANT: the jsonpath value equals WANT.
 jpath_is() { [ "$(jpath "$1" "$2" "$3")" = "$4" ]; }
