@@ -23,94 +23,19 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <uthash.h>
 #include <utlist.h>
-#include <uv.h>
 
-#include "ipc/proto.h"
+#include "ipc/server_int.h"
 
-struct inflight {
-    UT_hash_handle hh;
-    uint64_t id;
-    uint64_t got_ns;
-    bool overdue_logged;
-    char key[];
-};
-
-struct kq {
-    struct ipc_queue *q;
-    struct conn *workers;   /* registered connections, in arrival order */
-    struct conn *rr;        /* the connection to offer the next key to first */
-};
-
-struct conn {
-    struct ipc_server *s;
-    uv_pipe_t pipe;
-    uv_shutdown_t shut;
-    struct conn *prev, *next;     /* all connections */
-    struct conn *wprev, *wnext;   /* the kind's workers */
-    struct kq *kq;
-    bool hello, closing;
-    uint32_t capacity, credits, n_inflight;
-    struct inflight *inflight;
-    int32_t pid;
-    char worker[IPC_WORKER_MAX];
-    struct buf rbuf;
-};
-
-struct ipc_server {
-    uv_loop_t *loop;
-    struct ipc_server_config cfg;
-    ipc_now_fn now;
-    void *now_ud;
-    uv_pipe_t listener;
-    uv_timer_t timer, overdue_timer;
-    bool listener_init, listening, closing;
-    int open_handles;
-    char *path;
-    struct kq kinds[IPC_KINDS_MAX];
-    int n_kinds;
-    struct conn *conns;
-    ipc_seen_fn seen;
-    void *seen_ud;
-    uint64_t boot;
-    uint64_t grace_end_ns;        /* no hand-out before this clock time */
-    struct ipc_msg scratch;       /* decode target; too big for the stack of a callback */
-    struct ipc_msg out;           /* what dispatch and reply_status encode */
-};
-
-struct wreq {
-    uv_write_t req;
-    size_t len;
-    char data[];
-};
-
-static void conn_drop(struct conn *c, int code, const char *why);
-static void arm_timer(struct ipc_server *s);
-
-static uint64_t srv_now(struct ipc_server *s)
-{
-    return s->now(s->now_ud);
-}
-
-static uint64_t default_now(void *ud)
-{
-    (void)ud;
-    return util_now_ns();
-}
-
-static struct kq *find_kind(struct ipc_server *s, const char *kind)
+struct kq *srv_find_kind(struct ipc_server *s, const char *kind)
 {
     for (int i = 0; i < s->n_kinds; i++)
         if (strcmp(ipc_queue_kind(s->kinds[i].q), kind) == 0)
@@ -128,7 +53,7 @@ static void server_free(struct ipc_server *s)
     free(s);
 }
 
-static void handle_closed(uv_handle_t *h)
+void srv_handle_closed(uv_handle_t *h)
 {
     struct ipc_server *s = h->data;
     if (--s->open_handles == 0 && s->closing)
@@ -201,7 +126,7 @@ static void wall_ms_of(struct ipc_server *s, uint64_t mono_ns, uint64_t *out)
 }
 
 /* Hands ready keys to the kind's connections, round-robin. */
-static void dispatch(struct ipc_server *s, struct kq *kq)
+void srv_dispatch(struct ipc_server *s, struct kq *kq)
 {
     struct ipc_msg *m = &s->out;
     if (s->grace_end_ns && srv_now(s) < s->grace_end_ns)
@@ -246,15 +171,15 @@ static void dispatch(struct ipc_server *s, struct kq *kq)
         wall_ms_of(s, l.added_ns, &m->added_ms);
         int rc = conn_send(pick, m);
         if (rc < 0)
-            conn_drop(pick, rc, rc == -ENOBUFS ? "peer is not reading" : "write failed");
+            srv_conn_drop(pick, rc, rc == -ENOBUFS ? "peer is not reading" : "write failed");
     }
 }
 
-static void dispatch_all(struct ipc_server *s)
+void srv_dispatch_all(struct ipc_server *s)
 {
     for (int i = 0; i < s->n_kinds; i++)
-        dispatch(s, &s->kinds[i]);
-    arm_timer(s);
+        srv_dispatch(s, &s->kinds[i]);
+    srv_arm_timer(s);
 }
 
 /* ---- timers ---------------------------------------------------------------------- */
@@ -264,10 +189,10 @@ static void on_timer(uv_timer_t *t)
     struct ipc_server *s = t->data;
     for (int i = 0; i < s->n_kinds; i++)
         ipc_queue_tick(s->kinds[i].q);
-    dispatch_all(s);
+    srv_dispatch_all(s);
 }
 
-static void arm_timer(struct ipc_server *s)
+void srv_arm_timer(struct ipc_server *s)
 {
     if (s->closing)
         return;
@@ -288,7 +213,7 @@ static void arm_timer(struct ipc_server *s)
     uv_timer_start(&s->timer, on_timer, ms, 0);
 }
 
-static void on_overdue_timer(uv_timer_t *t)
+void srv_on_overdue_timer(uv_timer_t *t)
 {
     struct ipc_server *s = t->data;
     uint64_t now = srv_now(s);
@@ -330,7 +255,7 @@ static void conn_shutdown_done(uv_shutdown_t *req, int status)
 
 /* Requeues c's keys (as errors: backoff), unregisters it, and closes it; with
  * code != 0 an ERROR frame is flushed first. Safe to call twice. */
-static void conn_drop(struct conn *c, int code, const char *why)
+void srv_conn_drop(struct conn *c, int code, const char *why)
 {
     struct ipc_server *s = c->s;
     if (c->closing)
@@ -365,72 +290,9 @@ static void conn_drop(struct conn *c, int code, const char *why)
     if (uv_shutdown(&c->shut, (uv_stream_t *)&c->pipe, conn_shutdown_done) < 0)
         uv_close((uv_handle_t *)&c->pipe, conn_closed);
     if (kq && !s->closing) {
-        dispatch(s, kq);
-        arm_timer(s);
+        srv_dispatch(s, kq);
+        srv_arm_timer(s);
     }
-}
-
-static int status_fill(struct ipc_server *s, struct ipc_status *out, uint32_t max_workers)
-{
-    uint64_t now = srv_now(s);
-    memset(out, 0, sizeof(*out));
-    out->pid = (int32_t)getpid();
-    if (s->n_kinds == 0)
-        return 0;
-    out->queues = calloc((size_t)s->n_kinds, sizeof(*out->queues));
-    if (!out->queues)
-        return -ENOMEM;
-    out->n_queues = (uint32_t)s->n_kinds;
-    for (int i = 0; i < s->n_kinds; i++) {
-        struct kq *kq = &s->kinds[i];
-        struct ipc_status_queue *q = &out->queues[i];
-        struct ipc_queue_stats st;
-        ipc_queue_stats(kq->q, &st);
-        snprintf(q->kind, sizeof(q->kind), "%s", ipc_queue_kind(kq->q));
-        q->depth = st.depth;
-        q->in_flight = st.in_flight;
-        q->waiting = st.waiting;
-        q->retrying = st.retrying;
-        q->gated = st.gated;
-        q->keys = st.keys;
-        q->adds_total = st.adds_total;
-        q->retries_total = st.retries_total;
-        q->ryw_timeouts_total = st.ryw_timeouts_total;
-        uint32_t n = 0;
-        struct conn *c;
-        DL_FOREACH2(kq->workers, c, wnext) n++;
-        if (n > max_workers)
-            n = max_workers;
-        if (n) {
-            q->workers = calloc(n, sizeof(*q->workers));
-            if (!q->workers) {
-                ipc_status_free(out);
-                return -ENOMEM;
-            }
-        }
-        uint32_t k = 0;
-        DL_FOREACH2(kq->workers, c, wnext) {
-            uint64_t oldest = 0;
-            struct inflight *f, *tmp;
-            HASH_ITER(hh, c->inflight, f, tmp) {
-                uint64_t age = now > f->got_ns ? now - f->got_ns : 0;
-                if (age > oldest)
-                    oldest = age;
-                if (s->cfg.processing_deadline_ns && age >= s->cfg.processing_deadline_ns)
-                    q->overdue++;
-            }
-            if (k < n) {
-                struct ipc_status_worker *w = &q->workers[k++];
-                w->pid = c->pid;
-                snprintf(w->worker, sizeof(w->worker), "%s", c->worker);
-                w->capacity = c->capacity;
-                w->in_flight = c->n_inflight;
-                w->oldest_ms = oldest / 1000000u;
-            }
-        }
-        q->n_workers = k;
-    }
-    return 0;
 }
 
 static void reply_status(struct conn *c)
@@ -440,7 +302,7 @@ static void reply_status(struct conn *c)
     struct ipc_msg *m = &s->out;
     /* Shrink the worker lists until the reply fits one frame. */
     for (uint32_t maxw = IPC_STATUS_WORKERS_MAX;; maxw /= 2) {
-        if (status_fill(s, &st, maxw) < 0) {
+        if (srv_status_fill(s, &st, maxw) < 0) {
             send_error(c, ENOMEM, "out of memory building status");
             return;
         }
@@ -453,7 +315,7 @@ static void reply_status(struct conn *c)
         ipc_status_free(&st);
         if (rc != -EMSGSIZE || maxw == 0) {
             if (rc < 0 && rc != -EMSGSIZE)
-                conn_drop(c, rc, "write failed");
+                srv_conn_drop(c, rc, "write failed");
             return;
         }
     }
@@ -467,7 +329,7 @@ static bool conn_adopt(struct conn *c, const struct ipc_msg *m)
     struct ipc_msg *out = &s->out;
     struct ipc_lease l;
     if (!c->kq) {
-        conn_drop(c, EPROTO, "ADOPT from a connection without a kind");
+        srv_conn_drop(c, EPROTO, "ADOPT from a connection without a kind");
         return false;
     }
     memset(out, 0, sizeof(*out));
@@ -495,7 +357,7 @@ static bool conn_adopt(struct conn *c, const struct ipc_msg *m)
                  "error", strerror(-rc), NULL);
     }
     if (conn_send(c, out) < 0) {
-        conn_drop(c, EIO, "write failed");
+        srv_conn_drop(c, EIO, "write failed");
         return false;
     }
     return true;
@@ -506,21 +368,21 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
 {
     struct ipc_server *s = c->s;
     if (!c->hello && m->type != IPC_MSG_HELLO) {
-        conn_drop(c, EPROTO, "HELLO must come first");
+        srv_conn_drop(c, EPROTO, "HELLO must come first");
         return false;
     }
     switch (m->type) {
     case IPC_MSG_HELLO: {
         if (c->hello) {
-            conn_drop(c, EPROTO, "duplicate HELLO");
+            srv_conn_drop(c, EPROTO, "duplicate HELLO");
             return false;
         }
         c->hello = true;
         snprintf(c->worker, sizeof(c->worker), "%s", m->worker);
         if (m->kind[0]) {
-            struct kq *kq = find_kind(s, m->kind);
+            struct kq *kq = srv_find_kind(s, m->kind);
             if (!kq) {
-                conn_drop(c, ENOENT, "no queue for that kind");
+                srv_conn_drop(c, ENOENT, "no queue for that kind");
                 return false;
             }
             c->kq = kq;
@@ -538,21 +400,21 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
         m->pid = (int32_t)getpid();
         m->boot = s->boot;
         if (conn_send(c, m) < 0) {
-            conn_drop(c, EIO, "write failed");
+            srv_conn_drop(c, EIO, "write failed");
             return false;
         }
         return true;
     }
     case IPC_MSG_PULL: {
         if (!c->kq) {
-            conn_drop(c, EPROTO, "PULL from a connection without a kind");
+            srv_conn_drop(c, EPROTO, "PULL from a connection without a kind");
             return false;
         }
         uint64_t room = c->capacity - c->n_inflight;
         uint64_t cr = (uint64_t)c->credits + m->n;
         c->credits = (uint32_t)(cr > room ? room : cr);
-        dispatch(s, c->kq);
-        arm_timer(s);
+        srv_dispatch(s, c->kq);
+        srv_arm_timer(s);
         return !c->closing;
     }
     case IPC_MSG_DONE: {
@@ -560,7 +422,7 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
         if (c->kq)
             HASH_FIND(hh, c->inflight, &m->id, sizeof(m->id), f);
         if (!f) {
-            conn_drop(c, ENOENT, "DONE for a key this connection does not hold");
+            srv_conn_drop(c, ENOENT, "DONE for a key this connection does not hold");
             return false;
         }
         HASH_DEL(c->inflight, f);
@@ -579,19 +441,19 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
             log_warn("queue done failed", "kind", ipc_queue_kind(c->kq->q), "key", f->key,
                      "error", strerror(-rc), NULL);
         free(f);
-        dispatch(s, c->kq);
-        arm_timer(s);
+        srv_dispatch(s, c->kq);
+        srv_arm_timer(s);
         return !c->closing;
     }
     case IPC_MSG_ADD: {
-        struct kq *kq = find_kind(s, m->kind);
+        struct kq *kq = srv_find_kind(s, m->kind);
         if (!kq) {
             send_error(c, ENOENT, "ADD for an unknown kind");
             return true;
         }
         ipc_queue_add_after(kq->q, m->key, m->after_ms * 1000000u);
-        dispatch(s, kq);
-        arm_timer(s);
+        srv_dispatch(s, kq);
+        srv_arm_timer(s);
         return !c->closing;
     }
     case IPC_MSG_STATUS_REQ:
@@ -600,10 +462,10 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
     case IPC_MSG_ADOPT:
         return conn_adopt(c, m);
     case IPC_MSG_ERROR:
-        conn_drop(c, 0, m->msg);
+        srv_conn_drop(c, 0, m->msg);
         return false;
     default:
-        conn_drop(c, EPROTO, "message type not accepted by the server");
+        srv_conn_drop(c, EPROTO, "message type not accepted by the server");
         return false;
     }
 }
@@ -624,7 +486,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *ub)
     struct conn *c = st->data;
     (void)ub;
     if (nread < 0) {
-        conn_drop(c, 0, uv_strerror((int)nread));
+        srv_conn_drop(c, 0, uv_strerror((int)nread));
         return;
     }
     c->rbuf.len += (size_t)nread;
@@ -636,13 +498,13 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *ub)
         if (rc == -EAGAIN)
             break;
         if (rc < 0) {
-            conn_drop(c, EMSGSIZE, "frame length out of range");
+            srv_conn_drop(c, EMSGSIZE, "frame length out of range");
             return;
         }
         const char *why = NULL;
         struct ipc_msg *m = &c->s->scratch;
         if (ipc_proto_decode(body, blen, m, &why) < 0) {
-            conn_drop(c, EBADMSG, why);
+            srv_conn_drop(c, EBADMSG, why);
             return;
         }
         off += used;
@@ -657,7 +519,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *ub)
     }
 }
 
-static void on_connection(uv_stream_t *server, int status)
+void srv_on_connection(uv_stream_t *server, int status)
 {
     struct ipc_server *s = server->data;
     if (status < 0 || s->closing)
@@ -680,7 +542,7 @@ static void on_connection(uv_stream_t *server, int status)
         return;
     }
     if (n_conns >= s->cfg.max_connections) {
-        conn_drop(c, EMFILE, "too many connections");
+        srv_conn_drop(c, EMFILE, "too many connections");
         return;
     }
     /* The socket file is 0600; the peer's credentials are checked anyway. */
@@ -691,218 +553,10 @@ static void on_connection(uv_stream_t *server, int status)
         getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
         c->pid = cred.pid;
         if (cred.uid != geteuid() && cred.uid != 0) {
-            conn_drop(c, EACCES, "peer runs as another user");
+            srv_conn_drop(c, EACCES, "peer runs as another user");
             return;
         }
     }
     if (uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0)
-        conn_drop(c, 0, "read start failed");
-}
-
-/* ---- public API --------------------------------------------------------------------- */
-
-int ipc_server_new(uv_loop_t *loop, const struct ipc_server_config *cfg, struct ipc_server **out)
-{
-    struct ipc_server *s = calloc(1, sizeof(*s));
-    if (!s)
-        return -ENOMEM;
-    s->loop = loop;
-    if (cfg)
-        s->cfg = *cfg;
-    if (!s->cfg.max_write_queue)
-        s->cfg.max_write_queue = 4u << 20;
-    if (!s->cfg.max_connections)
-        s->cfg.max_connections = 1024;
-    s->now = s->cfg.now ? s->cfg.now : default_now;
-    s->now_ud = s->cfg.now ? s->cfg.now_ud : NULL;
-    if (s->cfg.startup_grace_ns)
-        s->grace_end_ns = srv_now(s) + s->cfg.startup_grace_ns;
-    if (getrandom(&s->boot, sizeof(s->boot), GRND_NONBLOCK) != (ssize_t)sizeof(s->boot))
-        s->boot = util_now_ns() ^ ((uint64_t)getpid() << 32);
-    uv_timer_init(loop, &s->timer);
-    s->timer.data = s;
-    uv_timer_init(loop, &s->overdue_timer);
-    s->overdue_timer.data = s;
-    s->open_handles = 2;
-    if (s->cfg.processing_deadline_ns) {
-        uint64_t every = s->cfg.processing_deadline_ns / 2000000u;
-        if (every < 100)
-            every = 100;
-        uv_timer_start(&s->overdue_timer, on_overdue_timer, every, every);
-    }
-    *out = s;
-    return 0;
-}
-
-int ipc_server_add_kind(struct ipc_server *s, const char *kind, const struct ipc_queue_config *qcfg)
-{
-    if (!kind || find_kind(s, kind))
-        return -EINVAL;
-    if (s->n_kinds == IPC_KINDS_MAX)
-        return -ENOSPC;
-    struct kq *kq = &s->kinds[s->n_kinds];
-    memset(kq, 0, sizeof(*kq));
-    int rc = ipc_queue_new(kind, qcfg, s->now, s->now_ud, &kq->q);
-    if (rc < 0)
-        return rc;
-    if (s->seen)
-        ipc_queue_set_seen(kq->q, s->seen, s->seen_ud);
-    s->n_kinds++;
-    return 0;
-}
-
-/* A socket file at path: live server -> -EADDRINUSE, dead -> unlinked. */
-static int clear_stale(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -errno;
-    if (!S_ISSOCK(st.st_mode))
-        return -EEXIST;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-    int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-    int err = errno;
-    close(fd);
-    if (rc == 0)
-        return -EADDRINUSE;
-    if (err != ECONNREFUSED && err != ENOENT)
-        return -err;
-    log_info("replacing stale ipc socket", "path", path, NULL);
-    if (unlink(path) < 0 && errno != ENOENT)
-        return -errno;
-    return 0;
-}
-
-static void check_state_dir(const char *path)
-{
-    char *copy = strdup(path);
-    if (!copy)
-        return;
-    struct stat st;
-    const char *dir = dirname(copy);
-    if (stat(dir, &st) == 0 && ((st.st_mode & 077) || st.st_uid != geteuid()))
-        log_warn("state directory should be mode 0700 and owned by this user", "dir", dir, NULL);
-    free(copy);
-}
-
-int ipc_server_listen(struct ipc_server *s, const char *path)
-{
-    struct sockaddr_un sa;
-    if (!path || strlen(path) >= sizeof(sa.sun_path))
-        return -ENAMETOOLONG;
-    if (s->listener_init || s->closing)
-        return -EALREADY;
-    check_state_dir(path);
-    int rc = clear_stale(path);
-    if (rc < 0)
-        return rc;
-    s->path = strdup(path);
-    if (!s->path)
-        return -ENOMEM;
-    uv_pipe_init(s->loop, &s->listener, 0);
-    s->listener.data = s;
-    s->listener_init = true;
-    s->open_handles++;
-    rc = uv_pipe_bind(&s->listener, path);
-    if (rc < 0)
-        return rc;
-    /* Bound but not listening yet: nobody can connect before the mode is tight. */
-    if (chmod(path, 0600) < 0) {
-        rc = -errno;
-        unlink(path);
-        return rc;
-    }
-    rc = uv_listen((uv_stream_t *)&s->listener, 128, on_connection);
-    if (rc < 0) {
-        unlink(path);
-        return rc;
-    }
-    s->listening = true;
-    return 0;
-}
-
-void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud)
-{
-    s->seen = seen;
-    s->seen_ud = ud;
-    for (int i = 0; i < s->n_kinds; i++)
-        ipc_queue_set_seen(s->kinds[i].q, seen, ud);
-}
-
-int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key, uint64_t delay_ns)
-{
-    struct kq *kq = kind ? find_kind(s, kind) : NULL;
-    if (!kq)
-        return -ENOENT;
-    int rc = ipc_queue_add_after(kq->q, key, delay_ns);
-    if (rc < 0)
-        return rc;
-    dispatch(s, kq);
-    arm_timer(s);
-    return 0;
-}
-
-int ipc_server_add_low(struct ipc_server *s, const char *kind, const char *key)
-{
-    struct kq *kq = kind ? find_kind(s, kind) : NULL;
-    if (!kq)
-        return -ENOENT;
-    int rc = ipc_queue_add_low(kq->q, key);
-    if (rc < 0)
-        return rc;
-    dispatch(s, kq);
-    arm_timer(s);
-    return 0;
-}
-
-int ipc_server_add(struct ipc_server *s, const char *kind, const char *key)
-{
-    return ipc_server_add_after(s, kind, key, 0);
-}
-
-void ipc_server_progress(struct ipc_server *s)
-{
-    for (int i = 0; i < s->n_kinds; i++)
-        ipc_queue_progress(s->kinds[i].q);
-    dispatch_all(s);
-}
-
-struct ipc_queue *ipc_server_queue(struct ipc_server *s, const char *kind)
-{
-    struct kq *kq = kind ? find_kind(s, kind) : NULL;
-    return kq ? kq->q : NULL;
-}
-
-int ipc_server_status(struct ipc_server *s, struct ipc_status *out)
-{
-    return status_fill(s, out, IPC_STATUS_WORKERS_MAX);
-}
-
-int ipc_server_metrics_text(struct ipc_server *s, struct buf *out)
-{
-    struct ipc_queue *qs[IPC_KINDS_MAX];
-    for (int i = 0; i < s->n_kinds; i++)
-        qs[i] = s->kinds[i].q;
-    return ipc_metrics_text(qs, (size_t)s->n_kinds, out);
-}
-
-void ipc_server_close(struct ipc_server *s)
-{
-    if (s->closing)
-        return;
-    s->closing = true;
-    for (struct conn *c = s->conns; c; c = c->next)
-        conn_drop(c, 0, "server closing");
-    for (int i = 0; i < s->n_kinds; i++)
-        ipc_queue_shutdown(s->kinds[i].q);
-    if (s->listening && s->path)
-        unlink(s->path);
-    if (s->listener_init)
-        uv_close((uv_handle_t *)&s->listener, handle_closed);
-    uv_close((uv_handle_t *)&s->timer, handle_closed);
-    uv_close((uv_handle_t *)&s->overdue_timer, handle_closed);
+        srv_conn_drop(c, 0, "read start failed");
 }

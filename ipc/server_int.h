@@ -1,0 +1,89 @@
+/*
+ * server_int.h - the server's structures, shared by server.c (connections,
+ * frames, hand-out, timers) and server_api.c (the public ipc_server_* calls,
+ * the listening socket and status snapshots). Not for other modules.
+ */
+#ifndef RAYOP_IPC_SERVER_INT_H
+#define RAYOP_IPC_SERVER_INT_H
+
+#include <uv.h>
+
+#include "ipc/proto.h"
+
+struct inflight {
+    UT_hash_handle hh;
+    uint64_t id;
+    uint64_t got_ns;
+    bool overdue_logged;
+    char key[];
+};
+
+struct kq {
+    struct ipc_queue *q;
+    struct conn *workers;   /* registered connections, in arrival order */
+    struct conn *rr;        /* the connection to offer the next key to first */
+};
+
+struct conn {
+    struct ipc_server *s;
+    uv_pipe_t pipe;
+    uv_shutdown_t shut;
+    struct conn *prev, *next;     /* all connections */
+    struct conn *wprev, *wnext;   /* the kind's workers */
+    struct kq *kq;
+    bool hello, closing;
+    uint32_t capacity, credits, n_inflight;
+    struct inflight *inflight;
+    int32_t pid;
+    char worker[IPC_WORKER_MAX];
+    struct buf rbuf;
+};
+
+struct ipc_server {
+    uv_loop_t *loop;
+    struct ipc_server_config cfg;
+    ipc_now_fn now;
+    void *now_ud;
+    uv_pipe_t listener;
+    uv_timer_t timer, overdue_timer;
+    bool listener_init, listening, closing;
+    int open_handles;
+    char *path;
+    struct kq kinds[IPC_KINDS_MAX];
+    int n_kinds;
+    struct conn *conns;
+    ipc_seen_fn seen;
+    void *seen_ud;
+    uint64_t boot;
+    uint64_t grace_end_ns;        /* no hand-out before this clock time */
+    struct ipc_msg scratch;       /* decode target; too big for the stack of a callback */
+    struct ipc_msg out;           /* what dispatch and reply_status encode */
+};
+
+struct wreq {
+    uv_write_t req;
+    size_t len;
+    char data[];
+};
+
+static inline uint64_t srv_now(struct ipc_server *s)
+{
+    return s->now(s->now_ud);
+}
+
+struct kq *srv_find_kind(struct ipc_server *s, const char *kind);
+/* Hands ready keys of kq to its connections, round-robin. */
+void srv_dispatch(struct ipc_server *s, struct kq *kq);
+/* srv_dispatch for every kind, then srv_arm_timer. */
+void srv_dispatch_all(struct ipc_server *s);
+/* Re-arms the queue timer at the earliest queue deadline (or grace end). */
+void srv_arm_timer(struct ipc_server *s);
+void srv_conn_drop(struct conn *c, int code, const char *why);
+void srv_on_connection(uv_stream_t *server, int status);
+void srv_on_overdue_timer(uv_timer_t *t);
+/* Close callback of the server's own handles; frees s after the last one. */
+void srv_handle_closed(uv_handle_t *h);
+/* Fills out (caller frees with ipc_status_free), listing <= max_workers per kind. */
+int srv_status_fill(struct ipc_server *s, struct ipc_status *out, uint32_t max_workers);
+
+#endif
