@@ -1,18 +1,168 @@
-/* main.c - placeholder until the watcher loop lands (keeps bin/rayop linking). */
+/*
+ * main.c - `rayop watcher`: flags, process lifecycle and wiring. Opens (or
+ * re-attaches to) the cache segment named after --state-dir, starts the
+ * queue server on <state-dir>/queues.sock, queues every cached primary key
+ * (restart resync), then runs the sync engine (sync.c) on one libuv loop
+ * until SIGTERM/SIGINT.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
-#include "watcher/watcher.h"
+#include "util/util.h"
+#include "watcher/internal.h"
+#include "watcher/opts.h"
+
+#define STARTUP_GRACE_NS (2ull * 1000000000ull)
+
+static void usage(FILE *f)
+{
+    fputs("usage: rayop watcher [flags]\n"
+          "  --kubeconfig FILE        kubeconfig (default: $KUBECONFIG, in-cluster, ~/.kube/config)\n"
+          "  --context NAME           kubeconfig context\n"
+          "  --namespace NS           watch only NS (repeatable; default all namespaces)\n"
+          "  --watch-namespace A,B    KubeRay's form of --namespace\n"
+          "  --state-dir DIR          socket and segment name (default /run/rayop; created 0700)\n"
+          "  --qps N --burst N        client-side API rate limit (default 100 / 200)\n"
+          "  --cache-capacity BYTES   segment size, suffixes K/M/G (default 256M)\n"
+          "  --cache-max-objects N    object slots (default 131072)\n"
+          "  --cache-max-bytes BYTES  grow the segment up to this when full (default: refuse)\n"
+          "  --log-level LEVEL        debug|info|warn|error\n", f);
+}
+
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+    struct watcher *w = h->data;
+    char s[16];
+    snprintf(s, sizeof(s), "%d", sig);
+    if (w->stopping)
+        return;
+    log_info("stopping", "signal", s, NULL);
+    wsync_stop(w);
+    kube_watcher_free(w->kw);
+    w->kw = NULL;
+    ipc_server_close(w->ipc);
+    w->ipc = NULL;
+    uv_close((uv_handle_t *)&w->sig_term, NULL);
+    uv_close((uv_handle_t *)&w->sig_int, NULL);
+}
 
 int watcher_main(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fputs("rayop watcher: not built yet\n", stderr);
-    return 2;
-}
+    struct wopts o;
+    struct watcher w;
+    struct kube_config *cfg = NULL;
+    char err[256] = "", segname[CACHE_SEGNAME_MAX], sock[PATH_MAX];
+    uv_loop_t loop;
+    int rc, loop_ok = 0, exit_code = 1;
 
-int status_main(int argc, char **argv)
-{
-    (void)argc; (void)argv;
-    fputs("rayop status: not built yet\n", stderr);
-    return 2;
+    memset(&w, 0, sizeof(w));
+    rc = wopts_parse(&o, argc, argv, WOPTS_WATCHER);
+    if (rc == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (rc < 0) {
+        usage(stderr);
+        return 2;
+    }
+    log_set_component("watcher");
+    signal(SIGPIPE, SIG_IGN);
+    srand((unsigned)(time(NULL) ^ getpid()));
+    w.start_ns = util_now_ns();
+
+    if ((rc = wopts_state_dir(o.state_dir)) < 0)
+        goto out;
+    if ((rc = cache_segment_name(o.state_dir, segname, sizeof(segname))) < 0) {
+        log_error("bad state dir", "dir", o.state_dir, NULL);
+        goto out;
+    }
+    if ((size_t)snprintf(sock, sizeof(sock), "%s/queues.sock", o.state_dir) >= sizeof(sock)) {
+        log_error("state dir path too long", "dir", o.state_dir, NULL);
+        goto out;
+    }
+
+    struct kube_config_opts co = { .kubeconfig = o.kubeconfig, .context = o.context };
+    if ((rc = kube_config_load(&co, &cfg, err, sizeof(err))) < 0) {
+        log_error("cannot load kubeconfig", "error", err, NULL);
+        goto out;
+    }
+    struct kube_client_opts ko = { .qps = o.qps, .burst = o.burst };
+    if ((rc = kube_client_new(cfg, &ko, &w.kc)) < 0) {
+        log_error("cannot create API client", "error", kube_strerror(rc), NULL);
+        goto out;
+    }
+    struct cache_config cc = { .name = segname, .bytes = o.cache_bytes,
+                               .max_objects = o.cache_objects, .max_bytes = o.cache_max_bytes };
+    if ((rc = cache_writer_open(&cc, &w.cache)) < 0) {
+        log_error("cannot open cache segment", "name", segname, "error", strerror(-rc), NULL);
+        goto out;
+    }
+
+    if ((rc = uv_loop_init(&loop)) < 0)
+        goto out;
+    loop_ok = 1;
+    w.loop = &loop;
+    if ((rc = kube_watcher_new(w.kc, &loop, &w.kw)) < 0)
+        goto out;
+    struct ipc_server_config sc = { .startup_grace_ns = STARTUP_GRACE_NS };
+    if ((rc = ipc_server_new(&loop, &sc, &w.ipc)) < 0)
+        goto out;
+    for (size_t t = 0; t < watcher_ntypes; t++)
+        if (watcher_types[t].queue &&
+            (rc = ipc_server_add_kind(w.ipc, watcher_types[t].queue, NULL)) < 0)
+            goto out;
+    ipc_server_set_seen(w.ipc, wsync_seen, &w);
+    if ((rc = ipc_server_listen(w.ipc, sock)) < 0) {
+        log_error("cannot listen", "path", sock, "error", strerror(-rc), NULL);
+        goto out;
+    }
+    if ((rc = wsync_init(&w, (const char *const *)o.namespaces, o.nnamespaces)) < 0) {
+        log_error("cannot set up types", "error", strerror(-rc), NULL);
+        goto out;
+    }
+    if ((rc = wsync_resync(&w)) < 0)
+        log_warn("resync incomplete", "error", strerror(-rc), NULL);
+
+    uv_signal_init(&loop, &w.sig_term);
+    uv_signal_init(&loop, &w.sig_int);
+    w.sig_term.data = w.sig_int.data = &w;
+    uv_signal_start(&w.sig_term, on_signal, SIGTERM);
+    uv_signal_start(&w.sig_int, on_signal, SIGINT);
+
+    log_info("watcher started", "segment", segname, "socket", sock, NULL);
+    wsync_start(&w);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    exit_code = 0;
+    rc = 0;
+out:
+    if (rc < 0 && loop_ok) {
+        /* failed during setup: release what was created, then drain the loop */
+        if (w.streams)
+            wsync_stop(&w);
+        if (w.kw)
+            kube_watcher_free(w.kw);
+        if (w.ipc)
+            ipc_server_close(w.ipc);
+        uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    if (loop_ok)
+        (void)uv_loop_close(&loop);
+    wsync_free(&w);
+    if (w.cache)
+        cache_close(w.cache);
+    if (w.kc)
+        kube_client_free(w.kc);
+    if (cfg)
+        kube_config_free(cfg);
+    wopts_free(&o);
+    log_info("watcher exited", NULL);
+    return exit_code;
 }

@@ -1,0 +1,85 @@
+/*
+ * internal.h - state shared by the watcher's files: main.c (flags, process
+ * lifecycle), sync.c (list/watch per stream, applying events to the cache and
+ * the queues) and types.c (the tables). Not for other modules.
+ */
+#ifndef RAYOP_WATCHER_INTERNAL_H
+#define RAYOP_WATCHER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "cache/cache.h"
+#include "ipc/ipc.h"
+#include "kube/kube.h"
+#include "watcher/watcher.h"
+
+#define WATCHER_MAX_NAMESPACES 64
+#define WATCHER_LIST_PAGES     2     /* pages a list thread may run ahead of the loop */
+
+struct seen_key;
+
+/* One list+watch of one type in one namespace (NULL = all namespaces). */
+struct wstream {
+    struct watcher *w;
+    int t;                       /* index into watcher_types */
+    int cid;                     /* cache type id */
+    const char *ns;
+    struct kube_resource res;
+    char rv[CACHE_RV_MAX];       /* where the next watch resumes */
+    int synced;
+    int need_list;               /* next (re)start must LIST first */
+    struct kube_watch *watch;
+    uv_timer_t retry;
+    uint32_t backoff_ms;
+
+    /* list in progress (a threadpool job hands pages to the loop thread) */
+    int listing;
+    uv_work_t work;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    cJSON *pages[WATCHER_LIST_PAGES]; /* "items" arrays, owned */
+    int npages;
+    int list_rc;
+    char list_rv[CACHE_RV_MAX];
+    int track_seen;              /* the cache already had objects: sweep after the list */
+    struct seen_key *seen;
+
+    uint64_t lists, watches, events;
+};
+
+struct watcher {
+    uv_loop_t *loop;
+    struct kube_client *kc;
+    struct kube_watcher *kw;
+    struct cache *cache;
+    struct ipc_server *ipc;
+    struct wstream *streams;
+    size_t nstreams;
+    uv_async_t pages_async;
+    uv_check_t check;
+    uv_signal_t sig_term, sig_int;
+    int progress_dirty;
+    volatile int stopping;
+    int async_closed;
+    int handles_ready;           /* pages_async and check initialised */
+    uint64_t start_ns;
+    int synced_logged;
+};
+
+/* Sync engine (sync.c). */
+int wsync_init(struct watcher *w, const char *const *namespaces, size_t nns);
+void wsync_start(struct watcher *w);
+void wsync_stop(struct watcher *w);
+void wsync_free(struct watcher *w);
+/* Adds every cached primary object's key to its queue (restart resync). */
+int wsync_resync(struct watcher *w);
+/* Compares resourceVersions as decimal integers (what etcd and kubesim give);
+ * falls back to string order for anything else. <0, 0, >0. */
+int wsync_rv_cmp(const char *a, const char *b);
+/* ipc read-your-writes oracle: the cache's rv of type >= rv. */
+int wsync_seen(void *ud, const char *type, const char *rv);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * opts.c - flag parsing for `rayop watcher` and `rayop status`: --flag VALUE
+ * and --flag=VALUE forms, sizes with K/M/G suffixes, and the state directory.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "util/util.h"
+#include "watcher/opts.h"
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return -EINVAL;
+    unsigned long long mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1ull << 10; end++; break;
+    case 'm': case 'M': mul = 1ull << 20; end++; break;
+    case 'g': case 'G': mul = 1ull << 30; end++; break;
+    default: break;
+    }
+    if ((*end == 'i' || *end == 'B') && mul > 1)
+        end++;
+    if (*end || (mul > 1 && v > (~0ull) / mul))
+        return -EINVAL;
+    *out = (size_t)(v * mul);
+    return 0;
+}
+
+static int add_namespaces(struct wopts *o, const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n > 0) {
+            if (n >= CACHE_NS_MAX || o->nnamespaces >= WATCHER_MAX_NAMESPACES) {
+                fprintf(stderr, "rayop: too many or too long namespaces in \"%s\"\n", list);
+                return -EINVAL;
+            }
+            if (!(o->namespaces[o->nnamespaces] = strndup(p, n)))
+                return -ENOMEM;
+            o->nnamespaces++;
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd)
+{
+    memset(o, 0, sizeof(*o));
+    o->state_dir = WOPTS_DEFAULT_STATE_DIR;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        char name[64];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return 1;
+        if (strcmp(a, "-o") == 0 && cmd == WOPTS_STATUS) {
+            if (i + 1 >= argc)
+                goto missing;
+            val = argv[++i];
+            if (strcmp(val, "json") == 0) o->json = 1;
+            else if (strcmp(val, "table") == 0 || strcmp(val, "wide") == 0) o->json = 0;
+            else { fprintf(stderr, "rayop: -o takes json or table\n"); return -EINVAL; }
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "rayop: unexpected argument \"%s\"\n", a);
+            return -EINVAL;
+        }
+        const char *eq = strchr(a, '=');
+        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+        if (nl >= sizeof(name)) {
+            fprintf(stderr, "rayop: unknown flag %s\n", a);
+            return -EINVAL;
+        }
+        memcpy(name, a, nl);
+        name[nl] = '\0';
+        if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc)
+                goto missing;
+            val = argv[++i];
+        }
+        int bad = 0;
+        if (strcmp(name, "--state-dir") == 0) {
+            o->state_dir = val;
+        } else if (strcmp(name, "--log-level") == 0) {
+            int lv = log_parse_level(val);
+            if (lv < 0) bad = 1; else log_set_level(lv);
+        } else if (strcmp(name, "--output") == 0 && cmd == WOPTS_STATUS) {
+            o->json = strcmp(val, "json") == 0;
+        } else if (cmd != WOPTS_WATCHER) {
+            fprintf(stderr, "rayop: unknown flag %s\n", name);
+            return -EINVAL;
+        } else if (strcmp(name, "--kubeconfig") == 0) {
+            o->kubeconfig = val;
+        } else if (strcmp(name, "--context") == 0) {
+            o->context = val;
+        } else if (strcmp(name, "--namespace") == 0 || strcmp(name, "--watch-namespace") == 0) {
+            int rc = add_namespaces(o, val);
+            if (rc < 0) { wopts_free(o); return rc; }
+        } else if (strcmp(name, "--qps") == 0) {
+            char *end;
+            o->qps = strtod(val, &end);
+            bad = *end != '\0' || end == val;
+        } else if (strcmp(name, "--burst") == 0) {
+            char *end;
+            long b = strtol(val, &end, 10);
+            bad = *end != '\0' || end == val || b < 0 || b > 1000000;
+            o->burst = (int)b;
+        } else if (strcmp(name, "--cache-capacity") == 0) {
+            bad = parse_size(val, &o->cache_bytes) < 0;
+        } else if (strcmp(name, "--cache-max-bytes") == 0) {
+            bad = parse_size(val, &o->cache_max_bytes) < 0;
+        } else if (strcmp(name, "--cache-max-objects") == 0) {
+            size_t n;
+            bad = parse_size(val, &n) < 0 || n > 0xffffffffu;
+            o->cache_objects = (unsigned)n;
+        } else {
+            fprintf(stderr, "rayop: unknown flag %s\n", name);
+            wopts_free(o);
+            return -EINVAL;
+        }
+        if (bad) {
+            fprintf(stderr, "rayop: bad value for %s: \"%s\"\n", name, val);
+            wopts_free(o);
+            return -EINVAL;
+        }
+    }
+    return 0;
+missing:
+    fprintf(stderr, "rayop: %s needs a value\n", argv[argc - 1]); /* the last flag */
+    wopts_free(o);
+    return -EINVAL;
+}
+
+void wopts_free(struct wopts *o)
+{
+    for (size_t i = 0; i < o->nnamespaces; i++)
+        free(o->namespaces[i]);
+    o->nnamespaces = 0;
+}
+
+int wopts_state_dir(const char *dir)
+{
+    char path[4096];
+    struct stat st;
+    if (!dir || !*dir || strlen(dir) >= sizeof(path))
+        return -EINVAL;
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+            int e = errno;
+            log_error("cannot create state dir", "dir", path, "error", strerror(e), NULL);
+            return -e;
+        }
+        *p = '/';
+    }
+    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+        int e = errno;
+        log_error("cannot create state dir", "dir", path, "error", strerror(e), NULL);
+        return -e;
+    }
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        log_error("state dir is not a directory", "dir", path, NULL);
+        return -ENOTDIR;
+    }
+    if (st.st_mode & 077)
+        log_warn("state dir is open to other users; expected mode 0700", "dir", path, NULL);
+    return 0;
+}
