@@ -20,6 +20,9 @@
  * Frames are validated by proto.c; a frame that does not decode, or a message
  * that makes no sense in the connection's state, gets an ERROR frame and the
  * connection is closed after the ERROR is flushed (its keys requeued at once).
+ *
+ * This file is the connection machinery; server_api.c has the public calls,
+ * the listening socket and status snapshots; server_int.h the shared structs.
  */
 #include <errno.h>
 #include <inttypes.h>

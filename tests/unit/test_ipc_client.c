@@ -18,7 +18,7 @@ static void test_ryw_over_the_wire(void **state)
     struct ipc_written w = {"ray.io/v1/rayclusters", "10"};
     struct ipc_outcome oc = {.kind = IPC_OUTCOME_OK, .n_written = 1, .written = &w};
     assert_int_equal(ipc_client_done(c, &k, &oc), 0);
-    add_key(sv, "ns/rc");   /* srv_call runs after the Done was read? not guaranteed: check stats */
+    add_key(sv, "ns/rc");   /* the event of our own write; the Done may still be on the wire */
     struct ipc_queue_stats qs;
     for (int i = 0; i < 1000; i++) {
         srv_call(sv, do_stats, &qs);
