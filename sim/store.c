@@ -35,23 +35,16 @@ void store_obj_unref(struct store_obj *o)
 }
 
 /*
- * cJSON_PrintUnformatted grows its buffer by realloc from 256 bytes; printing
- * into a per-thread scratch buffer and copying once is markedly cheaper for the
- * 1-10 KiB objects the store keeps. Caller frees the result.
+ * Objects are printed into a per-thread scratch buffer (store_json.c) and copied
+ * once into an exact-size allocation that lives as long as the snapshot.
  */
-struct scratch {
-    char *p;
-    int cap;
-};
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 
 static void scratch_free(void *v)
 {
-    struct scratch *sc = v;
-
-    free(sc->p);
-    free(sc);
+    buf_free(v);
+    free(v);
 }
 
 static void scratch_init(void)
@@ -61,31 +54,28 @@ static void scratch_init(void)
 
 static char *print_compact(const cJSON *json, size_t *len)
 {
-    struct scratch *sc;
-    char *out;
+    struct buf *sc;
+    char *out = NULL;
 
     pthread_once(&scratch_once, scratch_init);
     sc = pthread_getspecific(scratch_key);
-    if (!sc && (sc = calloc(1, sizeof(*sc)))) {
-        sc->cap = 64 * 1024;
-        sc->p = malloc((size_t)sc->cap);
-        pthread_setspecific(scratch_key, sc);
-    }
-    while (sc && sc->p && sc->cap <= (64 << 20)) {
-        if (cJSON_PrintPreallocated((cJSON *)json, sc->p, sc->cap, false)) {
-            *len = strlen(sc->p);
-            out = malloc(*len + 1);
-            if (out)
-                memcpy(out, sc->p, *len + 1);
-            return out;
+    if (!sc) {
+        sc = calloc(1, sizeof(*sc));
+        if (!sc || pthread_setspecific(scratch_key, sc)) {
+            free(sc);
+            return NULL;
         }
-        free(sc->p);
-        sc->cap *= 4;
-        sc->p = malloc((size_t)sc->cap);
     }
-    out = cJSON_PrintUnformatted(json);
-    if (out)
-        *len = strlen(out);
+    buf_reset(sc);
+    if (store_json_print(json, sc) == 0 && (out = malloc(sc->len + 1))) {
+        memcpy(out, sc->data, sc->len);
+        out[sc->len] = 0;
+        *len = sc->len;
+    }
+    if (sc->cap > (8u << 20)) {
+        /* do not keep a huge CRD's buffer around per thread */
+        buf_free(sc);
+    }
     return out;
 }
 
@@ -214,13 +204,16 @@ struct stype *store_type_get(struct store *s, const struct reg_resource *res, bo
 
 struct sentry *store_entry_find(struct stype *t, const char *ns, const char *name)
 {
+    size_t nl = ns ? strlen(ns) : 0, ml = strlen(name);
     char key[600];
     struct sentry *e;
 
-    if (!t)
+    if (!t || nl + ml + 2 > sizeof(key))
         return NULL;
-    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "", name);
-    HASH_FIND_STR(t->objs, key, e);
+    memcpy(key, ns ? ns : "", nl);
+    key[nl] = '/';
+    memcpy(key + nl + 1, name, ml + 1);
+    HASH_FIND(hh, t->objs, key, nl + 1 + ml, e);
     return e;
 }
 

@@ -136,7 +136,9 @@ struct store {
     bool replaying;
 };
 
-/* ---- objects (store.c) ---- */
+/* ---- objects (store.c, store_json.c) ---- */
+/* Appends the compact JSON of json to out (cJSON_PrintUnformatted's output). */
+int store_json_print(const cJSON *json, struct buf *out);
 /* Takes ownership of json; serialises it. NULL on ENOMEM. */
 struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json);
 /* A copy of o whose metadata.resourceVersion is rv (DELETED events, transitions). */

@@ -327,17 +327,22 @@ static uint64_t rnd_next(void)
 
 void store_random_uid(char out[37])
 {
+    static const char hex[] = "0123456789abcdef";
     uint8_t b[16];
-    uint64_t a = rnd_next(), c = rnd_next();
+    uint64_t x = rnd_next(), y = rnd_next();
+    char *p = out;
 
-    memcpy(b, &a, 8);
-    memcpy(b + 8, &c, 8);
+    memcpy(b, &x, 8);
+    memcpy(b + 8, &y, 8);
     b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
     b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-             b[12], b[13], b[14], b[15]);
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *p++ = '-';
+        *p++ = hex[b[i] >> 4];
+        *p++ = hex[b[i] & 15];
+    }
+    *p = 0;
 }
 
 void store_random_suffix(char out[6])

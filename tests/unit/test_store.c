@@ -5,6 +5,8 @@
 
 #include <regex.h>
 
+#include "sim/store_int.h"
+
 static struct store *S;
 
 static int setup(void **state)
@@ -800,6 +802,32 @@ static void test_patch_types_on_builtins(void **state)
     store_status_clear(&st);
 }
 
+static void test_serialiser_matches_cjson(void **state)
+{
+    static const char *const docs[] = {
+        "{}", "[]", "{\"a\":[]}", "null", "true", "[false,null,true]",
+        "{\"n\":[0,-1,1,2147483647,-2147483648,4294967296,1e300,-0.5,0.1,3.14159,"
+        "123456789012345678,1.5e-7]}",
+        "{\"s\":\"q\\\"b\\\\s\\/ \\b\\f\\n\\r\\t \\u0001 \\u001f caf\\u00e9 \\u2603\"}",
+        "{\"k\\n\":{\"deep\":[[[{\"x\":\"\"}]]]},\"e\":{}}",
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        cJSON *j = cJSON_Parse(docs[i]);
+        struct buf b = { 0 };
+        char *want;
+        assert_non_null(j);
+        want = cJSON_PrintUnformatted(j);
+        assert_int_equal(store_json_print(j, &b), 0);
+        assert_string_equal(b.data, want);
+        assert_int_equal(b.len, strlen(want));
+        cJSON_free(want);
+        buf_free(&b);
+        cJSON_Delete(j);
+    }
+}
+
 static void test_namespace_lifecycle(void **state)
 {
     const struct reg_resource *nsr = tl_res(S, "", "v1", "namespaces");
@@ -860,6 +888,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_creates_then_patches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_patch_types_on_builtins, setup, teardown),
+        cmocka_unit_test(test_serialiser_matches_cjson),
         cmocka_unit_test_setup_teardown(test_namespace_lifecycle, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
