@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/json_equal.h"
 #include "sim/schema_int.h"
 
 #define CEL_MAX_NODES 256
@@ -470,13 +471,13 @@ static int eval_bool(const struct cnode *n, struct cenv *env)
         y = err ? NULL : eval_value(n->b, env, n->b->nfields, &err);
         if (err)
             return err;
-        return cJSON_Compare(x, y, true) == (n->op == C_EQ);
+        return json_equal(x, y) == (n->op == C_EQ);
     case C_IN:
         x = eval_value(n->a, env, n->a->nfields, &err);
         if (err)
             return err;
         cJSON_ArrayForEach(y, n->b->lit)
-            if (cJSON_Compare(x, y, true))
+            if (json_equal(x, y))
                 return 1;
         return 0;
     case C_SEL:

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/json_equal.h"
 #include "sim/patch.h"
 #include "sim/patch_int.h"
 
@@ -17,7 +18,7 @@
 
 bool patch_json_equal(const cJSON *a, const cJSON *b)
 {
-    return cJSON_Compare(a, b, true);
+    return json_equal(a, b);
 }
 
 /* ---- RFC 7386 ----------------------------------------------------------------- */

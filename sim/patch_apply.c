@@ -343,19 +343,22 @@ static int apply_conflicts(const cJSON *live, const cJSON *applied, const struct
 static int apply_removals(cJSON *obj, struct fs_set *prev, const struct fs_set *nw,
                           const struct mf_list *l, int self)
 {
-    int rc = fs_sort_parents_first(prev);
-    if (rc)
-        return rc;
-    for (size_t j = 0; j < prev->n; j++) {
-        const char *p = prev->v[j].p;
-        bool keep = fs_has_under(nw, p);
-        for (size_t i = 0; !keep && i < l->n; i++)
-            if ((int)i != self && fs_has_under(&l->v[i].set, p))
-                keep = true;
-        if (!keep)
-            fs_delete(obj, p);
-    }
-    return 0;
+    struct fs_set kept = { 0 }; /* what someone still owns, with all its ancestors */
+    int rc;
+
+    if (prev->n == 0)
+        return 0;
+    if ((rc = fs_sort_parents_first(prev)) || (rc = fs_add_with_ancestors(&kept, nw)))
+        goto out;
+    for (size_t i = 0; i < l->n; i++)
+        if ((int)i != self && (rc = fs_add_with_ancestors(&kept, &l->v[i].set)))
+            goto out;
+    for (size_t j = 0; j < prev->n; j++)
+        if (!fs_has(&kept, prev->v[j].p))
+            fs_delete(obj, prev->v[j].p);
+out:
+    fs_free(&kept);
+    return rc;
 }
 
 int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *manager,

@@ -17,6 +17,7 @@
 #include "sim/schema.h"
 
 #define FS_MAX_DEPTH 64
+#define FS_PATH_MAX 4096
 
 /* schema.c may be absent from a reduced link (fuzz targets of the patch alone) */
 #pragma weak schema_list_map_keys
@@ -112,13 +113,30 @@ bool fs_has(const struct fs_set *s, const char *p)
     return found;
 }
 
-bool fs_has_under(const struct fs_set *s, const char *p)
+int fs_add_with_ancestors(struct fs_set *dst, const struct fs_set *src)
 {
-    size_t n = strlen(p);
-    for (size_t i = 0; i < s->n; i++)
-        if (!strncmp(s->v[i].p, p, n) && (s->v[i].p[n] == '\0' || s->v[i].p[n] == FS_SEP))
-            return true;
-    return false;
+    char buf[FS_PATH_MAX];
+    int rc;
+
+    for (size_t i = 0; i < src->n; i++) {
+        size_t len = strlen(src->v[i].p);
+        if (len >= sizeof(buf))
+            return -E2BIG;
+        memcpy(buf, src->v[i].p, len + 1);
+        if ((rc = fs_add(dst, buf, false)))
+            return rc;
+        /* each ancestor once: stop at the first one already present */
+        for (size_t k = len; k-- > 0;) {
+            if (buf[k] != FS_SEP)
+                continue;
+            buf[k] = '\0';
+            if (fs_has(dst, buf))
+                break;
+            if ((rc = fs_add(dst, buf, false)))
+                return rc;
+        }
+    }
+    return 0;
 }
 
 void fs_remove(struct fs_set *s, const char *p)
@@ -242,8 +260,6 @@ static bool join(char *out, size_t outlen, const char *prefix, const char *comp)
                       : snprintf(out, outlen, "%s", comp);
     return n >= 0 && (size_t)n < outlen;
 }
-
-#define FS_PATH_MAX 4096
 
 static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix,
                    const char *dotted, int depth, struct fs_set *out);

@@ -70,7 +70,9 @@ struct fs_keys {
 
 int fs_add(struct fs_set *s, const char *p, bool self);   /* copies p; 0, -ENOMEM, -E2BIG */
 bool fs_has(const struct fs_set *s, const char *p);
-bool fs_has_under(const struct fs_set *s, const char *p); /* p itself or a descendant */
+/* Adds every path of src and every ancestor of those paths to dst, so that
+ * fs_has(dst, p) answers "is p or something below p in src". 0, -ENOMEM, -E2BIG. */
+int fs_add_with_ancestors(struct fs_set *dst, const struct fs_set *src);
 void fs_remove(struct fs_set *s, const char *p);
 /* Orders the paths shortest first (parents before their children). 0 or -ENOMEM. */
 int fs_sort_parents_first(struct fs_set *s);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/json_equal.h"
 #include "sim/schema.h"
 #include "sim/schema_int.h"
 #include "util/util.h"
@@ -204,7 +205,7 @@ static void check_enum(struct vctx *c, const struct snode *n, const cJSON *v, co
     char list[512] = "", one[128];
     size_t off = 0;
     cJSON_ArrayForEach(e, n->enum_vals)
-        if (cJSON_Compare(e, v, true))
+        if (json_equal(e, v))
             return;
     cJSON_ArrayForEach(e, n->enum_vals) {
         show_value(e, one, sizeof(one));
@@ -267,7 +268,7 @@ static bool same_keys(const struct snode *n, const cJSON *a, const cJSON *b)
     for (char **key = n->map_keys; key && *key; key++) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, *key);
         const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, *key);
-        if (!x != !y || (x && !cJSON_Compare(x, y, true)))
+        if (!x != !y || (x && !json_equal(x, y)))
             return false;
     }
     return true;
@@ -303,7 +304,7 @@ static int walk_array(struct vctx *c, const struct snode *n, cJSON *v, const cJS
             cJSON_ArrayForEach(o, v) {
                 if (j++ >= i)
                     break;
-                bool dup = n->list_type == SL_MAP ? same_keys(n, o, e) : cJSON_Compare(o, e, true);
+                bool dup = n->list_type == SL_MAP ? same_keys(n, o, e) : json_equal(o, e);
                 if (dup) {
                     char shown[512];
                     if (n->list_type == SL_MAP) {
