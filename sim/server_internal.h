@@ -112,6 +112,10 @@ void server_api_version(const struct reg_resource *res, char *out, size_t n);
  * Table rendered into b from offset start; Metadata/NULL leave it as rendered. */
 int server_table_include(struct buf *b, size_t start, const cJSON *const *items, size_t n,
                          const char *include);
+/* server_proto.c: decodes a Kubernetes protobuf body ("k8s\0" envelope) of a v1
+ * ConfigMap, Secret, Namespace or ServiceAccount into JSON (*out, caller owns).
+ * -EPROTONOSUPPORT for other kinds, -EINVAL for malformed input (err set). */
+int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, size_t errlen);
 /* Registry lookup under the store's read lock. */
 const struct reg_resource *server_find_resource(struct server *s, const char *group,
                                                 const char *version, const char *plural);

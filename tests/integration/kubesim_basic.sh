@@ -207,10 +207,16 @@ head -c $((3 * 1024 * 1024 + 10)) /dev/zero | tr '\0' 'a' >"$T/big"
 kcurl -X POST -H 'Content-Type: application/json' --data-binary @"$T/big" "$NS/configmaps" >"$T/e413"
 check "a body over 3 MiB is a 413 RequestEntityTooLarge Status" \
     status_is "$T/e413" 413 RequestEntityTooLarge
-printf 'k8s\000\n\002v1\022\tConfigMap' >"$T/pb"
-kcurl -X POST -H 'Content-Type: application/vnd.kubernetes.protobuf' --data-binary @"$T/pb" \
+# protobuf (what kubectl 1.32+ generators send): a v1 ConfigMap "pb1" {data: {k: v}} decodes,
+# a Deployment is refused with 415
+printf 'k8s\000\012\017\012\002v1\022\011ConfigMap\022\017\012\005\012\003pb1\022\006\012\001k\022\001v' >"$T/pb"
+code=$(kcode -X POST -H 'Content-Type: application/vnd.kubernetes.protobuf' --data-binary @"$T/pb" "$NS/configmaps")
+check "a protobuf ConfigMap body creates (201)" [ "$code" = 201 ]
+check "the protobuf ConfigMap holds its data" [ "$(kcurl "$NS/configmaps/pb1" | json_get data.k)" = v ]
+printf 'k8s\000\012\025\012\007apps/v1\022\012Deployment\022\000' >"$T/pb2"
+kcurl -X POST -H 'Content-Type: application/vnd.kubernetes.protobuf' --data-binary @"$T/pb2" \
     "$NS/configmaps" >"$T/e415b"
-check "a protobuf body is a 415 UnsupportedMediaType Status" \
+check "a protobuf body of an undecoded kind is a 415 UnsupportedMediaType Status" \
     status_is "$T/e415b" 415 UnsupportedMediaType
 printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y1\ndata:\n  k: v\n' >"$T/y1.yaml"
 code=$(kcode -X POST -H 'Content-Type: application/yaml' --data-binary @"$T/y1.yaml" "$NS/configmaps")
