@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/json_equal.h"
 #include "sim/patch.h"
 
 /* Asserts that JSON texts a and b are structurally equal. */
@@ -554,6 +555,45 @@ static void test_record_managed_fields(void **state)
     cJSON_Delete(st);
 }
 
+/* A chain of n nested objects, each with two members: {"a":{...},"b":1}. */
+static cJSON *nested(int n, int leaf)
+{
+    cJSON *o = cJSON_CreateNumber(leaf);
+    for (int i = 0; i < n; i++) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddItemToObject(p, "a", o);
+        cJSON_AddNumberToObject(p, "b", 1);
+        o = p;
+    }
+    return o;
+}
+
+static void test_json_equal_deep(void **state)
+{
+    (void)state;
+    /* cJSON_Compare would take 2^60 steps here; this must be immediate */
+    cJSON *x = nested(60, 1), *y = nested(60, 1), *z = nested(60, 2);
+    assert_true(json_equal(x, y));
+    assert_false(json_equal(x, z));
+    cJSON *p = cJSON_Parse("{\"a\":[1,{\"b\":null}],\"c\":\"s\"}");
+    cJSON *q = cJSON_Parse("{\"c\":\"s\",\"a\":[1,{\"b\":null}]}");
+    cJSON *r = cJSON_Parse("{\"c\":\"s\",\"a\":[{\"b\":null},1]}");
+    cJSON *t = cJSON_Parse("{\"c\":\"s\",\"a\":[1,{\"b\":null}],\"d\":1}");
+    assert_true(json_equal(p, q));
+    assert_false(json_equal(p, r));
+    assert_false(json_equal(p, t));
+    assert_false(json_equal(t, p));
+    assert_true(json_equal(NULL, NULL));
+    assert_false(json_equal(p, NULL));
+    cJSON_Delete(x);
+    cJSON_Delete(y);
+    cJSON_Delete(z);
+    cJSON_Delete(p);
+    cJSON_Delete(q);
+    cJSON_Delete(r);
+    cJSON_Delete(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -573,6 +613,7 @@ int main(void)
         cmocka_unit_test(test_apply_reapply_change_and_removal),
         cmocka_unit_test(test_apply_conflicts),
         cmocka_unit_test(test_record_managed_fields),
+        cmocka_unit_test(test_json_equal_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
