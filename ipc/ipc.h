@@ -235,6 +235,10 @@ int ipc_server_add_kind(struct ipc_server *s, const char *kind,
 /* Binds path (socket mode 0600; a stale socket nobody answers on is replaced;
  * -EADDRINUSE if a live server answers; -EEXIST if path is not a socket). */
 int ipc_server_listen(struct ipc_server *s, const char *path);
+/* Serves an already-connected Unix stream socket as if it had been accepted
+ * (socket activation, tests, fuzzing). Takes ownership of fd on success (0);
+ * on error the caller keeps it. */
+int ipc_server_accept_fd(struct ipc_server *s, int fd);
 void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud);
 /* The watcher's event path: Add / AddAfter to kind's queue, then hand out. */
 int ipc_server_add(struct ipc_server *s, const char *kind, const char *key);

@@ -522,28 +522,28 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *ub)
     }
 }
 
-void srv_on_connection(uv_stream_t *server, int status)
+/* A connection object on s with its pipe handle initialised; NULL on ENOMEM. */
+static struct conn *conn_new(struct ipc_server *s, uint32_t *n_conns)
 {
-    struct ipc_server *s = server->data;
-    if (status < 0 || s->closing)
-        return;
-    struct conn *c = calloc(1, sizeof(*c));
-    uint32_t n_conns = 0;
+    *n_conns = 0;
     for (struct conn *o = s->conns; o; o = o->next)
-        n_conns++;
+        (*n_conns)++;
+    struct conn *c = calloc(1, sizeof(*c));
     if (!c)
-        return;
+        return NULL;
     c->s = s;
     uv_pipe_init(s->loop, &c->pipe, 0);
     c->pipe.data = c;
     s->open_handles++;
     DL_APPEND(s->conns, c);
     snprintf(c->worker, sizeof(c->worker), "?");
-    if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
-        c->closing = true;
-        uv_close((uv_handle_t *)&c->pipe, conn_closed);
-        return;
-    }
+    return c;
+}
+
+/* Applies the connection limit and the peer check, then starts reading. */
+static void conn_start(struct conn *c, uint32_t n_conns)
+{
+    struct ipc_server *s = c->s;
     if (n_conns >= s->cfg.max_connections) {
         srv_conn_drop(c, EMFILE, "too many connections");
         return;
@@ -562,4 +562,39 @@ void srv_on_connection(uv_stream_t *server, int status)
     }
     if (uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0)
         srv_conn_drop(c, 0, "read start failed");
+}
+
+void srv_on_connection(uv_stream_t *server, int status)
+{
+    struct ipc_server *s = server->data;
+    uint32_t n_conns;
+    if (status < 0 || s->closing)
+        return;
+    struct conn *c = conn_new(s, &n_conns);
+    if (!c)
+        return;
+    if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
+        c->closing = true;
+        uv_close((uv_handle_t *)&c->pipe, conn_closed);
+        return;
+    }
+    conn_start(c, n_conns);
+}
+
+int srv_accept_fd(struct ipc_server *s, int fd)
+{
+    uint32_t n_conns;
+    if (s->closing)
+        return -ESHUTDOWN;
+    struct conn *c = conn_new(s, &n_conns);
+    if (!c)
+        return -ENOMEM;
+    int rc = uv_pipe_open(&c->pipe, fd);
+    if (rc < 0) {
+        c->closing = true;
+        uv_close((uv_handle_t *)&c->pipe, conn_closed);
+        return rc;
+    }
+    conn_start(c, n_conns);
+    return 0;
 }

@@ -215,6 +215,11 @@ int ipc_server_listen(struct ipc_server *s, const char *path)
     return 0;
 }
 
+int ipc_server_accept_fd(struct ipc_server *s, int fd)
+{
+    return srv_accept_fd(s, fd);
+}
+
 void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud)
 {
     s->seen = seen;

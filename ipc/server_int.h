@@ -80,6 +80,7 @@ void srv_dispatch_all(struct ipc_server *s);
 void srv_arm_timer(struct ipc_server *s);
 void srv_conn_drop(struct conn *c, int code, const char *why);
 void srv_on_connection(uv_stream_t *server, int status);
+int srv_accept_fd(struct ipc_server *s, int fd);
 void srv_on_overdue_timer(uv_timer_t *t);
 /* Close callback of the server's own handles; frees s after the last one. */
 void srv_handle_closed(uv_handle_t *h);
