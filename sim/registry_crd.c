@@ -243,7 +243,7 @@ static int check_column(const cJSON *col, const char *base, cJSON *causes, int *
 }
 
 static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *storage,
-                         const char **names)
+                         const char **names, bool compile)
 {
     char field[96], base[48];
     const cJSON *served, *stor, *schema, *subs, *cols, *it;
@@ -292,7 +292,7 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
         if ((rc = add_cause(causes, "FieldValueRequired", field,
                             "Required value: schemas are required")))
             return rc;
-    } else if (schema_compile(schema, &compiled, err, sizeof(err)) < 0) {
+    } else if (compile && schema_compile(schema, &compiled, err, sizeof(err)) < 0) {
         *bad = 1;
         if ((rc = add_cause(causes, "FieldValueInvalid", field, "Invalid value: %s", err)))
             return rc;
@@ -344,7 +344,8 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
     return 0;
 }
 
-int registry_validate_crd(const cJSON *crd, cJSON *causes)
+/* compile false skips compiling the schemas: registry_add_crd compiles them anyway. */
+static int validate_crd(const cJSON *crd, cJSON *causes, bool compile)
 {
     const cJSON *meta, *spec, *versions, *it;
     const char *name, *group, *plural, *scope;
@@ -421,7 +422,7 @@ int registry_validate_crd(const cJSON *crd, cJSON *causes)
             return rc;
     } else {
         cJSON_ArrayForEach(it, versions) {
-            if ((rc = check_version(it, i, causes, &bad, &storage, vnames)))
+            if ((rc = check_version(it, i, causes, &bad, &storage, vnames, compile)))
                 return rc;
             i++;
         }
@@ -434,6 +435,11 @@ int registry_validate_crd(const cJSON *crd, cJSON *causes)
         }
     }
     return bad ? -EINVAL : 0;
+}
+
+int registry_validate_crd(const cJSON *crd, cJSON *causes)
+{
+    return validate_crd(crd, causes, true);
 }
 
 /* ---- registration ---------------------------------------------------------- */
@@ -581,7 +587,7 @@ int registry_add_crd(struct registry *r, const cJSON *crd, char *err, size_t err
 
     if (err && errlen)
         err[0] = '\0';
-    if (registry_validate_crd(crd, NULL) < 0) {
+    if (validate_crd(crd, NULL, false) < 0) {
         if (err && errlen)
             snprintf(err, errlen, "invalid CustomResourceDefinition");
         return -EINVAL;
