@@ -13,8 +13,10 @@ ROOT=$(pwd)
 export RAYOP_ROOT="$ROOT"
 export RAYOP_SHARED="${RAYOP_SHARED:-$ROOT/../shared}"
 export PATH="$ROOT/bin:$PATH"
-LOGDIR="$ROOT/build/test-logs"
+# One log folder per run, so concurrent runs in one tree do not clobber each other.
+LOGDIR="${LOGDIR:-$ROOT/build/test-logs/run-$$}"
 rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
+echo "logs: $LOGDIR"
 pass=0; fail=0; failed_names=""
 ONLY="${ONLY:-}"
 
