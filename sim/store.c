@@ -334,14 +334,15 @@ int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
     } else {
         prev = e->obj;
         gc_index_remove(s, e);
+        store_index_remove(t, e);
         /* uid never changes, but the key string in the uid table belongs to the
          * old snapshot: re-key it on the new one. */
         HASH_DELETE(hu, s->by_uid, e);
         e->obj = obj;
         HASH_ADD_KEYPTR(hu, s->by_uid, obj->uid, strlen(obj->uid), e);
     }
-    if (gc_index_add(s, e))
-        log_warn("store: dependents index incomplete", "reason", "ENOMEM", NULL);
+    if (gc_index_add(s, e) || store_index_add(t, e))
+        log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
     if (!s->replaying) {
         persist_put(s, obj);
         watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
@@ -369,6 +370,7 @@ int store_commit_delete(struct store *s, struct sentry *e)
 
     HASH_DELETE(hh, t->objs, e);
     HASH_DELETE(hu, s->by_uid, e);
+    store_index_remove(t, e);
     t->n--;
     s->objects--;
     if (!s->replaying) {
@@ -521,6 +523,7 @@ void store_close(struct store *s)
             free(e->key);
             free(e);
         }
+        store_index_free(t);
         watch_type_free(t);
         HASH_DELETE(hh, s->types, t);
         free(t->key);

@@ -28,6 +28,11 @@
 
 struct stype;
 struct gc_pending;
+struct label_bucket;
+struct sel;
+
+/* The one label the store indexes (store_index.c). */
+#define STORE_INDEXED_LABEL "ray.io/cluster"
 
 /* Dependents index: one per owner uid, a set of entries referencing it. */
 struct depref {
@@ -47,6 +52,7 @@ struct sentry {
     struct stype *t;
     char **owners;              /* owner uids this entry is indexed under */
     size_t n_owners;
+    struct label_bucket *label_bucket;  /* its STORE_INDEXED_LABEL bucket, or NULL */
     UT_hash_handle hh;          /* t->objs by key */
     UT_hash_handle hu;          /* s->by_uid by obj->uid */
 };
@@ -68,6 +74,7 @@ struct stype {
     const struct reg_resource *res;   /* NULL while the type is not served */
     struct sentry *objs;
     size_t n;
+    struct label_bucket *by_label;      /* STORE_INDEXED_LABEL value -> entries */
     pthread_mutex_t wmu;
     pthread_cond_t wcond;
     struct wev *ring;
@@ -176,6 +183,13 @@ void store_crd_changed(struct store *s, const cJSON *crd, bool removed);
 /* Deletes e (lock held) honouring finalizers and grace as the DELETE verb does. */
 int store_delete_entry(struct store *s, struct sentry *e, const struct store_delete_opts *o,
                        struct store_obj **out, bool *gone, struct store_status *st);
+
+/* ---- label index (store_index.c), lock held ---- */
+int store_index_add(struct stype *t, struct sentry *e);
+void store_index_remove(struct stype *t, struct sentry *e);
+int store_index_lookup(struct stype *t, const struct sel *sel, struct sentry ***out,
+                       size_t *n);
+void store_index_free(struct stype *t);
 
 /* ---- status helpers (store_status.c) ---- */
 void st_set(struct store_status *st, int code, const char *reason, const char *fmt, ...)

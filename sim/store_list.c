@@ -281,21 +281,37 @@ static void select_smallest(struct sentry **v, size_t n, size_t k)
 static int collect(struct stype *t, const char *ns, const struct store_list_opts *o,
                    const char *start, struct sentry ***out, size_t *n)
 {
-    struct sentry **v, *e, *tmp;
-    size_t k = 0;
+    struct sentry **v, *e, *tmp, **idx = NULL;
+    size_t k = 0, ni = 0;
+    int rc;
 
     *out = NULL;
     *n = 0;
     if (!t || !t->n)
         return 0;
-    v = malloc(t->n * sizeof(*v));
-    if (!v)
+    rc = store_index_lookup(t, o->labels, &idx, &ni);
+    if (rc < 0)
+        return rc;
+    v = malloc((rc ? ni : t->n) * sizeof(*v) + 1);
+    if (!v) {
+        free(idx);
         return -ENOMEM;
-    HASH_ITER(hh, t->objs, e, tmp) {
-        if (start && strcmp(e->key, start) <= 0)
-            continue;
-        if (entry_matches(e, ns, o))
-            v[k++] = e;
+    }
+    if (rc) {
+        /* ray.io/cluster=X: only that cluster's objects are candidates */
+        for (size_t i = 0; i < ni; i++) {
+            e = idx[i];
+            if ((!start || strcmp(e->key, start) > 0) && entry_matches(e, ns, o))
+                v[k++] = e;
+        }
+        free(idx);
+    } else {
+        HASH_ITER(hh, t->objs, e, tmp) {
+            if (start && strcmp(e->key, start) <= 0)
+                continue;
+            if (entry_matches(e, ns, o))
+                v[k++] = e;
+        }
     }
     if (o->limit > 0 && (size_t)o->limit < k) {
         select_smallest(v, k, (size_t)o->limit);

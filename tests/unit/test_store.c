@@ -691,6 +691,62 @@ static void test_list_paging_and_selectors(void **state)
     store_list_free(&l);
 }
 
+static int count_sel(const struct reg_resource *r, const char *ns, const char *selector)
+{
+    struct store_status st = { 0 };
+    struct store_list l = { 0 };
+    struct sel *sel = NULL;
+    char err[128];
+    int n;
+
+    assert_int_equal(sel_parse(selector, &sel, err, sizeof(err)), 0);
+    struct store_list_opts o = { .labels = sel };
+    assert_int_equal(store_list(S, r, ns, &o, &l, &st), 0);
+    n = (int)l.n;
+    for (size_t i = 0; i < l.n; i++)
+        assert_non_null(strstr(l.items[i]->bytes, "ray.io/cluster"));
+    store_list_free(&l);
+    sel_free(sel);
+    return n;
+}
+
+static void test_cluster_label_index(void **state)
+{
+    const struct reg_resource *cm = tl_res(S, "", "v1", "configmaps");
+    struct store_status st = { 0 };
+    struct store_obj *o = NULL;
+
+    (void)state;
+    for (int i = 0; i < 30; i++)
+        store_obj_unref(tl_create(S, cm, i < 20 ? "default" : "kube-system",
+                                  tl_json("{\"metadata\":{\"name\":\"x%d\",\"labels\":{"
+                                          "\"ray.io/cluster\":\"c%d\",\"odd\":\"%d\"}}}",
+                                          i, i % 3, i % 2)));
+    assert_int_equal(count_sel(cm, "", "ray.io/cluster=c0"), 10);
+    assert_int_equal(count_sel(cm, "default", "ray.io/cluster=c0"), 7);
+    assert_int_equal(count_sel(cm, "", "ray.io/cluster=c0,odd=1"), 5);
+    assert_int_equal(count_sel(cm, "", "ray.io/cluster in (c1)"), 10);
+    assert_int_equal(count_sel(cm, "", "ray.io/cluster=none"), 0);
+    /* relabel x0 from c0 to c1: the index follows */
+    assert_int_equal(store_update(S, cm, "default", "x0", NULL,
+                                  tl_json("{\"metadata\":{\"name\":\"x0\",\"labels\":{"
+                                          "\"ray.io/cluster\":\"c1\"}}}"), NULL, &o, &st), 0);
+    store_obj_unref(o);
+    assert_int_equal(count_sel(cm, "", "ray.io/cluster=c0"), 9);
+    assert_int_equal(count_sel(cm, "", "ray.io/cluster=c1"), 11);
+    /* DeleteAllOf by cluster label */
+    struct sel *sel = NULL;
+    char err[64];
+    assert_int_equal(sel_parse("ray.io/cluster=c1", &sel, err, sizeof(err)), 0);
+    struct store_list_opts lo = { .labels = sel };
+    struct store_delete_opts dopt = { .grace_seconds = -1 };
+    assert_int_equal(store_delete_collection(S, cm, "default", &lo, &dopt, &st), 0);
+    sel_free(sel);
+    assert_int_equal(count_sel(cm, "default", "ray.io/cluster=c1"), 0);
+    assert_int_equal(count_sel(cm, "", "ray.io/cluster=c1"), 3);
+    assert_int_equal(count_sel(cm, "", "ray.io/cluster=c0"), 9);
+}
+
 static void test_status_json(void **state)
 {
     struct store_status st = { 0 };
@@ -885,6 +941,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pod_defaults_and_validation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_and_job_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_paging_and_selectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_label_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_creates_then_patches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_patch_types_on_builtins, setup, teardown),
