@@ -12,6 +12,8 @@
  *     object carries its send time (CLOCK_REALTIME ns) in an annotation, so each
  *     watcher measures the delay of every event it receives. Reported: events/s
  *     delivered to all watchers together, and p50/p99 event delay.
+ *  3. watch replay: W fresh watches from the sentinel's resourceVersion read the same
+ *     M events from the server's history: the fan-out rate without the writer as a bound.
  *
  * Synchronisation is by condition, never by sleeping: the run starts with a sentinel
  * object every watcher must have seen (so all watches are established), and ends when
@@ -542,7 +544,16 @@ static bool wait_all(struct watcher *ws, long nw, long want, uint64_t bound_ns)
     return true;
 }
 
-static int bench_watch(const struct opts *o, const char *base, bool *miss)
+/* Extracts metadata.resourceVersion from a compact object body; 0 when absent. */
+static uint64_t body_rv(const char *body)
+{
+    const char *k = body ? strstr(body, "\"resourceVersion\":\"") : NULL;
+    return k ? strtoull(k + sizeof "\"resourceVersion\":\"" - 1, NULL, 10) : 0;
+}
+
+/* The live phase. *sentinel_rv receives the sentinel's resourceVersion, from which the
+ * replay phase re-reads the same M events. */
+static int bench_watch(const struct opts *o, const char *base, bool *miss, uint64_t *sentinel_rv)
 {
     int rc = 0;
     long started = 0;
@@ -578,6 +589,7 @@ static int bench_watch(const struct opts *o, const char *base, bool *miss)
         rc = -EIO;
         goto out;
     }
+    *sentinel_rv = body_rv(resp.data);
     if (!wait_all(ws, o->watchers, 1, util_now_ns() + 20000000000u)) {
         fprintf(stderr, "sim_bench: not every watcher saw the sentinel within 20 s\n");
         rc = -ETIMEDOUT;
@@ -660,6 +672,52 @@ out:
     return rc;
 }
 
+/*
+ * The replay phase: W new watches from the sentinel's resourceVersion each receive the
+ * M events the writer produced, straight from the server's watch history. Unlike the live
+ * phase this is not bounded by how fast one writer can write, so it shows the fan-out
+ * capacity alone. Needs --watch-window >= M (kubesim's default is 5000).
+ */
+static int bench_replay(const struct opts *o, const char *base, uint64_t rv, bool *miss)
+{
+    int rc = 0;
+    long started = 0;
+    struct watcher *ws = calloc((size_t)o->watchers, sizeof *ws);
+    if (!ws)
+        return -ENOMEM;
+    atomic_store(&g_stop, false);
+    long base_events = atomic_load(&g_events_total);
+    uint64_t start = util_now_ns(), bound = start + (uint64_t)o->seconds * 1000000000u;
+    for (long i = 0; i < o->watchers; i++) {
+        struct watcher *w = &ws[i];
+        w->o = o;
+        snprintf(w->url, sizeof w->url,
+                 "%s/api/v1/namespaces/bench-watch/configmaps?watch=true&resourceVersion=%" PRIu64
+                 "&timeoutSeconds=%ld", base, rv, o->seconds * 3);
+        if (pthread_create(&w->thread, NULL, watcher_main, w) != 0) { rc = -EAGAIN; goto out; }
+        started++;
+    }
+    bool complete = wait_all(ws, o->watchers, o->objects, bound);
+    double secs = (double)(atomic_load(&g_last_event_ns) - start) / 1e9;
+    long delivered = atomic_load(&g_events_total) - base_events;
+    double rate = secs > 0 ? (double)delivered / secs : 0;
+    printf("replay: %ld watchers from resourceVersion %" PRIu64 ": %ld of %ld events in %.2f s: "
+           "%.0f events/s   target >= %.0f  %s\n", o->watchers, rv, delivered,
+           o->watchers * o->objects, secs, rate, TARGET_EVENTS_PER_SEC,
+           verdict(rate, TARGET_EVENTS_PER_SEC));
+    if (!complete)
+        printf("replay: INCOMPLETE (a 410 means --watch-window is smaller than --objects)\n");
+    *miss |= rate < TARGET_EVENTS_PER_SEC || !complete;
+out:
+    atomic_store(&g_stop, true);
+    for (long i = 0; i < started; i++)
+        pthread_join(ws[i].thread, NULL);
+    for (long i = 0; i < o->watchers; i++)
+        buf_free(&ws[i].line);
+    free(ws);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct opts o;
@@ -689,13 +747,16 @@ int main(int argc, char **argv)
     } else {
         snprintf(url, sizeof url, "%s", o.url);
     }
-    printf("sim_bench: kubesim at %s, 2 phases (creates=%ld; watchers=%ld objects=%ld)\n",
+    printf("sim_bench: kubesim at %s, 3 phases (creates=%ld; watchers=%ld objects=%ld)\n",
            url, o.creates, o.watchers, o.objects);
     fflush(stdout);
 
+    uint64_t sentinel_rv = 0;
     rc = bench_creates(&o, url, &miss);
     if (rc == 0)
-        rc = bench_watch(&o, url, &miss);
+        rc = bench_watch(&o, url, &miss, &sentinel_rv);
+    if (rc == 0 && sentinel_rv)
+        rc = bench_replay(&o, url, sentinel_rv, &miss);
     kubesim_stop();
     curl_global_cleanup();
     if (rc < 0) {
