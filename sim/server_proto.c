@@ -34,9 +34,13 @@ struct pfield {
 struct pmsg {
     const struct pfield *fields;
     size_t n;
+    /* Strict messages refuse (415) a non-empty field they do not know instead of
+     * skipping it: a Pod field silently dropped would be worse than an error. */
+    bool strict;
 };
 
-#define MSG(arr) { arr, sizeof(arr) / sizeof(arr[0]) }
+#define MSG(arr) { arr, sizeof(arr) / sizeof(arr[0]), false }
+#define STRICT_MSG(arr) { arr, sizeof(arr) / sizeof(arr[0]), true }
 
 static const struct pfield owner_ref_f[] = {
     { 5, "apiVersion", F_STRING, NULL }, { 1, "kind", F_STRING, NULL },
@@ -84,6 +88,45 @@ static const struct pfield service_account_f[] = {
     { 4, "automountServiceAccountToken", F_BOOL, NULL },
 };
 
+/* Pods as `kubectl run` builds them: containers with command/args/env/ports and the
+ * common PodSpec scalars. Probes, volumes, resources with values, affinity... are
+ * refused (strict) rather than dropped. */
+static const struct pfield env_var_f[] = {
+    { 1, "name", F_STRING, NULL }, { 2, "value", F_STRING, NULL },
+};
+static const struct pmsg env_var = STRICT_MSG(env_var_f);
+static const struct pfield container_port_f[] = {
+    { 1, "name", F_STRING, NULL }, { 2, "hostPort", F_INT64, NULL },
+    { 3, "containerPort", F_INT64, NULL }, { 4, "protocol", F_STRING, NULL },
+    { 5, "hostIP", F_STRING, NULL },
+};
+static const struct pmsg container_port = STRICT_MSG(container_port_f);
+static const struct pfield container_f[] = {
+    { 1, "name", F_STRING, NULL }, { 2, "image", F_STRING, NULL },
+    { 3, "command", F_REP_STRING, NULL }, { 4, "args", F_REP_STRING, NULL },
+    { 5, "workingDir", F_STRING, NULL }, { 6, "ports", F_REP_MSG, &container_port },
+    { 7, "env", F_REP_MSG, &env_var }, { 13, "terminationMessagePath", F_STRING, NULL },
+    { 14, "imagePullPolicy", F_STRING, NULL }, { 16, "stdin", F_BOOL, NULL },
+    { 17, "stdinOnce", F_BOOL, NULL }, { 18, "tty", F_BOOL, NULL },
+    { 20, "terminationMessagePolicy", F_STRING, NULL },
+};
+static const struct pmsg container = STRICT_MSG(container_f);
+static const struct pfield pod_spec_f[] = {
+    { 2, "containers", F_REP_MSG, &container }, { 20, "initContainers", F_REP_MSG, &container },
+    { 3, "restartPolicy", F_STRING, NULL }, { 4, "terminationGracePeriodSeconds", F_INT64, NULL },
+    { 5, "activeDeadlineSeconds", F_INT64, NULL }, { 6, "dnsPolicy", F_STRING, NULL },
+    { 7, "nodeSelector", F_MAP_STR, NULL }, { 8, "serviceAccountName", F_STRING, NULL },
+    { 9, "serviceAccount", F_STRING, NULL }, { 10, "nodeName", F_STRING, NULL },
+    { 11, "hostNetwork", F_BOOL, NULL }, { 15, "imagePullSecrets", F_REP_MSG, &local_ref },
+    { 16, "hostname", F_STRING, NULL }, { 17, "subdomain", F_STRING, NULL },
+    { 19, "schedulerName", F_STRING, NULL }, { 21, "automountServiceAccountToken", F_BOOL, NULL },
+    { 24, "priorityClassName", F_STRING, NULL }, { 30, "enableServiceLinks", F_BOOL, NULL },
+};
+static const struct pmsg pod_spec = STRICT_MSG(pod_spec_f);
+static const struct pfield pod_f[] = {
+    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &pod_spec },
+};
+
 static const struct {
     const char *kind;
     struct pmsg msg;
@@ -92,6 +135,7 @@ static const struct {
     { "Secret", MSG(secret_f) },
     { "Namespace", MSG(namespace_f) },
     { "ServiceAccount", MSG(service_account_f) },
+    { "Pod", STRICT_MSG(pod_f) },   /* status (field 3) is accepted only empty */
 };
 
 struct rd {
@@ -302,6 +346,26 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
     return -EINVAL;
 }
 
+/* Skips an unknown field; in a strict message only an empty one (a zero varint or
+ * a zero-length payload, which is how Go encodes unset structs and zero values). */
+static int skip_unknown(struct rd *r, unsigned wire, bool strict)
+{
+    const unsigned char *start = r->p;
+    uint64_t v;
+
+    if (!strict)
+        return rd_skip(r, wire);
+    if (wire == 0 || wire == 2) {
+        if (rd_varint(r, &v) < 0)
+            return -EINVAL;
+        if (v == 0)
+            return 0;
+        r->p = start;
+        return rd_skip(r, wire) < 0 ? -EINVAL : -EPROTONOSUPPORT;
+    }
+    return rd_skip(r, wire) < 0 ? -EINVAL : -EPROTONOSUPPORT;
+}
+
 static int decode_msg(struct rd *r, const struct pmsg *m, cJSON *obj, int depth)
 {
     if (depth > PROTO_MAX_DEPTH)
@@ -317,7 +381,7 @@ static int decode_msg(struct rd *r, const struct pmsg *m, cJSON *obj, int depth)
             if (m->fields[i].num == (tag >> 3))
                 f = &m->fields[i];
         rc = f ? decode_field(r, (unsigned)(tag & 7), f, obj, depth)
-               : rd_skip(r, (unsigned)(tag & 7));
+               : skip_unknown(r, (unsigned)(tag & 7), m->strict);
         if (rc < 0)
             return rc;
     }
@@ -378,13 +442,18 @@ int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, si
             cJSON_Delete(obj);
             if (rc == -ENOMEM)
                 return rc;
+            if (rc == -EPROTONOSUPPORT) {
+                snprintf(err, errlen, "this %s uses fields kubesim does not decode from "
+                         "protobuf; send it as JSON", kind);
+                return rc;
+            }
             goto bad;
         }
         *out = obj;
         return 0;
     }
-    snprintf(err, errlen, "kubesim decodes protobuf only for v1 ConfigMap, Secret, Namespace "
-             "and ServiceAccount, not %.40s %.40s; send JSON", api_version, kind);
+    snprintf(err, errlen, "kubesim decodes protobuf only for v1 ConfigMap, Secret, Namespace, "
+             "ServiceAccount and Pod, not %.40s %.40s; send JSON", api_version, kind);
     return -EPROTONOSUPPORT;
 bad:
     snprintf(err, errlen, "malformed protobuf body");

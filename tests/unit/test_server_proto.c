@@ -198,6 +198,76 @@ static void test_secret_namespace_serviceaccount(void **state)
     buf_free(&ref);
 }
 
+/* A Pod as `kubectl run web --image=nginx --port=80 --env=A=1 -- sh` builds it. */
+static void pod_body(struct buf *body, bool with_probe)
+{
+    struct buf m = { 0 }, c = { 0 }, port = { 0 }, env = { 0 }, spec = { 0 }, pod = { 0 },
+               empty = { 0 }, probe = { 0 };
+
+    put_str(&m, 1, "web");
+    put_map_entry(&m, 11, "run", "web", 3);
+    put_str(&c, 1, "web");
+    put_str(&c, 2, "nginx");
+    put_str(&c, 4, "sh");
+    put_varint(&port, 3 << 3);
+    put_varint(&port, 80);
+    put_msg(&c, 6, &port);
+    put_str(&env, 1, "A");
+    put_str(&env, 2, "1");
+    put_msg(&c, 7, &env);
+    put_msg(&c, 8, &empty);                 /* resources: {} is accepted */
+    if (with_probe) {
+        put_str(&probe, 1, "x");
+        put_msg(&c, 10, &probe);            /* livenessProbe: not decoded */
+    }
+    put_msg(&spec, 2, &c);
+    put_str(&spec, 3, "Always");
+    put_str(&spec, 6, "ClusterFirst");
+    put_msg(&pod, 1, &m);
+    put_msg(&pod, 2, &spec);
+    put_msg(&pod, 3, &empty);               /* status: {} */
+    envelope(body, "v1", "Pod", &pod);
+    buf_free(&m);
+    buf_free(&c);
+    buf_free(&port);
+    buf_free(&env);
+    buf_free(&spec);
+    buf_free(&pod);
+    buf_free(&probe);
+}
+
+static void test_pod(void **state)
+{
+    struct buf body = { 0 };
+    cJSON *o, *c;
+    int rc;
+    (void)state;
+
+    pod_body(&body, false);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, 0);
+    c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(o, "spec"), "containers"), 0);
+    assert_string_equal(str_at(c, "image", NULL), "nginx");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(c, "args"), 0)), "sh");
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c, "ports"), 0), "containerPort")), 80);
+    assert_string_equal(str_at(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c, "env"), 0),
+                               "value", NULL), "1");
+    assert_string_equal(str_at(o, "spec", "restartPolicy"), "Always");
+    assert_string_equal(str_at(o, "metadata", "name"), "web");
+    cJSON_Delete(o);
+
+    /* a field the decoder does not know is refused, not dropped */
+    buf_reset(&body);
+    pod_body(&body, true);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, -EPROTONOSUPPORT);
+    assert_null(o);
+    buf_free(&body);
+}
+
 static void test_unsupported_kind(void **state)
 {
     struct buf raw = { 0 }, body = { 0 };
@@ -283,6 +353,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_configmap),
         cmocka_unit_test(test_secret_namespace_serviceaccount),
+        cmocka_unit_test(test_pod),
         cmocka_unit_test(test_unsupported_kind),
         cmocka_unit_test(test_malformed),
     };
