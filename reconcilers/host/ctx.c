@@ -1,0 +1,231 @@
+/*
+ * ctx.c - the per-reconcile context: a logger that tags every line with the
+ * key and a reconcile id, the record of resourceVersions the reconcile wrote,
+ * and the write helpers that fill that record. Writes go through these
+ * wrappers so reconcile code cannot forget to report them: the queue keeps
+ * the key until the cache has seen every recorded rv (read-your-writes).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "reconcilers/host/host.h"
+#include "util/util.h"
+
+#define HOST_LOG_PAIRS 12
+
+void host_log(const struct host_ctx *ctx, int level, const char *msg, ...)
+{
+    const char *kv[2 * HOST_LOG_PAIRS] = { 0 };
+    va_list ap;
+    va_start(ap, msg);
+    /* copy the caller's pairs so the fixed tags can go first */
+    for (size_t i = 0; i < 2 * HOST_LOG_PAIRS; i++) {
+        const char *s = va_arg(ap, const char *);
+        if (!s && i % 2 == 0)
+            break;
+        kv[i] = s;
+    }
+    va_end(ap);
+    if (level < LOG_DEBUG || !log_enabled(level))
+        return;
+    log_write(level, msg, "controller", ctx->kind ? ctx->kind->name : NULL,
+              "namespace", ctx->ns[0] ? ctx->ns : NULL, "name", ctx->name,
+              "reconcileID", ctx->reconcile_id,
+              kv[0], kv[1], kv[2], kv[3], kv[4], kv[5], kv[6], kv[7], kv[8], kv[9],
+              kv[10], kv[11], kv[12], kv[13], kv[14], kv[15], kv[16], kv[17], kv[18],
+              kv[19], kv[20], kv[21], kv[22], kv[23], NULL);
+}
+
+/* A random (v4) UUID as controller-runtime's reconcileID. */
+static void make_uuid(char out[40])
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
+        /* no entropy yet: a time-based id is still unique enough for logs */
+        uint64_t t = util_now_ns();
+        for (size_t i = 0; i < sizeof(b); i++)
+            b[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)(i * 31);
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+             b[12], b[13], b[14], b[15]);
+}
+
+int host_ctx_init(struct host_ctx *ctx, const struct host_kind *kind, const char *key,
+                  struct kube_client *kube, struct host_view *view)
+{
+    if (!ctx || !key)
+        return -EINVAL;
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->kind = kind;
+    ctx->key = key;
+    ctx->kube = kube;
+    ctx->view = view;
+    const char *slash = strchr(key, '/');
+    const char *name = slash ? slash + 1 : key;
+    size_t nslen = slash ? (size_t)(slash - key) : 0;
+    if (nslen >= sizeof(ctx->ns) || strlen(name) >= sizeof(ctx->name) || !*name ||
+        strchr(name, '/'))
+        return -EINVAL;
+    memcpy(ctx->ns, key, nslen);
+    ctx->ns[nslen] = '\0';
+    strcpy(ctx->name, name);
+    make_uuid(ctx->reconcile_id);
+    return 0;
+}
+
+static int all_digits(const char *s)
+{
+    if (!*s)
+        return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return 0;
+    return 1;
+}
+
+/* -1, 0, 1 for numeric strings without leading zeros mattering. */
+static int cmp_numeric(const char *a, const char *b)
+{
+    while (*a == '0' && a[1]) a++;
+    while (*b == '0' && b[1]) b++;
+    size_t la = strlen(a), lb = strlen(b);
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    int c = strcmp(a, b);
+    return c < 0 ? -1 : c > 0;
+}
+
+int host_ctx_record_write(struct host_ctx *ctx, const char *cache_type, const char *rv)
+{
+    if (!ctx || !cache_type || !rv || !*cache_type || !*rv ||
+        strlen(cache_type) >= IPC_TYPE_MAX || strlen(rv) >= IPC_RV_MAX)
+        return -EINVAL;
+    int numeric = all_digits(rv);
+    for (size_t i = 0; i < ctx->n_written; i++) {
+        struct ipc_written *w = &ctx->written[i];
+        if (strcmp(w->type, cache_type) != 0)
+            continue;
+        if (strcmp(w->rv, rv) == 0)
+            return 0;
+        /* the cache's rv of a type only grows: seeing the highest implies the rest */
+        if (numeric && all_digits(w->rv)) {
+            if (cmp_numeric(rv, w->rv) > 0)
+                strcpy(w->rv, rv);
+            return 0;
+        }
+    }
+    if (ctx->n_written >= IPC_WRITTEN_MAX) {
+        if (!ctx->written_overflow)
+            host_log(ctx, LOG_WARN, "too many written types to report; read-your-writes "
+                     "covers the first ones only", "type", cache_type, NULL);
+        ctx->written_overflow = true;
+        return -ENOSPC;
+    }
+    struct ipc_written *w = &ctx->written[ctx->n_written++];
+    strcpy(w->type, cache_type);
+    strcpy(w->rv, rv);
+    return 0;
+}
+
+int host_cache_type(const struct kube_resource *r, char *out, size_t cap)
+{
+    if (!r || !r->version || !r->plural || !out)
+        return -EINVAL;
+    int n = (r->group && *r->group)
+                ? snprintf(out, cap, "%s/%s/%s", r->group, r->version, r->plural)
+                : snprintf(out, cap, "%s/%s", r->version, r->plural);
+    return n < 0 || (size_t)n >= cap ? -EINVAL : 0;
+}
+
+/* After a successful write: record the rv the server answered with. */
+static int after_write(struct host_ctx *ctx, const struct kube_resource *r, int rc,
+                       const struct kube_result *res, const char *verb)
+{
+    if (rc < 0) {
+        host_log(ctx, LOG_DEBUG, "write failed", "verb", verb, "resource", r->plural,
+                 "error", kube_strerror(rc), NULL);
+        return rc;
+    }
+    char type[IPC_TYPE_MAX];
+    if (res->resource_version[0] && host_cache_type(r, type, sizeof(type)) == 0)
+        (void)host_ctx_record_write(ctx, type, res->resource_version);
+    return rc;
+}
+
+int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                const cJSON *obj, struct kube_result *res)
+{
+    int rc = kube_create(ctx->kube, r, ns, obj, res);
+    return after_write(ctx, r, rc, res, "create");
+}
+
+int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                const cJSON *obj, struct kube_result *res)
+{
+    int rc = kube_update(ctx->kube, r, ns, obj, res);
+    return after_write(ctx, r, rc, res, "update");
+}
+
+int host_update_status(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                       const cJSON *obj, struct kube_result *res)
+{
+    int rc = kube_update_status(ctx->kube, r, ns, obj, res);
+    return after_write(ctx, r, rc, res, "update-status");
+}
+
+int host_patch(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+               const char *name, const char *patch, size_t len,
+               const struct kube_patch_opts *o, struct kube_result *res)
+{
+    int rc = kube_patch(ctx->kube, r, ns, name, patch, len, o, res);
+    return after_write(ctx, r, rc, res, "patch");
+}
+
+/* A delete answers with the object (finalizers / graceful deletion: its new
+ * rv is recorded) or a Status (no rv: the DELETE event carries one we cannot
+ * know, so nothing is gated; the reconcile must tolerate seeing it briefly). */
+int host_delete(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                const char *name, const struct kube_delete_opts *o, struct kube_result *res)
+{
+    int rc = kube_delete(ctx->kube, r, ns, name, o, res);
+    return after_write(ctx, r, rc, res, "delete");
+}
+
+void host_outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
+                         struct ipc_outcome *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->n_written = ctx ? ctx->n_written : 0;
+    out->written = ctx ? ctx->written : NULL;
+    enum host_outcome o = res ? res->outcome : HOST_OK;
+    if (rc < 0 && o != HOST_TERMINAL)
+        o = HOST_ERROR;
+    const char *msg = res && res->message[0] ? res->message : NULL;
+    switch (o) {
+    case HOST_OK:
+        out->kind = IPC_OUTCOME_OK;
+        break;
+    case HOST_REQUEUE_AFTER:
+        out->kind = IPC_OUTCOME_REQUEUE_AFTER;
+        out->after_ns = res->after_ms * 1000000ull;
+        break;
+    case HOST_REQUEUE:
+        /* controller-runtime: Requeue=true is AddRateLimited, like an error */
+        out->kind = IPC_OUTCOME_ERROR;
+        break;
+    case HOST_ERROR:
+        out->kind = IPC_OUTCOME_ERROR;
+        out->message = msg ? msg : (rc < 0 ? strerror(-rc) : NULL);
+        break;
+    case HOST_TERMINAL:
+        out->kind = IPC_OUTCOME_TERMINAL;
+        out->message = msg;
+        break;
+    }
+}

@@ -1,0 +1,314 @@
+/*
+ * host.c - `rayop controller KIND`: the process around a kind's reconcile
+ * function. Start-up: flags and config file, API client, the cache view (the
+ * watcher's segment, mapped read-only, waited for), the queue connection
+ * (capacity = workers), HTTP endpoints, N worker threads. The main thread
+ * waits for SIGTERM/SIGINT and refreshes the queue figures for /metrics
+ * from the watcher's STATUS every 2 s.
+ *
+ * Shutdown (SIGTERM/SIGINT): workers stop pulling; a key pulled after the
+ * signal is handed back unprocessed (RELEASE); in-flight reconciles finish
+ * within --drain-timeout-ms; then the client closes, which hands back keys
+ * delivered but not pulled, and the process exits 0. If the drain times out
+ * the process exits 1 without waiting: the watcher requeues what the dropped
+ * connection held.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "reconcilers/host/internal.h"
+#include "util/util.h"
+
+struct host {
+    struct host_opts o;
+    const struct host_kind *kind;
+    struct kube_config *kcfg;
+    struct kube_client *kube;
+    struct host_view *view;
+    struct ipc_client *ipc;
+    struct host_http *http;
+    struct host_metrics metrics;
+    atomic_bool stopping;
+    atomic_int running;              /* worker threads not yet returned */
+    atomic_bool first_done;
+    uint64_t start_ns;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;             /* signalled when a worker returns */
+};
+
+static bool ns_watched(const struct host *h, const char *ns)
+{
+    if (h->o.nnamespaces == 0)
+        return true;
+    for (size_t i = 0; i < h->o.nnamespaces; i++)
+        if (strcmp(h->o.namespaces[i], ns) == 0)
+            return true;
+    return false;
+}
+
+static void reconcile_one(struct host *h, const struct ipc_key *k)
+{
+    struct host_ctx ctx;
+    struct host_result res = { .outcome = HOST_OK };
+    struct ipc_outcome oc;
+    int rc = host_ctx_init(&ctx, h->kind, k->key, h->kube, h->view);
+    ctx.requeues = k->requeues;
+    uint64_t t0 = util_now_ns();
+    if (!atomic_exchange(&h->first_done, true)) {
+        char ms[32];
+        snprintf(ms, sizeof(ms), "%.3f", (double)(t0 - h->start_ns) / 1e6);
+        log_info("first reconcile", "controller", h->kind->name, "key", k->key,
+                 "sinceStartMs", ms, NULL);
+    }
+    if (rc < 0) {
+        res.outcome = HOST_TERMINAL;
+        snprintf(res.message, sizeof(res.message), "malformed key");
+        log_error("malformed key", "controller", h->kind->name, "key", k->key, NULL);
+    } else if (!ns_watched(h, ctx.ns)) {
+        host_log(&ctx, LOG_DEBUG, "namespace not watched; skipped", NULL);
+    } else {
+        host_log(&ctx, LOG_DEBUG, "Reconciling", NULL);
+        rc = h->kind->reconcile(&ctx, &res);
+    }
+    uint64_t dur = util_now_ns() - t0;
+    host_outcome_to_ipc(rc, &res, &ctx, &oc);
+    if (oc.kind == IPC_OUTCOME_ERROR && rc < 0)
+        host_log(&ctx, LOG_ERROR, "Reconciler error", "error",
+                 oc.message ? oc.message : kube_strerror(rc), NULL);
+    else if (oc.kind == IPC_OUTCOME_TERMINAL)
+        host_log(&ctx, LOG_ERROR, "Reconciler terminal error", "error",
+                 oc.message ? oc.message : "", NULL);
+    int drc = ipc_client_done(h->ipc, k, &oc);
+    if (drc < 0 && drc != -ESTALE)
+        log_warn("reporting the outcome failed", "key", k->key, "error", strerror(-drc), NULL);
+    host_metrics_observe(&h->metrics, host_metrics_result_of(&oc, rc, &res),
+                         oc.kind == IPC_OUTCOME_TERMINAL, dur, k->wait_ms * 1000000ull);
+}
+
+static void *worker(void *arg)
+{
+    struct host *h = arg;
+    while (!atomic_load(&h->stopping)) {
+        struct ipc_key k;
+        int rc = ipc_client_pull(h->ipc, 250, &k);
+        if (rc == -ETIMEDOUT)
+            continue;
+        if (rc == -ESHUTDOWN)
+            break;
+        if (rc < 0) {
+            log_warn("pull failed", "error", strerror(-rc), NULL);
+            struct timespec ts = { 0, 100 * 1000000L };
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (atomic_load(&h->stopping)) {
+            /* arrived after SIGTERM: hand it back untouched */
+            struct ipc_outcome oc = { .kind = IPC_OUTCOME_RELEASE };
+            (void)ipc_client_done(h->ipc, &k, &oc);
+            break;
+        }
+        host_metrics_active(&h->metrics, 1);
+        reconcile_one(h, &k);
+        host_metrics_active(&h->metrics, -1);
+    }
+    pthread_mutex_lock(&h->mu);
+    atomic_fetch_sub(&h->running, 1);
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+static int ready(void *arg)
+{
+    struct host *h = arg;
+    return h->ipc && ipc_client_connected(h->ipc) &&
+           host_view_synced(h->view, h->kind->cache_types);
+}
+
+/* The watcher creates the segment; a controller may start first. */
+static int open_view(struct host *h, const char *segname)
+{
+    uint64_t deadline = util_now_ms() + (uint64_t)h->o.connect_timeout_ms;
+    int rc, logged = 0;
+    for (;;) {
+        rc = host_view_open(segname, &h->view);
+        if (rc == 0 || (rc != -ENOENT && rc != -EAGAIN && rc != -EIO) ||
+            util_now_ms() >= deadline || atomic_load(&h->stopping))
+            return rc;
+        if (!logged++)
+            log_info("waiting for the watcher's cache segment", "segment", segname, NULL);
+        struct timespec ts = { 0, 50 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void log_settings(struct host *h)
+{
+    char w[16];
+    snprintf(w, sizeof(w), "%d", h->o.workers);
+    if (h->o.leader_election)
+        log_warn("--enable-leader-election: leader election (a Lease per kind) is not "
+                 "implemented yet; running without it", NULL);
+    if (strcmp(h->o.log_encoder, "console") == 0)
+        log_warn("--log-stdout-encoder console: not implemented yet; logging JSON lines", NULL);
+    if (h->o.feature_gates[0])
+        log_info("feature gates", "gates", h->o.feature_gates, NULL);
+    log_info("controller starting", "controller", h->kind->name, "queue", h->kind->queue,
+             "workers", w, "stateDir", h->o.state_dir,
+             "useKubernetesProxy", h->o.use_kubernetes_proxy ? "true" : "false", NULL);
+}
+
+/* Waits for the workers up to the drain timeout. 0 all returned, -ETIMEDOUT. */
+static int drain(struct host *h)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += h->o.drain_timeout_ms / 1000;
+    until.tv_nsec += (long)(h->o.drain_timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&h->mu);
+    while (atomic_load(&h->running) > 0 && rc == 0)
+        if (pthread_cond_timedwait(&h->cond, &h->mu, &until) == ETIMEDOUT)
+            rc = -ETIMEDOUT;
+    pthread_mutex_unlock(&h->mu);
+    return atomic_load(&h->running) > 0 ? -ETIMEDOUT : 0;
+}
+
+int host_main_controller(int argc, char **argv)
+{
+    struct host h;
+    memset(&h, 0, sizeof(h));
+    h.start_ns = util_now_ns();
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cond, NULL);
+    int rc = host_opts_parse(&h.o, argc, argv), exit_code = 1, sig = 0;
+    char err[256] = "", segname[CACHE_SEGNAME_MAX], sock[PATH_MAX];
+    pthread_t *threads = NULL;
+    int nthreads = 0;
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    if (h.o.log_level >= 0)
+        log_set_level(h.o.log_level);
+    if (!(h.kind = host_kind_find(h.o.kind))) {
+        fprintf(stderr, "rayop controller: unknown kind \"%s\" (rayop controller --help)\n",
+                h.o.kind);
+        host_opts_free(&h.o);
+        return 2;
+    }
+    log_set_component("controller");
+    if (h.o.config_file && (rc = host_opts_load_config(&h.o, h.o.config_file, err, sizeof(err))) < 0) {
+        log_error("bad --config file", "error", err, NULL);
+        goto out;
+    }
+    if (h.o.log_level >= 0)
+        log_set_level(h.o.log_level);
+    log_settings(&h);
+
+    /* signals go to the main thread only: block them before any thread starts */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct kube_config_opts ko = { .kubeconfig = h.o.kubeconfig, .context = h.o.context };
+    if ((rc = kube_config_load(&ko, &h.kcfg, err, sizeof(err))) < 0) {
+        log_error("cannot load the API server configuration", "error", err, NULL);
+        goto out;
+    }
+    struct kube_client_opts co = { .qps = h.o.qps, .burst = h.o.burst };
+    if ((rc = kube_client_new(h.kcfg, &co, &h.kube)) < 0) {
+        log_error("cannot create the API client", "error", strerror(-rc), NULL);
+        goto out;
+    }
+    if ((rc = cache_segment_name(h.o.state_dir, segname, sizeof(segname))) < 0 ||
+        (size_t)snprintf(sock, sizeof(sock), "%s/queues.sock", h.o.state_dir) >= sizeof(sock)) {
+        log_error("bad --state-dir", "dir", h.o.state_dir, NULL);
+        goto out;
+    }
+    if ((rc = open_view(&h, segname)) < 0) {
+        log_error("cannot map the cache segment", "segment", segname, "error", strerror(-rc), NULL);
+        goto out;
+    }
+    host_metrics_init(&h.metrics, h.kind->name, h.kind->queue, h.o.workers);
+    char wid[IPC_WORKER_MAX];
+    snprintf(wid, sizeof(wid), "%s-%d", h.kind->name, (int)getpid());
+    struct ipc_client_config cc = { .path = sock, .kind = h.kind->queue, .worker = wid,
+                                    .capacity = (uint32_t)h.o.workers,
+                                    .connect_timeout_ms = h.o.connect_timeout_ms };
+    if ((rc = ipc_client_open(&cc, &h.ipc)) < 0) {
+        log_error("cannot connect to the watcher", "socket", sock, "error", strerror(-rc), NULL);
+        goto out_metrics;
+    }
+    if ((rc = host_http_start(h.o.metrics_addr, h.o.probe_addr, &h.metrics, ready, &h,
+                              &h.http)) < 0)
+        goto out_ipc;
+    if (!(threads = calloc((size_t)h.o.workers, sizeof(*threads)))) {
+        rc = -ENOMEM;
+        goto out_http;
+    }
+    for (; nthreads < h.o.workers; nthreads++) {
+        atomic_fetch_add(&h.running, 1);
+        if ((rc = -pthread_create(&threads[nthreads], NULL, worker, &h)) < 0) {
+            atomic_fetch_sub(&h.running, 1);
+            log_error("cannot start a worker thread", "error", strerror(-rc), NULL);
+            break;
+        }
+    }
+    if (nthreads == h.o.workers) {
+        for (;;) {
+            struct timespec ts = { 2, 0 };
+            sig = sigtimedwait(&set, NULL, &ts);
+            if (sig > 0)
+                break;
+            struct ipc_status st;
+            if (ipc_client_status(h.ipc, 1000, &st) == 0) {
+                host_metrics_set_status(&h.metrics, &st);
+                ipc_status_free(&st);
+            } else {
+                host_metrics_set_status(&h.metrics, NULL);
+            }
+        }
+        log_info("signal received; draining", "signal", strsignal(sig), NULL);
+    }
+    atomic_store(&h.stopping, true);
+    if (drain(&h) < 0) {
+        char n[16];
+        snprintf(n, sizeof(n), "%d", atomic_load(&h.running));
+        log_error("drain timed out; exiting with reconciles in flight (the watcher requeues "
+                  "their keys)", "inFlight", n, NULL);
+        _exit(1);
+    }
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(threads[i], NULL);
+    exit_code = sig > 0 ? 0 : 1;
+    free(threads);
+out_http:
+    host_http_stop(h.http);
+out_ipc:
+    ipc_client_close(h.ipc);   /* hands back keys delivered but not pulled */
+out_metrics:
+    host_metrics_destroy(&h.metrics);
+out:
+    host_view_close(h.view);
+    kube_client_free(h.kube);
+    kube_config_free(h.kcfg);
+    host_opts_free(&h.o);
+    if (exit_code == 0)
+        log_info("controller stopped", NULL);
+    return exit_code;
+}

@@ -1,0 +1,143 @@
+/*
+ * host.h - the reconciler host: what every `rayop controller KIND` process
+ * links. It connects to the watcher's work-queue socket (ipc/), maps the
+ * shared cache read-only (cache/), runs N worker threads that pull keys and
+ * call the kind's reconcile function with a context, reports each outcome
+ * with the resourceVersions the reconcile wrote (read-your-writes), and serves
+ * /healthz, /readyz and Prometheus /metrics. docs/reconciler-host.md.
+ *
+ * Reconcile code sees only struct host_ctx and the host_* helpers below: it
+ * reads through the cache view and writes through the write helpers, which
+ * record what they wrote so the key is not handed out again before the cache
+ * has caught up. Functions return 0 or a negative errno.
+ */
+#ifndef RAYOP_HOST_H
+#define RAYOP_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "ipc/ipc.h"
+#include "kube/kube.h"
+
+struct cache;
+struct host_view;
+
+/* Entry point of `rayop controller KIND [flags]` (argv[0] = "controller",
+ * argv[1] = kind). Returns a process exit code. */
+int host_main_controller(int argc, char **argv);
+
+/* ---- the reconcile contract ------------------------------------------------ */
+
+enum host_outcome {
+    HOST_OK = 0,           /* done; forget the key's backoff */
+    HOST_REQUEUE,          /* Result{Requeue: true}: retry with the key's backoff */
+    HOST_REQUEUE_AFTER,    /* Result{RequeueAfter: after_ms} */
+    HOST_ERROR,            /* returned error: retry with backoff (also any rc < 0) */
+    HOST_TERMINAL,         /* reconcile.TerminalError: no retry until the next event */
+};
+
+struct host_result {
+    enum host_outcome outcome;
+    uint64_t after_ms;     /* HOST_REQUEUE_AFTER */
+    char message[256];     /* HOST_ERROR/HOST_TERMINAL, optional */
+};
+
+/* The context of one reconcile. Valid for the duration of the call only. */
+struct host_ctx {
+    const struct host_kind *kind;
+    const char *key;                  /* "namespace/name" */
+    char ns[64];
+    char name[254];
+    char reconcile_id[40];            /* UUID, in every log line of this reconcile */
+    uint32_t requeues;                /* failures the queue counted for this key */
+    struct kube_client *kube;         /* shared, thread-safe */
+    struct host_view *view;           /* the cache, read-only */
+    /* written (type, rv) pairs: one per cache type, the highest rv kept */
+    struct ipc_written written[IPC_WRITTEN_MAX];
+    size_t n_written;
+    bool written_overflow;            /* more types than IPC_WRITTEN_MAX (logged) */
+};
+
+typedef int (*host_reconcile_fn)(struct host_ctx *ctx, struct host_result *res);
+
+struct host_kind {
+    const char *name;                 /* `rayop controller NAME` */
+    const char *queue;                /* watcher queue it pulls from */
+    const char *const *cache_types;   /* NULL-terminated: synced before /readyz is ok */
+    host_reconcile_fn reconcile;
+    const char *about;                /* one line for --help */
+};
+
+/* The registration table (reconcilers/host/kinds.c). NULL if unknown. */
+const struct host_kind *host_kind_find(const char *name);
+extern const struct host_kind host_kinds[];
+extern const size_t host_nkinds;
+
+/* ---- context: logging ----------------------------------------------------- */
+
+/* log_write with "controller", "namespace", "name" and "reconcileID" added;
+ * then up to 12 key/value string pairs, NULL-terminated. */
+void host_log(const struct host_ctx *ctx, int level, const char *msg, ...);
+
+/* Initialises ctx for key (splits "ns/name"; a key without '/' is a
+ * cluster-scoped name). -EINVAL for a key that does not fit. */
+int host_ctx_init(struct host_ctx *ctx, const struct host_kind *kind, const char *key,
+                  struct kube_client *kube, struct host_view *view);
+
+/* ---- context: read-your-writes recording ---------------------------------- */
+
+/* Records that the reconcile wrote rv of cache type. Per type only the
+ * highest rv is kept (numeric rvs compared as numbers; a non-numeric rv is
+ * kept beside them). -EINVAL for an empty/oversized type or rv, -ENOSPC when
+ * the table is full (written_overflow set). */
+int host_ctx_record_write(struct host_ctx *ctx, const char *cache_type, const char *rv);
+
+/* Cache type name of a REST resource: "group/version/plural", "" group ->
+ * "version/plural". out >= IPC_TYPE_MAX. */
+int host_cache_type(const struct kube_resource *r, char *out, size_t cap);
+
+/* ---- context: writes (kube/ calls that record the rv they produce) --------- */
+
+int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                const cJSON *obj, struct kube_result *res);
+int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                const cJSON *obj, struct kube_result *res);
+int host_update_status(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                       const cJSON *obj, struct kube_result *res);
+int host_patch(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+               const char *name, const char *patch, size_t len,
+               const struct kube_patch_opts *o, struct kube_result *res);
+int host_delete(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                const char *name, const struct kube_delete_opts *o, struct kube_result *res);
+
+/* ---- context: cache view (decoded to cJSON, caller owns the result) -------- */
+
+/* A read-only view of the shared cache that follows the segment when the
+ * watcher grows or replaces it. Thread-safe. */
+int host_view_open(const char *segname, struct host_view **out);
+void host_view_close(struct host_view *v);
+/* 1 if every type in types (NULL-terminated) is registered and synced, else 0. */
+int host_view_synced(struct host_view *v, const char *const *types);
+
+/* The object, -ENOENT if absent. *out owned by the caller (cJSON_Delete). */
+int host_get(struct host_ctx *ctx, const char *cache_type, const char *ns, const char *name,
+             cJSON **out);
+/* A new cJSON array of the objects of cache_type whose controller owner has
+ * uid (list_owner) or whose ray.io/cluster label in ns is cluster. Caller owns. */
+int host_list_owner(struct host_ctx *ctx, const char *cache_type, const char *uid,
+                    cJSON **out);
+int host_list_cluster(struct host_ctx *ctx, const char *cache_type, const char *ns,
+                      const char *cluster, cJSON **out);
+/* resourceVersion of the stored object ("" if absent) without decoding it. */
+int host_get_rv(struct host_ctx *ctx, const char *cache_type, const char *ns,
+                const char *name, char rv[IPC_RV_MAX]);
+
+/* Maps a result to the ipc outcome reported to the queue (exposed for tests). */
+void host_outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
+                         struct ipc_outcome *out);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * internal.h - pieces of the reconciler host shared between its files and
+ * its unit tests (tests/unit/test_host_*.c); not for reconcile code.
+ */
+#ifndef RAYOP_HOST_INTERNAL_H
+#define RAYOP_HOST_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ipc/ipc.h"
+#include "reconcilers/host/host.h"
+
+struct buf;
+
+/* ---- metrics (metrics.c) ---------------------------------------------------- */
+
+/* controller-runtime's result label values, in this order. */
+enum host_mresult { HOST_M_SUCCESS, HOST_M_ERROR, HOST_M_REQUEUE, HOST_M_REQUEUE_AFTER,
+                    HOST_M_NRESULTS };
+
+/* controller-runtime's reconcile_time_seconds buckets. */
+#define HOST_RT_BUCKETS 40
+extern const double host_rt_bounds[HOST_RT_BUCKETS];
+
+struct host_metrics {
+    pthread_mutex_t mu;
+    char controller[64];      /* label controller=<kind> */
+    char queue[64];           /* label name=<queue> */
+    uint64_t reconcile_total[HOST_M_NRESULTS];
+    uint64_t errors_total;
+    uint64_t terminal_errors_total;
+    uint64_t rt_counts[HOST_RT_BUCKETS + 1]; /* not cumulative; [40] is +Inf */
+    uint64_t rt_count;
+    double rt_sum;
+    struct ipc_hist queue_duration;          /* this process's keys only */
+    struct ipc_hist work_duration;
+    int active_workers, max_workers;
+    /* the watcher's view of the queue, from the last STATUS */
+    bool have_status;
+    uint64_t depth, adds_total, retries_total;
+    uint64_t status_errors;
+};
+
+void host_metrics_init(struct host_metrics *m, const char *controller, const char *queue,
+                       int max_workers);
+void host_metrics_destroy(struct host_metrics *m);
+enum host_mresult host_metrics_result_of(const struct ipc_outcome *oc, int rc,
+                                         const struct host_result *res);
+void host_metrics_observe(struct host_metrics *m, enum host_mresult r, bool terminal,
+                          uint64_t reconcile_ns, uint64_t wait_ns);
+void host_metrics_active(struct host_metrics *m, int delta);
+/* Copies queue kind's figures out of a STATUS reply (NULL st: STATUS failed). */
+void host_metrics_set_status(struct host_metrics *m, const struct ipc_status *st);
+/* Appends the Prometheus text exposition (format 0.0.4). 0 or -ENOMEM. */
+int host_metrics_text(struct host_metrics *m, struct buf *out);
+
+/* ---- options (opts.c) ------------------------------------------------------- */
+
+#define HOST_MAX_NAMESPACES 64
+
+struct host_opts {
+    const char *kind;
+    const char *kubeconfig, *context, *state_dir, *config_file;
+    char *namespaces[HOST_MAX_NAMESPACES];   /* owned */
+    size_t nnamespaces;
+    double qps;
+    int burst;
+    int workers;
+    char metrics_addr[128];
+    char probe_addr[128];
+    bool leader_election;
+    bool use_kubernetes_proxy;
+    char feature_gates[512];
+    char log_encoder[16];                    /* json | console */
+    int log_level;                           /* -1: unchanged */
+    int drain_timeout_ms;                    /* SIGTERM: finish in-flight work within */
+    int connect_timeout_ms;
+};
+
+/* Parses argv (argv[0] "controller", argv[1] kind). 0, 1 for --help (usage
+ * printed), or -EINVAL after printing the reason. host_opts_free releases. */
+int host_opts_parse(struct host_opts *o, int argc, char **argv);
+void host_opts_free(struct host_opts *o);
+/* Applies a KubeRay Configuration file (config.ray.io/v1alpha1) to o.
+ * Bounded: 1 MiB, depth 8. 0 or negative errno with err filled. */
+int host_opts_load_config(struct host_opts *o, const char *path, char *err, size_t errlen);
+/* Splits "host:port" / ":port" / "0" (disabled: *port = -1). 0 or -EINVAL. */
+int host_parse_addr(const char *s, char *host, size_t hostcap, int *port);
+
+/* ---- HTTP endpoints (http.c) ------------------------------------------------ */
+
+struct host_http;
+typedef int (*host_ready_fn)(void *arg);   /* 1 ready, 0 not */
+/* Starts /metrics on metrics_addr and /healthz, /readyz on probe_addr (either
+ * may be "0" = off; both may be the same address). Bound ports are logged. */
+int host_http_start(const char *metrics_addr, const char *probe_addr, struct host_metrics *m,
+                    host_ready_fn ready, void *ready_arg, struct host_http **out);
+/* Port actually bound (useful with port 0), -1 if off. */
+int host_http_port(struct host_http *h, int which /* 0 metrics, 1 probes */);
+void host_http_stop(struct host_http *h);
+
+#endif
