@@ -110,6 +110,11 @@ static const struct kind_row kinds[] = {
     { "Namespace", conditions_rows, NULL },
     { "Node", node_rows, NULL },
     { "Endpoints", empty_rows, NULL },
+    { "EndpointSlice", empty_rows, NULL },
+    /* apiextensions types carry no patchStrategy tags (status.conditions is only a
+     * listType=map): kubectl apply of a CRD still sends a strategic merge patch, in
+     * which every list is atomic */
+    { "CustomResourceDefinition", empty_rows, NULL },
     { "PersistentVolumeClaim", conditions_rows, NULL },
     { "PersistentVolume", empty_rows, NULL },
     { "Event", empty_rows, NULL },

@@ -351,6 +351,8 @@ static void test_smp_table(void **state)
        "Event", "{\"count\":2,\"series\":{\"count\":3}}");
     assert_true(patch_smp_kind_known("Lease"));
     assert_true(patch_smp_kind_known("RoleBinding"));
+    assert_true(patch_smp_kind_known("CustomResourceDefinition"));
+    assert_true(patch_smp_kind_known("EndpointSlice"));
     assert_false(patch_smp_kind_known("RayCluster"));
     assert_false(patch_smp_kind_known(NULL));
 }
