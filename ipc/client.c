@@ -451,6 +451,10 @@ int ipc_client_pull(struct ipc_client *c, int timeout_ms, struct ipc_key *out)
             rc = -ESHUTDOWN;
             break;
         }
+        if (c->fatal && !c->r_len) {
+            rc = c->fatal;   /* a restarted server refused us: let the supervisor restart us */
+            break;
+        }
         if (c->r_len) {
             if (c->n_held == c->cap_held) {
                 uint32_t nc = c->cap_held ? c->cap_held * 2 : 8;

@@ -286,7 +286,9 @@ struct ipc_key {
  * reader thread that keeps the connection (reconnects with backoff after a
  * drop). *out owned by caller: ipc_client_close. */
 int ipc_client_open(const struct ipc_client_config *cfg, struct ipc_client **out);
-/* Blocks until a key arrives or timeout_ms passes (-ETIMEDOUT); -1 = forever. */
+/* Blocks until a key arrives or timeout_ms passes (-ETIMEDOUT); -1 = forever.
+ * -ESHUTDOWN after close; the server's refusal (e.g. -ENOENT: a restarted
+ * watcher has no queue for our kind) once the client has given up. */
 int ipc_client_pull(struct ipc_client *c, int timeout_ms, struct ipc_key *out);
 /* Reports the outcome. A key pulled before a reconnect is re-leased on the new
  * connection by ADOPT and its Done goes there; -ESTALE (harmless) if it could

@@ -50,6 +50,7 @@ struct srv {
 IPC_FIX atomic_ulong cache_rv;
 IPC_FIX atomic_ullong fake_ns;
 IPC_FIX struct ipc_server_config next_cfg;   /* config for the next srv_start_at */
+IPC_FIX bool next_without_raycluster;        /* the next server has no raycluster queue */
 
 IPC_FIX uint64_t fake_now(void *ud)
 {
@@ -92,7 +93,8 @@ IPC_FIX void *srv_main(void *arg)
     sv->async.data = sv;
     struct ipc_server_config cfg = next_cfg;
     assert_int_equal(ipc_server_new(&sv->loop, &cfg, &sv->s), 0);
-    assert_int_equal(ipc_server_add_kind(sv->s, "raycluster", &qc), 0);
+    if (!next_without_raycluster)
+        assert_int_equal(ipc_server_add_kind(sv->s, "raycluster", &qc), 0);
     assert_int_equal(ipc_server_add_kind(sv->s, "rayjob", &qc), 0);
     assert_int_equal(ipc_server_add_kind(sv->s, "rayjob", &qc), -EINVAL);
     ipc_server_set_seen(sv->s, seen_rv, NULL);
@@ -196,6 +198,7 @@ IPC_FIX int setup(void **state)
     snprintf(sock_path, sizeof(sock_path), "%s/queues.sock", dir);
     atomic_store(&cache_rv, 0);
     memset(&next_cfg, 0, sizeof(next_cfg));
+    next_without_raycluster = false;
     next_cfg.processing_deadline_ns = 60ull * 1000000000ull;
     return 0;
 }

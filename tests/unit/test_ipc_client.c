@@ -150,6 +150,25 @@ static void test_client_close_hands_back_buffered(void **state)
     srv_stop(sv);
 }
 
+static void test_refused_after_restart_surfaces(void **state)
+{
+    (void)state;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *c = open_worker("w", 1);
+    srv_stop(sv);
+    next_without_raycluster = true;   /* the new watcher no longer serves our kind */
+    sv = srv_start_at(sock_path, 0);
+    struct ipc_key k;
+    int rc = -ETIMEDOUT;
+    uint64_t deadline = util_now_ns() + 10ull * 1000000000ull;
+    while (rc == -ETIMEDOUT && util_now_ns() < deadline)
+        rc = ipc_client_pull(c, 100, &k);
+    assert_int_equal(rc, -ENOENT);
+    assert_false(ipc_client_connected(c));
+    ipc_client_close(c);
+    srv_stop(sv);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -158,6 +177,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_requeue_after_over_the_wire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_adopts_held_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_close_hands_back_buffered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_after_restart_surfaces, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
