@@ -12,13 +12,16 @@
  *               round-robin hand-out, requeue of a dropped worker's keys.
  *   ipc_client  the worker side: a blocking, thread-safe API for the N worker
  *               threads of one reconciler process, multiplexed over a single
- *               connection that reconnects by itself after a watcher restart.
+ *               connection that reconnects by itself after a watcher restart
+ *               and re-leases (ADOPTs) the keys its threads still hold.
+ * Metrics (Prometheus text, client-go workqueue_* names): ipc_metrics_text.
  *
  * Wire format and rules: docs/ipc.md. Return values: 0 (or a count where
  * stated) or a negative errno:
  *   -EINVAL    bad argument (key empty, too long or with bytes outside 0x21..0x7e)
  *   -ENOENT    no such kind / key not held under that lease id
  *   -ESTALE    lease id from an older connection (the watcher restarted)
+ *   -EBUSY     adopt: the key is already held by someone
  *   -ETIMEDOUT nothing arrived before the deadline
  *   -ESHUTDOWN the queue or client was shut down
  *   -ENOMEM    allocation failed
