@@ -120,7 +120,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int rc = 0;
+        static const char *const valued[] = {"--url", "--kubesim", "--kubesim-log", "--kubesim-arg",
+                                             "--creates", "--watchers", "--objects", "--seconds"};
+        bool known = false;
         if (!strcmp(a, "--strict")) { o->strict = true; continue; }
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            known |= !strcmp(a, valued[k]);
+        if (!known) { fprintf(stderr, "sim_bench: unknown flag %s\n", a); return -EINVAL; }
         if (!v) { fprintf(stderr, "sim_bench: %s needs a value\n", a); return -EINVAL; }
         i++;
         if (!strcmp(a, "--url")) o->url = v;
@@ -136,8 +142,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         else if (!strcmp(a, "--creates")) rc = parse_long(v, 1, MAX_OBJECTS, &o->creates);
         else if (!strcmp(a, "--watchers")) rc = parse_long(v, 1, MAX_WATCHERS, &o->watchers);
         else if (!strcmp(a, "--objects")) rc = parse_long(v, 1, MAX_OBJECTS, &o->objects);
-        else if (!strcmp(a, "--seconds")) rc = parse_long(v, 1, 3600, &o->seconds);
-        else { fprintf(stderr, "sim_bench: unknown flag %s\n", a); return -EINVAL; }
+        else rc = parse_long(v, 1, 3600, &o->seconds);     /* --seconds */
         if (rc) { fprintf(stderr, "sim_bench: bad value for %s: %s\n", a, v); return rc; }
     }
     if (!!o->url == !!o->kubesim) {

@@ -13,7 +13,8 @@
 #   cl_wait SECS CMD...      polls CMD until it succeeds or SECS pass (a condition with a
 #                            deadline; the poll interval is not a synchronisation)
 #   bg_start TAG ARGS...     kc ARGS in the background into TAG.out (for get -w); bg_stop TAG
-#   jpath KIND NAME EXPR     kc get KIND NAME -o jsonpath=EXPR
+#   jpath KIND NAME EXPR     a jsonpath value of the object (one cached get -o json per state)
+#   check_jpath WHAT KIND NAME EXPR WANT, check_has WHAT TAG REGEX, gone KIND NAME
 # Paths: $RAYOP_ROOT (repo), $RAYOP_SHARED (the shared folder; default ../shared).
 
 CL_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
