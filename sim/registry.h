@@ -116,6 +116,12 @@ void registry_remove_crd(struct registry *r, const char *crd_name);
 /* Validates a CRD object as apiextensions does (names, scope, versions, one storage
  * version, schema compiles). Appends StatusCause objects to causes; -EINVAL if any. */
 int registry_validate_crd(const cJSON *crd, cJSON *causes);
+/* The extra rules of an update (old is the stored CRD): spec.group and spec.names.plural
+ * are immutable, and so are spec.scope and spec.names.kind once old is Established; every
+ * version in old's status.storedVersions must still be in spec.versions. Appends causes
+ * ("field is immutable", "must appear in spec.versions"); -EINVAL if any. Call it in
+ * addition to registry_validate_crd. */
+int registry_validate_crd_update(const cJSON *old, const cJSON *crd, cJSON *causes);
 /* Fills status (acceptedNames, conditions Established/NamesAccepted, storedVersions) into crd. */
 int registry_crd_set_status(cJSON *crd);
 

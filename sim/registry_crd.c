@@ -442,6 +442,77 @@ int registry_validate_crd(const cJSON *crd, cJSON *causes)
     return validate_crd(crd, causes, true);
 }
 
+static bool str_eq(const char *a, const char *b)
+{
+    return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+static bool established(const cJSON *crd)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(crd, "status"), "conditions")) {
+        if (str_eq(str_at(c, "type"), "Established") && str_eq(str_at(c, "status"), "True"))
+            return true;
+    }
+    return false;
+}
+
+int registry_validate_crd_update(const cJSON *old, const cJSON *crd, cJSON *causes)
+{
+    const cJSON *ospec = cJSON_GetObjectItemCaseSensitive(old, "spec");
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(crd, "spec");
+    const cJSON *onames = cJSON_GetObjectItemCaseSensitive(ospec, "names");
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(spec, "names");
+    const cJSON *stored, *sv, *v;
+    bool names_fixed = established(old);
+    struct {
+        const char *field, *a, *b;
+        bool check;
+    } imm[] = {
+        { "spec.group", str_at(spec, "group"), str_at(ospec, "group"), true },
+        { "spec.names.plural", str_at(names, "plural"), str_at(onames, "plural"), true },
+        { "spec.scope", str_at(spec, "scope"), str_at(ospec, "scope"), names_fixed },
+        { "spec.names.kind", str_at(names, "kind"), str_at(onames, "kind"), names_fixed },
+    };
+    char tmp[80];
+    int bad = 0, rc, i = 0;
+
+    if (!cJSON_IsObject(old) || !cJSON_IsObject(crd))
+        return -EINVAL;
+    for (size_t k = 0; k < sizeof(imm) / sizeof(imm[0]); k++) {
+        if (!imm[k].check || str_eq(imm[k].a, imm[k].b))
+            continue;
+        bad = 1;
+        if ((rc = add_cause(causes, "FieldValueInvalid", imm[k].field,
+                            "Invalid value: \"%s\": field is immutable",
+                            imm[k].a ? shorten(imm[k].a, tmp) : "")))
+            return rc;
+    }
+    stored = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(old, "status"),
+                                              "storedVersions");
+    if (!cJSON_IsArray(stored))
+        stored = NULL;
+    cJSON_ArrayForEach(sv, stored) {
+        bool found = false;
+        char field[64];
+        if (!cJSON_IsString(sv) || i >= REG_MAX_VERSIONS)
+            break;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(spec, "versions"))
+            found |= str_eq(str_at(v, "name"), sv->valuestring);
+        snprintf(field, sizeof(field), "status.storedVersions[%d]", i++);
+        if (found)
+            continue;
+        bad = 1;
+        if ((rc = add_cause(causes, "FieldValueInvalid", field,
+                            "Invalid value: \"%s\": must appear in spec.versions",
+                            shorten(sv->valuestring, tmp))))
+            return rc;
+    }
+    return bad ? -EINVAL : 0;
+}
+
 /* ---- registration ---------------------------------------------------------- */
 
 static char *dup_or_null(const char *s)

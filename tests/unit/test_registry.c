@@ -526,6 +526,56 @@ static void test_crd_set_status(void **state)
     cJSON_Delete(crd);
 }
 
+static bool has_cause(const cJSON *causes, const char *field, const char *msg_part)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, causes)
+        if (strcmp(cJSON_GetObjectItem(c, "field")->valuestring, field) == 0 &&
+            strstr(cJSON_GetObjectItem(c, "message")->valuestring, msg_part))
+            return true;
+    return false;
+}
+
+static void test_crd_update_rules(void **state)
+{
+    cJSON *old = minimal_crd(), *upd, *causes;
+    (void)state;
+
+    /* not yet Established: kind and scope may change, group and plural never */
+    upd = cJSON_Duplicate(old, 1);
+    cJSON_ReplaceItemInObject(spec_of(upd), "scope", cJSON_CreateString("Namespaced"));
+    causes = cJSON_CreateArray();
+    assert_int_equal(registry_validate_crd_update(old, upd, causes), 0);
+    assert_int_equal(cJSON_GetArraySize(causes), 0);
+    cJSON_ReplaceItemInObject(spec_of(upd), "group", cJSON_CreateString("other.com"));
+    assert_int_equal(registry_validate_crd_update(old, upd, causes), -EINVAL);
+    assert_true(has_cause(causes, "spec.group", "field is immutable"));
+    cJSON_Delete(causes);
+    cJSON_Delete(upd);
+
+    /* Established (set_status) with v1 stored: scope/kind frozen, v1 must stay */
+    assert_int_equal(registry_crd_set_status(old), 0);
+    upd = cJSON_Duplicate(old, 1);
+    cJSON_ReplaceItemInObject(spec_of(upd), "scope", cJSON_CreateString("Namespaced"));
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(spec_of(upd), "names"), "kind",
+                              cJSON_CreateString("Gadget"));
+    cJSON_ReplaceItemInObject(v0_of(upd), "name", cJSON_CreateString("v2"));
+    causes = cJSON_CreateArray();
+    assert_int_equal(registry_validate_crd_update(old, upd, causes), -EINVAL);
+    assert_true(has_cause(causes, "spec.scope", "field is immutable"));
+    assert_true(has_cause(causes, "spec.names.kind", "field is immutable"));
+    assert_true(has_cause(causes, "status.storedVersions[0]", "must appear in spec.versions"));
+    assert_int_equal(cJSON_GetArraySize(causes), 3);
+    cJSON_Delete(causes);
+    /* an identical update is fine */
+    causes = cJSON_CreateArray();
+    assert_int_equal(registry_validate_crd_update(old, old, causes), 0);
+    assert_int_equal(registry_validate_crd_update(NULL, old, causes), -EINVAL);
+    cJSON_Delete(causes);
+    cJSON_Delete(upd);
+    cJSON_Delete(old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -538,6 +588,7 @@ int main(void)
         cmocka_unit_test(test_invalid_crds_rejected_with_causes),
         cmocka_unit_test(test_crd_cannot_shadow_builtin),
         cmocka_unit_test(test_crd_set_status),
+        cmocka_unit_test(test_crd_update_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
