@@ -258,6 +258,7 @@ void host_opts_free(struct host_opts *o)
 }
 
 /* KubeRay Configuration field -> our flag name. */
+/* Every field below is copied by apply(), so values need not outlive the parser. */
 static const char *config_field(const char *key)
 {
     static const char *const map[][2] = {
@@ -275,13 +276,6 @@ static const char *config_field(const char *key)
         if (strcmp(key, map[i][0]) == 0)
             return map[i][1];
     return NULL;
-}
-
-/* Values read from the config file must outlive the parser: keep them in a
- * process-lifetime arena (a few short strings, read once at start). */
-static const char *keep(const char *s)
-{
-    return strdup(s);
 }
 
 int host_opts_load_config(struct host_opts *o, const char *path, char *err, size_t errlen)
@@ -333,7 +327,7 @@ int host_opts_load_config(struct host_opts *o, const char *path, char *err, size
             depth--;
             if (depth == 1 && in_gates) {
                 in_gates = false;
-                if (gates[0] && (rc = apply(o, "feature-gates", keep(gates))) < 0)
+                if (gates[0] && (rc = apply(o, "feature-gates", gates)) < 0)
                     snprintf(err, errlen, "%s: featureGates too long", path);
             }
             want_key = 1;
@@ -356,7 +350,7 @@ int host_opts_load_config(struct host_opts *o, const char *path, char *err, size
                 break;
             }
             const char *flag = depth == 1 ? config_field(key) : NULL;
-            if (flag && (rc = apply(o, flag, keep(s))) < 0)
+            if (flag && (rc = apply(o, flag, s)) < 0)
                 snprintf(err, errlen, "%s: bad value \"%s\" for %s", path, s, key);
             break;
         }
