@@ -318,7 +318,7 @@ static void reply_status(struct conn *c)
         ipc_status_free(&st);
         if (rc != -EMSGSIZE || maxw == 0) {
             if (rc < 0 && rc != -EMSGSIZE)
-                srv_conn_drop(c, rc, "write failed");
+                srv_conn_drop(c, rc, rc == -ENOBUFS ? "peer is not reading" : "write failed");
             return;
         }
     }

@@ -548,6 +548,68 @@ static void test_connection_limit(void **state)
     srv_stop(sv);
 }
 
+static void do_count_workers(struct srv *sv, void *arg)
+{
+    struct ipc_status st;
+    assert_int_equal(ipc_server_status(sv->s, &st), 0);
+    *(uint32_t *)arg = st.queues[0].n_workers;
+    ipc_status_free(&st);
+}
+
+static void test_peer_not_reading_is_cut(void **state)
+{
+    (void)state;
+    next_cfg.max_write_queue = 16 * 1024;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_msg *m = calloc(1, sizeof(*m));
+    int fd = raw_worker(1, m);
+    add_key(sv, "ns/held-by-slow");
+    assert_int_equal(raw_recv(fd, m), IPC_MSG_KEY);
+    /* Ask for far more replies than the socket buffer and the write queue hold,
+     * without reading any of them. */
+    enum { ASKS = 20000 };
+    struct buf b = {0};
+    memset(m, 0, sizeof(*m));
+    m->type = IPC_MSG_STATUS_REQ;
+    for (int i = 0; i < ASKS; i++)
+        assert_int_equal(ipc_proto_encode(m, &b), 0);
+    assert_int_equal(write(fd, b.data, b.len), (ssize_t)b.len);
+    buf_free(&b);
+    /* Without reading, wait (bounded) until the server has given up on us. */
+    uint32_t workers = 1;
+    uint64_t deadline = util_now_ns() + 20ull * 1000000000ull;
+    while (workers && util_now_ns() < deadline)
+        srv_call(sv, do_count_workers, &workers);
+    assert_int_equal(workers, 0);
+    /* Now read: some replies, then the end - never all of them. The server
+     * closed with our requests unread, so the end may be ECONNRESET, not EOF. */
+    int replies = 0;
+    static uint8_t body[IPC_FRAME_MAX];
+    for (;;) {
+        uint8_t hdr[4];
+        if (recv(fd, hdr, 4, MSG_WAITALL) != 4)
+            break;
+        uint32_t len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+        assert_true(len > 0 && len <= IPC_FRAME_MAX);
+        if (recv(fd, body, len, MSG_WAITALL) != (ssize_t)len)
+            break;
+        assert_int_equal(ipc_proto_decode(body, len, m, NULL), 0);
+        if (m->type == IPC_MSG_STATUS)
+            replies++;
+        ipc_msg_clear(m);
+    }
+    assert_true(replies < ASKS);
+    close(fd);
+    /* The key it held went back to the queue. */
+    struct ipc_client *c = open_worker("next", 1);
+    struct ipc_key k;
+    assert_int_equal(ipc_client_pull(c, 5000, &k), 0);
+    assert_string_equal(k.key, "ns/held-by-slow");
+    ipc_client_close(c);
+    free(m);
+    srv_stop(sv);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -563,6 +625,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_overdue_reported_not_stolen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_robin_across_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_not_reading_is_cut, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
