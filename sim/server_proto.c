@@ -22,7 +22,8 @@
 
 #define PROTO_MAX_DEPTH 8
 
-enum ftype { F_STRING, F_BOOL, F_INT64, F_MSG, F_MAP_STR, F_MAP_BYTES, F_REP_STRING, F_REP_MSG };
+enum ftype { F_STRING, F_BOOL, F_INT64, F_MSG, F_MAP_STR, F_MAP_BYTES, F_REP_STRING, F_REP_MSG,
+             F_INT_OR_STRING };
 
 struct pmsg;
 struct pfield {
@@ -30,6 +31,10 @@ struct pfield {
     const char *name;
     enum ftype type;
     const struct pmsg *sub;
+    /* Go pointer fields (*bool, *int64): a zero value was set on purpose and is
+     * kept. Other scalars are omitempty in JSON, so their zero values (which gogo
+     * protobuf always encodes) are dropped, as the apiserver's JSON would. */
+    bool keep_zero;
 };
 struct pmsg {
     const struct pfield *fields;
@@ -45,7 +50,7 @@ struct pmsg {
 static const struct pfield owner_ref_f[] = {
     { 5, "apiVersion", F_STRING, NULL }, { 1, "kind", F_STRING, NULL },
     { 3, "name", F_STRING, NULL }, { 4, "uid", F_STRING, NULL },
-    { 6, "controller", F_BOOL, NULL }, { 7, "blockOwnerDeletion", F_BOOL, NULL },
+    { 6, "controller", F_BOOL, NULL, true }, { 7, "blockOwnerDeletion", F_BOOL, NULL, true },
 };
 static const struct pmsg owner_ref = MSG(owner_ref_f);
 
@@ -61,12 +66,12 @@ static const struct pmsg object_meta = MSG(object_meta_f);
 
 static const struct pfield configmap_f[] = {
     { 1, "metadata", F_MSG, &object_meta }, { 2, "data", F_MAP_STR, NULL },
-    { 3, "binaryData", F_MAP_BYTES, NULL }, { 4, "immutable", F_BOOL, NULL },
+    { 3, "binaryData", F_MAP_BYTES, NULL }, { 4, "immutable", F_BOOL, NULL, true },
 };
 static const struct pfield secret_f[] = {
     { 1, "metadata", F_MSG, &object_meta }, { 2, "data", F_MAP_BYTES, NULL },
     { 3, "type", F_STRING, NULL }, { 4, "stringData", F_MAP_STR, NULL },
-    { 5, "immutable", F_BOOL, NULL },
+    { 5, "immutable", F_BOOL, NULL, true },
 };
 static const struct pfield ns_spec_f[] = { { 1, "finalizers", F_REP_STRING, NULL } };
 static const struct pmsg ns_spec = MSG(ns_spec_f);
@@ -85,7 +90,7 @@ static const struct pmsg object_ref = MSG(object_ref_f);
 static const struct pfield service_account_f[] = {
     { 1, "metadata", F_MSG, &object_meta }, { 2, "secrets", F_REP_MSG, &object_ref },
     { 3, "imagePullSecrets", F_REP_MSG, &local_ref },
-    { 4, "automountServiceAccountToken", F_BOOL, NULL },
+    { 4, "automountServiceAccountToken", F_BOOL, NULL, true },
 };
 
 /* Pods as `kubectl run` builds them: containers with command/args/env/ports and the
@@ -113,18 +118,39 @@ static const struct pfield container_f[] = {
 static const struct pmsg container = STRICT_MSG(container_f);
 static const struct pfield pod_spec_f[] = {
     { 2, "containers", F_REP_MSG, &container }, { 20, "initContainers", F_REP_MSG, &container },
-    { 3, "restartPolicy", F_STRING, NULL }, { 4, "terminationGracePeriodSeconds", F_INT64, NULL },
-    { 5, "activeDeadlineSeconds", F_INT64, NULL }, { 6, "dnsPolicy", F_STRING, NULL },
+    { 3, "restartPolicy", F_STRING, NULL }, { 4, "terminationGracePeriodSeconds", F_INT64, NULL, true },
+    { 5, "activeDeadlineSeconds", F_INT64, NULL, true }, { 6, "dnsPolicy", F_STRING, NULL },
     { 7, "nodeSelector", F_MAP_STR, NULL }, { 8, "serviceAccountName", F_STRING, NULL },
     { 9, "serviceAccount", F_STRING, NULL }, { 10, "nodeName", F_STRING, NULL },
     { 11, "hostNetwork", F_BOOL, NULL }, { 15, "imagePullSecrets", F_REP_MSG, &local_ref },
     { 16, "hostname", F_STRING, NULL }, { 17, "subdomain", F_STRING, NULL },
-    { 19, "schedulerName", F_STRING, NULL }, { 21, "automountServiceAccountToken", F_BOOL, NULL },
-    { 24, "priorityClassName", F_STRING, NULL }, { 30, "enableServiceLinks", F_BOOL, NULL },
+    { 19, "schedulerName", F_STRING, NULL }, { 21, "automountServiceAccountToken", F_BOOL, NULL, true },
+    { 24, "priorityClassName", F_STRING, NULL }, { 30, "enableServiceLinks", F_BOOL, NULL, true },
 };
 static const struct pmsg pod_spec = STRICT_MSG(pod_spec_f);
 static const struct pfield pod_f[] = {
     { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &pod_spec },
+};
+
+/* Services as `kubectl create service` / `kubectl expose` build them. */
+static const struct pfield service_port_f[] = {
+    { 1, "name", F_STRING, NULL }, { 2, "protocol", F_STRING, NULL },
+    { 3, "port", F_INT64, NULL }, { 4, "targetPort", F_INT_OR_STRING, NULL },
+    { 5, "nodePort", F_INT64, NULL }, { 6, "appProtocol", F_STRING, NULL },
+};
+static const struct pmsg service_port = STRICT_MSG(service_port_f);
+static const struct pfield service_spec_f[] = {
+    { 1, "ports", F_REP_MSG, &service_port }, { 2, "selector", F_MAP_STR, NULL },
+    { 3, "clusterIP", F_STRING, NULL }, { 4, "type", F_STRING, NULL },
+    { 5, "externalIPs", F_REP_STRING, NULL }, { 7, "sessionAffinity", F_STRING, NULL },
+    { 10, "externalName", F_STRING, NULL }, { 11, "externalTrafficPolicy", F_STRING, NULL },
+    { 13, "publishNotReadyAddresses", F_BOOL, NULL }, { 17, "ipFamilyPolicy", F_STRING, NULL },
+    { 18, "clusterIPs", F_REP_STRING, NULL }, { 19, "ipFamilies", F_REP_STRING, NULL },
+    { 22, "internalTrafficPolicy", F_STRING, NULL },
+};
+static const struct pmsg service_spec = STRICT_MSG(service_spec_f);
+static const struct pfield service_f[] = {
+    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &service_spec },
 };
 
 static const struct {
@@ -136,6 +162,7 @@ static const struct {
     { "Namespace", MSG(namespace_f) },
     { "ServiceAccount", MSG(service_account_f) },
     { "Pod", STRICT_MSG(pod_f) },   /* status (field 3) is accepted only empty */
+    { "Service", STRICT_MSG(service_f) },
 };
 
 struct rd {
@@ -250,6 +277,48 @@ static int add_text(cJSON *obj, const char *key, const struct rd *s, bool base64
 
 static int decode_msg(struct rd *r, const struct pmsg *m, cJSON *obj, int depth);
 
+/* intstr.IntOrString {1: type (1 = string), 2: intVal, 3: strVal} as 8080 or "http". */
+static int decode_int_or_string(struct rd *r, cJSON *obj, const char *name)
+{
+    static const unsigned char none[1];
+    struct rd m, str = { none, none };
+    uint64_t type = 0, ival = 0;
+    cJSON *v;
+    char *t;
+
+    if (rd_bytes(r, &m) < 0)
+        return -EINVAL;
+    while (m.p < m.end) {
+        uint64_t tag;
+        int rc;
+        if (rd_varint(&m, &tag) < 0)
+            return -EINVAL;
+        if ((tag >> 3) == 1 && (tag & 7) == 0)
+            rc = rd_varint(&m, &type);
+        else if ((tag >> 3) == 2 && (tag & 7) == 0)
+            rc = rd_varint(&m, &ival);
+        else if ((tag >> 3) == 3 && (tag & 7) == 2)
+            rc = rd_bytes(&m, &str);
+        else
+            rc = rd_skip(&m, (unsigned)(tag & 7));
+        if (rc < 0)
+            return -EINVAL;
+    }
+    if (type == 1) {
+        if (!(t = dup_text(&str)))
+            return -EINVAL;
+        v = cJSON_CreateString(t);
+        free(t);
+    } else {
+        v = cJSON_CreateNumber((double)(int32_t)(uint32_t)ival);
+    }
+    if (!v)
+        return -ENOMEM;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, name);
+    cJSON_AddItemToObject(obj, name, v);
+    return 0;
+}
+
 /* A map entry {1: key, 2: value} into the object obj[name]. */
 static int decode_map_entry(struct rd *r, cJSON *obj, const char *name, bool bytes_value)
 {
@@ -299,6 +368,8 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
         if (wire != 0 || rd_varint(r, &v) < 0)
             return -EINVAL;
         cJSON_DeleteItemFromObjectCaseSensitive(obj, f->name);
+        if (v == 0 && !f->keep_zero)
+            return 0;
         child = f->type == F_BOOL ? cJSON_CreateBool(v != 0)
                                   : cJSON_CreateNumber((double)(int64_t)v);
         if (!child)
@@ -308,7 +379,15 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
     case F_STRING:
         if (wire != 2 || rd_bytes(r, &s) < 0)
             return -EINVAL;
+        if (s.p == s.end) {   /* omitempty */
+            cJSON_DeleteItemFromObjectCaseSensitive(obj, f->name);
+            return 0;
+        }
         return add_text(obj, f->name, &s, false);
+    case F_INT_OR_STRING:
+        if (wire != 2)
+            return -EINVAL;
+        return decode_int_or_string(r, obj, f->name);
     case F_MAP_STR:
     case F_MAP_BYTES:
         if (wire != 2)
@@ -346,22 +425,49 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
     return -EINVAL;
 }
 
-/* Skips an unknown field; in a strict message only an empty one (a zero varint or
- * a zero-length payload, which is how Go encodes unset structs and zero values). */
+/* True when a message holds only zero values: zero varints and payloads that are
+ * empty or themselves all-zero messages (Go encodes `status: {loadBalancer: {}}`
+ * that way). */
+static bool all_zero(struct rd m, int depth)
+{
+    while (m.p < m.end) {
+        uint64_t tag, v;
+        struct rd sub;
+
+        if (rd_varint(&m, &tag) < 0)
+            return false;
+        if ((tag & 7) == 0) {
+            if (rd_varint(&m, &v) < 0 || v != 0)
+                return false;
+        } else if ((tag & 7) == 2) {
+            if (rd_bytes(&m, &sub) < 0)
+                return false;
+            if (sub.p < sub.end && (depth >= PROTO_MAX_DEPTH || !all_zero(sub, depth + 1)))
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Skips an unknown field; in a strict message only a zero one (see all_zero). */
 static int skip_unknown(struct rd *r, unsigned wire, bool strict)
 {
-    const unsigned char *start = r->p;
     uint64_t v;
+    struct rd sub;
 
     if (!strict)
         return rd_skip(r, wire);
-    if (wire == 0 || wire == 2) {
+    if (wire == 0) {
         if (rd_varint(r, &v) < 0)
             return -EINVAL;
-        if (v == 0)
-            return 0;
-        r->p = start;
-        return rd_skip(r, wire) < 0 ? -EINVAL : -EPROTONOSUPPORT;
+        return v == 0 ? 0 : -EPROTONOSUPPORT;
+    }
+    if (wire == 2) {
+        if (rd_bytes(r, &sub) < 0)
+            return -EINVAL;
+        return all_zero(sub, 0) ? 0 : -EPROTONOSUPPORT;
     }
     return rd_skip(r, wire) < 0 ? -EINVAL : -EPROTONOSUPPORT;
 }
@@ -453,7 +559,7 @@ int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, si
         return 0;
     }
     snprintf(err, errlen, "kubesim decodes protobuf only for v1 ConfigMap, Secret, Namespace, "
-             "ServiceAccount and Pod, not %.40s %.40s; send JSON", api_version, kind);
+             "ServiceAccount, Pod and Service, not %.40s %.40s; send JSON", api_version, kind);
     return -EPROTONOSUPPORT;
 bad:
     snprintf(err, errlen, "malformed protobuf body");

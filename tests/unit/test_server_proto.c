@@ -268,6 +268,70 @@ static void test_pod(void **state)
     buf_free(&body);
 }
 
+/* kubectl create service clusterip s --tcp=80:8080 --tcp=443:https, with the zero
+ * values gogo protobuf always encodes and an all-zero status {loadBalancer: {}}. */
+static void test_service_int_or_string_and_zero_values(void **state)
+{
+    struct buf m = { 0 }, p1 = { 0 }, p2 = { 0 }, ios = { 0 }, spec = { 0 }, svc = { 0 },
+               status = { 0 }, lb = { 0 }, body = { 0 };
+    cJSON *o, *ports;
+    int rc;
+    (void)state;
+
+    put_str(&m, 1, "s");
+    put_str(&p1, 1, "80-8080");
+    put_varint(&p1, 3 << 3);
+    put_varint(&p1, 80);
+    put_varint(&ios, 1 << 3);               /* type 0: int */
+    put_varint(&ios, 0);
+    put_varint(&ios, 2 << 3);
+    put_varint(&ios, 8080);
+    put_msg(&p1, 4, &ios);
+    put_varint(&p1, 5 << 3);                /* nodePort 0: dropped */
+    put_varint(&p1, 0);
+    buf_reset(&ios);
+    put_varint(&ios, 1 << 3);               /* type 1: string */
+    put_varint(&ios, 1);
+    put_str(&ios, 3, "https");
+    put_varint(&p2, 3 << 3);
+    put_varint(&p2, 443);
+    put_msg(&p2, 4, &ios);
+    put_msg(&spec, 1, &p1);
+    put_msg(&spec, 1, &p2);
+    put_str(&spec, 4, "ClusterIP");
+    put_str(&spec, 10, "");                 /* externalName "": dropped */
+    put_bool(&spec, 13, false);             /* publishNotReadyAddresses false: dropped */
+    put_msg(&svc, 1, &m);
+    put_msg(&svc, 2, &spec);
+    put_msg(&status, 1, &lb);
+    put_msg(&svc, 3, &status);
+    envelope(&body, "v1", "Service", &svc);
+
+    o = decode(&body, &rc);
+    assert_int_equal(rc, 0);
+    ports = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "ports");
+    assert_int_equal(cJSON_GetArraySize(ports), 2);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(ports, 0), "targetPort")), 8080);
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ports, 0), "nodePort"));
+    assert_string_equal(str_at(cJSON_GetArrayItem(ports, 1), "targetPort", NULL), "https");
+    assert_string_equal(str_at(o, "spec", "type"), "ClusterIP");
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"),
+                                                 "externalName"));
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"),
+                                                 "publishNotReadyAddresses"));
+    cJSON_Delete(o);
+    buf_free(&m);
+    buf_free(&p1);
+    buf_free(&p2);
+    buf_free(&ios);
+    buf_free(&spec);
+    buf_free(&svc);
+    buf_free(&status);
+    buf_free(&lb);
+    buf_free(&body);
+}
+
 static void test_unsupported_kind(void **state)
 {
     struct buf raw = { 0 }, body = { 0 };
@@ -354,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_configmap),
         cmocka_unit_test(test_secret_namespace_serviceaccount),
         cmocka_unit_test(test_pod),
+        cmocka_unit_test(test_service_int_or_string_and_zero_values),
         cmocka_unit_test(test_unsupported_kind),
         cmocka_unit_test(test_malformed),
     };
