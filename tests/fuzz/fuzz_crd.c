@@ -60,11 +60,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 registry_remove_crd(r, name->valuestring);
         }
         copy = cJSON_Duplicate(crd, 1);
-        if (copy)
-            (void)registry_crd_set_status(copy);
+        if (copy && registry_crd_set_status(copy) == 0) {
+            cJSON *c2 = cJSON_CreateArray();
+            /* the fuzzed object as an update of itself once Established, and back */
+            (void)registry_validate_crd_update(copy, crd, c2);
+            (void)registry_validate_crd_update(crd, copy, c2);
+            cJSON_Delete(c2);
+        }
         cJSON_Delete(copy);
         registry_free(r);
     } else {
+        (void)registry_validate_crd_update(crd, crd, causes);
         /* rejected: add_crd must refuse it too */
         if (registry_new(&r) == 0) {
             if (registry_add_crd(r, crd, err, sizeof(err)) == 0)
