@@ -181,7 +181,8 @@ struct stype *store_type_get(struct store *s, const struct reg_resource *res, bo
     store_type_key(res, key, sizeof(key));
     HASH_FIND_STR(s->types, key, t);
     if (t) {
-        t->res = res;
+        if (t->res != res)      /* only after a CRD change: watchers read it */
+            t->res = res;
         return t;
     }
     if (!create)

@@ -123,7 +123,7 @@ struct store {
     const struct reg_resource *res_namespaces, *res_nodes;   /* cached built-ins */
 
     struct subscriber subs[STORE_MAX_SUBSCRIBERS];
-    size_t n_subs;
+    _Atomic size_t n_subs;      /* read without notify_mu by the early exits */
     pthread_mutex_t notify_mu;
     struct notice *nq_head, *nq_tail;   /* under s->lock */
     bool draining;                      /* under notify_mu */

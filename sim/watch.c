@@ -33,6 +33,7 @@ struct store_watch {
     struct store *s;
     struct stype *t;
     const struct reg_resource *res;   /* the version the client asked for */
+    const struct reg_resource *stored; /* the version objects are kept in, at open */
     char *ns;                         /* "" = all namespaces */
     const struct sel *labels;
     const struct fsel *fields;
@@ -189,6 +190,7 @@ int store_watch_open(struct store *s, const struct reg_resource *res, const char
         w->initial_rv = s->rv;
         w->end_bookmark = o && o->send_initial_events;
     }
+    w->stored = w->t->res;
     pthread_mutex_lock(&w->t->wmu);
     w->gen = w->t->gen;
     if (synthetic) {
@@ -339,7 +341,7 @@ static int watch_convert(struct store_watch *w, struct wev *ev, struct store_eve
     default:
         return 0;
     }
-    if (w->t->res && w->res != w->t->res && !w->res->builtin) {
+    if (w->stored && w->res != w->stored && !w->res->builtin) {
         struct store_obj *c = store_obj_as(o, w->res);
         store_obj_unref(o);
         o = c;
