@@ -10,7 +10,7 @@
 # deleted Pods gone; `rayop status` shows the synced types and the queues.
 . "$(dirname "$0")/lib.sh"
 
-RAYOP=$LIB_ROOT/bin/rayop
+RAYOP=${RAYOP:-$LIB_ROOT/bin/rayop}   # RAYOP=path runs e.g. an ASan build
 PROBE=$LIB_ROOT/bin/ipc_probe
 DUMP=$LIB_ROOT/bin/cache_dump
 NPODS=${WATCHER_IT_PODS:-10000}
@@ -186,4 +186,6 @@ check "the relist is a LIST in kubesim's request log" [ "$(rayop_lists_since "$m
 kill -TERM "$WPID"
 wait "$WPID"
 check "watcher exits 0 on SIGTERM" [ $? -eq 0 ]
+check "no sanitizer reports in the watcher logs" \
+    sh -c "! grep -l 'Sanitizer' '$WORK'/watcher*.log"
 exit 0
