@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "sim/faults.h"
 #include "sim/kubeconfig.h"
 #include "sim/registry.h"
 #include "sim/server.h"
@@ -36,6 +37,7 @@ struct args {
     const char *request_log;
     long watch_window;
     long bookmark_ms;
+    struct faults *faults;     /* --fault, --watch-*: sim/faults.h */
 };
 
 static void usage(FILE *f)
@@ -44,10 +46,11 @@ static void usage(FILE *f)
         "usage: kubesim --listen HOST:PORT [--kubeconfig-out FILE] [--tls] [--token TOKEN]\n"
         "               [--state DIR] [--request-log FILE] [--watch-window N]\n"
         "               [--bookmark-interval-ms N] [--log-level debug|info|warn|error]\n"
+        "%s"
         "Serves the Kubernetes API (core, batch, coordination, events, rbac, apiextensions\n"
         "and CRDs) on HOST:PORT (PORT 0 picks a free one). The first line on stdout is the\n"
         "server URL. --tls generates a CA and serving certificate next to the kubeconfig\n"
-        "and requires the bearer token (generated unless --token is given).\n");
+        "and requires the bearer token (generated unless --token is given).\n", faults_usage);
 }
 
 static int parse_listen(const char *s, struct args *a)
@@ -93,13 +96,18 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "watch-window", required_argument, NULL, 'w' },
         { "bookmark-interval-ms", required_argument, NULL, 'b' },
         { "log-level", required_argument, NULL, 'L' },
+        { "fault", required_argument, NULL, 'F' },
+        { "fault-seed", required_argument, NULL, 'F' },
+        { "watch-cut-seconds", required_argument, NULL, 'F' },
+        { "watch-delay-ms", required_argument, NULL, 'F' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    int c, lvl;
+    int c, lvl, idx = 0;
+    char err[256];
 
     strcpy(a->host, "127.0.0.1");
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
         switch (c) {
         case 'l':
             if (parse_listen(optarg, a) < 0) {
@@ -130,6 +138,12 @@ static int parse_args(int argc, char **argv, struct args *a)
                 return -EINVAL;
             }
             log_set_level(lvl);
+            break;
+        case 'F':
+            if (faults_parse_flag(&a->faults, opts[idx].name, optarg, err, sizeof(err)) < 0) {
+                fprintf(stderr, "kubesim: %s\n", err);
+                return -EINVAL;
+            }
             break;
         case 'h':
             usage(stdout);
@@ -306,6 +320,7 @@ int main(int argc, char **argv)
     sv.token = a.token;
     sv.request_log = a.request_log;
     if (server_new(&sv, store, &srv, err, sizeof(err)) < 0 ||
+        faults_install(&a.faults, srv, store, err, sizeof(err)) < 0 ||
         server_start(srv, err, sizeof(err)) < 0) {
         log_error("kubesim: cannot start the server", "error", err, NULL);
         goto out;
@@ -332,6 +347,7 @@ int main(int argc, char **argv)
     status = 0;
 out:
     server_free(srv);      /* ends watches cleanly before the store goes */
+    faults_free(a.faults); /* its prehook and admin route die with the server */
     if (store)
         store_close(store);
     registry_free(reg);
