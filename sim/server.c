@@ -621,7 +621,12 @@ void server_stop(struct server *s)
     atomic_store(&s->stopping, true);
     if (!s->daemon)
         return;
-    MHD_quiesce_daemon(s->daemon);
+    {
+        /* the daemon hands the listening socket back: closing it refuses new clients */
+        MHD_socket lfd = MHD_quiesce_daemon(s->daemon);
+        if (lfd != MHD_INVALID_SOCKET)
+            close(lfd);
+    }
     server_watch_cancel_all(s);
     /* Give the streams a moment to send their terminating chunk: clients such as
      * client-node informers treat an abrupt close as fatal. */
