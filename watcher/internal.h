@@ -32,6 +32,7 @@ struct wstream {
     int synced;
     int need_list;               /* next (re)start must LIST first */
     struct kube_watch *watch;
+    uint64_t watch_start_ns;
     uv_timer_t retry;
     uint32_t backoff_ms;
 

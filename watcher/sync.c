@@ -295,7 +295,12 @@ static void on_end(struct kube_watch *kw, int err, const struct kube_status *st,
     if (s->w->stopping)
         return;
     if (err == 0) {
-        start_watch(s); /* the server closed it (timeout): resume where we were */
+        /* the server closed it (timeout): resume where we were, unless it keeps
+         * closing at once (a broken proxy would otherwise make this a busy loop) */
+        if (util_now_ns() - s->watch_start_ns < 1000000000ull)
+            schedule_retry(s);
+        else
+            start_watch(s);
         return;
     }
     if (err == -KUBE_EGONE) {
@@ -326,6 +331,7 @@ static void start_watch(struct wstream *s)
         .arg = s,
     };
     s->watches++;
+    s->watch_start_ns = util_now_ns();
     int rc = kube_watch_start(s->w->kw, &s->res, s->ns, &o, &s->watch);
     if (rc < 0) {
         s->watch = NULL;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# deadline: 240
+# deadline: 420
 # watcher.sh - `rayop watcher` and `rayop status` against a live bin/kubesim:
 # syncs 10,000 Pods owned by a RayCluster (time and peak RSS reported as
 # "# figure" lines); a Pod update reaches a worker (bin/ipc_probe) as the
