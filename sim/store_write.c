@@ -188,8 +188,11 @@ static int prepare_common(struct store *s, const struct reg_resource *res, cJSON
         if (rc)
             goto fail;
         builtin_validate(res, obj, old, causes);
-        if (is_crd(res))
+        if (is_crd(res)) {
             validate_crd(obj, causes);
+            if (old)
+                registry_validate_crd_update(old, obj, causes);
+        }
     } else {
         rc = validate_custom(res, obj, old, w, causes, st);
         if (rc)

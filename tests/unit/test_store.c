@@ -367,6 +367,16 @@ static void test_crd_delete_removes_objects(void **state)
     assert_int_equal(store_get(S, w, "default", "x", &o, &st), -ENOENT);
     assert_string_equal(st.message, "widgets.test.io \"x\" not found");
     store_status_clear(&st);
+    /* the group of a CRD is immutable */
+    assert_int_equal(store_get(S, crd, "", "widgets.test.io", &o, &st), 0);
+    cJSON *j = cJSON_Duplicate(o->json, true);
+    store_obj_unref(o);
+    cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItem(j, "spec"), "group",
+                                           cJSON_CreateString("other.io"));
+    assert_int_equal(store_update(S, crd, "", "widgets.test.io", NULL, j, NULL, &o, &st), -EINVAL);
+    assert_int_equal(st.code, 422);
+    assert_non_null(strstr(st.message, "spec.group"));
+    store_status_clear(&st);
     /* a collection delete unregisters too */
     struct store_delete_opts dopt = { .grace_seconds = -1 };
     assert_int_equal(store_delete_collection(S, crd, "", NULL, &dopt, &st), 0);
