@@ -62,6 +62,8 @@ struct watcher {
     uv_async_t pages_async;
     uv_check_t check;
     uv_signal_t sig_term, sig_int;
+    uv_tcp_t http;               /* --metrics-addr listener */
+    int http_open;
     int progress_dirty;
     volatile int stopping;
     int async_closed;
@@ -77,6 +79,10 @@ void wsync_stop(struct watcher *w);
 void wsync_free(struct watcher *w);
 /* Adds every cached primary object's key to its queue (restart resync). */
 int wsync_resync(struct watcher *w);
+/* HTTP endpoint (http.c): addr like ":8080", "127.0.0.1:0"; "0" or "" = off. */
+int whttp_start(struct watcher *w, const char *addr);
+void whttp_stop(struct watcher *w);
+
 /* Compares resourceVersions as decimal integers (what etcd and kubesim give);
  * falls back to string order for anything else. <0, 0, >0. */
 int wsync_rv_cmp(const char *a, const char *b);

@@ -33,6 +33,7 @@ static void usage(FILE *f)
           "  --cache-capacity BYTES   segment size, suffixes K/M/G (default 256M)\n"
           "  --cache-max-objects N    object slots (default 131072)\n"
           "  --cache-max-bytes BYTES  grow the segment up to this when full (default: refuse)\n"
+          "  --metrics-addr ADDR      serve /metrics, /healthz, /readyz (e.g. :8080; default off)\n"
           "  --log-level LEVEL        debug|info|warn|error\n", f);
 }
 
@@ -46,6 +47,7 @@ static void on_signal(uv_signal_t *h, int sig)
         return;
     log_info("stopping", "signal", s, NULL);
     wsync_stop(w);
+    whttp_stop(w);
     kube_watcher_free(w->kw);
     w->kw = NULL;
     ipc_server_close(w->ipc);
@@ -128,6 +130,10 @@ int watcher_main(int argc, char **argv)
         log_error("cannot set up types", "error", strerror(-rc), NULL);
         goto out;
     }
+    if ((rc = whttp_start(&w, o.metrics_addr)) < 0) {
+        log_error("bad --metrics-addr", "addr", o.metrics_addr, NULL);
+        goto out;
+    }
     if ((rc = wsync_resync(&w)) < 0)
         log_warn("resync incomplete", "error", strerror(-rc), NULL);
 
@@ -147,6 +153,7 @@ out:
         /* failed during setup: release what was created, then drain the loop */
         if (w.streams)
             wsync_stop(&w);
+        whttp_stop(&w);
         if (w.kw)
             kube_watcher_free(w.kw);
         if (w.ipc)

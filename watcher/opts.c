@@ -104,6 +104,8 @@ int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd)
             return -EINVAL;
         } else if (strcmp(name, "--kubeconfig") == 0) {
             o->kubeconfig = val;
+        } else if (strcmp(name, "--metrics-addr") == 0) {
+            o->metrics_addr = val;
         } else if (strcmp(name, "--context") == 0) {
             o->context = val;
         } else if (strcmp(name, "--namespace") == 0 || strcmp(name, "--watch-namespace") == 0) {

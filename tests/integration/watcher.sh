@@ -31,7 +31,7 @@ SOCK=$STATE/queues.sock
 WPID=""
 
 start_watcher() {  # start_watcher LOGFILE
-    "$RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$1" &
+    "$RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" --metrics-addr 127.0.0.1:0 2>"$1" &
     WPID=$!
     _LIB_PIDS="$_LIB_PIDS $WPID"
 }
@@ -105,6 +105,11 @@ if wait_until "watcher synced $NPODS pods" 60 all_synced "$NPODS"; then
 fi
 check "status -o json lists 9 synced types and the 4 queues" sh -c \
     "'$RAYOP' status --state-dir '$STATE' -o json | jq -e '(.queues.kinds | length) == 4 and .cache.refusedWrites == 0' >/dev/null"
+MADDR=$(grep -o '"serving /metrics[^}]*' "$WORK/watcher1.log" | grep -o '127.0.0.1:[0-9]*')
+check "/readyz is 200 once synced" [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$MADDR/readyz")" = 200 ]
+check "/metrics has workqueue and watcher series" sh -c \
+    "curl -s 'http://$MADDR/metrics' | grep -q '^workqueue_depth{name=\"raycluster\"}' &&
+     curl -s 'http://$MADDR/metrics' | grep -q '^rayop_watcher_synced{type=\"v1/pods\",namespace=\"\"} 1'"
 "$RAYOP" status --state-dir "$STATE" >"$WORK/status.txt"
 check "status table shows v1/pods synced with $NPODS objects" \
     grep -Eq "^v1/pods +$NPODS +yes" "$WORK/status.txt"
