@@ -28,3 +28,4 @@ check_jpath "get -o jsonpath reads the data back" configmap smoke '{.data.greeti
 kcr del delete -f "$CL_WORK/cm.yaml"
 check_has "delete reports deleted" del '^configmap "smoke" deleted( from [a-z0-9-]+ namespace)?$'
 check "the ConfigMap is gone" cl_wait 10 gone configmap smoke
+[ "$(lib_failures)" = 0 ]
