@@ -347,6 +347,7 @@ void faults_free(struct faults *f)
     if (!f)
         return;
     pthread_mutex_destroy(&f->mu);
+    free(f->token);
     free(f);
 }
 

@@ -93,10 +93,12 @@ int faults_parse_flag(struct faults **fp, const char *flag, const char *value,
 /* Usage lines for the flags above. */
 extern const char faults_usage[];
 /* Creates *fp if still NULL, applies the watch delay to the store, and registers the
- * prehook and the /kubesim/ admin route (before server_start). *fp must outlive the
- * server. 0 or a negative errno with err set. */
+ * prehook and the /kubesim/ admin route (before server_start). token is the server's
+ * bearer token (NULL = none; copied): requests without it are never faulted, since
+ * the real server authenticates before it answers 429. *fp must outlive the server.
+ * 0 or a negative errno with err set. */
 int faults_install(struct faults **fp, struct server *srv, struct store *store,
-                   char *err, size_t errlen);
+                   const char *token, char *err, size_t errlen);
 /* Counts the reply of one request by code, for /kubesim/status requests.byCode.
  * Meant for a server hook that runs after every reply (see docs/kubesim-faults.md). */
 void faults_note_reply(struct faults *f, const struct server_req *req, int code);

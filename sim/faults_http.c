@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "sim/registry.h"
@@ -165,6 +166,25 @@ static int watch_faults(struct faults *f, struct server_req *req)
     return SERVER_NEXT;
 }
 
+/* Whether the request carries the token (the server's own check answers it otherwise). */
+static bool authenticated(struct faults *f, struct server_req *req)
+{
+    const char *h;
+
+    if (!f->token)
+        return true;
+    h = server_req_header(req, "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return false;
+    h += 7;
+    /* compared in full whatever the first difference, like the server's own check */
+    size_t n = strlen(h), m = strlen(f->token);
+    unsigned char diff = n != m;
+    for (size_t i = 0; i < n && i < m; i++)
+        diff |= (unsigned char)(h[i] ^ f->token[i]);
+    return diff == 0;
+}
+
 static int prehook(void *arg, struct server_req *req)
 {
     struct faults *f = arg;
@@ -176,6 +196,8 @@ static int prehook(void *arg, struct server_req *req)
         return SERVER_NEXT;   /* never fault the switch that turns faults off */
     atomic_fetch_add(&f->requests, 1);
     atomic_fetch_add(&f->by_verb[faults_verb_index(req->verb)], 1);
+    if (!req->verb || !authenticated(f, req))
+        return SERVER_NEXT;
     faults_decide(f, req->verb, resource ? r->plural : "", resource ? r->sub : "", &d);
     if (d.delay_ms) {
         struct timespec ts = { d.delay_ms / 1000, (long)(d.delay_ms % 1000) * 1000000L };
@@ -503,7 +525,7 @@ int faults_parse_flag(struct faults **fp, const char *flag, const char *value,
 }
 
 int faults_install(struct faults **fp, struct server *srv, struct store *store,
-                   char *err, size_t errlen)
+                   const char *token, char *err, size_t errlen)
 {
     struct faults *f;
     char n[24];
@@ -516,6 +538,12 @@ int faults_install(struct faults **fp, struct server *srv, struct store *store,
     f = *fp;
     f->srv = srv;
     f->store = store;
+    free(f->token);
+    f->token = NULL;
+    if (token && !(f->token = strdup(token))) {
+        snprintf(err, errlen, "faults: out of memory");
+        return -ENOMEM;
+    }
     store_set_watch_delay_ms(store, atomic_load(&f->watch_delay_ms));
     if ((rc = server_add_route(srv, ADMIN_PREFIX, admin, f)) < 0) {
         snprintf(err, errlen, "faults: cannot register %s: %s", ADMIN_PREFIX, strerror(-rc));

@@ -48,6 +48,7 @@ struct faults {
 
     struct server *srv;        /* set by faults_install */
     struct store *store;
+    char *token;               /* the API token (owned), or NULL */
 };
 
 /* Index of verb in faults_verbs ("other" for NULL/unknown). */

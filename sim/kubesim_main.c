@@ -320,7 +320,7 @@ int main(int argc, char **argv)
     sv.token = a.token;
     sv.request_log = a.request_log;
     if (server_new(&sv, store, &srv, err, sizeof(err)) < 0 ||
-        faults_install(&a.faults, srv, store, err, sizeof(err)) < 0 ||
+        faults_install(&a.faults, srv, store, a.token, err, sizeof(err)) < 0 ||
         server_start(srv, err, sizeof(err)) < 0) {
         log_error("kubesim: cannot start the server", "error", err, NULL);
         goto out;

@@ -180,6 +180,8 @@ def test_status_codes(sim, core, core_retrying):
           body.get("message") == "the server has received too many requests and has asked us "
                                  "to try again later" and
           body.get("details", {}).get("retryAfterSeconds") == 1, body)
+    code, _ = sim.admin("GET", "/api/v1/namespaces/default/configmaps", token=None)
+    check("faults spare unauthenticated requests: 401, not 429", code == 401, code)
     check("429 applies to the rule's verb and resource only",
           api_error(core.list_namespaced_secret, NS) is None and
           api_error(core.read_namespace, NS) is None)
