@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "reconcilers/host/host.h"
+#include "reconcilers/host/internal.h"
 #include "util/util.h"
 
 #define HOST_LOG_PAIRS 12
@@ -77,6 +77,41 @@ int host_ctx_init(struct host_ctx *ctx, const struct host_kind *kind, const char
     strcpy(ctx->name, name);
     make_uuid(ctx->reconcile_id);
     return 0;
+}
+
+void host_kube_slot_init(struct host_kube_slot *s)
+{
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cond, NULL);
+}
+
+void host_kube_slot_set(struct host_kube_slot *s, struct kube_client *c)
+{
+    pthread_mutex_lock(&s->mu);
+    s->client = c;
+    s->done = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void host_kube_slot_destroy(struct host_kube_slot *s)
+{
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->mu);
+}
+
+struct kube_client *host_kube(struct host_ctx *ctx)
+{
+    if (ctx->kube || !ctx->kube_slot)
+        return ctx->kube;
+    struct host_kube_slot *s = ctx->kube_slot;
+    pthread_mutex_lock(&s->mu);
+    while (!s->done)
+        pthread_cond_wait(&s->cond, &s->mu);
+    ctx->kube = s->client;
+    pthread_mutex_unlock(&s->mu);
+    return ctx->kube;
 }
 
 static int all_digits(const char *s)
@@ -161,21 +196,30 @@ static int after_write(struct host_ctx *ctx, const struct kube_resource *r, int 
 int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res)
 {
-    int rc = kube_create(ctx->kube, r, ns, obj, res);
+    struct kube_client *kc = host_kube(ctx);
+    if (!kc)
+        return -ENOTCONN;
+    int rc = kube_create(kc, r, ns, obj, res);
     return after_write(ctx, r, rc, res, "create");
 }
 
 int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res)
 {
-    int rc = kube_update(ctx->kube, r, ns, obj, res);
+    struct kube_client *kc = host_kube(ctx);
+    if (!kc)
+        return -ENOTCONN;
+    int rc = kube_update(kc, r, ns, obj, res);
     return after_write(ctx, r, rc, res, "update");
 }
 
 int host_update_status(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                        const cJSON *obj, struct kube_result *res)
 {
-    int rc = kube_update_status(ctx->kube, r, ns, obj, res);
+    struct kube_client *kc = host_kube(ctx);
+    if (!kc)
+        return -ENOTCONN;
+    int rc = kube_update_status(kc, r, ns, obj, res);
     return after_write(ctx, r, rc, res, "update-status");
 }
 
@@ -183,7 +227,10 @@ int host_patch(struct host_ctx *ctx, const struct kube_resource *r, const char *
                const char *name, const char *patch, size_t len,
                const struct kube_patch_opts *o, struct kube_result *res)
 {
-    int rc = kube_patch(ctx->kube, r, ns, name, patch, len, o, res);
+    struct kube_client *kc = host_kube(ctx);
+    if (!kc)
+        return -ENOTCONN;
+    int rc = kube_patch(kc, r, ns, name, patch, len, o, res);
     return after_write(ctx, r, rc, res, "patch");
 }
 
@@ -193,7 +240,10 @@ int host_patch(struct host_ctx *ctx, const struct kube_resource *r, const char *
 int host_delete(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const char *name, const struct kube_delete_opts *o, struct kube_result *res)
 {
-    int rc = kube_delete(ctx->kube, r, ns, name, o, res);
+    struct kube_client *kc = host_kube(ctx);
+    if (!kc)
+        return -ENOTCONN;
+    int rc = kube_delete(kc, r, ns, name, o, res);
     return after_write(ctx, r, rc, res, "delete");
 }
 

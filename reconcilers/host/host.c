@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,7 +33,10 @@ struct host {
     struct host_opts o;
     const struct host_kind *kind;
     struct kube_config *kcfg;
-    struct kube_client *kube;
+    struct kube_client *kube;        /* owned; published through kube_slot */
+    struct host_kube_slot kube_slot;
+    pthread_t kube_thread;
+    atomic_bool kube_failed;
     struct host_view *view;
     struct ipc_client *ipc;
     struct host_http *http;
@@ -44,6 +48,16 @@ struct host {
     pthread_mutex_t mu;
     pthread_cond_t cond;             /* signalled when a worker returns */
 };
+
+/* Start-up stage timing at debug level: the restart -> first reconcile budget. */
+static void log_stage(const struct host *h, const char *stage)
+{
+    if (!log_enabled(LOG_DEBUG))
+        return;
+    char ms[32];
+    snprintf(ms, sizeof(ms), "%.3f", (double)(util_now_ns() - h->start_ns) / 1e6);
+    log_debug("start-up stage done", "stage", stage, "sinceStartMs", ms, NULL);
+}
 
 static bool ns_watched(const struct host *h, const char *ns)
 {
@@ -60,7 +74,8 @@ static void reconcile_one(struct host *h, const struct ipc_key *k)
     struct host_ctx ctx;
     struct host_result res = { .outcome = HOST_OK };
     struct ipc_outcome oc;
-    int rc = host_ctx_init(&ctx, h->kind, k->key, h->kube, h->view);
+    int rc = host_ctx_init(&ctx, h->kind, k->key, NULL, h->view);
+    ctx.kube_slot = &h->kube_slot;
     ctx.requeues = k->requeues;
     uint64_t t0 = util_now_ns();
     if (!atomic_exchange(&h->first_done, true)) {
@@ -127,10 +142,40 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Creates the API client off the start-up path (see host_kube_slot). A failure
+ * stops the process: a controller that cannot write is no use. */
+static void *kube_init(void *arg)
+{
+    struct host *h = arg;
+    char err[256] = "";
+    /* GnuTLS/libcurl initialisation is CPU-heavy: let the path to the first
+     * reconcile (map, connect, pull) have the CPU first on a busy machine */
+    (void)setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+    struct kube_config_opts ko = { .kubeconfig = h->o.kubeconfig, .context = h->o.context };
+    struct kube_client_opts co = { .qps = h->o.qps, .burst = h->o.burst };
+    int rc = kube_config_load(&ko, &h->kcfg, err, sizeof(err));
+    if (rc < 0)
+        log_error("cannot load the API server configuration", "error", err, NULL);
+    else if ((rc = kube_client_new(h->kcfg, &co, &h->kube)) < 0)
+        log_error("cannot create the API client", "error", strerror(-rc), NULL);
+    else
+        log_stage(h, "api client");
+    host_kube_slot_set(&h->kube_slot, rc < 0 ? NULL : h->kube);
+    if (rc < 0) {
+        atomic_store(&h->kube_failed, true);
+        kill(getpid(), SIGTERM);
+    }
+    return NULL;
+}
+
 static int ready(void *arg)
 {
     struct host *h = arg;
-    return h->ipc && ipc_client_connected(h->ipc) &&
+    bool kube_ok;
+    pthread_mutex_lock(&h->kube_slot.mu);
+    kube_ok = h->kube_slot.done && h->kube_slot.client;
+    pthread_mutex_unlock(&h->kube_slot.mu);
+    return kube_ok && h->ipc && ipc_client_connected(h->ipc) &&
            host_view_synced(h->view, h->kind->cache_types);
 }
 
@@ -142,7 +187,7 @@ static int open_view(struct host *h, const char *segname)
     for (;;) {
         rc = host_view_open(segname, &h->view);
         if (rc == 0 || (rc != -ENOENT && rc != -EAGAIN && rc != -EIO) ||
-            util_now_ms() >= deadline || atomic_load(&h->stopping))
+            util_now_ms() >= deadline || atomic_load(&h->stopping) || atomic_load(&h->kube_failed))
             return rc;
         if (!logged++)
             log_info("waiting for the watcher's cache segment", "segment", segname, NULL);
@@ -194,10 +239,12 @@ int host_main_controller(int argc, char **argv)
     h.start_ns = util_now_ns();
     pthread_mutex_init(&h.mu, NULL);
     pthread_cond_init(&h.cond, NULL);
+    host_kube_slot_init(&h.kube_slot);
     int rc = host_opts_parse(&h.o, argc, argv), exit_code = 1, sig = 0;
     char err[256] = "", segname[CACHE_SEGNAME_MAX], sock[PATH_MAX];
     pthread_t *threads = NULL;
     int nthreads = 0;
+    bool kube_started = false;
     if (rc != 0)
         return rc > 0 ? 0 : 2;
     if (h.o.log_level >= 0)
@@ -225,16 +272,11 @@ int host_main_controller(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct kube_config_opts ko = { .kubeconfig = h.o.kubeconfig, .context = h.o.context };
-    if ((rc = kube_config_load(&ko, &h.kcfg, err, sizeof(err))) < 0) {
-        log_error("cannot load the API server configuration", "error", err, NULL);
+    if ((rc = -pthread_create(&h.kube_thread, NULL, kube_init, &h)) < 0) {
+        log_error("cannot start a thread", "error", strerror(-rc), NULL);
         goto out;
     }
-    struct kube_client_opts co = { .qps = h.o.qps, .burst = h.o.burst };
-    if ((rc = kube_client_new(h.kcfg, &co, &h.kube)) < 0) {
-        log_error("cannot create the API client", "error", strerror(-rc), NULL);
-        goto out;
-    }
+    kube_started = true;
     if ((rc = cache_segment_name(h.o.state_dir, segname, sizeof(segname))) < 0 ||
         (size_t)snprintf(sock, sizeof(sock), "%s/queues.sock", h.o.state_dir) >= sizeof(sock)) {
         log_error("bad --state-dir", "dir", h.o.state_dir, NULL);
@@ -244,6 +286,7 @@ int host_main_controller(int argc, char **argv)
         log_error("cannot map the cache segment", "segment", segname, "error", strerror(-rc), NULL);
         goto out;
     }
+    log_stage(&h, "cache view");
     host_metrics_init(&h.metrics, h.kind->name, h.kind->queue, h.o.workers);
     char wid[IPC_WORKER_MAX];
     snprintf(wid, sizeof(wid), "%s-%d", h.kind->name, (int)getpid());
@@ -254,9 +297,11 @@ int host_main_controller(int argc, char **argv)
         log_error("cannot connect to the watcher", "socket", sock, "error", strerror(-rc), NULL);
         goto out_metrics;
     }
+    log_stage(&h, "queue connection");
     if ((rc = host_http_start(h.o.metrics_addr, h.o.probe_addr, &h.metrics, ready, &h,
                               &h.http)) < 0)
         goto out_ipc;
+    log_stage(&h, "http");
     if (!(threads = calloc((size_t)h.o.workers, sizeof(*threads)))) {
         rc = -ENOMEM;
         goto out_http;
@@ -295,7 +340,7 @@ int host_main_controller(int argc, char **argv)
     }
     for (int i = 0; i < nthreads; i++)
         pthread_join(threads[i], NULL);
-    exit_code = sig > 0 ? 0 : 1;
+    exit_code = sig > 0 && !atomic_load(&h.kube_failed) ? 0 : 1;
     free(threads);
 out_http:
     host_http_stop(h.http);
@@ -304,10 +349,13 @@ out_ipc:
 out_metrics:
     host_metrics_destroy(&h.metrics);
 out:
+    if (kube_started)
+        pthread_join(h.kube_thread, NULL);
     host_view_close(h.view);
     kube_client_free(h.kube);
     kube_config_free(h.kcfg);
     host_opts_free(&h.o);
+    host_kube_slot_destroy(&h.kube_slot);
     if (exit_code == 0)
         log_info("controller stopped", NULL);
     return exit_code;

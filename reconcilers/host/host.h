@@ -54,7 +54,10 @@ struct host_ctx {
     char name[254];
     char reconcile_id[40];            /* UUID, in every log line of this reconcile */
     uint32_t requeues;                /* failures the queue counted for this key */
-    struct kube_client *kube;         /* shared, thread-safe */
+    struct kube_client *kube;         /* shared, thread-safe; NULL until the client is
+                                         ready (it is created in the background at
+                                         start): reach it through host_kube() */
+    struct host_kube_slot *kube_slot; /* where host_kube() waits for it; may be NULL */
     struct host_view *view;           /* the cache, read-only */
     /* written (type, rv) pairs: one per cache type, the highest rv kept */
     struct ipc_written written[IPC_WRITTEN_MAX];
@@ -99,6 +102,11 @@ int host_ctx_record_write(struct host_ctx *ctx, const char *cache_type, const ch
 /* Cache type name of a REST resource: "group/version/plural", "" group ->
  * "version/plural". out >= IPC_TYPE_MAX. */
 int host_cache_type(const struct kube_resource *r, char *out, size_t cap);
+
+/* The API client, waiting (bounded by its creation) for the background start-up
+ * to finish; NULL if it could not be created. The write helpers use it. */
+struct host_kube_slot;
+struct kube_client *host_kube(struct host_ctx *ctx);
 
 /* ---- context: writes (kube/ calls that record the rv they produce) --------- */
 

@@ -14,6 +14,22 @@
 
 struct buf;
 
+/* ---- the API client created in the background (ctx.c) ---------------------- */
+
+/* A restarted controller must not wait for libcurl/GnuTLS initialisation
+ * (tens of ms) before its first reconcile: the client is created on its own
+ * thread while the cache is mapped and the queue connected; the first write
+ * waits for it. */
+struct host_kube_slot {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool done;
+    struct kube_client *client;   /* NULL if creation failed */
+};
+void host_kube_slot_init(struct host_kube_slot *s);
+void host_kube_slot_set(struct host_kube_slot *s, struct kube_client *c);
+void host_kube_slot_destroy(struct host_kube_slot *s);
+
 /* ---- metrics (metrics.c) ---------------------------------------------------- */
 
 /* controller-runtime's result label values, in this order. */

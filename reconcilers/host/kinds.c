@@ -83,7 +83,8 @@ static int test_reconcile(struct host_ctx *ctx, struct host_result *res)
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     const cJSON *gen = cJSON_GetObjectItemCaseSensitive(m, "generation");
     const cJSON *rvj = cJSON_GetObjectItemCaseSensitive(m, "resourceVersion");
-    const char *rv = cJSON_IsString(rvj) ? rvj->valuestring : "";
+    char rv[IPC_RV_MAX];   /* copied: obj is freed before the write */
+    snprintf(rv, sizeof(rv), "%s", cJSON_IsString(rvj) ? rvj->valuestring : "");
     char want[32];
     snprintf(want, sizeof(want), "%.0f", cJSON_IsNumber(gen) ? gen->valuedouble : 0.0);
     const char *sleep_ms = annotation(obj, "rayop.io/test-sleep-ms");
