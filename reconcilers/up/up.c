@@ -76,7 +76,7 @@ static void usage(FILE *f)
           "  --workers/--reconcile-concurrency, --config, --feature-gates, --enable-leader-election,\n"
           "  --use-kubernetes-proxy, --log-stdout-encoder, --drain-timeout-ms   passed to controllers\n"
           "  --metrics-addr ADDR         controller i serves metrics on port+2i (default :8080; 0 off)\n"
-          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8082; 0 off)\n"
+          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081, so 8081/8083/8085 sit between the metrics ports; 0 off)\n"
           "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
           "  --restart-max-ms N          cap (default 10000)\n"
           "  --restart-reset-ms N        a child that ran this long restarts at the initial delay (default 600000)\n"
@@ -370,7 +370,7 @@ int up_main(int argc, char **argv)
     char *common_v[UP_MAX_ARGS / 2], *w_v[UP_MAX_ARGS / 2], *c_v[UP_MAX_ARGS / 2];
     char **common = common_v, **wonly = w_v, **conly = c_v;
     int ncommon = 0, nw = 0, nc = 0, rc;
-    const char *kinds = "raycluster,rayjob,rayservice", *maddr = ":8080", *paddr = ":8082";
+    const char *kinds = "raycluster,rayjob,rayservice", *maddr = ":8080", *paddr = ":8081";
     memset(&u, 0, sizeof(u));
     u.state_dir = "/run/rayop";
     u.initial_ms = 1000;
