@@ -3,14 +3,20 @@
  * doing, from the outside. Maps the cache segment read-only (objects, rv and
  * synced flag per type, capacity use, refused writes) and asks the queue
  * server for STATUS (depth / in flight / retrying per kind, workers with
- * pids). Prints a table a person reads at a glance, or JSON with -o json.
+ * pids) and, when `rayop up` supervises the instance, its <state-dir>/up.json
+ * (processes, pids, restarts). Prints a table a person reads at a glance, or
+ * JSON with -o json.
  * Either source may be missing (watcher down, segment gone): what is there is
  * shown, and the exit code is 1 unless both answered.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/util.h"
 #include "watcher/opts.h"
@@ -22,7 +28,50 @@ struct snapshot {
     uint32_t ntypes;
     int ipc_rc;
     struct ipc_status st;
+    cJSON *up;                   /* up.json when present and well-formed */
 };
+
+#define UP_JSON_MAX (64 * 1024)
+
+/* Reads <state-dir>/up.json written by `rayop up` (bounded, validated shape). */
+static void take_up(const char *state_dir, struct snapshot *sn)
+{
+    char path[PATH_MAX], *data = NULL;
+    if ((size_t)snprintf(path, sizeof(path), "%s/up.json", state_dir) >= sizeof(path))
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    data = malloc(UP_JSON_MAX + 1);
+    ssize_t n = data ? read(fd, data, UP_JSON_MAX + 1) : -1;
+    close(fd);
+    if (n > 0 && n <= UP_JSON_MAX) {
+        data[n] = '\0';
+        cJSON *j = cJSON_ParseWithLength(data, (size_t)n);
+        if (cJSON_IsObject(j) && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "procs")))
+            sn->up = j;
+        else
+            cJSON_Delete(j);
+    }
+    free(data);
+}
+
+static double num_field(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *str_field(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "?";
+}
+
+static int pid_alive(double pid)
+{
+    return pid > 0 && pid < 4194304 && kill((pid_t)pid, 0) == 0;
+}
 
 static void take_cache(const char *state_dir, struct snapshot *sn)
 {
@@ -48,6 +97,10 @@ static void take_queues(const char *state_dir, struct snapshot *sn)
         sn->ipc_rc = -ENAMETOOLONG;
         return;
     }
+    if (access(path, F_OK) < 0) {
+        sn->ipc_rc = -errno; /* no socket: no watcher ever ran here, or it exited cleanly */
+        return;
+    }
     struct ipc_client_config cc = { .path = path, .worker = "rayop-status",
                                     .connect_timeout_ms = 1000 };
     if ((sn->ipc_rc = ipc_client_open(&cc, &c)) < 0)
@@ -60,6 +113,26 @@ static const char *pct(char *out, size_t cap, uint64_t a, uint64_t b)
 {
     snprintf(out, cap, "%.1f%%", b ? 100.0 * (double)a / (double)b : 0.0);
     return out;
+}
+
+static void print_up(const struct snapshot *sn)
+{
+    if (!sn->up)
+        return;
+    double upid = num_field(sn->up, "pid");
+    printf("\nsupervisor rayop up pid %.0f%s\n\n", upid, pid_alive(upid) ? "" : " (not running)");
+    printf("%-12s %8s %9s %10s\n", "PROCESS", "PID", "RESTARTS", "LASTEXIT");
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(sn->up, "procs")) {
+        double pid = num_field(p, "pid");
+        char ps[24];
+        if (pid > 0)
+            snprintf(ps, sizeof(ps), "%.0f", pid);
+        else
+            snprintf(ps, sizeof(ps), "-");
+        printf("%-12.12s %8s %9.0f %10.0f\n", str_field(p, "name"), ps, num_field(p, "restarts"),
+               num_field(p, "lastExitStatus"));
+    }
 }
 
 static void print_table(const struct snapshot *sn, const char *state_dir)
@@ -90,6 +163,7 @@ static void print_table(const struct snapshot *sn, const char *state_dir)
     printf("\n");
     if (sn->ipc_rc < 0) {
         printf("queues     unavailable: %s\n", strerror(-sn->ipc_rc));
+        print_up(sn);
         return;
     }
     printf("queues     watcher pid %d\n\n", sn->st.pid);
@@ -116,6 +190,7 @@ static void print_table(const struct snapshot *sn, const char *state_dir)
                    wk->capacity, wk->in_flight, (unsigned long long)wk->oldest_ms);
         }
     }
+    print_up(sn);
 }
 
 static void json_u(struct buf *b, const char *k, uint64_t v, int comma)
@@ -192,6 +267,15 @@ static int print_json(const struct snapshot *sn, const char *state_dir)
         }
         buf_puts(&b, "]}");
     }
+    if (sn->up) {
+        /* re-serialised from the parsed tree: never echoes raw file bytes */
+        char *u = cJSON_PrintUnformatted(sn->up);
+        if (u) {
+            buf_puts(&b, ",\"supervisor\":");
+            buf_puts(&b, u);
+            free(u);
+        }
+    }
     int rc = buf_puts(&b, "}\n");
     if (rc == 0)
         fwrite(b.data, 1, b.len, stdout);
@@ -214,12 +298,14 @@ int status_main(int argc, char **argv)
     memset(&sn, 0, sizeof(sn));
     take_cache(o.state_dir, &sn);
     take_queues(o.state_dir, &sn);
+    take_up(o.state_dir, &sn);
     if (o.json)
         rc = print_json(&sn, o.state_dir);
     else
         print_table(&sn, o.state_dir);
     if (sn.ipc_rc == 0)
         ipc_status_free(&sn.st);
+    cJSON_Delete(sn.up);
     wopts_free(&o);
     return rc < 0 || sn.cache_rc < 0 || sn.ipc_rc < 0 ? 1 : 0;
 }
