@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,19 @@ size_t faults_verb_index(const char *verb)
 
 enum { SEEN_ACTION = 1, SEEN_CODE = 2, SEEN_RETRY = 4, SEEN_MS = 8, SEEN_P = 16, SEEN_EVERY = 32 };
 
-static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Sets err (if any room) and returns -EINVAL. */
+static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (err && errlen)
-        snprintf(err, errlen, fmt, a, b);
+    va_list ap;
+
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
     return -EINVAL;
 }
 
@@ -106,13 +116,13 @@ static int set_key(struct faults_rule *r, unsigned *seen, const char *k, const c
 
     if (strcmp(k, "verb") == 0) {
         if (!valid_verb(v))
-            return fail(err, errlen, "fault rule: unknown verb \"%.40s\"%s (want get, list, "
-                        "watch, create, update, patch, delete, deletecollection or *)", v, "");
+            return fail(err, errlen, "fault rule: unknown verb \"%.40s\" (want get, list, "
+                        "watch, create, update, patch, delete, deletecollection or *)", v);
         snprintf(r->verb, sizeof(r->verb), "%s", v);
     } else if (strcmp(k, "resource") == 0) {
         if (!valid_resource(v))
-            return fail(err, errlen, "fault rule: resource \"%.60s\"%s is not a plural "
-                        "resource name (e.g. pods or pods/status)", v, "");
+            return fail(err, errlen, "fault rule: resource \"%.60s\" is not a plural "
+                        "resource name (e.g. pods or pods/status)", v);
         snprintf(r->resource, sizeof(r->resource), "%s", v);
     } else if (strcmp(k, "action") == 0) {
         if (strcmp(v, "status") == 0)
@@ -122,24 +132,22 @@ static int set_key(struct faults_rule *r, unsigned *seen, const char *k, const c
         else if (strcmp(v, "delay") == 0)
             r->action = FAULTS_DELAY;
         else
-            return fail(err, errlen, "fault rule: unknown action \"%.40s\"%s (want status, "
-                        "reset or delay)", v, "");
+            return fail(err, errlen, "fault rule: unknown action \"%.40s\" (want status, "
+                        "reset or delay)", v);
         *seen |= SEEN_ACTION;
     } else if (strcmp(k, "code") == 0) {
         if (faults_parse_ulong(v, 0, 999, &u) < 0 || (u != 429 && u != 500 && u != 503))
-            return fail(err, errlen, "fault rule: code \"%.40s\"%s is not one of 429, 500, 503",
-                        v, "");
+            return fail(err, errlen, "fault rule: code \"%.40s\" is not one of 429, 500, 503", v);
         r->code = (int)u;
         *seen |= SEEN_CODE;
     } else if (strcmp(k, "retry-after") == 0) {
         if (faults_parse_ulong(v, 0, MAX_RETRY_AFTER, &u) < 0)
-            return fail(err, errlen, "fault rule: retry-after \"%.40s\"%s is not 0..3600 seconds",
-                        v, "");
+            return fail(err, errlen, "fault rule: retry-after \"%.40s\" is not 0..3600 seconds", v);
         r->retry_after = (int)u;
         *seen |= SEEN_RETRY;
     } else if (strcmp(k, "ms") == 0) {
         if (faults_parse_ulong(v, 1, MAX_DELAY_MS, &u) < 0)
-            return fail(err, errlen, "fault rule: ms \"%.40s\"%s is not 1..600000", v, "");
+            return fail(err, errlen, "fault rule: ms \"%.40s\" is not 1..600000", v);
         r->delay_ms = (unsigned)u;
         *seen |= SEEN_MS;
     } else if (strcmp(k, "p") == 0) {
@@ -148,23 +156,21 @@ static int set_key(struct faults_rule *r, unsigned *seen, const char *k, const c
         errno = 0;
         d = strtod(v, &end);
         if (!*v || errno || *end || !isfinite(d) || d < 0.0 || d > 1.0)
-            return fail(err, errlen, "fault rule: p \"%.40s\"%s is not a probability 0..1",
-                        v, "");
+            return fail(err, errlen, "fault rule: p \"%.40s\" is not a probability 0..1", v);
         r->p = d;
         *seen |= SEEN_P;
     } else if (strcmp(k, "every") == 0) {
         if (faults_parse_ulong(v, 1, MAX_EVERY, &u) < 0)
-            return fail(err, errlen, "fault rule: every \"%.40s\"%s is not a positive count",
-                        v, "");
+            return fail(err, errlen, "fault rule: every \"%.40s\" is not a positive count", v);
         r->every = u;
         *seen |= SEEN_EVERY;
     } else if (strcmp(k, "count") == 0) {
         if (faults_parse_ulong(v, 0, MAX_COUNT, &u) < 0)
-            return fail(err, errlen, "fault rule: count \"%.40s\"%s is not a count", v, "");
+            return fail(err, errlen, "fault rule: count \"%.40s\" is not a count", v);
         r->count = u;
     } else {
-        return fail(err, errlen, "fault rule: unknown key \"%.40s\"%s (known: verb, resource, "
-                    "action, code, retry-after, ms, p, every, count)", k, "");
+        return fail(err, errlen, "fault rule: unknown key \"%.40s\" (known: verb, resource, "
+                    "action, code, retry-after, ms, p, every, count)", k);
     }
     return 0;
 }
@@ -183,33 +189,31 @@ static int rule_finish(struct faults_rule *r, unsigned seen, char *err, size_t e
     if (!(seen & SEEN_ACTION)) {
         if (!(seen & (SEEN_CODE | SEEN_MS)))
             return fail(err, errlen, "fault rule: needs code=429|500|503, action=reset or "
-                        "action=delay,ms=N%s%s", "", "");
+                        "action=delay,ms=N");
         r->action = (seen & SEEN_CODE) ? FAULTS_STATUS : FAULTS_DELAY;
     }
     if ((seen & SEEN_P) && (seen & SEEN_EVERY))
-        return fail(err, errlen, "fault rule: p and every%s%s exclude each other", "", "");
+        return fail(err, errlen, "fault rule: p and every exclude each other");
     switch (r->action) {
     case FAULTS_STATUS:
         if (!(seen & SEEN_CODE))
-            return fail(err, errlen, "fault rule: action=status needs code=429|500|503%s%s",
-                        "", "");
+            return fail(err, errlen, "fault rule: action=status needs code=429|500|503");
         if (seen & SEEN_MS)
-            return fail(err, errlen, "fault rule: ms%s%s only goes with action=delay", "", "");
+            return fail(err, errlen, "fault rule: ms only goes with action=delay");
         if ((seen & SEEN_RETRY) && r->code == 500)
-            return fail(err, errlen, "fault rule: retry-after%s%s only goes with 429 or 503",
-                        "", "");
+            return fail(err, errlen, "fault rule: retry-after only goes with 429 or 503");
         if (r->retry_after < 0)
             r->retry_after = r->code == 429 ? 1 : 0;
         break;
     case FAULTS_RESET:
     case FAULTS_DELAY:
         if (seen & (SEEN_CODE | SEEN_RETRY))
-            return fail(err, errlen, "fault rule: code and retry-after%s%s only go with "
-                        "action=status", "", "");
+            return fail(err, errlen, "fault rule: code and retry-after only go with "
+                        "action=status");
         if (r->action == FAULTS_DELAY && !(seen & SEEN_MS))
-            return fail(err, errlen, "fault rule: action=delay needs ms=N%s%s", "", "");
+            return fail(err, errlen, "fault rule: action=delay needs ms=N");
         if (r->action == FAULTS_RESET && (seen & SEEN_MS))
-            return fail(err, errlen, "fault rule: ms%s%s only goes with action=delay", "", "");
+            return fail(err, errlen, "fault rule: ms only goes with action=delay");
         r->retry_after = 0;
         break;
     }
@@ -225,20 +229,20 @@ int faults_rule_parse(const char *text, struct faults_rule *out, char *err, size
     int rc;
 
     if (!text || !out)
-        return fail(err, errlen, "fault rule: empty%s%s", "", "");
+        return fail(err, errlen, "fault rule: empty");
     n = strlen(text);
     if (n == 0)
-        return fail(err, errlen, "fault rule: empty%s%s", "", "");
+        return fail(err, errlen, "fault rule: empty");
     if (n > FAULTS_MAX_RULE_LEN)
-        return fail(err, errlen, "fault rule: longer than %s%s bytes", "512", "");
+        return fail(err, errlen, "fault rule: longer than %d bytes", FAULTS_MAX_RULE_LEN);
     memcpy(copy, text, n + 1);
     rule_init(&r);
     if (copy[0] == ',' || copy[n - 1] == ',' || strstr(copy, ",,"))
-        return fail(err, errlen, "fault rule: empty item in \"%.80s\"%s", text, "");
+        return fail(err, errlen, "fault rule: empty item in \"%.80s\"", text);
     for (item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
         if (!eq || eq == item)
-            return fail(err, errlen, "fault rule: \"%.60s\"%s is not key=value", item, "");
+            return fail(err, errlen, "fault rule: \"%.60s\" is not key=value", item);
         *eq = '\0';
         if ((rc = set_key(&r, &seen, item, eq + 1, err, errlen)) < 0)
             return rc;
@@ -259,13 +263,13 @@ int faults_rule_from_json(const cJSON *j, struct faults_rule *out, char *err, si
     if (cJSON_IsString(j))
         return faults_rule_parse(j->valuestring, out, err, errlen);
     if (!cJSON_IsObject(j))
-        return fail(err, errlen, "fault rule: want an object or a string%s%s", "", "");
+        return fail(err, errlen, "fault rule: want an object or a string");
     rule_init(&r);
     cJSON_ArrayForEach(c, j) {
         char num[64];
         const char *v;
         if (!c->string)
-            return fail(err, errlen, "fault rule: member without a name%s%s", "", "");
+            return fail(err, errlen, "fault rule: member without a name");
         if (strcmp(c->string, "matched") == 0 || strcmp(c->string, "fired") == 0 ||
             strcmp(c->string, "rule") == 0)
             continue;   /* a listing PUT back as it was: counters and the text form */
@@ -274,13 +278,11 @@ int faults_rule_from_json(const cJSON *j, struct faults_rule *out, char *err, si
         } else if (cJSON_IsNumber(c)) {
             double d = c->valuedouble;
             if (!isfinite(d))
-                return fail(err, errlen, "fault rule: %.40s%s is not a finite number",
-                            c->string, "");
+                return fail(err, errlen, "fault rule: %.40s is not a finite number", c->string);
             snprintf(num, sizeof(num), "%.17g", d);
             v = num;
         } else {
-            return fail(err, errlen, "fault rule: %.40s%s must be a string or a number",
-                        c->string, "");
+            return fail(err, errlen, "fault rule: %.40s must be a string or a number", c->string);
         }
         if ((rc = set_key(&r, &seen, c->string, v, err, errlen)) < 0)
             return rc;

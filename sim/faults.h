@@ -36,11 +36,12 @@ struct faults;
 enum faults_action { FAULTS_STATUS = 0, FAULTS_RESET, FAULTS_DELAY };
 
 struct faults_rule {
-    char verb[24];          /* "*" or an audit verb (get list watch create update patch delete deletecollection) */
+    char verb[24];          /* "*" or an audit verb: get list watch create update patch
+                               delete deletecollection */
     char resource[128];     /* "" = any; "pods" (any subresource) or "pods/status" */
     enum faults_action action;
     int code;               /* FAULTS_STATUS: 429, 500 or 503 */
-    int retry_after;        /* seconds for the Retry-After header (429 default 1, 503 default 0 = none) */
+    int retry_after;        /* Retry-After seconds (429: default 1; 503: default 0 = none) */
     unsigned delay_ms;      /* FAULTS_DELAY */
     double p;               /* probability in [0,1] when every == 0 (default 1) */
     unsigned long every;    /* fire on every Nth matching request; 0 = use p */
