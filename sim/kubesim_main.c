@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "sim/cluster.h"
 #include "sim/faults.h"
 #include "sim/kubeconfig.h"
 #include "sim/registry.h"
@@ -38,6 +39,7 @@ struct args {
     long watch_window;
     long bookmark_ms;
     struct faults *faults;     /* --fault, --watch-*: sim/faults.h */
+    struct cluster_opts *cluster; /* --nodes, --node-*, --pod-*: sim/cluster.h */
 };
 
 static void usage(FILE *f)
@@ -46,11 +48,12 @@ static void usage(FILE *f)
         "usage: kubesim --listen HOST:PORT [--kubeconfig-out FILE] [--tls] [--token TOKEN]\n"
         "               [--state DIR] [--request-log FILE] [--watch-window N]\n"
         "               [--bookmark-interval-ms N] [--log-level debug|info|warn|error]\n"
-        "%s"
+        "%s%s"
         "Serves the Kubernetes API (core, batch, coordination, events, rbac, apiextensions\n"
         "and CRDs) on HOST:PORT (PORT 0 picks a free one). The first line on stdout is the\n"
         "server URL. --tls generates a CA and serving certificate next to the kubeconfig\n"
-        "and requires the bearer token (generated unless --token is given).\n", faults_usage);
+        "and requires the bearer token (generated unless --token is given).\n", faults_usage,
+        cluster_usage);
 }
 
 static int parse_listen(const char *s, struct args *a)
@@ -100,6 +103,14 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "fault-seed", required_argument, NULL, 'F' },
         { "watch-cut-seconds", required_argument, NULL, 'F' },
         { "watch-delay-ms", required_argument, NULL, 'F' },
+        { "nodes", required_argument, NULL, 'C' },
+        { "node-cpu", required_argument, NULL, 'C' },
+        { "node-memory", required_argument, NULL, 'C' },
+        { "node-gpu", required_argument, NULL, 'C' },
+        { "node-tpu", required_argument, NULL, 'C' },
+        { "pod-start-ms", required_argument, NULL, 'C' },
+        { "pod-ready-ms", required_argument, NULL, 'C' },
+        { "pod-stop-ms", required_argument, NULL, 'C' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -141,6 +152,12 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'F':
             if (faults_parse_flag(&a->faults, opts[idx].name, optarg, err, sizeof(err)) < 0) {
+                fprintf(stderr, "kubesim: %s\n", err);
+                return -EINVAL;
+            }
+            break;
+        case 'C':
+            if (cluster_parse_flag(&a->cluster, opts[idx].name, optarg, err, sizeof(err)) < 0) {
                 fprintf(stderr, "kubesim: %s\n", err);
                 return -EINVAL;
             }
@@ -266,6 +283,7 @@ int main(int argc, char **argv)
     struct registry *reg = NULL;
     struct store *store = NULL;
     struct server *srv = NULL;
+    struct cluster *cluster = NULL;
     char err[512], token[65], num[32];
     sigset_t set;
     int rc, sig = 0, status = 1;
@@ -325,6 +343,8 @@ int main(int argc, char **argv)
         log_error("kubesim: cannot start the server", "error", err, NULL);
         goto out;
     }
+    if (cluster_start(a.cluster, store, &cluster) < 0)
+        goto out;
     if (a.kubeconfig) {
         struct kubeconfig_opts ko = { .server_url = server_url(srv), .ca_pem = tls.ca,
                                       .ca_len = tls.ca_len, .token = a.token };
@@ -346,10 +366,13 @@ int main(int argc, char **argv)
     log_info("kubesim: shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
     status = 0;
 out:
+    cluster_stop(cluster);
     server_free(srv);      /* ends watches cleanly before the store goes */
     faults_free(a.faults); /* its prehook and admin route die with the server */
     if (store)
         store_close(store);
+    cluster_free(cluster);   /* after the store: it holds the subscription */
+    cluster_opts_free(a.cluster);
     registry_free(reg);
     free(tls.cert);
     free(tls.key);
