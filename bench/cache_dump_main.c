@@ -5,6 +5,7 @@
  * cache converged.
  *
  *   cache_dump --state-dir DIR --type v1/pods
+ *   cache_dump --state-dir DIR --unlink      removes the segment (test cleanup)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,17 +23,21 @@ static int visit(const struct cache_obj *o, void *arg)
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *type = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--state-dir") == 0) dir = argv[i + 1];
-        else if (strcmp(argv[i], "--type") == 0) type = argv[i + 1];
+    int unlink_it = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--unlink") == 0) unlink_it = 1;
+        else if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc) dir = argv[++i];
+        else if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) type = argv[++i];
     }
-    if (!dir || !type) {
-        fprintf(stderr, "usage: cache_dump --state-dir DIR --type TYPE\n");
+    if (!dir || (!type && !unlink_it)) {
+        fprintf(stderr, "usage: cache_dump --state-dir DIR (--type TYPE | --unlink)\n");
         return 2;
     }
     char name[CACHE_SEGNAME_MAX];
     struct cache *c;
     int rc = cache_segment_name(dir, name, sizeof(name));
+    if (rc == 0 && unlink_it)
+        return cache_unlink(name) == 0 ? 0 : 1;
     if (rc == 0)
         rc = cache_reader_open(name, &c);
     if (rc < 0) {

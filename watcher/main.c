@@ -6,6 +6,7 @@
  * until SIGTERM/SIGINT.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +57,52 @@ static void on_signal(uv_signal_t *h, int sig)
     uv_close((uv_handle_t *)&w->sig_int, NULL);
 }
 
+/*
+ * The segment outlives the process on purpose (restart without relisting), but
+ * it must belong to this state dir and this API server: a segment found when
+ * the state dir was just created, or one written for another server (recorded
+ * in <state-dir>/server), is removed so its objects and resourceVersions are
+ * never resumed against the wrong cluster.
+ */
+static int check_identity(const char *state_dir, int fresh_dir, const char *segname,
+                          const char *server)
+{
+    char path[PATH_MAX], old[1024] = "";
+    const char *why = fresh_dir ? "new state dir" : NULL;
+    if ((size_t)snprintf(path, sizeof(path), "%s/server", state_dir) >= sizeof(path))
+        return -ENAMETOOLONG;
+    FILE *f = fopen(path, "re");
+    if (f) {
+        size_t n = fread(old, 1, sizeof(old) - 1, f);
+        old[n] = '\0';
+        fclose(f);
+        old[strcspn(old, "\n")] = '\0';
+        if (strcmp(old, server) != 0)
+            why = "state dir was used with another API server";
+    } else if (!why) {
+        why = "state dir has no record of its API server";
+    }
+    if (why) {
+        int rc = cache_unlink(segname);
+        if (rc == 0)
+            log_warn("removed a cache segment that may belong to another cluster", "segment",
+                     segname, "reason", why, NULL);
+    }
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    size_t len = strlen(server);
+    int ok = write(fd, server, len) == (ssize_t)len && write(fd, "\n", 1) == 1;
+    close(fd);
+    if (!ok || rename(tmp, path) < 0) {
+        log_error("cannot record the API server in the state dir", "path", path, NULL);
+        return -EIO;
+    }
+    return 0;
+}
+
 int watcher_main(int argc, char **argv)
 {
     struct wopts o;
@@ -80,7 +127,8 @@ int watcher_main(int argc, char **argv)
     srand((unsigned)(time(NULL) ^ getpid()));
     w.start_ns = util_now_ns();
 
-    if ((rc = wopts_state_dir(o.state_dir)) < 0)
+    int fresh_dir;
+    if ((rc = fresh_dir = wopts_state_dir(o.state_dir)) < 0)
         goto out;
     if ((rc = cache_segment_name(o.state_dir, segname, sizeof(segname))) < 0) {
         log_error("bad state dir", "dir", o.state_dir, NULL);
@@ -101,6 +149,8 @@ int watcher_main(int argc, char **argv)
         log_error("cannot create API client", "error", kube_strerror(rc), NULL);
         goto out;
     }
+    if ((rc = check_identity(o.state_dir, fresh_dir, segname, cfg->server)) < 0)
+        goto out;
     struct cache_config cc = { .name = segname, .bytes = o.cache_bytes,
                                .max_objects = o.cache_objects, .max_bytes = o.cache_max_bytes };
     if ((rc = cache_writer_open(&cc, &w.cache)) < 0) {

@@ -171,10 +171,14 @@ int wopts_state_dir(const char *dir)
         }
         *p = '/';
     }
-    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+    int created = 1;
+    if (mkdir(path, 0700) < 0) {
         int e = errno;
-        log_error("cannot create state dir", "dir", path, "error", strerror(e), NULL);
-        return -e;
+        if (e != EEXIST) {
+            log_error("cannot create state dir", "dir", path, "error", strerror(e), NULL);
+            return -e;
+        }
+        created = 0;
     }
     if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
         log_error("state dir is not a directory", "dir", path, NULL);
@@ -182,5 +186,5 @@ int wopts_state_dir(const char *dir)
     }
     if (st.st_mode & 077)
         log_warn("state dir is open to other users; expected mode 0700", "dir", path, NULL);
-    return 0;
+    return created;
 }

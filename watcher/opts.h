@@ -31,7 +31,8 @@ struct wopts {
 int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd);
 void wopts_free(struct wopts *o);
 /* Creates dir (and parents) with mode 0700; warns when an existing one is
- * open to others. 0 or negative errno (logged). */
+ * open to others. 1 if dir was created now, 0 if it existed, or a negative
+ * errno (logged). */
 int wopts_state_dir(const char *dir);
 
 #endif

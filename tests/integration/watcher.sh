@@ -29,6 +29,8 @@ WORK=$KUBESIM_DIR
 STATE=$WORK/state
 SOCK=$STATE/queues.sock
 WPID=""
+# the segment outlives the watcher by design: remove it when the test ends
+trap '"$DUMP" --state-dir "$STATE" --unlink 2>/dev/null; _lib_cleanup' EXIT
 
 start_watcher() {  # start_watcher LOGFILE
     "$RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" --metrics-addr 127.0.0.1:0 2>"$1" &
