@@ -14,7 +14,7 @@
 #  - `rayop up` restarts a killed controller (up.json counts it), merges logs, stops on SIGTERM
 . "$(dirname "$0")/lib.sh"
 
-RAYOP=$LIB_ROOT/bin/rayop
+RAYOP=${HOST_IT_RAYOP:-$LIB_ROOT/bin/rayop}   # HOST_IT_RAYOP: e.g. an ASan build
 NOBJ=${HOST_IT_PODS:-10000}
 NRC=10
 [ -x "$RAYOP" ] || { not_ok "bin/rayop is built"; exit 1; }
