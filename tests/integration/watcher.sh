@@ -33,7 +33,8 @@ WPID=""
 trap '"$DUMP" --state-dir "$STATE" --unlink 2>/dev/null; _lib_cleanup' EXIT
 
 start_watcher() {  # start_watcher LOGFILE
-    "$RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" --metrics-addr 127.0.0.1:0 2>"$1" &
+    "$RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" --metrics-addr 127.0.0.1:0 \
+        --cache-capacity 64M 2>"$1" &
     WPID=$!
     _LIB_PIDS="$_LIB_PIDS $WPID"
 }
