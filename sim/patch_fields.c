@@ -256,9 +256,16 @@ static bool skip_field(const char *dotted, const char *name)
 /* Joins prefix and comp into out; false when too long. */
 static bool join(char *out, size_t outlen, const char *prefix, const char *comp)
 {
-    int n = prefix[0] ? snprintf(out, outlen, "%s%c%s", prefix, FS_SEP, comp)
-                      : snprintf(out, outlen, "%s", comp);
-    return n >= 0 && (size_t)n < outlen;
+    /* memcpy, not snprintf: this runs for every field of every write */
+    size_t pl = strlen(prefix), cl = strlen(comp), n = pl + (pl ? 1 : 0) + cl;
+    if (n >= outlen)
+        return false;
+    if (pl) {
+        memmove(out, prefix, pl);
+        out[pl++] = FS_SEP;
+    }
+    memmove(out + pl, comp, cl + 1);
+    return true;
 }
 
 static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix,
@@ -328,8 +335,12 @@ static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix
             continue;
         size_t sl = strlen(dotted);
         memcpy(sub, dotted, sl + 1);
-        if (snprintf(comp, sizeof(comp), "f:%s", m->string) >= (int)sizeof(comp) ||
-            !join(p, sizeof(p), prefix, comp) || !patch_path_push(sub, &sl, m->string))
+        size_t nl = strlen(m->string);
+        if (nl + 2 >= sizeof(comp))
+            return -E2BIG;
+        memcpy(comp, "f:", 2);
+        memcpy(comp + 2, m->string, nl + 1);
+        if (!join(p, sizeof(p), prefix, comp) || !patch_path_push(sub, &sl, m->string))
             return -E2BIG;
         if (cJSON_IsObject(m) && m->child) {
             size_t before = out->n;
