@@ -49,7 +49,8 @@ int cluster_parse_quantity(const char *s, int64_t *milli)
     }
     if (!digits)
         return -EINVAL;
-    if ((s[i] == 'e' || s[i] == 'E') && s[i + 1]) {
+    if ((s[i] == 'e' || s[i] == 'E') &&
+        ((s[i + 1] >= '0' && s[i + 1] <= '9') || s[i + 1] == '-' || s[i + 1] == '+')) {
         /* decimal exponent ("1e3"); "E" alone is the exa suffix */
         char *end;
         long e = strtol(s + i + 1, &end, 10);
