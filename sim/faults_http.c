@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,7 +333,8 @@ static int put_faults(struct faults *f, struct server_req *req, bool append)
             bad_request(req, "/kubesim/faults: only \"seed\" and \"rules\" are known");
             goto out;
         }
-        if (seed && (!cJSON_IsNumber(seed) || seed->valuedouble < 0 ||
+        if (seed && (!cJSON_IsNumber(seed) || !isfinite(seed->valuedouble) ||
+                     seed->valuedouble < 0 ||
                      seed->valuedouble > 9007199254740992.0 ||
                      seed->valuedouble != (double)(uint64_t)seed->valuedouble)) {
             bad_request(req, "/kubesim/faults: seed must be a non-negative integer");
@@ -396,7 +398,8 @@ static int member_ulong(const cJSON *o, const char *name, unsigned long max, uns
 
     if (!m)
         return 0;
-    if (!cJSON_IsNumber(m) || m->valuedouble < 0 || m->valuedouble > (double)max ||
+    if (!cJSON_IsNumber(m) || !isfinite(m->valuedouble) || m->valuedouble < 0 ||
+        m->valuedouble > (double)max ||
         m->valuedouble != (double)(unsigned long)m->valuedouble)
         return -EINVAL;
     *out = (unsigned long)m->valuedouble;
