@@ -100,8 +100,9 @@ extern const char faults_usage[];
  * 0 or a negative errno with err set. */
 int faults_install(struct faults **fp, struct server *srv, struct store *store,
                    const char *token, char *err, size_t errlen);
-/* Counts the reply of one request by code, for /kubesim/status requests.byCode.
- * Meant for a server hook that runs after every reply (see docs/kubesim-faults.md). */
-void faults_note_reply(struct faults *f, const struct server_req *req, int code);
+/* Counts the reply of one request by code (0 = reset) for /kubesim/status
+ * requests.byCode; arg is the struct faults. Shaped for a server hook that runs after
+ * every reply, which the server does not offer yet (docs/kubesim-faults.md). */
+void faults_note_reply(void *arg, const struct server_req *req, int code);
 
 #endif

@@ -222,8 +222,10 @@ static int prehook(void *arg, struct server_req *req)
     return SERVER_NEXT;
 }
 
-void faults_note_reply(struct faults *f, const struct server_req *req, int code)
+void faults_note_reply(void *arg, const struct server_req *req, int code)
 {
+    struct faults *f = arg;
+
     if (!f || (req && strncmp(req->path, ADMIN_PREFIX, sizeof(ADMIN_PREFIX) - 1) == 0))
         return;
     if (code >= 0 && code < FAULTS_NCODES) {

@@ -123,8 +123,8 @@ static long status_num(struct fixture *f, const char *section, const char *key)
     j = body_json(resp);
     assert_non_null(j);
     const cJSON *s = section ? cJSON_GetObjectItem(j, section) : j;
-    if (section && strcmp(section, "byVerb") == 0)
-        s = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "requests"), "byVerb");
+    if (section && (strcmp(section, "byVerb") == 0 || strcmp(section, "byCode") == 0))
+        s = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "requests"), section);
     assert_non_null(s);
     assert_true(cJSON_IsNumber(cJSON_GetObjectItem(s, key)));
     v = (long)cJSON_GetObjectItem(s, key)->valuedouble;
@@ -155,6 +155,16 @@ static void test_admin_auth_and_errors(void **state)
     assert_int_equal(request(f, "PUT", "/kubesim/watch", AUTH, "{\"cutSeconds\":1.5}", 5000,
                              NULL), 400);
     assert_int_equal(request(f, "PUT", "/kubesim/watch", AUTH, "{\"other\":1}", 5000, NULL), 400);
+    /* byCode appears once replies are reported (a server hook would call this) */
+    assert_int_equal(request(f, "GET", "/kubesim/status", AUTH, NULL, 5000, &resp), 200);
+    assert_null(strstr(resp, "byCode"));
+    free(resp);
+    faults_note_reply(f->faults, NULL, 200);
+    faults_note_reply(f->faults, NULL, 200);
+    faults_note_reply(f->faults, NULL, 0);
+    faults_note_reply(f->faults, NULL, 1000);          /* out of range: ignored */
+    assert_int_equal(status_num(f, "byCode", "200"), 2);
+    assert_int_equal(status_num(f, "byCode", "0"), 1);
     /* a failed replacement changed nothing: the --fault rule is still there */
     assert_int_equal(request(f, "GET", "/kubesim/faults", AUTH, NULL, 5000, &resp), 200);
     assert_non_null(strstr(resp, "verb=deletecollection,code=503,retry-after=2"));
