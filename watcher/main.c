@@ -149,15 +149,6 @@ int watcher_main(int argc, char **argv)
         log_error("cannot create API client", "error", kube_strerror(rc), NULL);
         goto out;
     }
-    if ((rc = check_identity(o.state_dir, fresh_dir, segname, cfg->server)) < 0)
-        goto out;
-    struct cache_config cc = { .name = segname, .bytes = o.cache_bytes,
-                               .max_objects = o.cache_objects, .max_bytes = o.cache_max_bytes };
-    if ((rc = cache_writer_open(&cc, &w.cache)) < 0) {
-        log_error("cannot open cache segment", "name", segname, "error", strerror(-rc), NULL);
-        goto out;
-    }
-
     if ((rc = uv_loop_init(&loop)) < 0)
         goto out;
     loop_ok = 1;
@@ -174,6 +165,16 @@ int watcher_main(int argc, char **argv)
     ipc_server_set_seen(w.ipc, wsync_seen, &w);
     if ((rc = ipc_server_listen(w.ipc, sock)) < 0) {
         log_error("cannot listen", "path", sock, "error", strerror(-rc), NULL);
+        goto out;
+    }
+    /* The cache has one writer. The socket is taken first: a second watcher on
+     * the same state dir fails above (-EADDRINUSE) before touching the segment. */
+    if ((rc = check_identity(o.state_dir, fresh_dir, segname, cfg->server)) < 0)
+        goto out;
+    struct cache_config cc = { .name = segname, .bytes = o.cache_bytes,
+                               .max_objects = o.cache_objects, .max_bytes = o.cache_max_bytes };
+    if ((rc = cache_writer_open(&cc, &w.cache)) < 0) {
+        log_error("cannot open cache segment", "name", segname, "error", strerror(-rc), NULL);
         goto out;
     }
     if ((rc = wsync_init(&w, (const char *const *)o.namespaces, o.nnamespaces)) < 0) {

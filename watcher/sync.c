@@ -46,6 +46,8 @@ int wsync_seen(void *ud, const char *type, const char *rv)
 {
     struct watcher *w = ud;
     struct cache_type_info ti;
+    if (!w->cache)
+        return 0; /* a DONE in the instant before the segment is open: gate it */
     int id = cache_type_lookup(w->cache, type);
     if (id < 0 || cache_type_info(w->cache, id, &ti) < 0)
         return 1; /* a type we do not cache cannot gate anyone */
