@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "reconcilers/up/internal.h"
 #include "reconcilers/up/up.h"
 #include "util/util.h"
 
@@ -181,21 +182,44 @@ static int start_proc(struct proc *p)
     return 0;
 }
 
+uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
+                         uint64_t max_ms, uint64_t reset_ms)
+{
+    if (ran_ms >= reset_ms)
+        prev_ms = 0;
+    uint64_t next = prev_ms ? (prev_ms > max_ms / 2 ? max_ms : prev_ms * 2) : initial_ms;
+    return next > max_ms ? max_ms : next;
+}
+
+int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out)
+{
+    int rc = 0;
+    if (n >= 2 && s[0] == '{' && s[n - 1] == '}') {
+        rc |= buf_puts(out, "{\"proc\":");
+        rc |= buf_append_json_string(out, proc);
+        /* "{}" has no fields to separate from */
+        size_t i = 1;
+        while (i < n - 1 && (s[i] == ' ' || s[i] == '\t'))
+            i++;
+        if (i < n - 1)
+            rc |= buf_puts(out, ",");
+        rc |= buf_append(out, s + 1, n - 1);
+    } else {
+        rc |= buf_printf(out, "[%s] ", proc);
+        rc |= buf_append(out, s, n);
+    }
+    rc |= buf_puts(out, "\n");
+    return rc ? -ENOMEM : 0;
+}
+
 /* Writes one complete line of p's output to stdout, tagged with the proc. */
 static void emit_line(struct proc *p, const char *s, size_t n)
 {
     struct buf b = { 0 };
-    if (n >= 2 && s[0] == '{' && s[n - 1] == '}') {
-        buf_puts(&b, "{\"proc\":");
-        buf_append_json_string(&b, p->name);
-        if (n > 2)
-            buf_puts(&b, ",");
-        buf_append(&b, s + 1, n - 1);
-    } else {
-        buf_printf(&b, "[%s] ", p->name);
-        buf_append(&b, s, n);
+    if (up_tag_line(p->name, s, n, &b) < 0) {
+        buf_free(&b);
+        return;
     }
-    buf_puts(&b, "\n");
     for (size_t off = 0; b.data && off < b.len;) {
         ssize_t w = write(STDOUT_FILENO, b.data + off, b.len - off);
         if (w < 0 && errno == EINTR)
@@ -253,11 +277,8 @@ static void reap(struct up *u)
             uint64_t now = util_now_ms(), ran = now - p->started_ms;
             p->pid = 0;
             p->last_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            if (ran >= u->reset_ms)
-                p->backoff_ms = 0;
-            p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : u->initial_ms;
-            if (p->backoff_ms > u->max_ms)
-                p->backoff_ms = u->max_ms;
+            p->backoff_ms = up_next_backoff(p->backoff_ms, ran, u->initial_ms, u->max_ms,
+                                            u->reset_ms);
             p->due_ms = now + p->backoff_ms;
             char st[16], delay[24];
             snprintf(st, sizeof(st), "%d", p->last_status);

@@ -1,0 +1,23 @@
+/*
+ * internal.h - the pure pieces of `rayop up`, exposed for tests/unit/test_up.c.
+ */
+#ifndef RAYOP_UP_INTERNAL_H
+#define RAYOP_UP_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+/* Delay before the next start of a child that exited after running ran_ms,
+ * given the previous delay (0 = none yet): initial, doubled per consecutive
+ * exit, capped at max; a run of reset_ms or longer starts over at initial. */
+uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
+                         uint64_t max_ms, uint64_t reset_ms);
+
+/* Appends line s[0..n) (no newline) of child proc to out, tagged: a JSON
+ * object gets "proc":"NAME" as its first member, anything else a "[NAME] "
+ * prefix; then "\n". 0 or -ENOMEM. */
+int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out);
+
+#endif
