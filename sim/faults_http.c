@@ -197,8 +197,9 @@ static int prehook(void *arg, struct server_req *req)
         return SERVER_NEXT;   /* never fault the switch that turns faults off */
     atomic_fetch_add(&f->requests, 1);
     atomic_fetch_add(&f->by_verb[faults_verb_index(req->verb)], 1);
-    if (!req->verb || !authenticated(f, req))
-        return SERVER_NEXT;
+    if (!req->verb || (atomic_load(&f->n_active) == 0 && atomic_load(&f->watch_cut_s) == 0 &&
+                       atomic_load(&f->expire_next) <= 0) || !authenticated(f, req))
+        return SERVER_NEXT;   /* the common case: nothing switched on */
     faults_decide(f, req->verb, resource ? r->plural : "", resource ? r->sub : "", &d);
     if (d.delay_ms) {
         struct timespec ts = { d.delay_ms / 1000, (long)(d.delay_ms % 1000) * 1000000L };
