@@ -143,7 +143,7 @@ if wait_until "c1 generation 2 in a controller's hands" 20 sh -c \
          reconciled '$WORK/ctlA.log' || reconciled '$WORK/ctlB.log'"; then
     if reconciled_in ctlA c1 2; then holder=A; victim=$APID; other=ctlB; OPID=$BPID
     else holder=B; victim=$BPID; other=ctlA; OPID=$APID; fi
-    kill -9 "$victim"
+    { kill -9 "$victim"; wait "$victim"; } 2>/dev/null   # no "Killed" job notice
     wait_until "the other controller reconciles and writes c1" 30 sh -c \
         "grep -a '\"msg\":\"test write\"' '$WORK/$other.log' | grep '\"name\":\"c1\"' | grep -q '\"generation\":\"2\"'" &&
         ok "kill -9 of the holder ($holder): c1 handed to the other controller, written"
