@@ -6,6 +6,7 @@
  * allocation from 10.96.0.0/12), Job, Namespace, Secret, core Event and CRD.
  * Called with the store's write lock held, before validation.
  */
+#include "sim/json_equal.h"
 #include "sim/store_int.h"
 
 #include <arpa/inet.h>
@@ -170,7 +171,7 @@ static const char *qos_class(const cJSON *spec)
         for (int i = 0; i < 2; i++) {
             const char *k = i ? "memory" : "cpu";
             const cJSON *l = jget(lim, k), *r = jget(req, k);
-            if (!l || (r && !cJSON_Compare(l, r, true)))
+            if (!l || (r && !json_equal(l, r)))
                 guaranteed = false;
         }
     }

@@ -7,6 +7,7 @@
  * Causes carry the field paths and messages of the validation packages of
  * k8s.io/kubernetes pkg/apis.
  */
+#include "sim/json_equal.h"
 #include "sim/store_int.h"
 
 #include <stdio.h>
@@ -120,7 +121,7 @@ static bool tolerations_only_added(const cJSON *now, const cJSON *before)
         const cJSON *u;
         bool found = false;
         cJSON_ArrayForEach(u, now)
-            found |= cJSON_Compare(t, u, true);
+            found |= json_equal(t, u);
         if (!found)
             return false;
     }
@@ -138,9 +139,9 @@ static void check_pod_update(const cJSON *obj, const cJSON *old, cJSON *causes)
     if (!a)
         return;
     neutralise_mutable(a, ospec);
-    ok = cJSON_Compare(a, ospec, true) &&
+    ok = json_equal(a, ospec) &&
          tolerations_only_added(jget(spec, "tolerations"), jget(ospec, "tolerations"));
-    if (tg && otg && !cJSON_Compare(tg, otg, true) &&
+    if (tg && otg && !json_equal(tg, otg) &&
         !(cJSON_GetNumberValue(otg) < 0 && cJSON_GetNumberValue(tg) == 1))
         ok = false;
     cJSON_Delete(a);
@@ -197,14 +198,14 @@ static void check_job(const cJSON *obj, const cJSON *old, cJSON *causes)
     check_pod_spec(jget(tmpl, "spec"), "spec.template.spec", true, causes);
     if (old) {
         const cJSON *ospec = jget(old, "spec");
-        if (!cJSON_Compare(jget(spec, "selector"), jget(ospec, "selector"), true))
+        if (!json_equal(jget(spec, "selector"), jget(ospec, "selector")))
             st_cause(causes, "FieldValueInvalid", "spec.selector",
                      "Invalid value: \"selector\": field is immutable");
-        if (!cJSON_Compare(tmpl, jget(ospec, "template"), true))
+        if (!json_equal(tmpl, jget(ospec, "template")))
             st_cause(causes, "FieldValueInvalid", "spec.template",
                      "Invalid value: \"template\": field is immutable");
         if (jget(ospec, "completions") &&
-            !cJSON_Compare(jget(spec, "completions"), jget(ospec, "completions"), true))
+            !json_equal(jget(spec, "completions"), jget(ospec, "completions")))
             st_cause(causes, "FieldValueInvalid", "spec.completions",
                      "Invalid value: \"completions\": field is immutable");
     }

@@ -9,6 +9,7 @@
  * exclusively from reading the old state to publishing the new one, which is the
  * in-memory equivalent of the real server's GuaranteedUpdate retry loop.
  */
+#include "sim/json_equal.h"
 #include "sim/store_int.h"
 
 #include <errno.h>
@@ -305,7 +306,7 @@ static bool refs_differ(const cJSON *a, const cJSON *b)
 
     if (!ra || !rb)
         return ra != rb;
-    return !cJSON_Compare(ra, rb, true);
+    return !json_equal(ra, rb);
 }
 
 int store_commit_put(struct store *s, struct stype *t, struct sentry *old,

@@ -5,6 +5,7 @@
  * uid/time generation and the "did the spec change" test behind generation.
  * Messages are those of apimachinery's validation packages.
  */
+#include "sim/json_equal.h"
 #include "sim/store_int.h"
 
 #include <ctype.h>
@@ -400,7 +401,7 @@ bool store_spec_changed(const struct reg_resource *res, const cJSON *a, const cJ
         if (ignored_top(res, x->string))
             continue;
         const cJSON *y = jget(b, x->string);
-        if (!y || !cJSON_Compare(x, y, true))
+        if (!y || !json_equal(x, y))
             return true;
     }
     cJSON_ArrayForEach(x, b) {
@@ -450,7 +451,7 @@ bool store_same_object(const cJSON *a, const cJSON *b)
     cJSON_DeleteItemFromObjectCaseSensitive(store_meta(y), "managedFields");
     cJSON_DeleteItemFromObjectCaseSensitive(store_meta(x), "resourceVersion");
     cJSON_DeleteItemFromObjectCaseSensitive(store_meta(y), "resourceVersion");
-    same = cJSON_Compare(x, y, true);
+    same = json_equal(x, y);
     cJSON_Delete(x);
     cJSON_Delete(y);
     return same;
