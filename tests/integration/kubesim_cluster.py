@@ -84,9 +84,10 @@ class Sim:
     def stop(self):
         self.proc.terminate()
         try:
-            self.proc.wait(10)
+            return self.proc.wait(20)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            return None
 
 
 def pod(name, cpu="100m", labels=None, annotations=None, restart=None, extra_spec=None, ports=None):
@@ -117,7 +118,13 @@ def main():
     try:
         run(sim)
     finally:
-        sim.stop()
+        rc = sim.stop()
+        sim.log.close()
+        with open(os.path.join(work, "kubesim.log"), errors="replace") as f:
+            log = f.read()
+        bad = [l for l in log.splitlines() if "Sanitizer" in l or "runtime error" in l]
+        check("kubesim exits 0 on SIGTERM with the cluster running, no sanitizer report",
+              rc == 0 and not bad, {"rc": rc, "report": bad[:10]})
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(1 if failures else 0)
 
@@ -134,8 +141,10 @@ def run(sim):
           any(a["type"] == "InternalIP" for a in n0["status"]["addresses"]), n0["metadata"])
 
     # ---- Pending -> Running -> Ready
-    sim.req("POST", NS + "/pods", pod("web-1", labels={"app": "web"},
-                                      ports=[{"name": "http", "containerPort": 8080}]))
+    code, created = sim.req("POST", NS + "/pods", pod("web-1", labels={"app": "web"},
+                                                      ports=[{"name": "http", "containerPort": 8080}]))
+    check("a new pod is Pending and unbound", code == 201 and created["status"].get("phase") == "Pending"
+          and not created["spec"].get("nodeName"), created.get("status"))
     seen = set()
 
     def phases():
