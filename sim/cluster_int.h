@@ -55,6 +55,8 @@ struct cl_pod {
     bool cond[C_N];
     time_t cond_time[C_N];
     char cid[24];                /* container id seed */
+    char backoff_ev[300];        /* the BackOff Event repeats bump (one container's) */
+    int backoff_count;
     UT_hash_handle hh;
 };
 
@@ -112,6 +114,12 @@ uint64_t cl_jitter(struct cluster *c, long base_ms);
 void cl_event(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
               const char *message, const char *component, const char *host,
               const char *field_path);
+/* The same, handing back the Event's name (for later count bumps). */
+void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
+                    const char *message, const char *component, const char *host,
+                    const char *field_path, char *name_out, size_t name_len);
+/* Raises count and lastTimestamp of an Event, as the recorder aggregates repeats. */
+int cl_event_bump(struct cluster *c, const char *ns, const char *name, int count);
 struct cl_node *cl_node_find(struct cluster *c, const char *name);
 int cl_patch_status(struct cluster *c, const struct cl_pod *p, cJSON *status);
 

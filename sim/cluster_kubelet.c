@@ -337,6 +337,24 @@ static void container_events(struct cluster *c, struct cl_pod *p, const char *re
     }
 }
 
+/* One BackOff Event per Pod whose count grows, as the event recorder aggregates a
+ * repeating (reason, message, object) instead of writing a new Event each time. */
+static void backoff_event(struct cluster *c, struct cl_pod *p)
+{
+    const cJSON *ct = cl_jget(cl_jget(p->obj->json, "spec"), "containers");
+    const char *name = cl_jstr(ct ? ct->child : NULL, "name");
+    char msg[700], fp[300];
+
+    if (p->backoff_ev[0] && cl_event_bump(c, p->obj->ns, p->backoff_ev, ++p->backoff_count) == 0)
+        return;
+    snprintf(msg, sizeof(msg), "Back-off restarting failed container %s in pod %s_%s(%s)",
+             name ? name : "", p->obj->name, p->obj->ns, p->obj->uid);
+    snprintf(fp, sizeof(fp), "spec.containers{%s}", name ? name : "");
+    cl_event_named(c, p->obj->json, "Warning", "BackOff", msg, "kubelet", node_name(p), fp,
+                   p->backoff_ev, sizeof(p->backoff_ev));
+    p->backoff_count = 1;
+}
+
 static void assign_ip(struct cluster *c, struct cl_pod *p)
 {
     unsigned s = c->ip_seq++ % (256u * 254u);
@@ -403,8 +421,7 @@ static void container_exit(struct cluster *c, struct cl_pod *p)
     p->epoch = ++c->next_epoch;   /* the old run's READY/EXIT timers must not fire */
     p->stage = ST_BACKOFF;
     cl_kubelet_write(c, p);
-    container_events(c, p, "BackOff", "Warning",
-                     "Back-off restarting failed container %s in pod %s_%s(%s)");
+    backoff_event(c, p);
     cl_timer_add(c, (uint64_t)backoff_ms(p->restarts), T_RESTART, p);
 }
 

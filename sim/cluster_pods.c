@@ -103,6 +103,8 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
         }
         return;
     }
+    if (p && !strcmp(p->obj->uid, o->uid) && o->rv < p->obj->rv)
+        return;   /* a replayed snapshot older than what an event brought */
     if (p && strcmp(p->obj->uid, o->uid)) {
         /* deleted and re-created between two looks: a new Pod */
         unaccount(c, p);
@@ -159,6 +161,8 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
         }
         return;
     }
+    if (s && o->rv < s->obj->rv)
+        return;
     if (!s) {
         if (!(s = calloc(1, sizeof(*s))) || !(s->key = strdup(key))) {
             free(s);

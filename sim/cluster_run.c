@@ -201,6 +201,28 @@ void cl_event(struct cluster *c, const cJSON *obj, const char *type, const char 
               const char *message, const char *component, const char *host,
               const char *field_path)
 {
+    cl_event_named(c, obj, type, reason, message, component, host, field_path, NULL, 0);
+}
+
+int cl_event_bump(struct cluster *c, const char *ns, const char *name, int count)
+{
+    struct store_write_opts w = { .field_manager = "kubelet" };
+    struct store_status st = { 0 };
+    char body[128], ts[32];
+    int rc;
+
+    util_format_time(time(NULL), ts);
+    snprintf(body, sizeof(body), "{\"count\":%d,\"lastTimestamp\":\"%s\"}", count, ts);
+    rc = store_patch(c->store, c->r_events, ns, name, NULL, PATCH_MERGE, body, strlen(body), &w,
+                     NULL, NULL, &st);
+    store_status_clear(&st);
+    return rc;
+}
+
+void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
+                    const char *message, const char *component, const char *host,
+                    const char *field_path, char *name_out, size_t name_len)
+{
     const cJSON *md = cl_jget(obj, "metadata");
     const char *ns = cl_jstr(md, "namespace");
     cJSON *ev = cJSON_CreateObject(), *m, *io, *src;
@@ -247,6 +269,8 @@ void cl_event(struct cluster *c, const cJSON *obj, const char *type, const char 
     cJSON_AddStringToObject(ev, "reportingInstance", host ? host : "");
     if (store_create(c->store, c->r_events, ns ? ns : "default", ev, &w, NULL, &st) < 0)
         log_debug("cluster: event not recorded", "reason", reason, "error", st.message, NULL);
+    else if (name_out && name_len)
+        snprintf(name_out, name_len, "%s", name);
     store_status_clear(&st);
 }
 
@@ -402,6 +426,8 @@ static void node_event(struct cluster *c, enum store_event_type type, struct sto
         }
         return;
     }
+    if (n && o->rv < n->obj->rv)
+        return;   /* a replayed snapshot older than what an event brought */
     if (!n) {
         if (!(n = calloc(1, sizeof(*n))) || !(n->name = strdup(o->name))) {
             free(n);
@@ -529,6 +555,29 @@ static int find_res(struct cluster *c)
     return c->r_pods && c->r_nodes && c->r_svc && c->r_ep && c->r_eps && c->r_events ? 0 : -ENOENT;
 }
 
+/* Objects that predate the subscription (--state, or written before start) are
+ * queued as ADDED; the handlers drop any that an event already superseded. */
+static int replay_existing(struct cluster *c)
+{
+    const struct reg_resource *types[] = { c->r_nodes, c->r_svc, c->r_pods };
+
+    for (size_t t = 0; t < 3; t++) {
+        struct store_list l = { 0 };
+        struct store_list_opts lo = { 0 };
+        struct store_status st = { 0 };
+
+        if (store_list(c->store, types[t], "", &lo, &l, &st) < 0) {
+            log_error("cluster: cannot list", "resource", types[t]->plural, "error", st.message, NULL);
+            store_status_clear(&st);
+            return -EIO;
+        }
+        for (size_t i = 0; i < l.n; i++)
+            on_commit(c, EV_ADDED, l.items[i]);
+        store_list_free(&l);
+    }
+    return 0;
+}
+
 int cluster_start(const struct cluster_opts *o, struct store *store, struct cluster **out)
 {
     struct cluster *c;
@@ -558,6 +607,8 @@ int cluster_start(const struct cluster_opts *o, struct store *store, struct clus
     if ((rc = store_subscribe(store, on_commit, c)) < 0 || (rc = nodes_create(c)) < 0)
         goto fail;
     cl_timer_add(c, HEARTBEAT_MS, T_HEARTBEAT, NULL);
+    if ((rc = replay_existing(c)) < 0)
+        goto fail;
     if ((rc = -pthread_create(&c->thread, NULL, cluster_main, c)) < 0)
         goto fail;
     c->started = true;

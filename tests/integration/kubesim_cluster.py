@@ -222,6 +222,10 @@ def run(sim):
           cs.get("lastState", {}).get("terminated", {}).get("reason") == "Error" and
           cs["lastState"]["terminated"].get("exitCode") == 1, cs)
     check("crashloop: BackOff warning event", wait_until(5, lambda: events_for("crash", "BackOff")))
+    bo = wait_until(10, lambda: [e for e in events_for("crash", "BackOff") if e.get("count", 0) >= 2])
+    check("crashloop: repeated back-offs aggregate into one Event with a growing count",
+          len(bo) == 1 and len(events_for("crash", "BackOff")) == 1 and bo[0]["type"] == "Warning",
+          events_for("crash", "BackOff"))
 
     # ---- restartPolicy Never + exit code
     sim.req("POST", NS + "/pods", pod("exit3", restart="Never",
