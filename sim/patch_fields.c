@@ -300,25 +300,37 @@ static int fs_walk_list(const cJSON *list, const struct fs_keys *k, const char *
         }
         return 0;
     }
-    /* keyed: if any element lacks its key, own the list atomically */
+    /* keyed: if any element lacks its key, own the list atomically. The keys are built
+     * once and kept for the walk below. */
+    size_t n = (size_t)cJSON_GetArraySize(list), i = 0;
+    char **kcs = calloc(n, sizeof(*kcs));
+    if (!kcs)
+        return -ENOMEM;
+    rc = 0;
     cJSON_ArrayForEach(e, list) {
-        char *kc = elem_key(e, k, dotted, keys);
-        if (!kc)
-            return fs_add(out, p, false);
-        free(kc);
+        if (i >= n)
+            break;
+        if (!(kcs[i++] = elem_key(e, k, dotted, keys))) {
+            rc = fs_add(out, p, false);
+            goto out;
+        }
     }
+    i = 0;
     cJSON_ArrayForEach(e, list) {
-        char *kc = elem_key(e, k, dotted, keys);
-        if (!kc)
-            return -ENOMEM;
-        bool ok = join(ep, sizeof(ep), p, kc);
-        free(kc);
-        if (!ok)
-            return -E2BIG;
+        if (i >= n)
+            break;
+        if (!join(ep, sizeof(ep), p, kcs[i++])) {
+            rc = -E2BIG;
+            goto out;
+        }
         if ((rc = fs_add(out, ep, true)) || (rc = fs_walk(e, k, ep, dotted, depth + 1, out)))
-            return rc;
+            goto out;
     }
-    return 0;
+out:
+    for (i = 0; i < n; i++)
+        free(kcs[i]);
+    free(kcs);
+    return rc;
 }
 
 static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix,
