@@ -81,6 +81,9 @@ static const cJSON *jget(const cJSON *o, const char *k)
     return cJSON_GetObjectItemCaseSensitive(o, k);
 }
 
+/* Amounts are clamped to [0, 1e15] thousandths (10^12 units: more than any node has) so that sums over many containers and pods cannot overflow. */
+#define QTY_CLAMP 1000000000000000LL
+
 static int64_t qty(const cJSON *list, const char *name)
 {
     int64_t m = 0;
@@ -91,9 +94,9 @@ static int64_t qty(const cJSON *list, const char *name)
             return 0;
     } else if (cJSON_IsNumber(jget(list, name))) {
         double d = cJSON_GetNumberValue(jget(list, name)) * 1000.0;
-        m = d > 9e18 || d < 0 ? 0 : (int64_t)d;
+        m = d > (double)QTY_CLAMP ? QTY_CLAMP : d < 0 ? 0 : (int64_t)d;
     }
-    return m;
+    return m < 0 ? 0 : m > QTY_CLAMP ? QTY_CLAMP : m;
 }
 
 static int64_t qty_or(const cJSON *req, const cJSON *lim, const char *name)

@@ -80,6 +80,13 @@ static void test_requests(void **state)
     assert_int_equal(r.cpu_m, 100);
     assert_int_equal(r.tpu, 4);
     cJSON_Delete(p);
+
+    /* absurd or negative amounts are clamped, so sums cannot overflow */
+    p = js("{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"9P\"}}},"
+           "{\"resources\":{\"requests\":{\"cpu\":\"9P\"}}},{\"resources\":{\"requests\":{\"cpu\":\"-5\"}}}]}}");
+    cluster_pod_requests(p, &r);
+    assert_int_equal(r.cpu_m, 2000000000000000LL);
+    cJSON_Delete(p);
 }
 
 #define NODE(extra_spec, labels) \
