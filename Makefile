@@ -41,7 +41,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test unit-bins fuzz-bins bench bench-sim demo clean
+.PHONY: all deps test unit-bins bench-bins fuzz-bins bench bench-sim demo clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -69,13 +69,14 @@ $(B)/fuzz/%: tests/fuzz/%.c $(LIB)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIB) $(LDLIBS)
 
 unit-bins: $(UNIT_BINS)
+bench-bins: $(BENCH_BINS)
 fuzz-bins: $(FUZZ_BINS)
 
 deps:
 	@sh tools/deps.sh
 
 test: deps
-	$(MAKE) all unit-bins
+	$(MAKE) all unit-bins bench-bins
 	$(MAKE) MODE=asan unit-bins
 	$(MAKE) MODE=fuzz fuzz-bins
 	sh tests/run.sh
@@ -87,7 +88,7 @@ bench-sim: deps all $(BENCH_BINS)
 	sh bench/run.sh sim
 
 demo: deps all
-	sh tools/demo.sh
+	bash tools/demo.sh
 
 clean:
 	rm -rf build bin
