@@ -3,8 +3,10 @@
  * Service with a selector gets an Endpoints object (ready Pods in addresses,
  * others in notReadyAddresses) and one discovery.k8s.io/v1 EndpointSlice
  * labelled kubernetes.io/service-name, kept in sync after Pod or Service changes.
- * Runs on the cluster thread, batched: pod events mark their namespace dirty and
- * one sync per 50 ms rewrites only what changed.
+ * Runs on the cluster thread, batched: each Service keeps the set of Pods its
+ * selector matches (updated per Pod event, O(Services in the namespace)); a Pod
+ * event marks the Services it belongs to dirty, and one sync per 50 ms rebuilds
+ * the dirty ones from their members and writes only what changed.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +15,8 @@
 
 #include "sim/cluster_int.h"
 #include "util/util.h"
+
+#define ENDPOINTS_MAX 1000
 
 static bool labels_match(const cJSON *selector, const cJSON *labels)
 {
@@ -139,7 +143,8 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
     bool publish = cJSON_IsTrue(cl_jget(spec, "publishNotReadyAddresses"));
     cJSON *ep, *subset, *addrs, *nready, *ports, *slice, *sends, *sports;
     const struct cl_pod *first = NULL;
-    struct cl_pod *p, *tmp;
+    struct cl_member *m, *tmp;
+    size_t n_addrs = 0;
     char slice_name[300];
     static const char *const ep_keys[] = { "subsets", NULL };
     static const char *const slice_keys[] = { "endpoints", "ports", NULL };
@@ -161,15 +166,18 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
     cJSON_AddStringToObject(slice, "addressType", "IPv4");
     sends = cJSON_AddArrayToObject(slice, "endpoints");
 
-    HASH_ITER(hh, c->pods, p, tmp) {
-        const char *ip = pod_ip(p);
-        const cJSON *md = cl_jget(p->obj->json, "metadata");
-        bool ready, terminating = cl_jget(md, "deletionTimestamp") != NULL;
+    HASH_ITER(hh, s->members, m, tmp) {
+        struct cl_pod *p = NULL;
+        const char *ip;
+        const cJSON *md;
+        bool ready, terminating;
         cJSON *a, *e, *cond;
 
-        if (strcmp(p->obj->ns, s->obj->ns) || !ip || !ip[0] ||
-            !labels_match(selector, cl_jget(md, "labels")))
+        HASH_FIND_STR(c->pods, m->key, p);
+        if (!p || !(ip = pod_ip(p)) || !ip[0])
             continue;
+        md = cl_jget(p->obj->json, "metadata");
+        terminating = cl_jget(md, "deletionTimestamp") != NULL;
         ready = pod_ready(p) && !terminating;
         if (!first)
             first = p;
@@ -179,7 +187,11 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
             if (cl_jstr(cl_jget(p->obj->json, "spec"), "nodeName"))
                 cJSON_AddStringToObject(a, "nodeName", cl_jstr(cl_jget(p->obj->json, "spec"), "nodeName"));
             cJSON_AddItemToObject(a, "targetRef", target_ref(p));
-            cJSON_AddItemToArray(ready || publish ? addrs : nready, a);
+            /* the endpoints controller truncates at 1000 addresses (over-capacity) */
+            if (n_addrs++ < ENDPOINTS_MAX)
+                cJSON_AddItemToArray(ready || publish ? addrs : nready, a);
+            else
+                cJSON_Delete(a);
         }
         e = cJSON_CreateObject();
         cJSON_AddItemToArray(cJSON_AddArrayToObject(e, "addresses"), cJSON_CreateString(ip));
@@ -228,6 +240,9 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
         cJSON_Delete(ports);
         cJSON_Delete(subset);
     }
+    if (n_addrs > ENDPOINTS_MAX)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItem(ep, "metadata"),
+                                "annotations"), "endpoints.kubernetes.io/over-capacity", "truncated");
     put_if_changed(c, c->r_ep, s->obj->ns, s->obj->name, ep, ep_keys);
     put_if_changed(c, c->r_eps, s->obj->ns, slice_name, slice, slice_keys);
 }
@@ -247,11 +262,76 @@ void cl_endpoints_sync(struct cluster *c)
     struct cl_svc *s, *tmp;
 
     c->endpoints_dirty = false;
-    if (!c->dirty_ns || !c->dirty_ns->child)
-        return;
     HASH_ITER(hh, c->svcs, s, tmp)
-        if (cJSON_GetObjectItemCaseSensitive(c->dirty_ns, s->obj->ns))
+        if (s->dirty) {
+            s->dirty = false;
             sync_service(c, s);
-    cJSON_Delete(c->dirty_ns);
-    c->dirty_ns = cJSON_CreateObject();
+        }
+}
+
+static const cJSON *svc_selector(const struct cl_svc *s)
+{
+    const cJSON *sel = cl_jget(cl_jget(s->obj->json, "spec"), "selector");
+    return cJSON_IsObject(sel) && sel->child ? sel : NULL;
+}
+
+static void member_set(struct cluster *c, struct cl_svc *s, const char *key, bool in)
+{
+    struct cl_member *m = NULL;
+
+    HASH_FIND_STR(s->members, key, m);
+    if (in && !m) {
+        if (!(m = calloc(1, sizeof(*m))) || !(m->key = strdup(key))) {
+            free(m);
+            return;
+        }
+        HASH_ADD_KEYPTR(hh, s->members, m->key, strlen(m->key), m);
+    } else if (!in && m) {
+        HASH_DEL(s->members, m);
+        free(m->key);
+        free(m);
+    } else if (!in) {
+        return;   /* neither before nor now: nothing to resync */
+    }
+    s->dirty = true;
+    c->endpoints_dirty = true;
+}
+
+void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o)
+{
+    struct cl_svc *s, *tmp;
+
+    HASH_ITER(hh, c->svcs, s, tmp) {
+        const cJSON *sel = svc_selector(s);
+        if (!sel || strcmp(s->obj->ns, ns))
+            continue;
+        member_set(c, s, key, o && labels_match(sel, cl_jget(cl_jget(o->json, "metadata"), "labels")));
+    }
+}
+
+void cl_endpoints_svc(struct cluster *c, struct cl_svc *s)
+{
+    const cJSON *sel = svc_selector(s);
+    struct cl_pod *p, *tmp;
+
+    cl_endpoints_svc_free(s);
+    s->dirty = true;
+    c->endpoints_dirty = true;
+    if (!sel)
+        return;
+    HASH_ITER(hh, c->pods, p, tmp)
+        if (!strcmp(p->obj->ns, s->obj->ns) &&
+            labels_match(sel, cl_jget(cl_jget(p->obj->json, "metadata"), "labels")))
+            member_set(c, s, p->key, true);
+}
+
+void cl_endpoints_svc_free(struct cl_svc *s)
+{
+    struct cl_member *m, *tmp;
+
+    HASH_ITER(hh, s->members, m, tmp) {
+        HASH_DEL(s->members, m);
+        free(m->key);
+        free(m);
+    }
 }

@@ -60,9 +60,17 @@ struct cl_pod {
     UT_hash_handle hh;
 };
 
+/* A Pod a Service's selector matches (by key; looked up in the Pod table at sync). */
+struct cl_member {
+    char *key;
+    UT_hash_handle hh;
+};
+
 struct cl_svc {
     char *key;
     struct store_obj *obj;
+    struct cl_member *members;
+    bool dirty;                  /* members or their state changed since the last sync */
     UT_hash_handle hh;
 };
 
@@ -105,7 +113,6 @@ struct cluster {
     size_t npending, cappending;
     bool capacity_changed;
     bool endpoints_dirty, endpoints_timer;
-    cJSON *dirty_ns;             /* object: namespaces whose Services need a resync */
 };
 
 /* cluster_run.c */
@@ -139,6 +146,11 @@ int cl_kubelet_write(struct cluster *c, struct cl_pod *p);
 /* cluster_endpoints.c */
 void cl_endpoints_sync(struct cluster *c);
 void cl_endpoints_drop(struct cluster *c, const char *ns, const char *name);
+/* A Pod changed (o) or went (o NULL): update the memberships of the Services of ns. */
+void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o);
+/* A Service was added or changed: recompute its members from the Pod table. */
+void cl_endpoints_svc(struct cluster *c, struct cl_svc *s);
+void cl_endpoints_svc_free(struct cl_svc *s);
 
 const cJSON *cl_jget(const cJSON *o, const char *k);
 const char *cl_jstr(const cJSON *o, const char *k);

@@ -50,15 +50,6 @@ static void account(struct cluster *c, struct cl_pod *p, const char *node)
         res_add(&n->used, &p->req, 1);
 }
 
-static void ns_dirty(struct cluster *c, const char *ns)
-{
-    if (!c->dirty_ns && !(c->dirty_ns = cJSON_CreateObject()))
-        return;
-    if (!cJSON_GetObjectItemCaseSensitive(c->dirty_ns, ns))
-        cJSON_AddTrueToObject(c->dirty_ns, ns);
-    c->endpoints_dirty = true;
-}
-
 static void pending_push(struct cluster *c, struct cl_pod *p)
 {
     if (p->queued)
@@ -94,8 +85,8 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->pods, key, p);
-    ns_dirty(c, o->ns);
     if (type == EV_DELETED) {
+        cl_endpoints_pod(c, key, o->ns, NULL);
         if (p) {
             unaccount(c, p);
             HASH_DEL(c->pods, p);
@@ -125,6 +116,7 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
         store_obj_unref(p->obj);
     }
     p->obj = store_obj_ref(o);
+    cl_endpoints_pod(c, key, o->ns, o);
 
     /* resources stay taken from binding until the Pod ends */
     {
@@ -150,10 +142,10 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->svcs, key, s);
-    ns_dirty(c, o->ns);
     if (type == EV_DELETED) {
         cl_endpoints_drop(c, o->ns, o->name);
         if (s) {
+            cl_endpoints_svc_free(s);
             HASH_DEL(c->svcs, s);
             store_obj_unref(s->obj);
             free(s->key);
@@ -173,6 +165,7 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
         store_obj_unref(s->obj);
     }
     s->obj = store_obj_ref(o);
+    cl_endpoints_svc(c, s);
 }
 
 static int bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n)
@@ -278,6 +271,7 @@ void cl_pods_free(struct cluster *c)
         pod_free(p);
     }
     HASH_ITER(hh, c->svcs, s, ts) {
+        cl_endpoints_svc_free(s);
         HASH_DEL(c->svcs, s);
         store_obj_unref(s->obj);
         free(s->key);

@@ -598,8 +598,7 @@ int cluster_start(const struct cluster_opts *o, struct store *store, struct clus
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->qcond, &ca);
     pthread_condattr_destroy(&ca);
-    if (!(c->dirty_ns = cJSON_CreateObject()) || find_res(c) < 0) {
-        cJSON_Delete(c->dirty_ns);
+    if (find_res(c) < 0) {
         free(c);
         return -ENOMEM;
     }
@@ -656,8 +655,6 @@ void cluster_stop(struct cluster *c)
     free(c->heap);
     c->heap = NULL;
     c->nheap = 0;
-    cJSON_Delete(c->dirty_ns);
-    c->dirty_ns = NULL;
 }
 
 void cluster_free(struct cluster *c)
