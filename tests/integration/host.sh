@@ -22,8 +22,20 @@ NRC=10
 start_kubesim --bookmark-interval-ms 500 || exit 1
 WORK=$KUBESIM_DIR
 STATE=$WORK/state
-# HOST_IT_KEEP=DIR: copy the logs there at exit (lib.sh removes the work dir)
-[ -n "${HOST_IT_KEEP:-}" ] && trap 'rm -rf "$HOST_IT_KEEP"; cp -r "$WORK" "$HOST_IT_KEEP"; _lib_cleanup' EXIT
+# HOST_IT_KEEP=DIR: copy the logs there at exit (lib.sh removes the work dir); after a
+# failure they are kept in /tmp/host-it-failed.PID unless HOST_IT_KEEP says where
+keep_logs() {
+    local dst=${HOST_IT_KEEP:-}
+    [ -z "$dst" ] && [ "$(lib_failures)" -gt 0 ] && dst=/tmp/host-it-failed.$$
+    if [ -n "$dst" ]; then
+        rm -rf "$dst"; mkdir -p "$dst"
+        cp "$WORK"/*.log "$WORK"/*.out "$WORK"/*.err "$dst"/ 2>/dev/null
+        cp "$STATE"/up.json "$dst"/ 2>/dev/null
+        echo "# logs kept in $dst"
+    fi
+    _lib_cleanup
+}
+trap keep_logs EXIT
 CTL_PIDS=()
 
 kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
