@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--pods", type=int, default=10000)
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--deadline", type=float, default=300)
+    ap.add_argument("--service", action="store_true",
+                    help="also create a Service selecting every Pod (Endpoints/EndpointSlice load)")
     ap.add_argument("--kubesim", default=os.path.join(ROOT, "bin", "kubesim"))
     a = ap.parse_args()
 
@@ -83,6 +85,13 @@ def main():
 
     threading.Thread(target=watcher, daemon=True).start()
     time.sleep(0.5)   # let the watch open before the first create (not a sync point for results)
+    if a.service:
+        c = http.client.HTTPConnection(host, port, timeout=60)
+        c.request("POST", "/api/v1/namespaces/default/services",
+                  '{"apiVersion":"v1","kind":"Service","metadata":{"name":"load"},'
+                  '"spec":{"selector":{"app":"load"},"ports":[{"port":80}]}}',
+                  {"Content-Type": "application/json"})
+        c.getresponse().read()
     cpu0 = cpu_seconds(proc.pid)
     t0 = time.monotonic()
     body = ('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p-%d","labels":{"app":"load"}},'
@@ -106,6 +115,25 @@ def main():
     t_created = time.monotonic()
     ok = done.wait(a.deadline)
     cpu1 = cpu_seconds(proc.pid)
+    extra = {}
+    if a.service:
+        # the controller syncs within 50 ms of the last change; poll with a deadline
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            c = http.client.HTTPConnection(host, port, timeout=60)
+            c.request("GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices")
+            items = json.loads(c.getresponse().read())["items"]
+            ready = sum(1 for it in items for e in it.get("endpoints") or [] if e["conditions"]["ready"])
+            if ready == a.pods:
+                break
+            time.sleep(0.2)
+        c.request("GET", "/api/v1/namespaces/default/endpoints/load")
+        ep = json.loads(c.getresponse().read())
+        extra = {"slice_ready_endpoints": ready,
+                 "endpoints_addresses": sum(len(x.get("addresses", [])) for x in ep.get("subsets") or []),
+                 "endpoints_over_capacity": ep["metadata"].get("annotations", {}).get(
+                     "endpoints.kubernetes.io/over-capacity"),
+                 "endpoints_synced_s": round(time.monotonic() - t0, 2)}
     print(json.dumps({
         "nodes": a.nodes, "pods": a.pods, "all_ready": ok,
         "create_s": round(t_created - t0, 2),
@@ -116,6 +144,7 @@ def main():
         "kubesim_cpu_s": round(cpu1 - cpu0, 2),
         "kubesim_rss_peak_mb": round(rss_peak_mb(proc.pid), 1),
         "ready_count": state["ready"],
+        **extra,
     }))
     proc.terminate()
     proc.wait(10)
