@@ -90,7 +90,16 @@ static int mf_load(const cJSON *obj, struct mf_list *l)
         l->n++;
         if (!m->manager)
             return -ENOMEM;
-        rc = fs_from_fieldsv1(cJSON_GetObjectItemCaseSensitive(e, "fieldsV1"), &m->set);
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "fieldsV1");
+        cJSON *parsed = NULL;
+        if (cJSON_IsRaw(f)) {
+            /* stored snapshots keep fieldsV1 as compact JSON text (store.c) */
+            if (!(parsed = cJSON_Parse(f->valuestring)))
+                return -ENOMEM;
+            f = parsed;
+        }
+        rc = fs_from_fieldsv1(f, &m->set);
+        cJSON_Delete(parsed);
         if (rc == -ENOMEM)
             return rc;
     }

@@ -80,6 +80,34 @@ static char *print_compact(const cJSON *json, size_t *len)
     return out;
 }
 
+/*
+ * Stores each metadata.managedFields[].fieldsV1 of a snapshot as one cJSON_Raw node
+ * holding its compact JSON, instead of a tree of a hundred small nodes and keys: on
+ * a Pod that is a third of the snapshot's memory, and every new page costs a page
+ * fault (see docs/kubesim-store.md, Performance). The bytes printed are the same;
+ * patch_apply's mf_load reads either form. A fieldsV1 that cannot be converted
+ * stays a tree.
+ */
+static void compact_managed_fields(cJSON *json)
+{
+    cJSON *mf = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(json, "metadata"), "managedFields"), *e;
+    struct buf b = {0};
+
+    if (!cJSON_IsArray(mf))
+        return;
+    cJSON_ArrayForEach(e, mf) {
+        cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "fieldsV1"), *raw;
+        if (!cJSON_IsObject(f))
+            continue;
+        buf_reset(&b);
+        if (store_json_print(f, &b) || buf_append(&b, "", 1) || !(raw = cJSON_CreateRaw(b.data)))
+            continue;
+        cJSON_ReplaceItemInObjectCaseSensitive(e, "fieldsV1", raw);
+    }
+    buf_free(&b);
+}
+
 struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
 {
     struct store_obj *o = calloc(1, sizeof(*o));
@@ -91,6 +119,7 @@ struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
         cJSON_Delete(json);
         return NULL;
     }
+    compact_managed_fields(json);
     o->bytes = print_compact(json, &o->len);
     if (!o->bytes) {
         free(o);
