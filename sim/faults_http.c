@@ -556,6 +556,7 @@ int faults_install(struct faults **fp, struct server *srv, struct store *store,
         return rc;
     }
     server_set_prehook(srv, prehook, f);
+    server_set_posthook(srv, faults_note_reply, f);
     snprintf(n, sizeof(n), "%zu", atomic_load(&f->n_active));
     if (atomic_load(&f->n_active) || atomic_load(&f->watch_cut_s) ||
         atomic_load(&f->watch_delay_ms))

@@ -423,6 +423,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         server_reply_status(req, 500, "InternalError", "an error on the server (\"no reply\") "
                             "has prevented the request from succeeding");
     request_log_write(s, p);
+    if (s->posthook)
+        s->posthook(s->posthook_arg, req, p->reset ? 0 : p->code);
     if (p->reset)
         return MHD_NO;
     ret = MHD_queue_response(conn, (unsigned)p->code, p->resp);
@@ -541,6 +543,12 @@ void server_set_prehook(struct server *s, server_handler_fn fn, void *arg)
 {
     s->prehook = fn;
     s->prehook_arg = arg;
+}
+
+void server_set_posthook(struct server *s, server_posthook_fn fn, void *arg)
+{
+    s->posthook = fn;
+    s->posthook_arg = arg;
 }
 
 int server_start(struct server *s, char *err, size_t errlen)

@@ -80,6 +80,10 @@ int server_add_route(struct server *s, const char *prefix, server_handler_fn fn,
 int server_add_subresource(struct server *s, const char *plural, const char *sub,
                            server_handler_fn fn, void *arg);
 void server_set_prehook(struct server *s, server_handler_fn fn, void *arg);
+/* fn sees every request after its reply was decided (code 0 for a reset), on the
+ * connection's thread; for counters such as /kubesim/status's requests by code. */
+typedef void (*server_posthook_fn)(void *arg, const struct server_req *req, int code);
+void server_set_posthook(struct server *s, server_posthook_fn fn, void *arg);
 /* Binds and starts serving. 0 or a negative errno with err set. */
 int server_start(struct server *s, char *err, size_t errlen);
 int server_port(const struct server *s);

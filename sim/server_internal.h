@@ -58,6 +58,8 @@ struct server {
     size_t n_subs;
     server_handler_fn prehook;
     void *prehook_arg;
+    server_posthook_fn posthook;
+    void *posthook_arg;
 
     pthread_mutex_t mu;              /* guards the watch list and the caches */
     pthread_cond_t cv;               /* signalled when a watch ends */
