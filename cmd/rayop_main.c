@@ -25,6 +25,7 @@ static void usage(FILE *f)
           "  controller   run one reconciler: rayop controller raycluster|rayjob|rayservice\n"
           "  up           run the watcher and the three controllers under a supervisor\n"
           "  status       show cache and queue state (-o json for scripts)\n"
+          "  clean        remove a stopped instance's cache segment and socket\n"
           "Run rayop COMMAND --help for the flags of each command.\n", f);
 }
 
@@ -41,6 +42,8 @@ int main(int argc, char **argv)
         return status_main(argc - 1, argv + 1);
     if (strcmp(cmd, "controller") == 0)
         return host_main_controller(argc - 1, argv + 1);
+    if (strcmp(cmd, "clean") == 0)
+        return clean_main(argc - 1, argv + 1);
     if (strcmp(cmd, "up") == 0)
         return up_main(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

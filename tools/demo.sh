@@ -20,6 +20,7 @@ cleanup() {
     fi
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     wait 2>/dev/null
+    [ -d "$WORK/state" ] && "$ROOT/bin/rayop" clean --state-dir "$WORK/state" >/dev/null 2>&1
     rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -20,6 +20,8 @@
  * subcommand name). Return a process exit code. */
 int watcher_main(int argc, char **argv);
 int status_main(int argc, char **argv);
+/* `rayop clean`: unlinks the segment and socket of a stopped instance (watcher/clean.c). */
+int clean_main(int argc, char **argv);
 
 /* ---- the declarative tables --------------------------------------------- */
 
