@@ -205,8 +205,10 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
         if (i < cap)
             fits[i++] = f;
         if (!f) {
+            /* ties (e.g. Pods without requests) go to the node with fewer Pods,
+             * where the real scheduler would pick at random among equals */
             int sc = cluster_node_score(&p->req, &n->alloc, &n->used);
-            if (sc > best_score) {
+            if (sc > best_score || (sc == best_score && n->used.pods < best->used.pods)) {
                 best = n;
                 best_score = sc;
             }
