@@ -21,6 +21,8 @@ NRC=10
 
 start_kubesim --bookmark-interval-ms 500 || exit 1
 WORK=$KUBESIM_DIR
+# a private copy: other builds relink bin/rayop while this runs (exec would fail)
+cp "$RAYOP" "$WORK/rayop" && RAYOP=$WORK/rayop
 STATE=$WORK/state
 # HOST_IT_KEEP=DIR: copy the logs there at exit (lib.sh removes the work dir); after a
 # failure they are kept in /tmp/host-it-failed.PID unless HOST_IT_KEEP says where
