@@ -29,10 +29,11 @@ struct cluster_opts {
     long pod_start_ms;     /* bound -> Running */
     long pod_ready_ms;     /* Running -> Ready */
     long pod_stop_ms;      /* cap on the grace period of a deleted Pod */
+    char node_labels[1024]; /* "k=v,k2=v2": extra labels on every node */
 };
 
 /* Handles the flags "nodes", "node-cpu", "node-memory", "node-gpu", "node-tpu",
- * "pod-start-ms", "pod-ready-ms", "pod-stop-ms" (names without dashes) into *o,
+ * "node-labels", "pod-start-ms", "pod-ready-ms", "pod-stop-ms" (names without dashes) into *o,
  * which the first call initialises with the defaults. 0, -ENOENT for another flag,
  * -EINVAL with err set for a bad value. */
 int cluster_parse_flag(struct cluster_opts **o, const char *flag, const char *value,

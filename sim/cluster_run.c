@@ -15,10 +15,12 @@
 
 #define HEARTBEAT_MS 40000
 #define MAX_NODES 5000
+#define MAX_NODE_LABELS 32
 
 const char cluster_usage[] =
     "               [--nodes N] [--node-cpu Q] [--node-memory Q] [--node-gpu N]\n"
-    "               [--node-tpu N] [--pod-start-ms MS] [--pod-ready-ms MS] [--pod-stop-ms MS]\n";
+    "               [--node-tpu N] [--node-labels K=V,...] [--pod-start-ms MS]\n"
+    "               [--pod-ready-ms MS] [--pod-stop-ms MS]   (docs/kubesim-cluster.md)\n";
 
 const cJSON *cl_jget(const cJSON *o, const char *k)
 {
@@ -43,6 +45,47 @@ static int flag_num(const char *v, long min, long max, long *out)
         return -EINVAL;
     *out = n;
     return 0;
+}
+
+/* "k=v,k2=v2": bounded (length, count), non-empty keys, printable, no spaces. */
+static int labels_valid(const char *v)
+{
+    size_t len = strnlen(v, sizeof(((struct cluster_opts *)0)->node_labels));
+    int n = 0;
+    bool key = true, empty_key = true;
+
+    if (len >= sizeof(((struct cluster_opts *)0)->node_labels) || len == 0)
+        return -EINVAL;
+    for (size_t i = 0; i <= len; i++) {
+        char ch = v[i];
+        if (ch == ',' || ch == '\0') {
+            if (key || empty_key || ++n > MAX_NODE_LABELS)
+                return -EINVAL;
+            key = empty_key = true;
+        } else if (ch == '=' && key) {
+            key = false;
+        } else if (ch <= ' ' || ch > '~' || ch == '=') {
+            return -EINVAL;
+        } else if (key) {
+            empty_key = false;
+        }
+    }
+    return 0;
+}
+
+static void add_flag_labels(cJSON *lb, const char *spec)
+{
+    char buf[sizeof(((struct cluster_opts *)0)->node_labels)], *save = NULL, *kv;
+
+    snprintf(buf, sizeof(buf), "%s", spec);
+    for (kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        cJSON_DeleteItemFromObjectCaseSensitive(lb, kv);
+        cJSON_AddStringToObject(lb, kv, eq + 1);
+    }
 }
 
 int cluster_parse_flag(struct cluster_opts **op, const char *flag, const char *value,
@@ -85,6 +128,14 @@ int cluster_parse_flag(struct cluster_opts **op, const char *flag, const char *v
         str = o->node_cpu;
     } else if (!strcmp(flag, "node-memory")) {
         str = o->node_memory;
+    } else if (!strcmp(flag, "node-labels")) {
+        if (labels_valid(value) < 0) {
+            snprintf(err, errlen, "--node-labels wants KEY=VALUE[,KEY=VALUE]... (at most %d, "
+                     "keys non-empty, no spaces), got \"%.200s\"", MAX_NODE_LABELS, value);
+            return -EINVAL;
+        }
+        strcpy(o->node_labels, value);
+        return 0;
     } else {
         return -ENOENT;
     }
@@ -399,6 +450,8 @@ static int nodes_create(struct cluster *c)
         cJSON_AddStringToObject(lb, "beta.kubernetes.io/os", "linux");
         cJSON_AddStringToObject(lb, "beta.kubernetes.io/arch", "amd64");
         cJSON_AddStringToObject(lb, "node.kubernetes.io/instance-type", "kubesim.standard");
+        if (c->o.node_labels[0])
+            add_flag_labels(lb, c->o.node_labels);
         cJSON_AddObjectToObject(n, "spec");
         rc = store_create(c->store, c->r_nodes, "", n, &w, NULL, &st);
         if (rc < 0 && st.code != 409) {

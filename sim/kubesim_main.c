@@ -108,6 +108,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "node-memory", required_argument, NULL, 'C' },
         { "node-gpu", required_argument, NULL, 'C' },
         { "node-tpu", required_argument, NULL, 'C' },
+        { "node-labels", required_argument, NULL, 'C' },
         { "pod-start-ms", required_argument, NULL, 'C' },
         { "pod-ready-ms", required_argument, NULL, 'C' },
         { "pod-stop-ms", required_argument, NULL, 'C' },

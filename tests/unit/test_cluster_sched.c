@@ -215,6 +215,19 @@ static void test_parse_flag(void **state)
     assert_int_equal(cluster_parse_flag(&o, "nodes", "-1", err, sizeof(err)), -EINVAL);
     assert_int_equal(cluster_parse_flag(&o, "node-gpu", "8x", err, sizeof(err)), -EINVAL);
     assert_int_equal(cluster_parse_flag(&o, "watch-window", "1", err, sizeof(err)), -ENOENT);
+    assert_int_equal(cluster_parse_flag(&o, "node-labels", "pool=gpu,zone=a", err, sizeof(err)), 0);
+    assert_string_equal(o->node_labels, "pool=gpu,zone=a");
+    assert_int_equal(cluster_parse_flag(&o, "node-labels", "pool=,x=", err, sizeof(err)), 0);
+    const char *bad[] = { "", "=v", "k", "k=v,", ",k=v", "k=v,,j=w", "k=a=b", "k=v w", "k=\x01" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (cluster_parse_flag(&o, "node-labels", bad[i], err, sizeof(err)) != -EINVAL)
+            fail_msg("--node-labels '%s' was accepted", bad[i]);
+    char many[400] = "";
+    for (int i = 0; i < 33; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sk%d=v", i ? "," : "", i);
+    assert_int_equal(cluster_parse_flag(&o, "node-labels", many, err, sizeof(err)), -EINVAL);
+    many[strlen(many) - strlen(",k32=v")] = '\0';
+    assert_int_equal(cluster_parse_flag(&o, "node-labels", many, err, sizeof(err)), 0);
     cluster_opts_free(o);
 }
 
