@@ -78,7 +78,7 @@ void cluster_node_allocatable(const cJSON *node, struct cluster_res *out);
 enum {
     CLUSTER_FIT_UNSCHEDULABLE = 1u << 0,  /* spec.unschedulable */
     CLUSTER_FIT_TAINT         = 1u << 1,  /* untolerated NoSchedule/NoExecute taint */
-    CLUSTER_FIT_SELECTOR      = 1u << 2,  /* nodeSelector */
+    CLUSTER_FIT_SELECTOR      = 1u << 2,  /* nodeSelector, required node affinity */
     CLUSTER_FIT_PODS          = 1u << 3,
     CLUSTER_FIT_CPU           = 1u << 4,
     CLUSTER_FIT_MEMORY        = 1u << 5,

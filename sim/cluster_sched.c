@@ -185,6 +185,82 @@ bool cluster_tolerates(const cJSON *tolerations, const cJSON *taint)
     return false;
 }
 
+#define MAX_TERMS 64
+
+static bool in_values(const cJSON *values, const char *v)
+{
+    const cJSON *x;
+
+    cJSON_ArrayForEach(x, values)
+        if (v && cJSON_IsString(x) && !strcmp(x->valuestring, v))
+            return true;
+    return false;
+}
+
+/* One nodeSelectorRequirement against a value (a label's, or metadata.name for
+ * matchFields); v NULL when the label is absent. Unknown operators never match. */
+static bool requirement_ok(const cJSON *r, const char *v)
+{
+    const char *op = cJSON_GetStringValue(jget(r, "operator"));
+    const cJSON *values = jget(r, "values");
+    char *end;
+    long long have, want;
+
+    if (!op)
+        return false;
+    if (!strcmp(op, "In"))
+        return in_values(values, v);
+    if (!strcmp(op, "NotIn"))
+        return !in_values(values, v);
+    if (!strcmp(op, "Exists"))
+        return v != NULL;
+    if (!strcmp(op, "DoesNotExist"))
+        return v == NULL;
+    if ((strcmp(op, "Gt") && strcmp(op, "Lt")) || !v || cJSON_GetArraySize(values) != 1 ||
+        !cJSON_IsString(values->child))
+        return false;
+    errno = 0;
+    have = strtoll(v, &end, 10);
+    if (errno || *end || end == v)
+        return false;
+    want = strtoll(values->child->valuestring, &end, 10);
+    if (errno || *end || end == values->child->valuestring)
+        return false;
+    return op[0] == 'G' ? have > want : have < want;
+}
+
+/* requiredDuringSchedulingIgnoredDuringExecution: terms ORed, requirements ANDed; an
+ * empty term (or an empty term list) matches nothing, as in the real NodeAffinity. */
+static bool node_affinity_ok(const cJSON *spec, const cJSON *node)
+{
+    const cJSON *req = jget(jget(jget(spec, "affinity"), "nodeAffinity"),
+                            "requiredDuringSchedulingIgnoredDuringExecution");
+    const cJSON *labels = jget(jget(node, "metadata"), "labels"), *term, *r;
+    const char *name = cJSON_GetStringValue(jget(jget(node, "metadata"), "name"));
+    int n = 0;
+
+    if (!req)
+        return true;
+    cJSON_ArrayForEach(term, jget(req, "nodeSelectorTerms")) {
+        bool ok = true, any = false;
+        if (++n > MAX_TERMS)
+            break;
+        cJSON_ArrayForEach(r, jget(term, "matchExpressions")) {
+            const char *k = cJSON_GetStringValue(jget(r, "key"));
+            any = true;
+            ok = ok && k && requirement_ok(r, cJSON_GetStringValue(jget(labels, k)));
+        }
+        cJSON_ArrayForEach(r, jget(term, "matchFields")) {
+            const char *k = cJSON_GetStringValue(jget(r, "key"));
+            any = true;
+            ok = ok && k && !strcmp(k, "metadata.name") && requirement_ok(r, name);
+        }
+        if (any && ok)
+            return true;
+    }
+    return false;
+}
+
 unsigned cluster_node_fits(const cJSON *pod, const struct cluster_res *req,
                            const cJSON *node, const struct cluster_res *alloc,
                            const struct cluster_res *used, char *taint, size_t taintlen)
@@ -213,6 +289,8 @@ unsigned cluster_node_fits(const cJSON *pod, const struct cluster_res *req,
             !jget(labels, kv->string))
             return CLUSTER_FIT_SELECTOR;
     }
+    if (!node_affinity_ok(spec, node))
+        return CLUSTER_FIT_SELECTOR;
     if (used->pods + req->pods > alloc->pods)
         bits |= CLUSTER_FIT_PODS;
     if (req->cpu_m && used->cpu_m + req->cpu_m > alloc->cpu_m)

@@ -156,6 +156,40 @@ static void test_fit_selector_taints(void **state)
     assert_int_equal(fit("{\"spec\":{}}", cordoned, NULL, NULL, 0), CLUSTER_FIT_UNSCHEDULABLE);
 }
 
+#define AFF(terms) "{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":" \
+                   "{\"nodeSelectorTerms\":" terms "}}}}}"
+
+static void test_fit_node_affinity(void **state)
+{
+    (void)state;
+    const char *node = NODE("", "{\"pool\":\"gpu\",\"zone\":\"a\",\"gen\":\"5\"}");
+
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":[\"cpu\",\"gpu\"]}]}]"),
+                         node, NULL, NULL, 0), 0);
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"NotIn\",\"values\":[\"gpu\"]}]}]"),
+                         node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    /* terms are ORed: the second matches */
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"Exists\"}]},"
+                             "{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"DoesNotExist\"}]}]"),
+                         node, NULL, NULL, 0), 0);
+    /* requirements are ANDed */
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"},"
+                             "{\"key\":\"gen\",\"operator\":\"Gt\",\"values\":[\"5\"]}]}]"),
+                         node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"gen\",\"operator\":\"Gt\",\"values\":[\"4\"]},"
+                             "{\"key\":\"gen\",\"operator\":\"Lt\",\"values\":[\"6\"]}]}]"),
+                         node, NULL, NULL, 0), 0);
+    assert_int_equal(fit(AFF("[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n\"]}]}]"),
+                         node, NULL, NULL, 0), 0);
+    /* an empty term, an empty list, a bad operator or a non-numeric Gt match nothing */
+    assert_int_equal(fit(AFF("[{}]"), node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit(AFF("[]"), node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"Like\",\"values\":[\"gpu\"]}]}]"),
+                         node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"Gt\",\"values\":[\"1\"]}]}]"),
+                         node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+}
+
 static void test_spreading(void **state)
 {
     struct cluster_res req = { .cpu_m = 1000, .mem = 1LL << 30, .pods = 1 };
@@ -238,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_fit_resources),
         cmocka_unit_test(test_fit_selector_taints),
+        cmocka_unit_test(test_fit_node_affinity),
         cmocka_unit_test(test_spreading),
         cmocka_unit_test(test_message),
         cmocka_unit_test(test_parse_flag),
