@@ -143,7 +143,8 @@ static cJSON *container_status(struct cl_pod *p, const cJSON *spec_c, int idx, b
     cJSON *s = cJSON_CreateObject(), *st;
     const char *name = cl_jstr(spec_c, "name"), *image = cl_jstr(spec_c, "image");
     char cid[96], hex[65], iid[600];
-    bool pulled = p->stage != ST_PULLFAIL && p->stage != ST_BOUND;
+    bool pulled = p->stage == ST_RUNNING || p->stage == ST_READY || p->stage == ST_BACKOFF ||
+                  p->stage == ST_DONE;
 
     hex64(p->cid, idx * 1000 + p->restarts + (init ? 500 : 0), hex);
     snprintf(cid, sizeof(cid), "containerd://%s", hex);
@@ -238,6 +239,9 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
     char unready[512] = "", msg[600];
     int idx = 0;
     bool started = p->stage != ST_NONE && p->stage != ST_BOUND;
+    /* bound by our scheduler but not started: the kubelet's first, ContainerCreating status */
+    bool bound = started || (p->cond[C_SCHED] && p->acct_node);
+    const char *host = node_name(p) && node_name(p)[0] ? node_name(p) : p->acct_node;
 
     if (p->stage == ST_RUNNING || p->stage == ST_READY || p->stage == ST_BACKOFF)
         phase = "Running";
@@ -245,7 +249,7 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
         phase = p->last_exit == 0 ? "Succeeded" : "Failed";
     cJSON_AddStringToObject(s, "phase", phase);
     conds = cJSON_AddArrayToObject(s, "conditions");
-    if (started) {
+    if (bound) {
         cJSON_ArrayForEach(c, cl_jget(spec, "containers")) {
             size_t off = strlen(unready);
             if (p->stage != ST_READY && off + 2 < sizeof(unready))
@@ -255,7 +259,8 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
         snprintf(msg, sizeof(msg), "containers with unready status: [%s]", unready);
         nr_reason = p->stage == ST_DONE ? "PodCompleted" : "ContainersNotReady";
         add_cond(conds, p, C_READYTOSTART, NULL, NULL);
-        add_cond(conds, p, C_INIT, p->stage == ST_DONE ? "PodCompleted" : NULL, NULL);
+        add_cond(conds, p, C_INIT, p->stage == ST_DONE ? "PodCompleted" :
+                 p->cond[C_INIT] ? NULL : "ContainersNotInitialized", NULL);
         add_cond(conds, p, C_READY, p->cond[C_READY] ? NULL : nr_reason,
                  p->cond[C_READY] || p->stage == ST_DONE ? NULL : msg);
         add_cond(conds, p, C_CONTAINERS, p->cond[C_CONTAINERS] ? NULL : nr_reason,
@@ -266,9 +271,9 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
                  p->cond[C_SCHED] ? NULL : p->unsched_msg);
     if (cl_jget(old, "qosClass"))
         cJSON_AddItemToObject(s, "qosClass", cJSON_Duplicate(cl_jget(old, "qosClass"), true));
-    if (!started)
+    if (!bound)
         return s;
-    n = cl_node_find(cl, node_name(p));
+    n = cl_node_find(cl, host);
     if (n && n->ip[0]) {
         cJSON_AddStringToObject(s, "hostIP", n->ip);
         ips = cJSON_AddArrayToObject(s, "hostIPs");
@@ -282,7 +287,7 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
         cJSON_AddStringToObject(ips->child, "ip", p->ip);
     }
     add_time(s, "startTime", p->start_time);
-    if (cl_jget(spec, "initContainers")) {
+    if (started && cl_jget(spec, "initContainers")) {
         list = cJSON_AddArrayToObject(s, "initContainerStatuses");
         cJSON_ArrayForEach(c, cl_jget(spec, "initContainers"))
             cJSON_AddItemToArray(list, container_status(p, c, idx++, true));

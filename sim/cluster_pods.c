@@ -185,6 +185,12 @@ static int bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n)
     }
     account(c, p, n->name);
     cl_kubelet_set_cond(p, C_SCHED, true);
+    /* what the node's kubelet reports at once: created, not yet started */
+    cl_kubelet_set_cond(p, C_READYTOSTART, false);
+    cl_kubelet_set_cond(p, C_INIT, !cl_jget(cl_jget(p->obj->json, "spec"), "initContainers"));
+    cl_kubelet_set_cond(p, C_CONTAINERS, false);
+    cl_kubelet_set_cond(p, C_READY, false);
+    p->start_time = time(NULL);
     p->unsched_msg[0] = '\0';
     cl_kubelet_write(c, p);
     snprintf(msg, sizeof(msg), "Successfully assigned %s to %s", p->key, n->name);

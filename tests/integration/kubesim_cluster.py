@@ -158,6 +158,8 @@ def run(sim):
     if p:
         st = p["status"]
         check("it was seen Running but not Ready first", ("Running", "False") in seen, sorted(map(str, seen)))
+        check("and Pending + bound (ContainerCreating, Ready False) before that", ("Pending", "False") in seen,
+              sorted(map(str, seen)))
         check("bound to a node, podIP 10.244.*, hostIP, startTime",
               p["spec"].get("nodeName", "").startswith("kubesim-node-") and
               st.get("podIP", "").startswith("10.244.") and st.get("hostIP", "").startswith("10.0.")
