@@ -560,6 +560,7 @@ out:
 struct delete_ctx {
     struct store_delete_opts o;
     cJSON *body;                 /* owns the strings o points into */
+    bool orphan_false;           /* orphanDependents=false was given (query or body) */
 };
 
 /* DeleteOptions from the query, then from the body (kubectl sends
@@ -575,6 +576,7 @@ static int delete_opts(struct server_req *req, struct delete_ctx *c)
     c->o.propagation = q->propagation;
     if (q->orphan_dependents_set && !c->o.propagation)
         c->o.propagation = q->orphan_dependents ? "Orphan" : "Background";
+    c->orphan_false = q->orphan_dependents_set && !q->orphan_dependents;
     c->o.precondition_uid = q->precondition_uid;
     c->o.precondition_rv = q->precondition_rv;
     c->o.dry_run = q->dry_run;
@@ -592,6 +594,8 @@ static int delete_opts(struct server_req *req, struct delete_ctx *c)
     v = cJSON_GetObjectItemCaseSensitive(c->body, "orphanDependents");
     if (cJSON_IsBool(v) && !c->o.propagation)
         c->o.propagation = cJSON_IsTrue(v) ? "Orphan" : "Background";
+    if (cJSON_IsBool(v))
+        c->orphan_false = !cJSON_IsTrue(v);
     v = cJSON_GetObjectItemCaseSensitive(c->body, "gracePeriodSeconds");
     if (cJSON_IsNumber(v))
         c->o.grace_seconds = v->valuedouble < 0 ? 0 : (long)v->valuedouble;
@@ -660,7 +664,10 @@ static int do_delete(struct server_req *req, const struct reg_resource *res)
     } else if (!o) {
         reply_delete_success(req, res, NULL);
     } else {
-        if (!gone && (res->flags & REG_FLAG_GRACEFUL_DELETE))
+        /* The real handler answers 202 only for an object that is not gone yet AND an
+         * explicit orphanDependents=false (changing it "will break existing clients"):
+         * a graceful Pod deletion is a 200 with the Pod. */
+        if (!gone && c.orphan_false)
             code = 202;
         server_reply(req, code, JSON, o->bytes, o->len);
     }

@@ -60,6 +60,7 @@ fi
 for t in tests/integration/*.sh tests/integration/*.py; do
     [ -f "$t" ] || continue
     name=$(basename "$t")
+    case "$name" in lib*.sh) continue;; esac   # sourced helpers, not tests
     [ -n "$ONLY" ] && case "$name" in *$ONLY*) ;; *) continue;; esac
     deadline=$(sed -n 's/^# deadline: *\([0-9]*\).*/\1/p' "$t" | head -1)
     deadline=${deadline:-120}
