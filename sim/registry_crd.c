@@ -8,6 +8,7 @@
  * CRD objects come from clients, so every access is type-checked and bounded
  * (REG_MAX_* in registry.h); anything unexpected is a cause, never a crash.
  */
+#include "sim/status_cause.h"
 #include "sim/registry_int.h"
 #include "sim/schema.h"
 #include "util/util.h"
@@ -19,31 +20,6 @@
 #include <string.h>
 
 /* ---- validation ------------------------------------------------------------ */
-
-static int add_cause(cJSON *causes, const char *reason, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int add_cause(cJSON *causes, const char *reason, const char *field, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    cJSON *c;
-
-    if (!causes)
-        return 0;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    c = cJSON_CreateObject();
-    if (!c || !cJSON_AddStringToObject(c, "reason", reason) ||
-        !cJSON_AddStringToObject(c, "message", msg) ||
-        !cJSON_AddStringToObject(c, "field", field)) {
-        cJSON_Delete(c);
-        return -ENOMEM;
-    }
-    cJSON_AddItemToArray(causes, c);
-    return 0;
-}
 
 /* Quotes s for a message, truncated so a huge value cannot flood the cause. */
 static const char *shorten(const char *s, char out[80])
@@ -118,29 +94,29 @@ static int check_label(cJSON *causes, const char *field, const cJSON *v, bool re
     if (!v || cJSON_IsNull(v)) {
         if (required) {
             *bad = 1;
-            return add_cause(causes, "FieldValueRequired", field, "Required value");
+            return status_cause_add(causes, "FieldValueRequired", field, "Required value");
         }
         return 0;
     }
     if (!cJSON_IsString(v)) {
         *bad = 1;
-        return add_cause(causes, "FieldValueTypeMismatch", field,
+        return status_cause_add(causes, "FieldValueTypeMismatch", field,
                          "Invalid value: must be a string");
     }
     if (required && !*v->valuestring) {
         *bad = 1;
-        return add_cause(causes, "FieldValueRequired", field, "Required value");
+        return status_cause_add(causes, "FieldValueRequired", field, "Required value");
     }
     if (strlen(v->valuestring) > REG_MAX_NAME_LEN) {
         *bad = 1;
-        return add_cause(causes, "FieldValueInvalid", field,
+        return status_cause_add(causes, "FieldValueInvalid", field,
                          "Invalid value: \"%s\": must be no more than 63 characters",
                          shorten(v->valuestring, tmp));
     }
     lower_copy(v->valuestring, low, sizeof(low));
     if (*v->valuestring && !is_dns1035_label(lower ? low : v->valuestring)) {
         *bad = 1;
-        return add_cause(causes, "FieldValueInvalid", field,
+        return status_cause_add(causes, "FieldValueInvalid", field,
                          "Invalid value: \"%s\": a DNS-1035 label must consist of lower case "
                          "alphanumeric characters or '-', start with an alphabetic character, "
                          "and end with an alphanumeric character",
@@ -157,7 +133,7 @@ static int check_names(const cJSON *names, cJSON *causes, int *bad)
 
     if (!cJSON_IsObject(names)) {
         *bad = 1;
-        return add_cause(causes, "FieldValueRequired", "spec.names", "Required value");
+        return status_cause_add(causes, "FieldValueRequired", "spec.names", "Required value");
     }
     if ((rc = check_label(causes, "spec.names.plural",
                           cJSON_GetObjectItemCaseSensitive(names, "plural"), true, false, bad)) ||
@@ -171,7 +147,7 @@ static int check_names(const cJSON *names, cJSON *causes, int *bad)
     if (str_at(names, "kind") && str_at(names, "listKind") &&
         strcmp(str_at(names, "kind"), str_at(names, "listKind")) == 0) {
         *bad = 1;
-        return add_cause(causes, "FieldValueInvalid", "spec.names.listKind",
+        return status_cause_add(causes, "FieldValueInvalid", "spec.names.listKind",
                          "Invalid value: \"%.64s\": kind and listKind may not be the same",
                          str_at(names, "listKind"));
     }
@@ -183,7 +159,7 @@ static int check_names(const cJSON *names, cJSON *causes, int *bad)
         snprintf(field, sizeof(field), "spec.names.%s", arrays[a]);
         if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > REG_MAX_NAMES) {
             *bad = 1;
-            return add_cause(causes, "FieldValueInvalid", field,
+            return status_cause_add(causes, "FieldValueInvalid", field,
                              "Invalid value: must be a list of at most %d strings",
                              REG_MAX_NAMES);
         }
@@ -206,13 +182,13 @@ static int check_column(const cJSON *col, const char *base, cJSON *causes, int *
 
     if (!cJSON_IsObject(col)) {
         *bad = 1;
-        return add_cause(causes, "FieldValueInvalid", base, "Invalid value: must be an object");
+        return status_cause_add(causes, "FieldValueInvalid", base, "Invalid value: must be an object");
     }
     snprintf(field, sizeof(field), "%s.name", base);
     s = str_at(col, "name");
     if (!s || !*s || strlen(s) > REG_MAX_NAME_LEN) {
         *bad = 1;
-        return add_cause(causes, "FieldValueRequired", field, "Required value");
+        return status_cause_add(causes, "FieldValueRequired", field, "Required value");
     }
     snprintf(field, sizeof(field), "%s.type", base);
     s = str_at(col, "type");
@@ -220,7 +196,7 @@ static int check_column(const cJSON *col, const char *base, cJSON *causes, int *
         ok |= strcmp(s, types[i]) == 0;
     if (!ok) {
         *bad = 1;
-        return add_cause(causes, s ? "FieldValueNotSupported" : "FieldValueRequired", field,
+        return status_cause_add(causes, s ? "FieldValueNotSupported" : "FieldValueRequired", field,
                          s ? "Unsupported value: \"%.64s\": supported values: \"boolean\", "
                              "\"date\", \"integer\", \"number\", \"string\""
                            : "Required value%.0s", s ? s : "");
@@ -229,14 +205,14 @@ static int check_column(const cJSON *col, const char *base, cJSON *causes, int *
     s = str_at(col, "jsonPath");
     if (!s || !*s || strlen(s) > 1024) {
         *bad = 1;
-        return add_cause(causes, "FieldValueRequired", field, "Required value");
+        return status_cause_add(causes, "FieldValueRequired", field, "Required value");
     }
     prio = cJSON_GetObjectItemCaseSensitive(col, "priority");
     if (prio && !cJSON_IsNull(prio) && (!cJSON_IsNumber(prio) || prio->valuedouble < 0 ||
                                         prio->valuedouble > 2147483647.0)) {
         *bad = 1;
         snprintf(field, sizeof(field), "%s.priority", base);
-        return add_cause(causes, "FieldValueInvalid", field,
+        return status_cause_add(causes, "FieldValueInvalid", field,
                          "Invalid value: must be a non-negative integer");
     }
     return 0;
@@ -254,7 +230,7 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
     snprintf(base, sizeof(base), "spec.versions[%d]", idx);
     if (!cJSON_IsObject(v)) {
         *bad = 1;
-        return add_cause(causes, "FieldValueInvalid", base, "Invalid value: must be an object");
+        return status_cause_add(causes, "FieldValueInvalid", base, "Invalid value: must be an object");
     }
     snprintf(field, sizeof(field), "%s.name", base);
     if ((rc = check_label(causes, field, cJSON_GetObjectItemCaseSensitive(v, "name"), true,
@@ -264,7 +240,7 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
     for (int j = 0; names[idx] && j < idx; j++)
         if (names[j] && strcmp(names[j], names[idx]) == 0) {
             *bad = 1;
-            return add_cause(causes, "FieldValueInvalid", "spec.versions",
+            return status_cause_add(causes, "FieldValueInvalid", "spec.versions",
                              "Invalid value: must contain unique version names");
         }
     served = cJSON_GetObjectItemCaseSensitive(v, "served");
@@ -272,13 +248,13 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
     snprintf(field, sizeof(field), "%s.served", base);
     if (!cJSON_IsBool(served)) {
         *bad = 1;
-        if ((rc = add_cause(causes, "FieldValueRequired", field, "Required value")))
+        if ((rc = status_cause_add(causes, "FieldValueRequired", field, "Required value")))
             return rc;
     }
     snprintf(field, sizeof(field), "%s.storage", base);
     if (!cJSON_IsBool(stor)) {
         *bad = 1;
-        if ((rc = add_cause(causes, "FieldValueRequired", field, "Required value")))
+        if ((rc = status_cause_add(causes, "FieldValueRequired", field, "Required value")))
             return rc;
     } else if (cJSON_IsTrue(stor)) {
         (*storage)++;
@@ -289,12 +265,12 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
     snprintf(field, sizeof(field), "%s.schema.openAPIV3Schema", base);
     if (!cJSON_IsObject(schema)) {
         *bad = 1;
-        if ((rc = add_cause(causes, "FieldValueRequired", field,
+        if ((rc = status_cause_add(causes, "FieldValueRequired", field,
                             "Required value: schemas are required")))
             return rc;
     } else if (compile && schema_compile(schema, &compiled, err, sizeof(err)) < 0) {
         *bad = 1;
-        if ((rc = add_cause(causes, "FieldValueInvalid", field, "Invalid value: %s", err)))
+        if ((rc = status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: %s", err)))
             return rc;
     } else if (compiled) {
         schema_free(compiled);
@@ -305,7 +281,7 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
         snprintf(field, sizeof(field), "%s.subresources", base);
         if (!cJSON_IsObject(subs)) {
             *bad = 1;
-            return add_cause(causes, "FieldValueInvalid", field, "Invalid value: must be an object");
+            return status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: must be an object");
         }
         if (scale && !cJSON_IsNull(scale)) {
             const char *sp = str_at(scale, "specReplicasPath");
@@ -313,14 +289,14 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
             snprintf(field, sizeof(field), "%s.subresources.scale.specReplicasPath", base);
             if (!sp || strncmp(sp, ".spec.", 6) != 0 || strlen(sp) > 256) {
                 *bad = 1;
-                if ((rc = add_cause(causes, "FieldValueInvalid", field,
+                if ((rc = status_cause_add(causes, "FieldValueInvalid", field,
                                     "Invalid value: should be a json path under .spec")))
                     return rc;
             }
             snprintf(field, sizeof(field), "%s.subresources.scale.statusReplicasPath", base);
             if (!st || strncmp(st, ".status.", 8) != 0 || strlen(st) > 256) {
                 *bad = 1;
-                if ((rc = add_cause(causes, "FieldValueInvalid", field,
+                if ((rc = status_cause_add(causes, "FieldValueInvalid", field,
                                     "Invalid value: should be a json path under .status")))
                     return rc;
             }
@@ -331,7 +307,7 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
         snprintf(field, sizeof(field), "%s.additionalPrinterColumns", base);
         if (!cJSON_IsArray(cols) || cJSON_GetArraySize(cols) > REG_MAX_COLUMNS) {
             *bad = 1;
-            return add_cause(causes, "FieldValueInvalid", field,
+            return status_cause_add(causes, "FieldValueInvalid", field,
                              "Invalid value: must be a list of at most %d columns",
                              REG_MAX_COLUMNS);
         }
@@ -354,31 +330,31 @@ static int validate_crd(const cJSON *crd, cJSON *causes, bool compile)
     int bad = 0, storage = 0, rc, i = 0;
 
     if (!cJSON_IsObject(crd)) {
-        rc = add_cause(causes, "FieldValueInvalid", "", "Invalid value: must be an object");
+        rc = status_cause_add(causes, "FieldValueInvalid", "", "Invalid value: must be an object");
         return rc ? rc : -EINVAL;
     }
     meta = cJSON_GetObjectItemCaseSensitive(crd, "metadata");
     spec = cJSON_GetObjectItemCaseSensitive(crd, "spec");
     name = str_at(meta, "name");
     if (!cJSON_IsObject(spec)) {
-        rc = add_cause(causes, "FieldValueRequired", "spec", "Required value");
+        rc = status_cause_add(causes, "FieldValueRequired", "spec", "Required value");
         return rc ? rc : -EINVAL;
     }
     group = str_at(spec, "group");
     if (!group || !*group) {
         bad = 1;
-        if ((rc = add_cause(causes, "FieldValueRequired", "spec.group", "Required value")))
+        if ((rc = status_cause_add(causes, "FieldValueRequired", "spec.group", "Required value")))
             return rc;
     } else if (!is_dns1123_subdomain(group)) {
         bad = 1;
-        if ((rc = add_cause(causes, "FieldValueInvalid", "spec.group",
+        if ((rc = status_cause_add(causes, "FieldValueInvalid", "spec.group",
                             "Invalid value: \"%s\": a lowercase RFC 1123 subdomain must consist "
                             "of lower case alphanumeric characters, '-' or '.'",
                             shorten(group, tmp))))
             return rc;
     } else if (!strchr(group, '.')) {
         bad = 1;
-        if ((rc = add_cause(causes, "FieldValueInvalid", "spec.group",
+        if ((rc = status_cause_add(causes, "FieldValueInvalid", "spec.group",
                             "Invalid value: \"%s\": should be a domain with at least one dot",
                             group)))
             return rc;
@@ -393,7 +369,7 @@ static int validate_crd(const cJSON *crd, cJSON *causes, bool compile)
         strcpy(want + pl + 1, group);
         if (!name || strcmp(name, want) != 0) {
             bad = 1;
-            if ((rc = add_cause(causes, "FieldValueInvalid", "metadata.name",
+            if ((rc = status_cause_add(causes, "FieldValueInvalid", "metadata.name",
                                 "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group",
                                 name ? shorten(name, tmp) : "")))
                 return rc;
@@ -402,22 +378,22 @@ static int validate_crd(const cJSON *crd, cJSON *causes, bool compile)
     scope = str_at(spec, "scope");
     if (!scope || (strcmp(scope, "Namespaced") != 0 && strcmp(scope, "Cluster") != 0)) {
         bad = 1;
-        if ((rc = scope ? add_cause(causes, "FieldValueNotSupported", "spec.scope",
+        if ((rc = scope ? status_cause_add(causes, "FieldValueNotSupported", "spec.scope",
                                     "Unsupported value: \"%s\": supported values: \"Cluster\", "
                                     "\"Namespaced\"", shorten(scope, tmp))
-                        : add_cause(causes, "FieldValueRequired", "spec.scope", "Required value")))
+                        : status_cause_add(causes, "FieldValueRequired", "spec.scope", "Required value")))
             return rc;
     }
     versions = cJSON_GetObjectItemCaseSensitive(spec, "versions");
     if (!cJSON_IsArray(versions) || cJSON_GetArraySize(versions) == 0) {
         bad = 1;
-        if ((rc = add_cause(causes, "FieldValueRequired", "spec.versions",
+        if ((rc = status_cause_add(causes, "FieldValueRequired", "spec.versions",
                             "Required value: must have exactly one version marked as storage "
                             "version")))
             return rc;
     } else if (cJSON_GetArraySize(versions) > REG_MAX_VERSIONS) {
         bad = 1;
-        if ((rc = add_cause(causes, "FieldValueTooMany", "spec.versions",
+        if ((rc = status_cause_add(causes, "FieldValueTooMany", "spec.versions",
                             "Too many: must have at most %d items", REG_MAX_VERSIONS)))
             return rc;
     } else {
@@ -428,7 +404,7 @@ static int validate_crd(const cJSON *crd, cJSON *causes, bool compile)
         }
         if (storage != 1) {
             bad = 1;
-            if ((rc = add_cause(causes, "FieldValueInvalid", "spec.versions",
+            if ((rc = status_cause_add(causes, "FieldValueInvalid", "spec.versions",
                                 "Invalid value: must have exactly one version marked as storage "
                                 "version")))
                 return rc;
@@ -485,7 +461,7 @@ int registry_validate_crd_update(const cJSON *old, const cJSON *crd, cJSON *caus
         if (!imm[k].check || str_eq(imm[k].a, imm[k].b))
             continue;
         bad = 1;
-        if ((rc = add_cause(causes, "FieldValueInvalid", imm[k].field,
+        if ((rc = status_cause_add(causes, "FieldValueInvalid", imm[k].field,
                             "Invalid value: \"%s\": field is immutable",
                             imm[k].a ? shorten(imm[k].a, tmp) : "")))
             return rc;
@@ -505,7 +481,7 @@ int registry_validate_crd_update(const cJSON *old, const cJSON *crd, cJSON *caus
         if (found)
             continue;
         bad = 1;
-        if ((rc = add_cause(causes, "FieldValueInvalid", field,
+        if ((rc = status_cause_add(causes, "FieldValueInvalid", field,
                             "Invalid value: \"%s\": must appear in spec.versions",
                             shorten(sv->valuestring, tmp))))
             return rc;

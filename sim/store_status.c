@@ -4,6 +4,7 @@
  * struct store_status, and store_status_json, which the server writes as the
  * body of every failed request and of watch ERROR events.
  */
+#include "sim/status_cause.h"
 #include "sim/store_int.h"
 
 #include <errno.h>
@@ -137,24 +138,13 @@ void st_already_exists(struct store_status *st, const struct reg_resource *res,
 
 int st_cause(cJSON *causes, const char *reason, const char *field, const char *fmt, ...)
 {
-    char msg[1024];
     va_list ap;
-    cJSON *c;
+    int rc;
 
-    if (!causes)
-        return 0;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    rc = status_cause_vadd(causes, reason, field, fmt, ap);
     va_end(ap);
-    c = cJSON_CreateObject();
-    if (!c || !cJSON_AddStringToObject(c, "reason", reason) ||
-        !cJSON_AddStringToObject(c, "message", msg) ||
-        !cJSON_AddStringToObject(c, "field", field)) {
-        cJSON_Delete(c);
-        return -ENOMEM;
-    }
-    cJSON_AddItemToArray(causes, c);
-    return 0;
+    return rc;
 }
 
 /*
