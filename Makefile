@@ -11,6 +11,7 @@ MODE    ?= rel
 B       := build/$(MODE)
 SRCDIRS := util sim kube cache ipc watcher reconcilers cmd
 CC      ?= cc
+NPROC   := $(shell nproc 2>/dev/null || echo 2)
 
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -Wall -Wextra -Werror -Wshadow \
                  -Wno-missing-field-initializers -fno-strict-aliasing -I. -MMD -MP
@@ -76,9 +77,9 @@ deps:
 	@sh tools/deps.sh
 
 test: deps
-	$(MAKE) all unit-bins bench-bins
-	$(MAKE) MODE=asan unit-bins
-	$(MAKE) MODE=fuzz fuzz-bins
+	$(MAKE) -j$(NPROC) all unit-bins bench-bins
+	$(MAKE) -j$(NPROC) MODE=asan unit-bins
+	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
 	sh tests/run.sh
 
 bench: deps all $(BENCH_BINS)
