@@ -56,5 +56,10 @@ int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *mana
 int patch_record_managed_fields(cJSON *obj, const cJSON *old, const char *manager,
                                 const char *operation, const char *api_version,
                                 const char *subresource);
+/* The same, but every fieldsV1 is one cJSON_Raw node holding its compact JSON (the
+ * form store snapshots keep; see store.c), written without building a tree. */
+int patch_record_managed_fields_raw(cJSON *obj, const cJSON *old, const char *manager,
+                                    const char *operation, const char *api_version,
+                                    const char *subresource);
 
 #endif

@@ -133,9 +133,28 @@ static int mf_find_or_add(struct mf_list *l, const char *manager, const char *op
     return (int)(l->n - 1);
 }
 
+/* fieldsV1 of a set: a tree, or (raw) one cJSON_Raw node holding its compact text, the
+ * form store.c keeps in snapshots; the text is written without building the tree. */
+static cJSON *mf_fields(const struct fs_set *set, bool raw)
+{
+    struct buf b = { 0 };
+    cJSON *f = NULL;
+    int rc;
+
+    if (!raw)
+        return fs_to_fieldsv1(set);
+    rc = fs_print_fieldsv1(set, &b);
+    if (rc == -E2BIG)
+        f = fs_to_fieldsv1(set);
+    else if (!rc && !buf_append(&b, "", 1))
+        f = cJSON_CreateRaw(b.data);
+    buf_free(&b);
+    return f;
+}
+
 /* Writes the entries back into obj.metadata.managedFields (entries with empty sets are
  * dropped, as the server drops them). */
-static int mf_store(cJSON *obj, const struct mf_list *l)
+static int mf_store(cJSON *obj, const struct mf_list *l, bool raw)
 {
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata"), *arr;
 
@@ -152,7 +171,7 @@ static int mf_store(cJSON *obj, const struct mf_list *l)
         cJSON *o, *f;
         if (e->set.n == 0)
             continue;
-        if (!(o = cJSON_CreateObject()) || !(f = fs_to_fieldsv1(&e->set))) {
+        if (!(o = cJSON_CreateObject()) || !(f = mf_fields(&e->set, raw))) {
             cJSON_Delete(o);
             cJSON_Delete(arr);
             return -ENOMEM;
@@ -435,7 +454,7 @@ int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *mana
         goto out;
     l.v[self].set = nw;
     memset(&nw, 0, sizeof(nw));
-    if ((rc = set_stamp(&l.v[self], api_version)) || (rc = mf_store(res, &l)))
+    if ((rc = set_stamp(&l.v[self], api_version)) || (rc = mf_store(res, &l, false)))
         goto out;
     *out = res;
     res = NULL;
@@ -474,9 +493,9 @@ static bool has_sep_name(const cJSON *node, int depth)
     return false;
 }
 
-int patch_record_managed_fields(cJSON *obj, const cJSON *old, const char *manager,
-                                const char *operation, const char *api_version,
-                                const char *subresource)
+static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
+                     const char *operation, const char *api_version,
+                     const char *subresource, bool raw)
 {
     struct fs_keys keys = { NULL, NULL };
     struct fs_set all = { 0 };
@@ -529,9 +548,23 @@ int patch_record_managed_fields(cJSON *obj, const cJSON *old, const char *manage
 stamp:
     if ((rc = set_stamp(&l.v[self], api_version)))
         goto out;
-    rc = mf_store(obj, &l);
+    rc = mf_store(obj, &l, raw);
 out:
     fs_free(&all);
     mf_free(&l);
     return rc == -E2BIG ? 0 : rc;
+}
+
+int patch_record_managed_fields(cJSON *obj, const cJSON *old, const char *manager,
+                                const char *operation, const char *api_version,
+                                const char *subresource)
+{
+    return record_mf(obj, old, manager, operation, api_version, subresource, false);
+}
+
+int patch_record_managed_fields_raw(cJSON *obj, const cJSON *old, const char *manager,
+                                    const char *operation, const char *api_version,
+                                    const char *subresource)
+{
+    return record_mf(obj, old, manager, operation, api_version, subresource, true);
 }

@@ -15,6 +15,7 @@
 #include "sim/patch.h"
 #include "sim/patch_int.h"
 #include "sim/schema.h"
+#include "util/util.h"
 
 #define FS_MAX_DEPTH 64
 #define FS_PATH_MAX 4096
@@ -446,6 +447,126 @@ cJSON *fs_to_fieldsv1(const struct fs_set *s)
 nomem:
     cJSON_Delete(root);
     return NULL;
+}
+
+/* A node of the fieldsV1 text writer: children kept in first-insertion order, as
+ * fs_to_fieldsv1's cJSON tree keeps them, so both print the same bytes. */
+struct fv_node {
+    const char *name;           /* points into the set's path (or ".") */
+    size_t len;
+    size_t first, last, next;   /* node indexes; 0 = none (node 0 is the root) */
+};
+
+/* The child of parent named name[0..len), added when missing; 0 on ENOMEM. *v may move. */
+static size_t fv_child(struct fv_node **vp, size_t *n, size_t *cap, size_t parent,
+                       const char *name, size_t len)
+{
+    struct fv_node *v = *vp;
+    size_t c = v[parent].last;
+
+    /* paths arrive depth first, so the wanted child is nearly always the last one */
+    if (c && (v[c].len != len || memcmp(v[c].name, name, len)))
+        for (c = v[parent].first; c; c = v[c].next)
+            if (v[c].len == len && !memcmp(v[c].name, name, len))
+                break;
+    if (c)
+        return c;
+    if (*n == *cap) {
+        struct fv_node *nv = realloc(v, *cap * 2 * sizeof(*v));
+        if (!nv)
+            return 0;
+        *vp = v = nv;
+        *cap *= 2;
+    }
+    c = (*n)++;
+    v[c] = (struct fv_node){ name, len, 0, 0, 0 };
+    if (v[parent].last)
+        v[v[parent].last].next = c;
+    else
+        v[parent].first = c;
+    v[parent].last = c;
+    return c;
+}
+
+/* Writes `"name":{` at o (room for 6 bytes per name byte plus 4 reserved); returns the
+ * end. Escapes as cJSON and store_json_print do. */
+static char *fv_put_name(char *o, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        default:
+            memcpy(o, "u00", 3);
+            o[3] = hex[c >> 4];
+            o[4] = hex[c & 15];
+            o += 5;
+        }
+    }
+    memcpy(o, "\":{", 3);
+    return o + 3;
+}
+
+/* Prints node i's members (its "{" is already written) and the closing "}". */
+static int fv_print(const struct fv_node *v, size_t i, int depth, struct buf *b)
+{
+    if (depth > FS_MAX_DEPTH * 2)
+        return -E2BIG;
+    for (size_t c = v[i].first; c; c = v[c].next) {
+        int rc;
+        if (v[c].len > (SIZE_MAX - 8) / 6 || buf_reserve(b, v[c].len * 6 + 8))
+            return -ENOMEM;
+        char *o = b->data + b->len;
+        if (c != v[i].first)
+            *o++ = ',';
+        b->len = (size_t)(fv_put_name(o, v[c].name, v[c].len) - b->data);
+        if ((rc = fv_print(v, c, depth + 1, b)))
+            return rc;
+    }
+    return buf_append(b, "}", 1);
+}
+
+int fs_print_fieldsv1(const struct fs_set *s, struct buf *out)
+{
+    size_t cap = 64, n = 1;
+    struct fv_node *v = malloc(cap * sizeof(*v));
+    int rc = -ENOMEM;
+
+    if (!v)
+        return -ENOMEM;
+    v[0] = (struct fv_node){ "", 0, 0, 0, 0 };
+    for (size_t i = 0; i < s->n; i++) {
+        size_t node = 0;
+        const char *p = s->v[i].p;
+        while (*p) {
+            const char *e = strchr(p, FS_SEP);
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (!(node = fv_child(&v, &n, &cap, node, p, len)))
+                goto out;
+            p += len + (e ? 1 : 0);
+        }
+        if (s->v[i].self && !fv_child(&v, &n, &cap, node, ".", 1))
+            goto out;
+    }
+    if (!(rc = buf_append(out, "{", 1)))
+        rc = fv_print(v, 0, 0, out);
+out:
+    free(v);
+    return rc;
 }
 
 /* Finds the child of node named by one component; sets *idx for list elements. */

@@ -81,6 +81,10 @@ void fs_free(struct fs_set *s);
 int fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out);
 int fs_from_fieldsv1(const cJSON *f, struct fs_set *out);
 cJSON *fs_to_fieldsv1(const struct fs_set *s); /* caller owns; NULL = ENOMEM */
+/* Appends the compact JSON text of fs_to_fieldsv1(s) to out without building the
+ * tree. 0, -ENOMEM or -E2BIG. */
+struct buf;
+int fs_print_fieldsv1(const struct fs_set *s, struct buf *out);
 const cJSON *fs_resolve(const cJSON *obj, const char *p);
 void fs_delete(cJSON *obj, const char *p);
 void fs_display(const char *p, char *out, size_t outlen); /* ".spec.containers[name=\"x\"]" */

@@ -217,8 +217,11 @@ static void record_managed(cJSON *obj, const cJSON *old, const struct reg_resour
 
     if (!w || !w->field_manager)
         return;
-    patch_record_managed_fields(obj, old, w->field_manager, "Update", av ? av : res->version,
-                                sub && sub[0] ? sub : NULL);
+    /* a create keeps fieldsV1 as text straight away: store_obj_new would print and
+     * replace the tree anyway */
+    (old ? patch_record_managed_fields : patch_record_managed_fields_raw)(
+        obj, old, w->field_manager, "Update", av ? av : res->version,
+        sub && sub[0] ? sub : NULL);
 }
 
 /* Registers or unregisters the served types behind a CRD change (lock held). */

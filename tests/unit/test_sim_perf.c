@@ -1,12 +1,14 @@
 /* test_sim_perf.c - the shortcuts taken for kubesim's throughput give the same results
  * as the general code they bypass: managedFields of a create (patch_record_managed_fields
  * with no old object) against the general path (an empty old object, which makes every
- * field new and resolves every path again). */
+ * field new and resolves every path again); and the fieldsV1 text written straight from
+ * the field set (patch_record_managed_fields_raw) against the printed tree. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,9 +93,52 @@ static void test_separator_in_name_takes_general_path(void **state)
     cJSON_Delete(slow);
 }
 
+/* fieldsV1 of manager "bench" as compact text: printed from the tree (raw false) or
+ * the cJSON_Raw node's text (raw true). Caller frees. */
+static char *fields_text(const char *obj_json, bool empty_old, bool raw)
+{
+    cJSON *obj = cJSON_Parse(obj_json), *old = empty_old ? cJSON_CreateObject() : NULL;
+    assert_non_null(obj);
+    assert_int_equal((raw ? patch_record_managed_fields_raw : patch_record_managed_fields)(
+                         obj, old, "bench", "Update", "v1", NULL), 0);
+    cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                         "managedFields"), 0), "fieldsV1");
+    assert_true(raw ? cJSON_IsRaw(f) : cJSON_IsObject(f));
+    char *txt = raw ? strdup(f->valuestring) : cJSON_PrintUnformatted(f);
+    assert_non_null(txt);
+    cJSON_Delete(obj);
+    cJSON_Delete(old);
+    return txt;
+}
+
+/* Same bytes as the tree, member order included, for the create shortcut and the
+ * general path, with names that need escaping (quote, backslash, control bytes). */
+static void test_raw_fieldsv1_text_matches_tree(void **state)
+{
+    (void)state;
+    const char *esc = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\","
+                      "\"labels\":{\"q\\\"b\\\\s\":\"1\",\"t\\tn\\n\\u0001\":\"2\"}},"
+                      "\"data\":{\"z\":\"1\",\"a\":\"2\"}}";
+    const char *objs[] = { POD, esc };
+    for (size_t i = 0; i < 2; i++)
+        for (int old = 0; old < 2; old++) {
+            char *tree = fields_text(objs[i], old, false), *raw = fields_text(objs[i], old, true);
+            assert_string_equal(raw, tree);
+            free(tree);
+            free(raw);
+        }
+    char *t = fields_text(esc, false, true);
+    assert_non_null(strstr(t, "\"f:q\\\"b\\\\s\":{}"));
+    assert_non_null(strstr(t, "\"f:t\\tn\\n\\u0001\":{}"));
+    assert_non_null(strstr(t, "\"f:z\":{},\"f:a\":{}"));
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_raw_fieldsv1_text_matches_tree),
         cmocka_unit_test(test_create_fields_match_general_path),
         cmocka_unit_test(test_separator_in_name_takes_general_path),
     };
