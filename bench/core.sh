@@ -8,7 +8,7 @@
 #   3. cache get / owner-index list latency and segment bytes per Pod vs the JSON
 #      kubesim served (bin/cache_bench on the real PodList, plus the live segment)
 #   4. controller restart -> first reconcile with the Pods cached (median of 5)
-# Run by bench/run.sh (make bench). Bounded (~3 min on this machine, each wait has a
+# Run by bench/run.sh (make bench). Bounded (~1 min on this machine, each wait has a
 # deadline), loopback only; kills what it started, drops the shm segment (rayop clean)
 # and its temp dir. Knobs: CORE_BENCH_PODS (10000), CORE_BENCH_PATCHES (200).
 # Needs node + npm (bench/node is installed on first use) and jq; without node the JS
@@ -58,13 +58,13 @@ cp "$LIB_ROOT/bin/rayop" "$WORK/rayop" && RAYOP=$WORK/rayop
 WPID=""
 cleanup() {
     [ -n "$WPID" ] && { kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null; }
-    _lib_cleanup_pids_only
+    kill_started
     "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
     _lib_cleanup
 }
 # lib.sh's cleanup kills then removes dirs; the segment must go after the watcher
 # exits and before the dir is removed, so kill first, clean, then let lib.sh finish
-_lib_cleanup_pids_only() {
+kill_started() {
     local p
     for p in $_LIB_PIDS; do kill "$p" 2>/dev/null; done
     for p in $_LIB_PIDS; do
