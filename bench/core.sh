@@ -59,7 +59,11 @@ WPID=""
 cleanup() {
     [ -n "$WPID" ] && { kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null; }
     kill_started
-    "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
+    local seg
+    seg=$("$RAYOP" clean --state-dir "$STATE" --print-segment 2>/dev/null)
+    "$RAYOP" clean --state-dir "$STATE" >"$WORK/clean.out" 2>&1 ||
+        echo "core.sh: rayop clean failed: $(cat "$WORK/clean.out")"
+    [ -n "$seg" ] && [ -e "/dev/shm$seg" ] && echo "core.sh: segment /dev/shm$seg was left behind"
     _lib_cleanup
 }
 # lib.sh's cleanup kills then removes dirs; the segment must go after the watcher
