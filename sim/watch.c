@@ -23,11 +23,14 @@
 #include <time.h>
 
 #define WATCH_BATCH 64
-/* A watcher that wakes to only a few events sleeps this long before taking them,
- * so a burst reaches 100 watchers as a few large batches instead of one wake-up
- * per event per watcher (the cost that dominates on a 2-core machine). It is the
- * only latency the store adds to a watch event. */
+/* A watcher that wakes to only a few events while events are streaming (it took a
+ * batch less than WATCH_STREAM_NS ago) sleeps this long before taking them, so a
+ * burst reaches 100 watchers as a few large batches instead of one wake-up per
+ * event per watcher (the cost that dominates on a 2-core machine). A sparse event
+ * (nothing taken recently) is delivered at once: an operator's event-to-reconcile
+ * latency must not carry the burst optimisation. */
 #define WATCH_LINGER_NS 2000000L
+#define WATCH_STREAM_NS (2 * WATCH_LINGER_NS)
 
 struct store_watch {
     struct store *s;
@@ -38,6 +41,7 @@ struct store_watch {
     const struct sel *labels;
     const struct fsel *fields;
     uint64_t pos;                     /* next ring sequence to read */
+    uint64_t last_take_ns;            /* when the last batch was taken (linger heuristic) */
     unsigned gen;
     struct store_obj **initial;       /* synthetic ADDED events still to deliver */
     size_t n_initial, i_initial;
@@ -263,7 +267,8 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
         }
         if (w->pos < t->tail) {
             uint64_t ready = t->ring[w->pos % t->cap].commit_ms + delay;
-            if (!lingered && t->tail - w->pos < WATCH_BATCH / 2) {
+            if (!lingered && t->tail - w->pos < WATCH_BATCH / 2 &&
+                util_now_ns() - w->last_take_ns < WATCH_STREAM_NS) {
                 struct timespec ln = { 0, WATCH_LINGER_NS };
                 lingered = true;
                 pthread_mutex_unlock(&t->wmu);
@@ -282,6 +287,7 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
                     w->nb++;
                     w->pos++;
                 }
+                w->last_take_ns = util_now_ns();
                 rc = 0;
                 break;
             }
