@@ -24,13 +24,13 @@
 
 #define WATCH_BATCH 64
 /* A watcher that wakes to only a few events while events are streaming (it took a
- * batch less than WATCH_STREAM_NS ago) sleeps this long before taking them, so a
+ * batch less than WATCH_STREAM_NS ago, i.e. >= 500 events/s) sleeps this long before taking them, so a
  * burst reaches 100 watchers as a few large batches instead of one wake-up per
  * event per watcher (the cost that dominates on a 2-core machine). A sparse event
  * (nothing taken recently) is delivered at once: an operator's event-to-reconcile
  * latency must not carry the burst optimisation. */
 #define WATCH_LINGER_NS 2000000L
-#define WATCH_STREAM_NS (2 * WATCH_LINGER_NS)
+#define WATCH_STREAM_NS WATCH_LINGER_NS
 
 struct store_watch {
     struct store *s;
