@@ -216,38 +216,90 @@ int fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const 
     return 0;
 }
 
+/* Writes s[0..n) as a quoted JSON string at o (room for 6 bytes per byte plus 2);
+ * returns the end. Escapes as cJSON and store_json_print do. */
+static char *fs_put_str(char *o, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        default:
+            memcpy(o, "u00", 3);
+            o[3] = hex[c >> 4];
+            o[4] = hex[c & 15];
+            o += 5;
+        }
+    }
+    *o++ = '"';
+    return o;
+}
+
 /* Builds "k:{...}" for element e of a keyed list; NULL when e lacks a key (the list is
  * then treated as atomic). Caller frees. */
+static int key_put_str(struct buf *b, const char *v)
+{
+    size_t n = strlen(v);
+
+    if (n > (SIZE_MAX - 8) / 6 || buf_reserve(b, n * 6 + 8))
+        return -ENOMEM;
+    b->len = (size_t)(fs_put_str(b->data + b->len, v, n) - b->data);
+    b->data[b->len] = 0;
+    return 0;
+}
+
 static char *elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
                       const char *const *keys)
 {
-    cJSON *kobj = cJSON_CreateObject();
-    char *json = NULL, *res = NULL;
+    /* written as text, the bytes cJSON_PrintUnformatted gives for an object of the key
+     * members: no cJSON object is built for every list element */
+    struct buf b = { 0 };
     const char *single[2] = { NULL, NULL };
 
-    if (!kobj || !cJSON_IsObject(e))
-        goto out;
+    if (!cJSON_IsObject(e))
+        return NULL;
     if (!keys) {
         single[0] = patch_smp_rule(k->smp_kind, dotted).key;
         keys = single;
     }
+    if (buf_append(&b, "k:{", 3))
+        goto fail;
     for (size_t i = 0; keys[i]; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, keys[i]);
-        cJSON *d;
-        if (!v || !(d = cJSON_Duplicate(v, true)))
-            goto out;
-        cJSON_AddItemToObject(kobj, keys[i], d);
+        if (!v || (i && buf_append(&b, ",", 1)) || key_put_str(&b, keys[i]) ||
+            buf_append(&b, ":", 1))
+            goto fail;
+        if (cJSON_IsString(v)) {
+            if (key_put_str(&b, v->valuestring))
+                goto fail;
+        } else {
+            char *txt = cJSON_PrintUnformatted(v);
+            int rc = txt ? buf_puts(&b, txt) : -ENOMEM;
+            free(txt);
+            if (rc)
+                goto fail;
+        }
     }
-    if (!(json = cJSON_PrintUnformatted(kobj)))
-        goto out;
-    if ((res = malloc(strlen(json) + 3))) {
-        memcpy(res, "k:", 2);
-        strcpy(res + 2, json);
-    }
-out:
-    free(json);
-    cJSON_Delete(kobj);
-    return res;
+    if (buf_append(&b, "}", 1) || buf_append(&b, "", 1))
+        goto fail;
+    return b.data;
+fail:
+    buf_free(&b);
+    return NULL;
 }
 
 static bool skip_field(const char *dotted, const char *name)
@@ -499,39 +551,6 @@ static size_t fv_child(struct fv_node **vp, size_t *n, size_t *cap, size_t paren
     return c;
 }
 
-/* Writes `"name":{` at o (room for 6 bytes per name byte plus 4 reserved); returns the
- * end. Escapes as cJSON and store_json_print do. */
-static char *fv_put_name(char *o, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-
-    *o++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        default:
-            memcpy(o, "u00", 3);
-            o[3] = hex[c >> 4];
-            o[4] = hex[c & 15];
-            o += 5;
-        }
-    }
-    memcpy(o, "\":{", 3);
-    return o + 3;
-}
-
 /* Prints node i's members (its "{" is already written) and the closing "}". */
 static int fv_print(const struct fv_node *v, size_t i, int depth, struct buf *b)
 {
@@ -544,7 +563,9 @@ static int fv_print(const struct fv_node *v, size_t i, int depth, struct buf *b)
         char *o = b->data + b->len;
         if (c != v[i].first)
             *o++ = ',';
-        b->len = (size_t)(fv_put_name(o, v[c].name, v[c].len) - b->data);
+        o = fs_put_str(o, v[c].name, v[c].len);
+        memcpy(o, ":{", 2);
+        b->len = (size_t)(o + 2 - b->data);
         if ((rc = fv_print(v, c, depth + 1, b)))
             return rc;
     }

@@ -133,6 +133,14 @@ static void test_raw_fieldsv1_text_matches_tree(void **state)
     assert_non_null(strstr(t, "\"f:t\\tn\\n\\u0001\":{}"));
     assert_non_null(strstr(t, "\"f:z\":{},\"f:a\":{}"));
     free(t);
+    /* list element keys: escaped string members, numbers (ports are keyed by
+     * containerPort in the SMP table) */
+    t = fields_text("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},"
+                    "\"spec\":{\"containers\":[{\"name\":\"q\\\"b\\\\s\",\"ports\":"
+                    "[{\"protocol\":\"UDP\",\"containerPort\":53}]}]}}", false, true);
+    assert_non_null(strstr(t, "\"k:{\\\"name\\\":\\\"q\\\\\\\"b\\\\\\\\s\\\"}\":{"));
+    assert_non_null(strstr(t, "\"k:{\\\"containerPort\\\":53}\":{"));
+    free(t);
 }
 
 int main(void)
