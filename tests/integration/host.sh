@@ -35,6 +35,9 @@ keep_logs() {
         cp "$STATE"/up.json "$dst"/ 2>/dev/null
         echo "# logs kept in $dst"
     fi
+    # The segment outlives the watcher by design: stop what is left and drop it.
+    kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
+    "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
     _lib_cleanup
 }
 trap keep_logs EXIT
