@@ -432,16 +432,26 @@ int ipc_queue_add(struct ipc_queue *q, const char *key)
     return ipc_queue_add_after(q, key, 0);
 }
 
-int ipc_queue_add_low(struct ipc_queue *q, const char *key)
+/* Validates key and finds (or creates) its entry. 0 with *out set; 0 with *out NULL
+ * after shutdown (adds are then ignored); -EINVAL for a bad key; -ENOMEM. */
+static int ent_lookup(struct ipc_queue *q, const char *key, struct qent **out)
 {
     size_t len = key ? strlen(key) : 0;
+
+    *out = NULL;
     if (ipc_key_check(key, len) < 0)
         return -EINVAL;
     if (q->shut)
         return 0;
-    struct qent *e = ent_get(q, key, len);
-    if (!e)
-        return -ENOMEM;
+    return (*out = ent_get(q, key, len)) ? 0 : -ENOMEM;
+}
+
+int ipc_queue_add_low(struct ipc_queue *q, const char *key)
+{
+    struct qent *e;
+    int rc = ent_lookup(q, key, &e);
+    if (rc < 0 || !e)
+        return rc;
     ent_add_prio(q, e, true);
     ent_maybe_free(q, e);
     return 0;
@@ -449,31 +459,23 @@ int ipc_queue_add_low(struct ipc_queue *q, const char *key)
 
 int ipc_queue_add_after(struct ipc_queue *q, const char *key, uint64_t delay_ns)
 {
-    size_t len = key ? strlen(key) : 0;
-    if (ipc_key_check(key, len) < 0)
-        return -EINVAL;
-    if (q->shut)
-        return 0;
-    struct qent *e = ent_get(q, key, len);
-    if (!e)
-        return -ENOMEM;
-    int rc = ent_add_after(q, e, delay_ns);
+    struct qent *e;
+    int rc = ent_lookup(q, key, &e);
+    if (rc < 0 || !e)
+        return rc;
+    rc = ent_add_after(q, e, delay_ns);
     ent_maybe_free(q, e);
     return rc;
 }
 
 int ipc_queue_add_rate_limited(struct ipc_queue *q, const char *key)
 {
-    size_t len = key ? strlen(key) : 0;
-    if (ipc_key_check(key, len) < 0)
-        return -EINVAL;
-    if (q->shut)
-        return 0;
-    struct qent *e = ent_get(q, key, len);
-    if (!e)
-        return -ENOMEM;
+    struct qent *e;
+    int rc = ent_lookup(q, key, &e);
+    if (rc < 0 || !e)
+        return rc;
     q->st.retries_total++;
-    int rc = ent_add_after(q, e, ent_when(q, e));
+    rc = ent_add_after(q, e, ent_when(q, e));
     ent_maybe_free(q, e);
     return rc;
 }
