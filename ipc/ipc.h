@@ -180,6 +180,9 @@ void ipc_queue_stats(const struct ipc_queue *q, struct ipc_queue_stats *out);
 struct buf;
 /* Appends Prometheus text for the queues to out (util.h's struct buf): client-go's
  * workqueue_* names with label name="<kind>", plus rayop_ipc_* extras. 0 or -ENOMEM. */
+/* Appends one Prometheus histogram (NAME_bucket{name=KIND,le=...}, _sum, _count, seconds)
+ * built from h to b. 0, or nonzero if an append failed. */
+int ipc_hist_text(struct buf *b, const char *name, const char *kind, const struct ipc_hist *h);
 int ipc_metrics_text(struct ipc_queue *const *queues, size_t n, struct buf *out);
 
 /* ---- status (STATUS reply; also what the server reports locally) ---------- */

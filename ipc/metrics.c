@@ -11,7 +11,7 @@
 #include "ipc/ipc.h"
 #include "util/util.h"
 
-static int hist_text(struct buf *b, const char *name, const char *kind, const struct ipc_hist *h)
+int ipc_hist_text(struct buf *b, const char *name, const char *kind, const struct ipc_hist *h)
 {
     uint64_t cum = 0;
     int rc = 0;
@@ -58,8 +58,8 @@ int ipc_metrics_text(struct ipc_queue *const *queues, size_t n, struct buf *out)
                          (double)st.unfinished_work_ns / 1e9);
         rc |= buf_printf(out, "workqueue_longest_running_processor_seconds{name=\"%s\"} %.9f\n",
                          kind, (double)st.longest_running_ns / 1e9);
-        rc |= hist_text(out, "workqueue_queue_duration_seconds", kind, &st.queue_duration);
-        rc |= hist_text(out, "workqueue_work_duration_seconds", kind, &st.work_duration);
+        rc |= ipc_hist_text(out, "workqueue_queue_duration_seconds", kind, &st.queue_duration);
+        rc |= ipc_hist_text(out, "workqueue_work_duration_seconds", kind, &st.work_duration);
         rc |= buf_printf(out, "rayop_ipc_in_flight{name=\"%s\"} %" PRIu64 "\n", kind, st.in_flight);
         rc |= buf_printf(out, "rayop_ipc_waiting{name=\"%s\"} %" PRIu64 "\n", kind, st.waiting);
         rc |= buf_printf(out, "rayop_ipc_gated{name=\"%s\"} %" PRIu64 "\n", kind, st.gated);

@@ -116,22 +116,6 @@ void host_metrics_set_status(struct host_metrics *m, const struct ipc_status *st
     pthread_mutex_unlock(&m->mu);
 }
 
-static int hist_text(struct buf *b, const char *name, const char *q, const struct ipc_hist *h)
-{
-    uint64_t cum = 0;
-    int rc = 0;
-    for (int i = 0; i < IPC_HIST_BUCKETS; i++) {
-        cum += h->counts[i];
-        rc |= buf_printf(b, "%s_bucket{name=\"%s\",le=\"%g\"} %" PRIu64 "\n", name, q,
-                         (double)ipc_hist_bounds_ns[i] / 1e9, cum);
-    }
-    cum += h->counts[IPC_HIST_BUCKETS];
-    rc |= buf_printf(b, "%s_bucket{name=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name, q, cum);
-    rc |= buf_printf(b, "%s_sum{name=\"%s\"} %.9f\n", name, q, (double)h->sum_ns / 1e9);
-    rc |= buf_printf(b, "%s_count{name=\"%s\"} %" PRIu64 "\n", name, q, h->count);
-    return rc;
-}
-
 int host_metrics_text(struct host_metrics *m, struct buf *out)
 {
     struct host_metrics s;
@@ -189,10 +173,10 @@ int host_metrics_text(struct host_metrics *m, struct buf *out)
     }
     rc |= buf_puts(out, "# HELP workqueue_queue_duration_seconds How long in seconds an item stays in workqueue before being requested\n"
                         "# TYPE workqueue_queue_duration_seconds histogram\n");
-    rc |= hist_text(out, "workqueue_queue_duration_seconds", q, &s.queue_duration);
+    rc |= ipc_hist_text(out, "workqueue_queue_duration_seconds", q, &s.queue_duration);
     rc |= buf_puts(out, "# HELP workqueue_work_duration_seconds How long in seconds processing an item from workqueue takes\n"
                         "# TYPE workqueue_work_duration_seconds histogram\n");
-    rc |= hist_text(out, "workqueue_work_duration_seconds", q, &s.work_duration);
+    rc |= ipc_hist_text(out, "workqueue_work_duration_seconds", q, &s.work_duration);
     rc |= buf_printf(out, "# HELP rayop_host_status_errors_total Failed STATUS requests to the watcher\n"
                           "# TYPE rayop_host_status_errors_total counter\n"
                           "rayop_host_status_errors_total{controller=\"%s\"} %" PRIu64 "\n",
