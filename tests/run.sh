@@ -3,7 +3,8 @@
 # "total: N passed, M failed" that CI reads.
 #
 #  1. cmocka unit tests, release build (build/rel/tests) and ASan+UBSan build (build/asan/tests)
-#  2. libFuzzer targets (build/fuzz/fuzz), FUZZ_SECONDS each (default 5), seeded from tests/fuzz/corpus/NAME
+#  2. libFuzzer targets (build/fuzz/fuzz), FUZZ_SECONDS each (default 5), seeded from tests/fuzz/corpus/NAME,
+#     libFuzzer seed FUZZ_SEED (default 1; 0 = random); crashing inputs are kept in the log folder
 #  3. integration tests tests/integration/*.sh|*.py: each prints TAP-ish "ok - what" /
 #     "not ok - what" lines and declares its deadline with a "# deadline: SECONDS" line
 #     (default 120); it is killed past it. ONLY=pattern restricts which run.
@@ -49,7 +50,11 @@ if [ -d build/fuzz/fuzz ]; then
         log="$LOGDIR/$name.log"
         work=$(mktemp -d)
         [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$work/"
-        timeout 120 "$t" -max_total_time="${FUZZ_SECONDS:-5}" -rss_limit_mb=2048 -timeout=10 "$work" >"$log" 2>&1
+        # A fixed seed keeps `make test` reproducible (a short run that finds a new crash
+        # only on some seeds would fail CI at random); `make fuzz` runs long and random.
+        timeout $(( ${FUZZ_SECONDS:-5} + 115 )) "$t" -max_total_time="${FUZZ_SECONDS:-5}" \
+            -seed="${FUZZ_SEED:-1}" -rss_limit_mb=2048 -timeout=10 \
+            -artifact_prefix="$LOGDIR/$name-" "$work" >"$log" 2>&1
         rc=$?
         rm -rf "$work"
         if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "ok   $name ($(grep -o 'Done [0-9]* runs' "$log" | tail -1))"

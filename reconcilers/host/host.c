@@ -288,6 +288,8 @@ int host_main_controller(int argc, char **argv)
     }
     log_stage(&h, "cache view");
     host_metrics_init(&h.metrics, h.kind->name, h.kind->queue, h.o.workers);
+    h.metrics.kind_metrics = h.kind->metrics;
+    h.metrics.kind_view = h.view;
     char wid[IPC_WORKER_MAX];
     snprintf(wid, sizeof(wid), "%s-%d", h.kind->name, (int)getpid());
     struct ipc_client_config cc = { .path = sock, .kind = h.kind->queue, .worker = wid,
