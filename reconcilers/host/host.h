@@ -47,6 +47,13 @@ struct host_result {
     char message[256];     /* HOST_ERROR/HOST_TERMINAL, optional */
 };
 
+/* Process-wide flags a reconcile may need (read-only, live as long as the process). */
+struct host_settings {
+    bool use_kubernetes_proxy;        /* --use-kubernetes-proxy: reach Ray dashboards
+                                         through the API server's service proxy */
+    const char *feature_gates;        /* --feature-gates "A=true,B=false", "" if none */
+};
+
 /* The context of one reconcile. Valid for the duration of the call only. */
 struct host_ctx {
     const struct host_kind *kind;
@@ -64,6 +71,7 @@ struct host_ctx {
     struct ipc_written written[IPC_WRITTEN_MAX];
     size_t n_written;
     bool written_overflow;            /* more types than IPC_WRITTEN_MAX (logged) */
+    const struct host_settings *settings; /* NULL in tests that do not set it */
 };
 
 typedef int (*host_reconcile_fn)(struct host_ctx *ctx, struct host_result *res);
@@ -97,6 +105,10 @@ void host_log(const struct host_ctx *ctx, int level, const char *msg, ...);
  * cluster-scoped name). -EINVAL for a key that does not fit. */
 int host_ctx_init(struct host_ctx *ctx, const struct host_kind *kind, const char *key,
                   struct kube_client *kube, struct host_view *view);
+
+/* KubeRay feature gate name as set by --feature-gates ("Name=true"), else dflt
+ * (KubeRay's default for that gate). */
+bool host_feature_enabled(const struct host_ctx *ctx, const char *name, bool dflt);
 
 /* ---- context: read-your-writes recording ---------------------------------- */
 
