@@ -6,6 +6,7 @@
 #   make test       deps, release + ASan/UBSan unit tests, short fuzz runs, integration tests
 #   make deps       install the Debian packages the build and tests need
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
+#   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
 #   make demo       the README's main job
 MODE    ?= rel
 B       := build/$(MODE)
@@ -42,7 +43,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test unit-bins bench-bins fuzz-bins bench bench-sim demo clean
+.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -81,6 +82,11 @@ test: deps
 	$(MAKE) -j$(NPROC) MODE=asan unit-bins
 	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
 	sh tests/run.sh
+
+# Long, randomly seeded fuzzing of every target (not in CI): FUZZ_SECONDS each.
+fuzz: deps
+	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-120} FUZZ_SEED=$${FUZZ_SEED:-0} ONLY=fuzz_ sh tests/run.sh
 
 bench: deps all $(BENCH_BINS)
 	sh bench/run.sh

@@ -582,6 +582,13 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
 out:
     if (rc < 0 && res->body == NULL && s.body.len > 0 && rq->parse_json)
         res->body = cJSON_ParseWithLength(s.body.data, s.body.len); /* the Status, if JSON */
+    /* kube_raw callers (a proxied Ray dashboard) read the error body: it is not a Status */
+    if (rc < 0 && rq->want_raw && res->raw == NULL && res->http_code != 0 && s.body.len > 0 &&
+        buf_reserve(&s.body, 1) == 0) {
+        s.body.data[s.body.len] = '\0';
+        res->raw_len = s.body.len;
+        res->raw = buf_steal(&s.body);
+    }
     if (h != NULL)
         pool_put(c, h);
     curl_slist_free_all(hdrs);

@@ -252,7 +252,8 @@ int kube_delete_collection(struct kube_client *c, const struct kube_resource *r,
 
 /* An arbitrary request, e.g. GET /api/v1/namespaces/NS/services/NAME:8265/proxy/api/jobs/.
  * path starts with '/' and may carry a query. The body is returned raw
- * (res->raw), and parsed into res->body too when parse_json is set. */
+ * (res->raw), and parsed into res->body too when parse_json is set. An error
+ * response's body is kept in res->raw as well (res->http_code says which). */
 struct kube_request {
     const char *method;
     const char *path;

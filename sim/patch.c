@@ -159,6 +159,29 @@ static cJSON *ptr_get(cJSON *doc, const char *path)
     return parent ? child_of(parent, last) : doc;
 }
 
+/* Links v in before element i of arr (appends when i is the size). Not
+ * cJSON_InsertItemInArray: Debian's libcjson 1.7.15-1+deb12u4 refuses a
+ * mid-array insert (returns false, the item is neither linked nor freed), which
+ * lost the value and leaked it; found by fuzz_patch. */
+static void array_insert(cJSON *arr, long i, cJSON *v)
+{
+    cJSON *at = arr->child;
+
+    while (at && i-- > 0)
+        at = at->next;
+    if (!at) {
+        cJSON_AddItemToArray(arr, v);
+        return;
+    }
+    v->next = at;
+    v->prev = at->prev;
+    if (at == arr->child)
+        arr->child = v;          /* the head's prev keeps pointing at the tail */
+    else
+        at->prev->next = v;
+    at->prev = v;
+}
+
 /* Inserts v (ownership taken) at path. */
 static int op_add(cJSON **doc, const char *path, cJSON *v, bool replace_only,
                   char *err, size_t errlen, const char *opname)
@@ -201,10 +224,8 @@ static int op_add(cJSON **doc, const char *path, cJSON *v, bool replace_only,
         }
         if (replace_only)
             cJSON_ReplaceItemInArray(parent, (int)i, v);
-        else if (i == n)
-            cJSON_AddItemToArray(parent, v);
         else
-            cJSON_InsertItemInArray(parent, (int)i, v);
+            array_insert(parent, i, v);
         return 0;
     }
     patch_seterr(err, errlen, "%s operation does not apply: doc is missing path: \"%s\": "

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 
 #include "reconcilers/host/internal.h"
@@ -278,4 +279,30 @@ void host_outcome_to_ipc(int rc, const struct host_result *res, const struct hos
         out->message = msg;
         break;
     }
+}
+
+bool host_feature_enabled(const struct host_ctx *ctx, const char *name, bool dflt)
+{
+    const char *g = ctx && ctx->settings ? ctx->settings->feature_gates : NULL;
+    size_t n = name ? strlen(name) : 0;
+    bool v = dflt;
+    /* "A=true,B=false": the last mention wins, as with Go's flag map */
+    for (const char *p = g; p && *p && n;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && *p == ' ') {
+            p++;
+            len--;
+        }
+        if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
+            const char *val = p + n + 1;
+            size_t vl = len - n - 1;
+            if (vl == 4 && strncasecmp(val, "true", 4) == 0)
+                v = true;
+            else if (vl == 5 && strncasecmp(val, "false", 5) == 0)
+                v = false;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return v;
 }

@@ -41,6 +41,7 @@ struct host {
     struct ipc_client *ipc;
     struct host_http *http;
     struct host_metrics metrics;
+    struct host_settings settings;   /* what reconciles see of h->o */
     atomic_bool stopping;
     atomic_int running;              /* worker threads not yet returned */
     atomic_bool first_done;
@@ -76,6 +77,7 @@ static void reconcile_one(struct host *h, const struct ipc_key *k)
     struct ipc_outcome oc;
     int rc = host_ctx_init(&ctx, h->kind, k->key, NULL, h->view);
     ctx.kube_slot = &h->kube_slot;
+    ctx.settings = &h->settings;
     ctx.requeues = k->requeues;
     uint64_t t0 = util_now_ns();
     if (!atomic_exchange(&h->first_done, true)) {
@@ -263,6 +265,8 @@ int host_main_controller(int argc, char **argv)
     if (h.o.log_level >= 0)
         log_set_level(h.o.log_level);
     log_settings(&h);
+    h.settings.use_kubernetes_proxy = h.o.use_kubernetes_proxy;
+    h.settings.feature_gates = h.o.feature_gates;
 
     /* signals go to the main thread only: block them before any thread starts */
     sigset_t set;
@@ -288,6 +292,8 @@ int host_main_controller(int argc, char **argv)
     }
     log_stage(&h, "cache view");
     host_metrics_init(&h.metrics, h.kind->name, h.kind->queue, h.o.workers);
+    h.metrics.kind_metrics = h.kind->metrics;
+    h.metrics.kind_view = h.view;
     char wid[IPC_WORKER_MAX];
     snprintf(wid, sizeof(wid), "%s-%d", h.kind->name, (int)getpid());
     struct ipc_client_config cc = { .path = sock, .kind = h.kind->queue, .worker = wid,

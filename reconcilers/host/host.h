@@ -23,6 +23,7 @@
 #include "ipc/ipc.h"
 #include "kube/kube.h"
 
+struct buf;
 struct cache;
 struct host_view;
 
@@ -46,6 +47,13 @@ struct host_result {
     char message[256];     /* HOST_ERROR/HOST_TERMINAL, optional */
 };
 
+/* Process-wide flags a reconcile may need (read-only, live as long as the process). */
+struct host_settings {
+    bool use_kubernetes_proxy;        /* --use-kubernetes-proxy: reach Ray dashboards
+                                         through the API server's service proxy */
+    const char *feature_gates;        /* --feature-gates "A=true,B=false", "" if none */
+};
+
 /* The context of one reconcile. Valid for the duration of the call only. */
 struct host_ctx {
     const struct host_kind *kind;
@@ -63,9 +71,15 @@ struct host_ctx {
     struct ipc_written written[IPC_WRITTEN_MAX];
     size_t n_written;
     bool written_overflow;            /* more types than IPC_WRITTEN_MAX (logged) */
+    const struct host_settings *settings; /* NULL in tests that do not set it */
 };
 
 typedef int (*host_reconcile_fn)(struct host_ctx *ctx, struct host_result *res);
+/* A kind's own Prometheus metrics, appended to the host's /metrics text
+ * (format 0.0.4, with its # HELP/# TYPE lines). Called from the HTTP thread,
+ * concurrently with reconciles: read the cache through view (host_view_list)
+ * and keep any state of your own locked. 0 or -ENOMEM. */
+typedef int (*host_metrics_fn)(struct host_view *view, struct buf *out);
 
 struct host_kind {
     const char *name;                 /* `rayop controller NAME` */
@@ -73,6 +87,7 @@ struct host_kind {
     const char *const *cache_types;   /* NULL-terminated: synced before /readyz is ok */
     host_reconcile_fn reconcile;
     const char *about;                /* one line for --help */
+    host_metrics_fn metrics;          /* optional: the kind's own /metrics lines */
 };
 
 /* The registration table (reconcilers/host/kinds.c). NULL if unknown. */
@@ -90,6 +105,10 @@ void host_log(const struct host_ctx *ctx, int level, const char *msg, ...);
  * cluster-scoped name). -EINVAL for a key that does not fit. */
 int host_ctx_init(struct host_ctx *ctx, const struct host_kind *kind, const char *key,
                   struct kube_client *kube, struct host_view *view);
+
+/* KubeRay feature gate name as set by --feature-gates ("Name=true"), else dflt
+ * (KubeRay's default for that gate). */
+bool host_feature_enabled(const struct host_ctx *ctx, const char *name, bool dflt);
 
 /* ---- context: read-your-writes recording ---------------------------------- */
 
@@ -140,9 +159,38 @@ int host_list_owner(struct host_ctx *ctx, const char *cache_type, const char *ui
                     cJSON **out);
 int host_list_cluster(struct host_ctx *ctx, const char *cache_type, const char *ns,
                       const char *cluster, cJSON **out);
+/* A new cJSON array of every cached object of cache_type (in ns, or all
+ * namespaces when ns is NULL). Caller owns. For metrics and benchmarks: a
+ * reconcile reads its own objects with host_get / host_list_*. */
+int host_view_list(struct host_view *v, const char *cache_type, const char *ns, cJSON **out);
 /* resourceVersion of the stored object ("" if absent) without decoding it. */
 int host_get_rv(struct host_ctx *ctx, const char *cache_type, const char *ns,
                 const char *name, char rv[IPC_RV_MAX]);
+
+/* ---- context: Kubernetes Events (event.c) ---------------------------------- */
+
+#define HOST_EVENT_NORMAL "Normal"
+#define HOST_EVENT_WARNING "Warning"
+/* events.k8s.io/v1 Events, the API KubeRay's recorder writes. */
+extern const struct kube_resource HOST_RES_EVENTS_V1;
+
+/* Records an events.k8s.io/v1 Event about obj (a cached object: its apiVersion,
+ * kind, namespace, name, uid and resourceVersion are referenced) as KubeRay's
+ * recorder does: reportingController "<kind>-controller", type
+ * HOST_EVENT_NORMAL/WARNING, reason (e.g. "CreatedWorkerPod"), action
+ * ("Create", "Delete", "Validate" ...) and a printf note (max 1024 bytes).
+ * Repeats of the same (object, type, reason, action, note) within 6 minutes
+ * update the first Event's series count instead of creating another. Not
+ * recorded for read-your-writes (Events are not cached). A failure is logged and
+ * returned; callers normally ignore it, as client-go drops Events it cannot write. */
+int host_event(struct host_ctx *ctx, const cJSON *obj, const char *type, const char *reason,
+               const char *action, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* reportingController / reportingInstance of ctx's kind (exposed for tests). */
+void host_event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
+                         char *instance, size_t icap);
+/* Forgets every remembered series (tests). */
+void host_event_forget_all(void);
 
 /* Maps a result to the ipc outcome reported to the queue (exposed for tests). */
 void host_outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,

@@ -57,6 +57,9 @@ struct host_metrics {
     bool have_status;
     uint64_t depth, adds_total, retries_total;
     uint64_t status_errors;
+    /* the kind's own metrics (host_kind.metrics), appended after ours */
+    host_metrics_fn kind_metrics;
+    struct host_view *kind_view;
 };
 
 void host_metrics_init(struct host_metrics *m, const char *controller, const char *queue,

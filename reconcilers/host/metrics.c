@@ -181,5 +181,7 @@ int host_metrics_text(struct host_metrics *m, struct buf *out)
                           "# TYPE rayop_host_status_errors_total counter\n"
                           "rayop_host_status_errors_total{controller=\"%s\"} %" PRIu64 "\n",
                      c, s.status_errors);
+    if (s.kind_metrics && s.kind_metrics(s.kind_view, out) < 0)
+        rc = 1;
     return rc ? -ENOMEM : 0;
 }

@@ -175,3 +175,28 @@ int host_list_cluster(struct host_ctx *ctx, const char *cache_type, const char *
         return -EINVAL;
     return list_common(ctx, cache_type, ns, NULL, cluster, out);
 }
+
+int host_view_list(struct host_view *v, const char *cache_type, const char *ns, cJSON **out)
+{
+    if (!v || !cache_type || !out)
+        return -EINVAL;
+    int t = type_id(v, cache_type), rc;
+    if (t < 0)
+        return t;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        cJSON *arr = cJSON_CreateArray();
+        if (!arr)
+            return -ENOMEM;
+        pthread_rwlock_rdlock(&v->lock);
+        rc = cache_foreach(v->c, t, ns, collect, arr);
+        pthread_rwlock_unlock(&v->lock);
+        if (rc >= 0) {
+            *out = arr;
+            return 0;
+        }
+        cJSON_Delete(arr);
+        if (rc != -ESTALE || view_refresh(v) < 0)
+            break;
+    }
+    return rc;
+}

@@ -25,6 +25,14 @@ check "kubeconfig skips TLS verification for http (client-node needs it)" \
 # ---- discovery ---------------------------------------------------------------------
 kcurl /version >"$T/v"
 check "/version has gitVersion" [ -n "$(json_get gitVersion <"$T/v")" ]
+# The connection pool (sim/server.c) bounds request headers: a 20 KB header (a long
+# bearer token, many impersonation headers) must still be served; 40 KB gets 431.
+big=$(head -c 20000 /dev/zero | tr '\0' a)
+check "a 20 KB request header is served" \
+    [ "$(kcurl -o /dev/null -w '%{http_code}' -H "X-Big: $big" /version)" = 200 ]
+big=$(head -c 40000 /dev/zero | tr '\0' a)
+check "a 40 KB request header gets 431" \
+    [ "$(kcurl -o /dev/null -w '%{http_code}' -H "X-Big: $big" /version)" = 431 ]
 kcurl /api >"$T/api"
 check "/api is APIVersions with v1" [ "$(json_get kind <"$T/api")" = APIVersions ] 
 kcurl /apis >"$T/apis"

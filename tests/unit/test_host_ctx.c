@@ -360,6 +360,21 @@ static void test_writes_record_server_rv(void **state)
     kube_result_release(&r);
 }
 
+static void test_feature_gates(void **state)
+{
+    (void)state;
+    struct host_ctx ctx;
+    struct host_settings st = { .feature_gates = "RayJobDeletionPolicy=false, Foo=true,Foo=false,Bar=TRUE" };
+    assert_int_equal(host_ctx_init(&ctx, NULL, "ns1/a", NULL, NULL), 0);
+    assert_true(host_feature_enabled(&ctx, "RayJobDeletionPolicy", true));   /* no settings */
+    ctx.settings = &st;
+    assert_false(host_feature_enabled(&ctx, "RayJobDeletionPolicy", true));
+    assert_false(host_feature_enabled(&ctx, "Foo", true));                   /* last wins */
+    assert_true(host_feature_enabled(&ctx, "Bar", false));
+    assert_false(host_feature_enabled(&ctx, "Ba", false));                   /* whole names */
+    assert_true(host_feature_enabled(&ctx, "Other", true));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_cache_type_names),
         cmocka_unit_test(test_outcome_mapping),
         cmocka_unit_test(test_opts_flags),
+        cmocka_unit_test(test_feature_gates),
         cmocka_unit_test(test_opts_config_file),
         cmocka_unit_test_setup_teardown(test_writes_record_server_rv, sim_setup, sim_teardown),
     };

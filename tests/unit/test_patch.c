@@ -131,6 +131,14 @@ static void test_json_patch_ops(void **state)
        "{\"a\":{\"b\":[0,1,2,3]},\"c\":\"d\"}");
     ok(JSONP, doc, "[{\"op\":\"add\",\"path\":\"/a/b/3\",\"value\":9}]", NULL,
        "{\"a\":{\"b\":[1,2,3,9]},\"c\":\"d\"}");
+    /* mid-array inserts (this libcjson's cJSON_InsertItemInArray drops them), then
+     * walk the list both ways: an append and a remove after the insert */
+    ok(JSONP, doc, "[{\"op\":\"add\",\"path\":\"/a/b/1\",\"value\":7}]", NULL,
+       "{\"a\":{\"b\":[1,7,2,3]},\"c\":\"d\"}");
+    ok(JSONP, doc, "[{\"op\":\"add\",\"path\":\"/a/b/2\",\"value\":7},"
+       "{\"op\":\"add\",\"path\":\"/a/b/-\",\"value\":8},"
+       "{\"op\":\"remove\",\"path\":\"/a/b/1\"}]", NULL,
+       "{\"a\":{\"b\":[1,7,3,8]},\"c\":\"d\"}");
     ok(JSONP, doc, "[{\"op\":\"remove\",\"path\":\"/a/b/1\"}]", NULL,
        "{\"a\":{\"b\":[1,3]},\"c\":\"d\"}");
     ok(JSONP, doc, "[{\"op\":\"replace\",\"path\":\"/c\",\"value\":{\"e\":1}}]", NULL,
