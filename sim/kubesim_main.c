@@ -20,6 +20,7 @@
 #include "sim/cluster.h"
 #include "sim/faults.h"
 #include "sim/kubeconfig.h"
+#include "sim/ray.h"
 #include "sim/registry.h"
 #include "sim/server.h"
 #include "sim/store.h"
@@ -112,6 +113,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "pod-start-ms", required_argument, NULL, 'C' },
         { "pod-ready-ms", required_argument, NULL, 'C' },
         { "pod-stop-ms", required_argument, NULL, 'C' },
+        { "job-pod-ms", required_argument, NULL, 'C' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -312,6 +314,7 @@ int main(int argc, char **argv)
     struct store *store = NULL;
     struct server *srv = NULL;
     struct cluster *cluster = NULL;
+    struct ray *ray = NULL;       /* simulated Ray runtime: sim/ray.h */
     char err[512], token[65], num[32];
     sigset_t set;
     int rc, sig = 0, status = 1;
@@ -368,6 +371,7 @@ int main(int argc, char **argv)
     sv.request_log = a.request_log;
     if (server_new(&sv, store, &srv, err, sizeof(err)) < 0 ||
         faults_install(&a.faults, srv, store, a.token, err, sizeof(err)) < 0 ||
+        (ray_install(srv, store, &ray) < 0 && snprintf(err, sizeof(err), "ray runtime")) ||
         server_start(srv, err, sizeof(err)) < 0) {
         log_error("kubesim: cannot start the server", "error", err, NULL);
         goto out;
@@ -396,11 +400,13 @@ int main(int argc, char **argv)
     status = 0;
 out:
     cluster_stop(cluster);
+    ray_stop(ray);         /* submitter threads end before the server goes */
     server_free(srv);      /* ends watches cleanly before the store goes */
     faults_free(a.faults); /* its prehook and admin route die with the server */
     if (store)
         store_close(store);
     cluster_free(cluster);   /* after the store: it holds the subscription */
+    ray_free(ray);           /* same */
     cluster_opts_free(a.cluster);
     registry_free(reg);
     free(tls.cert);

@@ -7,13 +7,44 @@
 #     libFuzzer seed FUZZ_SEED (default 1; 0 = random); crashing inputs are kept in the log folder
 #  3. integration tests tests/integration/*.sh|*.py: each prints TAP-ish "ok - what" /
 #     "not ok - what" lines and declares its deadline with a "# deadline: SECONDS" line
-#     (default 120); it is killed past it. ONLY=pattern restricts which run.
+#     (default 120); it is killed past it. IT_JOBS of them run at once (default 2).
+#     ONLY=pattern restricts which run.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
 export RAYOP_ROOT="$ROOT"
 export RAYOP_SHARED="${RAYOP_SHARED:-$ROOT/../shared}"
 export PATH="$ROOT/bin:$PATH"
+# One integration script: runs it under its deadline and leaves "passed failed" in
+# $LOGDIR/NAME.result; its verdict line is printed as soon as it ends.
+run_integration() {
+    t=$1; name=$(basename "$t")
+    deadline=$(sed -n 's/^# deadline: *\([0-9]*\).*/\1/p' "$t" | head -1)
+    deadline=${deadline:-120}
+    log="$LOGDIR/$name.log"
+    start=$(date +%s)
+    case "$t" in
+        *.py) timeout -k 5 "$deadline" /usr/bin/python3 "$t" >"$log" 2>&1 ;;
+        *)    timeout -k 5 "$deadline" bash "$t" >"$log" 2>&1 ;;
+    esac
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    p=$(grep -c '^ok - ' "$log"); f=$(grep -c '^not ok - ' "$log")
+    if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
+    {
+        [ $rc -eq 124 ] && echo "TIMEOUT $name after ${deadline}s"
+        if [ "$f" != 0 ]; then echo "FAIL $name (rc=$rc, ${secs}s)"; grep '^not ok' "$log"; tail -40 "$log"
+        else echo "ok   $name ($p checks, ${secs}s)"; fi
+    } >"$log.verdict"
+    cat "$log.verdict"
+    echo "$p $f" >"$LOGDIR/$name.result"
+}
+
+if [ "${1:-}" = --integration-one ]; then
+    run_integration "$2"
+    exit 0
+fi
+
 # One log folder per run, so concurrent runs in one tree do not clobber each other.
 LOGDIR="${LOGDIR:-$ROOT/build/test-logs/run-$$}"
 rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
@@ -62,27 +93,21 @@ if [ -d build/fuzz/fuzz ]; then
     done
 fi
 
+# Integration scripts run IT_JOBS at a time (default 2): most of their time is spent
+# waiting on timers and deadlines, not on the CPU. Each has its own kubesim, port,
+# state dir and log, so they do not share anything.
 for t in tests/integration/*.sh tests/integration/*.py; do
     [ -f "$t" ] || continue
     name=$(basename "$t")
     case "$name" in lib*.sh) continue;; esac   # sourced helpers, not tests
     [ -n "$ONLY" ] && case "$name" in *$ONLY*) ;; *) continue;; esac
-    deadline=$(sed -n 's/^# deadline: *\([0-9]*\).*/\1/p' "$t" | head -1)
-    deadline=${deadline:-120}
-    log="$LOGDIR/$name.log"
-    start=$(date +%s)
-    case "$t" in
-        *.py) timeout -k 5 "$deadline" /usr/bin/python3 "$t" >"$log" 2>&1 ;;
-        *)    timeout -k 5 "$deadline" bash "$t" >"$log" 2>&1 ;;
-    esac
-    rc=$?
-    secs=$(( $(date +%s) - start ))
-    p=$(grep -c '^ok - ' "$log"); f=$(grep -c '^not ok - ' "$log")
-    if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
-    [ $rc -eq 124 ] && echo "TIMEOUT $name after ${deadline}s"
+    echo "$t"
+done | LOGDIR="$LOGDIR" xargs -P "${IT_JOBS:-2}" -I{} sh "$ROOT/tests/run.sh" --integration-one {}
+for r in "$LOGDIR"/*.result; do
+    [ -f "$r" ] || continue
+    read -r p f <"$r"
     pass=$((pass + p))
-    if [ "$f" != 0 ]; then note_fail "$name" "$f"; echo "FAIL $name (rc=$rc, ${secs}s)"; grep '^not ok' "$log"; tail -40 "$log"
-    else echo "ok   $name ($p checks, ${secs}s)"; fi
+    [ "$f" != 0 ] && note_fail "$(basename "$r" .result)" "$f"
 done
 
 [ -n "$failed_names" ] && echo "failed:$failed_names"

@@ -1,0 +1,132 @@
+#!/bin/bash
+# deadline: 60
+# kubesim_ray.sh - kubesim's simulated Ray runtime (docs/kubesim-ray.md) through the API
+# server's service proxy, driven with curl: a hand-made head Pod + Service on a 2-node
+# kubesim yields a dashboard; jobs go PENDING -> RUNNING -> SUCCEEDED, FAILED
+# (KUBESIM_JOB_EXIT=1) and STOPPED; list/get/logs/delete and the duplicate-submission
+# error; a Serve application deploys and is turned unhealthy; proxy errors (unknown
+# port, non-dashboard port, no ready endpoint); once the head Pod is deleted the
+# proxy answers 503 and a new head Pod starts with no jobs.
+. "$(dirname "$0")/lib.sh"
+
+T=$(mktemp -d /tmp/kubesim-ray.XXXXXX)
+_LIB_DIRS="$_LIB_DIRS $T"
+NS=/api/v1/namespaces/default
+PX=$NS/services/rc-head-svc:dashboard/proxy
+
+start_kubesim --nodes 2 --pod-start-ms 100 --pod-ready-ms 100 || exit 1
+ok "kubesim started at $KUBESIM_URL"
+
+head_pod() {
+    cat <<EOF
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"rc-head","namespace":"default",
+ "labels":{"ray.io/node-type":"head","ray.io/cluster":"rc"}},
+ "spec":{"containers":[{"name":"ray-head","image":"rayproject/ray:2.52.0",
+   "ports":[{"containerPort":6379,"name":"gcs-server"},{"containerPort":8265,"name":"dashboard"}]}]}}
+EOF
+}
+post() { kcurl -X POST -H 'Content-Type: application/json' -d "$2" "$1"; }
+
+head_pod >"$T/head.json"
+check "head Pod created" [ "$(kcode -X POST -H 'Content-Type: application/json' \
+    -d @"$T/head.json" $NS/pods)" = 201 ]
+post $NS/services '{"apiVersion":"v1","kind":"Service","metadata":{"name":"rc-head-svc"},
+  "spec":{"selector":{"ray.io/node-type":"head","ray.io/cluster":"rc"},
+  "ports":[{"name":"gcs-server","port":6379,"targetPort":6379},
+           {"name":"dashboard","port":8265,"targetPort":"dashboard"}]}}' >/dev/null
+post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"rc-worker",
+  "labels":{"ray.io/node-type":"worker","ray.io/cluster":"rc"}},
+  "spec":{"containers":[{"name":"ray-worker","image":"rayproject/ray:2.52.0"}]}}' >/dev/null
+
+dashboard_up() { [ "$(kcurl $PX/api/gcs_healthz)" = success ]; }
+wait_until "the dashboard answers through the proxy once the head Pod is Ready" 15 dashboard_up &&
+    ok "the dashboard answers through the proxy once the head Pod is Ready"
+kcurl $PX/api/version >"$T/ver"
+check "/api/version has version and ray_version" \
+    [ "$(json_get version <"$T/ver")" = 4 -a -n "$(json_get ray_version <"$T/ver")" ]
+check "the proxy also takes http:NAME:PORT (port by number)" \
+    [ "$(kcurl $NS/services/http:rc-head-svc:8265/proxy/api/local_raylet_healthz)" = success ]
+kcurl $NS/services/rc-head-svc:9999/proxy/api/version >"$T/e1"
+check "an unknown port number is 503 no service port" \
+    grep -q 'no service port 9999 found for service \\"rc-head-svc\\"' "$T/e1"
+kcurl $NS/services/rc-head-svc:gcs-server/proxy/api/version >"$T/e2"
+check "a port that is not the dashboard is a refused connection" \
+    grep -q 'error trying to reach service: dial tcp .*:6379: connect: connection refused' "$T/e2"
+check "a missing Service is 404" [ "$(kcode $NS/services/nope:8265/proxy/api/version)" = 404 ]
+check "an unknown dashboard path is aiohttp's 404" [ "$(kcurl $PX/api/nope)" = "404: Not Found" ]
+
+# ---- jobs ------------------------------------------------------------------------------
+post $PX/api/jobs/ '{"entrypoint":"python ok.py","submission_id":"job-ok",
+  "runtime_env":{"env_vars":{"KUBESIM_JOB_SECONDS":"2","KUBESIM_JOB_PENDING_SECONDS":"2"}},
+  "metadata":{"owner":"test"}}' >"$T/s1"
+check "submit answers job_id and submission_id" \
+    [ "$(json_get submission_id <"$T/s1")" = job-ok -a "$(json_get job_id <"$T/s1")" = job-ok ]
+post $PX/api/jobs/ '{"entrypoint":"python bad.py","submission_id":"job-bad",
+  "runtime_env":{"env_vars":{"KUBESIM_JOB_SECONDS":"1","KUBESIM_JOB_EXIT":"1"}}}' >/dev/null
+post $PX/api/jobs/ '{"entrypoint":"python long.py","submission_id":"job-long",
+  "metadata":{"KUBESIM_JOB_SECONDS":"600"}}' >/dev/null
+st() { kcurl $PX/api/jobs/$1 | json_get status; }
+st_is() { [ "$(st "$1")" = "$2" ]; }
+check "a new job is PENDING" [ "$(st job-ok)" = PENDING ]
+code=$(kcode -X POST -d '{"entrypoint":"x","submission_id":"job-ok"}' $PX/api/jobs/)
+kcurl -X POST -d '{"entrypoint":"x","submission_id":"job-ok"}' $PX/api/jobs/ >"$T/dup"
+check "a duplicate submission_id is 500 'Please use a different submission_id'" \
+    [ "$code" = 500 ] && grep -q "Job with submission_id job-ok already exists. Please use a different submission_id" "$T/dup"
+check "a body without entrypoint is 400" [ "$(kcode -X POST -d '{}' $PX/api/jobs/)" = 400 ]
+wait_until "job-ok goes RUNNING" 10 st_is job-ok RUNNING && ok "job-ok goes RUNNING"
+wait_until "job-ok goes SUCCEEDED" 15 st_is job-ok SUCCEEDED && ok "job-ok goes SUCCEEDED"
+kcurl $PX/api/jobs/job-ok >"$T/g1"
+check "a finished job has end_time, driver_exit_code 0 and its metadata" \
+    [ -n "$(json_get end_time <"$T/g1")" -a "$(json_get driver_exit_code <"$T/g1")" = 0 \
+      -a "$(json_get metadata.owner <"$T/g1")" = test -a "$(json_get type <"$T/g1")" = SUBMISSION ]
+wait_until "job-bad goes FAILED" 10 st_is job-bad FAILED && ok "job-bad goes FAILED"
+kcurl $PX/api/jobs/job-bad >"$T/g2"
+check "a failed job has error_type and the exit code in its message" \
+    [ "$(json_get error_type <"$T/g2")" = JOB_ENTRYPOINT_COMMAND_ERROR ] &&
+    json_get message <"$T/g2" | grep -q 'failed with exit code 1'
+kcurl $PX/api/jobs/job-ok/logs >"$T/l1"
+check "logs name the entrypoint" grep -q 'running entrypoint for job job-ok: python ok.py' "$T/l1"
+wait_until "job-long goes RUNNING" 10 st_is job-long RUNNING
+check "stop answers stopped=true" [ "$(kcurl -X POST $PX/api/jobs/job-long/stop | json_get stopped)" = true ]
+check "the stopped job is STOPPED" [ "$(st job-long)" = STOPPED ]
+check "stopping a finished job answers stopped=false" \
+    [ "$(kcurl -X POST $PX/api/jobs/job-ok/stop | json_get stopped)" = false ]
+kcurl $PX/api/jobs/ >"$T/list"
+check "list has the three jobs in submission order" \
+    [ "$(json_get 0.submission_id <"$T/list") $(json_get 2.submission_id <"$T/list")" = "job-ok job-long" ]
+check "delete of a finished job answers deleted=true" \
+    [ "$(kcurl -X DELETE $PX/api/jobs/job-ok | json_get deleted)" = true ]
+check "a deleted job is 404 'Job job-ok does not exist'" \
+    [ "$(kcode $PX/api/jobs/job-ok)" = 404 -a "$(kcurl $PX/api/jobs/job-ok)" = "Job job-ok does not exist" ]
+
+# ---- Serve -------------------------------------------------------------------------------
+check "PUT of a Serve config is 200" [ "$(kcode -X PUT -H 'Content-Type: application/json' -d '
+  {"applications":[{"name":"fruit","import_path":"fruit.deployment_graph","route_prefix":"/fruit",
+    "deployments":[{"name":"MangoStand","num_replicas":1},{"name":"FruitMarket","num_replicas":2}]}]}' \
+    $PX/api/serve/applications/)" = 200 ]
+app() { kcurl "$PX/api/serve/applications/?api_type=declarative" | json_get "applications.fruit.$1"; }
+app_running() { [ "$(app status)" = RUNNING ]; }
+check "the application is DEPLOYING first" [ "$(app status)" = DEPLOYING ]
+wait_until "the application goes RUNNING" 10 app_running &&
+    ok "the application goes RUNNING"
+check "its deployments are HEALTHY" [ "$(app deployments.FruitMarket.status)" = HEALTHY ]
+check "FruitMarket runs 2 replicas" [ "$(app deployments.FruitMarket.replicas.1.state)" = RUNNING ]
+check "the admin route turns the application UNHEALTHY" [ "$(kcode -X POST \
+    -d '{"status":"UNHEALTHY","message":"replica died"}' /kubesim/ray/default/rc/applications/fruit)" = 200 ]
+check "the application is UNHEALTHY with the message" \
+    [ "$(app status)" = UNHEALTHY -a "$(app message)" = "replica died" ]
+check "a config without applications is 400" \
+    [ "$(kcode -X PUT -d '{"foo":1}' $PX/api/serve/applications/)" = 400 ]
+
+# ---- the head Pod goes ---------------------------------------------------------------------
+check "head Pod deleted" [ "$(kcode -X DELETE "$NS/pods/rc-head?gracePeriodSeconds=0")" = 200 ]
+gone() { kcurl $PX/api/jobs/ | grep -q 'no endpoints available for service \\"rc-head-svc\\"'; }
+wait_until "the proxy answers 503 no endpoints once the head Pod is deleted" 10 gone &&
+    ok "the proxy answers 503 no endpoints once the head Pod is deleted"
+check "the cluster is gone from /kubesim/ray/" [ "$(kcurl /kubesim/ray/)" = "[]" ]
+check "a new head Pod created" [ "$(kcode -X POST -H 'Content-Type: application/json' \
+    -d @"$T/head.json" $NS/pods)" = 201 ]
+wait_until "the new head's dashboard answers" 15 dashboard_up
+check "the new cluster has no jobs (they were lost with the head)" [ "$(kcurl $PX/api/jobs/)" = "[]" ]
+
+exit "$(lib_failures)"
