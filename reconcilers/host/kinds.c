@@ -23,6 +23,7 @@
 
 #include "reconcilers/host/host.h"
 #include "reconcilers/raycluster/raycluster.h"
+#include "reconcilers/raycronjob/raycronjob.h"
 #include "util/util.h"
 
 #define RC_TYPE "ray.io/v1/rayclusters"
@@ -135,6 +136,8 @@ const struct host_kind host_kinds[] = {
       "RayJob (placeholder: logs and reads the object)" },
     { "rayservice", "rayservice", rs_types, rayservice_reconcile,
       "RayService (placeholder: logs and reads the object)" },
+    { "raycronjob", "raycronjob", raycronjob_cache_types, raycronjob_reconcile,
+      "RayCronJob: a RayJob from spec.jobTemplate at each tick of spec.schedule" },
     { "test", "raycluster", test_types, test_reconcile,
       "host self-test on the raycluster queue (writes an annotation)" },
 };
