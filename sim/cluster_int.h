@@ -74,7 +74,8 @@ struct cl_svc {
     UT_hash_handle hh;
 };
 
-enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS };
+enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS,
+       T_RAY /* poll a Ray submitter's exit */ };
 
 struct cl_timer {
     uint64_t due_ms;
