@@ -7,7 +7,7 @@
 # error; a Serve application deploys and is turned unhealthy; proxy errors (unknown
 # port, non-dashboard port, no ready endpoint); once the head Pod is deleted the
 # proxy answers 503 and a new head Pod starts with no jobs. Submitter Pods running
-# KubeRay's command (tests/integration/ray_submitter_pod.py) exit 0/1 with the job's outcome,
+# KubeRay's command (tests/integration/ray/submitter_pod.py) exit 0/1 with the job's outcome,
 # their output in `kubectl logs` (-f, --tail).
 . "$(dirname "$0")/lib.sh"
 
@@ -123,7 +123,7 @@ check "a config without applications is 400" \
 # ---- submitter Pods (the kubelet plays KubeRay's command) ----------------------------------
 KUBECTL=${KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
 kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG" --cache-dir "$T/kcache" --request-timeout 20s "$@"; }
-mkpod() { python3 "$(dirname "$0")/ray_submitter_pod.py" "$@"; }
+mkpod() { python3 "$(dirname "$0")/ray/submitter_pod.py" "$@"; }
 phase_is() { [ "$(kcurl $NS/pods/$1 | json_get status.phase)" = "$2" ]; }
 exit_code() { kcurl $NS/pods/$1 | json_get status.containerStatuses.0.state.terminated.exitCode; }
 mkpod sub-ok rc-head-svc.default.svc.cluster.local:8265 rayjob-ok \

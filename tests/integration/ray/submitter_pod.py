@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-# ray_submitter_pod.py - prints a submitter Pod (JSON) whose container runs the command
+# submitter_pod.py - prints a submitter Pod (JSON) whose container runs the command
 # KubeRay v1.7 builds (ray-operator/controllers/ray/common/job.go BuildJobSubmitCommand):
 # the same word list joined with spaces, under ["/bin/bash", "-ce", "--"].
-#   ray_submitter_pod.py NAME ADDRESS JOB_ID ENTRYPOINT MODE [RUNTIME_ENV_JSON]
+#   submitter_pod.py NAME ADDRESS JOB_ID ENTRYPOINT MODE [RUNTIME_ENV_JSON]
 # MODE k8sjob: the status guard + `submit --no-wait` + `ray job logs --follow` (K8sJobMode);
 # MODE wait: `ray job submit` that waits for the job (the SidecarMode shape).
-# Not a test by itself (tests/run.sh runs only *.sh and test *.py that print ok lines):
+# A helper, not a test (tests/run.sh runs only tests/integration/*.sh and *.py):
 # kubesim_ray.sh calls it.
 import json
 import sys
