@@ -21,12 +21,14 @@
 #include <time.h>
 
 #include "reconcilers/host/host.h"
+#include "reconcilers/rayjob/rayjob.h"
 #include "util/util.h"
 
 #define RC_TYPE "ray.io/v1/rayclusters"
 
 static const char *const rc_types[] = { RC_TYPE, "v1/pods", "v1/services", NULL };
-static const char *const rj_types[] = { "ray.io/v1/rayjobs", RC_TYPE, "batch/v1/jobs", NULL };
+static const char *const rj_types[] = { "ray.io/v1/rayjobs", RC_TYPE, "batch/v1/jobs", "v1/pods",
+                                         NULL };
 static const char *const rs_types[] = { "ray.io/v1/rayservices", RC_TYPE, "v1/services", NULL };
 static const char *const test_types[] = { RC_TYPE, NULL };
 
@@ -60,10 +62,6 @@ static int placeholder_reconcile(struct host_ctx *ctx, const char *type, struct 
 static int raycluster_reconcile(struct host_ctx *ctx, struct host_result *res)
 {
     return placeholder_reconcile(ctx, RC_TYPE, res);
-}
-static int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
-{
-    return placeholder_reconcile(ctx, "ray.io/v1/rayjobs", res);
 }
 static int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res)
 {
@@ -134,7 +132,8 @@ const struct host_kind host_kinds[] = {
     { "raycluster", "raycluster", rc_types, raycluster_reconcile,
       "RayCluster (placeholder: logs and reads the object)" },
     { "rayjob", "rayjob", rj_types, rayjob_reconcile,
-      "RayJob (placeholder: logs and reads the object)" },
+      "RayJob (reconcilers/rayjob: RayCluster, submitter, dashboard, status, events)",
+      rayjob_metrics },
     { "rayservice", "rayservice", rs_types, rayservice_reconcile,
       "RayService (placeholder: logs and reads the object)" },
     { "test", "raycluster", test_types, test_reconcile,
