@@ -1,8 +1,9 @@
 /*
  * kinds.c - the registration table of `rayop controller KIND`.
  *
- * raycluster, rayjob and rayservice are PLACEHOLDERS until their own issues
- * land: they log the key, read the object from the cache and return ok. The
+ * raycluster is reconcilers/raycluster/. rayjob and rayservice are
+ * PLACEHOLDERS until their own issues land: they log the key, read the
+ * object from the cache and return ok. The
  * "test" kind exercises the whole host end to end on the raycluster queue: it
  * writes (a merge patch of two annotations, guarded by the resourceVersion it
  * read) so read-your-writes is observable, and annotations on the object steer
@@ -21,6 +22,7 @@
 #include <time.h>
 
 #include "reconcilers/host/host.h"
+#include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/raycronjob/raycronjob.h"
 #include "util/util.h"
 
@@ -58,10 +60,6 @@ static int placeholder_reconcile(struct host_ctx *ctx, const char *type, struct 
     return 0;
 }
 
-static int raycluster_reconcile(struct host_ctx *ctx, struct host_result *res)
-{
-    return placeholder_reconcile(ctx, RC_TYPE, res);
-}
 static int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
 {
     return placeholder_reconcile(ctx, "ray.io/v1/rayjobs", res);
@@ -132,8 +130,8 @@ static int test_reconcile(struct host_ctx *ctx, struct host_result *res)
 }
 
 const struct host_kind host_kinds[] = {
-    { "raycluster", "raycluster", rc_types, raycluster_reconcile,
-      "RayCluster (placeholder: logs and reads the object)" },
+    { "raycluster", "raycluster", rc_types, rc_reconcile,
+      "RayCluster (reconcilers/raycluster: Pods, Services, status, events)", rc_metrics },
     { "rayjob", "rayjob", rj_types, rayjob_reconcile,
       "RayJob (placeholder: logs and reads the object)" },
     { "rayservice", "rayservice", rs_types, rayservice_reconcile,

@@ -167,10 +167,17 @@ def run(sim):
         check("3 owned Succeeded Pods comp-xxxxx: labels, controller ownerReference, tracking "
               "finalizer removed", len(pods) == 3 and len(good) == 3,
               [p["metadata"] for p in pods])
-        check("Events SuccessfulCreate x3 and Completed from job-controller",
-              len(events(sim, "comp", "SuccessfulCreate")) == 3 and
-              [e["source"]["component"] for e in events(sim, "comp", "Completed")] == ["job-controller"],
-              [e["message"] for e in events(sim, "comp", "SuccessfulCreate")])
+        created_ev = events(sim, "comp", "SuccessfulCreate")
+        check("Events SuccessfulCreate x3 (\"Created pod: NAME\") and Completed from job-controller",
+              sorted(e["message"] for e in created_ev) ==
+              sorted("Created pod: " + p["metadata"]["name"] for p in pods) and
+              [(e["source"]["component"], e["involvedObject"]["kind"], e["involvedObject"]["apiVersion"],
+                e["involvedObject"]["uid"]) for e in events(sim, "comp", "Completed")] ==
+              [("job-controller", "Job", "batch/v1", uid)],
+              [e["message"] for e in created_ev])
+        check("status fields in JobStatus order", list(st) == [
+            "conditions", "startTime", "completionTime", "succeeded", "terminating",
+            "uncountedTerminatedPods", "ready"], list(st))
 
     # ---- backoffLimit 2: the third failed Pod fails the Job
     j = wait_until(25, lambda: finished(sim, "fail", "Failed"))
