@@ -93,8 +93,15 @@ static __attribute__((unused)) int rct_admit(cJSON *rc)
 {
     cJSON *meta = cJSON_GetObjectItem(rc, "metadata");
     int r;
+    cJSON *causes = cJSON_CreateArray();
     rct_load_schema();
-    r = schema_apply(rct_schema, rc, NULL, NULL, NULL);
+    r = schema_apply(rct_schema, rc, NULL, causes, NULL);
+    if (r < 0) {
+        char *t = cJSON_PrintUnformatted(causes);
+        print_error("schema: %s\n", t);
+        free(t);
+    }
+    cJSON_Delete(causes);
     if (!meta)
         meta = cJSON_AddObjectToObject(rc, "metadata");
     if (!cJSON_GetObjectItem(meta, "namespace"))
