@@ -285,10 +285,8 @@ PY
     echo "  split by an independent watch client on the same Pods ($wn samples):"
     echo "    before PATCH -> event line read by that client (kubesim commit + watch fan-out): p50 $wa50 us, p99 $wa99 us"
     echo "    that event line -> key received (rayop watcher decode, cache apply, queue, socket): p50 $wb50 us, p99 $wb99 us"
-    echo "  (kubesim holds a sparse watch batch for 2 ms before sending it, WATCH_LINGER_NS in"
-    echo "  sim/watch.c: most of the end-to-end figure. The event -> key split is measured from a"
-    echo "  Python client's stamp of the same event line (its own process), so it is optimistic"
-    echo "  by that client's read latency, tens of us.)"
+    echo "  (The event -> key split is measured from a Python client's stamp of the same event"
+    echo "  line (its own process), so it is optimistic by that client's read latency, tens of us.)"
     verdict "event -> worker p99 (kubesim event on the wire -> key in worker)" "$(awk -v v="$wb99" 'BEGIN { if (v != "nan") printf "%.3f", v / 1000 }')" ms "<" 1
     verdict "end to end p99 (client before PATCH -> key in worker)" "$(awk -v v="$p99" 'BEGIN { printf "%.3f", v / 1000 }')" ms "<" 1
 else

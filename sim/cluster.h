@@ -32,10 +32,12 @@ struct cluster_opts {
     long pod_stop_ms;      /* cap on the grace period of a deleted Pod */
     char node_labels[1024]; /* "k=v,k2=v2": extra labels on every node */
     struct ray *ray;       /* NULL, or the Ray runtime that plays submitter Pods (sim/ray.h) */
+    long job_pod_ms;       /* a Job's Pod container exits 0 after this (0 = runs on) */
 };
 
 /* Handles the flags "nodes", "node-cpu", "node-memory", "node-gpu", "node-tpu",
- * "node-labels", "pod-start-ms", "pod-ready-ms", "pod-stop-ms" (names without dashes) into *o,
+ * "node-labels", "pod-start-ms", "pod-ready-ms", "pod-stop-ms", "job-pod-ms" (names without
+ * dashes) into *o,
  * which the first call initialises with the defaults. 0, -ENOENT for another flag,
  * -EINVAL with err set for a bad value. */
 int cluster_parse_flag(struct cluster_opts **o, const char *flag, const char *value,
@@ -108,5 +110,20 @@ int cluster_node_score(const struct cluster_res *req, const struct cluster_res *
  * tainted nodes usually share it). */
 void cluster_unsched_message(size_t n, const unsigned *fits, const char *taint,
                              char *out, size_t len);
+
+/* ---- the Job controller's arithmetic as pure functions ---------------------------- */
+
+/* How many Pods a Job wants active (manageJob): completions < 0 means unset. */
+long cluster_job_want_active(long completions, long parallelism, long succeeded, long active);
+/* Delay before a replacement Pod after `failures` failures since the last success
+ * (0 for none): 0.5 s doubling to 30 s, the real 10 s .. 10 min scaled by 1/20. */
+long cluster_job_backoff_ms(int failures);
+/* status.completedIndexes ("0-2,4") of len bytes into bits (n bits, caller zeroes
+ * (n + 7) / 8 bytes); indexes >= n are ignored. 0, or -EINVAL for a malformed text
+ * (bits may then be partly set). */
+int cluster_job_indexes_parse(const char *s, size_t len, long n, unsigned char *bits);
+long cluster_job_indexes_count(const unsigned char *bits, long n);
+/* The interval text of bits[0..n); malloc'd (caller frees), "" when none, NULL on ENOMEM. */
+char *cluster_job_indexes_format(const unsigned char *bits, long n);
 
 #endif

@@ -74,8 +74,31 @@ struct cl_svc {
     UT_hash_handle hh;
 };
 
-enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS,
+enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB,
        T_RAY /* poll a Ray submitter's exit */ };
+
+/* cluster_jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
+struct cl_jpod {
+    char *key;                   /* "ns/name" */
+    struct store_obj *obj;       /* latest seen (an event or the controller's own write) */
+    struct cl_job *job;
+    UT_hash_handle hh;           /* cluster->jpods */
+    UT_hash_handle hj;           /* job->pods */
+};
+
+struct cl_job {
+    char *key;                   /* "ns/name" */
+    char *uid;
+    struct store_obj *obj;
+    struct cl_jpod *pods;
+    unsigned long epoch;         /* T_JOB timers carry it */
+    bool dirty;                  /* in cluster->job_dirty */
+    int fail_streak;             /* Pod failures since the last success (re-creation back-off) */
+    uint64_t last_fail_ms;
+    uint64_t wake_ms;            /* the earliest T_JOB timer armed, 0 = none */
+    UT_hash_handle hh;           /* cluster->jobs by key */
+    UT_hash_handle hu;           /* cluster->jobs_uid by uid */
+};
 
 struct cl_timer {
     uint64_t due_ms;
@@ -92,7 +115,7 @@ struct cl_qitem {
 struct cluster {
     struct cluster_opts o;
     struct store *store;
-    const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events;
+    const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
     pthread_t thread;
     bool started;
 
@@ -114,10 +137,17 @@ struct cluster {
     size_t npending, cappending;
     bool capacity_changed;
     bool endpoints_dirty, endpoints_timer;
+    struct cl_job *jobs, *jobs_uid;
+    struct cl_jpod *jpods;
+    char **job_dirty;            /* job keys to sync after this turn */
+    size_t njob_dirty, capjob_dirty;
 };
 
 /* cluster_run.c */
 void cl_timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p);
+/* The same for a timer not bound to a Pod (key may be NULL). */
+void cl_timer_add_key(struct cluster *c, uint64_t delay_ms, int kind, const char *key,
+                      unsigned long epoch);
 uint64_t cl_jitter(struct cluster *c, long base_ms);
 void cl_event(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
               const char *message, const char *component, const char *host,
@@ -152,6 +182,18 @@ void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const 
 /* A Service was added or changed: recompute its members from the Pod table. */
 void cl_endpoints_svc(struct cluster *c, struct cl_svc *s);
 void cl_endpoints_svc_free(struct cl_svc *s);
+
+/* cluster_jobs.c: the Job and TTL-after-finished controllers */
+void cl_job_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+/* Every Pod event, after cl_pod_event: O(1) for Pods no Job controls. */
+void cl_jobs_pod(struct cluster *c, enum store_event_type type, struct store_obj *o);
+void cl_jobs_timer(struct cluster *c, const char *key, unsigned long epoch);
+/* Syncs the Jobs that events or timers marked since the last call. */
+void cl_jobs_sync(struct cluster *c);
+void cl_jobs_free(struct cluster *c);
+/* The ownerReference with controller: true when it is of this kind (apiVersion
+ * group api_group, e.g. "batch/"), else NULL. */
+const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const char *kind);
 
 const cJSON *cl_jget(const cJSON *o, const char *k);
 const char *cl_jstr(const cJSON *o, const char *k);

@@ -78,6 +78,18 @@ static void parse_annotations(struct cl_pod *p)
         p->exit_after_ms = EXIT_AFTER_DEFAULT_MS;
 }
 
+/* How the container's run ends when the annotations did not say: the one place
+ * where simulated workloads plug in their exit time and code (a Job's Pod runs
+ * --job-pod-ms, jittered, then exits 0; other Pods run until deleted). Workload
+ * hooks that know better (e.g. a Ray submitter) go before the Job default. */
+static void cl_kubelet_exit_plan(struct cluster *c, struct cl_pod *p)
+{
+    if (p->exit_after_ms > 0 || p->fail_kind == FAIL_IMAGEPULL)
+        return;   /* kubesim.io/ annotations decided */
+    if (c->o.job_pod_ms > 0 && cl_controller_ref(p->obj->json, "batch/", "Job"))
+        p->exit_after_ms = (long)cl_jitter(c, c->o.job_pod_ms);
+}
+
 static const char *restart_policy(const struct cl_pod *p)
 {
     const char *rp = cl_jstr(cl_jget(p->obj->json, "spec"), "restartPolicy");
@@ -477,6 +489,7 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
             return;
     }
     parse_annotations(p);
+    cl_kubelet_exit_plan(c, p);
     p->stage = ST_BOUND;
     cl_timer_add(c, cl_jitter(c, c->o.pod_start_ms), T_START, p);
 }

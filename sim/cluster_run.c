@@ -20,7 +20,8 @@
 const char cluster_usage[] =
     "               [--nodes N] [--node-cpu Q] [--node-memory Q] [--node-gpu N]\n"
     "               [--node-tpu N] [--node-labels K=V,...] [--pod-start-ms MS]\n"
-    "               [--pod-ready-ms MS] [--pod-stop-ms MS]   (docs/kubesim-cluster.md)\n";
+    "               [--pod-ready-ms MS] [--pod-stop-ms MS] [--job-pod-ms MS]\n"
+    "               (docs/kubesim-cluster.md)\n";
 
 const cJSON *cl_jget(const cJSON *o, const char *k)
 {
@@ -104,6 +105,7 @@ int cluster_parse_flag(struct cluster_opts **op, const char *flag, const char *v
         o->pod_start_ms = 300;
         o->pod_ready_ms = 500;
         o->pod_stop_ms = 200;
+        o->job_pod_ms = 1500;
         *op = o;
     }
     if (!strcmp(flag, "nodes")) {
@@ -124,6 +126,9 @@ int cluster_parse_flag(struct cluster_opts **op, const char *flag, const char *v
     } else if (!strcmp(flag, "pod-stop-ms")) {
         num = &o->pod_stop_ms;
         max = 3600000;
+    } else if (!strcmp(flag, "job-pod-ms")) {
+        num = &o->job_pod_ms;
+        max = 86400000;
     } else if (!strcmp(flag, "node-cpu")) {
         str = o->node_cpu;
     } else if (!strcmp(flag, "node-memory")) {
@@ -167,7 +172,7 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
     struct cluster *c = arg;
     const struct reg_resource *r = obj ? obj->res : NULL;
 
-    if (!r || (r != c->r_pods && r != c->r_nodes && r != c->r_svc))
+    if (!r || (r != c->r_pods && r != c->r_nodes && r != c->r_svc && r != c->r_jobs))
         return;
     pthread_mutex_lock(&c->qlock);
     if (c->stop) {
@@ -200,6 +205,12 @@ static void heap_swap(struct cl_timer *h, size_t a, size_t b)
 
 void cl_timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p)
 {
+    cl_timer_add_key(c, delay_ms, kind, p ? p->key : NULL, p ? p->epoch : 0);
+}
+
+void cl_timer_add_key(struct cluster *c, uint64_t delay_ms, int kind, const char *key,
+                      unsigned long epoch)
+{
     size_t i;
 
     if (c->nheap == c->capheap) {
@@ -211,8 +222,8 @@ void cl_timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct c
         c->capheap = ncap;
     }
     i = c->nheap++;
-    c->heap[i] = (struct cl_timer){ util_now_ms() + delay_ms, kind, p ? p->epoch : 0,
-                                    p ? strdup(p->key) : NULL };
+    c->heap[i] = (struct cl_timer){ util_now_ms() + delay_ms, kind, epoch,
+                                    key ? strdup(key) : NULL };
     while (i > 0 && c->heap[(i - 1) / 2].due_ms > c->heap[i].due_ms) {
         heap_swap(c->heap, i, (i - 1) / 2);
         i = (i - 1) / 2;
@@ -518,6 +529,11 @@ static void fire_timer(struct cluster *c, struct cl_timer *t)
         cl_endpoints_sync(c);
         return;
     }
+    if (t->kind == T_JOB) {
+        if (t->key)
+            cl_jobs_timer(c, t->key, t->epoch);
+        return;
+    }
     if (t->key)
         HASH_FIND_STR(c->pods, t->key, p);
     if (p && p->epoch == t->epoch)
@@ -569,8 +585,11 @@ static void *cluster_main(void *arg)
 
         for (size_t i = 0; i < nbatch; i++) {
             struct store_obj *o = batch[i].obj;
-            if (o->res == c->r_pods)
+            if (o->res == c->r_pods) {
                 cl_pod_event(c, batch[i].type, o);
+                cl_jobs_pod(c, batch[i].type, o);
+            } else if (o->res == c->r_jobs)
+                cl_job_event(c, batch[i].type, o);
             else if (o->res == c->r_nodes)
                 node_event(c, batch[i].type, o);
             else if (o->res == c->r_svc)
@@ -585,6 +604,7 @@ static void *cluster_main(void *arg)
             fire_timer(c, &t);
             free(t.key);
         }
+        cl_jobs_sync(c);
         if (c->endpoints_dirty && !c->endpoints_timer) {
             c->endpoints_timer = true;
             cl_timer_add(c, 50, T_ENDPOINTS, NULL);
@@ -604,17 +624,20 @@ static int find_res(struct cluster *c)
     c->r_ep = registry_find(r, "", "v1", "endpoints");
     c->r_eps = registry_find(r, "discovery.k8s.io", "v1", "endpointslices");
     c->r_events = registry_find(r, "", "v1", "events");
+    c->r_jobs = registry_find(r, "batch", "v1", "jobs");
     store_registry_unlock(c->store);
-    return c->r_pods && c->r_nodes && c->r_svc && c->r_ep && c->r_eps && c->r_events ? 0 : -ENOENT;
+    return c->r_pods && c->r_nodes && c->r_svc && c->r_ep && c->r_eps && c->r_events &&
+           c->r_jobs ? 0 : -ENOENT;
 }
 
 /* Objects that predate the subscription (--state, or written before start) are
  * queued as ADDED; the handlers drop any that an event already superseded. */
 static int replay_existing(struct cluster *c)
 {
-    const struct reg_resource *types[] = { c->r_nodes, c->r_svc, c->r_pods };
+    /* Jobs before Pods: a Job's Pods find it in the table */
+    const struct reg_resource *types[] = { c->r_nodes, c->r_svc, c->r_jobs, c->r_pods };
 
-    for (size_t t = 0; t < 3; t++) {
+    for (size_t t = 0; t < 4; t++) {
         struct store_list l = { 0 };
         struct store_list_opts lo = { 0 };
         struct store_status st = { 0 };
@@ -696,6 +719,7 @@ void cluster_stop(struct cluster *c)
         store_obj_unref(c->q[i].obj);
     c->qlen = 0;
     pthread_mutex_unlock(&c->qlock);
+    cl_jobs_free(c);
     cl_pods_free(c);
     HASH_ITER(hh, c->nodes, n, tn) {
         HASH_DEL(c->nodes, n);

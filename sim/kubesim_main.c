@@ -113,6 +113,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "pod-start-ms", required_argument, NULL, 'C' },
         { "pod-ready-ms", required_argument, NULL, 'C' },
         { "pod-stop-ms", required_argument, NULL, 'C' },
+        { "job-pod-ms", required_argument, NULL, 'C' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };

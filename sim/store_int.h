@@ -83,6 +83,7 @@ struct stype {
     uint64_t tail;              /* sequence number of the next event */
     uint64_t evicted_rv;        /* highest rv no longer in the ring */
     unsigned gen;               /* bumped when the type stops being served */
+    _Atomic unsigned nwatchers; /* open watches of this type (the linger heuristic) */
     UT_hash_handle hh;
 };
 

@@ -23,14 +23,18 @@
 #include <time.h>
 
 #define WATCH_BATCH 64
-/* A watcher that wakes to only a few events while events are streaming (it took a
- * batch less than WATCH_STREAM_NS ago, i.e. >= 500 events/s) sleeps this long before taking them, so a
- * burst reaches 100 watchers as a few large batches instead of one wake-up per
- * event per watcher (the cost that dominates on a 2-core machine). A sparse event
- * (nothing taken recently) is delivered at once: an operator's event-to-reconcile
- * latency must not carry the burst optimisation. */
+/* A watcher of a type with many watchers (>= WATCH_LINGER_FANOUT) that wakes to
+ * only a few events while events are streaming (it took a batch less than
+ * WATCH_STREAM_NS ago, i.e. >= 500 events/s) sleeps this long before taking them,
+ * so a burst reaches 100 watchers as a few large batches instead of one wake-up
+ * per event per watcher (the cost that dominates on a 2-core machine). A sparse
+ * event (nothing taken recently), or any event of a type watched by only a few
+ * clients (an operator's informers: the API server does not hold their events
+ * back either), is delivered at once: event-to-reconcile latency must not carry
+ * the fan-out optimisation. */
 #define WATCH_LINGER_NS 2000000L
 #define WATCH_STREAM_NS WATCH_LINGER_NS
+#define WATCH_LINGER_FANOUT 8
 
 struct store_watch {
     struct store *s;
@@ -218,6 +222,7 @@ int store_watch_open(struct store *s, const struct reg_resource *res, const char
     pthread_mutex_unlock(&w->t->wmu);
     pthread_rwlock_unlock(&s->lock);
     atomic_fetch_add(&s->watchers, 1);
+    atomic_fetch_add(&w->t->nwatchers, 1);
     *out = w;
     return 0;
 fail:
@@ -268,6 +273,7 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
         if (w->pos < t->tail) {
             uint64_t ready = t->ring[w->pos % t->cap].commit_ms + delay;
             if (!lingered && t->tail - w->pos < WATCH_BATCH / 2 &&
+                atomic_load_explicit(&t->nwatchers, memory_order_relaxed) >= WATCH_LINGER_FANOUT &&
                 util_now_ns() - w->last_take_ns < WATCH_STREAM_NS) {
                 struct timespec ln = { 0, WATCH_LINGER_NS };
                 lingered = true;
@@ -438,6 +444,7 @@ void store_watch_close(struct store_watch *w)
     }
     store_status_clear(&w->expired_st);
     atomic_fetch_sub(&w->s->watchers, 1);
+    atomic_fetch_sub(&w->t->nwatchers, 1);
     free(w->ns);
     free(w);
 }
