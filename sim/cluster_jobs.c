@@ -831,10 +831,13 @@ static int track(struct jsync *x, const cJSON *old_status)
         goto out;
     for (size_t i = 0; i < nrm; i++) {
         struct store_obj *o = NULL;
-        if (pod_drop_finalizer(x->c, rm[i]->obj, &o) == 0 && o) {
+        if (pod_drop_finalizer(x->c, rm[i]->obj, &o) < 0)
+            continue;
+        if (!o || has_finalizer(o->json, TRACKING_FIN))
+            jpod_free(x->c, rm[i]);   /* gone: 404, or the patch was its removal */
+        else
             jpod_set(x->c, x->j, o);
-            store_obj_unref(o);
-        }
+        store_obj_unref(o);
     }
 out:
     free(rm);

@@ -105,14 +105,15 @@ k apply -f "$ROOT/deploy/demo-job.yaml" | sed 's/^/         kubectl: /'
 status_line() {
     local rj rc cl pods
     rj=$(api /apis/ray.io/v1/namespaces/default/rayjobs/demo-job)
-    RJ_DEPLOY=$(echo "$rj" | jq -r '.status.jobDeploymentStatus // "-"')
-    RJ_JOB=$(echo "$rj" | jq -r '.status.jobStatus // "-"')
+    # "" is KubeRay's New for both fields: shown as "-"
+    RJ_DEPLOY=$(echo "$rj" | jq -r '.status.jobDeploymentStatus // "" | if . == "" then "-" else . end')
+    RJ_JOB=$(echo "$rj" | jq -r '.status.jobStatus // "" | if . == "" then "-" else . end')
     rc=$(echo "$rj" | jq -r '.status.rayClusterName // ""')
     [ -n "$rc" ] && RC_NAME=$rc
     cl=""; RC_GONE=0
     if [ -n "${RC_NAME:-}" ]; then
-        cl=$(api "/apis/ray.io/v1/namespaces/default/rayclusters/$RC_NAME" | jq -r 'if .kind == "RayCluster" then (.status.state // "-") else "GONE" end')
-        [ "$cl" = GONE ] && RC_GONE=1
+        cl=$(api "/apis/ray.io/v1/namespaces/default/rayclusters/$RC_NAME" | jq -r 'if .kind == "RayCluster" then (.status.state // "-") else "deleted" end')
+        [ "$cl" = deleted ] && RC_GONE=1
     fi
     pods=$(api /api/v1/namespaces/default/pods | jq -r --arg rc "${RC_NAME:-}" '
         [.items[] | select($rc != "" and .metadata.labels["ray.io/cluster"] == $rc)] as $p
@@ -127,7 +128,7 @@ start_log() {  # follow the submitter's log once its Pod runs
     [ -n "$LOGPID" ] && return
     case "$SUBMITTER" in Running|Succeeded|Failed) ;; *) return ;; esac
     say "submitter log (kubectl logs -f job/demo-job):"
-    (k logs -f job/demo-job 2>&1 | tee "$WORK/job.log" | sed -u 's/^/         job log | /') &
+    (k logs -f job/demo-job 2>"$WORK/job.err" | tee "$WORK/job.log" | sed -u 's/^/         job log | /') &
     LOGPID=$!
 }
 
@@ -138,7 +139,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
     [ "$LINE" != "$last" ] && say "$LINE" && last=$LINE
     [ "$RJ_DEPLOY" != - ] && acted=1
     start_log
-    case "$RJ_DEPLOY" in Complete|Failed)
+    case "$RJ_DEPLOY" in Complete|Failed|ValidationFailed)
         [ -z "$end_ms" ] && end_ms=$(date +%s%N) && say "demo-job finished: jobStatus $RJ_JOB; the RayCluster goes after ttlSecondsAfterFinished ($(grep -o 'ttlSecondsAfterFinished: *[0-9]*' "$ROOT/deploy/demo-job.yaml" | grep -o '[0-9]*$') s)"
         if [ "$RC_GONE" = 1 ] || [ -z "$RC_NAME" ]; then
             say "RayCluster ${RC_NAME:-?} deleted"
@@ -161,9 +162,10 @@ if [ -n "$LOGPID" ]; then
     kill "$LOGPID" 2>/dev/null; wait "$LOGPID" 2>/dev/null; LOGPID=""
 fi
 if [ ! -s "$WORK/job.log" ]; then   # the follow missed it (or never started): show what is there
-    k logs job/demo-job 2>/dev/null | tee "$WORK/job.log" | sed 's/^/         job log | /'
+    k logs job/demo-job 2>"$WORK/job.err" | tee "$WORK/job.log" | sed 's/^/         job log | /'
+    [ -s "$WORK/job.log" ] || say "the submitter's log is not available: $(head -1 "$WORK/job.err" 2>/dev/null)"
 fi
-final=$(api /apis/ray.io/v1/namespaces/default/rayjobs/demo-job | jq -r '.status.jobStatus // "-"')
+final=$(api /apis/ray.io/v1/namespaces/default/rayjobs/demo-job | jq -r '.status.jobStatus // "" | if . == "" then "-" else . end')
 finished=1
 if [ "$final" = SUCCEEDED ] && [ "$RC_GONE" = 1 ]; then
     say "done: demo-job SUCCEEDED and its RayCluster was deleted after the TTL"

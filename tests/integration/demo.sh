@@ -65,7 +65,7 @@ for pat in 'kubesim serving at http://127.0.0.1:[0-9]* with 3 simulated nodes' \
            'KubeRay CRDs created: rayclusters.ray.io raycronjobs.ray.io rayjobs.ray.io rayservices.ray.io' \
            'rayop up: watcher' \
            'kubectl: rayjob.ray.io/demo-job created' \
-           'RayJob Initializing/' \
+           'RayJob Initializing/-' \
            'RayCluster demo-job-[a-z0-9]* ready | Pods 3: 0 Pending 3 Running 3 Ready' \
            'RayJob Running/RUNNING' \
            'job log | ' \
