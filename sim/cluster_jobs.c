@@ -430,6 +430,37 @@ static int pod_create(struct cluster *c, struct cl_job *j, long index)
     return rc;
 }
 
+/* A copy of status with its fields in the order of the JobStatus struct, as the
+ * real API server serialises it (clients do not care; people reading -o json do). */
+static cJSON *status_ordered(const cJSON *status)
+{
+    static const char *const order[] = {
+        "conditions", "startTime", "completionTime", "active", "succeeded", "failed",
+        "terminating", "completedIndexes", "failedIndexes", "uncountedTerminatedPods", "ready",
+    };
+    cJSON *rest = cJSON_Duplicate(status, true), *out = cJSON_CreateObject(), *v;
+
+    if (!rest || !out) {
+        cJSON_Delete(out);
+        return rest;
+    }
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+        if ((v = cJSON_DetachItemFromObjectCaseSensitive(rest, order[i])))
+            cJSON_AddItemToObject(out, order[i], v);
+    while (rest->child) {
+        /* fields this controller does not know, kept after the known ones */
+        char *k = strdup(rest->child->string ? rest->child->string : "");
+        v = cJSON_DetachItemViaPointer(rest, rest->child);
+        if (k)
+            cJSON_AddItemToObject(out, k, v);
+        else
+            cJSON_Delete(v);
+        free(k);
+    }
+    cJSON_Delete(rest);
+    return out;
+}
+
 /* PUT of /status with the Job's whole object as last seen: a conflict (someone
  * changed the Job meanwhile) ends the sync; the event that came with the change
  * syncs it again. */
@@ -444,7 +475,7 @@ static int status_write(struct cluster *c, struct cl_job *j, cJSON *status)
     if (!obj)
         return -ENOMEM;
     cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-    cJSON_AddItemToObject(obj, "status", cJSON_Duplicate(status, true));
+    cJSON_AddItemToObject(obj, "status", status_ordered(status));
     rc = store_update(c->store, c->r_jobs, j->obj->ns, j->obj->name, "status", obj, &w, &out,
                       &st);
     if (rc == 0 && out) {
@@ -800,10 +831,13 @@ static int track(struct jsync *x, const cJSON *old_status)
         goto out;
     for (size_t i = 0; i < nrm; i++) {
         struct store_obj *o = NULL;
-        if (pod_drop_finalizer(x->c, rm[i]->obj, &o) == 0 && o) {
+        if (pod_drop_finalizer(x->c, rm[i]->obj, &o) < 0)
+            continue;
+        if (!o || has_finalizer(o->json, TRACKING_FIN))
+            jpod_free(x->c, rm[i]);   /* gone: 404, or the patch was its removal */
+        else
             jpod_set(x->c, x->j, o);
-            store_obj_unref(o);
-        }
+        store_obj_unref(o);
     }
 out:
     free(rm);

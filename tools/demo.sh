@@ -1,82 +1,180 @@
 #!/bin/bash
-# tools/demo.sh - the README's main job (make demo): kubesim with simulated nodes, KubeRay's CRDs,
-# `rayop up`, then demo-job (deploy/demo-job.yaml) from `kubectl apply` to a finished Ray job,
-# shown live. Ctrl-C stops everything. KEEP=1 leaves kubesim running at the end for kubectl.
+# tools/demo.sh - the README's main job (`make demo`): kubesim with simulated nodes, KubeRay's
+# CRDs, `rayop up`, then demo-job (deploy/demo-job.yaml) from `kubectl apply` to a finished Ray
+# job, shown live one line per change: the RayJob's deploymentStatus/jobStatus, its RayCluster's
+# state, the Pods (Pending/Running/Ready), then the submitter's log, SUCCEEDED, and the cluster
+# deleted after ttlSecondsAfterFinished.
 #
-# The RayCluster and RayJob controllers are separate issues; until they land, rayop's controllers
-# only log the keys they receive, and this script says so and stops instead of waiting in vain.
+#   tools/demo.sh            run it, stop everything at the end (or on Ctrl-C)
+#   tools/demo.sh --keep     (or KEEP=1) leave kubesim + rayop running for kubectl at the end;
+#                            prints the kubeconfig path and the command that stops them
+#   tools/demo.sh --stop DIR stop what a --keep run left in DIR and remove it
+#
+# kubesim and `rayop up` each run in their own process group (setsid), so a Ctrl-C reaches this
+# script only and the cleanup stops them in order: rayop up (it drains and stops its watcher and
+# controllers), then kubesim; survivors get SIGKILL; `rayop clean` drops the cache segment.
+# Exit: 0 SUCCEEDED and cluster deleted, 1 failure, 3 rayop's RayJob controller is still the
+# placeholder (nothing to show yet), 130 interrupted.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=${RAYOP_SHARED:-$ROOT/../shared}
 KUBECTL=${KUBECTL:-$(ls /usr/lib/google-cloud-sdk/bin/kubectl.1.33 2>/dev/null || command -v kubectl)}
+DEADLINE_S=${DEMO_DEADLINE_S:-110}
+KEEP=${KEEP:-0}
+
+stop_dir() {  # stops the processes a run recorded in DIR/pids and removes DIR
+    local dir=$1 p
+    [ -f "$dir/pids" ] || { echo "demo: $dir has no pids file"; return 1; }
+    for p in $(cat "$dir/pids"); do kill -TERM -- "-$p" 2>/dev/null; done
+    for _ in $(seq 50); do
+        local alive=0
+        for p in $(cat "$dir/pids"); do kill -0 -- "-$p" 2>/dev/null && alive=1; done
+        [ $alive = 0 ] && break
+        sleep 0.1
+    done
+    for p in $(cat "$dir/pids"); do kill -KILL -- "-$p" 2>/dev/null; done
+    [ -d "$dir/state" ] && "$ROOT/bin/rayop" clean --state-dir "$dir/state" >/dev/null 2>&1
+    rm -rf "$dir"
+}
+
+case "${1:-}" in
+    --keep) KEEP=1 ;;
+    --stop) [ -n "${2:-}" ] || { echo "usage: $0 --stop DIR"; exit 2; }
+            stop_dir "$2"; exit $? ;;
+    "") ;;
+    *) echo "usage: $0 [--keep | --stop DIR]"; exit 2 ;;
+esac
+
+[ -d "$SHARED/kuberay/crds" ] || { echo "demo: KubeRay CRDs not found under $SHARED/kuberay/crds (set RAYOP_SHARED)"; exit 1; }
+[ -x "$KUBECTL" ] || { echo "demo: kubectl not found (make deps installs it)"; exit 1; }
+if [ ! -x "$ROOT/bin/kubesim" ] || [ ! -x "$ROOT/bin/rayop" ]; then
+    echo "demo: building kubesim and rayop first (make all)"
+    make -C "$ROOT" -j"$(nproc 2>/dev/null || echo 2)" all >/dev/null || exit 1
+fi
+
 WORK=$(mktemp -d /tmp/rayop-demo.XXXXXX)
-KC="$WORK/kubeconfig"
-pids=()
+KC=$WORK/kubeconfig
+: >"$WORK/pids"
+finished=0; interrupted=0; LOGPID=""
 
 cleanup() {
-    if [ "${KEEP:-0}" = 1 ] && [ "${interrupted:-0}" = 0 ]; then
-        echo "kubesim and rayop keep running (pids ${pids[*]}); stop them with: kill ${pids[*]}"
+    [ -n "$LOGPID" ] && kill "$LOGPID" 2>/dev/null
+    if [ "$KEEP" = 1 ] && [ $interrupted = 0 ] && [ $finished = 1 ]; then
+        echo
+        echo "kubesim and rayop keep running. Try:"
+        echo "    export KUBECONFIG=$KC"
+        echo "    kubectl get rayjobs,rayclusters,pods,jobs        # logs: $WORK/*.log"
+        echo "Stop them with:  $0 --stop $WORK"
         return
     fi
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    [ -d "$WORK/state" ] && "$ROOT/bin/rayop" clean --state-dir "$WORK/state" >/dev/null 2>&1
-    rm -rf "$WORK"
+    stop_dir "$WORK"
 }
 trap cleanup EXIT
-trap 'interrupted=1; echo; echo "demo: interrupted"; exit 130' INT TERM
+trap 'interrupted=1; echo; echo "demo: interrupted - stopping rayop and kubesim"; exit 130' INT TERM
 
+T0=$(date +%s%N)
+say() { local ms=$(( ($(date +%s%N) - T0) / 1000000 )); printf '\033[1m[%3d.%ds]\033[0m %s\n' $((ms / 1000)) $(( (ms % 1000) / 100 )) "$*"; }
 k() { "$KUBECTL" --kubeconfig "$KC" --cache-dir "$WORK/kcache" "$@"; }
-say() { printf '\033[1m[%5.1fs]\033[0m %s\n' "$(echo "$(date +%s.%N) - $T0" | bc)" "$*"; }
-T0=$(date +%s.%N)
 
-[ -d "$SHARED/kuberay/crds" ] || { echo "demo: KubeRay CRDs not found under $SHARED/kuberay/crds"; exit 1; }
-[ -x "$KUBECTL" ] || { echo "demo: kubectl not found"; exit 1; }
-
-"$ROOT/bin/kubesim" --listen 127.0.0.1:0 --kubeconfig-out "$KC" --nodes 3 \
-    >"$WORK/kubesim.out" 2>"$WORK/kubesim.log" &
-pids+=($!)
+# Pods take ~1.5 s to start and ~2.5 s more to be Ready (kubesim's defaults are 0.3/0.5 s), so
+# the view shows them coming up instead of jumping straight to Ready.
+setsid "$ROOT/bin/kubesim" --listen 127.0.0.1:0 --kubeconfig-out "$KC" --nodes 3 \
+    --pod-start-ms 1500 --pod-ready-ms 2500 >"$WORK/kubesim.out" 2>"$WORK/kubesim.log" &
+echo $! >>"$WORK/pids"
 for _ in $(seq 100); do [ -s "$WORK/kubesim.out" ] && break; sleep 0.1; done
 URL=$(head -1 "$WORK/kubesim.out")
 [ -n "$URL" ] || { echo "demo: kubesim did not start:"; tail "$WORK/kubesim.log"; exit 1; }
-say "kubesim serving at $URL (3 simulated nodes)"
+say "kubesim serving at $URL with 3 simulated nodes"
+api() { curl -s --max-time 5 "$URL$1"; }
 
 k create -f "$SHARED/kuberay/crds/" >/dev/null || exit 1
-say "KubeRay CRDs created: $(k get crd -o name | tr '\n' ' ')"
+say "KubeRay CRDs created: $(k get crd -o name | sed 's#.*/##' | tr '\n' ' ')"
 
 mkdir -p "$WORK/state" && chmod 700 "$WORK/state"
-"$ROOT/bin/rayop" up --kubeconfig "$KC" --state-dir "$WORK/state" \
+setsid "$ROOT/bin/rayop" up --kubeconfig "$KC" --state-dir "$WORK/state" \
     --metrics-addr 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$WORK/rayop.log" 2>&1 &
-pids+=($!)
-say "rayop up started (watcher + raycluster, rayjob, rayservice controllers; log: $WORK/rayop.log)"
+echo $! >>"$WORK/pids"
+say "rayop up: watcher + raycluster, rayjob, rayservice, raycronjob controllers (log $WORK/rayop.log)"
 
-k apply -f "$ROOT/deploy/demo-job.yaml" || exit 1
-say "demo-job applied"
+k apply -f "$ROOT/deploy/demo-job.yaml" | sed 's/^/         kubectl: /'
+[ "${PIPESTATUS[0]}" = 0 ] || exit 1
 
-# Follow RayJob / RayCluster state and Pods until the job finishes and its cluster is gone.
-last=""; acted=0; deadline=$(( $(date +%s) + 110 ))
-while [ "$(date +%s)" -lt "$deadline" ]; do
-    js=$(k get rayjob demo-job -o jsonpath='{.status.jobDeploymentStatus}/{.status.jobStatus}/{.status.rayClusterName}' 2>/dev/null)
-    rc=${js##*/}
-    cs=""; [ -n "$rc" ] && cs=$(k get raycluster "$rc" -o jsonpath='{.status.state}' 2>/dev/null)
-    pods=$(k get pods -l ray.io/cluster="$rc" --no-headers 2>/dev/null | awk '{printf "%s:%s ", $1, $3}')
-    line="RayJob ${js%/*} | RayCluster ${rc:-none} ${cs} | Pods ${pods:-none}"
-    [ "$line" != "$last" ] && say "$line" && last=$line
-    [ "${js%%/*}" != "" ] && acted=1
-    case "$js" in Complete/*|Failed/*)
-        if [ -z "$rc" ] || ! k get raycluster "$rc" >/dev/null 2>&1; then break; fi;;
-    esac
-    if [ $acted = 0 ] && [ "$(echo "$(date +%s.%N) - $T0 > 25" | bc)" = 1 ]; then
-        say "the RayJob controller has not acted on demo-job: rayop's RayJob and RayCluster"
-        say "controllers are not implemented yet (open issues), only the core that feeds them."
-        say "What ran: kubesim, the CRDs, rayop up; keys delivered to controllers:"
-        grep -c '"msg":"reconcile' "$WORK/rayop.log" | sed 's/^/        reconcile log lines: /'
-        exit 2
+# One line per change (status_line sets LINE and the RJ_/RC_/SUBMITTER state the loop reads;
+# it runs in this shell, not in a $(...) subshell, so that state survives). Reads go straight to kubesim with curl (a kubectl process a second
+# would cost more CPU than everything it watches on a small machine).
+status_line() {
+    local rj rc cl pods
+    rj=$(api /apis/ray.io/v1/namespaces/default/rayjobs/demo-job)
+    # "" is KubeRay's New for both fields: shown as "-"
+    RJ_DEPLOY=$(echo "$rj" | jq -r '.status.jobDeploymentStatus // "" | if . == "" then "-" else . end')
+    RJ_JOB=$(echo "$rj" | jq -r '.status.jobStatus // "" | if . == "" then "-" else . end')
+    rc=$(echo "$rj" | jq -r '.status.rayClusterName // ""')
+    [ -n "$rc" ] && RC_NAME=$rc
+    cl=""; RC_GONE=0
+    if [ -n "${RC_NAME:-}" ]; then
+        cl=$(api "/apis/ray.io/v1/namespaces/default/rayclusters/$RC_NAME" | jq -r 'if .kind == "RayCluster" then (.status.state // "-") else "deleted" end')
+        [ "$cl" = deleted ] && RC_GONE=1
     fi
-    sleep 1   # a display refresh interval, not synchronisation
+    pods=$(api /api/v1/namespaces/default/pods | jq -r --arg rc "${RC_NAME:-}" '
+        [.items[] | select($rc != "" and .metadata.labels["ray.io/cluster"] == $rc)] as $p
+        | [.items[] | select(.metadata.labels["job-name"] == "demo-job")] as $s
+        | "Pods \($p | length): \([$p[] | select(.status.phase == "Pending")] | length) Pending \([$p[] | select(.status.phase == "Running")] | length) Running \([$p[] | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length) Ready"
+          + (if ($s | length) > 0 then " | submitter \($s[0].status.phase)" else "" end)')
+    SUBMITTER=$(echo "$pods" | sed -n 's/.*| submitter //p')
+    LINE="RayJob $RJ_DEPLOY/$RJ_JOB | RayCluster ${RC_NAME:-(none yet)} ${cl:+$cl }| $pods"
+}
+
+start_log() {  # follow the submitter's log once its Pod runs
+    [ -n "$LOGPID" ] && return
+    case "$SUBMITTER" in Running|Succeeded|Failed) ;; *) return ;; esac
+    say "submitter log (kubectl logs -f job/demo-job):"
+    (k logs -f job/demo-job 2>"$WORK/job.err" | tee "$WORK/job.log" | sed -u 's/^/         job log | /') &
+    LOGPID=$!
+}
+
+last=""; acted=0; end_ms=""; RC_NAME=""; RC_GONE=0; SUBMITTER=""; LINE=""
+deadline=$(( $(date +%s) + DEADLINE_S ))
+while [ "$(date +%s)" -lt "$deadline" ]; do
+    status_line
+    [ "$LINE" != "$last" ] && say "$LINE" && last=$LINE
+    [ "$RJ_DEPLOY" != - ] && acted=1
+    start_log
+    case "$RJ_DEPLOY" in Complete|Failed|ValidationFailed)
+        [ -z "$end_ms" ] && end_ms=$(date +%s%N) && say "demo-job finished: jobStatus $RJ_JOB; the RayCluster goes after ttlSecondsAfterFinished ($(grep -o 'ttlSecondsAfterFinished: *[0-9]*' "$ROOT/deploy/demo-job.yaml" | grep -o '[0-9]*$') s)"
+        if [ "$RC_GONE" = 1 ] || [ -z "$RC_NAME" ]; then
+            say "RayCluster ${RC_NAME:-?} deleted"
+            break
+        fi ;;
+    esac
+    if [ $acted = 0 ] && [ $(( ($(date +%s%N) - T0) / 1000000000 )) -ge 20 ]; then
+        if grep -q '"proc":"rayjob".*"msg":"reconcile (placeholder' "$WORK/rayop.log"; then
+            say "rayop's RayJob controller is still a placeholder: it received demo-job but only logs keys."
+            say "Ran: kubesim, the CRDs, rayop up, kubectl apply. Nothing more to show until it lands."
+            exit 3
+        fi
+        say "no RayJob status after 20 s; the operator's log: $WORK/rayop.log"
+        acted=1
+    fi
+    sleep 0.5   # the display's refresh period, not synchronisation
 done
-k logs -l job-name=demo-job --tail=20 2>/dev/null | sed 's/^/    job log | /'
-final=$(k get rayjob demo-job -o jsonpath='{.status.jobStatus}')
-say "demo-job finished: $final"
-echo "To keep playing: KEEP=1 make demo, then: kubectl --kubeconfig $KC get rayjobs,rayclusters,pods"
-[ "$final" = SUCCEEDED ]
+if [ -n "$LOGPID" ]; then
+    for _ in $(seq 30); do kill -0 "$LOGPID" 2>/dev/null || break; sleep 0.1; done
+    kill "$LOGPID" 2>/dev/null; wait "$LOGPID" 2>/dev/null; LOGPID=""
+fi
+if [ ! -s "$WORK/job.log" ]; then   # the follow missed it (or never started): show what is there
+    k logs job/demo-job 2>"$WORK/job.err" | tee "$WORK/job.log" | sed 's/^/         job log | /'
+    [ -s "$WORK/job.log" ] || say "the submitter's log is not available: $(head -1 "$WORK/job.err" 2>/dev/null)"
+fi
+final=$(api /apis/ray.io/v1/namespaces/default/rayjobs/demo-job | jq -r '.status.jobStatus // "" | if . == "" then "-" else . end')
+finished=1
+if [ "$final" = SUCCEEDED ] && [ "$RC_GONE" = 1 ]; then
+    say "done: demo-job SUCCEEDED and its RayCluster was deleted after the TTL"
+    rc=0
+else
+    kept=$(mktemp -d /tmp/rayop-demo-failed.XXXXXX)
+    cp "$WORK"/*.log "$KC" "$kept"/ 2>/dev/null
+    say "demo did not complete: jobStatus $final, RayCluster ${RC_NAME:-none} $( [ "$RC_GONE" = 1 ] && echo deleted || echo present); logs kept in $kept"
+    rc=1
+fi
+[ "$KEEP" = 1 ] || echo "To keep kubesim + rayop running for kubectl afterwards: KEEP=1 make demo  (or $0 --keep)"
+exit $rc

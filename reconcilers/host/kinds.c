@@ -1,8 +1,9 @@
 /*
  * kinds.c - the registration table of `rayop controller KIND`.
  *
- * raycluster, rayjob and rayservice are PLACEHOLDERS until their own issues
- * land: they log the key, read the object from the cache and return ok. The
+ * raycluster is reconcilers/raycluster/, rayjob reconcilers/rayjob/.
+ * rayservice is a PLACEHOLDER until its issue lands: it logs the key, reads
+ * the object from the cache and returns ok. The
  * "test" kind exercises the whole host end to end on the raycluster queue: it
  * writes (a merge patch of two annotations, guarded by the resourceVersion it
  * read) so read-your-writes is observable, and annotations on the object steer
@@ -21,12 +22,16 @@
 #include <time.h>
 
 #include "reconcilers/host/host.h"
+#include "reconcilers/raycluster/raycluster.h"
+#include "reconcilers/raycronjob/raycronjob.h"
+#include "reconcilers/rayjob/rayjob.h"
 #include "util/util.h"
 
 #define RC_TYPE "ray.io/v1/rayclusters"
 
 static const char *const rc_types[] = { RC_TYPE, "v1/pods", "v1/services", NULL };
-static const char *const rj_types[] = { "ray.io/v1/rayjobs", RC_TYPE, "batch/v1/jobs", NULL };
+static const char *const rj_types[] = { "ray.io/v1/rayjobs", RC_TYPE, "batch/v1/jobs", "v1/pods",
+                                         NULL };
 static const char *const rs_types[] = { "ray.io/v1/rayservices", RC_TYPE, "v1/services", NULL };
 static const char *const test_types[] = { RC_TYPE, NULL };
 
@@ -57,14 +62,6 @@ static int placeholder_reconcile(struct host_ctx *ctx, const char *type, struct 
     return 0;
 }
 
-static int raycluster_reconcile(struct host_ctx *ctx, struct host_result *res)
-{
-    return placeholder_reconcile(ctx, RC_TYPE, res);
-}
-static int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
-{
-    return placeholder_reconcile(ctx, "ray.io/v1/rayjobs", res);
-}
 static int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res)
 {
     return placeholder_reconcile(ctx, "ray.io/v1/rayservices", res);
@@ -131,12 +128,15 @@ static int test_reconcile(struct host_ctx *ctx, struct host_result *res)
 }
 
 const struct host_kind host_kinds[] = {
-    { "raycluster", "raycluster", rc_types, raycluster_reconcile,
-      "RayCluster (placeholder: logs and reads the object)" },
+    { "raycluster", "raycluster", rc_types, rc_reconcile,
+      "RayCluster (reconcilers/raycluster: Pods, Services, status, events)", rc_metrics },
     { "rayjob", "rayjob", rj_types, rayjob_reconcile,
-      "RayJob (placeholder: logs and reads the object)" },
+      "RayJob (reconcilers/rayjob: RayCluster, submitter, dashboard, status, events)",
+      rayjob_metrics },
     { "rayservice", "rayservice", rs_types, rayservice_reconcile,
       "RayService (placeholder: logs and reads the object)" },
+    { "raycronjob", "raycronjob", raycronjob_cache_types, raycronjob_reconcile,
+      "RayCronJob: a RayJob from spec.jobTemplate at each tick of spec.schedule" },
     { "test", "raycluster", test_types, test_reconcile,
       "host self-test on the raycluster queue (writes an annotation)" },
 };

@@ -19,24 +19,101 @@
 
 #include <cjson/cJSON.h>
 
+/* ---- KubeRay v1.7 names the reconcile loop shares (utils/constant.go) ---- */
+
+#define RC_KUBERAY_VERSION            "v1.7.0"
+#define RC_LABEL_CLUSTER              "ray.io/cluster"
+#define RC_LABEL_NODE_TYPE            "ray.io/node-type"
+#define RC_LABEL_GROUP                "ray.io/group"
+#define RC_LABEL_IS_RAY_NODE          "ray.io/is-ray-node"
+#define RC_LABEL_IDENTIFIER           "ray.io/identifier"
+#define RC_LABEL_SERVE                "ray.io/serve"
+#define RC_LABEL_HEADLESS_SVC         "ray.io/headless-worker-svc"
+#define RC_LABEL_REPLICA_NAME         "ray.io/worker-group-replica-name"
+#define RC_LABEL_REPLICA_INDEX        "ray.io/worker-group-replica-index"
+#define RC_LABEL_HOST_INDEX           "ray.io/replica-host-index"
+#define RC_LABEL_ORIGINATED_CR_NAME   "ray.io/originated-from-cr-name"
+#define RC_LABEL_ORIGINATED_CRD       "ray.io/originated-from-crd"
+#define RC_LABEL_APP_NAME             "app.kubernetes.io/name"
+#define RC_LABEL_CREATED_BY           "app.kubernetes.io/created-by"
+#define RC_APP_NAME                   "kuberay"
+#define RC_CREATED_BY                 "kuberay-operator"
+#define RC_NODE_HEAD                  "head"
+#define RC_NODE_WORKER                "worker"
+#define RC_NODE_REDIS_CLEANUP         "redis-cleanup"
+#define RC_HEAD_GROUP_NAME            "headgroup"
+#define RC_ANN_FT_ENABLED             "ray.io/ft-enabled"
+#define RC_ANN_EXTERNAL_STORAGE_NS    "ray.io/external-storage-namespace"
+#define RC_ANN_GCS_FT_DELETION_TIMEOUT "ray.io/gcs-ft-deletion-timeout"
+#define RC_ANN_OVERWRITE_CMD          "ray.io/overwrite-container-cmd"
+#define RC_ANN_ENABLE_SERVE_SERVICE   "ray.io/enable-serve-service"
+#define RC_ANN_UPGRADE_HASH           "ray.io/upgrade-strategy-recreate-hash"
+#define RC_ANN_KUBERAY_VERSION        "ray.io/kuberay-version"
+#define RC_ANN_DISABLE_HEAD_RESTART   "ray.io/disable-provisioned-head-restart"
+#define RC_FINALIZER_GCS_FT           "ray.io/gcs-ft-redis-cleanup-finalizer"
+#define RC_MANAGED_BY_KUBERAY         "ray.io/kuberay-operator"
+#define RC_MANAGED_BY_MULTIKUEUE      "kueue.x-k8s.io/multikueue"
+#define RC_GCS_FT_DELETION_TIMEOUT_S  300   /* default of ray.io/gcs-ft-deletion-timeout */
+#define RC_MAX_NAME_LEN               53    /* 63 - len("-serve-svc") */
+#define RC_RAY_CONTAINER              0     /* the Ray container is containers[0] */
+#define RC_AUTOSCALER_CONTAINER       "autoscaler"
+#define RC_WAIT_GCS_CONTAINER         "wait-gcs-ready"
+
+/* Event / condition reasons KubeRay uses when validation fails (K8sEventType). */
+#define RC_REASON_INVALID_METADATA    "InvalidRayClusterMetadata"
+#define RC_REASON_INVALID_SPEC        "InvalidRayClusterSpec"
+#define RC_REASON_INVALID_STATUS      "InvalidRayClusterStatus"
+
 /* Operator-wide settings that change generated objects (KubeRay flags/env). */
 struct rc_build_opts {
     bool enable_init_container_injection;  /* ENABLE_INIT_CONTAINER_INJECTION (default true) */
     bool use_deterministic_head_name;      /* see KubeRay's head Pod naming (default: as v1.7) */
     char default_autoscaler_image[256];    /* autoscaler sidecar image when none is given */
     char cluster_domain[128];              /* CLUSTER_DOMAIN, default "cluster.local" */
+    bool enable_probes_injection;          /* ENABLE_PROBES_INJECTION (default true) */
+    bool enable_head_cluster_ip_service;   /* ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE (default false) */
+    bool enable_login_shell;               /* ENABLE_LOGIN_SHELL: bash -lc (default false) */
 };
 void rc_build_opts_default(struct rc_build_opts *o);
+/* Defaults, then KubeRay's operator environment variables (ENABLE_INIT_CONTAINER_
+ * INJECTION, ENABLE_DETERMINISTIC_HEAD_POD_NAME, CLUSTER_DOMAIN, ENABLE_PROBES_INJECTION,
+ * ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE, ENABLE_LOGIN_SHELL) read as KubeRay reads them. */
+void rc_build_opts_from_env(struct rc_build_opts *o);
 
 /* Why a RayCluster is invalid: the condition reason KubeRay sets and a message. */
 struct rc_invalid {
     char reason[64];
-    char message[512];
+    char message[1024];
 };
 
 /* 0 if rc passes KubeRay's validation (ValidateRayClusterSpec and friends),
- * -EINVAL with *why filled otherwise. */
+ * -EINVAL with *why filled otherwise. Checked in KubeRay's order: metadata
+ * (reason InvalidRayClusterMetadata), spec and upgradeStrategy (InvalidRayClusterSpec),
+ * status (InvalidRayClusterStatus; KubeRay requeues this one after 2 s, the others
+ * wait for the next change). why->message is the Warning Event's message exactly
+ * as KubeRay words it ("The RayCluster spec is invalid NS/NAME: ...").
+ * Call rc_managed_elsewhere first: KubeRay skips such clusters before validating. */
 int rc_validate(const cJSON *rc, struct rc_invalid *why);
+/* The warning KubeRay records but does not stop on (autoscaler v1 with a worker
+ * restartPolicy other than Never): 1 with *why filled, 0 when there is none. */
+int rc_validate_warning(const cJSON *rc, struct rc_invalid *why);
+/* True when spec.managedBy names another controller (KubeRay skips the cluster). */
+bool rc_managed_elsewhere(const cJSON *rc);
+
+/* ---- spec helpers --------------------------------------------------------- */
+
+bool rc_autoscaling_enabled(const cJSON *rc);
+/* GetWorkerGroupDesiredReplicas: suspend -> 0; replicas clamped to [min, max];
+ * times numOfHosts. */
+int64_t rc_worker_desired_replicas(const cJSON *group);
+/* The head's GCS port (rayStartParams.port, default 6379). */
+int rc_head_port(const cJSON *rc);
+/* ray.io/gcs-ft-deletion-timeout in seconds (default 300). */
+int rc_gcs_ft_deletion_timeout(const cJSON *rc);
+/* The spec hash stored in the head Pod's ray.io/upgrade-strategy-recreate-hash
+ * (spec without replicas/min/max/workersToDelete/tolerations/schedulingGates/
+ * upgradeStrategy; base32hex of SHA-1). out needs 33 bytes. 0 or -ENOMEM. */
+int rc_spec_hash(const cJSON *rc, char *out, size_t cap);
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -73,7 +150,9 @@ cJSON *rc_build_worker_pod(const cJSON *rc, const cJSON *group, const char *repl
                            int *err);
 
 /* Autoscaler RBAC (enableInTreeAutoscaling): ServiceAccount, Role, RoleBinding.
- * 0 with all three set, 0 with all NULL when autoscaling is off, or -errno. */
+ * 0 with all three set, 0 with all NULL when autoscaling is off, or -errno.
+ * When the head template names its own serviceAccountName, *sa is NULL: KubeRay
+ * expects the user to create that ServiceAccount (the binding still names it). */
 int rc_build_autoscaler_rbac(const cJSON *rc, cJSON **sa, cJSON **role, cJSON **binding);
 
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or

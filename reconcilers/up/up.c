@@ -70,7 +70,7 @@ static void usage(FILE *f)
 {
     fputs("usage: rayop up [flags]\n"
           "Runs `rayop watcher` and `rayop controller KIND` for each kind, restarting any that exits.\n"
-          "  --controllers A,B,C         kinds to run (default raycluster,rayjob,rayservice)\n"
+          "  --controllers A,B,C         kinds to run (default raycluster,rayjob,rayservice,raycronjob)\n"
           "  --kubeconfig, --context, --namespace/--watch-namespace, --state-dir, --qps, --burst,\n"
           "  --log-level                 passed to every child\n"
           "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
@@ -391,7 +391,7 @@ int up_main(int argc, char **argv)
     char *common_v[UP_MAX_ARGS / 2], *w_v[UP_MAX_ARGS / 2], *c_v[UP_MAX_ARGS / 2];
     char **common = common_v, **wonly = w_v, **conly = c_v;
     int ncommon = 0, nw = 0, nc = 0, rc;
-    const char *kinds = "raycluster,rayjob,rayservice", *maddr = ":8080", *paddr = ":8081";
+    const char *kinds = "raycluster,rayjob,rayservice,raycronjob", *maddr = ":8080", *paddr = ":8081";
     memset(&u, 0, sizeof(u));
     u.state_dir = "/run/rayop";
     u.initial_ms = 1000;

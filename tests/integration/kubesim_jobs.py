@@ -12,8 +12,9 @@
 # Failed BackoffLimitExceeded, Warning Event); restartPolicy OnFailure restarts count
 # against backoffLimit; activeDeadlineSeconds fails with DeadlineExceeded and deletes the
 # running Pods; a suspended Job has no Pods and Suspended=True until resumed; Indexed
-# completion (index annotation/label, hostname, completedIndexes "0-2");
-# ttlSecondsAfterFinished deletes the Job and its Pods; `kubectl get jobs` shows
+# completion (index annotation/label, hostname, completedIndexes "0-2"); a deleted running
+# Pod counts as failed and is replaced; deleting a running Job takes its Pods (tracking
+# finalizers released); ttlSecondsAfterFinished deletes the Job and its Pods; `kubectl get jobs` shows
 # STATUS/COMPLETIONS/DURATION. Every wait polls with a deadline.
 # Prints "ok - ..." / "not ok - ..." lines; exits 1 if any check failed.
 import json
@@ -123,7 +124,8 @@ def run(sim):
                      activeDeadlineSeconds=1),
                  job("idx", completions=3, parallelism=3, completionMode="Indexed"),
                  job("ttl", ttlSecondsAfterFinished=1),
-                 job("susp", suspend=True)):
+                 job("susp", suspend=True),
+                 job("repl", annotations={"kubesim.io/exit-after-ms": "60000"})):
         code, obj = sim.req("POST", JOBS, body)
         created[body["metadata"]["name"]] = obj
         check("create job " + body["metadata"]["name"], code == 201, obj)
@@ -167,10 +169,17 @@ def run(sim):
         check("3 owned Succeeded Pods comp-xxxxx: labels, controller ownerReference, tracking "
               "finalizer removed", len(pods) == 3 and len(good) == 3,
               [p["metadata"] for p in pods])
-        check("Events SuccessfulCreate x3 and Completed from job-controller",
-              len(events(sim, "comp", "SuccessfulCreate")) == 3 and
-              [e["source"]["component"] for e in events(sim, "comp", "Completed")] == ["job-controller"],
-              [e["message"] for e in events(sim, "comp", "SuccessfulCreate")])
+        created_ev = events(sim, "comp", "SuccessfulCreate")
+        check("Events SuccessfulCreate x3 (\"Created pod: NAME\") and Completed from job-controller",
+              sorted(e["message"] for e in created_ev) ==
+              sorted("Created pod: " + p["metadata"]["name"] for p in pods) and
+              [(e["source"]["component"], e["involvedObject"]["kind"], e["involvedObject"]["apiVersion"],
+                e["involvedObject"]["uid"]) for e in events(sim, "comp", "Completed")] ==
+              [("job-controller", "Job", "batch/v1", uid)],
+              [e["message"] for e in created_ev])
+        check("status fields in JobStatus order", list(st) == [
+            "conditions", "startTime", "completionTime", "succeeded", "terminating",
+            "uncountedTerminatedPods", "ready"], list(st))
 
     # ---- backoffLimit 2: the third failed Pod fails the Job
     j = wait_until(25, lambda: finished(sim, "fail", "Failed"))
@@ -231,6 +240,30 @@ def run(sim):
           j and cond(j, "Suspended")["status"] == "False" and
           cond(j, "Suspended")["reason"] == "JobResumed" and j["status"].get("succeeded") == 1,
           (j or sim.get(JOBS + "/susp")).get("status"))
+
+    # ---- a deleted Pod is failed and replaced; deleting the Job takes its Pods
+    first = wait_until(10, lambda: [p for p in job_pods(sim, "repl") if p["status"].get("phase") == "Running"])
+    if check("repl: one Pod running", first and len(first) == 1, [p["metadata"]["name"] for p in job_pods(sim, "repl")]):
+        victim = first[0]["metadata"]["name"]
+        code, _ = sim.req("DELETE", PODS + "/" + victim)
+        check("delete repl's running Pod", code == 200)
+
+        def replaced():
+            j = sim.get(JOBS + "/repl")
+            pods = [p for p in job_pods(sim, "repl") if p["metadata"]["name"] != victim and
+                    not p["metadata"].get("deletionTimestamp")]
+            return (j, pods) if j["status"].get("failed") == 1 and j["status"].get("active") == 1 and pods else None
+        got = wait_until(10, replaced)
+        check("the deleted Pod counts as failed (failed=1) and a replacement is active", got,
+              sim.get(JOBS + "/repl").get("status"))
+        check("the deleted Pod is removed once counted", wait_until(10, lambda: all(
+            p["metadata"]["name"] != victim for p in job_pods(sim, "repl"))))
+        code, _ = sim.req("DELETE", JOBS + "/repl", {"kind": "DeleteOptions", "apiVersion": "v1",
+                                                    "propagationPolicy": "Background"})
+        check("delete the running Job (Background)", code == 200)
+        check("the Job's Pods go with it (tracking finalizers released)",
+              wait_until(10, lambda: sim.req("GET", JOBS + "/repl")[0] == 404 and job_pods(sim, "repl") == []),
+              [(p["metadata"]["name"], p["metadata"].get("finalizers")) for p in job_pods(sim, "repl")])
 
     # ---- ttlSecondsAfterFinished
     gone = wait_until(20, lambda: sim.req("GET", JOBS + "/ttl")[0] == 404)

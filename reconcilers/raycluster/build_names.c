@@ -1,0 +1,251 @@
+/*
+ * build_names.c - operator options, the names KubeRay gives a RayCluster's
+ * objects (utils.GenerateHeadServiceName and friends), small spec helpers the
+ * reconcile loop shares (desired replicas, head port, managedBy) and the spec
+ * hash of the Recreate upgrade strategy.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+
+#include "reconcilers/raycluster/build_int.h"
+
+void rc_build_opts_default(struct rc_build_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->enable_init_container_injection = true;
+    o->use_deterministic_head_name = false;
+    o->enable_probes_injection = true;
+    o->enable_head_cluster_ip_service = false;
+    o->enable_login_shell = false;
+    snprintf(o->cluster_domain, sizeof(o->cluster_domain), "cluster.local");
+}
+
+static bool env_is(const char *name, const char *val)
+{
+    const char *v = getenv(name);
+    return v && !strcasecmp(v, val);
+}
+
+void rc_build_opts_from_env(struct rc_build_opts *o)
+{
+    const char *d = getenv("CLUSTER_DOMAIN");
+    rc_build_opts_default(o);
+    /* Each switch is read the way KubeRay reads it: "false" disables a default-on
+     * feature, only "true" enables a default-off one. */
+    o->enable_init_container_injection = !env_is("ENABLE_INIT_CONTAINER_INJECTION", "false");
+    o->use_deterministic_head_name = env_is("ENABLE_DETERMINISTIC_HEAD_POD_NAME", "true");
+    o->enable_probes_injection = !env_is("ENABLE_PROBES_INJECTION", "false");
+    o->enable_head_cluster_ip_service = env_is("ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE", "true");
+    o->enable_login_shell = env_is("ENABLE_LOGIN_SHELL", "true");
+    if (d && *d)
+        snprintf(o->cluster_domain, sizeof(o->cluster_domain), "%s", d);
+}
+
+static int put(char *out, size_t cap, const char *fmt, const char *a, const char *b)
+{
+    int n = snprintf(out, cap, fmt, a, b);
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+int rc_head_service_name(const cJSON *rc, char *out, size_t cap)
+{
+    /* No shortening: KubeRay v1.7 limits cluster names to 53 characters instead,
+     * so NAME-head-svc always fits a 63-character DNS label. */
+    const char *custom = rcj_str(rcj_path(rc_head_group(rc), "headService", "metadata", NULL),
+                                 "name");
+    if (custom && *custom)
+        return put(out, cap, "%s%s", custom, "");
+    return put(out, cap, "%s%s", rc_name(rc), "-head-svc");
+}
+
+int rc_headless_service_name(const cJSON *rc, char *out, size_t cap)
+{
+    return put(out, cap, "%s%s", rc_name(rc), "-headless");
+}
+
+int rc_serve_service_name(const cJSON *rc, char *out, size_t cap)
+{
+    return put(out, cap, "%s%s", rc_name(rc), "-serve-svc");
+}
+
+int rc_head_service_fqdn(const cJSON *rc, const struct rc_build_opts *o, char *out, size_t cap)
+{
+    char svc[256];
+    int n, r;
+    if ((r = rc_head_service_name(rc, svc, sizeof(svc))) < 0)
+        return r;
+    n = snprintf(out, cap, "%s.%s.svc.%s", svc, rc_namespace(rc),
+                 o && o->cluster_domain[0] ? o->cluster_domain : "cluster.local");
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* utils.FindContainerPort on the head's Ray container. */
+static int head_container_port(const cJSON *rc, const char *name, int dflt)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, rcj_get(rc_group_container0(rc_head_group(rc)), "ports")) {
+        const char *n = rcj_str(p, "name");
+        if (n && !strcmp(n, name) && rcj_has_int(p, "containerPort"))
+            return (int)rcj_int(p, "containerPort", dflt);
+    }
+    return dflt;
+}
+
+int rc_dashboard_port(const cJSON *rc)
+{
+    return head_container_port(rc, "dashboard", 8265);
+}
+
+void rc_head_port_str(const cJSON *rc, char *out, size_t cap)
+{
+    const cJSON *v = rcj_get(rcj_get(rc_head_group(rc), "rayStartParams"), "port");
+    if (cJSON_IsString(v))
+        snprintf(out, cap, "%s", v->valuestring);
+    else if (cJSON_IsNumber(v))
+        rc_format_float(v->valuedouble, out, cap);
+    else
+        snprintf(out, cap, "6379");
+}
+
+int rc_head_port(const cJSON *rc)
+{
+    char s[64], *end;
+    long v;
+    rc_head_port_str(rc, s, sizeof(s));
+    v = strtol(s, &end, 10);
+    return *s && !*end && v > 0 && v < 65536 ? (int)v : 6379;
+}
+
+int64_t rc_worker_desired_replicas(const cJSON *group)
+{
+    int64_t min = rcj_int(group, "minReplicas", 0);
+    int64_t max = rcj_int(group, "maxReplicas", 2147483647);
+    int64_t hosts = rc_group_num_hosts(group);
+    int64_t n;
+    if (rcj_bool(group, "suspend", false))
+        return 0;
+    if (!rcj_has_int(group, "replicas") || rcj_int(group, "replicas", 0) < min)
+        n = min;
+    else if (rcj_int(group, "replicas", 0) > max)
+        n = max;
+    else
+        n = rcj_int(group, "replicas", 0);
+    return n * hosts;
+}
+
+bool rc_managed_elsewhere(const cJSON *rc)
+{
+    const char *m = rcj_str(rc_spec(rc), "managedBy");
+    return m && strcmp(m, RC_MANAGED_BY_KUBERAY) != 0;
+}
+
+int rc_gcs_ft_deletion_timeout(const cJSON *rc)
+{
+    const char *v = rc_annotation(rc, RC_ANN_GCS_FT_DELETION_TIMEOUT);
+    char *end;
+    long n;
+    if (!v)
+        return RC_GCS_FT_DELETION_TIMEOUT_S;
+    n = strtol(v, &end, 10);
+    /* strconv.Atoi accepts an optional sign and digits only; non-positive falls back. */
+    if (!*v || *end || n <= 0 || n > 2147483647)
+        return RC_GCS_FT_DELETION_TIMEOUT_S;
+    return (int)n;
+}
+
+/* ---- spec hash ---- */
+
+static void drop(cJSON *o, const char *key)
+{
+    if (cJSON_IsObject(o))
+        cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+}
+
+static void drop_pod_scheduling(cJSON *group)
+{
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(group, "template"), "spec");
+    drop(spec, "tolerations");
+    drop(spec, "schedulingGates");
+}
+
+/* Sorts every object's members by key so the hash does not depend on how the
+ * API server happened to order them. */
+static void sort_keys(cJSON *o)
+{
+    cJSON *c;
+    if (!o)
+        return;
+    for (c = o->child; c; c = c->next)
+        sort_keys(c);
+    if (!cJSON_IsObject(o) || !o->child)
+        return;
+    /* Insertion sort of the child list (objects here have a handful of keys). */
+    cJSON *sorted = NULL, *next;
+    for (c = o->child; c; c = next) {
+        next = c->next;
+        cJSON **pp = &sorted;
+        while (*pp && strcmp((*pp)->string ? (*pp)->string : "", c->string ? c->string : "") <= 0)
+            pp = &(*pp)->next;
+        c->next = *pp;
+        *pp = c;
+    }
+    /* Re-link prev pointers; cJSON keeps child->prev pointing at the last item. */
+    cJSON *prev = NULL, *last = NULL;
+    for (c = sorted; c; c = c->next) {
+        c->prev = prev;
+        prev = c;
+        last = c;
+    }
+    o->child = sorted;
+    if (sorted)
+        sorted->prev = last;
+}
+
+int rc_spec_hash(const cJSON *rc, char *out, size_t cap)
+{
+    static const char b32hex[] = "0123456789ABCDEFGHIJKLMNOPQRSTUV";
+    unsigned char dig[20];
+    cJSON *spec = NULL, *g;
+    char *text = NULL;
+    int ret = -ENOMEM;
+    if (cap < 33)
+        return -ENAMETOOLONG;
+    spec = rc_spec(rc) ? cJSON_Duplicate(rc_spec(rc), 1) : cJSON_CreateObject();
+    if (!spec)
+        goto out;
+    drop_pod_scheduling(cJSON_GetObjectItemCaseSensitive(spec, "headGroupSpec"));
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(spec, "workerGroupSpecs")) {
+        drop(g, "replicas");
+        drop(g, "minReplicas");
+        drop(g, "maxReplicas");
+        drop(cJSON_GetObjectItemCaseSensitive(g, "scaleStrategy"), "workersToDelete");
+        drop_pod_scheduling(g);
+    }
+    drop(spec, "upgradeStrategy");
+    sort_keys(spec);
+    if (!(text = cJSON_PrintUnformatted(spec)))
+        goto out;
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA1, text, strlen(text), dig) < 0) {
+        ret = -EIO;
+        goto out;
+    }
+    /* base32.HexEncoding of 20 bytes: 32 characters, no padding needed. */
+    for (int i = 0, bit = 0; i < 32; i++, bit += 5) {
+        int byte = bit / 8, off = bit % 8;
+        unsigned v = (unsigned)dig[byte] << 8 | (byte + 1 < 20 ? dig[byte + 1] : 0);
+        out[i] = b32hex[(v >> (11 - off)) & 31];
+    }
+    out[32] = '\0';
+    ret = 0;
+out:
+    free(text);
+    cJSON_Delete(spec);
+    return ret;
+}

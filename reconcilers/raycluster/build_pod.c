@@ -1,0 +1,598 @@
+/*
+ * build_pod.c - the head and worker Pods of a RayCluster, as KubeRay v1.7 builds
+ * them (DefaultHeadPodTemplate / DefaultWorkerPodTemplate, then BuildPod, then
+ * buildHeadPod / buildWorkerPod in raycluster_controller.go).
+ *
+ * Steps run in KubeRay's order because the order is visible: env vars are
+ * appended, so the Ray container's env list must come out in the same sequence,
+ * and the wait-gcs-ready init container copies the Ray container's env before
+ * any of KubeRay's variables are added.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/validate_int.h"
+#include "util/util.h"
+
+/* Everything one Pod build needs, computed once. */
+struct podb {
+    struct rcb b;
+    const cJSON *rc, *group;  /* group: the worker group, or the headGroupSpec */
+    bool head;
+    const struct rc_build_opts *o;
+    char fqdn[512], port[64];
+    struct rc_params params;
+    cJSON *pod, *meta, *spec, *ray; /* ray: spec.containers[0] */
+};
+
+/* utils.PodName: the first 50 characters of prefix, "-head"/"-worker", lower-cased. */
+static void pod_name(const char *prefix, const char *type, bool generate, char *out, size_t cap)
+{
+    snprintf(out, cap, "%.50s-%s%s", prefix, type, generate ? "-" : "");
+    for (char *p = out; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+}
+
+/* labelPod over the template labels merged with the group's labels field. */
+static void pod_labels(struct podb *pb)
+{
+    struct rcb *b = &pb->b;
+    const char *type = pb->head ? RC_NODE_HEAD : RC_NODE_WORKER;
+    const char *gname = pb->head ? RC_HEAD_GROUP_NAME : rcj_str(pb->group, "groupName");
+    const cJSON *srcs[2] = { rcj_path(pb->group, "template", "metadata", "labels", NULL),
+                             rcj_get(pb->group, "labels") };
+    char id[300], tmp[300];
+    cJSON *labels = cJSON_CreateObject();
+    if (!labels) {
+        b->err = -ENOMEM;
+        return;
+    }
+    rcb_set(b, pb->meta, "labels", labels);
+    snprintf(tmp, sizeof(tmp), "%s-%s", rc_name(pb->rc), type);
+    rc_check_label(tmp, id, sizeof(id));
+    rcb_set_str(b, labels, RC_LABEL_IS_RAY_NODE, "yes");
+    rcb_set_str(b, labels, RC_LABEL_CLUSTER, rc_name(pb->rc));
+    rcb_set_str(b, labels, RC_LABEL_NODE_TYPE, type);
+    rcb_set_str(b, labels, RC_LABEL_GROUP, gname ? gname : "");
+    rcb_set_str(b, labels, RC_LABEL_IDENTIFIER, id);
+    rcb_set_str(b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
+    rcb_set_str(b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *l;
+        cJSON_ArrayForEach(l, (cJSON_IsObject(srcs[i]) ? srcs[i] : NULL)) {
+            if (!l->string || !cJSON_IsString(l) || !strcmp(l->string, RC_LABEL_NODE_TYPE) ||
+                !strcmp(l->string, RC_LABEL_GROUP) || !strcmp(l->string, RC_LABEL_CLUSTER))
+                continue; /* not overridable */
+            rcb_set_str(b, labels, l->string, l->valuestring);
+        }
+    }
+}
+
+/* The wait-gcs-ready init container (DefaultWorkerPodTemplate), built from the Ray
+ * container as the user wrote it. */
+static void add_wait_gcs_ready(struct podb *pb)
+{
+    static const char script[] =
+        "\n\t\t\t\t\tSECONDS=0\n\t\t\t\t\twhile true; do\n\t\t\t\t\t\tif (( SECONDS <= 120 )); then\n"
+        "\t\t\t\t\t\t\tif ray health-check --address %s:%s > /dev/null 2>&1; then\n"
+        "\t\t\t\t\t\t\t\techo \"GCS is ready.\"\n\t\t\t\t\t\t\t\tbreak\n\t\t\t\t\t\t\tfi\n"
+        "\t\t\t\t\t\t\techo \"$SECONDS seconds elapsed: Waiting for GCS to be ready.\"\n"
+        "\t\t\t\t\t\telse\n\t\t\t\t\t\t\tif ray health-check --address %s:%s; then\n"
+        "\t\t\t\t\t\t\t\techo \"GCS is ready. Any error messages above can be safely ignored.\"\n"
+        "\t\t\t\t\t\t\t\tbreak\n\t\t\t\t\t\t\tfi\n"
+        "\t\t\t\t\t\t\techo \"$SECONDS seconds elapsed: Still waiting for GCS to be ready. For "
+        "troubleshooting, refer to the FAQ at https://docs.ray.io/en/master/cluster/kubernetes/"
+        "troubleshooting.html.\"\n\t\t\t\t\t\tfi\n\t\t\t\t\t\tsleep 5\n\t\t\t\t\tdone\n\t\t\t\t";
+    struct rcb *b = &pb->b;
+    const char *cmd[3] = { "/bin/bash", pb->o->enable_login_shell ? "-cl" : "-c", "--" };
+    char *arg;
+    size_t n = sizeof(script) + 2 * (strlen(pb->fqdn) + strlen(pb->port));
+    cJSON *c;
+    if (b->err)
+        return;
+    if (!(c = cJSON_CreateObject()) || !(arg = malloc(n))) {
+        cJSON_Delete(c);
+        b->err = -ENOMEM;
+        return;
+    }
+    snprintf(arg, n, script, pb->fqdn, pb->port, pb->fqdn, pb->port);
+    rcb_append(b, rcb_arr(b, pb->spec, "initContainers"), c);
+    rcb_set_str(b, c, "name", RC_WAIT_GCS_CONTAINER);
+    if (rcj_str(pb->ray, "image"))
+        rcb_set_str(b, c, "image", rcj_str(pb->ray, "image"));
+    if (rcj_str(pb->ray, "imagePullPolicy"))
+        rcb_set_str(b, c, "imagePullPolicy", rcj_str(pb->ray, "imagePullPolicy"));
+    rcb_set(b, c, "command", rcb_str_array(b, cmd, 3));
+    rcb_set(b, c, "args", rcb_str_array(b, (const char *const *)&arg, 1));
+    if (rcj_get(pb->ray, "securityContext"))
+        rcb_set(b, c, "securityContext", rcb_dup(b, rcj_get(pb->ray, "securityContext")));
+    if (rcj_get(pb->ray, "env"))
+        rcb_set(b, c, "env", rcb_dup(b, rcj_get(pb->ray, "env")));
+    if (rcj_get(pb->ray, "volumeMounts"))
+        rcb_set(b, c, "volumeMounts", rcb_dup(b, rcj_get(pb->ray, "volumeMounts")));
+    rcb_set(b, c, "resources", rcb_fixed_resources(b, "200m", "256Mi"));
+    free(arg);
+}
+
+/* FindContainerPort(container, name, -1) != -1, else append {name, containerPort}. */
+static void ensure_port(struct podb *pb, const char *name, int port)
+{
+    struct rcb *b = &pb->b;
+    const cJSON *p;
+    cJSON *np;
+    cJSON_ArrayForEach(p, rcj_get(pb->ray, "ports")) {
+        const char *n = rcj_str(p, "name");
+        if (n && !strcmp(n, name))
+            return;
+    }
+    if (b->err || !(np = cJSON_CreateObject())) {
+        b->err = b->err ? b->err : -ENOMEM;
+        return;
+    }
+    rcb_append(b, rcb_arr(b, pb->ray, "ports"), np);
+    rcb_set_str(b, np, "name", name);
+    rcb_set_num(b, np, "containerPort", port);
+}
+
+static bool mounted_at(const cJSON *container, const char *path)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, rcj_get(container, "volumeMounts")) {
+        const char *p = rcj_str(m, "mountPath");
+        if (p && !strcmp(p, path))
+            return true;
+    }
+    return false;
+}
+
+/* addEmptyDir: a volume (if no volume has the name) and a mount (if nothing is mounted
+ * at the path yet). A memory-backed one is sized by the container's memory limit, else
+ * its request. */
+static void add_empty_dir(struct podb *pb, cJSON *container, const char *vol, const char *path,
+                          bool memory)
+{
+    struct rcb *b = &pb->b;
+    const cJSON *v;
+    bool have = false;
+    cJSON *nv, *m;
+    if (b->err || mounted_at(container, path))
+        return;
+    cJSON_ArrayForEach(v, rcj_get(pb->spec, "volumes")) {
+        const char *n = rcj_str(v, "name");
+        if (n && !strcmp(n, vol))
+            have = true;
+    }
+    if (!have) {
+        if (!(nv = cJSON_CreateObject())) {
+            b->err = -ENOMEM;
+            return;
+        }
+        rcb_append(b, rcb_arr(b, pb->spec, "volumes"), nv);
+        rcb_set_str(b, nv, "name", vol);
+        cJSON *ed = rcb_obj(b, nv, "emptyDir");
+        if (memory) {
+            const cJSON *res = rcj_get(container, "resources");
+            const cJSON *size = rcj_get(rcj_get(res, "limits"), "memory");
+            if (!size)
+                size = rcj_get(rcj_get(res, "requests"), "memory");
+            rcb_set_str(b, ed, "medium", "Memory");
+            if (size)
+                rcb_set(b, ed, "sizeLimit", rcb_dup(b, size));
+        }
+    }
+    if (!(m = cJSON_CreateObject())) {
+        b->err = -ENOMEM;
+        return;
+    }
+    rcb_append(b, rcb_arr(b, container, "volumeMounts"), m);
+    rcb_set_str(b, m, "mountPath", path);
+    rcb_set_str(b, m, "name", vol);
+}
+
+/* " %s " for every element of command then args (convertCmdToString). */
+static char *user_command(const cJSON *container)
+{
+    struct buf out = { 0 };
+    const char *keys[2] = { "command", "args" };
+    if (buf_puts(&out, "") < 0)
+        return NULL;
+    for (int i = 0; i < 2; i++) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, rcj_get(container, keys[i])) {
+            if (cJSON_IsString(e) && buf_printf(&out, " %s ", e->valuestring) < 0) {
+                buf_free(&out);
+                return NULL;
+            }
+        }
+    }
+    return buf_steal(&out);
+}
+
+/* BuildPod's command rewrite: unless told not to or the user already runs `ray
+ * start`, the container runs bash -c "<user cmd> && ulimit ...; ray start ...". */
+static void rewrite_command(struct podb *pb, const char *ray_start)
+{
+    struct rcb *b = &pb->b;
+    const char *ov = rcj_str(rcj_get(pb->meta, "annotations"), RC_ANN_OVERWRITE_CMD);
+    const char *shell[3] = { "/bin/bash", pb->o->enable_login_shell ? "-cl" : "-c", "--" };
+    char *cmd, *arg;
+    size_t n;
+    if (b->err)
+        return;
+    if (!(cmd = user_command(pb->ray))) {
+        b->err = -ENOMEM;
+        return;
+    }
+    if ((ov && !strcasecmp(ov, "true")) || strstr(cmd, "ray start")) {
+        free(cmd);
+        return;
+    }
+    n = strlen(cmd) + strlen(ray_start) + 64;
+    if (!(arg = malloc(n))) {
+        free(cmd);
+        b->err = -ENOMEM;
+        return;
+    }
+    snprintf(arg, n, "%s%sulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; %s", cmd,
+             *cmd ? " && " : "", ray_start);
+    rcb_set(b, pb->ray, "command", rcb_str_array(b, shell, 3));
+    rcb_set(b, pb->ray, "args", rcb_str_array(b, (const char *const *)&arg, 1));
+    free(arg);
+    free(cmd);
+}
+
+/* setContainerEnvVars, in KubeRay's order. */
+static void ray_env(struct podb *pb, const char *ray_start)
+{
+    struct rcb *b = &pb->b;
+    cJSON *c = pb->ray;
+    char ip[256], addr[600], tags[128];
+    const char *crd = rc_creator_crd(pb->rc);
+    snprintf(ip, sizeof(ip), "%.*s", (int)strcspn(pb->fqdn, "."), pb->fqdn);
+    rcb_arr(b, c, "env");
+    if (!pb->head) {
+        rcb_env_value(b, c, "FQ_RAY_IP", pb->fqdn);
+        rcb_env_value(b, c, "RAY_IP", ip);
+    }
+    rcb_env_fieldref(b, c, "RAY_CLUSTER_NAME", "metadata.labels['" RC_LABEL_CLUSTER "']");
+    rcb_env_fieldref(b, c, "RAY_CLUSTER_NAMESPACE", "metadata.namespace");
+    rcb_env_fieldref(b, c, "RAY_CLOUD_INSTANCE_ID", "metadata.name");
+    rcb_env_fieldref(b, c, "RAY_NODE_TYPE_NAME", "metadata.labels['" RC_LABEL_GROUP "']");
+    rcb_env_value(b, c, "KUBERAY_GEN_RAY_START_CMD", ray_start);
+    if (!rc_env_exists(c, "RAY_PORT"))
+        rcb_env_value(b, c, "RAY_PORT", pb->port);
+    if (!strcmp(crd, "RayService")) {
+        if (!rc_env_exists(c, "RAY_timeout_ms_task_wait_for_death_info"))
+            rcb_env_value(b, c, "RAY_timeout_ms_task_wait_for_death_info", "0");
+        if (!rc_env_exists(c, "RAY_gcs_server_request_timeout_seconds"))
+            rcb_env_value(b, c, "RAY_gcs_server_request_timeout_seconds", "5");
+        if (!rc_env_exists(c, "RAY_SERVE_KV_TIMEOUT_S"))
+            rcb_env_value(b, c, "RAY_SERVE_KV_TIMEOUT_S", "5");
+    }
+    if (!rc_env_exists(c, "RAY_ADDRESS")) {
+        snprintf(addr, sizeof(addr), "%s:%s", pb->head ? "127.0.0.1" : pb->fqdn, pb->port);
+        rcb_env_value(b, c, "RAY_ADDRESS", addr);
+    }
+    if (!rc_env_exists(c, "RAY_USAGE_STATS_KUBERAY_IN_USE"))
+        rcb_env_value(b, c, "RAY_USAGE_STATS_KUBERAY_IN_USE", "1");
+    if (pb->head) {
+        snprintf(tags, sizeof(tags), "kuberay_version=%s;kuberay_crd=%s", RC_KUBERAY_VERSION, crd);
+        rcb_env_value(b, c, "RAY_USAGE_STATS_EXTRA_TAGS", tags);
+    }
+    if (!rc_env_exists(c, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"))
+        rcb_env_value(b, c, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1");
+}
+
+static int param_port(const struct rc_params *p, const char *k, int dflt)
+{
+    const char *s = rc_params_get(p, k);
+    char *end;
+    long v;
+    if (!s)
+        return dflt;
+    v = strtol(s, &end, 10);
+    /* strconv.ParseInt(s, 10, 32) */
+    if (!*s || *end || v < -2147483648L || v > 2147483647L)
+        return dflt;
+    return (int)v;
+}
+
+static cJSON *probe(struct rcb *b, bool http, int agent_port, const char *cmd, int delay,
+                    int timeout, int failure)
+{
+    cJSON *p = cJSON_CreateObject();
+    if (!p) {
+        b->err = -ENOMEM;
+        return NULL;
+    }
+    if (http) {
+        cJSON *h = rcb_obj(b, p, "httpGet");
+        rcb_set_str(b, h, "path", "/api/healthz");
+        rcb_set_num(b, h, "port", agent_port);
+    } else {
+        const char *argv[3] = { "bash", "-c", cmd };
+        rcb_set(b, rcb_obj(b, p, "exec"), "command", rcb_str_array(b, argv, 3));
+    }
+    rcb_set_num(b, p, "initialDelaySeconds", delay);
+    rcb_set_num(b, p, "timeoutSeconds", timeout);
+    rcb_set_num(b, p, "periodSeconds", 5);
+    rcb_set_num(b, p, "successThreshold", 1);
+    rcb_set_num(b, p, "failureThreshold", failure);
+    return p;
+}
+
+/* initLivenessAndReadinessProbe: only where the user set no probe. */
+static void add_probes(struct podb *pb)
+{
+    struct rcb *b = &pb->b;
+    const char *ver = rcj_str(rc_spec(pb->rc), "rayVersion");
+    int cmp = -1, agent = param_port(&pb->params, "dashboard-agent-listen-port", 52365);
+    bool http = ver && rc_version_cmp(ver, "2.53.0", &cmp) == 0 && cmp >= 0;
+    bool serve_worker = !pb->head && !strcmp(rc_creator_crd(pb->rc), "RayService");
+    char cmd[1024];
+    int n = snprintf(cmd, sizeof(cmd),
+                     "wget --tries 1 -T 2 -q -O- http://localhost:%d/api/local_raylet_healthz | "
+                     "grep success", agent);
+    if (pb->head)
+        n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+                      " && wget --tries 1 -T 10 -q -O- http://localhost:%d/api/gcs_healthz | "
+                      "grep success", param_port(&pb->params, "dashboard-port", 8265));
+    if (!rcj_get(pb->ray, "livenessProbe") || cJSON_IsNull(rcj_get(pb->ray, "livenessProbe")))
+        rcb_set(b, pb->ray, "livenessProbe",
+                probe(b, http, agent, cmd, 30, pb->head ? 5 : 2, 120));
+    if (!rcj_get(pb->ray, "readinessProbe") || cJSON_IsNull(rcj_get(pb->ray, "readinessProbe"))) {
+        if (serve_worker) {
+            int serve = 8000;
+            const cJSON *p;
+            cJSON_ArrayForEach(p, rcj_get(pb->ray, "ports")) {
+                const char *pn = rcj_str(p, "name");
+                if (pn && !strcmp(pn, "serve") && rcj_has_int(p, "containerPort")) {
+                    serve = (int)rcj_int(p, "containerPort", 8000);
+                    break;
+                }
+            }
+            snprintf(cmd + n, sizeof(cmd) - (size_t)n,
+                     " && wget --tries 1 -T 10 -q -O- http://localhost:%d/-/healthz | grep success",
+                     serve);
+            rcb_set(b, pb->ray, "readinessProbe", probe(b, false, agent, cmd, 10, 2, 1));
+        } else {
+            rcb_set(b, pb->ray, "readinessProbe",
+                    probe(b, http, agent, cmd, 10, pb->head ? 5 : 2, 10));
+        }
+    }
+}
+
+/* Where a batch scheduler (Volcano, YuniKorn, scheduler-plugins, KAI) would add its
+ * schedulerName, labels and annotations (AddMetadataToChildResource). KubeRay's
+ * default install runs without one, and so does rayop today: the Pod keeps the
+ * template's schedulerName. Gang scheduling will fill this in. */
+static void scheduler_metadata(struct podb *pb)
+{
+    (void)pb;
+}
+
+static int podb_init(struct podb *pb, const cJSON *rc, const cJSON *group,
+                     const struct rc_build_opts *o, const struct rc_build_opts *dflt)
+{
+    const cJSON *tmpl;
+    int r;
+    memset(pb, 0, sizeof(*pb));
+    pb->rc = rc;
+    pb->head = group == NULL;
+    pb->group = group ? group : rc_head_group(rc);
+    pb->o = o ? o : dflt;
+    if (!rc_group_container0(pb->group))
+        return -EINVAL;
+    if ((r = rc_head_service_fqdn(rc, pb->o, pb->fqdn, sizeof(pb->fqdn))) < 0)
+        return r;
+    rc_head_port_str(rc, pb->port, sizeof(pb->port));
+    tmpl = rcj_get(pb->group, "template");
+    if (!(pb->pod = cJSON_CreateObject()))
+        return -ENOMEM;
+    rcb_set_str(&pb->b, pb->pod, "apiVersion", "v1");
+    rcb_set_str(&pb->b, pb->pod, "kind", "Pod");
+    rcb_set(&pb->b, pb->pod, "metadata",
+            rcb_dup(&pb->b, cJSON_IsObject(rcj_get(tmpl, "metadata")) ? rcj_get(tmpl, "metadata")
+                                                                      : NULL));
+    rcb_set(&pb->b, pb->pod, "spec", rcb_dup(&pb->b, rcj_get(tmpl, "spec")));
+    if (pb->b.err)
+        return pb->b.err;
+    pb->meta = cJSON_GetObjectItemCaseSensitive(pb->pod, "metadata");
+    pb->spec = cJSON_GetObjectItemCaseSensitive(pb->pod, "spec");
+    pb->ray = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pb->spec, "containers"), 0);
+    return rc_params_for_node(rc, group, pb->o, &pb->params);
+}
+
+/* DefaultHeadPodTemplate / DefaultWorkerPodTemplate then BuildPod. */
+cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_name,
+                    int replica_index, int host_index, const struct rc_build_opts *o, int *err)
+{
+    struct rc_build_opts dflt;
+    struct podb pb;
+    struct rcb *b = &pb.b;
+    char name[128], tmp[600];
+    char *ray_start = NULL;
+    const char *ov;
+    cJSON *ann, *labels;
+    int r;
+    rc_build_opts_default(&dflt);
+    if ((r = podb_init(&pb, rc, group, o, &dflt)) < 0) {
+        b->err = r;
+        goto out;
+    }
+    /* Name and namespace. */
+    if (pb.head) {
+        pod_name(rc_name(rc), RC_NODE_HEAD, !pb.o->use_deterministic_head_name, name, sizeof(name));
+        rcb_set_str(b, pb.meta, pb.o->use_deterministic_head_name ? "name" : "generateName", name);
+    } else {
+        snprintf(tmp, sizeof(tmp), "%s-%s", rc_name(rc), rcj_str(group, "groupName") ?
+                 rcj_str(group, "groupName") : "");
+        pod_name(tmp, RC_NODE_WORKER, true, name, sizeof(name));
+        rcb_set_str(b, pb.meta, "generateName", name);
+    }
+    rcb_set_str(b, pb.meta, "namespace", rc_namespace(rc));
+    if (!pb.head && pb.o->enable_init_container_injection)
+        add_wait_gcs_ready(&pb);
+    if (!pb.head)
+        cJSON_DeleteItemFromObjectCaseSensitive(pb.meta, "name");
+    pod_labels(&pb);
+    labels = cJSON_GetObjectItemCaseSensitive(pb.meta, "labels");
+    if (!pb.head) {
+        /* RayMultiHostIndexing (beta, on by default). */
+        snprintf(tmp, sizeof(tmp), "%d", replica_index);
+        rcb_set_str(b, labels, RC_LABEL_REPLICA_INDEX, tmp);
+        if (rc_group_num_hosts(group) > 1) {
+            rcb_set_str(b, labels, RC_LABEL_REPLICA_NAME, replica_name ? replica_name : "");
+            snprintf(tmp, sizeof(tmp), "%d", host_index);
+            rcb_set_str(b, labels, RC_LABEL_HOST_INDEX, tmp);
+        }
+    }
+    ann = rcb_obj(b, pb.meta, "annotations");
+    ov = rc_annotation(rc, RC_ANN_OVERWRITE_CMD);
+    if (ov && !strcasecmp(ov, "true"))
+        rcb_set_str(b, ann, RC_ANN_OVERWRITE_CMD, "true");
+    if (pb.head && rc_autoscaling_enabled(rc)) {
+        const char *sa = rcj_str(pb.spec, "serviceAccountName");
+        rc_check_name(sa && *sa ? sa : rc_name(rc), tmp, sizeof(tmp));
+        rcb_set_str(b, pb.spec, "serviceAccountName", tmp);
+        rc_autoscaler_container(b, rc, pb.o, pb.spec);
+        if (rc_autoscaling_v2(rc)) {
+            rcb_env_value(b, pb.ray, "RAY_enable_autoscaler_v2", "true");
+            rcb_set_str(b, pb.spec, "restartPolicy", "Never");
+        } else if (rc_autoscaling_v1_explicit(rc)) {
+            rcb_env_value(b, pb.ray, "RAY_enable_autoscaler_v2", "false");
+        }
+    }
+    rc_gcs_ft_configure(b, rc, pb.head, pb.meta, pb.ray);
+    ensure_port(&pb, "metrics", 8080);
+    if (!pb.head && rc_autoscaling_enabled(rc) && rc_autoscaling_v2(rc))
+        rcb_set_str(b, pb.spec, "restartPolicy", "Never");
+    if (rc_auth_token_enabled(rc)) {
+        const cJSON *ic;
+        rc_auth_env(b, rc, pb.ray);
+        if (rc_k8s_token_auth(rc)) {
+            bool have = false;
+            const cJSON *v;
+            cJSON_ArrayForEach(v, rcj_get(pb.spec, "volumes")) {
+                const char *vn = rcj_str(v, "name");
+                if (vn && !strcmp(vn, "ray-token"))
+                    have = true;
+            }
+            if (!have) {
+                cJSON *nv = cJSON_CreateObject(), *src, *proj;
+                if (!nv)
+                    b->err = -ENOMEM;
+                rcb_append(b, rcb_arr(b, pb.spec, "volumes"), nv);
+                rcb_set_str(b, nv, "name", "ray-token");
+                src = rcb_arr(b, rcb_obj(b, nv, "projected"), "sources");
+                if (!b->err && (proj = cJSON_CreateObject())) {
+                    rcb_append(b, src, proj);
+                    rcb_set_str(b, rcb_obj(b, proj, "serviceAccountToken"), "path", "token");
+                } else if (!b->err) {
+                    b->err = -ENOMEM;
+                }
+            }
+        }
+        cJSON_ArrayForEach(ic, rcj_get(pb.spec, "initContainers")) {
+            const char *icn = rcj_str(ic, "name");
+            if (icn && !strcmp(icn, RC_WAIT_GCS_CONTAINER))
+                rc_auth_env(b, rc, (cJSON *)ic);
+        }
+    }
+    /* BuildPod. */
+    if (!strcmp(rc_creator_crd(rc), "RayService"))
+        rcb_set_str(b, labels, RC_LABEL_SERVE, pb.head ? "false" : "true");
+    if (!rc_params_get(&pb.params, "plasma-directory"))
+        add_empty_dir(&pb, pb.ray, "shared-mem", "/dev/shm", true);
+    if (pb.head && rc_autoscaling_enabled(rc)) {
+        cJSON *c;
+        add_empty_dir(&pb, pb.ray, "ray-logs", "/tmp/ray", false);
+        cJSON_ArrayForEach(c, rcj_get(pb.spec, "containers")) {
+            const char *cn = rcj_str(c, "name");
+            if (cn && !strcmp(cn, RC_AUTOSCALER_CONTAINER)) {
+                add_empty_dir(&pb, c, "ray-logs", "/tmp/ray", false);
+                break;
+            }
+        }
+    }
+    if (b->err)
+        goto out;
+    if (!(ray_start = rc_ray_start_from_params(&pb.params, pb.head, pb.ray))) {
+        b->err = -ENOMEM;
+        goto out;
+    }
+    rewrite_command(&pb, ray_start);
+    {
+        cJSON *ic;
+        char ip[256];
+        snprintf(ip, sizeof(ip), "%.*s", (int)strcspn(pb.fqdn, "."), pb.fqdn);
+        cJSON_ArrayForEach(ic, rcj_get(pb.spec, "initContainers")) {
+            if (!cJSON_IsObject(ic))
+                continue;
+            rcb_env_value(b, ic, "FQ_RAY_IP", pb.fqdn);
+            rcb_env_value(b, ic, "RAY_IP", ip);
+        }
+    }
+    ray_env(&pb, ray_start);
+    if (pb.o->enable_probes_injection)
+        add_probes(&pb);
+    scheduler_metadata(&pb);
+    rcb_owner_ref(b, pb.pod, rc);
+    /* Go's omitempty drops the empty annotations map initTemplateAnnotations makes. */
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(pb.meta, "annotations")) == 0)
+        cJSON_DeleteItemFromObjectCaseSensitive(pb.meta, "annotations");
+out:
+    free(ray_start);
+    rc_params_free(&pb.params);
+    if (b->err) {
+        cJSON_Delete(pb.pod);
+        if (err)
+            *err = b->err;
+        return NULL;
+    }
+    return pb.pod;
+}
+
+cJSON *rc_build_head_pod(const cJSON *rc, const struct rc_build_opts *o, int *err)
+{
+    cJSON *pod = rc_pod_build(rc, NULL, NULL, 0, 0, o, err);
+    char hash[40];
+    int r;
+    struct rcb b = { 0 };
+    if (!pod)
+        return NULL;
+    /* createHeadPod stamps the spec hash the Recreate upgrade strategy compares. */
+    if ((r = rc_spec_hash(rc, hash, sizeof(hash))) < 0) {
+        cJSON_Delete(pod);
+        if (err)
+            *err = r;
+        return NULL;
+    }
+    cJSON *ann = rcb_obj(&b, rcb_obj(&b, pod, "metadata"), "annotations");
+    rcb_set_str(&b, ann, RC_ANN_UPGRADE_HASH, hash);
+    rcb_set_str(&b, ann, RC_ANN_KUBERAY_VERSION, RC_KUBERAY_VERSION);
+    if (b.err) {
+        cJSON_Delete(pod);
+        if (err)
+            *err = b.err;
+        return NULL;
+    }
+    return pod;
+}
+
+cJSON *rc_build_worker_pod(const cJSON *rc, const cJSON *group, const char *replica_name,
+                           int replica_index, int host_index, const struct rc_build_opts *o,
+                           int *err)
+{
+    if (!group) {
+        if (err)
+            *err = -EINVAL;
+        return NULL;
+    }
+    return rc_pod_build(rc, group, replica_name, replica_index, host_index, o, err);
+}

@@ -1,0 +1,557 @@
+/*
+ * build_util.c - the small helpers every RayCluster builder uses: typed reads
+ * of the (const) RayCluster, cJSON construction with a sticky error, KubeRay's
+ * name clipping (CheckName/CheckLabel), quantities and Go-compatible float text.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcilers/raycluster/build_int.h"
+#include "sim/cluster.h"
+
+/* ---- reading ---- */
+
+const cJSON *rcj_get(const cJSON *o, const char *key)
+{
+    if (!o || !cJSON_IsObject(o))
+        return NULL;
+    return cJSON_GetObjectItemCaseSensitive(o, key);
+}
+
+const cJSON *rcj_path(const cJSON *o, ...)
+{
+    va_list ap;
+    const char *k;
+    va_start(ap, o);
+    while (o && (k = va_arg(ap, const char *)) != NULL)
+        o = rcj_get(o, k);
+    va_end(ap);
+    return o;
+}
+
+const char *rcj_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = rcj_get(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+bool rcj_bool(const cJSON *o, const char *key, bool dflt)
+{
+    const cJSON *v = rcj_get(o, key);
+    if (cJSON_IsBool(v))
+        return cJSON_IsTrue(v);
+    return dflt;
+}
+
+bool rcj_has_int(const cJSON *o, const char *key)
+{
+    const cJSON *v = rcj_get(o, key);
+    return cJSON_IsNumber(v) && v->valuedouble >= -2147483648.0 && v->valuedouble <= 2147483647.0;
+}
+
+int64_t rcj_int(const cJSON *o, const char *key, int64_t dflt)
+{
+    const cJSON *v = rcj_get(o, key);
+    if (!rcj_has_int(o, key))
+        return dflt;
+    return (int64_t)v->valuedouble;
+}
+
+const char *rc_name(const cJSON *rc)
+{
+    const char *n = rcj_str(rcj_get(rc, "metadata"), "name");
+    return n ? n : "";
+}
+
+const char *rc_namespace(const cJSON *rc)
+{
+    const char *n = rcj_str(rcj_get(rc, "metadata"), "namespace");
+    return n && *n ? n : "default";
+}
+
+const cJSON *rc_spec(const cJSON *rc)
+{
+    return rcj_get(rc, "spec");
+}
+
+const cJSON *rc_head_group(const cJSON *rc)
+{
+    return rcj_get(rc_spec(rc), "headGroupSpec");
+}
+
+const cJSON *rc_group_container0(const cJSON *group)
+{
+    const cJSON *c = rcj_path(group, "template", "spec", "containers", NULL);
+    c = cJSON_IsArray(c) ? cJSON_GetArrayItem(c, 0) : NULL;
+    return cJSON_IsObject(c) ? c : NULL;
+}
+
+const char *rc_annotation(const cJSON *rc, const char *key)
+{
+    return rcj_str(rcj_path(rc, "metadata", "annotations", NULL), key);
+}
+
+bool rc_autoscaling_enabled(const cJSON *rc)
+{
+    return rcj_bool(rc_spec(rc), "enableInTreeAutoscaling", false);
+}
+
+static bool autoscaler_version_is(const cJSON *rc, const char *v)
+{
+    const char *s = rcj_str(rcj_get(rc_spec(rc), "autoscalerOptions"), "version");
+    return s && !strcmp(s, v);
+}
+
+bool rc_autoscaling_v2(const cJSON *rc)
+{
+    return autoscaler_version_is(rc, "v2");
+}
+
+bool rc_autoscaling_v1_explicit(const cJSON *rc)
+{
+    return autoscaler_version_is(rc, "v1");
+}
+
+bool rc_auth_token_enabled(const cJSON *rc)
+{
+    const char *m = rcj_str(rcj_get(rc_spec(rc), "authOptions"), "mode");
+    return m && !strcmp(m, "token");
+}
+
+bool rc_k8s_token_auth(const cJSON *rc)
+{
+    const cJSON *a = rcj_get(rc_spec(rc), "authOptions");
+    return rcj_bool(a, "enableK8sTokenAuth", false);
+}
+
+const char *rc_creator_crd(const cJSON *rc)
+{
+    const char *v = rcj_str(rcj_path(rc, "metadata", "labels", NULL), RC_LABEL_ORIGINATED_CRD);
+    if (v && (!strcmp(v, "RayJob") || !strcmp(v, "RayService")))
+        return v;
+    return "RayCluster";
+}
+
+int64_t rc_group_num_hosts(const cJSON *group)
+{
+    return rcj_int(group, "numOfHosts", 1);
+}
+
+const cJSON *rc_env_find(const cJSON *container, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, rcj_get(container, "env")) {
+        const char *n = rcj_str(e, "name");
+        if (n && !strcmp(n, name))
+            return e;
+    }
+    return NULL;
+}
+
+bool rc_env_exists(const cJSON *container, const char *name)
+{
+    return rc_env_find(container, name) != NULL;
+}
+
+/* ---- building ---- */
+
+static void *oom(struct rcb *b)
+{
+    if (!b->err)
+        b->err = -ENOMEM;
+    return NULL;
+}
+
+cJSON *rcb_obj(struct rcb *b, cJSON *parent, const char *key)
+{
+    cJSON *v;
+    if (b->err || !parent)
+        return NULL;
+    v = cJSON_GetObjectItemCaseSensitive(parent, key);
+    if (cJSON_IsObject(v))
+        return v;
+    if (!(v = cJSON_CreateObject()))
+        return oom(b);
+    rcb_set(b, parent, key, v);
+    return b->err ? NULL : v;
+}
+
+cJSON *rcb_arr(struct rcb *b, cJSON *parent, const char *key)
+{
+    cJSON *v;
+    if (b->err || !parent)
+        return NULL;
+    v = cJSON_GetObjectItemCaseSensitive(parent, key);
+    if (cJSON_IsArray(v))
+        return v;
+    if (!(v = cJSON_CreateArray()))
+        return oom(b);
+    rcb_set(b, parent, key, v);
+    return b->err ? NULL : v;
+}
+
+void rcb_set(struct rcb *b, cJSON *o, const char *key, cJSON *val)
+{
+    if (b->err || !o || !val) {
+        if (!val)
+            oom(b);
+        cJSON_Delete(val);
+        return;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(o, key)) {
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(o, key, val)) {
+            cJSON_Delete(val);
+            oom(b);
+        }
+        return;
+    }
+    if (!cJSON_AddItemToObject(o, key, val)) {
+        cJSON_Delete(val);
+        oom(b);
+    }
+}
+
+void rcb_set_str(struct rcb *b, cJSON *o, const char *key, const char *val)
+{
+    if (b->err)
+        return;
+    rcb_set(b, o, key, cJSON_CreateString(val ? val : ""));
+}
+
+void rcb_set_num(struct rcb *b, cJSON *o, const char *key, double val)
+{
+    if (b->err)
+        return;
+    rcb_set(b, o, key, cJSON_CreateNumber(val));
+}
+
+void rcb_set_bool(struct rcb *b, cJSON *o, const char *key, bool val)
+{
+    if (b->err)
+        return;
+    rcb_set(b, o, key, cJSON_CreateBool(val));
+}
+
+cJSON *rcb_dup(struct rcb *b, const cJSON *src)
+{
+    cJSON *d;
+    if (b->err)
+        return NULL;
+    d = src ? cJSON_Duplicate(src, 1) : cJSON_CreateObject();
+    return d ? d : oom(b);
+}
+
+void rcb_append(struct rcb *b, cJSON *arr, cJSON *item)
+{
+    if (b->err || !arr || !item) {
+        if (!item)
+            oom(b);
+        cJSON_Delete(item);
+        return;
+    }
+    if (!cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        oom(b);
+    }
+}
+
+cJSON *rcb_str_array(struct rcb *b, const char *const *vals, size_t n)
+{
+    cJSON *a;
+    if (b->err)
+        return NULL;
+    if (!(a = cJSON_CreateArray()))
+        return oom(b);
+    for (size_t i = 0; i < n; i++)
+        rcb_append(b, a, cJSON_CreateString(vals[i]));
+    return a;
+}
+
+void rcb_env_value(struct rcb *b, cJSON *container, const char *name, const char *value)
+{
+    cJSON *env = rcb_arr(b, container, "env"), *e;
+    if (b->err)
+        return;
+    if (!(e = cJSON_CreateObject())) {
+        oom(b);
+        return;
+    }
+    rcb_append(b, env, e);
+    rcb_set_str(b, e, "name", name);
+    rcb_set_str(b, e, "value", value);
+}
+
+void rcb_env_fieldref(struct rcb *b, cJSON *container, const char *name, const char *path)
+{
+    cJSON *env = rcb_arr(b, container, "env"), *e;
+    if (b->err)
+        return;
+    if (!(e = cJSON_CreateObject())) {
+        oom(b);
+        return;
+    }
+    rcb_append(b, env, e);
+    rcb_set_str(b, e, "name", name);
+    rcb_set_str(b, rcb_obj(b, rcb_obj(b, e, "valueFrom"), "fieldRef"), "fieldPath", path);
+}
+
+void rcb_owner_ref(struct rcb *b, cJSON *obj, const cJSON *rc)
+{
+    cJSON *refs, *r;
+    const char *uid = rcj_str(rcj_get(rc, "metadata"), "uid");
+    if (b->err)
+        return;
+    if (!(refs = cJSON_CreateArray())) {
+        oom(b);
+        return;
+    }
+    rcb_set(b, rcb_obj(b, obj, "metadata"), "ownerReferences", refs);
+    if (b->err || !(r = cJSON_CreateObject())) {
+        oom(b);
+        return;
+    }
+    rcb_append(b, refs, r);
+    rcb_set_str(b, r, "apiVersion", "ray.io/v1");
+    rcb_set_str(b, r, "kind", "RayCluster");
+    rcb_set_str(b, r, "name", rc_name(rc));
+    rcb_set_str(b, r, "uid", uid ? uid : "");
+    rcb_set_bool(b, r, "controller", true);
+    rcb_set_bool(b, r, "blockOwnerDeletion", true);
+}
+
+cJSON *rcb_fixed_resources(struct rcb *b, const char *cpu, const char *mem)
+{
+    cJSON *res;
+    if (b->err)
+        return NULL;
+    if (!(res = cJSON_CreateObject()))
+        return oom(b);
+    cJSON *lim = rcb_obj(b, res, "limits"), *req = rcb_obj(b, res, "requests");
+    rcb_set_str(b, lim, "cpu", cpu);
+    rcb_set_str(b, lim, "memory", mem);
+    rcb_set_str(b, req, "cpu", cpu);
+    rcb_set_str(b, req, "memory", mem);
+    return res;
+}
+
+/* ---- names ---- */
+
+static void clip_tail(const char *s, size_t max, char *out, size_t cap)
+{
+    size_t n = strlen(s);
+    if (n > max)
+        s += n - max;
+    snprintf(out, cap, "%s", s);
+}
+
+void rc_check_name(const char *s, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    clip_tail(s, 50, out, cap);
+    /* unicode.IsDigit / IsPunct on the first byte; ASCII covers every valid name. */
+    if (isdigit((unsigned char)out[0]))
+        out[0] = 'r';
+    if (ispunct((unsigned char)out[0]) && strchr("!\"#%&'()*,-./:;?@[\\]_{}", out[0]))
+        out[0] = 'r';
+}
+
+void rc_check_label(const char *s, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    clip_tail(s, 63, out, cap);
+    /* Go's unicode.IsPunct is Unicode category P: $+<=>^`|~ are symbols, not punctuation. */
+    if (out[0] && strchr("!\"#%&'()*,-./:;?@[\\]_{}", out[0]))
+        out[0] = 'r';
+}
+
+/* ---- quantities ---- */
+
+int rc_quantity_milli(const cJSON *v, int64_t *milli)
+{
+    char tmp[64];
+    if (cJSON_IsString(v))
+        return cluster_parse_quantity(v->valuestring, milli);
+    if (cJSON_IsNumber(v)) {
+        rc_format_float(v->valuedouble, tmp, sizeof(tmp));
+        return cluster_parse_quantity(tmp, milli);
+    }
+    return -EINVAL;
+}
+
+int64_t rc_milli_ceil(int64_t milli)
+{
+    if (milli >= 0)
+        return milli / 1000 + (milli % 1000 != 0);
+    return milli / 1000;
+}
+
+void rc_format_float(double v, char *out, size_t cap)
+{
+    /* strconv.FormatFloat(v, 'f' or 'e', -1, 64) as encoding/json picks it. */
+    double a = fabs(v);
+    int prec;
+    if (!isfinite(v)) {
+        snprintf(out, cap, "0");
+        return;
+    }
+    if (v == 0) {
+        snprintf(out, cap, "0");
+        return;
+    }
+    for (prec = 1; prec <= 17; prec++) {
+        char buf[64];
+        snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    if (a < 1e-6 || a >= 1e21) {
+        char buf[64];
+        size_t n;
+        snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
+        /* encoding/json shortens a negative two-digit exponent: e-07 -> e-7. */
+        n = strlen(buf);
+        if (n >= 4 && buf[n - 4] == 'e' && buf[n - 3] == '-' && buf[n - 2] == '0') {
+            buf[n - 2] = buf[n - 1];
+            buf[n - 1] = '\0';
+        }
+        snprintf(out, cap, "%s", buf);
+        return;
+    }
+    {
+        /* Plain decimal with just enough digits. */
+        char buf[64];
+        int decimals = 0;
+        for (decimals = 0; decimals <= 20; decimals++) {
+            snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+            if (strtod(buf, NULL) == v)
+                break;
+        }
+        snprintf(out, cap, "%s", buf);
+    }
+}
+
+/* ---- rayStartParams ---- */
+
+int rc_params_set(struct rc_params *p, const char *k, const char *v)
+{
+    char *nv;
+    for (size_t i = 0; i < p->n; i++) {
+        if (!strcmp(p->kv[i].k, k)) {
+            if (!(nv = strdup(v)))
+                return -ENOMEM;
+            free(p->kv[i].v);
+            p->kv[i].v = nv;
+            return 0;
+        }
+    }
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 16;
+        struct rc_kv *kv = realloc(p->kv, nc * sizeof(*kv));
+        if (!kv)
+            return -ENOMEM;
+        p->kv = kv;
+        p->cap = nc;
+    }
+    p->kv[p->n].k = strdup(k);
+    p->kv[p->n].v = strdup(v);
+    if (!p->kv[p->n].k || !p->kv[p->n].v) {
+        free(p->kv[p->n].k);
+        free(p->kv[p->n].v);
+        return -ENOMEM;
+    }
+    p->n++;
+    return 0;
+}
+
+const char *rc_params_get(const struct rc_params *p, const char *k)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!strcmp(p->kv[i].k, k))
+            return p->kv[i].v;
+    return NULL;
+}
+
+void rc_params_free(struct rc_params *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->kv[i].k);
+        free(p->kv[i].v);
+    }
+    free(p->kv);
+    memset(p, 0, sizeof(*p));
+}
+
+int rc_params_load(struct rc_params *p, const cJSON *map)
+{
+    const cJSON *e;
+    int rc;
+    cJSON_ArrayForEach(e, (cJSON_IsObject(map) ? map : NULL)) {
+        char tmp[64];
+        const char *v;
+        if (!e->string)
+            continue;
+        if (cJSON_IsString(e))
+            v = e->valuestring;
+        else if (cJSON_IsBool(e))
+            v = cJSON_IsTrue(e) ? "true" : "false";
+        else if (cJSON_IsNumber(e)) {
+            rc_format_float(e->valuedouble, tmp, sizeof(tmp));
+            v = tmp;
+        } else
+            continue; /* the CRD types the map as strings; anything else never reaches us */
+        if ((rc = rc_params_set(p, e->string, v)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int kv_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct rc_kv *)a)->k, ((const struct rc_kv *)b)->k);
+}
+
+static bool ieq(const char *a, const char *b)
+{
+    return strcasecmp(a, b) == 0;
+}
+
+char *rc_params_render(const struct rc_params *p)
+{
+    struct rc_kv *sorted = NULL;
+    size_t len = 1;
+    char *out = NULL, *w;
+    if (p->n && !(sorted = malloc(p->n * sizeof(*sorted))))
+        return NULL;
+    if (p->n)
+        memcpy(sorted, p->kv, p->n * sizeof(*sorted));
+    if (p->n)
+        qsort(sorted, p->n, sizeof(*sorted), kv_cmp);
+    for (size_t i = 0; i < p->n; i++)
+        len += strlen(sorted[i].k) + strlen(sorted[i].v) + 6;
+    if (!(out = malloc(len)))
+        goto out;
+    w = out;
+    *w = '\0';
+    for (size_t i = 0; i < p->n; i++) {
+        const char *k = sorted[i].k, *v = sorted[i].v;
+        /* These take an explicit boolean; every other true/false is a bare switch. */
+        bool special = !strcmp(k, "log-color") || !strcmp(k, "include-dashboard") ||
+                       !strcmp(k, "include-log-monitor");
+        if ((ieq(v, "true") || ieq(v, "false")) && !special) {
+            if (ieq(v, "true"))
+                w += sprintf(w, " --%s ", k);
+        } else {
+            w += sprintf(w, " --%s=%s ", k, v);
+        }
+    }
+out:
+    free(sorted);
+    return out;
+}

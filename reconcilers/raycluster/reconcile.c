@@ -1,0 +1,349 @@
+/*
+ * reconcile.c - one RayCluster reconcile, in KubeRay v1.7's order
+ * (raycluster_controller.go rayClusterReconcile): skip clusters managed
+ * elsewhere; validate (Warning Event, terminal until the spec changes); the
+ * GCS FT finalizer and deletion (reconcile_delete.c); autoscaler RBAC; head,
+ * headless and serve Services; Pods (reconcile_pods.c); then always the status
+ * (status.c), written through /status only when it changed.
+ *
+ * Reads come from the shared cache; every create/delete/update goes through
+ * the host's write helpers, which record the resourceVersions so the key is
+ * not handed out again before the cache shows them (no stale-cache duplicates).
+ * Outcome: an error is retried with the queue's backoff; a status write or a
+ * pending step requeues after 2 s (KubeRay's DefaultRequeueDuration), an
+ * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "reconcilers/raycluster/internal.h"
+#include "util/util.h"
+
+const struct kube_resource RC_RES_SERVICEACCOUNTS = { "", "v1", "serviceaccounts", 1 };
+const struct kube_resource RC_RES_ROLES = { "rbac.authorization.k8s.io", "v1", "roles", 1 };
+const struct kube_resource RC_RES_ROLEBINDINGS = { "rbac.authorization.k8s.io", "v1", "rolebindings", 1 };
+
+/* res->message is shorter than the messages: keep the head of it. */
+static void set_message(struct host_result *res, const char *msg)
+{
+    size_t n = strlen(msg);
+    if (n >= sizeof(res->message))
+        n = sizeof(res->message) - 1;
+    memcpy(res->message, msg, n);
+    res->message[n] = '\0';
+}
+
+int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
+{
+    if (r->err == RC_ERR_NONE) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+        va_end(ap);
+        r->err = e;
+    }
+    return -EIO;
+}
+
+/* ---- autoscaler RBAC ---------------------------------------------------------- */
+
+/* ServiceAccount/Role/RoleBinding are not cached (KubeRay reads them from its
+ * informer): they are created once per cluster uid per process; a restarted
+ * controller creates them again and takes AlreadyExists as done. */
+#define RBAC_MEMO 4096
+static struct {
+    pthread_mutex_t mu;
+    char uid[RBAC_MEMO][40];
+} rbac_memo = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static size_t memo_slot(const char *uid)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = uid; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return (size_t)(h % RBAC_MEMO);
+}
+
+static bool rbac_done(const char *uid)
+{
+    pthread_mutex_lock(&rbac_memo.mu);
+    bool done = strcmp(rbac_memo.uid[memo_slot(uid)], uid) == 0;
+    pthread_mutex_unlock(&rbac_memo.mu);
+    return done;
+}
+
+static void rbac_remember(const char *uid)
+{
+    pthread_mutex_lock(&rbac_memo.mu);
+    snprintf(rbac_memo.uid[memo_slot(uid)], sizeof(rbac_memo.uid[0]), "%s", uid);
+    pthread_mutex_unlock(&rbac_memo.mu);
+}
+
+/* Creates obj unless it exists; Normal/Warning Events named as KubeRay's. */
+static int create_uncached(struct rc_run *r, const struct kube_resource *res, cJSON *obj,
+                           const char *ok_reason, const char *fail_reason, const char *what)
+{
+    struct kube_client *kc = host_kube(r->ctx);
+    struct kube_result kr = { 0 };
+    const char *name = rc_meta(obj, "name");
+    if (!kc)
+        return -ENOTCONN;
+    int rc = kube_create(kc, res, r->ns, obj, &kr);
+    if (rc == 0) {
+        host_log(r->ctx, LOG_INFO, "Created for Ray Autoscaler", "object", what, "name", name, NULL);
+        host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s",
+                   what, r->ns, name);
+    } else if (rc == -EEXIST) {
+        rc = 0;
+    } else {
+        host_event(r->ctx, r->rc, HOST_EVENT_WARNING, fail_reason, "Create",
+                   "Failed creating %s %s/%s, %s", what, r->ns, name, kube_strerror(rc));
+    }
+    kube_result_release(&kr);
+    return rc;
+}
+
+static int reconcile_rbac(struct rc_run *r)
+{
+    if (!rc_autoscaling_enabled(r->rc) || rbac_done(r->uid))
+        return 0;
+    cJSON *sa = NULL, *role = NULL, *binding = NULL;
+    int rc = rc_build_autoscaler_rbac(r->rc, &sa, &role, &binding);
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "building the autoscaler RBAC objects: %s", strerror(-rc));
+    if (sa)
+        rc = create_uncached(r, &RC_RES_SERVICEACCOUNTS, sa, "CreatedServiceAccount",
+                             "FailedToCreateServiceAccount", "service account");
+    if (rc == 0 && role)
+        rc = create_uncached(r, &RC_RES_ROLES, role, "CreatedRole", "FailedToCreateRole", "role");
+    if (rc == 0 && binding)
+        rc = create_uncached(r, &RC_RES_ROLEBINDINGS, binding, "CreatedRoleBinding",
+                             "FailedToCreateRoleBinding", "role binding");
+    cJSON_Delete(sa);
+    cJSON_Delete(role);
+    cJSON_Delete(binding);
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "autoscaler RBAC: %s", kube_strerror(rc));
+    rbac_remember(r->uid);
+    return 0;
+}
+
+/* ---- Services ------------------------------------------------------------------ */
+
+static int ensure_service(struct rc_run *r, cJSON *svc)
+{
+    const char *name = rc_meta(svc, "name");
+    cJSON *have = NULL;
+    int rc = host_get(r->ctx, "v1/services", r->ns, name, &have);
+    cJSON_Delete(have);
+    if (rc == 0)
+        return 0;
+    if (rc != -ENOENT)
+        return rc_fail(r, RC_ERR_OTHER, "reading Service %s: %s", name, strerror(-rc));
+    struct kube_result kr = { 0 };
+    rc = host_create(r->ctx, &KUBE_RES_SERVICES, r->ns, svc, &kr);
+    kube_result_release(&kr);
+    if (rc == -EEXIST)
+        return 0;   /* not ours to cache (no created-by label) or a race: it exists */
+    if (rc < 0) {
+        host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
+                   "Failed creating service %s/%s, %s", r->ns, name, kube_strerror(rc));
+        return rc_fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, kube_strerror(rc));
+    }
+    host_log(r->ctx, LOG_INFO, "Created service for RayCluster", "service", name, NULL);
+    host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "CreatedService", "Create",
+               "Created service %s/%s", r->ns, name);
+    return 0;
+}
+
+static int reconcile_services(struct rc_run *r)
+{
+    cJSON *(*const builders[])(const cJSON *, const struct rc_build_opts *, int *) = {
+        rc_build_head_service, rc_build_headless_service, rc_build_serve_service,
+    };
+    for (size_t i = 0; i < sizeof(builders) / sizeof(builders[0]); i++) {
+        int err = 0;
+        cJSON *svc = builders[i](r->rc, &r->bo, &err);
+        if (!svc && err < 0)
+            return rc_fail(r, RC_ERR_OTHER, "building a Service: %s", strerror(-err));
+        if (!svc)
+            continue;
+        int rc = ensure_service(r, svc);
+        cJSON_Delete(svc);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- status -------------------------------------------------------------------- */
+
+static void now_time(char out[32])
+{
+    util_format_time(time(NULL), out);
+}
+
+/* calculateStatus + updateRayClusterStatus. 1 written, 0 unchanged, -errno. */
+static int write_status(struct rc_run *r)
+{
+    cJSON *svcs = NULL, *st = NULL;
+    char now[32];
+    now_time(now);
+    int rc = host_list_cluster(r->ctx, "v1/services", r->ns, r->name, &svcs);
+    if (rc < 0)
+        return rc;
+    struct rc_status_in in = { .rc = r->rc, .pods = r->pods, .services = svcs, .err = r->err,
+                               .err_message = r->err_msg, .now = now };
+    rc = rc_status_compute(&in, &st);
+    cJSON_Delete(svcs);
+    if (rc < 0) {
+        host_log(r->ctx, LOG_INFO, "Got error when calculating new status", "error",
+                 rc == -ENOENT ? "head service not found" :
+                 rc == -EAGAIN ? "head service IP is empty" : strerror(-rc), NULL);
+        return rc;
+    }
+    const cJSON *old = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
+    if (!rc_status_differs(old, st)) {
+        cJSON_Delete(st);
+        return 0;
+    }
+    cJSON *obj = cJSON_Duplicate(r->rc, 1);
+    if (!obj) {
+        cJSON_Delete(st);
+        return -ENOMEM;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+    cJSON_AddItemToObject(obj, "status", st);
+    struct kube_result kr = { 0 };
+    rc = host_update_status(r->ctx, &KUBE_RES_RAYCLUSTERS, r->ns, obj, &kr);
+    kube_result_release(&kr);
+    if (rc == 0) {
+        const cJSON *ns_state = cJSON_GetObjectItemCaseSensitive(st, "state");
+        host_log(r->ctx, LOG_INFO, "updateRayClusterStatus", "state",
+                 cJSON_IsString(ns_state) ? ns_state->valuestring : "", NULL);
+        rc_metrics_observe_provisioned(r->rc, old, st);
+    } else {
+        host_log(r->ctx, LOG_INFO, "Error updating status", "error", kube_strerror(rc), NULL);
+    }
+    cJSON_Delete(obj);
+    return rc < 0 ? rc : 1;
+}
+
+/* ---- the reconcile ------------------------------------------------------------- */
+
+/* An invalid cluster gets status.reason (rayop's addition: KubeRay v1.7 only
+ * records the Event) so `kubectl get -o yaml` shows why nothing happens; state
+ * and conditions are left as they were. Written only when it differs. */
+static void write_invalid_reason(struct rc_run *r, const char *why)
+{
+    const cJSON *old = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(old, "reason");
+    if (cJSON_IsString(reason) && strcmp(reason->valuestring, why) == 0)
+        return;
+    cJSON *obj = cJSON_Duplicate(r->rc, 1), *st;
+    if (!obj)
+        return;
+    st = cJSON_GetObjectItemCaseSensitive(obj, "status");
+    if (!cJSON_IsObject(st)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+        st = cJSON_AddObjectToObject(obj, "status");
+    }
+    if (st) {
+        cJSON_DeleteItemFromObjectCaseSensitive(st, "reason");
+        cJSON_AddStringToObject(st, "reason", why);
+        struct kube_result kr = { 0 };
+        int rc = host_update_status(r->ctx, &KUBE_RES_RAYCLUSTERS, r->ns, obj, &kr);
+        if (rc < 0)
+            host_log(r->ctx, LOG_INFO, "Error updating status", "error", kube_strerror(rc), NULL);
+        kube_result_release(&kr);
+    }
+    cJSON_Delete(obj);
+}
+
+static int validate(struct rc_run *r, struct host_result *res)
+{
+    struct rc_invalid why;
+    memset(&why, 0, sizeof(why));
+    if (rc_validate(r->rc, &why) < 0) {
+        host_log(r->ctx, LOG_ERROR, "The RayCluster is invalid", "reason", why.reason,
+                 "error", why.message, NULL);
+        host_event(r->ctx, r->rc, HOST_EVENT_WARNING, why.reason, "Validate", "%s", why.message);
+        write_invalid_reason(r, why.message);
+        set_message(res, why.message);
+        /* KubeRay: an invalid status is retried after 2 s; metadata and spec wait
+         * for the next change of the object */
+        res->outcome = strcmp(why.reason, RC_REASON_INVALID_STATUS) == 0 ? HOST_ERROR
+                                                                         : HOST_TERMINAL;
+        return 1;
+    }
+    memset(&why, 0, sizeof(why));
+    if (rc_validate_warning(r->rc, &why) == 1)
+        host_event(r->ctx, r->rc, HOST_EVENT_WARNING, why.reason, "Validate", "%s", why.message);
+    return 0;
+}
+
+int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
+{
+    struct rc_run r;
+    memset(&r, 0, sizeof(r));
+    r.ctx = ctx;
+    int rc = host_get(ctx, RC_CACHE_TYPE, ctx->ns, ctx->name, &r.rc);
+    if (rc == -ENOENT) {
+        rc_metrics_forget(ctx->ns, ctx->name);
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    r.ns = ctx->ns;
+    r.name = ctx->name;
+    r.uid = rc_meta(r.rc, "uid");
+    rc_build_opts_from_env(&r.bo);
+
+    if (rc_managed_elsewhere(r.rc)) {
+        host_log(ctx, LOG_INFO, "Skipping RayCluster managed by a custom controller", NULL);
+        goto out;
+    }
+    if (validate(&r, res) == 1)
+        goto out;
+    if ((rc = rc_reconcile_finalizer(&r, res)) != 0)
+        goto out;   /* 1: finished (finalizer added, deletion in progress) */
+    if (*rc_meta(r.rc, "deletionTimestamp")) {
+        host_log(ctx, LOG_INFO, "RayCluster is being deleted, just ignore", NULL);
+        goto out;
+    }
+    if ((rc = host_list_cluster(ctx, "v1/pods", r.ns, r.name, &r.pods)) < 0)
+        goto out;
+    /* stops at the first failing step, as KubeRay; the status is computed anyway */
+    if (reconcile_rbac(&r) == 0 && reconcile_services(&r) == 0)
+        (void)rc_reconcile_pods(&r);
+    if (r.err != RC_ERR_NONE)
+        host_log(ctx, LOG_ERROR, "Error reconcile resources", "error", r.err_msg, NULL);
+
+    /* the Pods this reconcile just wrote are not in r.pods: the status counts
+     * them on the next reconcile, which the watch events of those writes bring
+     * (KubeRay's calculateStatus reads its cache at this point too) */
+    int wrote = write_status(&r);
+    if (r.err != RC_ERR_NONE) {
+        set_message(res, r.err_msg);
+        res->outcome = HOST_ERROR;
+    } else if (wrote < 0 && wrote != -ENOENT && wrote != -EAGAIN) {
+        rc = wrote;
+    } else if (wrote != 0 || r.requeue_ms) {
+        /* a status write (e.g. Suspending set) or a pending step: look again soon */
+        res->outcome = HOST_REQUEUE_AFTER;
+        res->after_ms = r.requeue_ms ? r.requeue_ms : RC_REQUEUE_SHORT_MS;
+    } else {
+        res->outcome = HOST_REQUEUE_AFTER;
+        res->after_ms = RC_REQUEUE_IDLE_MS;
+    }
+    rc = rc < 0 ? rc : 0;
+out:
+    cJSON_Delete(r.pods);
+    cJSON_Delete(r.rc);
+    return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,690 @@
+/*
+ * reconcile_pods.c - KubeRay v1.7's reconcilePods: suspension (delete every
+ * Pod, then stop), the Recreate upgrade strategy (delete every Pod when the
+ * head's spec hash differs), the head Pod (recreated when it is gone or
+ * terminated for good), and per worker group: group suspension, unhealthy Pods
+ * deleted first, scaleStrategy.workersToDelete, then scale up or down to the
+ * desired replicas (single-host with replica indices, multi-host as whole
+ * replicas of numOfHosts Pods).
+ *
+ * Counting comes from the cache, whose read-your-writes gate means this
+ * worker's own earlier creates and deletes are in it. One window is left: a
+ * controller killed after creating Pods but before reporting them leaves writes
+ * the queue never heard of, and the next reconcile may read a cache without
+ * them. So before creating, the count is confirmed with one live LIST of the
+ * same label selector; if the API server disagrees with the cache the reconcile
+ * creates nothing and retries once the cache has caught up. Converged clusters
+ * never pay for it (no creates, no LIST).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#include "reconcilers/raycluster/internal.h"
+#include "util/util.h"
+
+/* A borrowed view of some Pods of r->pods. */
+struct podv {
+    const cJSON **p;
+    int n, cap;
+};
+
+static int podv_push(struct podv *v, const cJSON *pod)
+{
+    if (v->n == v->cap) {
+        int cap = v->cap ? v->cap * 2 : 16;
+        const cJSON **np = realloc(v->p, (size_t)cap * sizeof(*np));
+        if (!np)
+            return -ENOMEM;
+        v->p = np;
+        v->cap = cap;
+    }
+    v->p[v->n++] = pod;
+    return 0;
+}
+
+static void podv_free(struct podv *v)
+{
+    free(v->p);
+    memset(v, 0, sizeof(*v));
+}
+
+/* Pods of r->pods whose label key equals value (and node-type, when given). */
+static int pods_where(const cJSON *pods, const char *key, const char *value,
+                      const char *node_type, struct podv *out)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pods) {
+        const char *v = rc_label(p, key), *t = rc_label(p, RC_LABEL_NODE_TYPE);
+        if (!v || strcmp(v, value) != 0)
+            continue;
+        if (node_type && (!t || strcmp(t, node_type) != 0))
+            continue;
+        if (podv_push(out, p) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+bool rc_pod_terminating(const cJSON *pod)
+{
+    return *rc_meta(pod, "deletionTimestamp") != '\0';
+}
+
+static const char *annotation(const cJSON *obj, const char *key)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+                                         "annotations"), key);
+    return cJSON_IsString(a) ? a->valuestring : NULL;
+}
+
+/* getRayContainerStateTerminated: the Ray container (containers[0]) status by name. */
+static const cJSON *ray_container_terminated(const cJSON *pod)
+{
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pod, "spec"), "containers"), RC_RAY_CONTAINER);
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(c0, "name");
+    const cJSON *cs;
+    if (!cJSON_IsString(n))
+        return NULL;
+    cJSON_ArrayForEach(cs, cJSON_GetObjectItemCaseSensitive(
+                               cJSON_GetObjectItemCaseSensitive(pod, "status"), "containerStatuses")) {
+        const cJSON *cn = cJSON_GetObjectItemCaseSensitive(cs, "name");
+        if (cJSON_IsString(cn) && strcmp(cn->valuestring, n->valuestring) == 0)
+            return cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(cs, "state"), "terminated");
+    }
+    return NULL;
+}
+
+/* shouldDeletePod: terminal phase, or Running with the Ray container
+ * terminated and restartPolicy Never (kubelet will not restart it). */
+static bool should_delete_pod(const cJSON *pod, const char *node_type, char *why, size_t cap)
+{
+    const char *phase = rc_pod_phase(pod), *name = rc_meta(pod, "name");
+    if (strcmp(phase, "Failed") == 0 || strcmp(phase, "Succeeded") == 0) {
+        snprintf(why, cap, "The %s Pod %s status is %s which is a terminal state. KubeRay will "
+                 "delete the Pod and create new Pods in the next reconciliation if necessary.",
+                 node_type, name, phase);
+        return true;
+    }
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pod, "spec"), "restartPolicy");
+    if (strcmp(phase, "Running") == 0 && ray_container_terminated(pod) && cJSON_IsString(rp) &&
+        strcmp(rp->valuestring, "Never") == 0) {
+        snprintf(why, cap, "The Pod status of the %s Pod %s is Running, and the Ray container "
+                 "terminated. The container is unable to restart due to its restart policy "
+                 "Never, so KubeRay will delete it.", node_type, name);
+        return true;
+    }
+    return false;
+}
+
+/* One Pod delete; NotFound is success (already gone). */
+static int delete_pod(struct rc_run *r, const char *name)
+{
+    struct kube_result kr = { 0 };
+    int rc = host_delete(r->ctx, &KUBE_RES_PODS, r->ns, name, NULL, &kr);
+    kube_result_release(&kr);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+int rc_delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pods) {
+        if (rc_pod_terminating(p))
+            continue;
+        int rc = delete_pod(r, rc_meta(p, "name"));
+        if (rc < 0)
+            return rc_fail(r, e, "deleting Pod %s: %s", rc_meta(p, "name"), kube_strerror(rc));
+    }
+    return 0;
+}
+
+static int delete_podv(struct rc_run *r, const struct podv *v, const char *group,
+                       const char *reason)
+{
+    for (int i = 0; i < v->n; i++) {
+        const char *name = rc_meta(v->p[i], "name");
+        if (rc_pod_terminating(v->p[i]))
+            continue;
+        int rc = delete_pod(r, name);
+        if (rc < 0) {
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToDeleteWorkerPod", "Delete",
+                       "Failed deleting worker Pod %s/%s for group %s, %s", r->ns, name, group,
+                       kube_strerror(rc));
+            return rc_fail(r, RC_ERR_DELETE_WORKER, "deleting worker Pod %s: %s", name,
+                           kube_strerror(rc));
+        }
+        host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "DeletedWorkerPod", "Delete",
+                   "Deleted worker Pod %s/%s for group %s: %s", r->ns, name, group, reason);
+    }
+    return 0;
+}
+
+/* The API server's count of Pods matching selector, to confirm the cache's
+ * before creating (see the file comment). */
+static int live_count(struct rc_run *r, const char *selector)
+{
+    struct kube_client *kc = host_kube(r->ctx);
+    if (!kc)
+        return -ENOTCONN;
+    struct kube_list_opts lo = { .label_selector = selector };
+    struct kube_result kr = { 0 };
+    int rc = kube_list(kc, &KUBE_RES_PODS, r->ns, &lo, &kr);
+    if (rc == 0)
+        rc = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(kr.body, "items"));
+    kube_result_release(&kr);
+    return rc;
+}
+
+static int confirm_count(struct rc_run *r, const char *selector, int cached)
+{
+    int live = live_count(r, selector);
+    if (live < 0)
+        return rc_fail(r, RC_ERR_OTHER, "listing Pods %s: %s", selector, kube_strerror(live));
+    if (live != cached) {
+        char a[16], b[16];
+        snprintf(a, sizeof(a), "%d", cached);
+        snprintf(b, sizeof(b), "%d", live);
+        host_log(r->ctx, LOG_INFO, "cache behind the API server; not creating Pods yet",
+                 "selector", selector, "cached", a, "live", b, NULL);
+        return rc_fail(r, RC_ERR_OTHER, "the cache has %d Pods for %s, the API server %d; "
+                       "waiting for the cache", cached, selector, live);
+    }
+    return 0;
+}
+
+/* Creates pod; Events as KubeRay's createHeadPod/createWorkerPod. */
+static int create_pod(struct rc_run *r, cJSON *pod, bool head)
+{
+    struct kube_result kr = { 0 };
+    int rc = host_create(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
+    if (rc < 0) {
+        if (head)
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateHeadPod", "Create",
+                       "Failed to create head Pod %s/%s, %s", r->ns, rc_meta(pod, "name"),
+                       kube_strerror(rc));
+        else
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateWorkerPod", "Create",
+                       "Failed to create worker Pod for the cluster %s/%s, %s", r->ns, r->name,
+                       kube_strerror(rc));
+        kube_result_release(&kr);
+        return rc_fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
+                       "creating a %s Pod: %s", head ? "head" : "worker", kube_strerror(rc));
+    }
+    const char *name = rc_meta(kr.body, "name");
+    host_log(r->ctx, LOG_INFO, head ? "Created head Pod for RayCluster"
+                                    : "Created worker Pod for RayCluster", "pod", name, NULL);
+    host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, head ? "CreatedHeadPod" : "CreatedWorkerPod",
+               "Create", "Created %s Pod %s/%s", head ? "head" : "worker", r->ns, name);
+    kube_result_release(&kr);
+    return 0;
+}
+
+static void set_annotation(cJSON *obj, const char *key, const char *value)
+{
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(m, "annotations");
+    if (!cJSON_IsObject(a)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "annotations");
+        a = cJSON_AddObjectToObject(m, "annotations");
+    }
+    if (!a)
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(a, key);
+    cJSON_AddStringToObject(a, key, value);
+}
+
+/* ---- head ---------------------------------------------------------------------- */
+
+static int reconcile_head(struct rc_run *r, const char *hash)
+{
+    struct podv heads = { 0 };
+    char why[512];
+    int rc = pods_where(r->pods, RC_LABEL_NODE_TYPE, RC_NODE_HEAD, NULL, &heads);
+    if (rc < 0)
+        goto out;
+    if (heads.n == 1) {
+        const cJSON *h = heads.p[0];
+        if (!rc_pod_terminating(h) && should_delete_pod(h, RC_NODE_HEAD, why, sizeof(why))) {
+            const char *name = rc_meta(h, "name");
+            host_log(r->ctx, LOG_INFO, "reconcilePods: deleting the head Pod", "pod", name,
+                     "reason", why, NULL);
+            if ((rc = delete_pod(r, name)) < 0) {
+                host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToDeleteHeadPod", "Delete",
+                           "Failed deleting head Pod %s/%s; Pod status: %s, %s", r->ns, name,
+                           rc_pod_phase(h), kube_strerror(rc));
+                rc = rc_fail(r, RC_ERR_DELETE_HEAD, "deleting head Pod %s: %s", name,
+                             kube_strerror(rc));
+                goto out;
+            }
+            host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "DeletedHeadPod", "Delete",
+                       "Deleted head Pod %s/%s; Pod status: %s", r->ns, name, rc_pod_phase(h));
+            rc = rc_fail(r, RC_ERR_OTHER, "%s", why);
+        }
+    } else if (heads.n == 0) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
+        const char *skip = annotation(r->rc, RC_ANN_DISABLE_HEAD_RESTART);
+        if (rc_cond_true(st, "RayClusterProvisioned") && skip && strcmp(skip, "true") == 0) {
+            host_log(r->ctx, LOG_INFO, "reconcilePods: Found 0 head Pods for the RayCluster; "
+                     "Skipped head recreation due to ray.io/disable-provisioned-head-restart", NULL);
+            goto out;
+        }
+        char sel[400];
+        snprintf(sel, sizeof(sel), "%s=%s,%s=%s", RC_LABEL_CLUSTER, r->name, RC_LABEL_NODE_TYPE,
+                 RC_NODE_HEAD);
+        if ((rc = confirm_count(r, sel, 0)) < 0)
+            goto out;
+        int err = 0;
+        cJSON *pod = rc_build_head_pod(r->rc, &r->bo, &err);
+        if (!pod) {
+            rc = rc_fail(r, RC_ERR_CREATE_HEAD, "building the head Pod: %s", strerror(-err));
+            goto out;
+        }
+        set_annotation(pod, RC_ANN_UPGRADE_HASH, hash);
+        set_annotation(pod, RC_ANN_KUBERAY_VERSION, RC_KUBERAY_VERSION);
+        rc = create_pod(r, pod, true);
+        cJSON_Delete(pod);
+    } else {
+        rc = rc_fail(r, RC_ERR_OTHER, "%d head pods found. Please delete extra head pods",
+                     heads.n);
+    }
+out:
+    podv_free(&heads);
+    return rc;
+}
+
+/* shouldRecreatePodsForUpgrade (Recreate only). An operator-version change
+ * re-stamps the head instead of recreating. */
+static bool should_recreate(struct rc_run *r, const char *hash)
+{
+    const cJSON *us = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r->rc, "spec"), "upgradeStrategy");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(us, "type");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "Recreate") != 0)
+        return false;
+    struct podv heads = { 0 };
+    bool recreate = false;
+    if (pods_where(r->pods, RC_LABEL_NODE_TYPE, RC_NODE_HEAD, NULL, &heads) < 0 || heads.n == 0)
+        goto out;
+    const cJSON *h = heads.p[0];
+    const char *ver = annotation(h, RC_ANN_KUBERAY_VERSION), *have = annotation(h, RC_ANN_UPGRADE_HASH);
+    if (ver && *ver && strcmp(ver, RC_KUBERAY_VERSION) != 0) {
+        char patch[512];
+        int n = snprintf(patch, sizeof(patch), "{\"metadata\":{\"annotations\":{\"%s\":\"%s\",\"%s\":\"%s\"}}}",
+                         RC_ANN_UPGRADE_HASH, hash, RC_ANN_KUBERAY_VERSION, RC_KUBERAY_VERSION);
+        struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
+        struct kube_result kr = { 0 };
+        if (host_patch(r->ctx, &KUBE_RES_PODS, r->ns, rc_meta(h, "name"), patch, (size_t)n, &po,
+                       &kr) < 0)
+            host_log(r->ctx, LOG_ERROR, "Failed to update head pod annotations after "
+                     "KUBERAY_VERSION change", NULL);
+        kube_result_release(&kr);
+        goto out;
+    }
+    recreate = have && *have && strcmp(have, hash) != 0;
+out:
+    podv_free(&heads);
+    return recreate;
+}
+
+/* ---- workers ------------------------------------------------------------------- */
+
+static bool random_delete_allowed(const cJSON *rc)
+{
+    if (!rc_autoscaling_enabled(rc))
+        return true;
+    const char *e = getenv("ENABLE_RANDOM_POD_DELETE");
+    return e && strcasecmp(e, "true") == 0;
+}
+
+static bool in_list(const cJSON *arr, const char *name)
+{
+    const cJSON *s;
+    cJSON_ArrayForEach(s, arr)
+        if (cJSON_IsString(s) && strcmp(s->valuestring, name) == 0)
+            return true;
+    return false;
+}
+
+static int index_label(const cJSON *pod)
+{
+    const char *v = rc_label(pod, RC_LABEL_REPLICA_INDEX);
+    char *end;
+    if (!v || !*v)
+        return -1;
+    long i = strtol(v, &end, 10);
+    return *end || i < 0 || i > 1000000 ? -1 : (int)i;
+}
+
+/* The lowest replica index not in used[0..n) (KubeRay fills gaps first). */
+static int next_index(const int *used, int n, int from)
+{
+    for (int i = from;; i++) {
+        bool taken = false;
+        for (int j = 0; j < n && !taken; j++)
+            taken = used[j] == i;
+        if (!taken)
+            return i;
+    }
+}
+
+/* GenerateRayWorkerReplicaGroupName: GROUP-<5 chars of the apimachinery alphabet>. */
+static void replica_name(const char *group, char *out, size_t cap)
+{
+    static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    unsigned char b[5];
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+        for (size_t i = 0; i < sizeof(b); i++)
+            b[i] = (unsigned char)(util_now_ns() >> (i * 7));
+    char sfx[6];
+    for (int i = 0; i < 5; i++)
+        sfx[i] = alphabet[b[i] % (sizeof(alphabet) - 1)];
+    sfx[5] = 0;
+    snprintf(out, cap, "%s-%s", group, sfx);
+}
+
+static int create_workers(struct rc_run *r, const cJSON *g, const char *group, int cached,
+                          int replicas, int hosts, int *used, int nused)
+{
+    char sel[400];
+    snprintf(sel, sizeof(sel), "%s=%s,%s=%s", RC_LABEL_CLUSTER, r->name, RC_LABEL_GROUP, group);
+    int rc = confirm_count(r, sel, cached);
+    int idx = -1;
+    for (int i = 0; rc == 0 && i < replicas; i++) {
+        idx = next_index(used, nused, idx + 1);
+        char rname[300];
+        if (hosts > 1)
+            replica_name(group, rname, sizeof(rname));
+        for (int h = 0; rc == 0 && h < hosts; h++) {
+            int err = 0;
+            cJSON *pod = rc_build_worker_pod(r->rc, g, hosts > 1 ? rname : NULL, idx, h,
+                                             &r->bo, &err);
+            if (!pod)
+                return rc_fail(r, RC_ERR_CREATE_WORKER, "building a worker Pod of %s: %s",
+                               group, strerror(-err));
+            rc = create_pod(r, pod, false);
+            cJSON_Delete(pod);
+        }
+    }
+    return rc;
+}
+
+/* Victims of a random scale-down: terminating Pods first (they still count),
+ * then Pods not running, then the rest, in cache order. */
+static int victim_rank(const cJSON *p)
+{
+    return rc_pod_terminating(p) ? 0 : strcmp(rc_pod_phase(p), "Running") != 0 ? 1 : 2;
+}
+
+static int reconcile_single_host(struct rc_run *r, const cJSON *g, const char *group,
+                                 struct podv *pods)
+{
+    char why[512];
+    int unhealthy = 0, rc;
+    for (int i = 0; i < pods->n; i++) {
+        const cJSON *p = pods->p[i];
+        if (rc_pod_terminating(p) || !should_delete_pod(p, RC_NODE_WORKER, why, sizeof(why)))
+            continue;
+        unhealthy++;
+        struct podv one = { .p = &pods->p[i], .n = 1, .cap = 1 };
+        if ((rc = delete_podv(r, &one, group, why)) < 0)
+            return rc;
+    }
+    if (unhealthy)
+        return rc_fail(r, RC_ERR_OTHER, "delete %d unhealthy worker Pods", unhealthy);
+
+    /* workersToDelete always go, whatever replicas says (the autoscaler's request) */
+    const cJSON *wtd = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(g, "scaleStrategy"), "workersToDelete");
+    struct podv live = { 0 }, del = { 0 };
+    for (int i = 0; i < pods->n; i++) {
+        const cJSON *p = pods->p[i];
+        bool named = in_list(wtd, rc_meta(p, "name"));
+        if ((named ? podv_push(&del, p) : podv_push(&live, p)) < 0) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    if ((rc = delete_podv(r, &del, group, "scaleStrategy.workersToDelete")) < 0)
+        goto out;
+    int desired = (int)rc_worker_desired_replicas(g);
+    int diff = desired - live.n;
+    if (diff > 0) {
+        int *used = calloc((size_t)live.n + 1, sizeof(int)), nused = 0;
+        if (!used) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        for (int i = 0; i < live.n; i++)
+            if (index_label(live.p[i]) >= 0)
+                used[nused++] = index_label(live.p[i]);
+        host_log(r->ctx, LOG_INFO, "reconcilePods: adding workers", "group", group, NULL);
+        rc = create_workers(r, g, group, pods->n, diff, 1, used, nused);
+        free(used);
+    } else if (diff < 0) {
+        if (!random_delete_allowed(r->rc)) {
+            host_log(r->ctx, LOG_INFO, "Random Pod deletion is disabled for the cluster. The only "
+                     "decision-maker for Pod deletions is Autoscaler.", "group", group, NULL);
+            goto out;
+        }
+        struct podv victims = { 0 };
+        for (int rank = 0; rank < 3 && victims.n < -diff; rank++)
+            for (int i = 0; i < live.n && victims.n < -diff; i++)
+                if (victim_rank(live.p[i]) == rank && podv_push(&victims, live.p[i]) < 0)
+                    rc = -ENOMEM;
+        if (rc == 0)
+            rc = delete_podv(r, &victims, group, "scaling down");
+        podv_free(&victims);
+    }
+out:
+    podv_free(&live);
+    podv_free(&del);
+    return rc;
+}
+
+/* reconcileMultiHostWorkerGroup: replicas of numOfHosts Pods sharing
+ * ray.io/worker-group-replica-name are created and deleted whole. */
+static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *group, int hosts,
+                                struct podv *pods)
+{
+    /* replicas by name: names[i] with count */
+    int n = pods->n, rc = 0;
+    const char **names = calloc((size_t)n + 1, sizeof(*names));
+    int *count = calloc((size_t)n + 1, sizeof(int)), *bad = calloc((size_t)n + 1, sizeof(int));
+    int *idx = calloc((size_t)n + 1, sizeof(int)), nrep = 0;
+    struct podv del = { 0 };
+    char why[512];
+    if (!names || !count || !bad || !idx) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+        if (!rn)
+            continue;
+        int j = 0;
+        while (j < nrep && strcmp(names[j], rn) != 0)
+            j++;
+        if (j == nrep) {
+            names[nrep] = rn;
+            idx[nrep] = index_label(pods->p[i]);
+            nrep++;
+        }
+        count[j]++;
+        if (!rc_pod_terminating(pods->p[i]) &&
+            should_delete_pod(pods->p[i], RC_NODE_WORKER, why, sizeof(why)))
+            bad[j] = 1;
+    }
+    const cJSON *wtd = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(g, "scaleStrategy"), "workersToDelete");
+    /* incomplete replicas (a host deleted from outside) go whole, then requeue */
+    for (int j = 0; j < nrep; j++) {
+        if (count[j] >= hosts)
+            continue;
+        for (int i = 0; i < n; i++) {
+            const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+            if (rn && strcmp(rn, names[j]) == 0 && podv_push(&del, pods->p[i]) < 0)
+                rc = -ENOMEM;
+        }
+        if (rc == 0 && (rc = delete_podv(r, &del, group, "cleanup of incomplete multi-host group")) == 0)
+            rc = rc_fail(r, RC_ERR_OTHER, "cleaned up incomplete replica group %s, requeueing",
+                         names[j]);
+        goto out;
+    }
+    /* unhealthy replicas and those named in workersToDelete go whole */
+    bool explicit = false;
+    for (int j = 0; j < nrep; j++) {
+        bool named = false;
+        for (int i = 0; i < n && !named; i++) {
+            const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+            named = rn && strcmp(rn, names[j]) == 0 && in_list(wtd, rc_meta(pods->p[i], "name"));
+        }
+        if (!bad[j] && !named)
+            continue;
+        explicit |= named && !bad[j];
+        bad[j] = 1;
+        for (int i = 0; i < n; i++) {
+            const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+            if (rn && strcmp(rn, names[j]) == 0 && podv_push(&del, pods->p[i]) < 0)
+                rc = -ENOMEM;
+        }
+    }
+    if (rc == 0 && del.n)
+        rc = delete_podv(r, &del, group, explicit ? "autoscaler scale-down request"
+                                                  : "unhealthy multi-host replica");
+    if (rc < 0)
+        goto out;
+    if (explicit) {
+        rc = rc_fail(r, RC_ERR_OTHER, "deleted %d worker Pods based on ScaleStrategy, requeueing",
+                     del.n);
+        goto out;
+    }
+    int valid = 0, *used = idx, nused = 0;
+    for (int j = 0; j < nrep; j++)
+        if (!bad[j]) {
+            valid++;
+            if (idx[j] >= 0)
+                used[nused++] = idx[j];
+        }
+    int desired_pods = (int)rc_worker_desired_replicas(g);
+    if (desired_pods % hosts != 0) {
+        rc = rc_fail(r, RC_ERR_OTHER, "desired worker pods (%d) is not a multiple of NumOfHosts "
+                     "(%d) for group %s", desired_pods, hosts, group);
+        goto out;
+    }
+    int diff = desired_pods / hosts - valid;
+    if (diff > 0) {
+        rc = create_workers(r, g, group, n, diff, hosts, used, nused);
+    } else if (diff < 0 && random_delete_allowed(r->rc)) {
+        podv_free(&del);
+        for (int j = 0, gone = 0; j < nrep && gone < -diff; j++) {
+            if (bad[j])
+                continue;
+            gone++;
+            for (int i = 0; i < n; i++) {
+                const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+                if (rn && strcmp(rn, names[j]) == 0 && podv_push(&del, pods->p[i]) < 0)
+                    rc = -ENOMEM;
+            }
+        }
+        if (rc == 0)
+            rc = delete_podv(r, &del, group, "scaling down");
+    }
+out:
+    podv_free(&del);
+    free(names);
+    free(count);
+    free(bad);
+    free(idx);
+    return rc;
+}
+
+static int reconcile_group(struct rc_run *r, const cJSON *g)
+{
+    const cJSON *gn = cJSON_GetObjectItemCaseSensitive(g, "groupName");
+    const char *group = cJSON_IsString(gn) ? gn->valuestring : "";
+    struct podv pods = { 0 };
+    int rc = pods_where(r->pods, RC_LABEL_GROUP, group, NULL, &pods);
+    if (rc < 0)
+        goto out;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "suspend"))) {
+        int active = 0;
+        for (int i = 0; i < pods.n; i++)
+            active += !rc_pod_terminating(pods.p[i]);
+        for (int i = 0; rc == 0 && i < pods.n; i++)
+            if (!rc_pod_terminating(pods.p[i]) && (rc = delete_pod(r, rc_meta(pods.p[i], "name"))) < 0) {
+                host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToDeleteWorkerPodCollection",
+                           "Delete", "Failed deleting worker Pods for suspended group %s in "
+                           "RayCluster %s/%s, %s", group, r->ns, r->name, kube_strerror(rc));
+                rc = rc_fail(r, RC_ERR_DELETE_WORKER, "deleting Pods of suspended group %s: %s",
+                             group, kube_strerror(rc));
+            }
+        if (rc == 0 && active)
+            host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "DeletedWorkerPod", "Delete",
+                       "Deleted all pods for suspended worker group %s in RayCluster %s/%s",
+                       group, r->ns, r->name);
+        goto out;
+    }
+    const cJSON *nh = cJSON_GetObjectItemCaseSensitive(g, "numOfHosts");
+    int hosts = cJSON_IsNumber(nh) && nh->valuedouble >= 1 ? (int)nh->valuedouble : 1;
+    rc = hosts > 1 ? reconcile_multi_host(r, g, group, hosts, &pods)
+                   : reconcile_single_host(r, g, group, &pods);
+out:
+    podv_free(&pods);
+    return rc;
+}
+
+/* Deletes every Pod of the cluster (suspension, Recreate); one Event. */
+static int delete_all(struct rc_run *r, const char *why_event)
+{
+    int active = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, r->pods)
+        active += !rc_pod_terminating(p);
+    if (!active)
+        return 0;
+    int rc = rc_delete_pods(r, r->pods, RC_ERR_DELETE_ALL);
+    if (rc < 0) {
+        host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToDeletePodCollection", "Delete",
+                   "Failed deleting Pods %s for RayCluster %s/%s, %s", why_event, r->ns, r->name,
+                   r->err_msg);
+        return rc;
+    }
+    host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "DeletedPod", "Delete",
+               "Deleted Pods for RayCluster %s/%s %s", r->ns, r->name, why_event);
+    return 0;
+}
+
+int rc_reconcile_pods(struct rc_run *r)
+{
+    char hash[64] = "";
+    int rc = rc_spec_hash(r->rc, hash, sizeof(hash));
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "hashing the spec: %s", strerror(-rc));
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(r->rc, "spec");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
+    if (rc_cond_true(st, "RayClusterSuspending"))
+        return delete_all(r, "due to suspension");
+    if (rc_cond_true(st, "RayClusterSuspended") ||
+        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "suspend")))
+        return 0;   /* suspended, or about to be (the status sets Suspending first) */
+    if (should_recreate(r, hash)) {
+        host_log(r->ctx, LOG_INFO, "RayCluster spec changed with Recreate upgradeStrategy, "
+                 "deleting all pods", NULL);
+        return delete_all(r, "due to spec change with Recreate upgradeStrategy");
+    }
+    if ((rc = reconcile_head(r, hash)) < 0)
+        return rc;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(spec, "workerGroupSpecs"))
+        if ((rc = reconcile_group(r, g)) < 0)
+            return rc;
+    return 0;
+}

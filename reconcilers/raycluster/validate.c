@@ -1,0 +1,460 @@
+/*
+ * validate.c - the checks KubeRay v1.7 runs on a RayCluster before reconciling it
+ * (utils.ValidateRayClusterMetadata, ValidateRayClusterSpec, ValidateRayClusterUpgradeOptions,
+ * ValidateRayClusterStatus), in its order and with its messages, plus the two
+ * admission-time rules the RayCluster webhook / CRD enforce (unique worker group
+ * names, managedBy values) and rayop's own numOfHosts >= 1.
+ *
+ * Feature gates are those of a default KubeRay install: RayJobDeletionPolicy on;
+ * RayClusterNetworkPolicy, RayClusterMTLS, RayClusterHistoryServer and
+ * GCSFaultToleranceEmbeddedStorage off, so specs that need them are rejected the
+ * way KubeRay rejects them.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/validate_int.h"
+
+/* The error text of one failed rule (Go's error string). */
+struct verr {
+    char msg[960];
+};
+
+static int fail(struct verr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct verr *e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+    va_end(ap);
+    return -EINVAL;
+}
+
+static const char *group_name(const cJSON *g)
+{
+    const char *n = rcj_str(g, "groupName");
+    return n ? n : "";
+}
+
+static int containers_count(const cJSON *group)
+{
+    const cJSON *c = rcj_path(group, "template", "spec", "containers", NULL);
+    return cJSON_IsArray(c) ? cJSON_GetArraySize(c) : 0;
+}
+
+static const char *param(const cJSON *group, const char *k)
+{
+    return rcj_str(rcj_get(group, "rayStartParams"), k);
+}
+
+static bool param_set(const cJSON *group, const char *k)
+{
+    const char *v = param(group, k);
+    return v && *v;
+}
+
+/* ---- metadata ---- */
+
+static int validate_metadata(const cJSON *rc, struct verr *e)
+{
+    const char *name = rc_name(rc);
+    if (strlen(name) > RC_MAX_NAME_LEN)
+        return fail(e, "RayCluster name should be no more than %d characters", RC_MAX_NAME_LEN);
+    if (!rc_is_dns1035_label(name))
+        return fail(e, "RayCluster name should be a valid DNS1035 label: [%s]",
+                    rc_dns1035_error(name));
+    return 0;
+}
+
+/* ---- spec ---- */
+
+static int validate_group_resources(const char *gname, const cJSON *group, struct verr *e)
+{
+    bool in_params = param_set(group, "num-cpus") || param_set(group, "num-gpus") ||
+                     param_set(group, "memory") || param_set(group, "resources");
+    const cJSON *res = rcj_get(group, "resources");
+    if (in_params && cJSON_IsObject(res) && cJSON_GetArraySize(res) > 0)
+        return fail(e, "resource fields should not be set in both rayStartParams and Resources "
+                       "for %s group; please use only one", gname);
+    return 0;
+}
+
+static int validate_group_labels(const char *gname, const cJSON *group, struct verr *e)
+{
+    const cJSON *l;
+    size_t w = 0;
+    if (rcj_get(rcj_get(group, "rayStartParams"), "labels"))
+        return fail(e, "rayStartParams['labels'] is not supported for %s group; please use the "
+                       "top-level Labels field instead", gname);
+    e->msg[0] = '\0';
+    cJSON_ArrayForEach(l, (cJSON_IsObject(rcj_get(group, "labels")) ? rcj_get(group, "labels")
+                                                                    : NULL)) {
+        char kerr[640], verr_[640];
+        const char *val = cJSON_IsString(l) ? l->valuestring : "";
+        if (!l->string)
+            continue;
+        if (rc_qualified_name_error(l->string, kerr, sizeof(kerr)))
+            w += (size_t)snprintf(e->msg + w, w < sizeof(e->msg) ? sizeof(e->msg) - w : 0,
+                                  "%sinvalid label key for %s group: '%s', error: %s",
+                                  w ? "; " : "", gname, l->string, kerr);
+        if (w >= sizeof(e->msg))
+            break;
+        if (rc_label_value_error(val, verr_, sizeof(verr_)))
+            w += (size_t)snprintf(e->msg + w, w < sizeof(e->msg) ? sizeof(e->msg) - w : 0,
+                                  "%sinvalid label value for key '%s' in %s group: '%s', error: %s",
+                                  w ? "; " : "", l->string, gname, val, verr_);
+        if (w >= sizeof(e->msg))
+            break;
+    }
+    return e->msg[0] ? -EINVAL : 0;
+}
+
+/* The head Pod env var RAY_enable_autoscaler_v2 set to "1" or "true". */
+static const char *head_v2_env_on(const cJSON *rc)
+{
+    const char *v = rcj_str(rc_env_find(rc_group_container0(rc_head_group(rc)),
+                                        "RAY_enable_autoscaler_v2"), "value");
+    return v && (!strcmp(v, "1") || !strcmp(v, "true")) ? v : NULL;
+}
+
+static int validate_idle_timeout(const cJSON *rc, const cJSON *g, struct verr *e)
+{
+    if (!rcj_get(g, "idleTimeoutSeconds"))
+        return 0;
+    int64_t t = rcj_int(g, "idleTimeoutSeconds", 0);
+    if (t < 0)
+        return fail(e, "worker group %s: idleTimeoutSeconds must be non-negative, got %lld",
+                    group_name(g), (long long)t);
+    if (rc_autoscaling_v2(rc) || head_v2_env_on(rc))
+        return 0;
+    return fail(e, "worker group %s: idleTimeoutSeconds is set, but autoscaler v2 is not enabled. "
+                   "Please set .spec.autoscalerOptions.version to 'v2' (or set "
+                   "RAY_enable_autoscaler_v2 environment variable to 'true' in the head pod if "
+                   "using KubeRay < 1.4.0)", group_name(g));
+}
+
+static int validate_priority(const cJSON *rc, const cJSON *g, struct verr *e)
+{
+    int64_t prio = rcj_int(g, "priority", 0);
+    const char *ver = rcj_str(rc_spec(rc), "rayVersion");
+    int cmp;
+    if (prio == 0)
+        return 0;
+    if (!ver || !*ver)
+        return fail(e, "worker group %s: priority is set, but RayVersion was not specified. Ray "
+                       "version 2.56.0 or later is required", group_name(g));
+    if (rc_version_cmp(ver, "2.56.0", &cmp) < 0)
+        return fail(e, "worker group %s: priority is set, but RayVersion format is invalid: %s, "
+                       "could not parse \"%s\" as version", group_name(g), ver, ver);
+    if (cmp < 0)
+        return fail(e, "worker group %s: priority is set, but minimum Ray version is 2.56.0, got %s",
+                    group_name(g), ver);
+    if (rc_autoscaling_v2(rc) || head_v2_env_on(rc))
+        return 0;
+    return fail(e, "worker group %s: priority is set to %lld, but autoscaler v2 is not enabled. "
+                   "Priority is only supported with autoscaler v2 enabled", group_name(g),
+                (long long)prio);
+}
+
+static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
+{
+    const cJSON *groups = rcj_get(rc_spec(rc), "workerGroupSpecs"), *g;
+    int i = 0, r;
+    cJSON_ArrayForEach(g, (cJSON_IsArray(groups) ? groups : NULL)) {
+        const char *gn = group_name(g);
+        if (containers_count(g) == 0)
+            return fail(e, "workerGroupSpec should have at least one container");
+        if (!autoscaling && (!rcj_has_int(g, "minReplicas") || !rcj_has_int(g, "maxReplicas")))
+            return fail(e, "worker group %s must set both minReplicas and maxReplicas when "
+                           "autoscaling is disabled", gn);
+        int64_t mn = rcj_int(g, "minReplicas", 0), mx = rcj_int(g, "maxReplicas", 0);
+        if (rcj_has_int(g, "minReplicas") && mn < 0)
+            return fail(e, "worker group %s has negative minReplicas %lld", gn, (long long)mn);
+        if (rcj_has_int(g, "maxReplicas") && mx < 0)
+            return fail(e, "worker group %s has negative maxReplicas %lld", gn, (long long)mx);
+        if (rcj_has_int(g, "minReplicas") && rcj_has_int(g, "maxReplicas") && mn > mx)
+            return fail(e, "worker group %s has minReplicas %lld greater than maxReplicas %lld", gn,
+                        (long long)mn, (long long)mx);
+        if ((r = validate_group_resources(gn, g, e)) < 0 ||
+            (r = validate_group_labels(gn, g, e)) < 0 || (r = validate_idle_timeout(rc, g, e)) < 0 ||
+            (r = validate_priority(rc, g, e)) < 0)
+            return r;
+        /* rayop: a group of zero hosts per replica would never get a Pod; KubeRay lets
+         * it through silently. */
+        if (rc_group_num_hosts(g) < 1)
+            return fail(e, "worker group %s has numOfHosts %lld; it must be at least 1", gn,
+                        (long long)rc_group_num_hosts(g));
+        i++;
+    }
+    return 0;
+}
+
+/* Admission-time rules (CRD schema, RayCluster webhook) KubeRay's controller never sees
+ * violated; rayop may receive such objects from an API server without the webhook. */
+static int validate_admission(const cJSON *rc, struct verr *e)
+{
+    const cJSON *groups = rcj_get(rc_spec(rc), "workerGroupSpecs"), *g, *h;
+    const char *mb = rcj_str(rc_spec(rc), "managedBy");
+    int i = 0;
+    if (mb && strcmp(mb, RC_MANAGED_BY_KUBERAY) && strcmp(mb, RC_MANAGED_BY_MULTIKUEUE))
+        return fail(e, "spec.managedBy: Invalid value: \"%s\": the managedBy field value must be "
+                       "either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'", mb);
+    if (!cJSON_IsObject(rc_head_group(rc)))
+        return fail(e, "spec.headGroupSpec: Required value");
+    cJSON_ArrayForEach(g, (cJSON_IsArray(groups) ? groups : NULL)) {
+        int j = 0;
+        if (!rcj_str(g, "groupName"))
+            return fail(e, "spec.workerGroupSpecs[%d].groupName: Required value", i);
+        cJSON_ArrayForEach(h, groups) {
+            if (j >= i)
+                break;
+            if (rcj_str(h, "groupName") && !strcmp(rcj_str(h, "groupName"), group_name(g)))
+                return fail(e, "spec.workerGroupSpecs[%d]: Invalid value: \"%s\": worker group "
+                               "names must be unique", i, group_name(g));
+            j++;
+        }
+        i++;
+    }
+    return 0;
+}
+
+static int validate_gcs_ft(const cJSON *rc, struct verr *e)
+{
+    const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
+    const cJSON *hc = rc_group_container0(head);
+    const cJSON *opts = rcj_get(spec, "gcsFaultToleranceOptions");
+    const char *ft = rc_annotation(rc, RC_ANN_FT_ENABLED);
+    if (ft && *ft && opts)
+        return fail(e, "ray.io/ft-enabled annotation and GcsFaultToleranceOptions are both set. "
+                       "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance");
+    if (!rc_gcs_ft_enabled(rc) && rc_env_exists(hc, "RAY_REDIS_ADDRESS"))
+        return fail(e, "RAY_REDIS_ADDRESS is set which implicitly enables GCS fault tolerance, but "
+                       "GcsFaultToleranceOptions is not set. Please set GcsFaultToleranceOptions "
+                       "to enable GCS fault tolerance");
+    if (opts) {
+        const char *backend = rcj_str(opts, "backend");
+        if (param_set(head, "redis-password"))
+            return fail(e, "cannot set `redis-password` in rayStartParams when "
+                           "GcsFaultToleranceOptions is enabled - use "
+                           "GcsFaultToleranceOptions.RedisPassword instead");
+        if (rc_env_exists(hc, "REDIS_PASSWORD"))
+            return fail(e, "cannot set `REDIS_PASSWORD` env var in head Pod when "
+                           "GcsFaultToleranceOptions is enabled - use "
+                           "GcsFaultToleranceOptions.RedisPassword instead");
+        if (rc_env_exists(hc, "RAY_REDIS_ADDRESS"))
+            return fail(e, "cannot set `RAY_REDIS_ADDRESS` env var in head Pod when "
+                           "GcsFaultToleranceOptions is enabled - use "
+                           "GcsFaultToleranceOptions.RedisAddress instead");
+        const char *ns = rc_annotation(rc, RC_ANN_EXTERNAL_STORAGE_NS);
+        if (ns && *ns)
+            return fail(e, "cannot set `ray.io/external-storage-namespace` annotation when "
+                           "GcsFaultToleranceOptions is enabled - use "
+                           "GcsFaultToleranceOptions.ExternalStorageNamespace instead");
+        if (backend && !strcmp(backend, "rocksdb"))
+            return fail(e, "the embedded RocksDB GCS fault tolerance backend "
+                           "(GcsFaultToleranceOptions.Backend: 'rocksdb') requires the "
+                           "GCSFaultToleranceEmbeddedStorage feature gate to be enabled");
+        if (rcj_get(opts, "storage") && !cJSON_IsNull(rcj_get(opts, "storage")))
+            return fail(e, "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - "
+                           "it only applies to the 'rocksdb' backend");
+    }
+    if (param_set(head, "redis-username") || rc_env_exists(hc, "REDIS_USERNAME"))
+        return fail(e, "cannot set redis username in rayStartParams or environment variables - "
+                       "use GcsFaultToleranceOptions.RedisUsername instead");
+    return 0;
+}
+
+static int validate_autoscaler(const cJSON *rc, bool autoscaling, struct verr *e)
+{
+    const cJSON *spec = rc_spec(rc), *g;
+    const cJSON *aopts = rcj_get(spec, "autoscalerOptions");
+    const cJSON *hc = rc_group_container0(rc_head_group(rc));
+    const char *v2env = head_v2_env_on(rc);
+    if (!autoscaling && v2env)
+        return fail(e, "environment variable RAY_enable_autoscaler_v2 cannot be set to '%s' when "
+                       "enableInTreeAutoscaling is false. Please set enableInTreeAutoscaling: true "
+                       "to use autoscaler v2", v2env);
+    if (autoscaling) {
+        cJSON_ArrayForEach(g, rcj_get(spec, "workerGroupSpecs")) {
+            if (rcj_bool(g, "suspend", false))
+                return fail(e, "worker group %s cannot be suspended with Autoscaler enabled",
+                            group_name(g));
+        }
+        if (rcj_str(aopts, "version") && rc_env_exists(hc, "RAY_enable_autoscaler_v2"))
+            return fail(e, "both .spec.autoscalerOptions.version and head Pod env var "
+                           "RAY_enable_autoscaler_v2 are set, please only use the former");
+        if (rc_autoscaling_v2(rc)) {
+            const char *rp = rcj_str(rcj_path(rc_head_group(rc), "template", "spec", NULL),
+                                     "restartPolicy");
+            if (rp && *rp && strcmp(rp, "Never"))
+                return fail(e, "restartPolicy for head Pod should be Never or unset when using "
+                               "autoscaler V2");
+            cJSON_ArrayForEach(g, rcj_get(spec, "workerGroupSpecs")) {
+                rp = rcj_str(rcj_path(g, "template", "spec", NULL), "restartPolicy");
+                if (rp && *rp && strcmp(rp, "Never"))
+                    return fail(e, "restartPolicy for worker group %s should be Never or unset "
+                                   "when using autoscaler V2", group_name(g));
+            }
+        }
+    }
+    if (rcj_get(aopts, "idleTimeoutSeconds") && rcj_int(aopts, "idleTimeoutSeconds", 0) < 0)
+        return fail(e, "autoscalerOptions.idleTimeoutSeconds must be non-negative, got %lld",
+                    (long long)rcj_int(aopts, "idleTimeoutSeconds", 0));
+    if (rc_env_exists(aopts, "KUBERAY_GEN_AUTOSCALER_START_CMD"))
+        return fail(e, "autoscalerOptions.env must not contain KUBERAY_GEN_AUTOSCALER_START_CMD: "
+                       "it is managed by KubeRay and injected automatically into the autoscaler "
+                       "container");
+    return 0;
+}
+
+static int validate_auth(const cJSON *rc, struct verr *e)
+{
+    const cJSON *auth = rcj_get(rc_spec(rc), "authOptions");
+    const char *ver = rcj_str(rc_spec(rc), "rayVersion");
+    int cmp;
+    if (!rc_auth_token_enabled(rc)) {
+        if (rc_k8s_token_auth(rc))
+            return fail(e, "authOptions.enableK8sTokenAuth is enabled but authOptions.mode not "
+                           "set to 'token'");
+        return 0;
+    }
+    if (!ver || !*ver)
+        return fail(e, "authOptions.mode is 'token' but RayVersion was not specified. Ray version "
+                       "2.52.0 or later is required");
+    if (rc_version_cmp(ver, "2.52.0", &cmp) < 0)
+        return fail(e, "authOptions.mode is 'token' but RayVersion format is invalid: %s, could "
+                       "not parse \"%s\" as version", ver, ver);
+    if (cmp < 0)
+        return fail(e, "authOptions.mode is 'token' but minimum Ray version is 2.52.0, got %s", ver);
+    if (rc_k8s_token_auth(rc)) {
+        const char *sn = rcj_str(auth, "secretName");
+        rc_version_cmp(ver, "2.55.0", &cmp);
+        if (cmp < 0)
+            return fail(e, "authOptions.enableK8sTokenAuth is enabled but minimum Ray version is "
+                           "2.55.0, got %s", ver);
+        if (sn && *sn)
+            return fail(e, "authOptions.enableK8sTokenAuth is enabled and authOptions.secretName "
+                           "is also set");
+    }
+    return 0;
+}
+
+static int validate_spec(const cJSON *rc, struct verr *e)
+{
+    const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
+    bool autoscaling = rc_autoscaling_enabled(rc);
+    int r;
+    if ((r = validate_admission(rc, e)) < 0)
+        return r;
+    if (containers_count(head) == 0)
+        return fail(e, "headGroupSpec should have at least one container");
+    if ((r = validate_group_resources("Head", head, e)) < 0 ||
+        (r = validate_group_labels("Head", head, e)) < 0 ||
+        (r = validate_workers(rc, autoscaling, e)) < 0 || (r = validate_gcs_ft(rc, e)) < 0 ||
+        (r = validate_autoscaler(rc, autoscaling, e)) < 0)
+        return r;
+    if (rcj_get(spec, "historyServerOptions") && !cJSON_IsNull(rcj_get(spec, "historyServerOptions")))
+        return fail(e, "RayClusterHistoryServer feature gate is not enabled");
+    if ((r = validate_auth(rc, e)) < 0)
+        return r;
+    if (rcj_get(spec, "networkPolicy") && !cJSON_IsNull(rcj_get(spec, "networkPolicy")))
+        return fail(e, "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to "
+                       "be enabled");
+    if (rcj_get(spec, "tlsOptions") && !cJSON_IsNull(rcj_get(spec, "tlsOptions")))
+        return fail(e, "spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled");
+    return 0;
+}
+
+static int validate_upgrade(const cJSON *rc, struct verr *e)
+{
+    const cJSON *us = rcj_get(rc_spec(rc), "upgradeStrategy");
+    const char *t = rcj_str(us, "type");
+    const char *creator = rc_creator_crd(rc);
+    if (!t)
+        return 0;
+    if (strcmp(t, "Recreate") && strcmp(t, "None"))
+        return fail(e, "The RayCluster spec is invalid: Spec.UpgradeStrategy.Type value %s is "
+                       "invalid, valid options are Recreate or None", t);
+    if (strcmp(creator, "RayCluster"))
+        return fail(e, "upgradeStrategy cannot be set when RayCluster is created by %s", creator);
+    return 0;
+}
+
+static bool condition_true(const cJSON *rc, const char *type)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, rcj_path(rc, "status", "conditions", NULL)) {
+        const char *t = rcj_str(c, "type"), *s = rcj_str(c, "status");
+        if (t && s && !strcmp(t, type) && !strcmp(s, "True"))
+            return true;
+    }
+    return false;
+}
+
+static int validate_status(const cJSON *rc, struct verr *e)
+{
+    if (condition_true(rc, "RayClusterSuspending") && condition_true(rc, "RayClusterSuspended"))
+        return fail(e, "invalid RayCluster State: rayv1.RayClusterSuspending and "
+                       "rayv1.RayClusterSuspended conditions should not be both true");
+    return 0;
+}
+
+int rc_validate(const cJSON *rc, struct rc_invalid *why)
+{
+    struct verr e = { { 0 } };
+    const char *ns = rc_namespace(rc), *name = rc_name(rc);
+    const char *reason = NULL, *fmt = NULL;
+    if (!cJSON_IsObject(rc)) {
+        reason = RC_REASON_INVALID_SPEC;
+        fmt = "The RayCluster spec is invalid %s/%s: %s";
+        snprintf(e.msg, sizeof(e.msg), "the object is not a RayCluster");
+    } else if (validate_metadata(rc, &e) < 0) {
+        reason = RC_REASON_INVALID_METADATA;
+        fmt = "The RayCluster metadata is invalid %s/%s: %s";
+    } else if (validate_spec(rc, &e) < 0) {
+        reason = RC_REASON_INVALID_SPEC;
+        fmt = "The RayCluster spec is invalid %s/%s: %s";
+    } else if (validate_upgrade(rc, &e) < 0) {
+        reason = RC_REASON_INVALID_SPEC;
+        fmt = "The RayCluster UpgradeStrategy is invalid %s/%s: %s";
+    } else if (validate_status(rc, &e) < 0) {
+        reason = RC_REASON_INVALID_STATUS;
+        fmt = "The RayCluster status is invalid %s/%s, %s";
+    }
+    if (!reason)
+        return 0;
+    if (why) {
+        snprintf(why->reason, sizeof(why->reason), "%s", reason);
+        /* Bounded: a long message is cut, never overflows. */
+        snprintf(why->message, sizeof(why->message), fmt, ns, name, e.msg);
+    }
+    return -EINVAL;
+}
+
+int rc_validate_warning(const cJSON *rc, struct rc_invalid *why)
+{
+    const cJSON *g;
+    char names[400] = "";
+    size_t w = 0;
+    if (!rc_autoscaling_enabled(rc) || !rc_autoscaling_v1_explicit(rc))
+        return 0;
+    cJSON_ArrayForEach(g, rcj_get(rc_spec(rc), "workerGroupSpecs")) {
+        const char *rp = rcj_str(rcj_path(g, "template", "spec", NULL), "restartPolicy");
+        if (rp && *rp && strcmp(rp, "Never") && w < sizeof(names))
+            w += (size_t)snprintf(names + w, sizeof(names) - w, "%s%s", w ? ", " : "",
+                                  group_name(g));
+    }
+    if (!names[0])
+        return 0;
+    if (why) {
+        snprintf(why->reason, sizeof(why->reason), "%s", RC_REASON_INVALID_SPEC);
+        snprintf(why->message, sizeof(why->message),
+                 "RayCluster spec warning %s/%s: restartPolicy for worker groups [%s] should be "
+                 "Never or unset when using autoscaler V1", rc_namespace(rc), rc_name(rc), names);
+    }
+    return 1;
+}

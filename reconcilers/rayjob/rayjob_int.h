@@ -1,0 +1,36 @@
+/*
+ * rayjob_int.h - what the RayJob controller's files share beyond rayjob.h:
+ * status editing helpers and the pieces of the state machine that live in
+ * their own files (terminal.c, sidecar checks). Not for other modules.
+ */
+#ifndef RAYOP_RAYJOB_INT_H
+#define RAYOP_RAYJOB_INT_H
+
+#include "reconcilers/rayjob/rayjob.h"
+
+/* How a state's branch ends: fall through to the backoff check and the status
+ * write (KubeRay's `break`), or return the plan as it is (an early `return`). */
+enum flow { BREAK, RETURN };
+
+/* Status edits: an empty/NULL value removes the key (omitempty). 0 or -ENOMEM. */
+int rj_st_set(cJSON *st, const char *key, const char *val);
+int rj_st_time(cJSON *st, const char *key, int64_t ms);
+int rj_st_obj(cJSON *st, const char *key, const cJSON *val);   /* deep copy */
+
+void rj_plan_event(struct rj_plan *p, const char *type, const char *reason, const char *action,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void rj_plan_requeue(struct rj_plan *p, int64_t ms);
+
+/* Complete / Failed: selector, deletion rules, legacy policies, shutdown TTL. */
+enum flow rj_terminal(const struct rj_in *in, struct rj_plan *p);
+/* SidecarMode: the submitter container's state in in->head_pod. true when it
+ * failed (status moved to Failed); *finished_ms set when it terminated. */
+bool rj_check_sidecar(const struct rj_in *in, struct rj_plan *p, int64_t *finished_ms);
+
+/* metrics.c: execution duration on a transition to Complete/Failed/Retrying;
+ * forget drops a deleted RayJob's series. */
+void rj_metrics_observe(const cJSON *rj, const char *old_deploy, const cJSON *new_status,
+                        int64_t now_ms);
+void rj_metrics_forget(const char *ns, const char *name);
+
+#endif

@@ -1,0 +1,490 @@
+/*
+ * reconcile.c - one RayJob reconcile: gather what rj_decide() needs from the
+ * shared cache (the RayJob, its RayCluster, the submitter Job, the head Pod in
+ * SidecarMode) and from the Ray dashboard (the job's info while Running),
+ * decide, then carry out the plan through the host's write helpers in
+ * KubeRay's order: metadata (finalizer), the finalizer's StopJob, creations
+ * and deletions, then the one status write. Any failed write returns an error
+ * before the status is written, as KubeRay's early returns do, so the next
+ * reconcile decides again from what the cache shows.
+ *
+ * Exactly-once submission: the submission id is chosen and written in the
+ * New -> Initializing status write before anything can submit; the submitter
+ * Job is named after the RayJob (a second create is AlreadyExists) and its
+ * script asks `ray job status` before `ray job submit`; HTTPMode submits only
+ * when the dashboard does not know the id. A controller killed at any point
+ * resumes from the cached status and submits nothing twice.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "reconcilers/host/host.h"
+#include "reconcilers/raycluster/build.h"
+#include "reconcilers/rayjob/rayjob_int.h"
+#include "util/util.h"
+
+#define T_RAYJOBS "ray.io/v1/rayjobs"
+#define T_RAYCLUSTERS "ray.io/v1/rayclusters"
+#define T_JOBS "batch/v1/jobs"
+#define T_PODS "v1/pods"
+#define T_SERVICES "v1/services"
+
+/* k8s.io/apimachinery rand.String: 5 characters of this alphabet. */
+static void rand5(char out[6])
+{
+    static const char alpha[] = "bcdfghjklmnpqrstvwxz2456789";
+    unsigned char b[5];
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+        uint64_t t = util_now_ns();
+        for (size_t i = 0; i < sizeof(b); i++)
+            b[i] = (unsigned char)(t >> (i * 7));
+    }
+    for (int i = 0; i < 5; i++)
+        out[i] = alpha[b[i] % (sizeof(alpha) - 1)];
+    out[5] = '\0';
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void load_config(struct host_ctx *ctx, struct rj_config *cfg)
+{
+    rj_config_default(cfg);
+    rj_config_from_env(cfg);
+    cfg->deletion_policy_gate = host_feature_enabled(ctx, "RayJobDeletionPolicy", true);
+    cfg->sidecar_restart_gate = host_feature_enabled(ctx, "SidecarSubmitterRestart", false);
+}
+
+/* The head Service's dashboard address (utils.FetchHeadServiceURL). */
+static int dashboard_url(const cJSON *cluster, char *out, size_t cap)
+{
+    struct rc_build_opts o;
+    char fqdn[512];
+    rc_build_opts_default(&o);
+    int rc = rc_head_service_fqdn(cluster, &o, fqdn, sizeof(fqdn));
+    if (rc < 0)
+        return rc;
+    int n = snprintf(out, cap, "%s:%d", fqdn, rc_dashboard_port(cluster));
+    return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* A client of cluster's dashboard: through the API server's service proxy with
+ * --use-kubernetes-proxy, else straight at url (status.dashboardURL). */
+static int target_for(struct host_ctx *ctx, const cJSON *cluster, const char *url,
+                      struct dash_target *t)
+{
+    if (ctx->settings && ctx->settings->use_kubernetes_proxy) {
+        char svc[254];
+        const char *s = rj_str(cluster, "status.head.serviceName");
+        struct kube_client *kc = host_kube(ctx);
+        if (!kc)
+            return -ENOTCONN;
+        if (!*s) {
+            int rc = rc_head_service_name(cluster, svc, sizeof(svc));
+            if (rc < 0)
+                return rc;
+            s = svc;
+        }
+        return dash_target_proxy(t, kc, rj_str(cluster, "metadata.namespace"), s, "dashboard");
+    }
+    return dash_target_direct(t, url);
+}
+
+static const cJSON *find_head(const cJSON *pods)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pods) {
+        const cJSON *l = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(p, "metadata"), "labels");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(l, "ray.io/node-type");
+        if (cJSON_IsString(t) && strcmp(t->valuestring, "head") == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* Everything the decision reads; owns the cJSON it fetched. */
+struct observed {
+    cJSON *rj, *cluster, *submitter, *pods;
+    char url[600];
+    struct dash_job_info info;
+    struct rj_in in;
+};
+
+static void observed_free(struct observed *o)
+{
+    cJSON_Delete(o->rj);
+    cJSON_Delete(o->cluster);
+    cJSON_Delete(o->submitter);
+    cJSON_Delete(o->pods);
+}
+
+static int get_opt(struct host_ctx *ctx, const char *type, const char *name, cJSON **out)
+{
+    *out = NULL;
+    if (!name || !*name)
+        return 0;
+    int rc = host_get(ctx, type, ctx->ns, name, out);
+    return rc == -ENOENT ? 0 : rc;
+}
+
+static int observe(struct host_ctx *ctx, struct observed *o)
+{
+    struct rj_in *in = &o->in;
+    const char *cname = rj_str(o->rj, "status.rayClusterName");
+    int rc;
+    if ((rc = get_opt(ctx, T_RAYCLUSTERS, cname, &o->cluster)) < 0 ||
+        (rc = get_opt(ctx, T_JOBS, ctx->name, &o->submitter)) < 0)
+        return rc;
+    if (o->cluster && strcmp(rj_mode(o->rj), "SidecarMode") == 0 &&
+        (rc = host_list_cluster(ctx, T_PODS, ctx->ns, cname, &o->pods)) < 0 && rc != -ENOENT)
+        return rc;
+    memset(in, 0, sizeof(*in));
+    in->rayjob = o->rj;
+    in->cluster = o->cluster;
+    in->submitter = o->submitter;
+    in->head_pod = find_head(o->pods);
+    in->info_rc = RJ_INFO_NONE;
+    in->info = &o->info;
+    in->now_ms = wall_ms();
+    rand5(in->suffix_job);
+    rand5(in->suffix_cluster);
+    load_config(ctx, &in->cfg);
+    if (o->cluster && dashboard_url(o->cluster, o->url, sizeof(o->url)) == 0)
+        in->dashboard_url = o->url;
+    if (o->cluster && rj_wants_job_info(o->rj)) {
+        struct dash_target t;
+        in->info_rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t);
+        if (in->info_rc == 0)
+            in->info_rc = dash_job_get(&t, rj_str(o->rj, "status.jobId"), &o->info);
+        if (in->info_rc < 0 && in->info_rc != -ENOENT)
+            host_log(ctx, LOG_INFO, "Failed to get job info", "JobId",
+                     rj_str(o->rj, "status.jobId"), "error", kube_strerror(in->info_rc), NULL);
+    }
+    return 0;
+}
+
+/* JSON merge patch of metadata.finalizers guarded by the rv we read; the
+ * object the server answers replaces o->rj so the status write uses its rv. */
+static int patch_finalizers(struct host_ctx *ctx, struct observed *o, bool add)
+{
+    const cJSON *fins = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(o->rj, "metadata"), "finalizers");
+    cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *list = cJSON_AddArrayToObject(md, "finalizers"), *f;
+    struct kube_result kr = { 0 };
+    char *text = NULL;
+    int rc = -ENOMEM;
+    if (!list)
+        goto out;
+    cJSON_AddStringToObject(md, "resourceVersion", rj_str(o->rj, "metadata.resourceVersion"));
+    cJSON_ArrayForEach(f, fins)
+        if (cJSON_IsString(f) && strcmp(f->valuestring, RJ_FINALIZER) != 0)
+            cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
+    if (add)
+        cJSON_AddItemToArray(list, cJSON_CreateString(RJ_FINALIZER));
+    if (!(text = cJSON_PrintUnformatted(patch)))
+        goto out;
+    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
+    rc = host_patch(ctx, &KUBE_RES_RAYJOBS, ctx->ns, ctx->name, text, strlen(text), &po, &kr);
+    if (rc == 0 && kr.body) {
+        cJSON_Delete(o->rj);
+        o->rj = kr.body;
+        o->in.rayjob = o->rj;
+        kr.body = NULL;
+    }
+    host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO, add ? "Add a finalizer" : "Remove the finalizer",
+             "finalizer", RJ_FINALIZER, "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+out:
+    kube_result_release(&kr);
+    free(text);
+    cJSON_Delete(patch);
+    return rc;
+}
+
+static void stop_job(struct host_ctx *ctx, struct observed *o)
+{
+    const char *id = rj_str(o->rj, "status.jobId");
+    struct dash_target t;
+    int rc = -ENOENT;
+    if (o->cluster && *id &&
+        (rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
+        rc = dash_job_stop(&t, id);
+    /* the finalizer goes no matter what, as in KubeRay */
+    host_log(ctx, rc < 0 ? LOG_WARN : LOG_INFO, rc < 0 ? "Failed to stop job for RayJob"
+             : "Stopped the Ray job of the RayJob being deleted", "JobId", id,
+             "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+}
+
+static int create_obj(struct host_ctx *ctx, const cJSON *rj, const struct kube_resource *r,
+                      cJSON *obj, int err, const char *ok_reason, const char *fail_reason,
+                      const char *what)
+{
+    struct kube_result kr = { 0 };
+    const char *name = rj_str(obj, "metadata.name");
+    int rc = obj ? host_create(ctx, r, ctx->ns, obj, &kr) : (err ? err : -ENOMEM);
+    if (rc == -EEXIST)
+        rc = 0;   /* made by an earlier reconcile the cache had not shown yet */
+    if (rc < 0)
+        host_event(ctx, rj, HOST_EVENT_WARNING, fail_reason, "Create",
+                   "Failed to create new %s %s/%s: %s", what, ctx->ns, name, kube_strerror(rc));
+    else if (kr.http_code)
+        host_event(ctx, rj, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s", what,
+                   ctx->ns, name);
+    kube_result_release(&kr);
+    return rc;
+}
+
+static int delete_obj(struct host_ctx *ctx, const cJSON *rj, const struct kube_resource *r,
+                      const char *name, const char *ok_reason, const char *fail_reason,
+                      const char *what)
+{
+    struct kube_result kr = { 0 };
+    struct kube_delete_opts d = { .propagation = "Background", .grace_seconds = -1 };
+    int rc = host_delete(ctx, r, ctx->ns, name, &d, &kr);
+    kube_result_release(&kr);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc < 0)
+        host_event(ctx, rj, HOST_EVENT_WARNING, fail_reason, "Delete", "Failed to delete %s %s/%s: %s",
+                   what, ctx->ns, name, kube_strerror(rc));
+    else
+        host_event(ctx, rj, HOST_EVENT_NORMAL, ok_reason, "Delete", "Deleted %s %s/%s", what,
+                   ctx->ns, name);
+    return rc;
+}
+
+/* DeleteWorkers: suspend every worker group of the cluster (an update guarded
+ * by the cluster's resourceVersion). */
+static int suspend_workers(struct host_ctx *ctx, struct observed *o)
+{
+    struct kube_result kr = { 0 };
+    if (!o->cluster)
+        return 0;
+    cJSON *c = cJSON_Duplicate(o->cluster, 1), *g;
+    if (!c)
+        return -ENOMEM;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(c, "spec"), "workerGroupSpecs")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(g, "suspend");
+        cJSON_AddBoolToObject(g, "suspend", 1);
+    }
+    int rc = host_update(ctx, &KUBE_RES_RAYCLUSTERS, ctx->ns, c, &kr);
+    const char *name = rj_str(o->cluster, "metadata.name");
+    if (rc < 0)
+        host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToUpdateRayCluster", "Update",
+                   "Failed to suspend worker groups in cluster %s/%s: %s", ctx->ns, name,
+                   kube_strerror(rc));
+    else
+        host_event(ctx, o->rj, HOST_EVENT_NORMAL, "UpdatedRayCluster", "Update",
+                   "Set the `suspend` field to true for all worker groups in cluster %s/%s",
+                   ctx->ns, name);
+    kube_result_release(&kr);
+    cJSON_Delete(c);
+    return rc;
+}
+
+/* reconcileServices: create NAME-head-svc, or re-point it when the RayJob's
+ * cluster changed (a retry); the cluster IP is kept (immutable). */
+static int head_service(struct host_ctx *ctx, struct observed *o)
+{
+    struct kube_result kr = { 0 };
+    cJSON *old = NULL;
+    int err = 0, rc;
+    if (!o->cluster)
+        return 0;
+    cJSON *svc = rj_build_head_service(o->rj, o->cluster, &err);
+    if (!svc)
+        return err ? err : -ENOMEM;
+    const char *name = rj_str(svc, "metadata.name");
+    rc = host_get(ctx, T_SERVICES, ctx->ns, name, &old);
+    if (rc == -ENOENT) {
+        rc = host_create(ctx, &KUBE_RES_SERVICES, ctx->ns, svc, &kr);
+        if (rc == -EEXIST)
+            rc = 0;
+        else if (rc < 0)
+            host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
+                       "Failed to create the service %s/%s, %s", ctx->ns, name, kube_strerror(rc));
+        else
+            host_event(ctx, o->rj, HOST_EVENT_NORMAL, "CreatedService", "Create",
+                       "Created the service %s/%s", ctx->ns, name);
+    } else if (rc == 0) {
+        const cJSON *os = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(old, "spec"), "selector");
+        const cJSON *ns_ = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(svc, "spec"), "selector");
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(os, "ray.io/cluster");
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(ns_, "ray.io/cluster");
+        if (cJSON_IsString(a) && cJSON_IsString(b) && strcmp(a->valuestring, b->valuestring) == 0)
+            goto out;
+        cJSON *spec = cJSON_DetachItemFromObjectCaseSensitive(svc, "spec");
+        const char *ip = rj_str(old, "spec.clusterIP");
+        if (spec && *ip) {
+            cJSON_DeleteItemFromObjectCaseSensitive(spec, "clusterIP");
+            cJSON_AddStringToObject(spec, "clusterIP", ip);
+        }
+        cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", spec);
+        rc = host_update(ctx, &KUBE_RES_SERVICES, ctx->ns, old, &kr);
+        if (rc < 0)
+            host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
+                       "Failed to update the service %s/%s, %s", ctx->ns, name, kube_strerror(rc));
+        else
+            host_event(ctx, o->rj, HOST_EVENT_NORMAL, "UpdatedService", "Update",
+                       "Updated the service %s/%s", ctx->ns, name);
+    }
+out:
+    kube_result_release(&kr);
+    cJSON_Delete(old);
+    cJSON_Delete(svc);
+    return rc;
+}
+
+static int submit_http(struct host_ctx *ctx, struct observed *o, struct rj_plan *p)
+{
+    struct dash_target t;
+    char id[DASH_ID_MAX];
+    int err = 0, rc;
+    char *body = rj_build_submit_body(o->rj, p->status, &err);
+    if (!body)
+        rc = err ? err : -ENOMEM;
+    else if ((rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
+        rc = dash_job_submit(&t, body, strlen(body), id, sizeof(id));
+    free(body);
+    host_log(ctx, rc < 0 && rc != -EEXIST ? LOG_ERROR : LOG_INFO,
+             rc < 0 && rc != -EEXIST ? "Failed to submit the Ray job" : "Submitted the Ray job",
+             "JobId", rj_str(o->rj, "status.jobId"), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+    return rj_after_submit(&o->in, p, rc);
+}
+
+static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan *p)
+{
+    unsigned a = p->actions;
+    int rc = 0, err = 0;
+    if ((a & RJ_ADD_FINALIZER) && (rc = patch_finalizers(ctx, o, true)) < 0)
+        return rc;
+    if (a & RJ_STOP_JOB)
+        stop_job(ctx, o);
+    if ((a & RJ_REMOVE_FINALIZER) && (rc = patch_finalizers(ctx, o, false)) < 0)
+        return rc;
+    if (a & RJ_CREATE_CLUSTER) {
+        cJSON *c = rj_build_cluster(o->rj, p->status, &err);
+        rc = create_obj(ctx, o->rj, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
+                        "FailedToCreateRayCluster", "RayCluster");
+        cJSON_Delete(c);
+        if (rc < 0)
+            return rc;
+    }
+    if (a & RJ_CREATE_SUBMITTER) {
+        cJSON *j = rj_build_submitter(o->rj, p->status, &err);
+        rc = create_obj(ctx, o->rj, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
+                        "FailedToCreateRayJobSubmitter", "Kubernetes Job");
+        cJSON_Delete(j);
+        if (rc < 0)
+            return rc;
+    }
+    if ((a & RJ_HEAD_SERVICE) && (rc = head_service(ctx, o)) < 0)
+        return rc;
+    if ((a & RJ_SUBMIT_HTTP) && (rc = submit_http(ctx, o, p)) < 0)
+        return rc;
+    if ((a & RJ_DELETE_CLUSTER) && o->cluster &&
+        (rc = delete_obj(ctx, o->rj, &KUBE_RES_RAYCLUSTERS, rj_str(o->cluster, "metadata.name"),
+                         "DeletedRayCluster", "FailedToDeleteRayCluster", "cluster")) < 0)
+        return rc;
+    if ((a & RJ_DELETE_SUBMITTER) && o->submitter &&
+        (rc = delete_obj(ctx, o->rj, &KUBE_RES_JOBS, ctx->name, "DeletedRayJobSubmitter",
+                         "FailedToDeleteRayJobSubmitter", "submitter K8s Job")) < 0)
+        return rc;
+    if ((a & RJ_SUSPEND_WORKERS) && (rc = suspend_workers(ctx, o)) < 0)
+        return rc;
+    if (a & RJ_DELETE_SELF) {
+        struct kube_result kr = { 0 };
+        rc = host_delete(ctx, &KUBE_RES_RAYJOBS, ctx->ns, ctx->name, NULL, &kr);
+        kube_result_release(&kr);
+        host_log(ctx, LOG_INFO, "RayJob is deleted", "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+        if (rc < 0 && rc != -ENOENT)
+            return rc;
+    }
+    return 0;
+}
+
+static int write_status(struct host_ctx *ctx, struct observed *o, struct rj_plan *p)
+{
+    struct kube_result kr = { 0 };
+    cJSON *obj = cJSON_Duplicate(o->rj, 1);
+    if (!obj)
+        return -ENOMEM;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+    cJSON_AddItemReferenceToObject(obj, "status", p->status);
+    int rc = host_update_status(ctx, &KUBE_RES_RAYJOBS, ctx->ns, obj, &kr);
+    host_log(ctx, rc < 0 ? LOG_INFO : LOG_INFO, rc < 0 ? "Failed to update RayJob status"
+             : "updateRayJobStatus",
+             "oldJobDeploymentStatus", rj_str(o->rj, "status.jobDeploymentStatus"),
+             "newJobDeploymentStatus", rj_str(p->status, "jobDeploymentStatus"),
+             "oldJobStatus", rj_str(o->rj, "status.jobStatus"),
+             "newJobStatus", rj_str(p->status, "jobStatus"),
+             "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+    kube_result_release(&kr);
+    cJSON_Delete(obj);
+    return rc;
+}
+
+int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
+{
+    struct observed o;
+    struct rj_plan plan = { 0 };
+    memset(&o, 0, sizeof(o));
+    int rc = host_get(ctx, T_RAYJOBS, ctx->ns, ctx->name, &o.rj);
+    if (rc == -ENOENT) {
+        host_log(ctx, LOG_INFO, "RayJob resource not found.", NULL);
+        rj_metrics_forget(ctx->ns, ctx->name);
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    const char *managed = rj_str(o.rj, "spec.managedBy");
+    if (*managed && strcmp(managed, "ray.io/kuberay-operator") != 0) {
+        host_log(ctx, LOG_INFO, "Skipping RayJob managed by a custom controller", "managed-by",
+                 managed, NULL);
+        goto out;
+    }
+    if ((rc = observe(ctx, &o)) < 0 || (rc = rj_decide(&o.in, &plan)) < 0)
+        goto out;
+    host_log(ctx, LOG_DEBUG, "RayJob", "JobStatus", rj_str(o.rj, "status.jobStatus"),
+             "JobDeploymentStatus", rj_str(o.rj, "status.jobDeploymentStatus"),
+             "SubmissionMode", rj_mode(o.rj), NULL);
+    for (int i = 0; i < plan.nevents; i++)
+        host_event(ctx, o.rj, plan.events[i].type, plan.events[i].reason, plan.events[i].action,
+                   "%s", plan.events[i].message);
+    char old_deploy[32];
+    snprintf(old_deploy, sizeof(old_deploy), "%s", rj_str(o.rj, "status.jobDeploymentStatus"));
+    if ((rc = run_actions(ctx, &o, &plan)) < 0)
+        goto requeue;
+    if (plan.error < 0) {
+        rc = plan.error;
+        snprintf(res->message, sizeof(res->message), "%s", plan.error_msg);
+        goto out;
+    }
+    if (plan.write_status) {
+        if ((rc = write_status(ctx, &o, &plan)) < 0)
+            goto requeue;
+        rj_metrics_observe(o.rj, old_deploy, plan.status, o.in.now_ms);
+    }
+    if (plan.requeue) {
+        res->outcome = HOST_REQUEUE_AFTER;
+        res->after_ms = (uint64_t)plan.requeue_ms;
+    }
+    goto out;
+requeue:
+    snprintf(res->message, sizeof(res->message), "%s", kube_strerror(rc));
+out:
+    rj_plan_free(&plan);
+    observed_free(&o);
+    return rc;
+}
