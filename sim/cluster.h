@@ -19,6 +19,7 @@
 
 struct store;
 struct cluster;
+struct ray;
 
 struct cluster_opts {
     long nodes;            /* 0 = no simulated cluster */
@@ -30,6 +31,7 @@ struct cluster_opts {
     long pod_ready_ms;     /* Running -> Ready */
     long pod_stop_ms;      /* cap on the grace period of a deleted Pod */
     char node_labels[1024]; /* "k=v,k2=v2": extra labels on every node */
+    struct ray *ray;       /* NULL, or the Ray runtime that plays submitter Pods (sim/ray.h) */
     long job_pod_ms;       /* a Job's Pod container exits 0 after this (0 = runs on) */
 };
 

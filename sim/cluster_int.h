@@ -74,7 +74,8 @@ struct cl_svc {
     UT_hash_handle hh;
 };
 
-enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB };
+enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB,
+       T_RAY /* poll a Ray submitter's exit */ };
 
 /* cluster_jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
 struct cl_jpod {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sim/cluster_int.h"
+#include "sim/ray.h"
 #include "util/util.h"
 
 enum { FAIL_NONE, FAIL_CRASHLOOP, FAIL_EXIT, FAIL_OOM, FAIL_IMAGEPULL, FAIL_NEVERREADY };
@@ -18,6 +19,7 @@ enum { FAIL_NONE, FAIL_CRASHLOOP, FAIL_EXIT, FAIL_OOM, FAIL_IMAGEPULL, FAIL_NEVE
 #define EXIT_AFTER_DEFAULT_MS 500
 #define BACKOFF_BASE_MS 500
 #define BACKOFF_MAX_MS 8000
+#define RAY_POLL_MS 200
 
 /* Crash-loop back-off: the kubelet's 10s doubling to 5m, scaled down to 0.5s .. 8s. */
 static long backoff_ms(int restarts)
@@ -407,7 +409,10 @@ static void start_container(struct cluster *c, struct cl_pod *p, bool restart)
     container_events(c, p, "Created", "Normal", "Created container: %s");
     container_events(c, p, "Started", "Normal", "Started container %s");
     (void)restart;
-    if (p->exit_after_ms > 0)
+    if (c->o.ray && ray_submitter_start(c->o.ray, p->obj->json))
+        /* a Ray submitter: the Ray runtime decides when it exits, and how (sim/ray.h) */
+        cl_timer_add(c, RAY_POLL_MS, T_RAY, p);
+    else if (p->exit_after_ms > 0)
         cl_timer_add(c, (uint64_t)p->exit_after_ms, T_EXIT, p);
     if (p->fail_kind != FAIL_NEVERREADY)
         cl_timer_add(c, cl_jitter(c, c->o.pod_ready_ms), T_READY, p);
@@ -467,6 +472,8 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
         if (p->deleting)
             return;
         p->deleting = true;
+        if (c->o.ray)
+            ray_submitter_cancel(c->o.ray, p->obj->uid);
         if (ms > c->o.pod_stop_ms)
             ms = c->o.pod_stop_ms;
         if (p->stage == ST_RUNNING || p->stage == ST_READY)
@@ -509,6 +516,19 @@ void cl_kubelet_timer(struct cluster *c, struct cl_pod *p, int kind)
     case T_EXIT:
         container_exit(c, p);
         break;
+    case T_RAY: {
+        int code;
+        if (p->stage != ST_RUNNING && p->stage != ST_READY)
+            break;
+        if (!ray_submitter_poll(c->o.ray, p->obj->uid, &code)) {
+            cl_timer_add(c, RAY_POLL_MS, T_RAY, p);
+            break;
+        }
+        p->fail_kind = code ? FAIL_EXIT : FAIL_NONE;
+        p->exit_code = code;
+        container_exit(c, p);
+        break;
+    }
     case T_PULL:
         if (p->stage != ST_PULLFAIL)
             break;

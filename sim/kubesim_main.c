@@ -376,6 +376,8 @@ int main(int argc, char **argv)
         log_error("kubesim: cannot start the server", "error", err, NULL);
         goto out;
     }
+    if (a.cluster)
+        a.cluster->ray = ray;
     if (cluster_start(a.cluster, store, &cluster) < 0)
         goto out;
     if (a.kubeconfig) {

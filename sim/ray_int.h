@@ -139,10 +139,52 @@ void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const ch
 int ray_target_request(struct ray *r, const struct ray_target *t, const char *method,
                        const char *path, const char *body, size_t len, struct ray_resp *out);
 
+/* ---- ray_submitter.c: a container's command as a script tree ---- */
+#define RAY_MAX_SCRIPT (256 * 1024)   /* bytes of script */
+#define RAY_MAX_ARGV   4096           /* command + args words */
+
+enum { RN_CMD, RN_IF, RN_UNTIL, RN_WHILE };
+enum { RJ_SEQ, RJ_AND, RJ_OR };       /* how a node follows the previous one of its list */
+
+struct ray_node {
+    int kind;                    /* RN_* */
+    int join;                    /* RJ_* */
+    bool negate;                 /* "! cmd" */
+    bool quiet_out, quiet_err;   /* redirected to /dev/null */
+    char **argv;                 /* RN_CMD: expanded words, NULL-terminated */
+    size_t argc;
+    struct ray_node *cond, *body, *els;   /* RN_IF (els: else/elif), RN_UNTIL/RN_WHILE */
+    struct ray_node *next;
+};
+
+struct ray_script {
+    struct ray_node *list;
+    bool errexit;                /* bash -e */
+};
+
+/* Parses a bash script (the subset in ray_submitter.c) with $VAR from env (a container's
+ * env array; valueFrom entries expand to ""). 0 with *out (free with
+ * ray_script_free_nodes), or -EINVAL/-E2BIG with err set, or -ENOMEM. */
+int ray_script_parse_text(const char *text, size_t len, const cJSON *env,
+                          struct ray_node **out, char *err, size_t errlen);
+/* A container's command/args as a script: 0 with *out (free with ray_script_free),
+ * -ENOENT when it does not run `ray job ...` or /submitter, -EINVAL/-E2BIG with err set
+ * for a command that cannot be read, -ENOMEM. */
+int ray_script_from_container(const cJSON *container, struct ray_script **out, char *err,
+                              size_t errlen);
+void ray_script_free(struct ray_script *s);
+void ray_script_free_nodes(struct ray_node *n);
+
 /* ---- ray_submitter_run.c ---- */
 void ray_subs_free(struct ray *r);
-/* The log of the submitter of Pod uid (copied into out); -ENOENT when the Pod has none. */
-int ray_submitter_log(struct ray *r, const char *uid, struct buf *out, bool *running);
+/* The Pod left the store: cancel and forget its submitter. Under r->mu. */
+void ray_submitter_gone(struct ray *r, const char *uid);
+/* Appends the output of Pod uid's submitter (if it runs in container) from byte from on (previous: the run before
+ * the last restart) to out; *running tells whether more may come. -ENOENT when the Pod
+ * has no submitter (or no previous run). Locks r->mu. */
+int ray_submitter_log(struct ray *r, const char *uid, const char *container, bool previous,
+                      size_t from,
+                      struct buf *out, bool *running);
 
 /* ---- pod_log.c ---- */
 int pod_log_install(struct ray *r);

@@ -236,9 +236,15 @@ void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const ch
     memset(t, 0, sizeof(*t));
     snprintf(num, sizeof(num), "%d", port);
     if (!strcmp(host, "localhost") || !strcmp(host, "127.0.0.1")) {
-        /* a sidecar submitter shares the head Pod's network namespace */
-        const char *ip = ray_jstr(ray_jget(self, "status"), "podIP");
-        reach_pod(r, is_head(self) ? self : NULL, ip ? ip : host, port, t);
+        /* a sidecar submitter shares the head Pod's network namespace (read it afresh:
+         * self is the Pod as its containers started, before it had an IP or was Ready) */
+        const cJSON *md = ray_jget(self, "metadata");
+        const char *sn = ray_jstr(md, "namespace"), *nm = ray_jstr(md, "name");
+        struct store_obj *o = sn && nm ? get_obj(r, r->r_pods, sn, nm) : NULL;
+        bool same = o && ray_jstr(md, "uid") && !strcmp(o->uid, ray_jstr(md, "uid"));
+        reach_pod(r, same ? o->json : NULL, host, port, t);
+        if (o)
+            store_obj_unref(o);
         return;
     }
     if (inet_pton(AF_INET, host, &ia) == 1) {

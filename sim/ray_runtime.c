@@ -259,8 +259,10 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
     if (type != EV_DELETED || o->res != r->r_pods || !o->uid)
         return;
     pthread_mutex_lock(&r->mu);
-    if (!r->stopping)
+    if (!r->stopping) {
         ray_cluster_drop(r, o->uid);
+        ray_submitter_gone(r, o->uid);
+    }
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -289,7 +291,7 @@ int ray_install(struct server *srv, struct store *store, struct ray **out)
         rc = -ENOENT;
         goto fail;
     }
-    if ((rc = ray_proxy_install(r)) < 0 ||
+    if ((rc = ray_proxy_install(r)) < 0 || (rc = pod_log_install(r)) < 0 ||
         (rc = ray_admin_install(r)) < 0)
         goto fail;
     if ((rc = store_subscribe(store, on_commit, r)) < 0)
@@ -326,6 +328,7 @@ void ray_free(struct ray *r)
         HASH_DEL(r->clusters, c);
         ray_cluster_free(c);
     }
+    ray_subs_free(r);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);

@@ -112,8 +112,8 @@ status_line() {
     [ -n "$rc" ] && RC_NAME=$rc
     cl=""; RC_GONE=0
     if [ -n "${RC_NAME:-}" ]; then
-        cl=$(api "/apis/ray.io/v1/namespaces/default/rayclusters/$RC_NAME" | jq -r 'if .kind == "RayCluster" then (.status.state // "-") else "GONE" end')
-        [ "$cl" = GONE ] && RC_GONE=1
+        cl=$(api "/apis/ray.io/v1/namespaces/default/rayclusters/$RC_NAME" | jq -r 'if .kind == "RayCluster" then (.status.state // "-") else "deleted" end')
+        [ "$cl" = deleted ] && RC_GONE=1
     fi
     pods=$(api /api/v1/namespaces/default/pods | jq -r --arg rc "${RC_NAME:-}" '
         [.items[] | select($rc != "" and .metadata.labels["ray.io/cluster"] == $rc)] as $p
@@ -128,7 +128,7 @@ start_log() {  # follow the submitter's log once its Pod runs
     [ -n "$LOGPID" ] && return
     case "$SUBMITTER" in Running|Succeeded|Failed) ;; *) return ;; esac
     say "submitter log (kubectl logs -f job/demo-job):"
-    (k logs -f job/demo-job 2>&1 | tee "$WORK/job.log" | sed -u 's/^/         job log | /') &
+    (k logs -f job/demo-job 2>"$WORK/job.err" | tee "$WORK/job.log" | sed -u 's/^/         job log | /') &
     LOGPID=$!
 }
 
@@ -162,7 +162,8 @@ if [ -n "$LOGPID" ]; then
     kill "$LOGPID" 2>/dev/null; wait "$LOGPID" 2>/dev/null; LOGPID=""
 fi
 if [ ! -s "$WORK/job.log" ]; then   # the follow missed it (or never started): show what is there
-    k logs job/demo-job 2>/dev/null | tee "$WORK/job.log" | sed 's/^/         job log | /'
+    k logs job/demo-job 2>"$WORK/job.err" | tee "$WORK/job.log" | sed 's/^/         job log | /'
+    [ -s "$WORK/job.log" ] || say "the submitter's log is not available: $(head -1 "$WORK/job.err" 2>/dev/null)"
 fi
 final=$(api /apis/ray.io/v1/namespaces/default/rayjobs/demo-job | jq -r '.status.jobStatus // "" | if . == "" then "-" else . end')
 finished=1

@@ -42,8 +42,31 @@ static const char *get_str(const cJSON *o, const char *a, const char *b)
     return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
-int raycronjob_validate(const cJSON *rcj, struct cron_schedule *sched, struct tz **zone,
-                        char *err, size_t errlen)
+/* ValidateRayJobSpec on the template: KubeRay validates a RayJob that has only
+ * the template as its spec (no name, no status); rj_validate also checks the
+ * name, so the stand-in gets one that always passes. */
+static int validate_template(const cJSON *tpl, const struct rj_config *cfg, char *err,
+                             size_t errlen)
+{
+    struct rj_invalid why;
+    cJSON *fake = cJSON_CreateObject(), *md = cJSON_CreateObject();
+    if (!fake || !md || !cJSON_AddItemToObject(fake, "metadata", md) ||
+        !cJSON_AddStringToObject(md, "name", "template") ||
+        !cJSON_AddItemReferenceToObject(fake, "spec", (cJSON *)tpl)) {
+        if (!cJSON_GetObjectItemCaseSensitive(fake, "metadata"))
+            cJSON_Delete(md);
+        cJSON_Delete(fake);
+        return -ENOMEM;
+    }
+    int rc = rj_validate(fake, cfg, &why);
+    cJSON_Delete(fake);
+    if (rc == -EINVAL)
+        snprintf(err, errlen, "invalid RayJob template: %s", why.message);
+    return rc;
+}
+
+int raycronjob_validate(const cJSON *rcj, const struct rj_config *cfg,
+                        struct cron_schedule *sched, struct tz **zone, char *err, size_t errlen)
 {
     const char *name = get_str(rcj, "metadata", "name");
     const char *schedule = get_str(rcj, "spec", "schedule");
@@ -79,15 +102,18 @@ int raycronjob_validate(const cJSON *rcj, struct cron_schedule *sched, struct tz
     } else if ((rc = tz_load_local(zone)) < 0) {
         return rc;
     }
-    /* KubeRay also runs ValidateRayJobSpec on the template; that lives with the RayJob
-     * controller, which validates each child RayJob when it reconciles it. */
-    if (!cJSON_IsObject(get_path(rcj, "spec", "jobTemplate"))) {
+    const cJSON *tpl = get_path(rcj, "spec", "jobTemplate");
+    if (!cJSON_IsObject(tpl)) {
         snprintf(err, errlen, "invalid RayJob template: spec.jobTemplate must be an object");
+        rc = -EINVAL;
+    } else {
+        rc = validate_template(tpl, cfg, err, errlen);
+    }
+    if (rc < 0) {
         tz_free(*zone);
         *zone = NULL;
-        return -EINVAL;
     }
-    return 0;
+    return rc;
 }
 
 void raycronjob_child_name(const char *cronjob, int64_t t, char *out, size_t cap)
@@ -198,7 +224,7 @@ int raycronjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     cJSON *rcj = NULL;
     struct tz *zone = NULL;
     struct cron_schedule sched;
-    char err[512], rv[IPC_RV_MAX];
+    char err[1024], rv[IPC_RV_MAX];
     static atomic_flag gate_logged = ATOMIC_FLAG_INIT;
     res->outcome = HOST_OK;
     /* KubeRay runs this controller only with --feature-gates=RayCronJob=true (alpha) */
@@ -218,7 +244,13 @@ int raycronjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     snprintf(rv, sizeof(rv), "%s", get_str(rcj, "metadata", "resourceVersion") ?
              get_str(rcj, "metadata", "resourceVersion") : "");
 
-    if ((rc = raycronjob_validate(rcj, &sched, &zone, err, sizeof(err))) < 0) {
+    /* the RayJob controller's settings, so the template is judged as its children will be */
+    struct rj_config cfg;
+    rj_config_default(&cfg);
+    rj_config_from_env(&cfg);
+    cfg.deletion_policy_gate = host_feature_enabled(ctx, "RayJobDeletionPolicy", true);
+    cfg.sidecar_restart_gate = host_feature_enabled(ctx, "SidecarSubmitterRestart", false);
+    if ((rc = raycronjob_validate(rcj, &cfg, &sched, &zone, err, sizeof(err))) < 0) {
         if (rc == -EINVAL) {
             host_log(ctx, LOG_WARN, "invalid RayCronJob", "error", err, NULL);
             host_event(ctx, rcj, HOST_EVENT_WARNING, "InvalidRayCronJobSpec", "Validate",

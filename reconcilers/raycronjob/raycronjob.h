@@ -16,6 +16,7 @@
 
 #include "reconcilers/host/host.h"
 #include "reconcilers/raycronjob/cron.h"
+#include "reconcilers/rayjob/rayjob.h"
 
 #define RCJ_CACHE_TYPE "ray.io/v1/raycronjobs"
 #define RCJ_NAME_MAX 36   /* KubeRay MaxRayCronJobNameLength: 53 - 6 - 11 */
@@ -27,11 +28,12 @@ extern const char *const raycronjob_cache_types[];
 
 int raycronjob_reconcile(struct host_ctx *ctx, struct host_result *res);
 
-/* ValidateRayCronJobSpec: 0, or -EINVAL with KubeRay's message in err. On
- * success *sched and *zone (the timeZone, else the operator's local zone,
- * caller frees with tz_free) are filled. */
-int raycronjob_validate(const cJSON *rcj, struct cron_schedule *sched, struct tz **zone,
-                        char *err, size_t errlen);
+/* ValidateRayCronJobSpec: 0, or -EINVAL with KubeRay's message in err. The
+ * template is checked with the RayJob controller's validation under cfg (its
+ * feature gates and env). On success *sched and *zone (the timeZone, else the
+ * operator's local zone; caller frees with tz_free) are filled. */
+int raycronjob_validate(const cJSON *rcj, const struct rj_config *cfg,
+                        struct cron_schedule *sched, struct tz **zone, char *err, size_t errlen);
 
 /* "<cronjob>-<unix minutes of t>", KubeRay's getRayJobName. */
 void raycronjob_child_name(const char *cronjob, int64_t t, char *out, size_t cap);

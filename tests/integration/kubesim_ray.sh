@@ -6,7 +6,9 @@
 # (KUBESIM_JOB_EXIT=1) and STOPPED; list/get/logs/delete and the duplicate-submission
 # error; a Serve application deploys and is turned unhealthy; proxy errors (unknown
 # port, non-dashboard port, no ready endpoint); once the head Pod is deleted the
-# proxy answers 503 and a new head Pod starts with no jobs.
+# proxy answers 503 and a new head Pod starts with no jobs. Submitter Pods running
+# KubeRay's command (tests/integration/ray/submitter_pod.py) exit 0/1 with the job's outcome,
+# their output in `kubectl logs` (-f, --tail).
 . "$(dirname "$0")/lib.sh"
 
 T=$(mktemp -d /tmp/kubesim-ray.XXXXXX)
@@ -117,6 +119,52 @@ check "the application is UNHEALTHY with the message" \
     [ "$(app status)" = UNHEALTHY -a "$(app message)" = "replica died" ]
 check "a config without applications is 400" \
     [ "$(kcode -X PUT -d '{"foo":1}' $PX/api/serve/applications/)" = 400 ]
+
+# ---- submitter Pods (the kubelet plays KubeRay's command) ----------------------------------
+KUBECTL=${KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
+kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG" --cache-dir "$T/kcache" --request-timeout 20s "$@"; }
+mkpod() { python3 "$(dirname "$0")/ray/submitter_pod.py" "$@"; }
+phase_is() { [ "$(kcurl $NS/pods/$1 | json_get status.phase)" = "$2" ]; }
+exit_code() { kcurl $NS/pods/$1 | json_get status.containerStatuses.0.state.terminated.exitCode; }
+mkpod sub-ok rc-head-svc.default.svc.cluster.local:8265 rayjob-ok \
+    "python /home/ray/samples/sample_code.py" k8sjob '{"env_vars":{"KUBESIM_JOB_SECONDS":"2"}}' >"$T/sub-ok.json"
+mkpod sub-bad rc-head-svc:8265 rayjob-bad "python bad.py" wait \
+    '{"env_vars":{"KUBESIM_JOB_SECONDS":"1","KUBESIM_JOB_EXIT":"1"}}' >"$T/sub-bad.json"
+post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"sub-nocluster"},
+  "spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"rayproject/ray:2.52.0",
+  "command":["ray","job","submit","--address","http://nope-svc:8265","--","python","x.py"]}]}}' >/dev/null
+for p in sub-ok sub-bad; do
+    check "submitter Pod $p created" [ "$(kcode -X POST -H 'Content-Type: application/json' \
+        -d @"$T/$p.json" $NS/pods)" = 201 ]
+done
+check "kubectl logs -f follows the K8sJobMode submitter until it exits" \
+    sh -c "timeout 30 $KUBECTL --kubeconfig '$KUBECONFIG' --cache-dir '$T/kcache' logs -f sub-ok >'$T/follow.log'"
+check "the followed log ends with the job's outcome" grep -q "Job 'rayjob-ok' succeeded" "$T/follow.log"
+wait_until "the K8sJobMode submitter Pod Succeeded" 20 phase_is sub-ok Succeeded &&
+    ok "the K8sJobMode submitter Pod Succeeded"
+check "its container exited 0" [ "$(exit_code sub-ok)" = 0 ]
+kc logs sub-ok >"$T/sub-ok.log" 2>&1
+check "kubectl logs has the job's output, naming the entrypoint" \
+    grep -q "running entrypoint for job rayjob-ok: python /home/ray/samples/sample_code.py" "$T/sub-ok.log"
+check "kubectl logs has the submit banner of ray job submit --no-wait" \
+    grep -q "Job 'rayjob-ok' submitted successfully" "$T/sub-ok.log"
+check "kubectl logs --tail=3 gives three lines" [ "$(kc logs --tail=3 sub-ok | wc -l)" = 3 ]
+kcurl $PX/api/jobs/rayjob-ok >"$T/rj"
+check "the job it submitted SUCCEEDED with the --metadata-json and --runtime-env-json given" \
+    [ "$(json_get status <"$T/rj")" = SUCCEEDED -a "$(json_get metadata.owner <"$T/rj")" = kubesim-test \
+      -a "$(json_get runtime_env.env_vars.KUBESIM_JOB_SECONDS <"$T/rj")" = 2 ]
+wait_until "a submitter of a failing job (ray job submit, waiting) Failed" 20 phase_is sub-bad Failed &&
+    ok "a submitter of a failing job (ray job submit, waiting) Failed"
+check "its container exited 1" [ "$(exit_code sub-bad)" = 1 ]
+check "its log says the job failed" sh -c "$KUBECTL --kubeconfig '$KUBECONFIG' --cache-dir '$T/kcache' \
+    logs sub-bad | grep -q \"Job 'rayjob-bad' failed\""
+wait_until "a submitter whose cluster does not exist Failed" 20 phase_is sub-nocluster Failed &&
+    ok "a submitter whose cluster does not exist Failed"
+check "... with the CLI's ConnectionError in its log" sh -c "$KUBECTL --kubeconfig '$KUBECONFIG' \
+    --cache-dir '$T/kcache' logs sub-nocluster | grep -q 'ConnectionError: Failed to connect to Ray at address: http://nope-svc:8265.'"
+check "pods/log of a Ray head Pod is a short ray start log" sh -c "$KUBECTL --kubeconfig \
+    '$KUBECONFIG' --cache-dir '$T/kcache' logs rc-head | grep -q 'Ray runtime started.'"
+check "pods/log of an unknown container is 400" [ "$(kcode "$NS/pods/rc-head/log?container=nope")" = 400 ]
 
 # ---- the head Pod goes ---------------------------------------------------------------------
 check "head Pod deleted" [ "$(kcode -X DELETE "$NS/pods/rc-head?gracePeriodSeconds=0")" = 200 ]

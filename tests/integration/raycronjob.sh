@@ -1,7 +1,8 @@
 #!/bin/bash
 # raycronjob.sh - `rayop controller raycronjob` end to end against kubesim, asserting what
 # KubeRay v1.7's RayCronJob controller does (the RayJobs it creates are not run here):
-#  - invalid specs (bad schedule, TZ in the schedule, unknown timeZone) get a Warning Event
+#  - invalid specs (bad schedule, TZ in the schedule, unknown timeZone, a template the RayJob
+#    validator refuses) get a Warning Event
 #    InvalidRayCronJobSpec with KubeRay's message, create nothing and do not block the queue;
 #  - "@every 2s": a RayJob "<name>-<unix minute>" per minute (ticks in the same minute hit
 #    AlreadyExists, as KubeRay's deterministic names do), labels/annotation/ownerReference/
@@ -69,6 +70,9 @@ epoch() { date -u -d "$1" +%s; }
 create_rcj bad-schedule '"schedule":"61 * * * *"' >/dev/null
 create_rcj bad-tz '"schedule":"* * * * *","timeZone":"Mars/Olympus_Mons"' >/dev/null
 create_rcj tz-in-schedule '"schedule":"CRON_TZ=UTC * * * * *"' >/dev/null
+kcurl -X POST -H 'Content-Type: application/json' $API/raycronjobs -d '{"apiVersion":"ray.io/v1",
+  "kind":"RayCronJob","metadata":{"name":"bad-template"},"spec":{"schedule":"@every 1s",
+  "jobTemplate":{"entrypoint":"python x.py"}}}' >/dev/null
 has_event_note() { events_for "$1" InvalidRayCronJobSpec | jq -e --arg s "$2" 'select(.type == "Warning" and .action == "Validate" and .reportingController == "raycronjob-controller" and (.note | contains($s)))' >/dev/null; }
 wait_until "bad schedule: Warning InvalidRayCronJobSpec with robfig's message" 20 \
     has_event_note bad-schedule "default/bad-schedule: invalid cron schedule: end of range (61) above maximum (59): 61" \
@@ -79,6 +83,9 @@ wait_until "unknown timeZone: Warning InvalidRayCronJobSpec" 10 \
 wait_until "TZ in schedule: Warning InvalidRayCronJobSpec" 10 \
     has_event_note tz-in-schedule "cannot use TZ or CRON_TZ in schedule, use timeZone field instead" \
     && ok "TZ in schedule: Warning InvalidRayCronJobSpec"
+wait_until "template without a cluster: Warning with the RayJob validator's message" 10 \
+    has_event_note bad-template "invalid RayJob template: The RayJob spec is invalid: one of RayClusterSpec or ClusterSelector must be set" \
+    && ok "template without a cluster: Warning with the RayJob validator's message"
 
 # ---- @every 2s ----
 UID_EVERY=$(create_rcj every '"schedule":"@every 2s"')
@@ -155,7 +162,7 @@ want="catchup-$((M0 / 60 - 1)) catchup-$((M0 / 60))"
 wait_until "resumed: the overdue ticks are created" 15 have_all && ok "resumed: the overdue ticks are created ($want)"
 
 # ---- the controller kept serving: the invalid objects created nothing ----
-[ -z "$(jobs_of bad-schedule)$(jobs_of bad-tz)$(jobs_of tz-in-schedule)" ] \
+[ -z "$(jobs_of bad-schedule)$(jobs_of bad-tz)$(jobs_of tz-in-schedule)$(jobs_of bad-template)" ] \
     && ok "invalid RayCronJobs created no RayJobs" || not_ok "invalid RayCronJobs created no RayJobs"
 
 # ---- deleting the RayCronJob collects its RayJobs ----

@@ -33,15 +33,19 @@ static void expect_invalid(const char *name, const char *spec, const char *msg)
     cJSON *o = rcj(name, spec);
     struct cron_schedule s;
     struct tz *z = (struct tz *)1;
-    char err[512] = "";
-    assert_int_equal(raycronjob_validate(o, &s, &z, err, sizeof(err)), -EINVAL);
+    struct rj_config cfg;
+    char err[1024] = "";
+    rj_config_default(&cfg);
+    assert_int_equal(raycronjob_validate(o, &cfg, &s, &z, err, sizeof(err)), -EINVAL);
     assert_null(z);
     if (strcmp(err, msg) != 0)
         fail_msg("got \"%s\", want \"%s\"", err, msg);
     cJSON_Delete(o);
 }
 
-#define TPL "\"jobTemplate\":{\"entrypoint\":\"python x.py\"}"
+#define TPL "\"jobTemplate\":{\"entrypoint\":\"python x.py\",\"rayClusterSpec\":{\"headGroupSpec\":" \
+    "{\"rayStartParams\":{},\"template\":{\"spec\":{\"containers\":[{\"name\":\"ray-head\"," \
+    "\"image\":\"rayproject/ray:2.52.0\"}]}}}}}"
 
 static void test_validate(void **state)
 {
@@ -61,13 +65,24 @@ static void test_validate(void **state)
                    "invalid time zone: unknown time zone Nowhere/Land");
     expect_invalid("x", "\"schedule\":\"@hourly\"",
                    "invalid RayJob template: spec.jobTemplate must be an object");
+    /* the template goes through the RayJob controller's ValidateRayJobSpec */
+    expect_invalid("x", "\"schedule\":\"@hourly\",\"jobTemplate\":{\"entrypoint\":\"x\"}",
+                   "invalid RayJob template: The RayJob spec is invalid: one of RayClusterSpec or "
+                   "ClusterSelector must be set");
+    expect_invalid("x", "\"schedule\":\"@hourly\",\"jobTemplate\":{\"entrypoint\":\"x\","
+                   "\"ttlSecondsAfterFinished\":-1,\"clusterSelector\":{\"ray.io/cluster\":\"c\"}}",
+                   "invalid RayJob template: The RayJob spec is invalid: TTLSecondsAfterFinished "
+                   "must be a non-negative integer");
 
     cJSON *o = rcj("a23456789012345678901234567890123456",
                    "\"schedule\":\"45 21 * * *\",\"timeZone\":\"Asia/Taipei\"," TPL);
     struct cron_schedule s;
     struct tz *z = NULL;
-    char err[512];
-    assert_int_equal(raycronjob_validate(o, &s, &z, err, sizeof(err)), 0);
+    struct rj_config cfg;
+    char err[1024];
+    rj_config_default(&cfg);
+    if (raycronjob_validate(o, &cfg, &s, &z, err, sizeof(err)) != 0)
+        fail_msg("valid RayCronJob refused: %s", err);
     assert_non_null(z);
     assert_string_equal(tz_name(z), "Asia/Taipei");
     assert_int_equal(cron_next(&s, z, 1767225600LL), 1767225600LL + 13 * 3600 + 45 * 60);
