@@ -91,7 +91,7 @@ k create -f "$SHARED/kuberay/crds/" >/dev/null || exit 1
 say "KubeRay CRDs created: $(k get crd -o name | sed 's#.*/##' | tr '\n' ' ')"
 
 mkdir -p "$WORK/state" && chmod 700 "$WORK/state"
-setsid "$ROOT/bin/rayop" up --kubeconfig "$KC" --state-dir "$WORK/state" \
+setsid "$ROOT/bin/rayop" up --kubeconfig "$KC" --state-dir "$WORK/state" --use-kubernetes-proxy=true \
     --metrics-addr 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$WORK/rayop.log" 2>&1 &
 echo $! >>"$WORK/pids"
 say "rayop up: watcher + raycluster, rayjob, rayservice, raycronjob controllers (log $WORK/rayop.log)"
