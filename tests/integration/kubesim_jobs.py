@@ -152,6 +152,10 @@ def run(sim):
               st.get("ready") == 0 and st.get("terminating") == 0 and
               st.get("uncountedTerminatedPods") == {}, st)
         check("startTime and completionTime set", st.get("startTime") and st.get("completionTime"), st)
+        check("the Job took its template's labels (job-name, controller-uid, app)",
+              j["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name") == "comp" and
+              j["metadata"]["labels"].get("controller-uid") == j["metadata"]["uid"] and
+              j["metadata"]["labels"].get("app") == "comp", j["metadata"].get("labels"))
         check("never more than parallelism=2 Pods running at once", 1 <= most[0] <= 2, most)
         pods = job_pods(sim, "comp")
         uid = j["metadata"]["uid"]
