@@ -30,6 +30,7 @@
 struct mf_entry {
     char *manager, *operation, *api_version, *subresource, *time;
     struct fs_set set;
+    char *fields_text;          /* fieldsV1 already printed (a create's), instead of set */
 };
 
 struct mf_list {
@@ -52,6 +53,7 @@ static void mf_free(struct mf_list *l)
         free(e->api_version);
         free(e->subresource);
         free(e->time);
+        free(e->fields_text);
         fs_free(&e->set);
     }
     free(l->v);
@@ -169,9 +171,11 @@ static int mf_store(cJSON *obj, const struct mf_list *l, bool raw)
     for (size_t i = 0; i < l->n; i++) {
         const struct mf_entry *e = &l->v[i];
         cJSON *o, *f;
-        if (e->set.n == 0)
+        if (e->set.n == 0 && !e->fields_text)
             continue;
-        if (!(o = cJSON_CreateObject()) || !(f = mf_fields(&e->set, raw))) {
+        f = e->fields_text ? cJSON_CreateRaw(e->fields_text) : mf_fields(&e->set, raw);
+        if (!(o = cJSON_CreateObject()) || !f) {
+            cJSON_Delete(f);
             cJSON_Delete(o);
             cJSON_Delete(arr);
             return -ENOMEM;
@@ -511,6 +515,27 @@ static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
     keys.smp_kind = patch_smp_kind_known(kind) ? kind : NULL;
     if ((rc = mf_load(src, &l)))
         goto out;
+    /* A create that carries no managedFields owns every field: print fieldsV1 straight
+     * from the object (patch_fields_direct.c), no field set. -EAGAIN: the object has
+     * something only the set handles; go the general way. */
+    if (raw && !old && l.n == 0) {
+        struct buf text = { 0 };
+        size_t n_fields;
+        rc = fs_print_object_fieldsv1(obj, &keys, &text, &n_fields);
+        if (rc == 0 && n_fields > 0 && (rc = buf_append(&text, "", 1)) == 0) {
+            if ((self = mf_find_or_add(&l, manager, operation ? operation : "Update",
+                                       subresource)) < 0) {
+                buf_free(&text);
+                rc = self;
+                goto out;
+            }
+            l.v[self].fields_text = text.data;
+            goto stamp;
+        }
+        buf_free(&text);
+        if (rc == -ENOMEM)
+            goto out;
+    }
     if ((rc = fs_from_object(obj, &keys, &all)) == -ENOMEM)
         goto out;
     if ((self = mf_find_or_add(&l, manager, operation ? operation : "Update",

@@ -17,8 +17,6 @@
 #include "sim/schema.h"
 #include "util/util.h"
 
-#define FS_MAX_DEPTH 64
-#define FS_PATH_MAX 4096
 
 /* schema.c may be absent from a reduced link (fuzz targets of the patch alone) */
 #pragma weak schema_list_map_keys
@@ -218,7 +216,7 @@ int fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const 
 
 /* Writes s[0..n) as a quoted JSON string at o (room for 6 bytes per byte plus 2);
  * returns the end. Escapes as cJSON and store_json_print do. */
-static char *fs_put_str(char *o, const char *s, size_t n)
+char *fs_put_str(char *o, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
 
@@ -262,8 +260,8 @@ static int key_put_str(struct buf *b, const char *v)
     return 0;
 }
 
-static char *elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
-                      const char *const *keys)
+char *fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
+                  const char *const *keys)
 {
     /* written as text, the bytes cJSON_PrintUnformatted gives for an object of the key
      * members: no cJSON object is built for every list element */
@@ -302,7 +300,7 @@ fail:
     return NULL;
 }
 
-static bool skip_field(const char *dotted, const char *name)
+bool fs_skip_field(const char *dotted, const char *name)
 {
     static const char *const meta[] = {
         "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
@@ -374,7 +372,7 @@ static int fs_walk_list(const cJSON *list, const struct fs_keys *k, const char *
     cJSON_ArrayForEach(e, list) {
         if (i >= n)
             break;
-        if (!(kcs[i++] = elem_key(e, k, dotted, keys))) {
+        if (!(kcs[i++] = fs_elem_key(e, k, dotted, keys))) {
             rc = fs_add(out, p, false);
             goto out;
         }
@@ -407,7 +405,7 @@ static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix
     if (depth > FS_MAX_DEPTH)
         return -E2BIG;
     cJSON_ArrayForEach(m, obj) {
-        if (!m->string || skip_field(dotted, m->string))
+        if (!m->string || fs_skip_field(dotted, m->string))
             continue;
         size_t sl = strlen(dotted);
         memcpy(sub, dotted, sl + 1);

@@ -45,6 +45,8 @@ bool patch_json_equal(const cJSON *a, const cJSON *b);
 
 #define FS_SEP '\x1f'        /* joins the components of a flattened field path */
 #define FS_MAX_PATHS 100000  /* per set: bounds what a stored managedFields can cost */
+#define FS_MAX_DEPTH 64      /* object nesting a walk follows */
+#define FS_PATH_MAX 4096     /* bytes of one flattened path */
 
 struct schema;
 
@@ -85,6 +87,19 @@ cJSON *fs_to_fieldsv1(const struct fs_set *s); /* caller owns; NULL = ENOMEM */
  * tree. 0, -ENOMEM or -E2BIG. */
 struct buf;
 int fs_print_fieldsv1(const struct fs_set *s, struct buf *out);
+/* The same bytes as fs_print_fieldsv1 of fs_from_object(obj), written in one walk of
+ * obj without building the set (patch_fields_direct.c: a create's managedFields).
+ * 0 with *n_fields the number of paths the set would hold (0: nothing to own, out
+ * untouched), -EAGAIN when obj holds what only the set handles (repeated member
+ * names or list keys, a name with FS_SEP, a path over the set's bounds): build the
+ * set then. -ENOMEM. */
+int fs_print_object_fieldsv1(const cJSON *obj, const struct fs_keys *k, struct buf *out,
+                             size_t *n_fields);
+/* Shared by the walkers (patch_fields.c). */
+char *fs_put_str(char *o, const char *s, size_t n);
+char *fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
+                  const char *const *keys);
+bool fs_skip_field(const char *dotted, const char *name);
 const cJSON *fs_resolve(const cJSON *obj, const char *p);
 void fs_delete(cJSON *obj, const char *p);
 void fs_display(const char *p, char *out, size_t outlen); /* ".spec.containers[name=\"x\"]" */

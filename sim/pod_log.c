@@ -1,10 +1,10 @@
 /*
  * pod_log.c - GET /api/v1/namespaces/NS/pods/NAME/log for every Pod, as the kubelet
  * behind the real API server answers it: container= (required when the Pod has several
- * containers), previous=, tailLines=, limitBytes=, follow= (a chunked stream until the
- * container ends or the Pod goes). What a container "printed": a Ray submitter's output
- * (ray_submitter_run.c), a short `ray start` log for Ray head/worker containers, nothing
- * for any other container. Errors use the real messages (400 for a container that is
+ * containers; init containers may be named too), previous=, tailLines=, limitBytes=,
+ * follow= (a chunked stream until the container ends or the Pod goes). What a container
+ * "printed": a Ray submitter's output (ray_submitter_run.c), a short `ray start` log for
+ * Ray head/worker containers, nothing for any other container. Errors use the real messages (400 for a container that is
  * waiting to start, an unknown container, or no previous run).
  */
 #include <errno.h>
@@ -37,11 +37,25 @@ static const char *qarg(struct server_req *req, const char *k)
 
 static const cJSON *find_status(const cJSON *pod, const char *container)
 {
+    static const char *const lists[] = { "containerStatuses", "initContainerStatuses" };
     const cJSON *cs;
 
-    cJSON_ArrayForEach(cs, ray_jget(ray_jget(pod, "status"), "containerStatuses"))
-        if (ray_jstr(cs, "name") && !strcmp(ray_jstr(cs, "name"), container))
-            return cs;
+    for (int i = 0; i < 2; i++)
+        cJSON_ArrayForEach(cs, ray_jget(ray_jget(pod, "status"), lists[i]))
+            if (ray_jstr(cs, "name") && !strcmp(ray_jstr(cs, "name"), container))
+                return cs;
+    return NULL;
+}
+
+static const cJSON *find_container(const cJSON *pod, const char *container)
+{
+    static const char *const lists[] = { "containers", "initContainers" };
+    const cJSON *ct;
+
+    for (int i = 0; i < 2; i++)
+        cJSON_ArrayForEach(ct, ray_jget(ray_jget(pod, "spec"), lists[i]))
+            if (ray_jstr(ct, "name") && !strcmp(ray_jstr(ct, "name"), container))
+                return ct;
     return NULL;
 }
 
@@ -94,7 +108,8 @@ static void tail_lines(struct buf *b, long n)
     b->data[b->len] = '\0';
 }
 
-/* Is the container still running (for follow on ordinary containers)? */
+/* Is the container still running (for follow on ordinary containers)? An init
+ * container that completed is not. */
 static bool still_running(struct log_stream *ls)
 {
     struct store_obj *o = NULL;
@@ -197,7 +212,7 @@ static int on_log(void *arg, struct server_req *req)
     const cJSON *cts, *ct, *cs;
     struct log_stream *ls = NULL;
     struct buf names = { 0 };
-    char msg[1200];
+    char msg[1400];
     long tail = -1, limit = -1;
     bool running = false;
     int rc, n = 0;
@@ -229,17 +244,22 @@ static int on_log(void *arg, struct server_req *req)
     }
     if (!container) {
         if (n != 1) {
+            const cJSON *ic = ray_jget(ray_jget(pod->json, "spec"), "initContainers");
+            int k = 0;
+            if (cJSON_GetArraySize(ic) > 0) {
+                buf_puts(&names, "] or one of the init containers: [");
+                cJSON_ArrayForEach(ct, ic)
+                    buf_printf(&names, "%s%s", k++ ? " " : "",
+                               ray_jstr(ct, "name") ? ray_jstr(ct, "name") : "");
+            }
             snprintf(msg, sizeof(msg), "a container name must be specified for pod %s, choose "
-                     "one of: [%.900s]", pod->name, names.data ? names.data : "");
+                     "one of: [%.1000s]", pod->name, names.data ? names.data : "");
             rc = bad(req, msg);
             goto out;
         }
         container = ray_jstr(cts->child, "name");
     }
-    cJSON_ArrayForEach(ct, cts)
-        if (ray_jstr(ct, "name") && !strcmp(ray_jstr(ct, "name"), container))
-            break;
-    if (!ct) {
+    if (!(ct = find_container(pod->json, container))) {
         snprintf(msg, sizeof(msg), "container %.200s is not valid for pod %s", container, pod->name);
         rc = bad(req, msg);
         goto out;

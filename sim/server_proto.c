@@ -1,7 +1,8 @@
 /*
  * server_proto.c - decodes the Kubernetes protobuf envelope for the few simple
  * kinds that stock clients send as protobuf to kubesim: kubectl 1.32+ typed
- * generators (`kubectl create configmap|secret|namespace|serviceaccount`) encode
+ * generators (`kubectl create configmap|secret|namespace|serviceaccount|job`,
+ * `kubectl run`, `kubectl create service`) encode
  * their bodies as application/vnd.kubernetes.protobuf. kubesim otherwise speaks
  * JSON only; other kinds get a 415 naming the supported ones.
  *
@@ -153,16 +154,34 @@ static const struct pfield service_f[] = {
     { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &service_spec },
 };
 
+/* batch/v1 Jobs as `kubectl create job` builds them (batch/v1 generated.proto). */
+static const struct pfield pod_template_f[] = {
+    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &pod_spec },
+};
+static const struct pmsg pod_template = STRICT_MSG(pod_template_f);
+static const struct pfield job_spec_f[] = {
+    { 1, "parallelism", F_INT64, NULL, true }, { 2, "completions", F_INT64, NULL, true },
+    { 3, "activeDeadlineSeconds", F_INT64, NULL, true },
+    { 5, "manualSelector", F_BOOL, NULL, true }, { 6, "template", F_MSG, &pod_template },
+    { 7, "backoffLimit", F_INT64, NULL, true }, { 8, "ttlSecondsAfterFinished", F_INT64, NULL, true },
+    { 9, "completionMode", F_STRING, NULL }, { 10, "suspend", F_BOOL, NULL, true },
+};
+static const struct pmsg job_spec = STRICT_MSG(job_spec_f);
+static const struct pfield job_f[] = {
+    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &job_spec },
+};
+
 static const struct {
-    const char *kind;
+    const char *api_version, *kind;
     struct pmsg msg;
 } kinds[] = {
-    { "ConfigMap", MSG(configmap_f) },
-    { "Secret", MSG(secret_f) },
-    { "Namespace", MSG(namespace_f) },
-    { "ServiceAccount", MSG(service_account_f) },
-    { "Pod", STRICT_MSG(pod_f) },   /* status (field 3) is accepted only empty */
-    { "Service", STRICT_MSG(service_f) },
+    { "v1", "ConfigMap", MSG(configmap_f) },
+    { "v1", "Secret", MSG(secret_f) },
+    { "v1", "Namespace", MSG(namespace_f) },
+    { "v1", "ServiceAccount", MSG(service_account_f) },
+    { "v1", "Pod", STRICT_MSG(pod_f) },   /* status (field 3) is accepted only empty */
+    { "v1", "Service", STRICT_MSG(service_f) },
+    { "batch/v1", "Job", STRICT_MSG(job_f) },   /* status likewise */
 };
 
 struct rd {
@@ -537,7 +556,7 @@ int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, si
         }
     }
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        if (strcmp(kind, kinds[i].kind) != 0 || strcmp(api_version, "v1") != 0)
+        if (strcmp(kind, kinds[i].kind) != 0 || strcmp(api_version, kinds[i].api_version) != 0)
             continue;
         if (!raw.p || !(obj = cJSON_CreateObject()))
             goto bad;
@@ -559,7 +578,8 @@ int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, si
         return 0;
     }
     snprintf(err, errlen, "kubesim decodes protobuf only for v1 ConfigMap, Secret, Namespace, "
-             "ServiceAccount, Pod and Service, not %.40s %.40s; send JSON", api_version, kind);
+             "ServiceAccount, Pod, Service and batch/v1 Job, not %.40s %.40s; send JSON",
+             api_version, kind);
     return -EPROTONOSUPPORT;
 bad:
     snprintf(err, errlen, "malformed protobuf body");

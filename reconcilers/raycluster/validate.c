@@ -97,16 +97,25 @@ static int validate_group_labels(const char *gname, const cJSON *group, struct v
         const char *val = cJSON_IsString(l) ? l->valuestring : "";
         if (!l->string)
             continue;
+        /* One entry per apimachinery error, joined by "; " as KubeRay joins them. */
         if (rc_qualified_name_error(l->string, kerr, sizeof(kerr)))
-            w += (size_t)snprintf(e->msg + w, w < sizeof(e->msg) ? sizeof(e->msg) - w : 0,
-                                  "%sinvalid label key for %s group: '%s', error: %s",
-                                  w ? "; " : "", gname, l->string, kerr);
+            for (char *m = kerr, *nl; m && w < sizeof(e->msg); m = nl ? nl + 1 : NULL) {
+                if ((nl = strchr(m, '\n')))
+                    *nl = '\0';
+                w += (size_t)snprintf(e->msg + w, sizeof(e->msg) - w,
+                                      "%sinvalid label key for %s group: '%s', error: %s",
+                                      w ? "; " : "", gname, l->string, m);
+            }
         if (w >= sizeof(e->msg))
             break;
         if (rc_label_value_error(val, verr_, sizeof(verr_)))
-            w += (size_t)snprintf(e->msg + w, w < sizeof(e->msg) ? sizeof(e->msg) - w : 0,
-                                  "%sinvalid label value for key '%s' in %s group: '%s', error: %s",
-                                  w ? "; " : "", l->string, gname, val, verr_);
+            for (char *m = verr_, *nl; m && w < sizeof(e->msg); m = nl ? nl + 1 : NULL) {
+                if ((nl = strchr(m, '\n')))
+                    *nl = '\0';
+                w += (size_t)snprintf(e->msg + w, sizeof(e->msg) - w,
+                                      "%sinvalid label value for key '%s' in %s group: '%s', "
+                                      "error: %s", w ? "; " : "", l->string, gname, val, m);
+            }
         if (w >= sizeof(e->msg))
             break;
     }
@@ -163,7 +172,7 @@ static int validate_priority(const cJSON *rc, const cJSON *g, struct verr *e)
 static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
 {
     const cJSON *groups = rcj_get(rc_spec(rc), "workerGroupSpecs"), *g;
-    int i = 0, r;
+    int r;
     cJSON_ArrayForEach(g, (cJSON_IsArray(groups) ? groups : NULL)) {
         const char *gn = group_name(g);
         if (containers_count(g) == 0)
@@ -188,7 +197,6 @@ static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
         if (rc_group_num_hosts(g) < 1)
             return fail(e, "worker group %s has numOfHosts %lld; it must be at least 1", gn,
                         (long long)rc_group_num_hosts(g));
-        i++;
     }
     return 0;
 }

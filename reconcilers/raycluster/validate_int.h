@@ -12,7 +12,7 @@
 bool rc_is_dns1035_label(const char *s);
 /* The IsDNS1035Label error list joined by " " (as %v prints a []string, minus brackets). */
 const char *rc_dns1035_error(const char *s);
-/* 0 when valid; else 1 with the messages joined by " " in err. */
+/* 0 when valid; else 1 with apimachinery's messages, one per line, in err. */
 int rc_qualified_name_error(const char *s, char *err, size_t cap);
 int rc_label_value_error(const char *s, char *err, size_t cap);
 /* Compares a generic version ("2.52.0", "2.9", "2.41.0rc1") with want: *cmp < 0, 0, > 0.

@@ -89,7 +89,7 @@ static void add(char *err, size_t cap, size_t *w, const char *prefix, const char
 {
     if (*w >= cap)
         return;
-    int n = snprintf(err + *w, cap - *w, "%s%s%s", *w ? " " : "", prefix, msg);
+    int n = snprintf(err + *w, cap - *w, "%s%s%s", *w ? "\n" : "", prefix, msg);
     if (n > 0)
         *w += (size_t)n;
 }
@@ -107,12 +107,14 @@ int rc_qualified_name_error(const char *s, char *err, size_t cap)
                 "prefix and '/' (e.g. 'example.com/MyName')");
             return 1;
         }
-        if (plen == 0)
+        if (plen == 0) {
             add(err, cap, &w, "", "prefix part must be non-empty");
-        else if (plen > 253)
-            add(err, cap, &w, "prefix part ", "must be no more than 253 characters");
-        else if (!dns1123_subdomain(s, plen))
-            add(err, cap, &w, "prefix part ", DNS1123_SUB_MSG);
+        } else {
+            if (plen > 253)
+                add(err, cap, &w, "prefix part ", "must be no more than 253 characters");
+            if (!dns1123_subdomain(s, plen))
+                add(err, cap, &w, "prefix part ", DNS1123_SUB_MSG);
+        }
         name = slash + 1;
     }
     size_t n = strlen(name);
@@ -120,7 +122,7 @@ int rc_qualified_name_error(const char *s, char *err, size_t cap)
         add(err, cap, &w, "", "name part must be non-empty");
     else if (n > 63)
         add(err, cap, &w, "", "name part must be no more than 63 characters");
-    if (n && !qname_part(name, n))
+    if (!qname_part(name, n))
         add(err, cap, &w, "name part ", QNAME_MSG);
     return w ? 1 : 0;
 }

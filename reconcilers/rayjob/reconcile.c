@@ -423,7 +423,7 @@ static int write_status(struct host_ctx *ctx, struct observed *o, struct rj_plan
     cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
     cJSON_AddItemReferenceToObject(obj, "status", p->status);
     int rc = host_update_status(ctx, &KUBE_RES_RAYJOBS, ctx->ns, obj, &kr);
-    host_log(ctx, rc < 0 ? LOG_INFO : LOG_INFO, rc < 0 ? "Failed to update RayJob status"
+    host_log(ctx, rc < 0 ? LOG_WARN : LOG_INFO, rc < 0 ? "Failed to update RayJob status"
              : "updateRayJobStatus",
              "oldJobDeploymentStatus", rj_str(o->rj, "status.jobDeploymentStatus"),
              "newJobDeploymentStatus", rj_str(p->status, "jobDeploymentStatus"),

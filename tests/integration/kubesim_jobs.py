@@ -14,8 +14,9 @@
 # running Pods; a suspended Job has no Pods and Suspended=True until resumed; Indexed
 # completion (index annotation/label, hostname, completedIndexes "0-2"); a deleted running
 # Pod counts as failed and is replaced; deleting a running Job takes its Pods (tracking
-# finalizers released); ttlSecondsAfterFinished deletes the Job and its Pods; `kubectl get jobs` shows
-# STATUS/COMPLETIONS/DURATION. Every wait polls with a deadline.
+# finalizers released); ttlSecondsAfterFinished deletes the Job and its Pods; `kubectl
+# create job` (a protobuf body) and `kubectl wait --for=condition=complete`; `kubectl get
+# jobs` shows STATUS/COMPLETIONS/DURATION. Every wait polls with a deadline.
 # Prints "ok - ..." / "not ok - ..." lines; exits 1 if any check failed.
 import json
 import os
@@ -151,6 +152,10 @@ def run(sim):
               st.get("ready") == 0 and st.get("terminating") == 0 and
               st.get("uncountedTerminatedPods") == {}, st)
         check("startTime and completionTime set", st.get("startTime") and st.get("completionTime"), st)
+        check("the Job took its template's labels (job-name, controller-uid, app)",
+              j["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name") == "comp" and
+              j["metadata"]["labels"].get("controller-uid") == j["metadata"]["uid"] and
+              j["metadata"]["labels"].get("app") == "comp", j["metadata"].get("labels"))
         check("never more than parallelism=2 Pods running at once", 1 <= most[0] <= 2, most)
         pods = job_pods(sim, "comp")
         uid = j["metadata"]["uid"]
@@ -271,11 +276,19 @@ def run(sim):
     check("... and its Pods with it", wait_until(10, lambda: job_pods(sim, "ttl") == []),
           [p["metadata"]["name"] for p in job_pods(sim, "ttl")])
 
-    # ---- kubectl get jobs
+    # ---- kubectl create job (a protobuf body) / wait / get jobs
     env = dict(os.environ, KUBECONFIG=sim.kubeconfig)
-    out = subprocess.run([KUBECTL, "--cache-dir", os.path.join(sim.work, "cache"),
-                          "--request-timeout=20s", "get", "jobs"],
-                         capture_output=True, text=True, env=env, timeout=30)
+
+    def kubectl(*args):
+        return subprocess.run([KUBECTL, "--cache-dir", os.path.join(sim.work, "cache"),
+                               "--request-timeout=20s"] + list(args),
+                              capture_output=True, text=True, env=env, timeout=40)
+    out = kubectl("create", "job", "hello", "--image=busybox:1.36", "--", "echo", "hi")
+    check("kubectl create job (protobuf body) is accepted", out.returncode == 0, out.stdout + out.stderr)
+    out = kubectl("wait", "--for=condition=complete", "job/hello", "--timeout=20s")
+    check("kubectl wait --for=condition=complete job/hello", out.returncode == 0 and
+          "condition met" in out.stdout, out.stdout + out.stderr)
+    out = kubectl("get", "jobs")
     rows = {l.split()[0]: l.split() for l in out.stdout.splitlines()[1:] if l.split()}
     check("kubectl get jobs: header NAME STATUS COMPLETIONS DURATION AGE",
           out.stdout.split("\n")[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],

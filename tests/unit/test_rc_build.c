@@ -234,6 +234,60 @@ static cJSON *yaml_rc(const char *yaml)
     return rc;
 }
 
+static void test_complete(void **state)
+{
+    (void)state;
+    int err = 0;
+    cJSON *rc = rct_sample("ray-cluster.complete.yaml");
+    cJSON *head = rc_build_head_pod(rc, NULL, &err);
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
+    cJSON *svc = rc_build_head_service(rc, NULL, &err);
+    assert_non_null(head);
+    assert_non_null(w);
+    assert_non_null(svc);
+    /* the user's dashboard-host is kept, num-cpus from the CPU limit (not the request) */
+    assert_string_equal(arg0(ray0(head)),
+                        "ulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; ray start --head  --block  "
+                        "--dashboard-agent-listen-port=52365  --dashboard-host=0.0.0.0  "
+                        "--memory=5368709120  --metrics-export-port=8080  --num-cpus=1 ");
+    /* the user's volume and mount first, then /dev/shm sized by the memory limit */
+    cJSON *want = cJSON_Parse("[{\"name\":\"ray-logs\",\"emptyDir\":{}},{\"name\":\"shared-mem\","
+                              "\"emptyDir\":{\"medium\":\"Memory\",\"sizeLimit\":\"5Gi\"}}]");
+    rct_assert_json(jget(jget(head, "spec"), "volumes"), want, "head volumes");
+    cJSON_Delete(want);
+    want = cJSON_Parse("[{\"mountPath\":\"/tmp/ray\",\"name\":\"ray-logs\"},"
+                       "{\"mountPath\":\"/dev/shm\",\"name\":\"shared-mem\"}]");
+    rct_assert_json(jget(ray0(head), "volumeMounts"), want, "head volumeMounts");
+    cJSON_Delete(want);
+    /* wait-gcs-ready takes the Ray container's mounts as the user wrote them (no /dev/shm) */
+    want = cJSON_Parse("[{\"mountPath\":\"/tmp/ray\",\"name\":\"ray-logs\"}]");
+    rct_assert_json(jget(cJSON_GetArrayItem(jget(jget(w, "spec"), "initContainers"), 0),
+                         "volumeMounts"), want, "wait-gcs-ready volumeMounts");
+    cJSON_Delete(want);
+    /* serviceType ClusterIP is still made headless; the port named gcs keeps its name */
+    want = cJSON_Parse("{\"selector\":{\"ray.io/cluster\":\"raycluster-complete\","
+                       "\"ray.io/node-type\":\"head\",\"ray.io/identifier\":\"raycluster-complete-head\","
+                       "\"app.kubernetes.io/name\":\"kuberay\",\"app.kubernetes.io/created-by\":"
+                       "\"kuberay-operator\"},\"ports\":[{\"name\":\"client\",\"port\":10001,"
+                       "\"appProtocol\":\"tcp\"},{\"name\":\"dashboard\",\"port\":8265,\"appProtocol\":"
+                       "\"tcp\"},{\"name\":\"gcs\",\"port\":6379,\"appProtocol\":\"tcp\"},{\"name\":"
+                       "\"metrics\",\"port\":8080,\"appProtocol\":\"tcp\"}],\"type\":\"ClusterIP\","
+                       "\"clusterIP\":\"None\",\"publishNotReadyAddresses\":true}");
+    rct_assert_json(jget(svc, "spec"), want, "head Service spec");
+    cJSON_Delete(want);
+    /* requests win over limits: 500m + 500m CPU, 2Gi + 1Gi memory */
+    struct rc_resources res;
+    assert_int_equal(rc_desired_resources(rc, &res), 0);
+    assert_string_equal(res.cpu, "1");
+    assert_string_equal(res.memory, "3Gi");
+    assert_string_equal(res.gpu, "0");
+    assert_string_equal(res.tpu, "0");
+    cJSON_Delete(svc);
+    cJSON_Delete(w);
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+}
+
 static void test_autoscaler(void **state)
 {
     (void)state;
@@ -564,6 +618,18 @@ static void test_gcs_ft(void **state)
     cJSON_Delete(head);
     cJSON_Delete(rc);
 
+    /* The deprecated style (ray-cluster.deprecate-gcs-ft.yaml): the user's RAY_REDIS_ADDRESS and
+     * REDIS_PASSWORD stay as given, nothing is added twice, the param is passed through. */
+    rc = rct_sample("ray-cluster.deprecate-gcs-ft.yaml");
+    head = rc_build_head_pod(rc, NULL, &err);
+    env_names(ray0(head), names, sizeof(names));
+    assert_non_null(strstr(names, "RAY_REDIS_ADDRESS REDIS_PASSWORD RAY_external_storage_namespace "
+                                  "RAY_CLUSTER_NAME "));
+    assert_null(strstr(strstr(names, "REDIS_PASSWORD") + 1, "REDIS_PASSWORD"));
+    assert_non_null(strstr(arg0(ray0(head)), " --redis-password=$REDIS_PASSWORD "));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+
     /* No FT: no Job. */
     rc = rct_sample("ray-cluster.sample.yaml");
     err = 0;
@@ -878,6 +944,7 @@ int main(void)
         cmocka_unit_test(test_sample_head_pod),
         cmocka_unit_test(test_sample_worker_pod),
         cmocka_unit_test(test_sample_head_service),
+        cmocka_unit_test(test_complete),
         cmocka_unit_test(test_autoscaler),
         cmocka_unit_test(test_autoscaler_v2),
         cmocka_unit_test(test_commands),

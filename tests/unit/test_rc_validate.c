@@ -266,6 +266,29 @@ static const struct rule rules[] = {
       "The RayCluster spec is invalid ns/rc: spec.managedBy: Invalid value: \"someone-else\": the "
       "managedBy field value must be either 'ray.io/kuberay-operator' or "
       "'kueue.x-k8s.io/multikueue'" },
+    { "spec.headGroupSpec.labels", "{\"Example.com/x\":\"v\"}", NULL, NULL,
+      "InvalidRayClusterSpec",
+      "The RayCluster spec is invalid ns/rc: invalid label key for Head group: 'Example.com/x', "
+      "error: prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+      "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+      "'example.com', regex used for validation is "
+      "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')" },
+    { "spec.headGroupSpec.labels",
+      "{\"a234567890123456789012345678901234567890123456789012345678901234\":\"v\"}", NULL, NULL,
+      "InvalidRayClusterSpec",
+      "The RayCluster spec is invalid ns/rc: invalid label key for Head group: "
+      "'a234567890123456789012345678901234567890123456789012345678901234', error: name part must "
+      "be no more than 63 characters" },
+    { "spec.authOptions", "{\"mode\":\"token\"}", "spec.rayVersion", "\"2\"",
+      "InvalidRayClusterSpec",
+      "The RayCluster spec is invalid ns/rc: authOptions.mode is 'token' but RayVersion format is "
+      "invalid: 2, could not parse \"2\" as version" },
+    { "spec.headGroupSpec.labels", "{\"a/\":\"v\"}", NULL, NULL, "InvalidRayClusterSpec",
+      "The RayCluster spec is invalid ns/rc: invalid label key for Head group: 'a/', error: name "
+      "part must be non-empty; invalid label key for Head group: 'a/', error: name part must "
+      "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+      "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+      "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')" },
     /* upgrade strategy and status */
     { "spec.upgradeStrategy", "{\"type\":\"Rolling\"}", NULL, NULL, "InvalidRayClusterSpec",
       "The RayCluster UpgradeStrategy is invalid ns/rc: The RayCluster spec is invalid: "
@@ -312,6 +335,43 @@ static void test_rules(void **state)
             fail_msg("rule %zu (%s) not rejected", i, r->path);
         assert_string_equal(why.reason, r->reason);
         assert_string_equal(why.message, r->message);
+        cJSON_Delete(rc);
+    }
+}
+
+/* Edits that must keep the base cluster valid. */
+static const struct rule accepted[] = {
+    { "spec.headGroupSpec.labels", "{\"example.com/My_Name\":\"v_1.x\",\"k\":\"\"}", NULL, NULL,
+      NULL, NULL },
+    { "spec.enableInTreeAutoscaling", "true", "spec.autoscalerOptions",
+      "{\"version\":\"v2\",\"idleTimeoutSeconds\":0}", NULL, NULL },
+    { "spec.enableInTreeAutoscaling", "true", "spec.headGroupSpec.template.spec.containers.0.env",
+      "[{\"name\":\"RAY_enable_autoscaler_v2\",\"value\":\"true\"}]", NULL, NULL },
+    { "spec.authOptions", "{\"mode\":\"token\"}", "spec.rayVersion", "\"2.52\"", NULL, NULL },
+    { "spec.authOptions", "{\"mode\":\"token\"}", "spec.rayVersion", "\"v2.60.1-rc1\"", NULL,
+      NULL },
+    { "spec.upgradeStrategy", "{\"type\":\"Recreate\"}", NULL, NULL, NULL, NULL },
+    { "spec.managedBy", "\"kueue.x-k8s.io/multikueue\"", NULL, NULL, NULL, NULL },
+    { "spec.workerGroupSpecs.0.minReplicas", NULL, "spec.enableInTreeAutoscaling", "true", NULL,
+      NULL },
+    { "spec.gcsFaultToleranceOptions", "{\"redisAddress\":\"r:6379\",\"backend\":\"redis\"}",
+      NULL, NULL, NULL, NULL },
+    { "metadata.annotations", "{\"ray.io/ft-enabled\":\"true\"}",
+      "spec.headGroupSpec.template.spec.containers.0.env",
+      "[{\"name\":\"RAY_REDIS_ADDRESS\",\"value\":\"r:6379\"}]", NULL, NULL },
+};
+
+static void test_accepted(void **state)
+{
+    (void)state;
+    struct rc_invalid why;
+    for (size_t i = 0; i < sizeof(accepted) / sizeof(accepted[0]); i++) {
+        cJSON *rc = base();
+        edit(rc, accepted[i].path, accepted[i].value);
+        if (accepted[i].path2)
+            edit(rc, accepted[i].path2, accepted[i].value2);
+        if (rc_validate(rc, &why) != 0)
+            fail_msg("case %zu (%s) rejected: %s", i, accepted[i].path, why.message);
         cJSON_Delete(rc);
     }
 }
@@ -505,6 +565,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
+        cmocka_unit_test(test_accepted),
         cmocka_unit_test(test_managed_by_and_warning),
         cmocka_unit_test(test_all_samples),
     };

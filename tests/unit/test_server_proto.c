@@ -332,6 +332,88 @@ static void test_service_int_or_string_and_zero_values(void **state)
     buf_free(&body);
 }
 
+/* A Job as `kubectl create job hello --image=busybox -- echo hi` builds it (plus the
+ * scalars a Job manifest can carry): zero values in pointer fields are kept, the
+ * all-zero status kubectl sends is accepted. */
+static void test_job(void **state)
+{
+    struct buf m = { 0 }, c = { 0 }, pspec = { 0 }, tmpl = { 0 }, tm = { 0 }, spec = { 0 },
+               st = { 0 }, job = { 0 }, body = { 0 }, empty = { 0 };
+    const cJSON *s, *ps;
+    cJSON *o;
+    int rc;
+    (void)state;
+
+    put_str(&m, 1, "hello");
+    put_str(&c, 1, "hello");
+    put_str(&c, 2, "busybox");
+    put_str(&c, 3, "echo");
+    put_str(&c, 3, "hi");
+    put_msg(&c, 8, &empty);
+    put_msg(&pspec, 2, &c);
+    put_str(&pspec, 3, "Never");
+    put_msg(&tm, 1, &empty);
+    put_msg(&tmpl, 1, &tm);
+    put_msg(&tmpl, 2, &pspec);
+    put_varint(&spec, 2 << 3);          /* completions 3 */
+    put_varint(&spec, 3);
+    put_varint(&spec, 7 << 3);          /* backoffLimit 0: set on purpose, kept */
+    put_varint(&spec, 0);
+    put_msg(&spec, 6, &tmpl);
+    put_str(&spec, 9, "Indexed");
+    put_bool(&spec, 10, true);
+    put_varint(&st, 4 << 3);            /* status {active: 0, uncountedTerminatedPods: {}} */
+    put_varint(&st, 0);
+    put_msg(&st, 8, &empty);
+    put_msg(&job, 1, &m);
+    put_msg(&job, 2, &spec);
+    put_msg(&job, 3, &st);
+    envelope(&body, "batch/v1", "Job", &job);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(str_at(o, "apiVersion", NULL), "batch/v1");
+    assert_string_equal(str_at(o, "kind", NULL), "Job");
+    assert_string_equal(str_at(o, "metadata", "name"), "hello");
+    s = cJSON_GetObjectItemCaseSensitive(o, "spec");
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(s, "completions")), 3);
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(s, "backoffLimit"));
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(s, "backoffLimit")), 0);
+    assert_string_equal(str_at(s, "completionMode", NULL), "Indexed");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "suspend")));
+    assert_null(cJSON_GetObjectItemCaseSensitive(s, "parallelism"));
+    ps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "template"), "spec");
+    assert_string_equal(str_at(ps, "restartPolicy", NULL), "Never");
+    assert_string_equal(str_at(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ps, "containers"), 0),
+                               "image", NULL), "busybox");
+    cJSON_Delete(o);
+
+    /* a JobSpec field not decoded (podFailurePolicy, 11) is refused, not dropped */
+    buf_reset(&body);
+    buf_reset(&job);
+    put_str(&st, 1, "x");
+    put_msg(&spec, 11, &st);
+    put_msg(&job, 1, &m);
+    put_msg(&job, 2, &spec);
+    envelope(&body, "batch/v1", "Job", &job);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, -EPROTONOSUPPORT);
+    assert_null(o);
+    /* Job under another group/version is not ours either */
+    buf_reset(&body);
+    envelope(&body, "v1", "Job", &job);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, -EPROTONOSUPPORT);
+    buf_free(&m);
+    buf_free(&c);
+    buf_free(&pspec);
+    buf_free(&tmpl);
+    buf_free(&tm);
+    buf_free(&spec);
+    buf_free(&st);
+    buf_free(&job);
+    buf_free(&body);
+}
+
 static void test_unsupported_kind(void **state)
 {
     struct buf raw = { 0 }, body = { 0 };
@@ -418,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_configmap),
         cmocka_unit_test(test_secret_namespace_serviceaccount),
         cmocka_unit_test(test_pod),
+        cmocka_unit_test(test_job),
         cmocka_unit_test(test_service_int_or_string_and_zero_values),
         cmocka_unit_test(test_unsupported_kind),
         cmocka_unit_test(test_malformed),
