@@ -618,6 +618,18 @@ static void test_gcs_ft(void **state)
     cJSON_Delete(head);
     cJSON_Delete(rc);
 
+    /* The deprecated style (ray-cluster.deprecate-gcs-ft.yaml): the user's RAY_REDIS_ADDRESS and
+     * REDIS_PASSWORD stay as given, nothing is added twice, the param is passed through. */
+    rc = rct_sample("ray-cluster.deprecate-gcs-ft.yaml");
+    head = rc_build_head_pod(rc, NULL, &err);
+    env_names(ray0(head), names, sizeof(names));
+    assert_non_null(strstr(names, "RAY_REDIS_ADDRESS REDIS_PASSWORD RAY_external_storage_namespace "
+                                  "RAY_CLUSTER_NAME "));
+    assert_null(strstr(strstr(names, "REDIS_PASSWORD") + 1, "REDIS_PASSWORD"));
+    assert_non_null(strstr(arg0(ray0(head)), " --redis-password=$REDIS_PASSWORD "));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+
     /* No FT: no Job. */
     rc = rct_sample("ray-cluster.sample.yaml");
     err = 0;
