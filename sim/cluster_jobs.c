@@ -389,7 +389,8 @@ void cl_job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms)
 
 void cl_job_ttl(struct cluster *c, struct cl_job *j)
 {
-    const cJSON *job = j->obj->json, *ttl = cl_jget(cl_jget(job, "spec"), "ttlSecondsAfterFinished");
+    const cJSON *job = j->obj->json;
+    const cJSON *ttl = cl_jget(cl_jget(job, "spec"), "ttlSecondsAfterFinished");
     const cJSON *status = cl_jget(job, "status");
     const cJSON *cd = cl_job_cond_true(status, "Complete") ? cl_job_cond_find(status, "Complete")
                                                     : cl_job_cond_find(status, "Failed");

@@ -194,8 +194,10 @@ static void count_pods(struct jsync *x, long *new_succ, long *new_fail, long *re
             cJSON_ArrayForEach(cs, cl_jget(cl_jget(p, "status"), "initContainerStatuses"))
                 *restarts += num_or(cs, "restartCount", 0);
         }
-        if (!cl_job_has_finalizer(p, TRACKING_FIN) || cl_job_uid_in(cl_jget(unc, "succeeded"), jp->obj->uid) ||
-            cl_job_uid_in(cl_jget(unc, "failed"), jp->obj->uid) || (x->indexed && !index_valid(x, ix)))
+        if (!cl_job_has_finalizer(p, TRACKING_FIN) ||
+            cl_job_uid_in(cl_jget(unc, "succeeded"), jp->obj->uid) ||
+            cl_job_uid_in(cl_jget(unc, "failed"), jp->obj->uid) ||
+            (x->indexed && !index_valid(x, ix)))
             continue;
         if (!strcmp(ph, "Succeeded"))
             (*new_succ)++;
@@ -278,6 +280,23 @@ static void delete_some(struct jsync *x, long n, bool drop_finalizer)
     }
 }
 
+/* One Pod. A failed create stops this sync's creates (the real controller's slow
+ * start stops after a failed batch) and retries after 1 s doubling to 1 min, as
+ * the controller's rate-limited requeue, so a Job that cannot create Pods does not
+ * flood FailedCreate Events. */
+static int create_one(struct jsync *x, long index)
+{
+    if (cl_job_pod_create(x->c, x->j, index) < 0) {
+        long ms = 1000L << (x->j->create_errors < 6 ? x->j->create_errors : 6);
+        x->j->create_errors++;
+        cl_job_wake(x->c, x->j, (uint64_t)(ms > 60000 ? 60000 : ms));
+        return -1;
+    }
+    x->j->create_errors = 0;
+    x->active++;
+    return 0;
+}
+
 /* manageJob: creates or deletes Pods towards the wanted number; suspend. */
 static void manage(struct jsync *x)
 {
@@ -317,8 +336,8 @@ static void manage(struct jsync *x)
         diff = MAX_CREATE_DELETE;
     if (!x->indexed) {
         for (long i = 0; i < diff; i++)
-            if (cl_job_pod_create(x->c, x->j, -1) == 0)
-                x->active++;
+            if (create_one(x, -1) < 0)
+                break;
         return;
     }
     {
@@ -336,8 +355,8 @@ static void manage(struct jsync *x)
         for (long ix = 0; ix < x->completions && diff > 0; ix++) {
             if (((x->idx[ix / 8] | held[ix / 8]) >> (ix % 8)) & 1)
                 continue;
-            if (cl_job_pod_create(x->c, x->j, ix) == 0)
-                x->active++;
+            if (create_one(x, ix) < 0)
+                break;
             diff--;
         }
         free(held);
@@ -401,7 +420,8 @@ static int track(struct jsync *x, const cJSON *old_status)
         if (succ && !cl_job_uid_in(cl_jget(unc, "failed"), uid)) {
             if (!x->indexed && !cl_job_uid_in(cl_jget(unc, "succeeded"), uid))
                 uid_add(unc, "succeeded", uid);
-        } else if ((failed || x->finish == FIN_FAIL) && !cl_job_uid_in(cl_jget(unc, "failed"), uid) &&
+        } else if ((failed || x->finish == FIN_FAIL) &&
+                   !cl_job_uid_in(cl_jget(unc, "failed"), uid) &&
                    (!x->indexed || index_valid(x, ix))) {
             uid_add(unc, "failed", uid);
         }
@@ -493,10 +513,13 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
             log_warn("jobs: malformed status.completedIndexes ignored", "job", j->key, NULL);
     }
     count_pods(&x, &new_succ, &new_fail, &restarts);
-    x.succeeded = num_or(x.st, "succeeded", 0) + new_succ +
-                  cJSON_GetArraySize(cl_jget(cl_jget(x.st, "uncountedTerminatedPods"), "succeeded"));
-    x.failed = num_or(x.st, "failed", 0) + new_fail +
-               cJSON_GetArraySize(cl_jget(cl_jget(x.st, "uncountedTerminatedPods"), "failed"));
+    {
+        const cJSON *unc = cl_jget(x.st, "uncountedTerminatedPods");
+        x.succeeded = num_or(x.st, "succeeded", 0) + new_succ +
+                      cJSON_GetArraySize(cl_jget(unc, "succeeded"));
+        x.failed = num_or(x.st, "failed", 0) + new_fail +
+                   cJSON_GetArraySize(cl_jget(unc, "failed"));
+    }
     if (x.indexed)
         x.succeeded = cluster_job_indexes_count(x.idx, x.completions);
     if (new_succ)
