@@ -73,6 +73,14 @@ struct rc_build_opts {
     bool enable_probes_injection;          /* ENABLE_PROBES_INJECTION (default true) */
     bool enable_head_cluster_ip_service;   /* ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE (default false) */
     bool enable_login_shell;               /* ENABLE_LOGIN_SHELL: bash -lc (default false) */
+    /* KubeRay's operator configuration (config file), borrowed, NULL when unset:
+     * containers appended to head / worker Pods, env vars added to the Ray container
+     * unless it sets them, annotations and labels added to every Ray Pod unless present. */
+    const cJSON *head_sidecar_containers;  /* array of Container */
+    const cJSON *worker_sidecar_containers;/* array of Container */
+    const cJSON *default_container_envs;   /* array of EnvVar */
+    const cJSON *default_pod_annotations;  /* object of strings */
+    const cJSON *default_pod_labels;       /* object of strings */
 };
 void rc_build_opts_default(struct rc_build_opts *o);
 /* Defaults, then KubeRay's operator environment variables (ENABLE_INIT_CONTAINER_

@@ -945,6 +945,52 @@ static void test_ingress_and_auth_secret(void **state)
     cJSON_Delete(rc);
 }
 
+static void test_operator_config(void **state)
+{
+    (void)state;
+    int err = 0, idx = -1;
+    struct rc_build_opts o;
+    cJSON *hs = cJSON_Parse("[{\"name\":\"log-shipper\",\"image\":\"fluent-bit\"}]");
+    cJSON *ws = cJSON_Parse("[{\"name\":\"worker-side\",\"image\":\"busybox\"}]");
+    cJSON *envs = cJSON_Parse("[{\"name\":\"TZ\",\"value\":\"UTC\"},{\"name\":\"RAY_PORT\","
+                              "\"value\":\"1\"}]");
+    cJSON *anns = cJSON_Parse("{\"team\":\"ml\",\"ray.io/ft-enabled\":\"maybe\"}");
+    cJSON *labels = cJSON_Parse("{\"cost-center\":\"42\",\"ray.io/cluster\":\"other\"}");
+    rc_build_opts_default(&o);
+    o.head_sidecar_containers = hs;
+    o.worker_sidecar_containers = ws;
+    o.default_container_envs = envs;
+    o.default_pod_annotations = anns;
+    o.default_pod_labels = labels;
+    cJSON *rc = rct_sample("ray-cluster.autoscaler.yaml");
+    cJSON *head = rc_build_head_pod(rc, &o, &err);
+    assert_non_null(head);
+    /* sidecar after the autoscaler, as buildHeadPod appends it */
+    assert_string_equal(rct_str_at(jget(head, "spec"), "containers.2.name"), "log-shipper");
+    assert_null(rct_container(head, "worker-side"));
+    /* default envs first; RAY_PORT taken from the config, so KubeRay's is not added */
+    assert_non_null(rct_env(ray0(head), "TZ", &idx));
+    assert_int_equal(idx, 0);
+    assert_string_equal(rct_env_value(ray0(head), "RAY_PORT"), "1");
+    /* added where absent, never over what KubeRay set */
+    assert_string_equal(jstr(ann_map(head), "team"), "ml");
+    assert_string_equal(jstr(ann_map(head), "ray.io/ft-enabled"), "false");
+    assert_string_equal(jstr(label_map(head), "cost-center"), "42");
+    assert_string_equal(jstr(label_map(head), "ray.io/cluster"), "raycluster-autoscaler");
+    cJSON_Delete(head);
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, &o, &err);
+    assert_string_equal(rct_str_at(jget(w, "spec"), "containers.1.name"), "worker-side");
+    assert_string_equal(jstr(ann_map(w), "team"), "ml");
+    assert_string_equal(jstr(ann_map(w), "ray.io/ft-enabled"), "maybe");
+    cJSON_Delete(w);
+    cJSON_Delete(rc);
+    cJSON_Delete(hs);
+    cJSON_Delete(ws);
+    cJSON_Delete(envs);
+    cJSON_Delete(anns);
+    cJSON_Delete(labels);
+}
+
 static void test_spec_hash_and_replicas(void **state)
 {
     (void)state;
@@ -1044,6 +1090,7 @@ int main(void)
         cmocka_unit_test(test_serve_service),
         cmocka_unit_test(test_labels_names_and_creators),
         cmocka_unit_test(test_ingress_and_auth_secret),
+        cmocka_unit_test(test_operator_config),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),
     };
