@@ -115,11 +115,12 @@ moved() { [ "$(last)" != "$L1" ]; }
 wait_until "lastScheduleTime advances" 8 moved
 L2=$(last)
 D=$(( $(epoch "$L2") - $(epoch "$L1") ))
-[ "$D" = 2 ] && ok "lastScheduleTime moves one 2 s tick at a time ($L1 -> $L2)" \
-    || not_ok "lastScheduleTime moves one 2 s tick at a time" "$L1 -> $L2"
+# one tick per pass; a loaded machine may let two passes happen between two looks
+[ "$D" -gt 0 ] && [ $((D % 2)) = 0 ] && ok "lastScheduleTime advances in whole 2 s ticks ($L1 -> $L2)" \
+    || not_ok "lastScheduleTime advances in whole 2 s ticks" "$L1 -> $L2"
 # on time: the tick is never reached early, and not much later than due
 lag=$(( $(date +%s) - $(epoch "$L2") ))
-[ "$lag" -le 2 ] && ok "ticks are processed on time (lag ${lag}s)" || not_ok "ticks on time" "lag ${lag}s"
+[ "$lag" -le 3 ] && ok "ticks are processed on time (lag ${lag}s)" || not_ok "ticks on time" "lag ${lag}s"
 wait_until "a second tick in the same minute hits AlreadyExists and is skipped" 10 \
     grep -q '"msg":"RayJob for this tick already exists, skipping creation".*"name":"every"' "$WORK/controller.log" \
     && ok "a second tick in the same minute hits AlreadyExists and is skipped"
