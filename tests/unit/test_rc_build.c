@@ -856,6 +856,95 @@ static void test_labels_names_and_creators(void **state)
     cJSON_Delete(rc);
 }
 
+static void test_ingress_and_auth_secret(void **state)
+{
+    (void)state;
+    int err = 0;
+    char name[128];
+    cJSON *rc = rct_sample("ray-cluster.sample.yaml");
+    err = 0;
+    assert_null(rc_build_head_ingress(rc, NULL, &err)); /* enableIngress not set */
+    assert_int_equal(err, 0);
+    cJSON *head = (cJSON *)jget(jget(rc, "spec"), "headGroupSpec");
+    cJSON_AddBoolToObject(head, "enableIngress", 1);
+    cJSON_AddItemToObject(head, "ingressOptions",
+                          cJSON_Parse("{\"host\":\"ray.example.com\",\"path\":\"/ray\","
+                                      "\"pathType\":\"ImplementationSpecific\",\"tls\":[{\"hosts\":"
+                                      "[\"ray.example.com\"],\"secretName\":\"tls\"}]}"));
+    cJSON_AddItemToObject(cJSON_GetObjectItem(rc, "metadata"), "annotations",
+                          cJSON_Parse("{\"kubernetes.io/ingress.class\":\"nginx\","
+                                      "\"nginx.ingress.kubernetes.io/rewrite-target\":\"/\"}"));
+    cJSON *ing = rc_build_head_ingress(rc, NULL, &err);
+    cJSON *want = cJSON_Parse(
+        "{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"Ingress\",\"metadata\":{\"name\":"
+        "\"raycluster-kuberay-head-ingress\",\"namespace\":\"default\",\"labels\":{"
+        "\"ray.io/cluster\":\"raycluster-kuberay\",\"ray.io/identifier\":\"raycluster-kuberay-head\","
+        "\"app.kubernetes.io/name\":\"kuberay\",\"app.kubernetes.io/created-by\":\"kuberay-operator\"},"
+        "\"annotations\":{\"nginx.ingress.kubernetes.io/rewrite-target\":\"/\"},\"ownerReferences\":[{"
+        "\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"name\":\"raycluster-kuberay\",\"uid\":\""
+        RCT_UID "\",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"ingressClassName\":"
+        "\"nginx\",\"rules\":[{\"host\":\"ray.example.com\",\"http\":{\"paths\":[{\"path\":\"/ray\","
+        "\"pathType\":\"ImplementationSpecific\",\"backend\":{\"service\":{\"name\":"
+        "\"raycluster-kuberay-head-svc\",\"port\":{\"number\":8265}}}}]}}],\"tls\":[{\"hosts\":"
+        "[\"ray.example.com\"],\"secretName\":\"tls\"}]}}");
+    assert_non_null(ing);
+    rct_assert_json(ing, want, "head Ingress");
+    cJSON_Delete(want);
+    cJSON_Delete(ing);
+    /* defaults: "/" Prefix, no host, no class */
+    cJSON_DeleteItemFromObject(head, "ingressOptions");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(rc, "metadata"), "annotations");
+    ing = rc_build_head_ingress(rc, NULL, &err);
+    assert_string_equal(rct_str_at(ing, "spec.rules.0.http.paths.0.path"), "/");
+    assert_string_equal(rct_str_at(ing, "spec.rules.0.http.paths.0.pathType"), "Prefix");
+    assert_null(jget(cJSON_GetArrayItem(jget(jget(ing, "spec"), "rules"), 0), "host"));
+    assert_null(jget(jget(ing, "spec"), "ingressClassName"));
+    assert_null(jget(jget(ing, "metadata"), "annotations"));
+    cJSON_Delete(ing);
+    /* no authOptions: no Secret */
+    assert_int_equal(rc_auth_secret_name(rc, name, sizeof(name)), 0);
+    assert_string_equal(name, "");
+    assert_null(rc_build_auth_secret(rc, (const unsigned char *)"x", 1, &err));
+    cJSON_Delete(rc);
+
+    /* ray-cluster.auth.yaml: the Secret named after the cluster, base64 of the token */
+    rc = rct_sample("ray-cluster.auth.yaml");
+    const unsigned char token[5] = { 0x00, 0xff, 0x10, 'a', 'b' };
+    cJSON *sec = rc_build_auth_secret(rc, token, sizeof(token), &err);
+    want = cJSON_Parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{\"name\":\"ray-cluster-with-auth\","
+        "\"namespace\":\"default\",\"labels\":{\"ray.io/cluster\":\"ray-cluster-with-auth\","
+        "\"app.kubernetes.io/created-by\":\"kuberay-operator\"},\"ownerReferences\":[{"
+        "\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"name\":\"ray-cluster-with-auth\","
+        "\"uid\":\"" RCT_UID "\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+        "\"stringData\":{\"auth_token\":\"AP8QYWI=\"}}");
+    rct_assert_json(sec, want, "auth Secret");
+    cJSON_Delete(want);
+    cJSON_Delete(sec);
+    /* the Pods reference the same Secret */
+    cJSON *pod = rc_build_head_pod(rc, NULL, &err);
+    assert_string_equal(rct_str_at(rct_env(ray0(pod), "RAY_AUTH_TOKEN", NULL),
+                                   "valueFrom.secretKeyRef.name"), "ray-cluster-with-auth");
+    cJSON_Delete(pod);
+    err = 0;
+    assert_null(rc_build_auth_secret(rc, NULL, 0, &err));
+    assert_int_equal(err, -EINVAL);
+    cJSON_Delete(rc);
+    /* a user Secret, or Kubernetes token auth: none */
+    rc = rct_sample("ray-cluster.auth.secret-ref.yaml");
+    assert_int_equal(rc_auth_secret_name(rc, name, sizeof(name)), 0);
+    assert_string_equal(name, "");
+    cJSON_Delete(rc);
+    rc = rct_sample("ray-cluster.kubernetes.auth.yaml");
+    assert_int_equal(rc_auth_secret_name(rc, name, sizeof(name)), 0);
+    assert_string_equal(name, "");
+    pod = rc_build_head_pod(rc, NULL, &err);
+    assert_string_equal(rct_env_value(ray0(pod), "RAY_ENABLE_K8S_TOKEN_AUTH"), "true");
+    assert_null(rct_env(ray0(pod), "RAY_AUTH_TOKEN", NULL));
+    cJSON_Delete(pod);
+    cJSON_Delete(rc);
+}
+
 static void test_spec_hash_and_replicas(void **state)
 {
     (void)state;
@@ -954,6 +1043,7 @@ int main(void)
         cmocka_unit_test(test_custom_head_service),
         cmocka_unit_test(test_serve_service),
         cmocka_unit_test(test_labels_names_and_creators),
+        cmocka_unit_test(test_ingress_and_auth_secret),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),
     };
