@@ -22,9 +22,13 @@ start_kubesim || exit 1
 WORK=$KUBESIM_DIR
 cp "$RAYOP" "$WORK/rayop" && RAYOP=$WORK/rayop   # other builds may relink bin/rayop meanwhile
 STATE=$WORK/state; mkdir -p "$STATE"; chmod 700 "$STATE"
+# RCJ_IT_KEEP=DIR keeps the logs (after the processes exit: an ASan build reports leaks then);
+# after a failure they are kept in /tmp/raycronjob-it.PID anyway. RAYOP=BIN runs another build.
 finish() {
-    [ "$(lib_failures)" -gt 0 ] && { mkdir -p /tmp/raycronjob-it.$$; cp "$WORK"/*.log /tmp/raycronjob-it.$$/ 2>/dev/null; echo "# logs kept in /tmp/raycronjob-it.$$"; }
     kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
+    local keep=${RCJ_IT_KEEP:-}
+    [ -z "$keep" ] && [ "$(lib_failures)" -gt 0 ] && keep=/tmp/raycronjob-it.$$
+    [ -n "$keep" ] && { mkdir -p "$keep"; cp "$WORK"/*.log "$keep"/ 2>/dev/null; echo "# logs kept in $keep"; }
     "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
     _lib_cleanup
 }
