@@ -110,6 +110,10 @@ void ray_cluster_drop(struct ray *r, const char *uid);
 int ray_serve_handle(struct ray_cluster *c, uint64_t now_ms, const char *method,
                      const char *path, const char *body, size_t len, struct ray_resp *out);
 const char *ray_app_status(const struct ray_app *a, uint64_t now_ms);
+/* The Serve HTTP proxy (port 8000 of every Ray node once Serve runs): /-/healthz,
+ * /-/routes, and application routes by longest route_prefix. */
+int ray_serve_http(struct ray_cluster *c, uint64_t now_ms, const char *method,
+                   const char *path, struct ray_resp *out);
 /* Admin: sets (status "" clears) the forced status of an app. 0 or -ENOENT / -EINVAL. */
 int ray_serve_force(struct ray_cluster *c, const char *app, const char *status,
                     const char *message);
@@ -126,6 +130,7 @@ struct ray_target {
     char message[512];
     char uid[64];                /* head Pod uid when code == 0 */
     int workers;                 /* Ready workers of that cluster */
+    bool serve;                  /* the Serve HTTP proxy (port "serve"), not the dashboard */
 };
 /* Service ns/name, port (number, name or "" as in the proxy path) -> target. */
 void ray_resolve_service(struct ray *r, const char *ns, const char *name, const char *port,

@@ -73,6 +73,14 @@ struct rc_build_opts {
     bool enable_probes_injection;          /* ENABLE_PROBES_INJECTION (default true) */
     bool enable_head_cluster_ip_service;   /* ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE (default false) */
     bool enable_login_shell;               /* ENABLE_LOGIN_SHELL: bash -lc (default false) */
+    /* KubeRay's operator configuration (config file), borrowed, NULL when unset:
+     * containers appended to head / worker Pods, env vars added to the Ray container
+     * unless it sets them, annotations and labels added to every Ray Pod unless present. */
+    const cJSON *head_sidecar_containers;  /* array of Container */
+    const cJSON *worker_sidecar_containers;/* array of Container */
+    const cJSON *default_container_envs;   /* array of EnvVar */
+    const cJSON *default_pod_annotations;  /* object of strings */
+    const cJSON *default_pod_labels;       /* object of strings */
 };
 void rc_build_opts_default(struct rc_build_opts *o);
 /* Defaults, then KubeRay's operator environment variables (ENABLE_INIT_CONTAINER_
@@ -154,6 +162,19 @@ cJSON *rc_build_worker_pod(const cJSON *rc, const cJSON *group, const char *repl
  * When the head template names its own serviceAccountName, *sa is NULL: KubeRay
  * expects the user to create that ServiceAccount (the binding still names it). */
 int rc_build_autoscaler_rbac(const cJSON *rc, cJSON **sa, cJSON **role, cJSON **binding);
+
+/* The dashboard Ingress of headGroupSpec.enableIngress (NULL when off): CheckName(NAME-head-
+ * ingress), to the head Service's dashboard port, path "/" Prefix unless ingressOptions say
+ * otherwise, host and tls from ingressOptions, every cluster annotation but
+ * kubernetes.io/ingress.class, which becomes spec.ingressClassName. */
+cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int *err);
+
+/* The token Secret KubeRay creates for authOptions (mode not "disabled", no secretName, no
+ * enableK8sTokenAuth): name CheckName(NAME) ("" in out when no Secret is wanted), key
+ * stringData.auth_token = base64 of the n random bytes the caller draws (KubeRay: 32 from
+ * crypto/rand). NULL when not wanted. A credential: never log the object. */
+int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap);
+cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t n, int *err);
 
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
  * the ray.io/ft-enabled annotation), and the Redis cleanup Job run on deletion. */

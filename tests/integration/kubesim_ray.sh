@@ -24,7 +24,8 @@ head_pod() {
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"rc-head","namespace":"default",
  "labels":{"ray.io/node-type":"head","ray.io/cluster":"rc"}},
  "spec":{"containers":[{"name":"ray-head","image":"rayproject/ray:2.52.0",
-   "ports":[{"containerPort":6379,"name":"gcs-server"},{"containerPort":8265,"name":"dashboard"}]}]}}
+   "ports":[{"containerPort":6379,"name":"gcs-server"},{"containerPort":8265,"name":"dashboard"},
+            {"containerPort":8000,"name":"serve"}]}]}}
 EOF
 }
 post() { kcurl -X POST -H 'Content-Type: application/json' -d "$2" "$1"; }
@@ -35,7 +36,8 @@ check "head Pod created" [ "$(kcode -X POST -H 'Content-Type: application/json' 
 post $NS/services '{"apiVersion":"v1","kind":"Service","metadata":{"name":"rc-head-svc"},
   "spec":{"selector":{"ray.io/node-type":"head","ray.io/cluster":"rc"},
   "ports":[{"name":"gcs-server","port":6379,"targetPort":6379},
-           {"name":"dashboard","port":8265,"targetPort":"dashboard"}]}}' >/dev/null
+           {"name":"dashboard","port":8265,"targetPort":"dashboard"},
+           {"name":"serve","port":8000,"targetPort":8000}]}}' >/dev/null
 post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"rc-worker",
   "labels":{"ray.io/node-type":"worker","ray.io/cluster":"rc"}},
   "spec":{"containers":[{"name":"ray-worker","image":"rayproject/ray:2.52.0"}]}}' >/dev/null
@@ -102,6 +104,9 @@ check "a deleted job is 404 'Job job-ok does not exist'" \
     [ "$(kcode $PX/api/jobs/job-ok)" = 404 -a "$(kcurl $PX/api/jobs/job-ok)" = "Job job-ok does not exist" ]
 
 # ---- Serve -------------------------------------------------------------------------------
+SV=$NS/services/rc-head-svc:serve/proxy
+kcurl $SV/-/healthz >"$T/sv0"
+check "Serve's HTTP port refuses connections before Serve runs" grep -q 'connection refused' "$T/sv0"
 check "PUT of a Serve config is 200" [ "$(kcode -X PUT -H 'Content-Type: application/json' -d '
   {"applications":[{"name":"fruit","import_path":"fruit.deployment_graph","route_prefix":"/fruit",
     "deployments":[{"name":"MangoStand","num_replicas":1},{"name":"FruitMarket","num_replicas":2}]}]}' \
@@ -113,6 +118,11 @@ wait_until "the application goes RUNNING" 10 app_running &&
     ok "the application goes RUNNING"
 check "its deployments are HEALTHY" [ "$(app deployments.FruitMarket.status)" = HEALTHY ]
 check "FruitMarket runs 2 replicas" [ "$(app deployments.FruitMarket.replicas.1.state)" = RUNNING ]
+check "Serve's proxy answers /-/healthz through the service proxy" [ "$(kcurl $SV/-/healthz)" = success ]
+check "/-/routes maps /fruit to fruit" [ "$(kcurl $SV/-/routes | json_get /fruit)" = fruit ]
+check "a request under /fruit reaches the fruit application" \
+    sh -c "curl -sS '$KUBESIM_URL$SV/fruit/mango' | grep -q \"served by application 'fruit'\""
+check "an unrouted path is 404" [ "$(kcode $SV/nothing)" = 404 ]
 check "the admin route turns the application UNHEALTHY" [ "$(kcode -X POST \
     -d '{"status":"UNHEALTHY","message":"replica died"}' /kubesim/ray/default/rc/applications/fruit)" = 200 ]
 check "the application is UNHEALTHY with the message" \
