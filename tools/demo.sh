@@ -84,7 +84,7 @@ echo $! >>"$WORK/pids"
 for _ in $(seq 100); do [ -s "$WORK/kubesim.out" ] && break; sleep 0.1; done
 URL=$(head -1 "$WORK/kubesim.out")
 [ -n "$URL" ] || { echo "demo: kubesim did not start:"; tail "$WORK/kubesim.log"; exit 1; }
-say "kubesim serving at $URL with 3 simulated nodes"
+say "kubesim serving at $URL with 3 simulated nodes (meanwhile: kubectl --kubeconfig $KC ...)"
 api() { curl -s --max-time 5 "$URL$1"; }
 
 k create -f "$SHARED/kuberay/crds/" >/dev/null || exit 1
