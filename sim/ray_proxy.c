@@ -190,7 +190,8 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
         bool found = false;
         cJSON_ArrayForEach(sp, ray_jget(ray_jget(svc->json, "spec"), "ports"))
             if (cJSON_IsNumber(ray_jget(sp, "port")) && ray_jget(sp, "port")->valueint == num) {
-                snprintf(pname, sizeof(pname), "%s", ray_jstr(sp, "name") ? ray_jstr(sp, "name") : "");
+                const char *spn = ray_jstr(sp, "name");
+                snprintf(pname, sizeof(pname), "%s", spn ? spn : "");
                 found = true;
                 break;
             }

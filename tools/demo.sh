@@ -71,6 +71,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'interrupted=1; echo; echo "demo: interrupted - stopping rayop and kubesim"; exit 130' INT TERM
+# a closed terminal or output pipe must not leave the setsid'd processes behind either
+trap 'interrupted=1; exit 129' HUP
+trap 'interrupted=1; exit 141' PIPE
 
 T0=$(date +%s%N)
 say() { local ms=$(( ($(date +%s%N) - T0) / 1000000 )); printf '\033[1m[%3d.%ds]\033[0m %s\n' $((ms / 1000)) $(( (ms % 1000) / 100 )) "$*"; }
@@ -84,7 +87,7 @@ echo $! >>"$WORK/pids"
 for _ in $(seq 100); do [ -s "$WORK/kubesim.out" ] && break; sleep 0.1; done
 URL=$(head -1 "$WORK/kubesim.out")
 [ -n "$URL" ] || { echo "demo: kubesim did not start:"; tail "$WORK/kubesim.log"; exit 1; }
-say "kubesim serving at $URL with 3 simulated nodes"
+say "kubesim serving at $URL with 3 simulated nodes (meanwhile: kubectl --kubeconfig $KC ...)"
 api() { curl -s --max-time 5 "$URL$1"; }
 
 k create -f "$SHARED/kuberay/crds/" >/dev/null || exit 1

@@ -8,8 +8,9 @@
  * (cJSON_Delete). The reconcile loop (reconcile.c) compares these against what
  * the cache holds and writes the difference; the RayJob and RayService
  * controllers call the naming helpers to find a cluster's head Service.
- * Unit tests: tests/unit/test_rc_build.c against fixtures written from KubeRay's
- * documented behaviour. docs/raycluster.md.
+ * Unit tests: tests/unit/test_rc_build.c, test_rc_build_options.c, test_rc_validate.c
+ * (expected values and fixtures written from KubeRay's behaviour; every sample);
+ * fuzz: tests/fuzz/fuzz_rc_build.c. docs/raycluster.md, section Objects.
  */
 #ifndef RAYOP_RC_BUILD_H
 #define RAYOP_RC_BUILD_H
@@ -125,8 +126,9 @@ int rc_spec_hash(const cJSON *rc, char *out, size_t cap);
 
 /* ---- names ---------------------------------------------------------------- */
 
-/* Head Service name (NAME-head-svc, shortened as KubeRay does; or the custom
- * headService's name). 0 or -ENAMETOOLONG. */
+/* Head Service name (NAME-head-svc, or the custom headService's name). KubeRay v1.7
+ * does not shorten it: it limits cluster names to 53 characters (rc_validate).
+ * 0 or -ENAMETOOLONG when it does not fit cap. */
 int rc_head_service_name(const cJSON *rc, char *out, size_t cap);
 /* The headless Service name of multi-host worker groups. */
 int rc_headless_service_name(const cJSON *rc, char *out, size_t cap);
@@ -141,18 +143,24 @@ int rc_dashboard_port(const cJSON *rc);
 
 /* Each returns a new object (caller owns) or NULL when the object is not wanted
  * (serve Service not asked, no multi-host group, autoscaling off ...). On an
- * internal error (out of memory) they return NULL and set *err < 0 when err is
- * given. Owner references (controller=true) to rc are set on every object. */
+ * error they return NULL and set *err < 0 when err is given: -ENOMEM, -EINVAL
+ * when the group has no Ray container, -ENOENT from rc_build_serve_service when
+ * it is asked for but the head lists no serve port (KubeRay fails the reconcile).
+ * Owner references (controller=true) to rc are set on every object. o may be NULL
+ * (rc_build_opts_default). */
 cJSON *rc_build_head_service(const cJSON *rc, const struct rc_build_opts *o, int *err);
 cJSON *rc_build_serve_service(const cJSON *rc, const struct rc_build_opts *o, int *err);
 cJSON *rc_build_headless_service(const cJSON *rc, const struct rc_build_opts *o, int *err);
 
-/* The head Pod. Its name is set (or generateName, as KubeRay does). */
+/* The head Pod: generateName NAME-head- (name NAME-head with use_deterministic_head_name),
+ * with the ray.io/upgrade-strategy-recreate-hash and ray.io/kuberay-version annotations
+ * createHeadPod adds. */
 cJSON *rc_build_head_pod(const cJSON *rc, const struct rc_build_opts *o, int *err);
-/* A worker Pod of group (an element of spec.workerGroupSpecs). For multi-host
- * groups (numOfHosts > 1) replica_name names the replica and host_index is the
- * host's index in it (labels ray.io/worker-group-replica-name/-index,
- * ray.io/replica-host-index); for single-host groups pass NULL and 0. */
+/* A worker Pod of group (an element of spec.workerGroupSpecs). replica_index becomes
+ * ray.io/worker-group-replica-index on every worker (RayMultiHostIndexing). For
+ * multi-host groups (numOfHosts > 1) replica_name names the replica and host_index is
+ * the host's index in it (ray.io/worker-group-replica-name, ray.io/replica-host-index);
+ * single-host groups ignore both (pass NULL and 0). */
 cJSON *rc_build_worker_pod(const cJSON *rc, const cJSON *group, const char *replica_name,
                            int replica_index, int host_index, const struct rc_build_opts *o,
                            int *err);

@@ -22,6 +22,7 @@ struct rc_run {
     const char *ns, *name, *uid;
     struct rc_build_opts bo;
     cJSON *pods;                /* Pods labelled ray.io/cluster=NAME (cache, owned) */
+    cJSON *live;                /* the same from the API server, fetched before creates (owned) */
     enum rc_err err;            /* what the pod reconcile ran into */
     char err_msg[512];
     uint64_t requeue_ms;        /* > 0: ask for a requeue after this long */

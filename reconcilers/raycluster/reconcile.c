@@ -453,6 +453,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     rc = rc < 0 ? rc : 0;
 out:
+    cJSON_Delete(r.live);
     cJSON_Delete(r.pods);
     cJSON_Delete(r.rc);
     return rc < 0 ? rc : 0;

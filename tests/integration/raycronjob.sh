@@ -91,6 +91,15 @@ wait_until "template without a cluster: Warning with the RayJob validator's mess
     has_event_note bad-template "invalid RayJob template: The RayJob spec is invalid: one of RayClusterSpec or ClusterSelector must be set" \
     && ok "template without a cluster: Warning with the RayJob validator's message"
 
+# ---- batch/v1 CronJob's knobs are not part of the v1.7 API: the server prunes them ----
+spec=$(kcurl -X POST -H 'Content-Type: application/json' $API/raycronjobs -d "{\"apiVersion\":\"ray.io/v1\",
+  \"kind\":\"RayCronJob\",\"metadata\":{\"name\":\"pruned\"},\"spec\":{\"schedule\":\"@yearly\",\"suspend\":true,
+  \"concurrencyPolicy\":\"Forbid\",\"startingDeadlineSeconds\":10,\"successfulJobsHistoryLimit\":1,
+  \"jobTemplate\":$TEMPLATE}}" | jq -c '.spec | keys')
+[ "$spec" = '["jobTemplate","schedule","suspend"]' ] \
+    && ok "concurrencyPolicy, startingDeadlineSeconds, history limits: pruned by the v1.7 CRD" \
+    || not_ok "CronJob-only fields pruned by the v1.7 CRD" "$spec"
+
 # ---- @every 2s ----
 UID_EVERY=$(create_rcj every '"schedule":"@every 2s"')
 CREATED=$(epoch "$(kcurl $API/raycronjobs/every | json_get metadata.creationTimestamp)")
