@@ -95,7 +95,6 @@ int fs_print_fieldsv1(const struct fs_set *s, struct buf *out);
 int fs_print_object_fieldsv1(const cJSON *obj, const struct fs_keys *k, struct buf *out,
                              size_t *n_fields);
 /* Shared by the walkers (patch_fields.c). */
-char *fs_put_str(char *o, const char *s, size_t n);
 char *fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
                   const char *const *keys);
 bool fs_skip_field(const char *dotted, const char *name);
