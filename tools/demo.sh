@@ -71,6 +71,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'interrupted=1; echo; echo "demo: interrupted - stopping rayop and kubesim"; exit 130' INT TERM
+# a closed terminal or output pipe must not leave the setsid'd processes behind either
+trap 'interrupted=1; exit 129' HUP
+trap 'interrupted=1; exit 141' PIPE
 
 T0=$(date +%s%N)
 say() { local ms=$(( ($(date +%s%N) - T0) / 1000000 )); printf '\033[1m[%3d.%ds]\033[0m %s\n' $((ms / 1000)) $(( (ms % 1000) / 100 )) "$*"; }
