@@ -317,6 +317,16 @@ static void job_defaults(cJSON *obj, const cJSON *old)
         cJSON_AddStringToObject(labels, "controller-uid", uid);
         cJSON_AddStringToObject(labels, "job-name", name);
     }
+    /* SetDefaults_Job: a Job without labels takes its template's (the real server's
+     * read-path defaulting sees the generated ones too, so they show on the Job) */
+    {
+        const cJSON *tl = jget(jget(tmpl, "metadata"), "labels");
+        cJSON *md = store_meta(obj), *jl = jget(md, "labels");
+        if (cJSON_IsObject(tl) && tl->child && (!cJSON_IsObject(jl) || !jl->child)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(md, "labels");
+            cJSON_AddItemToObject(md, "labels", cJSON_Duplicate(tl, true));
+        }
+    }
     pod_spec_defaults(jget(tmpl, "spec"), false);
     if (!old)
         obj_child(obj, "status");

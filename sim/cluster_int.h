@@ -95,6 +95,7 @@ struct cl_job {
     bool dirty;                  /* in cluster->job_dirty */
     int fail_streak;             /* Pod failures since the last success (re-creation back-off) */
     uint64_t last_fail_ms;
+    int create_errors;           /* failed Pod creates in a row (retry back-off) */
     uint64_t wake_ms;            /* the earliest T_JOB timer armed, 0 = none */
     UT_hash_handle hh;           /* cluster->jobs by key */
     UT_hash_handle hu;           /* cluster->jobs_uid by uid */

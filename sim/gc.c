@@ -333,8 +333,10 @@ static void process_namespace(struct store *s, const char *name)
         HASH_ITER(hh, t->objs, e, tmp) {
             if (strcmp(e->obj->ns, name))
                 continue;
+            /* explicit Background, as the namespace deleter sends: a Job's
+             * default (Orphan) would only add a round trip through GC */
             if (!store_meta_str(e->obj->json, "deletionTimestamp"))
-                gc_delete(s, e, NULL);
+                gc_delete(s, e, "Background");
         }
     }
     for (struct stype *t = s->types; t; t = t->hh.next) {

@@ -4,8 +4,9 @@
  * containers; init containers may be named too), previous=, tailLines=, limitBytes=,
  * follow= (a chunked stream until the container ends or the Pod goes). What a container
  * "printed": a Ray submitter's output (ray_submitter_run.c), a short `ray start` log for
- * Ray head/worker containers, nothing for any other container. Errors use the real messages (400 for a container that is
- * waiting to start, an unknown container, or no previous run).
+ * Ray head/worker containers, nothing for any other container. Errors use the real
+ * messages (400 for a container that is waiting to start, an unknown container, or no
+ * previous run).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -152,7 +153,8 @@ static ssize_t stream_read(void *arg, char *buf, size_t max)
         if (ls->submitter) {
             bool running = false;
             size_t before = ls->pending.len;
-            if (ray_submitter_log(ls->r, ls->uid, ls->container, false, ls->off, &ls->pending, &running) < 0)
+            if (ray_submitter_log(ls->r, ls->uid, ls->container, false, ls->off, &ls->pending,
+                                  &running) < 0)
                 return SERVER_STREAM_END;
             ls->off += ls->pending.len - before;
             if (ls->pending.len)
@@ -233,14 +235,15 @@ static int on_log(void *arg, struct server_req *req)
             return bad(req, "limitBytes: Invalid value: must be greater than 0");
     }
     if (store_get(r->store, r->r_pods, rt->ns, rt->name, &pod, &st) < 0) {
-        rc = server_reply_status(req, st.code ? st.code : 404, st.reason[0] ? st.reason : "NotFound",
-                                 st.message);
+        rc = server_reply_status(req, st.code ? st.code : 404,
+                                 st.reason[0] ? st.reason : "NotFound", st.message);
         store_status_clear(&st);
         return rc;
     }
     cts = ray_jget(ray_jget(pod->json, "spec"), "containers");
     cJSON_ArrayForEach(ct, cts) {
-        buf_printf(&names, "%s%s", n++ ? " " : "", ray_jstr(ct, "name") ? ray_jstr(ct, "name") : "");
+        const char *cn = ray_jstr(ct, "name");
+        buf_printf(&names, "%s%s", n++ ? " " : "", cn ? cn : "");
     }
     if (!container) {
         if (n != 1) {
@@ -260,7 +263,8 @@ static int on_log(void *arg, struct server_req *req)
         container = ray_jstr(cts->child, "name");
     }
     if (!(ct = find_container(pod->json, container))) {
-        snprintf(msg, sizeof(msg), "container %.200s is not valid for pod %s", container, pod->name);
+        snprintf(msg, sizeof(msg), "container %.200s is not valid for pod %s", container,
+                 pod->name);
         rc = bad(req, msg);
         goto out;
     }

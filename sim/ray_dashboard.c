@@ -272,8 +272,10 @@ static int jobs_submit(struct ray_cluster *c, uint64_t now, const char *body, si
     if (!str_map(req, "runtime_env", false, false, err, sizeof(err)) ||
         !str_map(req, "metadata", true, false, err, sizeof(err)) ||
         !str_map(req, "entrypoint_resources", false, true, err, sizeof(err)) ||
-        !num_field(req, "entrypoint_num_cpus", &j->num_cpus, &j->has_cpus, err, sizeof(err), false) ||
-        !num_field(req, "entrypoint_num_gpus", &j->num_gpus, &j->has_gpus, err, sizeof(err), false) ||
+        !num_field(req, "entrypoint_num_cpus", &j->num_cpus, &j->has_cpus, err, sizeof(err),
+                   false) ||
+        !num_field(req, "entrypoint_num_gpus", &j->num_gpus, &j->has_gpus, err, sizeof(err),
+                   false) ||
         !num_field(req, "entrypoint_memory", &mem, &j->has_memory, err, sizeof(err), true))
         goto bad;
     j->memory = (long long)mem;

@@ -2,10 +2,11 @@
  * ray_int.h - state shared by the simulated Ray runtime's parts:
  *   ray_runtime.c    clusters, jobs, Serve applications and their time-derived states
  *   ray_dashboard.c  the dashboard's REST handlers (pure: cluster + request -> answer)
- *   ray_serve.c      Serve REST API (applications PUT/GET/DELETE)
+ *   ray_serve.c      Serve REST API (applications PUT/GET/DELETE) and Serve's HTTP proxy
  *   ray_proxy.c      services/NAME/proxy and host resolution (Service -> Endpoints -> Pod)
  *   ray_submitter.c  the submitter command parser (pure, fuzzed)
- *   ray_submitter_run.c  plays a submitter Pod on its own thread
+ *   ray_submitter_run.c  plays a submitter container on its own thread (the bash part)
+ *   ray_cli.c        the commands it runs: ray job ..., /submitter, the health check
  *   pod_log.c        pods/NAME/log
  * Everything below struct ray is guarded by ray.mu.
  */
@@ -110,6 +111,10 @@ void ray_cluster_drop(struct ray *r, const char *uid);
 int ray_serve_handle(struct ray_cluster *c, uint64_t now_ms, const char *method,
                      const char *path, const char *body, size_t len, struct ray_resp *out);
 const char *ray_app_status(const struct ray_app *a, uint64_t now_ms);
+/* The Serve HTTP proxy (port 8000 of every Ray node once Serve runs): /-/healthz,
+ * /-/routes, and application routes by longest route_prefix. */
+int ray_serve_http(struct ray_cluster *c, uint64_t now_ms, const char *method,
+                   const char *path, struct ray_resp *out);
 /* Admin: sets (status "" clears) the forced status of an app. 0 or -ENOENT / -EINVAL. */
 int ray_serve_force(struct ray_cluster *c, const char *app, const char *status,
                     const char *message);
@@ -126,12 +131,14 @@ struct ray_target {
     char message[512];
     char uid[64];                /* head Pod uid when code == 0 */
     int workers;                 /* Ready workers of that cluster */
+    bool serve;                  /* the Serve HTTP proxy (port "serve"), not the dashboard */
 };
 /* Service ns/name, port (number, name or "" as in the proxy path) -> target. */
 void ray_resolve_service(struct ray *r, const char *ns, const char *name, const char *port,
                          struct ray_target *t);
 /* A submitter's --address host (DNS name, Service or Pod IP, localhost = its own Pod
- * self) and port, seen from namespace ns -> target; failures are connection errors (t->message as the CLI says). */
+ * self) and port, seen from namespace ns -> target; failures are connection errors
+ * (t->message as the CLI says). */
 void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const char *host,
                       int port, struct ray_target *t);
 /* One dashboard request against a resolved target (locks r->mu). 0 or -ENOENT when
@@ -175,13 +182,50 @@ int ray_script_from_container(const cJSON *container, struct ray_script **out, c
 void ray_script_free(struct ray_script *s);
 void ray_script_free_nodes(struct ray_node *n);
 
-/* ---- ray_submitter_run.c ---- */
+/* ---- ray_submitter_run.c: one running submitter container; ray_cli.c: its commands ---- */
+/* A submitter container (by Pod uid), its output and its run. Under ray.mu. */
+struct ray_sub {
+    char *uid;                   /* the Pod's, hash key */
+    char ns[64];
+    char container[254];         /* the submitter container */
+    cJSON *pod;                  /* copy: "self" for localhost addresses */
+    cJSON *env;                  /* the submitter container's env */
+    struct ray_script *script;   /* while running */
+    struct buf log, prev;        /* this run's output, the previous run's */
+    bool has_prev, running, done, cancel, gone;
+    int code;
+    UT_hash_handle hh;
+};
+
+/* The interpreter's state for one run (owned by the run's thread). */
+struct ray_exec {
+    struct ray *r;
+    struct ray_sub *s;
+    bool errexit, exited;
+    int code;
+};
+
+/* Appends to the container's output unless quiet (its stream is redirected away). */
+void ray_exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len);
+void ray_exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sleeps ms unless the container is cancelled: 0, or -ECANCELED. */
+int ray_exec_nap(struct ray_exec *x, long ms);
+/* The container's env value of name, or NULL. */
+const char *ray_exec_env(const struct ray_exec *x, const char *name);
+
+/* ray_cli.c: `ray job ...`, the light-weight /submitter, KubeRay's python health check.
+ * Each returns the command's exit status. */
+int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
+int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
+int ray_cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe);
+
 void ray_subs_free(struct ray *r);
 /* The Pod left the store: cancel and forget its submitter. Under r->mu. */
 void ray_submitter_gone(struct ray *r, const char *uid);
-/* Appends the output of Pod uid's submitter (if it runs in container) from byte from on (previous: the run before
- * the last restart) to out; *running tells whether more may come. -ENOENT when the Pod
- * has no submitter (or no previous run). Locks r->mu. */
+/* Appends the output of Pod uid's submitter (if it runs in container) from byte from on
+ * (previous: the run before the last restart) to out; *running tells whether more may
+ * come. -ENOENT when the Pod has no submitter (or no previous run). Locks r->mu. */
 int ray_submitter_log(struct ray *r, const char *uid, const char *container, bool previous,
                       size_t from,
                       struct buf *out, bool *running);

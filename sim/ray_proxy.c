@@ -9,7 +9,8 @@
  *     kube-proxy would route (ray_resolve_host);
  *   - the admin route /kubesim/ray/ (list clusters, force a Serve application status).
  * The endpoint must be a Ready, non-terminating Ray head Pod and the port its dashboard
- * port (the container port named "dashboard", else 8265); anything else is a refused
+ * port (the container port named "dashboard", else 8265), or any Ready Ray node's Serve
+ * port (named "serve", else 8000) once its cluster runs Serve; anything else is a refused
  * connection, which the API server reports as 503 "error trying to reach service".
  * Store reads happen outside ray.mu; only the cluster lookup takes it.
  */
@@ -51,16 +52,25 @@ static bool is_head(const cJSON *pod)
     return t && !strcmp(t, "head");
 }
 
-static int dashboard_port(const cJSON *pod)
+/* The container port named name, else def. */
+static int named_port(const cJSON *pod, const char *name, int def)
 {
     const cJSON *ct, *pt;
 
     cJSON_ArrayForEach(ct, ray_jget(ray_jget(pod, "spec"), "containers"))
         cJSON_ArrayForEach(pt, ray_jget(ct, "ports"))
-            if (ray_jstr(pt, "name") && !strcmp(ray_jstr(pt, "name"), "dashboard") &&
+            if (ray_jstr(pt, "name") && !strcmp(ray_jstr(pt, "name"), name) &&
                 cJSON_IsNumber(ray_jget(pt, "containerPort")))
                 return ray_jget(pt, "containerPort")->valueint;
-    return RAY_DASHBOARD_PORT;
+    return def;
+}
+
+static bool is_ray_node(const cJSON *pod)
+{
+    const cJSON *l = ray_jget(ray_jget(pod, "metadata"), "labels");
+    const char *t = ray_jstr(l, "ray.io/node-type");
+
+    return t && (!strcmp(t, "head") || !strcmp(t, "worker")) && ray_jstr(l, "ray.io/cluster");
 }
 
 /* Ready worker Pods of the head's cluster (for /api/cluster_status). */
@@ -91,7 +101,31 @@ static int count_workers(struct ray *r, const cJSON *head)
     return n;
 }
 
-/* The endpoint Pod at ip:port is reachable as a dashboard: set t to its cluster. */
+/* Serve's HTTP proxy on a Ready Ray node (head or worker) whose cluster runs Serve. */
+static void reach_serve(struct ray *r, const cJSON *pod, const char *addr, struct ray_target *t)
+{
+    const cJSON *md = ray_jget(pod, "metadata");
+    const char *ns = ray_jstr(md, "namespace");
+    const char *cl = ray_jstr(ray_jget(md, "labels"), "ray.io/cluster");
+    struct ray_cluster *c, *ct, *hit = NULL;
+
+    pthread_mutex_lock(&r->mu);
+    HASH_ITER(hh, r->clusters, c, ct)
+        if (ns && cl && !strcmp(c->ns, ns) && !strcmp(c->name, cl) && c->serve_started)
+            hit = c;
+    if (hit && !r->stopping) {
+        snprintf(t->uid, sizeof(t->uid), "%s", hit->uid);
+        t->serve = true;
+        t->code = 0;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!t->serve)
+        fail(t, 503, "ServiceUnavailable", "error trying to reach service: dial tcp %s: "
+             "connect: connection refused", addr, NULL);
+}
+
+/* The endpoint Pod at ip:port is reachable as a dashboard (or Serve's proxy): set t to
+ * its cluster. */
 static void reach_pod(struct ray *r, const cJSON *pod, const char *ip, int port,
                       struct ray_target *t)
 {
@@ -99,7 +133,13 @@ static void reach_pod(struct ray *r, const cJSON *pod, const char *ip, int port,
     char addr[64];
 
     snprintf(addr, sizeof(addr), "%s:%d", ip ? ip : "", port);
-    if (!pod || !pod_ready(pod) || !is_head(pod) || port != dashboard_port(pod)) {
+    if (pod && pod_ready(pod) && is_ray_node(pod) &&
+        port == named_port(pod, "serve", RAY_SERVE_PORT)) {
+        reach_serve(r, pod, addr, t);
+        return;
+    }
+    if (!pod || !pod_ready(pod) || !is_head(pod) ||
+        port != named_port(pod, "dashboard", RAY_DASHBOARD_PORT)) {
         fail(t, 503, "ServiceUnavailable", "error trying to reach service: dial tcp %s: "
              "connect: connection refused", addr, NULL);
         return;
@@ -150,7 +190,8 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
         bool found = false;
         cJSON_ArrayForEach(sp, ray_jget(ray_jget(svc->json, "spec"), "ports"))
             if (cJSON_IsNumber(ray_jget(sp, "port")) && ray_jget(sp, "port")->valueint == num) {
-                snprintf(pname, sizeof(pname), "%s", ray_jstr(sp, "name") ? ray_jstr(sp, "name") : "");
+                const char *spn = ray_jstr(sp, "name");
+                snprintf(pname, sizeof(pname), "%s", spn ? spn : "");
                 found = true;
                 break;
             }
@@ -293,6 +334,11 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
     if (!c || r->stopping) {
         pthread_mutex_unlock(&r->mu);
         return -ENOENT;
+    }
+    if (t->serve) {
+        rc = ray_serve_http(c, ray_now_ms(), method, path, out);
+        pthread_mutex_unlock(&r->mu);
+        return rc;
     }
     c->workers = t->workers;
     c->cpus = 1 + t->workers;

@@ -335,6 +335,57 @@ out:
     return rc;
 }
 
+/* ---- Serve's HTTP proxy (port 8000) ------------------------------------------------------ */
+
+int ray_serve_http(struct ray_cluster *c, uint64_t now, const char *method, const char *path,
+                   struct ray_resp *out)
+{
+    struct ray_app *a, *at, *best = NULL;
+    size_t best_len = 0;
+    char msg[600];
+
+    memset(out, 0, sizeof(*out));
+    if (!strcmp(path, "/-/healthz"))
+        return ray_resp_text(out, 200, "success");
+    if (!strcmp(path, "/-/routes")) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            return -ENOMEM;
+        HASH_ITER(hh, c->apps, a, at)
+            if (strcmp(ray_app_status(a, now), "DEPLOYING") &&
+                strcmp(ray_app_status(a, now), "DEPLOY_FAILED")) {
+                const char *rp = ray_jstr(a->config, "route_prefix");
+                cJSON_AddStringToObject(o, rp ? rp : "/", a->name);
+            }
+        return ray_resp_json(out, 200, o);
+    }
+    /* the application whose route_prefix is the longest prefix of path */
+    HASH_ITER(hh, c->apps, a, at) {
+        const char *rp = ray_jstr(a->config, "route_prefix");
+        size_t n;
+        if (!rp)
+            rp = "/";
+        n = strlen(rp);
+        while (n > 1 && rp[n - 1] == '/')
+            n--;
+        if (strncmp(path, rp, n) || (n > 1 && path[n] && path[n] != '/'))
+            continue;
+        if (!best || n > best_len) {
+            best = a;
+            best_len = n;
+        }
+    }
+    if (!best || !strcmp(ray_app_status(best, now), "DEPLOYING") ||
+        !strcmp(ray_app_status(best, now), "DEPLOY_FAILED")) {
+        snprintf(msg, sizeof(msg), "Path '%.400s' not found. Ping http://.../-/routes for "
+                 "available routes.", path);
+        return ray_resp_text(out, 404, msg);
+    }
+    snprintf(msg, sizeof(msg), "kubesim: %s %.300s served by application '%.200s'\n", method,
+             path, best->name);
+    return ray_resp_text(out, 200, msg);
+}
+
 int ray_serve_handle(struct ray_cluster *c, uint64_t now, const char *method,
                      const char *path, const char *body, size_t len, struct ray_resp *out)
 {

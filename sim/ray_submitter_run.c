@@ -1,15 +1,8 @@
 /*
  * ray_submitter_run.c - plays a Ray submitter container: one thread per running
- * container executes its script tree (ray_submitter.c) the way bash (with -e when
- * given) and Ray's CLI would, talking to the simulated dashboards in-process through
- * ray_resolve_host + ray_target_request (so an unreachable address fails like a refused
- * connection). Output goes to the container's log (pods/log, pod_log.c); the kubelet
- * polls ray_submitter_poll for the exit code.
- *
- * The CLI's messages follow Ray's python/ray/dashboard/modules/job/cli.py (submit,
- * status, logs [--follow], stop, delete, list) and KubeRay's light-weight submitter
- * (ray-operator/rayjob-submitter). Notably `ray job logs --follow` exits 0 whatever the
- * job's outcome, while `ray job submit` without --no-wait exits 1 when the job FAILED.
+ * container executes its script tree (ray_submitter.c) the way bash (with -e when given)
+ * would, the Ray commands themselves being ray_cli.c. Output goes to the container's log
+ * (pods/log, pod_log.c); the kubelet polls ray_submitter_poll for the exit code.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -20,29 +13,8 @@
 
 #include "sim/ray_int.h"
 
-#define FOLLOW_POLL_MS 200
 #define LOOP_MIN_MS    100     /* an until/while iteration never spins faster */
 #define MAX_LOG        (4u << 20)
-
-struct ray_sub {
-    char *uid;                   /* the Pod's, hash key */
-    char ns[64];
-    char container[254];         /* the submitter container */
-    cJSON *pod;                  /* copy: "self" for localhost addresses */
-    cJSON *env;                  /* the submitter container's env */
-    struct ray_script *script;   /* while running */
-    struct buf log, prev;        /* this run's output, the previous run's */
-    bool has_prev, running, done, cancel, gone;
-    int code;
-    UT_hash_handle hh;
-};
-
-struct exec {
-    struct ray *r;
-    struct ray_sub *s;
-    bool errexit, exited;
-    int code;
-};
 
 struct run_arg {
     struct ray *r;
@@ -64,7 +36,7 @@ static void sub_free(struct ray_sub *s)
 
 /* ---- output, sleeping --------------------------------------------------------------- */
 
-static void out_raw(struct exec *x, bool quiet, const char *text, size_t len)
+void ray_exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len)
 {
     if (quiet || !len)
         return;
@@ -75,8 +47,7 @@ static void out_raw(struct exec *x, bool quiet, const char *text, size_t len)
     pthread_mutex_unlock(&x->r->mu);
 }
 
-static void __attribute__((format(printf, 3, 4))) out(struct exec *x, bool quiet,
-                                                      const char *fmt, ...)
+void ray_exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
 {
     char small[2048];
     va_list ap;
@@ -89,18 +60,11 @@ static void __attribute__((format(printf, 3, 4))) out(struct exec *x, bool quiet
     va_end(ap);
     if (n < 0)
         return;
-    out_raw(x, false, small, (size_t)n < sizeof(small) ? (size_t)n : sizeof(small) - 1);
-}
-
-/* A Python exception as the CLI dies with it (stderr). */
-static void py_error(struct exec *x, bool quiet, const char *exc, const char *msg)
-{
-    out(x, quiet, "Traceback (most recent call last):\n  File \"/home/ray/anaconda3/bin/ray\", "
-        "line 8, in <module>\n    sys.exit(main())\n%s: %s\n", exc, msg);
+    ray_exec_write(x, false, small, (size_t)n < sizeof(small) ? (size_t)n : sizeof(small) - 1);
 }
 
 /* Sleeps ms unless the container is cancelled: 0, or -ECANCELED. */
-static int nap(struct exec *x, long ms)
+int ray_exec_nap(struct ray_exec *x, long ms)
 {
     struct timespec dl;
     int rc = 0;
@@ -122,76 +86,7 @@ static int nap(struct exec *x, long ms)
     return rc;
 }
 
-/* ---- HTTP to a dashboard --------------------------------------------------------------- */
-
-/* address "http://HOST:PORT[/...]" or "HOST:PORT": one request. 0 with resp filled (the
- * caller frees resp->body), or -ECONNREFUSED with err (the connection failed). */
-static int http(struct exec *x, const char *address, const char *method, const char *path,
-                const char *body, struct ray_resp *resp, char *err, size_t errlen)
-{
-    const char *a = address, *colon;
-    char host[256];
-    int port = 80;
-    struct ray_target t;
-    size_t hl;
-    int rc;
-
-    memset(resp, 0, sizeof(*resp));
-    if (!strncmp(a, "http://", 7))
-        a += 7;
-    else if (!strncmp(a, "https://", 8)) {
-        a += 8;
-        port = 443;
-    }
-    hl = strcspn(a, ":/");
-    if (hl == 0 || hl >= sizeof(host)) {
-        snprintf(err, errlen, "invalid address %.200s", address);
-        return -ECONNREFUSED;
-    }
-    memcpy(host, a, hl);
-    host[hl] = '\0';
-    colon = a[hl] == ':' ? a + hl + 1 : NULL;
-    if (colon) {
-        char *end;
-        long p = strtol(colon, &end, 10);
-        if (end == colon || (*end && *end != '/') || p < 1 || p > 65535) {
-            snprintf(err, errlen, "invalid port in address %.200s", address);
-            return -ECONNREFUSED;
-        }
-        port = (int)p;
-    }
-    ray_resolve_host(x->r, x->s->ns, x->s->pod, host, port, &t);
-    if (t.code) {
-        snprintf(err, errlen, "%s", t.message);
-        return -ECONNREFUSED;
-    }
-    rc = ray_target_request(x->r, &t, method, path, body, body ? strlen(body) : 0, resp);
-    if (rc == -ENOENT) {
-        snprintf(err, errlen, "connection refused");
-        return -ECONNREFUSED;
-    }
-    if (rc < 0 || !resp->body) {
-        free(resp->body);
-        resp->body = NULL;
-        snprintf(err, errlen, "out of memory");
-        return -ECONNREFUSED;
-    }
-    return 0;
-}
-
-/* ---- the ray job CLI -------------------------------------------------------------------- */
-
-struct cli {
-    const char *sub;             /* submit, status, logs, stop, delete, list */
-    const char *address, *submission_id, *runtime_env_json, *metadata_json, *working_dir;
-    const char *num_cpus, *num_gpus, *memory, *resources, *runtime_env_file;
-    bool no_wait, follow;
-    const char *job;             /* positional job id */
-    char *const *entry;          /* submit: entrypoint words */
-    size_t nentry;
-};
-
-static const char *env_get(const struct exec *x, const char *name)
+const char *ray_exec_env(const struct ray_exec *x, const char *name)
 {
     const cJSON *e;
 
@@ -201,613 +96,11 @@ static const char *env_get(const struct exec *x, const char *name)
     return NULL;
 }
 
-/* click's parsing of `ray job SUB ...`: 0, or 2 with the usage error printed. */
-static int cli_parse(struct exec *x, char *const *av, size_t ac, struct cli *c, bool qe)
-{
-    static const char *const valued[] = {
-        "--address", "--submission-id", "--job-id", "--runtime-env", "--runtime-env-json",
-        "--working-dir", "--metadata-json", "--entrypoint-num-cpus", "--entrypoint-num-gpus",
-        "--entrypoint-memory", "--entrypoint-resources", "--entrypoint-label-selector",
-        "--headers", "--verify", "--log-style", "--log-color", NULL,
-    };
-    size_t i = 3;
-
-    memset(c, 0, sizeof(*c));
-    c->sub = av[2];
-    while (i < ac) {
-        const char *a = av[i], *eq = strchr(a, '='), *val = NULL;
-        char name[64];
-        size_t k;
-
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        }
-        if (a[0] != '-' || !a[1]) {
-            if (!strcmp(c->sub, "submit"))
-                break;
-            if (c->job) {
-                out(x, qe, "Usage: ray job %s [OPTIONS] JOB_ID\nTry 'ray job %s --help' for "
-                    "help.\n\nError: Got unexpected extra argument (%s)\n", c->sub, c->sub, a);
-                return 2;
-            }
-            c->job = a;
-            i++;
-            continue;
-        }
-        snprintf(name, sizeof(name), "%.*s", eq && a[1] == '-' ? (int)(eq - a) : (int)strlen(a), a);
-        if (!strcmp(name, "--no-wait")) {
-            c->no_wait = true;
-            i++;
-            continue;
-        }
-        if (!strcmp(name, "-f") || !strcmp(name, "--follow")) {
-            c->follow = true;
-            i++;
-            continue;
-        }
-        if (!strcmp(name, "-v") || !strcmp(name, "--verbose")) {
-            i++;
-            continue;
-        }
-        for (k = 0; valued[k] && strcmp(valued[k], name); k++)
-            ;
-        if (!valued[k]) {
-            out(x, qe, "Usage: ray job %s [OPTIONS]\nTry 'ray job %s --help' for help.\n\n"
-                "Error: No such option: %s\n", c->sub, c->sub, name);
-            return 2;
-        }
-        if (eq && a[1] == '-') {
-            val = eq + 1;
-            i++;
-        } else if (i + 1 < ac) {
-            val = av[i + 1];
-            i += 2;
-        } else {
-            out(x, qe, "Error: Option '%s' requires an argument.\n", name);
-            return 2;
-        }
-        if (!strcmp(name, "--address")) c->address = val;
-        else if (!strcmp(name, "--submission-id") || !strcmp(name, "--job-id")) c->submission_id = val;
-        else if (!strcmp(name, "--runtime-env")) c->runtime_env_file = val;
-        else if (!strcmp(name, "--runtime-env-json")) c->runtime_env_json = val;
-        else if (!strcmp(name, "--working-dir")) c->working_dir = val;
-        else if (!strcmp(name, "--metadata-json")) c->metadata_json = val;
-        else if (!strcmp(name, "--entrypoint-num-cpus")) c->num_cpus = val;
-        else if (!strcmp(name, "--entrypoint-num-gpus")) c->num_gpus = val;
-        else if (!strcmp(name, "--entrypoint-memory")) c->memory = val;
-        else if (!strcmp(name, "--entrypoint-resources")) c->resources = val;
-    }
-    if (!strcmp(c->sub, "submit")) {
-        c->entry = av + i;
-        c->nentry = ac - i;
-        if (!c->nentry) {
-            out(x, qe, "Usage: ray job submit [OPTIONS] ENTRYPOINT...\nTry 'ray job submit "
-                "--help' for help.\n\nError: Missing argument 'ENTRYPOINT...'.\n");
-            return 2;
-        }
-    } else if (i < ac && !c->job) {
-        c->job = av[i];
-    }
-    if (strcmp(c->sub, "submit") && strcmp(c->sub, "list") && !c->job) {
-        out(x, qe, "Usage: ray job %s [OPTIONS] JOB_ID\nTry 'ray job %s --help' for help.\n\n"
-            "Error: Missing argument 'JOB_ID'.\n", c->sub, c->sub);
-        return 2;
-    }
-    if (!c->address)
-        c->address = env_get(x, "RAY_API_SERVER_ADDRESS");
-    if (!c->address)
-        c->address = env_get(x, "RAY_ADDRESS");
-    return 0;
-}
-
-/* shlex.join: words that need it are single-quoted. */
-static int shlex_join(char *const *w, size_t n, struct buf *b)
-{
-    int rc = 0;
-
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        const char *s = w[i];
-        bool safe = *s != '\0';
-        for (const char *p = s; *p && safe; p++)
-            safe = strchr("@%+=:,./-_", *p) || (*p >= '0' && *p <= '9') ||
-                   (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
-        if (i)
-            rc |= buf_puts(b, " ");
-        if (safe) {
-            rc |= buf_puts(b, s);
-            continue;
-        }
-        rc |= buf_puts(b, "'");
-        for (; *s && rc == 0; s++)
-            rc |= *s == '\'' ? buf_puts(b, "'\"'\"'") : buf_append(b, s, 1);
-        rc |= buf_puts(b, "'");
-    }
-    return rc ? -ENOMEM : 0;
-}
-
-/* The SDK client's constructor: address known and /api/version answering. 0 or exit code. */
-static int sdk_connect(struct exec *x, const struct cli *c, bool qo, bool qe)
-{
-    struct ray_resp resp;
-    char err[600], msg[900];
-
-    if (!c->address) {
-        py_error(x, qe, "ConnectionError", "Could not find any running Ray instance. Please "
-                 "specify the one to connect to by setting `--address` flag or `RAY_ADDRESS` "
-                 "environment variable.");
-        return 1;
-    }
-    if (http(x, c->address, "GET", "/api/version", NULL, &resp, err, sizeof(err)) < 0 ||
-        resp.code != 200) {
-        free(resp.body);
-        snprintf(msg, sizeof(msg), "Failed to connect to Ray at address: %s%s.",
-                 strncmp(c->address, "http", 4) ? "http://" : "", c->address);
-        py_error(x, qe, "ConnectionError", msg);
-        return 1;
-    }
-    free(resp.body);
-    out(x, qo, "Job submission server address: %s%s\n",
-        strncmp(c->address, "http", 4) ? "http://" : "", c->address);
-    return 0;
-}
-
-/* GET /api/jobs/ID: its JSON (caller deletes), or NULL with the HTTP code in *code
- * (0 = connection failure). */
-static cJSON *job_get(struct exec *x, const struct cli *c, const char *id, int *code,
-                      char *body_out, size_t body_len)
-{
-    struct ray_resp resp;
-    char path[400], err[300];
-    cJSON *j = NULL;
-
-    snprintf(path, sizeof(path), "/api/jobs/%.300s", id);
-    *code = 0;
-    if (http(x, c->address, "GET", path, NULL, &resp, err, sizeof(err)) < 0) {
-        snprintf(body_out, body_len, "%s", err);
-        return NULL;
-    }
-    *code = resp.code;
-    if (resp.code == 200)
-        j = cJSON_Parse(resp.body);
-    else
-        snprintf(body_out, body_len, "%s", resp.body);
-    free(resp.body);
-    return j;
-}
-
-static void big(struct exec *x, bool q, const char *msg)
-{
-    char dashes[300];
-    size_t n = strlen(msg) < sizeof(dashes) - 1 ? strlen(msg) : sizeof(dashes) - 1;
-
-    memset(dashes, '-', n);
-    dashes[n] = '\0';
-    out(x, q, "\n%s\n%s\n%s\n\n", dashes, msg, dashes);
-}
-
-/* _log_job_status: prints the outcome; returns the status ("" on error, exit code in *rc). */
-static void log_job_status(struct exec *x, const struct cli *c, const char *id, bool qo,
-                           bool qe, char *status, size_t slen, int *rc)
-{
-    char body[600], msg[700];
-    int code;
-    cJSON *j = job_get(x, c, id, &code, body, sizeof(body));
-    const char *st = ray_jstr(j, "status"), *m = ray_jstr(j, "message");
-
-    *rc = 0;
-    status[0] = '\0';
-    if (!j) {
-        snprintf(msg, sizeof(msg), "Request failed with status code %d: %s.", code, body);
-        py_error(x, qe, "RuntimeError", msg);
-        *rc = 1;
-        return;
-    }
-    snprintf(status, slen, "%s", st ? st : "");
-    if (st && !strcmp(st, "SUCCEEDED")) {
-        snprintf(msg, sizeof(msg), "Job '%.300s' succeeded", id);
-        big(x, qo, msg);
-    } else if (st && !strcmp(st, "STOPPED")) {
-        out(x, qo, "Job '%s' was stopped\n", id);
-    } else if (st && !strcmp(st, "FAILED")) {
-        snprintf(msg, sizeof(msg), "Job '%.300s' failed", id);
-        big(x, qo, msg);
-        if (m)
-            out(x, qo, "Status message: %s\n", m);
-    } else {
-        out(x, qo, "Status for job '%s': %s\n", id, st ? st : "");
-        if (m)
-            out(x, qo, "Status message: %s\n", m);
-    }
-    cJSON_Delete(j);
-}
-
-/* Tails the job's logs until it is terminal (the websocket of /logs/tail). 0, or 1 when
- * the job is unknown or the connection broke. */
-static int follow_logs(struct exec *x, const char *address, const char *id, bool qo, bool qe)
-{
-    char path[400], err[300];
-    size_t printed = 0;
-    struct ray_resp resp;
-
-    for (;;) {
-        cJSON *logs = NULL, *j = NULL;
-        const char *txt, *st;
-        bool end;
-
-        snprintf(path, sizeof(path), "/api/jobs/%.300s", id);
-        if (http(x, address, "GET", path, NULL, &resp, err, sizeof(err)) < 0) {
-            py_error(x, qe, "aiohttp.client_exceptions.ClientConnectorError", err);
-            return 1;
-        }
-        if (resp.code != 200) {
-            char msg[500];
-            snprintf(msg, sizeof(msg), "%d, message='Invalid response status', url='%.200s"
-                     "/logs/tail'", resp.code, path);
-            free(resp.body);
-            py_error(x, qe, "aiohttp.client_exceptions.WSServerHandshakeError", msg);
-            return 1;
-        }
-        j = cJSON_Parse(resp.body);
-        free(resp.body);
-        st = ray_jstr(j, "status");
-        end = st && ray_status_terminal(st);
-        cJSON_Delete(j);
-        snprintf(path, sizeof(path), "/api/jobs/%.300s/logs", id);
-        if (http(x, address, "GET", path, NULL, &resp, err, sizeof(err)) == 0) {
-            logs = resp.code == 200 ? cJSON_Parse(resp.body) : NULL;
-            free(resp.body);
-        }
-        txt = ray_jstr(logs, "logs");
-        if (txt && strlen(txt) > printed) {
-            out_raw(x, qo, txt + printed, strlen(txt) - printed);
-            printed = strlen(txt);
-        }
-        cJSON_Delete(logs);
-        if (end)
-            return 0;
-        if (nap(x, FOLLOW_POLL_MS) < 0)
-            return 143;
-    }
-}
-
-static int cli_submit(struct exec *x, const struct cli *c, bool qo, bool qe)
-{
-    cJSON *req = cJSON_CreateObject(), *v;
-    struct buf entry = { 0 };
-    struct ray_resp resp;
-    char err[600], msg[900], status[32];
-    const char *id;
-    int rc;
-
-    if (!req || shlex_join(c->entry, c->nentry, &entry) < 0) {
-        cJSON_Delete(req);
-        return 1;
-    }
-    if (c->runtime_env_file) {
-        snprintf(msg, sizeof(msg), "[Errno 2] No such file or directory: '%.300s'",
-                 c->runtime_env_file);
-        py_error(x, qe, "FileNotFoundError", msg);
-        rc = 1;
-        goto out;
-    }
-    cJSON_AddStringToObject(req, "entrypoint", entry.data);
-    if (c->submission_id)
-        cJSON_AddStringToObject(req, "submission_id", c->submission_id);
-#define JSON_OPT(opt, key, what) do { if (opt) { \
-        if (!(v = cJSON_Parse(opt)) || !cJSON_IsObject(v)) { \
-            cJSON_Delete(v); \
-            snprintf(msg, sizeof(msg), "Failed to parse %s into a dictionary: %.300s", what, opt); \
-            py_error(x, qe, "ValueError", msg); rc = 1; goto out; } \
-        cJSON_AddItemToObject(req, key, v); } } while (0)
-    JSON_OPT(c->runtime_env_json, "runtime_env", "--runtime-env-json");
-    JSON_OPT(c->metadata_json, "metadata", "--metadata-json");
-    JSON_OPT(c->resources, "entrypoint_resources", "--entrypoint-resources");
-#undef JSON_OPT
-    if (c->working_dir) {
-        cJSON *re = cJSON_GetObjectItemCaseSensitive(req, "runtime_env");
-        if (!re)
-            re = cJSON_AddObjectToObject(req, "runtime_env");
-        cJSON_DeleteItemFromObjectCaseSensitive(re, "working_dir");
-        cJSON_AddStringToObject(re, "working_dir", c->working_dir);
-    }
-#define NUM_OPT(opt, key, integer) do { if (opt) { char *e_; double d_ = strtod(opt, &e_); \
-        if (e_ == opt || *e_ || (integer && d_ != (double)(long long)d_)) { \
-            out(x, qe, "Error: Invalid value for '--%s': '%s' is not a valid %s.\n", key, opt, \
-                integer ? "integer" : "float"); rc = 2; goto out; } \
-        cJSON_AddNumberToObject(req, key, d_); } } while (0)
-    NUM_OPT(c->num_cpus, "entrypoint_num_cpus", false);
-    NUM_OPT(c->num_gpus, "entrypoint_num_gpus", false);
-    NUM_OPT(c->memory, "entrypoint_memory", true);
-#undef NUM_OPT
-    if ((rc = sdk_connect(x, c, qo, qe)) != 0)
-        goto out;
-    {
-        char *body = cJSON_PrintUnformatted(req);
-        rc = body ? http(x, c->address, "POST", "/api/jobs/", body, &resp, err, sizeof(err)) : -ENOMEM;
-        free(body);
-    }
-    if (rc < 0) {
-        py_error(x, qe, "ConnectionError", err);
-        rc = 1;
-        goto out;
-    }
-    if (resp.code != 200) {
-        snprintf(msg, sizeof(msg), "Request failed with status code %d: %.700s.", resp.code,
-                 resp.body);
-        free(resp.body);
-        py_error(x, qe, "RuntimeError", msg);
-        rc = 1;
-        goto out;
-    }
-    v = cJSON_Parse(resp.body);
-    free(resp.body);
-    if (!(id = ray_jstr(v, "submission_id"))) {
-        py_error(x, qe, "RuntimeError", "the dashboard's answer has no submission_id");
-        cJSON_Delete(v);
-        rc = 1;
-        goto out;
-    }
-    snprintf(status, sizeof(status), "%s", "");
-    snprintf(msg, sizeof(msg), "Job '%.300s' submitted successfully", id ? id : "");
-    big(x, qo, msg);
-    out(x, qo, "Next steps\n  Query the logs of the job:\n    ray job logs %s\n"
-        "  Query the status of the job:\n    ray job status %s\n"
-        "  Request the job to be stopped:\n    ray job stop %s\n\n", id, id, id);
-    rc = 0;
-    if (!c->no_wait) {
-        char idc[300];
-        snprintf(idc, sizeof(idc), "%s", id);
-        out(x, qo, "Tailing logs until the job exits (disable with --no-wait):\n");
-        if ((rc = follow_logs(x, c->address, idc, qo, qe)) == 0) {
-            log_job_status(x, c, idc, qo, qe, status, sizeof(status), &rc);
-            if (rc == 0 && !strcmp(status, "FAILED"))
-                rc = 1;
-        }
-    }
-    cJSON_Delete(v);
-out:
-    cJSON_Delete(req);
-    buf_free(&entry);
-    return rc;
-}
-
-static int cli_simple(struct exec *x, const struct cli *c, const char *method, const char *fmt,
-                      bool qo, bool qe, struct ray_resp *resp)
-{
-    char path[400], err[600], msg[900];
-
-    snprintf(path, sizeof(path), fmt, c->job ? c->job : "");
-    if (http(x, c->address, method, path, NULL, resp, err, sizeof(err)) < 0) {
-        py_error(x, qe, "ConnectionError", err);
-        return 1;
-    }
-    if (resp->code != 200) {
-        snprintf(msg, sizeof(msg), "Request failed with status code %d: %.700s.", resp->code,
-                 resp->body);
-        free(resp->body);
-        resp->body = NULL;
-        py_error(x, qe, "RuntimeError", msg);
-        return 1;
-    }
-    (void)qo;
-    return 0;
-}
-
-static int cli_run(struct exec *x, char *const *av, size_t ac, bool qo, bool qe)
-{
-    struct cli c;
-    struct ray_resp resp = { 0 };
-    char status[32];
-    int rc;
-
-    if (ac < 3) {
-        out(x, qe, "Usage: ray job [OPTIONS] COMMAND [ARGS]...\n");
-        return ac < 2 ? 0 : 2;
-    }
-    if (strcmp(av[2], "submit") && strcmp(av[2], "status") && strcmp(av[2], "logs") &&
-        strcmp(av[2], "stop") && strcmp(av[2], "delete") && strcmp(av[2], "list")) {
-        out(x, qe, "Usage: ray job [OPTIONS] COMMAND [ARGS]...\nTry 'ray job --help' for "
-            "help.\n\nError: No such command '%s'.\n", av[2]);
-        return 2;
-    }
-    if ((rc = cli_parse(x, av, ac, &c, qe)) != 0)
-        return rc;
-    if (!strcmp(c.sub, "submit"))
-        return cli_submit(x, &c, qo, qe);
-    if ((rc = sdk_connect(x, &c, qo, qe)) != 0)
-        return rc;
-    if (!strcmp(c.sub, "status")) {
-        log_job_status(x, &c, c.job, qo, qe, status, sizeof(status), &rc);
-        return rc;
-    }
-    if (!strcmp(c.sub, "logs")) {
-        if (c.follow) {
-            if ((rc = follow_logs(x, c.address, c.job, qo, qe)) == 0)
-                log_job_status(x, &c, c.job, qo, qe, status, sizeof(status), &rc);
-            return rc;
-        }
-        if ((rc = cli_simple(x, &c, "GET", "/api/jobs/%.300s/logs", qo, qe, &resp)) == 0) {
-            cJSON *j = cJSON_Parse(resp.body);
-            const char *l = ray_jstr(j, "logs");
-            out_raw(x, qo, l ? l : "", l ? strlen(l) : 0);
-            cJSON_Delete(j);
-        }
-        free(resp.body);
-        return rc;
-    }
-    if (!strcmp(c.sub, "stop")) {
-        out(x, qo, "Attempting to stop job '%s'\n", c.job);
-        if ((rc = cli_simple(x, &c, "POST", "/api/jobs/%.300s/stop", qo, qe, &resp)) != 0)
-            return rc;
-        free(resp.body);
-        if (c.no_wait)
-            return 0;
-        out(x, qo, "Waiting for job '%s' to exit (disable with --no-wait):\n", c.job);
-        for (;;) {
-            char body[600];
-            int code;
-            cJSON *j = job_get(x, &c, c.job, &code, body, sizeof(body));
-            const char *st = ray_jstr(j, "status");
-            if (st && ray_status_terminal(st)) {
-                cJSON_Delete(j);
-                log_job_status(x, &c, c.job, qo, qe, status, sizeof(status), &rc);
-                return rc;
-            }
-            out(x, qo, "Job has not exited yet. Status: %s\n", st ? st : "UNKNOWN");
-            cJSON_Delete(j);
-            if (!st || nap(x, 1000) < 0)
-                return 1;
-        }
-    }
-    if (!strcmp(c.sub, "delete")) {
-        if ((rc = cli_simple(x, &c, "DELETE", "/api/jobs/%.300s", qo, qe, &resp)) == 0)
-            out(x, qo, "Job '%s' deleted successfully\n", c.job);
-        free(resp.body);
-        return rc;
-    }
-    /* list */
-    if ((rc = cli_simple(x, &c, "GET", "/api/jobs/", qo, qe, &resp)) == 0) {
-        out_raw(x, qo, resp.body, resp.len);
-        out(x, qo, "\n");
-    }
-    free(resp.body);
-    return rc;
-}
-
-/* KubeRay's light-weight submitter (ray-operator/rayjob-submitter/cmd/main.go). */
-static int lightweight(struct exec *x, char *const *av, size_t ac, bool qo, bool qe)
-{
-    const char *addr = env_get(x, "RAY_DASHBOARD_ADDRESS"), *id = env_get(x, "RAY_JOB_SUBMISSION_ID");
-    cJSON *req = cJSON_CreateObject();
-    struct buf entry = { 0 }, url = { 0 };
-    char *const *words = NULL;
-    struct ray_resp resp;
-    char err[600];
-    size_t nw = 0, i = 1;
-    int rc = 1;
-
-    if (!req)
-        return 1;
-    if (!addr || !*addr) {
-        out(x, qe, "ERROR --  missing RAY_DASHBOARD_ADDRESS in environment variables\n");
-        goto out;
-    }
-    if (!id || !*id) {
-        out(x, qe, "ERROR --  missing RAY_JOB_SUBMISSION_ID in environment variables\n");
-        goto out;
-    }
-    while (i < ac) {
-        const char *a = av[i];
-        const char *key = !strcmp(a, "--runtime-env-json") ? "runtime_env" :
-                          !strcmp(a, "--metadata-json") ? "metadata" :
-                          !strcmp(a, "--entrypoint-resources") ? "entrypoint_resources" :
-                          !strcmp(a, "--entrypoint-num-cpus") ? "entrypoint_num_cpus" :
-                          !strcmp(a, "--entrypoint-num-gpus") ? "entrypoint_num_gpus" : NULL;
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        }
-        if (!key) {
-            if (a[0] == '-') {
-                out(x, qe, "unknown flag: %s\n", a);
-                rc = 2;
-                goto out;
-            }
-            break;
-        }
-        if (i + 1 >= ac) {
-            out(x, qe, "flag needs an argument: %s\n", a);
-            rc = 2;
-            goto out;
-        }
-        if (!strncmp(key, "entrypoint_num", 14)) {
-            cJSON_AddNumberToObject(req, key, strtod(av[i + 1], NULL));
-        } else {
-            cJSON *v = cJSON_Parse(av[i + 1]);
-            if (!cJSON_IsObject(v)) {
-                cJSON_Delete(v);
-                out(x, qe, "ERROR --  invalid character in %s\n", a);
-                goto out;
-            }
-            cJSON_AddItemToObject(req, key, v);
-        }
-        i += 2;
-    }
-    words = av + i;
-    nw = ac - i;
-    for (size_t k = 0; k < nw; k++)
-        if (buf_puts(&entry, k ? " " : "") < 0 || buf_puts(&entry, words[k]) < 0)
-            goto out;
-    cJSON_AddStringToObject(req, "entrypoint", entry.data ? entry.data : "");
-    cJSON_AddStringToObject(req, "submission_id", id);
-    if (buf_printf(&url, "%s%s", strncmp(addr, "http://", 7) ? "http://" : "", addr) < 0)
-        goto out;
-    {
-        char *body = cJSON_PrintUnformatted(req);
-        int hr = body ? http(x, url.data, "POST", "/api/jobs/", body, &resp, err, sizeof(err)) : -ENOMEM;
-        free(body);
-        if (hr < 0) {
-            out(x, qe, "ERROR --  Post \"%s/api/jobs/\": %s\n", url.data, err);
-            goto out;
-        }
-    }
-    if (resp.code < 200 || resp.code > 299) {
-        if (strstr(resp.body, "Please use a different submission_id")) {
-            out(x, qo, "INFO -- Job '%s' has already been submitted, tailing logs.\n", id);
-        } else {
-            out(x, qe, "ERROR --  SubmitJob fail: %d %s\n", resp.code, resp.body);
-            free(resp.body);
-            goto out;
-        }
-    } else {
-        out(x, qo, "SUCC -- Job '%s' submitted successfully\n", id);
-    }
-    free(resp.body);
-    out(x, qo, "INFO -- Tailing logs until the job finishes:\n");
-    if (follow_logs(x, url.data, id, qo, qe) != 0)
-        goto out;
-    out(x, qo, "SUCC -- Job '%s' succeeded\n", id);
-    rc = 0;
-out:
-    cJSON_Delete(req);
-    buf_free(&entry);
-    buf_free(&url);
-    return rc;
-}
-
-/* python -c "...urlopen('URL', timeout=N)... b'success' in r.read()..." (KubeRay's
- * BasePythonHealthCommand): 0 when URL answers 200 with "success". */
-static int python_health(struct exec *x, char *const *av, size_t ac, bool qe)
-{
-    const char *code = ac >= 3 && !strcmp(av[1], "-c") ? av[2] : NULL, *u, *e;
-    char url[512], err[300];
-    const char *path;
-    struct ray_resp resp;
-    int rc;
-
-    if (!code || !(u = strstr(code, "urlopen('")) || !(e = strchr(u + 9, '\''))) {
-        out(x, qe, "bash: line 1: %s: command not found\n", av[0]);
-        return 127;
-    }
-    snprintf(url, sizeof(url), "%.*s", (int)(e - u - 9), u + 9);
-    path = strstr(url, "://") ? strchr(strstr(url, "://") + 3, '/') : strchr(url, '/');
-    if (http(x, url, "GET", path ? path : "/", NULL, &resp, err, sizeof(err)) < 0) {
-        out(x, qe, "urllib.error.URLError: <urlopen error [Errno 111] Connection refused>\n");
-        return 1;
-    }
-    rc = resp.code == 200 && resp.body && strstr(resp.body, "success") ? 0 : 1;
-    if (resp.code != 200)
-        out(x, qe, "urllib.error.HTTPError: HTTP Error %d\n", resp.code);
-    free(resp.body);
-    return rc;
-}
-
 /* ---- the interpreter --------------------------------------------------------------------- */
 
-static int run_list(struct exec *x, const struct ray_node *n, bool in_cond, bool qo, bool qe);
+static int run_list(struct ray_exec *x, const struct ray_node *n, bool in_cond, bool qo, bool qe);
 
-static int run_cmd(struct exec *x, const struct ray_node *n, bool qo, bool qe)
+static int run_cmd(struct ray_exec *x, const struct ray_node *n, bool qo, bool qe)
 {
     char *const *av = n->argv;
     const char *base = strrchr(av[0], '/');
@@ -825,11 +118,11 @@ static int run_cmd(struct exec *x, const struct ray_node *n, bool qo, bool qe)
             i++;
         }
         for (size_t k = i; k < n->argc; k++) {
-            out_raw(x, qo, k > i ? " " : "", k > i ? 1 : 0);
-            out_raw(x, qo, av[k], strlen(av[k]));
+            ray_exec_write(x, qo, k > i ? " " : "", k > i ? 1 : 0);
+            ray_exec_write(x, qo, av[k], strlen(av[k]));
         }
         if (nl)
-            out_raw(x, qo, "\n", 1);
+            ray_exec_write(x, qo, "\n", 1);
         return 0;
     }
     if (!strcmp(base, "sleep")) {
@@ -838,7 +131,7 @@ static int run_cmd(struct exec *x, const struct ray_node *n, bool qo, bool qe)
             s = 0;
         if (s > 3600)
             s = 3600;
-        return nap(x, (long)(s * 1000)) < 0 ? 143 : 0;
+        return ray_exec_nap(x, (long)(s * 1000)) < 0 ? 143 : 0;
     }
     if (!strcmp(base, "exit")) {
         x->exited = true;
@@ -855,16 +148,16 @@ static int run_cmd(struct exec *x, const struct ray_node *n, bool qo, bool qe)
         return 0;
     }
     if (!strcmp(base, "ray"))
-        return cli_run(x, av, n->argc, qo, qe);
+        return ray_cli_ray(x, av, n->argc, qo, qe);
     if (!strcmp(base, "submitter"))
-        return lightweight(x, av, n->argc, qo, qe);
+        return ray_cli_lightweight(x, av, n->argc, qo, qe);
     if (!strcmp(base, "python") || !strcmp(base, "python3"))
-        return python_health(x, av, n->argc, qe);
-    out(x, qe, "bash: line 1: %s: command not found\n", av[0]);
+        return ray_cli_python(x, av, n->argc, qe);
+    ray_exec_printf(x, qe, "bash: line 1: %s: command not found\n", av[0]);
     return 127;
 }
 
-static int run_node(struct exec *x, const struct ray_node *n, bool in_cond, bool qo, bool qe)
+static int run_node(struct ray_exec *x, const struct ray_node *n, bool in_cond, bool qo, bool qe)
 {
     int st;
 
@@ -891,7 +184,7 @@ static int run_node(struct exec *x, const struct ray_node *n, bool in_cond, bool
             st = run_list(x, n->body, in_cond, qo, qe);
             if (x->exited)
                 return x->code;
-            if (nap(x, LOOP_MIN_MS) < 0) {
+            if (ray_exec_nap(x, LOOP_MIN_MS) < 0) {
                 x->exited = true;
                 x->code = 143;
                 return 143;
@@ -900,7 +193,7 @@ static int run_node(struct exec *x, const struct ray_node *n, bool in_cond, bool
     }
 }
 
-static int run_list(struct exec *x, const struct ray_node *n, bool in_cond, bool qo, bool qe)
+static int run_list(struct ray_exec *x, const struct ray_node *n, bool in_cond, bool qo, bool qe)
 {
     int status = 0;
 
@@ -931,7 +224,7 @@ static int run_list(struct exec *x, const struct ray_node *n, bool in_cond, bool
 static void *run_thread(void *arg)
 {
     struct run_arg *ra = arg;
-    struct exec x = { .r = ra->r, .s = ra->s, .errexit = ra->s->script->errexit };
+    struct ray_exec x = { .r = ra->r, .s = ra->s, .errexit = ra->s->script->errexit };
     struct ray_sub *s = ra->s;
     struct ray *r = ra->r;
     int code;
@@ -956,7 +249,7 @@ static void *run_thread(void *arg)
     return NULL;
 }
 
-/* ---- the kubelet's hook ----------------------------------------------------------------------- */
+/* ---- the kubelet's hook ----------------------------------------------------------------- */
 
 bool ray_submitter_start(struct ray *r, const cJSON *pod)
 {

@@ -83,8 +83,13 @@ struct reg_resource {
 #define REG_FLAG_GRACEFUL_DELETE (1u << 0)   /* pods: deletionTimestamp + grace period */
 #define REG_FLAG_NO_GENERATION   (1u << 1)   /* types whose metadata.generation is not kept */
 #define REG_FLAG_SPEC_GENERATION (1u << 2)   /* generation bumps on any non-metadata, non-status change */
+/* The strategy's DefaultGarbageCollectionPolicy when it is not DeleteDependents
+ * (Background): a DELETE without propagationPolicy/orphanDependents orphans
+ * (batch/v1 Jobs), or propagation is ignored altogether (Events: Unsupported). */
+#define REG_FLAG_ORPHAN_DEFAULT  (1u << 3)
+#define REG_FLAG_NO_GC_POLICY    (1u << 4)
 /* Built-ins: NO_GENERATION except jobs and CRDs (SPEC_GENERATION); pods also
- * GRACEFUL_DELETE. Custom resources: SPEC_GENERATION with a status subresource, else 0
+ * GRACEFUL_DELETE; jobs ORPHAN_DEFAULT; both Event types NO_GC_POLICY. Custom resources: SPEC_GENERATION with a status subresource, else 0
  * (then any change but metadata bumps generation, status included, as for real CRs). */
 
 /* Limits on CRD objects (validation rejects anything larger). */

@@ -564,7 +564,8 @@ struct delete_ctx {
 };
 
 /* DeleteOptions from the query, then from the body (kubectl sends
- * {"propagationPolicy":"Background"}; python and client-node send nothing). */
+ * {"propagationPolicy":"Background"}; python and client-node send nothing, so
+ * the type's default applies: see store.h). */
 static int delete_opts(struct server_req *req, struct delete_ctx *c)
 {
     const struct route_query *q = req->query;
@@ -624,6 +625,17 @@ check:
     return 0;
 }
 
+/* REST.Delete/DeleteCollection of Jobs: the client left the policy to the
+ * batch/v1 default, which orphans the Pods (kubectl always sends one). */
+static void warn_default_orphan(struct server_req *req, const struct reg_resource *res,
+                                const struct delete_ctx *c)
+{
+    if ((res->flags & REG_FLAG_ORPHAN_DEFAULT) && !c->o.propagation)
+        server_reply_header(req, "Warning", "299 - \"child pods are preserved by default when "
+                            "jobs are deleted; set propagationPolicy=Background to remove them "
+                            "or set propagationPolicy=Orphan to suppress this warning\"");
+}
+
 static int reply_delete_success(struct server_req *req, const struct reg_resource *res,
                                 const struct store_obj *o)
 {
@@ -654,6 +666,7 @@ static int do_delete(struct server_req *req, const struct reg_resource *res)
 
     if (delete_opts(req, &c) < 0)
         goto out;
+    warn_default_orphan(req, res, &c);
     if (store_delete(req->srv->store, res, req->route->ns, req->route->name, &c.o, &o, &gone,
                      &st) < 0) {
         server_reply_store_status(req, &st);
@@ -695,6 +708,7 @@ static int do_delete_collection(struct server_req *req, const struct reg_resourc
         goto out;
     if (delete_opts(req, &dc) < 0)
         goto out;
+    warn_default_orphan(req, res, &dc);
     all = lc.lo;
     all.limit = 0;
     all.continue_token = NULL;

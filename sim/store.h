@@ -96,7 +96,8 @@ struct store_write_opts {
 enum store_patch_type { PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC, PATCH_APPLY };
 
 struct store_delete_opts {
-    const char *propagation;       /* "Background" (default for most), "Foreground", "Orphan" */
+    const char *propagation;       /* "Background", "Foreground", "Orphan"; NULL = the type's
+                                      default (Orphan for batch/v1 Jobs, else Background) */
     long grace_seconds;            /* -1 = type default */
     const char *precondition_uid;  /* NULL = none */
     const char *precondition_rv;

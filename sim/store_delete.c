@@ -1,6 +1,6 @@
 /*
  * store_delete.c - DELETE of one object: preconditions, propagation policy
- * (orphan/foregroundDeletion finalizers), finalizers keeping an object with
+ * (orphan/foregroundDeletion finalizers, the type's default policy), finalizers keeping an object with
  * deletionTimestamp, graceful Pod deletion, namespaces entering Terminating.
  * store_delete_entry() is shared with delete-collection, GC and the namespace
  * finalizer; the removal itself is store_commit_delete() (store.c).
@@ -49,6 +49,38 @@ static void drop_finalizer(cJSON *obj, const char *f)
     }
 }
 
+/*
+ * The orphan/foregroundDeletion finalizers a DELETE leaves on obj, in the order
+ * of the real registry (deletionFinalizersForGarbageCollection): an explicit
+ * policy wins; without one, a GC finalizer the object already carries stays;
+ * otherwise the type's default applies - Background for most, Orphan for
+ * batch/v1 Jobs. Types whose strategy does not support GC (Events) keep neither.
+ */
+static void set_gc_finalizers(const struct reg_resource *res, cJSON *obj, const char *prop)
+{
+    bool orphan = false, foreground = false;
+
+    if (res->flags & REG_FLAG_NO_GC_POLICY) {
+        /* both false */
+    } else if (prop) {
+        orphan = !strcmp(prop, "Orphan");
+        foreground = !strcmp(prop, "Foreground");
+    } else if (store_has_finalizer(obj, "orphan") ||
+               store_has_finalizer(obj, "foregroundDeletion")) {
+        return;
+    } else {
+        orphan = (res->flags & REG_FLAG_ORPHAN_DEFAULT) != 0;
+    }
+    if (orphan)
+        add_finalizer(obj, "orphan");
+    else
+        drop_finalizer(obj, "orphan");
+    if (foreground)
+        add_finalizer(obj, "foregroundDeletion");
+    else
+        drop_finalizer(obj, "foregroundDeletion");
+}
+
 /* Pods: the grace period to apply (CheckGracefulDelete), 0 for an immediate removal. */
 static long pod_grace(struct store *s, const cJSON *pod, long requested)
 {
@@ -76,7 +108,6 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
 {
     const struct reg_resource *res = e->t->res;
     const cJSON *old = e->obj->json;
-    const char *prop = o ? o->propagation : NULL;
     bool deleting = store_meta_str(old, "deletionTimestamp") != NULL;
     bool is_ns = is_res(res, "", "namespaces");
     long grace = 0;
@@ -112,16 +143,7 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
     if (!nobj)
         return -ENOMEM;
     md = store_meta(nobj);
-    if (prop && !strcmp(prop, "Orphan")) {
-        add_finalizer(nobj, "orphan");
-        drop_finalizer(nobj, "foregroundDeletion");
-    } else if (prop && !strcmp(prop, "Foreground")) {
-        add_finalizer(nobj, "foregroundDeletion");
-        drop_finalizer(nobj, "orphan");
-    } else if (prop && !strcmp(prop, "Background")) {
-        drop_finalizer(nobj, "orphan");
-        drop_finalizer(nobj, "foregroundDeletion");
-    }
+    set_gc_finalizers(res, nobj, o ? o->propagation : NULL);
     if (is_ns && !deleting) {
         cJSON *status = jget(nobj, "status");
         if (!cJSON_IsObject(status)) {

@@ -8,8 +8,9 @@
  * (cJSON_Delete). The reconcile loop (reconcile.c) compares these against what
  * the cache holds and writes the difference; the RayJob and RayService
  * controllers call the naming helpers to find a cluster's head Service.
- * Unit tests: tests/unit/test_rc_build.c against fixtures written from KubeRay's
- * documented behaviour. docs/raycluster.md.
+ * Unit tests: tests/unit/test_rc_build.c, test_rc_build_options.c, test_rc_validate.c
+ * (expected values and fixtures written from KubeRay's behaviour; every sample);
+ * fuzz: tests/fuzz/fuzz_rc_build.c. docs/raycluster.md, section Objects.
  */
 #ifndef RAYOP_RC_BUILD_H
 #define RAYOP_RC_BUILD_H
@@ -73,6 +74,14 @@ struct rc_build_opts {
     bool enable_probes_injection;          /* ENABLE_PROBES_INJECTION (default true) */
     bool enable_head_cluster_ip_service;   /* ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE (default false) */
     bool enable_login_shell;               /* ENABLE_LOGIN_SHELL: bash -lc (default false) */
+    /* KubeRay's operator configuration (config file), borrowed, NULL when unset:
+     * containers appended to head / worker Pods, env vars added to the Ray container
+     * unless it sets them, annotations and labels added to every Ray Pod unless present. */
+    const cJSON *head_sidecar_containers;  /* array of Container */
+    const cJSON *worker_sidecar_containers;/* array of Container */
+    const cJSON *default_container_envs;   /* array of EnvVar */
+    const cJSON *default_pod_annotations;  /* object of strings */
+    const cJSON *default_pod_labels;       /* object of strings */
 };
 void rc_build_opts_default(struct rc_build_opts *o);
 /* Defaults, then KubeRay's operator environment variables (ENABLE_INIT_CONTAINER_
@@ -117,8 +126,9 @@ int rc_spec_hash(const cJSON *rc, char *out, size_t cap);
 
 /* ---- names ---------------------------------------------------------------- */
 
-/* Head Service name (NAME-head-svc, shortened as KubeRay does; or the custom
- * headService's name). 0 or -ENAMETOOLONG. */
+/* Head Service name (NAME-head-svc, or the custom headService's name). KubeRay v1.7
+ * does not shorten it: it limits cluster names to 53 characters (rc_validate).
+ * 0 or -ENAMETOOLONG when it does not fit cap. */
 int rc_head_service_name(const cJSON *rc, char *out, size_t cap);
 /* The headless Service name of multi-host worker groups. */
 int rc_headless_service_name(const cJSON *rc, char *out, size_t cap);
@@ -133,18 +143,24 @@ int rc_dashboard_port(const cJSON *rc);
 
 /* Each returns a new object (caller owns) or NULL when the object is not wanted
  * (serve Service not asked, no multi-host group, autoscaling off ...). On an
- * internal error (out of memory) they return NULL and set *err < 0 when err is
- * given. Owner references (controller=true) to rc are set on every object. */
+ * error they return NULL and set *err < 0 when err is given: -ENOMEM, -EINVAL
+ * when the group has no Ray container, -ENOENT from rc_build_serve_service when
+ * it is asked for but the head lists no serve port (KubeRay fails the reconcile).
+ * Owner references (controller=true) to rc are set on every object. o may be NULL
+ * (rc_build_opts_default). */
 cJSON *rc_build_head_service(const cJSON *rc, const struct rc_build_opts *o, int *err);
 cJSON *rc_build_serve_service(const cJSON *rc, const struct rc_build_opts *o, int *err);
 cJSON *rc_build_headless_service(const cJSON *rc, const struct rc_build_opts *o, int *err);
 
-/* The head Pod. Its name is set (or generateName, as KubeRay does). */
+/* The head Pod: generateName NAME-head- (name NAME-head with use_deterministic_head_name),
+ * with the ray.io/upgrade-strategy-recreate-hash and ray.io/kuberay-version annotations
+ * createHeadPod adds. */
 cJSON *rc_build_head_pod(const cJSON *rc, const struct rc_build_opts *o, int *err);
-/* A worker Pod of group (an element of spec.workerGroupSpecs). For multi-host
- * groups (numOfHosts > 1) replica_name names the replica and host_index is the
- * host's index in it (labels ray.io/worker-group-replica-name/-index,
- * ray.io/replica-host-index); for single-host groups pass NULL and 0. */
+/* A worker Pod of group (an element of spec.workerGroupSpecs). replica_index becomes
+ * ray.io/worker-group-replica-index on every worker (RayMultiHostIndexing). For
+ * multi-host groups (numOfHosts > 1) replica_name names the replica and host_index is
+ * the host's index in it (ray.io/worker-group-replica-name, ray.io/replica-host-index);
+ * single-host groups ignore both (pass NULL and 0). */
 cJSON *rc_build_worker_pod(const cJSON *rc, const cJSON *group, const char *replica_name,
                            int replica_index, int host_index, const struct rc_build_opts *o,
                            int *err);
@@ -154,6 +170,19 @@ cJSON *rc_build_worker_pod(const cJSON *rc, const cJSON *group, const char *repl
  * When the head template names its own serviceAccountName, *sa is NULL: KubeRay
  * expects the user to create that ServiceAccount (the binding still names it). */
 int rc_build_autoscaler_rbac(const cJSON *rc, cJSON **sa, cJSON **role, cJSON **binding);
+
+/* The dashboard Ingress of headGroupSpec.enableIngress (NULL when off): CheckName(NAME-head-
+ * ingress), to the head Service's dashboard port, path "/" Prefix unless ingressOptions say
+ * otherwise, host and tls from ingressOptions, every cluster annotation but
+ * kubernetes.io/ingress.class, which becomes spec.ingressClassName. */
+cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int *err);
+
+/* The token Secret KubeRay creates for authOptions (mode not "disabled", no secretName, no
+ * enableK8sTokenAuth): name CheckName(NAME) ("" in out when no Secret is wanted), key
+ * stringData.auth_token = base64 of the n random bytes the caller draws (KubeRay: 32 from
+ * crypto/rand). NULL when not wanted. A credential: never log the object. */
+int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap);
+cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t n, int *err);
 
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
  * the ray.io/ft-enabled annotation), and the Redis cleanup Job run on deletion. */

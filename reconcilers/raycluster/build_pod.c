@@ -253,8 +253,16 @@ static void ray_env(struct podb *pb, const char *ray_start)
     cJSON *c = pb->ray;
     char ip[256], addr[600], tags[128];
     const char *crd = rc_creator_crd(pb->rc);
+    const cJSON *d;
     snprintf(ip, sizeof(ip), "%.*s", (int)strcspn(pb->fqdn, "."), pb->fqdn);
     rcb_arr(b, c, "env");
+    /* The operator config's defaultContainerEnvs come first, unless the user set them. */
+    cJSON_ArrayForEach(d, (cJSON_IsArray(pb->o->default_container_envs) ?
+                           pb->o->default_container_envs : NULL)) {
+        const char *n = rcj_str(d, "name");
+        if (n && !rc_env_exists(c, n))
+            rcb_append(b, rcb_arr(b, c, "env"), rcb_dup(b, d));
+    }
     if (!pb->head) {
         rcb_env_value(b, c, "FQ_RAY_IP", pb->fqdn);
         rcb_env_value(b, c, "RAY_IP", ip);
@@ -363,6 +371,29 @@ static void add_probes(struct podb *pb)
         } else {
             rcb_set(b, pb->ray, "readinessProbe",
                     probe(b, http, agent, cmd, 10, pb->head ? 5 : 2, 10));
+        }
+    }
+}
+
+/* buildHeadPod / buildWorkerPod: the operator config's sidecars, then its default
+ * annotations and labels where the Pod has none of that key. */
+static void operator_config(struct podb *pb)
+{
+    struct rcb *b = &pb->b;
+    const cJSON *side = pb->head ? pb->o->head_sidecar_containers : pb->o->worker_sidecar_containers;
+    const cJSON *e;
+    const cJSON *maps[2] = { pb->o->default_pod_annotations, pb->o->default_pod_labels };
+    const char *keys[2] = { "annotations", "labels" };
+    cJSON_ArrayForEach(e, (cJSON_IsArray(side) ? side : NULL))
+        rcb_append(b, rcb_arr(b, pb->spec, "containers"), rcb_dup(b, e));
+    for (int i = 0; i < 2; i++) {
+        cJSON *dst;
+        if (!cJSON_IsObject(maps[i]) || cJSON_GetArraySize(maps[i]) == 0)
+            continue;
+        dst = rcb_obj(b, pb->meta, keys[i]);
+        cJSON_ArrayForEach(e, maps[i]) {
+            if (e->string && cJSON_IsString(e) && !cJSON_GetObjectItemCaseSensitive(dst, e->string))
+                rcb_set_str(b, dst, e->string, e->valuestring);
         }
     }
 }
@@ -504,6 +535,7 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
                 rc_auth_env(b, rc, (cJSON *)ic);
         }
     }
+    operator_config(&pb);
     /* BuildPod. */
     if (!strcmp(rc_creator_crd(rc), "RayService"))
         rcb_set_str(b, labels, RC_LABEL_SERVE, pb.head ? "false" : "true");

@@ -22,6 +22,7 @@ struct rc_run {
     const char *ns, *name, *uid;
     struct rc_build_opts bo;
     cJSON *pods;                /* Pods labelled ray.io/cluster=NAME (cache, owned) */
+    cJSON *live;                /* the same from the API server, fetched before creates (owned) */
     enum rc_err err;            /* what the pod reconcile ran into */
     char err_msg[512];
     uint64_t requeue_ms;        /* > 0: ask for a requeue after this long */
@@ -50,6 +51,7 @@ void rc_metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
 void rc_metrics_forget(const char *ns, const char *name);
 
 /* Kubernetes resources the controller writes that kube/ has no constant for. */
-extern const struct kube_resource RC_RES_SERVICEACCOUNTS, RC_RES_ROLES, RC_RES_ROLEBINDINGS;
+extern const struct kube_resource RC_RES_SERVICEACCOUNTS, RC_RES_ROLES, RC_RES_ROLEBINDINGS,
+    RC_RES_SECRETS;
 
 #endif

@@ -19,14 +19,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
+#include "reconcilers/raycluster/build_int.h"
 #include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
 const struct kube_resource RC_RES_SERVICEACCOUNTS = { "", "v1", "serviceaccounts", 1 };
 const struct kube_resource RC_RES_ROLES = { "rbac.authorization.k8s.io", "v1", "roles", 1 };
 const struct kube_resource RC_RES_ROLEBINDINGS = { "rbac.authorization.k8s.io", "v1", "rolebindings", 1 };
+const struct kube_resource RC_RES_SECRETS = { "", "v1", "secrets", 1 };
 
 /* res->message is shorter than the messages: keep the head of it. */
 static void set_message(struct host_result *res, const char *msg)
@@ -52,39 +55,48 @@ int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
 
 /* ---- autoscaler RBAC ---------------------------------------------------------- */
 
-/* ServiceAccount/Role/RoleBinding are not cached (KubeRay reads them from its
- * informer): they are created once per cluster uid per process; a restarted
- * controller creates them again and takes AlreadyExists as done. */
-#define RBAC_MEMO 4096
+/* ServiceAccount/Role/RoleBinding and the auth Secret are not cached (KubeRay
+ * reads them from its informer): they are created once per cluster uid per
+ * process and AlreadyExists counts as done (a restarted controller creates them
+ * again). A slot shared by two uids just means a redundant create. */
+#define UNCACHED_MEMO 4096
+enum { DONE_RBAC = 1, DONE_AUTH = 2 };
 static struct {
     pthread_mutex_t mu;
-    char uid[RBAC_MEMO][40];
-} rbac_memo = { .mu = PTHREAD_MUTEX_INITIALIZER };
+    struct { char uid[40]; unsigned done; } e[UNCACHED_MEMO];
+} memo = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static size_t memo_slot(const char *uid)
 {
     uint64_t h = 1469598103934665603ull;
     for (const char *p = uid; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return (size_t)(h % RBAC_MEMO);
+    return (size_t)(h % UNCACHED_MEMO);
 }
 
-static bool rbac_done(const char *uid)
+static bool memo_done(const char *uid, unsigned what)
 {
-    pthread_mutex_lock(&rbac_memo.mu);
-    bool done = strcmp(rbac_memo.uid[memo_slot(uid)], uid) == 0;
-    pthread_mutex_unlock(&rbac_memo.mu);
+    pthread_mutex_lock(&memo.mu);
+    size_t i = memo_slot(uid);
+    bool done = strcmp(memo.e[i].uid, uid) == 0 && (memo.e[i].done & what);
+    pthread_mutex_unlock(&memo.mu);
     return done;
 }
 
-static void rbac_remember(const char *uid)
+static void memo_remember(const char *uid, unsigned what)
 {
-    pthread_mutex_lock(&rbac_memo.mu);
-    snprintf(rbac_memo.uid[memo_slot(uid)], sizeof(rbac_memo.uid[0]), "%s", uid);
-    pthread_mutex_unlock(&rbac_memo.mu);
+    pthread_mutex_lock(&memo.mu);
+    size_t i = memo_slot(uid);
+    if (strcmp(memo.e[i].uid, uid) != 0) {
+        snprintf(memo.e[i].uid, sizeof(memo.e[i].uid), "%s", uid);
+        memo.e[i].done = 0;
+    }
+    memo.e[i].done |= what;
+    pthread_mutex_unlock(&memo.mu);
 }
 
-/* Creates obj unless it exists; Normal/Warning Events named as KubeRay's. */
+/* Creates obj unless it exists; Normal/Warning Events named as KubeRay's
+ * (none when ok_reason is NULL, as for KubeRay's auth Secret). */
 static int create_uncached(struct rc_run *r, const struct kube_resource *res, cJSON *obj,
                            const char *ok_reason, const char *fail_reason, const char *what)
 {
@@ -95,12 +107,13 @@ static int create_uncached(struct rc_run *r, const struct kube_resource *res, cJ
         return -ENOTCONN;
     int rc = kube_create(kc, res, r->ns, obj, &kr);
     if (rc == 0) {
-        host_log(r->ctx, LOG_INFO, "Created for Ray Autoscaler", "object", what, "name", name, NULL);
-        host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s",
-                   what, r->ns, name);
+        host_log(r->ctx, LOG_INFO, "Created", "object", what, "name", name, NULL);
+        if (ok_reason)
+            host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s",
+                       what, r->ns, name);
     } else if (rc == -EEXIST) {
         rc = 0;
-    } else {
+    } else if (fail_reason) {
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, fail_reason, "Create",
                    "Failed creating %s %s/%s, %s", what, r->ns, name, kube_strerror(rc));
     }
@@ -110,7 +123,7 @@ static int create_uncached(struct rc_run *r, const struct kube_resource *res, cJ
 
 static int reconcile_rbac(struct rc_run *r)
 {
-    if (!rc_autoscaling_enabled(r->rc) || rbac_done(r->uid))
+    if (!rc_autoscaling_enabled(r->rc) || memo_done(r->uid, DONE_RBAC))
         return 0;
     cJSON *sa = NULL, *role = NULL, *binding = NULL;
     int rc = rc_build_autoscaler_rbac(r->rc, &sa, &role, &binding);
@@ -129,7 +142,83 @@ static int reconcile_rbac(struct rc_run *r)
     cJSON_Delete(binding);
     if (rc < 0)
         return rc_fail(r, RC_ERR_OTHER, "autoscaler RBAC: %s", kube_strerror(rc));
-    rbac_remember(r->uid);
+    memo_remember(r->uid, DONE_RBAC);
+    return 0;
+}
+
+/* ---- auth Secret (reconcileAuthSecret) -------------------------------------------- */
+
+static void base64_encode(const unsigned char *in, size_t n, char *out)
+{
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < n ? in[i + 2] : 0);
+        out[o++] = t[v >> 18 & 63];
+        out[o++] = t[v >> 12 & 63];
+        out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? t[v & 63] : '=';
+    }
+    out[o] = '\0';
+}
+
+/* authOptions.mode token without secretName (and not K8s token auth): the
+ * Secret CheckName(<cluster>) with auth_token = base64 of 32 random bytes,
+ * labelled ray.io/cluster and owned by the cluster. No Event, as KubeRay. */
+static int reconcile_auth_secret(struct rc_run *r)
+{
+    const cJSON *auth = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r->rc, "spec"), "authOptions");
+    const cJSON *sn = cJSON_GetObjectItemCaseSensitive(auth, "secretName");
+    if (!rc_auth_token_enabled(r->rc) || rc_k8s_token_auth(r->rc) ||
+        (cJSON_IsString(sn) && *sn->valuestring) || memo_done(r->uid, DONE_AUTH))
+        return 0;
+    unsigned char raw[32];
+    char token[48], data64[72], name[64];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        return rc_fail(r, RC_ERR_OTHER, "no randomness for the auth token");
+    base64_encode(raw, sizeof(raw), token);
+    /* KubeRay sends stringData; the API server stores it base64-encoded in data.
+     * We send data directly: the same stored Secret, and kubesim has no stringData */
+    base64_encode((const unsigned char *)token, strlen(token), data64);
+    rc_check_name(r->name, name, sizeof(name));
+    cJSON *s = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(s, "metadata");
+    cJSON *lb = cJSON_AddObjectToObject(m, "labels"), *refs = cJSON_AddArrayToObject(m, "ownerReferences");
+    cJSON *ref = cJSON_CreateObject(), *data = cJSON_AddObjectToObject(s, "data");
+    int rc = -ENOMEM;
+    if (!s || !m || !lb || !refs || !ref || !data) {
+        cJSON_Delete(ref);
+        goto out;
+    }
+    cJSON_AddStringToObject(s, "apiVersion", "v1");
+    cJSON_AddStringToObject(s, "kind", "Secret");
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "namespace", r->ns);
+    cJSON_AddStringToObject(lb, RC_LABEL_CLUSTER, r->name);
+    cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1");
+    cJSON_AddStringToObject(ref, "kind", "RayCluster");
+    cJSON_AddStringToObject(ref, "name", r->name);
+    cJSON_AddStringToObject(ref, "uid", r->uid);
+    cJSON_AddTrueToObject(ref, "controller");
+    cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
+    cJSON_AddItemToArray(refs, ref);
+    cJSON_AddStringToObject(data, "auth_token", data64);
+    rc = create_uncached(r, &RC_RES_SECRETS, s, NULL, NULL, "secret");
+out:
+    explicit_bzero(token, sizeof(token));
+    explicit_bzero(data64, sizeof(data64));
+    explicit_bzero(raw, sizeof(raw));
+    if (s) {
+        /* the token is in the tree too: wipe it before freeing */
+        cJSON *t = cJSON_GetObjectItemCaseSensitive(data, "auth_token");
+        if (cJSON_IsString(t))
+            explicit_bzero(t->valuestring, strlen(t->valuestring));
+    }
+    cJSON_Delete(s);
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "auth Secret: %s", kube_strerror(rc));
+    memo_remember(r->uid, DONE_AUTH);
     return 0;
 }
 
@@ -236,6 +325,27 @@ static int write_status(struct rc_run *r)
 
 /* ---- the reconcile ------------------------------------------------------------- */
 
+/* KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS (whole seconds, default 300);
+ * RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS overrides it in milliseconds (benchmarks:
+ * bench/raycluster.sh re-queues converged clusters continuously with 1). */
+static uint64_t idle_requeue_ms(void)
+{
+    const char *ms = getenv("RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS");
+    const char *sec = getenv("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS");
+    char *end;
+    if (ms && *ms) {
+        unsigned long long v = strtoull(ms, &end, 10);
+        if (!*end && v > 0 && v <= 86400000ull)
+            return v;
+    }
+    if (sec && *sec) {
+        long v = strtol(sec, &end, 10);
+        if (!*end && v > 0 && v <= 86400)
+            return (uint64_t)v * 1000u;
+    }
+    return RC_REQUEUE_IDLE_MS;
+}
+
 /* An invalid cluster gets status.reason (rayop's addition: KubeRay v1.7 only
  * records the Event) so `kubectl get -o yaml` shows why nothing happens; state
  * and conditions are left as they were. Written only when it differs. */
@@ -319,7 +429,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     if ((rc = host_list_cluster(ctx, "v1/pods", r.ns, r.name, &r.pods)) < 0)
         goto out;
     /* stops at the first failing step, as KubeRay; the status is computed anyway */
-    if (reconcile_rbac(&r) == 0 && reconcile_services(&r) == 0)
+    if (reconcile_rbac(&r) == 0 && reconcile_auth_secret(&r) == 0 && reconcile_services(&r) == 0)
         (void)rc_reconcile_pods(&r);
     if (r.err != RC_ERR_NONE)
         host_log(ctx, LOG_ERROR, "Error reconcile resources", "error", r.err_msg, NULL);
@@ -339,10 +449,11 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
         res->after_ms = r.requeue_ms ? r.requeue_ms : RC_REQUEUE_SHORT_MS;
     } else {
         res->outcome = HOST_REQUEUE_AFTER;
-        res->after_ms = RC_REQUEUE_IDLE_MS;
+        res->after_ms = idle_requeue_ms();
     }
     rc = rc < 0 ? rc : 0;
 out:
+    cJSON_Delete(r.live);
     cJSON_Delete(r.pods);
     cJSON_Delete(r.rc);
     return rc < 0 ? rc : 0;

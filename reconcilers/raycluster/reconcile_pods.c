@@ -11,9 +11,10 @@
  * worker's own earlier creates and deletes are in it. One window is left: a
  * controller killed after creating Pods but before reporting them leaves writes
  * the queue never heard of, and the next reconcile may read a cache without
- * them. So before creating, the count is confirmed with one live LIST of the
- * same label selector; if the API server disagrees with the cache the reconcile
- * creates nothing and retries once the cache has caught up. Converged clusters
+ * them. So before creating, the count is confirmed against one live LIST of
+ * the cluster's Pods (made at most once per reconcile); if the API server
+ * disagrees with the cache the reconcile creates nothing and retries once the
+ * cache has caught up. Converged clusters
  * never pay for it (no creates, no LIST).
  */
 #include <errno.h>
@@ -167,35 +168,53 @@ static int delete_podv(struct rc_run *r, const struct podv *v, const char *group
     return 0;
 }
 
-/* The API server's count of Pods matching selector, to confirm the cache's
- * before creating (see the file comment). */
-static int live_count(struct rc_run *r, const char *selector)
+/* The cluster's Pods as the API server has them (one LIST per reconcile, kept
+ * in r->live), to confirm the cache's count before creating (file comment). */
+static int live_pods(struct rc_run *r)
 {
+    if (r->live)
+        return 0;
     struct kube_client *kc = host_kube(r->ctx);
     if (!kc)
         return -ENOTCONN;
-    struct kube_list_opts lo = { .label_selector = selector };
+    char sel[320];
+    snprintf(sel, sizeof(sel), "%s=%s", RC_LABEL_CLUSTER, r->name);
+    struct kube_list_opts lo = { .label_selector = sel };
     struct kube_result kr = { 0 };
     int rc = kube_list(kc, &KUBE_RES_PODS, r->ns, &lo, &kr);
-    if (rc == 0)
-        rc = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(kr.body, "items"));
+    if (rc == 0) {
+        r->live = cJSON_DetachItemFromObjectCaseSensitive(kr.body, "items");
+        if (!cJSON_IsArray(r->live)) {
+            cJSON_Delete(r->live);
+            r->live = cJSON_CreateArray();
+        }
+        if (!r->live)
+            rc = -ENOMEM;
+    }
     kube_result_release(&kr);
     return rc;
 }
 
-static int confirm_count(struct rc_run *r, const char *selector, int cached)
+/* 0 when the API server has as many Pods with label key=value as the cache
+ * (cached), else the reconcile fails and is retried once the cache caught up. */
+static int confirm_count(struct rc_run *r, const char *key, const char *value, int cached)
 {
-    int live = live_count(r, selector);
-    if (live < 0)
-        return rc_fail(r, RC_ERR_OTHER, "listing Pods %s: %s", selector, kube_strerror(live));
+    int rc = live_pods(r);
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "listing the Pods of %s: %s", r->name, kube_strerror(rc));
+    struct podv v = { 0 };
+    if ((rc = pods_where(r->live, key, value, NULL, &v)) < 0)
+        return rc;
+    int live = v.n;
+    podv_free(&v);
     if (live != cached) {
         char a[16], b[16];
         snprintf(a, sizeof(a), "%d", cached);
         snprintf(b, sizeof(b), "%d", live);
         host_log(r->ctx, LOG_INFO, "cache behind the API server; not creating Pods yet",
-                 "selector", selector, "cached", a, "live", b, NULL);
-        return rc_fail(r, RC_ERR_OTHER, "the cache has %d Pods for %s, the API server %d; "
-                       "waiting for the cache", cached, selector, live);
+                 "label", key, "value", value, "cached", a, "live", b, NULL);
+        return rc_fail(r, RC_ERR_OTHER, "the cache has %d Pods with %s=%s, the API server %d; "
+                       "waiting for the cache", cached, key, value, live);
     }
     return 0;
 }
@@ -276,10 +295,7 @@ static int reconcile_head(struct rc_run *r, const char *hash)
                      "Skipped head recreation due to ray.io/disable-provisioned-head-restart", NULL);
             goto out;
         }
-        char sel[400];
-        snprintf(sel, sizeof(sel), "%s=%s,%s=%s", RC_LABEL_CLUSTER, r->name, RC_LABEL_NODE_TYPE,
-                 RC_NODE_HEAD);
-        if ((rc = confirm_count(r, sel, 0)) < 0)
+        if ((rc = confirm_count(r, RC_LABEL_NODE_TYPE, RC_NODE_HEAD, 0)) < 0)
             goto out;
         int err = 0;
         cJSON *pod = rc_build_head_pod(r->rc, &r->bo, &err);
@@ -393,9 +409,7 @@ static void replica_name(const char *group, char *out, size_t cap)
 static int create_workers(struct rc_run *r, const cJSON *g, const char *group, int cached,
                           int replicas, int hosts, int *used, int nused)
 {
-    char sel[400];
-    snprintf(sel, sizeof(sel), "%s=%s,%s=%s", RC_LABEL_CLUSTER, r->name, RC_LABEL_GROUP, group);
-    int rc = confirm_count(r, sel, cached);
+    int rc = confirm_count(r, RC_LABEL_GROUP, group, cached);
     int idx = -1;
     for (int i = 0; rc == 0 && i < replicas; i++) {
         idx = next_index(used, nused, idx + 1);

@@ -172,7 +172,7 @@ static int validate_priority(const cJSON *rc, const cJSON *g, struct verr *e)
 static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
 {
     const cJSON *groups = rcj_get(rc_spec(rc), "workerGroupSpecs"), *g;
-    int i = 0, r;
+    int r;
     cJSON_ArrayForEach(g, (cJSON_IsArray(groups) ? groups : NULL)) {
         const char *gn = group_name(g);
         if (containers_count(g) == 0)
@@ -197,7 +197,6 @@ static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
         if (rc_group_num_hosts(g) < 1)
             return fail(e, "worker group %s has numOfHosts %lld; it must be at least 1", gn,
                         (long long)rc_group_num_hosts(g));
-        i++;
     }
     return 0;
 }

@@ -241,8 +241,8 @@ int raycronjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     if (rc < 0)
         return rc;
-    snprintf(rv, sizeof(rv), "%s", get_str(rcj, "metadata", "resourceVersion") ?
-             get_str(rcj, "metadata", "resourceVersion") : "");
+    const char *rvs = get_str(rcj, "metadata", "resourceVersion");
+    snprintf(rv, sizeof(rv), "%s", rvs ? rvs : "");
 
     /* the RayJob controller's settings, so the template is judged as its children will be */
     struct rj_config cfg;
@@ -270,8 +270,13 @@ int raycronjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     const char *last = get_str(rcj, "status", "lastScheduleTime");
     const char *created = get_str(rcj, "metadata", "creationTimestamp");
     if (util_parse_time(last ? last : created, &earliest) < 0) {
-        host_log(ctx, LOG_ERROR, "unreadable timestamp", "value", last ? last : created, NULL);
-        rc = -EINVAL;
+        /* the schema checks the format; a retry could not fix a bad value anyway */
+        snprintf(err, sizeof(err), "unreadable %s \"%.64s\"",
+                 last ? "status.lastScheduleTime" : "metadata.creationTimestamp",
+                 last ? last : created ? created : "");
+        host_log(ctx, LOG_WARN, "invalid RayCronJob", "error", err, NULL);
+        host_event(ctx, rcj, HOST_EVENT_WARNING, "InvalidRayCronJobSpec", "Validate",
+                   "%s/%s: %s", ctx->ns, ctx->name, err);
         goto out;
     }
     int64_t now = now_ms();
@@ -298,10 +303,12 @@ int raycronjob_reconcile(struct host_ctx *ctx, struct host_result *res)
         goto out;
 
     int64_t next = cron_next(&sched, zone, tick);
-    char nows[32], nexts[32], after[32];
+    char nows[32], nexts[32] = "never", after[32] = "none";
     util_format_time((time_t)(now / 1000), nows);
-    util_format_time((time_t)(next == CRON_NEVER ? 0 : next), nexts);
-    snprintf(after, sizeof(after), "%lldms", (long long)(next * 1000 - now));
+    if (next != CRON_NEVER) {
+        util_format_time((time_t)next, nexts);
+        snprintf(after, sizeof(after), "%lldms", (long long)(next * 1000 - now));
+    }
     host_log(ctx, LOG_INFO, "Schedule timing", "now", nows, "nextScheduledTime", nexts,
              "requeueAfter", after, NULL);
     /* a tick already due needs no timer: the status write above brings this key back */

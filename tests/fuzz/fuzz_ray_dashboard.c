@@ -1,5 +1,6 @@
 /* fuzz_ray_dashboard.c - libFuzzer target for the simulated Ray dashboard's request
- * handlers (sim/ray_dashboard.c, sim/ray_serve.c): Jobs and Serve REST bodies come from
+ * handlers (sim/ray_dashboard.c, sim/ray_serve.c, and Serve's HTTP proxy paths): Jobs and
+ * Serve REST bodies come from
  * any client through the service proxy. The input is split on NUL bytes into method,
  * path, body and a time offset; each request runs against one long-lived cluster (so
  * jobs and applications accumulate and later requests see them) and must answer with a
@@ -44,6 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r.code < 200 || r.code > 599 || !r.body || strlen(r.body) != r.len)
             abort();
     }
+    free(r.body);
+    if (ray_serve_http(c, t, method, path, &r) == 0 && (!r.body || strlen(r.body) != r.len))
+        abort();
     free(r.body);
     /* keep the cluster bounded across runs */
     if (HASH_COUNT(c->jobs) > 200 || HASH_COUNT(c->apps) > 100) {

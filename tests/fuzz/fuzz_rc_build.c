@@ -1,9 +1,10 @@
 /* fuzz_rc_build.c - the RayCluster builders on arbitrary JSON taken as a RayCluster:
  * rc_validate and then every builder (head/worker Pods for each group, multi-host
- * included, the three Services, RBAC, the Redis cleanup Job, the ray start commands,
- * desired resources, the spec hash), whether or not validation passed - the reconcile
- * loop never builds an invalid cluster, but nothing may crash if it did.
- * The first byte sets operator options. No crash, no leak, no undefined behaviour. */
+ * included, the three Services, RBAC, the Redis cleanup Job, the Ingress, the auth
+ * Secret, the ray start commands, desired resources, the spec hash), whether or not
+ * validation passed - the reconcile loop never builds an invalid cluster, but nothing
+ * may crash if it did. The first byte sets operator options.
+ * No crash, no leak, no undefined behaviour. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cJSON_Delete(rc_build_serve_service(rc, &o, &err));
     cJSON_Delete(rc_build_headless_service(rc, &o, &err));
     cJSON_Delete(rc_build_redis_cleanup_job(rc, &o, &err));
+    cJSON_Delete(rc_build_head_ingress(rc, &o, &err));
+    cJSON_Delete(rc_build_auth_secret(rc, data, size, &err));
     free(rc_build_ray_start_cmd(rc, NULL, &o));
     if (rc_build_autoscaler_rbac(rc, &sa, &role, &rb) == 0) {
         cJSON_Delete(sa);

@@ -13,7 +13,8 @@
 # against backoffLimit; activeDeadlineSeconds fails with DeadlineExceeded and deletes the
 # running Pods; a suspended Job has no Pods and Suspended=True until resumed; Indexed
 # completion (index annotation/label, hostname, completedIndexes "0-2"); a deleted running
-# Pod counts as failed and is replaced; deleting a running Job takes its Pods (tracking
+# Pod counts as failed and is replaced; lowering parallelism deletes a Pod without counting
+# it failed; deleting a running Job takes its Pods (tracking
 # finalizers released); ttlSecondsAfterFinished deletes the Job and its Pods; `kubectl
 # create job` (a protobuf body) and `kubectl wait --for=condition=complete`; `kubectl get
 # jobs` shows STATUS/COMPLETIONS/DURATION. Every wait polls with a deadline.
@@ -126,7 +127,9 @@ def run(sim):
                  job("idx", completions=3, parallelism=3, completionMode="Indexed"),
                  job("ttl", ttlSecondsAfterFinished=1),
                  job("susp", suspend=True),
-                 job("repl", annotations={"kubesim.io/exit-after-ms": "60000"})):
+                 job("repl", annotations={"kubesim.io/exit-after-ms": "60000"}),
+                 job("scale", completions=4, parallelism=2,
+                     annotations={"kubesim.io/exit-after-ms": "60000"})):
         code, obj = sim.req("POST", JOBS, body)
         created[body["metadata"]["name"]] = obj
         check("create job " + body["metadata"]["name"], code == 201, obj)
@@ -152,6 +155,10 @@ def run(sim):
               st.get("ready") == 0 and st.get("terminating") == 0 and
               st.get("uncountedTerminatedPods") == {}, st)
         check("startTime and completionTime set", st.get("startTime") and st.get("completionTime"), st)
+        check("the Job took its template's labels (job-name, controller-uid, app)",
+              j["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name") == "comp" and
+              j["metadata"]["labels"].get("controller-uid") == j["metadata"]["uid"] and
+              j["metadata"]["labels"].get("app") == "comp", j["metadata"].get("labels"))
         check("never more than parallelism=2 Pods running at once", 1 <= most[0] <= 2, most)
         pods = job_pods(sim, "comp")
         uid = j["metadata"]["uid"]
@@ -265,6 +272,21 @@ def run(sim):
         check("the Job's Pods go with it (tracking finalizers released)",
               wait_until(10, lambda: sim.req("GET", JOBS + "/repl")[0] == 404 and job_pods(sim, "repl") == []),
               [(p["metadata"]["name"], p["metadata"].get("finalizers")) for p in job_pods(sim, "repl")])
+
+    # ---- lowering parallelism deletes the extra Pod, not counted as failed
+    def two_ready():
+        j = sim.get(JOBS + "/scale")
+        return j if j["status"].get("active") == 2 and j["status"].get("ready") == 2 else None
+    if check("scale: 2 active, 2 ready", wait_until(10, two_ready), sim.get(JOBS + "/scale").get("status")):
+        check("patch parallelism 2 -> 1", merge_patch(sim, JOBS + "/scale", {"spec": {"parallelism": 1}}) == 200)
+
+        def one_left():
+            j = sim.get(JOBS + "/scale")
+            return j if j["status"].get("active") == 1 and len(job_pods(sim, "scale")) == 1 else None
+        j = wait_until(10, one_left)
+        check("one Pod deleted (SuccessfulDelete), active 1, failed not counted",
+              j and "failed" not in j["status"] and len(events(sim, "scale", "SuccessfulDelete")) == 1,
+              sim.get(JOBS + "/scale").get("status"))
 
     # ---- ttlSecondsAfterFinished
     gone = wait_until(20, lambda: sim.req("GET", JOBS + "/ttl")[0] == 404)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# deadline: 60
+# deadline: 90
 # kubesim_ray.sh - kubesim's simulated Ray runtime (docs/kubesim-ray.md) through the API
 # server's service proxy, driven with curl: a hand-made head Pod + Service on a 2-node
 # kubesim yields a dashboard; jobs go PENDING -> RUNNING -> SUCCEEDED, FAILED
@@ -24,7 +24,8 @@ head_pod() {
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"rc-head","namespace":"default",
  "labels":{"ray.io/node-type":"head","ray.io/cluster":"rc"}},
  "spec":{"containers":[{"name":"ray-head","image":"rayproject/ray:2.52.0",
-   "ports":[{"containerPort":6379,"name":"gcs-server"},{"containerPort":8265,"name":"dashboard"}]}]}}
+   "ports":[{"containerPort":6379,"name":"gcs-server"},{"containerPort":8265,"name":"dashboard"},
+            {"containerPort":8000,"name":"serve"}]}]}}
 EOF
 }
 post() { kcurl -X POST -H 'Content-Type: application/json' -d "$2" "$1"; }
@@ -35,11 +36,38 @@ check "head Pod created" [ "$(kcode -X POST -H 'Content-Type: application/json' 
 post $NS/services '{"apiVersion":"v1","kind":"Service","metadata":{"name":"rc-head-svc"},
   "spec":{"selector":{"ray.io/node-type":"head","ray.io/cluster":"rc"},
   "ports":[{"name":"gcs-server","port":6379,"targetPort":6379},
-           {"name":"dashboard","port":8265,"targetPort":"dashboard"}]}}' >/dev/null
+           {"name":"dashboard","port":8265,"targetPort":"dashboard"},
+           {"name":"serve","port":8000,"targetPort":8000}]}}' >/dev/null
 post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"rc-worker",
   "labels":{"ray.io/node-type":"worker","ray.io/cluster":"rc"}},
   "spec":{"containers":[{"name":"ray-worker","image":"rayproject/ray:2.52.0"}]}}' >/dev/null
 
+# Submitter Pods start now, so they run while the dashboard is exercised (checked below).
+KUBECTL=${KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
+kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG" --cache-dir "$T/kcache" --request-timeout 20s "$@"; }
+mkpod() { python3 "$(dirname "$0")/ray/submitter_pod.py" "$@"; }
+phase_is() { [ "$(kcurl $NS/pods/$1 | json_get status.phase)" = "$2" ]; }
+exit_code() { kcurl $NS/pods/$1 | json_get status.containerStatuses.0.state.terminated.exitCode; }
+mkpod sub-ok rc-head-svc.default.svc.cluster.local:8265 rayjob-ok \
+    "python /home/ray/samples/sample_code.py" k8sjob '{"env_vars":{"KUBESIM_JOB_SECONDS":"8"}}' >"$T/sub-ok.json"
+mkpod sub-bad rc-head-svc:8265 rayjob-bad "python bad.py" wait \
+    '{"env_vars":{"KUBESIM_JOB_SECONDS":"1","KUBESIM_JOB_EXIT":"1"}}' >"$T/sub-bad.json"
+post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"sub-nocluster"},
+  "spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"rayproject/ray:2.52.0",
+  "command":["ray","job","submit","--address","http://nope-svc:8265","--","python","x.py"]}]}}' >/dev/null
+# KubeRay's light-weight submitter (sample ray-job.light-weight-submitter.yaml; the address and
+# submission id come from the env KubeRay injects)
+post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"sub-lw"},
+  "spec":{"restartPolicy":"Never","containers":[{"name":"my-custom-rayjob-submitter",
+  "image":"quay.io/kuberay/submitter:v1.5.1","command":["/submitter"],
+  "args":["--runtime-env-json","{\"pip\":[\"requests==2.26.0\"],\"env_vars\":{\"KUBESIM_JOB_SECONDS\":\"1\"}}",
+          "--","python","/home/ray/samples/sample_code.py"],
+  "env":[{"name":"RAY_DASHBOARD_ADDRESS","value":"rc-head-svc.default.svc.cluster.local:8265"},
+         {"name":"RAY_JOB_SUBMISSION_ID","value":"rayjob-lw"}]}]}}' >/dev/null
+for p in sub-ok sub-bad; do
+    check "submitter Pod $p created" [ "$(kcode -X POST -H 'Content-Type: application/json' \
+        -d @"$T/$p.json" $NS/pods)" = 201 ]
+done
 dashboard_up() { [ "$(kcurl $PX/api/gcs_healthz)" = success ]; }
 wait_until "the dashboard answers through the proxy once the head Pod is Ready" 15 dashboard_up &&
     ok "the dashboard answers through the proxy once the head Pod is Ready"
@@ -59,17 +87,17 @@ check "an unknown dashboard path is aiohttp's 404" [ "$(kcurl $PX/api/nope)" = "
 
 # ---- jobs ------------------------------------------------------------------------------
 post $PX/api/jobs/ '{"entrypoint":"python ok.py","submission_id":"job-ok",
-  "runtime_env":{"env_vars":{"KUBESIM_JOB_SECONDS":"2","KUBESIM_JOB_PENDING_SECONDS":"2"}},
+  "runtime_env":{"env_vars":{"KUBESIM_JOB_SECONDS":"3","KUBESIM_JOB_PENDING_SECONDS":"3"}},
   "metadata":{"owner":"test"}}' >"$T/s1"
 check "submit answers job_id and submission_id" \
     [ "$(json_get submission_id <"$T/s1")" = job-ok -a "$(json_get job_id <"$T/s1")" = job-ok ]
+check "a new job is PENDING" [ "$(kcurl $PX/api/jobs/job-ok | json_get status)" = PENDING ]
 post $PX/api/jobs/ '{"entrypoint":"python bad.py","submission_id":"job-bad",
   "runtime_env":{"env_vars":{"KUBESIM_JOB_SECONDS":"1","KUBESIM_JOB_EXIT":"1"}}}' >/dev/null
 post $PX/api/jobs/ '{"entrypoint":"python long.py","submission_id":"job-long",
   "metadata":{"KUBESIM_JOB_SECONDS":"600"}}' >/dev/null
 st() { kcurl $PX/api/jobs/$1 | json_get status; }
 st_is() { [ "$(st "$1")" = "$2" ]; }
-check "a new job is PENDING" [ "$(st job-ok)" = PENDING ]
 code=$(kcode -X POST -d '{"entrypoint":"x","submission_id":"job-ok"}' $PX/api/jobs/)
 kcurl -X POST -d '{"entrypoint":"x","submission_id":"job-ok"}' $PX/api/jobs/ >"$T/dup"
 check "a duplicate submission_id is 500 'Please use a different submission_id'" \
@@ -94,14 +122,17 @@ check "the stopped job is STOPPED" [ "$(st job-long)" = STOPPED ]
 check "stopping a finished job answers stopped=false" \
     [ "$(kcurl -X POST $PX/api/jobs/job-ok/stop | json_get stopped)" = false ]
 kcurl $PX/api/jobs/ >"$T/list"
-check "list has the three jobs in submission order" \
-    [ "$(json_get 0.submission_id <"$T/list") $(json_get 2.submission_id <"$T/list")" = "job-ok job-long" ]
+ids() { grep -o '"submission_id":"job-[a-z]*"' "$T/list" | cut -d'"' -f4 | tr '\n' ' '; }
+check "list has the three jobs in submission order" [ "$(ids)" = "job-ok job-bad job-long " ]
 check "delete of a finished job answers deleted=true" \
     [ "$(kcurl -X DELETE $PX/api/jobs/job-ok | json_get deleted)" = true ]
 check "a deleted job is 404 'Job job-ok does not exist'" \
     [ "$(kcode $PX/api/jobs/job-ok)" = 404 -a "$(kcurl $PX/api/jobs/job-ok)" = "Job job-ok does not exist" ]
 
 # ---- Serve -------------------------------------------------------------------------------
+SV=$NS/services/rc-head-svc:serve/proxy
+kcurl $SV/-/healthz >"$T/sv0"
+check "Serve's HTTP port refuses connections before Serve runs" grep -q 'connection refused' "$T/sv0"
 check "PUT of a Serve config is 200" [ "$(kcode -X PUT -H 'Content-Type: application/json' -d '
   {"applications":[{"name":"fruit","import_path":"fruit.deployment_graph","route_prefix":"/fruit",
     "deployments":[{"name":"MangoStand","num_replicas":1},{"name":"FruitMarket","num_replicas":2}]}]}' \
@@ -113,6 +144,11 @@ wait_until "the application goes RUNNING" 10 app_running &&
     ok "the application goes RUNNING"
 check "its deployments are HEALTHY" [ "$(app deployments.FruitMarket.status)" = HEALTHY ]
 check "FruitMarket runs 2 replicas" [ "$(app deployments.FruitMarket.replicas.1.state)" = RUNNING ]
+check "Serve's proxy answers /-/healthz through the service proxy" [ "$(kcurl $SV/-/healthz)" = success ]
+check "/-/routes maps /fruit to fruit" [ "$(kcurl $SV/-/routes | json_get /fruit)" = fruit ]
+check "a request under /fruit reaches the fruit application" \
+    sh -c "curl -sS '$KUBESIM_URL$SV/fruit/mango' | grep -q \"served by application 'fruit'\""
+check "an unrouted path is 404" [ "$(kcode $SV/nothing)" = 404 ]
 check "the admin route turns the application UNHEALTHY" [ "$(kcode -X POST \
     -d '{"status":"UNHEALTHY","message":"replica died"}' /kubesim/ray/default/rc/applications/fruit)" = 200 ]
 check "the application is UNHEALTHY with the message" \
@@ -121,47 +157,37 @@ check "a config without applications is 400" \
     [ "$(kcode -X PUT -d '{"foo":1}' $PX/api/serve/applications/)" = 400 ]
 
 # ---- submitter Pods (the kubelet plays KubeRay's command) ----------------------------------
-KUBECTL=${KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
-kc() { "$KUBECTL" --kubeconfig "$KUBECONFIG" --cache-dir "$T/kcache" --request-timeout 20s "$@"; }
-mkpod() { python3 "$(dirname "$0")/ray/submitter_pod.py" "$@"; }
-phase_is() { [ "$(kcurl $NS/pods/$1 | json_get status.phase)" = "$2" ]; }
-exit_code() { kcurl $NS/pods/$1 | json_get status.containerStatuses.0.state.terminated.exitCode; }
-mkpod sub-ok rc-head-svc.default.svc.cluster.local:8265 rayjob-ok \
-    "python /home/ray/samples/sample_code.py" k8sjob '{"env_vars":{"KUBESIM_JOB_SECONDS":"2"}}' >"$T/sub-ok.json"
-mkpod sub-bad rc-head-svc:8265 rayjob-bad "python bad.py" wait \
-    '{"env_vars":{"KUBESIM_JOB_SECONDS":"1","KUBESIM_JOB_EXIT":"1"}}' >"$T/sub-bad.json"
-post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"sub-nocluster"},
-  "spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"rayproject/ray:2.52.0",
-  "command":["ray","job","submit","--address","http://nope-svc:8265","--","python","x.py"]}]}}' >/dev/null
-for p in sub-ok sub-bad; do
-    check "submitter Pod $p created" [ "$(kcode -X POST -H 'Content-Type: application/json' \
-        -d @"$T/$p.json" $NS/pods)" = 201 ]
-done
 check "kubectl logs -f follows the K8sJobMode submitter until it exits" \
     sh -c "timeout 30 $KUBECTL --kubeconfig '$KUBECONFIG' --cache-dir '$T/kcache' logs -f sub-ok >'$T/follow.log'"
 check "the followed log ends with the job's outcome" grep -q "Job 'rayjob-ok' succeeded" "$T/follow.log"
 wait_until "the K8sJobMode submitter Pod Succeeded" 20 phase_is sub-ok Succeeded &&
     ok "the K8sJobMode submitter Pod Succeeded"
 check "its container exited 0" [ "$(exit_code sub-ok)" = 0 ]
-kc logs sub-ok >"$T/sub-ok.log" 2>&1
-check "kubectl logs has the job's output, naming the entrypoint" \
+kcurl $NS/pods/sub-ok/log >"$T/sub-ok.log"
+check "pods/log has the job's output, naming the entrypoint" \
     grep -q "running entrypoint for job rayjob-ok: python /home/ray/samples/sample_code.py" "$T/sub-ok.log"
-check "kubectl logs has the submit banner of ray job submit --no-wait" \
+check "pods/log has the submit banner of ray job submit --no-wait" \
     grep -q "Job 'rayjob-ok' submitted successfully" "$T/sub-ok.log"
 check "kubectl logs --tail=3 gives three lines" [ "$(kc logs --tail=3 sub-ok | wc -l)" = 3 ]
 kcurl $PX/api/jobs/rayjob-ok >"$T/rj"
 check "the job it submitted SUCCEEDED with the --metadata-json and --runtime-env-json given" \
     [ "$(json_get status <"$T/rj")" = SUCCEEDED -a "$(json_get metadata.owner <"$T/rj")" = kubesim-test \
-      -a "$(json_get runtime_env.env_vars.KUBESIM_JOB_SECONDS <"$T/rj")" = 2 ]
+      -a "$(json_get runtime_env.env_vars.KUBESIM_JOB_SECONDS <"$T/rj")" = 8 ]
 wait_until "a submitter of a failing job (ray job submit, waiting) Failed" 20 phase_is sub-bad Failed &&
     ok "a submitter of a failing job (ray job submit, waiting) Failed"
 check "its container exited 1" [ "$(exit_code sub-bad)" = 1 ]
-check "its log says the job failed" sh -c "$KUBECTL --kubeconfig '$KUBECONFIG' --cache-dir '$T/kcache' \
-    logs sub-bad | grep -q \"Job 'rayjob-bad' failed\""
+check "its log says the job failed" sh -c "curl -sS '$KUBESIM_URL$NS/pods/sub-bad/log' | \
+    grep -q \"Job 'rayjob-bad' failed\""
+wait_until "the light-weight submitter Pod Succeeded" 20 phase_is sub-lw Succeeded &&
+    ok "the light-weight submitter Pod Succeeded"
+kcurl $NS/pods/sub-lw/log >"$T/sub-lw.log"
+check "its log has the light-weight submitter's SUCC lines and the job's output" \
+    [ "$(grep -c "^SUCC -- Job 'rayjob-lw' su" "$T/sub-lw.log")" = 2 ] &&
+    grep -q 'running entrypoint for job rayjob-lw: python /home/ray/samples/sample_code.py' "$T/sub-lw.log"
 wait_until "a submitter whose cluster does not exist Failed" 20 phase_is sub-nocluster Failed &&
     ok "a submitter whose cluster does not exist Failed"
-check "... with the CLI's ConnectionError in its log" sh -c "$KUBECTL --kubeconfig '$KUBECONFIG' \
-    --cache-dir '$T/kcache' logs sub-nocluster | grep -q 'ConnectionError: Failed to connect to Ray at address: http://nope-svc:8265.'"
+check "... with the CLI's ConnectionError in its log" sh -c "curl -sS '$KUBESIM_URL$NS/pods/sub-nocluster/log' | \
+    grep -q 'ConnectionError: Failed to connect to Ray at address: http://nope-svc:8265.'"
 check "pods/log of a Ray head Pod is a short ray start log" sh -c "$KUBECTL --kubeconfig \
     '$KUBECONFIG' --cache-dir '$T/kcache' logs rc-head | grep -q 'Ray runtime started.'"
 check "pods/log of an unknown container is 400" [ "$(kcode "$NS/pods/rc-head/log?container=nope")" = 400 ]

@@ -4,10 +4,13 @@
 #  create -> head + worker, head Service, ready status and Events; scale up;
 #  scale down with scaleStrategy.workersToDelete (exactly the named Pods go);
 #  random scale-down without autoscaling; a head Pod that dies is recreated;
-#  a Failed worker is replaced; per-group suspend; whole-cluster suspend
+#  a Failed worker is replaced, and one with restartPolicy Never whose container
+#  exited; per-group suspend; whole-cluster suspend
 #  (Suspending -> Suspended, no Pods) and resume; an invalid spec change
 #  (Warning Event, status.reason, nothing touched) and its fix; autoscaling on:
-#  RBAC objects, no random deletes, workersToDelete honoured; a multi-host group
+#  RBAC objects, no random deletes, workersToDelete honoured; a pod template
+#  change left alone without upgradeStrategy and replacing every Pod with
+#  Recreate; spec.managedBy another controller skipped; a multi-host group
 #  (numOfHosts 2) created and repaired as whole replicas; deletion -> Pods and
 #  Services collected.
 # deadline: 110
@@ -175,6 +178,55 @@ def main():
     check("autoscaling: the autoscaler's workersToDelete is honoured",
           wait_until(30, lambda: workers("auto") == [before[0]] and ready_with("auto", 1)), workers("auto"))
 
+    # ---- pod template changes: None keeps Pods, Recreate replaces them all ----
+    names = sorted(p["metadata"]["name"] for p in env.pods(NS, "auto"))
+    obj = rc("auto")
+    obj["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.47.0"
+    # minReplicas 1 (= replicas) changes minWorkerReplicas, so the status write shows the
+    # generation was reconciled (observedGeneration alone never causes a write, as KubeRay)
+    obj["spec"]["workerGroupSpecs"][0]["minReplicas"] = 1
+    env.req("PUT", env.rc_path(NS, "auto"), obj)
+    gen = obj["metadata"]["generation"] + 1
+    check("template change without upgradeStrategy: reconciled, no Pod touched (as KubeRay)",
+          wait_until(20, lambda: status("auto").get("observedGeneration") == gen) and
+          sorted(p["metadata"]["name"] for p in env.pods(NS, "auto")) == names)
+    env.req("POST", env.rc_path(NS), cluster("recr", 1, {"upgradeStrategy": {"type": "Recreate"}}))
+    check("Recreate cluster ready", wait_until(30, lambda: ready_with("recr", 1)))
+    old = sorted(p["metadata"]["name"] for p in env.pods(NS, "recr"))
+    obj = rc("recr")
+    obj["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.47.0"
+    env.req("PUT", env.rc_path(NS, "recr"), obj)
+
+    def recreated():
+        pods = env.pods(NS, "recr")
+        return ready_with("recr", 1) and not set(p["metadata"]["name"] for p in pods) & set(old) and \
+            all(p["spec"]["containers"][0]["image"] == "rayproject/ray:2.47.0" for p in pods
+                if p["metadata"]["labels"]["ray.io/node-type"] == "head")
+    check("upgradeStrategy Recreate: a template change replaces every Pod", wait_until(30, recreated),
+          [p["metadata"]["name"] for p in env.pods(NS, "recr")])
+
+    # ---- a worker with restartPolicy Never whose container exits is replaced ----
+    flap = cluster("flap", 1)
+    wt = flap["spec"]["workerGroupSpecs"][0]["template"]
+    wt["metadata"] = {"annotations": {"kubesim.io/exit-after-ms": "800"}}
+    wt["spec"]["restartPolicy"] = "Never"
+    env.req("POST", env.rc_path(NS), flap)
+    seen = set()
+
+    def replaced():
+        seen.update(workers("flap"))
+        return len(seen) >= 2 and any(e["regarding"]["name"] == "flap" and "Succeeded" in e.get("note", "")
+                                      for e in env.events(NS, "DeletedWorkerPod"))
+    check("restartPolicy Never: a worker whose container exited (Succeeded) is deleted and replaced",
+          wait_until(30, replaced), sorted(seen))
+
+    # ---- spec.managedBy another controller: skipped ----
+    env.req("POST", env.rc_path(NS), cluster("kueue", 1, {"managedBy": "kueue.x-k8s.io/multikueue"}))
+    check("managedBy kueue.x-k8s.io/multikueue: skipped, no Pods, no status",
+          wait_until(20, lambda: any("managed by a custom controller" in l and '"name":"kueue"' in l
+                                     for l in env.log_lines("ctl"))) and
+          env.pods(NS, "kueue") == [] and not rc("kueue").get("status"))
+
     # ---- multi-host ----
     env.req("POST", env.rc_path(NS), cluster("multi", 1, hosts=2))
 
@@ -203,7 +255,7 @@ def main():
           replicas("multi"))
 
     # ---- deletion: dependents collected ----
-    for name in ("life", "auto", "multi"):
+    for name in ("life", "auto", "multi", "recr", "kueue", "flap"):
         env.req("DELETE", env.rc_path(NS, name))
     check("deleted RayClusters: Pods and Services collected",
           wait_until(30, lambda: env.items("/api/v1/namespaces/default/pods") == [] and

@@ -7,7 +7,8 @@
 #    KubeRay's reason and no Pods;
 #  - otherwise exactly 1 head + the desired workers per group (no more, ever:
 #    Pod creates counted in kubesim's request log), the head Service, the
-#    autoscaler ServiceAccount/Role/RoleBinding when autoscaling is on, the GCS FT
+#    autoscaler ServiceAccount/Role/RoleBinding when autoscaling is on, the auth
+#    Secret for token auth without a secretName, the GCS FT
 #    finalizer when Redis GCS FT is on; state "ready" with HeadPodReady and
 #    RayClusterProvisioned True when every Pod could be scheduled, and no "ready"
 #    while some Pod is Unschedulable (TPU node selectors, other schedulers);
@@ -89,7 +90,7 @@ def main():
     check("every sample settled (ready, unschedulable with all Pods, or invalid)",
           not pending, [e[0] for e in pending])
 
-    ready = unsched = invalid = 0
+    ready = unsched = invalid = auth_secrets = 0
     bad = []
     for f, ns, name, rc in clusters:
         obj = env.get(env.rc_path(ns, name)) or {}
@@ -137,14 +138,23 @@ def main():
                                ("ServiceAccount", "/api/v1/namespaces/%s/serviceaccounts/%s" % (ns, sa))):
                 if not env.get(path):
                     bad.append((f, "autoscaler " + kind + " missing", path))
+        auth = rc["spec"].get("authOptions") or {}
+        if auth.get("mode") == "token" and not auth.get("secretName") and not auth.get("enableK8sTokenAuth"):
+            sec = env.get("/api/v1/namespaces/%s/secrets/%s" % (ns, name)) or {}
+            if not sec.get("data", {}).get("auth_token") or \
+                    sec["metadata"].get("labels", {}).get("ray.io/cluster") != name:
+                bad.append((f, "auth Secret with auth_token", sec.get("metadata")))
+            else:
+                auth_secrets += 1
         ft = rc["spec"].get("gcsFaultToleranceOptions") or \
             (rc["metadata"].get("annotations") or {}).get("ray.io/ft-enabled") == "true"
         backend = (rc["spec"].get("gcsFaultToleranceOptions") or {}).get("backend", "redis")
         fins = obj["metadata"].get("finalizers") or []
         if ft and backend != "rocksdb" and "ray.io/gcs-ft-redis-cleanup-finalizer" not in fins:
             bad.append((f, "GCS FT finalizer", fins))
-    check("every sample's Pods, Services, RBAC, finalizer and status are what KubeRay makes "
-          "(%d ready, %d waiting on unschedulable Pods, %d invalid)" % (ready, unsched, invalid),
+    check("every sample's Pods, Services, RBAC, auth Secret (%d), finalizer and status are what "
+          "KubeRay makes (%d ready, %d waiting on unschedulable Pods, %d invalid)"
+          % (auth_secrets, ready, unsched, invalid),
           not bad, "\n".join("%s: %s: %s" % (b[0], b[1], str(b[2:])[:300]) for b in bad))
     # 32 on kubesim: the rest need GKE node labels (TPU, GCS FUSE, label selectors),
     # a 6-CPU-per-GPU node (verl), or a feature gate that is off by default

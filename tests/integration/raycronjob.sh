@@ -22,9 +22,13 @@ start_kubesim || exit 1
 WORK=$KUBESIM_DIR
 cp "$RAYOP" "$WORK/rayop" && RAYOP=$WORK/rayop   # other builds may relink bin/rayop meanwhile
 STATE=$WORK/state; mkdir -p "$STATE"; chmod 700 "$STATE"
+# RCJ_IT_KEEP=DIR keeps the logs (after the processes exit: an ASan build reports leaks then);
+# after a failure they are kept in /tmp/raycronjob-it.PID anyway. RAYOP=BIN runs another build.
 finish() {
-    [ "$(lib_failures)" -gt 0 ] && { mkdir -p /tmp/raycronjob-it.$$; cp "$WORK"/*.log /tmp/raycronjob-it.$$/ 2>/dev/null; echo "# logs kept in /tmp/raycronjob-it.$$"; }
     kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
+    local keep=${RCJ_IT_KEEP:-}
+    [ -z "$keep" ] && [ "$(lib_failures)" -gt 0 ] && keep=/tmp/raycronjob-it.$$
+    [ -n "$keep" ] && { mkdir -p "$keep"; cp "$WORK"/*.log "$keep"/ 2>/dev/null; echo "# logs kept in $keep"; }
     "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
     _lib_cleanup
 }
@@ -87,6 +91,15 @@ wait_until "template without a cluster: Warning with the RayJob validator's mess
     has_event_note bad-template "invalid RayJob template: The RayJob spec is invalid: one of RayClusterSpec or ClusterSelector must be set" \
     && ok "template without a cluster: Warning with the RayJob validator's message"
 
+# ---- batch/v1 CronJob's knobs are not part of the v1.7 API: the server prunes them ----
+spec=$(kcurl -X POST -H 'Content-Type: application/json' $API/raycronjobs -d "{\"apiVersion\":\"ray.io/v1\",
+  \"kind\":\"RayCronJob\",\"metadata\":{\"name\":\"pruned\"},\"spec\":{\"schedule\":\"@yearly\",\"suspend\":true,
+  \"concurrencyPolicy\":\"Forbid\",\"startingDeadlineSeconds\":10,\"successfulJobsHistoryLimit\":1,
+  \"jobTemplate\":$TEMPLATE}}" | jq -c '.spec | keys')
+[ "$spec" = '["jobTemplate","schedule","suspend"]' ] \
+    && ok "concurrencyPolicy, startingDeadlineSeconds, history limits: pruned by the v1.7 CRD" \
+    || not_ok "CronJob-only fields pruned by the v1.7 CRD" "$spec"
+
 # ---- @every 2s ----
 UID_EVERY=$(create_rcj every '"schedule":"@every 2s"')
 CREATED=$(epoch "$(kcurl $API/raycronjobs/every | json_get metadata.creationTimestamp)")
@@ -115,11 +128,12 @@ moved() { [ "$(last)" != "$L1" ]; }
 wait_until "lastScheduleTime advances" 8 moved
 L2=$(last)
 D=$(( $(epoch "$L2") - $(epoch "$L1") ))
-[ "$D" = 2 ] && ok "lastScheduleTime moves one 2 s tick at a time ($L1 -> $L2)" \
-    || not_ok "lastScheduleTime moves one 2 s tick at a time" "$L1 -> $L2"
+# one tick per pass; a loaded machine may let two passes happen between two looks
+[ "$D" -gt 0 ] && [ $((D % 2)) = 0 ] && ok "lastScheduleTime advances in whole 2 s ticks ($L1 -> $L2)" \
+    || not_ok "lastScheduleTime advances in whole 2 s ticks" "$L1 -> $L2"
 # on time: the tick is never reached early, and not much later than due
 lag=$(( $(date +%s) - $(epoch "$L2") ))
-[ "$lag" -le 2 ] && ok "ticks are processed on time (lag ${lag}s)" || not_ok "ticks on time" "lag ${lag}s"
+[ "$lag" -le 3 ] && ok "ticks are processed on time (lag ${lag}s)" || not_ok "ticks on time" "lag ${lag}s"
 wait_until "a second tick in the same minute hits AlreadyExists and is skipped" 10 \
     grep -q '"msg":"RayJob for this tick already exists, skipping creation".*"name":"every"' "$WORK/controller.log" \
     && ok "a second tick in the same minute hits AlreadyExists and is skipped"

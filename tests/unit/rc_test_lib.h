@@ -254,4 +254,62 @@ static __attribute__((unused)) const char *rct_str_at(const cJSON *o, const char
     return cJSON_GetStringValue(o);
 }
 
+/* ---- field access for the checks ---- */
+
+static __attribute__((unused)) const cJSON *jget(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static __attribute__((unused)) const char *jstr(const cJSON *o, const char *k)
+{
+    return cJSON_GetStringValue(jget(o, k));
+}
+
+static __attribute__((unused)) const cJSON *label_map(const cJSON *obj)
+{
+    return jget(jget(obj, "metadata"), "labels");
+}
+
+static __attribute__((unused)) const cJSON *ann_map(const cJSON *obj)
+{
+    return jget(jget(obj, "metadata"), "annotations");
+}
+
+static __attribute__((unused)) const cJSON *ray0(const cJSON *pod)
+{
+    return cJSON_GetArrayItem(jget(jget(pod, "spec"), "containers"), 0);
+}
+
+static __attribute__((unused)) const char *arg0(const cJSON *c)
+{
+    return cJSON_GetStringValue(cJSON_GetArrayItem(jget(c, "args"), 0));
+}
+
+/* The env var names of c, space-separated. */
+static __attribute__((unused)) void env_names(const cJSON *c, char *out, size_t cap)
+{
+    const cJSON *e;
+    size_t w = 0;
+    out[0] = '\0';
+    cJSON_ArrayForEach(e, jget(c, "env"))
+        w += (size_t)snprintf(out + w, w < cap ? cap - w : 0, "%s%s", w ? " " : "", jstr(e, "name"));
+}
+
+static __attribute__((unused)) cJSON *group_at(const cJSON *rc, int i)
+{
+    return cJSON_GetArrayItem(jget(jget(rc, "spec"), "workerGroupSpecs"), i);
+}
+
+static __attribute__((unused)) cJSON *yaml_rc(const char *yaml)
+{
+    char err[256];
+    cJSON *rc;
+    if (yamljson_parse_one(yaml, strlen(yaml), &rc, err, sizeof(err)))
+        fail_msg("%s", err);
+    if (rct_admit(rc) < 0)
+        fail_msg("test cluster does not pass the CRD schema");
+    return rc;
+}
+
 #endif

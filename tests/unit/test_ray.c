@@ -325,6 +325,23 @@ static void test_serve(void **state)
         assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(b, "status")), "DEPLOY_FAILED");
     }
     cJSON_Delete(j);
+    /* Serve's HTTP proxy: health, routes (only deployed apps), longest route_prefix */
+    assert_int_equal(ray_serve_http(c, t0 + 5000, "GET", "/-/healthz", &r), 0);
+    assert_string_equal(r.body, "success");
+    free(r.body);
+    assert_int_equal(ray_serve_http(c, t0 + 5000, "GET", "/-/routes", &r), 0);
+    assert_string_equal(r.body, "{\"/a\":\"a\"}");
+    free(r.body);
+    assert_int_equal(ray_serve_http(c, t0 + 5000, "POST", "/a/predict", &r), 0);
+    assert_int_equal(r.code, 200);
+    assert_non_null(strstr(r.body, "application 'a'"));
+    free(r.body);
+    assert_int_equal(ray_serve_http(c, t0 + 5000, "GET", "/ab", &r), 0);
+    assert_int_equal(r.code, 404);
+    free(r.body);
+    assert_int_equal(ray_serve_http(c, t0 + 10, "GET", "/a", &r), 0);
+    assert_int_equal(r.code, 404);   /* still DEPLOYING */
+    free(r.body);
     /* forced unhealthy, then a re-PUT without b: a keeps its state (same config), b goes */
     assert_int_equal(ray_serve_force(c, "a", "UNHEALTHY", "boom"), 0);
     assert_int_equal(ray_serve_force(c, "a", "BOGUS", NULL), -EINVAL);

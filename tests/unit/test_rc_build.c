@@ -175,65 +175,6 @@ static void test_sample_head_service(void **state)
     cJSON_Delete(rc);
 }
 
-
-/* ---- helpers for field-by-field checks ---- */
-
-static const cJSON *jget(const cJSON *o, const char *k)
-{
-    return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    return cJSON_GetStringValue(jget(o, k));
-}
-
-static const cJSON *label_map(const cJSON *obj)
-{
-    return jget(jget(obj, "metadata"), "labels");
-}
-
-static const cJSON *ann_map(const cJSON *obj)
-{
-    return jget(jget(obj, "metadata"), "annotations");
-}
-
-static const cJSON *ray0(const cJSON *pod)
-{
-    return cJSON_GetArrayItem(jget(jget(pod, "spec"), "containers"), 0);
-}
-
-static const char *arg0(const cJSON *c)
-{
-    return cJSON_GetStringValue(cJSON_GetArrayItem(jget(c, "args"), 0));
-}
-
-/* The env var names of c, space-separated. */
-static void env_names(const cJSON *c, char *out, size_t cap)
-{
-    const cJSON *e;
-    size_t w = 0;
-    out[0] = '\0';
-    cJSON_ArrayForEach(e, jget(c, "env"))
-        w += (size_t)snprintf(out + w, w < cap ? cap - w : 0, "%s%s", w ? " " : "", jstr(e, "name"));
-}
-
-static cJSON *group_at(const cJSON *rc, int i)
-{
-    return cJSON_GetArrayItem(jget(jget(rc, "spec"), "workerGroupSpecs"), i);
-}
-
-static cJSON *yaml_rc(const char *yaml)
-{
-    char err[256];
-    cJSON *rc;
-    if (yamljson_parse_one(yaml, strlen(yaml), &rc, err, sizeof(err)))
-        fail_msg("%s", err);
-    if (rct_admit(rc) < 0)
-        fail_msg("test cluster does not pass the CRD schema");
-    return rc;
-}
-
 static void test_complete(void **state)
 {
     (void)state;
@@ -455,95 +396,6 @@ static void test_commands(void **state)
     cJSON_Delete(rc);
 }
 
-static const char *params_yaml =
-    "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: p, namespace: ns}\n"
-    "spec:\n"
-    "  rayVersion: '2.53.0'\n"
-    "  headGroupSpec:\n"
-    "    rayStartParams: {port: '6380', dashboard-port: '8266', log-color: 'false', "
-    "include-dashboard: 'true', disable-usage-stats: 'false', object-store-memory: '100000000', "
-    "plasma-directory: /tmp}\n"
-    "    resources: {CPU: '2', memory: 1Gi, nvidia.com/gpu: '1', custom: 500m, accel: '3'}\n"
-    "    labels: {zone: a, tier: head}\n"
-    "    template:\n"
-    "      spec:\n"
-    "        containers:\n"
-    "        - name: ray-head\n"
-    "          image: rayproject/ray:2.53.0\n"
-    "          readinessProbe: {tcpSocket: {port: 6380}}\n"
-    "          resources: {limits: {cpu: 500m, memory: 2Gi}}\n"
-    "  workerGroupSpecs:\n"
-    "  - groupName: gpu\n"
-    "    minReplicas: 0\n"
-    "    maxReplicas: 4\n"
-    "    replicas: 9\n"
-    "    rayStartParams: {address: 'elsewhere:1'}\n"
-    "    template:\n"
-    "      spec:\n"
-    "        containers:\n"
-    "        - name: ray-worker\n"
-    "          image: rayproject/ray:2.53.0\n"
-    "          resources:\n"
-    "            requests: {cpu: 1500m}\n"
-    "            limits: {nvidia.com/mig-1g.5gb: '2', aws.amazon.com/neuroncore: '2', "
-    "google.com/tpu: '4', memory: 3G}\n";
-
-static void test_ray_start_params(void **state)
-{
-    (void)state;
-    int err = 0;
-    cJSON *rc = yaml_rc(params_yaml);
-    char *cmd = rc_build_ray_start_cmd(rc, NULL, NULL);
-    /* top-level resources override the flags (cpu/memory/gpu to flags, the rest as JSON),
-     * labels become --labels sorted, explicit booleans only for the three special flags. */
-    assert_string_equal(cmd, "ray start --head  --block  --dashboard-agent-listen-port=52365  "
-                             "--dashboard-host=0.0.0.0  --dashboard-port=8266  "
-                             "--include-dashboard=true  --labels=tier=head,zone=a  "
-                             "--log-color=false  --memory=1073741824  --metrics-export-port=8080  "
-                             "--num-cpus=2  --num-gpus=1  --object-store-memory=100000000  "
-                             "--plasma-directory=/tmp  --port=6380  "
-                             "--resources='{\"accel\":3,\"custom\":0.5}' ");
-    free(cmd);
-    /* Worker: the user's address wins; GPU from the first *gpu / MIG limit, the first
-     * of neuroncore/TPU (sorted by name) into resources; CPU request rounded up. */
-    cmd = rc_build_ray_start_cmd(rc, group_at(rc, 0), NULL);
-    assert_string_equal(cmd, "ray start  --address=elsewhere:1  --block  "
-                             "--dashboard-agent-listen-port=52365  --memory=3000000000  "
-                             "--metrics-export-port=8080  --num-cpus=2  --num-gpus=2  "
-                             "--resources='{\"neuron_cores\":2}' ");
-    free(cmd);
-
-    cJSON *head = rc_build_head_pod(rc, NULL, &err);
-    assert_non_null(head);
-    /* plasma-directory set: no /dev/shm volume */
-    assert_null(jget(jget(head, "spec"), "volumes"));
-    /* the user's readiness probe stays; Ray >= 2.53 gets the HTTP liveness probe on the
-     * agent port */
-    assert_non_null(jget(jget(ray0(head), "readinessProbe"), "tcpSocket"));
-    assert_string_equal(rct_str_at(ray0(head), "livenessProbe.httpGet.path"), "/api/healthz");
-    assert_int_equal(cJSON_GetNumberValue(jget(jget(jget(ray0(head), "livenessProbe"), "httpGet"),
-                                               "port")), 52365);
-    assert_string_equal(rct_env_value(ray0(head), "RAY_PORT"), "6380");
-    assert_string_equal(rct_env_value(ray0(head), "RAY_ADDRESS"), "127.0.0.1:6380");
-    cJSON_Delete(head);
-    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
-    assert_string_equal(rct_env_value(ray0(w), "RAY_ADDRESS"), "p-head-svc.ns.svc.cluster.local:6380");
-    assert_non_null(strstr(arg0(cJSON_GetArrayItem(jget(jget(w, "spec"), "initContainers"), 0)),
-                           "ray health-check --address p-head-svc.ns.svc.cluster.local:6380 >"));
-    assert_string_equal(rct_str_at(jget(w, "spec"), "volumes.0.emptyDir.medium"), "Memory");
-    assert_string_equal(rct_str_at(jget(w, "spec"), "volumes.0.emptyDir.sizeLimit"), "3G");
-    cJSON_Delete(w);
-
-    /* desired resources: head requests (limits fill in) + workers x replicas, unclamped */
-    struct rc_resources res;
-    assert_int_equal(rc_desired_resources(rc, &res), 0);
-    assert_string_equal(res.cpu, "14");      /* 500m + 9 x 1500m */
-    assert_string_equal(res.memory, "29147483648"); /* 2Gi + 9 x 3G, not a whole Ki */
-    assert_string_equal(res.gpu, "18");
-    assert_string_equal(res.tpu, "36");
-    cJSON_Delete(rc);
-}
-
 static void test_gcs_ft(void **state)
 {
     (void)state;
@@ -615,6 +467,18 @@ static void test_gcs_ft(void **state)
     assert_string_equal(rct_env_value(ray0(head), "RAY_external_storage_namespace"), "my-ns");
     assert_string_equal(rct_env_value(ray0(head), "REDIS_PASSWORD"), "secret1");
     assert_null(rct_env(ray0(head), "RAY_REDIS_ADDRESS", NULL));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+
+    /* The deprecated style (ray-cluster.deprecate-gcs-ft.yaml): the user's RAY_REDIS_ADDRESS and
+     * REDIS_PASSWORD stay as given, nothing is added twice, the param is passed through. */
+    rc = rct_sample("ray-cluster.deprecate-gcs-ft.yaml");
+    head = rc_build_head_pod(rc, NULL, &err);
+    env_names(ray0(head), names, sizeof(names));
+    assert_non_null(strstr(names, "RAY_REDIS_ADDRESS REDIS_PASSWORD RAY_external_storage_namespace "
+                                  "RAY_CLUSTER_NAME "));
+    assert_null(strstr(strstr(names, "REDIS_PASSWORD") + 1, "REDIS_PASSWORD"));
+    assert_non_null(strstr(arg0(ray0(head)), " --redis-password=$REDIS_PASSWORD "));
     cJSON_Delete(head);
     cJSON_Delete(rc);
 
@@ -740,191 +604,6 @@ static void test_serve_service(void **state)
     cJSON_Delete(rc);
 }
 
-static const char *service_yaml =
-    "apiVersion: ray.io/v1\nkind: RayCluster\n"
-    "metadata:\n  name: a2345678901234567890123456789012345678901234567890123\n  namespace: ns\n"
-    "  labels: {ray.io/originated-from-crd: RayService, ray.io/originated-from-cr-name: svc}\n"
-    "spec:\n"
-    "  rayVersion: '2.52.0'\n"
-    "  authOptions: {mode: token}\n"
-    "  headGroupSpec:\n"
-    "    template:\n"
-    "      metadata: {labels: {app.kubernetes.io/name: mine, ray.io/cluster: nope, team: x}}\n"
-    "      spec:\n"
-    "        containers:\n"
-    "        - {name: ray-head, image: 'rayproject/ray:2.52.0'}\n"
-    "  workerGroupSpecs:\n"
-    "  - groupName: Serve-Group\n"
-    "    minReplicas: 1\n"
-    "    maxReplicas: 1\n"
-    "    labels: {team: 'y'}\n"
-    "    template:\n"
-    "      metadata: {labels: {team: z}}\n"
-    "      spec:\n"
-    "        containers:\n"
-    "        - name: ray-worker\n"
-    "          image: rayproject/ray:2.52.0\n"
-    "          ports: [{name: serve, containerPort: 9000}]\n";
-
-static void test_labels_names_and_creators(void **state)
-{
-    (void)state;
-    int err = 0;
-    char names[1024];
-    cJSON *rc = yaml_rc(service_yaml);
-    struct rc_invalid why;
-    assert_int_equal(rc_validate(rc, &why), 0);
-    struct rc_build_opts o;
-    rc_build_opts_default(&o);
-    o.use_deterministic_head_name = true;
-    cJSON *head = rc_build_head_pod(rc, &o, &err);
-    assert_non_null(head);
-    /* 53-character name: PodName keeps the first 50 characters */
-    assert_string_equal(rct_str_at(head, "metadata.name"),
-                        "a2345678901234567890123456789012345678901234567890-head");
-    assert_null(jget(jget(head, "metadata"), "generateName"));
-    /* template labels override defaults except cluster/node-type/group; RayService head
-     * starts out of the serve rotation */
-    assert_string_equal(jstr(label_map(head), "app.kubernetes.io/name"), "mine");
-    assert_string_equal(jstr(label_map(head), "ray.io/cluster"),
-                        "a2345678901234567890123456789012345678901234567890123");
-    assert_string_equal(jstr(label_map(head), "ray.io/serve"), "false");
-    assert_string_equal(jstr(label_map(head), "team"), "x");
-    assert_string_equal(rct_env_value(ray0(head), "RAY_USAGE_STATS_EXTRA_TAGS"),
-                        "kuberay_version=v1.7.0;kuberay_crd=RayService");
-    /* token auth: mode + the Secret named CheckName(cluster) (last 50 characters) */
-    assert_string_equal(rct_env_value(ray0(head), "RAY_AUTH_MODE"), "token");
-    assert_string_equal(rct_str_at(rct_env(ray0(head), "RAY_AUTH_TOKEN", NULL),
-                                   "valueFrom.secretKeyRef.name"),
-                        "r5678901234567890123456789012345678901234567890123");
-    assert_string_equal(rct_str_at(rct_env(ray0(head), "RAY_AUTH_TOKEN", NULL),
-                                   "valueFrom.secretKeyRef.key"), "auth_token");
-    env_names(ray0(head), names, sizeof(names));
-    assert_string_equal(names, "RAY_AUTH_MODE RAY_AUTH_TOKEN RAY_CLUSTER_NAME RAY_CLUSTER_NAMESPACE "
-                               "RAY_CLOUD_INSTANCE_ID RAY_NODE_TYPE_NAME KUBERAY_GEN_RAY_START_CMD "
-                               "RAY_PORT RAY_timeout_ms_task_wait_for_death_info "
-                               "RAY_gcs_server_request_timeout_seconds RAY_SERVE_KV_TIMEOUT_S "
-                               "RAY_ADDRESS RAY_USAGE_STATS_KUBERAY_IN_USE RAY_USAGE_STATS_EXTRA_TAGS "
-                               "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE");
-    cJSON_Delete(head);
-
-    /* head Service: its selector follows the template's app.kubernetes.io/name */
-    cJSON *svc = rc_build_head_service(rc, NULL, &err);
-    assert_string_equal(rct_str_at(svc, "metadata.name"),
-                        "a2345678901234567890123456789012345678901234567890123-head-svc");
-    assert_string_equal(jstr(jget(jget(svc, "spec"), "selector"), "app.kubernetes.io/name"), "mine");
-    assert_string_equal(jstr(label_map(svc), "app.kubernetes.io/name"), "mine");
-    /* CheckLabel keeps the last 63 characters of the identifier */
-    assert_string_equal(jstr(label_map(svc), "ray.io/identifier"),
-                        "a2345678901234567890123456789012345678901234567890123-head");
-    /* the container lists no ports: KubeRay's five defaults */
-    assert_int_equal(cJSON_GetArraySize(jget(jget(svc, "spec"), "ports")), 5);
-    cJSON_Delete(svc);
-
-    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
-    assert_non_null(w);
-    /* PodName lower-cases and keeps 50 characters of CLUSTER-GROUP */
-    assert_string_equal(rct_str_at(w, "metadata.generateName"),
-                        "a2345678901234567890123456789012345678901234567890-worker-");
-    assert_string_equal(jstr(label_map(w), "ray.io/group"), "Serve-Group");
-    assert_string_equal(jstr(label_map(w), "team"), "y"); /* group labels win */
-    assert_string_equal(jstr(label_map(w), "ray.io/serve"), "true");
-    /* RayService workers: readiness also checks the serve proxy, failureThreshold 1 */
-    assert_string_equal(rct_str_at(ray0(w), "readinessProbe.exec.command.2"),
-                        "wget --tries 1 -T 2 -q -O- http://localhost:52365/api/local_raylet_healthz"
-                        " | grep success && wget --tries 1 -T 10 -q -O- "
-                        "http://localhost:9000/-/healthz | grep success");
-    assert_int_equal(cJSON_GetNumberValue(jget(jget(ray0(w), "readinessProbe"), "failureThreshold")),
-                     1);
-    /* token auth on the wait-gcs-ready init container too */
-    const cJSON *ic = cJSON_GetArrayItem(jget(jget(w, "spec"), "initContainers"), 0);
-    env_names(ic, names, sizeof(names));
-    assert_string_equal(names, "RAY_AUTH_MODE RAY_AUTH_TOKEN FQ_RAY_IP RAY_IP");
-    cJSON_Delete(w);
-    cJSON_Delete(rc);
-}
-
-static void test_spec_hash_and_replicas(void **state)
-{
-    (void)state;
-    char h1[40], h2[40];
-    cJSON *rc = rct_sample("ray-cluster.sample.yaml");
-    cJSON *g = group_at(rc, 0);
-    assert_int_equal(rc_spec_hash(rc, h1, sizeof(h1)), 0);
-    /* replicas, min/max, workersToDelete and tolerations do not change it ... */
-    cJSON_ReplaceItemInObject(g, "replicas", cJSON_CreateNumber(4));
-    cJSON_ReplaceItemInObject(g, "maxReplicas", cJSON_CreateNumber(9));
-    cJSON_AddItemToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(g, "template"), "spec"),
-                          "tolerations", cJSON_Parse("[{\"key\":\"k\",\"operator\":\"Exists\"}]"));
-    assert_int_equal(rc_spec_hash(rc, h2, sizeof(h2)), 0);
-    assert_string_equal(h1, h2);
-    assert_int_equal(rc_worker_desired_replicas(g), 4);
-    cJSON_ReplaceItemInObject(g, "replicas", cJSON_CreateNumber(12));
-    assert_int_equal(rc_worker_desired_replicas(g), 9);
-    cJSON_ReplaceItemInObject(g, "minReplicas", cJSON_CreateNumber(3));
-    cJSON_ReplaceItemInObject(g, "replicas", cJSON_CreateNumber(0));
-    assert_int_equal(rc_worker_desired_replicas(g), 3);
-    cJSON_AddBoolToObject(g, "suspend", 1);
-    assert_int_equal(rc_worker_desired_replicas(g), 0);
-    /* ... a template change does */
-    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
-        cJSON_GetObjectItem(g, "template"), "spec"), "containers"), 0), "image",
-        cJSON_CreateString("rayproject/ray:2.53.0"));
-    assert_int_equal(rc_spec_hash(rc, h2, sizeof(h2)), 0);
-    assert_string_not_equal(h1, h2);
-    assert_int_equal(rc_spec_hash(rc, h2, 10), -ENAMETOOLONG);
-    /* GCS FT deletion timeout annotation */
-    assert_int_equal(rc_gcs_ft_deletion_timeout(rc), 300);
-    cJSON *ann = cJSON_AddObjectToObject(cJSON_GetObjectItem(rc, "metadata"), "annotations");
-    cJSON_AddStringToObject(ann, "ray.io/gcs-ft-deletion-timeout", "45");
-    assert_int_equal(rc_gcs_ft_deletion_timeout(rc), 45);
-    cJSON_ReplaceItemInObject(ann, "ray.io/gcs-ft-deletion-timeout", cJSON_CreateString("x"));
-    assert_int_equal(rc_gcs_ft_deletion_timeout(rc), 300);
-    cJSON_Delete(rc);
-}
-
-static void test_opts_from_env(void **state)
-{
-    (void)state;
-    struct rc_build_opts o;
-    setenv("ENABLE_INIT_CONTAINER_INJECTION", "FALSE", 1);
-    setenv("ENABLE_DETERMINISTIC_HEAD_POD_NAME", "true", 1);
-    setenv("CLUSTER_DOMAIN", "k8s.local", 1);
-    setenv("ENABLE_PROBES_INJECTION", "yes", 1);
-    rc_build_opts_from_env(&o);
-    assert_false(o.enable_init_container_injection);
-    assert_true(o.use_deterministic_head_name);
-    assert_string_equal(o.cluster_domain, "k8s.local");
-    assert_true(o.enable_probes_injection); /* only "false" turns it off */
-    assert_false(o.enable_head_cluster_ip_service);
-    unsetenv("ENABLE_INIT_CONTAINER_INJECTION");
-    unsetenv("ENABLE_DETERMINISTIC_HEAD_POD_NAME");
-    unsetenv("CLUSTER_DOMAIN");
-    unsetenv("ENABLE_PROBES_INJECTION");
-    /* no probes when switched off */
-    cJSON *rc = rct_sample("ray-cluster.sample.yaml");
-    int err = 0;
-    rc_build_opts_default(&o);
-    o.enable_probes_injection = false;
-    cJSON *pod = rc_build_head_pod(rc, &o, &err);
-    assert_null(jget(ray0(pod), "livenessProbe"));
-    assert_null(jget(ray0(pod), "readinessProbe"));
-    cJSON_Delete(pod);
-    /* malformed input: no head container -> -EINVAL, never a crash */
-    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
-        cJSON_GetObjectItem(rc, "spec"), "headGroupSpec"), "template"), "spec"), "containers");
-    err = 0;
-    assert_null(rc_build_head_pod(rc, NULL, &err));
-    assert_int_equal(err, -EINVAL);
-    err = 0;
-    assert_null(rc_build_head_service(rc, NULL, &err));
-    assert_int_equal(err, -EINVAL);
-    err = 0;
-    assert_null(rc_build_worker_pod(rc, NULL, NULL, 0, 0, NULL, &err));
-    assert_int_equal(err, -EINVAL);
-    cJSON_Delete(rc);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -936,14 +615,10 @@ int main(void)
         cmocka_unit_test(test_autoscaler),
         cmocka_unit_test(test_autoscaler_v2),
         cmocka_unit_test(test_commands),
-        cmocka_unit_test(test_ray_start_params),
         cmocka_unit_test(test_gcs_ft),
         cmocka_unit_test(test_tpu_multihost),
         cmocka_unit_test(test_custom_head_service),
         cmocka_unit_test(test_serve_service),
-        cmocka_unit_test(test_labels_names_and_creators),
-        cmocka_unit_test(test_spec_hash_and_replicas),
-        cmocka_unit_test(test_opts_from_env),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     schema_free(rct_schema);

@@ -476,6 +476,12 @@ static void check_cluster(cJSON *rc, const char *file)
     cJSON_Delete(sa);
     cJSON_Delete(role);
     cJSON_Delete(rb);
+    o = rc_build_head_ingress(rc, NULL, &err);
+    assert_int_equal(err, 0);
+    cJSON_Delete(o);
+    o = rc_build_auth_secret(rc, (const unsigned char *)"0123456789abcdef", 16, &err);
+    assert_int_equal(err, 0);
+    cJSON_Delete(o);
     assert_int_equal(rc_desired_resources(rc, &res), 0);
     checked++;
 }

@@ -598,6 +598,21 @@ static void test_service_and_job_defaults(void **state)
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(tl, "job-name")), "j");
     assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(tl, "controller-uid")), job->uid);
     assert_string_equal(tl_str(js, "template.spec.dnsPolicy"), "ClusterFirst");
+    /* a Job without labels takes its template's, generated ones included */
+    {
+        const cJSON *jl = cJSON_GetObjectItem(cJSON_GetObjectItem(job->json, "metadata"), "labels");
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(jl, "batch.kubernetes.io/job-name")), "j");
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(jl, "controller-uid")), job->uid);
+    }
+    {
+        struct store_obj *own = tl_create(S, jobs, "default",
+            tl_json("{\"metadata\":{\"name\":\"own\",\"labels\":{\"team\":\"x\"}},\"spec\":{\"template\":"
+                    "{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}"));
+        const cJSON *ol = cJSON_GetObjectItem(cJSON_GetObjectItem(own->json, "metadata"), "labels");
+        assert_int_equal(cJSON_GetArraySize(ol), 1);   /* its own labels are kept as they are */
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(ol, "team")), "x");
+        store_obj_unref(own);
+    }
     assert_int_equal(tl_num(job->json, "metadata.generation"), 1);
     assert_int_equal(store_create(S, jobs, "default",
                                   tl_json("{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"template\":{\"spec\":"

@@ -1,6 +1,7 @@
 /* test_store_gc.c - unit tests of the store's garbage collector: Background,
  * Foreground (waits for blocking dependents) and Orphan propagation, dangling
- * owners, several owners, owners in another namespace, and namespace deletion. */
+ * owners, several owners, owners in another namespace, namespace deletion, and
+ * the per-type default policy (batch/v1 Jobs orphan, Events ignore policies). */
 #include "tests/unit/store_testlib.h"
 
 static struct store *S;
@@ -244,6 +245,173 @@ static void test_namespace_deletion_empties_it(void **state)
     store_list_free(&l);
 }
 
+/* ---- the type's default policy: batch/v1 Jobs orphan their Pods ------------------- */
+
+static struct store_obj *make_job(const char *name, const char *finalizers)
+{
+    const struct reg_resource *jobs = tl_res(S, "batch", "v1", "jobs");
+
+    return tl_create(S, jobs, "default", tl_json(
+        "{\"metadata\":{\"name\":\"%s\",\"finalizers\":[%s]},\"spec\":{\"template\":{"
+        "\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"c\","
+        "\"image\":\"busybox:1.36\"}]}}}}", name, finalizers ? finalizers : ""));
+}
+
+/* A Pod owned by job (controller, blockOwnerDeletion as the Job controller sets it). */
+static struct store_obj *make_job_pod(const char *name, const struct store_obj *job)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    char meta[512];
+
+    snprintf(meta, sizeof(meta), ",\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+             "\"kind\":\"Job\",\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true,"
+             "\"blockOwnerDeletion\":true}]", job->name, job->uid);
+    return tl_create(S, pods, "default", tl_pod(name, meta));
+}
+
+/* Deletes a Job; returns the stored object after the call (NULL when gone). */
+static struct store_obj *del_job(const char *name, const char *policy, bool *gone)
+{
+    const struct reg_resource *jobs = tl_res(S, "batch", "v1", "jobs");
+    struct store_delete_opts o = { .propagation = policy, .grace_seconds = -1 };
+    struct store_status st = { 0 };
+    struct store_obj *r = NULL;
+
+    assert_int_equal(store_delete(S, jobs, "default", name, &o, &r, gone, &st), 0);
+    if (*gone) {
+        store_obj_unref(r);
+        return NULL;
+    }
+    return r;
+}
+
+static bool pod_exists(const char *name, bool *has_owner)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_status st = { 0 };
+    struct store_obj *o = NULL;
+    int rc = store_get(S, pods, "default", name, &o, &st);
+
+    if (rc == 0 && has_owner)
+        *has_owner = cJSON_GetObjectItem(cJSON_GetObjectItem(o->json, "metadata"),
+                                         "ownerReferences") != NULL;
+    store_obj_unref(o);
+    store_status_clear(&st);
+    return rc == 0;
+}
+
+static bool job_exists(const char *name)
+{
+    const struct reg_resource *jobs = tl_res(S, "batch", "v1", "jobs");
+    struct store_status st = { 0 };
+    struct store_obj *o = NULL;
+    int rc = store_get(S, jobs, "default", name, &o, &st);
+
+    store_obj_unref(o);
+    store_status_clear(&st);
+    return rc == 0;
+}
+
+static const char *first_finalizer(const struct store_obj *o)
+{
+    return cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(o->json, "metadata"), "finalizers"), 0));
+}
+
+static void test_job_policies(void **state)
+{
+    static const struct { const char *policy; const char *finalizer; bool pod_kept; } cases[] = {
+        { NULL, "orphan", true },               /* the batch/v1 default */
+        { "Orphan", "orphan", true },
+        { "Background", NULL, false },
+        { "Foreground", "foregroundDeletion", false },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char jn[16], pn[16];
+        bool gone = false, owned = true;
+        snprintf(jn, sizeof(jn), "job%zu", i);
+        snprintf(pn, sizeof(pn), "job%zu-pod", i);
+        struct store_obj *job = make_job(jn, NULL);
+        struct store_obj *pod = make_job_pod(pn, job);
+        struct store_obj *after = del_job(jn, cases[i].policy, &gone);
+        if (cases[i].finalizer) {
+            /* held by its GC finalizer until the collector has seen to the Pods */
+            assert_false(gone);
+            assert_non_null(after);
+            assert_non_null(tl_meta(after, "deletionTimestamp"));
+            assert_string_equal(first_finalizer(after), cases[i].finalizer);
+        } else {
+            assert_true(gone);
+        }
+        settle();
+        assert_false(job_exists(jn));
+        assert_int_equal(pod_exists(pn, &owned), cases[i].pod_kept);
+        if (cases[i].pod_kept)
+            assert_false(owned);                /* orphaned: the reference is gone */
+        store_obj_unref(after);
+        store_obj_unref(pod);
+        store_obj_unref(job);
+    }
+}
+
+/* A GC finalizer the Job already carries outranks the default (shouldOrphanDependents). */
+static void test_job_existing_finalizer_beats_default(void **state)
+{
+    struct store_obj *job = make_job("held", "\"t/hold\"");
+    struct store_obj *after;
+    bool gone = true;
+
+    (void)state;
+    after = del_job("held", "Foreground", &gone);
+    assert_false(gone);
+    store_obj_unref(after);
+    after = del_job("held", NULL, &gone);       /* no policy: stays Foreground */
+    assert_false(gone);
+    assert_non_null(after);
+    const cJSON *fin = cJSON_GetObjectItem(cJSON_GetObjectItem(after->json, "metadata"),
+                                           "finalizers");
+    assert_int_equal(cJSON_GetArraySize(fin), 2);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(fin, 1)), "foregroundDeletion");
+    store_obj_unref(after);
+    after = del_job("held", "Orphan", &gone);   /* an explicit policy replaces it */
+    fin = cJSON_GetObjectItem(cJSON_GetObjectItem(after->json, "metadata"), "finalizers");
+    assert_int_equal(cJSON_GetArraySize(fin), 2);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(fin, 1)), "orphan");
+    store_obj_unref(after);
+    store_obj_unref(job);
+}
+
+/* Events do not support GC policies (DefaultGarbageCollectionPolicy Unsupported). */
+static void test_event_ignores_policy(void **state)
+{
+    const char *groups[2][2] = { { "", "events" }, { "events.k8s.io", "events" } };
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        const struct reg_resource *ev = tl_res(S, groups[i][0], "v1", groups[i][1]);
+        const char *policies[2] = { "Orphan", "Foreground" };
+        for (int k = 0; k < 2; k++) {
+            struct store_delete_opts o = { .propagation = policies[k], .grace_seconds = -1 };
+            struct store_status st = { 0 };
+            struct store_obj *r = NULL;
+            bool gone = false;
+            char n[16];
+            snprintf(n, sizeof(n), "ev%d%d", i, k);
+            store_obj_unref(tl_create(S, ev, "default", tl_json(
+                i ? "{\"metadata\":{\"name\":\"%s\"},\"eventTime\":\"2026-01-01T00:00:00.000000Z\","
+                    "\"reportingController\":\"t\",\"reportingInstance\":\"t\",\"action\":\"A\","
+                    "\"reason\":\"R\",\"regarding\":{\"kind\":\"Pod\",\"name\":\"p\"}}"
+                  : "{\"metadata\":{\"name\":\"%s\"},\"involvedObject\":{\"kind\":\"Pod\","
+                    "\"name\":\"p\"},\"reason\":\"R\"}", n)));
+            assert_int_equal(store_delete(S, ev, "default", n, &o, &r, &gone, &st), 0);
+            assert_true(gone);
+            store_obj_unref(r);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +420,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_orphan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dangling_and_multiple_owners, setup, teardown),
         cmocka_unit_test_setup_teardown(test_namespace_deletion_empties_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_policies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_job_existing_finalizer_beats_default, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_event_ignores_policy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,9 +85,10 @@ class Env:
             raise RuntimeError("RayCluster CRD not served")
 
     # ---- processes ----
-    def start(self, name, args):
+    def start(self, name, args, env=None):
         log = open(os.path.join(self.work, name + ".log"), "wb")
-        p = subprocess.Popen([self.rayop] + args, stdout=log, stderr=log)
+        penv = dict(os.environ, **env) if env else None
+        p = subprocess.Popen([self.rayop] + args, stdout=log, stderr=log, env=penv)
         self.procs[name] = p
         return p
 
@@ -95,10 +96,23 @@ class Env:
         return self.start("watcher", ["watcher", "--kubeconfig", self.kubeconfig,
                                       "--state-dir", self.state])
 
-    def start_controller(self, name="ctl", extra=()):
+    def start_controller(self, name="ctl", extra=(), env=None):
         return self.start(name, ["controller", "raycluster", "--kubeconfig", self.kubeconfig,
                                  "--state-dir", self.state, "--metrics-addr", "127.0.0.1:0",
-                                 "--health-probe-bind-address", "127.0.0.1:0"] + list(extra))
+                                 "--health-probe-bind-address", "127.0.0.1:0"] + list(extra), env)
+
+    def metric(self, name, metric):
+        """Sum of the samples of metric on controller name's /metrics (None if unreachable)."""
+        port = self.port_of(name, "serving metrics")
+        try:
+            text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
+        except (OSError, ValueError):
+            return None
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(metric + "{") or line.startswith(metric + " "):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
 
     def log_lines(self, name):
         try:

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+# raycluster_bench.py - see bench/raycluster.sh. Knobs (environment):
+#   RC_BENCH_CLUSTERS  RayClusters to create (1000)
+#   RC_BENCH_WORKERS   controller --workers (4)
+#   RC_BENCH_QPS       controller --qps (500; KubeRay's default is 100), burst = 2 x qps
+#   RC_BENCH_SECONDS   length of the converged-reconcile window (10)
+# Prints figures; exits 1 only if the clusters do not all become ready in 15 min.
+import concurrent.futures
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "integration", "raycluster"))
+import rclib  # noqa: E402
+from rclib import wait_until  # noqa: E402
+
+N = int(os.environ.get("RC_BENCH_CLUSTERS", "1000"))
+WORKERS = os.environ.get("RC_BENCH_WORKERS", "4")
+QPS = int(os.environ.get("RC_BENCH_QPS", "500"))
+WINDOW = float(os.environ.get("RC_BENCH_SECONDS", "10"))
+
+
+def cluster(i):
+    c = {"name": "c", "image": "rayproject/ray:2.46.0", "resources": {"requests": {"cpu": "100m",
+                                                                                  "memory": "128Mi"}}}
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "bench-%d" % i},
+            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [c]}}},
+                     "workerGroupSpecs": [{"groupName": "w", "replicas": 2, "minReplicas": 0,
+                                           "maxReplicas": 4, "rayStartParams": {},
+                                           "template": {"spec": {"containers": [c]}}}]}}
+
+
+def writes_in(env, t_from, t_to):
+    """rayop's non-read requests logged between two wall-clock times (RFC 3339 strings)."""
+    n = 0
+    with open(env.reqlog) as f:
+        for line in f:
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if "rayop" in r.get("user_agent", "") and t_from <= r.get("time", "") <= t_to and \
+                    r.get("verb") not in ("get", "list", "watch"):
+                n += 1
+    return n
+
+
+def utc_now():
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + ".%06dZ" % (time.time() % 1 * 1e6)
+
+
+def main():
+    nodes = max(4, (3 * N) // 100 + 2)
+    env = rclib.Env(["--nodes", str(nodes), "--pod-start-ms", "300", "--pod-ready-ms", "500"],
+                    name="rc-bench")
+    env.start_watcher()
+    ctl = ["--workers", WORKERS, "--qps", str(QPS), "--burst", str(2 * QPS)]
+    env.start_controller("ctl", ctl)
+    print("# %d RayClusters x (1 head + 2 workers) on %d kubesim nodes; controller %s" %
+          (N, nodes, " ".join(ctl)), flush=True)
+
+    t0 = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        codes = list(ex.map(lambda i: env.req("POST", env.rc_path("default"), cluster(i))[0], range(N)))
+    t_created = time.monotonic() - t0
+    print("created %d RayClusters in %.1f s (%d failed)" % (N, t_created, sum(c != 201 for c in codes)),
+          flush=True)
+
+    def n_ready():
+        return sum(1 for o in env.items(env.rc_path("default"))
+                   if o.get("status", {}).get("state") == "ready")
+    last = [0]
+
+    def all_ready():
+        last[0] = n_ready()
+        return last[0] >= N
+    ok = wait_until(900, all_ready, every=1.0)
+    t_ready = time.monotonic() - t0
+    pods = len(env.items("/api/v1/namespaces/default/pods"))
+    print("%s: %d of %d RayClusters ready %.1f s after the first create (%d Pods, %d Pod creates)" %
+          ("ok" if ok else "TIMEOUT", last[0], N, t_ready, pods, len(env.pod_creates())), flush=True)
+
+    # converged: a fresh controller whose idle requeue is 1 ms, so every key cycles
+    env.procs["ctl"].terminate()
+    env.procs["ctl"].wait()
+    env.start_controller("ctl2", ctl, env={"RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS": "1"})
+    # the first controller left its keys due in 300 s: an annotation on each puts
+    # every key into the 1 ms cycle of the new one
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda i: env.patch(env.rc_path("default", "bench-%d" % i),
+                                        {"metadata": {"annotations": {"bench/touch": "1"}}}), range(N)))
+    wait_until(60, lambda: (env.metric("ctl2", "controller_runtime_reconcile_total") or 0) >= 2 * N)
+    a, ta, wa = env.metric("ctl2", "controller_runtime_reconcile_total"), time.monotonic(), utc_now()
+    time.sleep(WINDOW)   # a measuring window, not synchronisation
+    b, tb, wb = env.metric("ctl2", "controller_runtime_reconcile_total"), time.monotonic(), utc_now()
+    rate = (b - a) / (tb - ta)
+    print("converged: %.0f reconciles/s over %.0f s with --workers %s (%d writes by rayop in the window)" %
+          (rate, tb - ta, WORKERS, writes_in(env, wa, wb)), flush=True)
+    for name in ("watcher", "ctl2"):
+        print("%s RSS %.1f MiB (private %.1f MiB; the cache segment is shared memory)" %
+              ((name,) + rss_mib(env.procs[name].pid)), flush=True)
+    return 0 if ok else 1
+
+
+def rss_mib(pid):
+    """(VmRSS, RssAnon) of a process in MiB, from /proc."""
+    vals = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "RssAnon"):
+                vals[k] = int(v.split()[0]) / 1024.0
+    return vals.get("VmRSS", 0.0), vals.get("RssAnon", 0.0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

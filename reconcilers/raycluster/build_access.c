@@ -1,0 +1,163 @@
+/*
+ * build_access.c - the objects that let users reach a RayCluster: the dashboard
+ * Ingress of `headGroupSpec.enableIngress` (common/ingress.go
+ * BuildIngressForHeadService) and the token Secret of `authOptions`
+ * (reconcileAuthSecret / createAuthSecret in raycluster_controller.go).
+ *
+ * The token itself is random; the caller draws it (KubeRay: 32 bytes of
+ * crypto/rand) so these stay pure functions. The Secret must never be logged.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcilers/raycluster/build_int.h"
+
+int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
+{
+    const cJSON *auth = rcj_get(rc_spec(rc), "authOptions");
+    const char *mode = rcj_str(auth, "mode"), *sn = rcj_str(auth, "secretName");
+    if (cap == 0)
+        return -ENAMETOOLONG;
+    out[0] = '\0';
+    /* KubeRay creates it for any authOptions whose mode is not "disabled", unless the
+     * API server checks tokens (enableK8sTokenAuth) or the user names a Secret. */
+    if (!cJSON_IsObject(auth) || (mode && !strcmp(mode, "disabled")) || rc_k8s_token_auth(rc) ||
+        (sn && *sn))
+        return 0;
+    rc_check_name(rc_name(rc), out, cap);
+    return 0;
+}
+
+/* base64.StdEncoding */
+static char *base64(const unsigned char *in, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc((n + 2) / 3 * 4 + 1), *w = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < n ? in[i + 2] : 0);
+        *w++ = tab[v >> 18 & 63];
+        *w++ = tab[v >> 12 & 63];
+        *w++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
+        *w++ = i + 2 < n ? tab[v & 63] : '=';
+    }
+    *w = '\0';
+    return out;
+}
+
+cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t n, int *err)
+{
+    struct rcb b = { 0 };
+    char name[128];
+    char *text;
+    cJSON *s, *meta;
+    if (rc_auth_secret_name(rc, name, sizeof(name)) < 0 || !name[0])
+        return NULL;
+    if (!token || n == 0) {
+        if (err)
+            *err = -EINVAL;
+        return NULL;
+    }
+    if (!(text = base64(token, n))) {
+        if (err)
+            *err = -ENOMEM;
+        return NULL;
+    }
+    s = rcb_dup(&b, NULL);
+    rcb_set_str(&b, s, "apiVersion", "v1");
+    rcb_set_str(&b, s, "kind", "Secret");
+    meta = rcb_obj(&b, s, "metadata");
+    rcb_set_str(&b, meta, "name", name);
+    rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
+    rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CLUSTER, rc_name(rc));
+    /* rayop: the watcher caches Secrets by this label (KubeRay sets only ray.io/cluster). */
+    rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    rcb_set_str(&b, rcb_obj(&b, s, "stringData"), "auth_token", text);
+    rcb_owner_ref(&b, s, rc);
+    /* The token is a credential: wipe the copy we made before freeing it. */
+    memset(text, 0, strlen(text));
+    free(text);
+    if (b.err) {
+        cJSON_Delete(s);
+        if (err)
+            *err = b.err;
+        return NULL;
+    }
+    return s;
+}
+
+cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int *err)
+{
+    struct rcb b = { 0 };
+    const cJSON *head = rc_head_group(rc);
+    const cJSON *io = rcj_get(head, "ingressOptions"), *a;
+    const cJSON *anns = rcj_path(rc, "metadata", "annotations", NULL);
+    const char *path = rcj_str(io, "path"), *ptype = rcj_str(io, "pathType");
+    const char *host = rcj_str(io, "host");
+    const char *klass = rcj_str(anns, "kubernetes.io/ingress.class");
+    char name[300], tmp[300], svc[300], id[300];
+    cJSON *ing, *meta, *labels, *spec, *rule, *p, *backend;
+    int r;
+    (void)o;
+    if (!rcj_bool(head, "enableIngress", false))
+        return NULL;
+    if ((r = rc_head_service_name(rc, svc, sizeof(svc))) < 0) {
+        if (err)
+            *err = r;
+        return NULL;
+    }
+    snprintf(tmp, sizeof(tmp), "%s-head-ingress", rc_name(rc));
+    rc_check_name(tmp, name, sizeof(name));
+    snprintf(tmp, sizeof(tmp), "%s-head", rc_name(rc));
+    rc_check_label(tmp, id, sizeof(id));
+    ing = rcb_dup(&b, NULL);
+    rcb_set_str(&b, ing, "apiVersion", "networking.k8s.io/v1");
+    rcb_set_str(&b, ing, "kind", "Ingress");
+    meta = rcb_obj(&b, ing, "metadata");
+    rcb_set_str(&b, meta, "name", name);
+    rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
+    labels = rcb_obj(&b, meta, "labels");
+    rcb_set_str(&b, labels, RC_LABEL_CLUSTER, rc_name(rc));
+    rcb_set_str(&b, labels, RC_LABEL_IDENTIFIER, id);
+    rcb_set_str(&b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
+    rcb_set_str(&b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    /* Every cluster annotation but the ingress class, which becomes ingressClassName. */
+    cJSON_ArrayForEach(a, (cJSON_IsObject(anns) ? anns : NULL)) {
+        if (a->string && cJSON_IsString(a) && strcmp(a->string, "kubernetes.io/ingress.class"))
+            rcb_set_str(&b, rcb_obj(&b, meta, "annotations"), a->string, a->valuestring);
+    }
+    spec = rcb_obj(&b, ing, "spec");
+    if (klass)
+        rcb_set_str(&b, spec, "ingressClassName", klass);
+    if (!b.err && !(rule = cJSON_CreateObject()))
+        b.err = -ENOMEM;
+    if (!b.err) {
+        rcb_append(&b, rcb_arr(&b, spec, "rules"), rule);
+        if (host)
+            rcb_set_str(&b, rule, "host", host);
+        if (!b.err && !(p = cJSON_CreateObject()))
+            b.err = -ENOMEM;
+        if (!b.err) {
+            rcb_append(&b, rcb_arr(&b, rcb_obj(&b, rule, "http"), "paths"), p);
+            rcb_set_str(&b, p, "path", path ? path : "/");
+            rcb_set_str(&b, p, "pathType", ptype ? ptype : "Prefix");
+            backend = rcb_obj(&b, rcb_obj(&b, p, "backend"), "service");
+            rcb_set_str(&b, backend, "name", svc);
+            rcb_set_num(&b, rcb_obj(&b, backend, "port"), "number", rc_dashboard_port(rc));
+        }
+    }
+    if (cJSON_IsArray(rcj_get(io, "tls")) && cJSON_GetArraySize(rcj_get(io, "tls")) > 0)
+        rcb_set(&b, spec, "tls", rcb_dup(&b, rcj_get(io, "tls")));
+    rcb_owner_ref(&b, ing, rc);
+    if (b.err) {
+        cJSON_Delete(ing);
+        if (err)
+            *err = b.err;
+        return NULL;
+    }
+    return ing;
+}
