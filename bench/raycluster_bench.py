@@ -98,7 +98,21 @@ def main():
     rate = (b - a) / (tb - ta)
     print("converged: %.0f reconciles/s over %.0f s with --workers %s (%d writes by rayop in the window)" %
           (rate, tb - ta, WORKERS, writes_in(env, wa, wb)), flush=True)
+    for name in ("watcher", "ctl2"):
+        print("%s RSS %.1f MiB (private %.1f MiB; the cache segment is shared memory)" %
+              ((name,) + rss_mib(env.procs[name].pid)), flush=True)
     return 0 if ok else 1
+
+
+def rss_mib(pid):
+    """(VmRSS, RssAnon) of a process in MiB, from /proc."""
+    vals = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "RssAnon"):
+                vals[k] = int(v.split()[0]) / 1024.0
+    return vals.get("VmRSS", 0.0), vals.get("RssAnon", 0.0)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
  * ray_int.h - state shared by the simulated Ray runtime's parts:
  *   ray_runtime.c    clusters, jobs, Serve applications and their time-derived states
  *   ray_dashboard.c  the dashboard's REST handlers (pure: cluster + request -> answer)
- *   ray_serve.c      Serve REST API (applications PUT/GET/DELETE)
+ *   ray_serve.c      Serve REST API (applications PUT/GET/DELETE) and Serve's HTTP proxy
  *   ray_proxy.c      services/NAME/proxy and host resolution (Service -> Endpoints -> Pod)
  *   ray_submitter.c  the submitter command parser (pure, fuzzed)
- *   ray_submitter_run.c  plays a submitter Pod on its own thread
+ *   ray_submitter_run.c  plays a submitter container on its own thread (the bash part)
+ *   ray_cli.c        the commands it runs: ray job ..., /submitter, the health check
  *   pod_log.c        pods/NAME/log
  * Everything below struct ray is guarded by ray.mu.
  */

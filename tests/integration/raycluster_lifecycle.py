@@ -10,7 +10,8 @@
 #  (Warning Event, status.reason, nothing touched) and its fix; autoscaling on:
 #  RBAC objects, no random deletes, workersToDelete honoured; a pod template
 #  change left alone without upgradeStrategy and replacing every Pod with
-#  Recreate; spec.managedBy another controller skipped; a multi-host group
+#  Recreate; spec.managedBy another controller skipped; Pod creates failing
+#  (ReplicaFailure condition, Warning Event) and recovering; a multi-host group
 #  (numOfHosts 2) created and repaired as whole replicas; deletion -> Pods and
 #  Services collected.
 # deadline: 110
@@ -254,6 +255,20 @@ def main():
           wait_until(30, lambda: ready_with("multi", 4) and len(set(replicas("multi")) - old_names) == 1),
           replicas("multi"))
 
+    # ---- Pod creates failing: ReplicaFailure condition and Warning Event, then recovery ----
+    code, _ = env.req("POST", "/kubesim/faults", {"verb": "create", "resource": "pods", "code": 500})
+    set_group("life", replicas=3)
+    check("creates answered 500: ReplicaFailure True (FailedCreateWorkerPod) and a Warning Event",
+          code == 200 and wait_until(20, lambda: any(
+              c["type"] == "ReplicaFailure" and c["status"] == "True" and c["reason"] == "FailedCreateWorkerPod"
+              for c in status("life").get("conditions", [])) and
+              any(e["type"] == "Warning" for e in env.events(NS, "FailedToCreateWorkerPod"))),
+          status("life").get("conditions"))
+    env.req("DELETE", "/kubesim/faults")
+    check("creates work again: 3 workers ready, ReplicaFailure removed",
+          wait_until(30, lambda: ready_with("life", 3) and "ReplicaFailure" not in conds("life")),
+          status("life").get("conditions"))
+
     # ---- deletion: dependents collected ----
     for name in ("life", "auto", "multi", "recr", "kueue", "flap"):
         env.req("DELETE", env.rc_path(NS, name))
@@ -262,7 +277,7 @@ def main():
                      not [s for s in env.items("/api/v1/namespaces/default/services")
                           if s["metadata"]["name"] != "kubernetes"]))
     errs = [l for l in env.log_lines("ctl") if '"level":"error"' in l and "invalid" not in l.lower()
-            and "unhealthy" not in l and "requeueing" not in l]
+            and "unhealthy" not in l and "requeueing" not in l and "worker Pod" not in l]
     check("no unexpected controller errors", not errs, "".join(errs[:5]))
     return rclib.exit_code()
 
