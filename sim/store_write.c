@@ -162,8 +162,9 @@ static void validate_crd(const cJSON *obj, cJSON *causes)
     if (plural && group && name) {
         snprintf(want, sizeof(want), "%s.%s", plural, group);
         if (strcmp(want, name))
-            st_cause(causes, "FieldValueInvalid", "metadata.name",
-                     "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group", name);
+            status_cause_add(causes, "FieldValueInvalid", "metadata.name",
+                             "Invalid value: \"%s\": must be spec.names.plural+\".\"+"
+                             "spec.group", name);
     }
 }
 
@@ -326,8 +327,8 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
     }
     if ((!name || !name[0]) && (!gen_name || !gen_name[0])) {
         cJSON *causes = cJSON_CreateArray();
-        st_cause(causes, "FieldValueRequired", "metadata.name",
-                 "Required value: name or generateName is required");
+        status_cause_add(causes, "FieldValueRequired", "metadata.name",
+                         "Required value: name or generateName is required");
         rc = st_invalid(st, res, "", causes);
         goto out;
     }
@@ -574,8 +575,8 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
         if (!res->builtin) {
             /* apiextensions: AllowUnconditionalUpdate() is false for custom resources */
             cJSON *causes = cJSON_CreateArray();
-            st_cause(causes, "FieldValueInvalid", "metadata.resourceVersion",
-                     "Invalid value: 0: must be specified for an update");
+            status_cause_add(causes, "FieldValueInvalid", "metadata.resourceVersion",
+                             "Invalid value: 0: must be specified for an update");
             rc = st_invalid(st, res, name, causes);
             goto out;
         }
