@@ -10,11 +10,11 @@
  * k8s.io/kubernetes pkg/apis.
  */
 #include "sim/json_equal.h"
+#include "sim/json_text.h"
 #include "sim/selector.h"
 #include "sim/store_int.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define jget cJSON_GetObjectItemCaseSensitive
@@ -212,26 +212,16 @@ static void check_pod_template(const cJSON *tmpl, const char *base, bool job, cJ
     }
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* Go's %#v of a map[string]string (keys sorted), as field.Invalid prints it. */
 static void go_map_literal(const cJSON *labels, struct buf *b)
 {
     const char *keys[256];
-    size_t n = 0;
-    const cJSON *l;
+    size_t n = json_text_sorted_keys(labels, keys, sizeof(keys) / sizeof(keys[0]));
 
     if (!cJSON_IsObject(labels)) {
         buf_puts(b, "map[string]string(nil)");
         return;
     }
-    cJSON_ArrayForEach(l, labels)
-        if (n < sizeof(keys) / sizeof(keys[0]) && cJSON_IsString(l))
-            keys[n++] = l->string;
-    qsort(keys, n, sizeof(keys[0]), cmp_str);
     buf_puts(b, "map[string]string{");
     for (size_t i = 0; i < n; i++) {
         buf_puts(b, i ? ", " : "");

@@ -6,6 +6,7 @@
  * jobs; the simpler kinds are in present_printers_misc.c). The server always emits
  * the wide (priority 1) cells too; kubectl hides them without -o wide.
  */
+#include "sim/json_text.h"
 #include "sim/present.h"
 #include "sim/present_int.h"
 
@@ -68,16 +69,10 @@ static int cmp_str(const void *a, const void *b)
 static int format_labels(const cJSON *map, struct buf *b)
 {
     const char *keys[256];
-    size_t n = 0;
-    const cJSON *it;
+    size_t n = json_text_sorted_keys(map, keys, sizeof(keys) / sizeof(keys[0]));
 
-    cJSON_ArrayForEach(it, (cJSON_IsObject(map) ? map : NULL)) {
-        if (n < 256 && cJSON_IsString(it))
-            keys[n++] = it->string;
-    }
     if (n == 0)
         return buf_puts(b, "<none>");
-    qsort(keys, n, sizeof(*keys), cmp_str);
     for (size_t i = 0; i < n; i++)
         if (buf_printf(b, "%s%s=%s", i ? "," : "", keys[i],
                        cJSON_GetObjectItemCaseSensitive(map, keys[i])->valuestring) < 0)
