@@ -43,6 +43,16 @@ int present_cell_age(cJSON *cells, const cJSON *obj, time_t now)
     return present_add_str(cells, age);
 }
 
+int present_cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path, time_t now)
+{
+    int rc;
+
+    if ((rc = present_cell_name(cells, obj)) ||
+        (rc = present_add_str(cells, present_str(obj, path))))
+        return rc;
+    return present_cell_age(cells, obj, now);
+}
+
 long present_num(const cJSON *obj, const char *path, long dflt)
 {
     const cJSON *v = present_get(obj, path);
@@ -449,12 +459,7 @@ static const struct present_col ns_cols[] = {
 
 static int ns_cells(const cJSON *ns, time_t now, cJSON *cells)
 {
-    int rc;
-
-    if ((rc = present_cell_name(cells, ns)) ||
-        (rc = present_add_str(cells, present_str(ns, "status.phase"))))
-        return rc;
-    return present_cell_age(cells, ns, now);
+    return present_cells_name_str_age(cells, ns, "status.phase", now);
 }
 
 /* ---- jobs ------------------------------------------------------------------------- */
