@@ -272,6 +272,16 @@ void store_crd_changed(struct store *s, const cJSON *crd, bool removed)
 
 /* ---- create ---- */
 
+/* create and update take any parsed body; anything but an object is consumed and 400. */
+static int require_object(cJSON *obj, struct store_status *st)
+{
+    if (cJSON_IsObject(obj))
+        return 0;
+    cJSON_Delete(obj);
+    st_set(st, 400, "BadRequest", "the request body must be a JSON object");
+    return -EINVAL;
+}
+
 int store_create(struct store *s, const struct reg_resource *res, const char *ns,
                  cJSON *obj, const struct store_write_opts *w, struct store_obj **out,
                  struct store_status *st)
@@ -287,11 +297,8 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
 
     if (out)
         *out = NULL;
-    if (!cJSON_IsObject(obj)) {
-        cJSON_Delete(obj);
-        st_set(st, 400, "BadRequest", "the request body must be a JSON object");
-        return -EINVAL;
-    }
+    if ((rc = require_object(obj, st)))
+        return rc;
     pthread_rwlock_wrlock(&s->lock);
     t = store_type_get(s, res, true);
     if (!t) {
@@ -537,11 +544,8 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
 
     if (out)
         *out = NULL;
-    if (!cJSON_IsObject(obj)) {
-        cJSON_Delete(obj);
-        st_set(st, 400, "BadRequest", "the request body must be a JSON object");
-        return -EINVAL;
-    }
+    if ((rc = require_object(obj, st)))
+        return rc;
     if (subresource && !strcmp(subresource, "scale"))
         return store_scale_update(s, res, ns, name, obj, w, out, st);
     if (subresource && subresource[0] && (strcmp(subresource, "status") || !res->has_status)) {
