@@ -3,14 +3,18 @@
  * and clients meet it: object names (DNS-1123 subdomain, DNS-1035 label for
  * Services, DNS-1123 label for Namespaces), Pod containers and restart policy,
  * Pod spec immutability on update, Service ports/type and clusterIP
- * immutability, Job template restart policy and selector/template immutability.
+ * immutability; for Jobs the pod template as ValidatePodTemplateSpec checks it
+ * (labels, annotations, containers, Never/OnFailure restart policy, no ephemeral
+ * containers), the selector matching the template, selector/template immutability.
  * Causes carry the field paths and messages of the validation packages of
  * k8s.io/kubernetes pkg/apis.
  */
 #include "sim/json_equal.h"
+#include "sim/selector.h"
 #include "sim/store_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define jget cJSON_GetObjectItemCaseSensitive
@@ -186,6 +190,86 @@ static void check_service(const cJSON *obj, const cJSON *old, cJSON *causes)
     }
 }
 
+/* ValidatePodTemplateSpec: the template's labels and annotations (under the
+ * template path itself, "spec.template.labels", as the real validation names
+ * them), its pod spec, and no ephemeral containers. */
+static void check_pod_template(const cJSON *tmpl, const char *base, bool job, cJSON *causes)
+{
+    const cJSON *md = jget(tmpl, "metadata");
+    const cJSON *eph = jget(jget(tmpl, "spec"), "ephemeralContainers");
+    char f[160];
+
+    snprintf(f, sizeof(f), "%s.labels", base);
+    store_check_labels(jget(md, "labels"), f, causes);
+    snprintf(f, sizeof(f), "%s.annotations", base);
+    store_check_annotations(jget(md, "annotations"), f, causes);
+    snprintf(f, sizeof(f), "%s.spec", base);
+    check_pod_spec(jget(tmpl, "spec"), f, job, causes);
+    if (cJSON_GetArraySize(eph) > 0) {
+        snprintf(f, sizeof(f), "%s.spec.ephemeralContainers", base);
+        st_cause(causes, "FieldValueForbidden", f,
+                 "Forbidden: ephemeral containers not allowed in pod template");
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Go's %#v of a map[string]string (keys sorted), as field.Invalid prints it. */
+static void go_map_literal(const cJSON *labels, struct buf *b)
+{
+    const char *keys[256];
+    size_t n = 0;
+    const cJSON *l;
+
+    if (!cJSON_IsObject(labels)) {
+        buf_puts(b, "map[string]string(nil)");
+        return;
+    }
+    cJSON_ArrayForEach(l, labels)
+        if (n < sizeof(keys) / sizeof(keys[0]) && cJSON_IsString(l))
+            keys[n++] = l->string;
+    qsort(keys, n, sizeof(keys[0]), cmp_str);
+    buf_puts(b, "map[string]string{");
+    for (size_t i = 0; i < n; i++) {
+        buf_puts(b, i ? ", " : "");
+        buf_append_json_string(b, keys[i]);
+        buf_puts(b, ":");
+        buf_append_json_string(b, cJSON_GetStringValue(jget(labels, keys[i])));
+    }
+    buf_puts(b, "}");
+}
+
+/* validateJobSpec: a selector is required (kubesim generates it unless
+ * manualSelector) and, generated or not, must match the template's labels. */
+static void check_job_selector(const cJSON *spec, const cJSON *tmpl, cJSON *causes)
+{
+    const cJSON *ls = jget(spec, "selector");
+    const cJSON *labels = jget(jget(tmpl, "metadata"), "labels");
+    struct sel *sel = NULL;
+    struct buf b = { 0 };
+    char err[256];
+
+    if (!cJSON_IsObject(ls)) {
+        st_cause(causes, "FieldValueRequired", "spec.selector", "Required value");
+        return;
+    }
+    if (sel_from_label_selector(ls, &sel, err, sizeof(err)) < 0) {
+        st_cause(causes, "FieldValueInvalid", "spec.selector", "Invalid value: %.300s", err);
+        return;
+    }
+    if (!sel_matches(sel, cJSON_IsObject(labels) ? labels : NULL)) {
+        go_map_literal(labels, &b);
+        st_cause(causes, "FieldValueInvalid", "spec.template.metadata.labels",
+                 "Invalid value: %.700s: `selector` does not match template `labels`",
+                 b.data ? b.data : "");
+    }
+    buf_free(&b);
+    sel_free(sel);
+}
+
 static void check_job(const cJSON *obj, const cJSON *old, cJSON *causes)
 {
     const cJSON *spec = jget(obj, "spec");
@@ -195,7 +279,8 @@ static void check_job(const cJSON *obj, const cJSON *old, cJSON *causes)
         st_cause(causes, "FieldValueRequired", "spec.template", "Required value");
         return;
     }
-    check_pod_spec(jget(tmpl, "spec"), "spec.template.spec", true, causes);
+    check_job_selector(spec, tmpl, causes);
+    check_pod_template(tmpl, "spec.template", true, causes);
     if (old) {
         const cJSON *ospec = jget(old, "spec");
         if (!json_equal(jget(spec, "selector"), jget(ospec, "selector")))

@@ -87,7 +87,6 @@ int kubeconfig_write(const char *path, const struct kubeconfig_opts *o)
 {
     char tmp[4096];
     char *text = kubeconfig_render(o);
-    size_t len, off = 0;
     int fd = -1, rc = 0;
 
     if (!text)
@@ -101,17 +100,8 @@ int kubeconfig_write(const char *path, const struct kubeconfig_opts *o)
         rc = -errno;
         goto out;
     }
-    len = strlen(text);
-    while (off < len) {
-        ssize_t n = write(fd, text + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            rc = n < 0 ? -errno : -EIO;
-            goto out;
-        }
-        off += (size_t)n;
-    }
+    if ((rc = util_write_all(fd, text, strlen(text))) < 0)
+        goto out;
     if (fsync(fd) < 0) {
         rc = -errno;
         goto out;

@@ -58,7 +58,7 @@ int patch_merge(const cJSON *target, const cJSON *patch, cJSON **out, char *err,
 {
     *out = NULL;
     if (!patch) {
-        patch_seterr(err, errlen, "empty merge patch");
+        util_format_err(err, errlen, "empty merge patch");
         return -EINVAL;
     }
     if (!(*out = merge_value(target, patch)))
@@ -191,12 +191,12 @@ static int op_add(cJSON **doc, const char *path, cJSON *v, bool replace_only,
     int rc = ptr_parent(*doc, path, &parent, last, sizeof(last));
 
     if (rc == -EINVAL) {
-        patch_seterr(err, errlen, "%s operation does not apply: invalid JSON pointer \"%s\"",
+        util_format_err(err, errlen, "%s operation does not apply: invalid JSON pointer \"%s\"",
                      opname, path);
         goto fail;
     }
     if (rc) {
-        patch_seterr(err, errlen, "%s operation does not apply: doc is missing path: \"%s\": "
+        util_format_err(err, errlen, "%s operation does not apply: doc is missing path: \"%s\": "
                      "missing value", opname, path);
         goto fail;
     }
@@ -208,7 +208,7 @@ static int op_add(cJSON **doc, const char *path, cJSON *v, bool replace_only,
     if (cJSON_IsObject(parent)) {
         cJSON *cur = cJSON_GetObjectItemCaseSensitive(parent, last);
         if (replace_only && !cur) {
-            patch_seterr(err, errlen, "%s operation does not apply: doc is missing key: %s: "
+            util_format_err(err, errlen, "%s operation does not apply: doc is missing key: %s: "
                          "missing value", opname, path);
             goto fail;
         }
@@ -218,7 +218,7 @@ static int op_add(cJSON **doc, const char *path, cJSON *v, bool replace_only,
         int n = cJSON_GetArraySize(parent);
         long i = (!replace_only && !strcmp(last, "-")) ? n : ptr_index(last);
         if (i < 0 || i > n || (replace_only && i >= n)) {
-            patch_seterr(err, errlen, "%s operation does not apply: index out of range: %s",
+            util_format_err(err, errlen, "%s operation does not apply: index out of range: %s",
                          opname, path);
             goto fail;
         }
@@ -228,7 +228,7 @@ static int op_add(cJSON **doc, const char *path, cJSON *v, bool replace_only,
             array_insert(parent, i, v);
         return 0;
     }
-    patch_seterr(err, errlen, "%s operation does not apply: doc is missing path: \"%s\": "
+    util_format_err(err, errlen, "%s operation does not apply: doc is missing path: \"%s\": "
                  "parent is not a container", opname, path);
 fail:
     cJSON_Delete(v);
@@ -252,7 +252,7 @@ static cJSON *op_detach(cJSON *doc, const char *path, char *err, size_t errlen,
         }
     }
     if (!v)
-        patch_seterr(err, errlen, "%s operation does not apply: doc is missing path: \"%s\": "
+        util_format_err(err, errlen, "%s operation does not apply: doc is missing path: \"%s\": "
                      "missing value", opname, path[0] ? path : "(root)");
     return v;
 }
@@ -270,16 +270,16 @@ static int apply_op(cJSON **doc, const cJSON *op, char *err, size_t errlen)
     cJSON *v;
 
     if (!cJSON_IsObject(op) || !name) {
-        patch_seterr(err, errlen, "Unexpected kind: missing or invalid \"op\"");
+        util_format_err(err, errlen, "Unexpected kind: missing or invalid \"op\"");
         return -EINVAL;
     }
     if (!path) {
-        patch_seterr(err, errlen, "%s operation does not apply: missing \"path\"", name);
+        util_format_err(err, errlen, "%s operation does not apply: missing \"path\"", name);
         return -EINVAL;
     }
     if (!strcmp(name, "add") || !strcmp(name, "replace")) {
         if (!value) {
-            patch_seterr(err, errlen, "%s operation does not apply: missing \"value\"", name);
+            util_format_err(err, errlen, "%s operation does not apply: missing \"value\"", name);
             return -EINVAL;
         }
         if (!(v = cJSON_Duplicate(value, true)))
@@ -288,7 +288,7 @@ static int apply_op(cJSON **doc, const cJSON *op, char *err, size_t errlen)
     }
     if (!strcmp(name, "remove")) {
         if (!path[0]) {
-            patch_seterr(err, errlen, "remove operation does not apply: cannot remove root");
+            util_format_err(err, errlen, "remove operation does not apply: cannot remove root");
             return -EINVAL;
         }
         v = op_detach(*doc, path, err, errlen, name);
@@ -300,7 +300,7 @@ static int apply_op(cJSON **doc, const cJSON *op, char *err, size_t errlen)
     if (!strcmp(name, "test")) {
         cJSON *cur = ptr_get(*doc, path);
         if (!cur || !value || !patch_json_equal(cur, value)) {
-            patch_seterr(err, errlen, "testing value %s failed: test failed", path);
+            util_format_err(err, errlen, "testing value %s failed: test failed", path);
             return -EINVAL;
         }
         return 0;
@@ -308,20 +308,20 @@ static int apply_op(cJSON **doc, const cJSON *op, char *err, size_t errlen)
     if (!strcmp(name, "move") || !strcmp(name, "copy")) {
         const char *from = op_str(op, "from");
         if (!from) {
-            patch_seterr(err, errlen, "%s operation does not apply: missing \"from\"", name);
+            util_format_err(err, errlen, "%s operation does not apply: missing \"from\"", name);
             return -EINVAL;
         }
         if (name[0] == 'm') {
             size_t fl = strlen(from);
             if (!strncmp(path, from, fl) && path[fl] == '/') {
-                patch_seterr(err, errlen, "move operation does not apply: cannot move %s "
+                util_format_err(err, errlen, "move operation does not apply: cannot move %s "
                              "into its own child %s", from, path);
                 return -EINVAL;
             }
             if (!strcmp(path, from))
                 return ptr_get(*doc, from) ? 0 : -EINVAL;
             if (!from[0]) {
-                patch_seterr(err, errlen, "move operation does not apply: cannot move root");
+                util_format_err(err, errlen, "move operation does not apply: cannot move root");
                 return -EINVAL;
             }
             if (!(v = op_detach(*doc, from, err, errlen, name)))
@@ -329,7 +329,7 @@ static int apply_op(cJSON **doc, const cJSON *op, char *err, size_t errlen)
         } else {
             cJSON *src = ptr_get(*doc, from);
             if (!src) {
-                patch_seterr(err, errlen, "copy operation does not apply: doc is missing from "
+                util_format_err(err, errlen, "copy operation does not apply: doc is missing from "
                              "path: \"%s\": missing value", from);
                 return -EINVAL;
             }
@@ -338,7 +338,7 @@ static int apply_op(cJSON **doc, const cJSON *op, char *err, size_t errlen)
         }
         return op_add(doc, path, v, false, err, errlen, name);
     }
-    patch_seterr(err, errlen, "Unexpected kind: %s", name);
+    util_format_err(err, errlen, "Unexpected kind: %s", name);
     return -EINVAL;
 }
 
@@ -350,13 +350,13 @@ int patch_json(const cJSON *target, const cJSON *ops, cJSON **out, char *err, si
 
     *out = NULL;
     if (!cJSON_IsArray(ops)) {
-        patch_seterr(err, errlen, "json: cannot unmarshal object into Go value of type "
+        util_format_err(err, errlen, "json: cannot unmarshal object into Go value of type "
                      "jsonpatch.Patch");
         return -EINVAL;
     }
     n = cJSON_GetArraySize(ops);
     if (n > PATCH_MAX_OPS) {
-        patch_seterr(err, errlen, "The allowed maximum operations in a JSON patch is %d, got %d",
+        util_format_err(err, errlen, "The allowed maximum operations in a JSON patch is %d, got %d",
                      PATCH_MAX_OPS, n);
         return -EINVAL;
     }

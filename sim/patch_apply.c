@@ -324,7 +324,7 @@ nomem:
 
 static int conflicts_report(struct buf *msg, size_t count, char *err, size_t errlen)
 {
-    patch_seterr(err, errlen, "Apply failed with %zu conflict%s: %s", count,
+    util_format_err(err, errlen, "Apply failed with %zu conflict%s: %s", count,
                  count == 1 ? "" : "s", msg->data ? msg->data : "");
     return -EEXIST;
 }
@@ -405,18 +405,18 @@ int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *mana
 
     *out = NULL;
     if (!cJSON_IsObject(applied)) {
-        patch_seterr(err, errlen, "error decoding YAML: the apply configuration must be an "
+        util_format_err(err, errlen, "error decoding YAML: the apply configuration must be an "
                      "object");
         return -EINVAL;
     }
     if (!manager || !*manager || strlen(manager) > 128) {
-        patch_seterr(err, errlen, "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: "
+        util_format_err(err, errlen, "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: "
                      "Required value: is required for apply patch");
         return -EINVAL;
     }
     if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(applied, "apiVersion")) ||
         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(applied, "kind"))) {
-        patch_seterr(err, errlen, "apiVersion and kind must be set in an apply configuration");
+        util_format_err(err, errlen, "apiVersion and kind must be set in an apply configuration");
         return -EINVAL;
     }
     /* the applied body's own managedFields are not configuration */

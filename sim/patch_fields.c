@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/json_text.h"
 #include "sim/patch.h"
 #include "sim/patch_int.h"
 #include "sim/schema.h"
@@ -214,39 +215,6 @@ int fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const 
     return 0;
 }
 
-/* Writes s[0..n) as a quoted JSON string at o (room for 6 bytes per byte plus 2);
- * returns the end. Escapes as cJSON and store_json_print do. */
-char *fs_put_str(char *o, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-
-    *o++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        default:
-            memcpy(o, "u00", 3);
-            o[3] = hex[c >> 4];
-            o[4] = hex[c & 15];
-            o += 5;
-        }
-    }
-    *o++ = '"';
-    return o;
-}
-
 /* Builds "k:{...}" for element e of a keyed list; NULL when e lacks a key (the list is
  * then treated as atomic). Caller frees. */
 static int key_put_str(struct buf *b, const char *v)
@@ -255,7 +223,7 @@ static int key_put_str(struct buf *b, const char *v)
 
     if (n > (SIZE_MAX - 8) / 6 || buf_reserve(b, n * 6 + 8))
         return -ENOMEM;
-    b->len = (size_t)(fs_put_str(b->data + b->len, v, n) - b->data);
+    b->len = (size_t)(json_text_put_str(b->data + b->len, v, n) - b->data);
     b->data[b->len] = 0;
     return 0;
 }
@@ -561,7 +529,7 @@ static int fv_print(const struct fv_node *v, size_t i, int depth, struct buf *b)
         char *o = b->data + b->len;
         if (c != v[i].first)
             *o++ = ',';
-        o = fs_put_str(o, v[c].name, v[c].len);
+        o = json_text_put_str(o, v[c].name, v[c].len);
         memcpy(o, ":{", 2);
         b->len = (size_t)(o + 2 - b->data);
         if ((rc = fv_print(v, c, depth + 1, b)))

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/json_text.h"
 #include "sim/patch_int.h"
 #include "util/util.h"
 
@@ -37,7 +38,7 @@ static int put_head(struct dw *w, bool first, const char *name, size_t len)
     char *o = w->b->data + w->b->len;
     if (!first)
         *o++ = ',';
-    o = fs_put_str(o, name, len);
+    o = json_text_put_str(o, name, len);
     memcpy(o, ":{", 2);
     w->b->len = (size_t)(o + 2 - w->b->data);
     return 0;

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
+#include "util/util.h"   /* util_format_err: the (err, errlen) convention */
+
 #define PATCH_MAX_DEPTH 64    /* nesting of objects/lists a patch may walk */
 #define PATCH_PATH_MAX 512    /* dotted field path, list indexes elided */
 
@@ -28,9 +30,6 @@ struct smp_rule patch_smp_rule(const char *smp_kind, const char *path);
 
 /* Appends ".name" (or "name" at the root) to path of length *len; false when too long. */
 bool patch_path_push(char *path, size_t *len, const char *name);
-
-void patch_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* Stores v (ownership always taken) as member name of obj, replacing cur when non-NULL
  * (cur keeps its place and name). 0 or -ENOMEM. */
@@ -96,7 +95,6 @@ int fs_print_fieldsv1(const struct fs_set *s, struct buf *out);
 int fs_print_object_fieldsv1(const cJSON *obj, const struct fs_keys *k, struct buf *out,
                              size_t *n_fields);
 /* Shared by the walkers (patch_fields.c). */
-char *fs_put_str(char *o, const char *s, size_t n);
 char *fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
                   const char *const *keys);
 bool fs_skip_field(const char *dotted, const char *name);

@@ -100,7 +100,7 @@ static int smp_list_maps(const cJSON *orig, const cJSON *patch, const char *key,
         return -ENOMEM;
     cJSON_ArrayForEach(e, patch) {
         if (!cJSON_IsObject(e)) {
-            patch_seterr(c->err, c->errlen, "%s: list element is not a map; cannot merge "
+            util_format_err(c->err, c->errlen, "%s: list element is not a map; cannot merge "
                          "by key %s", path, key);
             rc = -EINVAL;
             goto out;
@@ -110,12 +110,12 @@ static int smp_list_maps(const cJSON *orig, const cJSON *patch, const char *key,
         if (d && !strcmp(d, "replace"))
             continue;
         if (d && strcmp(d, "delete") && strcmp(d, "merge")) {
-            patch_seterr(c->err, c->errlen, "Unknown patch type: %s", d);
+            util_format_err(c->err, c->errlen, "Unknown patch type: %s", d);
             rc = -EINVAL;
             goto out;
         }
         if (!kv) {
-            patch_seterr(c->err, c->errlen, "map: %s does not contain declared merge key: %s",
+            util_format_err(c->err, c->errlen, "map: %s does not contain declared merge key: %s",
                          path, key);
             rc = -EINVAL;
             goto out;
@@ -339,7 +339,7 @@ static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, con
 
     *out = NULL;
     if (depth > PATCH_MAX_DEPTH) {
-        patch_seterr(c->err, c->errlen, "patch is nested too deeply (max %d)", PATCH_MAX_DEPTH);
+        util_format_err(c->err, c->errlen, "patch is nested too deeply (max %d)", PATCH_MAX_DEPTH);
         return -EINVAL;
     }
     if (d && !strcmp(d, "delete"))
@@ -347,7 +347,7 @@ static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, con
     if (d && !strcmp(d, "replace"))
         orig = NULL;
     else if (d && strcmp(d, "merge")) {
-        patch_seterr(c->err, c->errlen, "Unknown patch type: %s", d);
+        util_format_err(c->err, c->errlen, "Unknown patch type: %s", d);
         return -EINVAL;
     }
     res = cJSON_IsObject(orig) ? cJSON_Duplicate(orig, true) : cJSON_CreateObject();
@@ -359,7 +359,7 @@ static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, con
         memcpy(sub, path, plen + 1);
         size_t sl = plen;
         if (!patch_path_push(sub, &sl, m->string)) {
-            patch_seterr(c->err, c->errlen, "field path too long at %s", path);
+            util_format_err(c->err, c->errlen, "field path too long at %s", path);
             rc = -EINVAL;
             goto out;
         }
@@ -382,7 +382,7 @@ static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, con
                                     cJSON_GetObjectItemCaseSensitive(orig, k + 17))))
                 goto out;
         } else {
-            patch_seterr(c->err, c->errlen, "unknown directive %s in strategic merge patch", k);
+            util_format_err(c->err, c->errlen, "unknown directive %s in strategic merge patch", k);
             rc = -EINVAL;
             goto out;
         }
@@ -407,13 +407,13 @@ int patch_strategic(const cJSON *target, const cJSON *patch, const char *smp_kin
 
     *out = NULL;
     if (!patch_smp_kind_known(smp_kind)) {
-        patch_seterr(err, errlen, "the body of the request was in an unknown format - "
+        util_format_err(err, errlen, "the body of the request was in an unknown format - "
                      "accepted media types include: application/json-patch+json, "
                      "application/merge-patch+json, application/apply-patch+yaml");
         return -EPROTONOSUPPORT;
     }
     if (!cJSON_IsObject(patch)) {
-        patch_seterr(err, errlen, "strategic merge patch must be a JSON object");
+        util_format_err(err, errlen, "strategic merge patch must be a JSON object");
         return -EINVAL;
     }
     if ((rc = smp_map(target, patch, &c, "", 0, out)))

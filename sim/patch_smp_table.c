@@ -6,7 +6,6 @@
  * Every list not named here is atomic: a patch replaces it whole.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -131,16 +130,6 @@ static const struct kind_row kinds[] = {
     { "PriorityClass", empty_rows, NULL },
     { NULL, NULL, NULL },
 };
-
-void patch_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 bool patch_path_push(char *path, size_t *len, const char *name)
 {

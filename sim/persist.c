@@ -29,21 +29,6 @@
 #define PERSIST_LINE_MAX (64u << 20)
 #define PERSIST_FILE_MAX (8ull << 30)
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int put_record(struct buf *b, const struct store_obj *o)
 {
     const struct reg_resource *r = o->res;
@@ -68,7 +53,7 @@ int persist_put(struct store *s, const struct store_obj *o)
         return 0;
     rc = put_record(&b, o);
     if (!rc)
-        rc = write_all(s->journal_fd, b.data, b.len);
+        rc = util_write_all(s->journal_fd, b.data, b.len);
     if (rc)
         log_error("store: journal write failed", "error", strerror(-rc), NULL);
     buf_free(&b);
@@ -91,7 +76,7 @@ int persist_delete(struct store *s, const struct store_obj *o, uint64_t rv)
     rc |= buf_puts(&b, ",\"name\":");
     rc |= buf_append_json_string(&b, o->name);
     rc |= buf_puts(&b, "}\n");
-    rc = rc ? -ENOMEM : write_all(s->journal_fd, b.data, b.len);
+    rc = rc ? -ENOMEM : util_write_all(s->journal_fd, b.data, b.len);
     if (rc)
         log_error("store: journal write failed", "error", strerror(-rc), NULL);
     buf_free(&b);
@@ -336,7 +321,7 @@ static int compact(struct store *s)
                 if (rc)
                     break;
                 if (b.len > (1u << 20)) {
-                    rc = write_all(fd, b.data, b.len);
+                    rc = util_write_all(fd, b.data, b.len);
                     buf_reset(&b);
                     if (rc)
                         break;
@@ -346,7 +331,7 @@ static int compact(struct store *s)
     }
     pthread_rwlock_unlock(&s->lock);
     if (!rc)
-        rc = write_all(fd, b.data ? b.data : "", b.len);
+        rc = util_write_all(fd, b.data ? b.data : "", b.len);
     buf_free(&b);
     if (!rc && fsync(fd))
         rc = -errno;

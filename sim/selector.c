@@ -12,12 +12,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/selector.h"
+#include "util/util.h"
 
 #define SEL_MAX_TERMS 512   /* requirements per selector */
 #define SEL_MAX_VALUES 1024 /* values in one in/notin set */
@@ -36,18 +36,6 @@ struct sel {
     size_t n;
     size_t cap;
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- validation (apimachinery util/validation) ---------------------------- */
 
@@ -180,7 +168,7 @@ static int sel_add(struct sel *s, struct req *r, char *err, size_t errlen)
     int rc = -EINVAL;
 
     if ((why = check_key(r->key))) {
-        seterr(err, errlen, "unable to parse requirement: <nil>: Invalid value: \"%s\": %s",
+        util_format_err(err, errlen, "unable to parse requirement: <nil>: Invalid value: \"%s\": %s",
                r->key, why);
         goto out;
     }
@@ -188,19 +176,19 @@ static int sel_add(struct sel *s, struct req *r, char *err, size_t errlen)
         if (r->op == OP_GT || r->op == OP_LT) {
             int64_t dummy;
             if (!parse_int64(r->vals[i], &dummy)) {
-                seterr(err, errlen, "unable to parse requirement: values[%zu]: Invalid value: "
+                util_format_err(err, errlen, "unable to parse requirement: values[%zu]: Invalid value: "
                        "\"%s\": for 'Gt', 'Lt' operators, the value must be an integer", i,
                        r->vals[i]);
                 goto out;
             }
         } else if ((why = check_value(r->vals[i]))) {
-            seterr(err, errlen, "unable to parse requirement: values[%zu][%s]: Invalid "
+            util_format_err(err, errlen, "unable to parse requirement: values[%zu][%s]: Invalid "
                    "value: \"%s\": %s", i, r->key, r->vals[i], why);
             goto out;
         }
     }
     if (s->n >= SEL_MAX_TERMS) {
-        seterr(err, errlen, "unable to parse requirement: too many requirements (max %d)",
+        util_format_err(err, errlen, "unable to parse requirement: too many requirements (max %d)",
                SEL_MAX_TERMS);
         goto out;
     }
@@ -318,7 +306,7 @@ static int parse_set(struct lexer *lx, struct req *r, char *err, size_t errlen)
 {
     enum tok t = lex_next(lx);
     if (t != T_LPAREN) {
-        seterr(err, errlen, "unable to parse requirement: found '%.*s', expected: '('",
+        util_format_err(err, errlen, "unable to parse requirement: found '%.*s', expected: '('",
                (int)lx->litlen, lx->lit);
         return -EINVAL;
     }
@@ -327,7 +315,7 @@ static int parse_set(struct lexer *lx, struct req *r, char *err, size_t errlen)
         if (t == T_ID || t == T_IN || t == T_NOTIN) {
             int rc = req_push_value(r, lx->lit, lx->litlen);
             if (rc == -E2BIG) {
-                seterr(err, errlen, "unable to parse requirement: too many values");
+                util_format_err(err, errlen, "unable to parse requirement: too many values");
                 return -EINVAL;
             }
             if (rc)
@@ -339,14 +327,14 @@ static int parse_set(struct lexer *lx, struct req *r, char *err, size_t errlen)
             if (rc)
                 return rc == -E2BIG ? -EINVAL : rc;
         } else {
-            seterr(err, errlen, "unable to parse requirement: found '%.*s', expected: ',', "
+            util_format_err(err, errlen, "unable to parse requirement: found '%.*s', expected: ',', "
                    "')' or identifier", (int)lx->litlen, lx->lit);
             return -EINVAL;
         }
         if (t == T_RPAREN)
             return 0;
         if (t != T_COMMA) {
-            seterr(err, errlen, "unable to parse requirement: found '%.*s', expected: ',' "
+            util_format_err(err, errlen, "unable to parse requirement: found '%.*s', expected: ',' "
                    "or ')'", (int)lx->litlen, lx->lit);
             return -EINVAL;
         }
@@ -363,7 +351,7 @@ static int parse_requirement(struct lexer *lx, struct req *r, char *err, size_t 
         t = lex_next(lx);
     }
     if (t != T_ID && t != T_IN && t != T_NOTIN) {
-        seterr(err, errlen, "unable to parse requirement: found '%.*s', expected: "
+        util_format_err(err, errlen, "unable to parse requirement: found '%.*s', expected: "
                "identifier", (int)lx->litlen, lx->lit);
         return -EINVAL;
     }
@@ -372,7 +360,7 @@ static int parse_requirement(struct lexer *lx, struct req *r, char *err, size_t 
     t = lex_peek(lx);
     if (negated) {
         if (t != T_END && t != T_COMMA) {
-            seterr(err, errlen, "unable to parse requirement: found '%.*s', expected: ','",
+            util_format_err(err, errlen, "unable to parse requirement: found '%.*s', expected: ','",
                    (int)lx->litlen, lx->lit);
             return -EINVAL;
         }
@@ -392,7 +380,7 @@ static int parse_requirement(struct lexer *lx, struct req *r, char *err, size_t 
     case T_GT: r->op = OP_GT; break;
     case T_LT: r->op = OP_LT; break;
     default:
-        seterr(err, errlen, "unable to parse requirement: found '%.*s', expected: in, notin, "
+        util_format_err(err, errlen, "unable to parse requirement: found '%.*s', expected: in, notin, "
                "=, ==, !=, gt, lt", (int)lx->litlen, lx->lit);
         return -EINVAL;
     }
@@ -400,14 +388,14 @@ static int parse_requirement(struct lexer *lx, struct req *r, char *err, size_t 
     t = lex_peek(lx);
     if (t == T_END || t == T_COMMA) {
         if (r->op == OP_GT || r->op == OP_LT) {
-            seterr(err, errlen, "unable to parse requirement: found '', expected: identifier");
+            util_format_err(err, errlen, "unable to parse requirement: found '', expected: identifier");
             return -EINVAL;
         }
         return req_push_value(r, "", 0);
     }
     t = lex_next(lx);
     if (t != T_ID && t != T_IN && t != T_NOTIN) {
-        seterr(err, errlen, "unable to parse requirement: found '%.*s', expected: "
+        util_format_err(err, errlen, "unable to parse requirement: found '%.*s', expected: "
                "identifier", (int)lx->litlen, lx->lit);
         return -EINVAL;
     }
@@ -423,7 +411,7 @@ int sel_parse(const char *s, struct sel **out, char *err, size_t errlen)
 
     *out = NULL;
     if (s && strnlen(s, SEL_MAX_INPUT + 1) > SEL_MAX_INPUT) {
-        seterr(err, errlen, "label selector is too long (max %d bytes)", SEL_MAX_INPUT);
+        util_format_err(err, errlen, "label selector is too long (max %d bytes)", SEL_MAX_INPUT);
         return -EINVAL;
     }
     if (!(sel = calloc(1, sizeof(*sel))))
@@ -443,7 +431,7 @@ int sel_parse(const char *s, struct sel **out, char *err, size_t errlen)
         if (t == T_END)
             break;
         if (t != T_COMMA) {
-            seterr(err, errlen, "found '%.*s', expected: ',' or 'end of string'",
+            util_format_err(err, errlen, "found '%.*s', expected: ',' or 'end of string'",
                    (int)lx.litlen, lx.lit);
             rc = -EINVAL;
             goto fail;
@@ -466,7 +454,7 @@ int sel_from_label_selector(const cJSON *ls, struct sel **out, char *err, size_t
 
     *out = NULL;
     if (ls && !cJSON_IsNull(ls) && !cJSON_IsObject(ls)) {
-        seterr(err, errlen, "selector: Invalid value: must be an object");
+        util_format_err(err, errlen, "selector: Invalid value: must be an object");
         return -EINVAL;
     }
     if (!(sel = calloc(1, sizeof(*sel))))
@@ -475,12 +463,12 @@ int sel_from_label_selector(const cJSON *ls, struct sel **out, char *err, size_t
     const cJSON *me = ls ? cJSON_GetObjectItemCaseSensitive(ls, "matchExpressions") : NULL;
     if (ml && !cJSON_IsNull(ml)) {
         if (!cJSON_IsObject(ml)) {
-            seterr(err, errlen, "matchLabels: Invalid value: must be an object");
+            util_format_err(err, errlen, "matchLabels: Invalid value: must be an object");
             goto fail;
         }
         cJSON_ArrayForEach(it, ml) {
             if (!cJSON_IsString(it)) {
-                seterr(err, errlen, "matchLabels: Invalid value: \"%s\": must be a string",
+                util_format_err(err, errlen, "matchLabels: Invalid value: \"%s\": must be a string",
                        it->string);
                 goto fail;
             }
@@ -499,7 +487,7 @@ int sel_from_label_selector(const cJSON *ls, struct sel **out, char *err, size_t
     if (me && !cJSON_IsNull(me)) {
         int idx = 0;
         if (!cJSON_IsArray(me)) {
-            seterr(err, errlen, "matchExpressions: Invalid value: must be an array");
+            util_format_err(err, errlen, "matchExpressions: Invalid value: must be an array");
             goto fail;
         }
         cJSON_ArrayForEach(it, me) {
@@ -508,7 +496,7 @@ int sel_from_label_selector(const cJSON *ls, struct sel **out, char *err, size_t
             const cJSON *vals = cJSON_GetObjectItemCaseSensitive(it, "values");
             int nvals = cJSON_IsArray(vals) ? cJSON_GetArraySize(vals) : 0;
             if (!cJSON_IsString(k) || !cJSON_IsString(op)) {
-                seterr(err, errlen, "matchExpressions[%d]: Required value: key and operator "
+                util_format_err(err, errlen, "matchExpressions[%d]: Required value: key and operator "
                        "must be strings", idx);
                 goto fail;
             }
@@ -518,17 +506,17 @@ int sel_from_label_selector(const cJSON *ls, struct sel **out, char *err, size_t
             else if (!strcmp(o, "Exists")) r.op = OP_EXISTS;
             else if (!strcmp(o, "DoesNotExist")) r.op = OP_NOTEXISTS;
             else {
-                seterr(err, errlen, "matchExpressions[%d].operator: Invalid value: \"%s\": "
+                util_format_err(err, errlen, "matchExpressions[%d].operator: Invalid value: \"%s\": "
                        "not a valid selector operator", idx, o);
                 goto fail;
             }
             if ((r.op == OP_IN || r.op == OP_NOTIN) && nvals == 0) {
-                seterr(err, errlen, "matchExpressions[%d].values: Required value: must be "
+                util_format_err(err, errlen, "matchExpressions[%d].values: Required value: must be "
                        "specified when `operator` is 'In' or 'NotIn'", idx);
                 goto fail;
             }
             if ((r.op == OP_EXISTS || r.op == OP_NOTEXISTS) && nvals > 0) {
-                seterr(err, errlen, "matchExpressions[%d].values: Forbidden: may not be "
+                util_format_err(err, errlen, "matchExpressions[%d].values: Forbidden: may not be "
                        "specified when `operator` is 'Exists' or 'DoesNotExist'", idx);
                 goto fail;
             }
@@ -540,7 +528,7 @@ int sel_from_label_selector(const cJSON *ls, struct sel **out, char *err, size_t
             const cJSON *v;
             cJSON_ArrayForEach(v, vals) {
                 if (!cJSON_IsString(v)) {
-                    seterr(err, errlen, "matchExpressions[%d].values: Invalid value: must be "
+                    util_format_err(err, errlen, "matchExpressions[%d].values: Invalid value: must be "
                            "strings", idx);
                     rc = -EINVAL;
                     req_clear(&r);
@@ -550,7 +538,7 @@ int sel_from_label_selector(const cJSON *ls, struct sel **out, char *err, size_t
                 if (prc) {
                     rc = prc == -E2BIG ? -EINVAL : prc;
                     if (prc == -E2BIG)
-                        seterr(err, errlen, "matchExpressions[%d].values: Too many", idx);
+                        util_format_err(err, errlen, "matchExpressions[%d].values: Too many", idx);
                     req_clear(&r);
                     goto fail;
                 }

@@ -6,13 +6,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/selector.h"
+#include "util/util.h"
 
 #define FSEL_MAX_TERMS 512
 
@@ -26,18 +26,6 @@ struct fsel {
     struct fterm *terms;
     size_t n;
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 void fsel_free(struct fsel *f)
 {
@@ -91,12 +79,12 @@ static int fsel_term(const char *s, size_t n, struct fterm *t, char *err, size_t
         if (s[i] == '=') { oplen = 1; break; }
     }
     if (!oplen) {
-        seterr(err, errlen, "invalid selector: '%.*s'; can't understand '%.*s'",
+        util_format_err(err, errlen, "invalid selector: '%.*s'; can't understand '%.*s'",
                (int)n, s, (int)n, s);
         return -EINVAL;
     }
     if (i == 0) {
-        seterr(err, errlen, "invalid field selector: empty field name in '%.*s'", (int)n, s);
+        util_format_err(err, errlen, "invalid field selector: empty field name in '%.*s'", (int)n, s);
         return -EINVAL;
     }
     if (!(t->field = strndup(s, i)))
@@ -104,7 +92,7 @@ static int fsel_term(const char *s, size_t n, struct fterm *t, char *err, size_t
     if (!(t->value = fsel_unescape(s + i + oplen, n - i - oplen))) {
         if (errno != EINVAL)
             return -ENOMEM;
-        seterr(err, errlen, "invalid field selector: invalid escape sequence or unescaped "
+        util_format_err(err, errlen, "invalid field selector: invalid escape sequence or unescaped "
                "'=' or ',' in value of '%.*s'", (int)n, s);
         return -EINVAL;
     }
@@ -118,7 +106,7 @@ int fsel_parse(const char *s, struct fsel **out, char *err, size_t errlen)
 
     *out = NULL;
     if (s && strnlen(s, SEL_MAX_INPUT + 1) > SEL_MAX_INPUT) {
-        seterr(err, errlen, "field selector is too long (max %d bytes)", SEL_MAX_INPUT);
+        util_format_err(err, errlen, "field selector is too long (max %d bytes)", SEL_MAX_INPUT);
         return -EINVAL;
     }
     if (!(f = calloc(1, sizeof(*f))))
@@ -138,7 +126,7 @@ int fsel_parse(const char *s, struct fsel **out, char *err, size_t errlen)
             continue;
         }
         if (f->n >= FSEL_MAX_TERMS) {
-            seterr(err, errlen, "field selector has too many terms (max %d)", FSEL_MAX_TERMS);
+            util_format_err(err, errlen, "field selector has too many terms (max %d)", FSEL_MAX_TERMS);
             rc = -EINVAL;
             goto fail;
         }

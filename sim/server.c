@@ -221,17 +221,9 @@ static void request_log_write(struct server *s, struct req_priv *p)
         log_kv(&b, "namespace", p->route.ns);
         log_kv(&b, "name", p->route.name);
     }
-    if (buf_puts(&b, "}\n") == 0) {
-        size_t off = 0;
-        while (off < b.len) {
-            ssize_t n = write(s->log_fd, b.data + off, b.len - off);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
-            off += (size_t)n;
-        }
-    }
+    /* an access log that cannot be written loses the line, not the request */
+    if (buf_puts(&b, "}\n") == 0)
+        (void)util_write_all(s->log_fd, b.data, b.len);
     buf_free(&b);
 }
 

@@ -468,56 +468,43 @@ static int finish_write(struct server_req *req, const struct reg_resource *res, 
     return code;
 }
 
-static int do_create(struct server_req *req, const struct reg_resource *res)
+/* POST (create) and PUT (update) of a whole object: same body checks, same answers. */
+static int do_write_object(struct server_req *req, const struct reg_resource *res, bool create)
 {
     struct write_ctx c;
     struct store_status st = { 0 };
     struct store_obj *o = NULL;
     cJSON *obj;
+    int rc;
 
-    if (req->route->sub[0])
-        return server_reply_status(req, 405, "MethodNotAllowed",
-                                   "the server does not allow this method on the requested resource");
     if (write_opts(req, &c) < 0)
         return 0;
     if (!(obj = parse_body_object(req)) || check_body_identity(req, res, obj) < 0) {
         cJSON_Delete(obj);
         goto out;
     }
-    if (store_create(req->srv->store, res, req->route->ns, obj, &c.w, &o, &st) < 0) {
+    if (create)
+        rc = store_create(req->srv->store, res, req->route->ns, obj, &c.w, &o, &st);
+    else
+        rc = store_update(req->srv->store, res, req->route->ns, req->route->name,
+                          req->route->sub, obj, &c.w, &o, &st);
+    if (rc < 0) {
         add_warnings(req, c.w.warnings);
         server_reply_store_status(req, &st);
         goto out;
     }
-    finish_write(req, res, 201, &c, o);
+    finish_write(req, res, create ? 201 : 200, &c, o);
 out:
     write_done(&c);
     return 0;
 }
 
-static int do_update(struct server_req *req, const struct reg_resource *res)
+static int do_create(struct server_req *req, const struct reg_resource *res)
 {
-    struct write_ctx c;
-    struct store_status st = { 0 };
-    struct store_obj *o = NULL;
-    cJSON *obj;
-
-    if (write_opts(req, &c) < 0)
-        return 0;
-    if (!(obj = parse_body_object(req)) || check_body_identity(req, res, obj) < 0) {
-        cJSON_Delete(obj);
-        goto out;
-    }
-    if (store_update(req->srv->store, res, req->route->ns, req->route->name, req->route->sub,
-                     obj, &c.w, &o, &st) < 0) {
-        add_warnings(req, c.w.warnings);
-        server_reply_store_status(req, &st);
-        goto out;
-    }
-    finish_write(req, res, 200, &c, o);
-out:
-    write_done(&c);
-    return 0;
+    if (req->route->sub[0])
+        return server_reply_status(req, 405, "MethodNotAllowed",
+                                   "the server does not allow this method on the requested resource");
+    return do_write_object(req, res, true);
 }
 
 static int do_patch(struct server_req *req, const struct reg_resource *res)
@@ -778,7 +765,7 @@ int server_handle_resource(struct server_req *req)
     if (strcmp(verb, "create") == 0)
         return do_create(req, res);
     if (strcmp(verb, "update") == 0)
-        return do_update(req, res);
+        return do_write_object(req, res, false);
     if (strcmp(verb, "patch") == 0)
         return do_patch(req, res);
     if (strcmp(verb, "delete") == 0)

@@ -215,6 +215,10 @@ enum name_rule { NAME_SUBDOMAIN, NAME_LABEL_1123, NAME_LABEL_1035 };
 enum name_rule store_name_rule(const struct reg_resource *res);
 /* Appends causes for an invalid name; returns true when valid. */
 bool store_check_name(const char *name, enum name_rule r, const char *field, cJSON *causes);
+/* Label / annotation syntax (and the annotation budget) with causes at field:
+ * "metadata.labels" for objects, "spec.template.labels" for pod templates. */
+void store_check_labels(const cJSON *labels, const char *field, cJSON *causes);
+void store_check_annotations(const cJSON *ann, const char *field, cJSON *causes);
 /* Validates metadata of obj (labels, annotations, ownerReferences, finalizers). */
 void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resource *res,
                       cJSON *causes);

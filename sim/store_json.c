@@ -8,6 +8,7 @@
  * of a create. Non-integral numbers use the same two-step %1.15g / %1.17g rule
  * as cJSON, so the output is byte-for-byte identical.
  */
+#include "sim/json_text.h"
 #include "sim/store_int.h"
 
 #include <errno.h>
@@ -29,56 +30,13 @@ static inline int put_char(struct buf *b, char c)
 
 static int put_string(struct buf *b, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    size_t n = strlen((const char *)p), i;
-    char *o;
+    const char *p = s ? s : "";
+    size_t n = strlen(p);
+    size_t need = json_text_str_len(p, n);
 
-    for (i = 0; i < n; i++)
-        if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\')
-            break;
-    if (i == n) {
-        /* the common case: nothing to escape */
-        if (buf_reserve(b, n + 2))
-            return -ENOMEM;
-        o = b->data + b->len;
-        *o++ = '"';
-        memcpy(o, p, n);
-        o[n] = '"';
-        b->len += n + 2;
-        b->data[b->len] = 0;
-        return 0;
-    }
-    if (n > (SIZE_MAX - 2) / 6 || buf_reserve(b, n * 6 + 2))
+    if (need == SIZE_MAX || buf_reserve(b, need))
         return -ENOMEM;
-    o = b->data + b->len;
-    *o++ = '"';
-    for (i = 0; i < n; i++) {
-        unsigned char c = p[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        default:
-            *o++ = 'u';
-            *o++ = '0';
-            *o++ = '0';
-            *o++ = hex[c >> 4];
-            *o++ = hex[c & 15];
-            break;
-        }
-    }
-    *o++ = '"';
-    b->len = (size_t)(o - b->data);
+    b->len = (size_t)(json_text_put_str(b->data + b->len, p, n) - b->data);
     b->data[b->len] = 0;
     return 0;
 }

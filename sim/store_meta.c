@@ -163,36 +163,36 @@ static void check_qualified_key(const char *k, const char *field, cJSON *causes)
                  QNAME_MSG);
 }
 
-static void check_labels(const cJSON *labels, cJSON *causes)
+void store_check_labels(const cJSON *labels, const char *field, cJSON *causes)
 {
     const cJSON *l;
 
     if (!labels)
         return;
     if (!cJSON_IsObject(labels)) {
-        st_cause(causes, "FieldValueInvalid", "metadata.labels",
+        st_cause(causes, "FieldValueInvalid", field,
                  "Invalid value: \"labels\": must be an object of strings");
         return;
     }
     cJSON_ArrayForEach(l, labels) {
         const char *v = cJSON_GetStringValue(l);
-        check_qualified_key(l->string, "metadata.labels", causes);
+        check_qualified_key(l->string, field, causes);
         if (!v) {
-            st_cause(causes, "FieldValueInvalid", "metadata.labels",
+            st_cause(causes, "FieldValueInvalid", field,
                      "Invalid value: \"%.300s\": label values must be strings", l->string);
             continue;
         }
         size_t n = strlen(v);
         if (n > 63)
-            st_cause(causes, "FieldValueInvalid", "metadata.labels",
+            st_cause(causes, "FieldValueInvalid", field,
                      "Invalid value: \"%.300s\": must be no more than 63 characters", v);
         else if (n && !qname_part_ok(v, n))
-            st_cause(causes, "FieldValueInvalid", "metadata.labels",
+            st_cause(causes, "FieldValueInvalid", field,
                      "Invalid value: \"%.300s\": %s", v, LVALUE_MSG);
     }
 }
 
-static void check_annotations(const cJSON *ann, cJSON *causes)
+void store_check_annotations(const cJSON *ann, const char *field, cJSON *causes)
 {
     const cJSON *a;
     size_t total = 0;
@@ -200,7 +200,7 @@ static void check_annotations(const cJSON *ann, cJSON *causes)
     if (!ann)
         return;
     if (!cJSON_IsObject(ann)) {
-        st_cause(causes, "FieldValueInvalid", "metadata.annotations",
+        st_cause(causes, "FieldValueInvalid", field,
                  "Invalid value: \"annotations\": must be an object of strings");
         return;
     }
@@ -211,11 +211,11 @@ static void check_annotations(const cJSON *ann, cJSON *causes)
         for (i = 0; a->string[i] && i < sizeof(lower) - 1; i++)
             lower[i] = (char)tolower((unsigned char)a->string[i]);
         lower[i] = 0;
-        check_qualified_key(lower, "metadata.annotations", causes);
+        check_qualified_key(lower, field, causes);
         total += strlen(a->string) + (v ? strlen(v) : 0);
     }
     if (total > STORE_ANNOTATIONS_MAX)
-        st_cause(causes, "FieldValueTooLong", "metadata.annotations",
+        st_cause(causes, "FieldValueTooLong", field,
                  "Too long: must have at most %d bytes", STORE_ANNOTATIONS_MAX);
 }
 
@@ -277,8 +277,8 @@ void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resou
     (void)res;
     if (!cJSON_IsObject(md))
         return;
-    check_labels(jget(md, "labels"), causes);
-    check_annotations(jget(md, "annotations"), causes);
+    store_check_labels(jget(md, "labels"), "metadata.labels", causes);
+    store_check_annotations(jget(md, "annotations"), "metadata.annotations", causes);
     check_owner_refs(jget(md, "ownerReferences"), causes);
     fin = jget(md, "finalizers");
     if (fin && !cJSON_IsArray(fin)) {

@@ -35,7 +35,6 @@
 static int write_file(const char *dir, const char *name, const gnutls_datum_t *d, mode_t mode)
 {
     char path[PATH_MAX], tmp[PATH_MAX];
-    size_t off = 0;
     int fd, rc = 0;
 
     if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
@@ -48,16 +47,8 @@ static int write_file(const char *dir, const char *name, const gnutls_datum_t *d
         rc = -errno;
         goto out;
     }
-    while (off < d->size) {
-        ssize_t n = write(fd, d->data + off, d->size - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            rc = n < 0 ? -errno : -EIO;
-            goto out;
-        }
-        off += (size_t)n;
-    }
+    if ((rc = util_write_all(fd, d->data, d->size)) < 0)
+        goto out;
     if (fsync(fd) < 0)
         rc = -errno;
 out:

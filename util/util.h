@@ -1,6 +1,7 @@
 /*
  * util.h - the few helpers every rayop module shares: structured logging (one
- * JSON object per line on stderr), a growable byte buffer, and clocks.
+ * JSON object per line on stderr), a growable byte buffer, whole writes and
+ * error text, and clocks.
  *
  * Kept deliberately small: anything specific to one module lives in that module.
  */
@@ -54,6 +55,16 @@ int buf_append_json_string(struct buf *b, const char *s); /* quoted, escaped */
 void buf_reset(struct buf *b);                           /* len = 0, keeps memory */
 void buf_free(struct buf *b);
 char *buf_steal(struct buf *b);                          /* caller owns result */
+
+/* ---- I/O and error text (io.c) ---------------------------------------------- */
+
+/* Writes all n bytes (retrying short writes and EINTR): 0, -errno, or -EIO when
+ * write(2) makes no progress. */
+int util_write_all(int fd, const void *p, size_t n);
+/* The (err, errlen) convention of parsers: formats a message into err; nothing
+ * when err is NULL or errlen is 0. */
+void util_format_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- time ----------------------------------------------------------------- */
 

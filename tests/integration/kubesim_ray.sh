@@ -168,6 +168,16 @@ check "pods/log has the job's output, naming the entrypoint" \
     grep -q "running entrypoint for job rayjob-ok: python /home/ray/samples/sample_code.py" "$T/sub-ok.log"
 check "pods/log has the submit banner of ray job submit --no-wait" \
     grep -q "Job 'rayjob-ok' submitted successfully" "$T/sub-ok.log"
+# a retried submitter (the batch Job's next Pod) finds the job through `ray job status` and
+# only follows it
+mkpod sub-again rc-head-svc.default.svc.cluster.local:8265 rayjob-ok \
+    "python /home/ray/samples/sample_code.py" k8sjob >"$T/sub-again.json"
+kcode -X POST -H 'Content-Type: application/json' -d @"$T/sub-again.json" $NS/pods >/dev/null
+wait_until "a retried K8sJobMode submitter of a finished job Succeeded" 20 phase_is sub-again Succeeded &&
+    ok "a retried K8sJobMode submitter of a finished job Succeeded"
+kcurl $NS/pods/sub-again/log >"$T/sub-again.log"
+check "... without submitting again (the ray job status guard), following the job's logs" \
+    sh -c "! grep -q 'submitted successfully' '$T/sub-again.log' && grep -q \"Job 'rayjob-ok' succeeded\" '$T/sub-again.log'"
 check "kubectl logs --tail=3 gives three lines" [ "$(kc logs --tail=3 sub-ok | wc -l)" = 3 ]
 kcurl $PX/api/jobs/rayjob-ok >"$T/rj"
 check "the job it submitted SUCCEEDED with the --metadata-json and --runtime-env-json given" \

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # raycluster_lifecycle.py - one RayCluster's life under `rayop controller
 # raycluster` against kubesim --nodes 4, as KubeRay v1.7 would run it:
-#  create -> head + worker, head Service, ready status and Events; scale up;
+#  create -> head + worker, head Service, ready status and Events, the
+#  operator --config's default labels/envs and worker sidecar applied; scale up;
 #  scale down with scaleStrategy.workersToDelete (exactly the named Pods go);
 #  random scale-down without autoscaling; a head Pod that dies is recreated;
 #  a Failed worker is replaced, and one with restartPolicy Never whose container
@@ -10,7 +11,8 @@
 #  (Warning Event, status.reason, nothing touched) and its fix; autoscaling on:
 #  RBAC objects, no random deletes, workersToDelete honoured; a pod template
 #  change left alone without upgradeStrategy and replacing every Pod with
-#  Recreate; spec.managedBy another controller skipped; a multi-host group
+#  Recreate; spec.managedBy another controller skipped; Pod creates failing
+#  (ReplicaFailure condition, Warning Event) and recovering; a multi-host group
 #  (numOfHosts 2) created and repaired as whole replicas; deletion -> Pods and
 #  Services collected.
 # deadline: 110
@@ -43,7 +45,14 @@ def main():
     env = rclib.Env(["--nodes", "4", "--pod-start-ms", "100", "--pod-ready-ms", "150",
                      "--pod-stop-ms", "100"], name="rc-life")
     env.start_watcher()
-    env.start_controller(extra=["--workers", "2"])
+    # KubeRay's operator Configuration: defaults and sidecars injected into Ray Pods
+    cfg = os.path.join(env.work, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write("apiVersion: config.ray.io/v1alpha1\nkind: Configuration\n"
+                "defaultPodLabels: {rayop-it: cfg}\n"
+                "defaultContainerEnvs: [{name: RAYOP_IT, value: '1'}]\n"
+                "workerSidecarContainers: [{name: log-sidecar, image: busybox}]\n")
+    env.start_controller(extra=["--workers", "2", "--config", cfg])
 
     def rc(name):
         return env.get(env.rc_path(NS, name)) or {}
@@ -92,6 +101,14 @@ def main():
     reasons = {e["reason"] for e in env.events(NS)}
     check("Events CreatedService, CreatedHeadPod, CreatedWorkerPod",
           {"CreatedService", "CreatedHeadPod", "CreatedWorkerPod"} <= reasons, sorted(reasons))
+
+    pods = env.pods(NS, "life")
+    wk = [p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "worker"]
+    check("--config: defaultPodLabels, defaultContainerEnvs and workerSidecarContainers applied",
+          all(p["metadata"]["labels"].get("rayop-it") == "cfg" for p in pods) and wk and
+          [c["name"] for c in wk[0]["spec"]["containers"]][-1] == "log-sidecar" and
+          any(e.get("name") == "RAYOP_IT" for e in wk[0]["spec"]["containers"][0].get("env", [])),
+          [p["spec"]["containers"] for p in wk[:1]])
 
     # ---- scale up ----
     set_group("life", replicas=4)
@@ -254,6 +271,20 @@ def main():
           wait_until(30, lambda: ready_with("multi", 4) and len(set(replicas("multi")) - old_names) == 1),
           replicas("multi"))
 
+    # ---- Pod creates failing: ReplicaFailure condition and Warning Event, then recovery ----
+    code, _ = env.req("POST", "/kubesim/faults", {"verb": "create", "resource": "pods", "code": 500})
+    set_group("life", replicas=3)
+    check("creates answered 500: ReplicaFailure True (FailedCreateWorkerPod) and a Warning Event",
+          code == 200 and wait_until(20, lambda: any(
+              c["type"] == "ReplicaFailure" and c["status"] == "True" and c["reason"] == "FailedCreateWorkerPod"
+              for c in status("life").get("conditions", [])) and
+              any(e["type"] == "Warning" for e in env.events(NS, "FailedToCreateWorkerPod"))),
+          status("life").get("conditions"))
+    env.req("DELETE", "/kubesim/faults")
+    check("creates work again: 3 workers ready, ReplicaFailure removed",
+          wait_until(30, lambda: ready_with("life", 3) and "ReplicaFailure" not in conds("life")),
+          status("life").get("conditions"))
+
     # ---- deletion: dependents collected ----
     for name in ("life", "auto", "multi", "recr", "kueue", "flap"):
         env.req("DELETE", env.rc_path(NS, name))
@@ -262,7 +293,7 @@ def main():
                      not [s for s in env.items("/api/v1/namespaces/default/services")
                           if s["metadata"]["name"] != "kubernetes"]))
     errs = [l for l in env.log_lines("ctl") if '"level":"error"' in l and "invalid" not in l.lower()
-            and "unhealthy" not in l and "requeueing" not in l]
+            and "unhealthy" not in l and "requeueing" not in l and "worker Pod" not in l]
     check("no unexpected controller errors", not errs, "".join(errs[:5]))
     return rclib.exit_code()
 

@@ -6,6 +6,9 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "util/util.h"
 
@@ -45,12 +48,56 @@ static void test_time_round_trip(void **state)
     assert_int_equal(util_parse_time("2023-11-14 nope", &t), -EINVAL);
 }
 
+/* A 1 MiB write through a pipe (short writes while the reader drains it), a
+ * closed pipe (-EPIPE), and the (err, errlen) formatter's NULL/0 cases. */
+static void test_write_all_and_format_err(void **state)
+{
+    static char big[1 << 20];
+    int fds[2];
+    pid_t pid;
+    char err[8] = "keep";
+
+    (void)state;
+    memset(big, 'x', sizeof(big));
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char rb[4096];
+        size_t total = 0;
+        ssize_t n;
+        close(fds[1]);
+        while ((n = read(fds[0], rb, sizeof(rb))) > 0)
+            total += (size_t)n;
+        _exit(total == sizeof(big) ? 0 : 1);
+    }
+    close(fds[0]);
+    assert_int_equal(util_write_all(fds[1], big, sizeof(big)), 0);
+    close(fds[1]);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    assert_int_equal(pipe(fds), 0);
+    close(fds[0]);
+    signal(SIGPIPE, SIG_IGN);
+    assert_int_equal(util_write_all(fds[1], "x", 1), -EPIPE);
+    close(fds[1]);
+
+    util_format_err(NULL, 10, "x %d", 1);
+    util_format_err(err, 0, "x %d", 1);
+    assert_string_equal(err, "keep");
+    util_format_err(err, sizeof(err), "value %d too long", 12345);
+    assert_string_equal(err, "value 1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_grows_and_terminates),
         cmocka_unit_test(test_buf_json_escape),
         cmocka_unit_test(test_time_round_trip),
+        cmocka_unit_test(test_write_all_and_format_err),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }

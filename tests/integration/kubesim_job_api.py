@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-# kubesim_job_delete.py - the propagation policy of a batch/v1 Job DELETE, as the real
-# API server applies it (docs/kubesim-store.md, "Delete").
+# kubesim_job_api.py - batch/v1 Job API rules of the real API server that kubesim's
+# store applies (docs/kubesim-store.md, "Delete" and "Built-in defaults and validation"):
+# the propagation policy of a Job DELETE, and the 422 validation of the pod template.
 # deadline: 50
 #
 # Starts kubesim (2 nodes, Job Pods that run 30 s) and deletes running Jobs the ways
@@ -11,7 +12,11 @@
 # ownerReference and tracking finalizer removed) and the response carries the real
 # "child pods are preserved by default" Warning; Background and Foreground take the
 # Pods (Foreground holds the Job with foregroundDeletion until they are gone); an
-# explicit policy is never warned about.
+# explicit policy is never warned about. A Job whose template has an invalid label
+# (while the Job's own labels are fine), an invalid annotation key or a container
+# without an image is refused with 422 and the real field path (spec.template.labels,
+# spec.template.annotations, spec.template.spec.containers[0].image), by the HTTP API
+# and by kubectl create; nothing is stored.
 # Prints "ok - ..." / "not ok - ..." lines; exits 1 if any check failed.
 import json
 import os
@@ -99,7 +104,7 @@ def all_gone(sim, job_name):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="kubesim-job-delete.")
+    work = tempfile.mkdtemp(prefix="kubesim-job-api.")
     sim = Sim(work)
     try:
         run(sim)
@@ -175,6 +180,8 @@ def run(sim):
           code == 200 and any(WARNING in w for w in warn) and
           wait_until(10, lambda: orphaned(sim, "coll1", pods["coll1"])), warn)
 
+    template_validation(sim, kubectl)
+
     # ---- other types keep Background as their default
     code, _ = sim.req("POST", kc.NS + "/configmaps", {"metadata": {"name": "owner"}})
     owner = sim.get(kc.NS + "/configmaps/owner")
@@ -184,6 +191,39 @@ def run(sim):
     check("a ConfigMap without a policy: Background (the dependent is collected, no warning)",
           code == 200 and not warn and
           wait_until(10, lambda: sim.req("GET", kc.NS + "/configmaps/dep")[0] == 404), warn)
+
+
+def template_validation(sim, kubectl):
+    bad = job("badtmpl")
+    bad["spec"]["template"]["metadata"]["labels"]["app"] = "not a label"
+    code, st = sim.req("POST", JOBS, bad)
+    causes = st.get("details", {}).get("causes", [])
+    check("template label invalid, Job labels valid: 422 at spec.template.labels",
+          code == 422 and [c.get("field") for c in causes] == ["spec.template.labels"] and
+          'Job.batch "badtmpl" is invalid: spec.template.labels: Invalid value: "not a label"'
+          in st.get("message", ""), st)
+    check("... nothing stored", sim.req("GET", JOBS + "/badtmpl")[0] == 404)
+    bad = job("badann")
+    bad["spec"]["template"]["metadata"]["annotations"] = {"a b": "x"}
+    code, st = sim.req("POST", JOBS, bad)
+    check("template annotation key invalid: 422 at spec.template.annotations",
+          code == 422 and [c.get("field") for c in st.get("details", {}).get("causes", [])] ==
+          ["spec.template.annotations"], st)
+    bad = job("noimage")
+    del bad["spec"]["template"]["spec"]["containers"][0]["image"]
+    code, st = sim.req("POST", JOBS, bad)
+    check("template container without image: 422 at spec.template.spec.containers[0].image",
+          code == 422 and [c.get("field") for c in st.get("details", {}).get("causes", [])] ==
+          ["spec.template.spec.containers[0].image"], st)
+    path = os.path.join(sim.work, "bad-job.json")
+    bad = job("kbad")
+    bad["spec"]["template"]["metadata"]["labels"]["app"] = "-dash"
+    with open(path, "w") as f:
+        json.dump(bad, f)
+    out = kubectl("create", "-f", path)
+    check("kubectl create -f: the real error text",
+          out.returncode != 0 and 'The Job "kbad" is invalid: spec.template.labels: Invalid value: '
+          '"-dash"' in out.stderr, out.stdout + out.stderr)
 
 
 if __name__ == "__main__":
