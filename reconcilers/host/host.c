@@ -267,6 +267,7 @@ int host_main_controller(int argc, char **argv)
     log_settings(&h);
     h.settings.use_kubernetes_proxy = h.o.use_kubernetes_proxy;
     h.settings.feature_gates = h.o.feature_gates;
+    h.settings.operator_config = h.o.config_json;
 
     /* signals go to the main thread only: block them before any thread starts */
     sigset_t set;

@@ -94,6 +94,7 @@ struct host_opts {
     char feature_gates[512];
     char log_encoder[16];                    /* json | console */
     int log_level;                           /* -1: unchanged */
+    cJSON *config_json;                      /* the --config file as JSON (owned), NULL if none */
     int drain_timeout_ms;                    /* SIGTERM: finish in-flight work within */
     int connect_timeout_ms;
 };

@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "reconcilers/host/internal.h"
+#include "sim/yamljson.h"
 #include "util/util.h"
 
 #define CONFIG_MAX_BYTES (1u << 20)
@@ -255,6 +256,8 @@ void host_opts_free(struct host_opts *o)
     for (size_t i = 0; i < o->nnamespaces; i++)
         free(o->namespaces[i]);
     o->nnamespaces = 0;
+    cJSON_Delete(o->config_json);
+    o->config_json = NULL;
 }
 
 /* KubeRay Configuration field -> our flag name. */
@@ -360,6 +363,17 @@ int host_opts_load_config(struct host_opts *o, const char *path, char *err, size
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
+    /* the whole file as JSON too: kinds read the structured fields the flags do not
+     * cover (e.g. headSidecarContainers) through host_settings.operator_config */
+    cJSON *doc = NULL;
+    if (rc == 0 && yamljson_parse_one(data, n, &doc, err, errlen) == 0 && cJSON_IsObject(doc)) {
+        cJSON_Delete(o->config_json);
+        o->config_json = doc;
+        doc = NULL;
+    }
+    cJSON_Delete(doc);
+    if (rc == 0)
+        err[0] = '\0';
     free(data);
     return rc;
 }

@@ -325,6 +325,26 @@ static int write_status(struct rc_run *r)
 
 /* ---- the reconcile ------------------------------------------------------------- */
 
+/* KubeRay's Configuration (--config) fields that shape Ray Pods: sidecars for
+ * head/worker Pods, default env vars, annotations and labels (borrowed). */
+static void apply_operator_config(struct rc_run *r)
+{
+    const cJSON *cfg = r->ctx->settings ? r->ctx->settings->operator_config : NULL;
+    const cJSON *v;
+    if (!cJSON_IsObject(cfg))
+        return;
+    if (cJSON_IsArray(v = cJSON_GetObjectItemCaseSensitive(cfg, "headSidecarContainers")))
+        r->bo.head_sidecar_containers = v;
+    if (cJSON_IsArray(v = cJSON_GetObjectItemCaseSensitive(cfg, "workerSidecarContainers")))
+        r->bo.worker_sidecar_containers = v;
+    if (cJSON_IsArray(v = cJSON_GetObjectItemCaseSensitive(cfg, "defaultContainerEnvs")))
+        r->bo.default_container_envs = v;
+    if (cJSON_IsObject(v = cJSON_GetObjectItemCaseSensitive(cfg, "defaultPodAnnotations")))
+        r->bo.default_pod_annotations = v;
+    if (cJSON_IsObject(v = cJSON_GetObjectItemCaseSensitive(cfg, "defaultPodLabels")))
+        r->bo.default_pod_labels = v;
+}
+
 /* KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS (whole seconds, default 300);
  * RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS overrides it in milliseconds (benchmarks:
  * bench/raycluster.sh re-queues converged clusters continuously with 1). */
@@ -413,6 +433,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     r.name = ctx->name;
     r.uid = rc_meta(r.rc, "uid");
     rc_build_opts_from_env(&r.bo);
+    apply_operator_config(&r);
 
     if (rc_managed_elsewhere(r.rc)) {
         host_log(ctx, LOG_INFO, "Skipping RayCluster managed by a custom controller", NULL);

@@ -309,10 +309,11 @@ static void add_env(cJSON *c, const char *name, const char *value)
 }
 
 /* configureSubmitterContainer */
-static int configure_submitter(cJSON *c, const cJSON *rj, const cJSON *st, const char *mode)
+static int configure_submitter(cJSON *c, const cJSON *rj, const cJSON *st, const char *mode,
+                               bool sidecar_restart)
 {
     int err = 0;
-    char *cmd = rj_build_submit_command(rj, st, mode, false, &err);
+    char *cmd = rj_build_submit_command(rj, st, mode, sidecar_restart, &err);
     if (!cmd)
         return err ? err : -ENOMEM;
     const cJSON *have = cJSON_GetObjectItemCaseSensitive(c, "command");
@@ -333,7 +334,7 @@ static int configure_submitter(cJSON *c, const cJSON *rj, const cJSON *st, const
     return 0;
 }
 
-cJSON *rj_build_cluster(const cJSON *rj, const cJSON *st, int *err)
+cJSON *rj_build_cluster(const cJSON *rj, const cJSON *st, bool sidecar_restart, int *err)
 {
     const cJSON *rcs = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(rj, "spec"), "rayClusterSpec");
@@ -372,10 +373,13 @@ cJSON *rj_build_cluster(const cJSON *rj, const cJSON *st, int *err)
             rc = sub ? -EINVAL : -ENOMEM;
             goto fail;
         }
-        if ((rc = configure_submitter(sub, rj, st, "SidecarMode")) < 0) {
+        if ((rc = configure_submitter(sub, rj, st, "SidecarMode", sidecar_restart)) < 0) {
             cJSON_Delete(sub);
             goto fail;
         }
+        /* SidecarSubmitterRestart: only the submitter restarts, on a non-zero exit */
+        if (sidecar_restart)
+            cJSON_AddStringToObject(sub, "restartPolicy", "OnFailure");
         cJSON_AddItemToArray(containers, sub);
         set_str(tspec, "restartPolicy", "Never");
     }
@@ -410,7 +414,7 @@ cJSON *rj_build_submitter(const cJSON *rj, const cJSON *st, int *err)
         rc = -EINVAL;
         goto fail;
     }
-    if ((rc = configure_submitter(c0, rj, st, "K8sJobMode")) < 0)
+    if ((rc = configure_submitter(c0, rj, st, "K8sJobMode", false)) < 0)
         goto fail;
     cJSON *tmd = cJSON_GetObjectItemCaseSensitive(tmpl, "metadata");
     if (!cJSON_IsObject(tmd)) {

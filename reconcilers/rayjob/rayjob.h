@@ -143,8 +143,9 @@ int64_t rj_parse_time_ms(const char *s);                     /* -1 if absent/bad
 
 /* The RayCluster KubeRay creates for rayjob (constructRayClusterForRayJob),
  * named status.rayClusterName, owned by the RayJob; SidecarMode adds the
- * submitter container to the head. NULL with *err < 0 on failure. */
-cJSON *rj_build_cluster(const cJSON *rayjob, const cJSON *status, int *err);
+ * submitter container to the head (with sidecar_restart, the SidecarSubmitterRestart
+ * gate, it checks `ray job status` first and restarts OnFailure). NULL with *err < 0. */
+cJSON *rj_build_cluster(const cJSON *rayjob, const cJSON *status, bool sidecar_restart, int *err);
 /* The submitter batch Job (createNewK8sJob + getSubmitterTemplate). status
  * carries dashboardURL and jobId. */
 cJSON *rj_build_submitter(const cJSON *rayjob, const cJSON *status, int *err);

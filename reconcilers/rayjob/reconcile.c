@@ -374,7 +374,7 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
     if ((a & RJ_REMOVE_FINALIZER) && (rc = patch_finalizers(ctx, o, false)) < 0)
         return rc;
     if (a & RJ_CREATE_CLUSTER) {
-        cJSON *c = rj_build_cluster(o->rj, p->status, &err);
+        cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
         rc = create_obj(ctx, o->rj, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
                         "FailedToCreateRayCluster", "RayCluster");
         cJSON_Delete(c);

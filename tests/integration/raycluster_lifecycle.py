@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # raycluster_lifecycle.py - one RayCluster's life under `rayop controller
 # raycluster` against kubesim --nodes 4, as KubeRay v1.7 would run it:
-#  create -> head + worker, head Service, ready status and Events; scale up;
+#  create -> head + worker, head Service, ready status and Events, the
+#  operator --config's default labels/envs and worker sidecar applied; scale up;
 #  scale down with scaleStrategy.workersToDelete (exactly the named Pods go);
 #  random scale-down without autoscaling; a head Pod that dies is recreated;
 #  a Failed worker is replaced, and one with restartPolicy Never whose container
@@ -44,7 +45,14 @@ def main():
     env = rclib.Env(["--nodes", "4", "--pod-start-ms", "100", "--pod-ready-ms", "150",
                      "--pod-stop-ms", "100"], name="rc-life")
     env.start_watcher()
-    env.start_controller(extra=["--workers", "2"])
+    # KubeRay's operator Configuration: defaults and sidecars injected into Ray Pods
+    cfg = os.path.join(env.work, "config.yaml")
+    with open(cfg, "w") as f:
+        f.write("apiVersion: config.ray.io/v1alpha1\nkind: Configuration\n"
+                "defaultPodLabels: {rayop-it: cfg}\n"
+                "defaultContainerEnvs: [{name: RAYOP_IT, value: '1'}]\n"
+                "workerSidecarContainers: [{name: log-sidecar, image: busybox}]\n")
+    env.start_controller(extra=["--workers", "2", "--config", cfg])
 
     def rc(name):
         return env.get(env.rc_path(NS, name)) or {}
@@ -93,6 +101,14 @@ def main():
     reasons = {e["reason"] for e in env.events(NS)}
     check("Events CreatedService, CreatedHeadPod, CreatedWorkerPod",
           {"CreatedService", "CreatedHeadPod", "CreatedWorkerPod"} <= reasons, sorted(reasons))
+
+    pods = env.pods(NS, "life")
+    wk = [p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "worker"]
+    check("--config: defaultPodLabels, defaultContainerEnvs and workerSidecarContainers applied",
+          all(p["metadata"]["labels"].get("rayop-it") == "cfg" for p in pods) and wk and
+          [c["name"] for c in wk[0]["spec"]["containers"]][-1] == "log-sidecar" and
+          any(e.get("name") == "RAYOP_IT" for e in wk[0]["spec"]["containers"][0].get("env", [])),
+          [p["spec"]["containers"] for p in wk[:1]])
 
     # ---- scale up ----
     set_group("life", replicas=4)

@@ -249,7 +249,12 @@ static void test_opts_config_file(void **state)
     assert_false(o.leader_election);
     assert_string_equal(o.feature_gates, "RayClusterStatusConditions=true,RayJobDeletionPolicy=false");
     assert_true(o.qps == 30.0);
+    /* the whole file is kept as JSON for what the flags do not cover */
+    const cJSON *hs = cJSON_GetObjectItemCaseSensitive(o.config_json, "headSidecarContainers");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(hs, 0), "name")->valuestring,
+                        "fluentbit");
     host_opts_free(&o);
+    assert_null(o.config_json);
 
     write_file(path, "reconcileConcurrency: lots\n");
     assert_int_equal(host_opts_parse(&o, 4, argv), 0);

@@ -638,7 +638,7 @@ static void test_objects(void **state)
     int err = 0;
     cJSON *rj = rayjob("\"submitterConfig\":{\"backoffLimit\":5}", RUNNING_ST);
     const cJSON *status = cJSON_GetObjectItem(rj, "status");
-    cJSON *c = rj_build_cluster(rj, status, &err);
+    cJSON *c = rj_build_cluster(rj, status, false, &err);
     assert_non_null(c);
     assert_string_equal(rj_str(c, "metadata.name"), "rj-vwxyz");
     assert_string_equal(rj_str(c, "metadata.labels.team"), "a");
@@ -670,13 +670,25 @@ static void test_objects(void **state)
     cJSON_Delete(rj);
     /* SidecarMode: the submitter goes into the head Pod, which never restarts */
     rj = rayjob("\"submissionMode\":\"SidecarMode\"", RUNNING_ST);
-    c = rj_build_cluster(rj, cJSON_GetObjectItem(rj, "status"), &err);
+    c = rj_build_cluster(rj, cJSON_GetObjectItem(rj, "status"), false, &err);
     assert_non_null(c);
     const cJSON *tspec = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
         cJSON_GetObjectItem(c, "spec"), "headGroupSpec"), "template"), "spec");
     assert_string_equal(rj_str(tspec, "restartPolicy"), "Never");
-    assert_string_equal(rj_str(cJSON_GetArrayItem(cJSON_GetObjectItem(tspec, "containers"), 1), "name"),
-                        "ray-job-submitter");
+    const cJSON *sub = cJSON_GetArrayItem(cJSON_GetObjectItem(tspec, "containers"), 1);
+    assert_string_equal(rj_str(sub, "name"), "ray-job-submitter");
+    assert_string_equal(rj_str(sub, "restartPolicy"), "");
+    assert_null(strstr(cJSON_GetArrayItem(cJSON_GetObjectItem(sub, "args"), 0)->valuestring, "ray job status"));
+    cJSON_Delete(c);
+    /* SidecarSubmitterRestart: the submitter restarts on failure and guards with ray job status */
+    c = rj_build_cluster(rj, cJSON_GetObjectItem(rj, "status"), true, &err);
+    assert_non_null(c);
+    tspec = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(c, "spec"), "headGroupSpec"), "template"), "spec");
+    sub = cJSON_GetArrayItem(cJSON_GetObjectItem(tspec, "containers"), 1);
+    assert_string_equal(rj_str(sub, "restartPolicy"), "OnFailure");
+    assert_non_null(strstr(cJSON_GetArrayItem(cJSON_GetObjectItem(sub, "args"), 0)->valuestring,
+                           "if ! ray job status --address http://127.0.0.1:8265 rj-abcde"));
     assert_string_equal(rj_str(c, "metadata.annotations.ray\\.io/x"), "");
     cJSON_Delete(c);
     cJSON_Delete(rj);
