@@ -10,11 +10,11 @@
  * k8s.io/kubernetes pkg/apis.
  */
 #include "sim/json_equal.h"
+#include "sim/json_text.h"
 #include "sim/selector.h"
 #include "sim/store_int.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define jget cJSON_GetObjectItemCaseSensitive
@@ -32,7 +32,7 @@ static void check_containers(const cJSON *list, const char *base, bool required,
 
     if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
         if (required)
-            st_cause(causes, "FieldValueRequired", base, "Required value");
+            status_cause_add(causes, "FieldValueRequired", base, "Required value");
         return;
     }
     cJSON_ArrayForEach(c, list) {
@@ -41,7 +41,7 @@ static void check_containers(const cJSON *list, const char *base, bool required,
         const char *image = cJSON_GetStringValue(jget(c, "image"));
         if (!name || !name[0]) {
             snprintf(f, sizeof(f), "%s[%d].name", base, i);
-            st_cause(causes, "FieldValueRequired", f, "Required value");
+            status_cause_add(causes, "FieldValueRequired", f, "Required value");
         } else {
             const cJSON *d;
             int j = 0;
@@ -52,15 +52,15 @@ static void check_containers(const cJSON *list, const char *base, bool required,
                 if (j++ >= i)
                     break;
                 if (n2 && !strcmp(n2, name)) {
-                    st_cause(causes, "FieldValueDuplicate", f, "Duplicate value: \"%s\"",
-                             name);
+                    status_cause_add(causes, "FieldValueDuplicate", f, "Duplicate value: \"%s\"",
+                                     name);
                     break;
                 }
             }
         }
         if (!image || !image[0]) {
             snprintf(f, sizeof(f), "%s[%d].image", base, i);
-            st_cause(causes, "FieldValueRequired", f, "Required value");
+            status_cause_add(causes, "FieldValueRequired", f, "Required value");
         }
         i++;
     }
@@ -78,12 +78,12 @@ static void check_pod_spec(const cJSON *spec, const char *base, bool job, cJSON 
     snprintf(f, sizeof(f), "%s.restartPolicy", base);
     if (job) {
         if (!rp || (strcmp(rp, "Never") && strcmp(rp, "OnFailure")))
-            st_cause(causes, "FieldValueNotSupported", f,
-                     "Unsupported value: \"%s\": supported values: \"OnFailure\", \"Never\"",
-                     rp ? rp : "");
+            status_cause_add(causes, "FieldValueNotSupported", f,
+                             "Unsupported value: \"%s\": supported values: \"OnFailure\", "
+                             "\"Never\"", rp ? rp : "");
     } else if (rp && strcmp(rp, "Always") && strcmp(rp, "OnFailure") && strcmp(rp, "Never")) {
-        st_cause(causes, "FieldValueNotSupported", f, "Unsupported value: \"%s\": supported "
-                 "values: \"Always\", \"OnFailure\", \"Never\"", rp);
+        status_cause_add(causes, "FieldValueNotSupported", f, "Unsupported value: \"%s\": "
+                         "supported values: \"Always\", \"OnFailure\", \"Never\"", rp);
     }
 }
 
@@ -150,12 +150,12 @@ static void check_pod_update(const cJSON *obj, const cJSON *old, cJSON *causes)
         ok = false;
     cJSON_Delete(a);
     if (!ok)
-        st_cause(causes, "FieldValueForbidden", "spec",
-                 "Forbidden: pod updates may not change fields other than "
-                 "`spec.containers[*].image`,`spec.initContainers[*].image`,"
-                 "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to "
-                 "existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
-                 "set to 1 if it was previously negative)");
+        status_cause_add(causes, "FieldValueForbidden", "spec",
+                         "Forbidden: pod updates may not change fields other than "
+                         "`spec.containers[*].image`,`spec.initContainers[*].image`,"
+                         "`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to "
+                         "existing tolerations),`spec.terminationGracePeriodSeconds` (allow it "
+                         "to be set to 1 if it was previously negative)");
 }
 
 static void check_service(const cJSON *obj, const cJSON *old, cJSON *causes)
@@ -167,26 +167,26 @@ static void check_service(const cJSON *obj, const cJSON *old, cJSON *causes)
 
     if (type && strcmp(type, "ClusterIP") && strcmp(type, "NodePort") &&
         strcmp(type, "LoadBalancer") && strcmp(type, "ExternalName"))
-        st_cause(causes, "FieldValueNotSupported", "spec.type", "Unsupported value: \"%s\": "
-                 "supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", "
-                 "\"NodePort\"", type);
+        status_cause_add(causes, "FieldValueNotSupported", "spec.type",
+                         "Unsupported value: \"%s\": supported values: \"ClusterIP\", "
+                         "\"ExternalName\", \"LoadBalancer\", \"NodePort\"", type);
     if ((!type || strcmp(type, "ExternalName")) && !(ip && !strcmp(ip, "None")) &&
         cJSON_GetArraySize(jget(spec, "ports")) == 0)
-        st_cause(causes, "FieldValueRequired", "spec.ports", "Required value");
+        status_cause_add(causes, "FieldValueRequired", "spec.ports", "Required value");
     cJSON_ArrayForEach(p, jget(spec, "ports")) {
         char f[64];
         double port = cJSON_GetNumberValue(jget(p, "port"));
         snprintf(f, sizeof(f), "spec.ports[%d].port", i);
         if (!cJSON_IsNumber(jget(p, "port")) || port < 1 || port > 65535)
-            st_cause(causes, "FieldValueInvalid", f, "Invalid value: %g: must be between 1 "
-                     "and 65535, inclusive", cJSON_IsNumber(jget(p, "port")) ? port : 0.0);
+            status_cause_add(causes, "FieldValueInvalid", f, "Invalid value: %g: must be between 1 "
+                             "and 65535, inclusive", cJSON_IsNumber(jget(p, "port")) ? port : 0.0);
         i++;
     }
     if (old) {
         const char *oip = cJSON_GetStringValue(jget(jget(old, "spec"), "clusterIP"));
         if (oip && oip[0] && ip && strcmp(ip, oip))
-            st_cause(causes, "FieldValueInvalid", "spec.clusterIPs[0]", "Invalid value: "
-                     "[]string{\"%s\"}: may not change once set", ip);
+            status_cause_add(causes, "FieldValueInvalid", "spec.clusterIPs[0]", "Invalid value: "
+                             "[]string{\"%s\"}: may not change once set", ip);
     }
 }
 
@@ -207,31 +207,21 @@ static void check_pod_template(const cJSON *tmpl, const char *base, bool job, cJ
     check_pod_spec(jget(tmpl, "spec"), f, job, causes);
     if (cJSON_GetArraySize(eph) > 0) {
         snprintf(f, sizeof(f), "%s.spec.ephemeralContainers", base);
-        st_cause(causes, "FieldValueForbidden", f,
-                 "Forbidden: ephemeral containers not allowed in pod template");
+        status_cause_add(causes, "FieldValueForbidden", f,
+                         "Forbidden: ephemeral containers not allowed in pod template");
     }
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* Go's %#v of a map[string]string (keys sorted), as field.Invalid prints it. */
 static void go_map_literal(const cJSON *labels, struct buf *b)
 {
     const char *keys[256];
-    size_t n = 0;
-    const cJSON *l;
+    size_t n = json_text_sorted_keys(labels, keys, sizeof(keys) / sizeof(keys[0]));
 
     if (!cJSON_IsObject(labels)) {
         buf_puts(b, "map[string]string(nil)");
         return;
     }
-    cJSON_ArrayForEach(l, labels)
-        if (n < sizeof(keys) / sizeof(keys[0]) && cJSON_IsString(l))
-            keys[n++] = l->string;
-    qsort(keys, n, sizeof(keys[0]), cmp_str);
     buf_puts(b, "map[string]string{");
     for (size_t i = 0; i < n; i++) {
         buf_puts(b, i ? ", " : "");
@@ -253,18 +243,19 @@ static void check_job_selector(const cJSON *spec, const cJSON *tmpl, cJSON *caus
     char err[256];
 
     if (!cJSON_IsObject(ls)) {
-        st_cause(causes, "FieldValueRequired", "spec.selector", "Required value");
+        status_cause_add(causes, "FieldValueRequired", "spec.selector", "Required value");
         return;
     }
     if (sel_from_label_selector(ls, &sel, err, sizeof(err)) < 0) {
-        st_cause(causes, "FieldValueInvalid", "spec.selector", "Invalid value: %.300s", err);
+        status_cause_add(causes, "FieldValueInvalid", "spec.selector", "Invalid value: %.300s",
+                         err);
         return;
     }
     if (!sel_matches(sel, cJSON_IsObject(labels) ? labels : NULL)) {
         go_map_literal(labels, &b);
-        st_cause(causes, "FieldValueInvalid", "spec.template.metadata.labels",
-                 "Invalid value: %.700s: `selector` does not match template `labels`",
-                 b.data ? b.data : "");
+        status_cause_add(causes, "FieldValueInvalid", "spec.template.metadata.labels",
+                         "Invalid value: %.700s: `selector` does not match template `labels`",
+                         b.data ? b.data : "");
     }
     buf_free(&b);
     sel_free(sel);
@@ -276,7 +267,7 @@ static void check_job(const cJSON *obj, const cJSON *old, cJSON *causes)
     const cJSON *tmpl = jget(spec, "template");
 
     if (!cJSON_IsObject(tmpl)) {
-        st_cause(causes, "FieldValueRequired", "spec.template", "Required value");
+        status_cause_add(causes, "FieldValueRequired", "spec.template", "Required value");
         return;
     }
     check_job_selector(spec, tmpl, causes);
@@ -284,15 +275,15 @@ static void check_job(const cJSON *obj, const cJSON *old, cJSON *causes)
     if (old) {
         const cJSON *ospec = jget(old, "spec");
         if (!json_equal(jget(spec, "selector"), jget(ospec, "selector")))
-            st_cause(causes, "FieldValueInvalid", "spec.selector",
-                     "Invalid value: \"selector\": field is immutable");
+            status_cause_add(causes, "FieldValueInvalid", "spec.selector",
+                             "Invalid value: \"selector\": field is immutable");
         if (!json_equal(tmpl, jget(ospec, "template")))
-            st_cause(causes, "FieldValueInvalid", "spec.template",
-                     "Invalid value: \"template\": field is immutable");
+            status_cause_add(causes, "FieldValueInvalid", "spec.template",
+                             "Invalid value: \"template\": field is immutable");
         if (jget(ospec, "completions") &&
             !json_equal(jget(spec, "completions"), jget(ospec, "completions")))
-            st_cause(causes, "FieldValueInvalid", "spec.completions",
-                     "Invalid value: \"completions\": field is immutable");
+            status_cause_add(causes, "FieldValueInvalid", "spec.completions",
+                             "Invalid value: \"completions\": field is immutable");
     }
 }
 

@@ -1,13 +1,15 @@
 /*
  * json_text.c - cJSON-compatible JSON string escaping (see json_text.h). Runs of
  * bytes that need no escape, nearly all of every Kubernetes string, are copied
- * with one memcpy.
+ * with one memcpy. Also the sorted key order Go prints maps in.
  */
 #include "sim/json_text.h"
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 
 static bool plain(unsigned char c)
 {
@@ -65,4 +67,23 @@ char *json_text_put_str(char *o, const char *s, size_t n)
     }
     *o++ = '"';
     return o;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+size_t json_text_sorted_keys(const cJSON *obj, const char **keys, size_t max)
+{
+    const cJSON *it;
+    size_t n = 0;
+
+    if (!cJSON_IsObject(obj))
+        return 0;
+    cJSON_ArrayForEach(it, obj)
+        if (n < max && cJSON_IsString(it))
+            keys[n++] = it->string;
+    qsort(keys, n, sizeof(*keys), cmp_str);
+    return n;
 }

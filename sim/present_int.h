@@ -67,6 +67,8 @@ int present_add_str(cJSON *cells, const char *s);
 int present_cell_num(cJSON *cells, double v);
 int present_cell_name(cJSON *cells, const cJSON *obj);
 int present_cell_age(cJSON *cells, const cJSON *obj, time_t now);
+/* The three cells of a Name / <string at path> / Age printer. */
+int present_cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path, time_t now);
 long present_num(const cJSON *obj, const char *path, long dflt);
 const char *present_or(const char *s, const char *dflt);
 int present_count_keys(const cJSON *obj, const char *path);

@@ -380,10 +380,49 @@ static int add_op(cJSON *path, const char *method, const char *action, const cha
     return 0;
 }
 
+/* The operations of a resource's three paths, in the order the real document
+ * lists them; operationId is verb + Kind + suffix ("listPod", "patchPodStatus"). */
+enum op_path { OP_COLLECTION, OP_ITEM, OP_STATUS };
+static const struct op_spec {
+    enum op_path path;
+    const char *method, *action, *verb, *suffix;
+    bool list;                     /* answers the List type */
+    unsigned params;
+} OPS[] = {
+    { OP_COLLECTION, "get", "list", "list", "", true, 0 },
+    { OP_COLLECTION, "post", "post", "create", "", false, P_DRYRUN | P_FM | P_FV },
+    { OP_COLLECTION, "delete", "deletecollection", "deletecollection", "", false, P_DRYRUN },
+    { OP_ITEM, "get", "get", "read", "", false, 0 },
+    { OP_ITEM, "put", "put", "replace", "", false, P_DRYRUN | P_FM | P_FV },
+    { OP_ITEM, "patch", "patch", "patch", "", false, P_DRYRUN | P_FM | P_FV | P_FORCE },
+    { OP_ITEM, "delete", "delete", "delete", "", false, P_DRYRUN },
+    { OP_STATUS, "get", "get", "read", "Status", false, 0 },
+    { OP_STATUS, "put", "put", "replace", "Status", false, P_DRYRUN | P_FM | P_FV },
+    { OP_STATUS, "patch", "patch", "patch", "Status", false, P_DRYRUN | P_FM | P_FV | P_FORCE },
+};
+
+static int add_ops(cJSON *path, enum op_path which, const struct reg_resource *res,
+                   const char *ref, const char *list_ref)
+{
+    char op[300];
+    int rc;
+
+    for (size_t i = 0; i < sizeof(OPS) / sizeof(OPS[0]); i++) {
+        const struct op_spec *o = &OPS[i];
+        if (o->path != which)
+            continue;
+        snprintf(op, sizeof(op), "%s%s%s", o->verb, res->kind, o->suffix);
+        if ((rc = add_op(path, o->method, o->action, op, res, o->list ? list_ref : ref,
+                         o->params)))
+            return rc;
+    }
+    return 0;
+}
+
 static int add_paths(cJSON *paths, const struct reg_resource *res, const char *def,
                      const char *list_def)
 {
-    char base[700], coll[800], item[816], status[832], op[300];
+    char base[700], coll[800], item[816], status[832];
     char ref[700], list_ref[700];
     cJSON *pc, *pi, *ps, *params;
     int rc;
@@ -401,26 +440,8 @@ static int add_paths(cJSON *paths, const struct reg_resource *res, const char *d
     if (!(pc = cJSON_AddObjectToObject(paths, coll)) ||
         !(pi = cJSON_AddObjectToObject(paths, item)))
         return -ENOMEM;
-    snprintf(op, sizeof(op), "list%s", res->kind);
-    if ((rc = add_op(pc, "get", "list", op, res, list_ref, 0)))
-        return rc;
-    snprintf(op, sizeof(op), "create%s", res->kind);
-    if ((rc = add_op(pc, "post", "post", op, res, ref, P_DRYRUN | P_FM | P_FV)))
-        return rc;
-    snprintf(op, sizeof(op), "deletecollection%s", res->kind);
-    if ((rc = add_op(pc, "delete", "deletecollection", op, res, ref, P_DRYRUN)))
-        return rc;
-    snprintf(op, sizeof(op), "read%s", res->kind);
-    if ((rc = add_op(pi, "get", "get", op, res, ref, 0)))
-        return rc;
-    snprintf(op, sizeof(op), "replace%s", res->kind);
-    if ((rc = add_op(pi, "put", "put", op, res, ref, P_DRYRUN | P_FM | P_FV)))
-        return rc;
-    snprintf(op, sizeof(op), "patch%s", res->kind);
-    if ((rc = add_op(pi, "patch", "patch", op, res, ref, P_DRYRUN | P_FM | P_FV | P_FORCE)))
-        return rc;
-    snprintf(op, sizeof(op), "delete%s", res->kind);
-    if ((rc = add_op(pi, "delete", "delete", op, res, ref, P_DRYRUN)))
+    if ((rc = add_ops(pc, OP_COLLECTION, res, ref, list_ref)) ||
+        (rc = add_ops(pi, OP_ITEM, res, ref, list_ref)))
         return rc;
     /* path-level parameters: name and namespace */
     for (int i = 0; i < 2; i++) {
@@ -438,14 +459,7 @@ static int add_paths(cJSON *paths, const struct reg_resource *res, const char *d
         return 0;
     if (!(ps = cJSON_AddObjectToObject(paths, status)))
         return -ENOMEM;
-    snprintf(op, sizeof(op), "read%sStatus", res->kind);
-    if ((rc = add_op(ps, "get", "get", op, res, ref, 0)))
-        return rc;
-    snprintf(op, sizeof(op), "replace%sStatus", res->kind);
-    if ((rc = add_op(ps, "put", "put", op, res, ref, P_DRYRUN | P_FM | P_FV)))
-        return rc;
-    snprintf(op, sizeof(op), "patch%sStatus", res->kind);
-    if ((rc = add_op(ps, "patch", "patch", op, res, ref, P_DRYRUN | P_FM | P_FV | P_FORCE)))
+    if ((rc = add_ops(ps, OP_STATUS, res, ref, list_ref)))
         return rc;
     if (!(params = cJSON_AddArrayToObject(ps, "parameters")) ||
         (rc = add_param(params, "name", "path", true, "name of the resource")) ||

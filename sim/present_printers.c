@@ -6,6 +6,7 @@
  * jobs; the simpler kinds are in present_printers_misc.c). The server always emits
  * the wide (priority 1) cells too; kubectl hides them without -o wide.
  */
+#include "sim/json_text.h"
 #include "sim/present.h"
 #include "sim/present_int.h"
 
@@ -42,6 +43,16 @@ int present_cell_age(cJSON *cells, const cJSON *obj, time_t now)
     return present_add_str(cells, age);
 }
 
+int present_cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path, time_t now)
+{
+    int rc;
+
+    if ((rc = present_cell_name(cells, obj)) ||
+        (rc = present_add_str(cells, present_str(obj, path))))
+        return rc;
+    return present_cell_age(cells, obj, now);
+}
+
 long present_num(const cJSON *obj, const char *path, long dflt)
 {
     const cJSON *v = present_get(obj, path);
@@ -68,16 +79,10 @@ static int cmp_str(const void *a, const void *b)
 static int format_labels(const cJSON *map, struct buf *b)
 {
     const char *keys[256];
-    size_t n = 0;
-    const cJSON *it;
+    size_t n = json_text_sorted_keys(map, keys, sizeof(keys) / sizeof(keys[0]));
 
-    cJSON_ArrayForEach(it, (cJSON_IsObject(map) ? map : NULL)) {
-        if (n < 256 && cJSON_IsString(it))
-            keys[n++] = it->string;
-    }
     if (n == 0)
         return buf_puts(b, "<none>");
-    qsort(keys, n, sizeof(*keys), cmp_str);
     for (size_t i = 0; i < n; i++)
         if (buf_printf(b, "%s%s=%s", i ? "," : "", keys[i],
                        cJSON_GetObjectItemCaseSensitive(map, keys[i])->valuestring) < 0)
@@ -454,12 +459,7 @@ static const struct present_col ns_cols[] = {
 
 static int ns_cells(const cJSON *ns, time_t now, cJSON *cells)
 {
-    int rc;
-
-    if ((rc = present_cell_name(cells, ns)) ||
-        (rc = present_add_str(cells, present_str(ns, "status.phase"))))
-        return rc;
-    return present_cell_age(cells, ns, now);
+    return present_cells_name_str_age(cells, ns, "status.phase", now);
 }
 
 /* ---- jobs ------------------------------------------------------------------------- */

@@ -183,12 +183,7 @@ static const struct present_col lease_cols[] = {
 
 static int lease_cells(const cJSON *o, time_t now, cJSON *cells)
 {
-    int rc;
-
-    if ((rc = present_cell_name(cells, o)) ||
-        (rc = present_add_str(cells, present_str(o, "spec.holderIdentity"))))
-        return rc;
-    return present_cell_age(cells, o, now);
+    return present_cells_name_str_age(cells, o, "spec.holderIdentity", now);
 }
 
 static const struct present_col ep_cols[] = {

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <uthash.h>
 
+#include "sim/status_cause.h"
 #include "sim/store.h"
 #include "util/util.h"
 
@@ -203,10 +204,8 @@ void st_already_exists(struct store_status *st, const struct reg_resource *res,
                        const char *name);
 /* "plural.group" or "plural" for the core group. */
 void st_qualified(const struct reg_resource *res, char *out, size_t outlen);
-/* Causes: {reason, message, field}; the message of the Invalid status is built
- * from them as the server's ToAggregate does. */
-int st_cause(cJSON *causes, const char *reason, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Causes ({reason, message, field}, added with status_cause_add) become the 422:
+ * its message is built from them as the server's ToAggregate does. */
 int st_invalid(struct store_status *st, const struct reg_resource *res, const char *name,
                cJSON *causes);
 

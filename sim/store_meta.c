@@ -90,29 +90,30 @@ bool store_check_name(const char *name, enum name_rule r, const char *field, cJS
     bool ok = true;
 
     if (n > max) {
-        st_cause(causes, "FieldValueInvalid", field,
-                 "Invalid value: \"%.300s\": must be no more than %zu characters", name, max);
+        status_cause_add(causes, "FieldValueInvalid", field,
+                         "Invalid value: \"%.300s\": must be no more than %zu characters",
+                         name, max);
         ok = false;
     }
     switch (r) {
     case NAME_SUBDOMAIN:
         if (!subdomain_ok(name)) {
-            st_cause(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
-                     name, SUBDOMAIN_MSG);
+            status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
+                             name, SUBDOMAIN_MSG);
             ok = false;
         }
         break;
     case NAME_LABEL_1123:
         if (!label_ok(name, n, false)) {
-            st_cause(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
-                     name, LABEL1123_MSG);
+            status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
+                             name, LABEL1123_MSG);
             ok = false;
         }
         break;
     case NAME_LABEL_1035:
         if (!label_ok(name, n, true)) {
-            st_cause(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
-                     name, LABEL1035_MSG);
+            status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
+                             name, LABEL1035_MSG);
             ok = false;
         }
         break;
@@ -141,26 +142,27 @@ static void check_qualified_key(const char *k, const char *field, cJSON *causes)
         char prefix[300];
         size_t pn = (size_t)(slash - k);
         if (pn == 0 || pn > 253) {
-            st_cause(causes, "FieldValueInvalid", field,
-                     "Invalid value: \"%.300s\": prefix part must be non-empty and no more "
-                     "than 253 characters", k);
+            status_cause_add(causes, "FieldValueInvalid", field,
+                             "Invalid value: \"%.300s\": prefix part must be non-empty and no more "
+                             "than 253 characters", k);
         } else {
             memcpy(prefix, k, pn);
             prefix[pn] = 0;
             if (!subdomain_ok(prefix))
-                st_cause(causes, "FieldValueInvalid", field,
-                         "Invalid value: \"%.300s\": prefix part %s", k, SUBDOMAIN_MSG);
+                status_cause_add(causes, "FieldValueInvalid", field,
+                                 "Invalid value: \"%.300s\": prefix part %s", k, SUBDOMAIN_MSG);
         }
     }
     if (n == 0)
-        st_cause(causes, "FieldValueInvalid", field,
-                 "Invalid value: \"%.300s\": name part must be non-empty", k);
+        status_cause_add(causes, "FieldValueInvalid", field,
+                         "Invalid value: \"%.300s\": name part must be non-empty", k);
     else if (n > 63)
-        st_cause(causes, "FieldValueInvalid", field,
-                 "Invalid value: \"%.300s\": name part must be no more than 63 characters", k);
+        status_cause_add(causes, "FieldValueInvalid", field,
+                         "Invalid value: \"%.300s\": name part must be no more than 63 "
+                         "characters", k);
     else if (!qname_part_ok(name, n))
-        st_cause(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s", k,
-                 QNAME_MSG);
+        status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s", k,
+                         QNAME_MSG);
 }
 
 void store_check_labels(const cJSON *labels, const char *field, cJSON *causes)
@@ -170,25 +172,25 @@ void store_check_labels(const cJSON *labels, const char *field, cJSON *causes)
     if (!labels)
         return;
     if (!cJSON_IsObject(labels)) {
-        st_cause(causes, "FieldValueInvalid", field,
-                 "Invalid value: \"labels\": must be an object of strings");
+        status_cause_add(causes, "FieldValueInvalid", field,
+                         "Invalid value: \"labels\": must be an object of strings");
         return;
     }
     cJSON_ArrayForEach(l, labels) {
         const char *v = cJSON_GetStringValue(l);
         check_qualified_key(l->string, field, causes);
         if (!v) {
-            st_cause(causes, "FieldValueInvalid", field,
-                     "Invalid value: \"%.300s\": label values must be strings", l->string);
+            status_cause_add(causes, "FieldValueInvalid", field,
+                             "Invalid value: \"%.300s\": label values must be strings", l->string);
             continue;
         }
         size_t n = strlen(v);
         if (n > 63)
-            st_cause(causes, "FieldValueInvalid", field,
-                     "Invalid value: \"%.300s\": must be no more than 63 characters", v);
+            status_cause_add(causes, "FieldValueInvalid", field,
+                             "Invalid value: \"%.300s\": must be no more than 63 characters", v);
         else if (n && !qname_part_ok(v, n))
-            st_cause(causes, "FieldValueInvalid", field,
-                     "Invalid value: \"%.300s\": %s", v, LVALUE_MSG);
+            status_cause_add(causes, "FieldValueInvalid", field,
+                             "Invalid value: \"%.300s\": %s", v, LVALUE_MSG);
     }
 }
 
@@ -200,8 +202,8 @@ void store_check_annotations(const cJSON *ann, const char *field, cJSON *causes)
     if (!ann)
         return;
     if (!cJSON_IsObject(ann)) {
-        st_cause(causes, "FieldValueInvalid", field,
-                 "Invalid value: \"annotations\": must be an object of strings");
+        status_cause_add(causes, "FieldValueInvalid", field,
+                         "Invalid value: \"annotations\": must be an object of strings");
         return;
     }
     cJSON_ArrayForEach(a, ann) {
@@ -215,8 +217,8 @@ void store_check_annotations(const cJSON *ann, const char *field, cJSON *causes)
         total += strlen(a->string) + (v ? strlen(v) : 0);
     }
     if (total > STORE_ANNOTATIONS_MAX)
-        st_cause(causes, "FieldValueTooLong", field,
-                 "Too long: must have at most %d bytes", STORE_ANNOTATIONS_MAX);
+        status_cause_add(causes, "FieldValueTooLong", field,
+                         "Too long: must have at most %d bytes", STORE_ANNOTATIONS_MAX);
 }
 
 static void check_owner_refs(const cJSON *refs, cJSON *causes)
@@ -233,8 +235,8 @@ static void check_owner_refs(const cJSON *refs, cJSON *causes)
     if (!refs)
         return;
     if (!cJSON_IsArray(refs)) {
-        st_cause(causes, "FieldValueInvalid", "metadata.ownerReferences",
-                 "Invalid value: \"ownerReferences\": must be a list");
+        status_cause_add(causes, "FieldValueInvalid", "metadata.ownerReferences",
+                         "Invalid value: \"ownerReferences\": must be a list");
         return;
     }
     cJSON_ArrayForEach(r, refs) {
@@ -243,17 +245,17 @@ static void check_owner_refs(const cJSON *refs, cJSON *causes)
             if (!v || !v[0]) {
                 char field[64];
                 snprintf(field, sizeof(field), "metadata.ownerReferences.%s", req[i][0]);
-                st_cause(causes, "FieldValueInvalid", field, "Invalid value: \"\": %s",
-                         req[i][1]);
+                status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"\": %s",
+                                 req[i][1]);
             }
         }
         if (cJSON_IsTrue(jget(r, "controller")))
             controllers++;
     }
     if (controllers > 1)
-        st_cause(causes, "FieldValueInvalid", "metadata.ownerReferences",
-                 "Invalid value: \"ownerReferences\": Only one reference can have Controller "
-                 "set to true");
+        status_cause_add(causes, "FieldValueInvalid", "metadata.ownerReferences",
+                         "Invalid value: \"ownerReferences\": Only one reference can have "
+                         "Controller set to true");
 }
 
 static bool str_in_array(const cJSON *arr, const char *s)
@@ -282,8 +284,8 @@ void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resou
     check_owner_refs(jget(md, "ownerReferences"), causes);
     fin = jget(md, "finalizers");
     if (fin && !cJSON_IsArray(fin)) {
-        st_cause(causes, "FieldValueInvalid", "metadata.finalizers",
-                 "Invalid value: \"finalizers\": must be a list of strings");
+        status_cause_add(causes, "FieldValueInvalid", "metadata.finalizers",
+                         "Invalid value: \"finalizers\": must be a list of strings");
         return;
     }
     if (old && store_meta_str(old, "deletionTimestamp") && fin) {
@@ -297,9 +299,9 @@ void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resou
                 buf_printf(&b, "%s\"%s\"", b.len ? ", " : "", v);
         }
         if (b.len)
-            st_cause(causes, "FieldValueForbidden", "metadata.finalizers",
-                     "Forbidden: no new finalizers can be added if the object is being "
-                     "deleted, found new finalizers []string{%s}", b.data);
+            status_cause_add(causes, "FieldValueForbidden", "metadata.finalizers",
+                             "Forbidden: no new finalizers can be added if the object is being "
+                             "deleted, found new finalizers []string{%s}", b.data);
         buf_free(&b);
     }
 }

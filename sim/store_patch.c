@@ -232,9 +232,9 @@ static int scale_write(struct store *s, const struct reg_resource *res, struct s
     }
     if (!cJSON_IsNumber(rep) || rep->valuedouble < 0 || rep->valuedouble > 2147483647.0) {
         cJSON *causes = cJSON_CreateArray();
-        st_cause(causes, "FieldValueInvalid", "spec.replicas",
-                 "Invalid value: %g: must be greater than or equal to 0",
-                 cJSON_IsNumber(rep) ? rep->valuedouble : -1.0);
+        status_cause_add(causes, "FieldValueInvalid", "spec.replicas",
+                         "Invalid value: %g: must be greater than or equal to 0",
+                         cJSON_IsNumber(rep) ? rep->valuedouble : -1.0);
         cJSON_Delete(scale);
         return st_invalid(st, res, e->obj->name, causes);
     }

@@ -136,17 +136,6 @@ void st_already_exists(struct store_status *st, const struct reg_resource *res,
     st_details(st, res, name, false);
 }
 
-int st_cause(cJSON *causes, const char *reason, const char *field, const char *fmt, ...)
-{
-    va_list ap;
-    int rc;
-
-    va_start(ap, fmt);
-    rc = status_cause_vadd(causes, reason, field, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 /*
  * 422 Invalid: `Kind.group "name" is invalid: field: msg` for one cause,
  * `[a, b]` for several (apimachinery errors.NewInvalid + ToAggregate).

@@ -162,8 +162,9 @@ static void validate_crd(const cJSON *obj, cJSON *causes)
     if (plural && group && name) {
         snprintf(want, sizeof(want), "%s.%s", plural, group);
         if (strcmp(want, name))
-            st_cause(causes, "FieldValueInvalid", "metadata.name",
-                     "Invalid value: \"%s\": must be spec.names.plural+\".\"+spec.group", name);
+            status_cause_add(causes, "FieldValueInvalid", "metadata.name",
+                             "Invalid value: \"%s\": must be spec.names.plural+\".\"+"
+                             "spec.group", name);
     }
 }
 
@@ -271,6 +272,16 @@ void store_crd_changed(struct store *s, const cJSON *crd, bool removed)
 
 /* ---- create ---- */
 
+/* create and update take any parsed body; anything but an object is consumed and 400. */
+static int require_object(cJSON *obj, struct store_status *st)
+{
+    if (cJSON_IsObject(obj))
+        return 0;
+    cJSON_Delete(obj);
+    st_set(st, 400, "BadRequest", "the request body must be a JSON object");
+    return -EINVAL;
+}
+
 int store_create(struct store *s, const struct reg_resource *res, const char *ns,
                  cJSON *obj, const struct store_write_opts *w, struct store_obj **out,
                  struct store_status *st)
@@ -286,11 +297,8 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
 
     if (out)
         *out = NULL;
-    if (!cJSON_IsObject(obj)) {
-        cJSON_Delete(obj);
-        st_set(st, 400, "BadRequest", "the request body must be a JSON object");
-        return -EINVAL;
-    }
+    if ((rc = require_object(obj, st)))
+        return rc;
     pthread_rwlock_wrlock(&s->lock);
     t = store_type_get(s, res, true);
     if (!t) {
@@ -326,8 +334,8 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
     }
     if ((!name || !name[0]) && (!gen_name || !gen_name[0])) {
         cJSON *causes = cJSON_CreateArray();
-        st_cause(causes, "FieldValueRequired", "metadata.name",
-                 "Required value: name or generateName is required");
+        status_cause_add(causes, "FieldValueRequired", "metadata.name",
+                         "Required value: name or generateName is required");
         rc = st_invalid(st, res, "", causes);
         goto out;
     }
@@ -536,11 +544,8 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
 
     if (out)
         *out = NULL;
-    if (!cJSON_IsObject(obj)) {
-        cJSON_Delete(obj);
-        st_set(st, 400, "BadRequest", "the request body must be a JSON object");
-        return -EINVAL;
-    }
+    if ((rc = require_object(obj, st)))
+        return rc;
     if (subresource && !strcmp(subresource, "scale"))
         return store_scale_update(s, res, ns, name, obj, w, out, st);
     if (subresource && subresource[0] && (strcmp(subresource, "status") || !res->has_status)) {
@@ -574,8 +579,8 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
         if (!res->builtin) {
             /* apiextensions: AllowUnconditionalUpdate() is false for custom resources */
             cJSON *causes = cJSON_CreateArray();
-            st_cause(causes, "FieldValueInvalid", "metadata.resourceVersion",
-                     "Invalid value: 0: must be specified for an update");
+            status_cause_add(causes, "FieldValueInvalid", "metadata.resourceVersion",
+                             "Invalid value: 0: must be specified for an update");
             rc = st_invalid(st, res, name, causes);
             goto out;
         }

@@ -1,5 +1,6 @@
 /* test_json_text.c - sim/json_text.c: every byte value is escaped as cJSON
- * escapes it, and json_text_str_len predicts the written length exactly. */
+ * escapes it, json_text_str_len predicts the written length exactly, and map
+ * keys come out in Go's order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -62,11 +63,30 @@ static void test_runs(void **state)
     assert_int_equal(json_text_str_len("x", SIZE_MAX / 2), SIZE_MAX);
 }
 
+/* String members only, sorted bytewise (upper case before lower), capped at max. */
+static void test_sorted_keys(void **state)
+{
+    cJSON *o = cJSON_Parse("{\"b\":\"1\",\"a\":\"2\",\"n\":3,\"B\":\"4\",\"a.x/y\":\"5\"}");
+    const char *k[8];
+
+    (void)state;
+    assert_int_equal(json_text_sorted_keys(o, k, 8), 4);
+    assert_string_equal(k[0], "B");
+    assert_string_equal(k[1], "a");
+    assert_string_equal(k[2], "a.x/y");
+    assert_string_equal(k[3], "b");
+    assert_int_equal(json_text_sorted_keys(o, k, 2), 2);
+    assert_int_equal(json_text_sorted_keys(cJSON_GetObjectItem(o, "n"), k, 8), 0);
+    assert_int_equal(json_text_sorted_keys(NULL, k, 8), 0);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_byte),
         cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_sorted_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
