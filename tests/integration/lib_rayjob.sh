@@ -1,6 +1,8 @@
 # tests/integration/lib_rayjob.sh - helpers of the RayJob end-to-end tests (rayjob_*.sh);
 # source after lib.sh. tests/run.sh does not run lib*.sh files.
 #
+# RJ_IT_RAYOP=BIN runs another rayop build (e.g. ASan); RJ_IT_KEEP=DIR keeps the logs.
+#
 #   rj_start [kubesim flags...]   kubesim (4 nodes of 16 CPU / 64Gi, fast Pods), the KubeRay
 #                                 CRDs, `rayop watcher`, `rayop controller raycluster` and
 #                                 `rayop controller rayjob --use-kubernetes-proxy`; logs in
@@ -20,13 +22,17 @@ NSP=/apis/ray.io/v1/namespaces/default
 RJ_CTL_PID=""
 
 _rj_cleanup() {
-    [ "$(lib_failures)" -gt 0 ] && [ -n "${WORK:-}" ] && {
-        mkdir -p /tmp/rayjob-it-failed.$$
-        cp "$WORK"/*.log /tmp/rayjob-it-failed.$$/ 2>/dev/null
-        echo "# logs kept in /tmp/rayjob-it-failed.$$"
-    }
+    # RJ_IT_KEEP=DIR: keep the logs there (after the processes exit, so sanitizer reports
+    # are in them); after a failure they go to /tmp/rayjob-it-failed.PID
+    local keep=${RJ_IT_KEEP:-}
+    [ -z "$keep" ] && [ "$(lib_failures)" -gt 0 ] && keep=/tmp/rayjob-it-failed.$$
     kill $(jobs -p) 2>/dev/null
     wait 2>/dev/null
+    if [ -n "$keep" ] && [ -n "${WORK:-}" ]; then
+        mkdir -p "$keep"
+        cp "$WORK"/*.log "$keep"/ 2>/dev/null
+        echo "# logs kept in $keep"
+    fi
     [ -n "${STATE:-}" ] && "$RJ_RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
     _lib_cleanup
 }
