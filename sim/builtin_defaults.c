@@ -32,6 +32,13 @@ static cJSON *obj_child(cJSON *o, const char *k)
     return c;
 }
 
+/* Adds k: v unless o has member k at all (Go's "_, found := m[k]"). */
+static void add_absent(cJSON *o, const char *k, const char *v)
+{
+    if (!jget(o, k))
+        cJSON_AddStringToObject(o, k, v);
+}
+
 static void def_str(cJSON *o, const char *k, const char *v)
 {
     const cJSON *c = jget(o, k);
@@ -302,20 +309,16 @@ static void job_defaults(cJSON *obj, const cJSON *old)
     if (!jget(spec, "podFailurePolicy"))
         def_str(spec, "podReplacementPolicy", "TerminatingOrFailed");
     if (!old && !cJSON_IsTrue(jget(spec, "manualSelector")) && uid && name) {
-        cJSON *sel = cJSON_CreateObject();
-        cJSON *ml = cJSON_AddObjectToObject(sel, "matchLabels");
-        cJSON_AddStringToObject(ml, "batch.kubernetes.io/controller-uid", uid);
-        cJSON_DeleteItemFromObjectCaseSensitive(spec, "selector");
-        cJSON_AddItemToObject(spec, "selector", sel);
+        /* generateSelector: the generated labels and the selector's controller-uid
+         * term go where the user set none; a value the user did set stays, and
+         * validation refuses it if it conflicts (builtin_validate.c) */
+        cJSON *ml = obj_child(obj_child(spec, "selector"), "matchLabels");
         labels = obj_child(obj_child(tmpl, "metadata"), "labels");
-        cJSON_DeleteItemFromObjectCaseSensitive(labels, "controller-uid");
-        cJSON_DeleteItemFromObjectCaseSensitive(labels, "batch.kubernetes.io/controller-uid");
-        cJSON_DeleteItemFromObjectCaseSensitive(labels, "job-name");
-        cJSON_DeleteItemFromObjectCaseSensitive(labels, "batch.kubernetes.io/job-name");
-        cJSON_AddStringToObject(labels, "batch.kubernetes.io/controller-uid", uid);
-        cJSON_AddStringToObject(labels, "batch.kubernetes.io/job-name", name);
-        cJSON_AddStringToObject(labels, "controller-uid", uid);
-        cJSON_AddStringToObject(labels, "job-name", name);
+        add_absent(labels, "batch.kubernetes.io/controller-uid", uid);
+        add_absent(labels, "batch.kubernetes.io/job-name", name);
+        add_absent(labels, "controller-uid", uid);
+        add_absent(labels, "job-name", name);
+        add_absent(ml, "batch.kubernetes.io/controller-uid", uid);
     }
     /* SetDefaults_Job: a Job without labels takes its template's (the real server's
      * read-path defaulting sees the generated ones too, so they show on the Job) */

@@ -232,6 +232,104 @@ static void go_map_literal(const cJSON *labels, struct buf *b)
     buf_puts(b, "}");
 }
 
+static const char *str_or_empty(const cJSON *v)
+{
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Go's %#v of a *metav1.LabelSelector, as field.Invalid prints it (pointer dereferenced). */
+static void go_label_selector(const cJSON *ls, struct buf *b)
+{
+    const cJSON *exprs = jget(ls, "matchExpressions"), *e, *v;
+
+    buf_puts(b, "v1.LabelSelector{MatchLabels:");
+    go_map_literal(jget(ls, "matchLabels"), b);
+    buf_puts(b, ", MatchExpressions:");
+    if (cJSON_GetArraySize(exprs) == 0) {
+        buf_puts(b, "[]v1.LabelSelectorRequirement(nil)}");
+        return;
+    }
+    buf_puts(b, "[]v1.LabelSelectorRequirement{");
+    cJSON_ArrayForEach(e, exprs) {
+        const cJSON *vals = jget(e, "values");
+        buf_puts(b, e == exprs->child ? "v1.LabelSelectorRequirement{Key:"
+                                      : ", v1.LabelSelectorRequirement{Key:");
+        buf_append_json_string(b, str_or_empty(jget(e, "key")));
+        buf_puts(b, ", Operator:");
+        buf_append_json_string(b, str_or_empty(jget(e, "operator")));
+        if (cJSON_GetArraySize(vals) == 0) {
+            buf_puts(b, ", Values:[]string(nil)}");
+            continue;
+        }
+        buf_puts(b, ", Values:[]string{");
+        cJSON_ArrayForEach(v, vals) {
+            buf_puts(b, v == vals->child ? "" : ", ");
+            buf_append_json_string(b, str_or_empty(v));
+        }
+        buf_puts(b, "}}");
+    }
+    buf_puts(b, "}}");
+}
+
+/* apivalidation.ValidateHasLabel on the template, as validateGeneratedSelector uses it. */
+static void check_has_label(const cJSON *labels, const char *key, const char *want,
+                            cJSON *causes)
+{
+    const cJSON *v = cJSON_IsObject(labels) ? jget(labels, key) : NULL;
+    struct buf b = { 0 };
+    char f[160];
+
+    snprintf(f, sizeof(f), "spec.template.metadata.labels[%s]", key);
+    if (!v) {
+        status_cause_add(causes, "FieldValueRequired", f, "Required value: must be '%s'", want);
+        return;
+    }
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, want))
+        return;
+    go_map_literal(labels, &b);
+    status_cause_add(causes, "FieldValueInvalid", f, "Invalid value: %.700s: must be '%s'",
+                     b.data ? b.data : "", want);
+    buf_free(&b);
+}
+
+/* validateGeneratedSelector (RequirePrefixedLabels): without manualSelector the
+ * template must carry the four generated labels with the Job's uid and name, and
+ * the selector must select exactly such Pods. builtin_defaults.c adds them where
+ * the user set none, so only a conflicting user value (or selector) fails here. */
+static void check_generated_selector(const cJSON *obj, cJSON *causes)
+{
+    const cJSON *spec = jget(obj, "spec");
+    const cJSON *ls = jget(spec, "selector");
+    const cJSON *labels = jget(jget(jget(spec, "template"), "metadata"), "labels");
+    const char *uid = store_meta_str(obj, "uid"), *name = store_meta_str(obj, "name");
+    cJSON *expected;
+    struct sel *sel = NULL;
+    char err[256];
+
+    if (cJSON_IsTrue(jget(spec, "manualSelector")) || !cJSON_IsObject(ls) || !uid || !name)
+        return;
+    check_has_label(labels, "controller-uid", uid, causes);
+    check_has_label(labels, "job-name", name, causes);
+    check_has_label(labels, "batch.kubernetes.io/controller-uid", uid, causes);
+    check_has_label(labels, "batch.kubernetes.io/job-name", name, causes);
+    if (!(expected = cJSON_CreateObject()))
+        return;
+    cJSON_AddStringToObject(expected, "batch.kubernetes.io/controller-uid", uid);
+    cJSON_AddStringToObject(expected, "batch.kubernetes.io/job-name", name);
+    cJSON_AddStringToObject(expected, "controller-uid", uid);
+    cJSON_AddStringToObject(expected, "job-name", name);
+    if (sel_from_label_selector(ls, &sel, err, sizeof(err)) == 0 && !sel_matches(sel, expected)) {
+        struct buf b = { 0 };
+        go_label_selector(ls, &b);
+        status_cause_add(causes, "FieldValueInvalid", "spec.selector",
+                         "Invalid value: %.800s: `selector` not auto-generated",
+                         b.data ? b.data : "");
+        buf_free(&b);
+    }
+    sel_free(sel);
+    cJSON_Delete(expected);
+}
+
 /* validateJobSpec: a selector is required (kubesim generates it unless
  * manualSelector) and, generated or not, must match the template's labels. */
 static void check_job_selector(const cJSON *spec, const cJSON *tmpl, cJSON *causes)
@@ -270,6 +368,7 @@ static void check_job(const cJSON *obj, const cJSON *old, cJSON *causes)
         status_cause_add(causes, "FieldValueRequired", "spec.template", "Required value");
         return;
     }
+    check_generated_selector(obj, causes);
     check_job_selector(spec, tmpl, causes);
     check_pod_template(tmpl, "spec.template", true, causes);
     if (old) {

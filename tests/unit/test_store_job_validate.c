@@ -1,8 +1,10 @@
 /* test_store_job_validate.c - 422 validation of a Job's pod template
  * (ValidatePodTemplateSpec as validateJobSpec applies it): template labels and
  * annotations under spec.template.labels/annotations whether or not the Job has
- * labels of its own, container names and images, ephemeral containers, and a
- * manual selector that does not match the template labels. */
+ * labels of its own, container names and images, ephemeral containers, a
+ * manual selector that does not match the template labels, and the generated
+ * selector and labels (a user selector or a conflicting label without
+ * manualSelector). */
 #include "tests/unit/store_testlib.h"
 
 static struct store *S;
@@ -155,6 +157,41 @@ static void test_manual_selector(void **state)
     store_status_clear(&st);
 }
 
+/* Without manualSelector the selector and the four job labels are generated where
+ * the user set none (generateSelector); a user selector or a conflicting label is
+ * refused as validateGeneratedSelector refuses it. */
+static void test_generated_selector(void **state)
+{
+    struct store_status st = { 0 };
+    struct store_obj *o;
+    char f[512];
+
+    (void)state;
+    rejected(job("usersel", NULL, "\"labels\":{\"a\":\"b\"}",
+                 "\"selector\":{\"matchLabels\":{\"a\":\"b\"}}", NULL), &st, f, sizeof(f));
+    assert_string_equal(f, "spec.selector");
+    assert_non_null(strstr(st.message, "spec.selector: Invalid value: v1.LabelSelector{"
+                                       "MatchLabels:map[string]string{\"a\":\"b\", "
+                                       "\"batch.kubernetes.io/controller-uid\":\""));
+    assert_non_null(strstr(st.message, "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: "
+                                       "`selector` not auto-generated"));
+    store_status_clear(&st);
+    rejected(job("badname", NULL, "\"labels\":{\"job-name\":\"other\"}", NULL, NULL), &st, f,
+             sizeof(f));
+    assert_string_equal(f, "spec.template.metadata.labels[job-name]");
+    assert_non_null(strstr(st.message, "Invalid value: map[string]string{"));
+    assert_non_null(strstr(st.message, "\"job-name\":\"other\"}: must be 'badname'"));
+    store_status_clear(&st);
+    /* a user value equal to the generated one is kept, not duplicated */
+    o = tl_create(S, JOBS, "default", job("samename", NULL,
+                                          "\"labels\":{\"job-name\":\"samename\"}", NULL, NULL));
+    const cJSON *tl = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(o->json, "spec"), "template"), "metadata"), "labels");
+    assert_int_equal(cJSON_GetArraySize(tl), 4);
+    assert_string_equal(tl_str(tl, "controller-uid"), o->uid);
+    store_obj_unref(o);
+}
+
 /* The same Jobs with valid templates are accepted (the checks above are not blanket). */
 static void test_valid_templates_pass(void **state)
 {
@@ -176,6 +213,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_template_annotations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_containers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manual_selector, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_generated_selector, setup, teardown),
         cmocka_unit_test_setup_teardown(test_valid_templates_pass, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
