@@ -57,6 +57,11 @@ struct cl_pod {
     char cid[24];                /* container id seed */
     char backoff_ev[300];        /* the BackOff Event repeats bump (one container's) */
     int backoff_count;
+    /* a sidecar Ray submitter (sim/ray.h) exits on its own while the Pod runs on */
+    char side_name[64];
+    bool side_done;
+    int side_exit;
+    time_t side_started, side_finished;
     UT_hash_handle hh;
 };
 
@@ -75,7 +80,7 @@ struct cl_svc {
 };
 
 enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB,
-       T_RAY /* poll a Ray submitter's exit */ };
+       T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */ };
 
 /* cluster_jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
 struct cl_jpod {

@@ -177,6 +177,19 @@ static cJSON *container_status(struct cl_pod *p, const cJSON *spec_c, int idx, b
                               terminated("Completed", 0, p->start_time, p->start_time, cid));
         return s;
     }
+    if (p->side_done && name && !strcmp(name, p->side_name) &&
+        (p->stage == ST_RUNNING || p->stage == ST_READY)) {
+        /* the sidecar submitter exited (restartPolicy Never) while the Pod runs on; the
+         * Pod's Ready condition is left as is: KubeRay's head Service publishes not-ready
+         * addresses, so the dashboard stays reachable as it does here */
+        cJSON_AddBoolToObject(s, "ready", false);
+        cJSON_AddNumberToObject(s, "restartCount", p->restarts);
+        cJSON_AddBoolToObject(s, "started", false);
+        cJSON_AddItemToObject(st, "terminated", terminated(p->side_exit ? "Error" : "Completed",
+                              p->side_exit, p->side_started, p->side_finished, cid));
+        cJSON_AddObjectToObject(s, "lastState");
+        return s;
+    }
     cJSON_AddBoolToObject(s, "ready", p->stage == ST_READY);
     cJSON_AddNumberToObject(s, "restartCount", p->restarts);
     cJSON_AddBoolToObject(s, "started", p->stage == ST_RUNNING || p->stage == ST_READY);
@@ -409,11 +422,21 @@ static void start_container(struct cluster *c, struct cl_pod *p, bool restart)
     container_events(c, p, "Created", "Normal", "Created container: %s");
     container_events(c, p, "Started", "Normal", "Started container %s");
     (void)restart;
-    if (c->o.ray && ray_submitter_start(c->o.ray, p->obj->json))
+    p->side_done = false;
+    p->side_name[0] = '\0';
+    if (c->o.ray && ray_submitter_start(c->o.ray, p->obj->json)) {
         /* a Ray submitter: the Ray runtime decides when it exits, and how (sim/ray.h) */
         cl_timer_add(c, RAY_POLL_MS, T_RAY, p);
-    else if (p->exit_after_ms > 0)
-        cl_timer_add(c, (uint64_t)p->exit_after_ms, T_EXIT, p);
+    } else {
+        if (c->o.ray && ray_submitter_sidecar(c->o.ray, p->obj->uid, p->side_name,
+                                              sizeof(p->side_name))) {
+            /* a sidecar submitter: only its container ends, the Pod runs on */
+            p->side_started = time(NULL);
+            cl_timer_add(c, RAY_POLL_MS, T_RAY_SIDE, p);
+        }
+        if (p->exit_after_ms > 0)
+            cl_timer_add(c, (uint64_t)p->exit_after_ms, T_EXIT, p);
+    }
     if (p->fail_kind != FAIL_NEVERREADY)
         cl_timer_add(c, cl_jitter(c, c->o.pod_ready_ms), T_READY, p);
 }
@@ -527,6 +550,20 @@ void cl_kubelet_timer(struct cluster *c, struct cl_pod *p, int kind)
         p->fail_kind = code ? FAIL_EXIT : FAIL_NONE;
         p->exit_code = code;
         container_exit(c, p);
+        break;
+    }
+    case T_RAY_SIDE: {
+        int code;
+        if (p->stage != ST_RUNNING && p->stage != ST_READY)
+            break;
+        if (!ray_submitter_poll(c->o.ray, p->obj->uid, &code)) {
+            cl_timer_add(c, RAY_POLL_MS, T_RAY_SIDE, p);
+            break;
+        }
+        p->side_done = true;
+        p->side_exit = code;
+        p->side_finished = time(NULL);
+        cl_kubelet_write(c, p);
         break;
     }
     case T_PULL:

@@ -47,6 +47,10 @@ void ray_free(struct ray *r);
 bool ray_submitter_start(struct ray *r, const cJSON *pod);
 /* true with *code set once the submitter of Pod uid has exited. */
 bool ray_submitter_poll(struct ray *r, const char *uid, int *code);
+/* A Pod of several containers whose submitter the runtime plays (KubeRay's SidecarMode):
+ * true with the submitter container's name in container (cap >= 64), so the kubelet can
+ * report that container's own exit (ray_submitter_poll) while the Pod runs on. */
+bool ray_submitter_sidecar(struct ray *r, const char *uid, char *container, size_t cap);
 /* The Pod is going: stop its submitter (its log stays until ray_free). */
 void ray_submitter_cancel(struct ray *r, const char *uid);
 

@@ -358,6 +358,21 @@ bool ray_submitter_poll(struct ray *r, const char *uid, int *code)
     return done;
 }
 
+bool ray_submitter_sidecar(struct ray *r, const char *uid, char *container, size_t cap)
+{
+    struct ray_sub *s = NULL;
+    bool side = false;
+
+    pthread_mutex_lock(&r->mu);
+    HASH_FIND_STR(r->subs, uid, s);
+    if (s && s->pod && cJSON_GetArraySize(ray_jget(ray_jget(s->pod, "spec"), "containers")) > 1) {
+        snprintf(container, cap, "%s", s->container);
+        side = true;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return side;
+}
+
 void ray_submitter_cancel(struct ray *r, const char *uid)
 {
     struct ray_sub *s = NULL;

@@ -370,32 +370,37 @@ static int render_list_table(const struct reg_resource *res, const struct store_
     return rc;
 }
 
-static int do_list(struct server_req *req, const struct reg_resource *res)
+/* Answers 200 with l as a List (or a Table when table), 500 if it cannot be rendered. */
+static void reply_list(struct server_req *req, const struct reg_resource *res,
+                       const struct store_list *l, bool table)
 {
-    struct server *s = req->srv;
-    struct list_ctx c;
-    struct store_list l = { 0 };
-    struct store_status st = { 0 };
     struct buf b = { 0 };
     size_t len;
-    int rc;
+    int rc = table ? render_list_table(res, l, req->query->include_object, &b)
+                   : render_list(res, l, &b);
 
-    if (list_opts(req, &c) < 0)
-        goto out;
-    if (store_list(s->store, res, req->route->ns, &c.lo, &l, &st) < 0) {
-        server_reply_store_status(req, &st);
-        goto out;
-    }
-    rc = req->accept.table ? render_list_table(res, &l, req->query->include_object, &b)
-                           : render_list(res, &l, &b);
     if (rc < 0) {
+        buf_free(&b);
         server_reply_status(req, 500, "InternalError", "cannot render the list");
-        goto out;
+        return;
     }
     len = b.len;
     server_reply_take(req, 200, JSON, buf_steal(&b), len);
+}
+
+static int do_list(struct server_req *req, const struct reg_resource *res)
+{
+    struct list_ctx c;
+    struct store_list l = { 0 };
+    struct store_status st = { 0 };
+
+    if (list_opts(req, &c) < 0)
+        goto out;
+    if (store_list(req->srv->store, res, req->route->ns, &c.lo, &l, &st) < 0)
+        server_reply_store_status(req, &st);
+    else
+        reply_list(req, res, &l, req->accept.table);
 out:
-    buf_free(&b);
     store_list_free(&l);
     list_done(&c);
     return 0;
@@ -688,8 +693,6 @@ static int do_delete_collection(struct server_req *req, const struct reg_resourc
     struct store_list l = { 0 };
     struct store_status st = { 0 };
     struct store_list_opts all;
-    struct buf b = { 0 };
-    size_t len;
 
     if (list_opts(req, &lc) < 0)
         goto out;
@@ -700,18 +703,11 @@ static int do_delete_collection(struct server_req *req, const struct reg_resourc
     all.limit = 0;
     all.continue_token = NULL;
     if (store_list(s->store, res, req->route->ns, &all, &l, &st) < 0 ||
-        store_delete_collection(s->store, res, req->route->ns, &all, &dc.o, &st) < 0) {
+        store_delete_collection(s->store, res, req->route->ns, &all, &dc.o, &st) < 0)
         server_reply_store_status(req, &st);
-        goto out;
-    }
-    if (render_list(res, &l, &b) < 0) {
-        server_reply_status(req, 500, "InternalError", "cannot render the list");
-        goto out;
-    }
-    len = b.len;
-    server_reply_take(req, 200, JSON, buf_steal(&b), len);
+    else
+        reply_list(req, res, &l, false);
 out:
-    buf_free(&b);
     store_list_free(&l);
     cJSON_Delete(dc.body);
     list_done(&lc);

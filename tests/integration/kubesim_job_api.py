@@ -4,7 +4,7 @@
 # the propagation policy of a Job DELETE, and the 422 validation of the pod template.
 # deadline: 50
 #
-# Starts kubesim (2 nodes, Job Pods that run 30 s) and deletes running Jobs the ways
+# Starts kubesim (2 nodes; the Job Pods run 30 s) and deletes running Jobs the ways
 # clients do: no body (the Python client), an empty DeleteOptions (client-go's
 # DeleteOptions{}), `kubectl delete` (sends Background), `kubectl delete --cascade=orphan`,
 # propagationPolicy Orphan / Foreground, orphanDependents=true, and a delete-collection
@@ -28,7 +28,8 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kubesim_cluster as kc  # noqa: E402  (ok/check/wait_until and the HTTP Sim)
+import kubesim_cluster as kc  # noqa: E402  (ok/check/wait_until)
+import kubesim_jobs as kj  # noqa: E402  (JobSim: kubesim with 2 nodes and a kubeconfig)
 from kubesim_cluster import check, wait_until  # noqa: E402
 
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
@@ -37,20 +38,7 @@ KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 WARNING = "child pods are preserved by default when jobs are deleted"
 
 
-class Sim(kc.Sim):
-    def __init__(self, work):
-        self.work = work
-        self.kubeconfig = os.path.join(work, "kubeconfig")
-        self.log = open(os.path.join(work, "kubesim.log"), "wb")
-        self.proc = subprocess.Popen([kc.KUBESIM, "--listen", "127.0.0.1:0", "--nodes", "2",
-                                      "--kubeconfig-out", self.kubeconfig,
-                                      "--pod-start-ms", "100", "--pod-ready-ms", "100",
-                                      "--pod-stop-ms", "100", "--job-pod-ms", "30000"],
-                                     stdout=subprocess.PIPE, stderr=self.log)
-        self.url = self.proc.stdout.readline().decode().strip()
-        if not self.url.startswith("http"):
-            raise RuntimeError("kubesim did not start")
-
+class Sim(kj.JobSim):
     def delete(self, path, raw_body=None):
         """DELETE with raw_body sent as is (None: no body at all); returns
         (code, object, Warning headers)."""
@@ -67,7 +55,10 @@ class Sim(kc.Sim):
 def job(name):
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": name, "labels": {"suite": "del", "case": name}},
-            "spec": {"template": {"metadata": {"labels": {"app": name}}, "spec": {
+            "spec": {"template": {"metadata": {
+                "labels": {"app": name},
+                # runs 30 s, so every Pod is still Running when its Job is deleted
+                "annotations": {"kubesim.io/exit-after-ms": "30000"}}, "spec": {
                 "restartPolicy": "Never",
                 "containers": [{"name": "work", "image": "busybox:1.36"}]}}}}
 

@@ -9,10 +9,6 @@
 # and kuberay_job_* metrics are there.
 . "$(dirname "$0")/lib_rayjob.sh"
 
-# kubesim plays the sidecar submitter but does not report its container's own exit (one
-# state per Pod), which KubeRay waits for; the transition grace period then ends SidecarMode
-# jobs: 3 s here instead of 300 (docs/rayjob.md)
-export RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS=3
 rj_start || exit 1
 FAST='"runtimeEnvYAML":"env_vars:\n  KUBESIM_JOB_SECONDS: \"2\"\n"'
 rj_create k8s "\"submissionMode\":\"K8sJobMode\",$FAST" || not_ok "create k8s"
@@ -49,8 +45,13 @@ for m in k8s http sidecar inter; do
     fi
 done
 check "inter ran the user's job id" rj_is inter status.jobId inter-1
-check "sidecar: ended by the transition grace period (kubesim reports no sidecar exit)" \
-    rj_is sidecar status.reason JobDeploymentStatusTransitionGracePeriodExceeded
+sidecar_exited() {
+    kcurl "/api/v1/namespaces/default/pods?labelSelector=ray.io/node-type=head,ray.io/cluster=$(rj_field sidecar status.rayClusterName)" |
+        jq -e '.items[0].status.containerStatuses[] | select(.name == "ray-job-submitter") |
+               .state.terminated.exitCode == 0' >/dev/null
+}
+check "sidecar: Complete once its ray-job-submitter container exited 0 (no grace-period reason)" \
+    sh -c "[ -z \"$(rj_field sidecar status.reason)\" ]" && check "sidecar: the submitter container terminated" sidecar_exited
 K8S_CLUSTER=$(rj_field k8s status.rayClusterName)
 check "k8s: cluster named k8s-xxxxx, jobId k8s-xxxxx" \
     sh -c "echo '$K8S_CLUSTER $(rj_field k8s status.jobId)' | grep -Eq '^k8s-[a-z0-9]{5} k8s-[a-z0-9]{5}$'"
@@ -61,6 +62,10 @@ check "k8s: the submitter Job exists and completed" \
 check "k8s: dashboardURL is the head Service FQDN" \
     rj_is k8s status.dashboardURL "$K8S_CLUSTER-head-svc.default.svc.cluster.local:8265"
 check "k8s: the finalizer is set" rj_is k8s metadata.finalizers.0 ray.io/rayjob-finalizer
+kcurl /api/v1/namespaces/default/services/k8s-head-svc >"$WORK/svc.json"
+check "k8s: Service k8s-head-svc, owned by the RayJob, selects its RayCluster's head" \
+    jq -e --arg c "$K8S_CLUSTER" --arg u "$(rj_field k8s metadata.uid)" '.spec.selector["ray.io/cluster"] == $c and
+        .spec.selector["ray.io/node-type"] == "head" and .metadata.ownerReferences[0].uid == $u' "$WORK/svc.json" >/dev/null
 check "k8s: the Ray job ran once on the dashboard" \
     [ "$(dash "$K8S_CLUSTER" /api/jobs/ | jq length)" = 1 ]
 head_has_submitter() {

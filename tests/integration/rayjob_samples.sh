@@ -10,8 +10,6 @@
 # Queue) are skipped.
 . "$(dirname "$0")/lib_rayjob.sh"
 
-# SidecarMode ends through the transition grace period in kubesim (docs/rayjob.md): 3 s here
-export RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS=3
 rj_start --nodes 6 --node-cpu 64 --node-memory 256Gi --node-gpu 8 \
     --node-labels cloud.google.com/gke-accelerator=nvidia-tesla-t4 || exit 1
 S=/work/shared/kuberay/samples

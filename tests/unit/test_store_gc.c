@@ -329,7 +329,7 @@ static void test_job_policies(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char jn[16], pn[16];
+        char jn[32], pn[48];
         bool gone = false, owned = true;
         snprintf(jn, sizeof(jn), "job%zu", i);
         snprintf(pn, sizeof(pn), "job%zu-pod", i);
@@ -397,7 +397,7 @@ static void test_event_ignores_policy(void **state)
             struct store_status st = { 0 };
             struct store_obj *r = NULL;
             bool gone = false;
-            char n[16];
+            char n[32];
             snprintf(n, sizeof(n), "ev%d%d", i, k);
             store_obj_unref(tl_create(S, ev, "default", tl_json(
                 i ? "{\"metadata\":{\"name\":\"%s\"},\"eventTime\":\"2026-01-01T00:00:00.000000Z\","
