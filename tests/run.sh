@@ -3,7 +3,7 @@
 # "total: N passed, M failed" that CI reads.
 #
 #  1. cmocka unit tests, release build (build/rel/tests) and ASan+UBSan build (build/asan/tests)
-#  2. libFuzzer targets (build/fuzz/fuzz), FUZZ_SECONDS each (default 5), seeded from tests/fuzz/corpus/NAME,
+#  2. libFuzzer targets (build/fuzz/fuzz), FUZZ_SECONDS each (default 5), FUZZ_JOBS (2) at once, seeded from tests/fuzz/corpus/NAME,
 #     libFuzzer seed FUZZ_SEED (default 1; 0 = random); crashing inputs are kept in the log folder
 #  3. integration tests tests/integration/*.sh|*.py: each prints TAP-ish "ok - what" /
 #     "not ok - what" lines and declares its deadline with a "# deadline: SECONDS" line
@@ -40,8 +40,31 @@ run_integration() {
     echo "$p $f" >"$LOGDIR/$name.result"
 }
 
+# One fuzz target for FUZZ_SECONDS on a copy of its corpus; leaves its exit status in
+# $LOGDIR/NAME.fuzzresult. FUZZ_JOBS targets run at once (each is one process, one core).
+run_fuzz() {
+    t=$1; name=$(basename "$t")
+    log="$LOGDIR/$name.log"
+    work=$(mktemp -d)
+    [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$work/"
+    # A fixed seed keeps `make test` reproducible (a short run that finds a new crash
+    # only on some seeds would fail CI at random); `make fuzz` runs long and random.
+    timeout $(( ${FUZZ_SECONDS:-5} + 115 )) "$t" -max_total_time="${FUZZ_SECONDS:-5}" \
+        -seed="${FUZZ_SEED:-1}" -rss_limit_mb=2048 -timeout=10 \
+        -artifact_prefix="$LOGDIR/$name-" "$work" >"$log" 2>&1
+    rc=$?
+    rm -rf "$work"
+    if [ $rc -eq 0 ]; then echo "ok   $name ($(grep -o 'Done [0-9]* runs' "$log" | tail -1))"
+    else { echo "FAIL $name (rc=$rc)"; tail -40 "$log"; } >"$log.verdict"; cat "$log.verdict"; fi
+    echo "$rc" >"$LOGDIR/$name.fuzzresult"
+}
+
 if [ "${1:-}" = --integration-one ]; then
     run_integration "$2"
+    exit 0
+fi
+if [ "${1:-}" = --fuzz-one ]; then
+    run_fuzz "$2"
     exit 0
 fi
 
@@ -78,18 +101,11 @@ if [ -d build/fuzz/fuzz ]; then
         case "$t" in *.d) continue;; esac
         name=$(basename "$t")
         [ -n "$ONLY" ] && case "$name" in *$ONLY*) ;; *) continue;; esac
-        log="$LOGDIR/$name.log"
-        work=$(mktemp -d)
-        [ -d "tests/fuzz/corpus/$name" ] && cp -r "tests/fuzz/corpus/$name/." "$work/"
-        # A fixed seed keeps `make test` reproducible (a short run that finds a new crash
-        # only on some seeds would fail CI at random); `make fuzz` runs long and random.
-        timeout $(( ${FUZZ_SECONDS:-5} + 115 )) "$t" -max_total_time="${FUZZ_SECONDS:-5}" \
-            -seed="${FUZZ_SEED:-1}" -rss_limit_mb=2048 -timeout=10 \
-            -artifact_prefix="$LOGDIR/$name-" "$work" >"$log" 2>&1
-        rc=$?
-        rm -rf "$work"
-        if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "ok   $name ($(grep -o 'Done [0-9]* runs' "$log" | tail -1))"
-        else note_fail "$name" 1; echo "FAIL $name (rc=$rc)"; tail -40 "$log"; fi
+        echo "$t"
+    done | LOGDIR="$LOGDIR" xargs -P "${FUZZ_JOBS:-2}" -I{} sh "$ROOT/tests/run.sh" --fuzz-one {}
+    for r in "$LOGDIR"/fuzz_*.fuzzresult; do
+        [ -f "$r" ] || continue
+        if [ "$(cat "$r")" = 0 ]; then pass=$((pass + 1)); else note_fail "$(basename "$r" .fuzzresult)" 1; fi
     done
 fi
 

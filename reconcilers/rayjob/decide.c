@@ -614,7 +614,9 @@ int rj_after_submit(const struct rj_in *in, struct rj_plan *p, int rc)
     if (!p->status)
         return -ENOMEM;
     bool write;
-    if (rc < 0 && rc != -EEXIST) {
+    if (rc < 0) {
+        /* KubeRay counts "submission id already used" as a failed check too; the next
+         * GetJobInfo finds the job and stops the timer */
         write = record_check_failure(in, p->status);
     } else {
         /* submitted (or already there): a running timer stops */

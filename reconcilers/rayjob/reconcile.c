@@ -357,8 +357,8 @@ static int submit_http(struct host_ctx *ctx, struct observed *o, struct rj_plan 
     else if ((rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
         rc = dash_job_submit(&t, body, strlen(body), id, sizeof(id));
     free(body);
-    host_log(ctx, rc < 0 && rc != -EEXIST ? LOG_ERROR : LOG_INFO,
-             rc < 0 && rc != -EEXIST ? "Failed to submit the Ray job" : "Submitted the Ray job",
+    host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
+             rc < 0 ? "Failed to submit the Ray job" : "Submitted the Ray job",
              "JobId", rj_str(o->rj, "status.jobId"), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
     return rj_after_submit(&o->in, p, rc);
 }

@@ -356,6 +356,8 @@ static void test_deadlines_and_timeouts(void **state)
     assert_false(p.write_status);
     assert_int_equal(rj_after_submit(&in, &p, 0), 0);
     assert_false(p.write_status);
+    assert_int_equal(rj_after_submit(&in, &p, -EEXIST), 0);   /* as KubeRay: a failed check */
+    assert_true(p.write_status);
     assert_int_equal(rj_after_submit(&in, &p, -EIO), 0);
     assert_true(p.write_status);
     assert_string_equal(st(&p, "jobStatusCheckFailureStartTime"), "2027-01-15T08:00:00Z");
