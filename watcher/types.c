@@ -27,6 +27,10 @@ const struct watcher_type watcher_types[] = {
     { "batch/v1/jobs",            "batch",   "v1", "jobs",                 "Job",                   "batch/v1",  CREATED_BY,                                       NULL,         0 },
     { "v1/secrets",               "",        "v1", "secrets",              "Secret",                "v1",        CREATED_BY,                                       NULL,         0 },
     { "v1/persistentvolumeclaims","",        "v1", "persistentvolumeclaims","PersistentVolumeClaim","v1",        "ray.io/cluster",                                 NULL,         0 },
+    /* the RayCluster autoscaler's RBAC objects (recreated when deleted) */
+    { "v1/serviceaccounts",       "",        "v1", "serviceaccounts",      "ServiceAccount",        "v1",        CREATED_BY,                                       NULL,         0 },
+    { "rbac.authorization.k8s.io/v1/roles", "rbac.authorization.k8s.io", "v1", "roles", "Role", "rbac.authorization.k8s.io/v1", CREATED_BY,              NULL,         0 },
+    { "rbac.authorization.k8s.io/v1/rolebindings", "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "rbac.authorization.k8s.io/v1", CREATED_BY, NULL, 0 },
 };
 const size_t watcher_ntypes = sizeof(watcher_types) / sizeof(watcher_types[0]);
 
@@ -36,6 +40,9 @@ const struct watcher_owner_rule watcher_owner_rules[] = {
     { "v1/services",                 "RayCluster",  "ray.io/v1",      "raycluster" },
     { "v1/secrets",                  "RayCluster",  "ray.io/v1",      "raycluster" },
     { "v1/persistentvolumeclaims",   "RayCluster",  "ray.io/v1",      "raycluster" },
+    { "v1/serviceaccounts",          "RayCluster",  "ray.io/v1",      "raycluster" },
+    { "rbac.authorization.k8s.io/v1/roles",        "RayCluster", "ray.io/v1", "raycluster" },
+    { "rbac.authorization.k8s.io/v1/rolebindings", "RayCluster", "ray.io/v1", "raycluster" },
     { "ray.io/v1/rayclusters",       "RayJob",      "ray.io/v1",      "rayjob" },
     { "ray.io/v1/rayclusters",       "RayService",  "ray.io/v1",      "rayservice" },
     { "batch/v1/jobs",               "RayJob",      "ray.io/v1",      "rayjob" },

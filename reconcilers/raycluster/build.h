@@ -95,6 +95,18 @@ struct rc_invalid {
     char message[1024];
 };
 
+/* The KubeRay feature gates (--feature-gates, pkg/features/features.go) that
+ * change what validation accepts. All four are alpha and off by default; a
+ * NULL gates pointer means all off. With a gate on, KubeRay builds extra
+ * objects rayop does not build yet, so rc_validate still rejects the field,
+ * but says rayop lacks it rather than that the gate is off. */
+struct rc_gates {
+    bool network_policy;       /* RayClusterNetworkPolicy: spec.networkPolicy */
+    bool mtls;                 /* RayClusterMTLS: spec.tlsOptions */
+    bool gcs_ft_embedded;      /* GCSFaultToleranceEmbeddedStorage: backend rocksdb */
+    bool history_server;       /* RayClusterHistoryServer: spec.historyServerOptions */
+};
+
 /* 0 if rc passes KubeRay's validation (ValidateRayClusterSpec and friends),
  * -EINVAL with *why filled otherwise. Checked in KubeRay's order: metadata
  * (reason InvalidRayClusterMetadata), spec and upgradeStrategy (InvalidRayClusterSpec),
@@ -102,7 +114,7 @@ struct rc_invalid {
  * wait for the next change). why->message is the Warning Event's message exactly
  * as KubeRay words it ("The RayCluster spec is invalid NS/NAME: ...").
  * Call rc_managed_elsewhere first: KubeRay skips such clusters before validating. */
-int rc_validate(const cJSON *rc, struct rc_invalid *why);
+int rc_validate(const cJSON *rc, const struct rc_gates *gates, struct rc_invalid *why);
 /* The warning KubeRay records but does not stop on (autoscaler v1 with a worker
  * restartPolicy other than Never): 1 with *why filled, 0 when there is none. */
 int rc_validate_warning(const cJSON *rc, struct rc_invalid *why);

@@ -23,6 +23,12 @@
 int rc_reconcile(struct host_ctx *ctx, struct host_result *res);
 int rc_metrics(struct host_view *view, struct buf *out);
 
+/* The RayCluster feature gates of this process (--feature-gates; build.h
+ * struct rc_gates). The RayJob and RayCronJob controllers validate cluster
+ * specs with the same gates. */
+struct rc_gates;
+void rc_gates_from_host(const struct host_ctx *ctx, struct rc_gates *g);
+
 /* ---- status (status.c): a pure function of the cluster and its objects ---- */
 
 /* What the reconcile loop ran into, mapped to KubeRay's ReplicaFailure reasons

@@ -14,7 +14,6 @@
  * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,57 +54,43 @@ int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
 
 /* ---- autoscaler RBAC ---------------------------------------------------------- */
 
-/* ServiceAccount/Role/RoleBinding and the auth Secret are not cached (KubeRay
- * reads them from its informer): they are created once per cluster uid per
- * process and AlreadyExists counts as done (a restarted controller creates them
- * again). A slot shared by two uids just means a redundant create. */
-#define UNCACHED_MEMO 4096
-enum { DONE_RBAC = 1, DONE_AUTH = 2 };
-static struct {
-    pthread_mutex_t mu;
-    struct { char uid[40]; unsigned done; } e[UNCACHED_MEMO];
-} memo = { .mu = PTHREAD_MUTEX_INITIALIZER };
+/* ServiceAccount/Role/RoleBinding and the auth Secret carry the created-by
+ * label, so the watcher caches them (watcher/types.c) and a change to one of
+ * them (a delete by hand included) enqueues its RayCluster, as KubeRay's
+ * Owns(). An object the cache already holds is left alone (KubeRay never
+ * updates them); one it lacks is created, and AlreadyExists (a cache that has
+ * not yet seen our own create) counts as done. */
+#define RC_CACHE_SERVICEACCOUNTS "v1/serviceaccounts"
+#define RC_CACHE_ROLES "rbac.authorization.k8s.io/v1/roles"
+#define RC_CACHE_ROLEBINDINGS "rbac.authorization.k8s.io/v1/rolebindings"
+#define RC_CACHE_SECRETS "v1/secrets"
 
-static size_t memo_slot(const char *uid)
+/* 1 when the cache holds NS/name of cache_type, 0 when not, < 0 on error. */
+static int cached(struct rc_run *r, const char *cache_type, const char *name)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = uid; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return (size_t)(h % UNCACHED_MEMO);
-}
-
-static bool memo_done(const char *uid, unsigned what)
-{
-    pthread_mutex_lock(&memo.mu);
-    size_t i = memo_slot(uid);
-    bool done = strcmp(memo.e[i].uid, uid) == 0 && (memo.e[i].done & what);
-    pthread_mutex_unlock(&memo.mu);
-    return done;
-}
-
-static void memo_remember(const char *uid, unsigned what)
-{
-    pthread_mutex_lock(&memo.mu);
-    size_t i = memo_slot(uid);
-    if (strcmp(memo.e[i].uid, uid) != 0) {
-        snprintf(memo.e[i].uid, sizeof(memo.e[i].uid), "%s", uid);
-        memo.e[i].done = 0;
-    }
-    memo.e[i].done |= what;
-    pthread_mutex_unlock(&memo.mu);
+    cJSON *have = NULL;
+    int rc = host_get(r->ctx, cache_type, r->ns, name, &have);
+    cJSON_Delete(have);
+    if (rc == 0)
+        return 1;
+    return rc == -ENOENT ? 0 : rc;
 }
 
 /* Creates obj unless it exists; Normal/Warning Events named as KubeRay's
  * (none when ok_reason is NULL, as for KubeRay's auth Secret). */
-static int create_uncached(struct rc_run *r, const struct kube_resource *res, cJSON *obj,
-                           const char *ok_reason, const char *fail_reason, const char *what)
+static int create_absent(struct rc_run *r, const char *cache_type,
+                         const struct kube_resource *res, cJSON *obj, const char *ok_reason,
+                         const char *fail_reason, const char *what)
 {
     struct kube_client *kc = host_kube(r->ctx);
     struct kube_result kr = { 0 };
     const char *name = rc_meta(obj, "name");
+    int rc = cached(r, cache_type, name);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
     if (!kc)
         return -ENOTCONN;
-    int rc = kube_create(kc, res, r->ns, obj, &kr);
+    rc = kube_create(kc, res, r->ns, obj, &kr);
     if (rc == 0) {
         host_log(r->ctx, LOG_INFO, "Created", "object", what, "name", name, NULL);
         if (ok_reason)
@@ -123,26 +108,25 @@ static int create_uncached(struct rc_run *r, const struct kube_resource *res, cJ
 
 static int reconcile_rbac(struct rc_run *r)
 {
-    if (!rc_autoscaling_enabled(r->rc) || memo_done(r->uid, DONE_RBAC))
+    if (!rc_autoscaling_enabled(r->rc))
         return 0;
     cJSON *sa = NULL, *role = NULL, *binding = NULL;
     int rc = rc_build_autoscaler_rbac(r->rc, &sa, &role, &binding);
     if (rc < 0)
         return rc_fail(r, RC_ERR_OTHER, "building the autoscaler RBAC objects: %s", strerror(-rc));
     if (sa)
-        rc = create_uncached(r, &RC_RES_SERVICEACCOUNTS, sa, "CreatedServiceAccount",
+        rc = create_absent(r, RC_CACHE_SERVICEACCOUNTS, &RC_RES_SERVICEACCOUNTS, sa, "CreatedServiceAccount",
                              "FailedToCreateServiceAccount", "service account");
     if (rc == 0 && role)
-        rc = create_uncached(r, &RC_RES_ROLES, role, "CreatedRole", "FailedToCreateRole", "role");
+        rc = create_absent(r, RC_CACHE_ROLES, &RC_RES_ROLES, role, "CreatedRole", "FailedToCreateRole", "role");
     if (rc == 0 && binding)
-        rc = create_uncached(r, &RC_RES_ROLEBINDINGS, binding, "CreatedRoleBinding",
+        rc = create_absent(r, RC_CACHE_ROLEBINDINGS, &RC_RES_ROLEBINDINGS, binding, "CreatedRoleBinding",
                              "FailedToCreateRoleBinding", "role binding");
     cJSON_Delete(sa);
     cJSON_Delete(role);
     cJSON_Delete(binding);
     if (rc < 0)
         return rc_fail(r, RC_ERR_OTHER, "autoscaler RBAC: %s", kube_strerror(rc));
-    memo_remember(r->uid, DONE_RBAC);
     return 0;
 }
 
@@ -172,21 +156,25 @@ static int reconcile_auth_secret(struct rc_run *r)
         cJSON_GetObjectItemCaseSensitive(r->rc, "spec"), "authOptions");
     const cJSON *sn = cJSON_GetObjectItemCaseSensitive(auth, "secretName");
     if (!rc_auth_token_enabled(r->rc) || rc_k8s_token_auth(r->rc) ||
-        (cJSON_IsString(sn) && *sn->valuestring) || memo_done(r->uid, DONE_AUTH))
+        (cJSON_IsString(sn) && *sn->valuestring))
         return 0;
     unsigned char raw[32];
     char token[48], data64[72], name[64];
+    int rc;
+    rc_check_name(r->name, name, sizeof(name));
+    /* cached first: no random token is drawn for a Secret that exists */
+    if ((rc = cached(r, RC_CACHE_SECRETS, name)) != 0)
+        return rc < 0 ? rc_fail(r, RC_ERR_OTHER, "reading the auth Secret: %s", strerror(-rc)) : 0;
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
         return rc_fail(r, RC_ERR_OTHER, "no randomness for the auth token");
     base64_encode(raw, sizeof(raw), token);
     /* KubeRay sends stringData; the API server stores it base64-encoded in data.
      * We send data directly: the same stored Secret, and kubesim has no stringData */
     base64_encode((const unsigned char *)token, strlen(token), data64);
-    rc_check_name(r->name, name, sizeof(name));
     cJSON *s = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(s, "metadata");
     cJSON *lb = cJSON_AddObjectToObject(m, "labels"), *refs = cJSON_AddArrayToObject(m, "ownerReferences");
     cJSON *ref = cJSON_CreateObject(), *data = cJSON_AddObjectToObject(s, "data");
-    int rc = -ENOMEM;
+    rc = -ENOMEM;
     if (!s || !m || !lb || !refs || !ref || !data) {
         cJSON_Delete(ref);
         goto out;
@@ -196,6 +184,8 @@ static int reconcile_auth_secret(struct rc_run *r)
     cJSON_AddStringToObject(m, "name", name);
     cJSON_AddStringToObject(m, "namespace", r->ns);
     cJSON_AddStringToObject(lb, RC_LABEL_CLUSTER, r->name);
+    /* rayop's addition: the watcher caches only Secrets with this label */
+    cJSON_AddStringToObject(lb, RC_LABEL_CREATED_BY, RC_CREATED_BY);
     cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1");
     cJSON_AddStringToObject(ref, "kind", "RayCluster");
     cJSON_AddStringToObject(ref, "name", r->name);
@@ -204,7 +194,7 @@ static int reconcile_auth_secret(struct rc_run *r)
     cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
     cJSON_AddItemToArray(refs, ref);
     cJSON_AddStringToObject(data, "auth_token", data64);
-    rc = create_uncached(r, &RC_RES_SECRETS, s, NULL, NULL, "secret");
+    rc = create_absent(r, RC_CACHE_SECRETS, &RC_RES_SECRETS, s, NULL, NULL, "secret");
 out:
     explicit_bzero(token, sizeof(token));
     explicit_bzero(data64, sizeof(data64));
@@ -218,7 +208,6 @@ out:
     cJSON_Delete(s);
     if (rc < 0)
         return rc_fail(r, RC_ERR_OTHER, "auth Secret: %s", kube_strerror(rc));
-    memo_remember(r->uid, DONE_AUTH);
     return 0;
 }
 
@@ -395,11 +384,21 @@ static void write_invalid_reason(struct rc_run *r, const char *why)
     cJSON_Delete(obj);
 }
 
+void rc_gates_from_host(const struct host_ctx *ctx, struct rc_gates *g)
+{
+    g->network_policy = host_feature_enabled(ctx, "RayClusterNetworkPolicy", false);
+    g->mtls = host_feature_enabled(ctx, "RayClusterMTLS", false);
+    g->gcs_ft_embedded = host_feature_enabled(ctx, "GCSFaultToleranceEmbeddedStorage", false);
+    g->history_server = host_feature_enabled(ctx, "RayClusterHistoryServer", false);
+}
+
 static int validate(struct rc_run *r, struct host_result *res)
 {
     struct rc_invalid why;
+    struct rc_gates gates;
+    rc_gates_from_host(r->ctx, &gates);
     memset(&why, 0, sizeof(why));
-    if (rc_validate(r->rc, &why) < 0) {
+    if (rc_validate(r->rc, &gates, &why) < 0) {
         host_log(r->ctx, LOG_ERROR, "The RayCluster is invalid", "reason", why.reason,
                  "error", why.message, NULL);
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, why.reason, "Validate", "%s", why.message);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/raycronjob/raycronjob.h"
 #include "util/util.h"
 
@@ -250,6 +251,7 @@ int raycronjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     rj_config_from_env(&cfg);
     cfg.deletion_policy_gate = host_feature_enabled(ctx, "RayJobDeletionPolicy", true);
     cfg.sidecar_restart_gate = host_feature_enabled(ctx, "SidecarSubmitterRestart", false);
+    rc_gates_from_host(ctx, &cfg.rc_gates);
     if ((rc = raycronjob_validate(rcj, &cfg, &sched, &zone, err, sizeof(err))) < 0) {
         if (rc == -EINVAL) {
             host_log(ctx, LOG_WARN, "invalid RayCronJob", "error", err, NULL);

@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "reconcilers/dashboard/dashboard.h"
+#include "reconcilers/raycluster/build.h"
 
 struct host_ctx;
 struct host_result;
@@ -48,6 +49,7 @@ struct rj_config {
     bool delete_cr_after_finish;     /* DELETE_RAYJOB_CR_AFTER_JOB_FINISHES=true */
     int grace_period_s;              /* RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS, 300 */
     int status_check_timeout_s;      /* RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS, 300 */
+    struct rc_gates rc_gates;        /* the RayCluster gates, for the cluster spec */
 };
 void rj_config_default(struct rj_config *c);
 /* Reads the env overrides KubeRay reads (invalid values keep the default). */

@@ -23,6 +23,7 @@
 
 #include "reconcilers/host/host.h"
 #include "reconcilers/raycluster/build.h"
+#include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/rayjob/rayjob_int.h"
 #include "util/util.h"
 
@@ -60,6 +61,7 @@ static void load_config(struct host_ctx *ctx, struct rj_config *cfg)
     rj_config_from_env(cfg);
     cfg->deletion_policy_gate = host_feature_enabled(ctx, "RayJobDeletionPolicy", true);
     cfg->sidecar_restart_gate = host_feature_enabled(ctx, "SidecarSubmitterRestart", false);
+    rc_gates_from_host(ctx, &cfg->rc_gates);
 }
 
 /* The head Service's dashboard address (utils.FetchHeadServiceURL). */

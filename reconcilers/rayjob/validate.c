@@ -267,7 +267,7 @@ static int check_spec(const cJSON *rj, const struct rj_config *cfg, struct rj_in
         if (ann)
             cJSON_AddItemReferenceToObject(md, "annotations", (cJSON *)ann);
         cJSON_AddItemReferenceToObject(fake, "spec", (cJSON *)rcs);
-        rc = rc_validate(fake, &rci);
+        rc = rc_validate(fake, &cfg->rc_gates, &rci);
         cJSON_Delete(fake);
         if (rc < 0) {
             /* KubeRay wraps ValidateRayClusterSpec's own error: drop rc_validate's

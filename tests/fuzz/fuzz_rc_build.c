@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.enable_head_cluster_ip_service = data[0] & 8;
     o.enable_login_shell = data[0] & 16;
 
-    (void)rc_validate(rc, &why);
+    (void)rc_validate(rc, NULL, &why);
     (void)rc_validate_warning(rc, &why);
     (void)rc_managed_elsewhere(rc);
     (void)rc_head_service_name(rc, buf, sizeof(buf));

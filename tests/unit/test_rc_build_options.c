@@ -141,7 +141,7 @@ static void test_labels_names_and_creators(void **state)
     char names[1024];
     cJSON *rc = yaml_rc(service_yaml);
     struct rc_invalid why;
-    assert_int_equal(rc_validate(rc, &why), 0);
+    assert_int_equal(rc_validate(rc, NULL, &why), 0);
     struct rc_build_opts o;
     rc_build_opts_default(&o);
     o.use_deterministic_head_name = true;

@@ -138,6 +138,9 @@ static void test_owned_kinds(void **state)
         { "batch/v1/jobs", "RayJob", "rayjob" },
         { "v1/secrets", "RayCluster", "raycluster" },
         { "v1/persistentvolumeclaims", "RayCluster", "raycluster" },
+        { "v1/serviceaccounts", "RayCluster", "raycluster" },
+        { "rbac.authorization.k8s.io/v1/roles", "RayCluster", "raycluster" },
+        { "rbac.authorization.k8s.io/v1/rolebindings", "RayCluster", "raycluster" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *o = obj("ns", "child", 1, NULL, cases[i].okind, "ray.io/v1", "owner", 1);

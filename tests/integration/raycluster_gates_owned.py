@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+# raycluster_gates_owned.py - `rayop controller raycluster --feature-gates`
+# and the objects it owns but never updates, against kubesim:
+#  * a gated field (spec.networkPolicy) with its gate on is refused with
+#    rayop's "not implemented by rayop yet" message (status.reason + Warning
+#    Event); with the gate off (spec.tlsOptions, RayClusterMTLS not given) it is
+#    refused with KubeRay's gate message;
+#  * the autoscaler ServiceAccount/Role/RoleBinding and the token-auth Secret,
+#    each deleted by hand, are recreated by the running controller (they are in
+#    the watcher's cache, so the delete enqueues their RayCluster).
+# deadline: 50
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "raycluster"))
+import rclib  # noqa: E402
+from rclib import check, wait_until  # noqa: E402
+
+NS = "default"
+
+
+def cluster(name, extra_spec=None, version="2.46.0"):
+    spec = {
+        "rayVersion": version,
+        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+            {"name": "ray-head", "image": "rayproject/ray:" + version,
+             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]}}},
+        "workerGroupSpecs": [],
+    }
+    spec.update(extra_spec or {})
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name}, "spec": spec}
+
+
+def main():
+    env = rclib.Env(["--nodes", "2", "--pod-start-ms", "100", "--pod-ready-ms", "150",
+                     "--pod-stop-ms", "100"], name="rc-gates")
+    env.start_watcher()
+    env.start_controller(extra=["--feature-gates", "RayClusterNetworkPolicy=true"])
+
+    def reason(name):
+        return (env.get(env.rc_path(NS, name)) or {}).get("status", {}).get("reason", "")
+
+    # gate on: refused, saying rayop lacks it
+    env.req("POST", env.rc_path(NS), cluster("np", {"networkPolicy": {"mode": "DenyAll"}}))
+    check("networkPolicy with RayClusterNetworkPolicy=true refused as not implemented",
+          wait_until(15, lambda: "spec.networkPolicy is not implemented by rayop yet" in reason("np")),
+          reason("np"))
+    check("its Warning Event says so",
+          any("not implemented by rayop yet" in e.get("note", "")
+              for e in env.events(NS, "InvalidRayClusterSpec")))
+    check("no Pods for it", env.pods(NS, "np") == [])
+    # gate off: KubeRay's gate message
+    env.req("POST", env.rc_path(NS), cluster("tls", {"tlsOptions": {"enabled": True}}))
+    check("tlsOptions with RayClusterMTLS off refused with the gate message",
+          wait_until(15, lambda: "requires the RayClusterMTLS feature gate to be enabled"
+                     in reason("tls")), reason("tls"))
+
+    # owned objects recreated after a delete by hand
+    env.req("POST", env.rc_path(NS), cluster("own", {
+        "enableInTreeAutoscaling": True, "authOptions": {"mode": "token"}}, version="2.52.0"))
+    paths = {
+        "ServiceAccount": "/api/v1/namespaces/%s/serviceaccounts/own" % NS,
+        "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles/own" % NS,
+        "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/own" % NS,
+        "auth Secret": "/api/v1/namespaces/%s/secrets/own" % NS,
+    }
+    check("ServiceAccount, Role, RoleBinding, auth Secret created",
+          wait_until(20, lambda: all(env.get(p) for p in paths.values())),
+          {k: bool(env.get(p)) for k, p in paths.items()})
+    for what, p in paths.items():
+        old = env.get(p) or {}
+        uid = old.get("metadata", {}).get("uid")
+        code, _ = env.req("DELETE", p)
+
+        def recreated():
+            o = env.get(p)
+            return o is not None and o["metadata"].get("uid") != uid
+        check("%s deleted by hand (HTTP %d) is recreated" % (what, code),
+              code == 200 and wait_until(15, recreated))
+    sec = env.get(paths["auth Secret"]) or {}
+    check("the recreated auth Secret has an auth_token",
+          bool(sec.get("data", {}).get("auth_token")))
+    return rclib.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
