@@ -53,10 +53,8 @@ const struct present_printer *present_builtin_printer(const struct reg_resource 
 extern const char present_name_desc[];
 extern const char present_age_desc[];
 
-/* Helpers for cell functions: string at a dotted path ("spec.nodeName") or NULL;
- * human age of an RFC 3339 timestamp string ("<unknown>" when missing/invalid). */
-const char *present_str(const cJSON *obj, const char *path);
-const cJSON *present_get(const cJSON *obj, const char *path);
+/* Helpers for cell functions (values at dotted paths: util/json.h): human age of an
+ * RFC 3339 timestamp string ("<unknown>" when missing/invalid). */
 void present_age_of(const char *ts, time_t now, char out[16]);
 int present_add_str(cJSON *cells, const char *s);
 

@@ -9,6 +9,7 @@
 #include "sim/json_text.h"
 #include "sim/present.h"
 #include "sim/present_int.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -32,14 +33,14 @@ int present_cell_num(cJSON *cells, double v)
 
 int present_cell_name(cJSON *cells, const cJSON *obj)
 {
-    return present_add_str(cells, present_str(obj, "metadata.name"));
+    return present_add_str(cells, json_get_str(obj, "metadata.name"));
 }
 
 int present_cell_age(cJSON *cells, const cJSON *obj, time_t now)
 {
     char age[16];
 
-    present_age_of(present_str(obj, "metadata.creationTimestamp"), now, age);
+    present_age_of(json_get_str(obj, "metadata.creationTimestamp"), now, age);
     return present_add_str(cells, age);
 }
 
@@ -48,14 +49,14 @@ int present_cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path,
     int rc;
 
     if ((rc = present_cell_name(cells, obj)) ||
-        (rc = present_add_str(cells, present_str(obj, path))))
+        (rc = present_add_str(cells, json_get_str(obj, path))))
         return rc;
     return present_cell_age(cells, obj, now);
 }
 
 long present_num(const cJSON *obj, const char *path, long dflt)
 {
-    const cJSON *v = present_get(obj, path);
+    const cJSON *v = json_get(obj, path);
     return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
 }
 
@@ -66,7 +67,7 @@ const char *present_or(const char *s, const char *dflt)
 
 int present_count_keys(const cJSON *obj, const char *path)
 {
-    const cJSON *v = present_get(obj, path);
+    const cJSON *v = json_get(obj, path);
     return cJSON_IsObject(v) || cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
 }
 
@@ -103,7 +104,7 @@ static bool cond_true(const cJSON *conds, const char *type)
     const cJSON *c;
 
     cJSON_ArrayForEach(c, (cJSON_IsArray(conds) ? conds : NULL)) {
-        const char *t = present_str(c, "type"), *s = present_str(c, "status");
+        const char *t = json_get_str(c, "type"), *s = json_get_str(c, "status");
         if (t && s && strcmp(t, type) == 0 && strcmp(s, "True") == 0)
             return true;
     }
@@ -132,8 +133,8 @@ static bool restartable_init(const cJSON *pod, const char *name)
 {
     const cJSON *c;
 
-    cJSON_ArrayForEach(c, present_get(pod, "spec.initContainers")) {
-        const char *n = present_str(c, "name"), *rp = present_str(c, "restartPolicy");
+    cJSON_ArrayForEach(c, json_get(pod, "spec.initContainers")) {
+        const char *n = json_get_str(c, "name"), *rp = json_get_str(c, "restartPolicy");
         if (n && name && strcmp(n, name) == 0)
             return rp && strcmp(rp, "Always") == 0;
     }
@@ -143,7 +144,7 @@ static bool restartable_init(const cJSON *pod, const char *name)
 static void later(time_t *last, const cJSON *status)
 {
     time_t t;
-    const char *fin = present_str(status, "lastState.terminated.finishedAt");
+    const char *fin = json_get_str(status, "lastState.terminated.finishedAt");
 
     if (fin && util_parse_time(fin, &t) == 0 && t > *last)
         *last = t;
@@ -152,33 +153,33 @@ static void later(time_t *last, const cJSON *status)
 static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
 {
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(pod, "status"), *c;
-    const cJSON *conds = present_get(pod, "status.conditions");
-    const cJSON *inits = present_get(pod, "status.initContainerStatuses");
-    const cJSON *ctrs = present_get(pod, "status.containerStatuses");
-    const char *phase = present_str(st, "phase"), *sreason = present_str(st, "reason");
+    const cJSON *conds = json_get(pod, "status.conditions");
+    const cJSON *inits = json_get(pod, "status.initContainerStatuses");
+    const cJSON *ctrs = json_get(pod, "status.containerStatuses");
+    const char *phase = json_get_str(st, "phase"), *sreason = json_get_str(st, "reason");
     char reason[320], restarts[64], age[16], ready[48], gates[32];
     long nrestarts = 0, rinit_restarts = 0, total, ready_n = 0, n_init;
     time_t last = 0, rinit_last = 0;
     bool initializing = false;
     int rc, i = 0;
 
-    total = cJSON_GetArraySize(present_get(pod, "spec.containers"));
-    n_init = cJSON_GetArraySize(present_get(pod, "spec.initContainers"));
+    total = cJSON_GetArraySize(json_get(pod, "spec.containers"));
+    n_init = cJSON_GetArraySize(json_get(pod, "spec.initContainers"));
     snprintf(reason, sizeof(reason), "%s", present_or(sreason, present_or(phase, "")));
     cJSON_ArrayForEach(c, (cJSON_IsArray(conds) ? conds : NULL)) {
-        const char *t = present_str(c, "type"), *r = present_str(c, "reason");
+        const char *t = json_get_str(c, "type"), *r = json_get_str(c, "reason");
         if (t && r && strcmp(t, "PodScheduled") == 0 && strcmp(r, "SchedulingGated") == 0)
             snprintf(reason, sizeof(reason), "SchedulingGated");
     }
-    cJSON_ArrayForEach(c, present_get(pod, "spec.initContainers")) {
-        const char *rp = present_str(c, "restartPolicy");
+    cJSON_ArrayForEach(c, json_get(pod, "spec.initContainers")) {
+        const char *rp = json_get_str(c, "restartPolicy");
         if (rp && strcmp(rp, "Always") == 0)
             total++;
     }
     cJSON_ArrayForEach(c, (cJSON_IsArray(inits) ? inits : NULL)) {
-        const char *name = present_str(c, "name");
-        const cJSON *term = present_get(c, "state.terminated");
-        const char *wreason = present_str(c, "state.waiting.reason");
+        const char *name = json_get_str(c, "name");
+        const cJSON *term = json_get(c, "state.terminated");
+        const char *wreason = json_get_str(c, "state.waiting.reason");
         bool restartable = restartable_init(pod, name);
         nrestarts += present_num(c, "restartCount", 0);
         later(&last, c);
@@ -197,7 +198,7 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             continue;
         }
         if (term) {
-            const char *tr = present_str(term, "reason");
+            const char *tr = json_get_str(term, "reason");
             if (tr && *tr)
                 snprintf(reason, sizeof(reason), "Init:%s", tr);
             else if (present_num(term, "signal", 0))
@@ -219,9 +220,9 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
         last = rinit_last;
         for (int k = nc - 1; k >= 0; k--) {
             const cJSON *cs = cJSON_GetArrayItem(ctrs, k);
-            const char *wr = present_str(cs, "state.waiting.reason");
-            const cJSON *term = present_get(cs, "state.terminated");
-            const char *tr = present_str(term, "reason");
+            const char *wr = json_get_str(cs, "state.waiting.reason");
+            const cJSON *term = json_get(cs, "state.terminated");
+            const char *tr = json_get_str(term, "reason");
             nrestarts += present_num(cs, "restartCount", 0);
             later(&last, cs);
             if (wr && *wr)
@@ -233,7 +234,7 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             else if (term)
                 snprintf(reason, sizeof(reason), "ExitCode:%ld", present_num(term, "exitCode", 0));
             else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) &&
-                     present_get(cs, "state.running")) {
+                     json_get(cs, "state.running")) {
                 has_running = true;
                 ready_n++;
             }
@@ -242,7 +243,7 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             snprintf(reason, sizeof(reason), "%s", cond_true(conds, "Ready") ? "Running"
                                                                               : "NotReady");
     }
-    if (present_get(pod, "metadata.deletionTimestamp")) {
+    if (json_get(pod, "metadata.deletionTimestamp")) {
         if (sreason && strcmp(sreason, "NodeLost") == 0)
             snprintf(reason, sizeof(reason), "Unknown");
         else if (!phase || (strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0))
@@ -256,29 +257,29 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
     }
     snprintf(ready, sizeof(ready), "%ld/%ld", ready_n, total);
     snprintf(gates, sizeof(gates), "<none>");
-    if (cJSON_GetArraySize(present_get(pod, "spec.readinessGates")) > 0) {
-        int t = 0, ng = cJSON_GetArraySize(present_get(pod, "spec.readinessGates"));
-        cJSON_ArrayForEach(c, present_get(pod, "spec.readinessGates")) {
-            const char *ct = present_str(c, "conditionType");
+    if (cJSON_GetArraySize(json_get(pod, "spec.readinessGates")) > 0) {
+        int t = 0, ng = cJSON_GetArraySize(json_get(pod, "spec.readinessGates"));
+        cJSON_ArrayForEach(c, json_get(pod, "spec.readinessGates")) {
+            const char *ct = json_get_str(c, "conditionType");
             const cJSON *pc;
             cJSON_ArrayForEach(pc, (cJSON_IsArray(conds) ? conds : NULL)) {
-                const char *t2 = present_str(pc, "type");
+                const char *t2 = json_get_str(pc, "type");
                 if (ct && t2 && strcmp(ct, t2) == 0) {
-                    t += present_or(present_str(pc, "status"), "")[0] == 'T';
+                    t += present_or(json_get_str(pc, "status"), "")[0] == 'T';
                     break;
                 }
             }
         }
         snprintf(gates, sizeof(gates), "%d/%d", t, ng);
     }
-    const char *ip = present_str(cJSON_GetArrayItem(present_get(pod, "status.podIPs"), 0), "ip");
+    const char *ip = json_get_str(cJSON_GetArrayItem(json_get(pod, "status.podIPs"), 0), "ip");
     if (!ip)
-        ip = present_str(pod, "status.podIP");
+        ip = json_get_str(pod, "status.podIP");
     if ((rc = present_cell_name(cells, pod)) || (rc = present_add_str(cells, ready)) ||
         (rc = present_add_str(cells, reason)) || (rc = present_add_str(cells, restarts)) ||
         (rc = present_cell_age(cells, pod, now)) || (rc = present_add_str(cells, present_or(ip, "<none>"))) ||
-        (rc = present_add_str(cells, present_or(present_str(pod, "spec.nodeName"), "<none>"))) ||
-        (rc = present_add_str(cells, present_or(present_str(pod, "status.nominatedNodeName"),
+        (rc = present_add_str(cells, present_or(json_get_str(pod, "spec.nodeName"), "<none>"))) ||
+        (rc = present_add_str(cells, present_or(json_get_str(pod, "status.nominatedNodeName"),
                                              "<none>"))) ||
         (rc = present_add_str(cells, gates)))
         return rc;
@@ -304,7 +305,7 @@ static int join_strings(const cJSON *arr, const char *key, struct buf *b, size_t
     const cJSON *it;
 
     cJSON_ArrayForEach(it, (cJSON_IsArray(arr) ? arr : NULL)) {
-        const char *s = key ? present_str(it, key) : (cJSON_IsString(it) ? it->valuestring : NULL);
+        const char *s = key ? json_get_str(it, key) : (cJSON_IsString(it) ? it->valuestring : NULL);
         if (!s || !*s)
             continue;
         if (buf_printf(b, "%s%s", (*n)++ ? "," : "", s) < 0)
@@ -315,7 +316,7 @@ static int join_strings(const cJSON *arr, const char *key, struct buf *b, size_t
 
 static int svc_external_ip(const cJSON *svc, const char *type, struct buf *b)
 {
-    const cJSON *ext = present_get(svc, "spec.externalIPs");
+    const cJSON *ext = json_get(svc, "spec.externalIPs");
     size_t n = 0;
     int rc;
 
@@ -325,9 +326,9 @@ static int svc_external_ip(const cJSON *svc, const char *type, struct buf *b)
         return n ? 0 : buf_puts(b, "<none>");
     }
     if (strcmp(type, "LoadBalancer") == 0) {
-        const cJSON *ing = present_get(svc, "status.loadBalancer.ingress"), *it;
+        const cJSON *ing = json_get(svc, "status.loadBalancer.ingress"), *it;
         cJSON_ArrayForEach(it, (cJSON_IsArray(ing) ? ing : NULL)) {
-            const char *s = present_or(present_str(it, "ip"), present_str(it, "hostname"));
+            const char *s = present_or(json_get_str(it, "ip"), json_get_str(it, "hostname"));
             if (s && buf_printf(b, "%s%s", n++ ? "," : "", s) < 0)
                 return -ENOMEM;
         }
@@ -336,28 +337,28 @@ static int svc_external_ip(const cJSON *svc, const char *type, struct buf *b)
         return n ? 0 : buf_puts(b, "<pending>");
     }
     if (strcmp(type, "ExternalName") == 0)
-        return buf_puts(b, present_or(present_str(svc, "spec.externalName"), ""));
+        return buf_puts(b, present_or(json_get_str(svc, "spec.externalName"), ""));
     return buf_puts(b, "<unknown>");
 }
 
 static int svc_cells(const cJSON *svc, time_t now, cJSON *cells)
 {
-    const char *type = present_or(present_str(svc, "spec.type"), "ClusterIP");
-    const char *cip = present_str(cJSON_GetArrayItem(present_get(svc, "spec.clusterIPs"), 0), NULL);
+    const char *type = present_or(json_get_str(svc, "spec.type"), "ClusterIP");
+    const char *cip = json_get_str(cJSON_GetArrayItem(json_get(svc, "spec.clusterIPs"), 0), NULL);
     struct buf b = { 0 };
     const cJSON *p;
     size_t n = 0;
     int rc;
 
     if (!cip || !*cip)
-        cip = present_str(svc, "spec.clusterIP");
+        cip = json_get_str(svc, "spec.clusterIP");
     if ((rc = present_cell_name(cells, svc)) || (rc = present_add_str(cells, type)) ||
         (rc = present_add_str(cells, present_or(cip, "<none>"))))
         return rc;
     if ((rc = present_cell_buf(cells, &b, svc_external_ip(svc, type, &b))))
         return rc;
-    cJSON_ArrayForEach(p, present_get(svc, "spec.ports")) {
-        const char *proto = present_or(present_str(p, "protocol"), "TCP");
+    cJSON_ArrayForEach(p, json_get(svc, "spec.ports")) {
+        const char *proto = present_or(json_get_str(p, "protocol"), "TCP");
         long np = present_num(p, "nodePort", 0);
         rc = np > 0 ? buf_printf(&b, "%s%ld:%ld/%s", n ? "," : "", present_num(p, "port", 0), np, proto)
                     : buf_printf(&b, "%s%ld/%s", n ? "," : "", present_num(p, "port", 0), proto);
@@ -370,7 +371,7 @@ static int svc_cells(const cJSON *svc, time_t now, cJSON *cells)
     if ((rc = present_cell_buf(cells, &b, n ? 0 : buf_puts(&b, "<none>"))) ||
         (rc = present_cell_age(cells, svc, now)))
         return rc;
-    return present_cell_buf(cells, &b, format_labels(present_get(svc, "spec.selector"), &b));
+    return present_cell_buf(cells, &b, format_labels(json_get(svc, "spec.selector"), &b));
 }
 
 /* ---- nodes, namespaces --------------------------------------------------------------- */
@@ -392,33 +393,33 @@ static const char *node_address(const cJSON *node, const char *type)
 {
     const cJSON *a;
 
-    cJSON_ArrayForEach(a, present_get(node, "status.addresses")) {
-        const char *t = present_str(a, "type");
+    cJSON_ArrayForEach(a, json_get(node, "status.addresses")) {
+        const char *t = json_get_str(a, "type");
         if (t && strcmp(t, type) == 0)
-            return present_str(a, "address");
+            return json_get_str(a, "address");
     }
     return NULL;
 }
 
 static int node_cells(const cJSON *node, time_t now, cJSON *cells)
 {
-    const cJSON *c, *labels = present_get(node, "metadata.labels");
+    const cJSON *c, *labels = json_get(node, "metadata.labels");
     struct buf b = { 0 };
     const char *roles[64];
     size_t nroles = 0;
     int rc = 0;
 
-    cJSON_ArrayForEach(c, present_get(node, "status.conditions")) {
-        const char *t = present_str(c, "type");
+    cJSON_ArrayForEach(c, json_get(node, "status.conditions")) {
+        const char *t = json_get_str(c, "type");
         if (t && strcmp(t, "Ready") == 0) {
-            rc = buf_puts(&b, cond_true(present_get(node, "status.conditions"), "Ready")
+            rc = buf_puts(&b, cond_true(json_get(node, "status.conditions"), "Ready")
                                   ? "Ready" : "NotReady");
             break;
         }
     }
     if (rc == 0 && b.len == 0)
         rc = buf_puts(&b, "Unknown");
-    if (rc == 0 && cJSON_IsTrue(present_get(node, "spec.unschedulable")))
+    if (rc == 0 && cJSON_IsTrue(json_get(node, "spec.unschedulable")))
         rc = buf_puts(&b, ",SchedulingDisabled");
     if ((rc = present_cell_name(cells, node)) || (rc = present_cell_buf(cells, &b, rc)))
         return rc;
@@ -438,15 +439,15 @@ static int node_cells(const cJSON *node, time_t now, cJSON *cells)
             return present_cell_buf(cells, &b, -ENOMEM);
     if ((rc = present_cell_buf(cells, &b, b.len ? 0 : buf_puts(&b, "<none>"))) ||
         (rc = present_cell_age(cells, node, now)) ||
-        (rc = present_add_str(cells, present_str(node, "status.nodeInfo.kubeletVersion"))) ||
+        (rc = present_add_str(cells, json_get_str(node, "status.nodeInfo.kubeletVersion"))) ||
         (rc = present_add_str(cells, present_or(node_address(node, "InternalIP"), "<none>"))) ||
         (rc = present_add_str(cells, present_or(node_address(node, "ExternalIP"), "<none>"))) ||
-        (rc = present_add_str(cells, present_or(present_str(node, "status.nodeInfo.osImage"),
+        (rc = present_add_str(cells, present_or(json_get_str(node, "status.nodeInfo.osImage"),
                                              "<unknown>"))) ||
-        (rc = present_add_str(cells, present_or(present_str(node, "status.nodeInfo.kernelVersion"),
+        (rc = present_add_str(cells, present_or(json_get_str(node, "status.nodeInfo.kernelVersion"),
                                              "<unknown>"))))
         return rc;
-    return present_add_str(cells, present_or(present_str(node,
+    return present_add_str(cells, present_or(json_get_str(node,
                                                      "status.nodeInfo.containerRuntimeVersion"),
                                          "<unknown>"));
 }
@@ -478,7 +479,7 @@ static const struct present_col job_cols[] = {
 /* metav1.FormatLabelSelector, for the matchLabels/matchExpressions forms jobs use. */
 static int format_selector(const cJSON *sel, struct buf *b)
 {
-    const cJSON *ml = present_get(sel, "matchLabels"), *me = present_get(sel, "matchExpressions");
+    const cJSON *ml = json_get(sel, "matchLabels"), *me = json_get(sel, "matchExpressions");
     const cJSON *e, *v;
     size_t start = b->len;
     int rc = 0;
@@ -486,7 +487,7 @@ static int format_selector(const cJSON *sel, struct buf *b)
     if (cJSON_IsObject(ml) && ml->child && (rc = format_labels(ml, b)))
         return rc;
     cJSON_ArrayForEach(e, (cJSON_IsArray(me) ? me : NULL)) {
-        const char *key = present_or(present_str(e, "key"), ""), *op = present_or(present_str(e, "operator"), "");
+        const char *key = present_or(json_get_str(e, "key"), ""), *op = present_or(json_get_str(e, "operator"), "");
         size_t n = 0;
         if (b->len > start && (rc = buf_puts(b, ",")))
             return rc;
@@ -496,7 +497,7 @@ static int format_selector(const cJSON *sel, struct buf *b)
             rc = buf_printf(b, "!%s", key);
         else {
             rc = buf_printf(b, "%s %s (", key, strcmp(op, "In") == 0 ? "in" : "notin");
-            cJSON_ArrayForEach(v, present_get(e, "values"))
+            cJSON_ArrayForEach(v, json_get(e, "values"))
                 if (rc == 0 && cJSON_IsString(v))
                     rc = buf_printf(b, "%s%s", n++ ? "," : "", v->valuestring);
             if (rc == 0)
@@ -510,11 +511,11 @@ static int format_selector(const cJSON *sel, struct buf *b)
 
 static int job_cells(const cJSON *job, time_t now, cJSON *cells)
 {
-    const cJSON *conds = present_get(job, "status.conditions"), *c;
-    const cJSON *comp = present_get(job, "spec.completions");
+    const cJSON *conds = json_get(job, "status.conditions"), *c;
+    const cJSON *comp = json_get(job, "spec.completions");
     long succeeded = present_num(job, "status.succeeded", 0), par = present_num(job, "spec.parallelism", 0);
-    const char *status = "Running", *start = present_str(job, "status.startTime");
-    const char *done = present_str(job, "status.completionTime");
+    const char *status = "Running", *start = json_get_str(job, "status.startTime");
+    const char *done = json_get_str(job, "status.completionTime");
     char completions[64], dur[16] = "";
     struct buf names = { 0 }, images = { 0 };
     size_t n = 0;
@@ -537,7 +538,7 @@ static int job_cells(const cJSON *job, time_t now, cJSON *cells)
         status = "Complete";
     else if (cond_true(conds, "Failed"))
         status = "Failed";
-    else if (present_get(job, "metadata.deletionTimestamp"))
+    else if (json_get(job, "metadata.deletionTimestamp"))
         status = "Terminating";
     else if (cond_true(conds, "Suspended"))
         status = "Suspended";
@@ -549,9 +550,9 @@ static int job_cells(const cJSON *job, time_t now, cJSON *cells)
         (rc = present_add_str(cells, completions)) || (rc = present_add_str(cells, dur)) ||
         (rc = present_cell_age(cells, job, now)))
         return rc;
-    cJSON_ArrayForEach(c, present_get(job, "spec.template.spec.containers")) {
-        if (buf_printf(&names, "%s%s", n ? "," : "", present_or(present_str(c, "name"), "")) < 0 ||
-            buf_printf(&images, "%s%s", n ? "," : "", present_or(present_str(c, "image"), "")) < 0) {
+    cJSON_ArrayForEach(c, json_get(job, "spec.template.spec.containers")) {
+        if (buf_printf(&names, "%s%s", n ? "," : "", present_or(json_get_str(c, "name"), "")) < 0 ||
+            buf_printf(&images, "%s%s", n ? "," : "", present_or(json_get_str(c, "image"), "")) < 0) {
             buf_free(&images);
             return present_cell_buf(cells, &names, -ENOMEM);
         }
@@ -559,7 +560,7 @@ static int job_cells(const cJSON *job, time_t now, cJSON *cells)
     }
     if ((rc = present_cell_buf(cells, &names, 0)) || (rc = present_cell_buf(cells, &images, 0)))
         return rc;
-    return present_cell_buf(cells, &names, format_selector(present_get(job, "spec.selector"), &names));
+    return present_cell_buf(cells, &names, format_selector(json_get(job, "spec.selector"), &names));
 }
 
 #define PRINTER(g, k, cols, fn) { g, k, cols, sizeof(cols) / sizeof(cols[0]), fn }

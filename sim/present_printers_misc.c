@@ -7,6 +7,7 @@
  */
 #include "sim/present.h"
 #include "sim/present_int.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,27 +50,27 @@ static const struct event_fields v1_event = {
 static int event_row(const cJSON *ev, const struct event_fields *f, time_t now, cJSON *cells)
 {
     char first[16], lastseen[16], target[600], source[600], path[64], *msg;
-    const char *ft = present_str(ev, f->first), *lt = present_str(ev, f->last);
+    const char *ft = json_get_str(ev, f->first), *lt = json_get_str(ev, f->last);
     const char *kind, *name, *fieldpath, *comp, *host, *m;
     long count = present_num(ev, f->count, 0);
     size_t k, mlen;
     int rc;
 
     snprintf(path, sizeof(path), "%s.kind", f->object);
-    kind = present_or(present_str(ev, path), "");
+    kind = present_or(json_get_str(ev, path), "");
     snprintf(path, sizeof(path), "%s.name", f->object);
-    name = present_str(ev, path);
+    name = json_get_str(ev, path);
     snprintf(path, sizeof(path), "%s.fieldPath", f->object);
-    fieldpath = present_str(ev, path);
-    comp = present_str(ev, f->source_comp);
-    host = present_str(ev, f->source_host);
-    present_age_of(ft && *ft ? ft : present_str(ev, "eventTime"), now, first);
+    fieldpath = json_get_str(ev, path);
+    comp = json_get_str(ev, f->source_comp);
+    host = json_get_str(ev, f->source_host);
+    present_age_of(ft && *ft ? ft : json_get_str(ev, "eventTime"), now, first);
     if (lt && *lt)
         present_age_of(lt, now, lastseen);
     else
         memcpy(lastseen, first, sizeof(first));
-    if (present_get(ev, "series")) {
-        present_age_of(present_str(ev, "series.lastObservedTime"), now, lastseen);
+    if (json_get(ev, "series")) {
+        present_age_of(json_get_str(ev, "series.lastObservedTime"), now, lastseen);
         count = present_num(ev, "series.count", 0);
     } else if (count == 0) {
         count = 1;
@@ -80,16 +81,16 @@ static int event_row(const cJSON *ev, const struct event_fields *f, time_t now, 
     if (name && *name)
         snprintf(target + k, sizeof(target) - k, "/%.300s", name);
     if (!comp || !*comp)
-        comp = present_or(present_str(ev, "reportingComponent"),
-                          present_str(ev, "reportingController"));
+        comp = present_or(json_get_str(ev, "reportingComponent"),
+                          json_get_str(ev, "reportingController"));
     if (!host || !*host)
-        host = present_str(ev, "reportingInstance");
+        host = json_get_str(ev, "reportingInstance");
     if (comp && *comp && host && *host)
         snprintf(source, sizeof(source), "%.250s, %.250s", comp, host);
     else
         snprintf(source, sizeof(source), "%.250s", present_or(comp, ""));
     /* strings.TrimSpace of the message */
-    m = present_or(present_str(ev, f->message), "");
+    m = present_or(json_get_str(ev, f->message), "");
     while (*m == ' ' || *m == '\n' || *m == '\t' || *m == '\r')
         m++;
     mlen = strlen(m);
@@ -100,9 +101,9 @@ static int event_row(const cJSON *ev, const struct event_fields *f, time_t now, 
         return -ENOMEM;
     rc = present_add_str(cells, lastseen);
     if (!rc)
-        rc = present_add_str(cells, present_str(ev, "type"));
+        rc = present_add_str(cells, json_get_str(ev, "type"));
     if (!rc)
-        rc = present_add_str(cells, present_str(ev, "reason"));
+        rc = present_add_str(cells, json_get_str(ev, "reason"));
     if (!rc)
         rc = present_add_str(cells, target);
     if (!rc)
@@ -117,7 +118,7 @@ static int event_row(const cJSON *ev, const struct event_fields *f, time_t now, 
     if (!rc)
         rc = present_cell_num(cells, (double)count);
     if (!rc)
-        rc = present_add_str(cells, present_str(ev, "metadata.name"));
+        rc = present_add_str(cells, json_get_str(ev, "metadata.name"));
     return rc;
 }
 
@@ -157,7 +158,7 @@ static int secret_cells(const cJSON *o, time_t now, cJSON *cells)
     int rc;
 
     if ((rc = present_cell_name(cells, o)) ||
-        (rc = present_add_str(cells, present_or(present_str(o, "type"), "Opaque"))) ||
+        (rc = present_add_str(cells, present_or(json_get_str(o, "type"), "Opaque"))) ||
         (rc = present_cell_num(cells, present_count_keys(o, "data"))))
         return rc;
     return present_cell_age(cells, o, now);
@@ -197,19 +198,19 @@ static int ep_cells(const cJSON *o, time_t now, cJSON *cells)
     long count = 0, shown = 0;
     int rc = 0;
 
-    cJSON_ArrayForEach(ss, present_get(o, "subsets")) {
-        const cJSON *ports = present_get(ss, "ports"), *addrs = present_get(ss, "addresses");
+    cJSON_ArrayForEach(ss, json_get(o, "subsets")) {
+        const cJSON *ports = json_get(ss, "ports"), *addrs = json_get(ss, "addresses");
         if (cJSON_GetArraySize(ports) == 0) {
             cJSON_ArrayForEach(a, addrs) {
                 count++;
                 if (shown < 3 && rc == 0 && ++shown)
-                    rc = buf_printf(&b, "%s%s", b.len ? "," : "", present_or(present_str(a, "ip"), ""));
+                    rc = buf_printf(&b, "%s%s", b.len ? "," : "", present_or(json_get_str(a, "ip"), ""));
             }
             continue;
         }
         cJSON_ArrayForEach(p, ports) {
             cJSON_ArrayForEach(a, addrs) {
-                const char *ip = present_or(present_str(a, "ip"), "");
+                const char *ip = present_or(json_get_str(a, "ip"), "");
                 count++;
                 if (shown >= 3 || rc)
                     continue;
@@ -223,7 +224,7 @@ static int ep_cells(const cJSON *o, time_t now, cJSON *cells)
     }
     if (rc == 0 && count > shown)
         rc = buf_printf(&b, " + %ld more...", count - shown);
-    if (rc == 0 && cJSON_GetArraySize(present_get(o, "subsets")) == 0)
+    if (rc == 0 && cJSON_GetArraySize(json_get(o, "subsets")) == 0)
         rc = buf_puts(&b, "<none>");
     if ((rc = present_cell_name(cells, o)) < 0 || (rc = present_cell_buf(cells, &b, rc)))
         return rc;
@@ -244,25 +245,25 @@ static const struct present_col pvc_cols[] = {
 
 static int pvc_cells(const cJSON *o, time_t now, cJSON *cells)
 {
-    const char *phase = present_or(present_str(o, "status.phase"), "");
-    const char *vol = present_or(present_str(o, "spec.volumeName"), "");
-    const char *sc = present_str(o, "spec.storageClassName");
-    const char *vac = present_str(o, "spec.volumeAttributesClassName");
+    const char *phase = present_or(json_get_str(o, "status.phase"), "");
+    const char *vol = present_or(json_get_str(o, "spec.volumeName"), "");
+    const char *sc = json_get_str(o, "spec.storageClassName");
+    const char *vac = json_get_str(o, "spec.volumeAttributesClassName");
     struct buf modes = { 0 };
     const cJSON *m;
     const char *cap = "";
     int rc = 0;
 
-    if (present_get(o, "metadata.deletionTimestamp"))
+    if (json_get(o, "metadata.deletionTimestamp"))
         phase = "Terminating";
     if (!sc) {
-        const cJSON *a = cJSON_GetObjectItemCaseSensitive(present_get(o, "metadata.annotations"),
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(json_get(o, "metadata.annotations"),
                                                           "volume.beta.kubernetes.io/storage-class");
         sc = cJSON_IsString(a) ? a->valuestring : NULL;
     }
     if (*vol) {
-        cap = present_or(present_str(o, "status.capacity.storage"), "");
-        cJSON_ArrayForEach(m, present_get(o, "status.accessModes")) {
+        cap = present_or(json_get_str(o, "status.capacity.storage"), "");
+        cJSON_ArrayForEach(m, json_get(o, "status.accessModes")) {
             const char *s = cJSON_IsString(m) ? m->valuestring : "";
             const char *abbr = strcmp(s, "ReadWriteOnce") == 0 ? "RWO"
                              : strcmp(s, "ReadOnlyMany") == 0 ? "ROX"
@@ -277,7 +278,7 @@ static int pvc_cells(const cJSON *o, time_t now, cJSON *cells)
         (rc = present_cell_buf(cells, &modes, rc)) || (rc = present_add_str(cells, present_or(sc, ""))) ||
         (rc = present_add_str(cells, present_or(vac, "<unset>"))) || (rc = present_cell_age(cells, o, now)))
         return rc;
-    return present_add_str(cells, present_or(present_str(o, "spec.volumeMode"), "<unset>"));
+    return present_add_str(cells, present_or(json_get_str(o, "spec.volumeMode"), "<unset>"));
 }
 
 static const struct present_col created_cols[] = {
@@ -292,7 +293,7 @@ static int created_cells(const cJSON *o, time_t now, cJSON *cells)
 
     if ((rc = present_cell_name(cells, o)))
         return rc;
-    return present_add_str(cells, present_str(o, "metadata.creationTimestamp"));
+    return present_add_str(cells, json_get_str(o, "metadata.creationTimestamp"));
 }
 
 /* ---- rbac bindings, endpointslices -------------------------------------------------- */
@@ -313,21 +314,21 @@ static int binding_cells(const cJSON *o, time_t now, cJSON *cells)
     const cJSON *sub;
     int rc;
 
-    snprintf(role, sizeof(role), "%.250s/%.250s", present_or(present_str(o, "roleRef.kind"), ""),
-             present_or(present_str(o, "roleRef.name"), ""));
+    snprintf(role, sizeof(role), "%.250s/%.250s", present_or(json_get_str(o, "roleRef.kind"), ""),
+             present_or(json_get_str(o, "roleRef.name"), ""));
     if ((rc = present_cell_name(cells, o)) || (rc = present_add_str(cells, role)) ||
         (rc = present_cell_age(cells, o, now)))
         return rc;
     for (size_t i = 0; i < 3; i++) {
         struct buf b = { 0 };
         rc = 0;
-        cJSON_ArrayForEach(sub, present_get(o, "subjects")) {
-            const char *k = present_str(sub, "kind"), *n = present_or(present_str(sub, "name"), "");
+        cJSON_ArrayForEach(sub, json_get(o, "subjects")) {
+            const char *k = json_get_str(sub, "kind"), *n = present_or(json_get_str(sub, "name"), "");
             if (!k || strcmp(k, kinds[i]) != 0 || rc)
                 continue;
             if (i == 2)
                 rc = buf_printf(&b, "%s%s:%s", b.len ? ", " : "",
-                                present_or(present_str(sub, "namespace"), ""), n);
+                                present_or(json_get_str(sub, "namespace"), ""), n);
             else
                 rc = buf_printf(&b, "%s%s", b.len ? ", " : "", n);
         }
@@ -362,7 +363,7 @@ static int eps_list(const cJSON *arr, bool ports, struct buf *b)
                                           : buf_printf(b, "%s<unset>", b->len ? "," : "");
             }
         } else {
-            cJSON_ArrayForEach(a, present_get(it, "addresses")) {
+            cJSON_ArrayForEach(a, json_get(it, "addresses")) {
                 count++;
                 if (shown++ < 3 && cJSON_IsString(a))
                     rc = buf_printf(b, "%s%s", b->len ? "," : "", a->valuestring);
@@ -382,9 +383,9 @@ static int eps_cells(const cJSON *o, time_t now, cJSON *cells)
     int rc;
 
     if ((rc = present_cell_name(cells, o)) ||
-        (rc = present_add_str(cells, present_str(o, "addressType"))) ||
-        (rc = present_cell_buf(cells, &b, eps_list(present_get(o, "ports"), true, &b))) ||
-        (rc = present_cell_buf(cells, &b, eps_list(present_get(o, "endpoints"), false, &b))))
+        (rc = present_add_str(cells, json_get_str(o, "addressType"))) ||
+        (rc = present_cell_buf(cells, &b, eps_list(json_get(o, "ports"), true, &b))) ||
+        (rc = present_cell_buf(cells, &b, eps_list(json_get(o, "endpoints"), false, &b))))
         return rc;
     return present_cell_age(cells, o, now);
 }

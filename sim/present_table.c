@@ -11,6 +11,7 @@
  */
 #include "sim/present.h"
 #include "sim/present_int.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -128,28 +129,7 @@ void present_age_of(const char *ts, time_t now, char out[16])
 
 /* ---- small accessors ----------------------------------------------------------- */
 
-const cJSON *present_get(const cJSON *obj, const char *path)
-{
-    char key[JSONPATH_MAX_KEY];
 
-    while (obj && path && *path) {
-        const char *dot = strchr(path, '.');
-        size_t n = dot ? (size_t)(dot - path) : strlen(path);
-        if (n >= sizeof(key))
-            return NULL;
-        memcpy(key, path, n);
-        key[n] = '\0';
-        obj = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-        path += n + (dot ? 1 : 0);
-    }
-    return obj;
-}
-
-const char *present_str(const cJSON *obj, const char *path)
-{
-    const cJSON *v = present_get(obj, path);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 int present_add_str(cJSON *cells, const char *s)
 {
@@ -390,7 +370,7 @@ static int add_cells(const struct reg_resource *res, const struct present_printe
 
     if (pr)
         return pr->cells(obj, now, cells);
-    if ((rc = present_add_str(cells, present_str(obj, "metadata.name"))))
+    if ((rc = present_add_str(cells, json_get_str(obj, "metadata.name"))))
         return rc;
     if (!res->builtin && res->n_columns) {
         for (size_t i = 0; i < res->n_columns; i++) {
@@ -401,7 +381,7 @@ static int add_cells(const struct reg_resource *res, const struct present_printe
         }
         return 0;
     }
-    present_age_of(present_str(obj, "metadata.creationTimestamp"), now, age);
+    present_age_of(json_get_str(obj, "metadata.creationTimestamp"), now, age);
     return present_add_str(cells, age);
 }
 

@@ -213,16 +213,7 @@ static bool str_map(const cJSON *req, const char *k, bool values_str, bool value
 
 static double knob_num(const struct ray_job *j, const char *key, double def, double max)
 {
-    const char *v = ray_knob(j->runtime_env, j->metadata, key);
-    char *end;
-    double d;
-
-    if (!v)
-        return def;
-    d = strtod(v, &end);
-    if (end == v || *end || !isfinite(d) || d < 0)
-        return def;
-    return d > max ? max : d;
+    return ray_knob_seconds(ray_knob(j->runtime_env, j->metadata, key), def, max);
 }
 
 static void random_id(char *out, size_t n)

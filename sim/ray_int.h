@@ -99,6 +99,9 @@ int ray_job_logs(const struct ray_cluster *c, const struct ray_job *j, uint64_t 
                  struct buf *out);
 /* Reads KUBESIM_* knobs from runtime_env.env_vars or metadata: the string, or NULL. */
 const char *ray_knob(const cJSON *runtime_env, const cJSON *metadata, const char *key);
+/* A knob's value as a number of seconds in [0, max]: def when v is NULL, not a
+ * number, negative or not finite; capped at max. */
+double ray_knob_seconds(const char *v, double def, double max);
 void ray_job_free(struct ray_job *j);
 void ray_app_free(struct ray_app *a);
 uint64_t ray_now_ms(void);      /* unix ms */

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,6 +58,19 @@ const char *ray_knob(const cJSON *runtime_env, const cJSON *metadata, const char
     const char *v = ray_jstr(ray_jget(runtime_env, "env_vars"), key);
 
     return v ? v : ray_jstr(metadata, key);
+}
+
+double ray_knob_seconds(const char *v, double def, double max)
+{
+    char *end;
+    double d;
+
+    if (!v)
+        return def;
+    d = strtod(v, &end);
+    if (end == v || *end || !isfinite(d) || d < 0)
+        return def;
+    return d > max ? max : d;
 }
 
 void ray_job_free(struct ray_job *j)

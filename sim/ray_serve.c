@@ -38,15 +38,8 @@ static uint64_t app_deploy_ms(const cJSON *cfg)
 {
     const char *v = ray_jstr(ray_jget(ray_jget(cfg, "runtime_env"), "env_vars"),
                              "KUBESIM_SERVE_DEPLOY_SECONDS");
-    char *end;
-    double d;
 
-    if (!v)
-        return RAY_APP_DEPLOY_MS;
-    d = strtod(v, &end);
-    if (end == v || *end || !isfinite(d) || d < 0)
-        return RAY_APP_DEPLOY_MS;
-    return (uint64_t)((d > 3600 ? 3600 : d) * 1000);
+    return (uint64_t)(ray_knob_seconds(v, RAY_APP_DEPLOY_MS / 1000.0, 3600) * 1000);
 }
 
 const char *ray_app_status(const struct ray_app *a, uint64_t now)

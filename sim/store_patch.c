@@ -11,6 +11,7 @@
 #include "sim/store_int.h"
 #include "sim/patch.h"
 #include "sim/yamljson.h"
+#include "util/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -116,18 +117,6 @@ static int apply_one(const struct reg_resource *res, enum store_patch_type type,
 
 /* ---- scale ---- */
 
-/* Resolves ".spec.replicas" in obj; NULL when absent. */
-static const cJSON *path_get(const cJSON *obj, const char *path)
-{
-    char buf[256], *save = NULL, *tok;
-
-    if (!path || snprintf(buf, sizeof(buf), "%s", path[0] == '.' ? path + 1 : path) >=
-                     (int)sizeof(buf))
-        return NULL;
-    for (tok = strtok_r(buf, ".", &save); tok && obj; tok = strtok_r(NULL, ".", &save))
-        obj = jget(obj, tok);
-    return obj;
-}
 
 static int path_set_number(cJSON *obj, const char *path, double v)
 {
@@ -177,12 +166,12 @@ static cJSON *scale_of(const struct reg_resource *res, const struct store_obj *o
     if (v)
         cJSON_AddItemToObject(md, "creationTimestamp", cJSON_Duplicate(v, true));
     spec = cJSON_AddObjectToObject(sc, "spec");
-    v = path_get(o->json, res->scale_spec_path);
+    v = json_get(o->json, res->scale_spec_path);
     cJSON_AddNumberToObject(spec, "replicas", cJSON_IsNumber(v) ? v->valuedouble : 0);
     status = cJSON_AddObjectToObject(sc, "status");
-    v = path_get(o->json, res->scale_status_path);
+    v = json_get(o->json, res->scale_status_path);
     cJSON_AddNumberToObject(status, "replicas", cJSON_IsNumber(v) ? v->valuedouble : 0);
-    v = path_get(o->json, res->scale_selector_path);
+    v = json_get(o->json, res->scale_selector_path);
     if (cJSON_GetStringValue(v))
         cJSON_AddStringToObject(status, "selector", cJSON_GetStringValue(v));
     return sc;

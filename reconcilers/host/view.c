@@ -134,10 +134,12 @@ static int collect(const struct cache_obj *o, void *arg)
     return 0;
 }
 
-static int list_common(struct host_ctx *ctx, const char *cache_type, const char *ns,
-                       const char *uid, const char *cluster, cJSON **out)
+/* The objects of cache_type: those whose controller owner has uid, else those of
+ * ray.io/cluster label cluster in ns, else all of ns ("" or NULL: every namespace).
+ * A segment replaced under the walk (-ESTALE) is followed once. */
+static int view_collect(struct host_view *v, const char *cache_type, const char *ns,
+                        const char *uid, const char *cluster, cJSON **out)
 {
-    struct host_view *v = ctx->view;
     int t = type_id(v, cache_type), rc;
     if (t < 0)
         return t;
@@ -147,7 +149,8 @@ static int list_common(struct host_ctx *ctx, const char *cache_type, const char 
             return -ENOMEM;
         pthread_rwlock_rdlock(&v->lock);
         rc = uid ? cache_foreach_owner(v->c, t, uid, collect, arr)
-                 : cache_foreach_cluster(v->c, t, ns ? ns : "", cluster, collect, arr);
+           : cluster ? cache_foreach_cluster(v->c, t, ns ? ns : "", cluster, collect, arr)
+           : cache_foreach(v->c, t, ns, collect, arr);
         pthread_rwlock_unlock(&v->lock);
         if (rc >= 0) {
             *out = arr;
@@ -165,7 +168,7 @@ int host_list_owner(struct host_ctx *ctx, const char *cache_type, const char *ui
 {
     if (!uid || !*uid)
         return -EINVAL;
-    return list_common(ctx, cache_type, NULL, uid, NULL, out);
+    return view_collect(ctx->view, cache_type, NULL, uid, NULL, out);
 }
 
 int host_list_cluster(struct host_ctx *ctx, const char *cache_type, const char *ns,
@@ -173,30 +176,12 @@ int host_list_cluster(struct host_ctx *ctx, const char *cache_type, const char *
 {
     if (!cluster || !*cluster)
         return -EINVAL;
-    return list_common(ctx, cache_type, ns, NULL, cluster, out);
+    return view_collect(ctx->view, cache_type, ns, NULL, cluster, out);
 }
 
 int host_view_list(struct host_view *v, const char *cache_type, const char *ns, cJSON **out)
 {
     if (!v || !cache_type || !out)
         return -EINVAL;
-    int t = type_id(v, cache_type), rc;
-    if (t < 0)
-        return t;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        cJSON *arr = cJSON_CreateArray();
-        if (!arr)
-            return -ENOMEM;
-        pthread_rwlock_rdlock(&v->lock);
-        rc = cache_foreach(v->c, t, ns, collect, arr);
-        pthread_rwlock_unlock(&v->lock);
-        if (rc >= 0) {
-            *out = arr;
-            return 0;
-        }
-        cJSON_Delete(arr);
-        if (rc != -ESTALE || view_refresh(v) < 0)
-            break;
-    }
-    return rc;
+    return view_collect(v, cache_type, ns, NULL, NULL, out);
 }

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "reconcilers/rayjob/rayjob.h"
+#include "util/json.h"
 #include "util/util.h"
 
 void rj_config_default(struct rj_config *c)
@@ -46,38 +47,21 @@ void rj_config_from_env(struct rj_config *c)
     c->status_check_timeout_s = env_positive("RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS", 300, false);
 }
 
-/* Follows "a.b.c" through objects. NULL if any step is missing. */
-static const cJSON *at(const cJSON *obj, const char *path)
-{
-    char key[128];
-    const cJSON *cur = obj;
-    while (cur && *path) {
-        const char *dot = strchr(path, '.');
-        size_t n = dot ? (size_t)(dot - path) : strlen(path);
-        if (n >= sizeof(key))
-            return NULL;
-        memcpy(key, path, n);
-        key[n] = '\0';
-        cur = cJSON_IsObject(cur) ? cJSON_GetObjectItemCaseSensitive(cur, key) : NULL;
-        path += n + (dot ? 1 : 0);
-    }
-    return cur;
-}
 
 const char *rj_str(const cJSON *obj, const char *path)
 {
-    const cJSON *v = at(obj, path);
+    const cJSON *v = json_get(obj, path);
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
 bool rj_bool(const cJSON *obj, const char *path)
 {
-    return cJSON_IsTrue(at(obj, path));
+    return cJSON_IsTrue(json_get(obj, path));
 }
 
 int rj_int(const cJSON *obj, const char *path, int64_t *out)
 {
-    const cJSON *v = at(obj, path);
+    const cJSON *v = json_get(obj, path);
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || fabs(v->valuedouble) > 9e15)
         return -ENOENT;
     *out = (int64_t)v->valuedouble;
@@ -92,7 +76,7 @@ const char *rj_mode(const cJSON *rayjob)
 
 bool rj_has_selector(const cJSON *rayjob)
 {
-    const cJSON *sel = at(rayjob, "spec.clusterSelector");
+    const cJSON *sel = json_get(rayjob, "spec.clusterSelector");
     return cJSON_IsObject(sel) && sel->child != NULL;
 }
 

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "util/json.h"
 #include "util/util.h"
 
 static void test_buf_grows_and_terminates(void **state)
@@ -91,10 +92,35 @@ static void test_write_all_and_format_err(void **state)
     assert_string_equal(err, "value 1");
 }
 
+
+static void test_json_get_paths(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse("{\"spec\":{\"replicas\":3,\"template\":{\"metadata\":{\"name\":\"n\"}},"
+                           "\"list\":[1]},\"s\":\"x\"}");
+    assert_non_null(o);
+    assert_int_equal(json_get(o, "spec.replicas")->valueint, 3);
+    assert_int_equal(json_get(o, ".spec.replicas")->valueint, 3);      /* scale path form */
+    assert_string_equal(json_get_str(o, "spec.template.metadata.name"), "n");
+    assert_ptr_equal(json_get(o, ""), o);
+    assert_null(json_get(o, "spec.missing.x"));
+    assert_null(json_get(o, "s.below"));                  /* through a string */
+    assert_null(json_get(o, "spec.list.0"));              /* arrays are not objects */
+    assert_null(json_get_str(o, "spec.replicas"));        /* not a string */
+    assert_null(json_get(NULL, "spec"));
+    assert_null(json_get(o, NULL));
+    char long_key[300];
+    memset(long_key, 'k', sizeof(long_key) - 1);
+    long_key[sizeof(long_key) - 1] = 0;
+    assert_null(json_get(o, long_key));                   /* over 255 bytes: refused */
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_grows_and_terminates),
+        cmocka_unit_test(test_json_get_paths),
         cmocka_unit_test(test_buf_json_escape),
         cmocka_unit_test(test_time_round_trip),
         cmocka_unit_test(test_write_all_and_format_err),
