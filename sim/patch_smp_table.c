@@ -126,6 +126,7 @@ static const struct kind_row kinds[] = {
     { "ResourceQuota", empty_rows, NULL },
     { "LimitRange", empty_rows, NULL },
     { "Ingress", empty_rows, NULL },
+    { "IngressClass", empty_rows, NULL },
     { "NetworkPolicy", empty_rows, NULL },
     { "PriorityClass", empty_rows, NULL },
     { NULL, NULL, NULL },

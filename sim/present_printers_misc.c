@@ -296,6 +296,69 @@ static int created_cells(const cJSON *o, time_t now, cJSON *cells)
     return present_add_str(cells, json_get_str(o, "metadata.creationTimestamp"));
 }
 
+/* ---- networking.k8s.io: Ingress, IngressClass (kubectl's printIngress) ---------------- */
+
+static const struct present_col ing_cols[] = {
+    NAME_COL,
+    { "Class", "string", "", "The name of the IngressClass resource that should be used.", 0 },
+    { "Hosts", "string", "", "Hosts that incoming requests are matched against.", 0 },
+    { "Address", "string", "", "Address is a list containing ingress points for the load-balancer", 0 },
+    { "Ports", "string", "", "Ports of TLS configurations that open", 0 },
+    AGE_COL,
+};
+
+/* Appends s to out (", "-separated), silently cut at cap: a display column. */
+static void join_add(char *out, size_t cap, const char *s)
+{
+    size_t n = strlen(out);
+    if (s && *s && n + 1 < cap)
+        snprintf(out + n, cap - n, "%s%s", n ? "," : "", s);
+}
+
+static int ing_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    char hosts[256] = "", addrs[256] = "";
+    const cJSON *e;
+    int rc;
+
+    cJSON_ArrayForEach(e, json_get(o, "spec.rules"))
+        join_add(hosts, sizeof(hosts), json_get_str(e, "host"));
+    cJSON_ArrayForEach(e, json_get(o, "status.loadBalancer.ingress")) {
+        join_add(addrs, sizeof(addrs), json_get_str(e, "ip"));
+        join_add(addrs, sizeof(addrs), json_get_str(e, "hostname"));
+    }
+    if ((rc = present_cell_name(cells, o)) ||
+        (rc = present_add_str(cells, present_or(json_get_str(o, "spec.ingressClassName"),
+                                                "<none>"))) ||
+        (rc = present_add_str(cells, hosts[0] ? hosts : "*")) ||
+        (rc = present_add_str(cells, addrs)) ||
+        (rc = present_add_str(cells, cJSON_GetArraySize(json_get(o, "spec.tls")) > 0 ? "80, 443"
+                                                                                      : "80")))
+        return rc;
+    return present_cell_age(cells, o, now);
+}
+
+static const struct present_col ingclass_cols[] = {
+    NAME_COL,
+    { "Controller", "string", "", "Controller that implements this class.", 0 },
+    { "Parameters", "string", "", "A reference to a resource with additional parameters.", 0 },
+    AGE_COL,
+};
+
+static int ingclass_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    int rc;
+    const char *kind = json_get_str(o, "spec.parameters.kind");
+    char params[300];
+    snprintf(params, sizeof(params), "%s/%s", present_or(kind, ""),
+             present_or(json_get_str(o, "spec.parameters.name"), ""));
+    if ((rc = present_cell_name(cells, o)) ||
+        (rc = present_add_str(cells, present_or(json_get_str(o, "spec.controller"), ""))) ||
+        (rc = present_add_str(cells, kind ? params : "<none>")))
+        return rc;
+    return present_cell_age(cells, o, now);
+}
+
 /* ---- rbac bindings, endpointslices -------------------------------------------------- */
 
 static const struct present_col binding_cols[] = {
@@ -407,5 +470,7 @@ const struct present_printer present_printers_misc[] = {
     PRINTER("rbac.authorization.k8s.io", "RoleBinding", binding_cols, binding_cells),
     PRINTER("rbac.authorization.k8s.io", "ClusterRoleBinding", binding_cols, binding_cells),
     PRINTER("discovery.k8s.io", "EndpointSlice", eps_cols, eps_cells),
+    PRINTER("networking.k8s.io", "Ingress", ing_cols, ing_cells),
+    PRINTER("networking.k8s.io", "IngressClass", ingclass_cols, ingclass_cells),
 };
 const size_t present_n_printers_misc = sizeof(present_printers_misc) / sizeof(present_printers_misc[0]);

@@ -31,6 +31,8 @@ const struct watcher_type watcher_types[] = {
     { "v1/serviceaccounts",       "",        "v1", "serviceaccounts",      "ServiceAccount",        "v1",        CREATED_BY,                                       NULL,         0 },
     { "rbac.authorization.k8s.io/v1/roles", "rbac.authorization.k8s.io", "v1", "roles", "Role", "rbac.authorization.k8s.io/v1", CREATED_BY,              NULL,         0 },
     { "rbac.authorization.k8s.io/v1/rolebindings", "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "rbac.authorization.k8s.io/v1", CREATED_BY, NULL, 0 },
+    /* the RayCluster's dashboard Ingress (headGroupSpec.enableIngress) */
+    { "networking.k8s.io/v1/ingresses", "networking.k8s.io", "v1", "ingresses", "Ingress", "networking.k8s.io/v1", CREATED_BY,                     NULL,         0 },
 };
 const size_t watcher_ntypes = sizeof(watcher_types) / sizeof(watcher_types[0]);
 
@@ -43,6 +45,7 @@ const struct watcher_owner_rule watcher_owner_rules[] = {
     { "v1/serviceaccounts",          "RayCluster",  "ray.io/v1",      "raycluster" },
     { "rbac.authorization.k8s.io/v1/roles",        "RayCluster", "ray.io/v1", "raycluster" },
     { "rbac.authorization.k8s.io/v1/rolebindings", "RayCluster", "ray.io/v1", "raycluster" },
+    { "networking.k8s.io/v1/ingresses",            "RayCluster", "ray.io/v1", "raycluster" },
     { "ray.io/v1/rayclusters",       "RayJob",      "ray.io/v1",      "rayjob" },
     { "ray.io/v1/rayclusters",       "RayService",  "ray.io/v1",      "rayservice" },
     { "batch/v1/jobs",               "RayJob",      "ray.io/v1",      "rayjob" },

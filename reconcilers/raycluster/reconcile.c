@@ -64,6 +64,8 @@ int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
 #define RC_CACHE_ROLES "rbac.authorization.k8s.io/v1/roles"
 #define RC_CACHE_ROLEBINDINGS "rbac.authorization.k8s.io/v1/rolebindings"
 #define RC_CACHE_SECRETS "v1/secrets"
+#define RC_CACHE_INGRESSES "networking.k8s.io/v1/ingresses"
+static const struct kube_resource RC_RES_INGRESSES = { "networking.k8s.io", "v1", "ingresses", 1 };
 
 /* 1 when the cache holds NS/name of cache_type, 0 when not, < 0 on error. */
 static int cached(struct rc_run *r, const char *cache_type, const char *name)
@@ -127,6 +129,25 @@ static int reconcile_rbac(struct rc_run *r)
     cJSON_Delete(binding);
     if (rc < 0)
         return rc_fail(r, RC_ERR_OTHER, "autoscaler RBAC: %s", kube_strerror(rc));
+    return 0;
+}
+
+/* ---- dashboard Ingress (reconcileIngressKubernetes) --------------------------------- */
+
+/* headGroupSpec.enableIngress: the Ingress is created when absent and never
+ * updated, as KubeRay (which only looks for one labelled with the cluster). */
+static int reconcile_ingress(struct rc_run *r)
+{
+    int err = 0;
+    cJSON *ing = rc_build_head_ingress(r->rc, &r->bo, &err);
+    if (!ing)
+        return err < 0 ? rc_fail(r, RC_ERR_OTHER, "building the head Ingress: %s", strerror(-err))
+                       : 0;
+    int rc = create_absent(r, RC_CACHE_INGRESSES, &RC_RES_INGRESSES, ing, "CreatedIngress",
+                           "FailedToCreateIngress", "ingress");
+    cJSON_Delete(ing);
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "head Ingress: %s", kube_strerror(rc));
     return 0;
 }
 
@@ -449,7 +470,8 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     if ((rc = host_list_cluster(ctx, "v1/pods", r.ns, r.name, &r.pods)) < 0)
         goto out;
     /* stops at the first failing step, as KubeRay; the status is computed anyway */
-    if (reconcile_rbac(&r) == 0 && reconcile_auth_secret(&r) == 0 && reconcile_services(&r) == 0)
+    if (reconcile_rbac(&r) == 0 && reconcile_ingress(&r) == 0 && reconcile_auth_secret(&r) == 0 &&
+        reconcile_services(&r) == 0)
         (void)rc_reconcile_pods(&r);
     if (r.err != RC_ERR_NONE)
         host_log(ctx, LOG_ERROR, "Error reconcile resources", "error", r.err_msg, NULL);

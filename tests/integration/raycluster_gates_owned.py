@@ -5,12 +5,16 @@
 #    rayop's "not implemented by rayop yet" message (status.reason + Warning
 #    Event); with the gate off (spec.tlsOptions, RayClusterMTLS not given) it is
 #    refused with KubeRay's gate message;
-#  * the autoscaler ServiceAccount/Role/RoleBinding and the token-auth Secret,
-#    each deleted by hand, are recreated by the running controller (they are in
-#    the watcher's cache, so the delete enqueues their RayCluster).
+#  * headGroupSpec.enableIngress: the dashboard Ingress (kubesim serves
+#    networking.k8s.io/v1) is created, owned by the cluster, to the head Service;
+#  * the autoscaler ServiceAccount/Role/RoleBinding, the token-auth Secret and
+#    the Ingress, each deleted by hand, are recreated by the running controller
+#    (they are in the watcher's cache, so the delete enqueues their RayCluster).
 # deadline: 50
+import json
 import os
 import sys
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "raycluster"))
 import rclib  # noqa: E402
@@ -56,17 +60,38 @@ def main():
                      in reason("tls")), reason("tls"))
 
     # owned objects recreated after a delete by hand
-    env.req("POST", env.rc_path(NS), cluster("own", {
-        "enableInTreeAutoscaling": True, "authOptions": {"mode": "token"}}, version="2.52.0"))
+    own = cluster("own", {"enableInTreeAutoscaling": True, "authOptions": {"mode": "token"}},
+                  version="2.52.0")
+    own["spec"]["headGroupSpec"]["enableIngress"] = True
+    env.req("POST", env.rc_path(NS), own)
     paths = {
         "ServiceAccount": "/api/v1/namespaces/%s/serviceaccounts/own" % NS,
         "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles/own" % NS,
         "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/own" % NS,
         "auth Secret": "/api/v1/namespaces/%s/secrets/own" % NS,
+        "Ingress": "/apis/networking.k8s.io/v1/namespaces/%s/ingresses/own-head-ingress" % NS,
     }
-    check("ServiceAccount, Role, RoleBinding, auth Secret created",
+    check("ServiceAccount, Role, RoleBinding, auth Secret, Ingress created",
           wait_until(20, lambda: all(env.get(p) for p in paths.values())),
           {k: bool(env.get(p)) for k, p in paths.items()})
+    ing = env.get(paths["Ingress"]) or {}
+    refs = ing.get("metadata", {}).get("ownerReferences") or [{}]
+    backend = (((ing.get("spec", {}).get("rules") or [{}])[0].get("http", {}).get("paths") or [{}])[0]
+               .get("backend", {}).get("service", {}))
+    check("the Ingress is owned by the RayCluster and routes to the head Service's dashboard",
+          refs[0].get("kind") == "RayCluster" and refs[0].get("controller") is True and
+          backend.get("port", {}).get("number") == 8265 and backend.get("name", "").startswith("own-head"),
+          ing.get("spec"))
+    treq = urllib.request.Request(env.url + paths["Ingress"], headers={
+        "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    with urllib.request.urlopen(treq, timeout=10) as resp:
+        table = json.loads(resp.read())
+    cols = [c["name"] for c in table.get("columnDefinitions", [])]
+    check("kubesim prints Ingress as a Table (kubectl get ingress columns)",
+          cols == ["Name", "Class", "Hosts", "Address", "Ports", "Age"] and
+          table["rows"][0]["cells"][:5] == ["own-head-ingress", "<none>", "*", "", "80"],
+          (cols, table.get("rows")))
+    check("CreatedIngress Event", wait_until(5, lambda: env.events(NS, "CreatedIngress") != []))
     for what, p in paths.items():
         old = env.get(p) or {}
         uid = old.get("metadata", {}).get("uid")

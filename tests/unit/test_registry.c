@@ -64,6 +64,8 @@ static void test_builtins_discovery_data(void **state)
         { "apiextensions.k8s.io", "customresourcedefinitions", "CustomResourceDefinition", "crd",
           false, false },
         { "discovery.k8s.io", "endpointslices", "EndpointSlice", NULL, true, false },
+        { "networking.k8s.io", "ingresses", "Ingress", "ing", true, false },
+        { "networking.k8s.io", "ingressclasses", "IngressClass", NULL, false, false },
     };
     (void)state;
 
@@ -136,7 +138,8 @@ static void test_builtins_grouped_core_first(void **state)
             assert_string_not_equal(seen[j], g);
         seen[nseen++] = g;
     }
-    assert_int_equal(nseen, 7);  /* core, apiextensions, batch, coordination, discovery, events, rbac */
+    /* core, apiextensions, batch, coordination, discovery, events, networking, rbac */
+    assert_int_equal(nseen, 8);
     registry_free(r);
 }
 
