@@ -1,7 +1,10 @@
 /*
  * log.c - structured logs: one JSON object per line, written with one write(2)
  * so concurrent writers (threads, or the processes `rayop up` merges) never
- * interleave inside a line.
+ * interleave inside a line. KubeRay's `--log-stdout-encoder console` selects
+ * zap's console layout instead (tab-separated time, LEVEL, logger, message,
+ * then the fields as one JSON object) for people reading a terminal; JSON stays
+ * the default because tools parse it.
  */
 #include "util/util.h"
 
@@ -13,11 +16,51 @@
 
 static int log_level = LOG_INFO;
 static const char *log_component = NULL;
+static int log_encoder = LOG_ENCODER_JSON;
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
+static const char *const level_upper[] = { "DEBUG", "INFO", "WARN", "ERROR" };
 
 void log_set_level(int level) { log_level = level; }
 void log_set_component(const char *component) { log_component = component; }
 int log_enabled(int level) { return level >= log_level; }
+void log_set_encoder(int encoder) { log_encoder = encoder; }
+
+int log_parse_encoder(const char *name)
+{
+    if (strcmp(name, "json") == 0)
+        return LOG_ENCODER_JSON;
+    if (strcmp(name, "console") == 0)
+        return LOG_ENCODER_CONSOLE;
+    return -1;
+}
+
+/* zap console layout: ts \t LEVEL \t logger \t msg [\t {"k":"v",...}]. The
+ * message is written raw except that tabs and newlines become spaces, so one
+ * entry stays one line. */
+static int format_console(struct buf *b, const char *tbuf, int li, const char *msg, va_list ap)
+{
+    const char *k, *v;
+    int nfields = 0;
+
+    if (buf_printf(b, "%s\t%s\t", tbuf, level_upper[li]) < 0)
+        return -ENOMEM;
+    if (log_component)
+        buf_printf(b, "%s\t", log_component);
+    for (const char *p = msg ? msg : ""; *p; p++)
+        buf_append(b, (*p == '\t' || *p == '\n' || *p == '\r') ? " " : p, 1);
+    while ((k = va_arg(ap, const char *)) != NULL) {
+        v = va_arg(ap, const char *);
+        if (!v)
+            continue;
+        buf_puts(b, nfields++ ? "," : "\t{");
+        buf_append_json_string(b, k);
+        buf_puts(b, ":");
+        buf_append_json_string(b, v);
+    }
+    if (nfields)
+        buf_puts(b, "}");
+    return buf_puts(b, "\n") < 0 ? -ENOMEM : 0;
+}
 
 int log_parse_level(const char *name)
 {
@@ -42,6 +85,11 @@ void log_vwrite(int level, const char *msg, va_list ap)
         return;
     clock_gettime(CLOCK_REALTIME, &ts);
     util_format_microtime(&ts, tbuf);
+    if (log_encoder == LOG_ENCODER_CONSOLE) {
+        if (format_console(&b, tbuf, level < 0 ? 0 : level > 3 ? 3 : level, msg, ap) < 0)
+            goto oom;
+        goto emit;
+    }
     /* Build on the heap; on allocation failure fall back to a fixed line. */
     if (buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\"", tbuf,
                    level_names[level < 0 ? 0 : level > 3 ? 3 : level]) < 0)
@@ -63,6 +111,7 @@ void log_vwrite(int level, const char *msg, va_list ap)
     }
     if (buf_puts(&b, "}\n") < 0)
         goto oom;
+emit:
     while ((size_t)off < b.len) {
         ssize_t n = write(STDERR_FILENO, b.data + off, b.len - off);
         if (n < 0 && errno == EINTR)

@@ -22,6 +22,10 @@ void log_set_level(int level);
 int log_parse_level(const char *name); /* "debug".."error" -> level, -1 if unknown */
 void log_set_component(const char *component);
 int log_enabled(int level);
+/* Line layout: JSON (default) or zap's console encoder (--log-stdout-encoder). */
+enum log_encoder { LOG_ENCODER_JSON = 0, LOG_ENCODER_CONSOLE = 1 };
+void log_set_encoder(int encoder);
+int log_parse_encoder(const char *name); /* "json"|"console" -> encoder, -1 if unknown */
 
 /*
  * log_write(level, msg, key1, val1, key2, val2, ..., NULL)

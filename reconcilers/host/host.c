@@ -205,8 +205,6 @@ static void log_settings(struct host *h)
     if (h->o.leader_election)
         log_warn("--enable-leader-election: leader election (a Lease per kind) is not "
                  "implemented yet; running without it", NULL);
-    if (strcmp(h->o.log_encoder, "console") == 0)
-        log_warn("--log-stdout-encoder console: not implemented yet; logging JSON lines", NULL);
     if (h->o.feature_gates[0])
         log_info("feature gates", "gates", h->o.feature_gates, NULL);
     log_info("controller starting", "controller", h->kind->name, "queue", h->kind->queue,
@@ -264,6 +262,8 @@ int host_main_controller(int argc, char **argv)
     }
     if (h.o.log_level >= 0)
         log_set_level(h.o.log_level);
+    log_set_encoder(log_parse_encoder(h.o.log_encoder) == LOG_ENCODER_CONSOLE
+                    ? LOG_ENCODER_CONSOLE : LOG_ENCODER_JSON);
     log_settings(&h);
     h.settings.use_kubernetes_proxy = h.o.use_kubernetes_proxy;
     h.settings.feature_gates = h.o.feature_gates;

@@ -36,7 +36,7 @@ static void usage(FILE *f)
           "  --use-kubernetes-proxy BOOL            reach Ray dashboards through the API server proxy\n"
           "  --feature-gates A=true,B=false         KubeRay feature gates\n"
           "  --config FILE                          KubeRay Configuration (config.ray.io/v1alpha1)\n"
-          "  --log-stdout-encoder json|console      console is accepted; lines stay JSON (logged)\n"
+          "  --log-stdout-encoder json|console      line layout (zap console: tab-separated)\n"
           "  --log-level debug|info|warn|error\n"
           "  --drain-timeout-ms N                   SIGTERM: finish in-flight work within N ms (default 30000)\n"
           "  --connect-timeout-ms N                 wait for the watcher this long at start (default 60000)\n", f);

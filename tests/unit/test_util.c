@@ -92,6 +92,51 @@ static void test_write_all_and_format_err(void **state)
     assert_string_equal(err, "value 1");
 }
 
+/* Runs one log_write with stderr redirected into a pipe; returns the line. */
+static void capture_log(int encoder, char *out, size_t cap)
+{
+    int fds[2], saved = dup(STDERR_FILENO);
+    ssize_t n;
+
+    assert_int_equal(pipe(fds), 0);
+    assert_true(saved >= 0);
+    dup2(fds[1], STDERR_FILENO);
+    log_set_encoder(encoder);
+    log_set_component("controller");
+    log_write(LOG_WARN, "reconcile\tfailed", "name", "a\"b", "skipped", NULL, "ns", "x", NULL);
+    log_set_encoder(LOG_ENCODER_JSON);
+    log_set_component(NULL);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(fds[1]);
+    n = read(fds[0], out, cap - 1);
+    close(fds[0]);
+    assert_true(n > 0);
+    out[n] = '\0';
+}
+
+/* JSON stays the default; console is zap's layout with the fields as one
+ * JSON object and the message kept on one line. */
+static void test_log_encoders(void **state)
+{
+    char line[512], *tab;
+    (void)state;
+    assert_int_equal(log_parse_encoder("json"), LOG_ENCODER_JSON);
+    assert_int_equal(log_parse_encoder("console"), LOG_ENCODER_CONSOLE);
+    assert_int_equal(log_parse_encoder("logfmt"), -1);
+
+    capture_log(LOG_ENCODER_JSON, line, sizeof(line));
+    assert_true(line[0] == '{');
+    assert_non_null(strstr(line, "\"level\":\"warn\",\"component\":\"controller\","
+                                 "\"msg\":\"reconcile\\tfailed\",\"name\":\"a\\\"b\",\"ns\":\"x\"}\n"));
+
+    capture_log(LOG_ENCODER_CONSOLE, line, sizeof(line));
+    tab = strchr(line, '\t');
+    assert_non_null(tab);
+    assert_int_equal(tab - line, 27); /* 2026-12-02T17:00:00.000000Z */
+    assert_true(line[4] == '-' && line[26] == 'Z');
+    assert_string_equal(tab, "\tWARN\tcontroller\treconcile failed\t{\"name\":\"a\\\"b\",\"ns\":\"x\"}\n");
+}
 
 static void test_json_get_paths(void **state)
 {
@@ -124,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_buf_json_escape),
         cmocka_unit_test(test_time_round_trip),
         cmocka_unit_test(test_write_all_and_format_err),
+        cmocka_unit_test(test_log_encoders),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
