@@ -45,6 +45,10 @@ struct host {
     atomic_bool stopping;
     atomic_int running;              /* worker threads not yet returned */
     atomic_bool first_done;
+    atomic_bool ipc_open;            /* h->ipc is set (HTTP thread reads it) */
+    struct host_leader *leader;      /* --enable-leader-election, else NULL */
+    struct host_leader_config lcfg;
+    atomic_bool leader_lost;
     uint64_t start_ns;
     pthread_mutex_t mu;
     pthread_cond_t cond;             /* signalled when a worker returns */
@@ -177,8 +181,11 @@ static int ready(void *arg)
     pthread_mutex_lock(&h->kube_slot.mu);
     kube_ok = h->kube_slot.done && h->kube_slot.client;
     pthread_mutex_unlock(&h->kube_slot.mu);
-    return kube_ok && h->ipc && ipc_client_connected(h->ipc) &&
-           host_view_synced(h->view, h->kind->cache_types);
+    /* a standby waiting for the lease is ready, as in controller-runtime
+     * (its probes do not depend on leadership); it has no queue connection yet */
+    bool queue_ok = host_leader_get_state(h->leader) == HOST_LEADER_WAITING ||
+                    (atomic_load(&h->ipc_open) && ipc_client_connected(h->ipc));
+    return kube_ok && queue_ok && host_view_synced(h->view, h->kind->cache_types);
 }
 
 /* The watcher creates the segment; a controller may start first. */
@@ -202,14 +209,80 @@ static void log_settings(struct host *h)
 {
     char w[16];
     snprintf(w, sizeof(w), "%d", h->o.workers);
-    if (h->o.leader_election)
-        log_warn("--enable-leader-election: leader election (a Lease per kind) is not "
-                 "implemented yet; running without it", NULL);
     if (h->o.feature_gates[0])
         log_info("feature gates", "gates", h->o.feature_gates, NULL);
     log_info("controller starting", "controller", h->kind->name, "queue", h->kind->queue,
              "workers", w, "stateDir", h->o.state_dir,
              "useKubernetesProxy", h->o.use_kubernetes_proxy ? "true" : "false", NULL);
+}
+
+/* Leadership lost (leader thread): stop pulling and leave through the SIGTERM
+ * drain path, exiting non-zero so `rayop up` or the kubelet restarts us. */
+static void leader_lost(void *arg)
+{
+    struct host *h = arg;
+    atomic_store(&h->leader_lost, true);
+    atomic_store(&h->stopping, true);
+    kill(getpid(), SIGTERM);
+}
+
+static int start_leader(struct host *h)
+{
+    struct host_leader_config *c = &h->lcfg;
+    int rc;
+    if (!h->o.leader_election)
+        return 0;
+    snprintf(c->name, sizeof(c->name), "rayop-%s-leader", h->kind->name);
+    host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
+    if ((rc = host_leader_identity(c->identity, sizeof(c->identity))) < 0) {
+        log_error("no leader election identity (set POD_NAME)", "error", strerror(-rc), NULL);
+        return rc;
+    }
+    /* client-go's defaults 15 s / 10 s / 2 s, scaled with --leader-lease-seconds */
+    c->lease_s = h->o.leader_lease_s;
+    c->renew_deadline_ms = c->lease_s * 2000 / 3;
+    c->retry_ms = c->lease_s * 2000 / 15;
+    if (c->retry_ms < 100)
+        c->retry_ms = 100;
+    if ((rc = host_leader_start(c, &h->kube_slot, leader_lost, h, &h->leader)) < 0) {
+        log_error("cannot start leader election", "error", strerror(-rc), NULL);
+        return rc;
+    }
+    h->metrics.leader = h->leader;
+    h->metrics.leader_name = c->name;
+    return 0;
+}
+
+/* Blocks until this process leads (0) or a signal arrives (its number). */
+static int wait_leadership(struct host *h, const sigset_t *set)
+{
+    const struct timespec zero = { 0, 0 };
+    if (!h->leader)
+        return 0;
+    for (;;) {
+        if (host_leader_wait(h->leader, 200) == HOST_LEADER_LEADING)
+            return 0;
+        int sig = sigtimedwait(set, NULL, &zero);
+        if (sig > 0)
+            return sig;
+    }
+}
+
+static int open_queue(struct host *h, const char *sock)
+{
+    char wid[IPC_WORKER_MAX];
+    int rc;
+    snprintf(wid, sizeof(wid), "%s-%d", h->kind->name, (int)getpid());
+    struct ipc_client_config cc = { .path = sock, .kind = h->kind->queue, .worker = wid,
+                                    .capacity = (uint32_t)h->o.workers,
+                                    .connect_timeout_ms = h->o.connect_timeout_ms };
+    if ((rc = ipc_client_open(&cc, &h->ipc)) < 0) {
+        log_error("cannot connect to the watcher", "socket", sock, "error", strerror(-rc), NULL);
+        return rc;
+    }
+    atomic_store(&h->ipc_open, true);
+    log_stage(h, "queue connection");
+    return 0;
 }
 
 /* Waits for the workers up to the drain timeout. 0 all returned, -ETIMEDOUT. */
@@ -295,23 +368,27 @@ int host_main_controller(int argc, char **argv)
     host_metrics_init(&h.metrics, h.kind->name, h.kind->queue, h.o.workers);
     h.metrics.kind_metrics = h.kind->metrics;
     h.metrics.kind_view = h.view;
-    char wid[IPC_WORKER_MAX];
-    snprintf(wid, sizeof(wid), "%s-%d", h.kind->name, (int)getpid());
-    struct ipc_client_config cc = { .path = sock, .kind = h.kind->queue, .worker = wid,
-                                    .capacity = (uint32_t)h.o.workers,
-                                    .connect_timeout_ms = h.o.connect_timeout_ms };
-    if ((rc = ipc_client_open(&cc, &h.ipc)) < 0) {
-        log_error("cannot connect to the watcher", "socket", sock, "error", strerror(-rc), NULL);
+    if ((rc = start_leader(&h)) < 0)
         goto out_metrics;
-    }
-    log_stage(&h, "queue connection");
+    /* without an election connect first: the restart -> first reconcile path */
+    if (!h.leader && (rc = open_queue(&h, sock)) < 0)
+        goto out_ipc;
     if ((rc = host_http_start(h.o.metrics_addr, h.o.probe_addr, &h.metrics, ready, &h,
                               &h.http)) < 0)
         goto out_ipc;
     log_stage(&h, "http");
+    /* a standby does not connect to the queue: the watcher hands keys only to
+     * connected workers, so none sit with a process that may not reconcile */
+    if ((sig = wait_leadership(&h, &set)) > 0) {
+        log_info("signal received while waiting for leadership", "signal", strsignal(sig), NULL);
+        exit_code = atomic_load(&h.kube_failed) ? 1 : 0;
+        goto out_ipc;
+    }
+    if (h.leader && (rc = open_queue(&h, sock)) < 0)
+        goto out_ipc;
     if (!(threads = calloc((size_t)h.o.workers, sizeof(*threads)))) {
         rc = -ENOMEM;
-        goto out_http;
+        goto out_ipc;
     }
     for (; nthreads < h.o.workers; nthreads++) {
         atomic_fetch_add(&h.running, 1);
@@ -347,12 +424,13 @@ int host_main_controller(int argc, char **argv)
     }
     for (int i = 0; i < nthreads; i++)
         pthread_join(threads[i], NULL);
-    exit_code = sig > 0 && !atomic_load(&h.kube_failed) ? 0 : 1;
+    exit_code = sig > 0 && !atomic_load(&h.kube_failed) && !atomic_load(&h.leader_lost) ? 0 : 1;
     free(threads);
-out_http:
-    host_http_stop(h.http);
 out_ipc:
+    host_http_stop(h.http);
     ipc_client_close(h.ipc);   /* hands back keys delivered but not pulled */
+    /* after the keys are handed back: the standby may take over at once */
+    host_leader_stop(h.leader, !atomic_load(&h.leader_lost));
 out_metrics:
     host_metrics_destroy(&h.metrics);
 out:

@@ -60,6 +60,10 @@ struct host_metrics {
     /* the kind's own metrics (host_kind.metrics), appended after ours */
     host_metrics_fn kind_metrics;
     struct host_view *kind_view;
+    /* leader_election_master_status{name}: set while the election runs (it
+     * outlives the HTTP server), NULL without --enable-leader-election */
+    struct host_leader *leader;
+    const char *leader_name;
 };
 
 void host_metrics_init(struct host_metrics *m, const char *controller, const char *queue,
@@ -90,6 +94,8 @@ struct host_opts {
     char metrics_addr[128];
     char probe_addr[128];
     bool leader_election;
+    char leader_namespace[64];               /* --leader-election-namespace, "" : default */
+    int leader_lease_s;                      /* --leader-lease-seconds (15) */
     bool use_kubernetes_proxy;
     char feature_gates[512];
     char log_encoder[16];                    /* json | console */
@@ -108,6 +114,61 @@ void host_opts_free(struct host_opts *o);
 int host_opts_load_config(struct host_opts *o, const char *path, char *err, size_t errlen);
 /* Splits "host:port" / ":port" / "0" (disabled: *port = -1). 0 or -EINVAL. */
 int host_parse_addr(const char *s, char *host, size_t hostcap, int *port);
+
+/* ---- leader election (leader.c) --------------------------------------------- */
+
+#define HOST_LEASE_HOLDER_MAX 254
+#define HOST_LEASE_OBSERVED_MAX 400
+
+/* The part of a Lease's spec the election reads. */
+struct host_lease_record {
+    char holder[HOST_LEASE_HOLDER_MAX];       /* "" : released or never held */
+    int duration_s;                           /* leaseDurationSeconds, 0 if unset */
+    int transitions;                          /* leaseTransitions */
+    char acquire_time[40], renew_time[40];    /* MicroTime strings as stored */
+};
+/* 0, or -EINVAL for a Lease that is not an object / an oversized holder. */
+int host_lease_record_from_json(const cJSON *lease, struct host_lease_record *rec);
+
+enum host_lease_action {
+    HOST_LEASE_CREATE,      /* no Lease: create it holding it */
+    HOST_LEASE_RENEW,       /* ours (this Pod's): renewTime = now */
+    HOST_LEASE_TAKEOVER,    /* released or expired: take it, leaseTransitions + 1 */
+    HOST_LEASE_WAIT,        /* another holder that is still renewing */
+};
+/* client-go's decision: observed_ms is when this process first saw the current
+ * record (our clock, not renewTime, so skew between Pods does not matter). */
+enum host_lease_action host_lease_decide(const struct host_lease_record *rec, bool exists,
+                                         const char *identity, uint64_t observed_ms,
+                                         uint64_t now_ms);
+
+struct host_leader_config {
+    char name[254];                           /* Lease name: rayop-KIND-leader */
+    char ns[64];
+    char identity[HOST_LEASE_HOLDER_MAX];     /* the Pod: $POD_NAME, else the hostname */
+    int lease_s;                              /* leaseDurationSeconds (15) */
+    int renew_deadline_ms;                    /* 10000 */
+    int retry_ms;                             /* 2000 */
+};
+enum host_leader_state { HOST_LEADER_WAITING, HOST_LEADER_LEADING, HOST_LEADER_LOST };
+struct host_leader;
+typedef void (*host_leader_lost_fn)(void *arg);
+
+/* $POD_NAME, else the hostname. 0 or negative errno. */
+int host_leader_identity(char *out, size_t cap);
+/* flag if set, else the in-cluster service account namespace file, else "default". */
+void host_leader_namespace(const char *flag, char *out, size_t cap);
+/* Starts the election thread (it waits for the API client in slot). on_lost
+ * runs on that thread once, when leadership is lost. host_leader_stop frees. */
+int host_leader_start(const struct host_leader_config *cfg, struct host_kube_slot *slot,
+                      host_leader_lost_fn on_lost, void *arg, struct host_leader **out);
+/* NULL le (election off) reads as leading. */
+enum host_leader_state host_leader_get_state(struct host_leader *le);
+/* Waits up to timeout_ms while WAITING; returns the state. */
+enum host_leader_state host_leader_wait(struct host_leader *le, int timeout_ms);
+/* Stops the thread; with release and the Lease held, gives it up (holder
+ * cleared, leaseDurationSeconds 1) so a standby takes over at once. Frees le. */
+void host_leader_stop(struct host_leader *le, bool release);
 
 /* ---- HTTP endpoints (http.c) ------------------------------------------------ */
 

@@ -181,6 +181,11 @@ int host_metrics_text(struct host_metrics *m, struct buf *out)
                           "# TYPE rayop_host_status_errors_total counter\n"
                           "rayop_host_status_errors_total{controller=\"%s\"} %" PRIu64 "\n",
                      c, s.status_errors);
+    if (s.leader)   /* client-go's gauge: 1 while this process holds the lease */
+        rc |= buf_printf(out, "# HELP leader_election_master_status Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.\n"
+                              "# TYPE leader_election_master_status gauge\n"
+                              "leader_election_master_status{name=\"%s\"} %d\n",
+                         s.leader_name, host_leader_get_state(s.leader) == HOST_LEADER_LEADING);
     if (s.kind_metrics && s.kind_metrics(s.kind_view, out) < 0)
         rc = 1;
     return rc ? -ENOMEM : 0;

@@ -32,7 +32,9 @@ static void usage(FILE *f)
           "  --qps N --burst N                      client-side API rate limit (default 100/200)\n"
           "  --metrics-addr ADDR                    Prometheus /metrics (default :8080; 0 = off)\n"
           "  --health-probe-bind-address ADDR       /healthz, /readyz (default :8082; 0 = off)\n"
-          "  --enable-leader-election BOOL          accepted; not implemented yet (logged)\n"
+          "  --enable-leader-election BOOL          one active Pod per kind (a Lease rayop-KIND-leader)\n"
+          "  --leader-election-namespace NS         the Lease's namespace (default: in-cluster namespace, else default)\n"
+          "  --leader-lease-seconds N               leaseDurationSeconds (default 15; renew deadline 2/3, retry 2/15 of it)\n"
           "  --use-kubernetes-proxy BOOL            reach Ray dashboards through the API server proxy\n"
           "  --feature-gates A=true,B=false         KubeRay feature gates\n"
           "  --config FILE                          KubeRay Configuration (config.ray.io/v1alpha1)\n"
@@ -142,6 +144,10 @@ static int apply(struct host_opts *o, const char *name, const char *v)
         if ((rc = parse_bool(v, &b)) == 0) o->leader_election = b;
         return rc;
     }
+    if (strcmp(name, "leader-election-namespace") == 0)
+        return copy_str(o->leader_namespace, sizeof(o->leader_namespace), v);
+    if (strcmp(name, "leader-lease-seconds") == 0)
+        return parse_int(v, 1, 3600, &o->leader_lease_s);
     if (strcmp(name, "use-kubernetes-proxy") == 0) {
         if ((rc = parse_bool(v, &b)) == 0) o->use_kubernetes_proxy = b;
         return rc;
@@ -178,7 +184,7 @@ static int is_bool_flag(const char *name)
 static int is_ignored_flag(const char *name)
 {
     static const char *const names[] = {
-        "leader-election-namespace", "log-file-path", "enable-batch-scheduler",
+        "log-file-path", "enable-batch-scheduler",
         "batch-scheduler", "enable-metrics", "forced-cluster-upgrade",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -194,6 +200,7 @@ int host_opts_parse(struct host_opts *o, int argc, char **argv)
     o->workers = 1;
     o->log_level = -1;
     o->drain_timeout_ms = 30000;
+    o->leader_lease_s = 15;
     o->connect_timeout_ms = 60000;
     strcpy(o->metrics_addr, ":8080");
     strcpy(o->probe_addr, ":8082");
@@ -268,6 +275,7 @@ static const char *config_field(const char *key)
         { "metricsAddr", "metrics-addr" },
         { "probeAddr", "health-probe-bind-address" },
         { "enableLeaderElection", "enable-leader-election" },
+        { "leaderElectionNamespace", "leader-election-namespace" },
         { "reconcileConcurrency", "reconcile-concurrency" },
         { "watchNamespace", "watch-namespace" },
         { "logStdoutEncoder", "log-stdout-encoder" },

@@ -1,0 +1,388 @@
+/*
+ * leader.c - leader election for `rayop controller KIND --enable-leader-election`,
+ * the way client-go's tools/leaderelection does it with a coordination.k8s.io/v1
+ * Lease, but with one Lease per controller kind ("rayop-KIND-leader") and the
+ * Pod as the holder identity: every controller process of one kind in one Pod
+ * shares leadership (they pull from one watcher queue, which is safe), while a
+ * second operator Pod's processes of that kind wait.
+ *
+ * A background thread tries to acquire (create, or update with the Lease's
+ * resourceVersion: optimistic concurrency) every retry period. Expiry is judged
+ * as client-go does, on this process's clock: a Lease whose record has not
+ * changed for leaseDurationSeconds since we first saw it is free, so clock
+ * skew between Pods does not matter. Once leader it renews every retry period;
+ * when no renew has succeeded for the renew deadline, or someone else holds
+ * the Lease, leadership is lost and the host is told to exit (non-zero), as
+ * controller-runtime does. host_leader_release() gives the Lease up on a clean
+ * shutdown (holder cleared, leaseDurationSeconds 1: ReleaseOnCancel).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "reconcilers/host/internal.h"
+#include "util/util.h"
+
+#define SA_NAMESPACE_FILE "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+struct host_leader {
+    struct host_leader_config cfg;
+    struct host_kube_slot *slot;
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    bool stop;                  /* under mu */
+    atomic_int state;           /* enum host_leader_state */
+    /* what we last saw of the Lease (client-go's observedRecord/observedTime) */
+    char observed[HOST_LEASE_OBSERVED_MAX];
+    uint64_t observed_ms;
+    uint64_t last_renew_ms;     /* last successful acquire/renew */
+    char waiting_for[HOST_LEASE_HOLDER_MAX]; /* holder last logged while waiting */
+    host_leader_lost_fn on_lost;
+    void *on_lost_arg;
+};
+
+/* ---- the pure decision ----------------------------------------------------- */
+
+enum host_lease_action host_lease_decide(const struct host_lease_record *rec, bool exists,
+                                         const char *identity, uint64_t observed_ms,
+                                         uint64_t now_ms)
+{
+    if (!exists)
+        return HOST_LEASE_CREATE;
+    if (strcmp(rec->holder, identity) == 0)
+        return HOST_LEASE_RENEW;
+    if (rec->holder[0] == '\0')
+        return HOST_LEASE_TAKEOVER;          /* released */
+    /* as client-go: a Lease without leaseDurationSeconds counts as expired */
+    if (observed_ms + (uint64_t)rec->duration_s * 1000 <= now_ms)
+        return HOST_LEASE_TAKEOVER;          /* the holder stopped renewing */
+    return HOST_LEASE_WAIT;
+}
+
+int host_lease_record_from_json(const cJSON *lease, struct host_lease_record *rec)
+{
+    const cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec"), *v;
+    memset(rec, 0, sizeof(*rec));
+    if (!cJSON_IsObject(lease))
+        return -EINVAL;
+    if (!spec)
+        return 0;
+    if (!cJSON_IsObject(spec))
+        return -EINVAL;
+    v = cJSON_GetObjectItemCaseSensitive(spec, "holderIdentity");
+    if (cJSON_IsString(v) && snprintf(rec->holder, sizeof(rec->holder), "%s", v->valuestring) >=
+                             (int)sizeof(rec->holder))
+        return -EINVAL;
+    v = cJSON_GetObjectItemCaseSensitive(spec, "leaseDurationSeconds");
+    if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 1e6)
+        rec->duration_s = (int)v->valuedouble;
+    v = cJSON_GetObjectItemCaseSensitive(spec, "leaseTransitions");
+    if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 2e9)
+        rec->transitions = (int)v->valuedouble;
+    v = cJSON_GetObjectItemCaseSensitive(spec, "renewTime");
+    if (cJSON_IsString(v))
+        snprintf(rec->renew_time, sizeof(rec->renew_time), "%s", v->valuestring);
+    v = cJSON_GetObjectItemCaseSensitive(spec, "acquireTime");
+    if (cJSON_IsString(v))
+        snprintf(rec->acquire_time, sizeof(rec->acquire_time), "%s", v->valuestring);
+    return 0;
+}
+
+/* ---- identity and namespace ------------------------------------------------ */
+
+int host_leader_identity(char *out, size_t cap)
+{
+    const char *pod = getenv("POD_NAME");
+    if (pod && *pod)
+        return snprintf(out, cap, "%s", pod) < (int)cap ? 0 : -ENAMETOOLONG;
+    if (gethostname(out, cap) < 0)
+        return -errno;
+    out[cap - 1] = '\0';
+    return out[0] ? 0 : -ENOENT;
+}
+
+void host_leader_namespace(const char *flag, char *out, size_t cap)
+{
+    char buf[256];
+    size_t n = 0;
+    FILE *f;
+    if (flag && *flag) {
+        snprintf(out, cap, "%s", flag);
+        return;
+    }
+    snprintf(out, cap, "default");
+    if (!(f = fopen(SA_NAMESPACE_FILE, "r")))
+        return;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+        n--;
+    buf[n] = '\0';
+    if (n > 0)
+        snprintf(out, cap, "%s", buf);
+}
+
+/* ---- the API side ---------------------------------------------------------- */
+
+static void set_state(struct host_leader *le, enum host_leader_state s)
+{
+    pthread_mutex_lock(&le->mu);
+    atomic_store(&le->state, (int)s);
+    pthread_cond_broadcast(&le->cond);
+    pthread_mutex_unlock(&le->mu);
+}
+
+/* Fills spec for holder (NULL: release) on obj, keeping acquireTime and the
+ * transition count when we already hold it. */
+static int fill_spec(cJSON *obj, const struct host_leader *le, const struct host_lease_record *old,
+                     enum host_lease_action a, bool release)
+{
+    char now[40];
+    struct timespec ts;
+    cJSON *spec;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    util_format_microtime(&ts, now);
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, "spec");
+    if (!(spec = cJSON_AddObjectToObject(obj, "spec")))
+        return -ENOMEM;
+    int transitions = old ? old->transitions : 0;
+    if (a == HOST_LEASE_TAKEOVER)
+        transitions++;
+    const char *acquire = (a == HOST_LEASE_RENEW && old->acquire_time[0]) ? old->acquire_time : now;
+    if (!cJSON_AddStringToObject(spec, "holderIdentity", release ? "" : le->cfg.identity) ||
+        !cJSON_AddNumberToObject(spec, "leaseDurationSeconds", release ? 1 : le->cfg.lease_s) ||
+        !cJSON_AddStringToObject(spec, "acquireTime", acquire) ||
+        !cJSON_AddStringToObject(spec, "renewTime", now) ||
+        !cJSON_AddNumberToObject(spec, "leaseTransitions", transitions))
+        return -ENOMEM;
+    return 0;
+}
+
+static cJSON *new_lease(const struct host_leader *le)
+{
+    cJSON *o = cJSON_CreateObject(), *md;
+    if (!o || !cJSON_AddStringToObject(o, "apiVersion", "coordination.k8s.io/v1") ||
+        !cJSON_AddStringToObject(o, "kind", "Lease") || !(md = cJSON_AddObjectToObject(o, "metadata")) ||
+        !cJSON_AddStringToObject(md, "name", le->cfg.name) ||
+        !cJSON_AddStringToObject(md, "namespace", le->cfg.ns)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* One tryAcquireOrRenew. 1 we hold the Lease, 0 someone else does, < 0 the
+ * API call failed (conflicts included: the next round sees the new record). */
+static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, bool release)
+{
+    struct kube_result res = { 0 };
+    struct host_lease_record rec;
+    char observed[HOST_LEASE_OBSERVED_MAX];
+    uint64_t now = util_now_ms();
+    bool exists;
+    cJSON *obj = NULL;
+    int rc = kube_get(kc, &KUBE_RES_LEASES, le->cfg.ns, le->cfg.name, &res);
+    if (rc < 0 && rc != -ENOENT)
+        goto out;
+    exists = rc == 0;
+    if (exists) {
+        obj = res.body;
+        res.body = NULL;
+        if ((rc = host_lease_record_from_json(obj, &rec)) < 0)
+            goto out;
+        /* the record changed since we last looked: restart its expiry clock */
+        snprintf(observed, sizeof(observed), "%s|%s|%d|%s", rec.holder, rec.renew_time,
+                 rec.transitions, res.resource_version);
+        if (strcmp(observed, le->observed) != 0) {
+            memcpy(le->observed, observed, sizeof(observed));
+            le->observed_ms = now;
+        }
+    } else {
+        memset(&rec, 0, sizeof(rec));
+        if (!(obj = new_lease(le))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    enum host_lease_action a = host_lease_decide(&rec, exists, le->cfg.identity,
+                                                 le->observed_ms, now);
+    if (release) {
+        rc = 0;
+        if (a != HOST_LEASE_RENEW)
+            goto out;                        /* not ours (any more): nothing to give up */
+    } else if (a == HOST_LEASE_WAIT) {
+        rc = 0;
+        goto out;
+    }
+    if ((rc = fill_spec(obj, le, exists ? &rec : NULL, a, release)) < 0)
+        goto out;
+    kube_result_release(&res);
+    memset(&res, 0, sizeof(res));
+    rc = a == HOST_LEASE_CREATE ? kube_create(kc, &KUBE_RES_LEASES, le->cfg.ns, obj, &res)
+                                : kube_update(kc, &KUBE_RES_LEASES, le->cfg.ns, obj, &res);
+    if (rc == 0) {
+        rc = release ? 0 : 1;
+        if (a != HOST_LEASE_RENEW && !release) {
+            char t[16];
+            snprintf(t, sizeof(t), "%d", a == HOST_LEASE_TAKEOVER ? rec.transitions + 1 : 0);
+            log_info("successfully acquired lease", "lease", le->cfg.name, "namespace", le->cfg.ns,
+                     "identity", le->cfg.identity, "previousHolder", rec.holder,
+                     "leaseTransitions", t, NULL);
+        }
+    }
+out:
+    if (rc == 0 && !release && atomic_load(&le->state) == HOST_LEADER_WAITING &&
+        strcmp(le->waiting_for, rec.holder) != 0) { /* a new holder: say who we wait for */
+        snprintf(le->waiting_for, sizeof(le->waiting_for), "%s", rec.holder);
+        log_info("waiting for leadership", "lease", le->cfg.name, "namespace", le->cfg.ns,
+                 "holder", rec.holder, "identity", le->cfg.identity, NULL);
+    }
+    cJSON_Delete(obj);
+    kube_result_release(&res);
+    return rc;
+}
+
+/* Sleeps up to ms unless stopped. true when stopped. */
+static bool wait_stop(struct host_leader *le, int ms)
+{
+    struct timespec until;
+    bool stop;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&le->mu);
+    while (!le->stop && pthread_cond_timedwait(&le->cond, &le->mu, &until) == 0)
+        ;
+    stop = le->stop;
+    pthread_mutex_unlock(&le->mu);
+    return stop;
+}
+
+/* The API client through the host's slot (waits for its background creation). */
+static struct kube_client *slot_client(struct host_kube_slot *slot)
+{
+    struct host_ctx c = { .kube_slot = slot };
+    return host_kube(&c);
+}
+
+static void *leader_thread(void *arg)
+{
+    struct host_leader *le = arg;
+    struct kube_client *kc = slot_client(le->slot);
+    char last_err[64] = "";
+    if (!kc)
+        return NULL;                         /* the host exits on its own */
+    while (!wait_stop(le, 0)) {
+        int rc = try_acquire_or_renew(le, kc, false);
+        uint64_t now = util_now_ms();
+        int st = atomic_load(&le->state);
+        if (rc == 1) {
+            le->last_renew_ms = now;
+            last_err[0] = '\0';
+            if (st == HOST_LEADER_WAITING)
+                set_state(le, HOST_LEADER_LEADING);
+        } else if (st == HOST_LEADER_LEADING &&
+                   (rc == 0 || now - le->last_renew_ms >= (uint64_t)le->cfg.renew_deadline_ms)) {
+            log_error("leader election lost", "lease", le->cfg.name, "namespace", le->cfg.ns,
+                      "identity", le->cfg.identity,
+                      "reason", rc == 0 ? "another holder" : "renew deadline exceeded", NULL);
+            set_state(le, HOST_LEADER_LOST);
+            if (le->on_lost)
+                le->on_lost(le->on_lost_arg);
+            return NULL;
+        } else if (rc < 0 && strcmp(last_err, kube_strerror(rc)) != 0) {
+            snprintf(last_err, sizeof(last_err), "%s", kube_strerror(rc));
+            log_warn("error retrieving or updating the lease", "lease", le->cfg.name,
+                     "error", last_err, NULL);
+        }
+        if (wait_stop(le, le->cfg.retry_ms))
+            break;
+    }
+    return NULL;
+}
+
+int host_leader_start(const struct host_leader_config *cfg, struct host_kube_slot *slot,
+                      host_leader_lost_fn on_lost, void *arg, struct host_leader **out)
+{
+    struct host_leader *le = calloc(1, sizeof(*le));
+    int rc;
+    if (!le)
+        return -ENOMEM;
+    le->cfg = *cfg;
+    le->slot = slot;
+    le->on_lost = on_lost;
+    le->on_lost_arg = arg;
+    atomic_store(&le->state, HOST_LEADER_WAITING);
+    pthread_mutex_init(&le->mu, NULL);
+    pthread_cond_init(&le->cond, NULL);
+    log_info("attempting to acquire leader lease", "lease", cfg->name, "namespace", cfg->ns,
+             "identity", cfg->identity, NULL);
+    if ((rc = -pthread_create(&le->thread, NULL, leader_thread, le)) < 0) {
+        host_leader_stop(le, false);
+        return rc;
+    }
+    le->started = true;
+    *out = le;
+    return 0;
+}
+
+enum host_leader_state host_leader_get_state(struct host_leader *le)
+{
+    return le ? (enum host_leader_state)atomic_load(&le->state) : HOST_LEADER_LEADING;
+}
+
+enum host_leader_state host_leader_wait(struct host_leader *le, int timeout_ms)
+{
+    struct timespec until;
+    int st;
+    if (!le)
+        return HOST_LEADER_LEADING;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&le->mu);
+    while ((st = atomic_load(&le->state)) == HOST_LEADER_WAITING && !le->stop &&
+           pthread_cond_timedwait(&le->cond, &le->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&le->mu);
+    return (enum host_leader_state)st;
+}
+
+void host_leader_stop(struct host_leader *le, bool release)
+{
+    if (!le)
+        return;
+    pthread_mutex_lock(&le->mu);
+    le->stop = true;
+    pthread_cond_broadcast(&le->cond);
+    pthread_mutex_unlock(&le->mu);
+    if (le->started)
+        pthread_join(le->thread, NULL);
+    if (release && atomic_load(&le->state) == HOST_LEADER_LEADING) {
+        struct kube_client *kc = slot_client(le->slot);
+        int rc = kc ? try_acquire_or_renew(le, kc, true) : -ENOTCONN;
+        if (rc < 0)
+            log_warn("failed to release the lease", "lease", le->cfg.name,
+                     "error", kube_strerror(rc), NULL);
+        else
+            log_info("lease released", "lease", le->cfg.name, "namespace", le->cfg.ns, NULL);
+    }
+    pthread_cond_destroy(&le->cond);
+    pthread_mutex_destroy(&le->mu);
+    free(le);
+}
