@@ -12,7 +12,7 @@
 #  - someone else taking the Lease: the leader's processes exit non-zero
 . "$(dirname "$0")/lib.sh"
 
-RAYOP=$LIB_ROOT/bin/rayop
+RAYOP=${LEADER_IT_RAYOP:-$LIB_ROOT/bin/rayop}   # LEADER_IT_RAYOP: e.g. an ASan build
 [ -x "$RAYOP" ] || { not_ok "bin/rayop is built"; exit 1; }
 start_kubesim || exit 1
 WORK=$KUBESIM_DIR
@@ -128,12 +128,24 @@ check "both pod-c processes report leader_election_master_status 1" \
         awk '/^leader_election_master_status/ { print $2 }')" = 1 ]
 
 # ---- someone else takes the Lease: the leader exits non-zero ----
-kcurl "$LEASE" | jq '.spec.holderIdentity = "pod-z" | .spec.leaseDurationSeconds = 3600 | .spec.renewTime = null' >"$WORK/steal.json"
-kcurl -X PUT -H 'Content-Type: application/json' --data-binary @"$WORK/steal.json" "$LEASE" >/dev/null
-t0=$(now_ms)
+steal() {  # a PUT with the rv read: retried when it races a renew (409)
+    kcurl "$LEASE" | jq '.spec.holderIdentity = "pod-z" | .spec.leaseDurationSeconds = 3600 | .spec.renewTime = null' >"$WORK/steal.json"
+    [ "$(kcode -X PUT -H 'Content-Type: application/json' --data-binary @"$WORK/steal.json" "$LEASE")" = 200 ]
+}
+wait_until "Lease taken by pod-z" 10 steal
 wait_until "pod-c notices the lost lease" 10 grep -q '"msg":"leader election lost"' "$WORK/ctlC.log"
+exited() {  # gone or a zombie (not yet reaped by wait)
+    local p st
+    for p in "$CPID_C" "$C2PID"; do
+        st=$(ps -o stat= -p "$p" 2>/dev/null)
+        [ -z "$st" ] || [ "${st#Z}" != "$st" ] || return 1
+    done
+}
+wait_until "both pod-c processes exit" 15 exited || kill -9 "$CPID_C" "$C2PID" 2>/dev/null
 wait "$CPID_C"; crc=$?
 wait "$C2PID"; c2rc=$?
 check "lost lease: both pod-c processes exit non-zero (rc $crc, $c2rc)" [ "$crc" -ne 0 -a "$c2rc" -ne 0 ]
 check "lost lease: it did not release pod-z's Lease" [ "$(holder)" = pod-z ]
+check "no sanitizer report in the controller logs (LEADER_IT_RAYOP=asan build)" \
+    sh -c "! grep -l -a -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' '$WORK'/ctl*.log"
 exit 0
