@@ -35,7 +35,8 @@ static void usage(FILE *f)
           "  --cache-max-objects N    object slots (default 131072)\n"
           "  --cache-max-bytes BYTES  grow the segment up to this when full (default: refuse)\n"
           "  --metrics-addr ADDR      serve /metrics, /healthz, /readyz (e.g. :8080; default off)\n"
-          "  --log-level LEVEL        debug|info|warn|error\n", f);
+          "  --log-level LEVEL        debug|info|warn|error\n"
+          "  --log-stdout-encoder E   json (default) | console (zap's console layout)\n", f);
 }
 
 

@@ -97,6 +97,9 @@ int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd)
         } else if (strcmp(name, "--log-level") == 0) {
             int lv = log_parse_level(val);
             if (lv < 0) bad = 1; else log_set_level(lv);
+        } else if (strcmp(name, "--log-stdout-encoder") == 0) {
+            int enc = log_parse_encoder(val);
+            if (enc < 0) bad = 1; else log_set_encoder(enc);
         } else if (strcmp(name, "--output") == 0 && cmd == WOPTS_STATUS) {
             o->json = strcmp(val, "json") == 0;
         } else if (cmd != WOPTS_WATCHER) {

@@ -229,7 +229,8 @@ static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, 
                                 : kube_update(kc, &KUBE_RES_LEASES, le->cfg.ns, obj, &res);
     if (rc == 0) {
         rc = release ? 0 : 1;
-        if (a != HOST_LEASE_RENEW && !release) {
+        /* also a second process of the holder Pod: it leads from its first renew */
+        if (!release && (a != HOST_LEASE_RENEW || atomic_load(&le->state) == HOST_LEADER_WAITING)) {
             char t[16];
             snprintf(t, sizeof(t), "%d", a == HOST_LEASE_TAKEOVER ? rec.transitions + 1 : 0);
             log_info("successfully acquired lease", "lease", le->cfg.name, "namespace", le->cfg.ns,

@@ -72,10 +72,11 @@ static void usage(FILE *f)
           "Runs `rayop watcher` and `rayop controller KIND` for each kind, restarting any that exits.\n"
           "  --controllers A,B,C         kinds to run (default raycluster,rayjob,rayservice,raycronjob)\n"
           "  --kubeconfig, --context, --namespace/--watch-namespace, --state-dir, --qps, --burst,\n"
-          "  --log-level                 passed to every child\n"
+          "  --log-level, --log-stdout-encoder   passed to every child\n"
           "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
           "  --workers/--reconcile-concurrency, --config, --feature-gates, --enable-leader-election,\n"
-          "  --use-kubernetes-proxy, --log-stdout-encoder, --drain-timeout-ms   passed to controllers\n"
+          "  --leader-election-namespace, --leader-lease-seconds, --use-kubernetes-proxy,\n"
+          "  --drain-timeout-ms          passed to controllers\n"
           "  --metrics-addr ADDR         controller i serves metrics on port+2i (default :8080; 0 off)\n"
           "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081, so 8081/8083/8085 sit between the metrics ports; 0 off)\n"
           "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
@@ -298,12 +299,12 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
                        const char **maddr, const char **paddr)
 {
     static const char *const common_flags[] = { "kubeconfig", "context", "namespace",
-        "watch-namespace", "state-dir", "qps", "burst", "log-level", NULL };
+        "watch-namespace", "state-dir", "qps", "burst", "log-level", "log-stdout-encoder", NULL };
     static const char *const watcher_flags[] = { "cache-capacity", "cache-max-objects",
         "cache-max-bytes", NULL };
     static const char *const ctl_flags[] = { "workers", "reconcile-concurrency", "config",
-        "feature-gates", "enable-leader-election", "use-kubernetes-proxy",
-        "log-stdout-encoder", "drain-timeout-ms", NULL };
+        "feature-gates", "enable-leader-election", "leader-election-namespace",
+        "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", NULL };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

@@ -8,7 +8,8 @@
 #  - kill -9 of the leader: the standby takes over once the lease expired
 #    (not before), leaseTransitions counts it, and it reconciles
 #  - SIGTERM of the leader releases the Lease: the standby leads at once
-#  - someone else taking the Lease: the leader exits non-zero
+#  - a second process of the leading Pod leads too (and logs zap console lines)
+#  - someone else taking the Lease: the leader's processes exit non-zero
 . "$(dirname "$0")/lib.sh"
 
 RAYOP=$LIB_ROOT/bin/rayop
@@ -113,12 +114,26 @@ if wait_until "pod-c leads after the release" 10 grep -q '"msg":"successfully ac
     echo "# figure: takeover after SIGTERM of the leader: ${took} ms"
 fi
 
+# ---- a second process of the leading Pod shares leadership (console log lines) ----
+POD_NAME=pod-c "$RAYOP" controller test --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
+    --metrics-addr 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 --enable-leader-election \
+    --leader-election-namespace default --leader-lease-seconds 4 --log-stdout-encoder console \
+    2>"$WORK/ctlC2.log" &
+C2PID=$!; _LIB_PIDS="$_LIB_PIDS $C2PID"
+console_led() { grep -qP '^\S+Z\tINFO\tcontroller\tsuccessfully acquired lease\t\{.*"identity":"pod-c"' "$WORK/ctlC2.log"; }
+wait_until "a second pod-c process leads too (console-encoded log line)" 10 console_led &&
+    ok "a second process of the holder Pod leads at once; its log is zap console lines"
+check "both pod-c processes report leader_election_master_status 1" \
+    [ "$(gauge ctlC)" = 1 -a "$(curl -s "127.0.0.1:$(grep -P '\tserving metrics\t' "$WORK/ctlC2.log" | head -1 | sed 's/.*"port":"\([0-9]*\)".*/\1/')/metrics" |
+        awk '/^leader_election_master_status/ { print $2 }')" = 1 ]
+
 # ---- someone else takes the Lease: the leader exits non-zero ----
 kcurl "$LEASE" | jq '.spec.holderIdentity = "pod-z" | .spec.leaseDurationSeconds = 3600 | .spec.renewTime = null' >"$WORK/steal.json"
 kcurl -X PUT -H 'Content-Type: application/json' --data-binary @"$WORK/steal.json" "$LEASE" >/dev/null
 t0=$(now_ms)
 wait_until "pod-c notices the lost lease" 10 grep -q '"msg":"leader election lost"' "$WORK/ctlC.log"
 wait "$CPID_C"; crc=$?
-check "lost lease: the process exits non-zero (rc $crc)" [ "$crc" -ne 0 ]
+wait "$C2PID"; c2rc=$?
+check "lost lease: both pod-c processes exit non-zero (rc $crc, $c2rc)" [ "$crc" -ne 0 -a "$c2rc" -ne 0 ]
 check "lost lease: it did not release pod-z's Lease" [ "$(holder)" = pod-z ]
 exit 0
