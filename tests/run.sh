@@ -7,7 +7,7 @@
 #     libFuzzer seed FUZZ_SEED (default 1; 0 = random); crashing inputs are kept in the log folder
 #  3. integration tests tests/integration/*.sh|*.py: each prints TAP-ish "ok - what" /
 #     "not ok - what" lines and declares its deadline with a "# deadline: SECONDS" line
-#     (default 120); it is killed past it. IT_JOBS of them run at once (default 2).
+#     (default 120); it is killed past it. IT_JOBS of them run at once (default 3).
 #     ONLY=pattern restricts which run.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -109,7 +109,7 @@ if [ -d build/fuzz/fuzz ]; then
     done
 fi
 
-# Integration scripts run IT_JOBS at a time (default 2): most of their time is spent
+# Integration scripts run IT_JOBS at a time (default 3): most of their time is spent
 # waiting on timers and deadlines, not on the CPU. Each has its own kubesim, port,
 # state dir and log, so they do not share anything.
 for t in tests/integration/*.sh tests/integration/*.py; do
@@ -118,7 +118,7 @@ for t in tests/integration/*.sh tests/integration/*.py; do
     case "$name" in lib*.sh) continue;; esac   # sourced helpers, not tests
     [ -n "$ONLY" ] && case "$name" in *$ONLY*) ;; *) continue;; esac
     echo "$t"
-done | LOGDIR="$LOGDIR" xargs -P "${IT_JOBS:-2}" -I{} sh "$ROOT/tests/run.sh" --integration-one {}
+done | LOGDIR="$LOGDIR" xargs -P "${IT_JOBS:-3}" -I{} sh "$ROOT/tests/run.sh" --integration-one {}
 for r in "$LOGDIR"/*.result; do
     [ -f "$r" ] || continue
     read -r p f <"$r"
