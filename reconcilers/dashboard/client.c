@@ -222,19 +222,29 @@ static bool ok2xx(int code)
     return code >= 200 && code <= 299;
 }
 
-int dash_job_get(const struct dash_target *t, const char *id, struct dash_job_info *out)
+/* METHOD jobs/ID[suffix]: 0 with *r holding a 2xx reply (caller frees it), -ENOENT
+ * for 404, -EIO for another status, or the call's error; *r is freed on error. */
+static int job_call(const struct dash_target *t, const char *method, const char *id,
+                    const char *suffix, struct dash_reply *r)
 {
     char path[64 + DASH_ID_MAX];
-    struct dash_reply r;
-    int rc = job_path(path, sizeof(path), id, "");
-    if (rc < 0 || (rc = dash_call(t, "GET", path, NULL, 0, &r)) < 0)
+    int rc = job_path(path, sizeof(path), id, suffix);
+    if (rc < 0 || (rc = dash_call(t, method, path, NULL, 0, r)) < 0)
         return rc;
-    if (r.code == 404)
-        rc = -ENOENT;
-    else if (!ok2xx(r.code))
-        rc = -EIO;
-    else
-        rc = dash_parse_job_info(r.body, r.len, out);
+    if (ok2xx(r->code))
+        return 0;
+    rc = r->code == 404 ? -ENOENT : -EIO;
+    dash_reply_free(r);
+    return rc;
+}
+
+int dash_job_get(const struct dash_target *t, const char *id, struct dash_job_info *out)
+{
+    struct dash_reply r;
+    int rc = job_call(t, "GET", id, "", &r);
+    if (rc < 0)
+        return rc;
+    rc = dash_parse_job_info(r.body, r.len, out);
     dash_reply_free(&r);
     return rc;
 }
@@ -258,18 +268,12 @@ int dash_job_submit(const struct dash_target *t, const char *body, size_t len, c
 
 int dash_job_stop(const struct dash_target *t, const char *id)
 {
-    char path[64 + DASH_ID_MAX];
     struct dash_reply r;
     bool stopped = false;
-    int rc = job_path(path, sizeof(path), id, "/stop");
-    if (rc < 0 || (rc = dash_call(t, "POST", path, NULL, 0, &r)) < 0)
+    int rc = job_call(t, "POST", id, "/stop", &r);
+    if (rc < 0)
         return rc;
-    if (r.code == 404)
-        rc = -ENOENT;
-    else if (!ok2xx(r.code))
-        rc = -EIO;
-    else
-        rc = dash_parse_stop(r.body, r.len, &stopped);
+    rc = dash_parse_stop(r.body, r.len, &stopped);
     dash_reply_free(&r);
     if (rc < 0 || stopped)
         return rc;
@@ -282,30 +286,21 @@ int dash_job_stop(const struct dash_target *t, const char *id)
 
 int dash_job_delete(const struct dash_target *t, const char *id)
 {
-    char path[64 + DASH_ID_MAX];
     struct dash_reply r;
-    int rc = job_path(path, sizeof(path), id, "");
-    if (rc < 0 || (rc = dash_call(t, "DELETE", path, NULL, 0, &r)) < 0)
-        return rc;
-    rc = r.code == 404 ? -ENOENT : ok2xx(r.code) ? 0 : -EIO;
-    dash_reply_free(&r);
+    int rc = job_call(t, "DELETE", id, "", &r);
+    if (rc == 0)
+        dash_reply_free(&r);
     return rc;
 }
 
 int dash_job_logs(const struct dash_target *t, const char *id, char **logs)
 {
-    char path[64 + DASH_ID_MAX];
     struct dash_reply r;
     *logs = NULL;
-    int rc = job_path(path, sizeof(path), id, "/logs");
-    if (rc < 0 || (rc = dash_call(t, "GET", path, NULL, 0, &r)) < 0)
+    int rc = job_call(t, "GET", id, "/logs", &r);
+    if (rc < 0)
         return rc;
-    if (r.code == 404)
-        rc = -ENOENT;
-    else if (!ok2xx(r.code))
-        rc = -EIO;
-    else
-        rc = dash_parse_logs(r.body, r.len, logs);
+    rc = dash_parse_logs(r.body, r.len, logs);
     dash_reply_free(&r);
     return rc;
 }

@@ -167,32 +167,30 @@ static void *oom(struct rcb *b)
     return NULL;
 }
 
-cJSON *rcb_obj(struct rcb *b, cJSON *parent, const char *key)
+/* parent[key] as an object (array false) or array, created (replacing another type)
+ * when it is not one. */
+static cJSON *child(struct rcb *b, cJSON *parent, const char *key, bool array)
 {
     cJSON *v;
     if (b->err || !parent)
         return NULL;
     v = cJSON_GetObjectItemCaseSensitive(parent, key);
-    if (cJSON_IsObject(v))
+    if (array ? cJSON_IsArray(v) : cJSON_IsObject(v))
         return v;
-    if (!(v = cJSON_CreateObject()))
+    if (!(v = array ? cJSON_CreateArray() : cJSON_CreateObject()))
         return oom(b);
     rcb_set(b, parent, key, v);
     return b->err ? NULL : v;
 }
 
+cJSON *rcb_obj(struct rcb *b, cJSON *parent, const char *key)
+{
+    return child(b, parent, key, false);
+}
+
 cJSON *rcb_arr(struct rcb *b, cJSON *parent, const char *key)
 {
-    cJSON *v;
-    if (b->err || !parent)
-        return NULL;
-    v = cJSON_GetObjectItemCaseSensitive(parent, key);
-    if (cJSON_IsArray(v))
-        return v;
-    if (!(v = cJSON_CreateArray()))
-        return oom(b);
-    rcb_set(b, parent, key, v);
-    return b->err ? NULL : v;
+    return child(b, parent, key, true);
 }
 
 void rcb_set(struct rcb *b, cJSON *o, const char *key, cJSON *val)
