@@ -112,21 +112,27 @@ def cond(p, t):
     return None
 
 
-def main():
-    work = tempfile.mkdtemp(prefix="kubesim-cluster.")
-    sim = Sim(work)
+def run_main(prefix, make_sim, body, what):
+    """The harness of the kubesim Python tests: a kubesim in a temp dir, body(sim), then
+    a check that kubesim exits 0 on SIGTERM (while `what`) with no sanitizer report."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    sim = make_sim(work)
     try:
-        run(sim)
+        body(sim)
     finally:
         rc = sim.stop()
         sim.log.close()
         with open(os.path.join(work, "kubesim.log"), errors="replace") as f:
             log = f.read()
         bad = [l for l in log.splitlines() if "Sanitizer" in l or "runtime error" in l]
-        check("kubesim exits 0 on SIGTERM with the cluster running, no sanitizer report",
+        check("kubesim exits 0 on SIGTERM%s, no sanitizer report" % what,
               rc == 0 and not bad, {"rc": rc, "report": bad[:10]})
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(1 if failures else 0)
+
+
+def main():
+    run_main("kubesim-cluster.", Sim, run, " with the cluster running")
 
 
 def run(sim):

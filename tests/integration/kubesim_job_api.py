@@ -20,10 +20,8 @@
 # Prints "ok - ..." / "not ok - ..." lines; exits 1 if any check failed.
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 
@@ -95,20 +93,7 @@ def all_gone(sim, job_name):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="kubesim-job-api.")
-    sim = Sim(work)
-    try:
-        run(sim)
-    finally:
-        rc = sim.stop()
-        sim.log.close()
-        with open(os.path.join(work, "kubesim.log"), errors="replace") as f:
-            log = f.read()
-        bad = [l for l in log.splitlines() if "Sanitizer" in l or "runtime error" in l]
-        check("kubesim exits 0 on SIGTERM, no sanitizer report",
-              rc == 0 and not bad, {"rc": rc, "report": bad[:10]})
-        shutil.rmtree(work, ignore_errors=True)
-    sys.exit(1 if kc.failures else 0)
+    kc.run_main("kubesim-job-api.", Sim, run, "")
 
 
 def run(sim):

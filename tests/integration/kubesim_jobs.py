@@ -21,10 +21,8 @@
 # Prints "ok - ..." / "not ok - ..." lines; exits 1 if any check failed.
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 
@@ -101,20 +99,7 @@ def finished(sim, name, kind):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="kubesim-jobs.")
-    sim = JobSim(work)
-    try:
-        run(sim)
-    finally:
-        rc = sim.stop()
-        sim.log.close()
-        with open(os.path.join(work, "kubesim.log"), errors="replace") as f:
-            log = f.read()
-        bad = [l for l in log.splitlines() if "Sanitizer" in l or "runtime error" in l]
-        check("kubesim exits 0 on SIGTERM with Jobs running, no sanitizer report",
-              rc == 0 and not bad, {"rc": rc, "report": bad[:10]})
-        shutil.rmtree(work, ignore_errors=True)
-    sys.exit(1 if kc.failures else 0)
+    kc.run_main("kubesim-jobs.", JobSim, run, " with Jobs running")
 
 
 def run(sim):
