@@ -8,6 +8,7 @@
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
 #   make demo       the README's main job
+#   make peers      the real peers (kube-apiserver, etcd, kwok, helm, Ray venv) into .peers/
 MODE    ?= rel
 B       := build/$(MODE)
 SRCDIRS := util sim kube cache ipc watcher reconcilers cmd
@@ -43,7 +44,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo clean
+.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo peers clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -96,6 +97,11 @@ bench-sim: deps all $(BENCH_BINS)
 
 demo: deps all
 	bash tools/demo.sh
+
+# Real Kubernetes control plane, etcd, kwok, helm and the Ray venv, built once per content hash
+# under ~/.cache/rayop-peers and linked into .peers/ (tools/peers/build.sh).
+peers:
+	sh tools/peers/build.sh
 
 clean:
 	rm -rf build bin
