@@ -12,12 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/build_int.h"
 
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
 {
-    const cJSON *auth = rcj_get(rc_spec(rc), "authOptions");
-    const char *mode = rcj_str(auth, "mode"), *sn = rcj_str(auth, "secretName");
+    const cJSON *auth = kobj_get(rc_spec(rc), "authOptions");
+    const char *mode = kobj_str(auth, "mode"), *sn = kobj_str(auth, "secretName");
     if (cap == 0)
         return -ENAMETOOLONG;
     out[0] = '\0';
@@ -33,19 +34,9 @@ int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
 /* base64.StdEncoding */
 static char *base64(const unsigned char *in, size_t n)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc((n + 2) / 3 * 4 + 1), *w = out;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-                     (i + 2 < n ? in[i + 2] : 0);
-        *w++ = tab[v >> 18 & 63];
-        *w++ = tab[v >> 12 & 63];
-        *w++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
-        *w++ = i + 2 < n ? tab[v & 63] : '=';
-    }
-    *w = '\0';
+    char *out = malloc(kobj_base64_len(n));
+    if (out)
+        kobj_base64_encode(in, n, out);
     return out;
 }
 
@@ -94,11 +85,11 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
 {
     struct rcb b = { 0 };
     const cJSON *head = rc_head_group(rc);
-    const cJSON *io = rcj_get(head, "ingressOptions"), *a;
+    const cJSON *io = kobj_get(head, "ingressOptions"), *a;
     const cJSON *anns = rcj_path(rc, "metadata", "annotations", NULL);
-    const char *path = rcj_str(io, "path"), *ptype = rcj_str(io, "pathType");
-    const char *host = rcj_str(io, "host");
-    const char *klass = rcj_str(anns, "kubernetes.io/ingress.class");
+    const char *path = kobj_str(io, "path"), *ptype = kobj_str(io, "pathType");
+    const char *host = kobj_str(io, "host");
+    const char *klass = kobj_str(anns, "kubernetes.io/ingress.class");
     char name[300], tmp[300], svc[300], id[300];
     cJSON *ing, *meta, *labels, *spec, *rule, *p, *backend;
     int r;
@@ -150,8 +141,8 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
             rcb_set_num(&b, rcb_obj(&b, backend, "port"), "number", rc_dashboard_port(rc));
         }
     }
-    if (cJSON_IsArray(rcj_get(io, "tls")) && cJSON_GetArraySize(rcj_get(io, "tls")) > 0)
-        rcb_set(&b, spec, "tls", rcb_dup(&b, rcj_get(io, "tls")));
+    if (cJSON_IsArray(kobj_get(io, "tls")) && cJSON_GetArraySize(kobj_get(io, "tls")) > 0)
+        rcb_set(&b, spec, "tls", rcb_dup(&b, kobj_get(io, "tls")));
     rcb_owner_ref(&b, ing, rc);
     if (b.err) {
         cJSON_Delete(ing);

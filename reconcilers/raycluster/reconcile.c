@@ -153,21 +153,6 @@ static int reconcile_ingress(struct rc_run *r)
 
 /* ---- auth Secret (reconcileAuthSecret) -------------------------------------------- */
 
-static void base64_encode(const unsigned char *in, size_t n, char *out)
-{
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-                     (i + 2 < n ? in[i + 2] : 0);
-        out[o++] = t[v >> 18 & 63];
-        out[o++] = t[v >> 12 & 63];
-        out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? t[v & 63] : '=';
-    }
-    out[o] = '\0';
-}
-
 /* authOptions.mode token without secretName (and not K8s token auth): the
  * Secret CheckName(<cluster>) with auth_token = base64 of 32 random bytes,
  * labelled ray.io/cluster and owned by the cluster. No Event, as KubeRay. */
@@ -188,10 +173,10 @@ static int reconcile_auth_secret(struct rc_run *r)
         return rc < 0 ? rc_fail(r, RC_ERR_OTHER, "reading the auth Secret: %s", strerror(-rc)) : 0;
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
         return rc_fail(r, RC_ERR_OTHER, "no randomness for the auth token");
-    base64_encode(raw, sizeof(raw), token);
+    kobj_base64_encode(raw, sizeof(raw), token);
     /* KubeRay sends stringData; the API server stores it base64-encoded in data.
      * We send data directly: the same stored Secret, and kubesim has no stringData */
-    base64_encode((const unsigned char *)token, strlen(token), data64);
+    kobj_base64_encode((const unsigned char *)token, strlen(token), data64);
     cJSON *s = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(s, "metadata");
     cJSON *lb = cJSON_AddObjectToObject(m, "labels"), *refs = cJSON_AddArrayToObject(m, "ownerReferences");
     cJSON *ref = cJSON_CreateObject(), *data = cJSON_AddObjectToObject(s, "data");
