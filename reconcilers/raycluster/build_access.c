@@ -18,25 +18,37 @@
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
 {
     const cJSON *auth = kobj_get(rc_spec(rc), "authOptions");
-    const char *mode = kobj_str(auth, "mode"), *sn = kobj_str(auth, "secretName");
+    const char *sn = kobj_str(auth, "secretName");
     if (cap == 0)
         return -ENAMETOOLONG;
     out[0] = '\0';
-    /* KubeRay creates it for any authOptions whose mode is not "disabled", unless the
+    /* Only for mode "token" (the Pods reference the Secret exactly then), unless the
      * API server checks tokens (enableK8sTokenAuth) or the user names a Secret. */
-    if (!cJSON_IsObject(auth) || (mode && !strcmp(mode, "disabled")) || rc_k8s_token_auth(rc) ||
-        (sn && *sn))
+    if (!rc_auth_token_enabled(rc) || rc_k8s_token_auth(rc) || (sn && *sn))
         return 0;
     rc_check_name(rc_name(rc), out, cap);
     return 0;
 }
 
-/* base64.StdEncoding */
-static char *base64(const unsigned char *in, size_t n)
+/* The token text (base64 of the random bytes, as KubeRay makes it) as the API server
+ * stores it in data: base64 once more. KubeRay sends stringData and lets the server
+ * encode; we send data, which every server (kubesim included) stores as is. */
+static char *token_data(const unsigned char *in, size_t n)
 {
-    char *out = malloc(kobj_base64_len(n));
-    if (out)
-        kobj_base64_encode(in, n, out);
+    size_t tl = kobj_base64_len(n);
+    char *text = malloc(tl), *out = malloc(kobj_base64_len(tl - 1));
+    if (text && out) {
+        kobj_base64_encode(in, n, text);
+        kobj_base64_encode((const unsigned char *)text, tl - 1, out);
+    }
+    if (text) {
+        explicit_bzero(text, tl);
+        free(text);
+    }
+    if (!text && out) {
+        free(out);
+        out = NULL;
+    }
     return out;
 }
 
@@ -53,7 +65,7 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
             *err = -EINVAL;
         return NULL;
     }
-    if (!(text = base64(token, n))) {
+    if (!(text = token_data(token, n))) {
         if (err)
             *err = -ENOMEM;
         return NULL;
@@ -67,10 +79,10 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
     rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CLUSTER, rc_name(rc));
     /* rayop: the watcher caches Secrets by this label (KubeRay sets only ray.io/cluster). */
     rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    rcb_set_str(&b, rcb_obj(&b, s, "stringData"), "auth_token", text);
+    rcb_set_str(&b, rcb_obj(&b, s, "data"), "auth_token", text);
     rcb_owner_ref(&b, s, rc);
     /* The token is a credential: wipe the copy we made before freeing it. */
-    memset(text, 0, strlen(text));
+    explicit_bzero(text, strlen(text));
     free(text);
     if (b.err) {
         cJSON_Delete(s);
