@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "reconcilers/raycluster/build_int.h"
-#include "sim/cluster.h"
+#include "kobj/quantity.h"
 
 /* ---- reading ---- */
 
@@ -375,10 +375,10 @@ int rc_quantity_milli(const cJSON *v, int64_t *milli)
 {
     char tmp[64];
     if (cJSON_IsString(v))
-        return cluster_parse_quantity(v->valuestring, milli);
+        return kobj_quantity_parse(v->valuestring, milli);
     if (cJSON_IsNumber(v)) {
         rc_format_float(v->valuedouble, tmp, sizeof(tmp));
-        return cluster_parse_quantity(tmp, milli);
+        return kobj_quantity_parse(tmp, milli);
     }
     return -EINVAL;
 }

@@ -25,7 +25,7 @@
 
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/raycluster/raycluster.h"
-#include "sim/json_equal.h"
+#include "kobj/json_equal.h"
 
 #define INT32_MAX_V 2147483647LL
 

@@ -16,7 +16,7 @@
 
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/rayjob/rayjob_int.h"
-#include "sim/yamljson.h"
+#include "kobj/yamljson.h"
 #include "util/util.h"
 
 #define GCS_HEALTH_PATH "api/gcs_healthz"
