@@ -118,6 +118,8 @@ cJSON *rs_build_head_service(const cJSON *rs, const cJSON *cluster, int *err)
     /* CheckLabel(NAME-head): RayService names are at most 47 characters, so it fits */
     snprintf(id, sizeof(id), "%s-head", rs_str(rs, "metadata.name"));
     put(labels, RC_LABEL_IDENTIFIER, id);
+    /* not in KubeRay's label set: rayop's watcher caches Services by this label */
+    put(labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
     cJSON_ReplaceItemInObjectCaseSensitive(md, "labels", labels);
     cJSON_DeleteItemFromObjectCaseSensitive(md, "ownerReferences");
     cJSON_AddItemToObject(md, "ownerReferences", owner_refs(rs));
@@ -257,6 +259,7 @@ cJSON *rs_build_serve_service(const cJSON *rs, const cJSON *cluster, bool per_cl
     put(labels, RC_LABEL_ORIGINATED_CR_NAME, base);
     put(labels, RC_LABEL_ORIGINATED_CRD, "RayService");
     put(labels, RC_LABEL_SERVE, lab);
+    put(labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);   /* what rayop's watcher caches */
     sel = cJSON_CreateObject();
     cJSON_AddStringToObject(sel, RC_LABEL_CLUSTER, rs_str(cluster, "metadata.name"));
     cJSON_AddStringToObject(sel, RC_LABEL_SERVE, "true");

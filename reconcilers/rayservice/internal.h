@@ -44,6 +44,14 @@ struct rsr {
 int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps);
 int rs_head_serve_label(struct rsr *r, const cJSON *cluster);
 
+struct dash_target;
+/* The cluster's dashboard (head Service through the API server proxy with
+ * --use-kubernetes-proxy, else its FQDN) and the PUT of serveConfigV2 to it with
+ * target_capacity (< 0: none). */
+int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
+int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
+                  int target_capacity, char *err, size_t n);
+
 /* upgrade.c: incremental upgrade (Gateway, HTTPRoute, target_capacity, rollback). */
 int rs_incremental_rollback(struct rsr *r);
 int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route);

@@ -127,7 +127,7 @@ cJSON *rs_build_httproute(const cJSON *rs, const cJSON *active, int active_weigh
 
 /* ---- small helpers (status.c) ------------------------------------------------------- */
 
-const char *rs_str(const cJSON *obj, const char *path);      /* "" if absent */
+const char *rs_str(const cJSON *obj, const char *path);      /* "" if absent; path "": obj */
 int rs_int(const cJSON *obj, const char *path, int64_t *out);/* -ENOENT if absent */
 bool rs_cond_true(const cJSON *status, const char *type);
 const cJSON *rs_cond(const cJSON *status, const char *type);
@@ -139,11 +139,5 @@ void rs_cond_remove(cJSON *status, const char *type);
 bool rs_status_changed(const cJSON *old_status, const cJSON *new_status);
 void rs_format_time(int64_t ms, char out[32]);
 int64_t rs_parse_time_ms(const char *s);
-
-/* ---- metrics (metrics.c) ------------------------------------------------------------ */
-
-void rs_metrics_ready(const cJSON *rs, const cJSON *old_status, const cJSON *new_status,
-                      int64_t now_ms);
-void rs_metrics_forget(const char *ns, const char *name);
 
 #endif

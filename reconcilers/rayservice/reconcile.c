@@ -204,8 +204,6 @@ static int cleanup_clusters(struct rsr *r, bool *left)
                 goto out;
             host_log(r->ctx, LOG_INFO, "Scheduled dangling RayCluster for deletion",
                      "rayClusterName", name, "deletionTimestamp", ts, NULL);
-            if (r->requeue_ms == 0 || delay_s * 1000 < r->requeue_ms)
-                r->requeue_ms = delay_s * 1000 < RS_REQUEUE_MS ? (int)(delay_s * 1000) + 50 : 0;
             continue;
         }
         if (!deleting && r->now_ms < at)
@@ -525,6 +523,22 @@ static const char *selector_cluster(const cJSON *svc)
                   "");
 }
 
+/* A Service the cache does not hold (one another operator made without the created-by
+ * label rayop's watcher selects on), read from the API server. */
+static int get_uncached_service(struct rsr *r, const char *name, cJSON **out)
+{
+    struct kube_result kr = { 0 };
+    struct kube_client *kc = host_kube(r->ctx);
+    int rc = kc ? kube_get(kc, &KUBE_RES_SERVICES, r->ctx->ns, name, &kr) : -ENOTCONN;
+    *out = NULL;
+    if (rc == 0) {
+        *out = kr.body;
+        kr.body = NULL;
+    }
+    kube_result_release(&kr);
+    return rc;
+}
+
 /* reconcileServices: create, or re-point when the target cluster changed (clusterIP
  * kept). *out: the Service as it now is (owned). */
 static int reconcile_service(struct rsr *r, const cJSON *cluster, bool serve, cJSON **out)
@@ -532,6 +546,7 @@ static int reconcile_service(struct rsr *r, const cJSON *cluster, bool serve, cJ
     struct kube_result kr = { 0 };
     cJSON *old = NULL;
     int err = 0, rc;
+    bool adopt = false;
     cJSON *svc = serve ? rs_build_serve_service(r->rs, cluster, false, &r->gates, &err)
                        : rs_build_head_service(r->rs, cluster, &err);
     *out = NULL;
@@ -539,50 +554,60 @@ static int reconcile_service(struct rsr *r, const cJSON *cluster, bool serve, cJ
         return err ? err : -ENOMEM;
     char name[254];
     snprintf(name, sizeof(name), "%s", rs_str(svc, "metadata.name"));
-    const char *want = rs_str(cJSON_GetObjectItemCaseSensitive(json_get(svc, "spec.selector"),
-                                                                RC_LABEL_CLUSTER), "");
+    const char *want = selector_cluster(svc);
     rc = host_get(r->ctx, T_SERVICES, r->ctx->ns, name, &old);
-    if (rc == 0) {
-        const cJSON *oa = cJSON_GetObjectItemCaseSensitive(json_get(old, "spec.selector"), RC_LABEL_CLUSTER);
-        if (cJSON_IsString(oa) && !strcmp(oa->valuestring, want)) {
-            *out = old;
-            cJSON_Delete(svc);
-            return 0;
-        }
-        cJSON *spec = cJSON_DetachItemFromObjectCaseSensitive(svc, "spec");
-        const char *ip = rs_str(old, "spec.clusterIP");
-        if (*ip) {
-            cJSON_DeleteItemFromObjectCaseSensitive(spec, "clusterIP");
-            cJSON_AddStringToObject(spec, "clusterIP", ip);
-        }
-        cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", spec);
-        rc = host_update(r->ctx, &KUBE_RES_SERVICES, r->ctx->ns, old, &kr);
-        if (rc < 0) {
-            rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
-                     "Failed to update the service %s/%s, %s", r->ctx->ns, name, kube_strerror(rc));
-        } else {
-            host_log(r->ctx, LOG_INFO, "Update Kubernetes Service", "serviceType",
-                     serve ? "serveService" : "headService", "rayCluster", want, NULL);
-            rs_event(r, HOST_EVENT_NORMAL, "UpdatedService", "Update", "Updated the service %s/%s",
-                     r->ctx->ns, name);
-            *out = kr.body ? kr.body : cJSON_Duplicate(old, 1);
-            kr.body = NULL;
-        }
-    } else if (rc == -ENOENT) {
+    if (rc == -ENOENT) {
         rc = host_create(r->ctx, &KUBE_RES_SERVICES, r->ctx->ns, svc, &kr);
-        if (rc == -EEXIST)
-            rc = 0;
-        if (rc < 0) {
+        if (rc == 0) {
+            rs_event(r, HOST_EVENT_NORMAL, "CreatedService", "Create", "Created the service %s/%s",
+                     r->ctx->ns, name);
+            *out = kr.body;
+            kr.body = NULL;
+            goto out;
+        }
+        if (rc != -EEXIST) {
             rs_event(r, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
                      "Failed to create the service %s/%s, %s", r->ctx->ns, name, kube_strerror(rc));
-        } else {
-            if (kr.http_code)
-                rs_event(r, HOST_EVENT_NORMAL, "CreatedService", "Create", "Created the service %s/%s",
-                         r->ctx->ns, name);
-            *out = kr.body ? kr.body : cJSON_Duplicate(svc, 1);
-            kr.body = NULL;
+            goto out;
         }
+        kube_result_release(&kr);
+        memset(&kr, 0, sizeof(kr));
+        if ((rc = get_uncached_service(r, name, &old)) < 0)
+            goto out;
+        adopt = true;   /* give it the label the cache selects on */
+    } else if (rc < 0) {
+        goto out;
     }
+    if (!adopt && !strcmp(selector_cluster(old), want)) {
+        *out = old;
+        old = NULL;
+        goto out;
+    }
+    cJSON *spec = cJSON_DetachItemFromObjectCaseSensitive(svc, "spec");
+    const char *ip = rs_str(old, "spec.clusterIP");
+    if (*ip) {
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "clusterIP");
+        cJSON_AddStringToObject(spec, "clusterIP", ip);
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", spec);
+    cJSON *labels = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "labels");
+    if (!labels)
+        labels = cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(old, "metadata"), "labels");
+    cJSON_DeleteItemFromObjectCaseSensitive(labels, RC_LABEL_CREATED_BY);
+    cJSON_AddStringToObject(labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    rc = host_update(r->ctx, &KUBE_RES_SERVICES, r->ctx->ns, old, &kr);
+    if (rc < 0) {
+        rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
+                 "Failed to update the service %s/%s, %s", r->ctx->ns, name, kube_strerror(rc));
+    } else {
+        host_log(r->ctx, LOG_INFO, "Update Kubernetes Service", "serviceType",
+                 serve ? "serveService" : "headService", "rayCluster", want, NULL);
+        rs_event(r, HOST_EVENT_NORMAL, "UpdatedService", "Update", "Updated the service %s/%s",
+                 r->ctx->ns, name);
+        *out = kr.body;
+        kr.body = NULL;
+    }
+out:
     kube_result_release(&kr);
     cJSON_Delete(old);
     cJSON_Delete(svc);
@@ -755,7 +780,7 @@ static int calculate_status(struct rsr *r, const cJSON *head, const cJSON *serve
         }
     }
     if (should_prepare(r, r->active, r->pending, pending_serving)) {
-        char name[64], sfx[6];
+        char name[300], sfx[6];
         rand5(sfx);
         snprintf(name, sizeof(name), "%s-%s", r->ctx->name, sfx);
         cJSON *np = cJSON_CreateObject();
@@ -813,8 +838,6 @@ static int write_status(struct rsr *r)
              rc < 0 ? "Failed to update RayService status" : "Updated RayService status",
              "serviceStatus", rs_str(r->st, "serviceStatus"), "activeCluster", active_name(r),
              "pendingCluster", pending_name(r), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
-    if (rc == 0)
-        rs_metrics_ready(r->rs, r->orig, r->st, r->now_ms);
     kube_result_release(&kr);
     return rc;
 }
@@ -941,7 +964,6 @@ int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res)
         snprintf(key, sizeof(key), "%s/%s", ctx->ns, ctx->name);
         host_log(ctx, LOG_INFO, "Read request instance not found error!", NULL);
         rs_memo_prune(key, NULL, NULL);
-        rs_metrics_forget(ctx->ns, ctx->name);
         return 0;
     }
     if (rc < 0)
@@ -968,13 +990,8 @@ int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res)
     } else {
         rc = reconcile(&r, res);
     }
-    if (rc < 0) {
+    if (rc < 0)   /* KubeRay returns the error: a rate-limited retry */
         snprintf(res->message, sizeof(res->message), "%s", kube_strerror(rc));
-        res->outcome = HOST_REQUEUE_AFTER;
-        res->after_ms = RS_REQUEUE_MS;
-        /* KubeRay returns the error with RequeueAfter 2 s; the key is retried then */
-        rc = 0;
-    }
     cJSON_Delete(r.active);
     cJSON_Delete(r.pending);
     cJSON_Delete(r.orig);

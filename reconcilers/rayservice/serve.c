@@ -12,10 +12,10 @@
 
 #include <uthash.h>
 
-#include "reconcilers/dashboard/dashboard.h"
+#include "dashboard/dashboard.h"
 #include "reconcilers/rayservice/gotypes.h"
 #include "reconcilers/rayservice/rayservice.h"
-#include "sim/yamljson.h"
+#include "kobj/yamljson.h"
 #include "util/util.h"
 
 #define MAX_TEXT 4096         /* a status message longer than this is cut */
@@ -97,7 +97,8 @@ static int parse_app(const cJSON *app, cJSON *out)
     cJSON *o = cJSON_AddObjectToObject(out, "serveDeploymentStatuses");
     if (!o)
         return -ENOMEM;
-    cJSON_ArrayForEach(d, cJSON_IsObject(deps) ? deps : NULL) {
+    const cJSON *dl = cJSON_IsObject(deps) ? deps : NULL;
+    cJSON_ArrayForEach(d, dl) {
         if (++n > RS_SERVE_MAX_APPS)
             return -E2BIG;
         if (!cJSON_IsObject(d))
@@ -135,7 +136,8 @@ int rs_serve_parse(const char *body, size_t len, cJSON **apps, bool *ready)
         goto out;
     }
     bool all = true;
-    cJSON_ArrayForEach(a, cJSON_IsObject(list) ? list : NULL) {
+    const cJSON *al = cJSON_IsObject(list) ? list : NULL;
+    cJSON_ArrayForEach(a, al) {
         if (++n > RS_SERVE_MAX_APPS) {
             rc = -E2BIG;
             goto out;

@@ -15,6 +15,8 @@
 
 const char *rs_str(const cJSON *obj, const char *path)
 {
+    if (!*path)   /* the value itself */
+        return cJSON_IsString(obj) ? obj->valuestring : "";
     const char *s = json_get_str(obj, path);
     return s ? s : "";
 }

@@ -57,10 +57,8 @@ static int go_duration(const char *s, double *ns)
 
 int64_t rs_initializing_timeout_ms(const cJSON *rs)
 {
-    const char *v = rs_str(rs, "metadata.annotations");
     const cJSON *a = json_get(rs, "metadata.annotations");
     double ns;
-    (void)v;
     a = cJSON_GetObjectItemCaseSensitive(a, RS_ANN_INIT_TIMEOUT);
     if (!cJSON_IsString(a) || !*a->valuestring)
         return 0;
@@ -169,7 +167,7 @@ int rs_validate(const cJSON *rs, const struct rs_gates *g, struct rs_invalid *wh
             /* keep the inner text: "The RayCluster spec is invalid NS/NAME: X" -> X */
             const char *inner = strstr(rcw.message, ": ");
             snprintf(why->reason, sizeof(why->reason), "%s", S);
-            snprintf(why->message, sizeof(why->message), "The RayService spec is invalid: %s",
+            snprintf(why->message, sizeof(why->message), "The RayService spec is invalid: %.980s",
                      inner ? inner + 2 : rcw.message);
             err = -EINVAL;
         }
