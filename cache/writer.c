@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "cache/cache_int.h"
 #include "util/util.h"
 
@@ -322,23 +323,6 @@ static uint32_t find_key(struct cache *c, uint32_t type, uint64_t h, const char 
 
 /* ---- put / delete ---------------------------------------------------------------- */
 
-static const char *str_member(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static const char *controller_uid(const cJSON *meta)
-{
-    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences");
-    const cJSON *r;
-    cJSON_ArrayForEach(r, refs) {
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
-            return str_member(r, "uid");
-    }
-    return NULL;
-}
-
 static bool fits(const char *s, size_t max)
 {
     return strnlen(s, max) < max;
@@ -376,13 +360,11 @@ static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, 
     int rc = type_ok(c, type);
     if (rc)
         return rc;
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const char *name = str_member(meta, "name");
-    const char *ns = str_member(meta, "namespace");
-    const char *rv = str_member(meta, "resourceVersion");
-    const char *uid = controller_uid(meta);
-    const char *label = str_member(cJSON_GetObjectItemCaseSensitive(meta, "labels"),
-                                   CACHE_CLUSTER_LABEL);
+    const char *name = kobj_meta_str(obj, "name");
+    const char *ns = kobj_meta_str(obj, "namespace");
+    const char *rv = kobj_meta_str(obj, "resourceVersion");
+    const char *uid = kobj_controller_uid(obj);
+    const char *label = kobj_label(obj, CACHE_CLUSTER_LABEL);
     ns = ns ? ns : "";
     rv = rv ? rv : "";
     uid = uid ? uid : "";

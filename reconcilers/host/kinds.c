@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/host/host.h"
 #include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/raycronjob/raycronjob.h"
@@ -35,13 +36,6 @@ static const char *const rj_types[] = { "ray.io/v1/rayjobs", RC_TYPE, "batch/v1/
 static const char *const rs_types[] = { "ray.io/v1/rayservices", RC_TYPE, "v1/services", "v1/pods",
                                          "discovery.k8s.io/v1/endpointslices", NULL };
 static const char *const test_types[] = { RC_TYPE, NULL };
-
-static const char *annotation(const cJSON *obj, const char *name)
-{
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "annotations"), name);
-    return cJSON_IsString(a) ? a->valuestring : NULL;
-}
 
 static int test_reconcile(struct host_ctx *ctx, struct host_result *res)
 {
@@ -60,9 +54,9 @@ static int test_reconcile(struct host_ctx *ctx, struct host_result *res)
     snprintf(rv, sizeof(rv), "%s", cJSON_IsString(rvj) ? rvj->valuestring : "");
     char want[32];
     snprintf(want, sizeof(want), "%.0f", cJSON_IsNumber(gen) ? gen->valuedouble : 0.0);
-    const char *sleep_ms = annotation(obj, "rayop.io/test-sleep-ms");
-    const char *fail = annotation(obj, "rayop.io/test-fail");
-    const char *seen = annotation(obj, "rayop.io/test-observed-generation");
+    const char *sleep_ms = kobj_annotation(obj, "rayop.io/test-sleep-ms");
+    const char *fail = kobj_annotation(obj, "rayop.io/test-fail");
+    const char *seen = kobj_annotation(obj, "rayop.io/test-observed-generation");
     host_log(ctx, LOG_INFO, "test reconcile", "resourceVersion", rv, "generation", want,
              "observed", seen ? seen : "", NULL);
     if (sleep_ms) {
