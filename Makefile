@@ -1,5 +1,10 @@
-# rayop build. One static archive of every module, binaries from *_main.c files,
-# cmocka unit tests from tests/unit/test_*.c, libFuzzer targets from tests/fuzz/fuzz_*.c.
+# rayop build. Three static archives, one per side of the wall:
+#   libcommon.a   util/ and kobj/ (Kubernetes-object helpers): linked by both sides
+#   librayop.a    the operator's modules (kube cache ipc watcher reconcilers cmd)
+#   libkubesim.a  the simulator (kubesim/): never linked into bin/rayop
+# Binaries from *_main.c files (a kubesim/ main links libkubesim, any other main librayop;
+# bench mains link both), cmocka unit tests from tests/unit/test_*.c, libFuzzer targets
+# from tests/fuzz/fuzz_*.c (tests and fuzz targets link all three).
 # Modules never edit this file: a new .c under a module folder is picked up by the wildcards.
 #
 #   make            release build (-O2) of bin/kubesim, bin/rayop, ...
@@ -11,7 +16,10 @@
 #   make peers      the real peers (kube-apiserver, etcd, kwok, helm, Ray venv) into .peers/
 MODE    ?= rel
 B       := build/$(MODE)
-SRCDIRS := util sim kube cache ipc watcher reconcilers cmd
+COMMON_DIRS := util kobj
+OP_DIRS     := kube dashboard cache ipc watcher reconcilers cmd
+SIM_DIRS    := kubesim
+SRCDIRS     := $(COMMON_DIRS) $(OP_DIRS) $(SIM_DIRS)
 CC      ?= cc
 NPROC   := $(shell nproc 2>/dev/null || echo 2)
 
@@ -31,16 +39,26 @@ endif
 CFLAGS  := $(CFLAGS_COMMON) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
 LDLIBS  := -lmicrohttpd -lgnutls -lcurl -lmsgpackc -lcjson -lyaml -luv -lpthread -lrt -lm
 
-LIB_SRCS  := $(shell find $(SRCDIRS) -name '*.c' ! -name '*_main.c' 2>/dev/null | sort)
+libsrcs    = $(shell find $(1) -name '*.c' ! -name '*_main.c' 2>/dev/null | sort)
+COMMON_SRCS := $(call libsrcs,$(COMMON_DIRS))
+OP_SRCS     := $(call libsrcs,$(OP_DIRS))
+SIM_SRCS    := $(call libsrcs,$(SIM_DIRS))
+LIB_SRCS  := $(COMMON_SRCS) $(OP_SRCS) $(SIM_SRCS)
 MAIN_SRCS := $(shell find $(SRCDIRS) -name '*_main.c' 2>/dev/null | sort)
+# tests/unit/ tests the operator (and the shared layer); tests/unit/kubesim/ the simulator.
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+SIM_UNIT_SRCS := $(sort $(wildcard tests/unit/kubesim/test_*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 BENCH_SRCS := $(sort $(wildcard bench/*_main.c))
 
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
-LIB       := $(B)/librayop.a
+LIBCOMMON := $(B)/libcommon.a
+LIBRAYOP  := $(B)/librayop.a
+LIBSIM    := $(B)/libkubesim.a
+# Link order: the users before what they use.
+LIB       := $(LIBRAYOP) $(LIBSIM) $(LIBCOMMON)
 BINS      := $(foreach s,$(MAIN_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
-UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit/kubesim/%.c=$(B)/tests/%)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
@@ -51,13 +69,18 @@ $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJS)
+$(LIBCOMMON): $(COMMON_SRCS:%.c=$(B)/%.o)
+$(LIBRAYOP): $(OP_SRCS:%.c=$(B)/%.o)
+$(LIBSIM): $(SIM_SRCS:%.c=$(B)/%.o)
+$(LIB):
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# A binary is named after its *_main.c file: sim/kubesim_main.c -> bin/kubesim.
+# A binary is named after its *_main.c file: kubesim/main/kubesim_main.c -> bin/kubesim.
+# The archives a main links say which side of the wall it is on.
+main_libs = $(if $(filter kubesim/%,$(1)),$(LIBSIM) $(LIBCOMMON),$(if $(filter bench/%,$(1)),$(LIB),$(LIBRAYOP) $(LIBCOMMON)))
 define bin_rule
-bin/$(patsubst %_main,%,$(notdir $(basename $(1)))): $(B)/$(basename $(1)).o $(LIB)
+bin/$(patsubst %_main,%,$(notdir $(basename $(1)))): $(B)/$(basename $(1)).o $(call main_libs,$(1))
 	@mkdir -p bin
 	$$(CC) $$(LDFLAGS_MODE) $$^ -o $$@ $$(LDLIBS)
 endef
@@ -66,6 +89,10 @@ $(foreach s,$(MAIN_SRCS) $(BENCH_SRCS),$(eval $(call bin_rule,$(s))))
 $(B)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIB) -lcmocka $(LDLIBS)
+
+$(B)/tests/%: tests/unit/kubesim/%.c $(LIBSIM) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIBSIM) $(LIBCOMMON) -lcmocka $(LDLIBS)
 
 $(B)/fuzz/%: tests/fuzz/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -106,4 +133,5 @@ peers:
 clean:
 	rm -rf build bin
 
--include $(LIB_OBJS:.o=.d) $(MAIN_SRCS:%.c=$(B)/%.d)
+-include $(LIB_OBJS:.o=.d) $(MAIN_SRCS:%.c=$(B)/%.d) $(BENCH_SRCS:%.c=$(B)/%.d)
+-include $(UNIT_BINS:=.d) $(FUZZ_BINS:=.d)

@@ -2,28 +2,26 @@
  * rayop_main.c - bin/rayop: one binary, one process per subcommand.
  *
  *   rayop watcher ...      watcher/ (lists+watches, shared cache, work queues)
- *   rayop status ...       watcher/status.c (reads the segment and the queues)
+ *   rayop status ...       cmd/status.c (reads the segment and the queues)
  *   rayop controller KIND  reconcilers/host/ (one reconciler process)
- *   rayop up ...           reconcilers/up/ (local supervisor)
+ *   rayop up ...           cmd/up/ (local supervisor)
  *
  * Only dispatch lives here; each subcommand parses its own flags.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cmd.h"
+#include "cmd/up/up.h"
+#include "reconcilers/host/host.h"
 #include "watcher/watcher.h"
-
-/* Implemented by reconcilers/host and reconcilers/up; watcher/weak_defaults.c
- * supplies "not built yet" stand-ins until they exist. */
-int host_main_controller(int argc, char **argv);
-int up_main(int argc, char **argv);
 
 static void usage(FILE *f)
 {
     fputs("usage: rayop COMMAND [flags]\n"
           "  watcher      list/watch the API server, keep the shared cache, serve work queues\n"
-          "  controller   run one reconciler: rayop controller raycluster|rayjob|rayservice\n"
-          "  up           run the watcher and the three controllers under a supervisor\n"
+          "  controller   run one reconciler: rayop controller raycluster|rayjob|rayservice|raycronjob\n"
+          "  up           run the watcher and the controllers under a supervisor\n"
           "  status       show cache and queue state (-o json for scripts)\n"
           "  clean        remove a stopped instance's cache segment and socket\n"
           "Run rayop COMMAND --help for the flags of each command.\n", f);

@@ -1,12 +1,12 @@
 /*
- * watcher.h - the `rayop watcher` process and the `rayop status` command.
+ * watcher.h - the `rayop watcher` process.
  *
  * The watcher lists and watches every type in the watched-type table
  * (watcher/types.c), applies each event to the shared-memory cache (cache/,
  * the watcher is its single writer), maps events to reconcile keys through the
  * event-to-key table and feeds them to the per-kind work queues it serves over
  * a Unix socket (ipc/). `rayop status` reads the segment read-only and asks the
- * queue server for STATUS. docs/watcher.md describes both.
+ * queue server for STATUS (cmd/status.c). docs/watcher.md describes both.
  *
  * The mapping functions are exposed for the unit tests (tests/unit/test_watcher_map.c).
  */
@@ -16,12 +16,9 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
-/* Entry points of `rayop watcher ARGS` and `rayop status ARGS` (argv[0] is the
- * subcommand name). Return a process exit code. */
+/* Entry point of `rayop watcher ARGS` (argv[0] is the subcommand name). Returns a
+ * process exit code. */
 int watcher_main(int argc, char **argv);
-int status_main(int argc, char **argv);
-/* `rayop clean`: unlinks the segment and socket of a stopped instance (watcher/clean.c). */
-int clean_main(int argc, char **argv);
 
 /* ---- the declarative tables --------------------------------------------- */
 

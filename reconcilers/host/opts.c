@@ -12,7 +12,7 @@
 #include <yaml.h>
 
 #include "reconcilers/host/internal.h"
-#include "sim/yamljson.h"
+#include "kobj/yamljson.h"
 #include "util/util.h"
 
 #define CONFIG_MAX_BYTES (1u << 20)

@@ -16,7 +16,7 @@
 
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/rayjob/rayjob_int.h"
-#include "sim/yamljson.h"
+#include "kobj/yamljson.h"
 #include "util/util.h"
 
 #define GCS_HEALTH_PATH "api/gcs_healthz"
@@ -514,7 +514,10 @@ cJSON *rj_build_head_service(const cJSON *rj, const cJSON *cluster, int *err)
     cJSON_DeleteItemFromObjectCaseSensitive(md, "generateName");
     cJSON_DeleteItemFromObjectCaseSensitive(md, "labels");
     cJSON *labels = cJSON_AddObjectToObject(md, "labels");
-    origin_labels(labels, rj, false);
+    /* KubeRay sets no created-by label here (its cache holds every Service);
+     * rayop's watcher caches only created-by Services, so without it the
+     * Service would never be seen and never re-pointed after a retry. */
+    origin_labels(labels, rj, true);
     set_str(labels, "ray.io/node-type", "head");
     /* utils.CheckLabel: a label value keeps its last 63 characters */
     snprintf(ident, sizeof(ident), "%s-head", rj_str(rj, "metadata.name"));

@@ -21,7 +21,7 @@
 
 #include "reconcilers/host/host.h"
 #include "reconcilers/rayjob/rayjob_int.h"
-#include "sim/json_equal.h"
+#include "kobj/json_equal.h"
 
 int rj_st_set(cJSON *st, const char *key, const char *val)
 {

@@ -23,7 +23,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "reconcilers/dashboard/dashboard.h"
+#include "dashboard/dashboard.h"
 #include "reconcilers/raycluster/build.h"
 
 struct host_ctx;

@@ -293,6 +293,38 @@ static int suspend_workers(struct host_ctx *ctx, struct observed *o)
     return rc;
 }
 
+/* A Service of that name exists but is not in the cache: it lacks the
+ * created-by label (made by KubeRay, whose cache needs no label, or by an
+ * older rayop). Read it live so the update below labels it (bringing it into the
+ * cache) and re-points it. 0 with *old set, or a negative errno. */
+static int head_service_adopt(struct host_ctx *ctx, const char *name, cJSON **old)
+{
+    struct kube_result kr = { 0 };
+    struct kube_client *kc = host_kube(ctx);
+    int rc = kc ? kube_get(kc, &KUBE_RES_SERVICES, ctx->ns, name, &kr) : -ENOTCONN;
+    if (rc == 0) {
+        *old = kr.body;
+        kr.body = NULL;
+    }
+    kube_result_release(&kr);
+    return rc;
+}
+
+/* True when the Service svc (live or cached) already has every label of want. */
+static bool labels_cover(const cJSON *svc, const cJSON *want)
+{
+    const cJSON *have = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(svc, "metadata"), "labels");
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(want, "metadata"), "labels")) {
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(have, l->string);
+        if (!cJSON_IsString(h) || !cJSON_IsString(l) || strcmp(h->valuestring, l->valuestring))
+            return false;
+    }
+    return true;
+}
+
 /* reconcileServices: create NAME-head-svc, or re-point it when the RayJob's
  * cluster changed (a retry); the cluster IP is kept (immutable). */
 static int head_service(struct host_ctx *ctx, struct observed *o)
@@ -309,23 +341,43 @@ static int head_service(struct host_ctx *ctx, struct observed *o)
     rc = host_get(ctx, T_SERVICES, ctx->ns, name, &old);
     if (rc == -ENOENT) {
         rc = host_create(ctx, &KUBE_RES_SERVICES, ctx->ns, svc, &kr);
-        if (rc == -EEXIST)
-            rc = 0;
-        else if (rc < 0)
+        if (rc == -EEXIST) {
+            kube_result_release(&kr);
+            rc = head_service_adopt(ctx, name, &old);
+            if (rc == 0)
+                goto update;
+            if (rc == -ENOENT)
+                rc = 0;     /* deleted meanwhile: the next reconcile creates it */
+        } else if (rc < 0)
             host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
                        "Failed to create the service %s/%s, %s", ctx->ns, name, kube_strerror(rc));
         else
             host_event(ctx, o->rj, HOST_EVENT_NORMAL, "CreatedService", "Create",
                        "Created the service %s/%s", ctx->ns, name);
     } else if (rc == 0) {
+update:;
         const cJSON *os = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(old, "spec"), "selector");
         const cJSON *ns_ = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(svc, "spec"), "selector");
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(os, "ray.io/cluster");
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(ns_, "ray.io/cluster");
-        if (cJSON_IsString(a) && cJSON_IsString(b) && strcmp(a->valuestring, b->valuestring) == 0)
+        if (cJSON_IsString(a) && cJSON_IsString(b) && strcmp(a->valuestring, b->valuestring) == 0 &&
+            labels_cover(old, svc))
             goto out;
+        /* our labels join the ones already there (an adopted Service keeps its own) */
+        cJSON *omd = cJSON_GetObjectItemCaseSensitive(old, "metadata");
+        cJSON *ol = cJSON_GetObjectItemCaseSensitive(omd, "labels");
+        if (!cJSON_IsObject(ol)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(omd, "labels");
+            ol = cJSON_AddObjectToObject(omd, "labels");
+        }
+        const cJSON *l;
+        cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(
+                                  cJSON_GetObjectItemCaseSensitive(svc, "metadata"), "labels")) {
+            cJSON_DeleteItemFromObjectCaseSensitive(ol, l->string);
+            cJSON_AddItemToObject(ol, l->string, cJSON_Duplicate(l, 1));
+        }
         cJSON *spec = cJSON_DetachItemFromObjectCaseSensitive(svc, "spec");
         const char *ip = rj_str(old, "spec.clusterIP");
         if (spec && *ip) {

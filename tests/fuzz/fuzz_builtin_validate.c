@@ -1,7 +1,7 @@
 /*
  * fuzz_builtin_validate.c - libFuzzer target for the defaults and 422 validation
- * of built-in objects (sim/builtin_defaults.c, sim/builtin_validate.c, the label
- * and annotation checks of sim/store_meta.c) on request bodies.
+ * of built-in objects (kubesim/store/defaults.c, kubesim/schema/builtin_validate.c, the label
+ * and annotation checks of kubesim/store/meta.c) on request bodies.
  * The first byte picks the type (Pod, Service, Job); the rest is a create body,
  * then, after the first newline, an update body for the same object. Each must
  * be stored or refused with a Status, never crash, leak or read past the input.
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/registry.h"
-#include "sim/store.h"
+#include "kubesim/registry/registry.h"
+#include "kubesim/store/store.h"
 #include "util/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,6 +1,6 @@
 /* fuzz_cluster_pod.c - the simulated scheduler's parsers on outside bytes.
  * The first byte picks the target; the rest is:
- *   0: a resource.Quantity string for cluster_parse_quantity;
+ *   0: a resource.Quantity string for kobj_quantity_parse;
  *   else: JSON taken as a Pod and as a Node - requests, allocatable, the fit filters
  *   (taints/tolerations, nodeSelector), the score and the FailedScheduling text.
  * Every input must give a result or an error: no crash, no read past the input,
@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/cluster.h"
+#include "kobj/quantity.h"
+#include "kubesim/cluster/cluster.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -25,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data + 1, size - 1);
     s[size - 1] = '\0';
     if (data[0] == 0) {
-        (void)cluster_parse_quantity(s, &m);
+        (void)kobj_quantity_parse(s, &m);
     } else {
         cJSON *o = cJSON_ParseWithOpts(s, NULL, 0);
         if (o) {

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/present.h"
-#include "sim/registry.h"
+#include "kubesim/present/present.h"
+#include "kubesim/registry/registry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

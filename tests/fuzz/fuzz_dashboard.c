@@ -1,4 +1,4 @@
-/* fuzz_dashboard.c - the Ray Dashboard response parsers (reconcilers/dashboard/codec.c)
+/* fuzz_dashboard.c - the Ray Dashboard response parsers (dashboard/codec.c)
  * on arbitrary bytes: job info, submit, stop and logs bodies give a result or an
  * error, never a crash; a job info result has a known status and NUL-terminated
  * strings. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcilers/dashboard/dashboard.h"
+#include "dashboard/dashboard.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

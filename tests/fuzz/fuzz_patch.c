@@ -8,8 +8,8 @@
 
 #include <errno.h>
 
-#include "sim/patch.h"
-#include "sim/patch_int.h"
+#include "kubesim/patch/patch.h"
+#include "kubesim/patch/internal.h"
 #include "util/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

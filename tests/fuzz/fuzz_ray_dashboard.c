@@ -1,5 +1,5 @@
 /* fuzz_ray_dashboard.c - libFuzzer target for the simulated Ray dashboard's request
- * handlers (sim/ray_dashboard.c, sim/ray_serve.c, and Serve's HTTP proxy paths): Jobs and
+ * handlers (kubesim/ray/dashboard.c, kubesim/ray/serve.c, and Serve's HTTP proxy paths): Jobs and
  * Serve REST bodies come from
  * any client through the service proxy. The input is split on NUL bytes into method,
  * path, body and a time offset; each request runs against one long-lived cluster (so
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/ray_int.h"
+#include "kubesim/ray/internal.h"
 
 static const char *part(const char **p, const char *end, char *out, size_t cap)
 {

@@ -1,5 +1,5 @@
 /* fuzz_ray_submitter.c - libFuzzer target for the Ray submitter command parser
- * (sim/ray_submitter.c), which reads any Pod's container command, args and env.
+ * (kubesim/ray/submitter.c), which reads any Pod's container command, args and env.
  * The input is used twice: as a bash script text (with a small env), and, when it
  * parses as JSON, as a container object {command, args, env}. Every input must give a
  * script tree or an error, without a crash, leak or out-of-bounds access. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/ray_int.h"
+#include "kubesim/ray/internal.h"
 
 static size_t count(const struct ray_node *n)
 {

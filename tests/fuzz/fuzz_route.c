@@ -1,4 +1,4 @@
-/* fuzz_route.c - libFuzzer target for kubesim's request parsing (sim/route.h).
+/* fuzz_route.c - libFuzzer target for kubesim's request parsing (kubesim/api/route.h).
  * The input is split on NUL bytes into: path, raw query string, Accept header,
  * Content-Type, User-Agent and method; every parser must return without a
  * crash, leak or out-of-bounds access, and its outputs must stay within bounds. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/route.h"
+#include "kubesim/api/route.h"
 
 static const char *next_part(const char **p, const char *end, char *scratch, size_t cap)
 {

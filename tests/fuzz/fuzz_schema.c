@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/schema.h"
+#include "kubesim/schema/schema.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

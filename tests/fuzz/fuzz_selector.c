@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/selector.h"
+#include "kubesim/schema/selector.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

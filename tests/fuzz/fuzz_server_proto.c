@@ -1,12 +1,12 @@
 /* fuzz_server_proto.c - libFuzzer target for kubesim's protobuf body decoder
- * (sim/server_proto.c): any bytes after the "k8s\0" envelope magic must decode to
+ * (kubesim/api/proto.c): any bytes after the "k8s\0" envelope magic must decode to
  * an object or an error, without crashes, leaks or reads past the input. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/server_internal.h"
+#include "kubesim/api/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,15 +1,15 @@
 /*
  * fuzz_store_journal.c - libFuzzer target for the store's journal replay
- * (sim/persist.c): arbitrary bytes are replayed as a journal into a fresh store.
+ * (kubesim/store/persist.c): arbitrary bytes are replayed as a journal into a fresh store.
  * Replay must load them or reject them with an error, never crash or leak.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "sim/registry.h"
-#include "sim/store.h"
-#include "sim/store_int.h"
+#include "kubesim/registry/registry.h"
+#include "kubesim/store/store.h"
+#include "kubesim/store/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -25,7 +25,7 @@ check "kubeconfig skips TLS verification for http (client-node needs it)" \
 # ---- discovery ---------------------------------------------------------------------
 kcurl /version >"$T/v"
 check "/version has gitVersion" [ -n "$(json_get gitVersion <"$T/v")" ]
-# The connection pool (sim/server.c) bounds request headers: a 20 KB header (a long
+# The connection pool (kubesim/api/server.c) bounds request headers: a 20 KB header (a long
 # bearer token, many impersonation headers) must still be served; 40 KB gets 431.
 big=$(head -c 20000 /dev/zero | tr '\0' a)
 check "a 20 KB request header is served" \

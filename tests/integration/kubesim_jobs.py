@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# kubesim_jobs.py - kubesim's simulated batch/v1 Job controller (sim/cluster_jobs.c).
+# kubesim_jobs.py - kubesim's simulated batch/v1 Job controller (kubesim/cluster/jobs.c).
 # deadline: 60
 #
 # Starts kubesim with 2 nodes (--job-pod-ms 600) and checks over plain HTTP, the Jobs

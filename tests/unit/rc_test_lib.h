@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/json_equal.h"
-#include "sim/schema.h"
-#include "sim/yamljson.h"
+#include "kobj/json_equal.h"
+#include "kubesim/schema/schema.h"
+#include "kobj/yamljson.h"
 
 static char rct_shared[512];
 static struct schema *rct_schema;

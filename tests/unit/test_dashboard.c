@@ -1,4 +1,4 @@
-/* test_dashboard.c - the Ray Dashboard client (reconcilers/dashboard/) against a
+/* test_dashboard.c - the Ray Dashboard client (dashboard/) against a
  * scripted HTTP server: request shapes (method, path, body) of each Jobs API
  * call in direct and API-server-proxy mode, the mapping of answers (404, the
  * duplicate submission id, stop of an ended job, bad bodies) to errors, and the
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "kube/kube.h"
-#include "reconcilers/dashboard/dashboard.h"
+#include "dashboard/dashboard.h"
 #include "util/util.h"
 #include "tests/unit/kube_testsrv.h"
 

@@ -18,9 +18,9 @@
 #include <cmocka.h>
 
 #include "reconcilers/host/internal.h"
-#include "sim/registry.h"
-#include "sim/server.h"
-#include "sim/store.h"
+#include "kubesim/registry/registry.h"
+#include "kubesim/api/server.h"
+#include "kubesim/store/store.h"
 #include "util/util.h"
 
 static const struct host_kind *test_kind(void)

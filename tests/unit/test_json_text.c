@@ -1,4 +1,4 @@
-/* test_json_text.c - sim/json_text.c: every byte value is escaped as cJSON
+/* test_json_text.c - kobj/json_text.c: every byte value is escaped as cJSON
  * escapes it, json_text_str_len predicts the written length exactly, and map
  * keys come out in Go's order. */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 
-#include "sim/json_text.h"
+#include "kobj/json_text.h"
 
 static void check_one(const char *s, size_t n)
 {

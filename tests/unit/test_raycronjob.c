@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "reconcilers/raycronjob/raycronjob.h"
-#include "sim/json_equal.h"
+#include "kobj/json_equal.h"
 
 static cJSON *rcj(const char *name, const char *spec_members)
 {

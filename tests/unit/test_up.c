@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "reconcilers/up/internal.h"
+#include "cmd/up/internal.h"
 
 static void test_backoff(void **state)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/yamljson.h"
+#include "kobj/yamljson.h"
 
 static void assert_yaml(const char *yaml, const char *want_json)
 {

@@ -1,0 +1,520 @@
+/*
+ * up.c - `rayop up`, the local supervisor (see up.h).
+ *
+ * One thread, one poll loop: each child's stdout and stderr go to one pipe
+ * that the loop reads and re-emits line by line (a JSON line gets
+ * "proc":"NAME" inserted, any other line a "[NAME] " prefix); a self-pipe
+ * carries SIGCHLD/SIGTERM/SIGINT. A child that exits is started again after
+ * a delay that doubles per consecutive exit (initial .. max) and resets once
+ * it has run reset_ms, as a kubelet does with CrashLoopBackOff (there: 10 s
+ * doubling to 5 min, reset after 10 min; here 1 s to 10 s by default, all
+ * three scalable by flag for tests). On SIGTERM/SIGINT every child gets
+ * SIGTERM, the supervisor waits up to --shutdown-timeout-ms, then SIGKILLs.
+ * Restart counts and pids go to <state-dir>/up.json (mode 0600, replaced
+ * atomically) on every change, for `rayop status`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd/up/internal.h"
+#include "cmd/up/up.h"
+#include "util/util.h"
+
+#define UP_MAX_PROCS  8
+#define UP_MAX_ARGS   64
+#define UP_LINE_MAX   65536
+
+struct proc {
+    char name[32];                  /* "watcher", "raycluster", ... */
+    char *argv[UP_MAX_ARGS + 1];    /* borrowed strings */
+    int argc;
+    pid_t pid;                      /* 0 when not running */
+    int fd;                         /* read end of its output pipe, -1 if none */
+    char line[UP_LINE_MAX];
+    size_t len;
+    uint64_t started_ms, due_ms;    /* due: next start (when pid == 0) */
+    uint64_t backoff_ms;
+    uint64_t restarts;
+    int last_status;
+};
+
+struct up {
+    struct proc procs[UP_MAX_PROCS];
+    int nprocs;
+    const char *state_dir;
+    uint64_t initial_ms, max_ms, reset_ms, shutdown_ms;
+    bool stopping;
+};
+
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char c = (unsigned char)sig;
+    if (write(sig_pipe[1], &c, 1) < 0) { /* pipe full: a wakeup is pending anyway */ }
+    errno = saved;
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: rayop up [flags]\n"
+          "Runs `rayop watcher` and `rayop controller KIND` for each kind, restarting any that exits.\n"
+          "  --controllers A,B,C         kinds to run (default raycluster,rayjob,rayservice,raycronjob)\n"
+          "  --kubeconfig, --context, --namespace/--watch-namespace, --state-dir, --qps, --burst,\n"
+          "  --log-level, --log-stdout-encoder   passed to every child\n"
+          "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
+          "  --workers/--reconcile-concurrency, --config, --feature-gates, --enable-leader-election,\n"
+          "  --leader-election-namespace, --leader-lease-seconds, --use-kubernetes-proxy,\n"
+          "  --drain-timeout-ms          passed to controllers\n"
+          "  --metrics-addr ADDR         controller i serves metrics on port+2i (default :8080; 0 off)\n"
+          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081, so 8081/8083/8085 sit between the metrics ports; 0 off)\n"
+          "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
+          "  --restart-max-ms N          cap (default 10000)\n"
+          "  --restart-reset-ms N        a child that ran this long restarts at the initial delay (default 600000)\n"
+          "  --shutdown-timeout-ms N     SIGKILL children still running after this (default 35000)\n", f);
+}
+
+static int parse_u64(const char *v, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-')
+        return -EINVAL;
+    *out = n;
+    return 0;
+}
+
+static int add_arg(struct proc *p, char *a)
+{
+    if (p->argc >= UP_MAX_ARGS)
+        return -E2BIG;
+    p->argv[p->argc++] = a;
+    p->argv[p->argc] = NULL;
+    return 0;
+}
+
+/* "host:port" shifted by off ("0" stays off). Result in a static-lifetime strdup. */
+static char *shift_addr(const char *addr, int off)
+{
+    const char *colon = strrchr(addr, ':');
+    if (!colon || strcmp(addr, "0") == 0)
+        return strdup(addr);
+    long port = strtol(colon + 1, NULL, 10);
+    if (port <= 0)
+        return strdup(addr);
+    char out[160];
+    snprintf(out, sizeof(out), "%.*s:%ld", (int)(colon - addr), addr, port + off);
+    return strdup(out);
+}
+
+static int write_state(struct up *u)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    if ((size_t)snprintf(path, sizeof(path), "%s/up.json", u->state_dir) >= sizeof(path))
+        return -ENAMETOOLONG;
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    struct buf b = { 0 };
+    buf_printf(&b, "{\"pid\":%d,\"procs\":[", (int)getpid());
+    for (int i = 0; i < u->nprocs; i++) {
+        struct proc *p = &u->procs[i];
+        buf_printf(&b, "%s{\"name\":", i ? "," : "");
+        buf_append_json_string(&b, p->name);
+        buf_printf(&b, ",\"pid\":%d,\"restarts\":%llu,\"lastExitStatus\":%d}", (int)p->pid,
+                   (unsigned long long)p->restarts, p->last_status);
+    }
+    buf_puts(&b, "]}\n");
+    int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || !b.data || write(fd, b.data, b.len) != (ssize_t)b.len)
+        rc = errno ? -errno : -EIO;
+    if (fd >= 0)
+        close(fd);
+    if (rc == 0 && rename(tmp, path) < 0)
+        rc = -errno;
+    buf_free(&b);
+    return rc;
+}
+
+static int start_proc(struct proc *p)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return -e;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGCHLD, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_IGN);  /* ^C reaches the whole group: let up forward SIGTERM */
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        execv("/proc/self/exe", p->argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    p->pid = pid;
+    p->fd = fds[0];
+    p->len = 0;
+    p->started_ms = util_now_ms();
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", (int)pid);
+    log_info("started", "proc", p->name, "pid", ps, NULL);
+    return 0;
+}
+
+uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
+                         uint64_t max_ms, uint64_t reset_ms)
+{
+    if (ran_ms >= reset_ms)
+        prev_ms = 0;
+    uint64_t next = prev_ms ? (prev_ms > max_ms / 2 ? max_ms : prev_ms * 2) : initial_ms;
+    return next > max_ms ? max_ms : next;
+}
+
+int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out)
+{
+    int rc = 0;
+    if (n >= 2 && s[0] == '{' && s[n - 1] == '}') {
+        rc |= buf_puts(out, "{\"proc\":");
+        rc |= buf_append_json_string(out, proc);
+        /* "{}" has no fields to separate from */
+        size_t i = 1;
+        while (i < n - 1 && (s[i] == ' ' || s[i] == '\t'))
+            i++;
+        if (i < n - 1)
+            rc |= buf_puts(out, ",");
+        rc |= buf_append(out, s + 1, n - 1);
+    } else {
+        rc |= buf_printf(out, "[%s] ", proc);
+        rc |= buf_append(out, s, n);
+    }
+    rc |= buf_puts(out, "\n");
+    return rc ? -ENOMEM : 0;
+}
+
+/* Writes one complete line of p's output to stdout, tagged with the proc. */
+static void emit_line(struct proc *p, const char *s, size_t n)
+{
+    struct buf b = { 0 };
+    if (up_tag_line(p->name, s, n, &b) < 0) {
+        buf_free(&b);
+        return;
+    }
+    for (size_t off = 0; b.data && off < b.len;) {
+        ssize_t w = write(STDOUT_FILENO, b.data + off, b.len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    buf_free(&b);
+}
+
+/* Reads what p wrote; returns 1 at EOF (fd closed). */
+static int drain_output(struct proc *p)
+{
+    for (;;) {
+        ssize_t n = read(p->fd, p->line + p->len, sizeof(p->line) - p->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return 0;
+        if (n == 0) {
+            if (p->len)
+                emit_line(p, p->line, p->len);
+            p->len = 0;
+            close(p->fd);
+            p->fd = -1;
+            return 1;
+        }
+        p->len += (size_t)n;
+        size_t start = 0;
+        for (size_t i = 0; i < p->len; i++) {
+            if (p->line[i] == '\n') {
+                emit_line(p, p->line + start, i - start);
+                start = i + 1;
+            }
+        }
+        memmove(p->line, p->line + start, p->len - start);
+        p->len -= start;
+        if (p->len == sizeof(p->line)) {  /* an over-long line: pass it on in pieces */
+            emit_line(p, p->line, p->len);
+            p->len = 0;
+        }
+    }
+}
+
+static void reap(struct up *u)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (int i = 0; i < u->nprocs; i++) {
+            struct proc *p = &u->procs[i];
+            if (p->pid != pid)
+                continue;
+            uint64_t now = util_now_ms(), ran = now - p->started_ms;
+            p->pid = 0;
+            p->last_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            p->backoff_ms = up_next_backoff(p->backoff_ms, ran, u->initial_ms, u->max_ms,
+                                            u->reset_ms);
+            p->due_ms = now + p->backoff_ms;
+            char st[16], delay[24];
+            snprintf(st, sizeof(st), "%d", p->last_status);
+            snprintf(delay, sizeof(delay), "%llu", (unsigned long long)p->backoff_ms);
+            if (u->stopping)
+                log_info("exited", "proc", p->name, "status", st, NULL);
+            else
+                log_warn("exited; restarting after backoff", "proc", p->name, "status", st,
+                         "backoffMs", delay, NULL);
+        }
+    }
+    (void)write_state(u);
+}
+
+static int parse_flags(struct up *u, int argc, char **argv, char ***common, int *ncommon,
+                       char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
+                       const char **maddr, const char **paddr)
+{
+    static const char *const common_flags[] = { "kubeconfig", "context", "namespace",
+        "watch-namespace", "state-dir", "qps", "burst", "log-level", "log-stdout-encoder", NULL };
+    static const char *const watcher_flags[] = { "cache-capacity", "cache-max-objects",
+        "cache-max-bytes", NULL };
+    static const char *const ctl_flags[] = { "workers", "reconcile-concurrency", "config",
+        "feature-gates", "enable-leader-election", "leader-election-namespace",
+        "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", NULL };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 1;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "rayop up: unexpected argument \"%s\"\n", a);
+            return -EINVAL;
+        }
+        char name[64];
+        const char *eq = strchr(a + 2, '=');
+        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (nl >= sizeof(name))
+            goto unknown;
+        memcpy(name, a + 2, nl);
+        name[nl] = '\0';
+        char *val;
+        if (eq)
+            val = (char *)eq + 1;
+        else if (i + 1 < argc)
+            val = argv[++i];
+        else {
+            fprintf(stderr, "rayop up: flag --%s needs a value\n", name);
+            return -EINVAL;
+        }
+        if (strcmp(name, "state-dir") == 0)
+            u->state_dir = val;
+        if (strcmp(name, "controllers") == 0) { *kinds = val; continue; }
+        if (strcmp(name, "metrics-addr") == 0) { *maddr = val; continue; }
+        if (strcmp(name, "health-probe-bind-address") == 0) { *paddr = val; continue; }
+        uint64_t *num = strcmp(name, "restart-initial-ms") == 0 ? &u->initial_ms
+                      : strcmp(name, "restart-max-ms") == 0 ? &u->max_ms
+                      : strcmp(name, "restart-reset-ms") == 0 ? &u->reset_ms
+                      : strcmp(name, "shutdown-timeout-ms") == 0 ? &u->shutdown_ms : NULL;
+        if (num) {
+            if (parse_u64(val, num) < 0) {
+                fprintf(stderr, "rayop up: bad value \"%s\" for --%s\n", val, name);
+                return -EINVAL;
+            }
+            continue;
+        }
+        const char *const *lists[] = { common_flags, watcher_flags, ctl_flags };
+        char **dst[] = { *common, *wonly, *conly };
+        int *cnt[] = { ncommon, nw, nc };
+        int found = 0;
+        for (int l = 0; l < 3 && !found; l++)
+            for (int k = 0; lists[l][k] && !found; k++)
+                if (strcmp(lists[l][k], name) == 0) {
+                    if (*cnt[l] + 2 > UP_MAX_ARGS / 2)
+                        return -E2BIG;
+                    dst[l][(*cnt[l])++] = (char *)a;  /* "--name" or "--name=value" */
+                    if (!eq)
+                        dst[l][(*cnt[l])++] = val;
+                    found = 1;
+                }
+        if (!found)
+            goto unknown;
+        continue;
+    unknown:
+        fprintf(stderr, "rayop up: unknown flag \"%s\"\n", a);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void forward(struct up *u, int sig)
+{
+    for (int i = 0; i < u->nprocs; i++)
+        if (u->procs[i].pid > 0)
+            kill(u->procs[i].pid, sig);
+}
+
+static int running(const struct up *u)
+{
+    int n = 0;
+    for (int i = 0; i < u->nprocs; i++)
+        n += u->procs[i].pid > 0 || u->procs[i].fd >= 0;
+    return n;
+}
+
+int up_main(int argc, char **argv)
+{
+    static struct up u;   /* large line buffers: not on the stack */
+    char *common_v[UP_MAX_ARGS / 2], *w_v[UP_MAX_ARGS / 2], *c_v[UP_MAX_ARGS / 2];
+    char **common = common_v, **wonly = w_v, **conly = c_v;
+    int ncommon = 0, nw = 0, nc = 0, rc;
+    const char *kinds = "raycluster,rayjob,rayservice,raycronjob", *maddr = ":8080", *paddr = ":8081";
+    memset(&u, 0, sizeof(u));
+    u.state_dir = "/run/rayop";
+    u.initial_ms = 1000;
+    u.max_ms = 10000;
+    u.reset_ms = 600000;
+    u.shutdown_ms = 35000;
+    if ((rc = parse_flags(&u, argc, argv, &common, &ncommon, &wonly, &nw, &conly, &nc, &kinds,
+                          &maddr, &paddr)) != 0)
+        return rc > 0 ? 0 : 2;
+    log_set_component("up");
+
+    /* the watcher first: controllers wait for its segment and socket anyway */
+    struct proc *p = &u.procs[u.nprocs++];
+    snprintf(p->name, sizeof(p->name), "watcher");
+    add_arg(p, "rayop");
+    add_arg(p, "watcher");
+    for (int i = 0; i < ncommon; i++) add_arg(p, common[i]);
+    for (int i = 0; i < nw; i++) add_arg(p, wonly[i]);
+    for (const char *k = kinds; *k && u.nprocs < UP_MAX_PROCS;) {
+        const char *e = strchr(k, ',');
+        size_t n = e ? (size_t)(e - k) : strlen(k);
+        if (n && n < sizeof(p->name)) {
+            int idx = u.nprocs - 1;
+            p = &u.procs[u.nprocs++];
+            memcpy(p->name, k, n);
+            p->name[n] = '\0';
+            add_arg(p, "rayop");
+            add_arg(p, "controller");
+            add_arg(p, p->name);
+            for (int i = 0; i < ncommon; i++) add_arg(p, common[i]);
+            for (int i = 0; i < nc; i++) add_arg(p, conly[i]);
+            add_arg(p, "--metrics-addr");
+            add_arg(p, shift_addr(maddr, 2 * idx));
+            add_arg(p, "--health-probe-bind-address");
+            add_arg(p, shift_addr(paddr, 2 * idx));
+        }
+        k += n + (e ? 1 : 0);
+    }
+
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    for (int i = 0; i < u.nprocs; i++) {
+        u.procs[i].fd = -1;
+        if ((rc = start_proc(&u.procs[i])) < 0) {
+            log_error("cannot start", "proc", u.procs[i].name, "error", strerror(-rc), NULL);
+            u.procs[i].due_ms = util_now_ms() + u.initial_ms;
+        }
+    }
+    (void)write_state(&u);
+
+    uint64_t stop_deadline = 0;
+    int exit_code = 0;
+    while (!u.stopping || running(&u) > 0) {
+        struct pollfd pfd[UP_MAX_PROCS + 1];
+        int map[UP_MAX_PROCS + 1], n = 0;
+        pfd[n].fd = sig_pipe[0];
+        pfd[n].events = POLLIN;
+        map[n++] = -1;
+        uint64_t now = util_now_ms(), next = now + 1000;
+        for (int i = 0; i < u.nprocs; i++) {
+            struct proc *q = &u.procs[i];
+            if (q->fd >= 0) {
+                pfd[n].fd = q->fd;
+                pfd[n].events = POLLIN;
+                map[n++] = i;
+            }
+            if (!u.stopping && q->pid == 0 && q->due_ms && q->due_ms < next)
+                next = q->due_ms;
+        }
+        if (u.stopping && stop_deadline < next)
+            next = stop_deadline;
+        int timeout = next > now ? (int)(next - now) : 0;
+        if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
+            break;
+        for (int k = 1; k < n; k++)
+            if (pfd[k].revents)
+                drain_output(&u.procs[map[k]]);
+        if (pfd[0].revents) {
+            unsigned char sigs[64];
+            ssize_t got = read(sig_pipe[0], sigs, sizeof(sigs));
+            for (ssize_t k = 0; k < got; k++) {
+                if (sigs[k] == SIGCHLD) {
+                    reap(&u);
+                } else if (!u.stopping) {
+                    log_info("signal received; stopping children", "signal",
+                             strsignal(sigs[k]), NULL);
+                    u.stopping = true;
+                    stop_deadline = util_now_ms() + u.shutdown_ms;
+                    forward(&u, SIGTERM);
+                }
+            }
+        }
+        now = util_now_ms();
+        if (u.stopping && now >= stop_deadline && running(&u) > 0) {
+            log_error("children still running after the shutdown timeout; killing them", NULL);
+            forward(&u, SIGKILL);
+            stop_deadline = now + 60000;
+            exit_code = 1;
+        }
+        for (int i = 0; i < u.nprocs && !u.stopping; i++) {
+            struct proc *q = &u.procs[i];
+            if (q->pid == 0 && q->fd < 0 && q->due_ms && now >= q->due_ms) {
+                q->due_ms = 0;
+                if ((rc = start_proc(q)) < 0) {
+                    log_error("cannot start", "proc", q->name, "error", strerror(-rc), NULL);
+                    q->due_ms = now + u.max_ms;
+                    continue;
+                }
+                q->restarts++;
+                (void)write_state(&u);
+            }
+        }
+    }
+    log_info("all children stopped", NULL);
+    return exit_code;
+}

@@ -1,0 +1,337 @@
+/*
+ * cluster_endpoints.c - the endpoints and endpointslice controllers: every
+ * Service with a selector gets an Endpoints object (ready Pods in addresses,
+ * others in notReadyAddresses) and one discovery.k8s.io/v1 EndpointSlice
+ * labelled kubernetes.io/service-name, kept in sync after Pod or Service changes.
+ * Runs on the cluster thread, batched: each Service keeps the set of Pods its
+ * selector matches (updated per Pod event, O(Services in the namespace)); a Pod
+ * event marks the Services it belongs to dirty, and one sync per 50 ms rebuilds
+ * the dirty ones from their members and writes only what changed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubesim/cluster/internal.h"
+#include "util/util.h"
+
+#define ENDPOINTS_MAX 1000
+
+static bool labels_match(const cJSON *selector, const cJSON *labels)
+{
+    const cJSON *kv;
+
+    cJSON_ArrayForEach(kv, selector) {
+        const char *v = kobj_str(labels, kv->string);
+        if (!cJSON_IsString(kv) || !v || strcmp(v, kv->valuestring))
+            return false;
+    }
+    return true;
+}
+
+/* A Service port's target on this Pod: a number, or a named container port. 0 = none. */
+static int target_port(const cJSON *sp, const cJSON *pod)
+{
+    const cJSON *tp = kobj_get(sp, "targetPort"), *ct, *pt;
+
+    if (cJSON_IsNumber(tp))
+        return (int)cJSON_GetNumberValue(tp);
+    if (!cJSON_IsString(tp))
+        return (int)cJSON_GetNumberValue(kobj_get(sp, "port"));
+    if (!pod)
+        return 0;
+    cJSON_ArrayForEach(ct, kobj_get(kobj_get(pod, "spec"), "containers"))
+        cJSON_ArrayForEach(pt, kobj_get(ct, "ports"))
+            if (kobj_str(pt, "name") && !strcmp(kobj_str(pt, "name"), tp->valuestring))
+                return (int)cJSON_GetNumberValue(kobj_get(pt, "containerPort"));
+    return 0;
+}
+
+static cJSON *target_ref(const struct cl_pod *p)
+{
+    cJSON *r = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(r, "kind", "Pod");
+    cJSON_AddStringToObject(r, "namespace", p->obj->ns);
+    cJSON_AddStringToObject(r, "name", p->obj->name);
+    cJSON_AddStringToObject(r, "uid", p->obj->uid);
+    return r;
+}
+
+static const char *pod_ip(const struct cl_pod *p)
+{
+    return kobj_str(kobj_get(p->obj->json, "status"), "podIP");
+}
+
+static bool pod_ready(const struct cl_pod *p)
+{
+    const cJSON *cd;
+
+    cJSON_ArrayForEach(cd, kobj_get(kobj_get(p->obj->json, "status"), "conditions"))
+        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
+            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
+    return false;
+}
+
+/* Writes obj (consumed) over the stored object of that name unless compare_keys
+ * already match: create when missing, update at the stored resourceVersion. */
+static void put_if_changed(struct cluster *c, const struct reg_resource *res, const char *ns,
+                           const char *name, cJSON *obj, const char *const *keys)
+{
+    struct store_obj *cur = NULL;
+    struct store_status st = { 0 };
+    struct store_write_opts w = { .field_manager = "endpoint-controller" };
+    bool same = true;
+
+    if (store_get(c->store, res, ns, name, &cur, &st) < 0) {
+        store_status_clear(&st);
+        if (store_create(c->store, res, ns, obj, &w, NULL, &st) < 0 && st.code != 409)
+            log_warn("cluster: endpoints create failed", "name", name, "error", st.message, NULL);
+        store_status_clear(&st);
+        return;
+    }
+    for (const char *const *k = keys; *k; k++) {
+        const cJSON *a = kobj_get(cur->json, *k), *b = kobj_get(obj, *k);
+        if (!a != !b || (a && !cJSON_Compare(a, b, true)))
+            same = false;
+    }
+    if (same) {
+        cJSON_Delete(obj);
+        store_obj_unref(cur);
+        return;
+    }
+    cJSON_AddStringToObject(cJSON_GetObjectItem(obj, "metadata"), "resourceVersion",
+                            kobj_str(kobj_get(cur->json, "metadata"), "resourceVersion"));
+    store_obj_unref(cur);
+    /* a conflict means someone wrote in between; their event brings us back */
+    if (store_update(c->store, res, ns, name, NULL, obj, &w, NULL, &st) < 0 && st.code != 409)
+        log_warn("cluster: endpoints update failed", "name", name, "error", st.message, NULL);
+    store_status_clear(&st);
+}
+
+static cJSON *meta(const cJSON *svc, const char *name, bool slice)
+{
+    cJSON *m = cJSON_CreateObject(), *lb;
+    const cJSON *smd = kobj_get(svc, "metadata"), *kv;
+
+    cJSON_AddStringToObject(m, "name", name);
+    cJSON_AddStringToObject(m, "namespace", kobj_str(smd, "namespace"));
+    lb = cJSON_AddObjectToObject(m, "labels");
+    cJSON_ArrayForEach(kv, kobj_get(smd, "labels"))
+        cJSON_AddItemToObject(lb, kv->string, cJSON_Duplicate(kv, true));
+    if (slice) {
+        cJSON *or = cJSON_AddArrayToObject(m, "ownerReferences"), *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(lb, "kubernetes.io/service-name", kobj_str(smd, "name"));
+        cJSON_AddStringToObject(lb, "endpointslice.kubernetes.io/managed-by",
+                                "endpointslice-controller.k8s.io");
+        cJSON_AddStringToObject(r, "apiVersion", "v1");
+        cJSON_AddStringToObject(r, "kind", "Service");
+        cJSON_AddStringToObject(r, "name", kobj_str(smd, "name"));
+        cJSON_AddStringToObject(r, "uid", kobj_str(smd, "uid"));
+        cJSON_AddBoolToObject(r, "controller", true);
+        cJSON_AddBoolToObject(r, "blockOwnerDeletion", true);
+        cJSON_AddItemToArray(or, r);
+    }
+    return m;
+}
+
+static void sync_service(struct cluster *c, const struct cl_svc *s)
+{
+    const cJSON *svc = s->obj->json, *spec = kobj_get(svc, "spec");
+    const cJSON *selector = kobj_get(spec, "selector"), *sp;
+    bool publish = cJSON_IsTrue(kobj_get(spec, "publishNotReadyAddresses"));
+    cJSON *ep, *subset, *addrs, *nready, *ports, *slice, *sends, *sports;
+    const struct cl_pod *first = NULL;
+    struct cl_member *m, *tmp;
+    size_t n_addrs = 0;
+    char slice_name[300];
+    static const char *const ep_keys[] = { "subsets", NULL };
+    static const char *const slice_keys[] = { "endpoints", "ports", NULL };
+
+    if (!cJSON_IsObject(selector) || !selector->child)
+        return;   /* no selector: the user manages the Endpoints */
+    ep = cJSON_CreateObject();
+    cJSON_AddStringToObject(ep, "apiVersion", "v1");
+    cJSON_AddStringToObject(ep, "kind", "Endpoints");
+    cJSON_AddItemToObject(ep, "metadata", meta(svc, s->obj->name, false));
+    subset = cJSON_CreateObject();
+    addrs = cJSON_CreateArray();
+    nready = cJSON_CreateArray();
+    slice = cJSON_CreateObject();
+    snprintf(slice_name, sizeof(slice_name), "%.240s-%.5s", s->obj->name, s->obj->uid);
+    cJSON_AddStringToObject(slice, "apiVersion", "discovery.k8s.io/v1");
+    cJSON_AddStringToObject(slice, "kind", "EndpointSlice");
+    cJSON_AddItemToObject(slice, "metadata", meta(svc, slice_name, true));
+    cJSON_AddStringToObject(slice, "addressType", "IPv4");
+    sends = cJSON_AddArrayToObject(slice, "endpoints");
+
+    HASH_ITER(hh, s->members, m, tmp) {
+        struct cl_pod *p = NULL;
+        const char *ip;
+        const cJSON *md;
+        bool ready, terminating;
+        cJSON *a, *e, *cond;
+
+        HASH_FIND_STR(c->pods, m->key, p);
+        if (!p || !(ip = pod_ip(p)) || !ip[0])
+            continue;
+        md = kobj_get(p->obj->json, "metadata");
+        terminating = kobj_get(md, "deletionTimestamp") != NULL;
+        ready = pod_ready(p) && !terminating;
+        if (!first)
+            first = p;
+        if (!terminating) {
+            a = cJSON_CreateObject();
+            cJSON_AddStringToObject(a, "ip", ip);
+            if (kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"))
+                cJSON_AddStringToObject(a, "nodeName", kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"));
+            cJSON_AddItemToObject(a, "targetRef", target_ref(p));
+            /* the endpoints controller truncates at 1000 addresses (over-capacity) */
+            if (n_addrs++ < ENDPOINTS_MAX)
+                cJSON_AddItemToArray(ready || publish ? addrs : nready, a);
+            else
+                cJSON_Delete(a);
+        }
+        e = cJSON_CreateObject();
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(e, "addresses"), cJSON_CreateString(ip));
+        cond = cJSON_AddObjectToObject(e, "conditions");
+        cJSON_AddBoolToObject(cond, "ready", ready || (publish && !terminating));
+        cJSON_AddBoolToObject(cond, "serving", pod_ready(p));
+        cJSON_AddBoolToObject(cond, "terminating", terminating);
+        if (kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"))
+            cJSON_AddStringToObject(e, "nodeName", kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"));
+        cJSON_AddItemToObject(e, "targetRef", target_ref(p));
+        cJSON_AddItemToArray(sends, e);
+    }
+    ports = cJSON_CreateArray();
+    sports = cJSON_AddArrayToObject(slice, "ports");
+    cJSON_ArrayForEach(sp, kobj_get(spec, "ports")) {
+        int port = target_port(sp, first ? first->obj->json : NULL);
+        const char *proto = kobj_str(sp, "protocol");
+        cJSON *o;
+
+        if (port <= 0)
+            continue;
+        o = cJSON_CreateObject();
+        if (kobj_str(sp, "name"))
+            cJSON_AddStringToObject(o, "name", kobj_str(sp, "name"));
+        cJSON_AddNumberToObject(o, "port", port);
+        cJSON_AddStringToObject(o, "protocol", proto ? proto : "TCP");
+        if (kobj_str(sp, "appProtocol"))
+            cJSON_AddStringToObject(o, "appProtocol", kobj_str(sp, "appProtocol"));
+        cJSON_AddItemToArray(sports, cJSON_Duplicate(o, true));
+        cJSON_AddItemToArray(ports, o);
+    }
+    if (cJSON_GetArraySize(addrs) || cJSON_GetArraySize(nready)) {
+        if (cJSON_GetArraySize(addrs))
+            cJSON_AddItemToObject(subset, "addresses", addrs);
+        else
+            cJSON_Delete(addrs);
+        if (cJSON_GetArraySize(nready))
+            cJSON_AddItemToObject(subset, "notReadyAddresses", nready);
+        else
+            cJSON_Delete(nready);
+        cJSON_AddItemToObject(subset, "ports", ports);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(ep, "subsets"), subset);
+    } else {
+        cJSON_Delete(addrs);
+        cJSON_Delete(nready);
+        cJSON_Delete(ports);
+        cJSON_Delete(subset);
+    }
+    if (n_addrs > ENDPOINTS_MAX)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItem(ep, "metadata"),
+                                "annotations"), "endpoints.kubernetes.io/over-capacity", "truncated");
+    put_if_changed(c, c->r_ep, s->obj->ns, s->obj->name, ep, ep_keys);
+    put_if_changed(c, c->r_eps, s->obj->ns, slice_name, slice, slice_keys);
+}
+
+void cl_endpoints_drop(struct cluster *c, const char *ns, const char *name)
+{
+    struct store_delete_opts o = { .grace_seconds = -1 };
+    struct store_status st = { 0 };
+
+    /* the EndpointSlice goes with the Service through its ownerReference */
+    store_delete(c->store, c->r_ep, ns, name, &o, NULL, NULL, &st);
+    store_status_clear(&st);
+}
+
+void cl_endpoints_sync(struct cluster *c)
+{
+    struct cl_svc *s, *tmp;
+
+    c->endpoints_dirty = false;
+    HASH_ITER(hh, c->svcs, s, tmp)
+        if (s->dirty) {
+            s->dirty = false;
+            sync_service(c, s);
+        }
+}
+
+static const cJSON *svc_selector(const struct cl_svc *s)
+{
+    const cJSON *sel = kobj_get(kobj_get(s->obj->json, "spec"), "selector");
+    return cJSON_IsObject(sel) && sel->child ? sel : NULL;
+}
+
+static void member_set(struct cluster *c, struct cl_svc *s, const char *key, bool in)
+{
+    struct cl_member *m = NULL;
+
+    HASH_FIND_STR(s->members, key, m);
+    if (in && !m) {
+        if (!(m = calloc(1, sizeof(*m))) || !(m->key = strdup(key))) {
+            free(m);
+            return;
+        }
+        HASH_ADD_KEYPTR(hh, s->members, m->key, strlen(m->key), m);
+    } else if (!in && m) {
+        HASH_DEL(s->members, m);
+        free(m->key);
+        free(m);
+    } else if (!in) {
+        return;   /* neither before nor now: nothing to resync */
+    }
+    s->dirty = true;
+    c->endpoints_dirty = true;
+}
+
+void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o)
+{
+    struct cl_svc *s, *tmp;
+
+    HASH_ITER(hh, c->svcs, s, tmp) {
+        const cJSON *sel = svc_selector(s);
+        if (!sel || strcmp(s->obj->ns, ns))
+            continue;
+        member_set(c, s, key, o && labels_match(sel, kobj_get(kobj_get(o->json, "metadata"), "labels")));
+    }
+}
+
+void cl_endpoints_svc(struct cluster *c, struct cl_svc *s)
+{
+    const cJSON *sel = svc_selector(s);
+    struct cl_pod *p, *tmp;
+
+    cl_endpoints_svc_free(s);
+    s->dirty = true;
+    c->endpoints_dirty = true;
+    if (!sel)
+        return;
+    HASH_ITER(hh, c->pods, p, tmp)
+        if (!strcmp(p->obj->ns, s->obj->ns) &&
+            labels_match(sel, kobj_get(kobj_get(p->obj->json, "metadata"), "labels")))
+            member_set(c, s, p->key, true);
+}
+
+void cl_endpoints_svc_free(struct cl_svc *s)
+{
+    struct cl_member *m, *tmp;
+
+    HASH_ITER(hh, s->members, m, tmp) {
+        HASH_DEL(s->members, m);
+        free(m->key);
+        free(m);
+    }
+}

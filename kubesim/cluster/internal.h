@@ -1,0 +1,205 @@
+/*
+ * cluster_int.h - state shared by the cluster thread's parts (cluster_run.c: the
+ * thread, queue, timers, nodes, scheduler loop and Events; cluster_kubelet.c: the
+ * Pod lifecycle; cluster_endpoints.c: Endpoints/EndpointSlices). Everything here
+ * is touched by the cluster thread only, except the queue (under qlock).
+ */
+#ifndef RAYOP_SIM_CLUSTER_INT_H
+#define RAYOP_SIM_CLUSTER_INT_H
+
+#include <pthread.h>
+#include <time.h>
+#include <uthash.h>
+
+#include "kobj/kobj.h"
+#include "kubesim/cluster/cluster.h"
+#include "kubesim/store/store.h"
+
+struct cl_node {
+    char *name;
+    struct store_obj *obj;
+    struct cluster_res alloc, used;
+    char ip[20];
+    UT_hash_handle hh;
+};
+
+enum cl_stage {
+    ST_NONE,        /* unbound, or bound to a node that is not ours */
+    ST_BOUND,       /* waiting for the container start */
+    ST_PULLFAIL,    /* ErrImagePull / ImagePullBackOff */
+    ST_RUNNING,     /* running, not (yet) ready */
+    ST_READY,
+    ST_BACKOFF,     /* terminated, CrashLoopBackOff until the restart timer */
+    ST_DONE,        /* Succeeded or Failed */
+};
+
+enum { C_INIT, C_READYTOSTART, C_CONTAINERS, C_READY, C_SCHED, C_N };
+
+struct cl_pod {
+    char *key;                   /* "ns/name" */
+    struct store_obj *obj;       /* latest seen */
+    unsigned long epoch;         /* timers carry it; a new Pod under the same key gets a new one */
+    char *acct_node;             /* the node whose used includes req */
+    struct cluster_res req;
+    bool queued, unsched, deleting;
+    char unsched_msg[512];
+    enum cl_stage stage;
+    int restarts;
+    int fail_kind;               /* FAIL_* */
+    int exit_code;
+    long exit_after_ms;
+    char ip[20];
+    time_t start_time, run_since, term_started, term_finished;
+    int last_exit;
+    const char *last_reason;
+    bool has_last;
+    bool cond[C_N];
+    time_t cond_time[C_N];
+    char cid[24];                /* container id seed */
+    char backoff_ev[300];        /* the BackOff Event repeats bump (one container's) */
+    int backoff_count;
+    /* a sidecar Ray submitter (kubesim/ray/ray.h) exits on its own while the Pod runs on */
+    char side_name[64];
+    bool side_done;
+    int side_exit;
+    time_t side_started, side_finished;
+    UT_hash_handle hh;
+};
+
+/* A Pod a Service's selector matches (by key; looked up in the Pod table at sync). */
+struct cl_member {
+    char *key;
+    UT_hash_handle hh;
+};
+
+struct cl_svc {
+    char *key;
+    struct store_obj *obj;
+    struct cl_member *members;
+    bool dirty;                  /* members or their state changed since the last sync */
+    UT_hash_handle hh;
+};
+
+enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB,
+       T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */ };
+
+/* cluster_jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
+struct cl_jpod {
+    char *key;                   /* "ns/name" */
+    struct store_obj *obj;       /* latest seen (an event or the controller's own write) */
+    struct cl_job *job;
+    UT_hash_handle hh;           /* cluster->jpods */
+    UT_hash_handle hj;           /* job->pods */
+};
+
+struct cl_job {
+    char *key;                   /* "ns/name" */
+    char *uid;
+    struct store_obj *obj;
+    struct cl_jpod *pods;
+    unsigned long epoch;         /* T_JOB timers carry it */
+    bool dirty;                  /* in cluster->job_dirty */
+    int fail_streak;             /* Pod failures since the last success (re-creation back-off) */
+    uint64_t last_fail_ms;
+    int create_errors;           /* failed Pod creates in a row (retry back-off) */
+    uint64_t wake_ms;            /* the earliest T_JOB timer armed, 0 = none */
+    UT_hash_handle hh;           /* cluster->jobs by key */
+    UT_hash_handle hu;           /* cluster->jobs_uid by uid */
+};
+
+struct cl_timer {
+    uint64_t due_ms;
+    int kind;
+    unsigned long epoch;
+    char *key;                   /* pod key, or NULL */
+};
+
+struct cl_qitem {
+    enum store_event_type type;
+    struct store_obj *obj;
+};
+
+struct cluster {
+    struct cluster_opts o;
+    struct store *store;
+    const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
+    pthread_t thread;
+    bool started;
+
+    pthread_mutex_t qlock;
+    pthread_cond_t qcond;
+    struct cl_qitem *q;
+    size_t qlen, qcap;
+    bool stop;
+
+    struct cl_node *nodes;
+    struct cl_pod *pods;
+    struct cl_svc *svcs;
+    struct cl_timer *heap;
+    size_t nheap, capheap;
+    unsigned long next_epoch;
+    uint32_t rng;
+    unsigned ip_seq;
+    char **pending;              /* pod keys waiting for the scheduler */
+    size_t npending, cappending;
+    bool capacity_changed;
+    bool endpoints_dirty, endpoints_timer;
+    struct cl_job *jobs, *jobs_uid;
+    struct cl_jpod *jpods;
+    char **job_dirty;            /* job keys to sync after this turn */
+    size_t njob_dirty, capjob_dirty;
+};
+
+/* cluster_run.c */
+void cl_timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p);
+/* The same for a timer not bound to a Pod (key may be NULL). */
+void cl_timer_add_key(struct cluster *c, uint64_t delay_ms, int kind, const char *key,
+                      unsigned long epoch);
+uint64_t cl_jitter(struct cluster *c, long base_ms);
+void cl_event(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
+              const char *message, const char *component, const char *host,
+              const char *field_path);
+/* The same, handing back the Event's name (for later count bumps). */
+void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
+                    const char *message, const char *component, const char *host,
+                    const char *field_path, char *name_out, size_t name_len);
+/* Raises count and lastTimestamp of an Event, as the recorder aggregates repeats. */
+int cl_event_bump(struct cluster *c, const char *ns, const char *name, int count);
+struct cl_node *cl_node_find(struct cluster *c, const char *name);
+int cl_patch_status(struct cluster *c, const struct cl_pod *p, cJSON *status);
+
+/* cluster_pods.c */
+void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+void cl_schedule_pass(struct cluster *c);
+void cl_pods_free(struct cluster *c);
+void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+
+/* cluster_kubelet.c */
+void cl_kubelet_pod(struct cluster *c, struct cl_pod *p);
+void cl_kubelet_timer(struct cluster *c, struct cl_pod *p, int kind);
+void cl_kubelet_set_cond(struct cl_pod *p, int cond, bool v);
+/* Writes the status the kubelet derives from p's state (merge patch of /status). */
+int cl_kubelet_write(struct cluster *c, struct cl_pod *p);
+
+/* cluster_endpoints.c */
+void cl_endpoints_sync(struct cluster *c);
+void cl_endpoints_drop(struct cluster *c, const char *ns, const char *name);
+/* A Pod changed (o) or went (o NULL): update the memberships of the Services of ns. */
+void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o);
+/* A Service was added or changed: recompute its members from the Pod table. */
+void cl_endpoints_svc(struct cluster *c, struct cl_svc *s);
+void cl_endpoints_svc_free(struct cl_svc *s);
+
+/* cluster_jobs.c: the Job and TTL-after-finished controllers */
+void cl_job_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+/* Every Pod event, after cl_pod_event: O(1) for Pods no Job controls. */
+void cl_jobs_pod(struct cluster *c, enum store_event_type type, struct store_obj *o);
+void cl_jobs_timer(struct cluster *c, const char *key, unsigned long epoch);
+/* Syncs the Jobs that events or timers marked since the last call. */
+void cl_jobs_sync(struct cluster *c);
+void cl_jobs_free(struct cluster *c);
+/* The ownerReference with controller: true when it is of this kind (apiVersion
+ * group api_group, e.g. "batch/"), else NULL. */
+const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const char *kind);
+
+#endif

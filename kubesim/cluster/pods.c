@@ -1,0 +1,291 @@
+/*
+ * cluster_pods.c - the cluster thread's Pod and Service tables: every Pod event
+ * updates the per-node accounting of requests, queues unbound Pods for the
+ * scheduler and hands bound ones to the kubelet (cluster_kubelet.c); the
+ * scheduling pass binds queued Pods or marks them Unschedulable until capacity
+ * frees up. Runs on the cluster thread only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kubesim/cluster/internal.h"
+#include "util/util.h"
+
+static bool pod_terminal(const cJSON *pod)
+{
+    const char *ph = kobj_str(kobj_get(pod, "status"), "phase");
+    return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
+}
+
+static void res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
+{
+    a->cpu_m += sign * b->cpu_m;
+    a->mem += sign * b->mem;
+    a->gpu += sign * b->gpu;
+    a->tpu += sign * b->tpu;
+    a->pods += sign * b->pods;
+}
+
+static void unaccount(struct cluster *c, struct cl_pod *p)
+{
+    struct cl_node *n = cl_node_find(c, p->acct_node);
+
+    if (n)
+        res_add(&n->used, &p->req, -1);
+    if (p->acct_node)
+        c->capacity_changed = true;
+    free(p->acct_node);
+    p->acct_node = NULL;
+}
+
+static void account(struct cluster *c, struct cl_pod *p, const char *node)
+{
+    struct cl_node *n = cl_node_find(c, node);
+
+    if (!(p->acct_node = strdup(node)))
+        return;
+    if (n)
+        res_add(&n->used, &p->req, 1);
+}
+
+static void pending_push(struct cluster *c, struct cl_pod *p)
+{
+    if (p->queued)
+        return;
+    if (c->npending == c->cappending) {
+        size_t ncap = c->cappending ? c->cappending * 2 : 256;
+        char **np = realloc(c->pending, ncap * sizeof(*np));
+        if (!np)
+            return;
+        c->pending = np;
+        c->cappending = ncap;
+    }
+    if (!(c->pending[c->npending] = strdup(p->key)))
+        return;
+    c->npending++;
+    p->queued = true;
+}
+
+static void pod_free(struct cl_pod *p)
+{
+    store_obj_unref(p->obj);
+    free(p->acct_node);
+    free(p->key);
+    free(p);
+}
+
+void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+{
+    char key[600];
+    struct cl_pod *p = NULL;
+    const cJSON *spec = kobj_get(o->json, "spec");
+    const char *node = kobj_str(spec, "nodeName"), *sched = kobj_str(spec, "schedulerName");
+
+    snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
+    HASH_FIND_STR(c->pods, key, p);
+    if (type == EV_DELETED) {
+        cl_endpoints_pod(c, key, o->ns, NULL);
+        if (p) {
+            unaccount(c, p);
+            HASH_DEL(c->pods, p);
+            pod_free(p);
+        }
+        return;
+    }
+    if (p && !strcmp(p->obj->uid, o->uid) && o->rv < p->obj->rv)
+        return;   /* a replayed snapshot older than what an event brought */
+    if (p && strcmp(p->obj->uid, o->uid)) {
+        /* deleted and re-created between two looks: a new Pod */
+        unaccount(c, p);
+        HASH_DEL(c->pods, p);
+        pod_free(p);
+        p = NULL;
+    }
+    if (!p) {
+        if (!(p = calloc(1, sizeof(*p))) || !(p->key = strdup(key))) {
+            free(p);
+            return;
+        }
+        p->epoch = ++c->next_epoch;
+        snprintf(p->cid, sizeof(p->cid), "%08x%08lx", c->rng ^ (unsigned)util_now_ns(), p->epoch);
+        cluster_pod_requests(o->json, &p->req);
+        HASH_ADD_KEYPTR(hh, c->pods, p->key, strlen(p->key), p);
+    } else {
+        store_obj_unref(p->obj);
+    }
+    p->obj = store_obj_ref(o);
+    cl_endpoints_pod(c, key, o->ns, o);
+
+    /* resources stay taken from binding until the Pod ends */
+    {
+        const char *want = node && node[0] && !pod_terminal(o->json) ? node : NULL;
+        if (!want || !p->acct_node || strcmp(want, p->acct_node)) {
+            if (p->acct_node)
+                unaccount(c, p);
+            if (want)
+                account(c, p, want);
+        }
+    }
+    if ((!node || !node[0]) && !pod_terminal(o->json) && !p->unsched &&
+        (!sched || !sched[0] || !strcmp(sched, "default-scheduler")) &&
+        !kobj_get(kobj_get(o->json, "metadata"), "deletionTimestamp"))
+        pending_push(c, p);
+    cl_kubelet_pod(c, p);
+}
+
+void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+{
+    char key[600];
+    struct cl_svc *s = NULL;
+
+    snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
+    HASH_FIND_STR(c->svcs, key, s);
+    if (type == EV_DELETED) {
+        cl_endpoints_drop(c, o->ns, o->name);
+        if (s) {
+            cl_endpoints_svc_free(s);
+            HASH_DEL(c->svcs, s);
+            store_obj_unref(s->obj);
+            free(s->key);
+            free(s);
+        }
+        return;
+    }
+    if (s && o->rv < s->obj->rv)
+        return;
+    if (!s) {
+        if (!(s = calloc(1, sizeof(*s))) || !(s->key = strdup(key))) {
+            free(s);
+            return;
+        }
+        HASH_ADD_KEYPTR(hh, c->svcs, s->key, strlen(s->key), s);
+    } else {
+        store_obj_unref(s->obj);
+    }
+    s->obj = store_obj_ref(o);
+    cl_endpoints_svc(c, s);
+}
+
+static int bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n)
+{
+    struct store_write_opts w = { .field_manager = "kube-scheduler" };
+    struct store_status st = { 0 };
+    char body[400], msg[700];
+    int rc;
+
+    snprintf(body, sizeof(body), "{\"spec\":{\"nodeName\":\"%s\"}}", n->name);
+    rc = store_patch(c->store, c->r_pods, p->obj->ns, p->obj->name, NULL, PATCH_MERGE, body,
+                     strlen(body), &w, NULL, NULL, &st);
+    if (rc < 0) {
+        log_debug("cluster: bind failed", "pod", p->key, "error", st.message, NULL);
+        store_status_clear(&st);
+        return rc;
+    }
+    account(c, p, n->name);
+    cl_kubelet_set_cond(p, C_SCHED, true);
+    /* what the node's kubelet reports at once: created, not yet started */
+    cl_kubelet_set_cond(p, C_READYTOSTART, false);
+    cl_kubelet_set_cond(p, C_INIT, !kobj_get(kobj_get(p->obj->json, "spec"), "initContainers"));
+    cl_kubelet_set_cond(p, C_CONTAINERS, false);
+    cl_kubelet_set_cond(p, C_READY, false);
+    p->start_time = time(NULL);
+    p->unsched_msg[0] = '\0';
+    cl_kubelet_write(c, p);
+    snprintf(msg, sizeof(msg), "Successfully assigned %s to %s", p->key, n->name);
+    cl_event(c, p->obj->json, "Normal", "Scheduled", msg, "default-scheduler", NULL, NULL);
+    return 0;
+}
+
+static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, size_t cap)
+{
+    struct cl_node *n, *tmp, *best = NULL;
+    int best_score = -1;
+    size_t i = 0;
+    char taint[160] = "", msg[sizeof(p->unsched_msg)];
+
+    HASH_ITER(hh, c->nodes, n, tmp) {
+        unsigned f = cluster_node_fits(p->obj->json, &p->req, n->obj->json, &n->alloc,
+                                       &n->used, taint[0] ? NULL : taint, sizeof(taint));
+        if (i < cap)
+            fits[i++] = f;
+        if (!f) {
+            /* ties (e.g. Pods without requests) go to the node with fewer Pods,
+             * where the real scheduler would pick at random among equals */
+            int sc = cluster_node_score(&p->req, &n->alloc, &n->used);
+            if (sc > best_score || (sc == best_score && n->used.pods < best->used.pods)) {
+                best = n;
+                best_score = sc;
+            }
+        }
+    }
+    if (best && bind_pod(c, p, best) == 0)
+        return;
+    if (best)
+        return;   /* the write failed (conflict, deleted): the next event retries */
+    p->unsched = true;
+    cluster_unsched_message(i, fits, taint, msg, sizeof(msg));
+    if (!strcmp(msg, p->unsched_msg))
+        return;
+    snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
+    cl_kubelet_set_cond(p, C_SCHED, false);
+    cl_kubelet_write(c, p);
+    cl_event(c, p->obj->json, "Warning", "FailedScheduling", msg, "default-scheduler", NULL, NULL);
+}
+
+void cl_schedule_pass(struct cluster *c)
+{
+    struct cl_pod *p, *tmp;
+    unsigned *fits;
+    size_t nn = HASH_COUNT(c->nodes);
+
+    if (c->capacity_changed) {
+        /* a node came or a Pod let go of its resources: try the waiting ones again */
+        c->capacity_changed = false;
+        HASH_ITER(hh, c->pods, p, tmp)
+            if (p->unsched) {
+                p->unsched = false;
+                pending_push(c, p);
+            }
+    }
+    if (!c->npending)
+        return;
+    if (!(fits = calloc(nn + 1, sizeof(*fits))))
+        return;
+    for (size_t i = 0; i < c->npending; i++) {
+        HASH_FIND_STR(c->pods, c->pending[i], p);
+        free(c->pending[i]);
+        if (!p)
+            continue;
+        p->queued = false;
+        const char *nn_ = kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
+        if ((nn_ && nn_[0]) || pod_terminal(p->obj->json) ||
+            kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+            continue;
+        schedule_one(c, p, fits, nn);
+    }
+    c->npending = 0;
+    free(fits);
+}
+
+void cl_pods_free(struct cluster *c)
+{
+    struct cl_pod *p, *tp;
+    struct cl_svc *s, *ts;
+
+    HASH_ITER(hh, c->pods, p, tp) {
+        HASH_DEL(c->pods, p);
+        pod_free(p);
+    }
+    HASH_ITER(hh, c->svcs, s, ts) {
+        cl_endpoints_svc_free(s);
+        HASH_DEL(c->svcs, s);
+        store_obj_unref(s->obj);
+        free(s->key);
+        free(s);
+    }
+    for (size_t i = 0; i < c->npending; i++)
+        free(c->pending[i]);
+    free(c->pending);
+}

@@ -1,0 +1,240 @@
+/*
+ * ray_int.h - state shared by the simulated Ray runtime's parts:
+ *   ray_runtime.c    clusters, jobs, Serve applications and their time-derived states
+ *   ray_dashboard.c  the dashboard's REST handlers (pure: cluster + request -> answer)
+ *   ray_serve.c      Serve REST API (applications PUT/GET/DELETE) and Serve's HTTP proxy
+ *   ray_proxy.c      services/NAME/proxy and host resolution (Service -> Endpoints -> Pod)
+ *   ray_submitter.c  the submitter command parser (pure, fuzzed)
+ *   ray_submitter_run.c  plays a submitter container on its own thread (the bash part)
+ *   ray_cli.c        the commands it runs: ray job ..., /submitter, the health check
+ *   pod_log.c        pods/NAME/log
+ * Everything below struct ray is guarded by ray.mu.
+ */
+#ifndef RAYOP_SIM_RAY_INT_H
+#define RAYOP_SIM_RAY_INT_H
+
+#include <pthread.h>
+#include <uthash.h>
+
+#include "kobj/kobj.h"
+#include "kubesim/ray/ray.h"
+#include "kubesim/registry/registry.h"
+#include "util/util.h"
+
+#define RAY_MAX_BODY      (1u << 20)   /* dashboard request bodies */
+#define RAY_MAX_JOBS      10000        /* per cluster */
+#define RAY_MAX_APPS      256          /* per cluster */
+#define RAY_DASHBOARD_PORT 8265
+#define RAY_SERVE_PORT    8000
+
+/* Default timings (ms); per job or app overridable (docs/kubesim-ray.md). */
+#define RAY_JOB_PENDING_MS   500
+#define RAY_JOB_RUN_MS       3000
+#define RAY_APP_DEPLOY_MS    1000
+
+struct ray_job {
+    char *id;                    /* submission_id, hash key */
+    char job_id[16];             /* the Ray JobID (hex), set when the driver starts */
+    char *entrypoint;
+    cJSON *runtime_env, *metadata, *resources;   /* NULL when not given */
+    double num_cpus, num_gpus;
+    long long memory;
+    bool has_cpus, has_gpus, has_memory;
+    uint64_t submit_ms, start_ms, end_ms;        /* PENDING until start_ms, RUNNING until end_ms */
+    uint64_t stop_ms;                            /* 0, or when stop was asked */
+    int exit_code;                               /* the entrypoint's, once it ends */
+    unsigned seq;                                /* submission order */
+    UT_hash_handle hh;
+};
+
+struct ray_app {
+    char *name;                  /* hash key */
+    cJSON *config;               /* the application's entry of the deployed config */
+    uint64_t deployed_ms, deploy_ms;
+    char target[16];             /* RUNNING, UNHEALTHY or DEPLOY_FAILED once deployed */
+    char forced[16];             /* "" or a status set through /kubesim/ray/ */
+    char forced_msg[256];
+    unsigned seq;
+    UT_hash_handle hh;
+};
+
+struct ray_cluster {
+    char *uid;                   /* the head Pod's uid, hash key ("" for test clusters) */
+    char ns[64];
+    char name[254];              /* ray.io/cluster label, else the head Pod's name */
+    char head[254];              /* head Pod name */
+    char head_ip[20];
+    int restarts;                /* head container restarts seen at creation */
+    uint64_t created_ms;
+    char node_id[57];
+    char session[64];
+    int workers;                 /* Ready workers, refreshed before each request */
+    double cpus, gpus;           /* Ray resources of head + Ready workers */
+    struct ray_job *jobs;
+    unsigned job_seq, driver_seq;
+    struct ray_app *apps;
+    unsigned app_seq;
+    bool serve_started;
+    UT_hash_handle hh;
+};
+
+struct ray_sub;                  /* ray_submitter_run.c */
+
+struct ray {
+    struct store *store;
+    struct server *srv;
+    const struct reg_resource *r_pods, *r_svc, *r_ep;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct ray_cluster *clusters;
+    struct ray_sub *subs;
+    int threads;                 /* running submitter threads */
+    bool stopping;
+};
+
+/* ---- ray_runtime.c ---- */
+const char *ray_job_status(const struct ray_job *j, uint64_t now_ms);
+bool ray_status_terminal(const char *status);
+/* The driver log of j as of now_ms (what /logs returns); appended to out. */
+int ray_job_logs(const struct ray_cluster *c, const struct ray_job *j, uint64_t now_ms,
+                 struct buf *out);
+/* Reads KUBESIM_* knobs from runtime_env.env_vars or metadata: the string, or NULL. */
+const char *ray_knob(const cJSON *runtime_env, const cJSON *metadata, const char *key);
+/* A knob's value as a number of seconds in [0, max]: def when v is NULL, not a
+ * number, negative or not finite; capped at max. */
+double ray_knob_seconds(const char *v, double def, double max);
+void ray_job_free(struct ray_job *j);
+void ray_app_free(struct ray_app *a);
+uint64_t ray_now_ms(void);      /* unix ms */
+/* Finds (creating when new) the cluster of a Ready head Pod; drops a stale one (other
+ * uid with the same head name, or a restarted container). Under r->mu. */
+struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod);
+void ray_cluster_drop(struct ray *r, const char *uid);
+
+/* ---- ray_serve.c ---- */
+int ray_serve_handle(struct ray_cluster *c, uint64_t now_ms, const char *method,
+                     const char *path, const char *body, size_t len, struct ray_resp *out);
+const char *ray_app_status(const struct ray_app *a, uint64_t now_ms);
+/* The Serve HTTP proxy (port 8000 of every Ray node once Serve runs): /-/healthz,
+ * /-/routes, and application routes by longest route_prefix. */
+int ray_serve_http(struct ray_cluster *c, uint64_t now_ms, const char *method,
+                   const char *path, struct ray_resp *out);
+/* Admin: sets (status "" clears) the forced status of an app. 0 or -ENOENT / -EINVAL. */
+int ray_serve_force(struct ray_cluster *c, const char *app, const char *status,
+                    const char *message);
+
+/* ---- ray_dashboard.c ---- */
+int ray_resp_text(struct ray_resp *out, int code, const char *text);
+int ray_resp_json(struct ray_resp *out, int code, cJSON *body);   /* body consumed */
+
+/* ---- ray_proxy.c ---- */
+/* Where a connection to HOST:PORT (or a Service port) lands. */
+struct ray_target {
+    int code;                    /* 0 = reached a dashboard; else the HTTP error to answer */
+    char reason[32];
+    char message[512];
+    char uid[64];                /* head Pod uid when code == 0 */
+    int workers;                 /* Ready workers of that cluster */
+    bool serve;                  /* the Serve HTTP proxy (port "serve"), not the dashboard */
+};
+/* Service ns/name, port (number, name or "" as in the proxy path) -> target. */
+void ray_resolve_service(struct ray *r, const char *ns, const char *name, const char *port,
+                         struct ray_target *t);
+/* A submitter's --address host (DNS name, Service or Pod IP, localhost = its own Pod
+ * self) and port, seen from namespace ns -> target; failures are connection errors
+ * (t->message as the CLI says). */
+void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const char *host,
+                      int port, struct ray_target *t);
+/* One dashboard request against a resolved target (locks r->mu). 0 or -ENOENT when
+ * the cluster went in between (the caller answers as for a refused connection). */
+int ray_target_request(struct ray *r, const struct ray_target *t, const char *method,
+                       const char *path, const char *body, size_t len, struct ray_resp *out);
+
+/* ---- ray_submitter.c: a container's command as a script tree ---- */
+#define RAY_MAX_SCRIPT (256 * 1024)   /* bytes of script */
+#define RAY_MAX_ARGV   4096           /* command + args words */
+
+enum { RN_CMD, RN_IF, RN_UNTIL, RN_WHILE };
+enum { RJ_SEQ, RJ_AND, RJ_OR };       /* how a node follows the previous one of its list */
+
+struct ray_node {
+    int kind;                    /* RN_* */
+    int join;                    /* RJ_* */
+    bool negate;                 /* "! cmd" */
+    bool quiet_out, quiet_err;   /* redirected to /dev/null */
+    char **argv;                 /* RN_CMD: expanded words, NULL-terminated */
+    size_t argc;
+    struct ray_node *cond, *body, *els;   /* RN_IF (els: else/elif), RN_UNTIL/RN_WHILE */
+    struct ray_node *next;
+};
+
+struct ray_script {
+    struct ray_node *list;
+    bool errexit;                /* bash -e */
+};
+
+/* Parses a bash script (the subset in ray_submitter.c) with $VAR from env (a container's
+ * env array; valueFrom entries expand to ""). 0 with *out (free with
+ * ray_script_free_nodes), or -EINVAL/-E2BIG with err set, or -ENOMEM. */
+int ray_script_parse_text(const char *text, size_t len, const cJSON *env,
+                          struct ray_node **out, char *err, size_t errlen);
+/* A container's command/args as a script: 0 with *out (free with ray_script_free),
+ * -ENOENT when it does not run `ray job ...` or /submitter, -EINVAL/-E2BIG with err set
+ * for a command that cannot be read, -ENOMEM. */
+int ray_script_from_container(const cJSON *container, struct ray_script **out, char *err,
+                              size_t errlen);
+void ray_script_free(struct ray_script *s);
+void ray_script_free_nodes(struct ray_node *n);
+
+/* ---- ray_submitter_run.c: one running submitter container; ray_cli.c: its commands ---- */
+/* A submitter container (by Pod uid), its output and its run. Under ray.mu. */
+struct ray_sub {
+    char *uid;                   /* the Pod's, hash key */
+    char ns[64];
+    char container[254];         /* the submitter container */
+    cJSON *pod;                  /* copy: "self" for localhost addresses */
+    cJSON *env;                  /* the submitter container's env */
+    struct ray_script *script;   /* while running */
+    struct buf log, prev;        /* this run's output, the previous run's */
+    bool has_prev, running, done, cancel, gone;
+    int code;
+    UT_hash_handle hh;
+};
+
+/* The interpreter's state for one run (owned by the run's thread). */
+struct ray_exec {
+    struct ray *r;
+    struct ray_sub *s;
+    bool errexit, exited;
+    int code;
+};
+
+/* Appends to the container's output unless quiet (its stream is redirected away). */
+void ray_exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len);
+void ray_exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sleeps ms unless the container is cancelled: 0, or -ECANCELED. */
+int ray_exec_nap(struct ray_exec *x, long ms);
+/* The container's env value of name, or NULL. */
+const char *ray_exec_env(const struct ray_exec *x, const char *name);
+
+/* ray_cli.c: `ray job ...`, the light-weight /submitter, KubeRay's python health check.
+ * Each returns the command's exit status. */
+int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
+int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
+int ray_cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe);
+
+void ray_subs_free(struct ray *r);
+/* The Pod left the store: cancel and forget its submitter. Under r->mu. */
+void ray_submitter_gone(struct ray *r, const char *uid);
+/* Appends the output of Pod uid's submitter (if it runs in container) from byte from on
+ * (previous: the run before the last restart) to out; *running tells whether more may
+ * come. -ENOENT when the Pod has no submitter (or no previous run). Locks r->mu. */
+int ray_submitter_log(struct ray *r, const char *uid, const char *container, bool previous,
+                      size_t from,
+                      struct buf *out, bool *running);
+
+/* ---- pod_log.c ---- */
+int pod_log_install(struct ray *r);
+
+#endif

@@ -1,0 +1,466 @@
+/*
+ * gc.c - the garbage collector and namespace finalizer of kubesim, one background
+ * thread fed by the commit path (store.c) through a de-duplicated work queue:
+ *
+ *   GC_OWNER uid      an owner went away or is being deleted with the orphan or
+ *                     foregroundDeletion finalizer: act on its dependents.
+ *   GC_DEPENDENT uid  an object gained ownerReferences: delete it if every owner
+ *                     is gone (dangling), drop the references to absent owners
+ *                     if only some are.
+ *   GC_NAMESPACE name a namespace is terminating: delete what it holds, then
+ *                     drop the "kubernetes" finalizer so the namespace goes away.
+ *
+ * Dependents are indexed by owner uid (s->owners), so work is O(dependents).
+ * Like the real garbage collector, owners are identified by uid only, and an
+ * owner in another namespace than a namespaced dependent counts as absent.
+ */
+#include "kubesim/store/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define jget cJSON_GetObjectItemCaseSensitive
+
+struct gc_pending {                 /* queued (kind, id) pairs, for de-duplication */
+    char *key;
+    UT_hash_handle hh;
+};
+
+/* ---- dependents index ---- */
+
+int gc_index_add(struct store *s, struct sentry *e)
+{
+    const cJSON *refs = jget(jget(e->obj->json, "metadata"), "ownerReferences");
+    const cJSON *r;
+    int n = cJSON_GetArraySize(refs);
+
+    if (n <= 0)
+        return 0;
+    e->owners = calloc((size_t)n, sizeof(*e->owners));
+    if (!e->owners)
+        return -ENOMEM;
+    cJSON_ArrayForEach(r, refs) {
+        const char *uid = cJSON_GetStringValue(jget(r, "uid"));
+        struct owner_deps *od;
+        struct depref *d;
+        bool dup = false;
+        if (!uid || !uid[0])
+            continue;
+        for (size_t i = 0; i < e->n_owners; i++)
+            dup |= !strcmp(e->owners[i], uid);
+        if (dup)
+            continue;
+        HASH_FIND_STR(s->owners, uid, od);
+        if (!od) {
+            od = calloc(1, sizeof(*od));
+            if (!od || !(od->uid = strdup(uid))) {
+                free(od);
+                return -ENOMEM;
+            }
+            HASH_ADD_KEYPTR(hh, s->owners, od->uid, strlen(od->uid), od);
+        }
+        d = calloc(1, sizeof(*d));
+        if (!d)
+            return -ENOMEM;
+        d->e = e;
+        HASH_ADD_PTR(od->deps, e, d);
+        e->owners[e->n_owners] = od->uid;
+        e->n_owners++;
+    }
+    return 0;
+}
+
+void gc_index_remove(struct store *s, struct sentry *e)
+{
+    for (size_t i = 0; i < e->n_owners; i++) {
+        struct owner_deps *od;
+        struct depref *d;
+        HASH_FIND_STR(s->owners, e->owners[i], od);
+        if (!od)
+            continue;
+        HASH_FIND_PTR(od->deps, &e, d);
+        if (d) {
+            HASH_DEL(od->deps, d);
+            free(d);
+        }
+        if (!od->deps) {
+            HASH_DEL(s->owners, od);
+            free(od->uid);
+            free(od);
+        }
+    }
+    free(e->owners);
+    e->owners = NULL;
+    e->n_owners = 0;
+}
+
+/* ---- queue ---- */
+
+void gc_enqueue(struct store *s, int kind, const char *id)
+{
+    struct gc_pending *p;
+    struct gc_item *it;
+    char *key;
+
+    if (asprintf(&key, "%d:%s", kind, id) < 0)
+        return;
+    pthread_mutex_lock(&s->gc_mu);
+    HASH_FIND_STR(s->gc_pending, key, p);
+    if (p) {
+        pthread_mutex_unlock(&s->gc_mu);
+        free(key);
+        return;
+    }
+    p = calloc(1, sizeof(*p));
+    it = calloc(1, sizeof(*it));
+    if (!p || !it || !(it->id = strdup(id))) {
+        pthread_mutex_unlock(&s->gc_mu);
+        log_error("store: GC work dropped", "reason", "ENOMEM", NULL);
+        free(p);
+        free(it);
+        free(key);
+        return;
+    }
+    p->key = key;
+    HASH_ADD_KEYPTR(hh, s->gc_pending, p->key, strlen(p->key), p);
+    it->kind = kind;
+    if (s->gq_tail)
+        s->gq_tail->next = it;
+    else
+        s->gq_head = it;
+    s->gq_tail = it;
+    pthread_cond_broadcast(&s->gc_cond);
+    pthread_mutex_unlock(&s->gc_mu);
+}
+
+/* ---- work ---- */
+
+static bool owner_alive(struct store *s, const struct sentry *dep, const char *uid)
+{
+    struct sentry *o;
+
+    HASH_FIND(hu, s->by_uid, uid, strlen(uid), o);
+    if (!o)
+        return false;
+    return !o->obj->ns[0] || !strcmp(o->obj->ns, dep->obj->ns);
+}
+
+/* Writes nj (consumed) as e's new state through the ordinary update path. */
+static void gc_write(struct store *s, struct sentry *e, cJSON *nj)
+{
+    struct store_status st = { 0 };
+
+    if (store_write_prepared(s, e->t->res, e, NULL, nj, NULL, NULL, &st))
+        log_warn("store: GC update failed", "name", e->obj->name, "message", st.message,
+                 NULL);
+    store_status_clear(&st);
+}
+
+static void gc_delete(struct store *s, struct sentry *e, const char *propagation)
+{
+    struct store_delete_opts o = { .propagation = propagation, .grace_seconds = -1 };
+    struct store_status st = { 0 };
+    struct store_obj *r = NULL;
+    bool gone;
+
+    if (store_delete_entry(s, e, &o, &r, &gone, &st))
+        log_warn("store: GC delete failed", "message", st.message, NULL);
+    store_obj_unref(r);
+    store_status_clear(&st);
+}
+
+/* Removes the ownerReferences of e that satisfy drop(uid). */
+static void strip_refs(struct store *s, struct sentry *e, const char *only_uid)
+{
+    cJSON *nj = cJSON_Duplicate(e->obj->json, true);
+    cJSON *refs = jget(store_meta(nj), "ownerReferences");
+    int i = 0;
+    cJSON *r = refs ? refs->child : NULL;
+
+    while (r) {
+        cJSON *next = r->next;
+        const char *uid = cJSON_GetStringValue(jget(r, "uid"));
+        bool drop = only_uid ? (uid && !strcmp(uid, only_uid))
+                             : (!uid || !owner_alive(s, e, uid));
+        if (drop)
+            cJSON_DeleteItemFromArray(refs, i);
+        else
+            i++;
+        r = next;
+    }
+    if (refs && cJSON_GetArraySize(refs) == 0)
+        cJSON_DeleteItemFromObjectCaseSensitive(store_meta(nj), "ownerReferences");
+    gc_write(s, e, nj);
+}
+
+static void process_dependent(struct store *s, struct sentry *e)
+{
+    const cJSON *refs = jget(jget(e->obj->json, "metadata"), "ownerReferences");
+    const cJSON *r;
+    int alive = 0, dead = 0;
+
+    cJSON_ArrayForEach(r, refs) {
+        const char *uid = cJSON_GetStringValue(jget(r, "uid"));
+        if (uid && owner_alive(s, e, uid))
+            alive++;
+        else
+            dead++;
+    }
+    if (!dead)
+        return;
+    if (!alive) {
+        if (!kobj_meta_str(e->obj->json, "deletionTimestamp"))
+            gc_delete(s, e, "Background");
+    } else {
+        strip_refs(s, e, NULL);
+    }
+}
+
+static void drop_finalizer_write(struct store *s, struct sentry *e, const char *f)
+{
+    cJSON *nj = cJSON_Duplicate(e->obj->json, true);
+    cJSON *fin = jget(store_meta(nj), "finalizers");
+    int i = 0;
+    cJSON *x;
+
+    cJSON_ArrayForEach(x, fin) {
+        if (cJSON_GetStringValue(x) && !strcmp(cJSON_GetStringValue(x), f))
+            break;
+        i++;
+    }
+    if (x)
+        cJSON_DeleteItemFromArray(fin, i);
+    gc_write(s, e, nj);
+}
+
+/* Snapshot of an owner's dependents (they change while we act on them). */
+static struct sentry **deps_of(struct store *s, const char *uid, size_t *n)
+{
+    struct owner_deps *od;
+    struct depref *d, *tmp;
+    struct sentry **v;
+    size_t k = 0;
+
+    *n = 0;
+    HASH_FIND_STR(s->owners, uid, od);
+    if (!od)
+        return NULL;
+    v = malloc(HASH_COUNT(od->deps) * sizeof(*v));
+    if (!v)
+        return NULL;
+    HASH_ITER(hh, od->deps, d, tmp)
+        v[k++] = d->e;
+    *n = k;
+    return v;
+}
+
+static bool still_indexed(struct store *s, const char *uid, struct sentry *e)
+{
+    struct owner_deps *od;
+    struct depref *d = NULL;
+
+    HASH_FIND_STR(s->owners, uid, od);
+    if (od)
+        HASH_FIND_PTR(od->deps, &e, d);
+    return d != NULL;
+}
+
+static bool ref_blocks(const struct sentry *e, const char *uid)
+{
+    const cJSON *r;
+
+    cJSON_ArrayForEach(r, jget(jget(e->obj->json, "metadata"), "ownerReferences")) {
+        const char *u = cJSON_GetStringValue(jget(r, "uid"));
+        if (u && !strcmp(u, uid) && cJSON_IsTrue(jget(r, "blockOwnerDeletion")))
+            return true;
+    }
+    return false;
+}
+
+static void process_owner(struct store *s, const char *uid)
+{
+    struct sentry *owner, **deps;
+    size_t n;
+
+    HASH_FIND(hu, s->by_uid, uid, strlen(uid), owner);
+    deps = deps_of(s, uid, &n);
+    if (!owner) {
+        for (size_t i = 0; i < n; i++)
+            if (still_indexed(s, uid, deps[i]))
+                process_dependent(s, deps[i]);
+    } else if (kobj_meta_str(owner->obj->json, "deletionTimestamp")) {
+        if (store_has_finalizer(owner->obj->json, "orphan")) {
+            for (size_t i = 0; i < n; i++)
+                if (still_indexed(s, uid, deps[i]))
+                    strip_refs(s, deps[i], uid);
+            drop_finalizer_write(s, owner, "orphan");
+        } else if (store_has_finalizer(owner->obj->json, "foregroundDeletion")) {
+            size_t blocking = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (!still_indexed(s, uid, deps[i]))
+                    continue;
+                if (!kobj_meta_str(deps[i]->obj->json, "deletionTimestamp"))
+                    gc_delete(s, deps[i], "Foreground");
+                if (still_indexed(s, uid, deps[i]) && ref_blocks(deps[i], uid))
+                    blocking++;
+            }
+            if (!blocking) {
+                HASH_FIND(hu, s->by_uid, uid, strlen(uid), owner);
+                if (owner)
+                    drop_finalizer_write(s, owner, "foregroundDeletion");
+            }
+        }
+    }
+    free(deps);
+}
+
+static void process_namespace(struct store *s, const char *name)
+{
+    const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
+    struct sentry *ns = nsr ? store_entry_find(store_type_get(s, nsr, false), "", name) : NULL;
+    size_t left = 0;
+    cJSON *nj, *spec;
+
+    if (!ns || !kobj_meta_str(ns->obj->json, "deletionTimestamp"))
+        return;
+    for (struct stype *t = s->types; t; t = t->hh.next) {
+        struct sentry *e, *tmp;
+        if (!t->res || !t->res->namespaced)
+            continue;
+        HASH_ITER(hh, t->objs, e, tmp) {
+            if (strcmp(e->obj->ns, name))
+                continue;
+            /* explicit Background, as the namespace deleter sends: a Job's
+             * default (Orphan) would only add a round trip through GC */
+            if (!kobj_meta_str(e->obj->json, "deletionTimestamp"))
+                gc_delete(s, e, "Background");
+        }
+    }
+    for (struct stype *t = s->types; t; t = t->hh.next) {
+        struct sentry *e, *tmp;
+        HASH_ITER(hh, t->objs, e, tmp)
+            left += t->res && t->res->namespaced && !strcmp(e->obj->ns, name);
+    }
+    if (left)
+        return;       /* re-queued when the last of them goes (store_commit_delete) */
+    nj = cJSON_Duplicate(ns->obj->json, true);
+    spec = jget(nj, "spec");
+    if (spec)
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "finalizers");
+    gc_write(s, ns, nj);
+}
+
+static void *gc_main(void *arg)
+{
+    struct store *s = arg;
+
+    pthread_mutex_lock(&s->gc_mu);
+    for (;;) {
+        struct gc_item *it;
+        struct gc_pending *p;
+        char key[600];
+
+        while (!s->gc_stop && !s->gq_head) {
+            s->gc_busy = false;
+            pthread_cond_broadcast(&s->gc_cond);
+            pthread_cond_wait(&s->gc_cond, &s->gc_mu);
+        }
+        if (s->gc_stop)
+            break;
+        it = s->gq_head;
+        s->gq_head = it->next;
+        if (!s->gq_head)
+            s->gq_tail = NULL;
+        snprintf(key, sizeof(key), "%d:%s", it->kind, it->id);
+        HASH_FIND_STR(s->gc_pending, key, p);
+        if (p) {
+            HASH_DEL(s->gc_pending, p);
+            free(p->key);
+            free(p);
+        }
+        s->gc_busy = true;
+        pthread_mutex_unlock(&s->gc_mu);
+
+        pthread_rwlock_wrlock(&s->lock);
+        if (it->kind == GC_OWNER) {
+            process_owner(s, it->id);
+        } else if (it->kind == GC_DEPENDENT) {
+            struct sentry *e;
+            HASH_FIND(hu, s->by_uid, it->id, strlen(it->id), e);
+            if (e)
+                process_dependent(s, e);
+        } else if (it->kind == GC_NAMESPACE) {
+            process_namespace(s, it->id);
+        }
+        pthread_rwlock_unlock(&s->lock);
+        store_notify_drain(s);
+        free(it->id);
+        free(it);
+        pthread_mutex_lock(&s->gc_mu);
+    }
+    s->gc_busy = false;
+    pthread_cond_broadcast(&s->gc_cond);
+    pthread_mutex_unlock(&s->gc_mu);
+    return NULL;
+}
+
+int gc_start(struct store *s)
+{
+    int rc;
+
+    /* work found while replaying (dangling owners, terminating namespaces) is
+     * queued by gc_enqueue before the thread starts and handled first */
+    rc = pthread_create(&s->gc_thread, NULL, gc_main, s);
+    if (rc)
+        return -rc;
+    s->gc_started = true;
+    return 0;
+}
+
+void gc_stop(struct store *s)
+{
+    struct gc_pending *p, *tmp;
+
+    if (s->gc_started) {
+        pthread_mutex_lock(&s->gc_mu);
+        s->gc_stop = true;
+        pthread_cond_broadcast(&s->gc_cond);
+        pthread_mutex_unlock(&s->gc_mu);
+        pthread_join(s->gc_thread, NULL);
+        s->gc_started = false;
+    }
+    while (s->gq_head) {
+        struct gc_item *it = s->gq_head;
+        s->gq_head = it->next;
+        free(it->id);
+        free(it);
+    }
+    s->gq_tail = NULL;
+    HASH_ITER(hh, s->gc_pending, p, tmp) {
+        HASH_DEL(s->gc_pending, p);
+        free(p->key);
+        free(p);
+    }
+}
+
+int gc_wait_idle(struct store *s, int timeout_ms)
+{
+    struct timespec ts;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->gc_mu);
+    while ((s->gq_head || s->gc_busy) && s->gc_started && !rc)
+        rc = pthread_cond_timedwait(&s->gc_cond, &s->gc_mu, &ts);
+    pthread_mutex_unlock(&s->gc_mu);
+    return rc ? -ETIMEDOUT : 0;
+}

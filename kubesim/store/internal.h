@@ -1,0 +1,276 @@
+/*
+ * store_int.h - internals shared by the files of kubesim's object store
+ * (store.c verbs, store_meta.c metadata rules, store_list.c, store_patch.c,
+ * store_status.c, watch.c, gc.c, persist.c, builtin_*.c). Not a public header:
+ * the server and cluster components use kubesim/store/store.h only.
+ *
+ * Locking, in order of acquisition:
+ *   s->lock      rwlock over every table below, the registry and the rv counter;
+ *                every write holds it exclusively from reading the old object to
+ *                publishing the new one, so a read-modify-write never races.
+ *   t->wmu       per type: its watch ring; taken inside s->lock by the commit path
+ *                and alone by watchers.
+ *   s->notify_mu subscriber dispatch, never held together with s->lock.
+ *   s->gc_mu     the GC work queue; leaf lock.
+ */
+#ifndef RAYOP_SIM_STORE_INT_H
+#define RAYOP_SIM_STORE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <uthash.h>
+
+#include "kobj/kobj.h"
+#include "kubesim/schema/status_cause.h"
+#include "kubesim/store/store.h"
+#include "util/util.h"
+
+#define STORE_MAX_SUBSCRIBERS 16
+#define STORE_ANNOTATIONS_MAX 262144
+
+struct stype;
+struct gc_pending;
+struct label_bucket;
+struct sel;
+
+/* The one label the store indexes (store_index.c). */
+#define STORE_INDEXED_LABEL "ray.io/cluster"
+
+/* Dependents index: one per owner uid, a set of entries referencing it. */
+struct depref {
+    struct sentry *e;
+    UT_hash_handle hh;
+};
+struct owner_deps {
+    char *uid;
+    struct depref *deps;
+    UT_hash_handle hh;
+};
+
+/* One stored object: the current snapshot plus its index memberships. */
+struct sentry {
+    char *key;                  /* "ns/name" (ns empty for cluster-scoped) */
+    struct store_obj *obj;
+    struct stype *t;
+    char **owners;              /* owner uids this entry is indexed under */
+    size_t n_owners;
+    struct label_bucket *label_bucket;  /* its STORE_INDEXED_LABEL bucket, or NULL */
+    UT_hash_handle hh;          /* t->objs by key */
+    UT_hash_handle hu;          /* s->by_uid by obj->uid */
+};
+
+/* One watch history slot. prev is the object before the change (MODIFIED, and
+ * DELETED carries the last state in obj), used for selector transitions. */
+struct wev {
+    enum store_event_type type;
+    struct store_obj *obj;
+    struct store_obj *prev;
+    uint64_t rv;
+    uint64_t commit_ms;
+};
+
+/* Storage of one resource (all versions of a CRD share one). Never freed before
+ * store_close, so watchers may keep a pointer across CRD removal. */
+struct stype {
+    char *key;                  /* "group/plural" */
+    const struct reg_resource *res;   /* NULL while the type is not served */
+    struct sentry *objs;
+    size_t n;
+    struct label_bucket *by_label;      /* STORE_INDEXED_LABEL value -> entries */
+    pthread_mutex_t wmu;
+    pthread_cond_t wcond;
+    struct wev *ring;
+    size_t cap;
+    uint64_t head;              /* sequence number of the oldest kept event */
+    uint64_t tail;              /* sequence number of the next event */
+    uint64_t evicted_rv;        /* highest rv no longer in the ring */
+    unsigned gen;               /* bumped when the type stops being served */
+    _Atomic unsigned nwatchers; /* open watches of this type (the linger heuristic) */
+    UT_hash_handle hh;
+};
+
+struct notice {                 /* a committed change waiting for subscribers */
+    enum store_event_type type;
+    struct store_obj *obj;
+    struct notice *next;
+};
+
+struct gc_item {
+    int kind;                   /* GC_OWNER, GC_DEPENDENT, GC_NAMESPACE */
+    char *id;                   /* uid, or namespace name */
+    struct gc_item *next;
+};
+enum { GC_OWNER = 1, GC_DEPENDENT, GC_NAMESPACE };
+
+struct subscriber {
+    store_subscriber_fn fn;
+    void *arg;
+};
+
+struct store {
+    pthread_rwlock_t lock;
+    struct registry *reg;
+    struct stype *types;
+    struct sentry *by_uid;
+    struct owner_deps *owners;
+    size_t objects;
+    uint64_t rv;                /* last issued, under lock */
+    _Atomic uint64_t committed_rv; /* last published, for bookmarks */
+    uint64_t start_rv;          /* rv at open: older watch positions are gone */
+    _Atomic uint64_t events;
+    _Atomic size_t watchers;
+    size_t window;
+    unsigned bookmark_ms;
+    _Atomic unsigned watch_delay_ms;
+    uint32_t svc_next_ip;       /* offset in 10.96.0.0/12 for the next clusterIP */
+    const struct reg_resource *res_namespaces, *res_nodes;   /* cached built-ins */
+
+    struct subscriber subs[STORE_MAX_SUBSCRIBERS];
+    _Atomic size_t n_subs;      /* read without notify_mu by the early exits */
+    pthread_mutex_t notify_mu;
+    struct notice *nq_head, *nq_tail;   /* under s->lock */
+    bool draining;                      /* under notify_mu */
+
+    pthread_mutex_t gc_mu;
+    struct gc_pending *gc_pending;      /* queued keys, to de-duplicate work */
+    pthread_cond_t gc_cond;
+    struct gc_item *gq_head, *gq_tail;
+    bool gc_stop;
+    bool gc_busy;
+    pthread_t gc_thread;
+    bool gc_started;
+
+    /* persistence */
+    char *state_dir;
+    int journal_fd;             /* -1 without state */
+    bool replaying;
+};
+
+/* ---- objects (store.c, store_json.c) ---- */
+/* Appends the compact JSON of json to out (cJSON_PrintUnformatted's output). */
+int store_json_print(const cJSON *json, struct buf *out);
+/* Takes ownership of json; serialises it. NULL on ENOMEM. */
+struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json);
+/* A copy of o whose metadata.resourceVersion is rv (DELETED events, transitions). */
+struct store_obj *store_obj_with_rv(struct store_obj *o, uint64_t rv);
+/* o rendered as res (another version of the same CRD): apiVersion rewritten. */
+struct store_obj *store_obj_as(struct store_obj *o, const struct reg_resource *res);
+
+struct stype *store_type_get(struct store *s, const struct reg_resource *res, bool create);
+void store_type_key(const struct reg_resource *res, char *out, size_t outlen);
+struct sentry *store_entry_find(struct stype *t, const char *ns, const char *name);
+const struct reg_resource *store_find_builtin(struct store *s, const char *group,
+                                              const char *plural);
+
+/* Commit path (s->lock held for writing). Publishes obj (reference consumed) as
+ * the new state of (t, key), or removes it when type is EV_DELETED; journals,
+ * indexes, feeds watch rings, subscribers and GC. */
+int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
+                     struct store_obj *obj, struct sentry **out);
+int store_commit_delete(struct store *s, struct sentry *e);
+uint64_t store_next_rv(struct store *s);
+void store_notify_drain(struct store *s);
+
+/* The tail of PUT and PATCH (store_write.c, lock held): obj (consumed) is the
+ * proposed new state of e. */
+int store_write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
+                         const char *sub, cJSON *obj, const struct store_write_opts *w,
+                         struct store_obj **out, struct store_status *st);
+/* PUT of /scale (store_patch.c): scale (consumed) is an autoscaling/v1 Scale. */
+int store_scale_update(struct store *s, const struct reg_resource *res, const char *ns,
+                       const char *name, cJSON *scale, const struct store_write_opts *w,
+                       struct store_obj **out, struct store_status *st);
+/* (Un)registers the types of a CRD and, when removed, drops its objects (lock held). */
+void store_crd_changed(struct store *s, const cJSON *crd, bool removed);
+
+/* Deletes e (lock held) honouring finalizers and grace as the DELETE verb does. */
+int store_delete_entry(struct store *s, struct sentry *e, const struct store_delete_opts *o,
+                       struct store_obj **out, bool *gone, struct store_status *st);
+
+/* ---- label index (store_index.c), lock held ---- */
+int store_index_add(struct stype *t, struct sentry *e);
+void store_index_remove(struct stype *t, struct sentry *e);
+int store_index_lookup(struct stype *t, const struct sel *sel, struct sentry ***out,
+                       size_t *n);
+void store_index_free(struct stype *t);
+
+/* ---- status helpers (store_status.c) ---- */
+void st_set(struct store_status *st, int code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void st_details(struct store_status *st, const struct reg_resource *res, const char *name,
+                bool kind_is_kind);
+void st_not_found(struct store_status *st, const struct reg_resource *res, const char *name);
+void st_conflict(struct store_status *st, const struct reg_resource *res, const char *name);
+void st_already_exists(struct store_status *st, const struct reg_resource *res,
+                       const char *name);
+/* "plural.group" or "plural" for the core group. */
+void st_qualified(const struct reg_resource *res, char *out, size_t outlen);
+/* Causes ({reason, message, field}, added with status_cause_add) become the 422:
+ * its message is built from them as the server's ToAggregate does. */
+int st_invalid(struct store_status *st, const struct reg_resource *res, const char *name,
+               cJSON *causes);
+
+/* ---- metadata (store_meta.c) ---- */
+enum name_rule { NAME_SUBDOMAIN, NAME_LABEL_1123, NAME_LABEL_1035 };
+enum name_rule store_name_rule(const struct reg_resource *res);
+/* Appends causes for an invalid name; returns true when valid. */
+bool store_check_name(const char *name, enum name_rule r, const char *field, cJSON *causes);
+/* Label / annotation syntax (and the annotation budget) with causes at field:
+ * "metadata.labels" for objects, "spec.template.labels" for pod templates. */
+void store_check_labels(const cJSON *labels, const char *field, cJSON *causes);
+void store_check_annotations(const cJSON *ann, const char *field, cJSON *causes);
+/* Validates metadata of obj (labels, annotations, ownerReferences, finalizers). */
+void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resource *res,
+                      cJSON *causes);
+void store_random_uid(char out[37]);
+void store_random_suffix(char out[6]);
+void store_now(char out[32]);
+bool store_spec_changed(const struct reg_resource *res, const cJSON *a, const cJSON *b);
+bool store_has_finalizer(const cJSON *obj, const char *f);
+cJSON *store_meta(cJSON *obj);   /* metadata object, created when absent */
+void store_set_str(cJSON *o, const char *k, const char *v);   /* replace or add */
+void store_set_num(cJSON *o, const char *k, double v);
+bool store_finalizers_empty(const struct reg_resource *res, const cJSON *obj);
+/* Equal apart from managedFields and resourceVersion (a no-op write). */
+bool store_same_object(const cJSON *a, const cJSON *b);
+
+/* 400 "field label not supported: x" unless every field is served (store_list.c). */
+struct fsel;
+int store_check_fields(const struct reg_resource *res, const struct fsel *f,
+                       struct store_status *st);
+
+/* ---- built-ins (builtin_*.c) ---- */
+/* Fills the defaults of built-in types (lock held: allocates Service IPs). */
+int builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
+                    const cJSON *old);
+/* Adds 422 causes for invalid built-in objects (old != NULL on update). */
+void builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
+                      cJSON *causes);
+
+/* ---- watch (watch.c) ---- */
+void watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv);
+void watch_type_free(struct stype *t);
+/* Appends an event (references taken); lock held. */
+void watch_append(struct store *s, struct stype *t, enum store_event_type type,
+                  struct store_obj *obj, struct store_obj *prev);
+void watch_type_end(struct stype *t);
+
+/* ---- gc (gc.c) ---- */
+int gc_start(struct store *s);
+void gc_stop(struct store *s);
+void gc_enqueue(struct store *s, int kind, const char *id);
+/* Index maintenance, lock held. */
+int gc_index_add(struct store *s, struct sentry *e);
+void gc_index_remove(struct store *s, struct sentry *e);
+/* Waits until the GC queue is empty and idle (tests, close). */
+int gc_wait_idle(struct store *s, int timeout_ms);
+
+/* ---- persistence (persist.c) ---- */
+int persist_open(struct store *s, char *err, size_t errlen);
+void persist_close(struct store *s);
+int persist_put(struct store *s, const struct store_obj *o);
+int persist_delete(struct store *s, const struct store_obj *o, uint64_t rv);
+/* Replays a journal buffer into s (exposed for the fuzz target). */
+int persist_replay_buf(struct store *s, const char *data, size_t len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,656 @@
+/*
+ * store.c - the heart of kubesim's object store: immutable refcounted object
+ * snapshots, the per-type hash tables (uthash, keyed "ns/name"), the global uid
+ * table, the single resourceVersion counter and the commit path every write goes
+ * through (journal, indexes, watch rings, subscribers, GC queue), plus open/close,
+ * GET and stats. The verbs live in store_write.c, store_list.c and store_patch.c.
+ *
+ * Concurrency: one rwlock (s->lock). Reads take it shared; a write holds it
+ * exclusively from reading the old state to publishing the new one, which is the
+ * in-memory equivalent of the real server's GuaranteedUpdate retry loop.
+ */
+#include "kobj/json_equal.h"
+#include "kubesim/store/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- objects ---- */
+
+struct store_obj *store_obj_ref(struct store_obj *o)
+{
+    if (o)
+        __atomic_add_fetch(&o->refs, 1, __ATOMIC_RELAXED);
+    return o;
+}
+
+void store_obj_unref(struct store_obj *o)
+{
+    if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    cJSON_Delete((cJSON *)o->json);
+    free((char *)o->bytes);
+    free(o);
+}
+
+/*
+ * Objects are printed into a per-thread scratch buffer (store_json.c) and copied
+ * once into an exact-size allocation that lives as long as the snapshot.
+ */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *v)
+{
+    buf_free(v);
+    free(v);
+}
+
+static void scratch_init(void)
+{
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+static char *print_compact(const cJSON *json, size_t *len)
+{
+    struct buf *sc;
+    char *out = NULL;
+
+    pthread_once(&scratch_once, scratch_init);
+    sc = pthread_getspecific(scratch_key);
+    if (!sc) {
+        sc = calloc(1, sizeof(*sc));
+        if (!sc || pthread_setspecific(scratch_key, sc)) {
+            free(sc);
+            return NULL;
+        }
+    }
+    buf_reset(sc);
+    if (store_json_print(json, sc) == 0 && (out = malloc(sc->len + 1))) {
+        memcpy(out, sc->data, sc->len);
+        out[sc->len] = 0;
+        *len = sc->len;
+    }
+    if (sc->cap > (8u << 20)) {
+        /* do not keep a huge CRD's buffer around per thread */
+        buf_free(sc);
+    }
+    return out;
+}
+
+/*
+ * Stores each metadata.managedFields[].fieldsV1 of a snapshot as one cJSON_Raw node
+ * holding its compact JSON, instead of a tree of a hundred small nodes and keys: on
+ * a Pod that is a third of the snapshot's memory, and every new page costs a page
+ * fault (see docs/kubesim-store.md, Performance). The bytes printed are the same;
+ * patch_apply's mf_load reads either form. A fieldsV1 that cannot be converted
+ * stays a tree.
+ */
+static void compact_managed_fields(cJSON *json)
+{
+    cJSON *mf = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(json, "metadata"), "managedFields"), *e;
+    struct buf b = {0};
+
+    if (!cJSON_IsArray(mf))
+        return;
+    cJSON_ArrayForEach(e, mf) {
+        cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "fieldsV1"), *raw;
+        if (!cJSON_IsObject(f))
+            continue;
+        buf_reset(&b);
+        if (store_json_print(f, &b) || buf_append(&b, "", 1) || !(raw = cJSON_CreateRaw(b.data)))
+            continue;
+        cJSON_ReplaceItemInObjectCaseSensitive(e, "fieldsV1", raw);
+    }
+    buf_free(&b);
+}
+
+struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
+{
+    struct store_obj *o = calloc(1, sizeof(*o));
+    const cJSON *md;
+    const char *rv;
+
+    if (!o || !json) {
+        free(o);
+        cJSON_Delete(json);
+        return NULL;
+    }
+    compact_managed_fields(json);
+    o->bytes = print_compact(json, &o->len);
+    if (!o->bytes) {
+        free(o);
+        cJSON_Delete(json);
+        return NULL;
+    }
+    o->res = res;
+    o->json = json;
+    md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
+    rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "resourceVersion"));
+    o->rv = rv ? strtoull(rv, NULL, 10) : 0;
+    o->ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "namespace"));
+    o->name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
+    o->uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "uid"));
+    if (!o->ns)
+        o->ns = "";
+    if (!o->name)
+        o->name = "";
+    if (!o->uid)
+        o->uid = "";
+    o->refs = 1;
+    return o;
+}
+
+static void set_rv_string(cJSON *obj, uint64_t rv)
+{
+    char b[24];
+    cJSON *md = store_meta(obj);
+
+    snprintf(b, sizeof(b), "%llu", (unsigned long long)rv);
+    if (cJSON_GetObjectItemCaseSensitive(md, "resourceVersion"))
+        cJSON_ReplaceItemInObjectCaseSensitive(md, "resourceVersion", cJSON_CreateString(b));
+    else
+        cJSON_AddStringToObject(md, "resourceVersion", b);
+}
+
+struct store_obj *store_obj_with_rv(struct store_obj *o, uint64_t rv)
+{
+    cJSON *j = cJSON_Duplicate(o->json, true);
+
+    if (!j)
+        return NULL;
+    set_rv_string(j, rv);
+    return store_obj_new(o->res, j);
+}
+
+struct store_obj *store_obj_as(struct store_obj *o, const struct reg_resource *res)
+{
+    char av[300];
+    cJSON *j;
+
+    if (!o || o->res == res || res->builtin)
+        return store_obj_ref(o);
+    j = cJSON_Duplicate(o->json, true);
+    if (!j)
+        return NULL;
+    snprintf(av, sizeof(av), "%s/%s", res->group, res->version);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "apiVersion");
+    cJSON_AddStringToObject(j, "apiVersion", av);
+    return store_obj_new(res, j);
+}
+
+/* ---- types and entries ---- */
+
+void store_type_key(const struct reg_resource *res, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s/%s", res->group, res->plural);
+}
+
+/* The version a CRD's objects are kept in. */
+static const struct reg_resource *storage_res(struct store *s, const struct reg_resource *res)
+{
+    if (res->builtin || res->storage)
+        return res;
+    for (size_t i = 0, n = registry_count(s->reg); i < n; i++) {
+        const struct reg_resource *r = registry_at(s->reg, i);
+        if (r->storage && !strcmp(r->group, res->group) && !strcmp(r->plural, res->plural))
+            return r;
+    }
+    return res;
+}
+
+struct stype *store_type_get(struct store *s, const struct reg_resource *res, bool create)
+{
+    char key[512];
+    struct stype *t;
+
+    res = storage_res(s, res);
+    store_type_key(res, key, sizeof(key));
+    HASH_FIND_STR(s->types, key, t);
+    if (t) {
+        if (t->res != res)      /* only after a CRD change: watchers read it */
+            t->res = res;
+        return t;
+    }
+    if (!create)
+        return NULL;
+    t = calloc(1, sizeof(*t));
+    if (!t || !(t->key = strdup(key))) {
+        free(t);
+        return NULL;
+    }
+    t->res = res;
+    watch_type_init(t, s->window, s->start_rv);
+    if (!t->ring) {
+        free(t->key);
+        free(t);
+        return NULL;
+    }
+    HASH_ADD_KEYPTR(hh, s->types, t->key, strlen(t->key), t);
+    return t;
+}
+
+struct sentry *store_entry_find(struct stype *t, const char *ns, const char *name)
+{
+    size_t nl = ns ? strlen(ns) : 0, ml = strlen(name);
+    char key[600];
+    struct sentry *e;
+
+    if (!t || nl + ml + 2 > sizeof(key))
+        return NULL;
+    memcpy(key, ns ? ns : "", nl);
+    key[nl] = '/';
+    memcpy(key + nl + 1, name, ml + 1);
+    HASH_FIND(hh, t->objs, key, nl + 1 + ml, e);
+    return e;
+}
+
+const struct reg_resource *store_find_builtin(struct store *s, const char *group,
+                                              const char *plural)
+{
+    /* the hot ones are looked up on every create/delete: cached (built-ins never move) */
+    if (!group[0] && !strcmp(plural, "namespaces") && s->res_namespaces)
+        return s->res_namespaces;
+    if (!group[0] && !strcmp(plural, "nodes") && s->res_nodes)
+        return s->res_nodes;
+    for (size_t i = 0, n = registry_count(s->reg); i < n; i++) {
+        const struct reg_resource *r = registry_at(s->reg, i);
+        if (r->builtin && !strcmp(r->group, group) && !strcmp(r->plural, plural))
+            return r;
+    }
+    return NULL;
+}
+
+/* ---- commit path ---- */
+
+uint64_t store_next_rv(struct store *s)
+{
+    return ++s->rv;
+}
+
+static void notice_push(struct store *s, enum store_event_type type, struct store_obj *o)
+{
+    struct notice *n;
+
+    if (!s->n_subs)
+        return;
+    n = malloc(sizeof(*n));
+    if (!n) {
+        log_error("store: subscriber notice dropped", "reason", "ENOMEM", NULL);
+        return;
+    }
+    n->type = type;
+    n->obj = store_obj_ref(o);
+    n->next = NULL;
+    if (s->nq_tail)
+        s->nq_tail->next = n;
+    else
+        s->nq_head = n;
+    s->nq_tail = n;
+}
+
+static _Thread_local struct store *draining_store;
+
+/*
+ * Delivers queued notices in commit order, outside s->lock. Whoever holds
+ * notify_mu drains everything; a subscriber that writes to the store from inside
+ * its callback only queues (draining_store), the outer loop delivers it next.
+ */
+void store_notify_drain(struct store *s)
+{
+    if (!s->n_subs || draining_store == s)
+        return;
+    pthread_mutex_lock(&s->notify_mu);
+    draining_store = s;
+    for (;;) {
+        struct notice *n;
+        pthread_rwlock_wrlock(&s->lock);
+        n = s->nq_head;
+        s->nq_head = s->nq_tail = NULL;
+        pthread_rwlock_unlock(&s->lock);
+        if (!n)
+            break;
+        while (n) {
+            struct notice *next = n->next;
+            for (size_t i = 0; i < s->n_subs; i++)
+                s->subs[i].fn(s->subs[i].arg, n->type, n->obj);
+            store_obj_unref(n->obj);
+            free(n);
+            n = next;
+        }
+    }
+    draining_store = NULL;
+    pthread_mutex_unlock(&s->notify_mu);
+}
+
+static bool refs_differ(const cJSON *a, const cJSON *b)
+{
+    const cJSON *ra = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a,
+                                                        "metadata"), "ownerReferences");
+    const cJSON *rb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b,
+                                                        "metadata"), "ownerReferences");
+
+    if (!ra || !rb)
+        return ra != rb;
+    return !json_equal(ra, rb);
+}
+
+int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
+                     struct store_obj *obj, struct sentry **out)
+{
+    struct sentry *e = old;
+    struct store_obj *prev = NULL;
+    bool owned;
+
+    if (!e) {
+        e = calloc(1, sizeof(*e));
+        if (!e) {
+            store_obj_unref(obj);
+            return -ENOMEM;
+        }
+        if (asprintf(&e->key, "%s/%s", obj->ns, obj->name) < 0) {
+            free(e);
+            store_obj_unref(obj);
+            return -ENOMEM;
+        }
+        e->t = t;
+        e->obj = obj;
+        HASH_ADD_KEYPTR(hh, t->objs, e->key, strlen(e->key), e);
+        HASH_ADD_KEYPTR(hu, s->by_uid, obj->uid, strlen(obj->uid), e);
+        t->n++;
+        s->objects++;
+    } else {
+        prev = e->obj;
+        gc_index_remove(s, e);
+        store_index_remove(t, e);
+        /* uid never changes, but the key string in the uid table belongs to the
+         * old snapshot: re-key it on the new one. */
+        HASH_DELETE(hu, s->by_uid, e);
+        e->obj = obj;
+        HASH_ADD_KEYPTR(hu, s->by_uid, obj->uid, strlen(obj->uid), e);
+    }
+    if (gc_index_add(s, e) || store_index_add(t, e))
+        log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
+    if (!s->replaying) {
+        persist_put(s, obj);
+        watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
+        notice_push(s, prev ? EV_MODIFIED : EV_ADDED, obj);
+        if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj->json,
+                "metadata"), "ownerReferences") && (!prev || refs_differ(prev->json, obj->json)))
+            gc_enqueue(s, GC_DEPENDENT, obj->uid);
+        owned = store_has_finalizer(obj->json, "orphan") ||
+                store_has_finalizer(obj->json, "foregroundDeletion");
+        if (owned && kobj_meta_str(obj->json, "deletionTimestamp"))
+            gc_enqueue(s, GC_OWNER, obj->uid);
+        atomic_store_explicit(&s->committed_rv, s->rv, memory_order_release);
+    }
+    store_obj_unref(prev);
+    if (out)
+        *out = e;
+    return 0;
+}
+
+int store_commit_delete(struct store *s, struct sentry *e)
+{
+    struct stype *t = e->t;
+    struct store_obj *last = e->obj;
+    struct owner_deps *od;
+
+    HASH_DELETE(hh, t->objs, e);
+    HASH_DELETE(hu, s->by_uid, e);
+    store_index_remove(t, e);
+    t->n--;
+    s->objects--;
+    if (!s->replaying) {
+        uint64_t rv = store_next_rv(s);
+        struct store_obj *d = store_obj_with_rv(last, rv);
+        persist_delete(s, last, rv);
+        if (d) {
+            watch_append(s, t, EV_DELETED, d, last);
+            notice_push(s, EV_DELETED, d);
+            store_obj_unref(d);
+        } else {
+            log_error("store: DELETED event lost", "reason", "ENOMEM", NULL);
+        }
+        HASH_FIND_STR(s->owners, last->uid, od);
+        if (od)
+            gc_enqueue(s, GC_OWNER, last->uid);
+        for (size_t i = 0; i < e->n_owners; i++)
+            gc_enqueue(s, GC_OWNER, e->owners[i]);
+        if (last->ns[0]) {
+            const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
+            struct sentry *ns = nsr ? store_entry_find(store_type_get(s, nsr, false), "",
+                                                       last->ns) : NULL;
+            if (ns && kobj_meta_str(ns->obj->json, "deletionTimestamp"))
+                gc_enqueue(s, GC_NAMESPACE, last->ns);
+        }
+        atomic_store_explicit(&s->committed_rv, s->rv, memory_order_release);
+    }
+    gc_index_remove(s, e);
+    free(e->key);
+    free(e);
+    /* however a CRD goes (DELETE, last finalizer, collection, GC), its types go too */
+    if (!s->replaying && t->res && t->res->builtin &&
+        !strcmp(t->res->group, "apiextensions.k8s.io") &&
+        !strcmp(t->res->plural, "customresourcedefinitions"))
+        store_crd_changed(s, last->json, true);
+    store_obj_unref(last);
+    return 0;
+}
+
+/* ---- open / close ---- */
+
+static int bootstrap(struct store *s)
+{
+    static const char *const names[] = { "default", "kube-system", "kube-public",
+                                         "kube-node-lease" };
+    const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
+    const struct reg_resource *sar = store_find_builtin(s, "", "serviceaccounts");
+    struct store_status st = { 0 };
+    int rc;
+
+    if (!nsr)
+        return 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddObjectToObject(o, "metadata");
+        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "name",
+                                names[i]);
+        rc = store_create(s, nsr, "", o, NULL, NULL, &st);
+        if (rc && rc != -EEXIST)
+            goto out;
+        store_status_clear(&st);
+        if (!sar)
+            continue;
+        o = cJSON_Parse("{\"metadata\":{\"name\":\"default\"}}");
+        rc = store_create(s, sar, names[i], o, NULL, NULL, &st);
+        if (rc && rc != -EEXIST)
+            goto out;
+        store_status_clear(&st);
+    }
+    rc = 0;
+out:
+    if (rc)
+        log_error("store: bootstrap failed", "message", st.message, NULL);
+    store_status_clear(&st);
+    return rc;
+}
+
+int store_open(const struct store_opts *o, struct registry *reg, struct store **out,
+               char *err, size_t errlen)
+{
+    struct store *s = calloc(1, sizeof(*s));
+    int rc;
+
+    if (!s) {
+        registry_free(reg);
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    pthread_rwlock_init(&s->lock, NULL);
+    pthread_mutex_init(&s->notify_mu, NULL);
+    pthread_mutex_init(&s->gc_mu, NULL);
+    pthread_cond_init(&s->gc_cond, NULL);
+    s->reg = reg;
+    s->journal_fd = -1;
+    s->window = o && o->watch_window ? o->watch_window : 5000;
+    s->bookmark_ms = o && o->bookmark_ms ? o->bookmark_ms : 1000;
+    s->svc_next_ip = 1;
+    s->res_namespaces = store_find_builtin(s, "", "namespaces");
+    s->res_nodes = store_find_builtin(s, "", "nodes");
+    if (o && o->state_dir) {
+        s->state_dir = strdup(o->state_dir);
+        if (!s->state_dir) {
+            rc = -ENOMEM;
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        rc = persist_open(s, err, errlen);
+        if (rc)
+            goto fail;
+    }
+    s->start_rv = s->rv;
+    atomic_store(&s->committed_rv, s->rv);
+    /* types materialised during replay must also refuse older watch positions */
+    for (struct stype *t = s->types; t; t = t->hh.next)
+        t->evicted_rv = s->start_rv;
+    rc = gc_start(s);
+    if (rc) {
+        snprintf(err, errlen, "cannot start the garbage collector: %s", strerror(-rc));
+        goto fail;
+    }
+    if (!s->objects) {
+        rc = bootstrap(s);
+        if (rc) {
+            snprintf(err, errlen, "cannot create the initial namespaces");
+            goto fail;
+        }
+    }
+    *out = s;
+    return 0;
+fail:
+    store_close(s);
+    return rc;
+}
+
+void store_close(struct store *s)
+{
+    struct stype *t, *tt;
+    struct sentry *e, *et;
+
+    if (!s)
+        return;
+    gc_stop(s);
+    persist_close(s);
+    HASH_CLEAR(hu, s->by_uid);     /* its bookkeeping lives in the entries freed below */
+    HASH_ITER(hh, s->types, t, tt) {
+        HASH_ITER(hh, t->objs, e, et) {
+            HASH_DELETE(hh, t->objs, e);
+            gc_index_remove(s, e);
+            store_obj_unref(e->obj);
+            free(e->key);
+            free(e);
+        }
+        store_index_free(t);
+        watch_type_free(t);
+        HASH_DELETE(hh, s->types, t);
+        free(t->key);
+        free(t);
+    }
+    while (s->nq_head) {
+        struct notice *n = s->nq_head;
+        s->nq_head = n->next;
+        store_obj_unref(n->obj);
+        free(n);
+    }
+    registry_free(s->reg);
+    free(s->state_dir);
+    pthread_rwlock_destroy(&s->lock);
+    pthread_mutex_destroy(&s->notify_mu);
+    pthread_mutex_destroy(&s->gc_mu);
+    pthread_cond_destroy(&s->gc_cond);
+    free(s);
+}
+
+const struct registry *store_registry_rdlock(struct store *s)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    return s->reg;
+}
+
+void store_registry_unlock(struct store *s)
+{
+    pthread_rwlock_unlock(&s->lock);
+}
+
+uint64_t store_current_rv(struct store *s)
+{
+    uint64_t rv;
+
+    pthread_rwlock_rdlock(&s->lock);
+    rv = s->rv;
+    pthread_rwlock_unlock(&s->lock);
+    return rv;
+}
+
+int store_get(struct store *s, const struct reg_resource *res, const char *ns,
+              const char *name, struct store_obj **out, struct store_status *st)
+{
+    struct sentry *e;
+    int rc = 0;
+
+    pthread_rwlock_rdlock(&s->lock);
+    e = store_entry_find(store_type_get(s, res, false), res->namespaced ? ns : "", name);
+    if (!e) {
+        st_not_found(st, res, name);
+        rc = -ENOENT;
+        goto out;
+    }
+    *out = store_obj_as(e->obj, res);
+    if (!*out)
+        rc = -ENOMEM;
+out:
+    pthread_rwlock_unlock(&s->lock);
+    return rc;
+}
+
+int store_subscribe(struct store *s, store_subscriber_fn fn, void *arg)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&s->notify_mu);
+    pthread_rwlock_wrlock(&s->lock);
+    if (s->n_subs >= STORE_MAX_SUBSCRIBERS) {
+        rc = -ENOSPC;
+    } else {
+        s->subs[s->n_subs].fn = fn;
+        s->subs[s->n_subs].arg = arg;
+        s->n_subs++;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    pthread_mutex_unlock(&s->notify_mu);
+    return rc;
+}
+
+void store_get_stats(struct store *s, struct store_stats *out)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    out->objects = s->objects;
+    out->rv = s->rv;
+    pthread_rwlock_unlock(&s->lock);
+    out->watchers = atomic_load(&s->watchers);
+    out->events = atomic_load(&s->events);
+}
+
+void store_set_watch_delay_ms(struct store *s, unsigned ms)
+{
+    atomic_store(&s->watch_delay_ms, ms);
+}
+
+int store_wait_gc_idle(struct store *s, int timeout_ms)
+{
+    return gc_wait_idle(s, timeout_ms);
+}

@@ -1,0 +1,599 @@
+/*
+ * store_write.c - the writing verbs: create, update (main, /status), delete and
+ * the shared preparation every write goes through (system metadata, generation,
+ * status-subresource split, built-in defaulting/validation or CRD schema
+ * validation with fieldValidation, finalizers and graceful deletion, CRD
+ * registration). Patch (store_patch.c) reuses store_write_prepared().
+ */
+#include "kubesim/store/internal.h"
+#include "kubesim/patch/patch.h"
+#include "kubesim/schema/schema.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define jget cJSON_GetObjectItemCaseSensitive
+
+static bool is_res(const struct reg_resource *r, const char *group, const char *plural)
+{
+    return r->builtin && !strcmp(r->group, group) && !strcmp(r->plural, plural);
+}
+
+/* Copies key k of metadata from `from` into `to` (or removes it when absent). */
+static void copy_meta(cJSON *to, const cJSON *from, const char *k)
+{
+    cJSON *md = store_meta(to);
+    const cJSON *v = jget(jget(from, "metadata"), k);
+
+    cJSON_DeleteItemFromObjectCaseSensitive(md, k);
+    if (v)
+        cJSON_AddItemToObject(md, k, cJSON_Duplicate(v, true));
+}
+
+static void copy_top(cJSON *to, const cJSON *from, const char *k)
+{
+    const cJSON *v = jget(from, k);
+
+    cJSON_DeleteItemFromObjectCaseSensitive(to, k);
+    if (v)
+        cJSON_AddItemToObject(to, k, cJSON_Duplicate(v, true));
+}
+
+/* Puts key k with string v first in obj (apiVersion and kind lead, as served). */
+static void set_str_first(cJSON *obj, const char *k, const char *v)
+{
+    cJSON *item = cJSON_CreateString(v);
+
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, k);
+    if (!item)
+        return;
+    cJSON_AddItemToObject(obj, k, item);
+    if (obj->child != item) {
+        cJSON_DetachItemViaPointer(obj, item);
+        /* InsertItemInArray keeps item->string, which makes it an object member */
+        cJSON_InsertItemInArray(obj, 0, item);
+    }
+}
+
+static void set_api_version(cJSON *obj, const struct reg_resource *res)
+{
+    char av[300];
+
+    if (res->group[0])
+        snprintf(av, sizeof(av), "%s/%s", res->group, res->version);
+    else
+        snprintf(av, sizeof(av), "%s", res->version);
+    set_str_first(obj, "kind", res->kind);
+    set_str_first(obj, "apiVersion", av);
+}
+
+/* Namespace must exist and not be terminating (NamespaceLifecycle admission). */
+static int check_namespace(struct store *s, const struct reg_resource *res, const char *ns,
+                           const char *name, struct store_status *st)
+{
+    const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
+    struct sentry *e;
+    char q[256];
+
+    if (!nsr)
+        return 0;
+    e = store_entry_find(store_type_get(s, nsr, false), "", ns);
+    if (!e) {
+        st_not_found(st, nsr, ns);
+        return -ENOENT;
+    }
+    if (kobj_meta_str(e->obj->json, "deletionTimestamp")) {
+        st_qualified(res, q, sizeof(q));
+        st_set(st, 403, "Forbidden",
+               "%s \"%s\" is forbidden: unable to create new content in namespace %s because "
+               "it is being terminated", q, name, ns);
+        st_details(st, res, name, false);
+        return -EACCES;
+    }
+    return 0;
+}
+
+/* Custom resources: schema defaults/pruning/validation and fieldValidation. */
+static int validate_custom(const struct reg_resource *res, cJSON *obj, const cJSON *old,
+                           const struct store_write_opts *w, cJSON *causes,
+                           struct store_status *st)
+{
+    cJSON *unknown;
+    const char *fv = w && w->field_validation ? w->field_validation : "Warn";
+    int rc = 0, n;
+
+    if (!res->schema)
+        return 0;
+    unknown = cJSON_CreateArray();
+    if (!unknown)
+        return -ENOMEM;
+    rc = schema_apply(res->schema, obj, old, causes, unknown);
+    if (rc == -ENOMEM)
+        goto out;
+    rc = 0;
+    n = cJSON_GetArraySize(unknown);
+    if (n && !strcmp(fv, "Strict")) {
+        struct buf b = { 0 };
+        const cJSON *u;
+        buf_puts(&b, "strict decoding error: ");
+        cJSON_ArrayForEach(u, unknown) {
+            const char *p = cJSON_GetStringValue(u);
+            if (!p)
+                continue;
+            buf_printf(&b, "%sunknown field \"%s\"", b.len > 23 ? ", " : "",
+                       p[0] == '.' ? p + 1 : p);
+        }
+        st_set(st, 400, "BadRequest", "%s", b.data ? b.data : "strict decoding error");
+        buf_free(&b);
+        rc = -EINVAL;
+    } else if (n && !strcmp(fv, "Warn") && w && w->warnings) {
+        const cJSON *u;
+        cJSON_ArrayForEach(u, unknown) {
+            const char *p = cJSON_GetStringValue(u);
+            char msg[600];
+            if (!p)
+                continue;
+            snprintf(msg, sizeof(msg), "unknown field \"%s\"", p[0] == '.' ? p + 1 : p);
+            cJSON_AddItemToArray(w->warnings, cJSON_CreateString(msg));
+        }
+    }
+out:
+    cJSON_Delete(unknown);
+    return rc;
+}
+
+static bool is_crd(const struct reg_resource *res)
+{
+    return is_res(res, "apiextensions.k8s.io", "customresourcedefinitions");
+}
+
+static void validate_crd(const cJSON *obj, cJSON *causes)
+{
+    const cJSON *spec = jget(obj, "spec");
+    const char *plural = cJSON_GetStringValue(jget(jget(spec, "names"), "plural"));
+    const char *group = cJSON_GetStringValue(jget(spec, "group"));
+    const char *name = kobj_meta_str(obj, "name");
+    char want[600];
+
+    registry_validate_crd(obj, causes);
+    if (plural && group && name) {
+        snprintf(want, sizeof(want), "%s.%s", plural, group);
+        if (strcmp(want, name))
+            status_cause_add(causes, "FieldValueInvalid", "metadata.name",
+                             "Invalid value: \"%s\": must be spec.names.plural+\".\"+"
+                             "spec.group", name);
+    }
+}
+
+/*
+ * Validation and defaulting common to create and update. obj is the would-be new
+ * object (modified in place), old the stored one (NULL on create).
+ */
+static int prepare_common(struct store *s, const struct reg_resource *res, cJSON *obj,
+                          const cJSON *old, const struct store_write_opts *w,
+                          struct store_status *st)
+{
+    cJSON *causes = cJSON_CreateArray();
+    const char *name = kobj_meta_str(obj, "name");
+    int rc;
+
+    if (!causes)
+        return -ENOMEM;
+    if (name && !old)
+        store_check_name(name, store_name_rule(res), "metadata.name", causes);
+    if (res->builtin) {
+        rc = builtin_default(s, res, obj, old);
+        if (rc)
+            goto fail;
+        builtin_validate(res, obj, old, causes);
+        if (is_crd(res)) {
+            validate_crd(obj, causes);
+            if (old)
+                registry_validate_crd_update(old, obj, causes);
+        }
+    } else {
+        rc = validate_custom(res, obj, old, w, causes, st);
+        if (rc)
+            goto fail;
+    }
+    store_check_meta(obj, old, res, causes);
+    if (cJSON_GetArraySize(causes))
+        return st_invalid(st, res, name ? name : "", causes);
+    cJSON_Delete(causes);
+    if (is_crd(res))
+        registry_crd_set_status(obj);
+    return 0;
+fail:
+    cJSON_Delete(causes);
+    return rc;
+}
+
+static void record_managed(cJSON *obj, const cJSON *old, const struct reg_resource *res,
+                           const struct store_write_opts *w, const char *sub)
+{
+    const char *av = cJSON_GetStringValue(jget(obj, "apiVersion"));
+
+    if (!w || !w->field_manager)
+        return;
+    /* a create keeps fieldsV1 as text straight away: store_obj_new would print and
+     * replace the tree anyway */
+    (old ? patch_record_managed_fields : patch_record_managed_fields_raw)(
+        obj, old, w->field_manager, "Update", av ? av : res->version,
+        sub && sub[0] ? sub : NULL);
+}
+
+/* Registers or unregisters the served types behind a CRD change (lock held). */
+static void crd_changed(struct store *s, const cJSON *crd, bool removed)
+{
+    char err[256];
+    const char *name = kobj_meta_str(crd, "name");
+
+    if (removed) {
+        const char *group = cJSON_GetStringValue(jget(jget(crd, "spec"), "group"));
+        const char *plural = cJSON_GetStringValue(jget(jget(jget(crd, "spec"), "names"),
+                                                       "plural"));
+        char key[512];
+        struct stype *t;
+        snprintf(key, sizeof(key), "%s/%s", group ? group : "", plural ? plural : "");
+        HASH_FIND_STR(s->types, key, t);
+        if (t) {
+            struct sentry *e, *tmp;
+            HASH_ITER(hh, t->objs, e, tmp)
+                store_commit_delete(s, e);
+            t->res = NULL;
+            watch_type_end(t);
+        }
+        registry_remove_crd(s->reg, name);
+        return;
+    }
+    if (registry_add_crd(s->reg, crd, err, sizeof(err)))
+        log_warn("store: CRD not served", "crd", name, "error", err, NULL);
+    /* re-point the type at the (possibly re-allocated) storage version */
+    for (struct stype *t = s->types; t; t = t->hh.next) {
+        if (!t->res || t->res->builtin)
+            continue;
+        for (size_t i = 0, n = registry_count(s->reg); i < n; i++) {
+            const struct reg_resource *r = registry_at(s->reg, i);
+            char key[512];
+            store_type_key(r, key, sizeof(key));
+            if (r->storage && !strcmp(key, t->key))
+                t->res = r;
+        }
+    }
+}
+
+void store_crd_changed(struct store *s, const cJSON *crd, bool removed)
+{
+    crd_changed(s, crd, removed);
+}
+
+/* ---- create ---- */
+
+/* create and update take any parsed body; anything but an object is consumed and 400. */
+static int require_object(cJSON *obj, struct store_status *st)
+{
+    if (cJSON_IsObject(obj))
+        return 0;
+    cJSON_Delete(obj);
+    st_set(st, 400, "BadRequest", "the request body must be a JSON object");
+    return -EINVAL;
+}
+
+int store_create(struct store *s, const struct reg_resource *res, const char *ns,
+                 cJSON *obj, const struct store_write_opts *w, struct store_obj **out,
+                 struct store_status *st)
+{
+    struct stype *t;
+    cJSON *md;
+    const char *name, *gen_name, *bns;
+    char nm[300], uid[37], now[32];
+    struct store_obj *o = NULL;
+    struct sentry *e;
+    bool generated;
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if ((rc = require_object(obj, st)))
+        return rc;
+    pthread_rwlock_wrlock(&s->lock);
+    t = store_type_get(s, res, true);
+    if (!t) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    md = store_meta(obj);
+    name = cJSON_GetStringValue(jget(md, "name"));
+    gen_name = cJSON_GetStringValue(jget(md, "generateName"));
+    bns = cJSON_GetStringValue(jget(md, "namespace"));
+    if (!res->namespaced) {
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
+        ns = "";
+    } else if (bns && bns[0] && ns && ns[0] && strcmp(bns, ns)) {
+        st_set(st, 400, "BadRequest", "the namespace of the provided object does not match "
+                                      "the namespace sent on the request");
+        rc = -EINVAL;
+        goto out;
+    } else if (!ns || !ns[0]) {
+        ns = bns && bns[0] ? bns : "default";
+    }
+    if (res->namespaced)
+        store_set_str(md, "namespace", ns);
+    ns = res->namespaced ? cJSON_GetStringValue(jget(md, "namespace")) : "";
+    {
+        const char *rvs = cJSON_GetStringValue(jget(md, "resourceVersion"));
+        if (rvs && rvs[0]) {
+            st_set(st, 400, "BadRequest", "resourceVersion should not be set on objects to "
+                                          "be created");
+            rc = -EINVAL;
+            goto out;
+        }
+    }
+    if ((!name || !name[0]) && (!gen_name || !gen_name[0])) {
+        cJSON *causes = cJSON_CreateArray();
+        status_cause_add(causes, "FieldValueRequired", "metadata.name",
+                         "Required value: name or generateName is required");
+        rc = st_invalid(st, res, "", causes);
+        goto out;
+    }
+    if (res->namespaced && !s->replaying) {
+        rc = check_namespace(s, res, ns, name && name[0] ? name : gen_name, st);
+        if (rc)
+            goto out;
+    }
+    /* system fields are the server's: FillObjectMetaSystemFields + BeforeCreate */
+    for (const char *const *k = (const char *const[]){ "uid", "creationTimestamp",
+            "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
+            "resourceVersion", NULL }; *k; k++)
+        cJSON_DeleteItemFromObjectCaseSensitive(md, *k);
+    store_random_uid(uid);
+    store_now(now);
+    store_set_str(md, "uid", uid);
+    store_set_str(md, "creationTimestamp", now);
+    if (!(res->flags & REG_FLAG_NO_GENERATION))
+        store_set_num(md, "generation", 1);
+    if (res->has_status)
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+    set_api_version(obj, t->res ? t->res : res);
+    generated = !name || !name[0];
+    if (generated) {
+        char suf[6];
+        store_random_suffix(suf);
+        snprintf(nm, sizeof(nm), "%.58s%s", gen_name, suf);
+        store_set_str(md, "name", nm);
+    }
+    rc = prepare_common(s, res, obj, NULL, w, st);
+    if (rc)
+        goto out;
+    snprintf(nm, sizeof(nm), "%s", cJSON_GetStringValue(jget(md, "name")));
+    for (int tries = 1; store_entry_find(t, ns, nm); tries++) {
+        char suf[6];
+        if (!generated || tries >= 8) {
+            st_already_exists(st, res, nm);
+            rc = -EEXIST;
+            goto out;
+        }
+        store_random_suffix(suf);
+        snprintf(nm, sizeof(nm), "%.58s%s", gen_name, suf);
+        store_set_str(md, "name", nm);
+    }
+    record_managed(obj, NULL, res, w, NULL);
+    if (w && w->dry_run) {
+        o = store_obj_new(res, obj);
+        obj = NULL;
+        rc = o ? 0 : -ENOMEM;
+        if (out)
+            *out = o;
+        else
+            store_obj_unref(o);
+        goto out;
+    }
+    {
+        char rvb[24];
+        snprintf(rvb, sizeof(rvb), "%llu", (unsigned long long)(s->rv + 1));
+        store_set_str(md, "resourceVersion", rvb);
+    }
+    o = store_obj_new(t->res ? t->res : res, obj);
+    obj = NULL;
+    if (!o) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    store_next_rv(s);
+    rc = store_commit_put(s, t, NULL, store_obj_ref(o), &e);
+    if (rc) {
+        store_obj_unref(o);
+        goto out;
+    }
+    if (is_crd(res))
+        crd_changed(s, o->json, false);
+    if (out)
+        *out = store_obj_as(o, res);
+    store_obj_unref(o);
+out:
+    pthread_rwlock_unlock(&s->lock);
+    cJSON_Delete(obj);
+    if (rc == -ENOMEM)
+        st_set(st, 500, "InternalError", "out of memory");
+    store_notify_drain(s);
+    return rc;
+}
+
+/* ---- update ---- */
+
+/*
+ * The tail shared by PUT and PATCH (lock held): obj (consumed) is the proposed
+ * new state of entry e. Applies the subresource split, immutable system fields,
+ * defaults/validation, generation, no-op detection and finalizer-driven removal.
+ */
+int store_write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
+                         const char *sub, cJSON *obj, const struct store_write_opts *w,
+                         struct store_obj **out, struct store_status *st)
+{
+    const cJSON *old = e->obj->json;
+    const char *name = e->obj->name;
+    cJSON *md, *nobj = NULL;
+    bool status_sub = sub && !strcmp(sub, "status");
+    int rc;
+
+    if (status_sub) {
+        /* /status: everything but status (and, for built-ins, labels and
+         * annotations as the pod/service status strategies allow) comes from old */
+        nobj = cJSON_Duplicate(old, true);
+        if (!nobj) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        copy_top(nobj, obj, "status");
+        if (res->builtin) {
+            copy_meta(nobj, obj, "labels");
+            copy_meta(nobj, obj, "annotations");
+        }
+        copy_meta(nobj, obj, "managedFields");
+        cJSON_Delete(obj);
+        obj = nobj;
+        nobj = NULL;
+    } else if (res->has_status) {
+        copy_top(obj, old, "status");
+    }
+    md = store_meta(obj);
+    for (const char *const *k = (const char *const[]){ "uid", "creationTimestamp",
+            "deletionTimestamp", "deletionGracePeriodSeconds", "generation", NULL }; *k; k++)
+        copy_meta(obj, old, *k);
+    store_set_str(md, "name", name);
+    if (res->namespaced)
+        store_set_str(md, "namespace", e->obj->ns);
+    else
+        cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
+    set_api_version(obj, e->t->res ? e->t->res : res);
+    rc = prepare_common(s, res, obj, old, w, st);
+    if (rc)
+        goto out;
+    if (!status_sub && !(res->flags & REG_FLAG_NO_GENERATION) &&
+        store_spec_changed(res, old, obj)) {
+        double g = cJSON_GetNumberValue(jget(jget(old, "metadata"), "generation"));
+        store_set_num(md, "generation", (g > 0 ? g : 0) + 1);
+    }
+    store_set_str(md, "resourceVersion", kobj_meta_str(old, "resourceVersion"));
+    if (!jget(md, "managedFields") && jget(jget(old, "metadata"), "managedFields"))
+        copy_meta(obj, old, "managedFields");
+    if (store_same_object(obj, old)) {
+        if (out)
+            *out = store_obj_as(e->obj, res);
+        rc = 0;
+        goto out;
+    }
+    record_managed(obj, old, res, w, sub);
+    if (w && w->dry_run) {
+        struct store_obj *o = store_obj_new(res, obj);
+        obj = NULL;
+        if (out)
+            *out = o;
+        else
+            store_obj_unref(o);
+        rc = 0;
+        goto out;
+    }
+    if (kobj_meta_str(old, "deletionTimestamp") && store_finalizers_empty(res, obj)) {
+        const cJSON *g = jget(jget(old, "metadata"), "deletionGracePeriodSeconds");
+        if (!g || cJSON_GetNumberValue(g) == 0) {
+            /* the write that drops the last finalizer is the removal */
+            if (out)
+                *out = store_obj_ref(e->obj);
+            rc = store_commit_delete(s, e);
+            goto out;
+        }
+    }
+    {
+        char rvb[24];
+        struct store_obj *o;
+        snprintf(rvb, sizeof(rvb), "%llu", (unsigned long long)(s->rv + 1));
+        store_set_str(md, "resourceVersion", rvb);
+        o = store_obj_new(e->t->res ? e->t->res : res, obj);
+        obj = NULL;
+        if (!o) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        store_next_rv(s);
+        if (out)
+            *out = store_obj_as(o, res);
+        rc = store_commit_put(s, e->t, e, o, NULL);
+        if (!rc && is_crd(res))
+            crd_changed(s, e->obj->json, false);
+    }
+out:
+    cJSON_Delete(obj);
+    cJSON_Delete(nobj);
+    if (rc == -ENOMEM)
+        st_set(st, 500, "InternalError", "out of memory");
+    return rc;
+}
+
+int store_update(struct store *s, const struct reg_resource *res, const char *ns,
+                 const char *name, const char *subresource, cJSON *obj,
+                 const struct store_write_opts *w, struct store_obj **out,
+                 struct store_status *st)
+{
+    struct sentry *e;
+    const char *bname, *bns, *brv;
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if ((rc = require_object(obj, st)))
+        return rc;
+    if (subresource && !strcmp(subresource, "scale"))
+        return store_scale_update(s, res, ns, name, obj, w, out, st);
+    if (subresource && subresource[0] && (strcmp(subresource, "status") || !res->has_status)) {
+        cJSON_Delete(obj);
+        st_set(st, 404, "NotFound", "the server could not find the requested resource");
+        return -ENOENT;
+    }
+    pthread_rwlock_wrlock(&s->lock);
+    bname = kobj_meta_str(obj, "name");
+    bns = kobj_meta_str(obj, "namespace");
+    brv = kobj_meta_str(obj, "resourceVersion");
+    if (bname && strcmp(bname, name)) {
+        st_set(st, 400, "BadRequest", "the name of the object (%s) does not match the name on "
+               "the URL (%s)", bname, name);
+        rc = -EINVAL;
+        goto out;
+    }
+    if (res->namespaced && bns && bns[0] && strcmp(bns, ns)) {
+        st_set(st, 400, "BadRequest", "the namespace of the provided object does not match "
+                                      "the namespace sent on the request");
+        rc = -EINVAL;
+        goto out;
+    }
+    e = store_entry_find(store_type_get(s, res, false), res->namespaced ? ns : "", name);
+    if (!e) {
+        st_not_found(st, res, name);
+        rc = -ENOENT;
+        goto out;
+    }
+    if (!brv || !brv[0]) {
+        if (!res->builtin) {
+            /* apiextensions: AllowUnconditionalUpdate() is false for custom resources */
+            cJSON *causes = cJSON_CreateArray();
+            status_cause_add(causes, "FieldValueInvalid", "metadata.resourceVersion",
+                             "Invalid value: 0: must be specified for an update");
+            rc = st_invalid(st, res, name, causes);
+            goto out;
+        }
+    } else if (strtoull(brv, NULL, 10) != e->obj->rv) {
+        st_conflict(st, res, name);
+        rc = -EBUSY;
+        goto out;
+    }
+    rc = store_write_prepared(s, res, e, subresource, obj, w, out, st);
+    obj = NULL;
+out:
+    pthread_rwlock_unlock(&s->lock);
+    cJSON_Delete(obj);
+    store_notify_drain(s);
+    return rc;
+}

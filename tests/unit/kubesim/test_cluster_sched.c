@@ -1,0 +1,282 @@
+/* test_cluster_sched.c - the simulated scheduler's pure parts: quantities, Pod
+ * requests (limits standing in, init containers), node fit filters (resources,
+ * nodeSelector, taints/tolerations, unschedulable), LeastAllocated spreading and
+ * the FailedScheduling message. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kobj/quantity.h"
+#include "kubesim/cluster/cluster.h"
+
+static cJSON *js(const char *text)
+{
+    cJSON *o = cJSON_Parse(text);
+    if (!o)
+        fail_msg("bad fixture JSON: %s", text);
+    return o;
+}
+
+static int64_t q(const char *s)
+{
+    int64_t m = -1;
+    int rc = kobj_quantity_parse(s, &m);
+    if (rc)
+        fail_msg("quantity '%s' rejected: %d", s, rc);
+    return m;
+}
+
+static void test_quantity(void **state)
+{
+    int64_t m;
+    (void)state;
+    assert_int_equal(q("500m"), 500);
+    assert_int_equal(q("2"), 2000);
+    assert_int_equal(q("1.5"), 1500);
+    assert_int_equal(q("2Ki"), 2048000);
+    assert_int_equal(q("1Gi"), 1073741824000LL);
+    assert_int_equal(q("1G"), 1000000000000LL);
+    assert_int_equal(q("1e3"), 1000000);
+    assert_int_equal(q("128974848"), 128974848000LL);
+    assert_int_equal(q("0.1m"), 1);                    /* rounds up */
+    assert_int_equal(kobj_quantity_parse("", &m), -EINVAL);
+    assert_int_equal(kobj_quantity_parse("abc", &m), -EINVAL);
+    assert_int_equal(kobj_quantity_parse("1Qi", &m), -EINVAL);
+    assert_int_equal(kobj_quantity_parse("1e", &m), -EINVAL);   /* not an exponent, not a suffix */
+    assert_int_equal(kobj_quantity_parse("1e99", &m), -EINVAL);
+    assert_int_equal(kobj_quantity_parse("9Ei", &m), -ERANGE);
+    assert_int_equal(kobj_quantity_parse(NULL, &m), -EINVAL);
+    char big[200];
+    memset(big, '1', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(kobj_quantity_parse(big, &m), -EINVAL);
+}
+
+static void test_requests(void **state)
+{
+    struct cluster_res r;
+    (void)state;
+    cJSON *p = js("{\"spec\":{\"containers\":["
+                  "{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"}}},"
+                  "{\"name\":\"b\",\"resources\":{\"limits\":{\"cpu\":\"1\",\"nvidia.com/gpu\":\"2\"}}}],"
+                  "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}");
+    cluster_pod_requests(p, &r);
+    assert_int_equal(r.cpu_m, 3000);            /* the init container's 3 beats 0.5 + 1 */
+    assert_int_equal(r.mem, 1073741824LL);
+    assert_int_equal(r.gpu, 2);                 /* limit stands in for the missing request */
+    assert_int_equal(r.tpu, 0);
+    assert_int_equal(r.pods, 1);
+    cJSON_Delete(p);
+
+    /* a request wins over a limit of the same resource */
+    p = js("{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"100m\"},"
+           "\"limits\":{\"cpu\":\"2\",\"google.com/tpu\":\"4\"}}}]}}");
+    cluster_pod_requests(p, &r);
+    assert_int_equal(r.cpu_m, 100);
+    assert_int_equal(r.tpu, 4);
+    cJSON_Delete(p);
+
+    /* absurd or negative amounts are clamped, so sums cannot overflow */
+    p = js("{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"9P\"}}},"
+           "{\"resources\":{\"requests\":{\"cpu\":\"9P\"}}},{\"resources\":{\"requests\":{\"cpu\":\"-5\"}}}]}}");
+    cluster_pod_requests(p, &r);
+    assert_int_equal(r.cpu_m, 2000000000000000LL);
+    cJSON_Delete(p);
+}
+
+#define NODE(extra_spec, labels) \
+    "{\"metadata\":{\"name\":\"n\",\"labels\":" labels "},\"spec\":{" extra_spec "}," \
+    "\"status\":{\"allocatable\":{\"cpu\":\"4\",\"memory\":\"8Gi\",\"pods\":\"110\",\"nvidia.com/gpu\":\"1\"}}}"
+
+static unsigned fit(const char *pod, const char *node, const struct cluster_res *used,
+                    char *taint, size_t tl)
+{
+    cJSON *p = js(pod), *n = js(node);
+    struct cluster_res req, alloc;
+    struct cluster_res none = { 0 };
+
+    cluster_pod_requests(p, &req);
+    cluster_node_allocatable(n, &alloc);
+    unsigned f = cluster_node_fits(p, &req, n, &alloc, used ? used : &none, taint, tl);
+    cJSON_Delete(p);
+    cJSON_Delete(n);
+    return f;
+}
+
+static void test_fit_resources(void **state)
+{
+    (void)state;
+    const char *node = NODE("", "{}");
+    const char *small = "{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}}";
+    const char *huge = "{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"5\",\"memory\":\"9Gi\"}}}]}}";
+    const char *gpu2 = "{\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}";
+    const char *tpu = "{\"spec\":{\"containers\":[{\"resources\":{\"limits\":{\"google.com/tpu\":\"1\"}}}]}}";
+    struct cluster_res used = { .cpu_m = 3500, .pods = 3 };
+    struct cluster_res full = { .pods = 110 };
+
+    assert_int_equal(fit(small, node, NULL, NULL, 0), 0);
+    assert_int_equal(fit(small, node, &used, NULL, 0), CLUSTER_FIT_CPU);
+    assert_int_equal(fit(huge, node, NULL, NULL, 0), CLUSTER_FIT_CPU | CLUSTER_FIT_MEMORY);
+    assert_int_equal(fit(gpu2, node, NULL, NULL, 0), CLUSTER_FIT_GPU);
+    assert_int_equal(fit(tpu, node, NULL, NULL, 0), CLUSTER_FIT_TPU);
+    assert_int_equal(fit(small, node, &full, NULL, 0), CLUSTER_FIT_PODS);
+}
+
+static void test_fit_selector_taints(void **state)
+{
+    char taint[128] = "";
+    (void)state;
+    const char *labelled = NODE("", "{\"pool\":\"gpu\",\"zone\":\"a\"}");
+    const char *tainted = NODE("\"taints\":[{\"key\":\"dedicated\",\"value\":\"ray\",\"effect\":\"NoSchedule\"}]", "{}");
+    const char *soft = NODE("\"taints\":[{\"key\":\"x\",\"effect\":\"PreferNoSchedule\"}]", "{}");
+    const char *cordoned = NODE("\"unschedulable\":true", "{}");
+
+    assert_int_equal(fit("{\"spec\":{\"nodeSelector\":{\"pool\":\"gpu\"}}}", labelled, NULL, NULL, 0), 0);
+    assert_int_equal(fit("{\"spec\":{\"nodeSelector\":{\"pool\":\"cpu\"}}}", labelled, NULL, NULL, 0),
+                     CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit("{\"spec\":{\"nodeSelector\":{\"missing\":\"\"}}}", labelled, NULL, NULL, 0),
+                     CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit("{\"spec\":{}}", tainted, NULL, taint, sizeof(taint)), CLUSTER_FIT_TAINT);
+    assert_string_equal(taint, "{dedicated: ray}");
+    assert_int_equal(fit("{\"spec\":{\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\","
+                         "\"value\":\"ray\",\"effect\":\"NoSchedule\"}]}}", tainted, NULL, NULL, 0), 0);
+    assert_int_equal(fit("{\"spec\":{\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Exists\"}]}}",
+                         tainted, NULL, NULL, 0), 0);
+    assert_int_equal(fit("{\"spec\":{\"tolerations\":[{\"operator\":\"Exists\"}]}}", tainted, NULL, NULL, 0), 0);
+    assert_int_equal(fit("{\"spec\":{\"tolerations\":[{\"key\":\"dedicated\",\"value\":\"other\"}]}}",
+                         tainted, NULL, NULL, 0), CLUSTER_FIT_TAINT);
+    assert_int_equal(fit("{\"spec\":{\"tolerations\":[{\"key\":\"dedicated\",\"value\":\"ray\","
+                         "\"effect\":\"NoExecute\"}]}}", tainted, NULL, NULL, 0), CLUSTER_FIT_TAINT);
+    assert_int_equal(fit("{\"spec\":{}}", soft, NULL, NULL, 0), 0);   /* a preference, not a filter */
+    assert_int_equal(fit("{\"spec\":{}}", cordoned, NULL, NULL, 0), CLUSTER_FIT_UNSCHEDULABLE);
+}
+
+#define AFF(terms) "{\"spec\":{\"affinity\":{\"nodeAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":" \
+                   "{\"nodeSelectorTerms\":" terms "}}}}}"
+
+static void test_fit_node_affinity(void **state)
+{
+    (void)state;
+    const char *node = NODE("", "{\"pool\":\"gpu\",\"zone\":\"a\",\"gen\":\"5\"}");
+
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"In\",\"values\":[\"cpu\",\"gpu\"]}]}]"),
+                         node, NULL, NULL, 0), 0);
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"NotIn\",\"values\":[\"gpu\"]}]}]"),
+                         node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    /* terms are ORed: the second matches */
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"Exists\"}]},"
+                             "{\"matchExpressions\":[{\"key\":\"x\",\"operator\":\"DoesNotExist\"}]}]"),
+                         node, NULL, NULL, 0), 0);
+    /* requirements are ANDed */
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"Exists\"},"
+                             "{\"key\":\"gen\",\"operator\":\"Gt\",\"values\":[\"5\"]}]}]"),
+                         node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"gen\",\"operator\":\"Gt\",\"values\":[\"4\"]},"
+                             "{\"key\":\"gen\",\"operator\":\"Lt\",\"values\":[\"6\"]}]}]"),
+                         node, NULL, NULL, 0), 0);
+    assert_int_equal(fit(AFF("[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n\"]}]}]"),
+                         node, NULL, NULL, 0), 0);
+    /* an empty term, an empty list, a bad operator or a non-numeric Gt match nothing */
+    assert_int_equal(fit(AFF("[{}]"), node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit(AFF("[]"), node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"Like\",\"values\":[\"gpu\"]}]}]"),
+                         node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+    assert_int_equal(fit(AFF("[{\"matchExpressions\":[{\"key\":\"pool\",\"operator\":\"Gt\",\"values\":[\"1\"]}]}]"),
+                         node, NULL, NULL, 0), CLUSTER_FIT_SELECTOR);
+}
+
+static void test_spreading(void **state)
+{
+    struct cluster_res req = { .cpu_m = 1000, .mem = 1LL << 30, .pods = 1 };
+    struct cluster_res alloc = { .cpu_m = 4000, .mem = 8LL << 30, .pods = 110 };
+    struct cluster_res empty = { 0 }, busy = { .cpu_m = 2000, .mem = 4LL << 30, .pods = 2 };
+    struct cluster_res none = { .pods = 1 };
+    (void)state;
+
+    int se = cluster_node_score(&req, &alloc, &empty);
+    int sb = cluster_node_score(&req, &alloc, &busy);
+    assert_true(se > sb);                                   /* least allocated wins */
+    assert_int_equal(se, (75 + 87) / 2);
+    assert_int_equal(cluster_node_score(&req, &alloc, &(struct cluster_res){ .cpu_m = 4000 }), 43);
+    /* pods without requests still prefer the emptier node (non-zero defaults) */
+    assert_true(cluster_node_score(&none, &alloc, &empty) > cluster_node_score(&none, &alloc, &busy));
+}
+
+static void test_message(void **state)
+{
+    char msg[512];
+    (void)state;
+    unsigned three_cpu[] = { CLUSTER_FIT_CPU, CLUSTER_FIT_CPU, CLUSTER_FIT_CPU };
+    cluster_unsched_message(3, three_cpu, NULL, msg, sizeof(msg));
+    assert_string_equal(msg, "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are "
+                             "available: 3 No preemption victims found for incoming pod.");
+
+    unsigned mixed[] = { CLUSTER_FIT_CPU | CLUSTER_FIT_MEMORY, CLUSTER_FIT_SELECTOR, CLUSTER_FIT_TAINT,
+                         CLUSTER_FIT_CPU };
+    cluster_unsched_message(4, mixed, "{dedicated: ray}", msg, sizeof(msg));
+    assert_string_equal(msg, "0/4 nodes are available: 1 Insufficient memory, 1 node(s) didn't match "
+                             "Pod's node affinity/selector, 1 node(s) had untolerated taint "
+                             "{dedicated: ray}, 2 Insufficient cpu. preemption: 0/4 nodes are "
+                             "available: 2 No preemption victims found for incoming pod, "
+                             "2 Preemption is not helpful for scheduling.");
+    cluster_unsched_message(0, NULL, NULL, msg, sizeof(msg));
+    assert_string_equal(msg, "no nodes available to schedule pods");
+    /* a short buffer truncates, never overflows */
+    char tiny[16];
+    cluster_unsched_message(3, three_cpu, NULL, tiny, sizeof(tiny));
+    assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
+}
+
+static void test_parse_flag(void **state)
+{
+    struct cluster_opts *o = NULL;
+    char err[256];
+    (void)state;
+    assert_int_equal(cluster_parse_flag(&o, "nodes", "100", err, sizeof(err)), 0);
+    assert_int_equal(o->nodes, 100);
+    assert_int_equal(o->pod_start_ms, 300);
+    assert_int_equal(o->pod_ready_ms, 500);
+    assert_int_equal(o->pod_stop_ms, 200);
+    assert_int_equal(cluster_parse_flag(&o, "node-memory", "64Gi", err, sizeof(err)), 0);
+    assert_string_equal(o->node_memory, "64Gi");
+    assert_int_equal(cluster_parse_flag(&o, "node-cpu", "lots", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "--node-cpu"));
+    assert_int_equal(cluster_parse_flag(&o, "nodes", "-1", err, sizeof(err)), -EINVAL);
+    assert_int_equal(cluster_parse_flag(&o, "node-gpu", "8x", err, sizeof(err)), -EINVAL);
+    assert_int_equal(cluster_parse_flag(&o, "watch-window", "1", err, sizeof(err)), -ENOENT);
+    assert_int_equal(cluster_parse_flag(&o, "node-labels", "pool=gpu,zone=a", err, sizeof(err)), 0);
+    assert_string_equal(o->node_labels, "pool=gpu,zone=a");
+    assert_int_equal(cluster_parse_flag(&o, "node-labels", "pool=,x=", err, sizeof(err)), 0);
+    const char *bad[] = { "", "=v", "k", "k=v,", ",k=v", "k=v,,j=w", "k=a=b", "k=v w", "k=\x01" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (cluster_parse_flag(&o, "node-labels", bad[i], err, sizeof(err)) != -EINVAL)
+            fail_msg("--node-labels '%s' was accepted", bad[i]);
+    char many[400] = "";
+    for (int i = 0; i < 33; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sk%d=v", i ? "," : "", i);
+    assert_int_equal(cluster_parse_flag(&o, "node-labels", many, err, sizeof(err)), -EINVAL);
+    many[strlen(many) - strlen(",k32=v")] = '\0';
+    assert_int_equal(cluster_parse_flag(&o, "node-labels", many, err, sizeof(err)), 0);
+    cluster_opts_free(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quantity),
+        cmocka_unit_test(test_requests),
+        cmocka_unit_test(test_fit_resources),
+        cmocka_unit_test(test_fit_selector_taints),
+        cmocka_unit_test(test_fit_node_affinity),
+        cmocka_unit_test(test_spreading),
+        cmocka_unit_test(test_message),
+        cmocka_unit_test(test_parse_flag),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
