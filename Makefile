@@ -109,6 +109,8 @@ test: deps
 	$(MAKE) -j$(NPROC) all unit-bins bench-bins
 	$(MAKE) -j$(NPROC) MODE=asan unit-bins
 	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
+	@if why=$$(sh tools/peers/build.sh --check); then sh tools/peers/build.sh; \
+	else echo "make test: the real tier (real_*) is skipped: $$why"; fi
 	sh tests/run.sh
 
 # Long, randomly seeded fuzzing of every target (not in CI): FUZZ_SECONDS each.

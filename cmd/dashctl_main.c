@@ -1,5 +1,5 @@
 /*
- * dashctl_main.c - bin/dashctl: rayop's Ray Dashboard client (reconcilers/dashboard) driven
+ * dashctl_main.c - bin/dashctl: rayop's Ray Dashboard client (dashboard/) driven
  * from the command line, one call per run, the parsed answer printed as one JSON line. The
  * real-Ray contract test (tests/integration/real_ray_contract.py) runs it against a real
  * `ray start --head` and against kubesim's simulated dashboard, so the client is checked
@@ -21,7 +21,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "reconcilers/dashboard/dashboard.h"
+#include "dashboard/dashboard.h"
 
 static const char *errname(int rc)
 {

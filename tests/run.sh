@@ -8,6 +8,8 @@
 #  3. integration tests tests/integration/*.sh|*.py: each prints TAP-ish "ok - what" /
 #     "not ok - what" lines and declares its deadline with a "# deadline: SECONDS" line
 #     (default 120); it is killed past it. IT_JOBS of them run at once (default 3).
+#     A "skip - why" line is a check that could not run here (e.g. the real tier without Go or
+#     the peers): counted as skipped, never as passed.
 #     ONLY=pattern restricts which run.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -29,15 +31,16 @@ run_integration() {
     esac
     rc=$?
     secs=$(( $(date +%s) - start ))
-    p=$(grep -c '^ok - ' "$log"); f=$(grep -c '^not ok - ' "$log")
+    p=$(grep -c '^ok - ' "$log"); f=$(grep -c '^not ok - ' "$log"); s=$(grep -c '^skip - ' "$log")
     if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
     {
         [ $rc -eq 124 ] && echo "TIMEOUT $name after ${deadline}s"
         if [ "$f" != 0 ]; then echo "FAIL $name (rc=$rc, ${secs}s)"; grep '^not ok' "$log"; tail -40 "$log"
-        else echo "ok   $name ($p checks, ${secs}s)"; fi
+        elif [ "$p" = 0 ] && [ "$s" != 0 ]; then echo "SKIP $name: $(sed -n 's/^skip - //p' "$log" | head -1)"
+        else extra=""; [ "$s" != 0 ] && extra=", $s skipped"; echo "ok   $name ($p checks$extra, ${secs}s)"; fi
     } >"$log.verdict"
     cat "$log.verdict"
-    echo "$p $f" >"$LOGDIR/$name.result"
+    echo "$p $f $s" >"$LOGDIR/$name.result"
 }
 
 # One fuzz target for FUZZ_SECONDS on a copy of its corpus; leaves its exit status in
@@ -72,7 +75,7 @@ fi
 LOGDIR="${LOGDIR:-$ROOT/build/test-logs/run-$$}"
 rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
 echo "logs: $LOGDIR"
-pass=0; fail=0; failed_names=""
+pass=0; fail=0; skip=0; failed_names=""
 ONLY="${ONLY:-}"
 
 note_fail() { fail=$((fail + $2)); failed_names="$failed_names $1"; }
@@ -121,11 +124,12 @@ for t in tests/integration/*.sh tests/integration/*.py; do
 done | LOGDIR="$LOGDIR" xargs -P "${IT_JOBS:-3}" -I{} sh "$ROOT/tests/run.sh" --integration-one {}
 for r in "$LOGDIR"/*.result; do
     [ -f "$r" ] || continue
-    read -r p f <"$r"
-    pass=$((pass + p))
+    read -r p f s <"$r"
+    pass=$((pass + p)); skip=$((skip + ${s:-0}))
     [ "$f" != 0 ] && note_fail "$(basename "$r" .result)" "$f"
 done
 
 [ -n "$failed_names" ] && echo "failed:$failed_names"
-echo "total: $pass passed, $fail failed"
+if [ "$skip" -gt 0 ]; then echo "total: $pass passed, $fail failed, $skip skipped"
+else echo "total: $pass passed, $fail failed"; fi
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

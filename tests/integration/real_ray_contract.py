@@ -9,7 +9,7 @@
 # the job really runs on the real head (its output is in the logs). Serve API: PUT a
 # two-application config, GET the details through DEPLOYING -> RUNNING, DELETE. For every call
 # the HTTP status and the JSON field names of both servers are compared; rayop's dashboard
-# client (bin/dashctl, reconcilers/dashboard) is run against both and must read the same.
+# client (bin/dashctl, dashboard/) is run against both and must read the same.
 # Known, accepted differences are listed in KNOWN (and docs/kubesim-fidelity.md) with the
 # reason; any other difference fails. Without the venv the suite prints skip lines.
 import json
