@@ -65,4 +65,16 @@ if wait_until "up: the pending application DEPLOY_FAILED in pendingServiceStatus
         sh -c "[ '$(rs_cond up UpgradeInProgress)' = 'True BothActivePendingClustersExist' ] && [ '$(rs_cond up Ready)' = 'True NonZeroServeEndpoints' ]"
 fi
 rs_invariant_check up
+
+# negative control: the poller sees a serve Service pointed at the failing cluster
+if [ -n "${C3:-}" ]; then
+    rs_invariant_start up
+    kcurl -X PATCH -H 'Content-Type: application/merge-patch+json' \
+        -d "{\"spec\":{\"selector\":{\"ray.io/cluster\":\"$C3\"}}}" /api/v1/namespaces/default/services/up-serve-svc >/dev/null
+    caught() { [ -s "$WORK/invariant-up.txt" ]; }
+    wait_until "negative control: the poller reports a serve Service on $C3" 10 caught &&
+        ok "negative control: the poller reports a serve Service on the DEPLOY_FAILED cluster"
+    kill "$RS_INV_PID" 2>/dev/null
+    RS_INV_PID=""
+fi
 exit "$(lib_failures)"
