@@ -75,6 +75,7 @@ struct ray_cluster {
     struct ray_app *apps;
     unsigned app_seq;
     bool serve_started;
+    uint64_t serve_started_ms;   /* when the Serve controller first started */
     UT_hash_handle hh;
 };
 
