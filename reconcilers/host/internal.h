@@ -98,6 +98,8 @@ struct host_opts {
     int leader_lease_s;                      /* --leader-lease-seconds (15) */
     bool use_kubernetes_proxy;
     char feature_gates[512];
+    char batch_scheduler[64];                /* --batch-scheduler / batchScheduler */
+    bool enable_batch_scheduler;             /* --enable-batch-scheduler (legacy: volcano) */
     char log_encoder[16];                    /* json | console */
     int log_level;                           /* -1: unchanged */
     cJSON *config_json;                      /* the --config file as JSON (owned), NULL if none */
