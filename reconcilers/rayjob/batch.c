@@ -29,7 +29,7 @@ static const cJSON *submitter_podspec(const cJSON *rj, cJSON **hold)
     int err = 0;
     *hold = NULL;
     if (strcmp(mode, "K8sJobMode") == 0) {
-        if (!(*hold = rj_build_submitter(rj, st, &err)))
+        if (!(*hold = rj_build_submitter(rj, NULL, st, &err)))
             return NULL;
         return kobj_get(kobj_get(kobj_get(*hold, "spec"), "template"), "spec");
     }

@@ -202,7 +202,7 @@ static void test_volcano_rayjob_podgroup(void **state)
     cJSON *st = cJSON_AddObjectToObject(rj, "status");
     cJSON_AddStringToObject(st, "rayClusterName", "rayjob-sample-0-abcde");
     int err = 0;
-    cJSON *job = rj_build_submitter(rj, st, &err);
+    cJSON *job = rj_build_submitter(rj, NULL, st, &err);
     assert_non_null(job);
     const cJSON *podspec = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(job, "spec"),
                                                "template"), "spec");
@@ -317,7 +317,7 @@ static void test_yunikorn(void **state)
     cJSON *rj = job_sample("ray-job.yunikorn-scheduler.yaml", "j1");
     cJSON *st = cJSON_AddObjectToObject(rj, "status");
     cJSON_AddStringToObject(st, "rayClusterName", "rayjob-yunikorn-0-abcde");
-    cJSON *job = rj_build_submitter(rj, st, &err);
+    cJSON *job = rj_build_submitter(rj, NULL, st, &err);
     cJSON *tmpl = cJSON_GetObjectItem(cJSON_GetObjectItem(job, "spec"), "template");
     struct batchsched_parent p = { .obj = rj, .is_job = true,
                                    .submitter_podspec = cJSON_GetObjectItem(tmpl, "spec") };
