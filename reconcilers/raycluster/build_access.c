@@ -30,6 +30,22 @@ int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
     return 0;
 }
 
+int rc_auth_token_secret(const cJSON *rc, char *out, size_t cap)
+{
+    const cJSON *auth = rcj_get(rc_spec(rc), "authOptions");
+    const char *mode = rcj_str(auth, "mode"), *sn = rcj_str(auth, "secretName");
+    if (cap == 0)
+        return -ENAMETOOLONG;
+    out[0] = '\0';
+    if (!mode || strcmp(mode, "token") != 0)
+        return 0;
+    if (sn && *sn)
+        snprintf(out, cap, "%s", sn);
+    else
+        rc_check_name(rc_name(rc), out, cap);
+    return 0;
+}
+
 /* base64.StdEncoding */
 static char *base64(const unsigned char *in, size_t n)
 {

@@ -51,7 +51,6 @@ void rc_metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
 void rc_metrics_forget(const char *ns, const char *name);
 
 /* Kubernetes resources the controller writes that kube/ has no constant for. */
-extern const struct kube_resource RC_RES_SERVICEACCOUNTS, RC_RES_ROLES, RC_RES_ROLEBINDINGS,
-    RC_RES_SECRETS;
+extern const struct kube_resource RC_RES_SERVICEACCOUNTS, RC_RES_ROLES, RC_RES_ROLEBINDINGS;
 
 #endif

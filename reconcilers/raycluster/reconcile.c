@@ -28,7 +28,6 @@
 const struct kube_resource RC_RES_SERVICEACCOUNTS = { "", "v1", "serviceaccounts", 1 };
 const struct kube_resource RC_RES_ROLES = { "rbac.authorization.k8s.io", "v1", "roles", 1 };
 const struct kube_resource RC_RES_ROLEBINDINGS = { "rbac.authorization.k8s.io", "v1", "rolebindings", 1 };
-const struct kube_resource RC_RES_SECRETS = { "", "v1", "secrets", 1 };
 
 /* res->message is shorter than the messages: keep the head of it. */
 static void set_message(struct host_result *res, const char *msg)
@@ -215,7 +214,7 @@ static int reconcile_auth_secret(struct rc_run *r)
     cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
     cJSON_AddItemToArray(refs, ref);
     cJSON_AddStringToObject(data, "auth_token", data64);
-    rc = create_absent(r, RC_CACHE_SECRETS, &RC_RES_SECRETS, s, NULL, NULL, "secret");
+    rc = create_absent(r, RC_CACHE_SECRETS, &KUBE_RES_SECRETS, s, NULL, NULL, "secret");
 out:
     explicit_bzero(token, sizeof(token));
     explicit_bzero(data64, sizeof(data64));

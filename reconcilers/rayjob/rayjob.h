@@ -149,8 +149,10 @@ int64_t rj_parse_time_ms(const char *s);                     /* -1 if absent/bad
  * gate, it checks `ray job status` first and restarts OnFailure). NULL with *err < 0. */
 cJSON *rj_build_cluster(const cJSON *rayjob, const cJSON *status, bool sidecar_restart, int *err);
 /* The submitter batch Job (createNewK8sJob + getSubmitterTemplate). status
- * carries dashboardURL and jobId. */
-cJSON *rj_build_submitter(const cJSON *rayjob, const cJSON *status, int *err);
+ * carries dashboardURL and jobId; cluster (NULL if unknown) the RayCluster it
+ * submits to, whose token auth the submitter gets. */
+cJSON *rj_build_submitter(const cJSON *rayjob, const cJSON *status, const cJSON *cluster,
+                          int *err);
 /* The shell command KubeRay's BuildJobSubmitCommand joins with spaces for
  * mode "K8sJobMode" or "SidecarMode". Caller frees. NULL with *err. */
 char *rj_build_submit_command(const cJSON *rayjob, const cJSON *status, const char *mode,
