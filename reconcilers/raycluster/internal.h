@@ -10,7 +10,7 @@
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/raycluster/raycluster.h"
 
-/* KubeRay's requeue periods (DefaultRequeueDuration, RAYCLUSTER_DEFAULT_REQUEUE_SECONDS). */
+/* KubeRay's requeue periods (DefaultRequeueDuration, RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV). */
 #define RC_REQUEUE_SHORT_MS 2000u
 #define RC_REQUEUE_IDLE_MS 300000u
 #define RC_REQUEUE_HEAD_GONE_MS 10000u

@@ -11,7 +11,7 @@
  * not handed out again before the cache shows them (no stale-cache duplicates).
  * Outcome: an error is retried with the queue's backoff; a status write or a
  * pending step requeues after 2 s (KubeRay's DefaultRequeueDuration), an
- * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS).
+ * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -354,13 +354,13 @@ static void apply_operator_config(struct rc_run *r)
         r->bo.default_pod_labels = v;
 }
 
-/* KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS (whole seconds, default 300);
+/* KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV (whole seconds, default 300);
  * RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS overrides it in milliseconds (benchmarks:
  * bench/raycluster.sh re-queues converged clusters continuously with 1). */
 static uint64_t idle_requeue_ms(void)
 {
     const char *ms = getenv("RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS");
-    const char *sec = getenv("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS");
+    const char *sec = getenv("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV");
     char *end;
     if (ms && *ms) {
         unsigned long long v = strtoull(ms, &end, 10);
