@@ -133,7 +133,6 @@ struct kube_client;
 int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts,
                     struct kube_client **out);
 void kube_client_free(struct kube_client *c);
-struct kube_config *kube_client_config(struct kube_client *c);
 
 /* Counters for metrics and tests (monotonic, approximate under concurrency). */
 struct kube_client_stats {
@@ -367,7 +366,6 @@ void kube_watch_stop(struct kube_watch *w);
 /* The resourceVersion of the last event or bookmark seen ("" before any):
  * where a re-watch resumes. Valid until the watch ends. */
 const char *kube_watch_last_rv(const struct kube_watch *w);
-uint64_t kube_watch_events(const struct kube_watch *w);
 const char *kube_event_type_name(enum kube_event_type t);
 
 #endif

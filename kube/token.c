@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "kube/internal.h"
 
 #define TOKEN_MAX_BYTES (64 * 1024)
@@ -88,7 +89,7 @@ int kube_secret_value(const cJSON *secret, const char *key, char **out, size_t *
     v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"), key);
     if (!cJSON_IsString(v))
         return -ENOENT;
-    return util_base64_decode(v->valuestring, strlen(v->valuestring), out, len);
+    return kobj_base64_decode(v->valuestring, strlen(v->valuestring), out, len);
 }
 
 static uint64_t token_clock(void)

@@ -81,10 +81,4 @@ void util_format_microtime(const struct timespec *ts, char out[40]);
 /* Parses RFC 3339 (Z or numeric offset, optional fraction). 0 or -EINVAL. */
 int util_parse_time(const char *s, time_t *out);
 
-/* ---- base64 (base64.c) ----------------------------------------------------- */
-
-/* Strict base64 (standard alphabet, whitespace ignored) into a NUL-terminated
- * buffer the caller frees. 0, -EINVAL (bad input) or -ENOMEM. */
-int util_base64_decode(const char *in, size_t len, char **out, size_t *outlen);
-
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/kobj.h"
 #include "kubesim/ray/internal.h"
 #include "kubesim/store/store.h"
 
@@ -21,7 +22,7 @@
  * wiped first). */
 static char *secret_value(struct ray *r, const char *ns, const cJSON *ref)
 {
-    const char *name = ray_jstr(ref, "name"), *key = ray_jstr(ref, "key");
+    const char *name = kobj_str(ref, "name"), *key = kobj_str(ref, "key");
     struct store_obj *o = NULL;
     struct store_status st = { 0 };
     char *out = NULL;
@@ -30,8 +31,8 @@ static char *secret_value(struct ray *r, const char *ns, const cJSON *ref)
     if (!r->r_secrets || !name || !key)
         return NULL;
     if (store_get(r->store, r->r_secrets, ns, name, &o, &st) == 0) {
-        const char *v = ray_jstr(ray_jget(o->json, "data"), key);
-        if (v && util_base64_decode(v, strlen(v), &out, &n) < 0)
+        const char *v = kobj_str(kobj_get(o->json, "data"), key);
+        if (v && kobj_base64_decode(v, strlen(v), &out, &n) < 0)
             out = NULL;
         store_obj_unref(o);
     }
@@ -44,9 +45,9 @@ cJSON *ray_env_resolve(struct ray *r, const char *ns, const cJSON *env)
     cJSON *out = env ? cJSON_Duplicate(env, true) : NULL, *e;
 
     cJSON_ArrayForEach(e, out) {
-        const cJSON *ref = ray_jget(ray_jget(e, "valueFrom"), "secretKeyRef");
+        const cJSON *ref = kobj_get(kobj_get(e, "valueFrom"), "secretKeyRef");
         char *v;
-        if (!ref || ray_jget(e, "value") || !(v = secret_value(r, ns, ref)))
+        if (!ref || kobj_get(e, "value") || !(v = secret_value(r, ns, ref)))
             continue;
         cJSON_AddStringToObject(e, "value", v);
         explicit_bzero(v, strlen(v));
@@ -58,28 +59,28 @@ cJSON *ray_env_resolve(struct ray *r, const char *ns, const cJSON *env)
 /* The Ray container: KubeRay's is the first one. */
 static const cJSON *ray_container(const cJSON *pod)
 {
-    const cJSON *cts = ray_jget(ray_jget(pod, "spec"), "containers");
+    const cJSON *cts = kobj_get(kobj_get(pod, "spec"), "containers");
     return cJSON_IsArray(cts) ? cts->child : NULL;
 }
 
 char *ray_pod_auth_token(struct ray *r, const cJSON *pod)
 {
-    const cJSON *md = ray_jget(pod, "metadata"), *e;
-    const char *ns = ray_jstr(md, "namespace"), *mode = NULL;
+    const cJSON *md = kobj_get(pod, "metadata"), *e;
+    const char *ns = kobj_str(md, "namespace"), *mode = NULL;
     const cJSON *tok = NULL;
 
-    cJSON_ArrayForEach(e, ray_jget(ray_container(pod), "env")) {
-        const char *n = ray_jstr(e, "name");
+    cJSON_ArrayForEach(e, kobj_get(ray_container(pod), "env")) {
+        const char *n = kobj_str(e, "name");
         if (n && !strcmp(n, "RAY_AUTH_MODE"))
-            mode = ray_jstr(e, "value");
+            mode = kobj_str(e, "value");
         else if (n && !strcmp(n, "RAY_AUTH_TOKEN"))
             tok = e;
     }
     if (!mode || strcmp(mode, "token") != 0)
         return NULL;
-    if (ray_jstr(tok, "value"))
-        return strdup(ray_jstr(tok, "value"));
-    char *v = ns ? secret_value(r, ns, ray_jget(ray_jget(tok, "valueFrom"), "secretKeyRef"))
+    if (kobj_str(tok, "value"))
+        return strdup(kobj_str(tok, "value"));
+    char *v = ns ? secret_value(r, ns, kobj_get(kobj_get(tok, "valueFrom"), "secretKeyRef"))
                  : NULL;
     /* token mode without a token Ray can read: no request can be authenticated */
     return v ? v : strdup("");

@@ -37,17 +37,17 @@ static bool pod_ready(const cJSON *pod)
 {
     const cJSON *cd;
 
-    if (ray_jget(ray_jget(pod, "metadata"), "deletionTimestamp"))
+    if (kobj_get(kobj_get(pod, "metadata"), "deletionTimestamp"))
         return false;
-    cJSON_ArrayForEach(cd, ray_jget(ray_jget(pod, "status"), "conditions"))
-        if (ray_jstr(cd, "type") && !strcmp(ray_jstr(cd, "type"), "Ready"))
-            return ray_jstr(cd, "status") && !strcmp(ray_jstr(cd, "status"), "True");
+    cJSON_ArrayForEach(cd, kobj_get(kobj_get(pod, "status"), "conditions"))
+        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
+            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
     return false;
 }
 
 static bool is_head(const cJSON *pod)
 {
-    const char *t = ray_jstr(ray_jget(ray_jget(pod, "metadata"), "labels"), "ray.io/node-type");
+    const char *t = kobj_str(kobj_get(kobj_get(pod, "metadata"), "labels"), "ray.io/node-type");
 
     return t && !strcmp(t, "head");
 }
@@ -57,27 +57,27 @@ static int named_port(const cJSON *pod, const char *name, int def)
 {
     const cJSON *ct, *pt;
 
-    cJSON_ArrayForEach(ct, ray_jget(ray_jget(pod, "spec"), "containers"))
-        cJSON_ArrayForEach(pt, ray_jget(ct, "ports"))
-            if (ray_jstr(pt, "name") && !strcmp(ray_jstr(pt, "name"), name) &&
-                cJSON_IsNumber(ray_jget(pt, "containerPort")))
-                return ray_jget(pt, "containerPort")->valueint;
+    cJSON_ArrayForEach(ct, kobj_get(kobj_get(pod, "spec"), "containers"))
+        cJSON_ArrayForEach(pt, kobj_get(ct, "ports"))
+            if (kobj_str(pt, "name") && !strcmp(kobj_str(pt, "name"), name) &&
+                cJSON_IsNumber(kobj_get(pt, "containerPort")))
+                return kobj_get(pt, "containerPort")->valueint;
     return def;
 }
 
 static bool is_ray_node(const cJSON *pod)
 {
-    const cJSON *l = ray_jget(ray_jget(pod, "metadata"), "labels");
-    const char *t = ray_jstr(l, "ray.io/node-type");
+    const cJSON *l = kobj_get(kobj_get(pod, "metadata"), "labels");
+    const char *t = kobj_str(l, "ray.io/node-type");
 
-    return t && (!strcmp(t, "head") || !strcmp(t, "worker")) && ray_jstr(l, "ray.io/cluster");
+    return t && (!strcmp(t, "head") || !strcmp(t, "worker")) && kobj_str(l, "ray.io/cluster");
 }
 
 /* Ready worker Pods of the head's cluster (for /api/cluster_status). */
 static int count_workers(struct ray *r, const cJSON *head)
 {
-    const cJSON *md = ray_jget(head, "metadata");
-    const char *cl = ray_jstr(ray_jget(md, "labels"), "ray.io/cluster");
+    const cJSON *md = kobj_get(head, "metadata");
+    const char *cl = kobj_str(kobj_get(md, "labels"), "ray.io/cluster");
     struct store_list_opts lo = { 0 };
     struct store_list l = { 0 };
     struct store_status st = { 0 };
@@ -91,7 +91,7 @@ static int count_workers(struct ray *r, const cJSON *head)
     if (sel_parse(expr, &s, err, sizeof(err)) < 0)
         return 0;
     lo.labels = s;
-    if (store_list(r->store, r->r_pods, ray_jstr(md, "namespace"), &lo, &l, &st) == 0) {
+    if (store_list(r->store, r->r_pods, kobj_str(md, "namespace"), &lo, &l, &st) == 0) {
         for (size_t i = 0; i < l.n; i++)
             n += pod_ready(l.items[i]->json);
         store_list_free(&l);
@@ -104,9 +104,9 @@ static int count_workers(struct ray *r, const cJSON *head)
 /* Serve's HTTP proxy on a Ready Ray node (head or worker) whose cluster runs Serve. */
 static void reach_serve(struct ray *r, const cJSON *pod, const char *addr, struct ray_target *t)
 {
-    const cJSON *md = ray_jget(pod, "metadata");
-    const char *ns = ray_jstr(md, "namespace");
-    const char *cl = ray_jstr(ray_jget(md, "labels"), "ray.io/cluster");
+    const cJSON *md = kobj_get(pod, "metadata");
+    const char *ns = kobj_str(md, "namespace");
+    const char *cl = kobj_str(kobj_get(md, "labels"), "ray.io/cluster");
     struct ray_cluster *c, *ct, *hit = NULL;
 
     pthread_mutex_lock(&r->mu);
@@ -193,9 +193,9 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
     num = strtol(port, &end, 10);
     if (*port && !*end) {
         bool found = false;
-        cJSON_ArrayForEach(sp, ray_jget(ray_jget(svc->json, "spec"), "ports"))
-            if (cJSON_IsNumber(ray_jget(sp, "port")) && ray_jget(sp, "port")->valueint == num) {
-                const char *spn = ray_jstr(sp, "name");
+        cJSON_ArrayForEach(sp, kobj_get(kobj_get(svc->json, "spec"), "ports"))
+            if (cJSON_IsNumber(kobj_get(sp, "port")) && kobj_get(sp, "port")->valueint == num) {
+                const char *spn = kobj_str(sp, "name");
                 snprintf(pname, sizeof(pname), "%s", spn ? spn : "");
                 found = true;
                 break;
@@ -209,14 +209,14 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
         }
     }
     ep = get_obj(r, r->r_ep, ns, name);
-    cJSON_ArrayForEach(ss, ray_jget(ep ? ep->json : NULL, "subsets")) {
-        const cJSON *as = ray_jget(ss, "addresses");
-        cJSON_ArrayForEach(pt, ray_jget(ss, "ports")) {
-            const char *n = ray_jstr(pt, "name");
+    cJSON_ArrayForEach(ss, kobj_get(ep ? ep->json : NULL, "subsets")) {
+        const cJSON *as = kobj_get(ss, "addresses");
+        cJSON_ArrayForEach(pt, kobj_get(ss, "ports")) {
+            const char *n = kobj_str(pt, "name");
             if (strcmp(n ? n : "", pname) || !cJSON_IsArray(as) || !as->child)
                 continue;
             addr = as->child;
-            epport = cJSON_IsNumber(ray_jget(pt, "port")) ? ray_jget(pt, "port")->valueint : 0;
+            epport = cJSON_IsNumber(kobj_get(pt, "port")) ? kobj_get(pt, "port")->valueint : 0;
             break;
         }
         if (addr)
@@ -227,12 +227,12 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
         goto out;
     }
     {
-        const cJSON *ref = ray_jget(addr, "targetRef");
-        const char *pn = ray_jstr(ref, "name");
+        const cJSON *ref = kobj_get(addr, "targetRef");
+        const char *pn = kobj_str(ref, "name");
         if (pn)
             pod = get_obj(r, r->r_pods, ns, pn);
         /* the Endpoints object can trail the Pod by one sync: trust the Pod */
-        if (pod && ray_jstr(ref, "uid") && strcmp(pod->uid, ray_jstr(ref, "uid"))) {
+        if (pod && kobj_str(ref, "uid") && strcmp(pod->uid, kobj_str(ref, "uid"))) {
             store_obj_unref(pod);
             pod = NULL;
         }
@@ -241,7 +241,7 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
                  name, NULL);
             goto out;
         }
-        reach_pod(r, pod ? pod->json : NULL, ray_jstr(addr, "ip"), epport, t);
+        reach_pod(r, pod ? pod->json : NULL, kobj_str(addr, "ip"), epport, t);
     }
 out:
     if (pod)
@@ -262,7 +262,7 @@ static struct store_obj *find_by_field(struct ray *r, const struct reg_resource 
 
     if (store_list(r->store, res, "", &lo, &l, &st) == 0) {
         for (size_t i = 0; i < l.n && !hit; i++) {
-            const char *x = ray_jstr(ray_jget(l.items[i]->json, a), b);
+            const char *x = kobj_str(kobj_get(l.items[i]->json, a), b);
             if (x && !strcmp(x, v))
                 hit = store_obj_ref(l.items[i]);
         }
@@ -284,10 +284,10 @@ void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const ch
     if (!strcmp(host, "localhost") || !strcmp(host, "127.0.0.1")) {
         /* a sidecar submitter shares the head Pod's network namespace (read it afresh:
          * self is the Pod as its containers started, before it had an IP or was Ready) */
-        const cJSON *md = ray_jget(self, "metadata");
-        const char *sn = ray_jstr(md, "namespace"), *nm = ray_jstr(md, "name");
+        const cJSON *md = kobj_get(self, "metadata");
+        const char *sn = kobj_str(md, "namespace"), *nm = kobj_str(md, "name");
         struct store_obj *o = sn && nm ? get_obj(r, r->r_pods, sn, nm) : NULL;
-        bool same = o && ray_jstr(md, "uid") && !strcmp(o->uid, ray_jstr(md, "uid"));
+        bool same = o && kobj_str(md, "uid") && !strcmp(o->uid, kobj_str(md, "uid"));
         reach_pod(r, same ? o->json : NULL, host, port, t);
         if (o)
             store_obj_unref(o);
@@ -469,7 +469,7 @@ static int on_admin(void *arg, struct server_req *req)
     if (strcmp(req->method, "POST"))
         return server_reply_status(req, 405, "MethodNotAllowed", "POST only");
     body = cJSON_ParseWithLength(req->body, req->body_len);
-    if (!cJSON_IsObject(body) || !cJSON_IsString(ray_jget(body, "status"))) {
+    if (!cJSON_IsObject(body) || !cJSON_IsString(kobj_get(body, "status"))) {
         cJSON_Delete(body);
         return server_reply_status(req, 400, "BadRequest", "want {\"status\": \"UNHEALTHY\"|"
                                    "\"DEPLOY_FAILED\"|\"RUNNING\"|\"\", \"message\": \"...\"}");
@@ -479,7 +479,7 @@ static int on_admin(void *arg, struct server_req *req)
         if (!strcmp(c->ns, ns) && (!strcmp(c->name, cl) || !strcmp(c->head, cl)))
             hit = c;
     if (hit)
-        rc = ray_serve_force(hit, app, ray_jstr(body, "status"), ray_jstr(body, "message"));
+        rc = ray_serve_force(hit, app, kobj_str(body, "status"), kobj_str(body, "message"));
     pthread_mutex_unlock(&r->mu);
     cJSON_Delete(body);
     if (rc == -EINVAL)

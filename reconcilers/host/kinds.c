@@ -2,8 +2,7 @@
  * kinds.c - the registration table of `rayop controller KIND`.
  *
  * raycluster is reconcilers/raycluster/, rayjob reconcilers/rayjob/.
- * rayservice is a PLACEHOLDER until its issue lands: it logs the key, reads
- * the object from the cache and returns ok. The
+ * rayservice is reconcilers/rayservice/. The
  * "test" kind exercises the whole host end to end on the raycluster queue: it
  * writes (a merge patch of two annotations, guarded by the resourceVersion it
  * read) so read-your-writes is observable, and annotations on the object steer
@@ -21,10 +20,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/host/host.h"
 #include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/raycronjob/raycronjob.h"
 #include "reconcilers/rayjob/rayjob.h"
+#include "reconcilers/rayservice/rayservice.h"
 #include "util/util.h"
 
 #define RC_TYPE "ray.io/v1/rayclusters"
@@ -32,40 +33,9 @@
 static const char *const rc_types[] = { RC_TYPE, "v1/pods", "v1/services", NULL };
 static const char *const rj_types[] = { "ray.io/v1/rayjobs", RC_TYPE, "batch/v1/jobs", "v1/pods",
                                          NULL };
-static const char *const rs_types[] = { "ray.io/v1/rayservices", RC_TYPE, "v1/services", NULL };
+static const char *const rs_types[] = { "ray.io/v1/rayservices", RC_TYPE, "v1/services", "v1/pods",
+                                         "discovery.k8s.io/v1/endpointslices", NULL };
 static const char *const test_types[] = { RC_TYPE, NULL };
-
-static const char *annotation(const cJSON *obj, const char *name)
-{
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "annotations"), name);
-    return cJSON_IsString(a) ? a->valuestring : NULL;
-}
-
-/* Placeholder shared by the three real kinds until their issues. */
-static int placeholder_reconcile(struct host_ctx *ctx, const char *type, struct host_result *res)
-{
-    cJSON *obj = NULL;
-    int rc = host_get(ctx, type, ctx->ns, ctx->name, &obj);
-    if (rc == -ENOENT) {
-        host_log(ctx, LOG_INFO, "reconcile (placeholder): object gone", NULL);
-        return 0;
-    }
-    if (rc < 0)
-        return rc;
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(m, "resourceVersion");
-    host_log(ctx, LOG_INFO, "reconcile (placeholder until the kind's issue)",
-             "resourceVersion", cJSON_IsString(rv) ? rv->valuestring : "", NULL);
-    cJSON_Delete(obj);
-    res->outcome = HOST_OK;
-    return 0;
-}
-
-static int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res)
-{
-    return placeholder_reconcile(ctx, "ray.io/v1/rayservices", res);
-}
 
 static int test_reconcile(struct host_ctx *ctx, struct host_result *res)
 {
@@ -84,9 +54,9 @@ static int test_reconcile(struct host_ctx *ctx, struct host_result *res)
     snprintf(rv, sizeof(rv), "%s", cJSON_IsString(rvj) ? rvj->valuestring : "");
     char want[32];
     snprintf(want, sizeof(want), "%.0f", cJSON_IsNumber(gen) ? gen->valuedouble : 0.0);
-    const char *sleep_ms = annotation(obj, "rayop.io/test-sleep-ms");
-    const char *fail = annotation(obj, "rayop.io/test-fail");
-    const char *seen = annotation(obj, "rayop.io/test-observed-generation");
+    const char *sleep_ms = kobj_annotation(obj, "rayop.io/test-sleep-ms");
+    const char *fail = kobj_annotation(obj, "rayop.io/test-fail");
+    const char *seen = kobj_annotation(obj, "rayop.io/test-observed-generation");
     host_log(ctx, LOG_INFO, "test reconcile", "resourceVersion", rv, "generation", want,
              "observed", seen ? seen : "", NULL);
     if (sleep_ms) {
@@ -134,7 +104,8 @@ const struct host_kind host_kinds[] = {
       "RayJob (reconcilers/rayjob: RayCluster, submitter, dashboard, status, events)",
       rayjob_metrics },
     { "rayservice", "rayservice", rs_types, rayservice_reconcile,
-      "RayService (placeholder: logs and reads the object)" },
+      "RayService (reconcilers/rayservice: RayClusters, Serve, Services, upgrades, status)",
+      rayservice_metrics },
     { "raycronjob", "raycronjob", raycronjob_cache_types, raycronjob_reconcile,
       "RayCronJob: a RayJob from spec.jobTemplate at each tick of spec.schedule" },
     { "test", "raycluster", test_types, test_reconcile,

@@ -181,8 +181,11 @@ if [ -n "$holder" ]; then
 fi
 
 # ---- restart -> first reconcile with NOBJ pods cached ----
-check "cache holds the $NOBJ pods (+1 from the read-your-writes step)" sh -c \
-    "'$RAYOP' status --state-dir '$STATE' -o json | jq -e '.cache.types[] | select(.name == \"v1/pods\") | .objects >= $NOBJ' >/dev/null"
+# The watcher applies the NOBJ creates at its own pace; on a loaded machine that can
+# take a while after the POSTs returned, so wait for it rather than sample once.
+wait_until "cache holds the $NOBJ pods" 60 sh -c \
+    "'$RAYOP' status --state-dir '$STATE' -o json | jq -e '.cache.types[] | select(.name == \"v1/pods\") | .objects >= $NOBJ' >/dev/null" &&
+    ok "cache holds the $NOBJ pods (+1 from the read-your-writes step)"
 spec_bump c3
 wait_until "c3 bump reached the cache" 10 sh -c "'$RAYOP' status --state-dir '$STATE' -o json | jq -e '.queues.kinds[] | select(.kind == \"raycluster\") | .depth >= 1' >/dev/null"
 times=()

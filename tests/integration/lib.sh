@@ -23,6 +23,8 @@
 #                           polls command (every 0.1 s) until it succeeds; on timeout prints
 #                           a not-ok line and returns 1
 #   ok "what" / not_ok "what" [detail]      TAP-ish result lines tests/run.sh counts
+#   skip "what" "why"       a check that cannot run here (a missing peer or tool): counted
+#                           as skipped, never as passed
 #   check "what" command...                 ok if command succeeds, else not_ok
 #   json_get FIELD.PATH     reads JSON on stdin, prints the value at a dotted path
 #                           (jq, else python3; strings/numbers bare, objects as compact JSON,
@@ -45,6 +47,7 @@ not_ok() {
     _LIB_FAILS=$((_LIB_FAILS + 1))
     return 0
 }
+skip() { echo "skip - $1 (${2:-not available here})"; }
 check() {
     local what=$1; shift
     if "$@"; then ok "$what"; else not_ok "$what" "command: $*"; fi
