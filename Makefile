@@ -13,6 +13,7 @@
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
 #   make demo       the README's main job
+#   make peers      the real peers (kube-apiserver, etcd, kwok, helm, Ray venv) into .peers/
 MODE    ?= rel
 B       := build/$(MODE)
 COMMON_DIRS := util kobj
@@ -61,7 +62,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo clean
+.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo peers clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -108,6 +109,8 @@ test: deps
 	$(MAKE) -j$(NPROC) all unit-bins bench-bins
 	$(MAKE) -j$(NPROC) MODE=asan unit-bins
 	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
+	@if why=$$(sh tools/peers/build.sh --check); then sh tools/peers/build.sh; \
+	else echo "make test: the real tier (real_*) is skipped: $$why"; fi
 	sh tests/run.sh
 
 # Long, randomly seeded fuzzing of every target (not in CI): FUZZ_SECONDS each.
@@ -123,6 +126,11 @@ bench-sim: deps all $(BENCH_BINS)
 
 demo: deps all
 	bash tools/demo.sh
+
+# Real Kubernetes control plane, etcd, kwok, helm and the Ray venv, built once per content hash
+# under ~/.cache/rayop-peers and linked into .peers/ (tools/peers/build.sh).
+peers:
+	sh tools/peers/build.sh
 
 clean:
 	rm -rf build bin

@@ -138,19 +138,20 @@ rs_invariant_start() {
     RS_INV_PID=$!
 }
 rs_invariant_check() {
-    local name=$1
+    local name=$1 polls gap
     kill "$RS_INV_PID" 2>/dev/null
     wait "$RS_INV_PID" 2>/dev/null
     RS_INV_PID=""
-    local polls
     polls=$(wc -l <"$WORK/invariant-$name.polls")
+    # the longest time between two polls (ms), for the record
+    gap=$(awk '{ if ($2 > m) m = $2 } END { print m + 0 }' "$WORK/invariant-$name.polls")
     if [ -s "$WORK/invariant-$name.txt" ]; then
         not_ok "invariant: the serve Service of $name never selected a cluster with an application not RUNNING ($polls polls)"
         head -5 "$WORK/invariant-$name.txt" | sed 's/^/# /'
     elif [ "$polls" -lt 10 ]; then
         not_ok "invariant poller of $name ran ($polls polls)"
     else
-        ok "invariant: the serve Service of $name never selected a cluster with an application not RUNNING ($polls polls, every 100 ms)"
+        ok "invariant: the serve Service of $name never selected a cluster with an application not RUNNING ($polls polls, every 100 ms, longest gap $gap ms)"
     fi
 }
 

@@ -35,6 +35,13 @@ if rs_wait svc status.serviceStatus Running 60; then
     check "svc: a request through the serve Service reaches the application" \
         sh -c "curl -sS -H 'Authorization: Bearer $KUBESIM_TOKEN' '$KUBESIM_URL/api/v1/namespaces/default/services/svc-serve-svc:serve/proxy/app/x' | grep -q \"application 'app'\""
     check "svc: exactly one Serve PUT" [ "$(rs_puts svc)" = 1 ]
+    head_serving() {
+        [ "$(kcurl "/api/v1/namespaces/default/pods?labelSelector=ray.io/cluster=$C,ray.io/node-type=head" |
+             jq -r '.items[0].metadata.labels["ray.io/serve"]')" = true ]
+    }
+    wait_until "svc: the head Pod labelled ray.io/serve=true (its Serve proxy answers /-/healthz)" 20 head_serving &&
+        ok "svc: the head Pod labelled ray.io/serve=true (its Serve proxy answers /-/healthz)"
+    check "svc: UpdatedHeadPodServeLabel Event" ev_reason svc UpdatedHeadPodServeLabel
     svc_events() { ev_reason svc CreatedRayCluster && ev_reason svc UpdatedServeApplications && ev_reason svc CreatedService; }
     wait_until "svc: Events CreatedRayCluster, UpdatedServeApplications, CreatedService" 10 svc_events &&
         ok "svc: Events CreatedRayCluster, UpdatedServeApplications, CreatedService"
