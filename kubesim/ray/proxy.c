@@ -480,7 +480,8 @@ static int on_pod_proxy(void *arg, struct server_req *req)
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
     rc = ray_target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,
-                            req->body_len, &resp);
+                            req->body_len, NULL, server_req_header(req, "X-Ray-Authorization"),
+                            &resp);
     if (rc == -ENOENT)
         return server_reply_status(req, 503, "ServiceUnavailable",
                                    "error trying to reach service: connection refused");
