@@ -190,6 +190,12 @@ struct kube_result {
     struct kube_status status; /* filled when the call failed */
 };
 void kube_result_release(struct kube_result *r);
+/* The error of a failed call as the server put it: its Status message plus any
+ * field cause the message leaves out, written to buf (n bytes); without a
+ * server message, kube_strerror(err). Returns buf (or a static string when buf
+ * is NULL). Use this, not kube_strerror, wherever a result is at hand, so
+ * status, Events and logs keep "spec...image: Required value". */
+const char *kube_result_error(const struct kube_result *r, int err, char *buf, size_t n);
 
 /* The decoded bytes of a Secret's data[key] (base64), or stringData[key] when
  * present. *out is NUL-terminated and owned by the caller: a credential, wipe

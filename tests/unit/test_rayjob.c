@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "reconcilers/rayjob/rayjob.h"
+#include "util/json.h"
 
 #define NOW 1800000000000LL   /* 2027-01-15T08:00:00Z */
 
@@ -667,7 +668,7 @@ static void test_submitter_token_auth(void **state)
     const cJSON *status = cJSON_GetObjectItem(rj, "status");
     cJSON *cl = parse("{\"metadata\":{\"name\":\"rj-vwxyz\",\"namespace\":\"ns\"},"
                       "\"spec\":{\"authOptions\":{\"mode\":\"token\"}}}");
-    cJSON *job = rj_build_submitter(rj, status, cl, &err);
+    cJSON *job = rj_build_submitter(rj, cl, status, &err);
     assert_non_null(job);
     const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
         cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
@@ -678,7 +679,7 @@ static void test_submitter_token_auth(void **state)
     /* a user-named Secret */
     cJSON_AddStringToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cl, "spec"), "authOptions"),
                             "secretName", "mine");
-    job = rj_build_submitter(rj, status, cl, &err);
+    job = rj_build_submitter(rj, cl, status, &err);
     c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
         cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
     assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.name"), "mine");
@@ -686,7 +687,7 @@ static void test_submitter_token_auth(void **state)
     /* no token auth: no auth env */
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cl, "spec"), "authOptions"),
                               "mode", cJSON_CreateString("disabled"));
-    job = rj_build_submitter(rj, status, cl, &err);
+    job = rj_build_submitter(rj, cl, status, &err);
     c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
         cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
     assert_null(env_named(c0, "RAY_AUTH_MODE"));
@@ -729,7 +730,7 @@ static void test_objects(void **state)
     assert_true(rj_bool(ref, "controller"));
     assert_string_equal(rj_str(c, "spec.rayVersion"), "2.52.0");
     cJSON_Delete(c);
-    cJSON *job = rj_build_submitter(rj, status, NULL, &err);
+    cJSON *job = rj_build_submitter(rj, NULL, status, &err);
     assert_non_null(job);
     assert_string_equal(rj_str(job, "metadata.name"), "rj");
     int64_t v;
@@ -745,6 +746,21 @@ static void test_objects(void **state)
     assert_string_equal(rj_str(cJSON_GetArrayItem(env, 2), "value"), "rj-abcde");
     assert_string_equal(rj_str(job, "spec.template.spec.restartPolicy"), "Never");
     cJSON_Delete(job);
+    cJSON_Delete(rj);
+    /* clusterSelector: no rayClusterSpec; the image is the selected cluster's head's */
+    rj = parse("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"metadata\":{\"name\":\"sel\","
+               "\"namespace\":\"ns\",\"uid\":\"u-2\"},\"spec\":{\"entrypoint\":\"python x.py\","
+               "\"clusterSelector\":{\"ray.io/cluster\":\"rc\"}},\"status\":{\"jobId\":\"sel-1\","
+               "\"dashboardURL\":\"rc-head-svc.ns.svc.cluster.local:8265\"}}");
+    cJSON *picked = parse("{\"metadata\":{\"name\":\"rc\"},\"spec\":{\"headGroupSpec\":{\"template\":"
+                          "{\"spec\":{\"containers\":[{\"name\":\"ray-head\","
+                          "\"image\":\"rayproject/ray:2.46.0\"}]}}}}}");
+    job = rj_build_submitter(rj, picked, cJSON_GetObjectItem(rj, "status"), &err);
+    assert_non_null(job);
+    assert_string_equal(rj_str(cJSON_GetArrayItem(json_get(job, "spec.template.spec.containers"), 0),
+                               "image"), "rayproject/ray:2.46.0");
+    cJSON_Delete(job);
+    cJSON_Delete(picked);
     cJSON_Delete(rj);
     /* SidecarMode: the submitter goes into the head Pod, which never restarts */
     rj = rayjob("\"submissionMode\":\"SidecarMode\"", RUNNING_ST);
