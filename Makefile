@@ -61,7 +61,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo clean
+.PHONY: proto-tables all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -123,6 +123,11 @@ bench-sim: deps all $(BENCH_BINS)
 
 demo: deps all
 	bash tools/demo.sh
+
+# kubesim's protobuf tables (kubesim/api/proto_tables.c) from the k8s.io/api struct tags; needs Go.
+proto-tables:
+	cd tools/protogen && GOTOOLCHAIN=local GOFLAGS=-mod=mod go run . $$(awk '$$1 == "k8s.io/api" {print $$2}' go.mod) \
+		> ../../kubesim/api/proto_tables.c.tmp && mv ../../kubesim/api/proto_tables.c.tmp ../../kubesim/api/proto_tables.c
 
 clean:
 	rm -rf build bin
