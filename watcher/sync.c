@@ -1,9 +1,10 @@
 /*
  * sync.c - the watcher's engine: per (type, namespace) stream, LIST (paged)
  * then WATCH from the list's resourceVersion with bookmarks; every event is
- * applied to the cache first, then the stream's resourceVersion is stored
- * (a crash in between re-delivers the event on resume instead of losing it),
- * then the event is mapped to keys (types.c) and added to the queues.
+ * applied to the cache first, then mapped to keys (types.c) and added to the
+ * queues (list items and the start resync on the low-priority lane), and only
+ * then is the stream's resourceVersion stored (a crash in between re-delivers
+ * the event on resume instead of losing it; the queue's gate reads that rv).
  *
  * LISTs run on the libuv threadpool so the loop keeps serving the queues; the
  * list thread hands pages to the loop thread (the cache's single writer)
@@ -55,13 +56,17 @@ static const char *sns(const struct wstream *s)
 
 /* ---- queues ---------------------------------------------------------------- */
 
+/* low: the keys of a list (initial or relist) go to the low-priority lane, so that
+ * after a start with many cached objects a real event's key overtakes them (what
+ * controller-runtime does for the initial list). */
 static void enqueue(struct watcher *w, int t, enum watcher_ev ev, const cJSON *obj,
-                    const cJSON *old)
+                    const cJSON *old, bool low)
 {
     struct watcher_key keys[MAP_KEYS_MAX];
     int n = watcher_map_event(t, ev, obj, old, keys, MAP_KEYS_MAX);
     for (int i = 0; i < n; i++) {
-        int rc = ipc_server_add(w->ipc, keys[i].queue, keys[i].key);
+        int rc = low ? ipc_server_add_low(w->ipc, keys[i].queue, keys[i].key)
+                     : ipc_server_add(w->ipc, keys[i].queue, keys[i].key);
         if (rc < 0)
             log_warn("enqueue failed", "queue", keys[i].queue, "key", keys[i].key,
                      "error", strerror(-rc), NULL);
@@ -80,7 +85,7 @@ static int resync_visit(const struct cache_obj *o, void *arg)
     struct resync_arg *a = arg;
     char key[IPC_KEY_MAX];
     int len = snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
-    if (len > 0 && (size_t)len < sizeof(key) && ipc_server_add(a->w->ipc, a->queue, key) == 0)
+    if (len > 0 && (size_t)len < sizeof(key) && ipc_server_add_low(a->w->ipc, a->queue, key) == 0)
         a->n++;
     return 0;
 }
@@ -140,7 +145,7 @@ static void apply_put(struct wstream *s, const cJSON *obj, int from_list)
         log_error("cache put failed", "type", sname(s), "namespace", ns, "name", name,
                   "error", strerror(-rc), NULL);
     }
-    enqueue(w, s->t, have_old ? WATCHER_EV_UPDATE : WATCHER_EV_ADD, obj, old);
+    enqueue(w, s->t, have_old ? WATCHER_EV_UPDATE : WATCHER_EV_ADD, obj, old, from_list);
     cJSON_Delete(old);
 }
 
@@ -153,7 +158,7 @@ static void apply_delete(struct wstream *s, const cJSON *obj)
     if (rc < 0 && rc != -ENOENT)
         log_error("cache delete failed", "type", sname(s), "namespace", ns, "name", name,
                   "error", strerror(-rc), NULL);
-    enqueue(s->w, s->t, WATCHER_EV_DELETE, obj, NULL);
+    enqueue(s->w, s->t, WATCHER_EV_DELETE, obj, NULL, false);
 }
 
 /* The type's stored rv is the oldest of its streams' (one per namespace), so a
@@ -447,7 +452,7 @@ static int sweep_visit(const struct cache_obj *o, void *arg)
     /* the deleted object's owners hear about it, as with a DELETED event */
     cJSON *obj = NULL;
     if (cache_decode(o->data, o->len, &obj) == 0) {
-        enqueue(sw->s->w, sw->s->t, WATCHER_EV_DELETE, obj, NULL);
+        enqueue(sw->s->w, sw->s->t, WATCHER_EV_DELETE, obj, NULL, false);
         cJSON_Delete(obj);
     }
     return 0;

@@ -33,6 +33,8 @@ const struct watcher_type watcher_types[] = {
     { "v1/serviceaccounts",       "",        "v1", "serviceaccounts",      "ServiceAccount",        "v1",        CREATED_BY,                                       NULL,         0 },
     { "rbac.authorization.k8s.io/v1/roles", "rbac.authorization.k8s.io", "v1", "roles", "Role", "rbac.authorization.k8s.io/v1", CREATED_BY,              NULL,         0 },
     { "rbac.authorization.k8s.io/v1/rolebindings", "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "rbac.authorization.k8s.io/v1", CREATED_BY, NULL, 0 },
+    /* numServeEndpoints of a RayService: the serve Service's EndpointSlices */
+    { "discovery.k8s.io/v1/endpointslices", "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", "discovery.k8s.io/v1", "kubernetes.io/service-name", NULL, 0 },
     /* the RayCluster's dashboard Ingress (headGroupSpec.enableIngress) */
     { "networking.k8s.io/v1/ingresses", "networking.k8s.io", "v1", "ingresses", "Ingress", "networking.k8s.io/v1", CREATED_BY,                     NULL,         0 },
 };

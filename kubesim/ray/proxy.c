@@ -5,6 +5,8 @@
  *     Service port with that number, any other PORT is a port name ("" matches an
  *     unnamed port); the Service's Endpoints give a ready address for that port; none
  *     -> 503 ServiceUnavailable "no endpoints available for service \"NAME\"";
+ *   - pods/[SCHEME:]NAME[:PORT]/proxy/PATH (the API server's pod proxy, which KubeRay's
+ *     --use-kubernetes-proxy uses for the head's Serve /-/healthz): the Pod's IP and PORT;
  *   - a submitter's --address HOST:PORT (Service DNS name, clusterIP or Pod IP), which
  *     kube-proxy would route (ray_resolve_host);
  *   - the admin route /kubesim/ray/ (list clusters, force a Serve application status).
@@ -408,6 +410,75 @@ static int on_proxy(void *arg, struct server_req *req)
     return server_reply_take(req, resp.code, resp.ctype, resp.body, resp.len);
 }
 
+/* ---- pods/NAME/proxy ------------------------------------------------------------------------ */
+
+/* pods/[SCHEME:]NAME[:PORT]/proxy/PATH as the API server resolves it (pkg/registry/core/pod
+ * ResourceLocation): a missing Pod is 404; no PORT means the Pod's first container port; a
+ * Pod without an IP is 503 "address not allowed" in the real server, refused here. */
+static int on_pod_proxy(void *arg, struct server_req *req)
+{
+    struct ray *r = arg;
+    const struct route *rt = req->route;
+    char id[ROUTE_MAX_SEG], *name = id, *c1, *c2, *end;
+    struct ray_target t;
+    struct ray_resp resp;
+    struct store_obj *pod;
+    long port = 0;
+    int rc;
+
+    if (!rt->ns[0])
+        return server_reply_status(req, 404, "NotFound", "the server could not find the "
+                                   "requested resource");
+    snprintf(id, sizeof(id), "%s", rt->name);
+    c1 = strchr(id, ':');
+    c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (c2) {   /* SCHEME:NAME:PORT */
+        *c1 = *c2 = '\0';
+        if (strcmp(id, "http") && strcmp(id, "https"))
+            name = "";
+        else
+            name = c1 + 1;
+        c1 = c2;
+    } else if (c1) {
+        *c1 = '\0';
+    }
+    if (c1) {
+        port = strtol(c1 + 1, &end, 10);
+        if (*end || port <= 0 || port > 65535)
+            name = "";
+    }
+    if (!name[0]) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "invalid pod request \"%.300s\"", rt->name);
+        return server_reply_status(req, 400, "BadRequest", msg);
+    }
+    if (!(pod = get_obj(r, r->r_pods, rt->ns, name))) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "pods \"%.300s\" not found", name);
+        return server_reply_status(req, 404, "NotFound", msg);
+    }
+    if (!port) {
+        const cJSON *c0 = cJSON_GetArrayItem(kobj_get(kobj_get(pod->json, "spec"), "containers"), 0);
+        const cJSON *p0 = cJSON_GetArrayItem(kobj_get(c0, "ports"), 0);
+        port = cJSON_IsNumber(kobj_get(p0, "containerPort")) ? kobj_get(p0, "containerPort")->valueint : 80;
+    }
+    memset(&t, 0, sizeof(t));
+    reach_pod(r, pod->json, kobj_str(kobj_get(pod->json, "status"), "podIP"), (int)port, &t);
+    store_obj_unref(pod);
+    if (t.code)
+        return server_reply_status(req, t.code, t.reason, t.message);
+    rc = ray_target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,
+                            req->body_len, &resp);
+    if (rc == -ENOENT)
+        return server_reply_status(req, 503, "ServiceUnavailable",
+                                   "error trying to reach service: connection refused");
+    if (rc < 0 || !resp.body) {
+        free(resp.body);
+        return server_reply_status(req, 500, "InternalError", "kubesim: out of memory");
+    }
+    return server_reply_take(req, resp.code, resp.ctype, resp.body, resp.len);
+}
+
 /* ---- /kubesim/ray/ ------------------------------------------------------------------------ */
 
 static int admin_list(struct ray *r, struct server_req *req)
@@ -482,6 +553,8 @@ int ray_proxy_install(struct ray *r)
 {
     int rc = server_add_subresource(r->srv, "services", "proxy", on_proxy, r);
 
+    if (rc >= 0)
+        rc = server_add_subresource(r->srv, "pods", "proxy", on_pod_proxy, r);
     return rc < 0 ? rc : 0;
 }
 

@@ -305,7 +305,23 @@ static int drain(struct host *h)
     return atomic_load(&h->running) > 0 ? -ETIMEDOUT : 0;
 }
 
-int host_main_controller(int argc, char **argv)
+const struct host_kind *host_kind_find(const struct host_kind *kinds, size_t nkinds,
+                                       const char *name)
+{
+    for (size_t i = 0; name && i < nkinds; i++)
+        if (strcmp(kinds[i].name, name) == 0)
+            return &kinds[i];
+    return NULL;
+}
+
+static void kinds_usage(FILE *f, const struct host_kind *kinds, size_t nkinds)
+{
+    fputs("KIND:\n", f);
+    for (size_t i = 0; i < nkinds; i++)
+        fprintf(f, "  %-12s %s\n", kinds[i].name, kinds[i].about ? kinds[i].about : "");
+}
+
+int host_main_controller(int argc, char **argv, const struct host_kind *kinds, size_t nkinds)
 {
     struct host h;
     memset(&h, 0, sizeof(h));
@@ -318,13 +334,15 @@ int host_main_controller(int argc, char **argv)
     pthread_t *threads = NULL;
     int nthreads = 0;
     bool kube_started = false;
-    if (rc != 0)
+    if (rc != 0) {
+        kinds_usage(rc > 0 ? stdout : stderr, kinds, nkinds);
         return rc > 0 ? 0 : 2;
+    }
     if (h.o.log_level >= 0)
         log_set_level(h.o.log_level);
-    if (!(h.kind = host_kind_find(h.o.kind))) {
-        fprintf(stderr, "rayop controller: unknown kind \"%s\" (rayop controller --help)\n",
-                h.o.kind);
+    if (!(h.kind = host_kind_find(kinds, nkinds, h.o.kind))) {
+        fprintf(stderr, "rayop controller: unknown kind \"%s\"\n", h.o.kind);
+        kinds_usage(stderr, kinds, nkinds);
         host_opts_free(&h.o);
         return 2;
     }

@@ -101,8 +101,10 @@ static int create_absent(struct rc_run *r, const char *cache_type,
     } else if (rc == -EEXIST) {
         rc = 0;
     } else if (fail_reason) {
+        char why[640];
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, fail_reason, "Create",
-                   "Failed creating %s %s/%s, %s", what, r->ns, name, kube_strerror(rc));
+                   "Failed creating %s %s/%s, %s", what, r->ns, name,
+                   kube_result_error(&kr, rc, why, sizeof(why)));
     }
     kube_result_release(&kr);
     return rc;
@@ -200,13 +202,15 @@ static int ensure_service(struct rc_run *r, cJSON *svc)
         return rc_fail(r, RC_ERR_OTHER, "reading Service %s: %s", name, strerror(-rc));
     struct kube_result kr = { 0 };
     rc = host_create(r->ctx, &KUBE_RES_SERVICES, r->ns, svc, &kr);
+    char why[640];
+    kube_result_error(&kr, rc, why, sizeof(why));
     kube_result_release(&kr);
     if (rc == -EEXIST)
         return 0;   /* not ours to cache (no created-by label) or a race: it exists */
     if (rc < 0) {
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
-                   "Failed creating service %s/%s, %s", r->ns, name, kube_strerror(rc));
-        return rc_fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, kube_strerror(rc));
+                   "Failed creating service %s/%s, %s", r->ns, name, why);
+        return rc_fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, why);
     }
     host_log(r->ctx, LOG_INFO, "Created service for RayCluster", "service", name, NULL);
     host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "CreatedService", "Create",

@@ -391,9 +391,14 @@ fail:
     return NULL;
 }
 
-cJSON *rj_build_submitter(const cJSON *rj, const cJSON *st, int *err)
+cJSON *rj_build_submitter(const cJSON *rj, const cJSON *cluster, const cJSON *st, int *err)
 {
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(rj, "spec");
+    /* GetDefaultSubmitterTemplate(&rayClusterInstance.Spec): the cluster the
+     * job runs on, which with a clusterSelector is not in the RayJob at all */
+    const cJSON *rcs = cJSON_GetObjectItemCaseSensitive(cluster, "spec");
+    if (!cJSON_IsObject(rcs))
+        rcs = cJSON_GetObjectItemCaseSensitive(spec, "rayClusterSpec");
     const cJSON *tmpl_in = cJSON_GetObjectItemCaseSensitive(spec, "submitterPodTemplate");
     int rc = -ENOMEM;
     cJSON *job = cJSON_CreateObject(), *tmpl = NULL;
@@ -405,7 +410,7 @@ cJSON *rj_build_submitter(const cJSON *rj, const cJSON *st, int *err)
         tmpl = cJSON_CreateObject();
         cJSON *ps = cJSON_AddObjectToObject(tmpl, "spec");
         cJSON *cs = cJSON_AddArrayToObject(ps, "containers");
-        cJSON_AddItemToArray(cs, default_submitter(cJSON_GetObjectItemCaseSensitive(spec, "rayClusterSpec")));
+        cJSON_AddItemToArray(cs, default_submitter(rcs));
         cJSON_AddStringToObject(ps, "restartPolicy", "Never");
     }
     cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
