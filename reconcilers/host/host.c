@@ -234,6 +234,8 @@ static int start_leader(struct host *h)
     if (!h->o.leader_election)
         return 0;
     snprintf(c->name, sizeof(c->name), "rayop-%s-leader", h->kind->name);
+    /* KubeRay's operator Lease (main.go LeaderElectionID): the migration guard */
+    snprintf(c->guard, sizeof(c->guard), "ray-operator-leader");
     host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
     if ((rc = host_leader_identity(c->identity, sizeof(c->identity))) < 0) {
         log_error("no leader election identity (set POD_NAME)", "error", strerror(-rc), NULL);

@@ -151,6 +151,9 @@ struct host_leader_config {
     int lease_s;                              /* leaseDurationSeconds (15) */
     int renew_deadline_ms;                    /* 10000 */
     int retry_ms;                             /* 2000 */
+    /* migration guard: while another operator holds this Lease (in ns; KubeRay's
+     * "ray-operator-leader"), we do not lead. "" for none. */
+    char guard[254];
 };
 enum host_leader_state { HOST_LEADER_WAITING, HOST_LEADER_LEADING, HOST_LEADER_LOST };
 struct host_leader;

@@ -28,7 +28,9 @@ static void usage(FILE *f)
           "  --qps N --burst N                      client-side API rate limit (default 100/200)\n"
           "  --metrics-addr ADDR                    Prometheus /metrics (default :8080; 0 = off)\n"
           "  --health-probe-bind-address ADDR       /healthz, /readyz (default :8082; 0 = off)\n"
-          "  --enable-leader-election BOOL          one active Pod per kind (a Lease rayop-KIND-leader)\n"
+          "  --enable-leader-election BOOL          one active Pod per kind (a Lease rayop-KIND-leader;\n"
+          "                                         default true as KubeRay; waits while KubeRay's\n"
+          "                                         ray-operator-leader Lease is held)\n"
           "  --leader-election-namespace NS         the Lease's namespace (default: in-cluster namespace, else default)\n"
           "  --leader-lease-seconds N               leaseDurationSeconds (default 15; renew deadline 2/3, retry 2/15 of it)\n"
           "  --use-kubernetes-proxy BOOL            reach Ray dashboards through the API server proxy\n"
@@ -205,6 +207,7 @@ int host_opts_parse(struct host_opts *o, int argc, char **argv)
     o->log_level = -1;
     o->drain_timeout_ms = 30000;
     o->leader_lease_s = 15;
+    o->leader_election = true;      /* KubeRay's default */
     o->connect_timeout_ms = 60000;
     strcpy(o->metrics_addr, ":8080");
     strcpy(o->probe_addr, ":8082");

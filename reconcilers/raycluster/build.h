@@ -198,6 +198,14 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
  * stores KubeRay's stringData). NULL when not wanted. A credential: never log the
  * object. The reconcile loop (reconcile.c) creates it with this builder. */
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap);
+/* The Secret whose auth_token the operator sends to rc's dashboard and the RayJob
+ * submitter reads (KubeRay: authOptions.mode "token" -> secretName, else CheckName(NAME));
+ * "" when the cluster does not use token auth. */
+int rc_auth_token_secret(const cJSON *rc, char *out, size_t cap);
+/* Adds RAY_AUTH_MODE / RAY_AUTH_TOKEN (or the K8s token auth env and mount) to a
+ * container that talks to rc's Ray, as KubeRay's SetContainerTokenAuthEnvVars (used for
+ * the RayJob submitter). No-op unless authOptions.mode is "token". 0 or -ENOMEM. */
+int rc_auth_env_for(const cJSON *rc, cJSON *container);
 cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t n, int *err);
 
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
