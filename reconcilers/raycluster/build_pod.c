@@ -15,8 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "reconcilers/raycluster/build_int.h"
-#include "reconcilers/raycluster/validate_int.h"
+#include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
 /* Everything one Pod build needs, computed once. */
