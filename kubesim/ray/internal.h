@@ -75,6 +75,8 @@ struct ray_cluster {
     struct ray_app *apps;
     unsigned app_seq;
     bool serve_started;
+    bool has_target_capacity;    /* the last PUT's target_capacity (0..100), else null */
+    int target_capacity;
     UT_hash_handle hh;
 };
 
