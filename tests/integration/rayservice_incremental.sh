@@ -1,5 +1,5 @@
 #!/bin/bash
-# deadline: 120
+# deadline: 150
 # rayservice_incremental.sh - NewClusterWithIncrementalUpgrade in kubesim (the Gateway API CRDs
 # installed; kubesim's simulated Gateway controller accepts Gateways and HTTPRoutes and routes
 # /kubesim/gateway/NS/GATEWAY/PATH by the route's weights):

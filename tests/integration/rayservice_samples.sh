@@ -1,5 +1,5 @@
 #!/bin/bash
-# deadline: 120
+# deadline: 150
 # rayservice_samples.sh - every RayService sample of KubeRay v1.7 (/work/shared/kuberay/samples)
 # created in kubesim, each file in its own namespace (nodes with 8 GPUs and the nvidia-l4
 # accelerator label, no TPU nodes, the Gateway API CRDs installed), run by `rayop controller
