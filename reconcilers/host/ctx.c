@@ -163,8 +163,9 @@ static int after_write(struct host_ctx *ctx, const struct kube_resource *r, int 
                        const struct kube_result *res, const char *verb)
 {
     if (rc < 0) {
+        char why[640];
         host_log(ctx, LOG_DEBUG, "write failed", "verb", verb, "resource", r->plural,
-                 "error", kube_strerror(rc), NULL);
+                 "error", kube_result_error(res, rc, why, sizeof(why)), NULL);
         return rc;
     }
     char type[IPC_TYPE_MAX];

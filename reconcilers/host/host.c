@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/host/internal.h"
 #include "util/util.h"
 
@@ -233,6 +234,8 @@ static int start_leader(struct host *h)
     if (!h->o.leader_election)
         return 0;
     snprintf(c->name, sizeof(c->name), "rayop-%s-leader", h->kind->name);
+    /* KubeRay's operator Lease (main.go LeaderElectionID): the migration guard */
+    snprintf(c->guard, sizeof(c->guard), "ray-operator-leader");
     host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
     if ((rc = host_leader_identity(c->identity, sizeof(c->identity))) < 0) {
         log_error("no leader election identity (set POD_NAME)", "error", strerror(-rc), NULL);
@@ -305,7 +308,23 @@ static int drain(struct host *h)
     return atomic_load(&h->running) > 0 ? -ETIMEDOUT : 0;
 }
 
-int host_main_controller(int argc, char **argv)
+const struct host_kind *host_kind_find(const struct host_kind *kinds, size_t nkinds,
+                                       const char *name)
+{
+    for (size_t i = 0; name && i < nkinds; i++)
+        if (strcmp(kinds[i].name, name) == 0)
+            return &kinds[i];
+    return NULL;
+}
+
+static void kinds_usage(FILE *f, const struct host_kind *kinds, size_t nkinds)
+{
+    fputs("KIND:\n", f);
+    for (size_t i = 0; i < nkinds; i++)
+        fprintf(f, "  %-12s %s\n", kinds[i].name, kinds[i].about ? kinds[i].about : "");
+}
+
+int host_main_controller(int argc, char **argv, const struct host_kind *kinds, size_t nkinds)
 {
     struct host h;
     memset(&h, 0, sizeof(h));
@@ -318,13 +337,15 @@ int host_main_controller(int argc, char **argv)
     pthread_t *threads = NULL;
     int nthreads = 0;
     bool kube_started = false;
-    if (rc != 0)
+    if (rc != 0) {
+        kinds_usage(rc > 0 ? stdout : stderr, kinds, nkinds);
         return rc > 0 ? 0 : 2;
+    }
     if (h.o.log_level >= 0)
         log_set_level(h.o.log_level);
-    if (!(h.kind = host_kind_find(h.o.kind))) {
-        fprintf(stderr, "rayop controller: unknown kind \"%s\" (rayop controller --help)\n",
-                h.o.kind);
+    if (!(h.kind = host_kind_find(kinds, nkinds, h.o.kind))) {
+        fprintf(stderr, "rayop controller: unknown kind \"%s\"\n", h.o.kind);
+        kinds_usage(stderr, kinds, nkinds);
         host_opts_free(&h.o);
         return 2;
     }
@@ -341,6 +362,27 @@ int host_main_controller(int argc, char **argv)
     h.settings.use_kubernetes_proxy = h.o.use_kubernetes_proxy;
     h.settings.feature_gates = h.o.feature_gates;
     h.settings.operator_config = h.o.config_json;
+    {
+        /* KubeRay's ValidateBatchSchedulerConfig: a bad choice stops start-up */
+        enum batchsched_kind bk;
+        char berr[256];
+        struct host_ctx gctx = { .settings = &h.settings };
+        if (batchsched_select(h.o.batch_scheduler, h.o.enable_batch_scheduler,
+                              host_feature_enabled(&gctx, "KubernetesWAS", false), &bk,
+                              berr, sizeof(berr)) < 0) {
+            log_error("batch scheduler configs validation failed", "error", berr, NULL);
+            fprintf(stderr, "rayop controller: batch scheduler configs validation failed: %s\n", berr);
+            rc = -EINVAL;
+            goto out;
+        }
+        if (h.o.enable_batch_scheduler)
+            log_info("Feature flag enable-batch-scheduler is deprecated and will not be supported "
+                     "soon. Use batch-scheduler instead. ", NULL);
+        else if (bk != BATCHSCHED_NONE)
+            log_info("Feature flag batch-scheduler is enabled", "scheduler name",
+                     batchsched_name(bk), NULL);
+        h.settings.batch_scheduler = (int)bk;
+    }
 
     /* signals go to the main thread only: block them before any thread starts */
     sigset_t set;

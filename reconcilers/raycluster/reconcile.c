@@ -11,7 +11,7 @@
  * not handed out again before the cache shows them (no stale-cache duplicates).
  * Outcome: an error is retried with the queue's backoff; a status write or a
  * pending step requeues after 2 s (KubeRay's DefaultRequeueDuration), an
- * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS).
+ * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -28,7 +28,6 @@
 const struct kube_resource RC_RES_SERVICEACCOUNTS = { "", "v1", "serviceaccounts", 1 };
 const struct kube_resource RC_RES_ROLES = { "rbac.authorization.k8s.io", "v1", "roles", 1 };
 const struct kube_resource RC_RES_ROLEBINDINGS = { "rbac.authorization.k8s.io", "v1", "rolebindings", 1 };
-const struct kube_resource RC_RES_SECRETS = { "", "v1", "secrets", 1 };
 
 /* res->message is shorter than the messages: keep the head of it. */
 static void set_message(struct host_result *res, const char *msg)
@@ -101,8 +100,10 @@ static int create_absent(struct rc_run *r, const char *cache_type,
     } else if (rc == -EEXIST) {
         rc = 0;
     } else if (fail_reason) {
+        char why[640];
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, fail_reason, "Create",
-                   "Failed creating %s %s/%s, %s", what, r->ns, name, kube_strerror(rc));
+                   "Failed creating %s %s/%s, %s", what, r->ns, name,
+                   kube_result_error(&kr, rc, why, sizeof(why)));
     }
     kube_result_release(&kr);
     return rc;
@@ -171,7 +172,7 @@ static int reconcile_auth_secret(struct rc_run *r)
         return rc_fail(r, RC_ERR_OTHER, "no randomness for the auth token");
     rc = -ENOMEM;
     if ((s = rc_build_auth_secret(r->rc, raw, sizeof(raw), &rc)))
-        rc = create_absent(r, RC_CACHE_SECRETS, &RC_RES_SECRETS, s, NULL, NULL, "secret");
+        rc = create_absent(r, RC_CACHE_SECRETS, &KUBE_RES_SECRETS, s, NULL, NULL, "secret");
     explicit_bzero(raw, sizeof(raw));
     if (s) {
         /* the token is in the tree: wipe it before freeing */
@@ -200,13 +201,15 @@ static int ensure_service(struct rc_run *r, cJSON *svc)
         return rc_fail(r, RC_ERR_OTHER, "reading Service %s: %s", name, strerror(-rc));
     struct kube_result kr = { 0 };
     rc = host_create(r->ctx, &KUBE_RES_SERVICES, r->ns, svc, &kr);
+    char why[640];
+    kube_result_error(&kr, rc, why, sizeof(why));
     kube_result_release(&kr);
     if (rc == -EEXIST)
         return 0;   /* not ours to cache (no created-by label) or a race: it exists */
     if (rc < 0) {
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
-                   "Failed creating service %s/%s, %s", r->ns, name, kube_strerror(rc));
-        return rc_fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, kube_strerror(rc));
+                   "Failed creating service %s/%s, %s", r->ns, name, why);
+        return rc_fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, why);
     }
     host_log(r->ctx, LOG_INFO, "Created service for RayCluster", "service", name, NULL);
     host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "CreatedService", "Create",
@@ -309,13 +312,13 @@ static void apply_operator_config(struct rc_run *r)
         r->bo.default_pod_labels = v;
 }
 
-/* KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS (whole seconds, default 300);
+/* KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV (whole seconds, default 300);
  * RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS overrides it in milliseconds (benchmarks:
  * bench/raycluster.sh re-queues converged clusters continuously with 1). */
 static uint64_t idle_requeue_ms(void)
 {
     const char *ms = getenv("RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS");
-    const char *sec = getenv("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS");
+    const char *sec = getenv("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV");
     char *end;
     if (ms && *ms) {
         unsigned long long v = strtoull(ms, &end, 10);
@@ -408,6 +411,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     r.uid = rc_meta(r.rc, "uid");
     rc_build_opts_from_env(&r.bo);
     apply_operator_config(&r);
+    r.bo.batch_scheduler = ctx->settings ? ctx->settings->batch_scheduler : 0;
 
     if (rc_managed_elsewhere(r.rc)) {
         host_log(ctx, LOG_INFO, "Skipping RayCluster managed by a custom controller", NULL);

@@ -25,6 +25,7 @@
 #include <sys/random.h>
 
 #include "kobj/kobj.h"
+#include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
@@ -218,17 +219,18 @@ static int create_pod(struct rc_run *r, cJSON *pod, bool head)
     struct kube_result kr = { 0 };
     int rc = host_create(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
     if (rc < 0) {
+        char why[640];
+        kube_result_error(&kr, rc, why, sizeof(why));
         if (head)
             host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateHeadPod", "Create",
-                       "Failed to create head Pod %s/%s, %s", r->ns, rc_meta(pod, "name"),
-                       kube_strerror(rc));
+                       "Failed to create head Pod %s/%s, %s", r->ns, rc_meta(pod, "name"), why);
         else
             host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateWorkerPod", "Create",
                        "Failed to create worker Pod for the cluster %s/%s, %s", r->ns, r->name,
-                       kube_strerror(rc));
+                       why);
         kube_result_release(&kr);
         return rc_fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
-                       "creating a %s Pod: %s", head ? "head" : "worker", kube_strerror(rc));
+                       "creating a %s Pod: %s", head ? "head" : "worker", why);
     }
     const char *name = rc_meta(kr.body, "name");
     host_log(r->ctx, LOG_INFO, head ? "Created head Pod for RayCluster"
@@ -686,6 +688,14 @@ int rc_reconcile_pods(struct rc_run *r)
         host_log(r->ctx, LOG_INFO, "RayCluster spec changed with Recreate upgradeStrategy, "
                  "deleting all pods", NULL);
         return delete_all(r, "due to spec change with Recreate upgradeStrategy");
+    }
+    if (r->bo.batch_scheduler) {
+        /* DoBatchSchedulingOnSubmission: the gang's PodGroup before its Pods */
+        struct batchsched_parent parent = { .obj = r->rc };
+        char msg[400];
+        if ((rc = batchsched_submit(r->ctx, (enum batchsched_kind)r->bo.batch_scheduler, &parent,
+                                    msg, sizeof(msg))) < 0)
+            return rc_fail(r, RC_ERR_OTHER, "%s", msg[0] ? msg : strerror(-rc));
     }
     if ((rc = reconcile_head(r, hash)) < 0)
         return rc;

@@ -32,6 +32,7 @@
 #define T_JOBS "batch/v1/jobs"
 #define T_PODS "v1/pods"
 #define T_SERVICES "v1/services"
+#define T_SECRETS "v1/secrets"
 
 /* k8s.io/apimachinery rand.String: 5 characters of this alphabet. */
 static void rand5(char out[6])
@@ -79,9 +80,52 @@ static int dashboard_url(const cJSON *cluster, char *out, size_t cap)
 
 /* A client of cluster's dashboard: through the API server's service proxy with
  * --use-kubernetes-proxy, else straight at url (status.dashboardURL). */
+/* A token-auth cluster's token (GetRayDashboardClientFunc): the Secret from the
+ * cache when rayop made it (created-by), else read live (a user-named Secret is not
+ * cached). The token is wiped from every buffer but t's. */
+static int target_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_target *t)
+{
+    char name[300];
+    cJSON *sec = NULL;
+    char *tok = NULL;
+    size_t n = 0;
+    struct kube_result kr = { 0 };
+    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
+    if (rc < 0 || !name[0])
+        return rc;
+    const char *ns = rj_str(cluster, "metadata.namespace");
+    rc = host_get(ctx, T_SECRETS, ns, name, &sec);
+    if (rc == -ENOENT) {
+        struct kube_client *kc = host_kube(ctx);
+        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, ns, name, &kr) : -ENOTCONN;
+        if (rc == 0) {
+            sec = kr.body;
+            kr.body = NULL;
+        }
+    }
+    if (rc == 0 && (rc = kube_secret_value(sec, "auth_token", &tok, &n)) == 0)
+        rc = dash_target_set_token(t, tok, n);
+    if (rc < 0)
+        host_log(ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
+                 "error", kube_strerror(rc), NULL);
+    if (tok) {
+        explicit_bzero(tok, n);
+        free(tok);
+    }
+    /* the Secret object holds the token too (base64) */
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(sec, "data");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, "auth_token");
+    if (cJSON_IsString(v))
+        explicit_bzero(v->valuestring, strlen(v->valuestring));
+    cJSON_Delete(sec);
+    kube_result_release(&kr);
+    return rc;
+}
+
 static int target_for(struct host_ctx *ctx, const cJSON *cluster, const char *url,
                       struct dash_target *t)
 {
+    int rc;
     if (ctx->settings && ctx->settings->use_kubernetes_proxy) {
         char svc[254];
         const char *s = rj_str(cluster, "status.head.serviceName");
@@ -89,14 +133,18 @@ static int target_for(struct host_ctx *ctx, const cJSON *cluster, const char *ur
         if (!kc)
             return -ENOTCONN;
         if (!*s) {
-            int rc = rc_head_service_name(cluster, svc, sizeof(svc));
+            rc = rc_head_service_name(cluster, svc, sizeof(svc));
             if (rc < 0)
                 return rc;
             s = svc;
         }
-        return dash_target_proxy(t, kc, rj_str(cluster, "metadata.namespace"), s, "dashboard");
+        rc = dash_target_proxy(t, kc, rj_str(cluster, "metadata.namespace"), s, "dashboard");
+    } else {
+        rc = dash_target_direct(t, url);
     }
-    return dash_target_direct(t, url);
+    if (rc == 0 && (rc = target_token(ctx, cluster, t)) < 0)
+        dash_target_wipe(t);
+    return rc;
 }
 
 static const cJSON *find_head(const cJSON *pods)
@@ -118,6 +166,7 @@ struct observed {
     char url[600];
     struct dash_job_info info;
     struct rj_in in;
+    char err[600];      /* the last API error as the server put it, for the requeue log */
 };
 
 static void observed_free(struct observed *o)
@@ -166,6 +215,7 @@ static int observe(struct host_ctx *ctx, struct observed *o)
         in->info_rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t);
         if (in->info_rc == 0)
             in->info_rc = dash_job_get(&t, rj_str(o->rj, "status.jobId"), &o->info);
+        dash_target_wipe(&t);
         if (in->info_rc < 0 && in->info_rc != -ENOENT)
             host_log(ctx, LOG_INFO, "Failed to get job info", "JobId",
                      rj_str(o->rj, "status.jobId"), "error", kube_strerror(in->info_rc), NULL);
@@ -219,13 +269,14 @@ static void stop_job(struct host_ctx *ctx, struct observed *o)
     if (o->cluster && *id &&
         (rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
         rc = dash_job_stop(&t, id);
+    dash_target_wipe(&t);
     /* the finalizer goes no matter what, as in KubeRay */
     host_log(ctx, rc < 0 ? LOG_WARN : LOG_INFO, rc < 0 ? "Failed to stop job for RayJob"
              : "Stopped the Ray job of the RayJob being deleted", "JobId", id,
              "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
 }
 
-static int create_obj(struct host_ctx *ctx, const cJSON *rj, const struct kube_resource *r,
+static int create_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
                       cJSON *obj, int err, const char *ok_reason, const char *fail_reason,
                       const char *what)
 {
@@ -235,31 +286,32 @@ static int create_obj(struct host_ctx *ctx, const cJSON *rj, const struct kube_r
     if (rc == -EEXIST)
         rc = 0;   /* made by an earlier reconcile the cache had not shown yet */
     if (rc < 0)
-        host_event(ctx, rj, HOST_EVENT_WARNING, fail_reason, "Create",
-                   "Failed to create new %s %s/%s: %s", what, ctx->ns, name, kube_strerror(rc));
+        host_event(ctx, o->rj, HOST_EVENT_WARNING, fail_reason, "Create",
+                   "Failed to create new %s %s/%s: %s", what, ctx->ns, name,
+                   kube_result_error(&kr, rc, o->err, sizeof(o->err)));
     else if (kr.http_code)
-        host_event(ctx, rj, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s", what,
+        host_event(ctx, o->rj, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s", what,
                    ctx->ns, name);
     kube_result_release(&kr);
     return rc;
 }
 
-static int delete_obj(struct host_ctx *ctx, const cJSON *rj, const struct kube_resource *r,
+static int delete_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
                       const char *name, const char *ok_reason, const char *fail_reason,
                       const char *what)
 {
     struct kube_result kr = { 0 };
     struct kube_delete_opts d = { .propagation = "Background", .grace_seconds = -1 };
     int rc = host_delete(ctx, r, ctx->ns, name, &d, &kr);
+    if (rc < 0 && rc != -ENOENT)
+        host_event(ctx, o->rj, HOST_EVENT_WARNING, fail_reason, "Delete", "Failed to delete %s %s/%s: %s",
+                   what, ctx->ns, name, kube_result_error(&kr, rc, o->err, sizeof(o->err)));
+    else if (rc == 0)
+        host_event(ctx, o->rj, HOST_EVENT_NORMAL, ok_reason, "Delete", "Deleted %s %s/%s", what,
+                   ctx->ns, name);
     kube_result_release(&kr);
     if (rc == -ENOENT)
         return 0;
-    if (rc < 0)
-        host_event(ctx, rj, HOST_EVENT_WARNING, fail_reason, "Delete", "Failed to delete %s %s/%s: %s",
-                   what, ctx->ns, name, kube_strerror(rc));
-    else
-        host_event(ctx, rj, HOST_EVENT_NORMAL, ok_reason, "Delete", "Deleted %s %s/%s", what,
-                   ctx->ns, name);
     return rc;
 }
 
@@ -283,7 +335,7 @@ static int suspend_workers(struct host_ctx *ctx, struct observed *o)
     if (rc < 0)
         host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToUpdateRayCluster", "Update",
                    "Failed to suspend worker groups in cluster %s/%s: %s", ctx->ns, name,
-                   kube_strerror(rc));
+                   kube_result_error(&kr, rc, o->err, sizeof(o->err)));
     else
         host_event(ctx, o->rj, HOST_EVENT_NORMAL, "UpdatedRayCluster", "Update",
                    "Set the `suspend` field to true for all worker groups in cluster %s/%s",
@@ -350,7 +402,8 @@ static int head_service(struct host_ctx *ctx, struct observed *o)
                 rc = 0;     /* deleted meanwhile: the next reconcile creates it */
         } else if (rc < 0)
             host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
-                       "Failed to create the service %s/%s, %s", ctx->ns, name, kube_strerror(rc));
+                       "Failed to create the service %s/%s, %s", ctx->ns, name,
+                       kube_result_error(&kr, rc, o->err, sizeof(o->err)));
         else
             host_event(ctx, o->rj, HOST_EVENT_NORMAL, "CreatedService", "Create",
                        "Created the service %s/%s", ctx->ns, name);
@@ -388,7 +441,8 @@ update:;
         rc = host_update(ctx, &KUBE_RES_SERVICES, ctx->ns, old, &kr);
         if (rc < 0)
             host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
-                       "Failed to update the service %s/%s, %s", ctx->ns, name, kube_strerror(rc));
+                       "Failed to update the service %s/%s, %s", ctx->ns, name,
+                       kube_result_error(&kr, rc, o->err, sizeof(o->err)));
         else
             host_event(ctx, o->rj, HOST_EVENT_NORMAL, "UpdatedService", "Update",
                        "Updated the service %s/%s", ctx->ns, name);
@@ -410,6 +464,7 @@ static int submit_http(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         rc = err ? err : -ENOMEM;
     else if ((rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
         rc = dash_job_submit(&t, body, strlen(body), id, sizeof(id));
+    dash_target_wipe(&t);
     free(body);
     host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
              rc < 0 ? "Failed to submit the Ray job" : "Submitted the Ray job",
@@ -429,15 +484,23 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         return rc;
     if (a & RJ_CREATE_CLUSTER) {
         cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
-        rc = create_obj(ctx, o->rj, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
+        if (c && (rc = rj_batch_child(ctx, o->rj, c, false)) < 0) {
+            cJSON_Delete(c);
+            return rc;
+        }
+        rc = create_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
                         "FailedToCreateRayCluster", "RayCluster");
         cJSON_Delete(c);
         if (rc < 0)
             return rc;
     }
     if (a & RJ_CREATE_SUBMITTER) {
-        cJSON *j = rj_build_submitter(o->rj, p->status, &err);
-        rc = create_obj(ctx, o->rj, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
+        cJSON *j = rj_build_submitter(o->rj, o->cluster, p->status, &err);
+        if (j && (rc = rj_batch_child(ctx, o->rj, j, true)) < 0) {
+            cJSON_Delete(j);
+            return rc;
+        }
+        rc = create_obj(ctx, o, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
                         "FailedToCreateRayJobSubmitter", "Kubernetes Job");
         cJSON_Delete(j);
         if (rc < 0)
@@ -448,11 +511,11 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
     if ((a & RJ_SUBMIT_HTTP) && (rc = submit_http(ctx, o, p)) < 0)
         return rc;
     if ((a & RJ_DELETE_CLUSTER) && o->cluster &&
-        (rc = delete_obj(ctx, o->rj, &KUBE_RES_RAYCLUSTERS, rj_str(o->cluster, "metadata.name"),
+        (rc = delete_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, rj_str(o->cluster, "metadata.name"),
                          "DeletedRayCluster", "FailedToDeleteRayCluster", "cluster")) < 0)
         return rc;
     if ((a & RJ_DELETE_SUBMITTER) && o->submitter &&
-        (rc = delete_obj(ctx, o->rj, &KUBE_RES_JOBS, ctx->name, "DeletedRayJobSubmitter",
+        (rc = delete_obj(ctx, o, &KUBE_RES_JOBS, ctx->name, "DeletedRayJobSubmitter",
                          "FailedToDeleteRayJobSubmitter", "submitter K8s Job")) < 0)
         return rc;
     if ((a & RJ_SUSPEND_WORKERS) && (rc = suspend_workers(ctx, o)) < 0)
@@ -477,13 +540,18 @@ static int write_status(struct host_ctx *ctx, struct observed *o, struct rj_plan
     cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
     cJSON_AddItemReferenceToObject(obj, "status", p->status);
     int rc = host_update_status(ctx, &KUBE_RES_RAYJOBS, ctx->ns, obj, &kr);
-    host_log(ctx, rc < 0 ? LOG_WARN : LOG_INFO, rc < 0 ? "Failed to update RayJob status"
-             : "updateRayJobStatus",
+    /* KubeRay logs every status write; the two states are what a reader
+     * follows, so a write that keeps both (a timestamp, a message) is debug */
+    bool changed = strcmp(rj_str(o->rj, "status.jobDeploymentStatus"),
+                          rj_str(p->status, "jobDeploymentStatus")) != 0 ||
+                   strcmp(rj_str(o->rj, "status.jobStatus"), rj_str(p->status, "jobStatus")) != 0;
+    host_log(ctx, rc < 0 ? LOG_WARN : changed ? LOG_INFO : LOG_DEBUG,
+             rc < 0 ? "Failed to update RayJob status" : "updateRayJobStatus",
              "oldJobDeploymentStatus", rj_str(o->rj, "status.jobDeploymentStatus"),
              "newJobDeploymentStatus", rj_str(p->status, "jobDeploymentStatus"),
              "oldJobStatus", rj_str(o->rj, "status.jobStatus"),
              "newJobStatus", rj_str(p->status, "jobStatus"),
-             "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+             "error", rc < 0 ? kube_result_error(&kr, rc, o->err, sizeof(o->err)) : NULL, NULL);
     kube_result_release(&kr);
     cJSON_Delete(obj);
     return rc;
@@ -518,8 +586,20 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
                    "%s", plan.events[i].message);
     char old_deploy[32];
     snprintf(old_deploy, sizeof(old_deploy), "%s", rj_str(o.rj, "status.jobDeploymentStatus"));
+    if (strcmp(old_deploy, "Initializing") == 0 &&
+        (rc = rj_batch_submit(ctx, o.rj, res->message, sizeof(res->message))) < 0)
+        goto out;   /* KubeRay: nothing else happens until the scheduler takes it */
     if ((rc = run_actions(ctx, &o, &plan)) < 0)
         goto requeue;
+    {
+        /* CleanupOnCompletion: every reconcile of a finished RayJob, and when a
+         * suspend or retry has released the cluster */
+        const char *nd = rj_str(plan.status, "jobDeploymentStatus");
+        if (!strcmp(old_deploy, "Complete") || !strcmp(old_deploy, "Failed") ||
+            ((!strcmp(old_deploy, "Suspending") || !strcmp(old_deploy, "Retrying")) &&
+             plan.write_status && (!strcmp(nd, "Suspended") || !strcmp(nd, "New"))))
+            rj_batch_cleanup(ctx, o.rj, o.cluster);
+    }
     if (plan.error < 0) {
         rc = plan.error;
         snprintf(res->message, sizeof(res->message), "%s", plan.error_msg);
@@ -536,7 +616,7 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     goto out;
 requeue:
-    snprintf(res->message, sizeof(res->message), "%s", kube_strerror(rc));
+    snprintf(res->message, sizeof(res->message), "%.255s", o.err[0] ? o.err : kube_strerror(rc));
 out:
     rj_plan_free(&plan);
     observed_free(&o);

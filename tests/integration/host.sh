@@ -14,10 +14,12 @@
 #  - `rayop up` restarts a killed controller (up.json counts it), merges logs, stops on SIGTERM
 . "$(dirname "$0")/lib.sh"
 
-RAYOP=${HOST_IT_RAYOP:-$LIB_ROOT/bin/rayop}   # HOST_IT_RAYOP: e.g. an ASan build
+# bin/rayop_test: bin/rayop plus the self-test kind (tests/tools/); HOST_IT_RAYOP: e.g. an ASan build
+RAYOP=${HOST_IT_RAYOP:-$LIB_ROOT/bin/rayop_test}
 NOBJ=${HOST_IT_PODS:-10000}
 NRC=10
-[ -x "$RAYOP" ] || { not_ok "bin/rayop is built"; exit 1; }
+[ -x "$RAYOP" ] || make -s -C "$LIB_ROOT" bin/rayop_test >/dev/null 2>&1
+[ -x "$RAYOP" ] || { not_ok "bin/rayop_test is built (make bench-bins)"; exit 1; }
 
 start_kubesim --bookmark-interval-ms 500 || exit 1
 WORK=$KUBESIM_DIR

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "reconcilers/rayjob/rayjob.h"
+#include "util/json.h"
 
 #define NOW 1800000000000LL   /* 2027-01-15T08:00:00Z */
 
@@ -581,6 +582,19 @@ static void test_validation(void **state)
     assert_string_equal(why.message, "The RayJob spec is invalid: worker group g must set both "
                         "minReplicas and maxReplicas when autoscaling is disabled");
     cJSON_Delete(rj);
+    /* K8s token auth is refused for RayJobs (utils.IsK8sAuthEnabled), whatever the mode */
+    rj = rayjob("", "");
+    cJSON *rcs = cJSON_GetObjectItem(cJSON_GetObjectItem(rj, "spec"), "rayClusterSpec");
+    cJSON_ReplaceItemInObject(rcs, "rayVersion", cJSON_CreateString("2.55.0"));
+    cJSON *ao = cJSON_AddObjectToObject(rcs, "authOptions");
+    cJSON_AddStringToObject(ao, "mode", "token");
+    cJSON_AddBoolToObject(ao, "enableK8sTokenAuth", 1);
+    assert_int_equal(rj_validate(rj, &cfg, &why), -EINVAL);
+    assert_string_equal(why.message, "The RayJob spec is invalid: K8s token auth mode is currently "
+                        "not supported for RayJob");
+    cJSON_ReplaceItemInObject(ao, "enableK8sTokenAuth", cJSON_CreateFalse());
+    assert_int_equal(rj_validate(rj, &cfg, &why), 0);
+    cJSON_Delete(rj);
     /* a long name: ValidationFailed with a Warning Event */
     rj = rayjob("", "");
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(rj, "metadata"), "name",
@@ -634,6 +648,69 @@ static void test_submit_command(void **state)
     cJSON_Delete(rj);
 }
 
+/* An env entry of container c by name, or NULL. */
+static const cJSON *env_named(const cJSON *c, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "env"))
+        if (!strcmp(rj_str(e, "name"), name))
+            return e;
+    return NULL;
+}
+
+/* Token auth: the submitter of a token-auth cluster gets RAY_AUTH_MODE and the token from
+ * the cluster's Secret (KubeRay's configureSubmitterContainer), in both submitter modes. */
+static void test_submitter_token_auth(void **state)
+{
+    (void)state;
+    int err = 0;
+    cJSON *rj = rayjob("", RUNNING_ST);
+    const cJSON *status = cJSON_GetObjectItem(rj, "status");
+    cJSON *cl = parse("{\"metadata\":{\"name\":\"rj-vwxyz\",\"namespace\":\"ns\"},"
+                      "\"spec\":{\"authOptions\":{\"mode\":\"token\"}}}");
+    cJSON *job = rj_build_submitter(rj, cl, status, &err);
+    assert_non_null(job);
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
+    assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_MODE"), "value"), "token");
+    assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.name"), "rj-vwxyz");
+    assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.key"), "auth_token");
+    cJSON_Delete(job);
+    /* a user-named Secret */
+    cJSON_AddStringToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cl, "spec"), "authOptions"),
+                            "secretName", "mine");
+    job = rj_build_submitter(rj, cl, status, &err);
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
+    assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.name"), "mine");
+    cJSON_Delete(job);
+    /* no token auth: no auth env */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cl, "spec"), "authOptions"),
+                              "mode", cJSON_CreateString("disabled"));
+    job = rj_build_submitter(rj, cl, status, &err);
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
+    assert_null(env_named(c0, "RAY_AUTH_MODE"));
+    assert_null(env_named(c0, "RAY_AUTH_TOKEN"));
+    cJSON_Delete(job);
+    cJSON_Delete(cl);
+    cJSON_Delete(rj);
+    /* SidecarMode: the submitter in the head reads the new cluster's own Secret */
+    rj = rayjob("\"submissionMode\":\"SidecarMode\"", RUNNING_ST);
+    cJSON_AddItemToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(rj, "spec"), "rayClusterSpec"),
+                          "authOptions", parse("{\"mode\":\"token\"}"));
+    cJSON *c = rj_build_cluster(rj, cJSON_GetObjectItem(rj, "status"), false, &err);
+    assert_non_null(c);
+    const cJSON *sub = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(c, "spec"), "headGroupSpec"), "template"), "spec"),
+        "containers"), 1);
+    assert_string_equal(rj_str(sub, "name"), "ray-job-submitter");
+    assert_string_equal(rj_str(env_named(sub, "RAY_AUTH_MODE"), "value"), "token");
+    assert_string_equal(rj_str(env_named(sub, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.name"), "rj-vwxyz");
+    cJSON_Delete(c);
+    cJSON_Delete(rj);
+}
+
 static void test_objects(void **state)
 {
     (void)state;
@@ -653,7 +730,7 @@ static void test_objects(void **state)
     assert_true(rj_bool(ref, "controller"));
     assert_string_equal(rj_str(c, "spec.rayVersion"), "2.52.0");
     cJSON_Delete(c);
-    cJSON *job = rj_build_submitter(rj, status, &err);
+    cJSON *job = rj_build_submitter(rj, NULL, status, &err);
     assert_non_null(job);
     assert_string_equal(rj_str(job, "metadata.name"), "rj");
     int64_t v;
@@ -669,6 +746,21 @@ static void test_objects(void **state)
     assert_string_equal(rj_str(cJSON_GetArrayItem(env, 2), "value"), "rj-abcde");
     assert_string_equal(rj_str(job, "spec.template.spec.restartPolicy"), "Never");
     cJSON_Delete(job);
+    cJSON_Delete(rj);
+    /* clusterSelector: no rayClusterSpec; the image is the selected cluster's head's */
+    rj = parse("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"metadata\":{\"name\":\"sel\","
+               "\"namespace\":\"ns\",\"uid\":\"u-2\"},\"spec\":{\"entrypoint\":\"python x.py\","
+               "\"clusterSelector\":{\"ray.io/cluster\":\"rc\"}},\"status\":{\"jobId\":\"sel-1\","
+               "\"dashboardURL\":\"rc-head-svc.ns.svc.cluster.local:8265\"}}");
+    cJSON *picked = parse("{\"metadata\":{\"name\":\"rc\"},\"spec\":{\"headGroupSpec\":{\"template\":"
+                          "{\"spec\":{\"containers\":[{\"name\":\"ray-head\","
+                          "\"image\":\"rayproject/ray:2.46.0\"}]}}}}}");
+    job = rj_build_submitter(rj, picked, cJSON_GetObjectItem(rj, "status"), &err);
+    assert_non_null(job);
+    assert_string_equal(rj_str(cJSON_GetArrayItem(json_get(job, "spec.template.spec.containers"), 0),
+                               "image"), "rayproject/ray:2.46.0");
+    cJSON_Delete(job);
+    cJSON_Delete(picked);
     cJSON_Delete(rj);
     /* SidecarMode: the submitter goes into the head Pod, which never restarts */
     rj = rayjob("\"submissionMode\":\"SidecarMode\"", RUNNING_ST);
@@ -710,6 +802,9 @@ static void test_objects(void **state)
     const cJSON *sl = cJSON_GetObjectItem(cJSON_GetObjectItem(svc, "metadata"), "labels");
     assert_string_equal(cJSON_GetObjectItem(sl, "ray.io/identifier")->valuestring, "rj-head");
     assert_string_equal(cJSON_GetObjectItem(sl, "ray.io/originated-from-cr-name")->valuestring, "rj");
+    /* the label the watcher caches Services by: without it the Service is never seen */
+    assert_string_equal(cJSON_GetObjectItem(sl, "app.kubernetes.io/created-by")->valuestring,
+                        "kuberay-operator");
     cJSON_Delete(svc);
     cJSON_Delete(cl);
     cJSON_Delete(rj);
@@ -733,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_initializing),
         cmocka_unit_test(test_selector_cluster_missing),
         cmocka_unit_test(test_running_k8sjob),
+        cmocka_unit_test(test_submitter_token_auth),
         cmocka_unit_test(test_failures_and_backoff),
         cmocka_unit_test(test_deadlines_and_timeouts),
         cmocka_unit_test(test_suspend_resume),
