@@ -285,7 +285,10 @@ static int on_gateway(void *arg, struct server_req *req)
     server_reply_header(req, "X-Kubesim-Backend", svc);
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
-    rc = ray_target_request(r, &t, req->method, path, req->body, req->body_len, &resp);
+    /* a Gateway passes Authorization on (unlike the API server's proxy) */
+    rc = ray_target_request(r, &t, req->method, path, req->body, req->body_len,
+                            server_req_header(req, "Authorization"),
+                            server_req_header(req, "X-Ray-Authorization"), &resp);
     if (rc < 0 || !resp.body) {
         free(resp.body);
         return server_reply_status(req, 503, "ServiceUnavailable", "error trying to reach the backend");
