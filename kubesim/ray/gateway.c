@@ -187,12 +187,7 @@ static void *controller(void *arg)
             pthread_mutex_unlock(&r->mu);
             return NULL;
         }
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += GW_POLL_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        util_deadline_ms(&ts, GW_POLL_MS);
         pthread_cond_timedwait(&r->cv, &r->mu, &ts);
         pthread_mutex_unlock(&r->mu);
     }

@@ -91,13 +91,7 @@ int rs_async_call(const char *key, const struct dash_target *t, const char *meth
     struct timespec until;
     int rc = -EINPROGRESS;
     memset(out, 0, sizeof(*out));
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += wait_ms / 1000;
-    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    util_deadline_ms(&until, wait_ms);
     pthread_mutex_lock(&mu);
     sweep(util_now_ns() / 1000000);
     HASH_FIND_STR(calls, key, c);

@@ -61,7 +61,7 @@ rs_start() {
     "$RS_RAYOP" controller raycluster --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
         --metrics-addr 0 --health-probe-bind-address 0 --workers "${RS_WORKERS:-1}" 2>"$WORK/raycluster.log" &
     _LIB_PIDS="$_LIB_PIDS $!"
-    rs_ctl_start
+    [ -n "${RS_NO_CTL:-}" ] || rs_ctl_start   # RS_NO_CTL=1: the caller starts it later
 }
 
 # The Serve config of one application; $1 = extra deployment user_config text (YAML flow).
