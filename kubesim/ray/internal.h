@@ -79,6 +79,7 @@ struct ray_cluster {
     int delay_ms;                /* every answer of this cluster's dashboard and Serve proxy
                                     comes this late (admin .../delay): a slow head */
     int target_capacity;
+    uint64_t serve_started_ms;   /* when the Serve controller first started */
     char *auth_token;            /* RAY_AUTH_MODE=token: the token requests must carry
                                     ("" = none can); NULL: no auth. A credential. */
     UT_hash_handle hh;
