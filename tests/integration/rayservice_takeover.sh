@@ -4,8 +4,8 @@
 # rayop takes over: the RayService, its RayCluster "takeover-krkr1" with the annotations KubeRay
 # writes (ray.io/hash-without-replicas-and-workers-to-delete = the hash KubeRay's Go code computes
 # for the stored rayClusterConfig, F4KMIHUVK845KMCLVK6M11ABUB5LKBPJ; recompute it with
-# `sh tools/gotypes/gen.sh KUBERAY_CHECKOUT hash < spec.json` when kubesim's defaulting or the
-# spec below changes) and the status naming it active are in place before `rayop controller
+# tools/kuberayhash (`kuberayhash hash FILE` of a RayCluster whose spec is the stored
+# rayClusterConfig) when kubesim's defaulting or the spec below changes) and the status naming it active are in place before `rayop controller
 # rayservice` starts. It must serve from that cluster: no new cluster, no in-place update.
 # A RayService whose cluster carries another hash gets a new cluster (the control).
 . "$(dirname "$0")/lib_rayservice.sh"

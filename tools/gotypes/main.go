@@ -4,16 +4,11 @@
 // encoding/json does, so its cluster hash equals KubeRay's (docs/rayservice.md, "Hash").
 //
 // Usage: tools/gotypes/gen.sh KUBERAY_CHECKOUT (copies KubeRay's API types into a
-// temporary package next to this file; nothing of them is kept). With "-hash" it instead
-// reads a rayClusterConfig (JSON) on stdin and prints KubeRay's hash of it, computed the way
-// KubeRay computes it (the value tests pin, e.g. tests/integration/rayservice_takeover.sh).
+// temporary package next to this file; nothing of them is kept).
 package main
 
 import (
-	"crypto/sha1"
-	"encoding/base32"
 	"encoding/json"
-	"io"
 	"fmt"
 	"os"
 	"reflect"
@@ -152,41 +147,7 @@ func fields(t reflect.Type) []field {
 	return out
 }
 
-// hash prints GenerateHashWithoutReplicasAndWorkersToDelete(rayClusterSpecForHashing(spec))
-// for the spec on stdin: the muted fields cleared, json.Marshal, SHA-1, base32hex.
-func hash() {
-	in, err := io.ReadAll(os.Stdin)
-	if err != nil {
-		panic(err)
-	}
-	var spec rayv1.RayClusterSpec
-	if err := json.Unmarshal(in, &spec); err != nil {
-		panic(err)
-	}
-	spec.Suspend = nil
-	spec.UpgradeStrategy = nil
-	spec.HeadGroupSpec.Template.Spec.Tolerations = nil
-	spec.HeadGroupSpec.Template.Spec.SchedulingGates = nil
-	for i := range spec.WorkerGroupSpecs {
-		g := &spec.WorkerGroupSpecs[i]
-		g.Replicas, g.MinReplicas, g.MaxReplicas = nil, nil, nil
-		g.ScaleStrategy.WorkersToDelete = nil
-		g.Template.Spec.Tolerations = nil
-		g.Template.Spec.SchedulingGates = nil
-	}
-	text, err := json.Marshal(spec)
-	if err != nil {
-		panic(err)
-	}
-	sum := sha1.Sum(text)
-	fmt.Println(base32.HexEncoding.EncodeToString(sum[:]))
-}
-
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "-hash" {
-		hash()
-		return
-	}
 	root := add(reflect.TypeOf(rayv1.RayClusterSpec{}))
 	w := os.Stdout
 	fmt.Fprintln(w, "/*")
