@@ -56,7 +56,7 @@ SIM_REASONS = {"Scheduled", "Pulled", "Created", "Started", "Killing", "FailedSc
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 IP_RE = re.compile(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b")
 SUFFIX_RE = re.compile(r"-[a-z0-9]{5}$")
-JOBID_RE = re.compile(r"-[a-z0-9]{5,}$")
+UID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def load_samples(only=None):
@@ -124,6 +124,8 @@ def norm(v, ns, key=""):
     if isinstance(v, str):
         if TIME_RE.match(v):
             return "<time>"
+        if UID_RE.match(v):
+            return "<uid>"
         s = v.replace(ns, "<ns>")
         s = IP_RE.sub("<ip>", s)
         if key in ("nodeName", "hostname") and s.startswith("kubesim-node"):
@@ -133,11 +135,8 @@ def norm(v, ns, key=""):
 
 
 def norm_name(name, kind):
-    if kind in ("Pod",):
+    if kind == "Pod":
         return SUFFIX_RE.sub("-<rand>", name)
-    if kind == "Job" or kind == "RayCluster":
-        return JOBID_RE.sub("-<rand>", name) if name.count("-") >= 1 and kind == "Job" else \
-            SUFFIX_RE.sub("-<rand>", name)
     return name
 
 
@@ -165,19 +164,7 @@ def norm_obj(o, kind, ns):
     if kind == "Service":
         for k in ("clusterIP", "clusterIPs"):
             o.get("spec", {}).pop(k, None)
-    n = norm(o, ns)
-    return rename_rand(n)
-
-
-def rename_rand(o):
-    """Random 5-char suffixes inside strings (e.g. a RayJob's cluster name) become <rand>."""
-    if isinstance(o, dict):
-        return {k: rename_rand(v) for k, v in o.items()}
-    if isinstance(o, list):
-        return [rename_rand(v) for v in o]
-    if isinstance(o, str):
-        return re.sub(r"(-raycluster|-head|-worker|-[a-z]+)-[a-z0-9]{5}\b", r"\1-<rand>", o)
-    return o
+    return norm(o, ns)
 
 
 def leaves(v, path=""):
@@ -294,6 +281,16 @@ class Run:
 
     def snapshot(self, ns):
         objs = collections.defaultdict(list)
+        # RayClusters a RayJob or RayService named OWNER-xxxxx: the name and everything
+        # derived from it (Pods, Services, URLs) becomes OWNER-<rand>
+        gen = {}
+        for rc in self.env.items("/apis/ray.io/v1/namespaces/%s/rayclusters" % ns):
+            md = rc.get("metadata", {})
+            for ref in md.get("ownerReferences", []) or []:
+                nm = md.get("name", "")
+                if nm.startswith(ref.get("name", "") + "-") and len(nm) == len(ref["name"]) + 6:
+                    gen[nm] = ref["name"] + "-<rand>"
+        rand = re.compile("|".join(re.escape(k) for k in sorted(gen, key=len, reverse=True)) or "(?!)")
         for gv, res, kind in READ:
             base = "/api/v1" if gv == "v1" else "/apis/" + gv
             for o in self.env.items("%s/namespaces/%s/%s" % (base, ns, res)):
@@ -304,14 +301,21 @@ class Run:
                     continue
                 if kind == "ConfigMap" and name == "kube-root-ca.crt":
                     continue
+                o = json.loads(rand.sub(lambda m: gen[m.group(0)], json.dumps(o)))
+                name = o["metadata"]["name"]
                 objs[(kind, norm_name(name, kind))].append(norm_obj(o, kind, ns))
         events = set()
-        for ev in self.env.items("/api/v1/namespaces/%s/events" % ns):
-            if ev.get("reason") in SIM_REASONS:
-                continue
-            io = ev.get("involvedObject", {})
-            events.add((io.get("kind"), norm_name(io.get("name", ""), io.get("kind", "")),
-                        ev.get("type"), ev.get("reason")))
+        seen = set()
+        for api, ref in (("/api/v1", "involvedObject"), ("/apis/events.k8s.io/v1", "regarding")):
+            for ev in self.env.items("%s/namespaces/%s/events" % (api, ns)):
+                uid = ev.get("metadata", {}).get("uid")
+                if uid in seen or ev.get("reason") in SIM_REASONS:
+                    continue
+                seen.add(uid)
+                io = ev.get(ref) or ev.get("involvedObject") or ev.get("regarding") or {}
+                name = rand.sub(lambda m: gen[m.group(0)], io.get("name", ""))
+                events.add((io.get("kind"), norm_name(name, io.get("kind", "")),
+                            ev.get("type"), ev.get("reason")))
         return objs, events
 
     def requests(self):
