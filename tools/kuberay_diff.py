@@ -55,7 +55,12 @@ SIM_REASONS = {"Scheduled", "Pulled", "Created", "Started", "Killing", "FailedSc
                "SuccessfulCreate", "Completed", "SuccessfulDelete", "BackOff"}
 TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 IP_RE = re.compile(r"\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b")
-SUFFIX_RE = re.compile(r"-[a-z0-9]{5}$")
+# the alphabet of generateName and of the operators' random cluster suffixes (no vowels,
+# no 0/1/3), so words like "-group" or "-small" are left alone
+RAND = "[bcdfghjklmnpqrstvwxz2456789]{5}"
+SUFFIX_RE = re.compile(r"-%s$" % RAND)
+RAND_RE = re.compile(r"(?<=[a-z0-9])-%s(?![a-z0-9])" % RAND)
+VERSION_RE = re.compile(r"\bv1\.[0-9]+\.[0-9]+\b")
 UID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
@@ -96,7 +101,9 @@ def load_rules():
 
 def explained(rules, kind, path):
     for k, glob, _ in rules:
-        if (k == "*" or k == kind) and fnmatch.fnmatchcase(path, glob):
+        # brackets in a rule are literal (list keys such as env[NAME]); only * is a wildcard
+        pat = "".join("[[]" if c == "[" else "[]]" if c == "]" else c for c in glob)
+        if (k == "*" or k == kind) and fnmatch.fnmatchcase(path, pat):
             return True
     return False
 
@@ -128,6 +135,8 @@ def norm(v, ns, key=""):
             return "<uid>"
         s = v.replace(ns, "<ns>")
         s = IP_RE.sub("<ip>", s)
+        s = RAND_RE.sub("-<rand>", s)
+        s = VERSION_RE.sub("<version>", s)
         if key in ("nodeName", "hostname") and s.startswith("kubesim-node"):
             return "<node>"
         return s
@@ -135,9 +144,7 @@ def norm(v, ns, key=""):
 
 
 def norm_name(name, kind):
-    if kind == "Pod":
-        return SUFFIX_RE.sub("-<rand>", name)
-    return name
+    return RAND_RE.sub("-<rand>", name)
 
 
 def norm_obj(o, kind, ns):
