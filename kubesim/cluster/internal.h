@@ -148,6 +148,9 @@ struct cluster {
     struct cl_jpod *jpods;
     char **job_dirty;            /* job keys to sync after this turn */
     size_t njob_dirty, capjob_dirty;
+    bool gang_dirty;             /* a gang Pod, PodGroup or Queue changed (gang.c) */
+    bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
+    unsigned long gang_session;  /* the gang step's session counter (transitionID) */
 };
 
 /* cluster_run.c */
@@ -169,10 +172,20 @@ struct cl_node *cl_node_find(struct cluster *c, const char *name);
 int cl_patch_status(struct cluster *c, const struct cl_pod *p, cJSON *status);
 
 /* cluster_pods.c */
+/* Binds p to n (spec.nodeName), with the Scheduled Event of component. */
+int cl_bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component);
 void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 void cl_schedule_pass(struct cluster *c);
 void cl_pods_free(struct cluster *c);
 void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+
+/* gang.c: the gang schedulers (Volcano, scheduler-plugins, YuniKorn, KAI). */
+/* True for a schedulerName the gang step owns (the default scheduler leaves it). */
+bool cl_gang_scheduler(const char *scheduler_name);
+/* True for a resource whose changes the gang step watches (PodGroups, Queues). */
+bool cl_gang_resource(const struct reg_resource *r);
+/* One scheduling session over every gang, when anything it reads changed. */
+void cl_gang_pass(struct cluster *c);
 
 /* cluster_kubelet.c */
 void cl_kubelet_pod(struct cluster *c, struct cl_pod *p);
@@ -201,5 +214,44 @@ void cl_jobs_free(struct cluster *c);
 /* The ownerReference with controller: true when it is of this kind (apiVersion
  * group api_group, e.g. "batch/"), else NULL. */
 const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const char *kind);
+
+/*
+ * ---- what the Job controller's two files share: the tables and writes of cluster_jobs.c that
+ * the sync in cluster_jobs_sync.c uses, and a few JSON helpers. Cluster thread only; not for
+ * the rest of kubesim.
+ */
+
+#define TRACKING_FIN "batch.kubernetes.io/job-tracking"
+#define INDEX_KEY "batch.kubernetes.io/job-completion-index"
+#define COMPONENT "job-controller"
+
+bool cl_job_has_finalizer(const cJSON *obj, const char *f);
+bool cl_job_deleting(const cJSON *obj);
+const cJSON *cl_job_cond_find(const cJSON *status, const char *type);
+bool cl_job_cond_true(const cJSON *status, const char *type);
+/* Sets (or with v NULL removes) a string member. */
+void cl_job_set_str(cJSON *o, const char *k, const char *v);
+bool cl_job_uid_in(const cJSON *arr, const char *uid);
+
+/* Queues j for the next cl_jobs_sync (NULL is fine). */
+void cl_job_mark(struct cluster *c, struct cl_job *j);
+/* Records o as j's Pod unless the table holds a newer version. */
+void cl_jpod_set(struct cluster *c, struct cl_job *j, struct store_obj *o);
+void cl_jpod_free(struct cluster *c, struct cl_jpod *jp);
+/* Arms a T_JOB timer unless an earlier one is due first. */
+void cl_job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms);
+
+/* Writes: 0 or a negative errno; failures are logged or recorded as Events. */
+int cl_job_drop_finalizer(struct cluster *c, struct store_obj *pod, struct store_obj **out);
+int cl_job_pod_delete(struct cluster *c, struct cl_job *j, struct cl_jpod *jp);
+/* A Pod from the template (index -1 for NonIndexed), recorded in j on success. */
+int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index);
+/* PUT of /status; j->obj becomes the stored object. */
+int cl_job_status_write(struct cluster *c, struct cl_job *j, cJSON *status);
+/* A finished Job: delete it once ttlSecondsAfterFinished passed, else wake then. */
+void cl_job_ttl(struct cluster *c, struct cl_job *j);
+
+/* cluster_jobs_sync.c */
+void cl_job_sync(struct cluster *c, struct cl_job *j);
 
 #endif

@@ -69,13 +69,7 @@ int ray_exec_nap(struct ray_exec *x, long ms)
     struct timespec dl;
     int rc = 0;
 
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    util_deadline_ms(&dl, ms);
     pthread_mutex_lock(&x->r->mu);
     while (!x->s->cancel && !x->r->stopping)
         if (pthread_cond_timedwait(&x->r->cv, &x->r->mu, &dl) == ETIMEDOUT)
@@ -279,11 +273,13 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     }
     if (!script)
         return false;
+    cJSON *renv = ray_env_resolve(r, ns, env);   /* store reads: before r->mu */
     pthread_mutex_lock(&r->mu);
     HASH_FIND_STR(r->subs, uid, s);
     if (s && s->running) {
         pthread_mutex_unlock(&r->mu);
         ray_script_free(script);
+        cJSON_Delete(renv);
         return true;
     }
     if (!s) {
@@ -304,7 +300,8 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     cJSON_Delete(s->pod);
     cJSON_Delete(s->env);
     s->pod = cJSON_Duplicate(pod, true);
-    s->env = env ? cJSON_Duplicate(env, true) : NULL;
+    s->env = renv;
+    renv = NULL;
     s->script = script;
     script = NULL;
     s->done = s->cancel = false;
@@ -341,6 +338,7 @@ fail_run:
 fail:
     pthread_mutex_unlock(&r->mu);
     ray_script_free(script);
+    cJSON_Delete(renv);
     return false;
 }
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/host/internal.h"
 #include "util/util.h"
 
@@ -37,6 +38,7 @@ struct host {
     struct host_kube_slot kube_slot;
     pthread_t kube_thread;
     atomic_bool kube_failed;
+    atomic_bool kube_config_bad;      /* the kubeconfig cannot be loaded: no restart helps */
     struct host_view *view;
     struct ipc_client *ipc;
     struct host_http *http;
@@ -160,8 +162,10 @@ static void *kube_init(void *arg)
     struct kube_config_opts ko = { .kubeconfig = h->o.kubeconfig, .context = h->o.context };
     struct kube_client_opts co = { .qps = h->o.qps, .burst = h->o.burst };
     int rc = kube_config_load(&ko, &h->kcfg, err, sizeof(err));
-    if (rc < 0)
+    if (rc < 0) {
         log_error("cannot load the API server configuration", "error", err, NULL);
+        atomic_store(&h->kube_config_bad, true);
+    }
     else if ((rc = kube_client_new(h->kcfg, &co, &h->kube)) < 0)
         log_error("cannot create the API client", "error", strerror(-rc), NULL);
     else
@@ -233,6 +237,8 @@ static int start_leader(struct host *h)
     if (!h->o.leader_election)
         return 0;
     snprintf(c->name, sizeof(c->name), "rayop-%s-leader", h->kind->name);
+    /* KubeRay's operator Lease (main.go LeaderElectionID): the migration guard */
+    snprintf(c->guard, sizeof(c->guard), "ray-operator-leader");
     host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
     if ((rc = host_leader_identity(c->identity, sizeof(c->identity))) < 0) {
         log_error("no leader election identity (set POD_NAME)", "error", strerror(-rc), NULL);
@@ -349,6 +355,13 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     log_set_component("controller");
     if (h.o.config_file && (rc = host_opts_load_config(&h.o, h.o.config_file, err, sizeof(err))) < 0) {
         log_error("bad --config file", "error", err, NULL);
+        exit_code = UTIL_EXIT_CONFIG;
+        goto out;
+    }
+    if ((rc = host_feature_gates_check(h.o.feature_gates, err, sizeof(err))) < 0) {
+        /* KubeRay: exitOnError(err, "Unable to set flag gates for known features") */
+        log_error("Unable to set flag gates for known features", "error", err, NULL);
+        exit_code = UTIL_EXIT_CONFIG;
         goto out;
     }
     if (h.o.log_level >= 0)
@@ -359,6 +372,28 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     h.settings.use_kubernetes_proxy = h.o.use_kubernetes_proxy;
     h.settings.feature_gates = h.o.feature_gates;
     h.settings.operator_config = h.o.config_json;
+    {
+        /* KubeRay's ValidateBatchSchedulerConfig: a bad choice stops start-up */
+        enum batchsched_kind bk;
+        char berr[256];
+        struct host_ctx gctx = { .settings = &h.settings };
+        if (batchsched_select(h.o.batch_scheduler, h.o.enable_batch_scheduler,
+                              host_feature_enabled(&gctx, "KubernetesWAS", false), &bk,
+                              berr, sizeof(berr)) < 0) {
+            log_error("batch scheduler configs validation failed", "error", berr, NULL);
+            fprintf(stderr, "rayop controller: batch scheduler configs validation failed: %s\n", berr);
+            rc = -EINVAL;
+            exit_code = UTIL_EXIT_CONFIG;
+            goto out;
+        }
+        if (h.o.enable_batch_scheduler)
+            log_info("Feature flag enable-batch-scheduler is deprecated and will not be supported "
+                     "soon. Use batch-scheduler instead. ", NULL);
+        else if (bk != BATCHSCHED_NONE)
+            log_info("Feature flag batch-scheduler is enabled", "scheduler name",
+                     batchsched_name(bk), NULL);
+        h.settings.batch_scheduler = (int)bk;
+    }
 
     /* signals go to the main thread only: block them before any thread starts */
     sigset_t set;
@@ -459,6 +494,8 @@ out:
     kube_config_free(h.kcfg);
     host_opts_free(&h.o);
     host_kube_slot_destroy(&h.kube_slot);
+    if (atomic_load(&h.kube_config_bad))
+        exit_code = UTIL_EXIT_CONFIG;
     if (exit_code == 0)
         log_info("controller stopped", NULL);
     return exit_code;

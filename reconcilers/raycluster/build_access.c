@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "kobj/kobj.h"
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
 {
@@ -27,6 +27,21 @@ int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
     if (!rc_auth_token_enabled(rc) || rc_k8s_token_auth(rc) || (sn && *sn))
         return 0;
     rc_check_name(rc_name(rc), out, cap);
+    return 0;
+}
+
+int rc_auth_token_secret(const cJSON *rc, char *out, size_t cap)
+{
+    const char *sn = kobj_str(kobj_get(rc_spec(rc), "authOptions"), "secretName");
+    if (cap == 0)
+        return -ENAMETOOLONG;
+    out[0] = '\0';
+    if (!rc_auth_token_enabled(rc))
+        return 0;
+    if (sn && *sn)
+        snprintf(out, cap, "%s", sn);
+    else
+        rc_check_name(rc_name(rc), out, cap);
     return 0;
 }
 

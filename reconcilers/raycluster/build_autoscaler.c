@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 #define AUTOSCALER_START_CMD \
     "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
@@ -66,6 +66,15 @@ void rc_auth_env(struct rcb *b, const cJSON *rc, cJSON *container)
         rcb_set_str(b, ref, "name", secret);
         rcb_set_str(b, ref, "key", "auth_token");
     }
+}
+
+int rc_auth_env_for(const cJSON *rc, cJSON *container)
+{
+    struct rcb b = { 0 };
+    if (!rc_auth_token_enabled(rc))
+        return 0;
+    rc_auth_env(&b, rc, container);
+    return b.err;
 }
 
 /* Appends a copy of each element of src (an array) to dst[key]. */

@@ -1,10 +1,10 @@
 /*
- * rayjob_int.h - what the RayJob controller's files share beyond rayjob.h:
+ * internal.h - what the RayJob controller's files share beyond rayjob.h:
  * status editing helpers and the pieces of the state machine that live in
  * their own files (terminal.c, sidecar checks). Not for other modules.
  */
-#ifndef RAYOP_RAYJOB_INT_H
-#define RAYOP_RAYJOB_INT_H
+#ifndef RAYOP_RAYJOB_INTERNAL_H
+#define RAYOP_RAYJOB_INTERNAL_H
 
 #include "reconcilers/rayjob/rayjob.h"
 
@@ -32,5 +32,13 @@ bool rj_check_sidecar(const struct rj_in *in, struct rj_plan *p, int64_t *finish
 void rj_metrics_observe(const cJSON *rj, const char *old_deploy, const cJSON *new_status,
                         int64_t now_ms);
 void rj_metrics_forget(const char *ns, const char *name);
+
+/* batch.c: the batch-scheduler hooks (reconcilers/batchsched). submit: 0 or
+ * -errno (Warning Event written); child: tags the RayCluster to create, or the
+ * submitter Job's Pod template; cleanup: CleanupOnCompletion with its Events. */
+struct host_ctx;
+int rj_batch_submit(struct host_ctx *ctx, const cJSON *rj, char *msg, size_t msglen);
+int rj_batch_child(struct host_ctx *ctx, const cJSON *rj, cJSON *obj, bool submitter_job);
+void rj_batch_cleanup(struct host_ctx *ctx, const cJSON *rj, const cJSON *cluster);
 
 #endif
