@@ -138,8 +138,9 @@ static void test_builtins_grouped_core_first(void **state)
             assert_string_not_equal(seen[j], g);
         seen[nseen++] = g;
     }
-    /* core, apiextensions, batch, coordination, discovery, events, networking, rbac */
-    assert_int_equal(nseen, 8);
+    /* core, apiextensions, batch, coordination, discovery, events, networking, rbac,
+     * scheduling (v1 PriorityClass, v1alpha2 Workload / PodGroup) */
+    assert_int_equal(nseen, 9);
     registry_free(r);
 }
 
