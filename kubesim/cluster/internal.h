@@ -41,6 +41,7 @@ struct cl_pod {
     char *acct_node;             /* the node whose used includes req */
     struct cluster_res req;
     bool queued, unsched, deleting;
+    bool real;                   /* handed to the runtime (kubesim/runtime) */
     char unsched_msg[512];
     enum cl_stage stage;
     int restarts;
@@ -122,6 +123,7 @@ struct cluster {
     struct cluster_opts o;
     struct store *store;
     const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
+    const struct reg_resource *r_deploy, *r_rs;
     pthread_t thread;
     bool started;
 
@@ -147,6 +149,8 @@ struct cluster {
     struct cl_jpod *jpods;
     char **job_dirty;            /* job keys to sync after this turn */
     size_t njob_dirty, capjob_dirty;
+    char **deploy_dirty, **rs_dirty; /* "ns/name" to sync (deploy.c) */
+    size_t ndeploy_dirty, capdeploy_dirty, nrs_dirty, caprs_dirty;
 };
 
 /* cluster_run.c */
@@ -188,6 +192,11 @@ void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const 
 /* A Service was added or changed: recompute its members from the Pod table. */
 void cl_endpoints_svc(struct cluster *c, struct cl_svc *s);
 void cl_endpoints_svc_free(struct cl_svc *s);
+
+/* deploy.c: the Deployment and ReplicaSet controllers */
+void cl_deploy_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+void cl_deploy_sync(struct cluster *c);
+void cl_deploy_free(struct cluster *c);
 
 /* cluster_jobs.c: the Job and TTL-after-finished controllers */
 void cl_job_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
