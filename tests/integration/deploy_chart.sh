@@ -15,7 +15,7 @@
 
 CHART=$LIB_ROOT/deploy/helm/rayop
 BASE=$LIB_ROOT/deploy/kustomize/base
-CHECK="python3 $(dirname "$0")/deploy_manifest_check.py"
+CHECK="python3 $(dirname "$0")/deploy/manifest_check.py"
 HELM=${HELM:-}
 [ -n "$HELM" ] || { [ -x "$LIB_ROOT/.peers/bin/helm" ] && HELM=$LIB_ROOT/.peers/bin/helm; }
 [ -n "$HELM" ] || HELM=$(command -v helm || true)

@@ -1,4 +1,4 @@
-"""deploy_manifest_check.py - structural checks of rendered rayop manifests (a helper of
+"""manifest_check.py - structural checks of rendered rayop manifests (a helper of
 deploy_chart.sh, not a test of its own: run with the YAML on stdin and a mode argument).
 Prints TAP-ish ok/not ok lines.
 
