@@ -100,15 +100,6 @@ static int owned(struct cluster *c, const struct reg_resource *r, const char *ns
     return 0;
 }
 
-static bool pod_ready(const cJSON *pod)
-{
-    const cJSON *cd;
-    cJSON_ArrayForEach(cd, cl_jget(cl_jget(pod, "status"), "conditions"))
-        if (cl_jstr(cd, "type") && !strcmp(cl_jstr(cd, "type"), "Ready"))
-            return cl_jstr(cd, "status") && !strcmp(cl_jstr(cd, "status"), "True");
-    return false;
-}
-
 static bool terminating(const cJSON *o)
 {
     return cl_jget(cl_jget(o, "metadata"), "deletionTimestamp") != NULL;
@@ -161,7 +152,7 @@ static void rs_sync(struct cluster *c, const char *key)
     for (size_t i = 0; i < pods.n; i++)
         if (!terminating(pods.items[i]->json)) {
             active++;
-            ready += pod_ready(pods.items[i]->json);
+            ready += cl_pod_ready(pods.items[i]->json);
         }
     for (long n = active; n < want; n++) {
         const cJSON *tmpl = cl_jget(spec, "template");
@@ -201,14 +192,14 @@ static void rs_sync(struct cluster *c, const char *key)
             struct store_delete_opts dopt = { .grace_seconds = -1, .precondition_uid = pods.items[i]->uid };
             struct store_status st = { 0 };
             char msg[600];
-            if (terminating(p) || (pass == 0 && pod_ready(p)))
+            if (terminating(p) || (pass == 0 && cl_pod_ready(p)))
                 continue;
             if (store_delete(c->store, c->r_pods, pods.items[i]->ns, pods.items[i]->name, &dopt,
                              NULL, NULL, &st) == 0) {
                 snprintf(msg, sizeof(msg), "Deleted pod: %s", pods.items[i]->name);
                 cl_event(c, rs->json, "Normal", "SuccessfulDelete", msg, "replicaset-controller", NULL, NULL);
                 active--;
-                if (pod_ready(p))
+                if (cl_pod_ready(p))
                     ready--;
             }
             store_status_clear(&st);

@@ -212,5 +212,7 @@ const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const ch
 
 const cJSON *cl_jget(const cJSON *o, const char *k);
 const char *cl_jstr(const cJSON *o, const char *k);
+/* The Pod's Ready condition is True. */
+bool cl_pod_ready(const cJSON *pod);
 
 #endif

@@ -34,6 +34,16 @@ const char *cl_jstr(const cJSON *o, const char *k)
     return cJSON_GetStringValue(cl_jget(o, k));
 }
 
+bool cl_pod_ready(const cJSON *pod)
+{
+    const cJSON *cd;
+
+    cJSON_ArrayForEach(cd, cl_jget(cl_jget(pod, "status"), "conditions"))
+        if (cl_jstr(cd, "type") && !strcmp(cl_jstr(cd, "type"), "Ready"))
+            return cl_jstr(cd, "status") && !strcmp(cl_jstr(cd, "status"), "True");
+    return false;
+}
+
 /* ---- flags ----------------------------------------------------------------------- */
 
 static int flag_num(const char *v, long min, long max, long *out)

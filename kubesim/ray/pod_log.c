@@ -151,22 +151,14 @@ static ssize_t stream_read(void *arg, char *buf, size_t max)
         ls->sent = 0;
         if (ls->limit == 0)
             return SERVER_STREAM_END;
-        if (ls->source) {
+        if (ls->source || ls->submitter) {
             bool running = false;
             size_t before = ls->pending.len;
-            if (ls->r->log_fn(ls->r->log_arg, ls->uid, ls->container, false, ls->off,
-                              &ls->pending, &running) < 0)
-                return SERVER_STREAM_END;
-            ls->off += ls->pending.len - before;
-            if (ls->pending.len)
-                continue;
-            if (!running)
-                return SERVER_STREAM_END;
-        } else if (ls->submitter) {
-            bool running = false;
-            size_t before = ls->pending.len;
-            if (ray_submitter_log(ls->r, ls->uid, ls->container, false, ls->off, &ls->pending,
-                                  &running) < 0)
+            int rc = ls->source ? ls->r->log_fn(ls->r->log_arg, ls->uid, ls->container, false,
+                                                ls->off, &ls->pending, &running)
+                                : ray_submitter_log(ls->r, ls->uid, ls->container, false, ls->off,
+                                                    &ls->pending, &running);
+            if (rc < 0)
                 return SERVER_STREAM_END;
             ls->off += ls->pending.len - before;
             if (ls->pending.len)

@@ -1053,7 +1053,6 @@ void runtime_stop(struct runtime *rt)
     for (struct rt_pod *p = rt->pods; p; p = p->next)
         for (size_t i = 0; i < p->nc; i++) {
             struct rt_ctr *c = &p->c[i];
-            struct rt_probe *prs[2] = { &c->live, &c->rdy };
             if (c->st == RC_RUNNING && c->pidfd >= 0) {
                 struct pollfd pw = { .fd = c->pidfd, .events = POLLIN };
                 uint64_t now = rt_now_ms();
@@ -1065,13 +1064,7 @@ void runtime_stop(struct runtime *rt)
                 close(c->pidfd);
                 c->st = RC_TERMINATED;
             }
-            for (int k = 0; k < 2; k++)
-                if (prs[k]->exec_fd >= 0) {
-                    siginfo_t si;
-                    kill(prs[k]->exec_pid, SIGKILL);
-                    waitid(P_PIDFD, (id_t)prs[k]->exec_fd, &si, WEXITED);
-                    close(prs[k]->exec_fd);
-                }
+            rt_probe_cancel(c);
         }
     while (rt->pods)
         pod_finish(rt, rt->pods, false);
