@@ -3,7 +3,8 @@
 #   librayop.a    the operator's modules (kube cache ipc watcher reconcilers cmd)
 #   libkubesim.a  the simulator (kubesim/): never linked into bin/rayop
 # Binaries from *_main.c files (a kubesim/ main links libkubesim, any other main librayop;
-# bench mains link both), cmocka unit tests from tests/unit/test_*.c, libFuzzer targets
+# bench mains link both; tests/tools mains, test-only binaries built with bench-bins, the
+# operator side), cmocka unit tests from tests/unit/test_*.c, libFuzzer targets
 # from tests/fuzz/fuzz_*.c (tests and fuzz targets link all three).
 # Modules never edit this file: a new .c under a module folder is picked up by the wildcards.
 #
@@ -13,6 +14,7 @@
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
 #   make demo       the README's main job
+#   make peers      the real peers (kube-apiserver, etcd, kwok, helm, Ray venv) into .peers/
 MODE    ?= rel
 B       := build/$(MODE)
 COMMON_DIRS := util kobj
@@ -49,6 +51,8 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 SIM_UNIT_SRCS := $(sort $(wildcard tests/unit/kubesim/test_*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 BENCH_SRCS := $(sort $(wildcard bench/*_main.c))
+# Test-only binaries (bin/rayop_test: bin/rayop plus the host self-test kind); operator side.
+TOOL_SRCS := $(sort $(wildcard tests/tools/*_main.c))
 
 LIB_OBJS  := $(LIB_SRCS:%.c=$(B)/%.o)
 LIBCOMMON := $(B)/libcommon.a
@@ -59,9 +63,9 @@ LIB       := $(LIBRAYOP) $(LIBSIM) $(LIBCOMMON)
 BINS      := $(foreach s,$(MAIN_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit/kubesim/%.c=$(B)/tests/%)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
-BENCH_BINS := $(foreach s,$(BENCH_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
+BENCH_BINS := $(foreach s,$(BENCH_SRCS) $(TOOL_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo clean
+.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo peers clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -83,7 +87,7 @@ bin/$(patsubst %_main,%,$(notdir $(basename $(1)))): $(B)/$(basename $(1)).o $(c
 	@mkdir -p bin
 	$$(CC) $$(LDFLAGS_MODE) $$^ -o $$@ $$(LDLIBS)
 endef
-$(foreach s,$(MAIN_SRCS) $(BENCH_SRCS),$(eval $(call bin_rule,$(s))))
+$(foreach s,$(MAIN_SRCS) $(BENCH_SRCS) $(TOOL_SRCS),$(eval $(call bin_rule,$(s))))
 
 $(B)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -108,6 +112,8 @@ test: deps
 	$(MAKE) -j$(NPROC) all unit-bins bench-bins
 	$(MAKE) -j$(NPROC) MODE=asan unit-bins
 	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
+	@if why=$$(sh tools/peers/build.sh --check); then sh tools/peers/build.sh; \
+	else echo "make test: the real tier (real_*) is skipped: $$why"; fi
 	sh tests/run.sh
 
 # Long, randomly seeded fuzzing of every target (not in CI): FUZZ_SECONDS each.
@@ -124,8 +130,13 @@ bench-sim: deps all $(BENCH_BINS)
 demo: deps all
 	bash tools/demo.sh
 
+# Real Kubernetes control plane, etcd, kwok, helm and the Ray venv, built once per content hash
+# under ~/.cache/rayop-peers and linked into .peers/ (tools/peers/build.sh).
+peers:
+	sh tools/peers/build.sh
+
 clean:
 	rm -rf build bin
 
--include $(LIB_OBJS:.o=.d) $(MAIN_SRCS:%.c=$(B)/%.d) $(BENCH_SRCS:%.c=$(B)/%.d)
+-include $(LIB_OBJS:.o=.d) $(MAIN_SRCS:%.c=$(B)/%.d) $(BENCH_SRCS:%.c=$(B)/%.d) $(TOOL_SRCS:%.c=$(B)/%.d)
 -include $(UNIT_BINS:=.d) $(FUZZ_BINS:=.d)

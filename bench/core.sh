@@ -23,7 +23,7 @@ NRC=10
 BENCH_DIR=$LIB_ROOT/bench
 MISSES=0
 
-for b in rayop ipc_probe cache_bench kubesim; do
+for b in rayop rayop_test ipc_probe cache_bench kubesim; do
     if [ ! -x "$LIB_ROOT/bin/$b" ]; then
         make -s -C "$LIB_ROOT" "bin/$b" >/dev/null 2>&1 ||
             { echo "core.sh: bin/$b is missing (make all bench)"; exit 1; }
@@ -55,6 +55,8 @@ WORK=$KUBESIM_DIR
 STATE=$WORK/state
 # a private copy: other builds relink bin/rayop while this runs (exec would fail)
 cp "$LIB_ROOT/bin/rayop" "$WORK/rayop" && RAYOP=$WORK/rayop
+# the controller restart figure runs the host self-test kind, which only test builds carry
+cp "$LIB_ROOT/bin/rayop_test" "$WORK/rayop_test" && RAYOP_TEST=$WORK/rayop_test
 WPID=""
 cleanup() {
     [ -n "$WPID" ] && { kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null; }
@@ -341,7 +343,7 @@ for run in 1 2 3 4 5; do
     spec_bump c3
     wait_until "c3 bump queued" 10 queued || break
     t0=$(now_ns)
-    "$RAYOP" controller test --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
+    "$RAYOP_TEST" controller test --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
         --metrics-addr 0 --health-probe-bind-address 0 2>"$WORK/ctl$run.log" &
     CPID=$!
     _LIB_PIDS="$_LIB_PIDS $CPID"

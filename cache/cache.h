@@ -127,16 +127,6 @@ int cache_delete(struct cache *c, int type, const char *ns, const char *name);
 int cache_set_rv(struct cache *c, int type, const char *rv);
 int cache_set_synced(struct cache *c, int type, bool synced);
 
-/*
- * Relist: cache_relist_begin marks every object of type as unseen; each put
- * marks its key seen; cache_relist_end deletes the objects still unseen and
- * calls gone(ns, name, arg) for each (the watcher's tombstones). gone may be NULL.
- * Returns the number deleted or a negative errno.
- */
-int cache_relist_begin(struct cache *c, int type);
-int cache_relist_end(struct cache *c, int type,
-                     void (*gone)(const char *ns, const char *name, void *arg), void *arg);
-
 /* ---- readers (also usable on a writer handle) ------------------------------- */
 
 /*

@@ -238,8 +238,4 @@ void cache_writer_free_state(struct cache *c);
 /* cache_encode, optionally applying the trim table on the fly (obj untouched). */
 int cache_encode_opts(const cJSON *obj, struct buf *out, bool trim);
 
-/* Key dictionary (codec.c) for docs/tests. */
-size_t cache_dict_keys(const char *const **out);
-size_t cache_dict_values(const char *const **out);
-
 #endif

@@ -161,18 +161,6 @@ _Static_assert(sizeof(dict_values) / sizeof(dict_values[0]) <= 256, "value dict 
 #define NKEYS   (sizeof(dict_keys) / sizeof(dict_keys[0]))
 #define NVALUES (sizeof(dict_values) / sizeof(dict_values[0]))
 
-size_t cache_dict_keys(const char *const **out)
-{
-    *out = dict_keys;
-    return NKEYS;
-}
-
-size_t cache_dict_values(const char *const **out)
-{
-    *out = dict_values;
-    return NVALUES;
-}
-
 /*
  * String -> index lookups for the encoder: one open-addressing table per
  * dictionary, built on first use. The writer is one thread, but the build is

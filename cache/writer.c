@@ -1,6 +1,6 @@
 /*
  * writer.c - the watcher's side of the cache: put/delete with the index
- * chains, relist sweeps, the object-area allocator (size-class free lists, a
+ * chains, the object-area allocator (size-class free lists, a
  * bump pointer, compaction when fragmented) and the rebuild a re-attaching
  * writer runs over what its predecessor left.
  *
@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "cache/cache_int.h"
 #include "util/util.h"
 
@@ -35,7 +36,6 @@ struct cache_wstate {
     uint32_t *free_slots; /* stack of free slot indexes */
     uint32_t nfree;
     uint32_t hw;          /* slots [0, hw) have been handed out */
-    uint8_t *mark;        /* per slot: seen since cache_relist_begin */
     uint64_t top;         /* bump pointer in the object area */
     uint64_t live;        /* allocated bytes (rounded) */
     struct offstack bins[NBINS];
@@ -226,10 +226,7 @@ int cache_writer_init_state(struct cache *c)
     if (!w)
         return -ENOMEM;
     w->free_slots = malloc((size_t)c->max_objects * sizeof(*w->free_slots));
-    w->mark = calloc(c->max_objects, 1);
-    if (!w->free_slots || !w->mark) {
-        free(w->free_slots);
-        free(w->mark);
+    if (!w->free_slots) {
         free(w);
         return -ENOMEM;
     }
@@ -246,7 +243,6 @@ void cache_writer_free_state(struct cache *c)
         free(w->bins[i].v);
     free(w->large);
     free(w->free_slots);
-    free(w->mark);
     buf_free(&w->rec);
     free(w);
     c->w = NULL;
@@ -322,23 +318,6 @@ static uint32_t find_key(struct cache *c, uint32_t type, uint64_t h, const char 
 
 /* ---- put / delete ---------------------------------------------------------------- */
 
-static const char *str_member(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static const char *controller_uid(const cJSON *meta)
-{
-    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences");
-    const cJSON *r;
-    cJSON_ArrayForEach(r, refs) {
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
-            return str_member(r, "uid");
-    }
-    return NULL;
-}
-
 static bool fits(const char *s, size_t max)
 {
     return strnlen(s, max) < max;
@@ -376,13 +355,11 @@ static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, 
     int rc = type_ok(c, type);
     if (rc)
         return rc;
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const char *name = str_member(meta, "name");
-    const char *ns = str_member(meta, "namespace");
-    const char *rv = str_member(meta, "resourceVersion");
-    const char *uid = controller_uid(meta);
-    const char *label = str_member(cJSON_GetObjectItemCaseSensitive(meta, "labels"),
-                                   CACHE_CLUSTER_LABEL);
+    const char *name = kobj_meta_str(obj, "name");
+    const char *ns = kobj_meta_str(obj, "namespace");
+    const char *rv = kobj_meta_str(obj, "resourceVersion");
+    const char *uid = kobj_controller_uid(obj);
+    const char *label = kobj_label(obj, CACHE_CLUSTER_LABEL);
     ns = ns ? ns : "";
     rv = rv ? rv : "";
     uid = uid ? uid : "";
@@ -495,7 +472,6 @@ static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, 
         atomic_fetch_add_explicit(&h->objects, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&h->bytes_used, len, memory_order_relaxed);
     }
-    w->mark[cur - 1] = 1;
     if (created)
         *created = isnew;
     atomic_fetch_add_explicit(&h->generation, 1, memory_order_release);
@@ -534,7 +510,6 @@ static void remove_slot(struct cache *c, uint32_t idx)
     cache_seq_write_end(&s->seq);
     blob_free(c, off, len);
     c->w->free_slots[c->w->nfree++] = idx;
-    c->w->mark[idx] = 0;
     struct cache_hdr *h = c->hdr;
     if (type < CACHE_MAX_TYPES)
         atomic_fetch_sub_explicit(&h->types[type].objects, 1, memory_order_relaxed);
@@ -558,46 +533,6 @@ int cache_delete(struct cache *c, int type, const char *ns, const char *name)
         return -ENOENT;
     remove_slot(c, cur - 1);
     return 0;
-}
-
-int cache_relist_begin(struct cache *c, int type)
-{
-    int rc = type_ok(c, type);
-    if (rc)
-        return rc;
-    for (uint32_t i = 0; i < c->w->hw; i++)
-        if (LD(c->slots[i].type) == (uint32_t)type)
-            c->w->mark[i] = 0;
-    return 0;
-}
-
-int cache_relist_end(struct cache *c, int type,
-                     void (*gone)(const char *ns, const char *name, void *arg), void *arg)
-{
-    int rc = type_ok(c, type);
-    if (rc)
-        return rc;
-    int n = 0;
-    for (uint32_t i = 0; i < c->w->hw; i++) {
-        struct cache_slot *s = &c->slots[i];
-        if (LD(s->type) != (uint32_t)type || c->w->mark[i])
-            continue;
-        struct cache_rec r;
-        const uint8_t *p = cache_rec_at(c, LD(s->blob_off), LD(s->blob_len), &r);
-        char ns[CACHE_NS_MAX], name[CACHE_NAME_MAX];
-        ns[0] = name[0] = 0;
-        if (p) {
-            memcpy(ns, p + sizeof(r), r.ns_len);
-            ns[r.ns_len] = 0;
-            memcpy(name, p + sizeof(r) + r.ns_len, r.name_len);
-            name[r.name_len] = 0;
-        }
-        remove_slot(c, i);
-        n++;
-        if (gone)
-            gone(ns, name, arg);
-    }
-    return n;
 }
 
 /* ---- re-attach ------------------------------------------------------------------- */
@@ -742,7 +677,6 @@ int cache_writer_rebuild(struct cache *c)
         else
             w->live += round16(LD(c->slots[i].blob_len));
     }
-    memset(w->mark, 1, c->max_objects);
     atomic_store_explicit(&h->objects, objects, memory_order_relaxed);
     atomic_store_explicit(&h->bytes_used, bytes, memory_order_relaxed);
     atomic_store_explicit(&h->slot_hw, w->hw, memory_order_relaxed);
@@ -792,7 +726,6 @@ int cache_writer_copy(struct cache *dst, struct cache *src)
             chain_link(dst, CH_OWNER, LD(s->owner_hash), idx);
         if (LD(s->label_hash))
             chain_link(dst, CH_LABEL, LD(s->label_hash), idx);
-        w->mark[idx] = src->w->mark[i];
         if (type < CACHE_MAX_TYPES)
             atomic_fetch_add_explicit(&dst->hdr->types[type].objects, 1, memory_order_relaxed);
         objects++;

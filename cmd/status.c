@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "cmd/cmd.h"
 #include "util/util.h"
 #include "watcher/opts.h"
@@ -65,8 +66,8 @@ static double num_field(const cJSON *o, const char *k)
 
 static const char *str_field(const cJSON *o, const char *k)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "?";
+    const char *v = kobj_str(o, k);
+    return v ? v : "?";
 }
 
 static int pid_alive(double pid)

@@ -50,16 +50,6 @@ static const struct {
     [IPC_MSG_ADOPTED] = {B(F_T) | B(F_ID) | B(F_KEY), 0},
 };
 
-static const char *const type_names[IPC_MSG_MAX_] = {
-    "?", "HELLO", "WELCOME", "PULL", "KEY", "DONE", "ADD", "STATUS_REQ", "STATUS", "ERROR",
-    "ADOPT", "ADOPTED",
-};
-
-const char *ipc_msg_type_name(enum ipc_msg_type t)
-{
-    return (unsigned)t < IPC_MSG_MAX_ ? type_names[t] : "?";
-}
-
 /* ---- bounded reader ------------------------------------------------------------- */
 
 struct rd {

@@ -81,6 +81,4 @@ int ipc_proto_frame(const void *data, size_t len, const uint8_t **body,
 int ipc_proto_decode(const uint8_t *body, size_t len, struct ipc_msg *m,
                      const char **err);
 
-const char *ipc_msg_type_name(enum ipc_msg_type t);
-
 #endif

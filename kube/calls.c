@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/kobj.h"
 #include "kube/client_priv.h"
 
 const struct kube_resource KUBE_RES_PODS = { "", "v1", "pods", 1 };
@@ -171,9 +172,8 @@ int kube_list(struct kube_client *c, const struct kube_resource *r, const char *
 
 static const char *obj_meta(const cJSON *obj, const char *key)
 {
-    const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, key);
-    return cJSON_IsString(v) && v->valuestring[0] != '\0' ? v->valuestring : NULL;
+    const char *v = kobj_meta_str(obj, key);
+    return v && *v ? v : NULL;
 }
 
 int kube_create(struct kube_client *c, const struct kube_resource *r, const char *ns,

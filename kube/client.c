@@ -227,11 +227,6 @@ void kube_client_free(struct kube_client *c)
     free(c);
 }
 
-struct kube_config *kube_client_config(struct kube_client *c)
-{
-    return c->cfg;
-}
-
 void kube_client_get_stats(struct kube_client *c, struct kube_client_stats *out)
 {
     out->requests = atomic_load(&c->st_requests);

@@ -133,7 +133,6 @@ struct kube_client;
 int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts,
                     struct kube_client **out);
 void kube_client_free(struct kube_client *c);
-struct kube_config *kube_client_config(struct kube_client *c);
 
 /* Counters for metrics and tests (monotonic, approximate under concurrency). */
 struct kube_client_stats {
@@ -191,6 +190,12 @@ struct kube_result {
     struct kube_status status; /* filled when the call failed */
 };
 void kube_result_release(struct kube_result *r);
+/* The error of a failed call as the server put it: its Status message plus any
+ * field cause the message leaves out, written to buf (n bytes); without a
+ * server message, kube_strerror(err). Returns buf (or a static string when buf
+ * is NULL). Use this, not kube_strerror, wherever a result is at hand, so
+ * status, Events and logs keep "spec...image: Required value". */
+const char *kube_result_error(const struct kube_result *r, int err, char *buf, size_t n);
 
 struct kube_list_opts {
     const char *label_selector;
@@ -360,7 +365,6 @@ void kube_watch_stop(struct kube_watch *w);
 /* The resourceVersion of the last event or bookmark seen ("" before any):
  * where a re-watch resumes. Valid until the watch ends. */
 const char *kube_watch_last_rv(const struct kube_watch *w);
-uint64_t kube_watch_events(const struct kube_watch *w);
 const char *kube_event_type_name(enum kube_event_type t);
 
 #endif

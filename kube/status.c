@@ -152,3 +152,27 @@ const char *kube_strerror(int err)
     default: return err < 0 ? strerror(-err) : "unknown";
     }
 }
+
+const char *kube_result_error(const struct kube_result *r, int err, char *buf, size_t n)
+{
+    const struct kube_status *st = r ? &r->status : NULL;
+    if (!buf || n == 0)
+        return kube_strerror(err);
+    if (!st || !st->message[0]) {
+        snprintf(buf, n, "%s", kube_strerror(err));
+        return buf;
+    }
+    /* the server's message usually already names each field cause
+     * ("Job.batch \"x\" is invalid: spec...image: Required value"); add the
+     * ones it leaves out, so nothing the server said is lost */
+    size_t len = (size_t)snprintf(buf, n, "%s", st->message);
+    for (int i = 0; i < st->ncauses && len < n; i++) {
+        const struct kube_status_cause *c = &st->causes[i];
+        if (!c->message[0] || (strstr(st->message, c->message) &&
+                               (!c->field[0] || strstr(st->message, c->field))))
+            continue;
+        len += (size_t)snprintf(buf + len, n - len, "; %s%s%s", c->field,
+                                c->field[0] ? ": " : "", c->message);
+    }
+    return buf;
+}

@@ -65,7 +65,6 @@ struct kube_watch {
     int saw_error_event;
     struct kube_status error_status;
     char last_rv[128];
-    uint64_t events;
 };
 
 /* ---- events ------------------------------------------------------------------ */
@@ -93,7 +92,6 @@ static int watch_line(void *arg, const char *p, size_t len)
     } else if (ev.resource_version[0] != '\0') {
         snprintf(w->last_rv, sizeof(w->last_rv), "%s", ev.resource_version);
     }
-    w->events++;
     if (w->o.on_event != NULL)
         w->o.on_event(w, &ev, w->o.arg);
     cJSON_Delete(ev.object); /* NULL when the callback kept it */
@@ -524,9 +522,4 @@ void kube_watch_stop(struct kube_watch *w)
 const char *kube_watch_last_rv(const struct kube_watch *w)
 {
     return w->last_rv;
-}
-
-uint64_t kube_watch_events(const struct kube_watch *w)
-{
-    return w->events;
 }

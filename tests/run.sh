@@ -1,12 +1,14 @@
 #!/bin/sh
 # tests/run.sh - runs every test make test built and prints one closing line
-# "total: N passed, M failed" that CI reads.
+# "total: N passed, M failed, K skipped" that CI reads. A test that cannot run here
+# (cmocka's skip(), an integration "skip - what" line) is counted as skipped, never
+# as passed, and a binary or script that only skipped says "skip", not "ok".
 #
 #  1. cmocka unit tests, release build (build/rel/tests) and ASan+UBSan build (build/asan/tests)
 #  2. libFuzzer targets (build/fuzz/fuzz), FUZZ_SECONDS each (default 5), FUZZ_JOBS (2) at once, seeded from tests/fuzz/corpus/NAME,
 #     libFuzzer seed FUZZ_SEED (default 1; 0 = random); crashing inputs are kept in the log folder
 #  3. integration tests tests/integration/*.sh|*.py: each prints TAP-ish "ok - what" /
-#     "not ok - what" lines and declares its deadline with a "# deadline: SECONDS" line
+#     "not ok - what" / "skip - what (why)" lines and declares its deadline with a "# deadline: SECONDS" line
 #     (default 120); it is killed past it. IT_JOBS of them run at once (default 3).
 #     ONLY=pattern restricts which run.
 set -u
@@ -15,7 +17,7 @@ ROOT=$(pwd)
 export RAYOP_ROOT="$ROOT"
 export RAYOP_SHARED="${RAYOP_SHARED:-$ROOT/../shared}"
 export PATH="$ROOT/bin:$PATH"
-# One integration script: runs it under its deadline and leaves "passed failed" in
+# One integration script: runs it under its deadline and leaves "passed failed skipped" in
 # $LOGDIR/NAME.result; its verdict line is printed as soon as it ends.
 run_integration() {
     t=$1; name=$(basename "$t")
@@ -29,15 +31,16 @@ run_integration() {
     esac
     rc=$?
     secs=$(( $(date +%s) - start ))
-    p=$(grep -c '^ok - ' "$log"); f=$(grep -c '^not ok - ' "$log")
+    p=$(grep -c '^ok - ' "$log"); f=$(grep -c '^not ok - ' "$log"); s=$(grep -c '^skip - ' "$log")
     if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
     {
         [ $rc -eq 124 ] && echo "TIMEOUT $name after ${deadline}s"
         if [ "$f" != 0 ]; then echo "FAIL $name (rc=$rc, ${secs}s)"; grep '^not ok' "$log"; tail -40 "$log"
-        else echo "ok   $name ($p checks, ${secs}s)"; fi
+        elif [ "$p" = 0 ] && [ "$s" != 0 ]; then echo "skip $name ($s skipped: $(grep -m1 '^skip - ' "$log" | cut -c8-))"
+        else echo "ok   $name ($p checks$([ "$s" = 0 ] || echo ", $s skipped"), ${secs}s)"; fi
     } >"$log.verdict"
     cat "$log.verdict"
-    echo "$p $f" >"$LOGDIR/$name.result"
+    echo "$p $f $s" >"$LOGDIR/$name.result"
 }
 
 # One fuzz target for FUZZ_SECONDS on a copy of its corpus; leaves its exit status in
@@ -72,7 +75,7 @@ fi
 LOGDIR="${LOGDIR:-$ROOT/build/test-logs/run-$$}"
 rm -rf "$LOGDIR"; mkdir -p "$LOGDIR"
 echo "logs: $LOGDIR"
-pass=0; fail=0; failed_names=""
+pass=0; fail=0; skipped=0; failed_names=""
 ONLY="${ONLY:-}"
 
 note_fail() { fail=$((fail + $2)); failed_names="$failed_names $1"; }
@@ -88,10 +91,13 @@ for dir in build/rel/tests build/asan/tests; do
         rc=$?
         p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
         f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
-        p=${p:-0}; f=${f:-0}
+        s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+        p=${p:-0}; f=${f:-0}; s=${s:-0}
         if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
-        pass=$((pass + p))
-        if [ "$f" != 0 ]; then note_fail "$t" "$f"; echo "FAIL $t (rc=$rc)"; tail -30 "$log"; else echo "ok   $t ($p tests)"; fi
+        pass=$((pass + p)); skipped=$((skipped + s))
+        if [ "$f" != 0 ]; then note_fail "$t" "$f"; echo "FAIL $t (rc=$rc)"; tail -30 "$log"
+        elif [ "$p" = 0 ] && [ "$s" != 0 ]; then echo "skip $t ($s skipped: $(grep -m1 '^skipped: ' "$log" | cut -c10-))"
+        else echo "ok   $t ($p tests$([ "$s" = 0 ] || echo ", $s skipped"))"; fi
     done
 done
 
@@ -121,11 +127,11 @@ for t in tests/integration/*.sh tests/integration/*.py; do
 done | LOGDIR="$LOGDIR" xargs -P "${IT_JOBS:-3}" -I{} sh "$ROOT/tests/run.sh" --integration-one {}
 for r in "$LOGDIR"/*.result; do
     [ -f "$r" ] || continue
-    read -r p f <"$r"
-    pass=$((pass + p))
+    read -r p f s <"$r"
+    pass=$((pass + p)); skipped=$((skipped + ${s:-0}))
     [ "$f" != 0 ] && note_fail "$(basename "$r" .result)" "$f"
 done
 
 [ -n "$failed_names" ] && echo "failed:$failed_names"
-echo "total: $pass passed, $fail failed"
+echo "total: $pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -83,9 +83,6 @@ int wsync_resync(struct watcher *w);
 int whttp_start(struct watcher *w, const char *addr);
 void whttp_stop(struct watcher *w);
 
-/* Compares resourceVersions as decimal integers (what etcd and kubesim give);
- * falls back to string order for anything else. <0, 0, >0. */
-int wsync_rv_cmp(const char *a, const char *b);
 /* ipc read-your-writes oracle: the cache's rv of type >= rv. */
 int wsync_seen(void *ud, const char *type, const char *rv);
 

@@ -1,9 +1,10 @@
 /*
  * sync.c - the watcher's engine: per (type, namespace) stream, LIST (paged)
  * then WATCH from the list's resourceVersion with bookmarks; every event is
- * applied to the cache first, then the stream's resourceVersion is stored
- * (a crash in between re-delivers the event on resume instead of losing it),
- * then the event is mapped to keys (types.c) and added to the queues.
+ * applied to the cache first, then mapped to keys (types.c) and added to the
+ * queues (list items and the start resync on the low-priority lane), and only
+ * then is the stream's resourceVersion stored (a crash in between re-delivers
+ * the event on resume instead of losing it; the queue's gate reads that rv).
  *
  * LISTs run on the libuv threadpool so the loop keeps serving the queues; the
  * list thread hands pages to the loop thread (the cache's single writer)
@@ -18,6 +19,7 @@
 
 #include <uthash.h>
 
+#include "kobj/kobj.h"
 #include "util/util.h"
 #include "watcher/internal.h"
 
@@ -30,18 +32,6 @@ struct seen_key {
     char key[CACHE_NS_MAX + CACHE_NAME_MAX + 2];
 };
 
-int wsync_rv_cmp(const char *a, const char *b)
-{
-    size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
-    if (la == strlen(a) && lb == strlen(b) && la > 0 && lb > 0) {
-        while (la > 1 && *a == '0') { a++; la--; }
-        while (lb > 1 && *b == '0') { b++; lb--; }
-        if (la != lb)
-            return la < lb ? -1 : 1;
-    }
-    return strcmp(a, b);
-}
-
 int wsync_seen(void *ud, const char *type, const char *rv)
 {
     struct watcher *w = ud;
@@ -51,7 +41,7 @@ int wsync_seen(void *ud, const char *type, const char *rv)
     int id = cache_type_lookup(w->cache, type);
     if (id < 0 || cache_type_info(w->cache, id, &ti) < 0)
         return 1; /* a type we do not cache cannot gate anyone */
-    return ti.rv[0] && wsync_rv_cmp(ti.rv, rv) >= 0;
+    return ti.rv[0] && kobj_rv_cmp(ti.rv, rv) >= 0;
 }
 
 static const char *sname(const struct wstream *s)
@@ -66,13 +56,17 @@ static const char *sns(const struct wstream *s)
 
 /* ---- queues ---------------------------------------------------------------- */
 
+/* low: the keys of a list (initial or relist) go to the low-priority lane, so that
+ * after a start with many cached objects a real event's key overtakes them (what
+ * controller-runtime does for the initial list). */
 static void enqueue(struct watcher *w, int t, enum watcher_ev ev, const cJSON *obj,
-                    const cJSON *old)
+                    const cJSON *old, bool low)
 {
     struct watcher_key keys[MAP_KEYS_MAX];
     int n = watcher_map_event(t, ev, obj, old, keys, MAP_KEYS_MAX);
     for (int i = 0; i < n; i++) {
-        int rc = ipc_server_add(w->ipc, keys[i].queue, keys[i].key);
+        int rc = low ? ipc_server_add_low(w->ipc, keys[i].queue, keys[i].key)
+                     : ipc_server_add(w->ipc, keys[i].queue, keys[i].key);
         if (rc < 0)
             log_warn("enqueue failed", "queue", keys[i].queue, "key", keys[i].key,
                      "error", strerror(-rc), NULL);
@@ -91,7 +85,7 @@ static int resync_visit(const struct cache_obj *o, void *arg)
     struct resync_arg *a = arg;
     char key[IPC_KEY_MAX];
     int len = snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
-    if (len > 0 && (size_t)len < sizeof(key) && ipc_server_add(a->w->ipc, a->queue, key) == 0)
+    if (len > 0 && (size_t)len < sizeof(key) && ipc_server_add_low(a->w->ipc, a->queue, key) == 0)
         a->n++;
     return 0;
 }
@@ -119,26 +113,6 @@ int wsync_resync(struct watcher *w)
 
 /* ---- cache updates ---------------------------------------------------------- */
 
-static const char *controller_uid(const cJSON *obj)
-{
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences")) {
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller"))) {
-            const cJSON *uid = cJSON_GetObjectItemCaseSensitive(r, "uid");
-            return cJSON_IsString(uid) ? uid->valuestring : "";
-        }
-    }
-    return "";
-}
-
-static const char *meta_str(const cJSON *obj, const char *f)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), f);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /*
  * Stores obj and enqueues what it maps to. from_list: skip the keys when the
  * cache already holds this resourceVersion (a relist of an unchanged object).
@@ -149,8 +123,9 @@ static void apply_put(struct wstream *s, const cJSON *obj, int from_list)
 {
     struct watcher *w = s->w;
     const struct watcher_type *ty = &watcher_types[s->t];
-    const char *ns = meta_str(obj, "namespace"), *name = meta_str(obj, "name");
-    const char *rv = meta_str(obj, "resourceVersion");
+    const char *ns = kobj_meta_str(obj, "namespace"), *name = kobj_meta_str(obj, "name");
+    const char *rv = kobj_meta_str(obj, "resourceVersion");
+    const char *owner_uid = kobj_controller_uid(obj);
     struct cache_meta old_meta;
     cJSON *old = NULL;
     bool created = false;
@@ -160,7 +135,7 @@ static void apply_put(struct wstream *s, const cJSON *obj, int from_list)
     int have_old = cache_stat(w->cache, s->cid, ns ? ns : "", name, &old_meta) == 0;
     if (have_old && from_list && rv && strcmp(old_meta.rv, rv) == 0)
         return;
-    if (have_old && (ty->filter_meta_only || strcmp(old_meta.owner_uid, controller_uid(obj)) != 0))
+    if (have_old && (ty->filter_meta_only || strcmp(old_meta.owner_uid, owner_uid ? owner_uid : "") != 0))
         (void)cache_get_json(w->cache, s->cid, ns ? ns : "", name, &old);
 
     int rc = cache_put(w->cache, s->cid, obj, &created);
@@ -170,20 +145,20 @@ static void apply_put(struct wstream *s, const cJSON *obj, int from_list)
         log_error("cache put failed", "type", sname(s), "namespace", ns, "name", name,
                   "error", strerror(-rc), NULL);
     }
-    enqueue(w, s->t, have_old ? WATCHER_EV_UPDATE : WATCHER_EV_ADD, obj, old);
+    enqueue(w, s->t, have_old ? WATCHER_EV_UPDATE : WATCHER_EV_ADD, obj, old, from_list);
     cJSON_Delete(old);
 }
 
 static void apply_delete(struct wstream *s, const cJSON *obj)
 {
-    const char *ns = meta_str(obj, "namespace"), *name = meta_str(obj, "name");
+    const char *ns = kobj_meta_str(obj, "namespace"), *name = kobj_meta_str(obj, "name");
     if (!name)
         return;
     int rc = cache_delete(s->w->cache, s->cid, ns ? ns : "", name);
     if (rc < 0 && rc != -ENOENT)
         log_error("cache delete failed", "type", sname(s), "namespace", ns, "name", name,
                   "error", strerror(-rc), NULL);
-    enqueue(s->w, s->t, WATCHER_EV_DELETE, obj, NULL);
+    enqueue(s->w, s->t, WATCHER_EV_DELETE, obj, NULL, false);
 }
 
 /* The type's stored rv is the oldest of its streams' (one per namespace), so a
@@ -199,7 +174,7 @@ static void store_type_rv(struct watcher *w, int t)
         cid = s->cid;
         if (!s->rv[0])
             return;
-        if (!min || wsync_rv_cmp(s->rv, min) < 0)
+        if (!min || kobj_rv_cmp(s->rv, min) < 0)
             min = s->rv;
     }
     if (min && cache_set_rv(w->cache, cid, min) == 0)
@@ -417,7 +392,7 @@ static void apply_items(struct wstream *s, cJSON *items)
             cJSON_AddStringToObject(it, "apiVersion", ty->api_version);
         apply_put(s, it, 1);
         if (s->track_seen) {
-            const char *ns = meta_str(it, "namespace"), *name = meta_str(it, "name");
+            const char *ns = kobj_meta_str(it, "namespace"), *name = kobj_meta_str(it, "name");
             if (name)
                 seen_add(s, ns ? ns : "", name);
         }
@@ -477,7 +452,7 @@ static int sweep_visit(const struct cache_obj *o, void *arg)
     /* the deleted object's owners hear about it, as with a DELETED event */
     cJSON *obj = NULL;
     if (cache_decode(o->data, o->len, &obj) == 0) {
-        enqueue(sw->s->w, sw->s->t, WATCHER_EV_DELETE, obj, NULL);
+        enqueue(sw->s->w, sw->s->t, WATCHER_EV_DELETE, obj, NULL, false);
         cJSON_Delete(obj);
     }
     return 0;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kobj/json_equal.h"
+#include "kobj/kobj.h"
 #include "watcher/watcher.h"
 
 #define CREATED_BY "app.kubernetes.io/created-by=kuberay-operator"
@@ -31,6 +33,8 @@ const struct watcher_type watcher_types[] = {
     { "v1/serviceaccounts",       "",        "v1", "serviceaccounts",      "ServiceAccount",        "v1",        CREATED_BY,                                       NULL,         0 },
     { "rbac.authorization.k8s.io/v1/roles", "rbac.authorization.k8s.io", "v1", "roles", "Role", "rbac.authorization.k8s.io/v1", CREATED_BY,              NULL,         0 },
     { "rbac.authorization.k8s.io/v1/rolebindings", "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", "rbac.authorization.k8s.io/v1", CREATED_BY, NULL, 0 },
+    /* numServeEndpoints of a RayService: the serve Service's EndpointSlices */
+    { "discovery.k8s.io/v1/endpointslices", "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", "discovery.k8s.io/v1", "kubernetes.io/service-name", NULL, 0 },
     /* the RayCluster's dashboard Ingress (headGroupSpec.enableIngress) */
     { "networking.k8s.io/v1/ingresses", "networking.k8s.io", "v1", "ingresses", "Ingress", "networking.k8s.io/v1", CREATED_BY,                     NULL,         0 },
 };
@@ -77,25 +81,6 @@ static int same_group(const char *a, const char *b)
     return la == lb && memcmp(a, b, la) == 0;
 }
 
-static const char *str_field(const cJSON *o, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* The controller ownerReference of obj (controller: true), or NULL. */
-static const cJSON *controller_ref(const cJSON *obj)
-{
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *refs = cJSON_GetObjectItemCaseSensitive(meta, "ownerReferences");
-    const cJSON *r;
-    cJSON_ArrayForEach(r, refs) {
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
-            return r;
-    }
-    return NULL;
-}
-
 static int push_key(struct watcher_key *out, size_t cap, size_t *n, const char *queue,
                     const char *ns, const char *name)
 {
@@ -124,12 +109,12 @@ static int push_key(struct watcher_key *out, size_t cap, size_t *n, const char *
 static int map_owner(const char *ct, const cJSON *obj, struct watcher_key *out, size_t cap,
                      size_t *n)
 {
-    const cJSON *ref = controller_ref(obj);
+    const cJSON *ref = kobj_controller_ref(obj);
     if (!ref)
         return 0;
-    const char *kind = str_field(ref, "kind"), *av = str_field(ref, "apiVersion");
-    const char *oname = str_field(ref, "name");
-    const char *ns = str_field(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "namespace");
+    const char *kind = kobj_str(ref, "kind"), *av = kobj_str(ref, "apiVersion");
+    const char *oname = kobj_str(ref, "name");
+    const char *ns = kobj_meta_str(obj, "namespace");
     if (!kind || !av || !oname)
         return 0;
     for (size_t i = 0; i < watcher_nowner_rules; i++) {
@@ -142,15 +127,6 @@ static int map_owner(const char *ct, const cJSON *obj, struct watcher_key *out, 
             return rc;
     }
     return 0;
-}
-
-static int json_equal(const cJSON *a, const cJSON *b)
-{
-    if (!a && !b)
-        return 1;
-    if (!a || !b)
-        return 0;
-    return cJSON_Compare(a, b, 1);
 }
 
 /* KubeRay's predicate: GenerationChanged OR LabelChanged OR AnnotationChanged. */
@@ -184,8 +160,8 @@ int watcher_map_event(int t, enum watcher_ev ev, const cJSON *obj, const cJSON *
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
         int want = ev != WATCHER_EV_UPDATE || !ty->filter_meta_only || !old ||
                    meta_changed(obj, old);
-        if (want && (rc = push_key(out, cap, &n, ty->queue, str_field(m, "namespace") ?
-                                   str_field(m, "namespace") : "", str_field(m, "name"))) < 0)
+        if (want && (rc = push_key(out, cap, &n, ty->queue, kobj_str(m, "namespace") ?
+                                   kobj_str(m, "namespace") : "", kobj_str(m, "name"))) < 0)
             return rc;
     }
     if ((rc = map_owner(ty->cache_type, obj, out, cap, &n)) < 0)

@@ -600,11 +600,6 @@ const char *server_url(const struct server *s)
     return s->url;
 }
 
-struct store *server_store(const struct server *s)
-{
-    return s->store;
-}
-
 size_t server_open_watches(struct server *s)
 {
     size_t n;

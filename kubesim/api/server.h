@@ -93,7 +93,6 @@ const char *server_url(const struct server *s);
  * (bounded), then stops the daemon. Idempotent. The store is not closed. */
 void server_stop(struct server *s);
 void server_free(struct server *s);
-struct store *server_store(const struct server *s);
 
 /* Number of watch streams currently open (tests: no leaked watchers). */
 size_t server_open_watches(struct server *s);

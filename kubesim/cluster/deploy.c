@@ -49,9 +49,9 @@ void cl_deploy_event(struct cluster *c, enum store_event_type type, struct store
         mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, o->name);
         if ((ref = cl_controller_ref(o->json, "apps/", "Deployment")))
             mark(&c->deploy_dirty, &c->ndeploy_dirty, &c->capdeploy_dirty, o->ns,
-                 cl_jstr(ref, "name"));
+                 kobj_str(ref, "name"));
     } else if (o->res == c->r_pods && (ref = cl_controller_ref(o->json, "apps/", "ReplicaSet"))) {
-        mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, cl_jstr(ref, "name"));
+        mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, kobj_str(ref, "name"));
     }
 }
 
@@ -85,13 +85,8 @@ static int owned(struct cluster *c, const struct reg_resource *r, const char *ns
         return -EIO;
     }
     for (size_t i = 0; i < out->n; i++) {
-        const cJSON *refs = cl_jget(cl_jget(out->items[i]->json, "metadata"), "ownerReferences"), *x;
-        bool mine = false;
-        cJSON_ArrayForEach(x, refs)
-            if (cJSON_IsTrue(cl_jget(x, "controller")) && cl_jstr(x, "uid") &&
-                !strcmp(cl_jstr(x, "uid"), uid))
-                mine = true;
-        if (mine)
+        const char *cu = kobj_controller_uid(out->items[i]->json);
+        if (cu && !strcmp(cu, uid))
             out->items[k++] = out->items[i];
         else
             store_obj_unref(out->items[i]);
@@ -102,7 +97,7 @@ static int owned(struct cluster *c, const struct reg_resource *r, const char *ns
 
 static bool terminating(const cJSON *o)
 {
-    return cl_jget(cl_jget(o, "metadata"), "deletionTimestamp") != NULL;
+    return kobj_get(kobj_get(o, "metadata"), "deletionTimestamp") != NULL;
 }
 
 static void owner_ref(cJSON *md, const char *api, const char *kind, const struct store_obj *o)
@@ -145,8 +140,8 @@ static void rs_sync(struct cluster *c, const char *key)
 
     if (!rs)
         return;
-    spec = cl_jget(rs->json, "spec");
-    want = cJSON_IsNumber(cl_jget(spec, "replicas")) ? (long)cl_jget(spec, "replicas")->valuedouble : 1;
+    spec = kobj_get(rs->json, "spec");
+    want = cJSON_IsNumber(kobj_get(spec, "replicas")) ? (long)kobj_get(spec, "replicas")->valuedouble : 1;
     if (terminating(rs->json) || owned(c, c->r_pods, rs->ns, rs->uid, &pods) < 0)
         goto out;
     for (size_t i = 0; i < pods.n; i++)
@@ -155,7 +150,7 @@ static void rs_sync(struct cluster *c, const char *key)
             ready += cl_pod_ready(pods.items[i]->json);
         }
     for (long n = active; n < want; n++) {
-        const cJSON *tmpl = cl_jget(spec, "template");
+        const cJSON *tmpl = kobj_get(spec, "template");
         cJSON *pod = cJSON_CreateObject(), *md;
         struct store_write_opts w = { .field_manager = "replicaset-controller" };
         struct store_status st = { 0 };
@@ -167,12 +162,12 @@ static void rs_sync(struct cluster *c, const char *key)
         snprintf(gen, sizeof(gen), "%.*s-", 57, rs->name);
         cJSON_AddStringToObject(md, "generateName", gen);
         cJSON_AddStringToObject(md, "namespace", rs->ns);
-        if (cl_jget(cl_jget(tmpl, "metadata"), "labels"))
-            cJSON_AddItemToObject(md, "labels", cJSON_Duplicate(cl_jget(cl_jget(tmpl, "metadata"), "labels"), true));
-        if (cl_jget(cl_jget(tmpl, "metadata"), "annotations"))
-            cJSON_AddItemToObject(md, "annotations", cJSON_Duplicate(cl_jget(cl_jget(tmpl, "metadata"), "annotations"), true));
+        if (kobj_get(kobj_get(tmpl, "metadata"), "labels"))
+            cJSON_AddItemToObject(md, "labels", cJSON_Duplicate(kobj_get(kobj_get(tmpl, "metadata"), "labels"), true));
+        if (kobj_get(kobj_get(tmpl, "metadata"), "annotations"))
+            cJSON_AddItemToObject(md, "annotations", cJSON_Duplicate(kobj_get(kobj_get(tmpl, "metadata"), "annotations"), true));
         owner_ref(md, "apps/v1", "ReplicaSet", rs);
-        cJSON_AddItemToObject(pod, "spec", cl_jget(tmpl, "spec") ? cJSON_Duplicate(cl_jget(tmpl, "spec"), true)
+        cJSON_AddItemToObject(pod, "spec", kobj_get(tmpl, "spec") ? cJSON_Duplicate(kobj_get(tmpl, "spec"), true)
                                                                  : cJSON_CreateObject());
         if (store_create(c->store, c->r_pods, rs->ns, pod, &w, &out, &st) == 0) {
             snprintf(msg, sizeof(msg), "Created pod: %s", out->name);
@@ -209,9 +204,9 @@ static void rs_sync(struct cluster *c, const char *key)
     cJSON_AddNumberToObject(status, "fullyLabeledReplicas", (double)active);
     cJSON_AddNumberToObject(status, "readyReplicas", (double)ready);
     cJSON_AddNumberToObject(status, "availableReplicas", (double)ready);
-    if (cl_jget(cl_jget(rs->json, "metadata"), "generation"))
+    if (kobj_get(kobj_get(rs->json, "metadata"), "generation"))
         cJSON_AddNumberToObject(status, "observedGeneration",
-                                cl_jget(cl_jget(rs->json, "metadata"), "generation")->valuedouble);
+                                kobj_get(kobj_get(rs->json, "metadata"), "generation")->valuedouble);
     status_patch(c, c->r_rs, rs, status);
 out:
     store_list_free(&pods);
@@ -231,9 +226,9 @@ static void deploy_sync(struct cluster *c, const char *key)
 
     if (!d)
         return;
-    spec = cl_jget(d->json, "spec");
-    tmpl = cl_jget(spec, "template");
-    want = cJSON_IsNumber(cl_jget(spec, "replicas")) ? (long)cl_jget(spec, "replicas")->valuedouble : 1;
+    spec = kobj_get(d->json, "spec");
+    tmpl = kobj_get(spec, "template");
+    want = cJSON_IsNumber(kobj_get(spec, "replicas")) ? (long)kobj_get(spec, "replicas")->valuedouble : 1;
     if (terminating(d->json) || !(txt = cJSON_PrintUnformatted(tmpl)) ||
         owned(c, c->r_rs, d->ns, d->uid, &rss) < 0)
         goto out;
@@ -243,15 +238,15 @@ static void deploy_sync(struct cluster *c, const char *key)
     snprintf(name, sizeof(name), "%.*s-%.10s", 240, d->name, hash);
     for (size_t i = 0; i < rss.n; i++) {
         struct store_obj *rs = rss.items[i];
-        const cJSON *rst = cl_jget(rs->json, "status");
-        long cur = (long)cJSON_GetNumberValue(cl_jget(cl_jget(rs->json, "spec"), "replicas"));
+        const cJSON *rst = kobj_get(rs->json, "status");
+        long cur = (long)cJSON_GetNumberValue(kobj_get(kobj_get(rs->json, "spec"), "replicas"));
         long target = strcmp(rs->name, name) ? 0 : want;
-        replicas += (long)cJSON_GetNumberValue(cl_jget(rst, "replicas")) > 0 ?
-                    (long)cJSON_GetNumberValue(cl_jget(rst, "replicas")) : 0;
+        replicas += (long)cJSON_GetNumberValue(kobj_get(rst, "replicas")) > 0 ?
+                    (long)cJSON_GetNumberValue(kobj_get(rst, "replicas")) : 0;
         if (!strcmp(rs->name, name)) {
             have = true;
-            updated = cJSON_IsNumber(cl_jget(rst, "replicas")) ? (long)cl_jget(rst, "replicas")->valuedouble : 0;
-            ready = cJSON_IsNumber(cl_jget(rst, "readyReplicas")) ? (long)cl_jget(rst, "readyReplicas")->valuedouble : 0;
+            updated = cJSON_IsNumber(kobj_get(rst, "replicas")) ? (long)kobj_get(rst, "replicas")->valuedouble : 0;
+            ready = cJSON_IsNumber(kobj_get(rst, "readyReplicas")) ? (long)kobj_get(rst, "readyReplicas")->valuedouble : 0;
         }
         if (cur != target) {
             char body[64];
@@ -274,7 +269,7 @@ static void deploy_sync(struct cluster *c, const char *key)
         cJSON_AddStringToObject(md, "name", name);
         cJSON_AddStringToObject(md, "namespace", d->ns);
         t = cJSON_Duplicate(tmpl, true);
-        if (!cJSON_IsObject(cl_jget(t, "metadata")))
+        if (!cJSON_IsObject(kobj_get(t, "metadata")))
             cJSON_AddObjectToObject(t, "metadata");
         lb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "metadata"), "labels");
         if (!lb)
@@ -284,7 +279,7 @@ static void deploy_sync(struct cluster *c, const char *key)
         owner_ref(md, "apps/v1", "Deployment", d);
         rspec = cJSON_AddObjectToObject(rs, "spec");
         cJSON_AddNumberToObject(rspec, "replicas", (double)want);
-        sel = cJSON_Duplicate(cl_jget(spec, "selector"), true);
+        sel = cJSON_Duplicate(kobj_get(spec, "selector"), true);
         if (!sel)
             sel = cJSON_CreateObject();
         if (!cJSON_GetObjectItemCaseSensitive(sel, "matchLabels"))
@@ -299,9 +294,9 @@ static void deploy_sync(struct cluster *c, const char *key)
         store_status_clear(&st);
     }
     status = cJSON_CreateObject();
-    if (cl_jget(cl_jget(d->json, "metadata"), "generation"))
+    if (kobj_get(kobj_get(d->json, "metadata"), "generation"))
         cJSON_AddNumberToObject(status, "observedGeneration",
-                                cl_jget(cl_jget(d->json, "metadata"), "generation")->valuedouble);
+                                kobj_get(kobj_get(d->json, "metadata"), "generation")->valuedouble);
     cJSON_AddNumberToObject(status, "replicas", (double)replicas);
     cJSON_AddNumberToObject(status, "updatedReplicas", (double)updated);
     cJSON_AddNumberToObject(status, "readyReplicas", (double)ready);

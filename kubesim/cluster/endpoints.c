@@ -23,7 +23,7 @@ static bool labels_match(const cJSON *selector, const cJSON *labels)
     const cJSON *kv;
 
     cJSON_ArrayForEach(kv, selector) {
-        const char *v = cl_jstr(labels, kv->string);
+        const char *v = kobj_str(labels, kv->string);
         if (!cJSON_IsString(kv) || !v || strcmp(v, kv->valuestring))
             return false;
     }
@@ -33,18 +33,18 @@ static bool labels_match(const cJSON *selector, const cJSON *labels)
 /* A Service port's target on this Pod: a number, or a named container port. 0 = none. */
 static int target_port(const cJSON *sp, const cJSON *pod)
 {
-    const cJSON *tp = cl_jget(sp, "targetPort"), *ct, *pt;
+    const cJSON *tp = kobj_get(sp, "targetPort"), *ct, *pt;
 
     if (cJSON_IsNumber(tp))
         return (int)cJSON_GetNumberValue(tp);
     if (!cJSON_IsString(tp))
-        return (int)cJSON_GetNumberValue(cl_jget(sp, "port"));
+        return (int)cJSON_GetNumberValue(kobj_get(sp, "port"));
     if (!pod)
         return 0;
-    cJSON_ArrayForEach(ct, cl_jget(cl_jget(pod, "spec"), "containers"))
-        cJSON_ArrayForEach(pt, cl_jget(ct, "ports"))
-            if (cl_jstr(pt, "name") && !strcmp(cl_jstr(pt, "name"), tp->valuestring))
-                return (int)cJSON_GetNumberValue(cl_jget(pt, "containerPort"));
+    cJSON_ArrayForEach(ct, kobj_get(kobj_get(pod, "spec"), "containers"))
+        cJSON_ArrayForEach(pt, kobj_get(ct, "ports"))
+            if (kobj_str(pt, "name") && !strcmp(kobj_str(pt, "name"), tp->valuestring))
+                return (int)cJSON_GetNumberValue(kobj_get(pt, "containerPort"));
     return 0;
 }
 
@@ -61,16 +61,16 @@ static cJSON *target_ref(const struct cl_pod *p)
 
 static const char *pod_ip(const struct cl_pod *p)
 {
-    return cl_jstr(cl_jget(p->obj->json, "status"), "podIP");
+    return kobj_str(kobj_get(p->obj->json, "status"), "podIP");
 }
 
 static bool pod_ready(const struct cl_pod *p)
 {
     const cJSON *cd;
 
-    cJSON_ArrayForEach(cd, cl_jget(cl_jget(p->obj->json, "status"), "conditions"))
-        if (cl_jstr(cd, "type") && !strcmp(cl_jstr(cd, "type"), "Ready"))
-            return cl_jstr(cd, "status") && !strcmp(cl_jstr(cd, "status"), "True");
+    cJSON_ArrayForEach(cd, kobj_get(kobj_get(p->obj->json, "status"), "conditions"))
+        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
+            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
     return false;
 }
 
@@ -92,7 +92,7 @@ static void put_if_changed(struct cluster *c, const struct reg_resource *res, co
         return;
     }
     for (const char *const *k = keys; *k; k++) {
-        const cJSON *a = cl_jget(cur->json, *k), *b = cl_jget(obj, *k);
+        const cJSON *a = kobj_get(cur->json, *k), *b = kobj_get(obj, *k);
         if (!a != !b || (a && !cJSON_Compare(a, b, true)))
             same = false;
     }
@@ -102,7 +102,7 @@ static void put_if_changed(struct cluster *c, const struct reg_resource *res, co
         return;
     }
     cJSON_AddStringToObject(cJSON_GetObjectItem(obj, "metadata"), "resourceVersion",
-                            cl_jstr(cl_jget(cur->json, "metadata"), "resourceVersion"));
+                            kobj_str(kobj_get(cur->json, "metadata"), "resourceVersion"));
     store_obj_unref(cur);
     /* a conflict means someone wrote in between; their event brings us back */
     if (store_update(c->store, res, ns, name, NULL, obj, &w, NULL, &st) < 0 && st.code != 409)
@@ -113,22 +113,22 @@ static void put_if_changed(struct cluster *c, const struct reg_resource *res, co
 static cJSON *meta(const cJSON *svc, const char *name, bool slice)
 {
     cJSON *m = cJSON_CreateObject(), *lb;
-    const cJSON *smd = cl_jget(svc, "metadata"), *kv;
+    const cJSON *smd = kobj_get(svc, "metadata"), *kv;
 
     cJSON_AddStringToObject(m, "name", name);
-    cJSON_AddStringToObject(m, "namespace", cl_jstr(smd, "namespace"));
+    cJSON_AddStringToObject(m, "namespace", kobj_str(smd, "namespace"));
     lb = cJSON_AddObjectToObject(m, "labels");
-    cJSON_ArrayForEach(kv, cl_jget(smd, "labels"))
+    cJSON_ArrayForEach(kv, kobj_get(smd, "labels"))
         cJSON_AddItemToObject(lb, kv->string, cJSON_Duplicate(kv, true));
     if (slice) {
         cJSON *or = cJSON_AddArrayToObject(m, "ownerReferences"), *r = cJSON_CreateObject();
-        cJSON_AddStringToObject(lb, "kubernetes.io/service-name", cl_jstr(smd, "name"));
+        cJSON_AddStringToObject(lb, "kubernetes.io/service-name", kobj_str(smd, "name"));
         cJSON_AddStringToObject(lb, "endpointslice.kubernetes.io/managed-by",
                                 "endpointslice-controller.k8s.io");
         cJSON_AddStringToObject(r, "apiVersion", "v1");
         cJSON_AddStringToObject(r, "kind", "Service");
-        cJSON_AddStringToObject(r, "name", cl_jstr(smd, "name"));
-        cJSON_AddStringToObject(r, "uid", cl_jstr(smd, "uid"));
+        cJSON_AddStringToObject(r, "name", kobj_str(smd, "name"));
+        cJSON_AddStringToObject(r, "uid", kobj_str(smd, "uid"));
         cJSON_AddBoolToObject(r, "controller", true);
         cJSON_AddBoolToObject(r, "blockOwnerDeletion", true);
         cJSON_AddItemToArray(or, r);
@@ -138,9 +138,9 @@ static cJSON *meta(const cJSON *svc, const char *name, bool slice)
 
 static void sync_service(struct cluster *c, const struct cl_svc *s)
 {
-    const cJSON *svc = s->obj->json, *spec = cl_jget(svc, "spec");
-    const cJSON *selector = cl_jget(spec, "selector"), *sp;
-    bool publish = cJSON_IsTrue(cl_jget(spec, "publishNotReadyAddresses"));
+    const cJSON *svc = s->obj->json, *spec = kobj_get(svc, "spec");
+    const cJSON *selector = kobj_get(spec, "selector"), *sp;
+    bool publish = cJSON_IsTrue(kobj_get(spec, "publishNotReadyAddresses"));
     cJSON *ep, *subset, *addrs, *nready, *ports, *slice, *sends, *sports;
     const struct cl_pod *first = NULL;
     struct cl_member *m, *tmp;
@@ -176,16 +176,16 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
         HASH_FIND_STR(c->pods, m->key, p);
         if (!p || !(ip = pod_ip(p)) || !ip[0])
             continue;
-        md = cl_jget(p->obj->json, "metadata");
-        terminating = cl_jget(md, "deletionTimestamp") != NULL;
+        md = kobj_get(p->obj->json, "metadata");
+        terminating = kobj_get(md, "deletionTimestamp") != NULL;
         ready = pod_ready(p) && !terminating;
         if (!first)
             first = p;
         if (!terminating) {
             a = cJSON_CreateObject();
             cJSON_AddStringToObject(a, "ip", ip);
-            if (cl_jstr(cl_jget(p->obj->json, "spec"), "nodeName"))
-                cJSON_AddStringToObject(a, "nodeName", cl_jstr(cl_jget(p->obj->json, "spec"), "nodeName"));
+            if (kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"))
+                cJSON_AddStringToObject(a, "nodeName", kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"));
             cJSON_AddItemToObject(a, "targetRef", target_ref(p));
             /* the endpoints controller truncates at 1000 addresses (over-capacity) */
             if (n_addrs++ < ENDPOINTS_MAX)
@@ -199,27 +199,27 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
         cJSON_AddBoolToObject(cond, "ready", ready || (publish && !terminating));
         cJSON_AddBoolToObject(cond, "serving", pod_ready(p));
         cJSON_AddBoolToObject(cond, "terminating", terminating);
-        if (cl_jstr(cl_jget(p->obj->json, "spec"), "nodeName"))
-            cJSON_AddStringToObject(e, "nodeName", cl_jstr(cl_jget(p->obj->json, "spec"), "nodeName"));
+        if (kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"))
+            cJSON_AddStringToObject(e, "nodeName", kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"));
         cJSON_AddItemToObject(e, "targetRef", target_ref(p));
         cJSON_AddItemToArray(sends, e);
     }
     ports = cJSON_CreateArray();
     sports = cJSON_AddArrayToObject(slice, "ports");
-    cJSON_ArrayForEach(sp, cl_jget(spec, "ports")) {
+    cJSON_ArrayForEach(sp, kobj_get(spec, "ports")) {
         int port = target_port(sp, first ? first->obj->json : NULL);
-        const char *proto = cl_jstr(sp, "protocol");
+        const char *proto = kobj_str(sp, "protocol");
         cJSON *o;
 
         if (port <= 0)
             continue;
         o = cJSON_CreateObject();
-        if (cl_jstr(sp, "name"))
-            cJSON_AddStringToObject(o, "name", cl_jstr(sp, "name"));
+        if (kobj_str(sp, "name"))
+            cJSON_AddStringToObject(o, "name", kobj_str(sp, "name"));
         cJSON_AddNumberToObject(o, "port", port);
         cJSON_AddStringToObject(o, "protocol", proto ? proto : "TCP");
-        if (cl_jstr(sp, "appProtocol"))
-            cJSON_AddStringToObject(o, "appProtocol", cl_jstr(sp, "appProtocol"));
+        if (kobj_str(sp, "appProtocol"))
+            cJSON_AddStringToObject(o, "appProtocol", kobj_str(sp, "appProtocol"));
         cJSON_AddItemToArray(sports, cJSON_Duplicate(o, true));
         cJSON_AddItemToArray(ports, o);
     }
@@ -271,7 +271,7 @@ void cl_endpoints_sync(struct cluster *c)
 
 static const cJSON *svc_selector(const struct cl_svc *s)
 {
-    const cJSON *sel = cl_jget(cl_jget(s->obj->json, "spec"), "selector");
+    const cJSON *sel = kobj_get(kobj_get(s->obj->json, "spec"), "selector");
     return cJSON_IsObject(sel) && sel->child ? sel : NULL;
 }
 
@@ -305,7 +305,7 @@ void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const 
         const cJSON *sel = svc_selector(s);
         if (!sel || strcmp(s->obj->ns, ns))
             continue;
-        member_set(c, s, key, o && labels_match(sel, cl_jget(cl_jget(o->json, "metadata"), "labels")));
+        member_set(c, s, key, o && labels_match(sel, kobj_get(kobj_get(o->json, "metadata"), "labels")));
     }
 }
 
@@ -321,7 +321,7 @@ void cl_endpoints_svc(struct cluster *c, struct cl_svc *s)
         return;
     HASH_ITER(hh, c->pods, p, tmp)
         if (!strcmp(p->obj->ns, s->obj->ns) &&
-            labels_match(sel, cl_jget(cl_jget(p->obj->json, "metadata"), "labels")))
+            labels_match(sel, kobj_get(kobj_get(p->obj->json, "metadata"), "labels")))
             member_set(c, s, p->key, true);
 }
 

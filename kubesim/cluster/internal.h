@@ -11,6 +11,7 @@
 #include <time.h>
 #include <uthash.h>
 
+#include "kobj/kobj.h"
 #include "kubesim/cluster/cluster.h"
 #include "kubesim/store/store.h"
 
@@ -210,8 +211,6 @@ void cl_jobs_free(struct cluster *c);
  * group api_group, e.g. "batch/"), else NULL. */
 const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const char *kind);
 
-const cJSON *cl_jget(const cJSON *o, const char *k);
-const char *cl_jstr(const cJSON *o, const char *k);
 /* The Pod's Ready condition is True. */
 bool cl_pod_ready(const cJSON *pod);
 

@@ -24,23 +24,17 @@
 
 const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const char *kind)
 {
-    const cJSON *r;
+    const cJSON *r = kobj_controller_ref(obj);
+    const char *k = kobj_str(r, "kind"), *av = kobj_str(r, "apiVersion");
 
-    cJSON_ArrayForEach(r, cl_jget(cl_jget(obj, "metadata"), "ownerReferences")) {
-        const char *k = cl_jstr(r, "kind"), *av = cl_jstr(r, "apiVersion");
-        if (!cJSON_IsTrue(cl_jget(r, "controller")))
-            continue;
-        return k && av && !strcmp(k, kind) && !strncmp(av, api_group, strlen(api_group)) ? r
-                                                                                         : NULL;
-    }
-    return NULL;
+    return k && av && !strcmp(k, kind) && !strncmp(av, api_group, strlen(api_group)) ? r : NULL;
 }
 
 bool cl_job_has_finalizer(const cJSON *obj, const char *f)
 {
     const cJSON *x;
 
-    cJSON_ArrayForEach(x, cl_jget(cl_jget(obj, "metadata"), "finalizers"))
+    cJSON_ArrayForEach(x, kobj_get(kobj_get(obj, "metadata"), "finalizers"))
         if (cJSON_IsString(x) && !strcmp(x->valuestring, f))
             return true;
     return false;
@@ -48,22 +42,22 @@ bool cl_job_has_finalizer(const cJSON *obj, const char *f)
 
 bool cl_job_deleting(const cJSON *obj)
 {
-    return cl_jget(cl_jget(obj, "metadata"), "deletionTimestamp") != NULL;
+    return kobj_get(kobj_get(obj, "metadata"), "deletionTimestamp") != NULL;
 }
 
 const cJSON *cl_job_cond_find(const cJSON *status, const char *type)
 {
     const cJSON *cd;
 
-    cJSON_ArrayForEach(cd, cl_jget(status, "conditions"))
-        if (cl_jstr(cd, "type") && !strcmp(cl_jstr(cd, "type"), type))
+    cJSON_ArrayForEach(cd, kobj_get(status, "conditions"))
+        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), type))
             return cd;
     return NULL;
 }
 
 bool cl_job_cond_true(const cJSON *status, const char *type)
 {
-    const char *s = cl_jstr(cl_job_cond_find(status, type), "status");
+    const char *s = kobj_str(cl_job_cond_find(status, type), "status");
     return s && !strcmp(s, "True");
 }
 
@@ -222,7 +216,7 @@ static void add_index_env(cJSON *containers)
         bool have = false;
 
         cJSON_ArrayForEach(x, env)
-            have |= cl_jstr(x, "name") && !strcmp(cl_jstr(x, "name"), "JOB_COMPLETION_INDEX");
+            have |= kobj_str(x, "name") && !strcmp(kobj_str(x, "name"), "JOB_COMPLETION_INDEX");
         if (have)
             continue;
         if (!cJSON_IsArray(env)) {
@@ -240,8 +234,8 @@ static void add_index_env(cJSON *containers)
 /* A Pod from the template, owned by the Job; index -1 for NonIndexed Jobs. */
 int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index)
 {
-    const cJSON *job = j->obj->json, *tmpl = cl_jget(cl_jget(job, "spec"), "template");
-    const cJSON *tmd = cl_jget(tmpl, "metadata");
+    const cJSON *job = j->obj->json, *tmpl = kobj_get(kobj_get(job, "spec"), "template");
+    const cJSON *tmd = kobj_get(tmpl, "metadata");
     const char *name = j->obj->name;
     cJSON *pod = cJSON_CreateObject(), *md, *spec, *lb, *an, *fin, *refs, *ref;
     struct store_write_opts w = { .field_manager = MANAGER };
@@ -262,10 +256,10 @@ int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index)
     md = cJSON_AddObjectToObject(pod, "metadata");
     cJSON_AddStringToObject(md, "generateName", gen);
     cJSON_AddStringToObject(md, "namespace", j->obj->ns);
-    lb = cJSON_IsObject(cl_jget(tmd, "labels")) ? cJSON_Duplicate(cl_jget(tmd, "labels"), true)
+    lb = cJSON_IsObject(kobj_get(tmd, "labels")) ? cJSON_Duplicate(kobj_get(tmd, "labels"), true)
                                                 : cJSON_CreateObject();
-    an = cJSON_IsObject(cl_jget(tmd, "annotations"))
-             ? cJSON_Duplicate(cl_jget(tmd, "annotations"), true) : NULL;
+    an = cJSON_IsObject(kobj_get(tmd, "annotations"))
+             ? cJSON_Duplicate(kobj_get(tmd, "annotations"), true) : NULL;
     if (index >= 0) {
         if (!an)
             an = cJSON_CreateObject();
@@ -275,8 +269,8 @@ int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index)
     cJSON_AddItemToObject(md, "labels", lb);
     if (an)
         cJSON_AddItemToObject(md, "annotations", an);
-    fin = cJSON_IsArray(cl_jget(tmd, "finalizers"))
-              ? cJSON_Duplicate(cl_jget(tmd, "finalizers"), true) : cJSON_CreateArray();
+    fin = cJSON_IsArray(kobj_get(tmd, "finalizers"))
+              ? cJSON_Duplicate(kobj_get(tmd, "finalizers"), true) : cJSON_CreateArray();
     if (!cl_job_uid_in(fin, TRACKING_FIN))
         cJSON_AddItemToArray(fin, cJSON_CreateString(TRACKING_FIN));
     cJSON_AddItemToObject(md, "finalizers", fin);
@@ -289,7 +283,7 @@ int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index)
     cJSON_AddBoolToObject(ref, "controller", true);
     cJSON_AddBoolToObject(ref, "blockOwnerDeletion", true);
     cJSON_AddItemToArray(refs, ref);
-    spec = cJSON_Duplicate(cl_jget(tmpl, "spec"), true);
+    spec = cJSON_Duplicate(kobj_get(tmpl, "spec"), true);
     if (!spec)
         spec = cJSON_CreateObject();
     if (index >= 0) {
@@ -390,11 +384,11 @@ void cl_job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms)
 void cl_job_ttl(struct cluster *c, struct cl_job *j)
 {
     const cJSON *job = j->obj->json;
-    const cJSON *ttl = cl_jget(cl_jget(job, "spec"), "ttlSecondsAfterFinished");
-    const cJSON *status = cl_jget(job, "status");
+    const cJSON *ttl = kobj_get(kobj_get(job, "spec"), "ttlSecondsAfterFinished");
+    const cJSON *status = kobj_get(job, "status");
     const cJSON *cd = cl_job_cond_true(status, "Complete") ? cl_job_cond_find(status, "Complete")
                                                     : cl_job_cond_find(status, "Failed");
-    const char *ts = cl_jstr(cd, "lastTransitionTime");
+    const char *ts = kobj_str(cd, "lastTransitionTime");
     time_t fin, now = time(NULL);
 
     if (!cJSON_IsNumber(ttl) || ttl->valuedouble < 0 || cl_job_deleting(job) || !ts ||
@@ -492,7 +486,7 @@ void cl_jobs_pod(struct cluster *c, enum store_event_type type, struct store_obj
         return;
     }
     ref = cl_controller_ref(o->json, "batch/", "Job");
-    j = ref ? job_by_uid(c, cl_jstr(ref, "uid")) : NULL;
+    j = ref ? job_by_uid(c, kobj_str(ref, "uid")) : NULL;
     if (!j) {
         if (jp) {
             cl_job_mark(c, jp->job);

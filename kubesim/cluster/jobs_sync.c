@@ -23,20 +23,20 @@ enum { FIN_NONE, FIN_FAIL, FIN_SUCCESS };
 
 static const char *phase_of(const cJSON *pod)
 {
-    const char *ph = cl_jstr(cl_jget(pod, "status"), "phase");
+    const char *ph = kobj_str(kobj_get(pod, "status"), "phase");
     return ph ? ph : "";
 }
 
 static long num_or(const cJSON *o, const char *k, long def)
 {
-    const cJSON *v = cl_jget(o, k);
+    const cJSON *v = kobj_get(o, k);
     return cJSON_IsNumber(v) ? (long)v->valuedouble : def;
 }
 
 /* The completion index annotation, or -1. */
 static long pod_index(const cJSON *pod)
 {
-    const char *s = cl_jstr(cl_jget(cl_jget(pod, "metadata"), "annotations"), INDEX_KEY);
+    const char *s = kobj_str(kobj_get(kobj_get(pod, "metadata"), "annotations"), INDEX_KEY);
     char *end;
     long v;
 
@@ -79,9 +79,9 @@ static bool cond_set(cJSON *status, const char *type, const char *st, const char
     cJSON *conds = cJSON_GetObjectItemCaseSensitive(status, "conditions"), *cd;
     const cJSON *old = cl_job_cond_find(status, type);
 
-    if (old && !strcmp(cl_jstr(old, "status") ? cl_jstr(old, "status") : "", st) &&
-        !strcmp(cl_jstr(old, "reason") ? cl_jstr(old, "reason") : "", reason) &&
-        !strcmp(cl_jstr(old, "message") ? cl_jstr(old, "message") : "", message))
+    if (old && !strcmp(kobj_str(old, "status") ? kobj_str(old, "status") : "", st) &&
+        !strcmp(kobj_str(old, "reason") ? kobj_str(old, "reason") : "", reason) &&
+        !strcmp(kobj_str(old, "message") ? kobj_str(old, "message") : "", message))
         return false;
     if (!old && !strcmp(st, "False"))
         return false;
@@ -161,7 +161,7 @@ static bool index_valid(const struct jsync *x, long ix)
  * in uncountedTerminatedPods). */
 static void count_pods(struct jsync *x, long *new_succ, long *new_fail, long *restarts)
 {
-    const cJSON *unc = cl_jget(x->st, "uncountedTerminatedPods");
+    const cJSON *unc = kobj_get(x->st, "uncountedTerminatedPods");
     struct cl_jpod *jp, *tmp;
 
     *new_succ = *new_fail = *restarts = 0;
@@ -179,14 +179,14 @@ static void count_pods(struct jsync *x, long *new_succ, long *new_fail, long *re
         if (x->indexed && !strcmp(ph, "Succeeded") && index_valid(x, ix))
             x->idx[ix / 8] |= (unsigned char)(1u << (ix % 8));
         if (!strcmp(ph, "Running") || !strcmp(ph, "Pending")) {
-            cJSON_ArrayForEach(cs, cl_jget(cl_jget(p, "status"), "containerStatuses"))
+            cJSON_ArrayForEach(cs, kobj_get(kobj_get(p, "status"), "containerStatuses"))
                 *restarts += num_or(cs, "restartCount", 0);
-            cJSON_ArrayForEach(cs, cl_jget(cl_jget(p, "status"), "initContainerStatuses"))
+            cJSON_ArrayForEach(cs, kobj_get(kobj_get(p, "status"), "initContainerStatuses"))
                 *restarts += num_or(cs, "restartCount", 0);
         }
         if (!cl_job_has_finalizer(p, TRACKING_FIN) ||
-            cl_job_uid_in(cl_jget(unc, "succeeded"), jp->obj->uid) ||
-            cl_job_uid_in(cl_jget(unc, "failed"), jp->obj->uid) ||
+            cl_job_uid_in(kobj_get(unc, "succeeded"), jp->obj->uid) ||
+            cl_job_uid_in(kobj_get(unc, "failed"), jp->obj->uid) ||
             (x->indexed && !index_valid(x, ix)))
             continue;
         if (!strcmp(ph, "Succeeded"))
@@ -199,11 +199,11 @@ static void count_pods(struct jsync *x, long *new_succ, long *new_fail, long *re
 static void decide_finish(struct jsync *x, long restarts)
 {
     const cJSON *ft;
-    const char *start = cl_jstr(x->st, "startTime");
-    const cJSON *ads = cl_jget(x->spec, "activeDeadlineSeconds");
+    const char *start = kobj_str(x->st, "startTime");
+    const cJSON *ads = kobj_get(x->spec, "activeDeadlineSeconds");
     time_t t0, now = time(NULL);
-    bool on_failure = cl_jstr(cl_jget(cl_jget(x->spec, "template"), "spec"), "restartPolicy") &&
-                      !strcmp(cl_jstr(cl_jget(cl_jget(x->spec, "template"), "spec"),
+    bool on_failure = kobj_str(kobj_get(kobj_get(x->spec, "template"), "spec"), "restartPolicy") &&
+                      !strcmp(kobj_str(kobj_get(kobj_get(x->spec, "template"), "spec"),
                                       "restartPolicy"), "OnFailure");
 
     if (cl_job_cond_true(x->st, "SuccessCriteriaMet")) {
@@ -213,8 +213,8 @@ static void decide_finish(struct jsync *x, long restarts)
     if (cl_job_cond_true(x->st, "FailureTarget")) {
         ft = cl_job_cond_find(x->st, "FailureTarget");
         x->finish = FIN_FAIL;
-        x->reason = cl_jstr(ft, "reason") ? cl_jstr(ft, "reason") : "";
-        x->message = cl_jstr(ft, "message") ? cl_jstr(ft, "message") : "";
+        x->reason = kobj_str(ft, "reason") ? kobj_str(ft, "reason") : "";
+        x->message = kobj_str(ft, "message") ? kobj_str(ft, "message") : "";
         return;
     }
     if (x->failed > x->backoff_limit ||
@@ -407,11 +407,11 @@ static int track(struct jsync *x, const cJSON *old_status)
         if (!(x->deleting || x->finish != FIN_NONE || succ || failed))
             continue;
         rm[nrm++] = jp;
-        if (succ && !cl_job_uid_in(cl_jget(unc, "failed"), uid)) {
-            if (!x->indexed && !cl_job_uid_in(cl_jget(unc, "succeeded"), uid))
+        if (succ && !cl_job_uid_in(kobj_get(unc, "failed"), uid)) {
+            if (!x->indexed && !cl_job_uid_in(kobj_get(unc, "succeeded"), uid))
                 uid_add(unc, "succeeded", uid);
         } else if ((failed || x->finish == FIN_FAIL) &&
-                   !cl_job_uid_in(cl_jget(unc, "failed"), uid) &&
+                   !cl_job_uid_in(kobj_get(unc, "failed"), uid) &&
                    (!x->indexed || index_valid(x, ix))) {
             uid_add(unc, "failed", uid);
         }
@@ -447,10 +447,10 @@ out:
 /* enactJobFinished: the terminal condition once nothing is uncounted or terminating. */
 static bool enact_finished(struct jsync *x)
 {
-    const cJSON *unc = cl_jget(x->st, "uncountedTerminatedPods");
+    const cJSON *unc = kobj_get(x->st, "uncountedTerminatedPods");
 
-    if (x->finish == FIN_NONE || cJSON_GetArraySize(cl_jget(unc, "succeeded")) ||
-        cJSON_GetArraySize(cl_jget(unc, "failed")) || x->terminating > 0)
+    if (x->finish == FIN_NONE || cJSON_GetArraySize(kobj_get(unc, "succeeded")) ||
+        cJSON_GetArraySize(kobj_get(unc, "failed")) || x->terminating > 0)
         return false;
     if (x->finish == FIN_SUCCESS) {
         cond_set(x->st, "Complete", "True", "CompletionsReached",
@@ -464,9 +464,9 @@ static bool enact_finished(struct jsync *x)
 
 void cl_job_sync(struct cluster *c, struct cl_job *j)
 {
-    const cJSON *job = j->obj->json, *old = cl_jget(job, "status");
-    struct jsync x = { .c = c, .j = j, .spec = cl_jget(job, "spec") };
-    const char *mode = cl_jstr(x.spec, "completionMode"), *rpp;
+    const cJSON *job = j->obj->json, *old = kobj_get(job, "status");
+    struct jsync x = { .c = c, .j = j, .spec = kobj_get(job, "spec") };
+    const char *mode = kobj_str(x.spec, "completionMode"), *rpp;
     long new_succ, new_fail, restarts;
     cJSON *old_status = NULL;
 
@@ -479,11 +479,11 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
     if (!x.st || !old_status)
         goto out;
     x.indexed = mode && !strcmp(mode, "Indexed");
-    x.suspended = cJSON_IsTrue(cl_jget(x.spec, "suspend"));
+    x.suspended = cJSON_IsTrue(kobj_get(x.spec, "suspend"));
     x.deleting = cl_job_deleting(job);
-    rpp = cl_jstr(x.spec, "podReplacementPolicy");
-    x.only_failed = (rpp && !strcmp(rpp, "Failed")) || cl_jget(x.spec, "podFailurePolicy");
-    x.completions = cJSON_IsNumber(cl_jget(x.spec, "completions"))
+    rpp = kobj_str(x.spec, "podReplacementPolicy");
+    x.only_failed = (rpp && !strcmp(rpp, "Failed")) || kobj_get(x.spec, "podFailurePolicy");
+    x.completions = cJSON_IsNumber(kobj_get(x.spec, "completions"))
                         ? num_or(x.spec, "completions", 1) : -1;
     if (x.indexed && x.completions < 0)
         x.indexed = false;   /* the API requires completions for Indexed Jobs */
@@ -496,7 +496,7 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
     x.backoff_limit = num_or(x.spec, "backoffLimit", 6);
     child_obj(x.st, "uncountedTerminatedPods");
     if (x.indexed) {
-        const char *ci = cl_jstr(x.st, "completedIndexes");
+        const char *ci = kobj_str(x.st, "completedIndexes");
         if (!(x.idx = calloc((size_t)(x.completions + 7) / 8 + 1, 1)))
             goto out;
         if (ci && cluster_job_indexes_parse(ci, strlen(ci), x.completions, x.idx) < 0)
@@ -504,11 +504,11 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
     }
     count_pods(&x, &new_succ, &new_fail, &restarts);
     {
-        const cJSON *unc = cl_jget(x.st, "uncountedTerminatedPods");
+        const cJSON *unc = kobj_get(x.st, "uncountedTerminatedPods");
         x.succeeded = num_or(x.st, "succeeded", 0) + new_succ +
-                      cJSON_GetArraySize(cl_jget(unc, "succeeded"));
+                      cJSON_GetArraySize(kobj_get(unc, "succeeded"));
         x.failed = num_or(x.st, "failed", 0) + new_fail +
-                   cJSON_GetArraySize(cl_jget(unc, "failed"));
+                   cJSON_GetArraySize(kobj_get(unc, "failed"));
     }
     if (x.indexed)
         x.succeeded = cluster_job_indexes_count(x.idx, x.completions);
@@ -518,7 +518,7 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
         j->fail_streak += (int)new_fail;
         j->last_fail_ms = util_now_ms();
     }
-    if (!cl_jstr(x.st, "startTime") && !x.suspended)
+    if (!kobj_str(x.st, "startTime") && !x.suspended)
         set_now(x.st, "startTime");
     decide_finish(&x, restarts);
     if (x.finish != FIN_NONE) {

@@ -44,8 +44,8 @@ void cl_kubelet_set_cond(struct cl_pod *p, int cond, bool v)
 /* kubesim.io/fail: crashloop | exit:<code> | oomkilled | imagepull | never-ready */
 static void parse_annotations(struct cl_pod *p)
 {
-    const cJSON *an = cl_jget(cl_jget(p->obj->json, "metadata"), "annotations");
-    const char *f = cl_jstr(an, "kubesim.io/fail"), *ea = cl_jstr(an, "kubesim.io/exit-after-ms");
+    const cJSON *an = kobj_get(kobj_get(p->obj->json, "metadata"), "annotations");
+    const char *f = kobj_str(an, "kubesim.io/fail"), *ea = kobj_str(an, "kubesim.io/exit-after-ms");
     char *end;
 
     p->fail_kind = FAIL_NONE;
@@ -93,13 +93,13 @@ static void cl_kubelet_exit_plan(struct cluster *c, struct cl_pod *p)
 
 static const char *restart_policy(const struct cl_pod *p)
 {
-    const char *rp = cl_jstr(cl_jget(p->obj->json, "spec"), "restartPolicy");
+    const char *rp = kobj_str(kobj_get(p->obj->json, "spec"), "restartPolicy");
     return rp ? rp : "Always";
 }
 
 static const char *node_name(const struct cl_pod *p)
 {
-    return cl_jstr(cl_jget(p->obj->json, "spec"), "nodeName");
+    return kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
 }
 
 /* ---- status rendering ------------------------------------------------------------- */
@@ -156,7 +156,7 @@ static void image_id(const char *image, char *out, size_t len)
 static cJSON *container_status(struct cl_pod *p, const cJSON *spec_c, int idx, bool init)
 {
     cJSON *s = cJSON_CreateObject(), *st;
-    const char *name = cl_jstr(spec_c, "name"), *image = cl_jstr(spec_c, "image");
+    const char *name = kobj_str(spec_c, "name"), *image = kobj_str(spec_c, "image");
     char cid[96], hex[65], iid[600];
     bool pulled = p->stage == ST_RUNNING || p->stage == ST_READY || p->stage == ST_BACKOFF ||
                   p->stage == ST_DONE;
@@ -259,7 +259,7 @@ static void add_cond(cJSON *conds, struct cl_pod *p, int k, const char *reason,
 
 static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
 {
-    const cJSON *spec = cl_jget(p->obj->json, "spec"), *old = cl_jget(p->obj->json, "status");
+    const cJSON *spec = kobj_get(p->obj->json, "spec"), *old = kobj_get(p->obj->json, "status");
     const cJSON *c;
     cJSON *s = cJSON_CreateObject(), *conds, *list, *ips;
     struct cl_node *n = NULL;
@@ -278,11 +278,11 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
     cJSON_AddStringToObject(s, "phase", phase);
     conds = cJSON_AddArrayToObject(s, "conditions");
     if (bound) {
-        cJSON_ArrayForEach(c, cl_jget(spec, "containers")) {
+        cJSON_ArrayForEach(c, kobj_get(spec, "containers")) {
             size_t off = strlen(unready);
             if (p->stage != ST_READY && off + 2 < sizeof(unready))
                 snprintf(unready + off, sizeof(unready) - off, "%s%s", off ? " " : "",
-                         cl_jstr(c, "name") ? cl_jstr(c, "name") : "");
+                         kobj_str(c, "name") ? kobj_str(c, "name") : "");
         }
         snprintf(msg, sizeof(msg), "containers with unready status: [%s]", unready);
         nr_reason = p->stage == ST_DONE ? "PodCompleted" : "ContainersNotReady";
@@ -297,8 +297,8 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
     if (p->cond_time[C_SCHED])
         add_cond(conds, p, C_SCHED, p->cond[C_SCHED] ? NULL : "Unschedulable",
                  p->cond[C_SCHED] ? NULL : p->unsched_msg);
-    if (cl_jget(old, "qosClass"))
-        cJSON_AddItemToObject(s, "qosClass", cJSON_Duplicate(cl_jget(old, "qosClass"), true));
+    if (kobj_get(old, "qosClass"))
+        cJSON_AddItemToObject(s, "qosClass", cJSON_Duplicate(kobj_get(old, "qosClass"), true));
     if (!bound)
         return s;
     n = cl_node_find(cl, host);
@@ -315,14 +315,14 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
         cJSON_AddStringToObject(ips->child, "ip", p->ip);
     }
     add_time(s, "startTime", p->start_time);
-    if (started && cl_jget(spec, "initContainers")) {
+    if (started && kobj_get(spec, "initContainers")) {
         list = cJSON_AddArrayToObject(s, "initContainerStatuses");
-        cJSON_ArrayForEach(c, cl_jget(spec, "initContainers"))
+        cJSON_ArrayForEach(c, kobj_get(spec, "initContainers"))
             cJSON_AddItemToArray(list, container_status(p, c, idx++, true));
     }
     list = cJSON_AddArrayToObject(s, "containerStatuses");
     idx = 0;
-    cJSON_ArrayForEach(c, cl_jget(spec, "containers"))
+    cJSON_ArrayForEach(c, kobj_get(spec, "containers"))
         cJSON_AddItemToArray(list, container_status(p, c, idx++, false));
     return s;
 }
@@ -358,8 +358,8 @@ static void container_events(struct cluster *c, struct cl_pod *p, const char *re
 {
     const cJSON *ct;
 
-    cJSON_ArrayForEach(ct, cl_jget(cl_jget(p->obj->json, "spec"), "containers")) {
-        const char *name = cl_jstr(ct, "name"), *image = cl_jstr(ct, "image");
+    cJSON_ArrayForEach(ct, kobj_get(kobj_get(p->obj->json, "spec"), "containers")) {
+        const char *name = kobj_str(ct, "name"), *image = kobj_str(ct, "image");
         char msg[700], fp[300];
         /* fmt has one %s: the image for Pulled/Pulling/pull failures, else the name */
         bool by_image = strstr(fmt, "image") != NULL;
@@ -374,8 +374,8 @@ static void container_events(struct cluster *c, struct cl_pod *p, const char *re
  * repeating (reason, message, object) instead of writing a new Event each time. */
 static void backoff_event(struct cluster *c, struct cl_pod *p)
 {
-    const cJSON *ct = cl_jget(cl_jget(p->obj->json, "spec"), "containers");
-    const char *name = cl_jstr(ct ? ct->child : NULL, "name");
+    const cJSON *ct = kobj_get(kobj_get(p->obj->json, "spec"), "containers");
+    const char *name = kobj_str(ct ? ct->child : NULL, "name");
     char msg[700], fp[300];
 
     if (p->backoff_ev[0] && cl_event_bump(c, p->obj->ns, p->backoff_ev, ++p->backoff_count) == 0)
@@ -485,14 +485,14 @@ static void delete_now(struct cluster *c, struct cl_pod *p)
 void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
 {
     const char *node = node_name(p);
-    const cJSON *md = cl_jget(p->obj->json, "metadata");
+    const cJSON *md = kobj_get(p->obj->json, "metadata");
 
     if (!node || !node[0] || !cl_node_find(c, node))
         return;
     if (c->o.runtime && (p->real || runtime_claims(c->o.runtime, p->obj->json))) {
         /* real processes (kubesim/runtime): it writes the status and removes the Pod */
-        if (cl_jget(md, "deletionTimestamp")) {
-            const cJSON *g = cl_jget(md, "deletionGracePeriodSeconds");
+        if (kobj_get(md, "deletionTimestamp")) {
+            const cJSON *g = kobj_get(md, "deletionGracePeriodSeconds");
             if (!p->deleting && p->real)
                 runtime_pod_delete(c->o.runtime, p->obj->uid,
                                    cJSON_IsNumber(g) ? (long)(cJSON_GetNumberValue(g) * 1000) : 30000);
@@ -502,7 +502,7 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
             return;
         }
         if (!p->real) {
-            const char *ph = cl_jstr(cl_jget(p->obj->json, "status"), "phase");
+            const char *ph = kobj_str(kobj_get(p->obj->json, "status"), "phase");
             if (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed")))
                 return;
             p->real = true;
@@ -511,8 +511,8 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
         }
         return;
     }
-    if (cl_jget(md, "deletionTimestamp")) {
-        const cJSON *g = cl_jget(md, "deletionGracePeriodSeconds");
+    if (kobj_get(md, "deletionTimestamp")) {
+        const cJSON *g = kobj_get(md, "deletionGracePeriodSeconds");
         long ms = cJSON_IsNumber(g) ? (long)(cJSON_GetNumberValue(g) * 1000) : 0;
 
         if (p->deleting)
@@ -530,7 +530,7 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
     if (p->stage != ST_NONE)
         return;
     {
-        const char *ph = cl_jstr(cl_jget(p->obj->json, "status"), "phase");
+        const char *ph = kobj_str(kobj_get(p->obj->json, "status"), "phase");
         if (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed")))
             return;
     }

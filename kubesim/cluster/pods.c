@@ -15,7 +15,7 @@
 
 static bool pod_terminal(const cJSON *pod)
 {
-    const char *ph = cl_jstr(cl_jget(pod, "status"), "phase");
+    const char *ph = kobj_str(kobj_get(pod, "status"), "phase");
     return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
 }
 
@@ -80,8 +80,8 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
 {
     char key[600];
     struct cl_pod *p = NULL;
-    const cJSON *spec = cl_jget(o->json, "spec");
-    const char *node = cl_jstr(spec, "nodeName"), *sched = cl_jstr(spec, "schedulerName");
+    const cJSON *spec = kobj_get(o->json, "spec");
+    const char *node = kobj_str(spec, "nodeName"), *sched = kobj_str(spec, "schedulerName");
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->pods, key, p);
@@ -130,7 +130,7 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
     }
     if ((!node || !node[0]) && !pod_terminal(o->json) && !p->unsched &&
         (!sched || !sched[0] || !strcmp(sched, "default-scheduler")) &&
-        !cl_jget(cl_jget(o->json, "metadata"), "deletionTimestamp"))
+        !kobj_get(kobj_get(o->json, "metadata"), "deletionTimestamp"))
         pending_push(c, p);
     cl_kubelet_pod(c, p);
 }
@@ -187,7 +187,7 @@ static int bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n)
     cl_kubelet_set_cond(p, C_SCHED, true);
     /* what the node's kubelet reports at once: created, not yet started */
     cl_kubelet_set_cond(p, C_READYTOSTART, false);
-    cl_kubelet_set_cond(p, C_INIT, !cl_jget(cl_jget(p->obj->json, "spec"), "initContainers"));
+    cl_kubelet_set_cond(p, C_INIT, !kobj_get(kobj_get(p->obj->json, "spec"), "initContainers"));
     cl_kubelet_set_cond(p, C_CONTAINERS, false);
     cl_kubelet_set_cond(p, C_READY, false);
     p->start_time = time(NULL);
@@ -259,9 +259,9 @@ void cl_schedule_pass(struct cluster *c)
         if (!p)
             continue;
         p->queued = false;
-        const char *nn_ = cl_jstr(cl_jget(p->obj->json, "spec"), "nodeName");
+        const char *nn_ = kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
         if ((nn_ && nn_[0]) || pod_terminal(p->obj->json) ||
-            cl_jget(cl_jget(p->obj->json, "metadata"), "deletionTimestamp"))
+            kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
             continue;
         schedule_one(c, p, fits, nn);
     }

@@ -24,23 +24,13 @@ const char cluster_usage[] =
     "               [--pod-ready-ms MS] [--pod-stop-ms MS] [--job-pod-ms MS]\n"
     "               (docs/kubesim-cluster.md)\n";
 
-const cJSON *cl_jget(const cJSON *o, const char *k)
-{
-    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-const char *cl_jstr(const cJSON *o, const char *k)
-{
-    return cJSON_GetStringValue(cl_jget(o, k));
-}
-
 bool cl_pod_ready(const cJSON *pod)
 {
     const cJSON *cd;
 
-    cJSON_ArrayForEach(cd, cl_jget(cl_jget(pod, "status"), "conditions"))
-        if (cl_jstr(cd, "type") && !strcmp(cl_jstr(cd, "type"), "Ready"))
-            return cl_jstr(cd, "status") && !strcmp(cl_jstr(cd, "status"), "True");
+    cJSON_ArrayForEach(cd, kobj_get(kobj_get(pod, "status"), "conditions"))
+        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
+            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
     return false;
 }
 
@@ -297,8 +287,8 @@ void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const
                     const char *message, const char *component, const char *host,
                     const char *field_path, char *name_out, size_t name_len)
 {
-    const cJSON *md = cl_jget(obj, "metadata");
-    const char *ns = cl_jstr(md, "namespace");
+    const cJSON *md = kobj_get(obj, "metadata");
+    const char *ns = kobj_str(md, "namespace");
     cJSON *ev = cJSON_CreateObject(), *m, *io, *src;
     struct store_write_opts w = { .field_manager = component };
     struct store_status st = { 0 };
@@ -309,7 +299,7 @@ void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const
         return;
     util_format_time(time(NULL), ts);
     c->rng = c->rng * 1103515245u + 12345u;
-    snprintf(name, sizeof(name), "%.240s.%016llx", cl_jstr(md, "name") ? cl_jstr(md, "name") : "x",
+    snprintf(name, sizeof(name), "%.240s.%016llx", kobj_str(md, "name") ? kobj_str(md, "name") : "x",
              (unsigned long long)(now ^ c->rng));
     cJSON_AddStringToObject(ev, "apiVersion", "v1");
     cJSON_AddStringToObject(ev, "kind", "Event");
@@ -317,15 +307,15 @@ void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const
     cJSON_AddStringToObject(m, "name", name);
     cJSON_AddStringToObject(m, "namespace", ns ? ns : "default");
     io = cJSON_AddObjectToObject(ev, "involvedObject");
-    cJSON_AddStringToObject(io, "apiVersion", cl_jstr(obj, "apiVersion") ? cl_jstr(obj, "apiVersion") : "v1");
-    cJSON_AddStringToObject(io, "kind", cl_jstr(obj, "kind") ? cl_jstr(obj, "kind") : "Pod");
+    cJSON_AddStringToObject(io, "apiVersion", kobj_str(obj, "apiVersion") ? kobj_str(obj, "apiVersion") : "v1");
+    cJSON_AddStringToObject(io, "kind", kobj_str(obj, "kind") ? kobj_str(obj, "kind") : "Pod");
     if (ns)
         cJSON_AddStringToObject(io, "namespace", ns);
-    cJSON_AddStringToObject(io, "name", cl_jstr(md, "name") ? cl_jstr(md, "name") : "");
-    if (cl_jstr(md, "uid"))
-        cJSON_AddStringToObject(io, "uid", cl_jstr(md, "uid"));
-    if (cl_jstr(md, "resourceVersion"))
-        cJSON_AddStringToObject(io, "resourceVersion", cl_jstr(md, "resourceVersion"));
+    cJSON_AddStringToObject(io, "name", kobj_str(md, "name") ? kobj_str(md, "name") : "");
+    if (kobj_str(md, "uid"))
+        cJSON_AddStringToObject(io, "uid", kobj_str(md, "uid"));
+    if (kobj_str(md, "resourceVersion"))
+        cJSON_AddStringToObject(io, "resourceVersion", kobj_str(md, "resourceVersion"));
     if (field_path)
         cJSON_AddStringToObject(io, "fieldPath", field_path);
     cJSON_AddStringToObject(ev, "reason", reason);
@@ -517,9 +507,9 @@ static void node_event(struct cluster *c, enum store_event_type type, struct sto
     cluster_node_allocatable(o->json, &n->alloc);
     {
         const cJSON *a;
-        cJSON_ArrayForEach(a, cl_jget(cl_jget(o->json, "status"), "addresses"))
-            if (cl_jstr(a, "type") && !strcmp(cl_jstr(a, "type"), "InternalIP") && cl_jstr(a, "address"))
-                snprintf(n->ip, sizeof(n->ip), "%s", cl_jstr(a, "address"));
+        cJSON_ArrayForEach(a, kobj_get(kobj_get(o->json, "status"), "addresses"))
+            if (kobj_str(a, "type") && !strcmp(kobj_str(a, "type"), "InternalIP") && kobj_str(a, "address"))
+                snprintf(n->ip, sizeof(n->ip), "%s", kobj_str(a, "address"));
     }
     c->capacity_changed = true;
 }

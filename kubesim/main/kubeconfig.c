@@ -12,24 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "util/util.h"
 
 static void base64(struct buf *b, const unsigned char *p, size_t n)
 {
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char q[4];
-
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n)
-            v |= p[i + 2];
-        q[0] = tbl[(v >> 18) & 63];
-        q[1] = tbl[(v >> 12) & 63];
-        q[2] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-        q[3] = i + 2 < n ? tbl[v & 63] : '=';
-        buf_append(b, q, 4);
+    if (buf_reserve(b, kobj_base64_len(n)) == 0) {
+        kobj_base64_encode(p, n, b->data + b->len);
+        b->len += kobj_base64_len(n) - 1;
     }
 }
 

@@ -293,7 +293,7 @@ static void log_job_status(struct ray_exec *x, const struct cli *c, const char *
     char body[600], msg[700];
     int code;
     cJSON *j = job_get(x, c, id, &code, body, sizeof(body));
-    const char *st = ray_jstr(j, "status"), *m = ray_jstr(j, "message");
+    const char *st = kobj_str(j, "status"), *m = kobj_str(j, "message");
 
     *rc = 0;
     status[0] = '\0';
@@ -350,7 +350,7 @@ static int follow_logs(struct ray_exec *x, const char *address, const char *id, 
         }
         j = cJSON_Parse(resp.body);
         free(resp.body);
-        st = ray_jstr(j, "status");
+        st = kobj_str(j, "status");
         end = st && ray_status_terminal(st);
         cJSON_Delete(j);
         snprintf(path, sizeof(path), "/api/jobs/%.300s/logs", id);
@@ -358,7 +358,7 @@ static int follow_logs(struct ray_exec *x, const char *address, const char *id, 
             logs = resp.code == 200 ? cJSON_Parse(resp.body) : NULL;
             free(resp.body);
         }
-        txt = ray_jstr(logs, "logs");
+        txt = kobj_str(logs, "logs");
         if (txt && strlen(txt) > printed) {
             ray_exec_write(x, qo, txt + printed, strlen(txt) - printed);
             printed = strlen(txt);
@@ -460,7 +460,7 @@ static int cli_submit(struct ray_exec *x, const struct cli *c, bool qo, bool qe)
     }
     v = cJSON_Parse(resp.body);
     free(resp.body);
-    if (!(id = ray_jstr(v, "submission_id"))) {
+    if (!(id = kobj_str(v, "submission_id"))) {
         py_error(x, qe, "RuntimeError", "the dashboard's answer has no submission_id");
         cJSON_Delete(v);
         rc = 1;
@@ -548,7 +548,7 @@ int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe
         }
         if ((rc = cli_simple(x, &c, "GET", "/api/jobs/%.300s/logs", qo, qe, &resp)) == 0) {
             cJSON *j = cJSON_Parse(resp.body);
-            const char *l = ray_jstr(j, "logs");
+            const char *l = kobj_str(j, "logs");
             ray_exec_write(x, qo, l ? l : "", l ? strlen(l) : 0);
             cJSON_Delete(j);
         }
@@ -567,7 +567,7 @@ int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe
             char body[600];
             int code;
             cJSON *j = job_get(x, &c, c.job, &code, body, sizeof(body));
-            const char *st = ray_jstr(j, "status");
+            const char *st = kobj_str(j, "status");
             if (st && ray_status_terminal(st)) {
                 cJSON_Delete(j);
                 log_job_status(x, &c, c.job, qo, qe, status, sizeof(status), &rc);

@@ -174,7 +174,7 @@ static cJSON *job_json(const struct ray_cluster *c, const struct ray_job *j, uin
 static bool num_field(const cJSON *req, const char *k, double *v, bool *has, char *err,
                       size_t errlen, bool integer)
 {
-    const cJSON *x = ray_jget(req, k);
+    const cJSON *x = kobj_get(req, k);
 
     if (!x || cJSON_IsNull(x))
         return true;
@@ -192,7 +192,7 @@ static bool num_field(const cJSON *req, const char *k, double *v, bool *has, cha
 static bool str_map(const cJSON *req, const char *k, bool values_str, bool values_num,
                     char *err, size_t errlen)
 {
-    const cJSON *x = ray_jget(req, k), *e;
+    const cJSON *x = kobj_get(req, k), *e;
 
     if (!x || cJSON_IsNull(x))
         return true;
@@ -243,17 +243,17 @@ static int jobs_submit(struct ray_cluster *c, uint64_t now, const char *body, si
         return traceback(out, 400, "job_head.py", "json.decoder.JSONDecodeError: Expecting "
                          "value: the request body is not a JSON object");
     }
-    entry = ray_jstr(req, "entrypoint");
-    sid = ray_jstr(req, "submission_id");
+    entry = kobj_str(req, "entrypoint");
+    sid = kobj_str(req, "submission_id");
     if (!sid || !*sid)
-        sid = ray_jstr(req, "job_id");
-    if (!ray_jget(req, "entrypoint"))
+        sid = kobj_str(req, "job_id");
+    if (!kobj_get(req, "entrypoint"))
         snprintf(err, sizeof(err), "TypeError: JobSubmitRequest.__init__() missing 1 required "
                  "positional argument: 'entrypoint'");
     else if (!entry)
         snprintf(err, sizeof(err), "TypeError: entrypoint must be a string, got <class 'int'>");
-    else if (ray_jget(req, "submission_id") && !cJSON_IsNull(ray_jget(req, "submission_id")) &&
-             !cJSON_IsString(ray_jget(req, "submission_id")))
+    else if (kobj_get(req, "submission_id") && !cJSON_IsNull(kobj_get(req, "submission_id")) &&
+             !cJSON_IsString(kobj_get(req, "submission_id")))
         snprintf(err, sizeof(err), "TypeError: submission_id must be a string if provided, "
                  "got <class 'int'>");
     if (err[0])

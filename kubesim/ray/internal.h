@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <uthash.h>
 
+#include "kobj/kobj.h"
 #include "kubesim/ray/ray.h"
 #include "kubesim/registry/registry.h"
 #include "util/util.h"
@@ -237,9 +238,5 @@ int ray_submitter_log(struct ray *r, const char *uid, const char *container, boo
 
 /* ---- pod_log.c ---- */
 int pod_log_install(struct ray *r);
-
-/* JSON helpers */
-const cJSON *ray_jget(const cJSON *o, const char *k);
-const char *ray_jstr(const cJSON *o, const char *k);
 
 #endif

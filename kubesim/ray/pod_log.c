@@ -43,8 +43,8 @@ static const cJSON *find_status(const cJSON *pod, const char *container)
     const cJSON *cs;
 
     for (int i = 0; i < 2; i++)
-        cJSON_ArrayForEach(cs, ray_jget(ray_jget(pod, "status"), lists[i]))
-            if (ray_jstr(cs, "name") && !strcmp(ray_jstr(cs, "name"), container))
+        cJSON_ArrayForEach(cs, kobj_get(kobj_get(pod, "status"), lists[i]))
+            if (kobj_str(cs, "name") && !strcmp(kobj_str(cs, "name"), container))
                 return cs;
     return NULL;
 }
@@ -55,8 +55,8 @@ static const cJSON *find_container(const cJSON *pod, const char *container)
     const cJSON *ct;
 
     for (int i = 0; i < 2; i++)
-        cJSON_ArrayForEach(ct, ray_jget(ray_jget(pod, "spec"), lists[i]))
-            if (ray_jstr(ct, "name") && !strcmp(ray_jstr(ct, "name"), container))
+        cJSON_ArrayForEach(ct, kobj_get(kobj_get(pod, "spec"), lists[i]))
+            if (kobj_str(ct, "name") && !strcmp(kobj_str(ct, "name"), container))
                 return ct;
     return NULL;
 }
@@ -65,15 +65,15 @@ static const cJSON *find_container(const cJSON *pod, const char *container)
  * labelled ray.io/node-type). */
 static void ray_start_log(const cJSON *pod, const char *container, struct buf *b)
 {
-    const cJSON *md = ray_jget(pod, "metadata"), *first;
-    const char *type = ray_jstr(ray_jget(md, "labels"), "ray.io/node-type");
-    const char *ip = ray_jstr(ray_jget(pod, "status"), "podIP");
-    const char *st = ray_jstr(ray_jget(pod, "status"), "startTime");
+    const cJSON *md = kobj_get(pod, "metadata"), *first;
+    const char *type = kobj_str(kobj_get(md, "labels"), "ray.io/node-type");
+    const char *ip = kobj_str(kobj_get(pod, "status"), "podIP");
+    const char *st = kobj_str(kobj_get(pod, "status"), "startTime");
     char ts[40];
 
-    first = ray_jget(ray_jget(pod, "spec"), "containers");
+    first = kobj_get(kobj_get(pod, "spec"), "containers");
     first = cJSON_IsArray(first) ? first->child : NULL;
-    if (!type || !first || !ray_jstr(first, "name") || strcmp(ray_jstr(first, "name"), container))
+    if (!type || !first || !kobj_str(first, "name") || strcmp(kobj_str(first, "name"), container))
         return;
     snprintf(ts, sizeof(ts), "%.10s %.8s,000", st ? st : "1970-01-01T00:00:00Z",
              st && strlen(st) >= 19 ? st + 11 : "00:00:00");
@@ -120,8 +120,8 @@ static bool still_running(struct log_stream *ls)
 
     if (store_get(ls->r->store, ls->r->r_pods, ls->ns, ls->name, &o, &st) == 0) {
         const cJSON *cs = find_status(o->json, ls->container);
-        run = !strcmp(o->uid, ls->uid) && ray_jget(ray_jget(cs, "state"), "running") &&
-              !ray_jget(ray_jget(o->json, "metadata"), "deletionTimestamp");
+        run = !strcmp(o->uid, ls->uid) && kobj_get(kobj_get(cs, "state"), "running") &&
+              !kobj_get(kobj_get(o->json, "metadata"), "deletionTimestamp");
         store_obj_unref(o);
     }
     store_status_clear(&st);
@@ -244,27 +244,27 @@ static int on_log(void *arg, struct server_req *req)
         store_status_clear(&st);
         return rc;
     }
-    cts = ray_jget(ray_jget(pod->json, "spec"), "containers");
+    cts = kobj_get(kobj_get(pod->json, "spec"), "containers");
     cJSON_ArrayForEach(ct, cts) {
-        const char *cn = ray_jstr(ct, "name");
+        const char *cn = kobj_str(ct, "name");
         buf_printf(&names, "%s%s", n++ ? " " : "", cn ? cn : "");
     }
     if (!container) {
         if (n != 1) {
-            const cJSON *ic = ray_jget(ray_jget(pod->json, "spec"), "initContainers");
+            const cJSON *ic = kobj_get(kobj_get(pod->json, "spec"), "initContainers");
             int k = 0;
             if (cJSON_GetArraySize(ic) > 0) {
                 buf_puts(&names, "] or one of the init containers: [");
                 cJSON_ArrayForEach(ct, ic)
                     buf_printf(&names, "%s%s", k++ ? " " : "",
-                               ray_jstr(ct, "name") ? ray_jstr(ct, "name") : "");
+                               kobj_str(ct, "name") ? kobj_str(ct, "name") : "");
             }
             snprintf(msg, sizeof(msg), "a container name must be specified for pod %s, choose "
                      "one of: [%.1000s]", pod->name, names.data ? names.data : "");
             rc = bad(req, msg);
             goto out;
         }
-        container = ray_jstr(cts->child, "name");
+        container = kobj_str(cts->child, "name");
     }
     if (!(ct = find_container(pod->json, container))) {
         snprintf(msg, sizeof(msg), "container %.200s is not valid for pod %s", container,
@@ -274,15 +274,15 @@ static int on_log(void *arg, struct server_req *req)
     }
     cs = find_status(pod->json, container);
     if (previous) {
-        if (!ray_jget(ray_jget(cs, "lastState"), "terminated")) {
+        if (!kobj_get(kobj_get(cs, "lastState"), "terminated")) {
             snprintf(msg, sizeof(msg), "previous terminated container \"%.200s\" in pod \"%s\" "
                      "not found", container, pod->name);
             rc = bad(req, msg);
             goto out;
         }
-    } else if (!cs || ray_jget(ray_jget(cs, "state"), "waiting") ||
-               !ray_jget(cs, "state")) {
-        const char *why = ray_jstr(ray_jget(ray_jget(cs, "state"), "waiting"), "reason");
+    } else if (!cs || kobj_get(kobj_get(cs, "state"), "waiting") ||
+               !kobj_get(cs, "state")) {
+        const char *why = kobj_str(kobj_get(kobj_get(cs, "state"), "waiting"), "reason");
         snprintf(msg, sizeof(msg), "container \"%.200s\" in pod \"%s\" is waiting to start: %s",
                  container, pod->name, why ? why : "ContainerCreating");
         rc = bad(req, msg);

@@ -5,6 +5,8 @@
  *     Service port with that number, any other PORT is a port name ("" matches an
  *     unnamed port); the Service's Endpoints give a ready address for that port; none
  *     -> 503 ServiceUnavailable "no endpoints available for service \"NAME\"";
+ *   - pods/[SCHEME:]NAME[:PORT]/proxy/PATH (the API server's pod proxy, which KubeRay's
+ *     --use-kubernetes-proxy uses for the head's Serve /-/healthz): the Pod's IP and PORT;
  *   - a submitter's --address HOST:PORT (Service DNS name, clusterIP or Pod IP), which
  *     kube-proxy would route (ray_resolve_host);
  *   - the admin route /kubesim/ray/ (list clusters, force a Serve application status).
@@ -37,17 +39,17 @@ static bool pod_ready(const cJSON *pod)
 {
     const cJSON *cd;
 
-    if (ray_jget(ray_jget(pod, "metadata"), "deletionTimestamp"))
+    if (kobj_get(kobj_get(pod, "metadata"), "deletionTimestamp"))
         return false;
-    cJSON_ArrayForEach(cd, ray_jget(ray_jget(pod, "status"), "conditions"))
-        if (ray_jstr(cd, "type") && !strcmp(ray_jstr(cd, "type"), "Ready"))
-            return ray_jstr(cd, "status") && !strcmp(ray_jstr(cd, "status"), "True");
+    cJSON_ArrayForEach(cd, kobj_get(kobj_get(pod, "status"), "conditions"))
+        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
+            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
     return false;
 }
 
 static bool is_head(const cJSON *pod)
 {
-    const char *t = ray_jstr(ray_jget(ray_jget(pod, "metadata"), "labels"), "ray.io/node-type");
+    const char *t = kobj_str(kobj_get(kobj_get(pod, "metadata"), "labels"), "ray.io/node-type");
 
     return t && !strcmp(t, "head");
 }
@@ -57,27 +59,27 @@ static int named_port(const cJSON *pod, const char *name, int def)
 {
     const cJSON *ct, *pt;
 
-    cJSON_ArrayForEach(ct, ray_jget(ray_jget(pod, "spec"), "containers"))
-        cJSON_ArrayForEach(pt, ray_jget(ct, "ports"))
-            if (ray_jstr(pt, "name") && !strcmp(ray_jstr(pt, "name"), name) &&
-                cJSON_IsNumber(ray_jget(pt, "containerPort")))
-                return ray_jget(pt, "containerPort")->valueint;
+    cJSON_ArrayForEach(ct, kobj_get(kobj_get(pod, "spec"), "containers"))
+        cJSON_ArrayForEach(pt, kobj_get(ct, "ports"))
+            if (kobj_str(pt, "name") && !strcmp(kobj_str(pt, "name"), name) &&
+                cJSON_IsNumber(kobj_get(pt, "containerPort")))
+                return kobj_get(pt, "containerPort")->valueint;
     return def;
 }
 
 static bool is_ray_node(const cJSON *pod)
 {
-    const cJSON *l = ray_jget(ray_jget(pod, "metadata"), "labels");
-    const char *t = ray_jstr(l, "ray.io/node-type");
+    const cJSON *l = kobj_get(kobj_get(pod, "metadata"), "labels");
+    const char *t = kobj_str(l, "ray.io/node-type");
 
-    return t && (!strcmp(t, "head") || !strcmp(t, "worker")) && ray_jstr(l, "ray.io/cluster");
+    return t && (!strcmp(t, "head") || !strcmp(t, "worker")) && kobj_str(l, "ray.io/cluster");
 }
 
 /* Ready worker Pods of the head's cluster (for /api/cluster_status). */
 static int count_workers(struct ray *r, const cJSON *head)
 {
-    const cJSON *md = ray_jget(head, "metadata");
-    const char *cl = ray_jstr(ray_jget(md, "labels"), "ray.io/cluster");
+    const cJSON *md = kobj_get(head, "metadata");
+    const char *cl = kobj_str(kobj_get(md, "labels"), "ray.io/cluster");
     struct store_list_opts lo = { 0 };
     struct store_list l = { 0 };
     struct store_status st = { 0 };
@@ -91,7 +93,7 @@ static int count_workers(struct ray *r, const cJSON *head)
     if (sel_parse(expr, &s, err, sizeof(err)) < 0)
         return 0;
     lo.labels = s;
-    if (store_list(r->store, r->r_pods, ray_jstr(md, "namespace"), &lo, &l, &st) == 0) {
+    if (store_list(r->store, r->r_pods, kobj_str(md, "namespace"), &lo, &l, &st) == 0) {
         for (size_t i = 0; i < l.n; i++)
             n += pod_ready(l.items[i]->json);
         store_list_free(&l);
@@ -104,9 +106,9 @@ static int count_workers(struct ray *r, const cJSON *head)
 /* Serve's HTTP proxy on a Ready Ray node (head or worker) whose cluster runs Serve. */
 static void reach_serve(struct ray *r, const cJSON *pod, const char *addr, struct ray_target *t)
 {
-    const cJSON *md = ray_jget(pod, "metadata");
-    const char *ns = ray_jstr(md, "namespace");
-    const char *cl = ray_jstr(ray_jget(md, "labels"), "ray.io/cluster");
+    const cJSON *md = kobj_get(pod, "metadata");
+    const char *ns = kobj_str(md, "namespace");
+    const char *cl = kobj_str(kobj_get(md, "labels"), "ray.io/cluster");
     struct ray_cluster *c, *ct, *hit = NULL;
 
     pthread_mutex_lock(&r->mu);
@@ -188,9 +190,9 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
     num = strtol(port, &end, 10);
     if (*port && !*end) {
         bool found = false;
-        cJSON_ArrayForEach(sp, ray_jget(ray_jget(svc->json, "spec"), "ports"))
-            if (cJSON_IsNumber(ray_jget(sp, "port")) && ray_jget(sp, "port")->valueint == num) {
-                const char *spn = ray_jstr(sp, "name");
+        cJSON_ArrayForEach(sp, kobj_get(kobj_get(svc->json, "spec"), "ports"))
+            if (cJSON_IsNumber(kobj_get(sp, "port")) && kobj_get(sp, "port")->valueint == num) {
+                const char *spn = kobj_str(sp, "name");
                 snprintf(pname, sizeof(pname), "%s", spn ? spn : "");
                 found = true;
                 break;
@@ -204,14 +206,14 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
         }
     }
     ep = get_obj(r, r->r_ep, ns, name);
-    cJSON_ArrayForEach(ss, ray_jget(ep ? ep->json : NULL, "subsets")) {
-        const cJSON *as = ray_jget(ss, "addresses");
-        cJSON_ArrayForEach(pt, ray_jget(ss, "ports")) {
-            const char *n = ray_jstr(pt, "name");
+    cJSON_ArrayForEach(ss, kobj_get(ep ? ep->json : NULL, "subsets")) {
+        const cJSON *as = kobj_get(ss, "addresses");
+        cJSON_ArrayForEach(pt, kobj_get(ss, "ports")) {
+            const char *n = kobj_str(pt, "name");
             if (strcmp(n ? n : "", pname) || !cJSON_IsArray(as) || !as->child)
                 continue;
             addr = as->child;
-            epport = cJSON_IsNumber(ray_jget(pt, "port")) ? ray_jget(pt, "port")->valueint : 0;
+            epport = cJSON_IsNumber(kobj_get(pt, "port")) ? kobj_get(pt, "port")->valueint : 0;
             break;
         }
         if (addr)
@@ -222,12 +224,12 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
         goto out;
     }
     {
-        const cJSON *ref = ray_jget(addr, "targetRef");
-        const char *pn = ray_jstr(ref, "name");
+        const cJSON *ref = kobj_get(addr, "targetRef");
+        const char *pn = kobj_str(ref, "name");
         if (pn)
             pod = get_obj(r, r->r_pods, ns, pn);
         /* the Endpoints object can trail the Pod by one sync: trust the Pod */
-        if (pod && ray_jstr(ref, "uid") && strcmp(pod->uid, ray_jstr(ref, "uid"))) {
+        if (pod && kobj_str(ref, "uid") && strcmp(pod->uid, kobj_str(ref, "uid"))) {
             store_obj_unref(pod);
             pod = NULL;
         }
@@ -236,7 +238,7 @@ void ray_resolve_service(struct ray *r, const char *ns, const char *name, const 
                  name, NULL);
             goto out;
         }
-        reach_pod(r, pod ? pod->json : NULL, ray_jstr(addr, "ip"), epport, t);
+        reach_pod(r, pod ? pod->json : NULL, kobj_str(addr, "ip"), epport, t);
     }
 out:
     if (pod)
@@ -257,7 +259,7 @@ static struct store_obj *find_by_field(struct ray *r, const struct reg_resource 
 
     if (store_list(r->store, res, "", &lo, &l, &st) == 0) {
         for (size_t i = 0; i < l.n && !hit; i++) {
-            const char *x = ray_jstr(ray_jget(l.items[i]->json, a), b);
+            const char *x = kobj_str(kobj_get(l.items[i]->json, a), b);
             if (x && !strcmp(x, v))
                 hit = store_obj_ref(l.items[i]);
         }
@@ -279,10 +281,10 @@ void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const ch
     if (!strcmp(host, "localhost") || !strcmp(host, "127.0.0.1")) {
         /* a sidecar submitter shares the head Pod's network namespace (read it afresh:
          * self is the Pod as its containers started, before it had an IP or was Ready) */
-        const cJSON *md = ray_jget(self, "metadata");
-        const char *sn = ray_jstr(md, "namespace"), *nm = ray_jstr(md, "name");
+        const cJSON *md = kobj_get(self, "metadata");
+        const char *sn = kobj_str(md, "namespace"), *nm = kobj_str(md, "name");
         struct store_obj *o = sn && nm ? get_obj(r, r->r_pods, sn, nm) : NULL;
-        bool same = o && ray_jstr(md, "uid") && !strcmp(o->uid, ray_jstr(md, "uid"));
+        bool same = o && kobj_str(md, "uid") && !strcmp(o->uid, kobj_str(md, "uid"));
         reach_pod(r, same ? o->json : NULL, host, port, t);
         if (o)
             store_obj_unref(o);
@@ -408,6 +410,75 @@ static int on_proxy(void *arg, struct server_req *req)
     return server_reply_take(req, resp.code, resp.ctype, resp.body, resp.len);
 }
 
+/* ---- pods/NAME/proxy ------------------------------------------------------------------------ */
+
+/* pods/[SCHEME:]NAME[:PORT]/proxy/PATH as the API server resolves it (pkg/registry/core/pod
+ * ResourceLocation): a missing Pod is 404; no PORT means the Pod's first container port; a
+ * Pod without an IP is 503 "address not allowed" in the real server, refused here. */
+static int on_pod_proxy(void *arg, struct server_req *req)
+{
+    struct ray *r = arg;
+    const struct route *rt = req->route;
+    char id[ROUTE_MAX_SEG], *name = id, *c1, *c2, *end;
+    struct ray_target t;
+    struct ray_resp resp;
+    struct store_obj *pod;
+    long port = 0;
+    int rc;
+
+    if (!rt->ns[0])
+        return server_reply_status(req, 404, "NotFound", "the server could not find the "
+                                   "requested resource");
+    snprintf(id, sizeof(id), "%s", rt->name);
+    c1 = strchr(id, ':');
+    c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (c2) {   /* SCHEME:NAME:PORT */
+        *c1 = *c2 = '\0';
+        if (strcmp(id, "http") && strcmp(id, "https"))
+            name = "";
+        else
+            name = c1 + 1;
+        c1 = c2;
+    } else if (c1) {
+        *c1 = '\0';
+    }
+    if (c1) {
+        port = strtol(c1 + 1, &end, 10);
+        if (*end || port <= 0 || port > 65535)
+            name = "";
+    }
+    if (!name[0]) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "invalid pod request \"%.300s\"", rt->name);
+        return server_reply_status(req, 400, "BadRequest", msg);
+    }
+    if (!(pod = get_obj(r, r->r_pods, rt->ns, name))) {
+        char msg[400];
+        snprintf(msg, sizeof(msg), "pods \"%.300s\" not found", name);
+        return server_reply_status(req, 404, "NotFound", msg);
+    }
+    if (!port) {
+        const cJSON *c0 = cJSON_GetArrayItem(kobj_get(kobj_get(pod->json, "spec"), "containers"), 0);
+        const cJSON *p0 = cJSON_GetArrayItem(kobj_get(c0, "ports"), 0);
+        port = cJSON_IsNumber(kobj_get(p0, "containerPort")) ? kobj_get(p0, "containerPort")->valueint : 80;
+    }
+    memset(&t, 0, sizeof(t));
+    reach_pod(r, pod->json, kobj_str(kobj_get(pod->json, "status"), "podIP"), (int)port, &t);
+    store_obj_unref(pod);
+    if (t.code)
+        return server_reply_status(req, t.code, t.reason, t.message);
+    rc = ray_target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,
+                            req->body_len, &resp);
+    if (rc == -ENOENT)
+        return server_reply_status(req, 503, "ServiceUnavailable",
+                                   "error trying to reach service: connection refused");
+    if (rc < 0 || !resp.body) {
+        free(resp.body);
+        return server_reply_status(req, 500, "InternalError", "kubesim: out of memory");
+    }
+    return server_reply_take(req, resp.code, resp.ctype, resp.body, resp.len);
+}
+
 /* ---- /kubesim/ray/ ------------------------------------------------------------------------ */
 
 static int admin_list(struct ray *r, struct server_req *req)
@@ -457,7 +528,7 @@ static int on_admin(void *arg, struct server_req *req)
     if (strcmp(req->method, "POST"))
         return server_reply_status(req, 405, "MethodNotAllowed", "POST only");
     body = cJSON_ParseWithLength(req->body, req->body_len);
-    if (!cJSON_IsObject(body) || !cJSON_IsString(ray_jget(body, "status"))) {
+    if (!cJSON_IsObject(body) || !cJSON_IsString(kobj_get(body, "status"))) {
         cJSON_Delete(body);
         return server_reply_status(req, 400, "BadRequest", "want {\"status\": \"UNHEALTHY\"|"
                                    "\"DEPLOY_FAILED\"|\"RUNNING\"|\"\", \"message\": \"...\"}");
@@ -467,7 +538,7 @@ static int on_admin(void *arg, struct server_req *req)
         if (!strcmp(c->ns, ns) && (!strcmp(c->name, cl) || !strcmp(c->head, cl)))
             hit = c;
     if (hit)
-        rc = ray_serve_force(hit, app, ray_jstr(body, "status"), ray_jstr(body, "message"));
+        rc = ray_serve_force(hit, app, kobj_str(body, "status"), kobj_str(body, "message"));
     pthread_mutex_unlock(&r->mu);
     cJSON_Delete(body);
     if (rc == -EINVAL)
@@ -482,6 +553,8 @@ int ray_proxy_install(struct ray *r)
 {
     int rc = server_add_subresource(r->srv, "services", "proxy", on_proxy, r);
 
+    if (rc >= 0)
+        rc = server_add_subresource(r->srv, "pods", "proxy", on_pod_proxy, r);
     return rc < 0 ? rc : 0;
 }
 

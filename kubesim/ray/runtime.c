@@ -19,16 +19,6 @@
 #include "kubesim/api/server.h"
 #include "kubesim/store/store.h"
 
-const cJSON *ray_jget(const cJSON *o, const char *k)
-{
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-const char *ray_jstr(const cJSON *o, const char *k)
-{
-    return cJSON_GetStringValue(ray_jget(o, k));
-}
-
 uint64_t ray_now_ms(void)
 {
     struct timespec ts;
@@ -55,9 +45,9 @@ const char *ray_job_status(const struct ray_job *j, uint64_t now)
 
 const char *ray_knob(const cJSON *runtime_env, const cJSON *metadata, const char *key)
 {
-    const char *v = ray_jstr(ray_jget(runtime_env, "env_vars"), key);
+    const char *v = kobj_str(kobj_get(runtime_env, "env_vars"), key);
 
-    return v ? v : ray_jstr(metadata, key);
+    return v ? v : kobj_str(metadata, key);
 }
 
 double ray_knob_seconds(const char *v, double def, double max)
@@ -207,8 +197,8 @@ void ray_cluster_free(struct ray_cluster *c)
 
 static int head_restarts(const cJSON *pod)
 {
-    const cJSON *cs = ray_jget(ray_jget(pod, "status"), "containerStatuses");
-    const cJSON *n = ray_jget(cJSON_IsArray(cs) ? cs->child : NULL, "restartCount");
+    const cJSON *cs = kobj_get(kobj_get(pod, "status"), "containerStatuses");
+    const cJSON *n = kobj_get(cJSON_IsArray(cs) ? cs->child : NULL, "restartCount");
 
     return cJSON_IsNumber(n) ? n->valueint : 0;
 }
@@ -228,10 +218,10 @@ void ray_cluster_drop(struct ray *r, const char *uid)
 
 struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod)
 {
-    const cJSON *md = ray_jget(pod, "metadata");
-    const char *uid = ray_jstr(md, "uid"), *name = ray_jstr(md, "name");
-    const char *ns = ray_jstr(md, "namespace"), *ip = ray_jstr(ray_jget(pod, "status"), "podIP");
-    const char *cname = ray_jstr(ray_jget(md, "labels"), "ray.io/cluster");
+    const cJSON *md = kobj_get(pod, "metadata");
+    const char *uid = kobj_str(md, "uid"), *name = kobj_str(md, "name");
+    const char *ns = kobj_str(md, "namespace"), *ip = kobj_str(kobj_get(pod, "status"), "podIP");
+    const char *cname = kobj_str(kobj_get(md, "labels"), "ray.io/cluster");
     struct ray_cluster *c = NULL, *o, *ot;
     int restarts = head_restarts(pod);
 

@@ -22,13 +22,13 @@
 
 static const char *app_target(const cJSON *cfg)
 {
-    const char *v = ray_jstr(ray_jget(ray_jget(cfg, "runtime_env"), "env_vars"),
+    const char *v = kobj_str(kobj_get(kobj_get(cfg, "runtime_env"), "env_vars"),
                              "KUBESIM_SERVE_STATUS");
     const cJSON *d;
 
-    cJSON_ArrayForEach(d, ray_jget(cfg, "deployments"))
+    cJSON_ArrayForEach(d, kobj_get(cfg, "deployments"))
         if (!v)
-            v = ray_jstr(ray_jget(d, "user_config"), "KUBESIM_SERVE_STATUS");
+            v = kobj_str(kobj_get(d, "user_config"), "KUBESIM_SERVE_STATUS");
     if (v && (!strcmp(v, "UNHEALTHY") || !strcmp(v, "DEPLOY_FAILED")))
         return v;
     return "RUNNING";
@@ -36,7 +36,7 @@ static const char *app_target(const cJSON *cfg)
 
 static uint64_t app_deploy_ms(const cJSON *cfg)
 {
-    const char *v = ray_jstr(ray_jget(ray_jget(cfg, "runtime_env"), "env_vars"),
+    const char *v = kobj_str(kobj_get(kobj_get(cfg, "runtime_env"), "env_vars"),
                              "KUBESIM_SERVE_DEPLOY_SECONDS");
 
     return (uint64_t)(ray_knob_seconds(v, RAY_APP_DEPLOY_MS / 1000.0, 3600) * 1000);
@@ -87,7 +87,7 @@ static void actor_info(cJSON *o, const struct ray_cluster *c, const char *actor,
 
 static void deployment_name(const cJSON *cfg, char *out, size_t n)
 {
-    const char *ip = ray_jstr(cfg, "import_path"), *sep;
+    const char *ip = kobj_str(cfg, "import_path"), *sep;
 
     sep = ip ? strrchr(ip, ':') : NULL;
     if (!sep && ip)
@@ -101,7 +101,7 @@ static cJSON *deployment_json(const struct ray_cluster *c, const struct ray_app 
 {
     cJSON *d = cJSON_CreateObject(), *conf, *reps, *rep;
     const char *st = "HEALTHY", *trig = "CONFIG_UPDATE_COMPLETED", *msg = "";
-    const cJSON *nr = ray_jget(dcfg, "num_replicas");
+    const cJSON *nr = kobj_get(dcfg, "num_replicas");
     int n = cJSON_IsNumber(nr) && nr->valueint >= 0 && nr->valueint <= 64 ? nr->valueint : 1;
     char rid[32], aname[300];
 
@@ -123,9 +123,9 @@ static cJSON *deployment_json(const struct ray_cluster *c, const struct ray_app 
     cJSON_AddStringToObject(d, "status_trigger", trig);
     cJSON_AddStringToObject(d, "message", msg);
     conf = dcfg ? cJSON_Duplicate(dcfg, true) : cJSON_CreateObject();
-    if (conf && !ray_jget(conf, "name"))
+    if (conf && !kobj_get(conf, "name"))
         cJSON_AddStringToObject(conf, "name", name);
-    if (conf && !ray_jget(conf, "num_replicas"))
+    if (conf && !kobj_get(conf, "num_replicas"))
         cJSON_AddNumberToObject(conf, "num_replicas", n);
     cJSON_AddItemToObject(d, "deployment_config", conf);
     cJSON_AddNumberToObject(d, "target_num_replicas", n);
@@ -149,7 +149,7 @@ static cJSON *deployment_json(const struct ray_cluster *c, const struct ray_app 
 static cJSON *app_json(const struct ray_cluster *c, const struct ray_app *a, uint64_t now)
 {
     cJSON *o = cJSON_CreateObject(), *deps;
-    const char *st = ray_app_status(a, now), *rp = ray_jstr(a->config, "route_prefix");
+    const char *st = ray_app_status(a, now), *rp = kobj_str(a->config, "route_prefix");
     const cJSON *d;
     char msg[600] = "", dname[128];
     unsigned k = 0;
@@ -172,9 +172,9 @@ static cJSON *app_json(const struct ray_cluster *c, const struct ray_app *a, uin
     cJSON_AddItemToObject(o, "deployed_app_config", cJSON_Duplicate(a->config, true));
     cJSON_AddStringToObject(o, "source", "declarative");
     deps = cJSON_AddObjectToObject(o, "deployments");
-    cJSON_ArrayForEach(d, ray_jget(a->config, "deployments")) {
-        const char *n = ray_jstr(d, "name");
-        if (!n || ray_jget(deps, n))
+    cJSON_ArrayForEach(d, kobj_get(a->config, "deployments")) {
+        const char *n = kobj_str(d, "name");
+        if (!n || kobj_get(deps, n))
             continue;
         cJSON_AddItemToObject(deps, n, deployment_json(c, a, st, n, d, now, a->seq * 16 + ++k));
     }
@@ -268,21 +268,21 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
             rc = invalid(out, field, "value is not a valid dict (type=type_error.dict)");
             goto out;
         }
-        if (!cJSON_IsString(ray_jget(e, "import_path"))) {
+        if (!cJSON_IsString(kobj_get(e, "import_path"))) {
             rc = invalid(out, field, "import_path: field required (type=value_error.missing)");
             goto out;
         }
-        if ((f = ray_jget(e, "name")) && !cJSON_IsString(f)) {
+        if ((f = kobj_get(e, "name")) && !cJSON_IsString(f)) {
             rc = invalid(out, field, "name: str type expected (type=type_error.str)");
             goto out;
         }
         if (!f)
             cJSON_AddStringToObject(e, "name", "default");
         for (const cJSON *o = apps->child; o != e; o = o->next)
-            if (!strcmp(ray_jstr(o, "name"), ray_jstr(e, "name"))) {
+            if (!strcmp(kobj_str(o, "name"), kobj_str(e, "name"))) {
                 char msg[300];
                 snprintf(msg, sizeof(msg), "Found duplicate application names: ['%.200s'].",
-                         ray_jstr(e, "name"));
+                         kobj_str(e, "name"));
                 rc = invalid(out, "__root__", msg);
                 goto out;
             }
@@ -291,7 +291,7 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
     HASH_ITER(hh, c->apps, a, at) {
         bool keep = false;
         cJSON_ArrayForEach(e, apps)
-            if (!strcmp(ray_jstr(e, "name"), a->name))
+            if (!strcmp(kobj_str(e, "name"), a->name))
                 keep = true;
         if (!keep) {
             HASH_DEL(c->apps, a);
@@ -299,7 +299,7 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
         }
     }
     cJSON_ArrayForEach(e, apps) {
-        const char *name = ray_jstr(e, "name");
+        const char *name = kobj_str(e, "name");
         a = NULL;
         HASH_FIND_STR(c->apps, name, a);
         if (a && json_equal(a->config, e))
@@ -347,14 +347,14 @@ int ray_serve_http(struct ray_cluster *c, uint64_t now, const char *method, cons
         HASH_ITER(hh, c->apps, a, at)
             if (strcmp(ray_app_status(a, now), "DEPLOYING") &&
                 strcmp(ray_app_status(a, now), "DEPLOY_FAILED")) {
-                const char *rp = ray_jstr(a->config, "route_prefix");
+                const char *rp = kobj_str(a->config, "route_prefix");
                 cJSON_AddStringToObject(o, rp ? rp : "/", a->name);
             }
         return ray_resp_json(out, 200, o);
     }
     /* the application whose route_prefix is the longest prefix of path */
     HASH_ITER(hh, c->apps, a, at) {
-        const char *rp = ray_jstr(a->config, "route_prefix");
+        const char *rp = kobj_str(a->config, "route_prefix");
         size_t n;
         if (!rp)
             rp = "/";

@@ -57,9 +57,9 @@ static const char *env_lookup(const cJSON *env, const char *name, size_t n)
     const cJSON *e;
 
     cJSON_ArrayForEach(e, env) {
-        const char *k = ray_jstr(e, "name");
+        const char *k = kobj_str(e, "name");
         if (k && strlen(k) == n && !memcmp(k, name, n)) {
-            const char *v = ray_jstr(e, "value");
+            const char *v = kobj_str(e, "value");
             return v ? v : "";
         }
     }
@@ -559,7 +559,7 @@ static int argv_script(const char *const *av, size_t n, struct buf *b)
 
 int ray_script_from_container(const cJSON *ct, struct ray_script **out, char *err, size_t errlen)
 {
-    const cJSON *lists[2] = { ray_jget(ct, "command"), ray_jget(ct, "args") }, *w;
+    const cJSON *lists[2] = { kobj_get(ct, "command"), kobj_get(ct, "args") }, *w;
     const char **av = NULL, *base;
     struct ray_script *s = NULL;
     struct buf script = { 0 };
@@ -617,7 +617,7 @@ int ray_script_from_container(const cJSON *ct, struct ray_script **out, char *er
         goto out;
     }
     s->errexit = errexit;
-    rc = ray_script_parse_text(script.data ? script.data : "", script.len, ray_jget(ct, "env"),
+    rc = ray_script_parse_text(script.data ? script.data : "", script.len, kobj_get(ct, "env"),
                                &s->list, err, errlen);
     if (rc == 0 && !runs_ray_job(s->list))
         rc = -ENOENT;

@@ -91,8 +91,8 @@ const char *ray_exec_env(const struct ray_exec *x, const char *name)
     const cJSON *e;
 
     cJSON_ArrayForEach(e, x->s->env)
-        if (ray_jstr(e, "name") && !strcmp(ray_jstr(e, "name"), name))
-            return ray_jstr(e, "value");
+        if (kobj_str(e, "name") && !strcmp(kobj_str(e, "name"), name))
+            return kobj_str(e, "value");
     return NULL;
 }
 
@@ -253,10 +253,10 @@ static void *run_thread(void *arg)
 
 bool ray_submitter_start(struct ray *r, const cJSON *pod)
 {
-    const cJSON *md = ray_jget(pod, "metadata"), *ct;
-    const char *uid = ray_jstr(md, "uid"), *ns = ray_jstr(md, "namespace");
+    const cJSON *md = kobj_get(pod, "metadata"), *ct;
+    const char *uid = kobj_str(md, "uid"), *ns = kobj_str(md, "namespace");
     struct ray_script *script = NULL;
-    const cJSON *env = NULL, *cts = ray_jget(ray_jget(pod, "spec"), "containers");
+    const cJSON *env = NULL, *cts = kobj_get(kobj_get(pod, "spec"), "containers");
     const char *cname = NULL;
     struct ray_sub *s = NULL;
     struct run_arg *ra;
@@ -269,12 +269,12 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     cJSON_ArrayForEach(ct, cts) {
         int rc = ray_script_from_container(ct, &script, err, sizeof(err));
         if (rc == 0) {
-            env = ray_jget(ct, "env");
-            cname = ray_jstr(ct, "name");
+            env = kobj_get(ct, "env");
+            cname = kobj_str(ct, "name");
             break;
         }
         if (rc != -ENOENT)
-            log_warn("ray: submitter command not understood", "pod", ray_jstr(md, "name"),
+            log_warn("ray: submitter command not understood", "pod", kobj_str(md, "name"),
                      "error", err, NULL);
     }
     if (!script)
@@ -324,7 +324,7 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     pthread_attr_destroy(&attr);
     r->threads++;
     pthread_mutex_unlock(&r->mu);
-    log_info("ray: playing submitter pod", "namespace", ns, "pod", ray_jstr(md, "name"),
+    log_info("ray: playing submitter pod", "namespace", ns, "pod", kobj_str(md, "name"),
              "container", s->container, NULL);
     /* A sidecar submitter (KubeRay's SidecarMode) shares the Pod with the Ray head: the
      * kubelet models one exit per Pod, so its exit must not end the head's Pod. */
@@ -365,7 +365,7 @@ bool ray_submitter_sidecar(struct ray *r, const char *uid, char *container, size
 
     pthread_mutex_lock(&r->mu);
     HASH_FIND_STR(r->subs, uid, s);
-    if (s && s->pod && cJSON_GetArraySize(ray_jget(ray_jget(s->pod, "spec"), "containers")) > 1) {
+    if (s && s->pod && cJSON_GetArraySize(kobj_get(kobj_get(s->pod, "spec"), "containers")) > 1) {
         snprintf(container, cap, "%s", s->container);
         side = true;
     }

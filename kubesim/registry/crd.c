@@ -8,6 +8,7 @@
  * CRD objects come from clients, so every access is type-checked and bounded
  * (REG_MAX_* in registry.h); anything unexpected is a cause, never a crash.
  */
+#include "kobj/kobj.h"
 #include "kubesim/schema/status_cause.h"
 #include "kubesim/registry/internal.h"
 #include "kubesim/schema/schema.h"
@@ -68,12 +69,6 @@ static bool is_dns1123_subdomain(const char *s)
         lab++;
     }
     return true;
-}
-
-static const char *str_at(const cJSON *obj, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 /* A lower-cased copy for the kind checks (kinds are CamelCase, validated as labels lower-cased). */
@@ -144,12 +139,12 @@ static int check_names(const cJSON *names, cJSON *causes, int *bad)
         (rc = check_label(causes, "spec.names.listKind",
                           cJSON_GetObjectItemCaseSensitive(names, "listKind"), false, true, bad)))
         return rc;
-    if (str_at(names, "kind") && str_at(names, "listKind") &&
-        strcmp(str_at(names, "kind"), str_at(names, "listKind")) == 0) {
+    if (kobj_str(names, "kind") && kobj_str(names, "listKind") &&
+        strcmp(kobj_str(names, "kind"), kobj_str(names, "listKind")) == 0) {
         *bad = 1;
         return status_cause_add(causes, "FieldValueInvalid", "spec.names.listKind",
                          "Invalid value: \"%.64s\": kind and listKind may not be the same",
-                         str_at(names, "listKind"));
+                         kobj_str(names, "listKind"));
     }
     for (size_t a = 0; a < 2; a++) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(names, arrays[a]), *it;
@@ -185,13 +180,13 @@ static int check_column(const cJSON *col, const char *base, cJSON *causes, int *
         return status_cause_add(causes, "FieldValueInvalid", base, "Invalid value: must be an object");
     }
     snprintf(field, sizeof(field), "%s.name", base);
-    s = str_at(col, "name");
+    s = kobj_str(col, "name");
     if (!s || !*s || strlen(s) > REG_MAX_NAME_LEN) {
         *bad = 1;
         return status_cause_add(causes, "FieldValueRequired", field, "Required value");
     }
     snprintf(field, sizeof(field), "%s.type", base);
-    s = str_at(col, "type");
+    s = kobj_str(col, "type");
     for (size_t i = 0; s && i < 5; i++)
         ok |= strcmp(s, types[i]) == 0;
     if (!ok) {
@@ -202,7 +197,7 @@ static int check_column(const cJSON *col, const char *base, cJSON *causes, int *
                            : "Required value%.0s", s ? s : "");
     }
     snprintf(field, sizeof(field), "%s.jsonPath", base);
-    s = str_at(col, "jsonPath");
+    s = kobj_str(col, "jsonPath");
     if (!s || !*s || strlen(s) > 1024) {
         *bad = 1;
         return status_cause_add(causes, "FieldValueRequired", field, "Required value");
@@ -236,7 +231,7 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
     if ((rc = check_label(causes, field, cJSON_GetObjectItemCaseSensitive(v, "name"), true,
                           false, bad)))
         return rc;
-    names[idx] = str_at(v, "name");
+    names[idx] = kobj_str(v, "name");
     for (int j = 0; names[idx] && j < idx; j++)
         if (names[j] && strcmp(names[j], names[idx]) == 0) {
             *bad = 1;
@@ -284,8 +279,8 @@ static int check_version(const cJSON *v, int idx, cJSON *causes, int *bad, int *
             return status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: must be an object");
         }
         if (scale && !cJSON_IsNull(scale)) {
-            const char *sp = str_at(scale, "specReplicasPath");
-            const char *st = str_at(scale, "statusReplicasPath");
+            const char *sp = kobj_str(scale, "specReplicasPath");
+            const char *st = kobj_str(scale, "statusReplicasPath");
             snprintf(field, sizeof(field), "%s.subresources.scale.specReplicasPath", base);
             if (!sp || strncmp(sp, ".spec.", 6) != 0 || strlen(sp) > 256) {
                 *bad = 1;
@@ -335,12 +330,12 @@ static int validate_crd(const cJSON *crd, cJSON *causes, bool compile)
     }
     meta = cJSON_GetObjectItemCaseSensitive(crd, "metadata");
     spec = cJSON_GetObjectItemCaseSensitive(crd, "spec");
-    name = str_at(meta, "name");
+    name = kobj_str(meta, "name");
     if (!cJSON_IsObject(spec)) {
         rc = status_cause_add(causes, "FieldValueRequired", "spec", "Required value");
         return rc ? rc : -EINVAL;
     }
-    group = str_at(spec, "group");
+    group = kobj_str(spec, "group");
     if (!group || !*group) {
         bad = 1;
         if ((rc = status_cause_add(causes, "FieldValueRequired", "spec.group", "Required value")))
@@ -361,7 +356,7 @@ static int validate_crd(const cJSON *crd, cJSON *causes, bool compile)
     }
     if ((rc = check_names(cJSON_GetObjectItemCaseSensitive(spec, "names"), causes, &bad)))
         return rc;
-    plural = str_at(cJSON_GetObjectItemCaseSensitive(spec, "names"), "plural");
+    plural = kobj_str(cJSON_GetObjectItemCaseSensitive(spec, "names"), "plural");
     if (plural && group && strlen(plural) + strlen(group) + 2 <= sizeof(want)) {
         size_t pl = strlen(plural);
         memcpy(want, plural, pl);
@@ -375,7 +370,7 @@ static int validate_crd(const cJSON *crd, cJSON *causes, bool compile)
                 return rc;
         }
     }
-    scope = str_at(spec, "scope");
+    scope = kobj_str(spec, "scope");
     if (!scope || (strcmp(scope, "Namespaced") != 0 && strcmp(scope, "Cluster") != 0)) {
         bad = 1;
         if ((rc = scope ? status_cause_add(causes, "FieldValueNotSupported", "spec.scope",
@@ -429,7 +424,7 @@ static bool established(const cJSON *crd)
 
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
                               cJSON_GetObjectItemCaseSensitive(crd, "status"), "conditions")) {
-        if (str_eq(str_at(c, "type"), "Established") && str_eq(str_at(c, "status"), "True"))
+        if (str_eq(kobj_str(c, "type"), "Established") && str_eq(kobj_str(c, "status"), "True"))
             return true;
     }
     return false;
@@ -447,10 +442,10 @@ int registry_validate_crd_update(const cJSON *old, const cJSON *crd, cJSON *caus
         const char *field, *a, *b;
         bool check;
     } imm[] = {
-        { "spec.group", str_at(spec, "group"), str_at(ospec, "group"), true },
-        { "spec.names.plural", str_at(names, "plural"), str_at(onames, "plural"), true },
-        { "spec.scope", str_at(spec, "scope"), str_at(ospec, "scope"), names_fixed },
-        { "spec.names.kind", str_at(names, "kind"), str_at(onames, "kind"), names_fixed },
+        { "spec.group", kobj_str(spec, "group"), kobj_str(ospec, "group"), true },
+        { "spec.names.plural", kobj_str(names, "plural"), kobj_str(onames, "plural"), true },
+        { "spec.scope", kobj_str(spec, "scope"), kobj_str(ospec, "scope"), names_fixed },
+        { "spec.names.kind", kobj_str(names, "kind"), kobj_str(onames, "kind"), names_fixed },
     };
     char tmp[80];
     int bad = 0, rc, i = 0;
@@ -476,7 +471,7 @@ int registry_validate_crd_update(const cJSON *old, const cJSON *crd, cJSON *caus
         if (!cJSON_IsString(sv) || i >= REG_MAX_VERSIONS)
             break;
         cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(spec, "versions"))
-            found |= str_eq(str_at(v, "name"), sv->valuestring);
+            found |= str_eq(kobj_str(v, "name"), sv->valuestring);
         snprintf(field, sizeof(field), "status.storedVersions[%d]", i++);
         if (found)
             continue;
@@ -530,11 +525,11 @@ static int copy_columns(struct reg_resource *res, const cJSON *cols)
     cJSON_ArrayForEach(it, cols) {
         struct reg_column *c = &res->columns[res->n_columns++];
         const cJSON *prio = cJSON_GetObjectItemCaseSensitive(it, "priority");
-        c->name = strdup(str_at(it, "name"));
-        c->type = strdup(str_at(it, "type"));
-        c->format = strdup(str_at(it, "format") ? str_at(it, "format") : "");
-        c->description = strdup(str_at(it, "description") ? str_at(it, "description") : "");
-        c->json_path = strdup(str_at(it, "jsonPath"));
+        c->name = strdup(kobj_str(it, "name"));
+        c->type = strdup(kobj_str(it, "type"));
+        c->format = strdup(kobj_str(it, "format") ? kobj_str(it, "format") : "");
+        c->description = strdup(kobj_str(it, "description") ? kobj_str(it, "description") : "");
+        c->json_path = strdup(kobj_str(it, "jsonPath"));
         c->priority = cJSON_IsNumber(prio) ? (int)prio->valuedouble : 0;
         if (!c->name || !c->type || !c->format || !c->description || !c->json_path)
             return -ENOMEM;
@@ -552,8 +547,8 @@ static int build_version(const cJSON *crd, const cJSON *v, struct reg_resource *
     const cJSON *scale = cJSON_GetObjectItemCaseSensitive(subs, "scale");
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(v, "schema"), "openAPIV3Schema");
-    const char *kind = str_at(names, "kind"), *plural = str_at(names, "plural");
-    const char *singular = str_at(names, "singular"), *list_kind = str_at(names, "listKind");
+    const char *kind = kobj_str(names, "kind"), *plural = kobj_str(names, "plural");
+    const char *singular = kobj_str(names, "singular"), *list_kind = kobj_str(names, "listKind");
     struct reg_resource *res;
     char low[REG_MAX_NAME_LEN + 2];
     int rc = -ENOMEM;
@@ -566,8 +561,8 @@ static int build_version(const cJSON *crd, const cJSON *v, struct reg_resource *
         lower_copy(kind, low, sizeof(low));
         singular = low;
     }
-    res->group = strdup(str_at(spec, "group"));
-    res->version = strdup(str_at(v, "name"));
+    res->group = strdup(kobj_str(spec, "group"));
+    res->version = strdup(kobj_str(v, "name"));
     res->plural = strdup(plural);
     res->singular = strdup(singular);
     res->kind = strdup(kind);
@@ -577,7 +572,7 @@ static int build_version(const cJSON *crd, const cJSON *v, struct reg_resource *
         strcpy(res->list_kind, kind);
         strcat(res->list_kind, "List");
     }
-    res->crd_name = strdup(str_at(cJSON_GetObjectItemCaseSensitive(crd, "metadata"), "name"));
+    res->crd_name = strdup(kobj_str(cJSON_GetObjectItemCaseSensitive(crd, "metadata"), "name"));
     res->short_names = strv_from_json(cJSON_GetObjectItemCaseSensitive(names, "shortNames"));
     res->categories = strv_from_json(cJSON_GetObjectItemCaseSensitive(names, "categories"));
     res->openapi_schema = cJSON_Duplicate(schema, 1);
@@ -585,21 +580,21 @@ static int build_version(const cJSON *crd, const cJSON *v, struct reg_resource *
         !res->list_kind || !res->crd_name || !res->short_names || !res->categories ||
         !res->openapi_schema)
         goto out;
-    res->namespaced = strcmp(str_at(spec, "scope"), "Namespaced") == 0;
+    res->namespaced = strcmp(kobj_str(spec, "scope"), "Namespaced") == 0;
     res->verbs = REG_ALL;
     res->has_status = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(subs, "status"));
     res->has_scale = cJSON_IsObject(scale);
     if (res->has_scale) {
-        res->scale_spec_path = dup_or_null(str_at(scale, "specReplicasPath"));
-        res->scale_status_path = dup_or_null(str_at(scale, "statusReplicasPath"));
-        res->scale_selector_path = dup_or_null(str_at(scale, "labelSelectorPath"));
+        res->scale_spec_path = dup_or_null(kobj_str(scale, "specReplicasPath"));
+        res->scale_status_path = dup_or_null(kobj_str(scale, "statusReplicasPath"));
+        res->scale_selector_path = dup_or_null(kobj_str(scale, "labelSelectorPath"));
         if (!res->scale_spec_path || !res->scale_status_path)
             goto out;
     }
     res->storage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "storage"));
     res->deprecated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "deprecated"));
     if (res->deprecated) {
-        const char *w = str_at(v, "deprecationWarning");
+        const char *w = kobj_str(v, "deprecationWarning");
         char dflt[600];
         if (!w) {
             snprintf(dflt, sizeof(dflt), "%s/%s %s is deprecated", res->group, res->version,
@@ -639,7 +634,7 @@ int registry_add_crd(struct registry *r, const cJSON *crd, char *err, size_t err
             snprintf(err, errlen, "invalid CustomResourceDefinition");
         return -EINVAL;
     }
-    name = str_at(cJSON_GetObjectItemCaseSensitive(crd, "metadata"), "name");
+    name = kobj_str(cJSON_GetObjectItemCaseSensitive(crd, "metadata"), "name");
     versions = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(crd, "spec"),
                                                 "versions");
     /* Build everything first so a failure leaves the old registration in place. */
@@ -682,12 +677,12 @@ static int set_condition(cJSON *conds, const char *type, const char *reason, con
     cJSON *c = NULL, *it;
 
     cJSON_ArrayForEach(it, conds) {
-        if (cJSON_IsObject(it) && str_at(it, "type") && strcmp(str_at(it, "type"), type) == 0) {
+        if (cJSON_IsObject(it) && kobj_str(it, "type") && strcmp(kobj_str(it, "type"), type) == 0) {
             c = it;
             break;
         }
     }
-    if (c && str_at(c, "status") && strcmp(str_at(c, "status"), "True") == 0)
+    if (c && kobj_str(c, "status") && strcmp(kobj_str(c, "status"), "True") == 0)
         return 0;   /* unchanged: keep its lastTransitionTime */
     if (!c) {
         if (!(c = cJSON_CreateObject()))
@@ -730,15 +725,15 @@ int registry_crd_set_status(cJSON *crd)
     if (!(accepted = cJSON_Duplicate(names, 1)))
         return -ENOMEM;
     cJSON_AddItemToObject(status, "acceptedNames", accepted);
-    if (!str_at(accepted, "singular") && str_at(accepted, "kind")) {
+    if (!kobj_str(accepted, "singular") && kobj_str(accepted, "kind")) {
         char low[REG_MAX_NAME_LEN + 2];
-        lower_copy(str_at(accepted, "kind"), low, sizeof(low));
+        lower_copy(kobj_str(accepted, "kind"), low, sizeof(low));
         if (!cJSON_AddStringToObject(accepted, "singular", low))
             return -ENOMEM;
     }
-    if (!str_at(accepted, "listKind") && str_at(accepted, "kind")) {
+    if (!kobj_str(accepted, "listKind") && kobj_str(accepted, "kind")) {
         char lk[REG_MAX_NAME_LEN + 8];
-        snprintf(lk, sizeof(lk), "%s", str_at(accepted, "kind"));
+        snprintf(lk, sizeof(lk), "%s", kobj_str(accepted, "kind"));
         strncat(lk, "List", sizeof(lk) - strlen(lk) - 1);
         if (!cJSON_AddStringToObject(accepted, "listKind", lk))
             return -ENOMEM;
@@ -761,7 +756,7 @@ int registry_crd_set_status(cJSON *crd)
             return -ENOMEM;
     }
     cJSON_ArrayForEach(v, versions) {
-        const char *vn = str_at(v, "name");
+        const char *vn = kobj_str(v, "name");
         bool have = false;
         if (!vn || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "storage")))
             continue;

@@ -26,6 +26,5 @@ int registry_add_builtins(struct registry *r);
  * Returns a heap array (caller frees with registry_strv_free) or NULL on ENOMEM. */
 char **registry_strv_split(const char *csv);
 void registry_strv_free(char **v);
-size_t registry_strv_len(char *const *v);
 
 #endif

@@ -68,15 +68,6 @@ void registry_strv_free(char **v)
     free(v);
 }
 
-size_t registry_strv_len(char *const *v)
-{
-    size_t n = 0;
-
-    while (v && v[n])
-        n++;
-    return n;
-}
-
 void registry_resource_free(struct reg_resource *res)
 {
     if (!res)

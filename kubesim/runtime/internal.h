@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "kobj/kobj.h"
 #include "kubesim/runtime/runtime.h"
 
 #define RUNTIME_EXIT_START_ERROR 128  /* the kubelet's StartError exit code */
@@ -112,8 +113,6 @@ uint64_t rt_now_ms(void);
 int rt_read_file(const char *path, size_t max, char **out, size_t *len);
 int rt_write_file(const char *path, const void *data, size_t len, mode_t mode);
 void rt_rm_rf(const char *path);
-const cJSON *rt_jget(const cJSON *o, const char *k);
-const char *rt_jstr(const cJSON *o, const char *k);
 long rt_jnum(const cJSON *o, const char *k, long def);
 void rt_event(struct runtime *rt, struct rt_pod *p, const char *type, const char *reason,
               const char *field_path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));

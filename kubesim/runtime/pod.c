@@ -88,7 +88,7 @@ static const char *bracket(const char *path, const char *prefix, char *key, size
 
 static int field_value(const struct rt_pod *p, const char *path, struct buf *out)
 {
-    const cJSON *md = rt_jget(p->json, "metadata"), *spec = rt_jget(p->json, "spec");
+    const cJSON *md = kobj_get(p->json, "metadata"), *spec = kobj_get(p->json, "spec");
     const char *v = NULL;
     char key[256];
 
@@ -101,19 +101,19 @@ static int field_value(const struct rt_pod *p, const char *path, struct buf *out
     else if (!strcmp(path, "metadata.uid"))
         v = p->uid;
     else if (!strcmp(path, "spec.nodeName"))
-        v = rt_jstr(spec, "nodeName");
+        v = kobj_str(spec, "nodeName");
     else if (!strcmp(path, "spec.serviceAccountName"))
-        v = rt_jstr(spec, "serviceAccountName") ? rt_jstr(spec, "serviceAccountName") : "default";
+        v = kobj_str(spec, "serviceAccountName") ? kobj_str(spec, "serviceAccountName") : "default";
     else if (!strcmp(path, "status.podIP") || !strcmp(path, "status.podIPs"))
         v = p->ip;
     else if (!strcmp(path, "status.hostIP") || !strcmp(path, "status.hostIPs"))
         v = "127.0.0.1";
     else if (bracket(path, "metadata.labels", key, sizeof(key)))
-        v = rt_jstr(rt_jget(md, "labels"), key) ? rt_jstr(rt_jget(md, "labels"), key) : "";
+        v = kobj_str(kobj_get(md, "labels"), key) ? kobj_str(kobj_get(md, "labels"), key) : "";
     else if (bracket(path, "metadata.annotations", key, sizeof(key)))
-        v = rt_jstr(rt_jget(md, "annotations"), key) ? rt_jstr(rt_jget(md, "annotations"), key) : "";
+        v = kobj_str(kobj_get(md, "annotations"), key) ? kobj_str(kobj_get(md, "annotations"), key) : "";
     else if (!strcmp(path, "metadata.labels") || !strcmp(path, "metadata.annotations")) {
-        const cJSON *m = rt_jget(md, path + 9), *e;
+        const cJSON *m = kobj_get(md, path + 9), *e;
         cJSON_ArrayForEach(e, m)
             if (cJSON_IsString(e))
                 buf_printf(out, "%s=\"%s\"\n", e->string, e->valuestring);
@@ -140,10 +140,10 @@ static struct store_obj *get_obj(struct runtime *rt, const struct reg_resource *
 /* data[key] of a Secret (base64-decoded) or ConfigMap (data, then binaryData). */
 static int obj_key(const struct store_obj *o, bool secret, const char *key, struct buf *out)
 {
-    const char *v = rt_jstr(rt_jget(o->json, "data"), key);
+    const char *v = kobj_str(kobj_get(o->json, "data"), key);
     bool b64 = secret;
 
-    if (!v && !secret && (v = rt_jstr(rt_jget(o->json, "binaryData"), key)))
+    if (!v && !secret && (v = kobj_str(kobj_get(o->json, "binaryData"), key)))
         b64 = true;
     if (!v)
         return -ENOENT;
@@ -181,16 +181,16 @@ static int write_in(const char *dir, const char *rel, const void *data, size_t l
 static int keys_to_dir(struct runtime *rt, const struct rt_pod *p, const char *dir,
                        const cJSON *src, bool secret, long mode, char *err, size_t errlen)
 {
-    const char *name = rt_jstr(src, secret ? "secretName" : "name");
-    const cJSON *items = rt_jget(src, "items"), *it, *e;
+    const char *name = kobj_str(src, secret ? "secretName" : "name");
+    const cJSON *items = kobj_get(src, "items"), *it, *e;
     struct store_obj *o;
     struct buf b = { 0 };
     int rc = 0;
 
     if (!name)
-        name = rt_jstr(src, "name");
+        name = kobj_str(src, "name");
     if (!(o = get_obj(rt, secret ? rt->r_secrets : rt->r_cms, p, name))) {
-        if (cJSON_IsTrue(rt_jget(src, "optional")))
+        if (cJSON_IsTrue(kobj_get(src, "optional")))
             return 0;
         snprintf(err, errlen, "%s \"%s\" not found", secret ? "secret" : "configmap",
                  name ? name : "");
@@ -200,8 +200,8 @@ static int keys_to_dir(struct runtime *rt, const struct rt_pod *p, const char *d
     if (cJSON_GetArraySize(items) > 0) {
         cJSON_ArrayForEach(it, items) {
             buf_reset(&b);
-            if (obj_key(o, secret, rt_jstr(it, "key"), &b) == 0)
-                rc = write_in(dir, rt_jstr(it, "path"), b.data ? b.data : "", b.len,
+            if (obj_key(o, secret, kobj_str(it, "key"), &b) == 0)
+                rc = write_in(dir, kobj_str(it, "path"), b.data ? b.data : "", b.len,
                               rt_jnum(it, "mode", mode));
             if (rc < 0)
                 break;
@@ -211,7 +211,7 @@ static int keys_to_dir(struct runtime *rt, const struct rt_pod *p, const char *d
         for (int k = 0; k < 2 && rc == 0; k++) {
             if (!maps[k])
                 continue;
-            cJSON_ArrayForEach(e, rt_jget(o->json, maps[k])) {
+            cJSON_ArrayForEach(e, kobj_get(o->json, maps[k])) {
                 buf_reset(&b);
                 if (obj_key(o, secret, e->string, &b) == 0 &&
                     (rc = write_in(dir, e->string, b.data ? b.data : "", b.len, mode)) < 0)
@@ -236,9 +236,9 @@ static int downward_to_dir(const struct rt_pod *p, const char *dir, const cJSON 
 
     cJSON_ArrayForEach(it, items) {
         buf_reset(&b);
-        if (field_value(p, rt_jstr(rt_jget(it, "fieldRef"), "fieldPath"), &b) < 0)
+        if (field_value(p, kobj_str(kobj_get(it, "fieldRef"), "fieldPath"), &b) < 0)
             continue;   /* resourceFieldRef: not modelled */
-        if ((rc = write_in(dir, rt_jstr(it, "path"), b.data ? b.data : "", b.len,
+        if ((rc = write_in(dir, kobj_str(it, "path"), b.data ? b.data : "", b.len,
                            rt_jnum(it, "mode", mode))) < 0)
             break;
     }
@@ -278,7 +278,7 @@ static void size_text(const char *q, char *out, size_t len)
 
 int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *err, size_t errlen)
 {
-    const cJSON *spec = rt_jget(p->json, "spec"), *v, *s;
+    const cJSON *spec = kobj_get(p->json, "spec"), *v, *s;
     char dir[1024], sub[1200];
     int rc = 0;
 
@@ -286,44 +286,44 @@ int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *e
     mkdir(dir, 0755);
     snprintf(dir, sizeof(dir), "%s/logs", p->dir);
     mkdir(dir, 0755);
-    cJSON_ArrayForEach(v, rt_jget(spec, "volumes")) {
-        const char *name = rt_jstr(v, "name");
+    cJSON_ArrayForEach(v, kobj_get(spec, "volumes")) {
+        const char *name = kobj_str(v, "name");
         if (!name || strchr(name, '/') || !strcmp(name, ".."))
             continue;
         vol_dir(p, name, dir, sizeof(dir));
-        if (rt_jget(v, "hostPath"))
+        if (kobj_get(v, "hostPath"))
             continue;               /* bound from the host path itself */
         if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
             snprintf(err, errlen, "volume %s: %s", name, strerror(errno));
             return -errno;
         }
         chmod(dir, 0777);           /* as the kubelet's emptyDir: any user of the Pod writes */
-        if ((s = rt_jget(v, "emptyDir"))) {
-            if (rt_jstr(s, "medium") && !strcmp(rt_jstr(s, "medium"), "Memory")) {
+        if ((s = kobj_get(v, "emptyDir"))) {
+            if (kobj_str(s, "medium") && !strcmp(kobj_str(s, "medium"), "Memory")) {
                 char size[32];
-                size_text(rt_jstr(s, "sizeLimit"), size, sizeof(size));
+                size_text(kobj_str(s, "sizeLimit"), size, sizeof(size));
                 cJSON_AddItemToArray(memdirs, cJSON_CreateString(dir));
                 cJSON_AddItemToArray(memdirs, cJSON_CreateString(size));
             }
-        } else if ((s = rt_jget(v, "configMap"))) {
+        } else if ((s = kobj_get(v, "configMap"))) {
             rc = keys_to_dir(rt, p, dir, s, false, 0644, err, errlen);
-        } else if ((s = rt_jget(v, "secret"))) {
+        } else if ((s = kobj_get(v, "secret"))) {
             rc = keys_to_dir(rt, p, dir, s, true, 0644, err, errlen);
-        } else if ((s = rt_jget(v, "downwardAPI"))) {
-            rc = downward_to_dir(p, dir, rt_jget(s, "items"), rt_jnum(s, "defaultMode", 0644));
-        } else if ((s = rt_jget(v, "projected"))) {
+        } else if ((s = kobj_get(v, "downwardAPI"))) {
+            rc = downward_to_dir(p, dir, kobj_get(s, "items"), rt_jnum(s, "defaultMode", 0644));
+        } else if ((s = kobj_get(v, "projected"))) {
             const cJSON *src;
             long mode = rt_jnum(s, "defaultMode", 0644);
-            cJSON_ArrayForEach(src, rt_jget(s, "sources")) {
+            cJSON_ArrayForEach(src, kobj_get(s, "sources")) {
                 const cJSON *x;
-                if ((x = rt_jget(src, "serviceAccountToken")))
-                    rc = sa_files(rt, p, dir, rt_jstr(x, "path") ? rt_jstr(x, "path") : "token");
-                else if ((x = rt_jget(src, "configMap")))
+                if ((x = kobj_get(src, "serviceAccountToken")))
+                    rc = sa_files(rt, p, dir, kobj_str(x, "path") ? kobj_str(x, "path") : "token");
+                else if ((x = kobj_get(src, "configMap")))
                     rc = keys_to_dir(rt, p, dir, x, false, mode, err, errlen);
-                else if ((x = rt_jget(src, "secret")))
+                else if ((x = kobj_get(src, "secret")))
                     rc = keys_to_dir(rt, p, dir, x, true, mode, err, errlen);
-                else if ((x = rt_jget(src, "downwardAPI")))
-                    rc = downward_to_dir(p, dir, rt_jget(x, "items"), mode);
+                else if ((x = kobj_get(src, "downwardAPI")))
+                    rc = downward_to_dir(p, dir, kobj_get(x, "items"), mode);
                 if (rc < 0)
                     break;
             }
@@ -336,7 +336,7 @@ int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *e
         }
     }
     /* the service-account token the API server's admission would have projected */
-    if (!cJSON_IsFalse(rt_jget(spec, "automountServiceAccountToken"))) {
+    if (!cJSON_IsFalse(kobj_get(spec, "automountServiceAccountToken"))) {
         vol_dir(p, SA_VOLUME, sub, sizeof(sub));
         mkdir(sub, 0755);
         if ((rc = sa_files(rt, p, sub, NULL)) < 0) {
@@ -431,25 +431,25 @@ static int build_env(struct runtime *rt, const struct rt_pod *p, const struct rt
     env_set(e, "KUBERNETES_PORT_443_TCP_ADDR", RUNTIME_SERVICE_IP);
     env_set(e, "KUBERNETES_PORT_443_TCP_PORT", port);
     env_set(e, "KUBERNETES_PORT_443_TCP_PROTO", "tcp");
-    cJSON_ArrayForEach(it, rt_jget(c->spec, "envFrom")) {
-        const cJSON *ref = rt_jget(it, "configMapRef");
+    cJSON_ArrayForEach(it, kobj_get(c->spec, "envFrom")) {
+        const cJSON *ref = kobj_get(it, "configMapRef");
         bool secret = false;
         struct store_obj *o;
         const cJSON *kv;
-        const char *prefix = rt_jstr(it, "prefix") ? rt_jstr(it, "prefix") : "";
-        if (!ref && (ref = rt_jget(it, "secretRef")))
+        const char *prefix = kobj_str(it, "prefix") ? kobj_str(it, "prefix") : "";
+        if (!ref && (ref = kobj_get(it, "secretRef")))
             secret = true;
         if (!ref)
             continue;
-        if (!(o = get_obj(rt, secret ? rt->r_secrets : rt->r_cms, p, rt_jstr(ref, "name")))) {
-            if (cJSON_IsTrue(rt_jget(ref, "optional")))
+        if (!(o = get_obj(rt, secret ? rt->r_secrets : rt->r_cms, p, kobj_str(ref, "name")))) {
+            if (cJSON_IsTrue(kobj_get(ref, "optional")))
                 continue;
             snprintf(err, errlen, "%s \"%s\" not found", secret ? "secret" : "configmap",
-                     rt_jstr(ref, "name") ? rt_jstr(ref, "name") : "");
+                     kobj_str(ref, "name") ? kobj_str(ref, "name") : "");
             rc = -ENOENT;
             goto out;
         }
-        cJSON_ArrayForEach(kv, rt_jget(o->json, "data")) {
+        cJSON_ArrayForEach(kv, kobj_get(o->json, "data")) {
             buf_reset(&v);
             buf_reset(&b);
             if (obj_key(o, secret, kv->string, &v) == 0) {
@@ -459,34 +459,34 @@ static int build_env(struct runtime *rt, const struct rt_pod *p, const struct rt
         }
         store_obj_unref(o);
     }
-    cJSON_ArrayForEach(it, rt_jget(c->spec, "env")) {
-        const char *name = rt_jstr(it, "name");
-        const cJSON *vf = rt_jget(it, "valueFrom"), *ref;
+    cJSON_ArrayForEach(it, kobj_get(c->spec, "env")) {
+        const char *name = kobj_str(it, "name");
+        const cJSON *vf = kobj_get(it, "valueFrom"), *ref;
         buf_reset(&v);
         if (!name)
             continue;
         if (!vf) {
-            expand(e, rt_jstr(it, "value") ? rt_jstr(it, "value") : "", &v);
-        } else if ((ref = rt_jget(vf, "fieldRef"))) {
-            if (field_value(p, rt_jstr(ref, "fieldPath"), &v) < 0) {
+            expand(e, kobj_str(it, "value") ? kobj_str(it, "value") : "", &v);
+        } else if ((ref = kobj_get(vf, "fieldRef"))) {
+            if (field_value(p, kobj_str(ref, "fieldPath"), &v) < 0) {
                 snprintf(err, errlen, "env %s: unsupported fieldPath %s", name,
-                         rt_jstr(ref, "fieldPath") ? rt_jstr(ref, "fieldPath") : "");
+                         kobj_str(ref, "fieldPath") ? kobj_str(ref, "fieldPath") : "");
                 rc = -EINVAL;
                 goto out;
             }
-        } else if ((ref = rt_jget(vf, "secretKeyRef")) || (ref = rt_jget(vf, "configMapKeyRef"))) {
-            bool secret = rt_jget(vf, "secretKeyRef") != NULL;
+        } else if ((ref = kobj_get(vf, "secretKeyRef")) || (ref = kobj_get(vf, "configMapKeyRef"))) {
+            bool secret = kobj_get(vf, "secretKeyRef") != NULL;
             struct store_obj *o = get_obj(rt, secret ? rt->r_secrets : rt->r_cms, p,
-                                          rt_jstr(ref, "name"));
-            int krc = o ? obj_key(o, secret, rt_jstr(ref, "key"), &v) : -ENOENT;
+                                          kobj_str(ref, "name"));
+            int krc = o ? obj_key(o, secret, kobj_str(ref, "key"), &v) : -ENOENT;
             store_obj_unref(o);
             if (krc < 0) {
-                if (cJSON_IsTrue(rt_jget(ref, "optional")))
+                if (cJSON_IsTrue(kobj_get(ref, "optional")))
                     continue;
                 snprintf(err, errlen, "env %s: %s %s key %s not found", name,
                          secret ? "secret" : "configmap",
-                         rt_jstr(ref, "name") ? rt_jstr(ref, "name") : "",
-                         rt_jstr(ref, "key") ? rt_jstr(ref, "key") : "");
+                         kobj_str(ref, "name") ? kobj_str(ref, "name") : "",
+                         kobj_str(ref, "key") ? kobj_str(ref, "key") : "");
                 rc = -ENOENT;
                 goto out;
             }
@@ -504,15 +504,15 @@ out:
 /* runAsUser/runAsGroup: the container's securityContext over the Pod's. */
 static long sc_num(const struct rt_pod *p, const struct rt_ctr *c, const char *k)
 {
-    long v = rt_jnum(rt_jget(c->spec, "securityContext"), k, -1);
-    return v >= 0 ? v : rt_jnum(rt_jget(rt_jget(p->json, "spec"), "securityContext"), k, -1);
+    long v = rt_jnum(kobj_get(c->spec, "securityContext"), k, -1);
+    return v >= 0 ? v : rt_jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), k, -1);
 }
 
 static bool has_mount_at(const cJSON *mounts, const char *path)
 {
     const cJSON *m;
     cJSON_ArrayForEach(m, mounts)
-        if (rt_jstr(m, "mountPath") && !strcmp(rt_jstr(m, "mountPath"), path))
+        if (kobj_str(m, "mountPath") && !strcmp(kobj_str(m, "mountPath"), path))
             return true;
     return false;
 }
@@ -521,7 +521,7 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
                       char *err, size_t errlen)
 {
     struct env e = { cJSON_CreateArray() };
-    const cJSON *m, *it, *vols = rt_jget(rt_jget(p->json, "spec"), "volumes");
+    const cJSON *m, *it, *vols = kobj_get(kobj_get(p->json, "spec"), "volumes");
     cJSON *mounts, *argv;
     struct buf b = { 0 };
     char src[1200], scratch[1100];
@@ -536,22 +536,22 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
     mkdir(scratch, 0700);
     cJSON_AddStringToObject(spec, "scratch", scratch);
     mounts = cJSON_AddArrayToObject(spec, "mounts");
-    cJSON_ArrayForEach(m, rt_jget(c->spec, "volumeMounts")) {
-        const char *vn = rt_jstr(m, "name"), *dst = rt_jstr(m, "mountPath");
-        const char *subp = rt_jstr(m, "subPath");
+    cJSON_ArrayForEach(m, kobj_get(c->spec, "volumeMounts")) {
+        const char *vn = kobj_str(m, "name"), *dst = kobj_str(m, "mountPath");
+        const char *subp = kobj_str(m, "subPath");
         const cJSON *vol = NULL, *v;
         cJSON *o;
         cJSON_ArrayForEach(v, vols)
-            if (rt_jstr(v, "name") && vn && !strcmp(rt_jstr(v, "name"), vn))
+            if (kobj_str(v, "name") && vn && !strcmp(kobj_str(v, "name"), vn))
                 vol = v;
         if (!vol || !dst || dst[0] != '/') {
             snprintf(err, errlen, "volumeMount %s: no such volume", vn ? vn : "");
             rc = -EINVAL;
             goto out;
         }
-        if (rt_jget(vol, "hostPath"))
-            snprintf(src, sizeof(src), "%s", rt_jstr(rt_jget(vol, "hostPath"), "path") ?
-                     rt_jstr(rt_jget(vol, "hostPath"), "path") : "/nonexistent");
+        if (kobj_get(vol, "hostPath"))
+            snprintf(src, sizeof(src), "%s", kobj_str(kobj_get(vol, "hostPath"), "path") ?
+                     kobj_str(kobj_get(vol, "hostPath"), "path") : "/nonexistent");
         else
             vol_dir(p, vn, src, sizeof(src));
         if (subp && *subp) {
@@ -567,12 +567,12 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
         o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "src", src);
         cJSON_AddStringToObject(o, "dst", dst);
-        if (cJSON_IsTrue(rt_jget(m, "readOnly")))
+        if (cJSON_IsTrue(kobj_get(m, "readOnly")))
             cJSON_AddBoolToObject(o, "readOnly", true);
         cJSON_AddItemToArray(mounts, o);
     }
-    if (!cJSON_IsFalse(rt_jget(rt_jget(p->json, "spec"), "automountServiceAccountToken")) &&
-        !has_mount_at(rt_jget(c->spec, "volumeMounts"), SA_DIR)) {
+    if (!cJSON_IsFalse(kobj_get(kobj_get(p->json, "spec"), "automountServiceAccountToken")) &&
+        !has_mount_at(kobj_get(c->spec, "volumeMounts"), SA_DIR)) {
         cJSON *o = cJSON_CreateObject();
         vol_dir(p, SA_VOLUME, src, sizeof(src));
         cJSON_AddStringToObject(o, "src", src);
@@ -580,30 +580,30 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
         cJSON_AddBoolToObject(o, "readOnly", true);
         cJSON_AddItemToArray(mounts, o);
     }
-    if (cJSON_IsTrue(rt_jget(rt_jget(c->spec, "securityContext"), "readOnlyRootFilesystem")))
+    if (cJSON_IsTrue(kobj_get(kobj_get(c->spec, "securityContext"), "readOnlyRootFilesystem")))
         cJSON_AddBoolToObject(spec, "readOnlyRoot", true);
     if (sc_num(p, c, "runAsUser") >= 0)
         cJSON_AddNumberToObject(spec, "uid", (double)sc_num(p, c, "runAsUser"));
     if (sc_num(p, c, "runAsGroup") >= 0)
         cJSON_AddNumberToObject(spec, "gid", (double)sc_num(p, c, "runAsGroup"));
-    if (rt_jnum(rt_jget(rt_jget(p->json, "spec"), "securityContext"), "fsGroup", -1) >= 0)
+    if (rt_jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), "fsGroup", -1) >= 0)
         cJSON_AddNumberToObject(spec, "fsGroup",
-                                (double)rt_jnum(rt_jget(rt_jget(p->json, "spec"), "securityContext"), "fsGroup", 0));
-    if (rt_jstr(c->spec, "workingDir"))
-        cJSON_AddStringToObject(spec, "cwd", rt_jstr(c->spec, "workingDir"));
+                                (double)rt_jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), "fsGroup", 0));
+    if (kobj_str(c->spec, "workingDir"))
+        cJSON_AddStringToObject(spec, "cwd", kobj_str(c->spec, "workingDir"));
     argv = cJSON_AddArrayToObject(spec, "argv");
-    if (cJSON_GetArraySize(rt_jget(c->spec, "command")) == 0) {
+    if (cJSON_GetArraySize(kobj_get(c->spec, "command")) == 0) {
         snprintf(err, errlen, "container %s states no command: kubesim runs the command a "
                  "container states (it has no image to take an entrypoint from)", c->name);
         rc = -EINVAL;
         goto out;
     }
-    cJSON_ArrayForEach(it, rt_jget(c->spec, "command")) {
+    cJSON_ArrayForEach(it, kobj_get(c->spec, "command")) {
         buf_reset(&b);
         expand(&e, cJSON_IsString(it) ? it->valuestring : "", &b);
         cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
     }
-    cJSON_ArrayForEach(it, rt_jget(c->spec, "args")) {
+    cJSON_ArrayForEach(it, kobj_get(c->spec, "args")) {
         buf_reset(&b);
         expand(&e, cJSON_IsString(it) ? it->valuestring : "", &b);
         cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));

@@ -29,8 +29,8 @@ int rt_port_of(const struct rt_ctr *c, const cJSON *port)
         return (int)port->valuedouble;
     if (!cJSON_IsString(port))
         return -1;
-    cJSON_ArrayForEach(p, rt_jget(c->spec, "ports"))
-        if (rt_jstr(p, "name") && !strcmp(rt_jstr(p, "name"), port->valuestring))
+    cJSON_ArrayForEach(p, kobj_get(c->spec, "ports"))
+        if (kobj_str(p, "name") && !strcmp(kobj_str(p, "name"), port->valuestring))
             return (int)rt_jnum(p, "containerPort", -1);
     return atoi(port->valuestring) > 0 ? atoi(port->valuestring) : -1;
 }
@@ -218,20 +218,20 @@ bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint6
         if (now < pr->next_ms)
             continue;
         pr->next_ms = now + (uint64_t)tnum(pr->spec, "periodSeconds", 10, 1) * 1000;
-        if ((h = rt_jget(pr->spec, "httpGet"))) {
-            int port = rt_port_of(c, rt_jget(h, "port"));
-            const char *path = rt_jstr(h, "path") ? rt_jstr(h, "path") : "/";
+        if ((h = kobj_get(pr->spec, "httpGet"))) {
+            int port = rt_port_of(c, kobj_get(h, "port"));
+            const char *path = kobj_str(h, "path") ? kobj_str(h, "path") : "/";
             ok = port > 0 && http_probe(rt, p->ip, port, path, (int)timeout_ms, why, sizeof(why));
-        } else if ((t = rt_jget(pr->spec, "tcpSocket"))) {
-            int port = rt_port_of(c, rt_jget(t, "port"));
+        } else if ((t = kobj_get(pr->spec, "tcpSocket"))) {
+            int port = rt_port_of(c, kobj_get(t, "port"));
             int s = port > 0 ? probe_connect(rt, p->ip, port, (int)timeout_ms) : -EINVAL;
             ok = s >= 0;
             if (ok)
                 close(s);
             else
                 snprintf(why, sizeof(why), "dial tcp %s:%d: connect: %s", p->ip, port, strerror(-s));
-        } else if ((e = rt_jget(pr->spec, "exec"))) {
-            if (rt_exec_spawn(rt, p, c, rt_jget(e, "command"), &pr->exec_pid, &pr->exec_fd) == 0) {
+        } else if ((e = kobj_get(pr->spec, "exec"))) {
+            if (rt_exec_spawn(rt, p, c, kobj_get(e, "command"), &pr->exec_pid, &pr->exec_fd) == 0) {
                 pr->exec_deadline_ms = now + (uint64_t)timeout_ms;
                 continue;
             }

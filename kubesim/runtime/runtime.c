@@ -40,19 +40,9 @@ uint64_t rt_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-const cJSON *rt_jget(const cJSON *o, const char *k)
-{
-    return o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
-}
-
-const char *rt_jstr(const cJSON *o, const char *k)
-{
-    return cJSON_GetStringValue(rt_jget(o, k));
-}
-
 long rt_jnum(const cJSON *o, const char *k, long def)
 {
-    const cJSON *v = rt_jget(o, k);
+    const cJSON *v = kobj_get(o, k);
     return cJSON_IsNumber(v) ? (long)v->valuedouble : def;
 }
 
@@ -159,8 +149,8 @@ void rt_event(struct runtime *rt, struct rt_pod *p, const char *type, const char
     cJSON_AddStringToObject(ev, "message", msg);
     src = cJSON_AddObjectToObject(ev, "source");
     cJSON_AddStringToObject(src, "component", "kubelet");
-    if (rt_jstr(rt_jget(p->json, "spec"), "nodeName"))
-        cJSON_AddStringToObject(src, "host", rt_jstr(rt_jget(p->json, "spec"), "nodeName"));
+    if (kobj_str(kobj_get(p->json, "spec"), "nodeName"))
+        cJSON_AddStringToObject(src, "host", kobj_str(kobj_get(p->json, "spec"), "nodeName"));
     cJSON_AddStringToObject(ev, "firstTimestamp", ts);
     cJSON_AddStringToObject(ev, "lastTimestamp", ts);
     cJSON_AddNumberToObject(ev, "count", 1);
@@ -242,8 +232,8 @@ bool runtime_claims(const struct runtime *rt, const cJSON *pod)
 
     if (!rt)
         return false;
-    cJSON_ArrayForEach(c, rt_jget(rt_jget(pod, "spec"), "containers"))
-        if (image_root(rt, rt_jstr(c, "image")))
+    cJSON_ArrayForEach(c, kobj_get(kobj_get(pod, "spec"), "containers"))
+        if (image_root(rt, kobj_str(c, "image")))
             return true;
     return false;
 }
@@ -312,7 +302,7 @@ static cJSON *terminated_json(const struct rt_ctr *c, const struct rt_pod *p)
 static cJSON *ctr_status(const struct rt_pod *p, const struct rt_ctr *c)
 {
     cJSON *s = cJSON_CreateObject(), *st;
-    const char *image = rt_jstr(c->spec, "image");
+    const char *image = kobj_str(c->spec, "image");
     char cid[64];
 
     cJSON_AddStringToObject(s, "name", c->name);
@@ -427,7 +417,7 @@ static void write_status(struct runtime *rt, struct rt_pod *p)
 
 static const char *restart_policy(const struct rt_pod *p)
 {
-    const char *rp = rt_jstr(rt_jget(p->json, "spec"), "restartPolicy");
+    const char *rp = kobj_str(kobj_get(p->json, "spec"), "restartPolicy");
     return rp ? rp : "Always";
 }
 
@@ -470,7 +460,7 @@ static void ctr_start(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c)
     if (!c->rdy.spec)
         c->ready = true;       /* no readiness probe: ready once started */
     rt_event(rt, p, "Normal", "Pulled", fp, "Container image \"%s\" already present on machine",
-             rt_jstr(c->spec, "image") ? rt_jstr(c->spec, "image") : "");
+             kobj_str(c->spec, "image") ? kobj_str(c->spec, "image") : "");
     rt_event(rt, p, "Normal", "Created", fp, "Created container: %s", c->name);
     rt_event(rt, p, "Normal", "Started", fp, "Started container %s", c->name);
     p->dirty = true;
@@ -610,7 +600,7 @@ out:
 
 static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
 {
-    const cJSON *md = rt_jget(pod, "metadata"), *cs, *ct;
+    const cJSON *md = kobj_get(pod, "metadata"), *cs, *ct;
     struct rt_pod *p = calloc(1, sizeof(*p));
     char err[600] = "";
     size_t n = 0;
@@ -620,9 +610,9 @@ static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
         return;
     }
     p->json = pod;
-    snprintf(p->uid, sizeof(p->uid), "%s", rt_jstr(md, "uid") ? rt_jstr(md, "uid") : "");
-    snprintf(p->ns, sizeof(p->ns), "%s", rt_jstr(md, "namespace") ? rt_jstr(md, "namespace") : "default");
-    snprintf(p->name, sizeof(p->name), "%s", rt_jstr(md, "name") ? rt_jstr(md, "name") : "");
+    snprintf(p->uid, sizeof(p->uid), "%s", kobj_str(md, "uid") ? kobj_str(md, "uid") : "");
+    snprintf(p->ns, sizeof(p->ns), "%s", kobj_str(md, "namespace") ? kobj_str(md, "namespace") : "default");
+    snprintf(p->name, sizeof(p->name), "%s", kobj_str(md, "name") ? kobj_str(md, "name") : "");
     snprintf(p->ip, sizeof(p->ip), "%s", ip);
     snprintf(p->dir, sizeof(p->dir), "%s/%s", rt->dir, p->uid);
     p->idx = ++rt->next_idx;
@@ -633,7 +623,7 @@ static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
         free(p);
         return;
     }
-    cs = rt_jget(rt_jget(pod, "spec"), "containers");
+    cs = kobj_get(kobj_get(pod, "spec"), "containers");
     p->c = calloc((size_t)cJSON_GetArraySize(cs) + 1, sizeof(*p->c));
     if (!p->c) {
         cJSON_Delete(pod);
@@ -643,11 +633,11 @@ static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
     cJSON_ArrayForEach(ct, cs) {
         struct rt_ctr *c = &p->c[n++];
         c->spec = ct;
-        snprintf(c->name, sizeof(c->name), "%s", rt_jstr(ct, "name") ? rt_jstr(ct, "name") : "");
-        c->root = image_root(rt, rt_jstr(ct, "image"));
+        snprintf(c->name, sizeof(c->name), "%s", kobj_str(ct, "name") ? kobj_str(ct, "name") : "");
+        c->root = image_root(rt, kobj_str(ct, "image"));
         c->pidfd = c->live.exec_fd = c->rdy.exec_fd = -1;
-        c->live.spec = rt_jget(ct, "livenessProbe");
-        c->rdy.spec = rt_jget(ct, "readinessProbe");
+        c->live.spec = kobj_get(ct, "livenessProbe");
+        c->rdy.spec = kobj_get(ct, "readinessProbe");
         c->st = RC_WAITING;
     }
     p->nc = n;
@@ -677,7 +667,7 @@ static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
             /* a container of another image in a run Pod: nothing to run it with */
             snprintf(p->c[i].waiting_reason, sizeof(p->c[i].waiting_reason), "CreateContainerError");
             snprintf(p->c[i].waiting_msg, sizeof(p->c[i].waiting_msg),
-                     "image %s is not one kubesim --run-image runs", rt_jstr(p->c[i].spec, "image"));
+                     "image %s is not one kubesim --run-image runs", kobj_str(p->c[i].spec, "image"));
             continue;
         }
         ctr_start(rt, p, &p->c[i]);
@@ -784,7 +774,7 @@ static uint64_t tick(struct runtime *rt)
                 if (rt_probe_tick(rt, p, c, now, &kill_it))
                     p->dirty = true;
                 if (kill_it) {
-                    long grace = rt_jnum(rt_jget(p->json, "spec"), "terminationGracePeriodSeconds", 30);
+                    long grace = rt_jnum(kobj_get(p->json, "spec"), "terminationGracePeriodSeconds", 30);
                     c->liveness_kill = true;
                     ctr_signal(c, SIGTERM);
                     c->kill_ms = now + (uint64_t)grace * 1000 + 1;
@@ -901,7 +891,7 @@ static void *rt_main(void *arg)
                     who[i].c->liveness_kill = true;
                     ctr_signal(who[i].c, SIGTERM);
                     who[i].c->kill_ms = rt_now_ms() + 1000 *
-                        (uint64_t)rt_jnum(rt_jget(who[i].p->json, "spec"), "terminationGracePeriodSeconds", 30) + 1;
+                        (uint64_t)rt_jnum(kobj_get(who[i].p->json, "spec"), "terminationGracePeriodSeconds", 30) + 1;
                 }
             } else {
                 ctr_exited(rt, who[i].p, who[i].c, &si);

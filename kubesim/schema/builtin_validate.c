@@ -301,7 +301,7 @@ static void check_generated_selector(const cJSON *obj, cJSON *causes)
     const cJSON *spec = jget(obj, "spec");
     const cJSON *ls = jget(spec, "selector");
     const cJSON *labels = jget(jget(jget(spec, "template"), "metadata"), "labels");
-    const char *uid = store_meta_str(obj, "uid"), *name = store_meta_str(obj, "name");
+    const char *uid = kobj_meta_str(obj, "uid"), *name = kobj_meta_str(obj, "name");
     cJSON *expected;
     struct sel *sel = NULL;
     char err[256];

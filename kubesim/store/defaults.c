@@ -297,8 +297,8 @@ static void job_defaults(cJSON *obj, const cJSON *old)
     cJSON *spec = obj_child(obj, "spec");
     cJSON *tmpl = obj_child(spec, "template");
     cJSON *labels;
-    const char *uid = store_meta_str(obj, "uid");
-    const char *name = store_meta_str(obj, "name");
+    const char *uid = kobj_meta_str(obj, "uid");
+    const char *name = kobj_meta_str(obj, "name");
 
     if (!jget(spec, "parallelism") && !jget(spec, "completions"))
         def_num(spec, "completions", 1);
@@ -347,7 +347,7 @@ int builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
     else if (is(res, "", "namespaces")) {
         cJSON *spec = obj_child(obj, "spec");
         cJSON *labels = obj_child(store_meta(obj), "labels");
-        const char *name = store_meta_str(obj, "name");
+        const char *name = kobj_meta_str(obj, "name");
         if (!jget(spec, "finalizers") && !old) {
             cJSON *f = cJSON_AddArrayToObject(spec, "finalizers");
             cJSON_AddItemToArray(f, cJSON_CreateString("kubernetes"));
@@ -364,8 +364,8 @@ int builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
         cJSON *io = jget(obj, "involvedObject");
         def_str(obj, "reportingComponent", "");
         def_str(obj, "reportingInstance", "");
-        if (cJSON_IsObject(io) && !jget(io, "namespace") && store_meta_str(obj, "namespace"))
-            cJSON_AddStringToObject(io, "namespace", store_meta_str(obj, "namespace"));
+        if (cJSON_IsObject(io) && !jget(io, "namespace") && kobj_meta_str(obj, "namespace"))
+            cJSON_AddStringToObject(io, "namespace", kobj_meta_str(obj, "namespace"));
     } else if (is(res, "apiextensions.k8s.io", "customresourcedefinitions")) {
         cJSON *spec = obj_child(obj, "spec");
         def_str(obj_child(spec, "conversion"), "strategy", "None");

@@ -108,7 +108,7 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
 {
     const struct reg_resource *res = e->t->res;
     const cJSON *old = e->obj->json;
-    bool deleting = store_meta_str(old, "deletionTimestamp") != NULL;
+    bool deleting = kobj_meta_str(old, "deletionTimestamp") != NULL;
     bool is_ns = is_res(res, "", "namespaces");
     long grace = 0;
     cJSON *nobj;

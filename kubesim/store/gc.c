@@ -212,7 +212,7 @@ static void process_dependent(struct store *s, struct sentry *e)
     if (!dead)
         return;
     if (!alive) {
-        if (!store_meta_str(e->obj->json, "deletionTimestamp"))
+        if (!kobj_meta_str(e->obj->json, "deletionTimestamp"))
             gc_delete(s, e, "Background");
     } else {
         strip_refs(s, e, NULL);
@@ -291,7 +291,7 @@ static void process_owner(struct store *s, const char *uid)
         for (size_t i = 0; i < n; i++)
             if (still_indexed(s, uid, deps[i]))
                 process_dependent(s, deps[i]);
-    } else if (store_meta_str(owner->obj->json, "deletionTimestamp")) {
+    } else if (kobj_meta_str(owner->obj->json, "deletionTimestamp")) {
         if (store_has_finalizer(owner->obj->json, "orphan")) {
             for (size_t i = 0; i < n; i++)
                 if (still_indexed(s, uid, deps[i]))
@@ -302,7 +302,7 @@ static void process_owner(struct store *s, const char *uid)
             for (size_t i = 0; i < n; i++) {
                 if (!still_indexed(s, uid, deps[i]))
                     continue;
-                if (!store_meta_str(deps[i]->obj->json, "deletionTimestamp"))
+                if (!kobj_meta_str(deps[i]->obj->json, "deletionTimestamp"))
                     gc_delete(s, deps[i], "Foreground");
                 if (still_indexed(s, uid, deps[i]) && ref_blocks(deps[i], uid))
                     blocking++;
@@ -324,7 +324,7 @@ static void process_namespace(struct store *s, const char *name)
     size_t left = 0;
     cJSON *nj, *spec;
 
-    if (!ns || !store_meta_str(ns->obj->json, "deletionTimestamp"))
+    if (!ns || !kobj_meta_str(ns->obj->json, "deletionTimestamp"))
         return;
     for (struct stype *t = s->types; t; t = t->hh.next) {
         struct sentry *e, *tmp;
@@ -335,7 +335,7 @@ static void process_namespace(struct store *s, const char *name)
                 continue;
             /* explicit Background, as the namespace deleter sends: a Job's
              * default (Orphan) would only add a round trip through GC */
-            if (!store_meta_str(e->obj->json, "deletionTimestamp"))
+            if (!kobj_meta_str(e->obj->json, "deletionTimestamp"))
                 gc_delete(s, e, "Background");
         }
     }

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <uthash.h>
 
+#include "kobj/kobj.h"
 #include "kubesim/schema/status_cause.h"
 #include "kubesim/store/store.h"
 #include "util/util.h"
@@ -232,7 +233,6 @@ void store_set_num(cJSON *o, const char *k, double v);
 bool store_finalizers_empty(const struct reg_resource *res, const cJSON *obj);
 /* Equal apart from managedFields and resourceVersion (a no-op write). */
 bool store_same_object(const cJSON *a, const cJSON *b);
-const char *store_meta_str(const cJSON *obj, const char *key);
 
 /* 400 "field label not supported: x" unless every field is served (store_list.c). */
 struct fsel;

@@ -288,7 +288,7 @@ void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resou
                          "Invalid value: \"finalizers\": must be a list of strings");
         return;
     }
-    if (old && store_meta_str(old, "deletionTimestamp") && fin) {
+    if (old && kobj_meta_str(old, "deletionTimestamp") && fin) {
         const cJSON *ofin = jget(jget(old, "metadata"),
                                                 "finalizers");
         const cJSON *f;
@@ -373,12 +373,6 @@ cJSON *store_meta(cJSON *obj)
         md = cJSON_AddObjectToObject(obj, "metadata");
     }
     return md;
-}
-
-const char *store_meta_str(const cJSON *obj, const char *key)
-{
-    return cJSON_GetStringValue(jget(jget(obj, "metadata"),
-                                                    key));
 }
 
 bool store_has_finalizer(const cJSON *obj, const char *f)

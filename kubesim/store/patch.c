@@ -210,7 +210,7 @@ static int scale_write(struct store *s, const struct reg_resource *res, struct s
                        struct store_status *st)
 {
     const cJSON *rep = jget(jget(scale, "spec"), "replicas");
-    const char *rv = store_meta_str(scale, "resourceVersion");
+    const char *rv = kobj_meta_str(scale, "resourceVersion");
     cJSON *nobj;
     int rc;
 
@@ -349,7 +349,7 @@ again:
     }
     {
         /* a resourceVersion inside the patch is a precondition */
-        const char *prv = store_meta_str(next, "resourceVersion");
+        const char *prv = kobj_meta_str(next, "resourceVersion");
         if (prv && prv[0] && strtoull(prv, NULL, 10) != e->obj->rv) {
             pthread_rwlock_unlock(&s->lock);
             st_conflict(st, res, name);

@@ -108,12 +108,12 @@ static int replay_put(struct store *s, const struct reg_resource *res, const cJS
     struct sentry *old, *dup;
     cJSON *copy;
 
-    if (!cJSON_IsObject(jobj) || !store_meta_str(jobj, "name") ||
-        !store_meta_str(jobj, "uid") || !store_meta_str(jobj, "resourceVersion")) {
+    if (!cJSON_IsObject(jobj) || !kobj_meta_str(jobj, "name") ||
+        !kobj_meta_str(jobj, "uid") || !kobj_meta_str(jobj, "resourceVersion")) {
         *why = "object without metadata.name, uid or resourceVersion";
         return -EINVAL;
     }
-    if (res->namespaced != (store_meta_str(jobj, "namespace") != NULL)) {
+    if (res->namespaced != (kobj_meta_str(jobj, "namespace") != NULL)) {
         *why = "namespace does not match the type's scope";
         return -EINVAL;
     }
@@ -247,7 +247,7 @@ int persist_replay_buf(struct store *s, const char *data, size_t len, char *err,
             const cJSON *j = e->obj->json;
             if (e->n_owners)
                 gc_enqueue(s, GC_DEPENDENT, e->obj->uid);
-            if (store_meta_str(j, "deletionTimestamp")) {
+            if (kobj_meta_str(j, "deletionTimestamp")) {
                 gc_enqueue(s, GC_OWNER, e->obj->uid);
                 if (t->res && !t->res->group[0] && !strcmp(t->res->plural, "namespaces"))
                     gc_enqueue(s, GC_NAMESPACE, e->obj->name);

@@ -383,7 +383,7 @@ int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
             gc_enqueue(s, GC_DEPENDENT, obj->uid);
         owned = store_has_finalizer(obj->json, "orphan") ||
                 store_has_finalizer(obj->json, "foregroundDeletion");
-        if (owned && store_meta_str(obj->json, "deletionTimestamp"))
+        if (owned && kobj_meta_str(obj->json, "deletionTimestamp"))
             gc_enqueue(s, GC_OWNER, obj->uid);
         atomic_store_explicit(&s->committed_rv, s->rv, memory_order_release);
     }
@@ -424,7 +424,7 @@ int store_commit_delete(struct store *s, struct sentry *e)
             const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
             struct sentry *ns = nsr ? store_entry_find(store_type_get(s, nsr, false), "",
                                                        last->ns) : NULL;
-            if (ns && store_meta_str(ns->obj->json, "deletionTimestamp"))
+            if (ns && kobj_meta_str(ns->obj->json, "deletionTimestamp"))
                 gc_enqueue(s, GC_NAMESPACE, last->ns);
         }
         atomic_store_explicit(&s->committed_rv, s->rv, memory_order_release);

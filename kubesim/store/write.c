@@ -85,7 +85,7 @@ static int check_namespace(struct store *s, const struct reg_resource *res, cons
         st_not_found(st, nsr, ns);
         return -ENOENT;
     }
-    if (store_meta_str(e->obj->json, "deletionTimestamp")) {
+    if (kobj_meta_str(e->obj->json, "deletionTimestamp")) {
         st_qualified(res, q, sizeof(q));
         st_set(st, 403, "Forbidden",
                "%s \"%s\" is forbidden: unable to create new content in namespace %s because "
@@ -155,7 +155,7 @@ static void validate_crd(const cJSON *obj, cJSON *causes)
     const cJSON *spec = jget(obj, "spec");
     const char *plural = cJSON_GetStringValue(jget(jget(spec, "names"), "plural"));
     const char *group = cJSON_GetStringValue(jget(spec, "group"));
-    const char *name = store_meta_str(obj, "name");
+    const char *name = kobj_meta_str(obj, "name");
     char want[600];
 
     registry_validate_crd(obj, causes);
@@ -177,7 +177,7 @@ static int prepare_common(struct store *s, const struct reg_resource *res, cJSON
                           struct store_status *st)
 {
     cJSON *causes = cJSON_CreateArray();
-    const char *name = store_meta_str(obj, "name");
+    const char *name = kobj_meta_str(obj, "name");
     int rc;
 
     if (!causes)
@@ -229,7 +229,7 @@ static void record_managed(cJSON *obj, const cJSON *old, const struct reg_resour
 static void crd_changed(struct store *s, const cJSON *crd, bool removed)
 {
     char err[256];
-    const char *name = store_meta_str(crd, "name");
+    const char *name = kobj_meta_str(crd, "name");
 
     if (removed) {
         const char *group = cJSON_GetStringValue(jget(jget(crd, "spec"), "group"));
@@ -477,7 +477,7 @@ int store_write_prepared(struct store *s, const struct reg_resource *res, struct
         double g = cJSON_GetNumberValue(jget(jget(old, "metadata"), "generation"));
         store_set_num(md, "generation", (g > 0 ? g : 0) + 1);
     }
-    store_set_str(md, "resourceVersion", store_meta_str(old, "resourceVersion"));
+    store_set_str(md, "resourceVersion", kobj_meta_str(old, "resourceVersion"));
     if (!jget(md, "managedFields") && jget(jget(old, "metadata"), "managedFields"))
         copy_meta(obj, old, "managedFields");
     if (store_same_object(obj, old)) {
@@ -497,7 +497,7 @@ int store_write_prepared(struct store *s, const struct reg_resource *res, struct
         rc = 0;
         goto out;
     }
-    if (store_meta_str(old, "deletionTimestamp") && store_finalizers_empty(res, obj)) {
+    if (kobj_meta_str(old, "deletionTimestamp") && store_finalizers_empty(res, obj)) {
         const cJSON *g = jget(jget(old, "metadata"), "deletionGracePeriodSeconds");
         if (!g || cJSON_GetNumberValue(g) == 0) {
             /* the write that drops the last finalizer is the removal */
@@ -554,9 +554,9 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
         return -ENOENT;
     }
     pthread_rwlock_wrlock(&s->lock);
-    bname = store_meta_str(obj, "name");
-    bns = store_meta_str(obj, "namespace");
-    brv = store_meta_str(obj, "resourceVersion");
+    bname = kobj_meta_str(obj, "name");
+    bns = kobj_meta_str(obj, "namespace");
+    brv = kobj_meta_str(obj, "resourceVersion");
     if (bname && strcmp(bname, name)) {
         st_set(st, 400, "BadRequest", "the name of the object (%s) does not match the name on "
                "the URL (%s)", bname, name);

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/host/internal.h"
 #include "util/util.h"
 
@@ -115,34 +116,12 @@ struct kube_client *host_kube(struct host_ctx *ctx)
     return ctx->kube;
 }
 
-static int all_digits(const char *s)
-{
-    if (!*s)
-        return 0;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return 0;
-    return 1;
-}
-
-/* -1, 0, 1 for numeric strings without leading zeros mattering. */
-static int cmp_numeric(const char *a, const char *b)
-{
-    while (*a == '0' && a[1]) a++;
-    while (*b == '0' && b[1]) b++;
-    size_t la = strlen(a), lb = strlen(b);
-    if (la != lb)
-        return la < lb ? -1 : 1;
-    int c = strcmp(a, b);
-    return c < 0 ? -1 : c > 0;
-}
-
 int host_ctx_record_write(struct host_ctx *ctx, const char *cache_type, const char *rv)
 {
     if (!ctx || !cache_type || !rv || !*cache_type || !*rv ||
         strlen(cache_type) >= IPC_TYPE_MAX || strlen(rv) >= IPC_RV_MAX)
         return -EINVAL;
-    int numeric = all_digits(rv);
+    bool numeric = kobj_rv_numeric(rv);
     for (size_t i = 0; i < ctx->n_written; i++) {
         struct ipc_written *w = &ctx->written[i];
         if (strcmp(w->type, cache_type) != 0)
@@ -150,8 +129,8 @@ int host_ctx_record_write(struct host_ctx *ctx, const char *cache_type, const ch
         if (strcmp(w->rv, rv) == 0)
             return 0;
         /* the cache's rv of a type only grows: seeing the highest implies the rest */
-        if (numeric && all_digits(w->rv)) {
-            if (cmp_numeric(rv, w->rv) > 0)
+        if (numeric && kobj_rv_numeric(w->rv)) {
+            if (kobj_rv_cmp(rv, w->rv) > 0)
                 strcpy(w->rv, rv);
             return 0;
         }
@@ -184,8 +163,9 @@ static int after_write(struct host_ctx *ctx, const struct kube_resource *r, int 
                        const struct kube_result *res, const char *verb)
 {
     if (rc < 0) {
+        char why[640];
         host_log(ctx, LOG_DEBUG, "write failed", "verb", verb, "resource", r->plural,
-                 "error", kube_strerror(rc), NULL);
+                 "error", kube_result_error(res, rc, why, sizeof(why)), NULL);
         return rc;
     }
     char type[IPC_TYPE_MAX];

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/host/host.h"
 #include "util/util.h"
 
@@ -64,9 +65,8 @@ static uint64_t fnv(uint64_t h, const char *s)
 
 static const char *meta_str(const cJSON *obj, const char *field)
 {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, field);
-    return cJSON_IsString(v) ? v->valuestring : "";
+    const char *s = kobj_meta_str(obj, field);
+    return s ? s : "";
 }
 
 static const char *str_or(const cJSON *obj, const char *field, const char *dflt)

@@ -32,6 +32,8 @@
 struct host {
     struct host_opts o;
     const struct host_kind *kind;
+    const struct host_kind *kinds;   /* the binary's table (per-kind Leases: leader.c) */
+    size_t nkinds;
     struct kube_config *kcfg;
     struct kube_client *kube;        /* owned; published through kube_slot */
     struct host_kube_slot kube_slot;
@@ -233,6 +235,8 @@ static int start_leader(struct host *h)
     if (!h->o.leader_election)
         return 0;
     snprintf(c->name, sizeof(c->name), "rayop-%s-leader", h->kind->name);
+    for (size_t i = 0; i < h->nkinds && c->nkinds < HOST_MAX_KINDS; i++)
+        c->kinds[c->nkinds++] = h->kinds[i].name;
     host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
     if ((rc = host_leader_identity(c->identity, sizeof(c->identity))) < 0) {
         log_error("no leader election identity (set POD_NAME)", "error", strerror(-rc), NULL);
@@ -305,7 +309,23 @@ static int drain(struct host *h)
     return atomic_load(&h->running) > 0 ? -ETIMEDOUT : 0;
 }
 
-int host_main_controller(int argc, char **argv)
+const struct host_kind *host_kind_find(const struct host_kind *kinds, size_t nkinds,
+                                       const char *name)
+{
+    for (size_t i = 0; name && i < nkinds; i++)
+        if (strcmp(kinds[i].name, name) == 0)
+            return &kinds[i];
+    return NULL;
+}
+
+static void kinds_usage(FILE *f, const struct host_kind *kinds, size_t nkinds)
+{
+    fputs("KIND:\n", f);
+    for (size_t i = 0; i < nkinds; i++)
+        fprintf(f, "  %-12s %s\n", kinds[i].name, kinds[i].about ? kinds[i].about : "");
+}
+
+int host_main_controller(int argc, char **argv, const struct host_kind *kinds, size_t nkinds)
 {
     struct host h;
     memset(&h, 0, sizeof(h));
@@ -318,13 +338,17 @@ int host_main_controller(int argc, char **argv)
     pthread_t *threads = NULL;
     int nthreads = 0;
     bool kube_started = false;
-    if (rc != 0)
+    if (rc != 0) {
+        kinds_usage(rc > 0 ? stdout : stderr, kinds, nkinds);
         return rc > 0 ? 0 : 2;
+    }
     if (h.o.log_level >= 0)
         log_set_level(h.o.log_level);
-    if (!(h.kind = host_kind_find(h.o.kind))) {
-        fprintf(stderr, "rayop controller: unknown kind \"%s\" (rayop controller --help)\n",
-                h.o.kind);
+    h.kinds = kinds;
+    h.nkinds = nkinds;
+    if (!(h.kind = host_kind_find(kinds, nkinds, h.o.kind))) {
+        fprintf(stderr, "rayop controller: unknown kind \"%s\"\n", h.o.kind);
+        kinds_usage(stderr, kinds, nkinds);
         host_opts_free(&h.o);
         return 2;
     }

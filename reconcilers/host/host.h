@@ -27,9 +27,13 @@ struct buf;
 struct cache;
 struct host_view;
 
+struct host_kind;
+
 /* Entry point of `rayop controller KIND [flags]` (argv[0] = "controller",
- * argv[1] = kind). Returns a process exit code. */
-int host_main_controller(int argc, char **argv);
+ * argv[1] = kind), KIND one of kinds[0..nkinds): the registration table of the
+ * binary (reconcilers/kinds.c for bin/rayop; the host library knows no kind).
+ * Returns a process exit code. */
+int host_main_controller(int argc, char **argv, const struct host_kind *kinds, size_t nkinds);
 
 /* ---- the reconcile contract ------------------------------------------------ */
 
@@ -92,10 +96,9 @@ struct host_kind {
     host_metrics_fn metrics;          /* optional: the kind's own /metrics lines */
 };
 
-/* The registration table (reconcilers/host/kinds.c). NULL if unknown. */
-const struct host_kind *host_kind_find(const char *name);
-extern const struct host_kind host_kinds[];
-extern const size_t host_nkinds;
+/* The kind called name in kinds[0..nkinds), or NULL. */
+const struct host_kind *host_kind_find(const struct host_kind *kinds, size_t nkinds,
+                                       const char *name);
 
 /* ---- context: logging ----------------------------------------------------- */
 

@@ -160,6 +160,8 @@ struct host_leader_config {
     int lease_s;                              /* leaseDurationSeconds (15) */
     int renew_deadline_ms;                    /* 10000 */
     int retry_ms;                             /* 2000 */
+    const char *kinds[HOST_MAX_KINDS];        /* the binary's kinds: the Leases a Pod may hold */
+    size_t nkinds;
 };
 enum host_leader_state { HOST_LEADER_WAITING, HOST_LEADER_LEADING, HOST_LEADER_LOST };
 struct host_leader;

@@ -221,12 +221,12 @@ static int kind_holders(struct host_leader *le, struct kube_client *kc,
                         char (*holders)[HOST_LEASE_HOLDER_MAX], size_t *self)
 {
     *self = SIZE_MAX;
-    for (size_t i = 0; i < host_nkinds; i++) {
+    for (size_t i = 0; i < le->cfg.nkinds; i++) {
         struct kube_result res = { 0 };
         struct host_lease_record rec;
         char name[254];
         int rc;
-        snprintf(name, sizeof(name), "rayop-%s-leader", host_kinds[i].name);
+        snprintf(name, sizeof(name), "rayop-%s-leader", le->cfg.kinds[i]);
         if (!strcmp(name, le->cfg.name))
             *self = i;
         holders[i][0] = '\0';
@@ -247,11 +247,11 @@ static bool pod_leads_other(struct host_leader *le, struct kube_client *kc)
     const char *hp[HOST_MAX_KINDS];
     size_t self;
 
-    if (host_nkinds > HOST_MAX_KINDS || kind_holders(le, kc, holders, &self) < 0)
+    if (kind_holders(le, kc, holders, &self) < 0)
         return false;
-    for (size_t i = 0; i < host_nkinds; i++)
+    for (size_t i = 0; i < le->cfg.nkinds; i++)
         hp[i] = holders[i];
-    return host_lease_leads_other(hp, host_nkinds, self, le->cfg.identity);
+    return host_lease_leads_other(hp, le->cfg.nkinds, self, le->cfg.identity);
 }
 
 /* Should we give our Lease to a peer Pod that leads fewer kinds? The peers are the live
@@ -269,7 +269,7 @@ static bool should_yield(struct host_leader *le, struct kube_client *kc)
     bool yield = false;
 
     snprintf(pns, sizeof(pns), "%s", env_ns && *env_ns ? env_ns : le->cfg.ns);
-    if (host_nkinds > HOST_MAX_KINDS || !getenv("POD_NAME") ||
+    if (!getenv("POD_NAME") ||
         kube_get(kc, &KUBE_RES_PODS, pns, le->cfg.identity, &pod) < 0)
         goto out;
     lb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod.body, "metadata"), "labels");
@@ -292,9 +292,9 @@ static bool should_yield(struct host_leader *le, struct kube_client *kc)
     }
     if (npeers < 2 || kind_holders(le, kc, holders, &self) < 0)
         goto out;
-    for (size_t i = 0; i < host_nkinds; i++)
+    for (size_t i = 0; i < le->cfg.nkinds; i++)
         hp[i] = holders[i];
-    yield = host_lease_should_yield(hp, host_nkinds, self, le->cfg.identity, peers, npeers);
+    yield = host_lease_should_yield(hp, le->cfg.nkinds, self, le->cfg.identity, peers, npeers);
 out:
     kube_result_release(&pod);
     kube_result_release(&list);

@@ -21,10 +21,6 @@
 static void usage(FILE *f)
 {
     fputs("usage: rayop controller KIND [flags]\n"
-          "KIND: ", f);
-    for (size_t i = 0; i < host_nkinds; i++)
-        fprintf(f, "%s%s", i ? "|" : "", host_kinds[i].name);
-    fputs("\n"
           "  --kubeconfig FILE, --context NAME      API server (default $KUBECONFIG, in-cluster, ~/.kube/config)\n"
           "  --namespace NS / --watch-namespace A,B  scope (checked against keys; the watcher decides what is cached)\n"
           "  --state-dir DIR                        watcher socket and cache segment (default /run/rayop)\n"

@@ -189,10 +189,13 @@ int rc_build_autoscaler_rbac(const cJSON *rc, cJSON **sa, cJSON **role, cJSON **
  * kubernetes.io/ingress.class, which becomes spec.ingressClassName. */
 cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int *err);
 
-/* The token Secret KubeRay creates for authOptions (mode not "disabled", no secretName, no
- * enableK8sTokenAuth): name CheckName(NAME) ("" in out when no Secret is wanted), key
- * stringData.auth_token = base64 of the n random bytes the caller draws (KubeRay: 32 from
- * crypto/rand). NULL when not wanted. A credential: never log the object. */
+/* The token Secret KubeRay creates for authOptions.mode "token" (no secretName, no
+ * enableK8sTokenAuth): the same condition under which the Pods reference it
+ * (rc_auth_token_enabled). Name CheckName(NAME) ("" in out when no Secret is wanted);
+ * the token is base64 of the n random bytes the caller draws (KubeRay: 32 from
+ * crypto/rand), stored as data.auth_token (so base64 once more, as the API server
+ * stores KubeRay's stringData). NULL when not wanted. A credential: never log the
+ * object. The reconcile loop (reconcile.c) creates it with this builder. */
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap);
 cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t n, int *err);
 

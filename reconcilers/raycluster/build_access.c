@@ -12,40 +12,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/build_int.h"
 
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
 {
-    const cJSON *auth = rcj_get(rc_spec(rc), "authOptions");
-    const char *mode = rcj_str(auth, "mode"), *sn = rcj_str(auth, "secretName");
+    const cJSON *auth = kobj_get(rc_spec(rc), "authOptions");
+    const char *sn = kobj_str(auth, "secretName");
     if (cap == 0)
         return -ENAMETOOLONG;
     out[0] = '\0';
-    /* KubeRay creates it for any authOptions whose mode is not "disabled", unless the
+    /* Only for mode "token" (the Pods reference the Secret exactly then), unless the
      * API server checks tokens (enableK8sTokenAuth) or the user names a Secret. */
-    if (!cJSON_IsObject(auth) || (mode && !strcmp(mode, "disabled")) || rc_k8s_token_auth(rc) ||
-        (sn && *sn))
+    if (!rc_auth_token_enabled(rc) || rc_k8s_token_auth(rc) || (sn && *sn))
         return 0;
     rc_check_name(rc_name(rc), out, cap);
     return 0;
 }
 
-/* base64.StdEncoding */
-static char *base64(const unsigned char *in, size_t n)
+/* The token text (base64 of the random bytes, as KubeRay makes it) as the API server
+ * stores it in data: base64 once more. KubeRay sends stringData and lets the server
+ * encode; we send data, which every server (kubesim included) stores as is. */
+static char *token_data(const unsigned char *in, size_t n)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc((n + 2) / 3 * 4 + 1), *w = out;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-                     (i + 2 < n ? in[i + 2] : 0);
-        *w++ = tab[v >> 18 & 63];
-        *w++ = tab[v >> 12 & 63];
-        *w++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
-        *w++ = i + 2 < n ? tab[v & 63] : '=';
+    size_t tl = kobj_base64_len(n);
+    char *text = malloc(tl), *out = malloc(kobj_base64_len(tl - 1));
+    if (text && out) {
+        kobj_base64_encode(in, n, text);
+        kobj_base64_encode((const unsigned char *)text, tl - 1, out);
     }
-    *w = '\0';
+    if (text) {
+        explicit_bzero(text, tl);
+        free(text);
+    }
+    if (!text && out) {
+        free(out);
+        out = NULL;
+    }
     return out;
 }
 
@@ -62,7 +65,7 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
             *err = -EINVAL;
         return NULL;
     }
-    if (!(text = base64(token, n))) {
+    if (!(text = token_data(token, n))) {
         if (err)
             *err = -ENOMEM;
         return NULL;
@@ -76,10 +79,10 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
     rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CLUSTER, rc_name(rc));
     /* rayop: the watcher caches Secrets by this label (KubeRay sets only ray.io/cluster). */
     rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    rcb_set_str(&b, rcb_obj(&b, s, "stringData"), "auth_token", text);
+    rcb_set_str(&b, rcb_obj(&b, s, "data"), "auth_token", text);
     rcb_owner_ref(&b, s, rc);
     /* The token is a credential: wipe the copy we made before freeing it. */
-    memset(text, 0, strlen(text));
+    explicit_bzero(text, strlen(text));
     free(text);
     if (b.err) {
         cJSON_Delete(s);
@@ -94,11 +97,11 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
 {
     struct rcb b = { 0 };
     const cJSON *head = rc_head_group(rc);
-    const cJSON *io = rcj_get(head, "ingressOptions"), *a;
+    const cJSON *io = kobj_get(head, "ingressOptions"), *a;
     const cJSON *anns = rcj_path(rc, "metadata", "annotations", NULL);
-    const char *path = rcj_str(io, "path"), *ptype = rcj_str(io, "pathType");
-    const char *host = rcj_str(io, "host");
-    const char *klass = rcj_str(anns, "kubernetes.io/ingress.class");
+    const char *path = kobj_str(io, "path"), *ptype = kobj_str(io, "pathType");
+    const char *host = kobj_str(io, "host");
+    const char *klass = kobj_str(anns, "kubernetes.io/ingress.class");
     char name[300], tmp[300], svc[300], id[300];
     cJSON *ing, *meta, *labels, *spec, *rule, *p, *backend;
     int r;
@@ -150,8 +153,8 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
             rcb_set_num(&b, rcb_obj(&b, backend, "port"), "number", rc_dashboard_port(rc));
         }
     }
-    if (cJSON_IsArray(rcj_get(io, "tls")) && cJSON_GetArraySize(rcj_get(io, "tls")) > 0)
-        rcb_set(&b, spec, "tls", rcb_dup(&b, rcj_get(io, "tls")));
+    if (cJSON_IsArray(kobj_get(io, "tls")) && cJSON_GetArraySize(kobj_get(io, "tls")) > 0)
+        rcb_set(&b, spec, "tls", rcb_dup(&b, kobj_get(io, "tls")));
     rcb_owner_ref(&b, ing, rc);
     if (b.err) {
         cJSON_Delete(ing);

@@ -17,8 +17,8 @@
 static bool mount_named(const cJSON *container, const char *name)
 {
     const cJSON *m;
-    cJSON_ArrayForEach(m, rcj_get(container, "volumeMounts")) {
-        const char *n = rcj_str(m, "name");
+    cJSON_ArrayForEach(m, kobj_get(container, "volumeMounts")) {
+        const char *n = kobj_str(m, "name");
         if (n && !strcmp(n, name))
             return true;
     }
@@ -27,7 +27,7 @@ static bool mount_named(const cJSON *container, const char *name)
 
 void rc_auth_env(struct rcb *b, const cJSON *rc, cJSON *container)
 {
-    const cJSON *auth = rcj_get(rc_spec(rc), "authOptions");
+    const cJSON *auth = kobj_get(rc_spec(rc), "authOptions");
     if (b->err)
         return;
     if (!rc_env_exists(container, "RAY_AUTH_MODE"))
@@ -50,7 +50,7 @@ void rc_auth_env(struct rcb *b, const cJSON *rc, cJSON *container)
     }
     if (!rc_env_exists(container, "RAY_AUTH_TOKEN")) {
         char secret[300];
-        const char *sn = rcj_str(auth, "secretName");
+        const char *sn = kobj_str(auth, "secretName");
         cJSON *e, *ref;
         if (sn && *sn)
             snprintf(secret, sizeof(secret), "%s", sn);
@@ -82,8 +82,8 @@ static void append_all(struct rcb *b, cJSON *dst, const char *key, const cJSON *
 void rc_autoscaler_container(struct rcb *b, const cJSON *rc, const struct rc_build_opts *o,
                              cJSON *pod_spec)
 {
-    const cJSON *ao = rcj_get(rc_spec(rc), "autoscalerOptions");
-    const char *image = rcj_str(rc_group_container0(rc_head_group(rc)), "image");
+    const cJSON *ao = kobj_get(rc_spec(rc), "autoscalerOptions");
+    const char *image = kobj_str(rc_group_container0(rc_head_group(rc)), "image");
     const char *shell[3] = { "/bin/bash", o->enable_login_shell ? "-cl" : "-c", "--" };
     const char *args[1] = { AUTOSCALER_START_CMD };
     cJSON *c;
@@ -115,21 +115,21 @@ void rc_autoscaler_container(struct rcb *b, const cJSON *rc, const struct rc_bui
     if (!cJSON_IsObject(ao))
         return;
     /* mergeAutoscalerOverrides */
-    if (cJSON_IsObject(rcj_get(ao, "resources")))
-        rcb_set(b, c, "resources", rcb_dup(b, rcj_get(ao, "resources")));
-    if (rcj_str(ao, "image"))
-        rcb_set_str(b, c, "image", rcj_str(ao, "image"));
-    if (rcj_str(ao, "imagePullPolicy"))
-        rcb_set_str(b, c, "imagePullPolicy", rcj_str(ao, "imagePullPolicy"));
-    append_all(b, c, "env", rcj_get(ao, "env"));
-    append_all(b, c, "envFrom", rcj_get(ao, "envFrom"));
-    append_all(b, c, "volumeMounts", rcj_get(ao, "volumeMounts"));
-    if (cJSON_IsObject(rcj_get(ao, "securityContext")))
-        rcb_set(b, c, "securityContext", rcb_dup(b, rcj_get(ao, "securityContext")));
-    if (cJSON_IsArray(rcj_get(ao, "command")) && cJSON_GetArraySize(rcj_get(ao, "command")) > 0)
-        rcb_set(b, c, "command", rcb_dup(b, rcj_get(ao, "command")));
-    if (cJSON_IsArray(rcj_get(ao, "args")) && cJSON_GetArraySize(rcj_get(ao, "args")) > 0)
-        rcb_set(b, c, "args", rcb_dup(b, rcj_get(ao, "args")));
+    if (cJSON_IsObject(kobj_get(ao, "resources")))
+        rcb_set(b, c, "resources", rcb_dup(b, kobj_get(ao, "resources")));
+    if (kobj_str(ao, "image"))
+        rcb_set_str(b, c, "image", kobj_str(ao, "image"));
+    if (kobj_str(ao, "imagePullPolicy"))
+        rcb_set_str(b, c, "imagePullPolicy", kobj_str(ao, "imagePullPolicy"));
+    append_all(b, c, "env", kobj_get(ao, "env"));
+    append_all(b, c, "envFrom", kobj_get(ao, "envFrom"));
+    append_all(b, c, "volumeMounts", kobj_get(ao, "volumeMounts"));
+    if (cJSON_IsObject(kobj_get(ao, "securityContext")))
+        rcb_set(b, c, "securityContext", rcb_dup(b, kobj_get(ao, "securityContext")));
+    if (cJSON_IsArray(kobj_get(ao, "command")) && cJSON_GetArraySize(kobj_get(ao, "command")) > 0)
+        rcb_set(b, c, "command", rcb_dup(b, kobj_get(ao, "command")));
+    if (cJSON_IsArray(kobj_get(ao, "args")) && cJSON_GetArraySize(kobj_get(ao, "args")) > 0)
+        rcb_set(b, c, "args", rcb_dup(b, kobj_get(ao, "args")));
 }
 
 static cJSON *rbac_object(struct rcb *b, const cJSON *rc, const char *api, const char *kind,
@@ -173,7 +173,7 @@ int rc_build_autoscaler_rbac(const cJSON *rc, cJSON **sa, cJSON **role, cJSON **
     static const char *const patch[] = { "patch" };
     static const char *const rc_verbs[] = { "get", "patch" };
     struct rcb b = { 0 };
-    const char *user_sa = rcj_str(rcj_path(rc_head_group(rc), "template", "spec", NULL),
+    const char *user_sa = kobj_str(rcj_path(rc_head_group(rc), "template", "spec", NULL),
                                   "serviceAccountName");
     char sa_name[300], role_name[300];
     cJSON *s = NULL, *r = NULL, *rb = NULL, *subj, *ref;

@@ -179,9 +179,9 @@ int rc_params_for_node(const cJSON *rc, const cJSON *group, const struct rc_buil
     char port[64], fqdn[512], addr[600];
     int r;
     memset(p, 0, sizeof(*p));
-    if ((r = rc_params_load(p, rcj_get(g, "rayStartParams"))) < 0 ||
-        (r = apply_group_resources(p, rcj_get(g, "resources"))) < 0 ||
-        (r = apply_group_labels(p, rcj_get(g, "labels"))) < 0)
+    if ((r = rc_params_load(p, kobj_get(g, "rayStartParams"))) < 0 ||
+        (r = apply_group_resources(p, kobj_get(g, "resources"))) < 0 ||
+        (r = apply_group_labels(p, kobj_get(g, "labels"))) < 0)
         goto fail;
     rc_head_port_str(rc, port, sizeof(port));
     if (!head && !rc_params_get(p, "address")) {
@@ -206,11 +206,11 @@ int rc_params_for_node(const cJSON *rc, const cJSON *group, const struct rc_buil
         goto fail;
     if (head && rc_gcs_ft_enabled(rc)) {
         /* configureRedisFT points the flags at the env vars it injects. */
-        const cJSON *ft = rcj_get(rc_spec(rc), "gcsFaultToleranceOptions");
-        if (cJSON_IsObject(ft) && rcj_get(ft, "redisUsername") &&
+        const cJSON *ft = kobj_get(rc_spec(rc), "gcsFaultToleranceOptions");
+        if (cJSON_IsObject(ft) && kobj_get(ft, "redisUsername") &&
             (r = rc_params_set(p, "redis-username", "$REDIS_USERNAME")) < 0)
             goto fail;
-        if (cJSON_IsObject(ft) && rcj_get(ft, "redisPassword") &&
+        if (cJSON_IsObject(ft) && kobj_get(ft, "redisPassword") &&
             (r = rc_params_set(p, "redis-password", "$REDIS_PASSWORD")) < 0)
             goto fail;
     }
@@ -316,20 +316,20 @@ out:
 
 char *rc_ray_start_from_params(struct rc_params *p, bool head, const cJSON *container)
 {
-    const cJSON *res = rcj_get(container, "resources");
-    const cJSON *lim = rcj_get(res, "limits"), *req = rcj_get(res, "requests");
+    const cJSON *res = kobj_get(container, "resources");
+    const cJSON *lim = kobj_get(res, "limits"), *req = kobj_get(res, "requests");
     int64_t milli;
     char *flags, *cmd;
     if (!rc_params_get(p, "num-cpus")) {
-        if (rc_quantity_milli(rcj_get(lim, "cpu"), &milli) == 0 && milli != 0) {
+        if (rc_quantity_milli(kobj_get(lim, "cpu"), &milli) == 0 && milli != 0) {
             if (set_int_param(p, "num-cpus", rc_milli_ceil(milli)) < 0)
                 return NULL;
-        } else if (rc_quantity_milli(rcj_get(req, "cpu"), &milli) == 0 && milli != 0) {
+        } else if (rc_quantity_milli(kobj_get(req, "cpu"), &milli) == 0 && milli != 0) {
             if (set_int_param(p, "num-cpus", rc_milli_ceil(milli)) < 0)
                 return NULL;
         }
     }
-    if (!rc_params_get(p, "memory") && rc_quantity_milli(rcj_get(lim, "memory"), &milli) == 0 &&
+    if (!rc_params_get(p, "memory") && rc_quantity_milli(kobj_get(lim, "memory"), &milli) == 0 &&
         milli != 0 && set_int_param(p, "memory", rc_milli_ceil(milli)) < 0)
         return NULL;
     if (add_accelerators(p, lim) < 0)

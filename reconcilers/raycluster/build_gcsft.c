@@ -16,8 +16,8 @@
 
 bool rc_gcs_ft_enabled(const cJSON *rc)
 {
-    const char *a = rc_annotation(rc, RC_ANN_FT_ENABLED);
-    const cJSON *opts = rcj_get(rc_spec(rc), "gcsFaultToleranceOptions");
+    const char *a = kobj_annotation(rc, RC_ANN_FT_ENABLED);
+    const cJSON *opts = kobj_get(rc_spec(rc), "gcsFaultToleranceOptions");
     return (a && !strcasecmp(a, "true")) || (opts && !cJSON_IsNull(opts));
 }
 
@@ -25,7 +25,7 @@ bool rc_gcs_ft_enabled(const cJSON *rc)
 static void env_credential(struct rcb *b, cJSON *container, const char *name, const cJSON *cred)
 {
     cJSON *e = cJSON_CreateObject();
-    const char *v = rcj_str(cred, "value");
+    const char *v = kobj_str(cred, "value");
     if (!e) {
         b->err = -ENOMEM;
         return;
@@ -34,15 +34,15 @@ static void env_credential(struct rcb *b, cJSON *container, const char *name, co
     rcb_set_str(b, e, "name", name);
     if (v && *v)
         rcb_set_str(b, e, "value", v);
-    if (cJSON_IsObject(rcj_get(cred, "valueFrom")))
-        rcb_set(b, e, "valueFrom", rcb_dup(b, rcj_get(cred, "valueFrom")));
+    if (cJSON_IsObject(kobj_get(cred, "valueFrom")))
+        rcb_set(b, e, "valueFrom", rcb_dup(b, kobj_get(cred, "valueFrom")));
 }
 
 void rc_gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_meta,
                          cJSON *container)
 {
     bool ft = rc_gcs_ft_enabled(rc);
-    const cJSON *opts = rcj_get(rc_spec(rc), "gcsFaultToleranceOptions");
+    const cJSON *opts = kobj_get(rc_spec(rc), "gcsFaultToleranceOptions");
     if (b->err)
         return;
     if (head)
@@ -57,9 +57,9 @@ void rc_gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_m
         return;
     }
     /* Storage namespace: the cluster UID, the annotation, then the option, last wins. */
-    const char *ns = rcj_str(rcj_get(rc, "metadata"), "uid");
-    const char *ann = rc_annotation(rc, RC_ANN_EXTERNAL_STORAGE_NS);
-    const char *opt_ns = rcj_str(opts, "externalStorageNamespace");
+    const char *ns = kobj_str(kobj_get(rc, "metadata"), "uid");
+    const char *ann = kobj_annotation(rc, RC_ANN_EXTERNAL_STORAGE_NS);
+    const char *opt_ns = kobj_str(opts, "externalStorageNamespace");
     if (ann)
         ns = ann;
     if (opt_ns && *opt_ns)
@@ -68,15 +68,15 @@ void rc_gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_m
     if (!rc_env_exists(container, "RAY_external_storage_namespace"))
         rcb_env_value(b, container, "RAY_external_storage_namespace", ns ? ns : "");
     if (cJSON_IsObject(opts)) {
-        const char *addr = rcj_str(opts, "redisAddress");
+        const char *addr = kobj_str(opts, "redisAddress");
         rcb_env_value(b, container, "RAY_REDIS_ADDRESS", addr ? addr : "");
-        if (rcj_get(opts, "redisUsername") && !cJSON_IsNull(rcj_get(opts, "redisUsername")))
-            env_credential(b, container, "REDIS_USERNAME", rcj_get(opts, "redisUsername"));
-        if (rcj_get(opts, "redisPassword") && !cJSON_IsNull(rcj_get(opts, "redisPassword")))
-            env_credential(b, container, "REDIS_PASSWORD", rcj_get(opts, "redisPassword"));
+        if (kobj_get(opts, "redisUsername") && !cJSON_IsNull(kobj_get(opts, "redisUsername")))
+            env_credential(b, container, "REDIS_USERNAME", kobj_get(opts, "redisUsername"));
+        if (kobj_get(opts, "redisPassword") && !cJSON_IsNull(kobj_get(opts, "redisPassword")))
+            env_credential(b, container, "REDIS_PASSWORD", kobj_get(opts, "redisPassword"));
     } else if (!rc_env_exists(container, "REDIS_PASSWORD")) {
         /* A password given inline in rayStartParams also reaches the cleanup Job. */
-        const char *pw = rcj_str(rcj_get(rc_head_group(rc), "rayStartParams"), "redis-password");
+        const char *pw = kobj_str(kobj_get(rc_head_group(rc), "rayStartParams"), "redis-password");
         if (pw)
             rcb_env_value(b, container, "REDIS_PASSWORD", pw);
     }
@@ -152,8 +152,8 @@ cJSON *rc_build_redis_cleanup_job(const cJSON *rc, const struct rc_build_opts *o
     jm = rcb_obj(&b, job, "metadata");
     rcb_set_str(&b, jm, "name", name);
     rcb_set_str(&b, jm, "namespace", rc_namespace(rc));
-    rcb_set(&b, jm, "labels", rcb_dup(&b, rcj_get(meta, "labels")));
-    rcb_set(&b, jm, "annotations", rcb_dup(&b, rcj_get(meta, "annotations")));
+    rcb_set(&b, jm, "labels", rcb_dup(&b, kobj_get(meta, "labels")));
+    rcb_set(&b, jm, "annotations", rcb_dup(&b, kobj_get(meta, "annotations")));
     cJSON *js = rcb_obj(&b, job, "spec");
     rcb_set_num(&b, js, "backoffLimit", 0);
     rcb_set_num(&b, js, "activeDeadlineSeconds", 300);

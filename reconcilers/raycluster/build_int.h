@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/build.h"
 
 /* Sticky build error: 0 or the first negative errno. */
@@ -25,9 +26,7 @@ struct rcb {
 
 /* ---- reading the RayCluster (never modified) ---- */
 
-const cJSON *rcj_get(const cJSON *o, const char *key);          /* object member or NULL */
 const cJSON *rcj_path(const cJSON *o, ...);                     /* NULL-terminated keys */
-const char *rcj_str(const cJSON *o, const char *key);           /* string member or NULL */
 bool rcj_bool(const cJSON *o, const char *key, bool dflt);
 /* Integer member (number, in int32 range); dflt when absent or not a number. */
 int64_t rcj_int(const cJSON *o, const char *key, int64_t dflt);
@@ -38,7 +37,6 @@ const char *rc_namespace(const cJSON *rc);                      /* "default" whe
 const cJSON *rc_spec(const cJSON *rc);
 const cJSON *rc_head_group(const cJSON *rc);
 const cJSON *rc_group_container0(const cJSON *group);           /* template.spec.containers[0] */
-const char *rc_annotation(const cJSON *rc, const char *key);
 bool rc_autoscaling_v2(const cJSON *rc);
 bool rc_autoscaling_v1_explicit(const cJSON *rc);
 bool rc_auth_token_enabled(const cJSON *rc);

@@ -57,7 +57,7 @@ int rc_head_service_name(const cJSON *rc, char *out, size_t cap)
 {
     /* No shortening: KubeRay v1.7 limits cluster names to 53 characters instead,
      * so NAME-head-svc always fits a 63-character DNS label. */
-    const char *custom = rcj_str(rcj_path(rc_head_group(rc), "headService", "metadata", NULL),
+    const char *custom = kobj_str(rcj_path(rc_head_group(rc), "headService", "metadata", NULL),
                                  "name");
     if (custom && *custom)
         return put(out, cap, "%s%s", custom, "");
@@ -89,8 +89,8 @@ int rc_head_service_fqdn(const cJSON *rc, const struct rc_build_opts *o, char *o
 static int head_container_port(const cJSON *rc, const char *name, int dflt)
 {
     const cJSON *p;
-    cJSON_ArrayForEach(p, rcj_get(rc_group_container0(rc_head_group(rc)), "ports")) {
-        const char *n = rcj_str(p, "name");
+    cJSON_ArrayForEach(p, kobj_get(rc_group_container0(rc_head_group(rc)), "ports")) {
+        const char *n = kobj_str(p, "name");
         if (n && !strcmp(n, name) && rcj_has_int(p, "containerPort"))
             return (int)rcj_int(p, "containerPort", dflt);
     }
@@ -104,7 +104,7 @@ int rc_dashboard_port(const cJSON *rc)
 
 void rc_head_port_str(const cJSON *rc, char *out, size_t cap)
 {
-    const cJSON *v = rcj_get(rcj_get(rc_head_group(rc), "rayStartParams"), "port");
+    const cJSON *v = kobj_get(kobj_get(rc_head_group(rc), "rayStartParams"), "port");
     if (cJSON_IsString(v))
         snprintf(out, cap, "%s", v->valuestring);
     else if (cJSON_IsNumber(v))
@@ -141,13 +141,13 @@ int64_t rc_worker_desired_replicas(const cJSON *group)
 
 bool rc_managed_elsewhere(const cJSON *rc)
 {
-    const char *m = rcj_str(rc_spec(rc), "managedBy");
+    const char *m = kobj_str(rc_spec(rc), "managedBy");
     return m && strcmp(m, RC_MANAGED_BY_KUBERAY) != 0;
 }
 
 int rc_gcs_ft_deletion_timeout(const cJSON *rc)
 {
-    const char *v = rc_annotation(rc, RC_ANN_GCS_FT_DELETION_TIMEOUT);
+    const char *v = kobj_annotation(rc, RC_ANN_GCS_FT_DELETION_TIMEOUT);
     char *end;
     long n;
     if (!v)

@@ -43,9 +43,9 @@ static void pod_labels(struct podb *pb)
 {
     struct rcb *b = &pb->b;
     const char *type = pb->head ? RC_NODE_HEAD : RC_NODE_WORKER;
-    const char *gname = pb->head ? RC_HEAD_GROUP_NAME : rcj_str(pb->group, "groupName");
+    const char *gname = pb->head ? RC_HEAD_GROUP_NAME : kobj_str(pb->group, "groupName");
     const cJSON *srcs[2] = { rcj_path(pb->group, "template", "metadata", "labels", NULL),
-                             rcj_get(pb->group, "labels") };
+                             kobj_get(pb->group, "labels") };
     char id[300], tmp[300];
     cJSON *labels = cJSON_CreateObject();
     if (!labels) {
@@ -103,18 +103,18 @@ static void add_wait_gcs_ready(struct podb *pb)
     snprintf(arg, n, script, pb->fqdn, pb->port, pb->fqdn, pb->port);
     rcb_append(b, rcb_arr(b, pb->spec, "initContainers"), c);
     rcb_set_str(b, c, "name", RC_WAIT_GCS_CONTAINER);
-    if (rcj_str(pb->ray, "image"))
-        rcb_set_str(b, c, "image", rcj_str(pb->ray, "image"));
-    if (rcj_str(pb->ray, "imagePullPolicy"))
-        rcb_set_str(b, c, "imagePullPolicy", rcj_str(pb->ray, "imagePullPolicy"));
+    if (kobj_str(pb->ray, "image"))
+        rcb_set_str(b, c, "image", kobj_str(pb->ray, "image"));
+    if (kobj_str(pb->ray, "imagePullPolicy"))
+        rcb_set_str(b, c, "imagePullPolicy", kobj_str(pb->ray, "imagePullPolicy"));
     rcb_set(b, c, "command", rcb_str_array(b, cmd, 3));
     rcb_set(b, c, "args", rcb_str_array(b, (const char *const *)&arg, 1));
-    if (rcj_get(pb->ray, "securityContext"))
-        rcb_set(b, c, "securityContext", rcb_dup(b, rcj_get(pb->ray, "securityContext")));
-    if (rcj_get(pb->ray, "env"))
-        rcb_set(b, c, "env", rcb_dup(b, rcj_get(pb->ray, "env")));
-    if (rcj_get(pb->ray, "volumeMounts"))
-        rcb_set(b, c, "volumeMounts", rcb_dup(b, rcj_get(pb->ray, "volumeMounts")));
+    if (kobj_get(pb->ray, "securityContext"))
+        rcb_set(b, c, "securityContext", rcb_dup(b, kobj_get(pb->ray, "securityContext")));
+    if (kobj_get(pb->ray, "env"))
+        rcb_set(b, c, "env", rcb_dup(b, kobj_get(pb->ray, "env")));
+    if (kobj_get(pb->ray, "volumeMounts"))
+        rcb_set(b, c, "volumeMounts", rcb_dup(b, kobj_get(pb->ray, "volumeMounts")));
     rcb_set(b, c, "resources", rcb_fixed_resources(b, "200m", "256Mi"));
     free(arg);
 }
@@ -125,8 +125,8 @@ static void ensure_port(struct podb *pb, const char *name, int port)
     struct rcb *b = &pb->b;
     const cJSON *p;
     cJSON *np;
-    cJSON_ArrayForEach(p, rcj_get(pb->ray, "ports")) {
-        const char *n = rcj_str(p, "name");
+    cJSON_ArrayForEach(p, kobj_get(pb->ray, "ports")) {
+        const char *n = kobj_str(p, "name");
         if (n && !strcmp(n, name))
             return;
     }
@@ -142,8 +142,8 @@ static void ensure_port(struct podb *pb, const char *name, int port)
 static bool mounted_at(const cJSON *container, const char *path)
 {
     const cJSON *m;
-    cJSON_ArrayForEach(m, rcj_get(container, "volumeMounts")) {
-        const char *p = rcj_str(m, "mountPath");
+    cJSON_ArrayForEach(m, kobj_get(container, "volumeMounts")) {
+        const char *p = kobj_str(m, "mountPath");
         if (p && !strcmp(p, path))
             return true;
     }
@@ -162,8 +162,8 @@ static void add_empty_dir(struct podb *pb, cJSON *container, const char *vol, co
     cJSON *nv, *m;
     if (b->err || mounted_at(container, path))
         return;
-    cJSON_ArrayForEach(v, rcj_get(pb->spec, "volumes")) {
-        const char *n = rcj_str(v, "name");
+    cJSON_ArrayForEach(v, kobj_get(pb->spec, "volumes")) {
+        const char *n = kobj_str(v, "name");
         if (n && !strcmp(n, vol))
             have = true;
     }
@@ -176,10 +176,10 @@ static void add_empty_dir(struct podb *pb, cJSON *container, const char *vol, co
         rcb_set_str(b, nv, "name", vol);
         cJSON *ed = rcb_obj(b, nv, "emptyDir");
         if (memory) {
-            const cJSON *res = rcj_get(container, "resources");
-            const cJSON *size = rcj_get(rcj_get(res, "limits"), "memory");
+            const cJSON *res = kobj_get(container, "resources");
+            const cJSON *size = kobj_get(kobj_get(res, "limits"), "memory");
             if (!size)
-                size = rcj_get(rcj_get(res, "requests"), "memory");
+                size = kobj_get(kobj_get(res, "requests"), "memory");
             rcb_set_str(b, ed, "medium", "Memory");
             if (size)
                 rcb_set(b, ed, "sizeLimit", rcb_dup(b, size));
@@ -203,7 +203,7 @@ static char *user_command(const cJSON *container)
         return NULL;
     for (int i = 0; i < 2; i++) {
         const cJSON *e;
-        cJSON_ArrayForEach(e, rcj_get(container, keys[i])) {
+        cJSON_ArrayForEach(e, kobj_get(container, keys[i])) {
             if (cJSON_IsString(e) && buf_printf(&out, " %s ", e->valuestring) < 0) {
                 buf_free(&out);
                 return NULL;
@@ -218,7 +218,7 @@ static char *user_command(const cJSON *container)
 static void rewrite_command(struct podb *pb, const char *ray_start)
 {
     struct rcb *b = &pb->b;
-    const char *ov = rcj_str(rcj_get(pb->meta, "annotations"), RC_ANN_OVERWRITE_CMD);
+    const char *ov = kobj_str(kobj_get(pb->meta, "annotations"), RC_ANN_OVERWRITE_CMD);
     const char *shell[3] = { "/bin/bash", pb->o->enable_login_shell ? "-cl" : "-c", "--" };
     char *cmd, *arg;
     size_t n;
@@ -259,7 +259,7 @@ static void ray_env(struct podb *pb, const char *ray_start)
     /* The operator config's defaultContainerEnvs come first, unless the user set them. */
     cJSON_ArrayForEach(d, (cJSON_IsArray(pb->o->default_container_envs) ?
                            pb->o->default_container_envs : NULL)) {
-        const char *n = rcj_str(d, "name");
+        const char *n = kobj_str(d, "name");
         if (n && !rc_env_exists(c, n))
             rcb_append(b, rcb_arr(b, c, "env"), rcb_dup(b, d));
     }
@@ -338,7 +338,7 @@ static cJSON *probe(struct rcb *b, bool http, int agent_port, const char *cmd, i
 static void add_probes(struct podb *pb)
 {
     struct rcb *b = &pb->b;
-    const char *ver = rcj_str(rc_spec(pb->rc), "rayVersion");
+    const char *ver = kobj_str(rc_spec(pb->rc), "rayVersion");
     int cmp = -1, agent = param_port(&pb->params, "dashboard-agent-listen-port", 52365);
     bool http = ver && rc_version_cmp(ver, "2.53.0", &cmp) == 0 && cmp >= 0;
     bool serve_worker = !pb->head && !strcmp(rc_creator_crd(pb->rc), "RayService");
@@ -350,15 +350,15 @@ static void add_probes(struct podb *pb)
         n += snprintf(cmd + n, sizeof(cmd) - (size_t)n,
                       " && wget --tries 1 -T 10 -q -O- http://localhost:%d/api/gcs_healthz | "
                       "grep success", param_port(&pb->params, "dashboard-port", 8265));
-    if (!rcj_get(pb->ray, "livenessProbe") || cJSON_IsNull(rcj_get(pb->ray, "livenessProbe")))
+    if (!kobj_get(pb->ray, "livenessProbe") || cJSON_IsNull(kobj_get(pb->ray, "livenessProbe")))
         rcb_set(b, pb->ray, "livenessProbe",
                 probe(b, http, agent, cmd, 30, pb->head ? 5 : 2, 120));
-    if (!rcj_get(pb->ray, "readinessProbe") || cJSON_IsNull(rcj_get(pb->ray, "readinessProbe"))) {
+    if (!kobj_get(pb->ray, "readinessProbe") || cJSON_IsNull(kobj_get(pb->ray, "readinessProbe"))) {
         if (serve_worker) {
             int serve = 8000;
             const cJSON *p;
-            cJSON_ArrayForEach(p, rcj_get(pb->ray, "ports")) {
-                const char *pn = rcj_str(p, "name");
+            cJSON_ArrayForEach(p, kobj_get(pb->ray, "ports")) {
+                const char *pn = kobj_str(p, "name");
                 if (pn && !strcmp(pn, "serve") && rcj_has_int(p, "containerPort")) {
                     serve = (int)rcj_int(p, "containerPort", 8000);
                     break;
@@ -422,15 +422,15 @@ static int podb_init(struct podb *pb, const cJSON *rc, const cJSON *group,
     if ((r = rc_head_service_fqdn(rc, pb->o, pb->fqdn, sizeof(pb->fqdn))) < 0)
         return r;
     rc_head_port_str(rc, pb->port, sizeof(pb->port));
-    tmpl = rcj_get(pb->group, "template");
+    tmpl = kobj_get(pb->group, "template");
     if (!(pb->pod = cJSON_CreateObject()))
         return -ENOMEM;
     rcb_set_str(&pb->b, pb->pod, "apiVersion", "v1");
     rcb_set_str(&pb->b, pb->pod, "kind", "Pod");
     rcb_set(&pb->b, pb->pod, "metadata",
-            rcb_dup(&pb->b, cJSON_IsObject(rcj_get(tmpl, "metadata")) ? rcj_get(tmpl, "metadata")
+            rcb_dup(&pb->b, cJSON_IsObject(kobj_get(tmpl, "metadata")) ? kobj_get(tmpl, "metadata")
                                                                       : NULL));
-    rcb_set(&pb->b, pb->pod, "spec", rcb_dup(&pb->b, rcj_get(tmpl, "spec")));
+    rcb_set(&pb->b, pb->pod, "spec", rcb_dup(&pb->b, kobj_get(tmpl, "spec")));
     if (pb->b.err)
         return pb->b.err;
     pb->meta = cJSON_GetObjectItemCaseSensitive(pb->pod, "metadata");
@@ -461,8 +461,8 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
         pod_name(rc_name(rc), RC_NODE_HEAD, !pb.o->use_deterministic_head_name, name, sizeof(name));
         rcb_set_str(b, pb.meta, pb.o->use_deterministic_head_name ? "name" : "generateName", name);
     } else {
-        snprintf(tmp, sizeof(tmp), "%s-%s", rc_name(rc), rcj_str(group, "groupName") ?
-                 rcj_str(group, "groupName") : "");
+        snprintf(tmp, sizeof(tmp), "%s-%s", rc_name(rc), kobj_str(group, "groupName") ?
+                 kobj_str(group, "groupName") : "");
         pod_name(tmp, RC_NODE_WORKER, true, name, sizeof(name));
         rcb_set_str(b, pb.meta, "generateName", name);
     }
@@ -484,11 +484,11 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
         }
     }
     ann = rcb_obj(b, pb.meta, "annotations");
-    ov = rc_annotation(rc, RC_ANN_OVERWRITE_CMD);
+    ov = kobj_annotation(rc, RC_ANN_OVERWRITE_CMD);
     if (ov && !strcasecmp(ov, "true"))
         rcb_set_str(b, ann, RC_ANN_OVERWRITE_CMD, "true");
     if (pb.head && rc_autoscaling_enabled(rc)) {
-        const char *sa = rcj_str(pb.spec, "serviceAccountName");
+        const char *sa = kobj_str(pb.spec, "serviceAccountName");
         rc_check_name(sa && *sa ? sa : rc_name(rc), tmp, sizeof(tmp));
         rcb_set_str(b, pb.spec, "serviceAccountName", tmp);
         rc_autoscaler_container(b, rc, pb.o, pb.spec);
@@ -509,8 +509,8 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
         if (rc_k8s_token_auth(rc)) {
             bool have = false;
             const cJSON *v;
-            cJSON_ArrayForEach(v, rcj_get(pb.spec, "volumes")) {
-                const char *vn = rcj_str(v, "name");
+            cJSON_ArrayForEach(v, kobj_get(pb.spec, "volumes")) {
+                const char *vn = kobj_str(v, "name");
                 if (vn && !strcmp(vn, "ray-token"))
                     have = true;
             }
@@ -529,8 +529,8 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
                 }
             }
         }
-        cJSON_ArrayForEach(ic, rcj_get(pb.spec, "initContainers")) {
-            const char *icn = rcj_str(ic, "name");
+        cJSON_ArrayForEach(ic, kobj_get(pb.spec, "initContainers")) {
+            const char *icn = kobj_str(ic, "name");
             if (icn && !strcmp(icn, RC_WAIT_GCS_CONTAINER))
                 rc_auth_env(b, rc, (cJSON *)ic);
         }
@@ -544,8 +544,8 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
     if (pb.head && rc_autoscaling_enabled(rc)) {
         cJSON *c;
         add_empty_dir(&pb, pb.ray, "ray-logs", "/tmp/ray", false);
-        cJSON_ArrayForEach(c, rcj_get(pb.spec, "containers")) {
-            const char *cn = rcj_str(c, "name");
+        cJSON_ArrayForEach(c, kobj_get(pb.spec, "containers")) {
+            const char *cn = kobj_str(c, "name");
             if (cn && !strcmp(cn, RC_AUTOSCALER_CONTAINER)) {
                 add_empty_dir(&pb, c, "ray-logs", "/tmp/ray", false);
                 break;
@@ -563,7 +563,7 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
         cJSON *ic;
         char ip[256];
         snprintf(ip, sizeof(ip), "%.*s", (int)strcspn(pb.fqdn, "."), pb.fqdn);
-        cJSON_ArrayForEach(ic, rcj_get(pb.spec, "initContainers")) {
+        cJSON_ArrayForEach(ic, kobj_get(pb.spec, "initContainers")) {
             if (!cJSON_IsObject(ic))
                 continue;
             rcb_env_value(b, ic, "FQ_RAY_IP", pb.fqdn);

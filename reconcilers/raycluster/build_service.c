@@ -31,7 +31,7 @@ static int service_ports(const cJSON *rc, struct svc_port **out, size_t *n)
         { "client", 10001 }, { "dashboard", 8265 }, { "gcs-server", 6379 },
         { "metrics", 8080 }, { "serve", 8000 },
     };
-    const cJSON *ports = rcj_get(rc_group_container0(rc_head_group(rc)), "ports"), *p;
+    const cJSON *ports = kobj_get(rc_group_container0(rc_head_group(rc)), "ports"), *p;
     size_t cap = (size_t)(cJSON_IsArray(ports) ? cJSON_GetArraySize(ports) : 0) + 6, k = 0;
     struct svc_port *v = calloc(cap, sizeof(*v));
     bool metrics = false;
@@ -39,7 +39,7 @@ static int service_ports(const cJSON *rc, struct svc_port **out, size_t *n)
         return -ENOMEM;
     cJSON_ArrayForEach(p, (cJSON_IsArray(ports) ? ports : NULL)) {
         struct svc_port sp;
-        const char *name = rcj_str(p, "name");
+        const char *name = kobj_str(p, "name");
         size_t i;
         if (!rcj_has_int(p, "containerPort"))
             continue;
@@ -119,11 +119,11 @@ cJSON *rc_build_head_service(const cJSON *rc, const struct rc_build_opts *o, int
     struct rc_build_opts dflt;
     struct rcb b = { 0 };
     const cJSON *head = rc_head_group(rc);
-    const cJSON *custom = rcj_get(head, "headService");
-    const char *type = rcj_str(head, "serviceType");
-    const char *app = rcj_str(rcj_path(head, "template", "metadata", "labels", NULL),
+    const cJSON *custom = kobj_get(head, "headService");
+    const char *type = kobj_str(head, "serviceType");
+    const char *app = kobj_str(rcj_path(head, "template", "metadata", "labels", NULL),
                               RC_LABEL_APP_NAME);
-    const cJSON *user_ann = rcj_get(rc_spec(rc), "headServiceAnnotations");
+    const cJSON *user_ann = kobj_get(rc_spec(rc), "headServiceAnnotations");
     struct svc_port *ports = NULL;
     size_t nports = 0;
     char name[300], id[300], tmp[300];
@@ -175,10 +175,10 @@ cJSON *rc_build_head_service(const cJSON *rc, const struct rc_build_opts *o, int
     for (size_t i = 0; i < nports; i++)
         add_port(&b, arr, &ports[i], true);
     free(ports);
-    if (!rcj_str(meta, "name") || !*rcj_str(meta, "name"))
+    if (!kobj_str(meta, "name") || !*kobj_str(meta, "name"))
         rcb_set_str(&b, meta, "name", name);
     rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
-    if ((!rcj_str(spec, "type") || !*rcj_str(spec, "type")) && type && *type)
+    if ((!kobj_str(spec, "type") || !*kobj_str(spec, "type")) && type && *type)
         rcb_set_str(&b, spec, "type", type);
     if (!cJSON_IsObject(custom) && !o->enable_head_cluster_ip_service &&
         (!type || !*type || !strcmp(type, "ClusterIP"))) {
@@ -193,8 +193,8 @@ cJSON *rc_build_head_service(const cJSON *rc, const struct rc_build_opts *o, int
 cJSON *rc_build_serve_service(const cJSON *rc, const struct rc_build_opts *o, int *err)
 {
     struct rcb b = { 0 };
-    const char *on = rc_annotation(rc, RC_ANN_ENABLE_SERVE_SERVICE);
-    const char *type = rcj_str(rc_head_group(rc), "serviceType");
+    const char *on = kobj_annotation(rc, RC_ANN_ENABLE_SERVE_SERVICE);
+    const char *type = kobj_str(rc_head_group(rc), "serviceType");
     struct svc_port *ports = NULL;
     size_t nports = 0, nserve = 0;
     char name[300], tmp[300];
@@ -256,7 +256,7 @@ cJSON *rc_build_headless_service(const cJSON *rc, const struct rc_build_opts *o,
     cJSON *svc, *meta, *spec, *sel;
     int r;
     (void)o;
-    cJSON_ArrayForEach(g, rcj_get(rc_spec(rc), "workerGroupSpecs"))
+    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs"))
         multi |= rc_group_num_hosts(g) > 1;
     if (!multi)
         return NULL;

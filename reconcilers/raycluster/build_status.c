@@ -39,8 +39,8 @@ static void pod_add(const cJSON *group, int64_t n, struct total *cpu, struct tot
 {
     const cJSON *c;
     cJSON_ArrayForEach(c, rcj_path(group, "template", "spec", "containers", NULL)) {
-        const cJSON *res = rcj_get(c, "resources");
-        const cJSON *req = rcj_get(res, "requests"), *lim = rcj_get(res, "limits");
+        const cJSON *res = kobj_get(c, "resources");
+        const cJSON *req = kobj_get(res, "requests"), *lim = kobj_get(res, "limits");
         const cJSON *srcs[2] = { cJSON_IsObject(req) ? req : NULL, cJSON_IsObject(lim) ? lim : NULL };
         for (int s = 0; s < 2; s++) {
             const cJSON *e;
@@ -108,7 +108,7 @@ int rc_desired_resources(const cJSON *rc, struct rc_resources *out)
     if (!out)
         return -EINVAL;
     pod_add(rc_head_group(rc), 1, &cpu, &mem, &gpu, &tpu);
-    cJSON_ArrayForEach(g, rcj_get(rc_spec(rc), "workerGroupSpecs")) {
+    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs")) {
         if (rcj_bool(g, "suspend", false))
             continue;
         /* Spec replicas as written (not clamped to min/max), as KubeRay counts them. */

@@ -16,33 +16,20 @@
 
 /* ---- reading ---- */
 
-const cJSON *rcj_get(const cJSON *o, const char *key)
-{
-    if (!o || !cJSON_IsObject(o))
-        return NULL;
-    return cJSON_GetObjectItemCaseSensitive(o, key);
-}
-
 const cJSON *rcj_path(const cJSON *o, ...)
 {
     va_list ap;
     const char *k;
     va_start(ap, o);
     while (o && (k = va_arg(ap, const char *)) != NULL)
-        o = rcj_get(o, k);
+        o = kobj_get(o, k);
     va_end(ap);
     return o;
 }
 
-const char *rcj_str(const cJSON *o, const char *key)
-{
-    const cJSON *v = rcj_get(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 bool rcj_bool(const cJSON *o, const char *key, bool dflt)
 {
-    const cJSON *v = rcj_get(o, key);
+    const cJSON *v = kobj_get(o, key);
     if (cJSON_IsBool(v))
         return cJSON_IsTrue(v);
     return dflt;
@@ -50,13 +37,13 @@ bool rcj_bool(const cJSON *o, const char *key, bool dflt)
 
 bool rcj_has_int(const cJSON *o, const char *key)
 {
-    const cJSON *v = rcj_get(o, key);
+    const cJSON *v = kobj_get(o, key);
     return cJSON_IsNumber(v) && v->valuedouble >= -2147483648.0 && v->valuedouble <= 2147483647.0;
 }
 
 int64_t rcj_int(const cJSON *o, const char *key, int64_t dflt)
 {
-    const cJSON *v = rcj_get(o, key);
+    const cJSON *v = kobj_get(o, key);
     if (!rcj_has_int(o, key))
         return dflt;
     return (int64_t)v->valuedouble;
@@ -64,24 +51,24 @@ int64_t rcj_int(const cJSON *o, const char *key, int64_t dflt)
 
 const char *rc_name(const cJSON *rc)
 {
-    const char *n = rcj_str(rcj_get(rc, "metadata"), "name");
+    const char *n = kobj_str(kobj_get(rc, "metadata"), "name");
     return n ? n : "";
 }
 
 const char *rc_namespace(const cJSON *rc)
 {
-    const char *n = rcj_str(rcj_get(rc, "metadata"), "namespace");
+    const char *n = kobj_str(kobj_get(rc, "metadata"), "namespace");
     return n && *n ? n : "default";
 }
 
 const cJSON *rc_spec(const cJSON *rc)
 {
-    return rcj_get(rc, "spec");
+    return kobj_get(rc, "spec");
 }
 
 const cJSON *rc_head_group(const cJSON *rc)
 {
-    return rcj_get(rc_spec(rc), "headGroupSpec");
+    return kobj_get(rc_spec(rc), "headGroupSpec");
 }
 
 const cJSON *rc_group_container0(const cJSON *group)
@@ -91,11 +78,6 @@ const cJSON *rc_group_container0(const cJSON *group)
     return cJSON_IsObject(c) ? c : NULL;
 }
 
-const char *rc_annotation(const cJSON *rc, const char *key)
-{
-    return rcj_str(rcj_path(rc, "metadata", "annotations", NULL), key);
-}
-
 bool rc_autoscaling_enabled(const cJSON *rc)
 {
     return rcj_bool(rc_spec(rc), "enableInTreeAutoscaling", false);
@@ -103,7 +85,7 @@ bool rc_autoscaling_enabled(const cJSON *rc)
 
 static bool autoscaler_version_is(const cJSON *rc, const char *v)
 {
-    const char *s = rcj_str(rcj_get(rc_spec(rc), "autoscalerOptions"), "version");
+    const char *s = kobj_str(kobj_get(rc_spec(rc), "autoscalerOptions"), "version");
     return s && !strcmp(s, v);
 }
 
@@ -119,19 +101,19 @@ bool rc_autoscaling_v1_explicit(const cJSON *rc)
 
 bool rc_auth_token_enabled(const cJSON *rc)
 {
-    const char *m = rcj_str(rcj_get(rc_spec(rc), "authOptions"), "mode");
+    const char *m = kobj_str(kobj_get(rc_spec(rc), "authOptions"), "mode");
     return m && !strcmp(m, "token");
 }
 
 bool rc_k8s_token_auth(const cJSON *rc)
 {
-    const cJSON *a = rcj_get(rc_spec(rc), "authOptions");
+    const cJSON *a = kobj_get(rc_spec(rc), "authOptions");
     return rcj_bool(a, "enableK8sTokenAuth", false);
 }
 
 const char *rc_creator_crd(const cJSON *rc)
 {
-    const char *v = rcj_str(rcj_path(rc, "metadata", "labels", NULL), RC_LABEL_ORIGINATED_CRD);
+    const char *v = kobj_str(rcj_path(rc, "metadata", "labels", NULL), RC_LABEL_ORIGINATED_CRD);
     if (v && (!strcmp(v, "RayJob") || !strcmp(v, "RayService")))
         return v;
     return "RayCluster";
@@ -145,8 +127,8 @@ int64_t rc_group_num_hosts(const cJSON *group)
 const cJSON *rc_env_find(const cJSON *container, const char *name)
 {
     const cJSON *e;
-    cJSON_ArrayForEach(e, rcj_get(container, "env")) {
-        const char *n = rcj_str(e, "name");
+    cJSON_ArrayForEach(e, kobj_get(container, "env")) {
+        const char *n = kobj_str(e, "name");
         if (n && !strcmp(n, name))
             return e;
     }
@@ -301,7 +283,7 @@ void rcb_env_fieldref(struct rcb *b, cJSON *container, const char *name, const c
 void rcb_owner_ref(struct rcb *b, cJSON *obj, const cJSON *rc)
 {
     cJSON *refs, *r;
-    const char *uid = rcj_str(rcj_get(rc, "metadata"), "uid");
+    const char *uid = kobj_str(kobj_get(rc, "metadata"), "uid");
     if (b->err)
         return;
     if (!(refs = cJSON_CreateArray())) {

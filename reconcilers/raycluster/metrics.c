@@ -93,7 +93,7 @@ int rc_metrics(struct host_view *view, struct buf *out)
                         "custom resources\n# TYPE kuberay_cluster_info gauge\n");
     const cJSON *c;
     cJSON_ArrayForEach(c, all) {
-        const char *owner = rc_label(c, "ray.io/originated-from-crd");
+        const char *owner = kobj_label(c, "ray.io/originated-from-crd");
         rc |= buf_printf(out, "kuberay_cluster_info{name=\"%s\",namespace=\"%s\",uid=\"%s\","
                               "owner_kind=\"%s\"} 1\n", rc_meta(c, "name"),
                          rc_meta(c, "namespace"), rc_meta(c, "uid"), owner ? owner : "None");

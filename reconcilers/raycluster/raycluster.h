@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/host/host.h"
 
 #define RC_CACHE_TYPE "ray.io/v1/rayclusters"
@@ -74,7 +75,6 @@ bool rc_cond_true(const cJSON *status, const char *type);
 /* Pod helpers shared with the reconcile loop. */
 const char *rc_pod_phase(const cJSON *pod);
 bool rc_pod_running_ready(const cJSON *pod);      /* IsRunningAndReady */
-const char *rc_label(const cJSON *obj, const char *key);
 const char *rc_meta(const cJSON *obj, const char *field);
 
 #endif

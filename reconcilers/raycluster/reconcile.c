@@ -101,8 +101,10 @@ static int create_absent(struct rc_run *r, const char *cache_type,
     } else if (rc == -EEXIST) {
         rc = 0;
     } else if (fail_reason) {
+        char why[640];
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, fail_reason, "Create",
-                   "Failed creating %s %s/%s, %s", what, r->ns, name, kube_strerror(rc));
+                   "Failed creating %s %s/%s, %s", what, r->ns, name,
+                   kube_result_error(&kr, rc, why, sizeof(why)));
     }
     kube_result_release(&kr);
     return rc;
@@ -153,80 +155,34 @@ static int reconcile_ingress(struct rc_run *r)
 
 /* ---- auth Secret (reconcileAuthSecret) -------------------------------------------- */
 
-static void base64_encode(const unsigned char *in, size_t n, char *out)
-{
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-                     (i + 2 < n ? in[i + 2] : 0);
-        out[o++] = t[v >> 18 & 63];
-        out[o++] = t[v >> 12 & 63];
-        out[o++] = i + 1 < n ? t[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? t[v & 63] : '=';
-    }
-    out[o] = '\0';
-}
-
-/* authOptions.mode token without secretName (and not K8s token auth): the
- * Secret CheckName(<cluster>) with auth_token = base64 of 32 random bytes,
- * labelled ray.io/cluster and owned by the cluster. No Event, as KubeRay. */
+/* The Secret rc_build_auth_secret describes (authOptions.mode token, no secretName,
+ * not K8s token auth), created once with 32 random bytes, as KubeRay does. No Event,
+ * as KubeRay. */
 static int reconcile_auth_secret(struct rc_run *r)
 {
-    const cJSON *auth = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(r->rc, "spec"), "authOptions");
-    const cJSON *sn = cJSON_GetObjectItemCaseSensitive(auth, "secretName");
-    if (!rc_auth_token_enabled(r->rc) || rc_k8s_token_auth(r->rc) ||
-        (cJSON_IsString(sn) && *sn->valuestring))
-        return 0;
     unsigned char raw[32];
-    char token[48], data64[72], name[64];
-    int rc;
-    rc_check_name(r->name, name, sizeof(name));
+    char name[128];
+    cJSON *s = NULL;
+    int rc = rc_auth_secret_name(r->rc, name, sizeof(name));
+    if (rc < 0 || !name[0])
+        return 0;
     /* cached first: no random token is drawn for a Secret that exists */
     if ((rc = cached(r, RC_CACHE_SECRETS, name)) != 0)
         return rc < 0 ? rc_fail(r, RC_ERR_OTHER, "reading the auth Secret: %s", strerror(-rc)) : 0;
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
         return rc_fail(r, RC_ERR_OTHER, "no randomness for the auth token");
-    base64_encode(raw, sizeof(raw), token);
-    /* KubeRay sends stringData; the API server stores it base64-encoded in data.
-     * We send data directly: the same stored Secret, and kubesim has no stringData */
-    base64_encode((const unsigned char *)token, strlen(token), data64);
-    cJSON *s = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(s, "metadata");
-    cJSON *lb = cJSON_AddObjectToObject(m, "labels"), *refs = cJSON_AddArrayToObject(m, "ownerReferences");
-    cJSON *ref = cJSON_CreateObject(), *data = cJSON_AddObjectToObject(s, "data");
     rc = -ENOMEM;
-    if (!s || !m || !lb || !refs || !ref || !data) {
-        cJSON_Delete(ref);
-        goto out;
-    }
-    cJSON_AddStringToObject(s, "apiVersion", "v1");
-    cJSON_AddStringToObject(s, "kind", "Secret");
-    cJSON_AddStringToObject(m, "name", name);
-    cJSON_AddStringToObject(m, "namespace", r->ns);
-    cJSON_AddStringToObject(lb, RC_LABEL_CLUSTER, r->name);
-    /* rayop's addition: the watcher caches only Secrets with this label */
-    cJSON_AddStringToObject(lb, RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1");
-    cJSON_AddStringToObject(ref, "kind", "RayCluster");
-    cJSON_AddStringToObject(ref, "name", r->name);
-    cJSON_AddStringToObject(ref, "uid", r->uid);
-    cJSON_AddTrueToObject(ref, "controller");
-    cJSON_AddTrueToObject(ref, "blockOwnerDeletion");
-    cJSON_AddItemToArray(refs, ref);
-    cJSON_AddStringToObject(data, "auth_token", data64);
-    rc = create_absent(r, RC_CACHE_SECRETS, &RC_RES_SECRETS, s, NULL, NULL, "secret");
-out:
-    explicit_bzero(token, sizeof(token));
-    explicit_bzero(data64, sizeof(data64));
+    if ((s = rc_build_auth_secret(r->rc, raw, sizeof(raw), &rc)))
+        rc = create_absent(r, RC_CACHE_SECRETS, &RC_RES_SECRETS, s, NULL, NULL, "secret");
     explicit_bzero(raw, sizeof(raw));
     if (s) {
-        /* the token is in the tree too: wipe it before freeing */
-        cJSON *t = cJSON_GetObjectItemCaseSensitive(data, "auth_token");
+        /* the token is in the tree: wipe it before freeing */
+        cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "data"),
+                                                    "auth_token");
         if (cJSON_IsString(t))
             explicit_bzero(t->valuestring, strlen(t->valuestring));
+        cJSON_Delete(s);
     }
-    cJSON_Delete(s);
     if (rc < 0)
         return rc_fail(r, RC_ERR_OTHER, "auth Secret: %s", kube_strerror(rc));
     return 0;
@@ -246,13 +202,15 @@ static int ensure_service(struct rc_run *r, cJSON *svc)
         return rc_fail(r, RC_ERR_OTHER, "reading Service %s: %s", name, strerror(-rc));
     struct kube_result kr = { 0 };
     rc = host_create(r->ctx, &KUBE_RES_SERVICES, r->ns, svc, &kr);
+    char why[640];
+    kube_result_error(&kr, rc, why, sizeof(why));
     kube_result_release(&kr);
     if (rc == -EEXIST)
         return 0;   /* not ours to cache (no created-by label) or a race: it exists */
     if (rc < 0) {
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
-                   "Failed creating service %s/%s, %s", r->ns, name, kube_strerror(rc));
-        return rc_fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, kube_strerror(rc));
+                   "Failed creating service %s/%s, %s", r->ns, name, why);
+        return rc_fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, why);
     }
     host_log(r->ctx, LOG_INFO, "Created service for RayCluster", "service", name, NULL);
     host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "CreatedService", "Create",

@@ -109,7 +109,7 @@ static int cleanup_on_delete(struct rc_run *r, struct host_result *res)
     int heads = 0;
     const cJSON *p;
     cJSON_ArrayForEach(p, pods) {
-        const char *t = rc_label(p, RC_LABEL_NODE_TYPE);
+        const char *t = kobj_label(p, RC_LABEL_NODE_TYPE);
         if (t && (strcmp(t, RC_NODE_HEAD) == 0 || strcmp(t, RC_NODE_WORKER) == 0)) {
             heads += strcmp(t, RC_NODE_HEAD) == 0;
             struct kube_result kr = { 0 };

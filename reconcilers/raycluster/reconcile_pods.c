@@ -24,6 +24,7 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
@@ -59,7 +60,7 @@ static int pods_where(const cJSON *pods, const char *key, const char *value,
 {
     const cJSON *p;
     cJSON_ArrayForEach(p, pods) {
-        const char *v = rc_label(p, key), *t = rc_label(p, RC_LABEL_NODE_TYPE);
+        const char *v = kobj_label(p, key), *t = kobj_label(p, RC_LABEL_NODE_TYPE);
         if (!v || strcmp(v, value) != 0)
             continue;
         if (node_type && (!t || strcmp(t, node_type) != 0))
@@ -73,14 +74,6 @@ static int pods_where(const cJSON *pods, const char *key, const char *value,
 bool rc_pod_terminating(const cJSON *pod)
 {
     return *rc_meta(pod, "deletionTimestamp") != '\0';
-}
-
-static const char *annotation(const cJSON *obj, const char *key)
-{
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
-                                         "annotations"), key);
-    return cJSON_IsString(a) ? a->valuestring : NULL;
 }
 
 /* getRayContainerStateTerminated: the Ray container (containers[0]) status by name. */
@@ -225,17 +218,18 @@ static int create_pod(struct rc_run *r, cJSON *pod, bool head)
     struct kube_result kr = { 0 };
     int rc = host_create(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
     if (rc < 0) {
+        char why[640];
+        kube_result_error(&kr, rc, why, sizeof(why));
         if (head)
             host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateHeadPod", "Create",
-                       "Failed to create head Pod %s/%s, %s", r->ns, rc_meta(pod, "name"),
-                       kube_strerror(rc));
+                       "Failed to create head Pod %s/%s, %s", r->ns, rc_meta(pod, "name"), why);
         else
             host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateWorkerPod", "Create",
                        "Failed to create worker Pod for the cluster %s/%s, %s", r->ns, r->name,
-                       kube_strerror(rc));
+                       why);
         kube_result_release(&kr);
         return rc_fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
-                       "creating a %s Pod: %s", head ? "head" : "worker", kube_strerror(rc));
+                       "creating a %s Pod: %s", head ? "head" : "worker", why);
     }
     const char *name = rc_meta(kr.body, "name");
     host_log(r->ctx, LOG_INFO, head ? "Created head Pod for RayCluster"
@@ -289,7 +283,7 @@ static int reconcile_head(struct rc_run *r, const char *hash)
         }
     } else if (heads.n == 0) {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
-        const char *skip = annotation(r->rc, RC_ANN_DISABLE_HEAD_RESTART);
+        const char *skip = kobj_annotation(r->rc, RC_ANN_DISABLE_HEAD_RESTART);
         if (rc_cond_true(st, "RayClusterProvisioned") && skip && strcmp(skip, "true") == 0) {
             host_log(r->ctx, LOG_INFO, "reconcilePods: Found 0 head Pods for the RayCluster; "
                      "Skipped head recreation due to ray.io/disable-provisioned-head-restart", NULL);
@@ -330,7 +324,7 @@ static bool should_recreate(struct rc_run *r, const char *hash)
     if (pods_where(r->pods, RC_LABEL_NODE_TYPE, RC_NODE_HEAD, NULL, &heads) < 0 || heads.n == 0)
         goto out;
     const cJSON *h = heads.p[0];
-    const char *ver = annotation(h, RC_ANN_KUBERAY_VERSION), *have = annotation(h, RC_ANN_UPGRADE_HASH);
+    const char *ver = kobj_annotation(h, RC_ANN_KUBERAY_VERSION), *have = kobj_annotation(h, RC_ANN_UPGRADE_HASH);
     if (ver && *ver && strcmp(ver, RC_KUBERAY_VERSION) != 0) {
         char patch[512];
         int n = snprintf(patch, sizeof(patch), "{\"metadata\":{\"annotations\":{\"%s\":\"%s\",\"%s\":\"%s\"}}}",
@@ -371,7 +365,7 @@ static bool in_list(const cJSON *arr, const char *name)
 
 static int index_label(const cJSON *pod)
 {
-    const char *v = rc_label(pod, RC_LABEL_REPLICA_INDEX);
+    const char *v = kobj_label(pod, RC_LABEL_REPLICA_INDEX);
     char *end;
     if (!v || !*v)
         return -1;
@@ -520,7 +514,7 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
         goto out;
     }
     for (int i = 0; i < n; i++) {
-        const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+        const char *rn = kobj_label(pods->p[i], RC_LABEL_REPLICA_NAME);
         if (!rn)
             continue;
         int j = 0;
@@ -543,7 +537,7 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
         if (count[j] >= hosts)
             continue;
         for (int i = 0; i < n; i++) {
-            const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+            const char *rn = kobj_label(pods->p[i], RC_LABEL_REPLICA_NAME);
             if (rn && strcmp(rn, names[j]) == 0 && podv_push(&del, pods->p[i]) < 0)
                 rc = -ENOMEM;
         }
@@ -557,7 +551,7 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
     for (int j = 0; j < nrep; j++) {
         bool named = false;
         for (int i = 0; i < n && !named; i++) {
-            const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+            const char *rn = kobj_label(pods->p[i], RC_LABEL_REPLICA_NAME);
             named = rn && strcmp(rn, names[j]) == 0 && in_list(wtd, rc_meta(pods->p[i], "name"));
         }
         if (!bad[j] && !named)
@@ -565,7 +559,7 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
         explicit |= named && !bad[j];
         bad[j] = 1;
         for (int i = 0; i < n; i++) {
-            const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+            const char *rn = kobj_label(pods->p[i], RC_LABEL_REPLICA_NAME);
             if (rn && strcmp(rn, names[j]) == 0 && podv_push(&del, pods->p[i]) < 0)
                 rc = -ENOMEM;
         }
@@ -603,7 +597,7 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
                 continue;
             gone++;
             for (int i = 0; i < n; i++) {
-                const char *rn = rc_label(pods->p[i], RC_LABEL_REPLICA_NAME);
+                const char *rn = kobj_label(pods->p[i], RC_LABEL_REPLICA_NAME);
                 if (rn && strcmp(rn, names[j]) == 0 && podv_push(&del, pods->p[i]) < 0)
                     rc = -ENOMEM;
             }

@@ -41,39 +41,23 @@ const char *rc_err_reason(enum rc_err e)
     }
 }
 
-static const cJSON *get(const cJSON *o, const char *k)
-{
-    return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-    const cJSON *v = get(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 const char *rc_meta(const cJSON *obj, const char *field)
 {
-    const char *s = str(get(obj, "metadata"), field);
+    const char *s = kobj_meta_str(obj, field);
     return s ? s : "";
-}
-
-const char *rc_label(const cJSON *obj, const char *key)
-{
-    return str(get(get(obj, "metadata"), "labels"), key);
 }
 
 const char *rc_pod_phase(const cJSON *pod)
 {
-    const char *p = str(get(pod, "status"), "phase");
+    const char *p = kobj_str(kobj_get(pod, "status"), "phase");
     return p ? p : "";
 }
 
 static const cJSON *pod_ready_cond(const cJSON *pod)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, get(get(pod, "status"), "conditions")) {
-        const char *t = str(c, "type");
+    cJSON_ArrayForEach(c, kobj_get(kobj_get(pod, "status"), "conditions")) {
+        const char *t = kobj_str(c, "type");
         if (t && strcmp(t, "Ready") == 0)
             return c;
     }
@@ -85,7 +69,7 @@ bool rc_pod_running_ready(const cJSON *pod)
     if (strcmp(rc_pod_phase(pod), "Running") != 0)
         return false;
     const cJSON *c = pod_ready_cond(pod);
-    const char *s = c ? str(c, "status") : NULL;
+    const char *s = c ? kobj_str(c, "status") : NULL;
     return s && strcmp(s, "True") == 0;
 }
 
@@ -99,7 +83,7 @@ static bool all_pods_running(const cJSON *pods)
         if (strcmp(rc_pod_phase(p), "Running") != 0)
             return false;
         const cJSON *c = pod_ready_cond(p);
-        const char *s = c ? str(c, "status") : NULL;
+        const char *s = c ? kobj_str(c, "status") : NULL;
         if (c && (!s || strcmp(s, "True") != 0))
             return false;
     }
@@ -109,8 +93,8 @@ static bool all_pods_running(const cJSON *pods)
 const cJSON *rc_cond_find(const cJSON *status, const char *type)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, get(status, "conditions")) {
-        const char *t = str(c, "type");
+    cJSON_ArrayForEach(c, kobj_get(status, "conditions")) {
+        const char *t = kobj_str(c, "type");
         if (t && strcmp(t, type) == 0)
             return c;
     }
@@ -120,7 +104,7 @@ const cJSON *rc_cond_find(const cJSON *status, const char *type)
 bool rc_cond_true(const cJSON *status, const char *type)
 {
     const cJSON *c = rc_cond_find(status, type);
-    const char *s = c ? str(c, "status") : NULL;
+    const char *s = c ? kobj_str(c, "status") : NULL;
     return s && strcmp(s, "True") == 0;
 }
 
@@ -149,7 +133,7 @@ static int cond_set(cJSON *status, const char *type, const char *st, const char 
         set_str(c, "status", st);
         set_str(c, "lastTransitionTime", now);
     } else {
-        const char *old = str(c, "status");
+        const char *old = kobj_str(c, "status");
         if (!old || strcmp(old, st) != 0) {
             set_str(c, "status", st);
             set_str(c, "lastTransitionTime", now);
@@ -164,7 +148,7 @@ static void cond_remove(cJSON *status, const char *type)
 {
     cJSON *arr = cJSON_GetObjectItemCaseSensitive(status, "conditions");
     for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
-        const char *t = str(cJSON_GetArrayItem(arr, i), "type");
+        const char *t = kobj_str(cJSON_GetArrayItem(arr, i), "type");
         if (t && strcmp(t, type) == 0) {
             cJSON_DeleteItemFromArray(arr, i);
             return;
@@ -179,7 +163,7 @@ static int head_ready_cond(cJSON *status, const cJSON *head, const char *now)
     const char *st = "False";
     const cJSON *c = pod_ready_cond(head);
     if (c) {
-        const char *cs = str(c, "status"), *cr = str(c, "reason"), *cm = str(c, "message");
+        const char *cs = kobj_str(c, "status"), *cr = kobj_str(c, "reason"), *cm = kobj_str(c, "message");
         st = cs && *cs ? cs : "False";
         snprintf(message, sizeof(message), "%s", cm ? cm : "");
         if (cr && *cr)
@@ -189,14 +173,14 @@ static int head_ready_cond(cJSON *status, const cJSON *head, const char *now)
         if (cr && strcmp(cr, "ContainersNotReady") == 0) {
             /* a container's waiting/terminated reason says more */
             const cJSON *cst;
-            cJSON_ArrayForEach(cst, get(get(head, "status"), "containerStatuses")) {
-                const cJSON *state = get(cst, "state");
-                const cJSON *w = get(state, "waiting"), *t = get(state, "terminated");
+            cJSON_ArrayForEach(cst, kobj_get(kobj_get(head, "status"), "containerStatuses")) {
+                const cJSON *state = kobj_get(cst, "state");
+                const cJSON *w = kobj_get(state, "waiting"), *t = kobj_get(state, "terminated");
                 const cJSON *which = w ? w : t;
                 if (!which)
                     continue;
-                const char *wr = str(which, "reason"), *wm = str(which, "message");
-                const char *nm = str(cst, "name");
+                const char *wr = kobj_str(which, "reason"), *wm = kobj_str(which, "message");
+                const char *nm = kobj_str(cst, "name");
                 size_t len = strlen(message);
                 snprintf(message + len, sizeof(message) - len, "%s%s: %s", len ? "; " : "",
                          nm ? nm : "", wm ? wm : "");
@@ -212,19 +196,19 @@ static int head_ready_cond(cJSON *status, const cJSON *head, const char *now)
 
 static int64_t num(const cJSON *o, const char *k, int64_t dflt)
 {
-    const cJSON *v = get(o, k);
+    const cJSON *v = kobj_get(o, k);
     return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
 }
 
 static bool is_true(const cJSON *o, const char *k)
 {
-    return cJSON_IsTrue(get(o, k));
+    return cJSON_IsTrue(kobj_get(o, k));
 }
 
 static bool is_head_service(const cJSON *svc, const char *cluster)
 {
-    const char *c = rc_label(svc, RC_LABEL_CLUSTER), *t = rc_label(svc, RC_LABEL_NODE_TYPE);
-    const char *id = rc_label(svc, RC_LABEL_IDENTIFIER);
+    const char *c = kobj_label(svc, RC_LABEL_CLUSTER), *t = kobj_label(svc, RC_LABEL_NODE_TYPE);
+    const char *id = kobj_label(svc, RC_LABEL_IDENTIFIER);
     char want[300];
     snprintf(want, sizeof(want), "%s-head", cluster);
     return c && t && id && strcmp(c, cluster) == 0 && strcmp(t, RC_NODE_HEAD) == 0 &&
@@ -236,12 +220,12 @@ static int merge_endpoints(cJSON *status, const cJSON *svc)
 {
     cJSON *ep = cJSON_GetObjectItemCaseSensitive(status, "endpoints");
     const cJSON *port;
-    cJSON_ArrayForEach(port, get(get(svc, "spec"), "ports")) {
-        const char *name = str(port, "name");
+    cJSON_ArrayForEach(port, kobj_get(kobj_get(svc, "spec"), "ports")) {
+        const char *name = kobj_str(port, "name");
         if (!name || !*name)
             continue;
         char val[64] = "";
-        const cJSON *tp = get(port, "targetPort");
+        const cJSON *tp = kobj_get(port, "targetPort");
         int64_t np = num(port, "nodePort", 0);
         if (np != 0)
             snprintf(val, sizeof(val), "%" PRId64, np);
@@ -266,7 +250,7 @@ static void replica_totals(const cJSON *rc, int64_t *desired, int64_t *min, int6
 {
     *desired = *min = *max = 0;
     const cJSON *g;
-    cJSON_ArrayForEach(g, get(get(rc, "spec"), "workerGroupSpecs")) {
+    cJSON_ArrayForEach(g, kobj_get(kobj_get(rc, "spec"), "workerGroupSpecs")) {
         *desired += rc_worker_desired_replicas(g);
         if (is_true(g, "suspend"))
             continue;
@@ -292,7 +276,7 @@ int rc_status_compute(const struct rc_status_in *in, cJSON **out)
         !cJSON_IsArray(in->services) || !in->now || !out)
         return -EINVAL;
     const char *name = rc_meta(in->rc, "name");
-    const cJSON *spec = get(in->rc, "spec"), *old = get(in->rc, "status");
+    const cJSON *spec = kobj_get(in->rc, "spec"), *old = kobj_get(in->rc, "status");
     cJSON *st = cJSON_IsObject(old) ? cJSON_Duplicate(old, 1) : cJSON_CreateObject();
     if (!st)
         return -ENOMEM;
@@ -306,13 +290,13 @@ int rc_status_compute(const struct rc_status_in *in, cJSON **out)
                             in->err_message ? in->err_message : "", in->now)) < 0)
         goto fail;
 
-    set_int_omitempty(st, "observedGeneration", num(get(in->rc, "metadata"), "generation", 0));
+    set_int_omitempty(st, "observedGeneration", num(kobj_get(in->rc, "metadata"), "generation", 0));
 
     int64_t ready = 0, avail = 0, desired, min, max;
     const cJSON *p, *head = NULL;
     int nheads = 0;
     cJSON_ArrayForEach(p, in->pods) {
-        const char *t = rc_label(p, RC_LABEL_NODE_TYPE);
+        const char *t = kobj_label(p, RC_LABEL_NODE_TYPE);
         if (t && strcmp(t, RC_NODE_HEAD) == 0) {
             head = p;
             nheads++;
@@ -410,13 +394,13 @@ int rc_status_compute(const struct rc_status_in *in, cJSON **out)
     }
     cJSON_DeleteItemFromObjectCaseSensitive(st, "head");
     cJSON_AddItemToObject(st, "head", hi);
-    const char *pod_ip = head ? str(get(head, "status"), "podIP") : NULL;
+    const char *pod_ip = head ? kobj_str(kobj_get(head, "status"), "podIP") : NULL;
     if (head) {
         if (pod_ip && *pod_ip)
             cJSON_AddStringToObject(hi, "podIP", pod_ip);
         cJSON_AddStringToObject(hi, "podName", rc_meta(head, "name"));
     }
-    const char *cip = svc ? str(get(svc, "spec"), "clusterIP") : NULL;
+    const char *cip = svc ? kobj_str(kobj_get(svc, "spec"), "clusterIP") : NULL;
     if (nsvc == 0) {
         rc = -ENOENT;
         goto fail;
@@ -435,7 +419,7 @@ int rc_status_compute(const struct rc_status_in *in, cJSON **out)
     cJSON_AddStringToObject(hi, "serviceName", rc_meta(svc, "name"));
 
     set_str(st, "lastUpdateTime", in->now);
-    const char *os = str(old, "state"), *ns = str(st, "state");
+    const char *os = kobj_str(old, "state"), *ns = kobj_str(st, "state");
     os = os ? os : "";
     ns = ns ? ns : "";
     if (strcmp(os, ns) != 0) {
@@ -460,7 +444,7 @@ fail:
 /* An empty object/array/string and an absent member are the same to the API. */
 static const cJSON *norm(const cJSON *o, const char *k)
 {
-    const cJSON *v = get(o, k);
+    const cJSON *v = kobj_get(o, k);
     if (!v || cJSON_IsNull(v) || ((cJSON_IsObject(v) || cJSON_IsArray(v)) && !v->child) ||
         (cJSON_IsString(v) && !*v->valuestring) || (cJSON_IsNumber(v) && v->valuedouble == 0))
         return NULL;

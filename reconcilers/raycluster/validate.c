@@ -36,7 +36,7 @@ static int fail(struct verr *e, const char *fmt, ...)
 
 static const char *group_name(const cJSON *g)
 {
-    const char *n = rcj_str(g, "groupName");
+    const char *n = kobj_str(g, "groupName");
     return n ? n : "";
 }
 
@@ -48,7 +48,7 @@ static int containers_count(const cJSON *group)
 
 static const char *param(const cJSON *group, const char *k)
 {
-    return rcj_str(rcj_get(group, "rayStartParams"), k);
+    return kobj_str(kobj_get(group, "rayStartParams"), k);
 }
 
 static bool param_set(const cJSON *group, const char *k)
@@ -76,7 +76,7 @@ static int validate_group_resources(const char *gname, const cJSON *group, struc
 {
     bool in_params = param_set(group, "num-cpus") || param_set(group, "num-gpus") ||
                      param_set(group, "memory") || param_set(group, "resources");
-    const cJSON *res = rcj_get(group, "resources");
+    const cJSON *res = kobj_get(group, "resources");
     if (in_params && cJSON_IsObject(res) && cJSON_GetArraySize(res) > 0)
         return fail(e, "resource fields should not be set in both rayStartParams and Resources "
                        "for %s group; please use only one", gname);
@@ -87,11 +87,11 @@ static int validate_group_labels(const char *gname, const cJSON *group, struct v
 {
     const cJSON *l;
     size_t w = 0;
-    if (rcj_get(rcj_get(group, "rayStartParams"), "labels"))
+    if (kobj_get(kobj_get(group, "rayStartParams"), "labels"))
         return fail(e, "rayStartParams['labels'] is not supported for %s group; please use the "
                        "top-level Labels field instead", gname);
     e->msg[0] = '\0';
-    cJSON_ArrayForEach(l, (cJSON_IsObject(rcj_get(group, "labels")) ? rcj_get(group, "labels")
+    cJSON_ArrayForEach(l, (cJSON_IsObject(kobj_get(group, "labels")) ? kobj_get(group, "labels")
                                                                     : NULL)) {
         char kerr[640], verr_[640];
         const char *val = cJSON_IsString(l) ? l->valuestring : "";
@@ -125,14 +125,14 @@ static int validate_group_labels(const char *gname, const cJSON *group, struct v
 /* The head Pod env var RAY_enable_autoscaler_v2 set to "1" or "true". */
 static const char *head_v2_env_on(const cJSON *rc)
 {
-    const char *v = rcj_str(rc_env_find(rc_group_container0(rc_head_group(rc)),
+    const char *v = kobj_str(rc_env_find(rc_group_container0(rc_head_group(rc)),
                                         "RAY_enable_autoscaler_v2"), "value");
     return v && (!strcmp(v, "1") || !strcmp(v, "true")) ? v : NULL;
 }
 
 static int validate_idle_timeout(const cJSON *rc, const cJSON *g, struct verr *e)
 {
-    if (!rcj_get(g, "idleTimeoutSeconds"))
+    if (!kobj_get(g, "idleTimeoutSeconds"))
         return 0;
     int64_t t = rcj_int(g, "idleTimeoutSeconds", 0);
     if (t < 0)
@@ -149,7 +149,7 @@ static int validate_idle_timeout(const cJSON *rc, const cJSON *g, struct verr *e
 static int validate_priority(const cJSON *rc, const cJSON *g, struct verr *e)
 {
     int64_t prio = rcj_int(g, "priority", 0);
-    const char *ver = rcj_str(rc_spec(rc), "rayVersion");
+    const char *ver = kobj_str(rc_spec(rc), "rayVersion");
     int cmp;
     if (prio == 0)
         return 0;
@@ -171,7 +171,7 @@ static int validate_priority(const cJSON *rc, const cJSON *g, struct verr *e)
 
 static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
 {
-    const cJSON *groups = rcj_get(rc_spec(rc), "workerGroupSpecs"), *g;
+    const cJSON *groups = kobj_get(rc_spec(rc), "workerGroupSpecs"), *g;
     int r;
     cJSON_ArrayForEach(g, (cJSON_IsArray(groups) ? groups : NULL)) {
         const char *gn = group_name(g);
@@ -205,8 +205,8 @@ static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
  * violated; rayop may receive such objects from an API server without the webhook. */
 static int validate_admission(const cJSON *rc, struct verr *e)
 {
-    const cJSON *groups = rcj_get(rc_spec(rc), "workerGroupSpecs"), *g, *h;
-    const char *mb = rcj_str(rc_spec(rc), "managedBy");
+    const cJSON *groups = kobj_get(rc_spec(rc), "workerGroupSpecs"), *g, *h;
+    const char *mb = kobj_str(rc_spec(rc), "managedBy");
     int i = 0;
     if (mb && strcmp(mb, RC_MANAGED_BY_KUBERAY) && strcmp(mb, RC_MANAGED_BY_MULTIKUEUE))
         return fail(e, "spec.managedBy: Invalid value: \"%s\": the managedBy field value must be "
@@ -215,12 +215,12 @@ static int validate_admission(const cJSON *rc, struct verr *e)
         return fail(e, "spec.headGroupSpec: Required value");
     cJSON_ArrayForEach(g, (cJSON_IsArray(groups) ? groups : NULL)) {
         int j = 0;
-        if (!rcj_str(g, "groupName"))
+        if (!kobj_str(g, "groupName"))
             return fail(e, "spec.workerGroupSpecs[%d].groupName: Required value", i);
         cJSON_ArrayForEach(h, groups) {
             if (j >= i)
                 break;
-            if (rcj_str(h, "groupName") && !strcmp(rcj_str(h, "groupName"), group_name(g)))
+            if (kobj_str(h, "groupName") && !strcmp(kobj_str(h, "groupName"), group_name(g)))
                 return fail(e, "spec.workerGroupSpecs[%d]: Invalid value: \"%s\": worker group "
                                "names must be unique", i, group_name(g));
             j++;
@@ -238,7 +238,7 @@ static int validate_admission(const cJSON *rc, struct verr *e)
 
 static bool field_set(const cJSON *spec, const char *key)
 {
-    const cJSON *v = rcj_get(spec, key);
+    const cJSON *v = kobj_get(spec, key);
     return v && !cJSON_IsNull(v);
 }
 
@@ -246,8 +246,8 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
 {
     const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
     const cJSON *hc = rc_group_container0(head);
-    const cJSON *opts = rcj_get(spec, "gcsFaultToleranceOptions");
-    const char *ft = rc_annotation(rc, RC_ANN_FT_ENABLED);
+    const cJSON *opts = kobj_get(spec, "gcsFaultToleranceOptions");
+    const char *ft = kobj_annotation(rc, RC_ANN_FT_ENABLED);
     if (ft && *ft && opts)
         return fail(e, "ray.io/ft-enabled annotation and GcsFaultToleranceOptions are both set. "
                        "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance");
@@ -256,7 +256,7 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
                        "GcsFaultToleranceOptions is not set. Please set GcsFaultToleranceOptions "
                        "to enable GCS fault tolerance");
     if (opts) {
-        const char *backend = rcj_str(opts, "backend");
+        const char *backend = kobj_str(opts, "backend");
         if (param_set(head, "redis-password"))
             return fail(e, "cannot set `redis-password` in rayStartParams when "
                            "GcsFaultToleranceOptions is enabled - use "
@@ -269,7 +269,7 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
             return fail(e, "cannot set `RAY_REDIS_ADDRESS` env var in head Pod when "
                            "GcsFaultToleranceOptions is enabled - use "
                            "GcsFaultToleranceOptions.RedisAddress instead");
-        const char *ns = rc_annotation(rc, RC_ANN_EXTERNAL_STORAGE_NS);
+        const char *ns = kobj_annotation(rc, RC_ANN_EXTERNAL_STORAGE_NS);
         if (ns && *ns)
             return fail(e, "cannot set `ray.io/external-storage-namespace` annotation when "
                            "GcsFaultToleranceOptions is enabled - use "
@@ -282,7 +282,7 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
                            "(GcsFaultToleranceOptions.Backend: 'rocksdb') requires the "
                            "GCSFaultToleranceEmbeddedStorage feature gate to be enabled");
         }
-        if (rcj_get(opts, "storage") && !cJSON_IsNull(rcj_get(opts, "storage")))
+        if (kobj_get(opts, "storage") && !cJSON_IsNull(kobj_get(opts, "storage")))
             return fail(e, "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - "
                            "it only applies to the 'rocksdb' backend");
     }
@@ -295,7 +295,7 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
 static int validate_autoscaler(const cJSON *rc, bool autoscaling, struct verr *e)
 {
     const cJSON *spec = rc_spec(rc), *g;
-    const cJSON *aopts = rcj_get(spec, "autoscalerOptions");
+    const cJSON *aopts = kobj_get(spec, "autoscalerOptions");
     const cJSON *hc = rc_group_container0(rc_head_group(rc));
     const char *v2env = head_v2_env_on(rc);
     if (!autoscaling && v2env)
@@ -303,29 +303,29 @@ static int validate_autoscaler(const cJSON *rc, bool autoscaling, struct verr *e
                        "enableInTreeAutoscaling is false. Please set enableInTreeAutoscaling: true "
                        "to use autoscaler v2", v2env);
     if (autoscaling) {
-        cJSON_ArrayForEach(g, rcj_get(spec, "workerGroupSpecs")) {
+        cJSON_ArrayForEach(g, kobj_get(spec, "workerGroupSpecs")) {
             if (rcj_bool(g, "suspend", false))
                 return fail(e, "worker group %s cannot be suspended with Autoscaler enabled",
                             group_name(g));
         }
-        if (rcj_str(aopts, "version") && rc_env_exists(hc, "RAY_enable_autoscaler_v2"))
+        if (kobj_str(aopts, "version") && rc_env_exists(hc, "RAY_enable_autoscaler_v2"))
             return fail(e, "both .spec.autoscalerOptions.version and head Pod env var "
                            "RAY_enable_autoscaler_v2 are set, please only use the former");
         if (rc_autoscaling_v2(rc)) {
-            const char *rp = rcj_str(rcj_path(rc_head_group(rc), "template", "spec", NULL),
+            const char *rp = kobj_str(rcj_path(rc_head_group(rc), "template", "spec", NULL),
                                      "restartPolicy");
             if (rp && *rp && strcmp(rp, "Never"))
                 return fail(e, "restartPolicy for head Pod should be Never or unset when using "
                                "autoscaler V2");
-            cJSON_ArrayForEach(g, rcj_get(spec, "workerGroupSpecs")) {
-                rp = rcj_str(rcj_path(g, "template", "spec", NULL), "restartPolicy");
+            cJSON_ArrayForEach(g, kobj_get(spec, "workerGroupSpecs")) {
+                rp = kobj_str(rcj_path(g, "template", "spec", NULL), "restartPolicy");
                 if (rp && *rp && strcmp(rp, "Never"))
                     return fail(e, "restartPolicy for worker group %s should be Never or unset "
                                    "when using autoscaler V2", group_name(g));
             }
         }
     }
-    if (rcj_get(aopts, "idleTimeoutSeconds") && rcj_int(aopts, "idleTimeoutSeconds", 0) < 0)
+    if (kobj_get(aopts, "idleTimeoutSeconds") && rcj_int(aopts, "idleTimeoutSeconds", 0) < 0)
         return fail(e, "autoscalerOptions.idleTimeoutSeconds must be non-negative, got %lld",
                     (long long)rcj_int(aopts, "idleTimeoutSeconds", 0));
     if (rc_env_exists(aopts, "KUBERAY_GEN_AUTOSCALER_START_CMD"))
@@ -337,8 +337,8 @@ static int validate_autoscaler(const cJSON *rc, bool autoscaling, struct verr *e
 
 static int validate_auth(const cJSON *rc, struct verr *e)
 {
-    const cJSON *auth = rcj_get(rc_spec(rc), "authOptions");
-    const char *ver = rcj_str(rc_spec(rc), "rayVersion");
+    const cJSON *auth = kobj_get(rc_spec(rc), "authOptions");
+    const char *ver = kobj_str(rc_spec(rc), "rayVersion");
     int cmp;
     if (!rc_auth_token_enabled(rc)) {
         if (rc_k8s_token_auth(rc))
@@ -355,7 +355,7 @@ static int validate_auth(const cJSON *rc, struct verr *e)
     if (cmp < 0)
         return fail(e, "authOptions.mode is 'token' but minimum Ray version is 2.52.0, got %s", ver);
     if (rc_k8s_token_auth(rc)) {
-        const char *sn = rcj_str(auth, "secretName");
+        const char *sn = kobj_str(auth, "secretName");
         rc_version_cmp(ver, "2.55.0", &cmp);
         if (cmp < 0)
             return fail(e, "authOptions.enableK8sTokenAuth is enabled but minimum Ray version is "
@@ -405,8 +405,8 @@ static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr 
 
 static int validate_upgrade(const cJSON *rc, struct verr *e)
 {
-    const cJSON *us = rcj_get(rc_spec(rc), "upgradeStrategy");
-    const char *t = rcj_str(us, "type");
+    const cJSON *us = kobj_get(rc_spec(rc), "upgradeStrategy");
+    const char *t = kobj_str(us, "type");
     const char *creator = rc_creator_crd(rc);
     if (!t)
         return 0;
@@ -422,7 +422,7 @@ static bool condition_true(const cJSON *rc, const char *type)
 {
     const cJSON *c;
     cJSON_ArrayForEach(c, rcj_path(rc, "status", "conditions", NULL)) {
-        const char *t = rcj_str(c, "type"), *s = rcj_str(c, "status");
+        const char *t = kobj_str(c, "type"), *s = kobj_str(c, "status");
         if (t && s && !strcmp(t, type) && !strcmp(s, "True"))
             return true;
     }
@@ -478,8 +478,8 @@ int rc_validate_warning(const cJSON *rc, struct rc_invalid *why)
     size_t w = 0;
     if (!rc_autoscaling_enabled(rc) || !rc_autoscaling_v1_explicit(rc))
         return 0;
-    cJSON_ArrayForEach(g, rcj_get(rc_spec(rc), "workerGroupSpecs")) {
-        const char *rp = rcj_str(rcj_path(g, "template", "spec", NULL), "restartPolicy");
+    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs")) {
+        const char *rp = kobj_str(rcj_path(g, "template", "spec", NULL), "restartPolicy");
         if (rp && *rp && strcmp(rp, "Never") && w < sizeof(names))
             w += (size_t)snprintf(names + w, sizeof(names) - w, "%s%s", w ? ", " : "",
                                   group_name(g));

@@ -391,9 +391,14 @@ fail:
     return NULL;
 }
 
-cJSON *rj_build_submitter(const cJSON *rj, const cJSON *st, int *err)
+cJSON *rj_build_submitter(const cJSON *rj, const cJSON *cluster, const cJSON *st, int *err)
 {
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(rj, "spec");
+    /* GetDefaultSubmitterTemplate(&rayClusterInstance.Spec): the cluster the
+     * job runs on, which with a clusterSelector is not in the RayJob at all */
+    const cJSON *rcs = cJSON_GetObjectItemCaseSensitive(cluster, "spec");
+    if (!cJSON_IsObject(rcs))
+        rcs = cJSON_GetObjectItemCaseSensitive(spec, "rayClusterSpec");
     const cJSON *tmpl_in = cJSON_GetObjectItemCaseSensitive(spec, "submitterPodTemplate");
     int rc = -ENOMEM;
     cJSON *job = cJSON_CreateObject(), *tmpl = NULL;
@@ -405,7 +410,7 @@ cJSON *rj_build_submitter(const cJSON *rj, const cJSON *st, int *err)
         tmpl = cJSON_CreateObject();
         cJSON *ps = cJSON_AddObjectToObject(tmpl, "spec");
         cJSON *cs = cJSON_AddArrayToObject(ps, "containers");
-        cJSON_AddItemToArray(cs, default_submitter(cJSON_GetObjectItemCaseSensitive(spec, "rayClusterSpec")));
+        cJSON_AddItemToArray(cs, default_submitter(rcs));
         cJSON_AddStringToObject(ps, "restartPolicy", "Never");
     }
     cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
@@ -514,7 +519,10 @@ cJSON *rj_build_head_service(const cJSON *rj, const cJSON *cluster, int *err)
     cJSON_DeleteItemFromObjectCaseSensitive(md, "generateName");
     cJSON_DeleteItemFromObjectCaseSensitive(md, "labels");
     cJSON *labels = cJSON_AddObjectToObject(md, "labels");
-    origin_labels(labels, rj, false);
+    /* KubeRay sets no created-by label here (its cache holds every Service);
+     * rayop's watcher caches only created-by Services, so without it the
+     * Service would never be seen and never re-pointed after a retry. */
+    origin_labels(labels, rj, true);
     set_str(labels, "ray.io/node-type", "head");
     /* utils.CheckLabel: a label value keeps its last 63 characters */
     snprintf(ident, sizeof(ident), "%s-head", rj_str(rj, "metadata.name"));

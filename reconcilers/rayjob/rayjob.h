@@ -149,8 +149,11 @@ int64_t rj_parse_time_ms(const char *s);                     /* -1 if absent/bad
  * gate, it checks `ray job status` first and restarts OnFailure). NULL with *err < 0. */
 cJSON *rj_build_cluster(const cJSON *rayjob, const cJSON *status, bool sidecar_restart, int *err);
 /* The submitter batch Job (createNewK8sJob + getSubmitterTemplate). status
- * carries dashboardURL and jobId. */
-cJSON *rj_build_submitter(const cJSON *rayjob, const cJSON *status, int *err);
+ * carries dashboardURL and jobId; without a submitterPodTemplate the container
+ * takes the image of cluster's head (the RayCluster the job runs on, which a
+ * clusterSelector picks; NULL falls back to spec.rayClusterSpec). */
+cJSON *rj_build_submitter(const cJSON *rayjob, const cJSON *cluster, const cJSON *status,
+                          int *err);
 /* The shell command KubeRay's BuildJobSubmitCommand joins with spaces for
  * mode "K8sJobMode" or "SidecarMode". Caller frees. NULL with *err. */
 char *rj_build_submit_command(const cJSON *rayjob, const cJSON *status, const char *mode,

@@ -118,6 +118,7 @@ struct observed {
     char url[600];
     struct dash_job_info info;
     struct rj_in in;
+    char err[600];      /* the last API error as the server put it, for the requeue log */
 };
 
 static void observed_free(struct observed *o)
@@ -225,7 +226,7 @@ static void stop_job(struct host_ctx *ctx, struct observed *o)
              "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
 }
 
-static int create_obj(struct host_ctx *ctx, const cJSON *rj, const struct kube_resource *r,
+static int create_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
                       cJSON *obj, int err, const char *ok_reason, const char *fail_reason,
                       const char *what)
 {
@@ -235,31 +236,32 @@ static int create_obj(struct host_ctx *ctx, const cJSON *rj, const struct kube_r
     if (rc == -EEXIST)
         rc = 0;   /* made by an earlier reconcile the cache had not shown yet */
     if (rc < 0)
-        host_event(ctx, rj, HOST_EVENT_WARNING, fail_reason, "Create",
-                   "Failed to create new %s %s/%s: %s", what, ctx->ns, name, kube_strerror(rc));
+        host_event(ctx, o->rj, HOST_EVENT_WARNING, fail_reason, "Create",
+                   "Failed to create new %s %s/%s: %s", what, ctx->ns, name,
+                   kube_result_error(&kr, rc, o->err, sizeof(o->err)));
     else if (kr.http_code)
-        host_event(ctx, rj, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s", what,
+        host_event(ctx, o->rj, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s", what,
                    ctx->ns, name);
     kube_result_release(&kr);
     return rc;
 }
 
-static int delete_obj(struct host_ctx *ctx, const cJSON *rj, const struct kube_resource *r,
+static int delete_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
                       const char *name, const char *ok_reason, const char *fail_reason,
                       const char *what)
 {
     struct kube_result kr = { 0 };
     struct kube_delete_opts d = { .propagation = "Background", .grace_seconds = -1 };
     int rc = host_delete(ctx, r, ctx->ns, name, &d, &kr);
+    if (rc < 0 && rc != -ENOENT)
+        host_event(ctx, o->rj, HOST_EVENT_WARNING, fail_reason, "Delete", "Failed to delete %s %s/%s: %s",
+                   what, ctx->ns, name, kube_result_error(&kr, rc, o->err, sizeof(o->err)));
+    else if (rc == 0)
+        host_event(ctx, o->rj, HOST_EVENT_NORMAL, ok_reason, "Delete", "Deleted %s %s/%s", what,
+                   ctx->ns, name);
     kube_result_release(&kr);
     if (rc == -ENOENT)
         return 0;
-    if (rc < 0)
-        host_event(ctx, rj, HOST_EVENT_WARNING, fail_reason, "Delete", "Failed to delete %s %s/%s: %s",
-                   what, ctx->ns, name, kube_strerror(rc));
-    else
-        host_event(ctx, rj, HOST_EVENT_NORMAL, ok_reason, "Delete", "Deleted %s %s/%s", what,
-                   ctx->ns, name);
     return rc;
 }
 
@@ -283,7 +285,7 @@ static int suspend_workers(struct host_ctx *ctx, struct observed *o)
     if (rc < 0)
         host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToUpdateRayCluster", "Update",
                    "Failed to suspend worker groups in cluster %s/%s: %s", ctx->ns, name,
-                   kube_strerror(rc));
+                   kube_result_error(&kr, rc, o->err, sizeof(o->err)));
     else
         host_event(ctx, o->rj, HOST_EVENT_NORMAL, "UpdatedRayCluster", "Update",
                    "Set the `suspend` field to true for all worker groups in cluster %s/%s",
@@ -291,6 +293,38 @@ static int suspend_workers(struct host_ctx *ctx, struct observed *o)
     kube_result_release(&kr);
     cJSON_Delete(c);
     return rc;
+}
+
+/* A Service of that name exists but is not in the cache: it lacks the
+ * created-by label (made by KubeRay, whose cache needs no label, or by an
+ * older rayop). Read it live so the update below labels it (bringing it into the
+ * cache) and re-points it. 0 with *old set, or a negative errno. */
+static int head_service_adopt(struct host_ctx *ctx, const char *name, cJSON **old)
+{
+    struct kube_result kr = { 0 };
+    struct kube_client *kc = host_kube(ctx);
+    int rc = kc ? kube_get(kc, &KUBE_RES_SERVICES, ctx->ns, name, &kr) : -ENOTCONN;
+    if (rc == 0) {
+        *old = kr.body;
+        kr.body = NULL;
+    }
+    kube_result_release(&kr);
+    return rc;
+}
+
+/* True when the Service svc (live or cached) already has every label of want. */
+static bool labels_cover(const cJSON *svc, const cJSON *want)
+{
+    const cJSON *have = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(svc, "metadata"), "labels");
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(want, "metadata"), "labels")) {
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(have, l->string);
+        if (!cJSON_IsString(h) || !cJSON_IsString(l) || strcmp(h->valuestring, l->valuestring))
+            return false;
+    }
+    return true;
 }
 
 /* reconcileServices: create NAME-head-svc, or re-point it when the RayJob's
@@ -309,23 +343,44 @@ static int head_service(struct host_ctx *ctx, struct observed *o)
     rc = host_get(ctx, T_SERVICES, ctx->ns, name, &old);
     if (rc == -ENOENT) {
         rc = host_create(ctx, &KUBE_RES_SERVICES, ctx->ns, svc, &kr);
-        if (rc == -EEXIST)
-            rc = 0;
-        else if (rc < 0)
+        if (rc == -EEXIST) {
+            kube_result_release(&kr);
+            rc = head_service_adopt(ctx, name, &old);
+            if (rc == 0)
+                goto update;
+            if (rc == -ENOENT)
+                rc = 0;     /* deleted meanwhile: the next reconcile creates it */
+        } else if (rc < 0)
             host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
-                       "Failed to create the service %s/%s, %s", ctx->ns, name, kube_strerror(rc));
+                       "Failed to create the service %s/%s, %s", ctx->ns, name,
+                       kube_result_error(&kr, rc, o->err, sizeof(o->err)));
         else
             host_event(ctx, o->rj, HOST_EVENT_NORMAL, "CreatedService", "Create",
                        "Created the service %s/%s", ctx->ns, name);
     } else if (rc == 0) {
+update:;
         const cJSON *os = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(old, "spec"), "selector");
         const cJSON *ns_ = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(svc, "spec"), "selector");
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(os, "ray.io/cluster");
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(ns_, "ray.io/cluster");
-        if (cJSON_IsString(a) && cJSON_IsString(b) && strcmp(a->valuestring, b->valuestring) == 0)
+        if (cJSON_IsString(a) && cJSON_IsString(b) && strcmp(a->valuestring, b->valuestring) == 0 &&
+            labels_cover(old, svc))
             goto out;
+        /* our labels join the ones already there (an adopted Service keeps its own) */
+        cJSON *omd = cJSON_GetObjectItemCaseSensitive(old, "metadata");
+        cJSON *ol = cJSON_GetObjectItemCaseSensitive(omd, "labels");
+        if (!cJSON_IsObject(ol)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(omd, "labels");
+            ol = cJSON_AddObjectToObject(omd, "labels");
+        }
+        const cJSON *l;
+        cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(
+                                  cJSON_GetObjectItemCaseSensitive(svc, "metadata"), "labels")) {
+            cJSON_DeleteItemFromObjectCaseSensitive(ol, l->string);
+            cJSON_AddItemToObject(ol, l->string, cJSON_Duplicate(l, 1));
+        }
         cJSON *spec = cJSON_DetachItemFromObjectCaseSensitive(svc, "spec");
         const char *ip = rj_str(old, "spec.clusterIP");
         if (spec && *ip) {
@@ -336,7 +391,8 @@ static int head_service(struct host_ctx *ctx, struct observed *o)
         rc = host_update(ctx, &KUBE_RES_SERVICES, ctx->ns, old, &kr);
         if (rc < 0)
             host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
-                       "Failed to update the service %s/%s, %s", ctx->ns, name, kube_strerror(rc));
+                       "Failed to update the service %s/%s, %s", ctx->ns, name,
+                       kube_result_error(&kr, rc, o->err, sizeof(o->err)));
         else
             host_event(ctx, o->rj, HOST_EVENT_NORMAL, "UpdatedService", "Update",
                        "Updated the service %s/%s", ctx->ns, name);
@@ -377,15 +433,15 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         return rc;
     if (a & RJ_CREATE_CLUSTER) {
         cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
-        rc = create_obj(ctx, o->rj, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
+        rc = create_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
                         "FailedToCreateRayCluster", "RayCluster");
         cJSON_Delete(c);
         if (rc < 0)
             return rc;
     }
     if (a & RJ_CREATE_SUBMITTER) {
-        cJSON *j = rj_build_submitter(o->rj, p->status, &err);
-        rc = create_obj(ctx, o->rj, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
+        cJSON *j = rj_build_submitter(o->rj, o->cluster, p->status, &err);
+        rc = create_obj(ctx, o, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
                         "FailedToCreateRayJobSubmitter", "Kubernetes Job");
         cJSON_Delete(j);
         if (rc < 0)
@@ -396,11 +452,11 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
     if ((a & RJ_SUBMIT_HTTP) && (rc = submit_http(ctx, o, p)) < 0)
         return rc;
     if ((a & RJ_DELETE_CLUSTER) && o->cluster &&
-        (rc = delete_obj(ctx, o->rj, &KUBE_RES_RAYCLUSTERS, rj_str(o->cluster, "metadata.name"),
+        (rc = delete_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, rj_str(o->cluster, "metadata.name"),
                          "DeletedRayCluster", "FailedToDeleteRayCluster", "cluster")) < 0)
         return rc;
     if ((a & RJ_DELETE_SUBMITTER) && o->submitter &&
-        (rc = delete_obj(ctx, o->rj, &KUBE_RES_JOBS, ctx->name, "DeletedRayJobSubmitter",
+        (rc = delete_obj(ctx, o, &KUBE_RES_JOBS, ctx->name, "DeletedRayJobSubmitter",
                          "FailedToDeleteRayJobSubmitter", "submitter K8s Job")) < 0)
         return rc;
     if ((a & RJ_SUSPEND_WORKERS) && (rc = suspend_workers(ctx, o)) < 0)
@@ -425,13 +481,18 @@ static int write_status(struct host_ctx *ctx, struct observed *o, struct rj_plan
     cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
     cJSON_AddItemReferenceToObject(obj, "status", p->status);
     int rc = host_update_status(ctx, &KUBE_RES_RAYJOBS, ctx->ns, obj, &kr);
-    host_log(ctx, rc < 0 ? LOG_WARN : LOG_INFO, rc < 0 ? "Failed to update RayJob status"
-             : "updateRayJobStatus",
+    /* KubeRay logs every status write; the two states are what a reader
+     * follows, so a write that keeps both (a timestamp, a message) is debug */
+    bool changed = strcmp(rj_str(o->rj, "status.jobDeploymentStatus"),
+                          rj_str(p->status, "jobDeploymentStatus")) != 0 ||
+                   strcmp(rj_str(o->rj, "status.jobStatus"), rj_str(p->status, "jobStatus")) != 0;
+    host_log(ctx, rc < 0 ? LOG_WARN : changed ? LOG_INFO : LOG_DEBUG,
+             rc < 0 ? "Failed to update RayJob status" : "updateRayJobStatus",
              "oldJobDeploymentStatus", rj_str(o->rj, "status.jobDeploymentStatus"),
              "newJobDeploymentStatus", rj_str(p->status, "jobDeploymentStatus"),
              "oldJobStatus", rj_str(o->rj, "status.jobStatus"),
              "newJobStatus", rj_str(p->status, "jobStatus"),
-             "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+             "error", rc < 0 ? kube_result_error(&kr, rc, o->err, sizeof(o->err)) : NULL, NULL);
     kube_result_release(&kr);
     cJSON_Delete(obj);
     return rc;
@@ -484,7 +545,7 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     goto out;
 requeue:
-    snprintf(res->message, sizeof(res->message), "%s", kube_strerror(rc));
+    snprintf(res->message, sizeof(res->message), "%.255s", o.err[0] ? o.err : kube_strerror(rc));
 out:
     rj_plan_free(&plan);
     observed_free(&o);

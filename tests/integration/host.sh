@@ -14,10 +14,12 @@
 #  - `rayop up` restarts a killed controller (up.json counts it), merges logs, stops on SIGTERM
 . "$(dirname "$0")/lib.sh"
 
-RAYOP=${HOST_IT_RAYOP:-$LIB_ROOT/bin/rayop}   # HOST_IT_RAYOP: e.g. an ASan build
+# bin/rayop_test: bin/rayop plus the self-test kind (tests/tools/); HOST_IT_RAYOP: e.g. an ASan build
+RAYOP=${HOST_IT_RAYOP:-$LIB_ROOT/bin/rayop_test}
 NOBJ=${HOST_IT_PODS:-10000}
 NRC=10
-[ -x "$RAYOP" ] || { not_ok "bin/rayop is built"; exit 1; }
+[ -x "$RAYOP" ] || make -s -C "$LIB_ROOT" bin/rayop_test >/dev/null 2>&1
+[ -x "$RAYOP" ] || { not_ok "bin/rayop_test is built (make bench-bins)"; exit 1; }
 
 start_kubesim --bookmark-interval-ms 500 || exit 1
 WORK=$KUBESIM_DIR
@@ -181,8 +183,11 @@ if [ -n "$holder" ]; then
 fi
 
 # ---- restart -> first reconcile with NOBJ pods cached ----
-check "cache holds the $NOBJ pods (+1 from the read-your-writes step)" sh -c \
-    "'$RAYOP' status --state-dir '$STATE' -o json | jq -e '.cache.types[] | select(.name == \"v1/pods\") | .objects >= $NOBJ' >/dev/null"
+# The watcher applies the NOBJ creates at its own pace; on a loaded machine that can
+# take a while after the POSTs returned, so wait for it rather than sample once.
+wait_until "cache holds the $NOBJ pods" 60 sh -c \
+    "'$RAYOP' status --state-dir '$STATE' -o json | jq -e '.cache.types[] | select(.name == \"v1/pods\") | .objects >= $NOBJ' >/dev/null" &&
+    ok "cache holds the $NOBJ pods (+1 from the read-your-writes step)"
 spec_bump c3
 wait_until "c3 bump reached the cache" 10 sh -c "'$RAYOP' status --state-dir '$STATE' -o json | jq -e '.queues.kinds[] | select(.kind == \"raycluster\") | .depth >= 1' >/dev/null"
 times=()

@@ -31,4 +31,18 @@ else not_ok "operator sources include kubesim/ headers: $inc"; fi
 inc=$(grep -rln '#include "\(kube\|dashboard\|cache\|ipc\|watcher\|reconcilers\|cmd\)/' kubesim kobj util 2>/dev/null)
 if [ -z "$inc" ]; then ok "kubesim/, kobj/ and util/ include no operator header"
 else not_ok "simulator or shared sources include operator headers: $inc"; fi
+
+# The host library knows no kind (the registration table is reconcilers/kinds.c) and
+# the host self-test kind lives in test builds only (tests/tools/, bin/rayop_test).
+inc=$(grep -rn '#include "reconcilers/' reconcilers/host | grep -v '#include "reconcilers/host/')
+if [ -z "$inc" ]; then ok "reconcilers/host/ includes no kind's header"
+else not_ok "host sources include kind headers: $inc"; fi
+if nm bin/rayop | grep -q 'test_kind_reconcile'; then not_ok "bin/rayop carries the test kind"
+else ok "bin/rayop carries no test kind"; fi
+bin/rayop controller test --state-dir /nonexistent >/dev/null 2>/tmp/wall-kind.$$
+rc=$?
+if [ "$rc" = 2 ] && grep -q 'unknown kind "test"' /tmp/wall-kind.$$; then
+    ok "bin/rayop controller test: unknown kind (exit 2)"
+else not_ok "bin/rayop controller test refused (rc=$rc: $(head -c 200 /tmp/wall-kind.$$))"; fi
+rm -f /tmp/wall-kind.$$
 exit $fail

@@ -12,8 +12,10 @@
 #  - someone else taking the Lease: the leader's processes exit non-zero
 . "$(dirname "$0")/lib.sh"
 
-RAYOP=${LEADER_IT_RAYOP:-$LIB_ROOT/bin/rayop}   # LEADER_IT_RAYOP: e.g. an ASan build
-[ -x "$RAYOP" ] || { not_ok "bin/rayop is built"; exit 1; }
+# bin/rayop_test: bin/rayop plus the self-test kind (tests/tools/); LEADER_IT_RAYOP: e.g. an ASan build
+RAYOP=${LEADER_IT_RAYOP:-$LIB_ROOT/bin/rayop_test}
+[ -x "$RAYOP" ] || make -s -C "$LIB_ROOT" bin/rayop_test >/dev/null 2>&1
+[ -x "$RAYOP" ] || { not_ok "bin/rayop_test is built (make bench-bins)"; exit 1; }
 start_kubesim || exit 1
 WORK=$KUBESIM_DIR
 cp "$RAYOP" "$WORK/rayop" && RAYOP=$WORK/rayop

@@ -23,12 +23,19 @@
 #                           polls command (every 0.1 s) until it succeeds; on timeout prints
 #                           a not-ok line and returns 1
 #   ok "what" / not_ok "what" [detail]      TAP-ish result lines tests/run.sh counts
+#   skip "what" "why"       a check that cannot run here (a missing peer or tool): counted
+#                           as skipped, never as passed
 #   check "what" command...                 ok if command succeeds, else not_ok
 #   json_get FIELD.PATH     reads JSON on stdin, prints the value at a dotted path
 #                           (jq, else python3; strings/numbers bare, objects as compact JSON,
 #                           missing or unparsable -> empty line)
 #
 # KUBESIM_BIN overrides the binary (default: bin/kubesim of this tree).
+#
+# RAYOP_SERVER=real makes start_kubesim start a real control plane instead (tools/realk8s.sh:
+# etcd, kube-apiserver, controller-manager, scheduler, kwok nodes, built by `make peers`) in its
+# temp dir and set the same variables (KUBESIM_PID and the request log stay empty; kubesim flags
+# are ignored). real_server tells a test which one it runs against.
 
 LIB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 KUBESIM_BIN=${KUBESIM_BIN:-$LIB_ROOT/bin/kubesim}
@@ -45,6 +52,7 @@ not_ok() {
     _LIB_FAILS=$((_LIB_FAILS + 1))
     return 0
 }
+skip() { echo "skip - $1 (${2:-not available here})"; }
 check() {
     local what=$1; shift
     if "$@"; then ok "$what"; else not_ok "$what" "command: $*"; fi
@@ -65,8 +73,12 @@ wait_until() {
     done
 }
 
+real_server() { [ "${RAYOP_SERVER:-}" = real ]; }
+_LIB_REAL=""
+
 _lib_cleanup() {
     local p d
+    for d in $_LIB_REAL; do "$LIB_ROOT/tools/realk8s.sh" stop "$d" >/dev/null 2>&1; done
     for p in $_LIB_PIDS; do kill "$p" 2>/dev/null; done
     for p in $_LIB_PIDS; do
         for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
@@ -89,6 +101,21 @@ start_kubesim() {
     KUBECONFIG=$dir/kubeconfig
     export KUBECONFIG
     : >"$KUBESIM_REQLOG"
+    if real_server; then
+        _LIB_REAL="$_LIB_REAL $dir/realk8s"
+        if ! "$LIB_ROOT/tools/realk8s.sh" start "$dir/realk8s" --nodes 3 >"$dir/realk8s.out" 2>&1; then
+            not_ok "the real control plane starts (tools/realk8s.sh)"
+            tail -20 "$dir/realk8s.out" | sed 's/^/#   /'
+            return 1
+        fi
+        cp "$dir/realk8s/kubeconfig" "$KUBECONFIG"
+        KUBESIM_URL=$(cat "$dir/realk8s/url")
+        KUBESIM_TOKEN=$(cut -d, -f1 "$dir/realk8s/pki/tokens.csv")
+        KUBESIM_CA=$dir/realk8s/pki/ca.crt
+        KUBESIM_PID=""
+        echo "# real control plane at $KUBESIM_URL, up in $(cat "$dir/realk8s/start-ms") ms"
+        return 0
+    fi
     "$KUBESIM_BIN" --listen 127.0.0.1:0 --kubeconfig-out "$KUBECONFIG" \
         --request-log "$KUBESIM_REQLOG" "$@" >"$dir/kubesim.stdout" 2>"$KUBESIM_STDERR" &
     KUBESIM_PID=$!

@@ -23,6 +23,8 @@ rj_create rules "$HTTP,$(envy 1 0),\"deletionStrategy\":{\"deletionRules\":[
   {\"condition\":{\"jobStatus\":\"SUCCEEDED\",\"ttlSeconds\":8},\"policy\":\"DeleteSelf\"}]}" || not_ok "create rules"
 rj_create susp "$HTTP,\"suspend\":true,\"shutdownAfterJobFinishes\":true,$(envy 1 0)" || not_ok "create susp"
 
+ev() { kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -e --arg n "$1" --arg r "$2" \
+    '.items[] | select(.regarding.name == $n and .reason == $r)' >/dev/null; }
 has_rc() { [ -n "$(rj_field rules status.rayClusterName)" ]; }
 wait_until "rules: a RayCluster name" 20 has_rc && RULES_RC=$(rj_field rules status.rayClusterName)
 
@@ -60,6 +62,17 @@ if rj_wait retry status.jobDeploymentStatus Failed 60; then
     n=$(kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -r '[.items[] |
         select(.regarding.name == "retry" and .reason == "CreatedRayCluster") | .note] | unique | length')
     check "retry: two RayClusters created, with different names ($n)" [ "$n" = 2 ]
+    # the head Service is in the watcher's cache (created-by label) and follows the retry
+    svc_follows() {
+        [ "$(kcurl /api/v1/namespaces/default/services/retry-head-svc |
+            jq -r '.spec.selector["ray.io/cluster"]')" = "$(rj_field retry status.rayClusterName)" ]
+    }
+    wait_until "retry: retry-head-svc selects the second cluster's head" 20 svc_follows &&
+        ok "retry: retry-head-svc selects the second cluster's head"
+    check "retry: retry-head-svc carries the created-by label the watcher caches by" \
+        [ "$(kcurl /api/v1/namespaces/default/services/retry-head-svc |
+            jq -r '.metadata.labels["app.kubernetes.io/created-by"]')" = kuberay-operator ]
+    ev retry UpdatedService && ok "retry: UpdatedService event" || not_ok "retry: UpdatedService event"
 fi
 
 # ---- activeDeadlineSeconds ----
@@ -79,8 +92,6 @@ if rj_wait ttl status.jobDeploymentStatus Complete 40; then
 fi
 
 # ---- deletion rules (the RayJob deletes itself 8 s after it ends: no status read here) ----
-ev() { kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -e --arg n "$1" --arg r "$2" \
-    '.items[] | select(.regarding.name == $n and .reason == $r)' >/dev/null; }
 if [ -n "$RULES_RC" ]; then
     wait_until "rules: DeleteWorkers suspends the worker groups (UpdatedRayCluster)" 30 ev rules UpdatedRayCluster &&
         ok "rules: DeleteWorkers suspends the worker groups (UpdatedRayCluster)"

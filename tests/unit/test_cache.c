@@ -449,34 +449,6 @@ static void test_iteration(void **state)
     cache_close(w);
 }
 
-static void gone_cb(const char *ns, const char *name, void *arg)
-{
-    struct seen *s = arg;
-    snprintf(s->names[s->n++], sizeof(s->names[0]), "%s/%s", ns, name);
-}
-
-static void test_relist_sweeps_missing(void **state)
-{
-    (void)state;
-    struct cache *w = open_writer(4 << 20, 256);
-    int pods = cache_type_ensure(w, "v1/pods");
-    int svcs = cache_type_ensure(w, "v1/services");
-    put_pod(w, pods, "ns", "keep", NULL, NULL, "1");
-    put_pod(w, pods, "ns", "gone", NULL, NULL, "1");
-    put_pod(w, svcs, "ns", "other-type", NULL, NULL, "1");
-    assert_int_equal(cache_relist_begin(w, pods), 0);
-    put_pod(w, pods, "ns", "keep", NULL, NULL, "2");
-    put_pod(w, pods, "ns", "new", NULL, NULL, "2");
-    struct seen s = { 0 };
-    assert_int_equal(cache_relist_end(w, pods, gone_cb, &s), 1);
-    assert_int_equal(s.n, 1);
-    assert_string_equal(s.names[0], "ns/gone");
-    assert_int_equal(cache_get(w, pods, "ns", "gone", NULL, 0, NULL, NULL), -ENOENT);
-    assert_int_equal(cache_get(w, pods, "ns", "new", NULL, 0, NULL, NULL), -ENOBUFS);
-    assert_int_equal(cache_get(w, svcs, "ns", "other-type", NULL, 0, NULL, NULL), -ENOBUFS);
-    cache_close(w);
-}
-
 static void test_rv_synced(void **state)
 {
     (void)state;
@@ -839,7 +811,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_put_update_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_indexes_follow_updates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_iteration, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_relist_sweeps_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rv_synced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reattach_keeps_objects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reattach_drops_torn_write, setup, teardown),

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "tests/tools/test_kind.h"
 #include "reconcilers/host/internal.h"
 #include "kubesim/registry/registry.h"
 #include "kubesim/api/server.h"
@@ -25,9 +26,7 @@
 
 static const struct host_kind *test_kind(void)
 {
-    const struct host_kind *k = host_kind_find("test");
-    assert_non_null(k);
-    return k;
+    return &host_test_kind;
 }
 
 static void test_record_keeps_highest_per_type(void **state)

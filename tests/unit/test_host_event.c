@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "reconcilers/kinds.h"
 #include "reconcilers/host/internal.h"
 #include "kubesim/registry/registry.h"
 #include "kubesim/api/server.h"
@@ -88,7 +89,7 @@ static void test_event_fields_and_series(void **state)
 {
     struct sim *s = *state;
     struct host_ctx ctx;
-    const struct host_kind *k = host_kind_find("raycluster");
+    const struct host_kind *k = host_kind_find(reconcilers_kinds, reconcilers_nkinds, "raycluster");
     assert_non_null(k);
     assert_int_equal(host_ctx_init(&ctx, k, "default/rc1", s->kube, NULL), 0);
     cJSON *rc = cJSON_Parse("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":"

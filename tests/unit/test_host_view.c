@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "tests/tools/test_kind.h"
 #include "cache/cache.h"
 #include "reconcilers/host/host.h"
 #include "util/util.h"
@@ -75,7 +76,7 @@ static void test_view_reads(void **state)
     struct host_view *v;
     assert_int_equal(host_view_open(seg, &v), 0);
     struct host_ctx ctx;
-    assert_int_equal(host_ctx_init(&ctx, host_kind_find("test"), "ns1/c1", NULL, v), 0);
+    assert_int_equal(host_ctx_init(&ctx, &host_test_kind, "ns1/c1", NULL, v), 0);
 
     cJSON *obj = NULL;
     assert_int_equal(host_get(&ctx, "ray.io/v1/rayclusters", "ns1", "c1", &obj), 0);

@@ -167,6 +167,14 @@ struct contention {
     atomic_int stop;
 };
 
+static bool every_proc_worked(struct contention *ct)
+{
+    for (int p = 0; p < 4; p++)
+        if (atomic_load(&ct->by_proc[p]) == 0)
+            return false;
+    return true;
+}
+
 struct worker_args {
     struct contention *ct;
     struct ipc_client *c;
@@ -264,9 +272,12 @@ static void test_one_holder_per_key(void **state)
     struct add_rounds ar = {50, 7};
     for (int r = 0; r < 100; r++)
         srv_call(sv, do_add_random, &ar);
-    /* Keep events coming until a good amount of work has flowed (30 s deadline). */
+    /* Keep events coming until a good amount of work has flowed and every process
+     * has taken part (30 s deadline): on a loaded machine a forked process can be
+     * scheduled late, so a fixed amount of work does not guarantee it got a key. */
     uint64_t deadline = util_now_ns() + 30ull * 1000000000ull;
-    while (atomic_load(&ct->processed) < 2000 && util_now_ns() < deadline)
+    while ((atomic_load(&ct->processed) < 2000 || !every_proc_worked(ct)) &&
+           util_now_ns() < deadline)
         srv_call(sv, do_add_random, &ar);
     atomic_store(&ct->stop, 1);
     for (int i = 0; i < NW * THREADS; i++)

@@ -321,7 +321,15 @@ static void test_status_errors_are_typed(void **state)
     assert_string_equal(res.status.causes[0].field, "spec.headGroupSpec");
     assert_string_equal(res.status.causes[1].reason, "FieldValueInvalid");
     assert_non_null(res.body); /* the Status object itself */
+    /* what a reconciler reports: the server's words and every field cause,
+     * not "invalid" */
+    char why[512];
+    assert_string_equal(kube_result_error(&res, -EINVAL, why, sizeof(why)),
+                        "RayCluster.ray.io \"x\" is invalid; spec.headGroupSpec: Required value; "
+                        "spec.x: bad");
     kube_result_release(&res);
+    struct kube_result none = { 0 };
+    assert_string_equal(kube_result_error(&none, -EINVAL, why, sizeof(why)), "invalid");
     /* A 2xx body that is not JSON is a protocol error. */
     ts_push(&f->srv, 200, "<html>", NULL, NULL, 0);
     assert_int_equal(kube_get(f->c, &KUBE_RES_PODS, "ns", "p", &res), -EPROTO);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "reconcilers/rayjob/rayjob.h"
+#include "util/json.h"
 
 #define NOW 1800000000000LL   /* 2027-01-15T08:00:00Z */
 
@@ -653,7 +654,7 @@ static void test_objects(void **state)
     assert_true(rj_bool(ref, "controller"));
     assert_string_equal(rj_str(c, "spec.rayVersion"), "2.52.0");
     cJSON_Delete(c);
-    cJSON *job = rj_build_submitter(rj, status, &err);
+    cJSON *job = rj_build_submitter(rj, NULL, status, &err);
     assert_non_null(job);
     assert_string_equal(rj_str(job, "metadata.name"), "rj");
     int64_t v;
@@ -669,6 +670,21 @@ static void test_objects(void **state)
     assert_string_equal(rj_str(cJSON_GetArrayItem(env, 2), "value"), "rj-abcde");
     assert_string_equal(rj_str(job, "spec.template.spec.restartPolicy"), "Never");
     cJSON_Delete(job);
+    cJSON_Delete(rj);
+    /* clusterSelector: no rayClusterSpec; the image is the selected cluster's head's */
+    rj = parse("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"metadata\":{\"name\":\"sel\","
+               "\"namespace\":\"ns\",\"uid\":\"u-2\"},\"spec\":{\"entrypoint\":\"python x.py\","
+               "\"clusterSelector\":{\"ray.io/cluster\":\"rc\"}},\"status\":{\"jobId\":\"sel-1\","
+               "\"dashboardURL\":\"rc-head-svc.ns.svc.cluster.local:8265\"}}");
+    cJSON *picked = parse("{\"metadata\":{\"name\":\"rc\"},\"spec\":{\"headGroupSpec\":{\"template\":"
+                          "{\"spec\":{\"containers\":[{\"name\":\"ray-head\","
+                          "\"image\":\"rayproject/ray:2.46.0\"}]}}}}}");
+    job = rj_build_submitter(rj, picked, cJSON_GetObjectItem(rj, "status"), &err);
+    assert_non_null(job);
+    assert_string_equal(rj_str(cJSON_GetArrayItem(json_get(job, "spec.template.spec.containers"), 0),
+                               "image"), "rayproject/ray:2.46.0");
+    cJSON_Delete(job);
+    cJSON_Delete(picked);
     cJSON_Delete(rj);
     /* SidecarMode: the submitter goes into the head Pod, which never restarts */
     rj = rayjob("\"submissionMode\":\"SidecarMode\"", RUNNING_ST);

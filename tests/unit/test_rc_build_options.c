@@ -263,7 +263,8 @@ static void test_ingress_and_auth_secret(void **state)
     assert_null(rc_build_auth_secret(rc, (const unsigned char *)"x", 1, &err));
     cJSON_Delete(rc);
 
-    /* ray-cluster.auth.yaml: the Secret named after the cluster, base64 of the token */
+    /* ray-cluster.auth.yaml: the Secret named after the cluster; the token text is base64
+     * of the bytes ("AP8QYWI="), stored base64 once more in data as the API server would */
     rc = rct_sample("ray-cluster.auth.yaml");
     const unsigned char token[5] = { 0x00, 0xff, 0x10, 'a', 'b' };
     cJSON *sec = rc_build_auth_secret(rc, token, sizeof(token), &err);
@@ -273,7 +274,7 @@ static void test_ingress_and_auth_secret(void **state)
         "\"app.kubernetes.io/created-by\":\"kuberay-operator\"},\"ownerReferences\":[{"
         "\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"name\":\"ray-cluster-with-auth\","
         "\"uid\":\"" RCT_UID "\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
-        "\"stringData\":{\"auth_token\":\"AP8QYWI=\"}}");
+        "\"data\":{\"auth_token\":\"QVA4UVlXST0=\"}}");
     rct_assert_json(sec, want, "auth Secret");
     cJSON_Delete(want);
     cJSON_Delete(sec);
@@ -285,6 +286,21 @@ static void test_ingress_and_auth_secret(void **state)
     err = 0;
     assert_null(rc_build_auth_secret(rc, NULL, 0, &err));
     assert_int_equal(err, -EINVAL);
+    cJSON_Delete(rc);
+    /* authOptions without mode "token" (absent or "disabled"): no Secret, and the Pods
+     * reference none either */
+    rc = rct_sample("ray-cluster.auth.yaml");
+    cJSON *auth = cJSON_GetObjectItem(cJSON_GetObjectItem(rc, "spec"), "authOptions");
+    cJSON_DeleteItemFromObject(auth, "mode");
+    assert_int_equal(rc_auth_secret_name(rc, name, sizeof(name)), 0);
+    assert_string_equal(name, "");
+    assert_null(rc_build_auth_secret(rc, token, sizeof(token), &err));
+    pod = rc_build_head_pod(rc, NULL, &err);
+    assert_null(rct_env(ray0(pod), "RAY_AUTH_TOKEN", NULL));
+    cJSON_Delete(pod);
+    cJSON_AddStringToObject(auth, "mode", "disabled");
+    assert_int_equal(rc_auth_secret_name(rc, name, sizeof(name)), 0);
+    assert_string_equal(name, "");
     cJSON_Delete(rc);
     /* a user Secret, or Kubernetes token auth: none */
     rc = rct_sample("ray-cluster.auth.secret-ref.yaml");

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/kobj.h"
 #include "watcher/internal.h"
 #include "watcher/watcher.h"
 
@@ -247,11 +248,11 @@ static void test_type_table(void **state)
 static void test_rv_compare(void **state)
 {
     (void)state;
-    assert_true(wsync_rv_cmp("9", "10") < 0);
-    assert_true(wsync_rv_cmp("100", "99") > 0);
-    assert_int_equal(wsync_rv_cmp("42", "42"), 0);
-    assert_int_equal(wsync_rv_cmp("007", "7"), 0);
-    assert_true(wsync_rv_cmp("abc", "abd") < 0);
+    assert_true(kobj_rv_cmp("9", "10") < 0);
+    assert_true(kobj_rv_cmp("100", "99") > 0);
+    assert_int_equal(kobj_rv_cmp("42", "42"), 0);
+    assert_int_equal(kobj_rv_cmp("007", "7"), 0);
+    assert_true(kobj_rv_cmp("abc", "abd") < 0);
 }
 
 int main(void)

@@ -1,0 +1,82 @@
+/*
+ * kobj.c - object reading helpers (kobj/kobj.h). Every module that reads a member,
+ * the metadata, the controller ownerReference or compares resourceVersions comes
+ * here, so a rule such as "only a controller: true reference owns" is written once.
+ */
+#include <string.h>
+
+#include "kobj/kobj.h"
+
+const cJSON *kobj_get(const cJSON *o, const char *key)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+const char *kobj_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = kobj_get(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+const char *kobj_meta_str(const cJSON *obj, const char *field)
+{
+    return kobj_str(kobj_get(obj, "metadata"), field);
+}
+
+const char *kobj_label(const cJSON *obj, const char *key)
+{
+    return kobj_str(kobj_get(kobj_get(obj, "metadata"), "labels"), key);
+}
+
+const char *kobj_annotation(const cJSON *obj, const char *key)
+{
+    return kobj_str(kobj_get(kobj_get(obj, "metadata"), "annotations"), key);
+}
+
+const cJSON *kobj_controller_ref(const cJSON *obj)
+{
+    const cJSON *refs = kobj_get(kobj_get(obj, "metadata"), "ownerReferences"), *r;
+    if (!cJSON_IsArray(refs))
+        return NULL;
+    cJSON_ArrayForEach(r, refs) {
+        if (cJSON_IsTrue(kobj_get(r, "controller")))
+            return r;
+    }
+    return NULL;
+}
+
+const char *kobj_controller_uid(const cJSON *obj)
+{
+    return kobj_str(kobj_controller_ref(obj), "uid");
+}
+
+bool kobj_rv_numeric(const char *s)
+{
+    return s && *s && s[strspn(s, "0123456789")] == '\0';
+}
+
+int kobj_rv_cmp(const char *a, const char *b)
+{
+    if (kobj_rv_numeric(a) && kobj_rv_numeric(b)) {
+        size_t la = strlen(a), lb = strlen(b);
+        while (la > 1 && *a == '0') { a++; la--; }
+        while (lb > 1 && *b == '0') { b++; lb--; }
+        if (la != lb)
+            return la < lb ? -1 : 1;
+    }
+    return strcmp(a, b);
+}
+
+void kobj_base64_encode(const unsigned char *in, size_t n, char *out)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < n ? in[i + 2] : 0);
+        *out++ = tab[v >> 18 & 63];
+        *out++ = tab[v >> 12 & 63];
+        *out++ = i + 1 < n ? tab[v >> 6 & 63] : '=';
+        *out++ = i + 2 < n ? tab[v & 63] : '=';
+    }
+    *out = '\0';
+}

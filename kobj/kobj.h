@@ -1,0 +1,50 @@
+/*
+ * kobj.h - reading Kubernetes objects held as cJSON trees: the one place for member
+ * and dotted-path lookups, metadata, labels and annotations, the controller
+ * ownerReference, resourceVersion order and base64. Linked by both sides of the wall
+ * (the operator and kubesim) through libcommon.a; nothing here allocates except
+ * kobj_base64_encode, and every lookup is NULL-safe and borrows from the object.
+ *
+ * Siblings in kobj/: json_equal.h (deep equality), quantity.h (resource.Quantity),
+ * yamljson.h (YAML to JSON), json_text.h (cJSON-identical string text). Dotted paths
+ * are util/json.h's json_get / json_get_str.
+ */
+#ifndef RAYOP_KOBJ_KOBJ_H
+#define RAYOP_KOBJ_KOBJ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include "util/json.h"
+
+/* Member key of o; NULL when o is not an object or has no such member. */
+const cJSON *kobj_get(const cJSON *o, const char *key);
+/* The string member key of o, or NULL when absent or not a string. */
+const char *kobj_str(const cJSON *o, const char *key);
+
+/* metadata.<field> of obj as a string ("name", "namespace", "uid", ...), or NULL. */
+const char *kobj_meta_str(const cJSON *obj, const char *field);
+/* metadata.labels[key] / metadata.annotations[key] when a string, else NULL. */
+const char *kobj_label(const cJSON *obj, const char *key);
+const char *kobj_annotation(const cJSON *obj, const char *key);
+
+/* The ownerReference of obj marked controller: true (at most one is valid), or NULL. */
+const cJSON *kobj_controller_ref(const cJSON *obj);
+/* Its uid, or NULL when there is no controller or it has no string uid. */
+const char *kobj_controller_uid(const cJSON *obj);
+
+/* Orders two resourceVersions: as numbers when both are decimal digits (leading zeros
+ * ignored, any length), else bytewise. <0, 0, >0 as strcmp. The API server only
+ * promises that an rv is opaque; every server we talk to (etcd, kubesim) hands out
+ * growing integers, and the cache and read-your-writes rely on that order. */
+int kobj_rv_cmp(const char *a, const char *b);
+/* True when s is a non-empty string of decimal digits. */
+bool kobj_rv_numeric(const char *s);
+
+/* Standard base64 (RFC 4648 with padding, Go's base64.StdEncoding) of in[0..n) into
+ * out, which has room for kobj_base64_len(n) bytes including the NUL. */
+#define kobj_base64_len(n) (((n) + 2) / 3 * 4 + 1)
+void kobj_base64_encode(const unsigned char *in, size_t n, char *out);
+
+#endif

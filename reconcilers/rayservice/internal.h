@@ -1,0 +1,68 @@
+/*
+ * rayservice/internal.h - what the RayService controller's files share beyond
+ * rayservice.h: the state of one reconcile and the steps reconcile.c, serve_io.c and
+ * upgrade.c split between them. Not for other modules.
+ */
+#ifndef RAYOP_RAYSERVICE_INTERNAL_H
+#define RAYOP_RAYSERVICE_INTERNAL_H
+
+#include "reconcilers/host/host.h"
+#include "reconcilers/rayservice/rayservice.h"
+
+#define T_RAYSERVICES "ray.io/v1/rayservices"
+#define T_RAYCLUSTERS "ray.io/v1/rayclusters"
+#define T_SERVICES "v1/services"
+#define T_PODS "v1/pods"
+#define T_SLICES "discovery.k8s.io/v1/endpointslices"
+#define T_GATEWAYS "gateway.networking.k8s.io/v1/gateways"
+#define T_HTTPROUTES "gateway.networking.k8s.io/v1/httproutes"
+
+/* rayop's own annotations on a managed RayCluster (docs/rayservice.md): what makes the
+ * submitted-config memory and the deletion delay survive a controller restart. */
+#define RS_ANN_SERVE_HASH "rayop.io/serve-config-hash"
+#define RS_ANN_DELETE_AFTER "rayop.io/delete-after"
+
+extern const struct kube_resource RS_RES_ENDPOINTSLICES, RS_RES_GATEWAYS, RS_RES_HTTPROUTES;
+
+/* One reconcile. rs is a private copy of the cached RayService whose "status" is edited
+ * in place; orig is the status as read. */
+struct rsr {
+    struct host_ctx *ctx;
+    cJSON *rs;
+    cJSON *st;                 /* rs.status */
+    cJSON *orig;               /* a copy of the status as read */
+    cJSON *active, *pending;   /* cached RayClusters (owned), NULL if absent */
+    struct rs_gates gates;
+    int64_t now_ms;
+    char now[32];
+    int64_t generation;
+    int requeue_ms;            /* 0: RS_REQUEUE_MS */
+};
+
+/* serve_io.c: the dashboard side of one cluster (reconcileServe) and the head Pod's
+ * ray.io/serve label (updateHeadPodServeLabel). */
+int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps);
+int rs_head_serve_label(struct rsr *r, const cJSON *cluster);
+
+struct dash_target;
+/* The cluster's dashboard (head Service through the API server proxy with
+ * --use-kubernetes-proxy, else its FQDN) and the PUT of serveConfigV2 to it with
+ * target_capacity (< 0: none). */
+int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
+int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
+                  int target_capacity, char *err, size_t n);
+
+/* upgrade.c: incremental upgrade (Gateway, HTTPRoute, target_capacity, rollback). */
+int rs_incremental_rollback(struct rsr *r);
+int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route);
+int rs_incremental_capacity(struct rsr *r, const cJSON *cluster);
+void rs_incremental_weights(struct rsr *r, const cJSON *route);
+
+/* reconcile.c helpers used by the other files */
+void rs_event(struct rsr *r, const char *type, const char *reason, const char *action,
+              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+cJSON *rs_service_status(struct rsr *r, const char *which);   /* active/pending object */
+int rs_target_capacity(const cJSON *svc_status);               /* -1 if unset */
+int rs_patch_annotation(struct rsr *r, const cJSON *cluster, const char *key, const char *val);
+
+#endif

@@ -1,0 +1,271 @@
+/*
+ * serve_io.c - a RayService's calls into its Ray clusters (reconcileServe,
+ * updateHeadPodServeLabel): the Serve applications' status, the PUT of serveConfigV2
+ * when KubeRay's rule asks for it, and the head Pod's ray.io/serve label from its Serve
+ * proxy's /-/healthz. Every call has KubeRay's deadline (2 s direct, 10 s through the
+ * API server proxy, dashboard/).
+ *
+ * What was PUT is remembered in memory (rs_memo, bounded) and, as a SHA-1 of the config,
+ * in the cluster's rayop.io/serve-config-hash annotation: a controller restarted in the
+ * middle of an upgrade knows the cluster already has the config and does not PUT again
+ * (KubeRay's memory is in-process only and re-PUTs after a restart).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gnutls/crypto.h>
+
+#include "dashboard/dashboard.h"
+#include "reconcilers/raycluster/build.h"
+#include "reconcilers/rayservice/internal.h"
+#include "util/json.h"
+#include "util/util.h"
+
+static int config_hash(const char *config, char out[41])
+{
+    unsigned char d[20];
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA1, config, strlen(config), d) < 0)
+        return -EIO;
+    for (int i = 0; i < 20; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    return 0;
+}
+
+/* The cluster's dashboard: its head Service through the API server's proxy with
+ * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT. */
+int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+{
+    char svc[254], url[600];
+    int rc;
+    if (r->ctx->settings && r->ctx->settings->use_kubernetes_proxy) {
+        struct kube_client *kc = host_kube(r->ctx);
+        const char *s = rs_str(cluster, "status.head.serviceName");
+        if (!kc)
+            return -ENOTCONN;
+        if (!*s) {
+            if ((rc = rc_head_service_name(cluster, svc, sizeof(svc))) < 0)
+                return rc;
+            s = svc;
+        }
+        return dash_target_proxy(t, kc, r->ctx->ns, s, "dashboard");
+    }
+    struct rc_build_opts o;
+    char fqdn[512];
+    rc_build_opts_from_env(&o);
+    if ((rc = rc_head_service_fqdn(cluster, &o, fqdn, sizeof(fqdn))) < 0)
+        return rc;
+    snprintf(url, sizeof(url), "%s:%d", fqdn, rc_dashboard_port(cluster));
+    return dash_target_direct(t, url);
+}
+
+static int get_status(const struct dash_target *t, cJSON **apps, bool *ready, char *err, size_t n)
+{
+    struct dash_reply rep = { 0 };
+    int rc = dash_call(t, "GET", "/api/serve/applications/?api_type=declarative", NULL, 0, &rep);
+    if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
+        util_format_err(err, n, "GetServeDetails: HTTP %d: %.200s", rep.code, rep.body ? rep.body : "");
+        rc = -EIO;
+    } else if (rc == 0 && (rc = rs_serve_parse(rep.body, rep.len, apps, ready)) < 0) {
+        util_format_err(err, n, "GetServeDetails: unreadable answer (%s)", kube_strerror(rc));
+    } else if (rc < 0) {
+        util_format_err(err, n, "GetServeDetails: %s", kube_strerror(rc));
+    }
+    dash_reply_free(&rep);
+    return rc;
+}
+
+int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
+                  int target_capacity, char *err, size_t n)
+{
+    const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
+    char *body = NULL;
+    char perr[256] = "";
+    struct dash_reply rep = { 0 };
+    int rc = rs_serve_config_json(cfg, strlen(cfg), target_capacity, &body, perr, sizeof(perr));
+    (void)cluster;
+    if (rc < 0) {
+        util_format_err(err, n, "%s", perr);
+        return rc;
+    }
+    host_log(r->ctx, LOG_INFO, "updateServeDeployment", "clusterName", rs_str(cluster, "metadata.name"),
+             NULL);
+    rc = dash_call(t, "PUT", "/api/serve/applications/", body, strlen(body), &rep);
+    if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
+        util_format_err(err, n, "UpdateDeployments fail: %d %.300s", rep.code, rep.body ? rep.body : "");
+        rc = -EIO;
+    } else if (rc < 0) {
+        util_format_err(err, n, "%s", kube_strerror(rc));
+    }
+    dash_reply_free(&rep);
+    free(body);
+    return rc;
+}
+
+int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps)
+{
+    const char *cname = rs_str(cluster, "metadata.name");
+    const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
+    struct dash_target t;
+    char key[320], err[512] = "", hash[41];
+    const char *why = "";
+    char *memo = NULL;
+    int rc;
+    *ready = false;
+    *apps = NULL;
+    /* the head must be ready (RayClusterStatusConditions, on by default in KubeRay) */
+    if (!rs_cond_true(json_get(cluster, "status"), "HeadPodReady")) {
+        host_log(r->ctx, LOG_INFO, "The head Pod is not ready, requeue the resource event to avoid "
+                 "redundant custom resource status updates.", "clusterName", cname, NULL);
+        return 0;
+    }
+    if ((rc = rs_dashboard(r, cluster, &t)) < 0)
+        return rc;
+    bool active = !strcmp(cname, rs_str(r->st, "activeServiceStatus.rayClusterName"));
+    bool incr = rs_incremental(r->rs, &r->gates);
+    bool upgrading = incr && rs_cond_true(r->st, "UpgradeInProgress");
+    bool rollback = incr && rs_cond_true(r->st, "RollbackInProgress");
+    bool skip = (active && upgrading && !rollback) || (!active && rollback);
+    snprintf(key, sizeof(key), "%s/%s", r->ctx->ns, r->ctx->name);
+    memo = rs_memo_get(key, cname);
+    if (!memo && *cfg && config_hash(cfg, hash) == 0 &&
+        !strcmp(rs_str(cJSON_GetObjectItemCaseSensitive(json_get(cluster, "metadata.annotations"),
+                                                        RS_ANN_SERVE_HASH), ""), hash)) {
+        /* a restarted controller: the cluster says it has this config already */
+        memo = strdup(cfg);
+        if (memo)
+            rs_memo_put(key, cname, cfg);
+    }
+    if ((rc = get_status(&t, apps, ready, err, sizeof(err))) < 0) {
+        host_log(r->ctx, LOG_WARN, "failed to get Serve application statuses from the dashboard",
+                 "clusterName", cname, "error", err, NULL);
+        goto out;
+    }
+    bool need = rs_serve_need_submit(memo, cfg, *apps, &why);
+    host_log(r->ctx, LOG_INFO, "checkIfNeedSubmitServeApplications", "shouldUpdate",
+             need ? "true" : "false", "reason", why, "clusterName", cname, NULL);
+    if (need && !skip) {
+        int tc = -1;
+        if (incr) {
+            const cJSON *s = active ? json_get(r->st, "activeServiceStatus")
+                                    : json_get(r->st, "pendingServiceStatus");
+            tc = rs_target_capacity(s);
+        }
+        rc = rs_put_config(r, cluster, &t, tc, err, sizeof(err));
+        if (rc < 0) {
+            rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateServeApplications", "Update",
+                     "Failed to update serve applications to the RayCluster %s/%s: %s", r->ctx->ns,
+                     cname, err);
+            goto out;
+        }
+        rs_memo_put(key, cname, cfg);
+        if (*cfg && config_hash(cfg, hash) == 0)
+            rs_patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
+        rs_event(r, HOST_EVENT_NORMAL, "UpdatedServeApplications", "Update",
+                 "Updated serve applications to the RayCluster %s/%s", r->ctx->ns, cname);
+        /* Deliberately stricter than KubeRay: what was read before this PUT says nothing
+         * about the config just sent, so the cluster is not "ready" until the next read. */
+        *ready = false;
+    }
+    if (incr && upgrading && (rc = rs_incremental_capacity(r, cluster)) < 0)
+        goto out;
+    rc = 0;
+out:
+    free(memo);
+    return rc;
+}
+
+static const cJSON *head_pod(const cJSON *pods)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pods) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(json_get(p, "metadata.labels"), RC_LABEL_NODE_TYPE);
+        if (cJSON_IsString(t) && !strcmp(t->valuestring, RC_NODE_HEAD))
+            return p;
+    }
+    return NULL;
+}
+
+/* The Serve proxy's /-/healthz on the head Pod: through the API server's pod proxy with
+ * --use-kubernetes-proxy, else http://POD-IP:PORT. */
+static bool proxy_healthy(struct rsr *r, const cJSON *pod, int port)
+{
+    struct dash_target t;
+    struct dash_reply rep = { 0 };
+    char addr[128];
+    int rc;
+    if (r->ctx->settings && r->ctx->settings->use_kubernetes_proxy) {
+        memset(&t, 0, sizeof(t));
+        t.mode = DASH_PROXY;
+        t.kube = host_kube(r->ctx);
+        t.timeout_ms = DASH_PROXY_TIMEOUT_MS;
+        rc = snprintf(t.base, sizeof(t.base), "/api/v1/namespaces/%s/pods/%s:%d/proxy", r->ctx->ns,
+                      rs_str(pod, "metadata.name"), port);
+        if (!t.kube || rc < 0 || (size_t)rc >= sizeof(t.base))
+            return false;
+    } else {
+        const char *ip = rs_str(pod, "status.podIP");
+        if (!*ip)
+            return false;
+        snprintf(addr, sizeof(addr), strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
+        if (dash_target_direct(&t, addr) < 0)
+            return false;
+    }
+    rc = dash_call(&t, "GET", "/-/healthz", NULL, 0, &rep);
+    bool ok = rc == 0 && rep.code == 200;
+    dash_reply_free(&rep);
+    return ok;
+}
+
+int rs_head_serve_label(struct rsr *r, const cJSON *cluster)
+{
+    cJSON *pods = NULL;
+    int rc;
+    if (!cluster)
+        return 0;
+    const char *cname = rs_str(cluster, "metadata.name");
+    rc = host_list_cluster(r->ctx, T_PODS, r->ctx->ns, cname, &pods);
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    const cJSON *head = head_pod(pods);
+    if (!head) {
+        cJSON_Delete(pods);
+        host_log(r->ctx, LOG_INFO, "found 0 head", "clusterName", cname, NULL);
+        return -ENOENT;   /* KubeRay: "found 0 head. cluster name ..." */
+    }
+    const cJSON *c0 = cJSON_GetArrayItem(json_get(head, "spec.containers"), 0), *p;
+    int port = 8000;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(c0, "ports")) {
+        int64_t v;
+        if (!strcmp(rs_str(p, "name"), "serve") && rs_int(p, "containerPort", &v) == 0)
+            port = (int)v;
+    }
+    const char *old = rs_str(cJSON_GetObjectItemCaseSensitive(json_get(head, "metadata.labels"),
+                                                              RC_LABEL_SERVE), "");
+    const char *want = "false";
+    if (!cJSON_IsTrue(json_get(r->rs, "spec.excludeHeadPodFromServeSvc")) && proxy_healthy(r, head, port))
+        want = "true";
+    if (strcmp(old, want)) {
+        char patch[160];
+        struct kube_result kr = { 0 };
+        struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
+        int n = snprintf(patch, sizeof(patch), "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}",
+                         RC_LABEL_SERVE, want);
+        rc = host_patch(r->ctx, &KUBE_RES_PODS, r->ctx->ns, rs_str(head, "metadata.name"), patch,
+                        (size_t)n, &po, &kr);
+        kube_result_release(&kr);
+        if (rc < 0)
+            rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateHeadPodServeLabel", "Update",
+                     "Failed to update the serve label to \"%s\" for the Head Pod %s/%s: %s", want,
+                     r->ctx->ns, rs_str(head, "metadata.name"), kube_strerror(rc));
+        else
+            rs_event(r, HOST_EVENT_NORMAL, "UpdatedHeadPodServeLabel", "Update",
+                     "Updated the serve label to \"%s\" for the Head Pod %s/%s", want, r->ctx->ns,
+                     rs_str(head, "metadata.name"));
+    } else {
+        rc = 0;
+    }
+    cJSON_Delete(pods);
+    return rc;
+}

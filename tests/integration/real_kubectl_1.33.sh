@@ -1,0 +1,9 @@
+#!/bin/bash
+# real_kubectl_1.33.sh - the kubectl suite (kubectl_suite.inc) with kubectl 1.33 against a real
+# control plane (tools/realk8s.sh: kube-apiserver v1.34, etcd, controller-manager, scheduler,
+# kwok) instead of kubesim. Skipped, with the reason, where the peers cannot be built.
+# deadline: 360
+. "$(dirname "$0")/lib_real.sh"
+real_require || exit 0
+KUBECTL=${KUBECTL_1_33:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
+. "$(dirname "$0")/kubectl_suite.inc"

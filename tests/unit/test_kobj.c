@@ -1,0 +1,121 @@
+/* test_kobj.c - kobj/kobj.c: member and metadata lookups are NULL-safe and type
+ * checked, only a controller: true ownerReference owns, resourceVersions order as
+ * numbers (any length) and fall back to bytes, base64 matches Go's StdEncoding. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+
+#include "kobj/kobj.h"
+
+static const char *obj_text =
+    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u1\",\"generation\":3,"
+    "\"labels\":{\"ray.io/cluster\":\"rc\",\"n\":1},\"annotations\":{\"x\":\"y\"},"
+    "\"ownerReferences\":[{\"kind\":\"Job\",\"uid\":\"j\"},"
+    "{\"kind\":\"RayCluster\",\"uid\":\"owner\",\"controller\":true}]},"
+    "\"spec\":{\"replicas\":2,\"s\":\"t\"}}";
+
+static void test_members(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(obj_text);
+    assert_non_null(o);
+    assert_string_equal(kobj_meta_str(o, "name"), "a");
+    assert_string_equal(kobj_meta_str(o, "namespace"), "ns");
+    assert_string_equal(kobj_meta_str(o, "uid"), "u1");
+    assert_null(kobj_meta_str(o, "generation"));       /* a number, not a string */
+    assert_null(kobj_meta_str(o, "missing"));
+    assert_string_equal(kobj_label(o, "ray.io/cluster"), "rc");
+    assert_null(kobj_label(o, "n"));
+    assert_string_equal(kobj_annotation(o, "x"), "y");
+    assert_null(kobj_annotation(o, "ray.io/cluster"));
+    assert_string_equal(kobj_str(kobj_get(o, "spec"), "s"), "t");
+    assert_null(kobj_str(kobj_get(o, "spec"), "replicas"));
+    assert_int_equal(kobj_get(kobj_get(o, "spec"), "replicas")->valueint, 2);
+    assert_string_equal(json_get_str(o, "spec.s"), "t");
+    /* NULL and non-objects are never walked */
+    assert_null(kobj_get(NULL, "a"));
+    assert_null(kobj_str(NULL, "a"));
+    assert_null(kobj_meta_str(NULL, "name"));
+    assert_null(kobj_get(kobj_get(kobj_get(o, "metadata"), "ownerReferences"), "kind"));
+    cJSON_Delete(o);
+}
+
+static void test_controller_ref(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse(obj_text);
+    const cJSON *r = kobj_controller_ref(o);
+    assert_non_null(r);
+    assert_string_equal(kobj_str(r, "kind"), "RayCluster");
+    assert_string_equal(kobj_controller_uid(o), "owner");
+    cJSON_Delete(o);
+
+    /* a reference without controller: true is not the controller */
+    o = cJSON_Parse("{\"metadata\":{\"ownerReferences\":[{\"uid\":\"j\",\"controller\":false}]}}");
+    assert_null(kobj_controller_ref(o));
+    assert_null(kobj_controller_uid(o));
+    cJSON_Delete(o);
+    /* the first controller wins; a non-string uid is no uid */
+    o = cJSON_Parse("{\"metadata\":{\"ownerReferences\":[{\"uid\":1,\"controller\":true},"
+                    "{\"uid\":\"b\",\"controller\":true}]}}");
+    assert_non_null(kobj_controller_ref(o));
+    assert_null(kobj_controller_uid(o));
+    cJSON_Delete(o);
+    /* ownerReferences that is not a list owns nothing */
+    o = cJSON_Parse("{\"metadata\":{\"ownerReferences\":{\"a\":{\"uid\":\"b\",\"controller\":true}}}}");
+    assert_null(kobj_controller_ref(o));
+    cJSON_Delete(o);
+    assert_null(kobj_controller_ref(NULL));
+}
+
+static void test_rv_cmp(void **state)
+{
+    (void)state;
+    assert_true(kobj_rv_cmp("9", "10") < 0);
+    assert_true(kobj_rv_cmp("100", "99") > 0);
+    assert_int_equal(kobj_rv_cmp("42", "42"), 0);
+    assert_int_equal(kobj_rv_cmp("007", "7"), 0);
+    assert_true(kobj_rv_cmp("0", "1") < 0);
+    /* longer than any integer type */
+    assert_true(kobj_rv_cmp("123456789012345678901234567890", "99999999999999999999") > 0);
+    /* not numeric: bytewise */
+    assert_true(kobj_rv_cmp("abc", "abd") < 0);
+    assert_true(kobj_rv_cmp("9a", "10") > 0);
+    assert_true(kobj_rv_numeric("0123"));
+    assert_false(kobj_rv_numeric(""));
+    assert_false(kobj_rv_numeric("12a"));
+    assert_false(kobj_rv_numeric(NULL));
+}
+
+static void test_base64(void **state)
+{
+    (void)state;
+    static const struct { const char *in, *out; } v[] = {
+        { "", "" }, { "f", "Zg==" }, { "fo", "Zm8=" }, { "foo", "Zm9v" },
+        { "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" },
+        { "\xff\xfe\xfd", "//79" },
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        char out[32];
+        size_t n = strlen(v[i].in);
+        memset(out, 'X', sizeof(out));
+        kobj_base64_encode((const unsigned char *)v[i].in, n, out);
+        assert_string_equal(out, v[i].out);
+        assert_int_equal(strlen(out) + 1, kobj_base64_len(n));
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_members),
+        cmocka_unit_test(test_controller_ref),
+        cmocka_unit_test(test_rv_cmp),
+        cmocka_unit_test(test_base64),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
