@@ -65,7 +65,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS) $(TOOL_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo peers clean
+.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim demo peers proto-tables clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -134,6 +134,11 @@ demo: deps all
 # under ~/.cache/rayop-peers and linked into .peers/ (tools/peers/build.sh).
 peers:
 	sh tools/peers/build.sh
+
+# kubesim's protobuf tables (kubesim/api/proto_tables.c) from the k8s.io/api struct tags; needs Go.
+proto-tables:
+	cd tools/protogen && GOTOOLCHAIN=local GOFLAGS=-mod=mod go run . $$(awk '$$1 == "k8s.io/api" {print $$2}' go.mod) \
+		> ../../kubesim/api/proto_tables.c.tmp && mv ../../kubesim/api/proto_tables.c.tmp ../../kubesim/api/proto_tables.c
 
 clean:
 	rm -rf build bin

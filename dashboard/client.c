@@ -134,6 +134,14 @@ static int call_direct(const struct dash_target *t, const char *method, const ch
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
     }
+    if (t->auth_header[0]) {
+        struct curl_slist *n = curl_slist_append(hdrs, t->auth_header);
+        if (!n) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        hdrs = n;
+    }
     if (hdrs)
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
     CURLcode cc = curl_easy_perform(h);
@@ -166,7 +174,8 @@ static int call_proxy(const struct dash_target *t, const char *method, const cha
                                .body_len = body_len,
                                .idempotent = strcmp(method, "GET") == 0,
                                .max_response_bytes = DASH_MAX_BODY,
-                               .timeout_ms = t->timeout_ms };
+                               .timeout_ms = t->timeout_ms,
+                               .extra_header = t->auth_header[0] ? t->auth_header : NULL };
     int rc = kube_raw(t->kube, &rq, &kr);
     if (kr.http_code == 0) {
         /* no HTTP answer at all: a transport error */
@@ -188,6 +197,27 @@ static int call_proxy(const struct dash_target *t, const char *method, const cha
     }
     kube_result_release(&kr);
     return 0;
+}
+
+#define AUTH_PREFIX "x-ray-authorization: Bearer "
+
+int dash_target_set_token(struct dash_target *t, const char *token, size_t len)
+{
+    if (!t || !token || len == 0 || len >= sizeof(t->auth_header) - strlen(AUTH_PREFIX))
+        return -EINVAL;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)token[i] < 0x21 || (unsigned char)token[i] > 0x7e)
+            return -EINVAL;
+    memcpy(t->auth_header, AUTH_PREFIX, strlen(AUTH_PREFIX));
+    memcpy(t->auth_header + strlen(AUTH_PREFIX), token, len);
+    t->auth_header[strlen(AUTH_PREFIX) + len] = '\0';
+    return 0;
+}
+
+void dash_target_wipe(struct dash_target *t)
+{
+    if (t)
+        explicit_bzero(t->auth_header, sizeof(t->auth_header));
 }
 
 int dash_call(const struct dash_target *t, const char *method, const char *path,

@@ -40,6 +40,9 @@ struct dash_target {
     char base[512];              /* "http://host:port" or "/api/v1/.../proxy" */
     struct kube_client *kube;    /* DASH_PROXY only */
     long timeout_ms;
+    /* "x-ray-authorization: Bearer TOKEN" for a token-auth cluster (Ray >= 2.52), as
+     * KubeRay's setAuthHeader; "" for none. A credential: wipe with dash_target_wipe. */
+    char auth_header[600];
 };
 
 /* addr is "host:port" or "http://host:port" (status.dashboardURL). -EINVAL if
@@ -49,6 +52,12 @@ int dash_target_direct(struct dash_target *t, const char *addr);
 int dash_target_proxy(struct dash_target *t, struct kube_client *kc, const char *ns,
                       const char *service, const char *port);
 
+/* Sends token (a Ray auth token, as read from the cluster's Secret) on every call of
+ * t. -EINVAL when it is empty, too long or holds a byte outside printable ASCII
+ * (header injection). */
+int dash_target_set_token(struct dash_target *t, const char *token, size_t len);
+/* Clears the token from t's memory. */
+void dash_target_wipe(struct dash_target *t);
 /* One HTTP exchange. 0 when a response came (code set, body owned by the
  * reply, NUL-terminated, possibly empty), or a negative errno for transport
  * failures (-ECONNREFUSED, -ETIMEDOUT, -EMSGSIZE over DASH_MAX_BODY, ...). */

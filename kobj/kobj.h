@@ -46,5 +46,8 @@ bool kobj_rv_numeric(const char *s);
  * out, which has room for kobj_base64_len(n) bytes including the NUL. */
 #define kobj_base64_len(n) (((n) + 2) / 3 * 4 + 1)
 void kobj_base64_encode(const unsigned char *in, size_t n, char *out);
+/* Strict base64 (standard alphabet, whitespace ignored) of in[0..len) into a
+ * NUL-terminated buffer the caller frees. 0, -EINVAL (bad input) or -ENOMEM. */
+int kobj_base64_decode(const char *in, size_t len, char **out, size_t *outlen);
 
 #endif

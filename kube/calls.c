@@ -15,6 +15,7 @@ const struct kube_resource KUBE_RES_PODS = { "", "v1", "pods", 1 };
 const struct kube_resource KUBE_RES_SERVICES = { "", "v1", "services", 1 };
 const struct kube_resource KUBE_RES_EVENTS = { "", "v1", "events", 1 };
 const struct kube_resource KUBE_RES_NAMESPACES = { "", "v1", "namespaces", 0 };
+const struct kube_resource KUBE_RES_SECRETS = { "", "v1", "secrets", 1 };
 const struct kube_resource KUBE_RES_JOBS = { "batch", "v1", "jobs", 1 };
 const struct kube_resource KUBE_RES_LEASES = { "coordination.k8s.io", "v1", "leases", 1 };
 const struct kube_resource KUBE_RES_RAYCLUSTERS = { "ray.io", "v1", "rayclusters", 1 };
@@ -358,6 +359,7 @@ int kube_raw(struct kube_client *c, const struct kube_request *req, struct kube_
     rq.want_raw = 1;
     rq.max_response = req->max_response_bytes;
     rq.timeout_ms = req->timeout_ms;
+    rq.extra_header = req->extra_header;
     return kube__do(c, &rq, res);
 }
 

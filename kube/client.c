@@ -325,8 +325,8 @@ int kube__easy_setup(struct kube_client *c, void *easy, const char *path, struct
     return 0;
 }
 
-int kube__build_headers(struct kube_client *c, const char *content_type, int force_token,
-                        void **out)
+int kube__build_headers(struct kube_client *c, const char *content_type, const char *extra,
+                        int force_token, void **out)
 {
     struct curl_slist *h = NULL, *t;
     char *token = NULL;
@@ -354,6 +354,11 @@ int kube__build_headers(struct kube_client *c, const char *content_type, int for
         buf_reset(&line);
         if (buf_printf(&line, "Authorization: Bearer %s", token) < 0 ||
             (t = curl_slist_append(h, line.data)) == NULL)
+            goto out;
+        h = t;
+    }
+    if (extra != NULL) {
+        if ((t = curl_slist_append(h, extra)) == NULL)
             goto out;
         h = t;
     }
@@ -480,8 +485,8 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
         s.retry_after_s = 0;
         curl_slist_free_all(hdrs);
         hdrs = NULL;
-        rc = kube__build_headers(c, rq->body != NULL ? rq->content_type : NULL, force_next,
-                                 (void **)&hdrs);
+        rc = kube__build_headers(c, rq->body != NULL ? rq->content_type : NULL, rq->extra_header,
+                                 force_next, (void **)&hdrs);
         force_next = 0;
         if (rc < 0)
             goto out;

@@ -40,6 +40,7 @@ struct kube_http {
     int want_raw;
     size_t max_response;            /* 0: client default */
     long timeout_ms;                /* 0: client default */
+    const char *extra_header;       /* one more "Name: value" line, or NULL */
 };
 
 /* Runs rq with limiter, retries and error mapping; fills res (zeroed first). */

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "kube/internal.h"
 
 #define PEM_MAX_BYTES (1u << 20)
@@ -181,7 +182,7 @@ static int pem_field(const struct ynode *map, const char *key, const char *base_
     const char *path = kube__ynode_str(kube__ynode_get(map, key));
 
     if (data != NULL && data[0] != '\0') {
-        int rc = kube__base64_decode(data, strlen(data), pem, pem_len);
+        int rc = kobj_base64_decode(data, strlen(data), pem, pem_len);
         if (rc == -EINVAL)
             kube__set_err(err, errlen, "kubeconfig: %s is not valid base64", dkey);
         return rc;

@@ -55,8 +55,6 @@ void kube__token_state_free(struct kube_token_state *ts);
 
 /* Reads at most max bytes of path into a NUL-terminated allocation. */
 int kube__read_file(const char *path, size_t max, char **out, size_t *len);
-/* Strict base64 (standard alphabet, whitespace ignored). Caller frees *out. */
-int kube__base64_decode(const char *in, size_t len, char **out, size_t *outlen);
 
 void kube__set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -118,10 +116,11 @@ int kube__append_list_query(struct buf *b, const struct kube_list_opts *o, int w
 /* Sets the TLS, auth-independent options of an easy handle for c. */
 struct kube_client;
 int kube__easy_setup(struct kube_client *c, void *easy, const char *path, struct buf *urlbuf);
-/* Builds the header list for a request (auth from the config). Caller frees with
- * curl_slist_free_all. force_token re-reads a token file. */
-int kube__build_headers(struct kube_client *c, const char *content_type, int force_token,
-                        void **out);
+/* Builds the header list for a request (auth from the config, then extra, one
+ * "Name: value" line or NULL). Caller frees with curl_slist_free_all. force_token
+ * re-reads a token file. */
+int kube__build_headers(struct kube_client *c, const char *content_type, const char *extra,
+                        int force_token, void **out);
 int kube__errno_from_curl(int curl_code);
 
 #endif

@@ -152,7 +152,7 @@ struct kube_resource {
 };
 extern const struct kube_resource KUBE_RES_PODS, KUBE_RES_SERVICES, KUBE_RES_EVENTS,
     KUBE_RES_NAMESPACES, KUBE_RES_JOBS, KUBE_RES_LEASES, KUBE_RES_RAYCLUSTERS,
-    KUBE_RES_RAYJOBS, KUBE_RES_RAYSERVICES;
+    KUBE_RES_RAYJOBS, KUBE_RES_RAYSERVICES, KUBE_RES_SECRETS;
 
 /* metav1.Status, as parsed from an error body (or synthesised from the HTTP
  * code when the body is not a Status). Strings are truncated copies. */
@@ -196,6 +196,11 @@ void kube_result_release(struct kube_result *r);
  * is NULL). Use this, not kube_strerror, wherever a result is at hand, so
  * status, Events and logs keep "spec...image: Required value". */
 const char *kube_result_error(const struct kube_result *r, int err, char *buf, size_t n);
+
+/* The decoded bytes of a Secret's data[key] (base64), or stringData[key] when
+ * present. *out is NUL-terminated and owned by the caller: a credential, wipe
+ * it (explicit_bzero) before free. -ENOENT without the key, -EINVAL bad base64. */
+int kube_secret_value(const cJSON *secret, const char *key, char **out, size_t *len);
 
 struct kube_list_opts {
     const char *label_selector;
@@ -269,6 +274,8 @@ struct kube_request {
     int parse_json;
     size_t max_response_bytes; /* 0: the client's limit */
     long timeout_ms;           /* 0: the client's timeout (KubeRay uses 2 s direct, 10 s proxied) */
+    const char *extra_header;  /* one more "Name: value" header line (e.g. a proxied
+                                  dashboard's x-ray-authorization), or NULL */
 };
 int kube_raw(struct kube_client *c, const struct kube_request *req, struct kube_result *res);
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "kube/internal.h"
 
 #define TOKEN_MAX_BYTES (64 * 1024)
@@ -73,54 +74,22 @@ out:
     return rc;
 }
 
-static int b64_value(unsigned char c)
+int kube_secret_value(const cJSON *secret, const char *key, char **out, size_t *len)
 {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
-
-int kube__base64_decode(const char *in, size_t len, char **out, size_t *outlen)
-{
-    unsigned char *o = malloc(len / 4 * 3 + 4);
-    size_t n = 0;
-    uint32_t acc = 0;
-    int bits = 0, pad = 0;
-
+    const cJSON *v;
     *out = NULL;
-    if (o == NULL)
-        return -ENOMEM;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            continue;
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64_value(c);
-        if (v < 0 || pad > 0) /* bad character, or data after padding */
-            goto bad;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            o[n++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
+    *len = 0;
+    v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "stringData"), key);
+    if (cJSON_IsString(v)) {   /* only in an object not yet written back by the server */
+        if (!(*out = strdup(v->valuestring)))
+            return -ENOMEM;
+        *len = strlen(*out);
+        return 0;
     }
-    if (pad > 2 || bits >= 6)
-        goto bad;
-    o[n] = '\0';
-    *out = (char *)o;
-    *outlen = n;
-    return 0;
-bad:
-    free(o);
-    return -EINVAL;
+    v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"), key);
+    if (!cJSON_IsString(v))
+        return -ENOENT;
+    return kobj_base64_decode(v->valuestring, strlen(v->valuestring), out, len);
 }
 
 static uint64_t token_clock(void)

@@ -458,7 +458,7 @@ int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, con
     }
     rc = kube__easy_setup(c, w->easy, pq.data, &w->url);
     if (rc == 0)
-        rc = kube__build_headers(c, NULL, 0, (void **)&w->headers);
+        rc = kube__build_headers(c, NULL, NULL, 0, (void **)&w->headers);
     buf_free(&pq);
     if (rc < 0)
         goto fail;

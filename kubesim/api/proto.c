@@ -1,188 +1,31 @@
 /*
- * server_proto.c - decodes the Kubernetes protobuf envelope for the few simple
- * kinds that stock clients send as protobuf to kubesim: kubectl 1.32+ typed
- * generators (`kubectl create configmap|secret|namespace|serviceaccount|job`,
- * `kubectl run`, `kubectl create service`) encode
- * their bodies as application/vnd.kubernetes.protobuf. kubesim otherwise speaks
- * JSON only; other kinds get a 415 naming the supported ones.
+ * proto.c - decodes the Kubernetes protobuf envelope for the built-in kinds
+ * that Go clients send as application/vnd.kubernetes.protobuf: kubectl 1.32+
+ * typed generators (`kubectl create configmap|job|...`, `kubectl run`) and every
+ * controller-runtime client (the real KubeRay operator creates its Pods, Services,
+ * Jobs, RBAC objects and Ingresses that way). kubesim otherwise speaks JSON
+ * only; other kinds get a 415 naming the supported ones.
  *
  * Wire format: "k8s\0" + runtime.Unknown {1: TypeMeta {1: apiVersion, 2: kind},
- * 2: raw (the object message)}. The object messages are described by small
- * tables with the field numbers of k8s.io/api core/v1 and apimachinery meta/v1
- * generated.proto; unknown fields are skipped, as protobuf readers do.
+ * 2: raw (the object message)}. The object messages are described by the tables
+ * tools/protogen generates from the k8s.io/api struct tags (proto_tables.c);
+ * a field they do not know is refused unless it is zero.
  *
  * Bounded and total: every length is checked against the remaining input,
  * nesting is limited, and any input gives an object or an error.
  */
 #include "kubesim/api/internal.h"
+#include "kubesim/api/proto_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define PROTO_MAX_DEPTH 8
-
-enum ftype { F_STRING, F_BOOL, F_INT64, F_MSG, F_MAP_STR, F_MAP_BYTES, F_REP_STRING, F_REP_MSG,
-             F_INT_OR_STRING };
-
-struct pmsg;
-struct pfield {
-    unsigned num;
-    const char *name;
-    enum ftype type;
-    const struct pmsg *sub;
-    /* Go pointer fields (*bool, *int64): a zero value was set on purpose and is
-     * kept. Other scalars are omitempty in JSON, so their zero values (which gogo
-     * protobuf always encodes) are dropped, as the apiserver's JSON would. */
-    bool keep_zero;
-};
-struct pmsg {
-    const struct pfield *fields;
-    size_t n;
-    /* Strict messages refuse (415) a non-empty field they do not know instead of
-     * skipping it: a Pod field silently dropped would be worse than an error. */
-    bool strict;
-};
-
-#define MSG(arr) { arr, sizeof(arr) / sizeof(arr[0]), false }
-#define STRICT_MSG(arr) { arr, sizeof(arr) / sizeof(arr[0]), true }
-
-static const struct pfield owner_ref_f[] = {
-    { 5, "apiVersion", F_STRING, NULL }, { 1, "kind", F_STRING, NULL },
-    { 3, "name", F_STRING, NULL }, { 4, "uid", F_STRING, NULL },
-    { 6, "controller", F_BOOL, NULL, true }, { 7, "blockOwnerDeletion", F_BOOL, NULL, true },
-};
-static const struct pmsg owner_ref = MSG(owner_ref_f);
-
-/* Timestamps, managedFields and deletion fields are server-set: skipped. */
-static const struct pfield object_meta_f[] = {
-    { 1, "name", F_STRING, NULL }, { 2, "generateName", F_STRING, NULL },
-    { 3, "namespace", F_STRING, NULL }, { 5, "uid", F_STRING, NULL },
-    { 6, "resourceVersion", F_STRING, NULL }, { 7, "generation", F_INT64, NULL },
-    { 11, "labels", F_MAP_STR, NULL }, { 12, "annotations", F_MAP_STR, NULL },
-    { 13, "ownerReferences", F_REP_MSG, &owner_ref }, { 14, "finalizers", F_REP_STRING, NULL },
-};
-static const struct pmsg object_meta = MSG(object_meta_f);
-
-static const struct pfield configmap_f[] = {
-    { 1, "metadata", F_MSG, &object_meta }, { 2, "data", F_MAP_STR, NULL },
-    { 3, "binaryData", F_MAP_BYTES, NULL }, { 4, "immutable", F_BOOL, NULL, true },
-};
-static const struct pfield secret_f[] = {
-    { 1, "metadata", F_MSG, &object_meta }, { 2, "data", F_MAP_BYTES, NULL },
-    { 3, "type", F_STRING, NULL }, { 4, "stringData", F_MAP_STR, NULL },
-    { 5, "immutable", F_BOOL, NULL, true },
-};
-static const struct pfield ns_spec_f[] = { { 1, "finalizers", F_REP_STRING, NULL } };
-static const struct pmsg ns_spec = MSG(ns_spec_f);
-static const struct pfield namespace_f[] = {
-    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &ns_spec },
-};
-static const struct pfield local_ref_f[] = { { 1, "name", F_STRING, NULL } };
-static const struct pmsg local_ref = MSG(local_ref_f);
-static const struct pfield object_ref_f[] = {
-    { 1, "kind", F_STRING, NULL }, { 2, "namespace", F_STRING, NULL },
-    { 3, "name", F_STRING, NULL }, { 4, "uid", F_STRING, NULL },
-    { 5, "apiVersion", F_STRING, NULL }, { 6, "resourceVersion", F_STRING, NULL },
-    { 7, "fieldPath", F_STRING, NULL },
-};
-static const struct pmsg object_ref = MSG(object_ref_f);
-static const struct pfield service_account_f[] = {
-    { 1, "metadata", F_MSG, &object_meta }, { 2, "secrets", F_REP_MSG, &object_ref },
-    { 3, "imagePullSecrets", F_REP_MSG, &local_ref },
-    { 4, "automountServiceAccountToken", F_BOOL, NULL, true },
-};
-
-/* Pods as `kubectl run` builds them: containers with command/args/env/ports and the
- * common PodSpec scalars. Probes, volumes, resources with values, affinity... are
- * refused (strict) rather than dropped. */
-static const struct pfield env_var_f[] = {
-    { 1, "name", F_STRING, NULL }, { 2, "value", F_STRING, NULL },
-};
-static const struct pmsg env_var = STRICT_MSG(env_var_f);
-static const struct pfield container_port_f[] = {
-    { 1, "name", F_STRING, NULL }, { 2, "hostPort", F_INT64, NULL },
-    { 3, "containerPort", F_INT64, NULL }, { 4, "protocol", F_STRING, NULL },
-    { 5, "hostIP", F_STRING, NULL },
-};
-static const struct pmsg container_port = STRICT_MSG(container_port_f);
-static const struct pfield container_f[] = {
-    { 1, "name", F_STRING, NULL }, { 2, "image", F_STRING, NULL },
-    { 3, "command", F_REP_STRING, NULL }, { 4, "args", F_REP_STRING, NULL },
-    { 5, "workingDir", F_STRING, NULL }, { 6, "ports", F_REP_MSG, &container_port },
-    { 7, "env", F_REP_MSG, &env_var }, { 13, "terminationMessagePath", F_STRING, NULL },
-    { 14, "imagePullPolicy", F_STRING, NULL }, { 16, "stdin", F_BOOL, NULL },
-    { 17, "stdinOnce", F_BOOL, NULL }, { 18, "tty", F_BOOL, NULL },
-    { 20, "terminationMessagePolicy", F_STRING, NULL },
-};
-static const struct pmsg container = STRICT_MSG(container_f);
-static const struct pfield pod_spec_f[] = {
-    { 2, "containers", F_REP_MSG, &container }, { 20, "initContainers", F_REP_MSG, &container },
-    { 3, "restartPolicy", F_STRING, NULL }, { 4, "terminationGracePeriodSeconds", F_INT64, NULL, true },
-    { 5, "activeDeadlineSeconds", F_INT64, NULL, true }, { 6, "dnsPolicy", F_STRING, NULL },
-    { 7, "nodeSelector", F_MAP_STR, NULL }, { 8, "serviceAccountName", F_STRING, NULL },
-    { 9, "serviceAccount", F_STRING, NULL }, { 10, "nodeName", F_STRING, NULL },
-    { 11, "hostNetwork", F_BOOL, NULL }, { 15, "imagePullSecrets", F_REP_MSG, &local_ref },
-    { 16, "hostname", F_STRING, NULL }, { 17, "subdomain", F_STRING, NULL },
-    { 19, "schedulerName", F_STRING, NULL }, { 21, "automountServiceAccountToken", F_BOOL, NULL, true },
-    { 24, "priorityClassName", F_STRING, NULL }, { 30, "enableServiceLinks", F_BOOL, NULL, true },
-};
-static const struct pmsg pod_spec = STRICT_MSG(pod_spec_f);
-static const struct pfield pod_f[] = {
-    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &pod_spec },
-};
-
-/* Services as `kubectl create service` / `kubectl expose` build them. */
-static const struct pfield service_port_f[] = {
-    { 1, "name", F_STRING, NULL }, { 2, "protocol", F_STRING, NULL },
-    { 3, "port", F_INT64, NULL }, { 4, "targetPort", F_INT_OR_STRING, NULL },
-    { 5, "nodePort", F_INT64, NULL }, { 6, "appProtocol", F_STRING, NULL },
-};
-static const struct pmsg service_port = STRICT_MSG(service_port_f);
-static const struct pfield service_spec_f[] = {
-    { 1, "ports", F_REP_MSG, &service_port }, { 2, "selector", F_MAP_STR, NULL },
-    { 3, "clusterIP", F_STRING, NULL }, { 4, "type", F_STRING, NULL },
-    { 5, "externalIPs", F_REP_STRING, NULL }, { 7, "sessionAffinity", F_STRING, NULL },
-    { 10, "externalName", F_STRING, NULL }, { 11, "externalTrafficPolicy", F_STRING, NULL },
-    { 13, "publishNotReadyAddresses", F_BOOL, NULL }, { 17, "ipFamilyPolicy", F_STRING, NULL },
-    { 18, "clusterIPs", F_REP_STRING, NULL }, { 19, "ipFamilies", F_REP_STRING, NULL },
-    { 22, "internalTrafficPolicy", F_STRING, NULL },
-};
-static const struct pmsg service_spec = STRICT_MSG(service_spec_f);
-static const struct pfield service_f[] = {
-    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &service_spec },
-};
-
-/* batch/v1 Jobs as `kubectl create job` builds them (batch/v1 generated.proto). */
-static const struct pfield pod_template_f[] = {
-    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &pod_spec },
-};
-static const struct pmsg pod_template = STRICT_MSG(pod_template_f);
-static const struct pfield job_spec_f[] = {
-    { 1, "parallelism", F_INT64, NULL, true }, { 2, "completions", F_INT64, NULL, true },
-    { 3, "activeDeadlineSeconds", F_INT64, NULL, true },
-    { 5, "manualSelector", F_BOOL, NULL, true }, { 6, "template", F_MSG, &pod_template },
-    { 7, "backoffLimit", F_INT64, NULL, true }, { 8, "ttlSecondsAfterFinished", F_INT64, NULL, true },
-    { 9, "completionMode", F_STRING, NULL }, { 10, "suspend", F_BOOL, NULL, true },
-};
-static const struct pmsg job_spec = STRICT_MSG(job_spec_f);
-static const struct pfield job_f[] = {
-    { 1, "metadata", F_MSG, &object_meta }, { 2, "spec", F_MSG, &job_spec },
-};
-
-static const struct {
-    const char *api_version, *kind;
-    struct pmsg msg;
-} kinds[] = {
-    { "v1", "ConfigMap", MSG(configmap_f) },
-    { "v1", "Secret", MSG(secret_f) },
-    { "v1", "Namespace", MSG(namespace_f) },
-    { "v1", "ServiceAccount", MSG(service_account_f) },
-    { "v1", "Pod", STRICT_MSG(pod_f) },   /* status (field 3) is accepted only empty */
-    { "v1", "Service", STRICT_MSG(service_f) },
-    { "batch/v1", "Job", STRICT_MSG(job_f) },   /* status likewise */
-};
+/* Deep enough for Job > spec > template > spec > affinity > nodeAffinity >
+ * required > nodeSelectorTerms > matchExpressions and inline messages. */
+#define PROTO_MAX_DEPTH 20
 
 struct rd {
     const unsigned char *p, *end;
@@ -338,13 +181,86 @@ static int decode_int_or_string(struct rd *r, cJSON *obj, const char *name)
     return 0;
 }
 
-/* A map entry {1: key, 2: value} into the object obj[name]. */
-static int decode_map_entry(struct rd *r, cJSON *obj, const char *name, bool bytes_value)
+/* resource.Quantity {1: string} as its string; NULL on a malformed message. */
+static char *quantity_text(struct rd m)
+{
+    static const unsigned char none[1];
+    struct rd str = { none, none };
+
+    while (m.p < m.end) {
+        uint64_t tag;
+        int rc;
+        if (rd_varint(&m, &tag) < 0)
+            return NULL;
+        if ((tag >> 3) == 1 && (tag & 7) == 2)
+            rc = rd_bytes(&m, &str);
+        else
+            rc = rd_skip(&m, (unsigned)(tag & 7));
+        if (rc < 0)
+            return NULL;
+    }
+    return dup_text(&str);
+}
+
+static int set_item(cJSON *obj, const char *key, cJSON *v)
+{
+    if (!v)
+        return -ENOMEM;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    cJSON_AddItemToObject(obj, key, v);
+    return 0;
+}
+
+/* metav1.Time / MicroTime {1: seconds, 2: nanos} as the apiserver writes them in
+ * JSON; the zero time is null there, so it is left out. */
+static int decode_time(struct rd *r, cJSON *obj, const char *name, bool micro)
+{
+    struct rd m;
+    uint64_t secs = 0, nanos = 0;
+    char buf[48];
+    struct tm tm;
+    time_t t;
+
+    if (rd_bytes(r, &m) < 0)
+        return -EINVAL;
+    while (m.p < m.end) {
+        uint64_t tag;
+        int rc;
+        if (rd_varint(&m, &tag) < 0)
+            return -EINVAL;
+        if ((tag >> 3) == 1 && (tag & 7) == 0)
+            rc = rd_varint(&m, &secs);
+        else if ((tag >> 3) == 2 && (tag & 7) == 0)
+            rc = rd_varint(&m, &nanos);
+        else
+            rc = rd_skip(&m, (unsigned)(tag & 7));
+        if (rc < 0)
+            return -EINVAL;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, name);
+    if (secs == 0 && nanos == 0)
+        return 0;
+    t = (time_t)(int64_t)secs;
+    if ((int64_t)secs < 0 || (int64_t)secs > 253402300799LL || nanos >= 1000000000u ||
+        !gmtime_r(&t, &tm))
+        return -EINVAL;
+    if (micro)
+        snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (unsigned)(nanos / 1000));
+    else
+        strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return set_item(obj, name, cJSON_CreateString(buf));
+}
+
+/* A map entry {1: key, 2: value} into the object obj[f->name]: string, bytes
+ * (base64), Quantity or message values. */
+static int decode_map_entry(struct rd *r, cJSON *obj, const struct pfield *f, int depth)
 {
     static const unsigned char none[1];
     struct rd e, key = { NULL, NULL }, val = { none, none };   /* a missing value is "" */
-    cJSON *map = cJSON_GetObjectItemCaseSensitive(obj, name);
-    char *k;
+    cJSON *map = cJSON_GetObjectItemCaseSensitive(obj, f->name), *child;
+    char *k, *q;
     int rc;
 
     if (rd_bytes(r, &e) < 0)
@@ -364,14 +280,60 @@ static int decode_map_entry(struct rd *r, cJSON *obj, const char *name, bool byt
     }
     if (!key.p || !(k = dup_text(&key)))
         return -EINVAL;
-    if (!map && !(map = cJSON_AddObjectToObject(obj, name))) {
+    if (!map && !(map = cJSON_AddObjectToObject(obj, f->name))) {
         free(k);
         return -ENOMEM;
     }
-    rc = add_text(map, k, &val, bytes_value);
+    switch (f->type) {
+    case F_MAP_QUANTITY:
+        if (!(q = quantity_text(val))) {
+            rc = -EINVAL;
+            break;
+        }
+        rc = set_item(map, k, cJSON_CreateString(q));
+        free(q);
+        break;
+    case F_MAP_MSG:
+        if ((rc = set_item(map, k, child = cJSON_CreateObject())) == 0)
+            rc = decode_msg(&val, f->sub, child, depth + 1);
+        break;
+    default:
+        rc = add_text(map, k, &val, f->type == F_MAP_BYTES);
+    }
     free(k);
     return rc;
 }
+
+/* One element of a repeated varint field, packed (wire 2) or not (wire 0). */
+static int decode_rep_int(struct rd *r, unsigned wire, cJSON *obj, const char *name)
+{
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(obj, name), *n;
+    struct rd s;
+    uint64_t v;
+
+    if (!arr && !(arr = cJSON_AddArrayToObject(obj, name)))
+        return -ENOMEM;
+    if (wire == 0) {
+        if (rd_varint(r, &v) < 0)
+            return -EINVAL;
+        s.p = s.end = NULL;
+        goto one;
+    }
+    if (wire != 2 || rd_bytes(r, &s) < 0)
+        return -EINVAL;
+    while (s.p < s.end) {
+        if (rd_varint(&s, &v) < 0)
+            return -EINVAL;
+one:
+        if (!(n = cJSON_CreateNumber((double)(int64_t)v)))
+            return -ENOMEM;
+        cJSON_AddItemToArray(arr, n);
+    }
+    return 0;
+}
+
+static bool all_zero(struct rd m, int depth);
+static int skip_unknown(struct rd *r, unsigned wire, bool strict);
 
 static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJSON *obj,
                         int depth)
@@ -409,9 +371,44 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
         return decode_int_or_string(r, obj, f->name);
     case F_MAP_STR:
     case F_MAP_BYTES:
+    case F_MAP_QUANTITY:
+    case F_MAP_MSG:
         if (wire != 2)
             return -EINVAL;
-        return decode_map_entry(r, obj, f->name, f->type == F_MAP_BYTES);
+        return decode_map_entry(r, obj, f, depth);
+    case F_BYTES:
+        if (wire != 2 || rd_bytes(r, &s) < 0)
+            return -EINVAL;
+        if (s.p == s.end && !f->keep_zero) {
+            cJSON_DeleteItemFromObjectCaseSensitive(obj, f->name);
+            return 0;
+        }
+        return add_text(obj, f->name, &s, true);
+    case F_QUANTITY:
+        if (wire != 2 || rd_bytes(r, &s) < 0 || !(t = quantity_text(s)))
+            return -EINVAL;
+        child = *t ? cJSON_CreateString(t) : NULL;
+        free(t);
+        if (!child) {   /* the zero Quantity: "0" in Go's JSON, left out here unless kept */
+            cJSON_DeleteItemFromObjectCaseSensitive(obj, f->name);
+            return f->keep_zero ? set_item(obj, f->name, cJSON_CreateString("0")) : 0;
+        }
+        return set_item(obj, f->name, child);
+    case F_TIME:
+    case F_MICROTIME:
+        if (wire != 2)
+            return -EINVAL;
+        return decode_time(r, obj, f->name, f->type == F_MICROTIME);
+    case F_REP_INT64:
+        return decode_rep_int(r, wire, obj, f->name);
+    case F_SKIP:
+        return rd_skip(r, wire);
+    case F_SKIP_STRICT:
+        return skip_unknown(r, wire, true);
+    case F_INLINE:
+        if (wire != 2 || rd_bytes(r, &s) < 0)
+            return -EINVAL;
+        return decode_msg(&s, f->sub, obj, depth + 1);
     case F_MSG:
         if (wire != 2 || rd_bytes(r, &s) < 0)
             return -EINVAL;
@@ -555,14 +552,15 @@ int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, si
             goto bad;
         }
     }
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        if (strcmp(kind, kinds[i].kind) != 0 || strcmp(api_version, kinds[i].api_version) != 0)
+    for (size_t i = 0; i < proto_kinds_n; i++) {
+        if (strcmp(kind, proto_kinds[i].kind) != 0 ||
+            strcmp(api_version, proto_kinds[i].api_version) != 0)
             continue;
         if (!raw.p || !(obj = cJSON_CreateObject()))
             goto bad;
         cJSON_AddStringToObject(obj, "apiVersion", api_version);
         cJSON_AddStringToObject(obj, "kind", kind);
-        rc = decode_msg(&raw, &kinds[i].msg, obj, 0);
+        rc = decode_msg(&raw, proto_kinds[i].msg, obj, 0);
         if (rc < 0) {
             cJSON_Delete(obj);
             if (rc == -ENOMEM)
@@ -577,8 +575,8 @@ int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, si
         *out = obj;
         return 0;
     }
-    snprintf(err, errlen, "kubesim decodes protobuf only for v1 ConfigMap, Secret, Namespace, "
-             "ServiceAccount, Pod, Service and batch/v1 Job, not %.40s %.40s; send JSON",
+    snprintf(err, errlen, "kubesim decodes protobuf only for the core, batch, rbac, networking, "
+             "coordination, events and policy kinds it serves, not %.40s %.40s; send JSON",
              api_version, kind);
     return -EPROTONOSUPPORT;
 bad:

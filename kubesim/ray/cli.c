@@ -69,7 +69,19 @@ static int http(struct ray_exec *x, const char *address, const char *method, con
         snprintf(err, errlen, "%s", t.message);
         return -ECONNREFUSED;
     }
-    rc = ray_target_request(x->r, &t, method, path, body, body ? strlen(body) : 0, resp);
+    /* Ray's CLI sends its token (AuthenticationTokenLoader: RAY_AUTH_TOKEN) when the
+     * environment says token auth */
+    const char *mode = ray_exec_env(x, "RAY_AUTH_MODE"), *tok = ray_exec_env(x, "RAY_AUTH_TOKEN");
+    struct buf authz = { 0 };
+    if (mode && !strcmp(mode, "token") && tok && *tok && buf_printf(&authz, "Bearer %s", tok) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -ECONNREFUSED;
+    }
+    rc = ray_target_request(x->r, &t, method, path, body, body ? strlen(body) : 0, authz.data,
+                            NULL, resp);
+    if (authz.data)
+        explicit_bzero(authz.data, authz.cap);
+    buf_free(&authz);
     if (rc == -ENOENT) {
         snprintf(err, errlen, "connection refused");
         return -ECONNREFUSED;

@@ -75,6 +75,8 @@ struct ray_cluster {
     struct ray_app *apps;
     unsigned app_seq;
     bool serve_started;
+    char *auth_token;            /* RAY_AUTH_MODE=token: the token requests must carry
+                                    ("" = none can); NULL: no auth. A credential. */
     UT_hash_handle hh;
 };
 
@@ -84,6 +86,7 @@ struct ray {
     struct store *store;
     struct server *srv;
     const struct reg_resource *r_pods, *r_svc, *r_ep;
+    const struct reg_resource *r_secrets;   /* NULL if the registry has none */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct ray_cluster *clusters;
@@ -109,8 +112,22 @@ void ray_job_free(struct ray_job *j);
 void ray_app_free(struct ray_app *a);
 uint64_t ray_now_ms(void);      /* unix ms */
 /* Finds (creating when new) the cluster of a Ready head Pod; drops a stale one (other
- * uid with the same head name, or a restarted container). Under r->mu. */
-struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod);
+ * uid with the same head name, or a restarted container). A new cluster takes *token
+ * (ray_pod_auth_token of pod, read before taking the lock) and sets it NULL. Under r->mu. */
+struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod, char **token);
+
+/* ---- auth.c: Ray token authentication ---- */
+/* The token a head Pod's Ray container expects (RAY_AUTH_MODE=token; RAY_AUTH_TOKEN as a
+ * value or Secret reference), "" when it cannot be read, NULL without token auth. Reads
+ * the store: call without r->mu. Caller frees. */
+char *ray_pod_auth_token(struct ray *r, const cJSON *pod);
+/* A copy of a container's env with secretKeyRef values filled in (store reads: call
+ * without r->mu). NULL for NULL env or out of memory. */
+cJSON *ray_env_resolve(struct ray *r, const char *ns, const cJSON *env);
+/* Ray's token_auth_middleware for a request to c: 0 to serve it, 1 with out set to the
+ * 401/403 answer, -ENOMEM. authz / x_ray_authz are the header values (NULL if absent). */
+int ray_auth_check(const struct ray_cluster *c, const char *path, const char *authz,
+                   const char *x_ray_authz, struct ray_resp *out);
 void ray_cluster_drop(struct ray *r, const char *uid);
 
 /* ---- ray_serve.c ---- */
@@ -149,8 +166,11 @@ void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const ch
                       int port, struct ray_target *t);
 /* One dashboard request against a resolved target (locks r->mu). 0 or -ENOENT when
  * the cluster went in between (the caller answers as for a refused connection). */
+/* authz / x_ray_authz: the Authorization / X-Ray-Authorization header values the client
+ * sent (NULL if none), checked when the cluster uses token auth. */
 int ray_target_request(struct ray *r, const struct ray_target *t, const char *method,
-                       const char *path, const char *body, size_t len, struct ray_resp *out);
+                       const char *path, const char *body, size_t len, const char *authz,
+                       const char *x_ray_authz, struct ray_resp *out);
 
 /* ---- ray_submitter.c: a container's command as a script tree ---- */
 #define RAY_MAX_SCRIPT (256 * 1024)   /* bytes of script */

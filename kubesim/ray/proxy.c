@@ -147,11 +147,16 @@ static void reach_pod(struct ray *r, const cJSON *pod, const char *ip, int port,
         return;
     }
     t->workers = count_workers(r, pod);
+    char *token = ray_pod_auth_token(r, pod);
     pthread_mutex_lock(&r->mu);
-    c = r->stopping ? NULL : ray_cluster_for_head(r, pod);
+    c = r->stopping ? NULL : ray_cluster_for_head(r, pod, &token);
     if (c)
         snprintf(t->uid, sizeof(t->uid), "%s", c->uid);
     pthread_mutex_unlock(&r->mu);
+    if (token) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+    }
     if (!c) {
         fail(t, 503, "ServiceUnavailable", "error trying to reach service: dial tcp %s: "
              "connect: connection refused", addr, NULL);
@@ -325,7 +330,8 @@ void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const ch
 }
 
 int ray_target_request(struct ray *r, const struct ray_target *t, const char *method,
-                       const char *path, const char *body, size_t len, struct ray_resp *out)
+                       const char *path, const char *body, size_t len, const char *authz,
+                       const char *x_ray_authz, struct ray_resp *out)
 {
     struct ray_cluster *c = NULL;
     int rc;
@@ -344,7 +350,11 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
     }
     c->workers = t->workers;
     c->cpus = 1 + t->workers;
-    rc = ray_dashboard_serve(c, ray_now_ms(), method, path, body, len, out);
+    rc = ray_auth_check(c, path, authz, x_ray_authz, out);
+    if (rc == 0)
+        rc = ray_dashboard_serve(c, ray_now_ms(), method, path, body, len, out);
+    else if (rc == 1)
+        rc = 0;
     pthread_mutex_unlock(&r->mu);
     return rc;
 }
@@ -399,7 +409,9 @@ static int on_proxy(void *arg, struct server_req *req)
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
     path = rt->rest && rt->rest[0] ? rt->rest : "/";
-    rc = ray_target_request(r, &t, req->method, path, req->body, req->body_len, &resp);
+    /* the API server consumes Authorization; only X-Ray-Authorization reaches Ray */
+    rc = ray_target_request(r, &t, req->method, path, req->body, req->body_len, NULL,
+                            server_req_header(req, "X-Ray-Authorization"), &resp);
     if (rc == -ENOENT)
         return server_reply_status(req, 503, "ServiceUnavailable",
                                    "error trying to reach service: connection refused");
@@ -468,7 +480,8 @@ static int on_pod_proxy(void *arg, struct server_req *req)
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
     rc = ray_target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,
-                            req->body_len, &resp);
+                            req->body_len, NULL, server_req_header(req, "X-Ray-Authorization"),
+                            &resp);
     if (rc == -ENOENT)
         return server_reply_status(req, 503, "ServiceUnavailable",
                                    "error trying to reach service: connection refused");

@@ -192,6 +192,10 @@ void ray_cluster_free(struct ray_cluster *c)
         ray_app_free(a);
     }
     free(c->uid);
+    if (c->auth_token) {
+        explicit_bzero(c->auth_token, strlen(c->auth_token));
+        free(c->auth_token);
+    }
     free(c);
 }
 
@@ -216,7 +220,7 @@ void ray_cluster_drop(struct ray *r, const char *uid)
     ray_cluster_free(c);
 }
 
-struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod)
+struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod, char **token)
 {
     const cJSON *md = kobj_get(pod, "metadata");
     const char *uid = kobj_str(md, "uid"), *name = kobj_str(md, "name");
@@ -233,6 +237,13 @@ struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod)
         ray_cluster_drop(r, uid);
         c = NULL;
     }
+    if (c && c->auth_token && !*c->auth_token && *token && **token) {
+        /* the token Secret appeared after the cluster came up (a real head would not
+         * have started without it) */
+        free(c->auth_token);
+        c->auth_token = *token;
+        *token = NULL;
+    }
     if (c)
         return c;
     HASH_ITER(hh, r->clusters, o, ot)
@@ -248,6 +259,8 @@ struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod)
     }
     snprintf(c->head, sizeof(c->head), "%s", name);
     c->restarts = restarts;
+    c->auth_token = *token;
+    *token = NULL;
     HASH_ADD_KEYPTR(hh, r->clusters, c->uid, strlen(c->uid), c);
     log_info("ray: cluster up", "namespace", c->ns, "cluster", c->name, "pod", c->head,
              "ip", c->head_ip, NULL);
@@ -290,6 +303,7 @@ int ray_install(struct server *srv, struct store *store, struct ray **out)
     r->r_pods = registry_find(reg, "", "v1", "pods");
     r->r_svc = registry_find(reg, "", "v1", "services");
     r->r_ep = registry_find(reg, "", "v1", "endpoints");
+    r->r_secrets = registry_find(reg, "", "v1", "secrets");
     store_registry_unlock(store);
     if (!r->r_pods || !r->r_svc || !r->r_ep) {
         rc = -ENOENT;

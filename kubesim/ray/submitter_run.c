@@ -279,11 +279,13 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     }
     if (!script)
         return false;
+    cJSON *renv = ray_env_resolve(r, ns, env);   /* store reads: before r->mu */
     pthread_mutex_lock(&r->mu);
     HASH_FIND_STR(r->subs, uid, s);
     if (s && s->running) {
         pthread_mutex_unlock(&r->mu);
         ray_script_free(script);
+        cJSON_Delete(renv);
         return true;
     }
     if (!s) {
@@ -304,7 +306,8 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     cJSON_Delete(s->pod);
     cJSON_Delete(s->env);
     s->pod = cJSON_Duplicate(pod, true);
-    s->env = env ? cJSON_Duplicate(env, true) : NULL;
+    s->env = renv;
+    renv = NULL;
     s->script = script;
     script = NULL;
     s->done = s->cancel = false;
@@ -341,6 +344,7 @@ fail_run:
 fail:
     pthread_mutex_unlock(&r->mu);
     ray_script_free(script);
+    cJSON_Delete(renv);
     return false;
 }
 

@@ -282,10 +282,30 @@ static int require_object(cJSON *obj, struct store_status *st)
     return -EINVAL;
 }
 
+/* An events.k8s.io/v1 write is a core/v1 write (events.c); the answer goes
+ * back in the version asked for. */
+static int as_requested(int rc, const struct reg_resource *res, struct store_obj **out)
+{
+    if (rc == 0 && out && *out) {
+        struct store_obj *c = store_obj_as(*out, res);
+        store_obj_unref(*out);
+        *out = c;
+        if (!c)
+            return -ENOMEM;
+    }
+    return rc;
+}
+
 int store_create(struct store *s, const struct reg_resource *res, const char *ns,
                  cJSON *obj, const struct store_write_opts *w, struct store_obj **out,
                  struct store_status *st)
 {
+    if (store_events_v1(res) && s->res_events) {
+        if (cJSON_IsObject(obj))
+            store_event_to_core(obj);
+        return as_requested(store_create(s, s->res_events, ns, obj, w, out, st), res, out);
+    }
+
     struct stype *t;
     cJSON *md;
     const char *name, *gen_name, *bns;
@@ -546,6 +566,11 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
         *out = NULL;
     if ((rc = require_object(obj, st)))
         return rc;
+    if (store_events_v1(res) && s->res_events) {
+        store_event_to_core(obj);
+        return as_requested(store_update(s, s->res_events, ns, name, subresource, obj, w, out,
+                                         st), res, out);
+    }
     if (subresource && !strcmp(subresource, "scale"))
         return store_scale_update(s, res, ns, name, obj, w, out, st);
     if (subresource && subresource[0] && (strcmp(subresource, "status") || !res->has_status)) {

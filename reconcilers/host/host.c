@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/host/internal.h"
 #include "util/util.h"
 
@@ -237,6 +238,8 @@ static int start_leader(struct host *h)
     snprintf(c->name, sizeof(c->name), "rayop-%s-leader", h->kind->name);
     for (size_t i = 0; i < h->nkinds && c->nkinds < HOST_MAX_KINDS; i++)
         c->kinds[c->nkinds++] = h->kinds[i].name;
+    /* KubeRay's operator Lease (main.go LeaderElectionID): the migration guard */
+    snprintf(c->guard, sizeof(c->guard), "ray-operator-leader");
     host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
     if ((rc = host_leader_identity(c->identity, sizeof(c->identity))) < 0) {
         log_error("no leader election identity (set POD_NAME)", "error", strerror(-rc), NULL);
@@ -365,6 +368,27 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     h.settings.use_kubernetes_proxy = h.o.use_kubernetes_proxy;
     h.settings.feature_gates = h.o.feature_gates;
     h.settings.operator_config = h.o.config_json;
+    {
+        /* KubeRay's ValidateBatchSchedulerConfig: a bad choice stops start-up */
+        enum batchsched_kind bk;
+        char berr[256];
+        struct host_ctx gctx = { .settings = &h.settings };
+        if (batchsched_select(h.o.batch_scheduler, h.o.enable_batch_scheduler,
+                              host_feature_enabled(&gctx, "KubernetesWAS", false), &bk,
+                              berr, sizeof(berr)) < 0) {
+            log_error("batch scheduler configs validation failed", "error", berr, NULL);
+            fprintf(stderr, "rayop controller: batch scheduler configs validation failed: %s\n", berr);
+            rc = -EINVAL;
+            goto out;
+        }
+        if (h.o.enable_batch_scheduler)
+            log_info("Feature flag enable-batch-scheduler is deprecated and will not be supported "
+                     "soon. Use batch-scheduler instead. ", NULL);
+        else if (bk != BATCHSCHED_NONE)
+            log_info("Feature flag batch-scheduler is enabled", "scheduler name",
+                     batchsched_name(bk), NULL);
+        h.settings.batch_scheduler = (int)bk;
+    }
 
     /* signals go to the main thread only: block them before any thread starts */
     sigset_t set;

@@ -98,6 +98,8 @@ struct host_opts {
     int leader_lease_s;                      /* --leader-lease-seconds (15) */
     bool use_kubernetes_proxy;
     char feature_gates[512];
+    char batch_scheduler[64];                /* --batch-scheduler / batchScheduler */
+    bool enable_batch_scheduler;             /* --enable-batch-scheduler (legacy: volcano) */
     char log_encoder[16];                    /* json | console */
     int log_level;                           /* -1: unchanged */
     cJSON *config_json;                      /* the --config file as JSON (owned), NULL if none */
@@ -162,6 +164,9 @@ struct host_leader_config {
     int retry_ms;                             /* 2000 */
     const char *kinds[HOST_MAX_KINDS];        /* the binary's kinds: the Leases a Pod may hold */
     size_t nkinds;
+    /* migration guard: while another operator holds this Lease (in ns; KubeRay's
+     * "ray-operator-leader"), we do not lead. "" for none. */
+    char guard[254];
 };
 enum host_leader_state { HOST_LEADER_WAITING, HOST_LEADER_LEADING, HOST_LEADER_LOST };
 struct host_leader;

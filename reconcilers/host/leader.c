@@ -15,6 +15,13 @@
  * the Lease, leadership is lost and the host is told to exit (non-zero), as
  * controller-runtime does. host_leader_release() gives the Lease up on a clean
  * shutdown (holder cleared, leaseDurationSeconds 1: ReleaseOnCancel).
+ *
+ * Migration guard: KubeRay's operator leads through the Lease "ray-operator-leader"
+ * in the same namespace. While someone holds it (judged as above: a holder whose
+ * record keeps changing within its leaseDurationSeconds), this process does not try
+ * to lead, and says so once in the log; a leader that sees it taken steps down like
+ * one that lost its own Lease. So a KubeRay operator left running during a migration
+ * and rayop never reconcile the same objects at once.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -46,6 +53,9 @@ struct host_leader {
     char waiting_for[HOST_LEASE_HOLDER_MAX]; /* holder last logged while waiting */
     uint64_t free_since_ms;     /* a free Lease first seen while our Pod leads another kind */
     uint64_t spread_check_ms;   /* last look at the other kinds' Leases and the peers */
+    char guard_observed[HOST_LEASE_OBSERVED_MAX]; /* the guard Lease, as observed above */
+    uint64_t guard_observed_ms;
+    char guard_logged[HOST_LEASE_HOLDER_MAX];     /* guard holder last logged */
     host_leader_lost_fn on_lost;
     void *on_lost_arg;
 };
@@ -384,6 +394,40 @@ out:
     return rc;
 }
 
+/* The guard Lease: 1 held by another operator (holder in holder), 0 free or absent,
+ * < 0 could not read it. */
+static int guard_held(struct host_leader *le, struct kube_client *kc, char *holder, size_t cap)
+{
+    struct kube_result res = { 0 };
+    struct host_lease_record rec;
+    char observed[HOST_LEASE_OBSERVED_MAX];
+    uint64_t now = util_now_ms();
+    holder[0] = '\0';
+    if (!le->cfg.guard[0])
+        return 0;
+    int rc = kube_get(kc, &KUBE_RES_LEASES, le->cfg.ns, le->cfg.guard, &res);
+    if (rc == -ENOENT) {
+        rc = 0;
+        goto out;
+    }
+    if (rc < 0 || (rc = host_lease_record_from_json(res.body, &rec)) < 0)
+        goto out;
+    snprintf(observed, sizeof(observed), "%s|%s|%d|%s", rec.holder, rec.renew_time,
+             rec.transitions, res.resource_version);
+    if (strcmp(observed, le->guard_observed) != 0) {
+        memcpy(le->guard_observed, observed, sizeof(observed));
+        le->guard_observed_ms = now;
+    }
+    /* held when it would make us wait for it, were it ours */
+    rc = host_lease_decide(&rec, true, le->cfg.identity, le->guard_observed_ms, now) ==
+         HOST_LEASE_WAIT;
+    if (rc)
+        snprintf(holder, cap, "%s", rec.holder);
+out:
+    kube_result_release(&res);
+    return rc;
+}
+
 /* Sleeps up to ms unless stopped. true when stopped. */
 static bool wait_stop(struct host_leader *le, int ms)
 {
@@ -419,9 +463,35 @@ static void *leader_thread(void *arg)
     if (!kc)
         return NULL;                         /* the host exits on its own */
     while (!wait_stop(le, 0)) {
-        int rc = try_acquire_or_renew(le, kc, false);
-        uint64_t now = util_now_ms();
+        char gh[HOST_LEASE_HOLDER_MAX];
+        int g = guard_held(le, kc, gh, sizeof(gh)), rc;
         int st = atomic_load(&le->state);
+        if (g == 1 && st == HOST_LEADER_LEADING) {
+            log_error("leader election lost: another operator holds its leader Lease",
+                      "lease", le->cfg.guard, "namespace", le->cfg.ns, "holder", gh, NULL);
+            set_state(le, HOST_LEADER_LOST);
+            if (le->on_lost)
+                le->on_lost(le->on_lost_arg);
+            return NULL;
+        }
+        if (g == 1) {
+            if (strcmp(le->guard_logged, gh) != 0) {
+                snprintf(le->guard_logged, sizeof(le->guard_logged), "%s", gh);
+                log_warn("a KubeRay operator holds its leader Lease: waiting for it to stop "
+                         "before reconciling (migration guard)", "lease", le->cfg.guard,
+                         "namespace", le->cfg.ns, "holder", gh, NULL);
+            }
+            if (wait_stop(le, le->cfg.retry_ms))
+                break;
+            continue;
+        }
+        if (g == 0 && le->guard_logged[0]) {
+            log_info("the KubeRay operator's leader Lease is free: trying to lead",
+                     "lease", le->cfg.guard, "namespace", le->cfg.ns, NULL);
+            le->guard_logged[0] = '\0';
+        }
+        rc = try_acquire_or_renew(le, kc, false);
+        uint64_t now = util_now_ms();
         if (rc == 1) {
             le->last_renew_ms = now;
             le->free_since_ms = 0;

@@ -28,12 +28,16 @@ static void usage(FILE *f)
           "  --qps N --burst N                      client-side API rate limit (default 100/200)\n"
           "  --metrics-addr ADDR                    Prometheus /metrics (default :8080; 0 = off)\n"
           "  --health-probe-bind-address ADDR       /healthz, /readyz (default :8082; 0 = off)\n"
-          "  --enable-leader-election BOOL          one active Pod per kind (a Lease rayop-KIND-leader)\n"
+          "  --enable-leader-election BOOL          one active Pod per kind (a Lease rayop-KIND-leader;\n"
+          "                                         default true as KubeRay; waits while KubeRay's\n"
+          "                                         ray-operator-leader Lease is held)\n"
           "  --leader-election-namespace NS         the Lease's namespace (default: in-cluster namespace, else default)\n"
           "  --leader-lease-seconds N               leaseDurationSeconds (default 15; renew deadline 2/3, retry 2/15 of it)\n"
           "  --use-kubernetes-proxy BOOL            reach Ray dashboards through the API server proxy\n"
           "  --feature-gates A=true,B=false         KubeRay feature gates\n"
           "  --config FILE                          KubeRay Configuration (config.ray.io/v1alpha1)\n"
+          "  --batch-scheduler NAME                 volcano|yunikorn|kai-scheduler|scheduler-plugins (docs/batch-scheduling.md)\n"
+          "  --enable-batch-scheduler BOOL          deprecated: volcano\n"
           "  --log-stdout-encoder json|console      line layout (zap console: tab-separated)\n"
           "  --log-level debug|info|warn|error\n"
           "  --drain-timeout-ms N                   SIGTERM: finish in-flight work within N ms (default 30000)\n"
@@ -162,6 +166,12 @@ static int apply(struct host_opts *o, const char *name, const char *v)
         o->log_level = l;
         return 0;
     }
+    if (strcmp(name, "batch-scheduler") == 0)
+        return copy_str(o->batch_scheduler, sizeof(o->batch_scheduler), v);
+    if (strcmp(name, "enable-batch-scheduler") == 0) {
+        if ((rc = parse_bool(v, &b)) == 0) o->enable_batch_scheduler = b;
+        return rc;
+    }
     if (strcmp(name, "drain-timeout-ms") == 0)
         return parse_int(v, 0, 3600000, &o->drain_timeout_ms);
     if (strcmp(name, "connect-timeout-ms") == 0)
@@ -173,15 +183,15 @@ static int apply(struct host_opts *o, const char *name, const char *v)
 static int is_bool_flag(const char *name)
 {
     return strcmp(name, "enable-leader-election") == 0 ||
-           strcmp(name, "use-kubernetes-proxy") == 0;
+           strcmp(name, "use-kubernetes-proxy") == 0 ||
+           strcmp(name, "enable-batch-scheduler") == 0;
 }
 
 /* KubeRay flags accepted and ignored: they change nothing rayop does. */
 static int is_ignored_flag(const char *name)
 {
     static const char *const names[] = {
-        "log-file-path", "enable-batch-scheduler",
-        "batch-scheduler", "enable-metrics", "forced-cluster-upgrade",
+        "log-file-path", "enable-metrics", "forced-cluster-upgrade",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(name, names[i]) == 0)
@@ -197,6 +207,7 @@ int host_opts_parse(struct host_opts *o, int argc, char **argv)
     o->log_level = -1;
     o->drain_timeout_ms = 30000;
     o->leader_lease_s = 15;
+    o->leader_election = true;      /* KubeRay's default */
     o->connect_timeout_ms = 60000;
     strcpy(o->metrics_addr, ":8080");
     strcpy(o->probe_addr, ":8082");
@@ -277,6 +288,8 @@ static const char *config_field(const char *key)
         { "logStdoutEncoder", "log-stdout-encoder" },
         { "useKubernetesProxy", "use-kubernetes-proxy" },
         { "qps", "qps" },
+        { "batchScheduler", "batch-scheduler" },
+        { "enableBatchScheduler", "enable-batch-scheduler" },
         { "burst", "burst" },
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)

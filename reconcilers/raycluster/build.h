@@ -82,6 +82,7 @@ struct rc_build_opts {
     const cJSON *default_container_envs;   /* array of EnvVar */
     const cJSON *default_pod_annotations;  /* object of strings */
     const cJSON *default_pod_labels;       /* object of strings */
+    int batch_scheduler;                   /* enum batchsched_kind: --batch-scheduler (0: none) */
 };
 void rc_build_opts_default(struct rc_build_opts *o);
 /* Defaults, then KubeRay's operator environment variables (ENABLE_INIT_CONTAINER_
@@ -197,6 +198,14 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
  * stores KubeRay's stringData). NULL when not wanted. A credential: never log the
  * object. The reconcile loop (reconcile.c) creates it with this builder. */
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap);
+/* The Secret whose auth_token the operator sends to rc's dashboard and the RayJob
+ * submitter reads (KubeRay: authOptions.mode "token" -> secretName, else CheckName(NAME));
+ * "" when the cluster does not use token auth. */
+int rc_auth_token_secret(const cJSON *rc, char *out, size_t cap);
+/* Adds RAY_AUTH_MODE / RAY_AUTH_TOKEN (or the K8s token auth env and mount) to a
+ * container that talks to rc's Ray, as KubeRay's SetContainerTokenAuthEnvVars (used for
+ * the RayJob submitter). No-op unless authOptions.mode is "token". 0 or -ENOMEM. */
+int rc_auth_env_for(const cJSON *rc, cJSON *container);
 cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t n, int *err);
 
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
@@ -215,5 +224,8 @@ struct rc_resources {
     char cpu[32], memory[32], gpu[32], tpu[32];
 };
 int rc_desired_resources(const cJSON *rc, struct rc_resources *out);
+/* resource.Quantity.String() of milli thousandths of a unit; binary when the
+ * quantity it came from had a binary suffix ("Gi"). */
+void rc_quantity_string(__int128 milli, bool binary, char *out, size_t cap);
 
 #endif

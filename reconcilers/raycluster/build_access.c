@@ -30,6 +30,21 @@ int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
     return 0;
 }
 
+int rc_auth_token_secret(const cJSON *rc, char *out, size_t cap)
+{
+    const char *sn = kobj_str(kobj_get(rc_spec(rc), "authOptions"), "secretName");
+    if (cap == 0)
+        return -ENAMETOOLONG;
+    out[0] = '\0';
+    if (!rc_auth_token_enabled(rc))
+        return 0;
+    if (sn && *sn)
+        snprintf(out, cap, "%s", sn);
+    else
+        rc_check_name(rc_name(rc), out, cap);
+    return 0;
+}
+
 /* The token text (base64 of the random bytes, as KubeRay makes it) as the API server
  * stores it in data: base64 once more. KubeRay sends stringData and lets the server
  * encode; we send data, which every server (kubesim included) stores as is. */

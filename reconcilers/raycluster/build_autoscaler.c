@@ -68,6 +68,15 @@ void rc_auth_env(struct rcb *b, const cJSON *rc, cJSON *container)
     }
 }
 
+int rc_auth_env_for(const cJSON *rc, cJSON *container)
+{
+    struct rcb b = { 0 };
+    if (!rc_auth_token_enabled(rc))
+        return 0;
+    rc_auth_env(&b, rc, container);
+    return b.err;
+}
+
 /* Appends a copy of each element of src (an array) to dst[key]. */
 static void append_all(struct rcb *b, cJSON *dst, const char *key, const cJSON *src)
 {

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 
+#include "kobj/gotypes.h"
 #include "reconcilers/raycluster/build_int.h"
 
 void rc_build_opts_default(struct rc_build_opts *o)
@@ -175,51 +175,17 @@ static void drop_pod_scheduling(cJSON *group)
     drop(spec, "schedulingGates");
 }
 
-/* Sorts every object's members by key so the hash does not depend on how the
- * API server happened to order them. */
-static void sort_keys(cJSON *o)
-{
-    cJSON *c;
-    if (!o)
-        return;
-    for (c = o->child; c; c = c->next)
-        sort_keys(c);
-    if (!cJSON_IsObject(o) || !o->child)
-        return;
-    /* Insertion sort of the child list (objects here have a handful of keys). */
-    cJSON *sorted = NULL, *next;
-    for (c = o->child; c; c = next) {
-        next = c->next;
-        cJSON **pp = &sorted;
-        while (*pp && strcmp((*pp)->string ? (*pp)->string : "", c->string ? c->string : "") <= 0)
-            pp = &(*pp)->next;
-        c->next = *pp;
-        *pp = c;
-    }
-    /* Re-link prev pointers; cJSON keeps child->prev pointing at the last item. */
-    cJSON *prev = NULL, *last = NULL;
-    for (c = sorted; c; c = c->next) {
-        c->prev = prev;
-        prev = c;
-        last = c;
-    }
-    o->child = sorted;
-    if (sorted)
-        sorted->prev = last;
-}
-
 int rc_spec_hash(const cJSON *rc, char *out, size_t cap)
 {
-    static const char b32hex[] = "0123456789ABCDEFGHIJKLMNOPQRSTUV";
-    unsigned char dig[20];
-    cJSON *spec = NULL, *g;
-    char *text = NULL;
-    int ret = -ENOMEM;
+    cJSON *spec, *g;
+    int ret;
     if (cap < 33)
         return -ENAMETOOLONG;
     spec = rc_spec(rc) ? cJSON_Duplicate(rc_spec(rc), 1) : cJSON_CreateObject();
     if (!spec)
-        goto out;
+        return -ENOMEM;
+    /* GenerateHashWithoutReplicasAndWorkersToDelete: what an autoscaler or a queueing
+     * controller changes is muted */
     drop_pod_scheduling(cJSON_GetObjectItemCaseSensitive(spec, "headGroupSpec"));
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(spec, "workerGroupSpecs")) {
         drop(g, "replicas");
@@ -229,23 +195,8 @@ int rc_spec_hash(const cJSON *rc, char *out, size_t cap)
         drop_pod_scheduling(g);
     }
     drop(spec, "upgradeStrategy");
-    sort_keys(spec);
-    if (!(text = cJSON_PrintUnformatted(spec)))
-        goto out;
-    if (gnutls_hash_fast(GNUTLS_DIG_SHA1, text, strlen(text), dig) < 0) {
-        ret = -EIO;
-        goto out;
-    }
-    /* base32.HexEncoding of 20 bytes: 32 characters, no padding needed. */
-    for (int i = 0, bit = 0; i < 32; i++, bit += 5) {
-        int byte = bit / 8, off = bit % 8;
-        unsigned v = (unsigned)dig[byte] << 8 | (byte + 1 < 20 ? dig[byte + 1] : 0);
-        out[i] = b32hex[(v >> (11 - off)) & 31];
-    }
-    out[32] = '\0';
-    ret = 0;
-out:
-    free(text);
+    /* Go's encoding/json of the typed spec, so the text (and the hash) is KubeRay's */
+    ret = gotypes_spec_hash(spec, out);
     cJSON_Delete(spec);
     return ret;
 }

@@ -10,7 +10,7 @@
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/raycluster/raycluster.h"
 
-/* KubeRay's requeue periods (DefaultRequeueDuration, RAYCLUSTER_DEFAULT_REQUEUE_SECONDS). */
+/* KubeRay's requeue periods (DefaultRequeueDuration, RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV). */
 #define RC_REQUEUE_SHORT_MS 2000u
 #define RC_REQUEUE_IDLE_MS 300000u
 #define RC_REQUEUE_HEAD_GONE_MS 10000u
@@ -51,7 +51,6 @@ void rc_metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
 void rc_metrics_forget(const char *ns, const char *name);
 
 /* Kubernetes resources the controller writes that kube/ has no constant for. */
-extern const struct kube_resource RC_RES_SERVICEACCOUNTS, RC_RES_ROLES, RC_RES_ROLEBINDINGS,
-    RC_RES_SECRETS;
+extern const struct kube_resource RC_RES_SERVICEACCOUNTS, RC_RES_ROLES, RC_RES_ROLEBINDINGS;
 
 #endif

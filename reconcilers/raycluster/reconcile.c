@@ -11,7 +11,7 @@
  * not handed out again before the cache shows them (no stale-cache duplicates).
  * Outcome: an error is retried with the queue's backoff; a status write or a
  * pending step requeues after 2 s (KubeRay's DefaultRequeueDuration), an
- * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS).
+ * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -28,7 +28,6 @@
 const struct kube_resource RC_RES_SERVICEACCOUNTS = { "", "v1", "serviceaccounts", 1 };
 const struct kube_resource RC_RES_ROLES = { "rbac.authorization.k8s.io", "v1", "roles", 1 };
 const struct kube_resource RC_RES_ROLEBINDINGS = { "rbac.authorization.k8s.io", "v1", "rolebindings", 1 };
-const struct kube_resource RC_RES_SECRETS = { "", "v1", "secrets", 1 };
 
 /* res->message is shorter than the messages: keep the head of it. */
 static void set_message(struct host_result *res, const char *msg)
@@ -173,7 +172,7 @@ static int reconcile_auth_secret(struct rc_run *r)
         return rc_fail(r, RC_ERR_OTHER, "no randomness for the auth token");
     rc = -ENOMEM;
     if ((s = rc_build_auth_secret(r->rc, raw, sizeof(raw), &rc)))
-        rc = create_absent(r, RC_CACHE_SECRETS, &RC_RES_SECRETS, s, NULL, NULL, "secret");
+        rc = create_absent(r, RC_CACHE_SECRETS, &KUBE_RES_SECRETS, s, NULL, NULL, "secret");
     explicit_bzero(raw, sizeof(raw));
     if (s) {
         /* the token is in the tree: wipe it before freeing */
@@ -313,13 +312,13 @@ static void apply_operator_config(struct rc_run *r)
         r->bo.default_pod_labels = v;
 }
 
-/* KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS (whole seconds, default 300);
+/* KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV (whole seconds, default 300);
  * RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS overrides it in milliseconds (benchmarks:
  * bench/raycluster.sh re-queues converged clusters continuously with 1). */
 static uint64_t idle_requeue_ms(void)
 {
     const char *ms = getenv("RAYOP_RAYCLUSTER_IDLE_REQUEUE_MS");
-    const char *sec = getenv("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS");
+    const char *sec = getenv("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV");
     char *end;
     if (ms && *ms) {
         unsigned long long v = strtoull(ms, &end, 10);
@@ -412,6 +411,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     r.uid = rc_meta(r.rc, "uid");
     rc_build_opts_from_env(&r.bo);
     apply_operator_config(&r);
+    r.bo.batch_scheduler = ctx->settings ? ctx->settings->batch_scheduler : 0;
 
     if (rc_managed_elsewhere(r.rc)) {
         host_log(ctx, LOG_INFO, "Skipping RayCluster managed by a custom controller", NULL);

@@ -308,9 +308,10 @@ static void add_env(cJSON *c, const char *name, const char *value)
     cJSON_AddItemToArray(env, e);
 }
 
-/* configureSubmitterContainer */
+/* configureSubmitterContainer; cluster (may be NULL) is the RayCluster the job runs
+ * on: a token-auth cluster gives the submitter RAY_AUTH_MODE and RAY_AUTH_TOKEN. */
 static int configure_submitter(cJSON *c, const cJSON *rj, const cJSON *st, const char *mode,
-                               bool sidecar_restart)
+                               bool sidecar_restart, const cJSON *cluster)
 {
     int err = 0;
     char *cmd = rj_build_submit_command(rj, st, mode, sidecar_restart, &err);
@@ -331,7 +332,7 @@ static int configure_submitter(cJSON *c, const cJSON *rj, const cJSON *st, const
     add_env(c, "PYTHONUNBUFFERED", "1");
     add_env(c, "RAY_DASHBOARD_ADDRESS", rj_str(st, "dashboardURL"));
     add_env(c, "RAY_JOB_SUBMISSION_ID", rj_str(st, "jobId"));
-    return 0;
+    return cluster ? rc_auth_env_for(cluster, c) : 0;
 }
 
 cJSON *rj_build_cluster(const cJSON *rj, const cJSON *st, bool sidecar_restart, int *err)
@@ -373,7 +374,7 @@ cJSON *rj_build_cluster(const cJSON *rj, const cJSON *st, bool sidecar_restart, 
             rc = sub ? -EINVAL : -ENOMEM;
             goto fail;
         }
-        if ((rc = configure_submitter(sub, rj, st, "SidecarMode", sidecar_restart)) < 0) {
+        if ((rc = configure_submitter(sub, rj, st, "SidecarMode", sidecar_restart, c)) < 0) {
             cJSON_Delete(sub);
             goto fail;
         }
@@ -419,7 +420,7 @@ cJSON *rj_build_submitter(const cJSON *rj, const cJSON *cluster, const cJSON *st
         rc = -EINVAL;
         goto fail;
     }
-    if ((rc = configure_submitter(c0, rj, st, "K8sJobMode", false)) < 0)
+    if ((rc = configure_submitter(c0, rj, st, "K8sJobMode", false, cluster)) < 0)
         goto fail;
     cJSON *tmd = cJSON_GetObjectItemCaseSensitive(tmpl, "metadata");
     if (!cJSON_IsObject(tmd)) {

@@ -151,7 +151,8 @@ cJSON *rj_build_cluster(const cJSON *rayjob, const cJSON *status, bool sidecar_r
 /* The submitter batch Job (createNewK8sJob + getSubmitterTemplate). status
  * carries dashboardURL and jobId; without a submitterPodTemplate the container
  * takes the image of cluster's head (the RayCluster the job runs on, which a
- * clusterSelector picks; NULL falls back to spec.rayClusterSpec). */
+ * clusterSelector picks; NULL falls back to spec.rayClusterSpec); a token-auth
+ * cluster also gives the submitter its RAY_AUTH_MODE / RAY_AUTH_TOKEN. */
 cJSON *rj_build_submitter(const cJSON *rayjob, const cJSON *cluster, const cJSON *status,
                           int *err);
 /* The shell command KubeRay's BuildJobSubmitCommand joins with spaces for

@@ -32,6 +32,7 @@
 #define T_JOBS "batch/v1/jobs"
 #define T_PODS "v1/pods"
 #define T_SERVICES "v1/services"
+#define T_SECRETS "v1/secrets"
 
 /* k8s.io/apimachinery rand.String: 5 characters of this alphabet. */
 static void rand5(char out[6])
@@ -79,9 +80,52 @@ static int dashboard_url(const cJSON *cluster, char *out, size_t cap)
 
 /* A client of cluster's dashboard: through the API server's service proxy with
  * --use-kubernetes-proxy, else straight at url (status.dashboardURL). */
+/* A token-auth cluster's token (GetRayDashboardClientFunc): the Secret from the
+ * cache when rayop made it (created-by), else read live (a user-named Secret is not
+ * cached). The token is wiped from every buffer but t's. */
+static int target_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_target *t)
+{
+    char name[300];
+    cJSON *sec = NULL;
+    char *tok = NULL;
+    size_t n = 0;
+    struct kube_result kr = { 0 };
+    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
+    if (rc < 0 || !name[0])
+        return rc;
+    const char *ns = rj_str(cluster, "metadata.namespace");
+    rc = host_get(ctx, T_SECRETS, ns, name, &sec);
+    if (rc == -ENOENT) {
+        struct kube_client *kc = host_kube(ctx);
+        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, ns, name, &kr) : -ENOTCONN;
+        if (rc == 0) {
+            sec = kr.body;
+            kr.body = NULL;
+        }
+    }
+    if (rc == 0 && (rc = kube_secret_value(sec, "auth_token", &tok, &n)) == 0)
+        rc = dash_target_set_token(t, tok, n);
+    if (rc < 0)
+        host_log(ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
+                 "error", kube_strerror(rc), NULL);
+    if (tok) {
+        explicit_bzero(tok, n);
+        free(tok);
+    }
+    /* the Secret object holds the token too (base64) */
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(sec, "data");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, "auth_token");
+    if (cJSON_IsString(v))
+        explicit_bzero(v->valuestring, strlen(v->valuestring));
+    cJSON_Delete(sec);
+    kube_result_release(&kr);
+    return rc;
+}
+
 static int target_for(struct host_ctx *ctx, const cJSON *cluster, const char *url,
                       struct dash_target *t)
 {
+    int rc;
     if (ctx->settings && ctx->settings->use_kubernetes_proxy) {
         char svc[254];
         const char *s = rj_str(cluster, "status.head.serviceName");
@@ -89,14 +133,18 @@ static int target_for(struct host_ctx *ctx, const cJSON *cluster, const char *ur
         if (!kc)
             return -ENOTCONN;
         if (!*s) {
-            int rc = rc_head_service_name(cluster, svc, sizeof(svc));
+            rc = rc_head_service_name(cluster, svc, sizeof(svc));
             if (rc < 0)
                 return rc;
             s = svc;
         }
-        return dash_target_proxy(t, kc, rj_str(cluster, "metadata.namespace"), s, "dashboard");
+        rc = dash_target_proxy(t, kc, rj_str(cluster, "metadata.namespace"), s, "dashboard");
+    } else {
+        rc = dash_target_direct(t, url);
     }
-    return dash_target_direct(t, url);
+    if (rc == 0 && (rc = target_token(ctx, cluster, t)) < 0)
+        dash_target_wipe(t);
+    return rc;
 }
 
 static const cJSON *find_head(const cJSON *pods)
@@ -167,6 +215,7 @@ static int observe(struct host_ctx *ctx, struct observed *o)
         in->info_rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t);
         if (in->info_rc == 0)
             in->info_rc = dash_job_get(&t, rj_str(o->rj, "status.jobId"), &o->info);
+        dash_target_wipe(&t);
         if (in->info_rc < 0 && in->info_rc != -ENOENT)
             host_log(ctx, LOG_INFO, "Failed to get job info", "JobId",
                      rj_str(o->rj, "status.jobId"), "error", kube_strerror(in->info_rc), NULL);
@@ -220,6 +269,7 @@ static void stop_job(struct host_ctx *ctx, struct observed *o)
     if (o->cluster && *id &&
         (rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
         rc = dash_job_stop(&t, id);
+    dash_target_wipe(&t);
     /* the finalizer goes no matter what, as in KubeRay */
     host_log(ctx, rc < 0 ? LOG_WARN : LOG_INFO, rc < 0 ? "Failed to stop job for RayJob"
              : "Stopped the Ray job of the RayJob being deleted", "JobId", id,
@@ -414,6 +464,7 @@ static int submit_http(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         rc = err ? err : -ENOMEM;
     else if ((rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
         rc = dash_job_submit(&t, body, strlen(body), id, sizeof(id));
+    dash_target_wipe(&t);
     free(body);
     host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
              rc < 0 ? "Failed to submit the Ray job" : "Submitted the Ray job",
@@ -433,6 +484,10 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         return rc;
     if (a & RJ_CREATE_CLUSTER) {
         cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
+        if (c && (rc = rj_batch_child(ctx, o->rj, c, false)) < 0) {
+            cJSON_Delete(c);
+            return rc;
+        }
         rc = create_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
                         "FailedToCreateRayCluster", "RayCluster");
         cJSON_Delete(c);
@@ -441,6 +496,10 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
     }
     if (a & RJ_CREATE_SUBMITTER) {
         cJSON *j = rj_build_submitter(o->rj, o->cluster, p->status, &err);
+        if (j && (rc = rj_batch_child(ctx, o->rj, j, true)) < 0) {
+            cJSON_Delete(j);
+            return rc;
+        }
         rc = create_obj(ctx, o, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
                         "FailedToCreateRayJobSubmitter", "Kubernetes Job");
         cJSON_Delete(j);
@@ -527,8 +586,20 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
                    "%s", plan.events[i].message);
     char old_deploy[32];
     snprintf(old_deploy, sizeof(old_deploy), "%s", rj_str(o.rj, "status.jobDeploymentStatus"));
+    if (strcmp(old_deploy, "Initializing") == 0 &&
+        (rc = rj_batch_submit(ctx, o.rj, res->message, sizeof(res->message))) < 0)
+        goto out;   /* KubeRay: nothing else happens until the scheduler takes it */
     if ((rc = run_actions(ctx, &o, &plan)) < 0)
         goto requeue;
+    {
+        /* CleanupOnCompletion: every reconcile of a finished RayJob, and when a
+         * suspend or retry has released the cluster */
+        const char *nd = rj_str(plan.status, "jobDeploymentStatus");
+        if (!strcmp(old_deploy, "Complete") || !strcmp(old_deploy, "Failed") ||
+            ((!strcmp(old_deploy, "Suspending") || !strcmp(old_deploy, "Retrying")) &&
+             plan.write_status && (!strcmp(nd, "Suspended") || !strcmp(nd, "New"))))
+            rj_batch_cleanup(ctx, o.rj, o.cluster);
+    }
     if (plan.error < 0) {
         rc = plan.error;
         snprintf(res->message, sizeof(res->message), "%s", plan.error_msg);

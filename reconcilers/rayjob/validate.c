@@ -250,7 +250,9 @@ static int check_spec(const cJSON *rj, const struct rj_config *cfg, struct rj_in
             return SPEC("restartPolicy for head Pod should be Never or unset when using SidecarMode");
     }
     if (cJSON_IsObject(rcs)) {
-        if (strcmp(rj_str(rcs, "authOptions.mode"), "k8s") == 0)
+        /* utils.IsK8sAuthEnabled: authOptions.enableK8sTokenAuth is true */
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(rcs, "authOptions"), "enableK8sTokenAuth")))
             return SPEC("The RayJob spec is invalid: K8s token auth mode is currently not supported "
                         "for RayJob");
         struct rc_invalid rci;

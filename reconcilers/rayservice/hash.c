@@ -9,9 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <gnutls/crypto.h>
-
-#include "reconcilers/rayservice/gotypes.h"
+#include "kobj/gotypes.h"
 #include "reconcilers/rayservice/rayservice.h"
 #include "util/util.h"
 
@@ -62,21 +60,10 @@ char *rs_cluster_hash_text(const cJSON *cluster_spec, int ngroups)
 
 int rs_cluster_hash(const cJSON *cluster_spec, int ngroups, char out[33])
 {
-    static const char b32hex[] = "0123456789ABCDEFGHIJKLMNOPQRSTUV";
-    unsigned char dig[20];
     char *text = rs_cluster_hash_text(cluster_spec, ngroups);
     if (!text)
         return -ENOMEM;
-    int rc = gnutls_hash_fast(GNUTLS_DIG_SHA1, text, strlen(text), dig);
+    int rc = gotypes_hash_text(text, strlen(text), out);
     free(text);
-    if (rc < 0)
-        return -EIO;
-    /* 160 bits are 32 base32 digits exactly: no padding */
-    for (int i = 0, bit = 0; i < 32; i++, bit += 5) {
-        int byte = bit / 8, off = bit % 8;
-        unsigned v = (unsigned)dig[byte] << 8 | (byte + 1 < 20 ? dig[byte + 1] : 0);
-        out[i] = b32hex[(v >> (11 - off)) & 31];
-    }
-    out[32] = '\0';
-    return 0;
+    return rc;
 }

@@ -13,7 +13,7 @@
 #include <uthash.h>
 
 #include "dashboard/dashboard.h"
-#include "reconcilers/rayservice/gotypes.h"
+#include "kobj/gotypes.h"
 #include "reconcilers/rayservice/rayservice.h"
 #include "kobj/yamljson.h"
 #include "util/util.h"

@@ -9,7 +9,8 @@
 #                                 $WORK; a private copy of bin/rayop; cleans up at exit
 #   rj_ctl_start                  (re)starts the rayjob controller; sets RJ_CTL_PID
 #   rj_create NAME SPEC_JSON      POSTs a RayJob NAME in default whose spec is a small
-#                                 cluster plus the members in SPEC_JSON (a JSON object text)
+#                                 cluster plus the members in SPEC_JSON (a JSON object text);
+#                                 RJ_CLUSTER_EXTRA='"k":v,' adds members to rayClusterSpec
 #   rj_field NAME PATH            a field of RayJob NAME (json_get path)
 #   rj_is NAME PATH VALUE         true when the field equals VALUE
 #   rj_wait NAME PATH VALUE SECS  wait_until rj_is ... (not-ok line on timeout)
@@ -71,7 +72,7 @@ rj_create() {
     kcurl -X POST -H 'Content-Type: application/json' $NSP/rayjobs -d "{
       \"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"metadata\":{\"name\":\"$name\"},
       \"spec\":{\"entrypoint\":\"python -c 'print(1)'\",
-        \"rayClusterSpec\":{\"rayVersion\":\"2.52.0\",\"headGroupSpec\":{\"rayStartParams\":{},
+        \"rayClusterSpec\":{${RJ_CLUSTER_EXTRA:-}\"rayVersion\":\"2.52.0\",\"headGroupSpec\":{\"rayStartParams\":{},
           \"template\":{\"spec\":{\"containers\":[{\"name\":\"ray-head\",\"image\":\"rayproject/ray:2.52.0\",
             \"ports\":[{\"containerPort\":6379,\"name\":\"gcs-server\"},{\"containerPort\":8265,\"name\":\"dashboard\"}],
             \"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}}]}}},

@@ -39,6 +39,7 @@ struct ts_request {
     char path[512];
     char query[1024];          /* decoded "k=v&k=v" in arrival order */
     char auth[512];
+    char x_ray_auth[512];      /* X-Ray-Authorization (the Ray dashboard's token header) */
     char user_agent[256];
     char content_type[128];
     char accept_encoding[64];
@@ -193,6 +194,7 @@ TS_FN enum MHD_Result ts_handler(void *cls, struct MHD_Connection *conn, const c
         snprintf(q->path, sizeof(q->path), "%s", url);
         MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, ts_query_it, &qc);
         ts_copy_header(conn, "Authorization", q->auth, sizeof(q->auth));
+        ts_copy_header(conn, "X-Ray-Authorization", q->x_ray_auth, sizeof(q->x_ray_auth));
         ts_copy_header(conn, "User-Agent", q->user_agent, sizeof(q->user_agent));
         ts_copy_header(conn, "Content-Type", q->content_type, sizeof(q->content_type));
         ts_copy_header(conn, "Accept-Encoding", q->accept_encoding, sizeof(q->accept_encoding));

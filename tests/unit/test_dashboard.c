@@ -114,6 +114,30 @@ static void test_get_proxy(void **state)
     check_get(f, &f->proxy, "/api/v1/namespaces/ns1/services/rc-head-svc:dashboard/proxy/api/jobs/rj-abcde");
     /* through the API server: the client's bearer token went along */
     assert_string_equal(last(f)->auth, "Bearer tok-secret");
+    assert_string_equal(last(f)->x_ray_auth, "");
+}
+
+/* A token-auth cluster: x-ray-authorization on every call, direct and proxied (the API
+ * server keeps Authorization for itself); a token that could inject a header is refused. */
+static void test_ray_token(void **state)
+{
+    struct fixture *f = *state;
+    struct dash_job_info info;
+    assert_int_equal(dash_target_set_token(&f->direct, "abc\r\nX-Evil: 1", 14), -EINVAL);
+    assert_int_equal(dash_target_set_token(&f->direct, "", 0), -EINVAL);
+    assert_int_equal(dash_target_set_token(&f->direct, "ray-tok", 7), 0);
+    assert_int_equal(dash_target_set_token(&f->proxy, "ray-tok", 7), 0);
+    for (int i = 0; i < 2; i++) {
+        ts_push(&f->srv, 200, "{\"status\":\"RUNNING\"}", NULL, NULL, 0);
+        assert_int_equal(dash_job_get(i ? &f->proxy : &f->direct, "rj-a", &info), 0);
+        assert_string_equal(last(f)->x_ray_auth, "Bearer ray-tok");
+    }
+    assert_string_equal(last(f)->auth, "Bearer tok-secret");
+    dash_target_wipe(&f->direct);
+    assert_string_equal(f->direct.auth_header, "");
+    ts_push(&f->srv, 200, "{\"status\":\"RUNNING\"}", NULL, NULL, 0);
+    assert_int_equal(dash_job_get(&f->direct, "rj-a", &info), 0);
+    assert_string_equal(last(f)->x_ray_auth, "");
 }
 
 static void check_submit(struct fixture *f, const struct dash_target *t, const char *want_path)
@@ -232,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_targets),
         cmocka_unit_test_setup_teardown(test_get_direct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_proxy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ray_token, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_direct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_proxy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_delete_logs, setup, teardown),

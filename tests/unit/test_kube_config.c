@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kobj/kobj.h"
 #include "kube/internal.h"
 #include "kube/kube.h"
 
@@ -388,13 +389,13 @@ static void test_base64_strictness(void **state)
     char *out;
     size_t n;
     (void)state;
-    assert_int_equal(kube__base64_decode("aGk=\n", 5, &out, &n), 0);
+    assert_int_equal(kobj_base64_decode("aGk=\n", 5, &out, &n), 0);
     assert_int_equal(n, 2);
     assert_string_equal(out, "hi");
     free(out);
-    assert_int_equal(kube__base64_decode("aG=k", 4, &out, &n), -EINVAL);
-    assert_int_equal(kube__base64_decode("a", 1, &out, &n), -EINVAL);
-    assert_int_equal(kube__base64_decode("a$==", 4, &out, &n), -EINVAL);
+    assert_int_equal(kobj_base64_decode("aG=k", 4, &out, &n), -EINVAL);
+    assert_int_equal(kobj_base64_decode("a", 1, &out, &n), -EINVAL);
+    assert_int_equal(kobj_base64_decode("a$==", 4, &out, &n), -EINVAL);
 }
 
 int main(void)

@@ -582,6 +582,19 @@ static void test_validation(void **state)
     assert_string_equal(why.message, "The RayJob spec is invalid: worker group g must set both "
                         "minReplicas and maxReplicas when autoscaling is disabled");
     cJSON_Delete(rj);
+    /* K8s token auth is refused for RayJobs (utils.IsK8sAuthEnabled), whatever the mode */
+    rj = rayjob("", "");
+    cJSON *rcs = cJSON_GetObjectItem(cJSON_GetObjectItem(rj, "spec"), "rayClusterSpec");
+    cJSON_ReplaceItemInObject(rcs, "rayVersion", cJSON_CreateString("2.55.0"));
+    cJSON *ao = cJSON_AddObjectToObject(rcs, "authOptions");
+    cJSON_AddStringToObject(ao, "mode", "token");
+    cJSON_AddBoolToObject(ao, "enableK8sTokenAuth", 1);
+    assert_int_equal(rj_validate(rj, &cfg, &why), -EINVAL);
+    assert_string_equal(why.message, "The RayJob spec is invalid: K8s token auth mode is currently "
+                        "not supported for RayJob");
+    cJSON_ReplaceItemInObject(ao, "enableK8sTokenAuth", cJSON_CreateFalse());
+    assert_int_equal(rj_validate(rj, &cfg, &why), 0);
+    cJSON_Delete(rj);
     /* a long name: ValidationFailed with a Warning Event */
     rj = rayjob("", "");
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(rj, "metadata"), "name",
@@ -632,6 +645,69 @@ static void test_submit_command(void **state)
     assert_null(strstr(cmd, "ray job logs"));
     assert_string_equal(cmd + strlen(cmd) - strlen("-- python x.py ;"), "-- python x.py ;");
     free(cmd);
+    cJSON_Delete(rj);
+}
+
+/* An env entry of container c by name, or NULL. */
+static const cJSON *env_named(const cJSON *c, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(c, "env"))
+        if (!strcmp(rj_str(e, "name"), name))
+            return e;
+    return NULL;
+}
+
+/* Token auth: the submitter of a token-auth cluster gets RAY_AUTH_MODE and the token from
+ * the cluster's Secret (KubeRay's configureSubmitterContainer), in both submitter modes. */
+static void test_submitter_token_auth(void **state)
+{
+    (void)state;
+    int err = 0;
+    cJSON *rj = rayjob("", RUNNING_ST);
+    const cJSON *status = cJSON_GetObjectItem(rj, "status");
+    cJSON *cl = parse("{\"metadata\":{\"name\":\"rj-vwxyz\",\"namespace\":\"ns\"},"
+                      "\"spec\":{\"authOptions\":{\"mode\":\"token\"}}}");
+    cJSON *job = rj_build_submitter(rj, cl, status, &err);
+    assert_non_null(job);
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
+    assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_MODE"), "value"), "token");
+    assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.name"), "rj-vwxyz");
+    assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.key"), "auth_token");
+    cJSON_Delete(job);
+    /* a user-named Secret */
+    cJSON_AddStringToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cl, "spec"), "authOptions"),
+                            "secretName", "mine");
+    job = rj_build_submitter(rj, cl, status, &err);
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
+    assert_string_equal(rj_str(env_named(c0, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.name"), "mine");
+    cJSON_Delete(job);
+    /* no token auth: no auth env */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(cl, "spec"), "authOptions"),
+                              "mode", cJSON_CreateString("disabled"));
+    job = rj_build_submitter(rj, cl, status, &err);
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(job, "spec"), "template"), "spec"), "containers"), 0);
+    assert_null(env_named(c0, "RAY_AUTH_MODE"));
+    assert_null(env_named(c0, "RAY_AUTH_TOKEN"));
+    cJSON_Delete(job);
+    cJSON_Delete(cl);
+    cJSON_Delete(rj);
+    /* SidecarMode: the submitter in the head reads the new cluster's own Secret */
+    rj = rayjob("\"submissionMode\":\"SidecarMode\"", RUNNING_ST);
+    cJSON_AddItemToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(rj, "spec"), "rayClusterSpec"),
+                          "authOptions", parse("{\"mode\":\"token\"}"));
+    cJSON *c = rj_build_cluster(rj, cJSON_GetObjectItem(rj, "status"), false, &err);
+    assert_non_null(c);
+    const cJSON *sub = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(c, "spec"), "headGroupSpec"), "template"), "spec"),
+        "containers"), 1);
+    assert_string_equal(rj_str(sub, "name"), "ray-job-submitter");
+    assert_string_equal(rj_str(env_named(sub, "RAY_AUTH_MODE"), "value"), "token");
+    assert_string_equal(rj_str(env_named(sub, "RAY_AUTH_TOKEN"), "valueFrom.secretKeyRef.name"), "rj-vwxyz");
+    cJSON_Delete(c);
     cJSON_Delete(rj);
 }
 
@@ -726,6 +802,9 @@ static void test_objects(void **state)
     const cJSON *sl = cJSON_GetObjectItem(cJSON_GetObjectItem(svc, "metadata"), "labels");
     assert_string_equal(cJSON_GetObjectItem(sl, "ray.io/identifier")->valuestring, "rj-head");
     assert_string_equal(cJSON_GetObjectItem(sl, "ray.io/originated-from-cr-name")->valuestring, "rj");
+    /* the label the watcher caches Services by: without it the Service is never seen */
+    assert_string_equal(cJSON_GetObjectItem(sl, "app.kubernetes.io/created-by")->valuestring,
+                        "kuberay-operator");
     cJSON_Delete(svc);
     cJSON_Delete(cl);
     cJSON_Delete(rj);
@@ -749,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_initializing),
         cmocka_unit_test(test_selector_cluster_missing),
         cmocka_unit_test(test_running_k8sjob),
+        cmocka_unit_test(test_submitter_token_auth),
         cmocka_unit_test(test_failures_and_backoff),
         cmocka_unit_test(test_deadlines_and_timeouts),
         cmocka_unit_test(test_suspend_resume),

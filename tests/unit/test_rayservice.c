@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcilers/rayservice/gotypes.h"
+#include "kobj/gotypes.h"
 #include "reconcilers/rayservice/rayservice.h"
 #include "util/json.h"
 

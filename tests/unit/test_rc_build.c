@@ -604,6 +604,68 @@ static void test_serve_service(void **state)
     cJSON_Delete(rc);
 }
 
+/* The Recreate hash of every RayCluster in the samples equals what KubeRay v1.7 computes
+ * (fixtures printed by tools/kuberayhash from Go's encoding/json of KubeRay's typed spec):
+ * a cluster KubeRay created keeps its Pods when rayop takes it over. Also the muted fields
+ * (replicas, min/max, workersToDelete, tolerations, schedulingGates, upgradeStrategy) do
+ * not move it, and a template change does. */
+static void test_recreate_hash_matches_kuberay(void **state)
+{
+    (void)state;
+    const char *root = getenv("RAYOP_ROOT");
+    char path[1400], line[1024];
+    int checked = 0;
+    if (!rct_shared[0])
+        rct_find_shared();
+    snprintf(path, sizeof(path), "%s/tests/unit/fixtures/raycluster/recreate-hashes.txt",
+             root ? root : ".");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot read %s", path);
+    while (fgets(line, sizeof(line), f)) {
+        char file[512], name[256], want[64], got[64];
+        int nth;
+        if (line[0] == '#' || sscanf(line, "%511[^#]#%d %255s %63s", file, &nth, name, want) != 4)
+            continue;
+        snprintf(path, sizeof(path), "%s/kuberay/samples/%s", rct_shared, file);
+        cJSON *docs = rct_load_docs(path), *d, *rc = NULL;
+        int k = 0;
+        cJSON_ArrayForEach(d, docs) {
+            const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(d, "kind"));
+            if (kind && !strcmp(kind, "RayCluster") && k++ == nth)
+                rc = d;
+        }
+        if (!rc)
+            fail_msg("%s: no RayCluster #%d", file, nth);
+        assert_int_equal(rc_spec_hash(rc, got, sizeof(got)), 0);
+        if (strcmp(got, want) != 0)
+            fail_msg("%s#%d (%s): rayop %s, KubeRay %s", file, nth, name, got, want);
+        checked++;
+        cJSON_Delete(docs);
+    }
+    fclose(f);
+    assert_true(checked >= 40);
+
+    cJSON *rc = rct_sample("ray-cluster.sample.yaml");
+    char h0[64], h1[64];
+    assert_int_equal(rc_spec_hash(rc, h0, sizeof(h0)), 0);
+    cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(rc, "spec"), "workerGroupSpecs"), 0);
+    cJSON_ReplaceItemInObject(g, "replicas", cJSON_CreateNumber(7));
+    cJSON_ReplaceItemInObject(g, "maxReplicas", cJSON_CreateNumber(9));
+    cJSON_AddItemToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(g, "template"), "spec"), "tolerations",
+                          cJSON_Parse("[{\"key\":\"k\",\"operator\":\"Exists\"}]"));
+    cJSON_AddItemToObject(cJSON_GetObjectItem(rc, "spec"), "upgradeStrategy",
+                          cJSON_Parse("{\"type\":\"Recreate\"}"));
+    assert_int_equal(rc_spec_hash(rc, h1, sizeof(h1)), 0);
+    assert_string_equal(h0, h1);
+    cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(g, "template"),
+                                                                           "spec"), "containers"), 0);
+    cJSON_ReplaceItemInObject(c0, "image", cJSON_CreateString("rayproject/ray:2.99.0"));
+    assert_int_equal(rc_spec_hash(rc, h1, sizeof(h1)), 0);
+    assert_string_not_equal(h0, h1);
+    cJSON_Delete(rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -619,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_tpu_multihost),
         cmocka_unit_test(test_custom_head_service),
         cmocka_unit_test(test_serve_service),
+        cmocka_unit_test(test_recreate_hash_matches_kuberay),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     schema_free(rct_schema);

@@ -1,5 +1,5 @@
 // Command gotypes writes the Go JSON layout of KubeRay's RayClusterSpec (and every
-// type it reaches) as a C table: reconcilers/rayservice/gotypes_table.c. The RayService
+// type it reaches) as a C table: kobj/gotypes_table.c. The RayService
 // controller marshals a RayClusterSpec from that table byte for byte as Go's
 // encoding/json does, so its cluster hash equals KubeRay's (docs/rayservice.md, "Hash").
 //
@@ -156,7 +156,7 @@ func main() {
 	fmt.Fprintln(w, " * reaches: per struct its JSON fields in declaration order with omitempty/omitzero.")
 	fmt.Fprintln(w, " * Field names and order only; read by gotypes.c.")
 	fmt.Fprintln(w, " */")
-	fmt.Fprintln(w, "#include \"reconcilers/rayservice/gotypes.h\"")
+	fmt.Fprintln(w, "#include \"kobj/gotypes.h\"")
 	fmt.Fprintln(w)
 	for i, g := range types {
 		if len(g.fields) == 0 {

@@ -121,7 +121,6 @@ static void test_configmap(void **state)
     put_map_entry(&cm, 2, "empty", "", 0);
     put_map_entry(&cm, 3, "blob", bin, sizeof(bin));
     put_bool(&cm, 4, true);
-    put_str(&cm, 99, "an unknown field is skipped");
     envelope(&body, "v1", "ConfigMap", &cm);
 
     o = decode(&body, &rc);
@@ -141,6 +140,14 @@ static void test_configmap(void **state)
     assert_string_equal(str_at(o, "binaryData", "blob"), "AP8Q");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "immutable")));
     cJSON_Delete(o);
+
+    /* a field k8s.io/api does not have is refused (415), not silently dropped */
+    buf_reset(&body);
+    put_str(&cm, 99, "unknown");
+    envelope(&body, "v1", "ConfigMap", &cm);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, -EPROTONOSUPPORT);
+    assert_null(o);
     buf_free(&m);
     buf_free(&cm);
     buf_free(&body);
@@ -218,7 +225,7 @@ static void pod_body(struct buf *body, bool with_probe)
     put_msg(&c, 8, &empty);                 /* resources: {} is accepted */
     if (with_probe) {
         put_str(&probe, 1, "x");
-        put_msg(&c, 10, &probe);            /* livenessProbe: not decoded */
+        put_msg(&c, 99, &probe);            /* a Container field k8s.io/api does not have */
     }
     put_msg(&spec, 2, &c);
     put_str(&spec, 3, "Always");
@@ -387,11 +394,11 @@ static void test_job(void **state)
                                "image", NULL), "busybox");
     cJSON_Delete(o);
 
-    /* a JobSpec field not decoded (podFailurePolicy, 11) is refused, not dropped */
+    /* a JobSpec field the tables do not know (99) is refused, not dropped */
     buf_reset(&body);
     buf_reset(&job);
     put_str(&st, 1, "x");
-    put_msg(&spec, 11, &st);
+    put_msg(&spec, 99, &st);
     put_msg(&job, 1, &m);
     put_msg(&job, 2, &spec);
     envelope(&body, "batch/v1", "Job", &job);
@@ -412,6 +419,140 @@ static void test_job(void **state)
     buf_free(&st);
     buf_free(&job);
     buf_free(&body);
+}
+
+/* A head Pod as controller-runtime sends it for KubeRay: an exec probe (ProbeHandler
+ * is inline in JSON), resource Quantities, an emptyDir with a sizeLimit, an int32
+ * list, a MicroTime-free metadata with the server-set creationTimestamp skipped. */
+static void test_kuberay_pod(void **state)
+{
+    struct buf m = { 0 }, c = { 0 }, spec = { 0 }, pod = { 0 }, body = { 0 }, probe = { 0 },
+               handler = { 0 }, exec = { 0 }, res = { 0 }, q = { 0 }, vol = { 0 }, vsrc = { 0 },
+               ed = { 0 }, sc = { 0 };
+    const cJSON *ct, *ps, *v;
+    cJSON *o;
+    int rc;
+    (void)state;
+
+    meta(&m, "head", "ns");
+    put_str(&exec, 1, "bash");
+    put_str(&exec, 1, "-c");
+    put_msg(&handler, 1, &exec);               /* ProbeHandler.exec */
+    put_msg(&probe, 1, &handler);              /* Probe.handler (inline) */
+    put_varint(&probe, 2 << 3);                /* initialDelaySeconds 30 */
+    put_varint(&probe, 30);
+    put_varint(&probe, 6 << 3);                /* failureThreshold 120 */
+    put_varint(&probe, 120);
+    put_str(&q, 1, "500m");
+    put_map_entry(&res, 1, "cpu", q.data, q.len);   /* limits: {cpu: 500m} */
+    put_str(&c, 1, "ray-head");
+    put_str(&c, 2, "rayproject/ray:2.52.0");
+    put_msg(&c, 8, &res);
+    put_msg(&c, 10, &probe);                   /* livenessProbe */
+    put_str(&q, 1, "");                        /* sizeLimit "": replaced by a real value */
+    buf_reset(&q);
+    put_str(&q, 1, "1Gi");
+    put_msg(&ed, 2, &q);
+    put_str(&ed, 1, "Memory");
+    put_msg(&vsrc, 2, &ed);                    /* VolumeSource.emptyDir */
+    put_str(&vol, 1, "shared-mem");
+    put_msg(&vol, 2, &vsrc);                   /* Volume.volumeSource (inline) */
+    put_varint(&sc, 4 << 3);                   /* PodSecurityContext.supplementalGroups */
+    put_varint(&sc, 1000);
+    put_varint(&sc, 4 << 3);
+    put_varint(&sc, 2000);
+    put_msg(&spec, 1, &vol);
+    put_msg(&spec, 2, &c);
+    put_msg(&spec, 14, &sc);
+    put_msg(&pod, 1, &m);
+    put_msg(&pod, 2, &spec);
+    envelope(&body, "v1", "Pod", &pod);
+
+    o = decode(&body, &rc);
+    assert_int_equal(rc, 0);
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"),
+                                                 "creationTimestamp"));
+    ps = cJSON_GetObjectItemCaseSensitive(o, "spec");
+    ct = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ps, "containers"), 0);
+    v = cJSON_GetObjectItemCaseSensitive(ct, "livenessProbe");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(v, "exec"), "command"), 1)), "-c");
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "failureThreshold")), 120);
+    assert_string_equal(str_at(cJSON_GetObjectItemCaseSensitive(ct, "resources"), "limits", "cpu"),
+                        "500m");
+    v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ps, "volumes"), 0);
+    assert_string_equal(str_at(v, "name", NULL), "shared-mem");
+    assert_string_equal(str_at(v, "emptyDir", "sizeLimit"), "1Gi");
+    assert_string_equal(str_at(v, "emptyDir", "medium"), "Memory");
+    v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ps, "securityContext"),
+                                         "supplementalGroups");
+    assert_int_equal(cJSON_GetArraySize(v), 2);
+    assert_int_equal(cJSON_GetNumberValue(cJSON_GetArrayItem(v, 1)), 2000);
+    cJSON_Delete(o);
+    buf_free(&m); buf_free(&c); buf_free(&spec); buf_free(&pod); buf_free(&body);
+    buf_free(&probe); buf_free(&handler); buf_free(&exec); buf_free(&res); buf_free(&q);
+    buf_free(&vol); buf_free(&vsrc); buf_free(&ed); buf_free(&sc);
+}
+
+/* rbac/v1 Role and RoleBinding as KubeRay's autoscaler RBAC, and a Lease's MicroTime. */
+static void test_rbac_and_lease(void **state)
+{
+    struct buf m = { 0 }, rule = { 0 }, x = { 0 }, body = { 0 }, subj = { 0 }, ref = { 0 },
+               spec = { 0 }, t = { 0 };
+    cJSON *o;
+    int rc;
+    (void)state;
+
+    put_str(&m, 1, "rc");
+    put_str(&rule, 1, "get");
+    put_str(&rule, 1, "list");
+    put_str(&rule, 2, "");
+    put_str(&rule, 3, "pods");
+    put_msg(&x, 1, &m);
+    put_msg(&x, 2, &rule);
+    envelope(&body, "rbac.authorization.k8s.io/v1", "Role", &x);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "rules"), 0), "verbs"), 1)), "list");
+    cJSON_Delete(o);
+
+    buf_reset(&x);
+    buf_reset(&body);
+    put_str(&subj, 1, "ServiceAccount");
+    put_str(&subj, 3, "rc");
+    put_str(&subj, 4, "ns");
+    put_str(&ref, 1, "rbac.authorization.k8s.io");
+    put_str(&ref, 2, "Role");
+    put_str(&ref, 3, "rc");
+    put_msg(&x, 1, &m);
+    put_msg(&x, 2, &subj);
+    put_msg(&x, 3, &ref);
+    envelope(&body, "rbac.authorization.k8s.io/v1", "RoleBinding", &x);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(str_at(o, "roleRef", "kind"), "Role");
+    assert_string_equal(str_at(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "subjects"), 0),
+                               "namespace", NULL), "ns");
+    cJSON_Delete(o);
+
+    buf_reset(&x);
+    buf_reset(&body);
+    put_varint(&t, 1 << 3);
+    put_varint(&t, 1700000000);
+    put_varint(&t, 2 << 3);
+    put_varint(&t, 123456789);
+    put_str(&spec, 1, "me");
+    put_msg(&spec, 3, &t);                     /* acquireTime */
+    put_msg(&x, 1, &m);
+    put_msg(&x, 2, &spec);
+    envelope(&body, "coordination.k8s.io/v1", "Lease", &x);
+    o = decode(&body, &rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(str_at(o, "spec", "acquireTime"), "2023-11-14T22:13:20.123456Z");
+    cJSON_Delete(o);
+    buf_free(&m); buf_free(&rule); buf_free(&x); buf_free(&body); buf_free(&subj);
+    buf_free(&ref); buf_free(&spec); buf_free(&t);
 }
 
 static void test_unsupported_kind(void **state)
@@ -502,6 +643,8 @@ int main(void)
         cmocka_unit_test(test_pod),
         cmocka_unit_test(test_job),
         cmocka_unit_test(test_service_int_or_string_and_zero_values),
+        cmocka_unit_test(test_kuberay_pod),
+        cmocka_unit_test(test_rbac_and_lease),
         cmocka_unit_test(test_unsupported_kind),
         cmocka_unit_test(test_malformed),
     };

@@ -4,7 +4,7 @@
  * reaches: per struct its JSON fields in declaration order with omitempty/omitzero.
  * Field names and order only; read by gotypes.c.
  */
-#include "reconcilers/rayservice/gotypes.h"
+#include "kobj/gotypes.h"
 
 static const struct gofield f0[] = { /* v1.RayClusterSpec */
     { "upgradeStrategy", GF_OMITEMPTY, 1 },

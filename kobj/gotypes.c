@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcilers/rayservice/gotypes.h"
+#include <gnutls/crypto.h>
+
+#include "kobj/gotypes.h"
 #include "util/util.h"
 
 #define MAX_DEPTH 64
@@ -558,4 +560,30 @@ int gotypes_any(struct buf *out, const cJSON *v)
 int gotypes_marshal(struct buf *out, int t, const cJSON *v)
 {
     return marshal(out, t, v, 0);
+}
+
+int gotypes_hash_text(const char *text, size_t len, char out[33])
+{
+    static const char b32hex[] = "0123456789ABCDEFGHIJKLMNOPQRSTUV";
+    unsigned char dig[20];
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA1, text, len, dig) < 0)
+        return -EIO;
+    /* 160 bits are 32 base32 digits exactly: no padding */
+    for (int i = 0, bit = 0; i < 32; i++, bit += 5) {
+        int byte = bit / 8, off = bit % 8;
+        unsigned v = (unsigned)dig[byte] << 8 | (byte + 1 < 20 ? dig[byte + 1] : 0);
+        out[i] = b32hex[(v >> (11 - off)) & 31];
+    }
+    out[32] = '\0';
+    return 0;
+}
+
+int gotypes_spec_hash(const cJSON *spec, char out[33])
+{
+    struct buf b = { 0 };
+    int rc = gotypes_marshal(&b, gotypes_raycluster_spec, spec);
+    if (rc == 0)
+        rc = gotypes_hash_text(b.data ? b.data : "", b.len, out);
+    buf_free(&b);
+    return rc;
 }
