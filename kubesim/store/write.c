@@ -168,6 +168,23 @@ static void validate_crd(const cJSON *obj, cJSON *causes)
     }
 }
 
+/* Warnings the real registry strategies give on a valid write (WarningsOnCreate/Update):
+ * the deprecated Ingress class annotation, warned when it is set, not when it was kept. */
+static void builtin_warnings(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
+                             const struct store_write_opts *w)
+{
+    static const char ann[] = "kubernetes.io/ingress.class";
+
+    if (!w || !w->warnings || !is_res(res, "networking.k8s.io", "ingresses"))
+        return;
+    if (!jget(jget(jget(obj, "metadata"), "annotations"), ann) ||
+        (old && jget(jget(jget(old, "metadata"), "annotations"), ann)))
+        return;
+    cJSON_AddItemToArray(w->warnings, cJSON_CreateString(
+        "annotation \"kubernetes.io/ingress.class\" is deprecated, please use "
+        "'spec.ingressClassName' instead"));
+}
+
 /*
  * Validation and defaulting common to create and update. obj is the would-be new
  * object (modified in place), old the stored one (NULL on create).
@@ -189,6 +206,7 @@ static int prepare_common(struct store *s, const struct reg_resource *res, cJSON
         if (rc)
             goto fail;
         builtin_validate(res, obj, old, causes);
+        builtin_warnings(res, obj, old, w);
         if (is_crd(res)) {
             validate_crd(obj, causes);
             if (old)
