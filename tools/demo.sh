@@ -22,19 +22,35 @@ KUBECTL=${KUBECTL:-$(ls /usr/lib/google-cloud-sdk/bin/kubectl.1.33 2>/dev/null |
 DEADLINE_S=${DEMO_DEADLINE_S:-110}
 KEEP=${KEEP:-0}
 
+group_alive() {  # group_alive PGID: a live (not zombie) process is left in the group
+    ps -o stat= -g "$1" 2>/dev/null | grep -qv '^Z'
+}
+
+stop_group() {  # stop_group PGID WHAT SECONDS: SIGTERM, wait, SIGKILL; says what it did
+    local p=$1 what=$2 secs=$3 n
+    group_alive "$p" || { echo "demo: $what (process group $p) was not running"; return 0; }
+    n=$(ps -o pid= -g "$p" | wc -l)
+    kill -TERM -- "-$p" 2>/dev/null
+    for _ in $(seq $((secs * 10))); do group_alive "$p" || break; sleep 0.1; done
+    if group_alive "$p"; then
+        kill -KILL -- "-$p" 2>/dev/null
+        echo "demo: killed $what (process group $p, $n processes) after ${secs}s"
+    else
+        echo "demo: stopped $what (process group $p, $n processes)"
+    fi
+}
+
 stop_dir() {  # stops the processes a run recorded in DIR/pids and removes DIR
-    local dir=$1 p
+    local dir=$1 kubesim rayop
     [ -f "$dir/pids" ] || { echo "demo: $dir has no pids file"; return 1; }
-    for p in $(cat "$dir/pids"); do kill -TERM -- "-$p" 2>/dev/null; done
-    for _ in $(seq 50); do
-        local alive=0
-        for p in $(cat "$dir/pids"); do kill -0 -- "-$p" 2>/dev/null && alive=1; done
-        [ $alive = 0 ] && break
-        sleep 0.1
-    done
-    for p in $(cat "$dir/pids"); do kill -KILL -- "-$p" 2>/dev/null; done
-    [ -d "$dir/state" ] && "$ROOT/bin/rayop" clean --state-dir "$dir/state" >/dev/null 2>&1
-    rm -rf "$dir"
+    kubesim=$(sed -n 1p "$dir/pids"); rayop=$(sed -n 2p "$dir/pids")
+    # rayop first, while the API server is there to take its last writes (lease release)
+    [ -n "$rayop" ] && stop_group "$rayop" "rayop up (watcher + controllers)" 10
+    [ -n "$kubesim" ] && stop_group "$kubesim" "kubesim" 10
+    if [ -d "$dir/state" ] && "$ROOT/bin/rayop" clean --state-dir "$dir/state" >/dev/null 2>&1; then
+        echo "demo: dropped the cache segment of $dir/state"
+    fi
+    rm -rf "$dir" && echo "demo: removed $dir"
 }
 
 case "${1:-}" in

@@ -51,6 +51,7 @@ struct wstream {
     struct seen_key *seen;
 
     uint64_t lists, watches, events;
+    int last_err;                /* last list/watch failure reported (0 since a success) */
 };
 
 struct watcher {
@@ -72,6 +73,8 @@ struct watcher {
     int handles_ready;           /* pages_async and check initialised */
     uint64_t start_ns;
     int synced_logged;
+    const char *server;          /* the API server URL, for the messages that need it */
+    int unreachable;             /* "cannot reach the API server" logged, not yet recovered */
 };
 
 /* Sync engine (sync.c). */

@@ -143,8 +143,10 @@ int watcher_main(int argc, char **argv)
     struct kube_config_opts co = { .kubeconfig = o.kubeconfig, .context = o.context };
     if ((rc = kube_config_load(&co, &cfg, err, sizeof(err))) < 0) {
         log_error("cannot load kubeconfig", "error", err, NULL);
+        exit_code = UTIL_EXIT_CONFIG;
         goto out;
     }
+    w.server = cfg->server;
     struct kube_client_opts ko = { .qps = o.qps, .burst = o.burst };
     if ((rc = kube_client_new(cfg, &ko, &w.kc)) < 0) {
         log_error("cannot create API client", "error", kube_strerror(rc), NULL);

@@ -55,6 +55,7 @@ struct up {
     const char *state_dir;
     uint64_t initial_ms, max_ms, reset_ms, shutdown_ms;
     bool stopping;
+    int fatal;              /* a child's usage/config exit code: stop, do not restart */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -70,21 +71,30 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
     fputs("usage: rayop up [flags]\n"
-          "Runs `rayop watcher` and `rayop controller KIND` for each kind, restarting any that exits.\n"
+          "Runs `rayop watcher` and one `rayop controller KIND` per kind, restarting any that\n"
+          "exits (1 s doubling to 10 s). A usage or configuration error (exit 2 / 78) is not\n"
+          "retried: up checks flags, feature gates and the kubeconfig before starting anything,\n"
+          "and stops everything with the child's code if a child reports one.\n"
           "  --controllers A,B,C         kinds to run (default raycluster,rayjob,rayservice,raycronjob)\n"
           "  --kubeconfig, --context, --namespace/--watch-namespace, --state-dir, --qps, --burst,\n"
-          "  --log-level, --log-stdout-encoder   passed to every child\n"
+          "  --log-level, --log-stdout-encoder   passed to every child (the encoder also to up's own lines)\n"
           "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
           "  --workers/--reconcile-concurrency, --config, --feature-gates, --enable-leader-election,\n"
-          "  --leader-election-namespace, --leader-lease-seconds, --use-kubernetes-proxy,\n"
-          "  --batch-scheduler NAME, --enable-batch-scheduler=BOOL,\n"
-          "  --drain-timeout-ms          passed to controllers\n"
-          "  --metrics-addr ADDR         controller i serves metrics on port+2i (default :8080; 0 off)\n"
-          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081, so 8081/8083/8085 sit between the metrics ports; 0 off)\n"
+          "  --leader-election-namespace, --leader-lease-seconds, --batch-scheduler,\n"
+          "  --enable-batch-scheduler, --drain-timeout-ms   passed to controllers\n"
+          "  --use-kubernetes-proxy BOOL reach Ray dashboards through the API server (default: true\n"
+          "                              outside a Pod, false in one, as KubeRay's default)\n"
+          "  --metrics-addr ADDR         controller i serves metrics on port+2i (default :8080 in a\n"
+          "                              Pod, 127.0.0.1:8080 outside one; 0 off)\n"
+          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081 / 127.0.0.1:8081,\n"
+          "                              one below `rayop controller`'s :8082 so the probe ports\n"
+          "                              8081/8083/8085 sit between the metrics ports; 0 off)\n"
           "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
           "  --restart-max-ms N          cap (default 10000)\n"
           "  --restart-reset-ms N        a child that ran this long restarts at the initial delay (default 600000)\n"
-          "  --shutdown-timeout-ms N     SIGKILL children still running after this (default 35000)\n", f);
+          "  --shutdown-timeout-ms N     SIGKILL children still running after this (default 35000)\n"
+          "Exit codes: 0 stopped by a signal, 1 children killed after the timeout, 2 bad flag or value,\n"
+          "78 configuration error (kubeconfig, feature gate, --config file).\n", f);
 }
 
 static int parse_u64(const char *v, uint64_t *out)
@@ -286,11 +296,17 @@ static void reap(struct up *u)
             char st[16], delay[24];
             snprintf(st, sizeof(st), "%d", p->last_status);
             snprintf(delay, sizeof(delay), "%llu", (unsigned long long)p->backoff_ms);
-            if (u->stopping)
+            if (u->stopping) {
                 log_info("exited", "proc", p->name, "status", st, NULL);
-            else
+            } else if (p->last_status == UTIL_EXIT_USAGE || p->last_status == UTIL_EXIT_CONFIG) {
+                /* its own last lines say why; a restart would say it again */
+                log_error("exited with a configuration error; stopping instead of restarting",
+                          "proc", p->name, "status", st, NULL);
+                u->fatal = p->last_status;
+            } else {
                 log_warn("exited; restarting after backoff", "proc", p->name, "status", st,
                          "backoffMs", delay, NULL);
+            }
         }
     }
     (void)write_state(u);
@@ -298,7 +314,7 @@ static void reap(struct up *u)
 
 static int parse_flags(struct up *u, int argc, char **argv, char ***common, int *ncommon,
                        char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
-                       const char **maddr, const char **paddr)
+                       const char **maddr, const char **paddr, bool *proxy_set)
 {
     static const char *const common_flags[] = { "kubeconfig", "context", "namespace",
         "watch-namespace", "state-dir", "qps", "burst", "log-level", "log-stdout-encoder", NULL };
@@ -325,15 +341,34 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
             goto unknown;
         memcpy(name, a + 2, nl);
         name[nl] = '\0';
+        static const char *const own[] = { "controllers", "metrics-addr",
+            "health-probe-bind-address", "restart-initial-ms", "restart-max-ms",
+            "restart-reset-ms", "shutdown-timeout-ms", NULL };
+        bool known = false, is_bool = strcmp(name, "use-kubernetes-proxy") == 0 ||
+                                      strcmp(name, "enable-leader-election") == 0;
+        const char *const *all[] = { own, common_flags, watcher_flags, ctl_flags };
+        for (int l = 0; l < 4 && !known; l++)
+            for (int k = 0; all[l][k] && !known; k++)
+                known = strcmp(all[l][k], name) == 0;
+        if (!known)
+            goto unknown;   /* before taking a value: "--nosuch" last is unknown, not valueless */
         char *val;
         if (eq)
             val = (char *)eq + 1;
-        else if (i + 1 < argc)
+        else if (is_bool && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
+            val = "true";   /* KubeRay's bool flags may be given bare */
+            a = strcmp(name, "use-kubernetes-proxy") == 0 ? "--use-kubernetes-proxy=true"
+                                                         : "--enable-leader-election=true";
+        } else if (i + 1 < argc)
             val = argv[++i];
         else {
             fprintf(stderr, "rayop up: flag --%s needs a value\n", name);
             return -EINVAL;
         }
+        if (strcmp(name, "use-kubernetes-proxy") == 0)
+            *proxy_set = true;
+        if (strcmp(name, "log-stdout-encoder") == 0 && log_parse_encoder(val) >= 0)
+            log_set_encoder(log_parse_encoder(val));
         if (strcmp(name, "state-dir") == 0)
             u->state_dir = val;
         if (strcmp(name, "batch-scheduler") == 0) {
@@ -369,7 +404,7 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
                     if (*cnt[l] + 2 > UP_MAX_ARGS / 2)
                         return -E2BIG;
                     dst[l][(*cnt[l])++] = (char *)a;  /* "--name" or "--name=value" */
-                    if (!eq)
+                    if (!eq && !strchr(a, '='))
                         dst[l][(*cnt[l])++] = val;
                     found = 1;
                 }
@@ -404,7 +439,11 @@ int up_main(int argc, char **argv)
     char *common_v[UP_MAX_ARGS / 2], *w_v[UP_MAX_ARGS / 2], *c_v[UP_MAX_ARGS / 2];
     char **common = common_v, **wonly = w_v, **conly = c_v;
     int ncommon = 0, nw = 0, nc = 0, rc;
-    const char *kinds = "raycluster,rayjob,rayservice,raycronjob", *maddr = ":8080", *paddr = ":8081";
+    bool in_pod = up_in_pod(), proxy_set = false;
+    /* outside a Pod nothing but this machine should reach the ports */
+    const char *kinds = "raycluster,rayjob,rayservice,raycronjob";
+    const char *maddr = in_pod ? ":8080" : "127.0.0.1:8080";
+    const char *paddr = in_pod ? ":8081" : "127.0.0.1:8081";
     memset(&u, 0, sizeof(u));
     u.state_dir = "/run/rayop";
     u.initial_ms = 1000;
@@ -412,9 +451,14 @@ int up_main(int argc, char **argv)
     u.reset_ms = 600000;
     u.shutdown_ms = 35000;
     if ((rc = parse_flags(&u, argc, argv, &common, &ncommon, &wonly, &nw, &conly, &nc, &kinds,
-                          &maddr, &paddr)) != 0)
-        return rc > 0 ? 0 : 2;
+                          &maddr, &paddr, &proxy_set)) != 0)
+        return rc > 0 ? 0 : UTIL_EXIT_USAGE;
     log_set_component("up");
+    /* outside a cluster the Ray dashboards (Pod IPs, cluster DNS) are out of
+     * reach: go through the API server's service proxy unless told otherwise */
+    static char proxy_flag[] = "--use-kubernetes-proxy=true";
+    if (!in_pod && !proxy_set && nc < UP_MAX_ARGS / 2)
+        conly[nc++] = proxy_flag;
 
     /* the watcher first: controllers wait for its segment and socket anyway */
     struct proc *p = &u.procs[u.nprocs++];
@@ -443,6 +487,20 @@ int up_main(int argc, char **argv)
         }
         k += n + (e ? 1 : 0);
     }
+
+    if (u.nprocs > 1 &&
+        (rc = up_preflight(u.procs[0].argv + 1, u.procs[0].argc - 1, u.procs[1].argv + 1,
+                           u.procs[1].argc - 1)) != 0)
+        return rc;
+    if (in_pod)
+        log_info("running in a Pod", "controllers", kinds, "stateDir", u.state_dir, NULL);
+    else
+        log_info(proxy_set ? "running outside a cluster"
+                           : "running outside a cluster: Ray dashboards are reached through the "
+                             "API server proxy (--use-kubernetes-proxy=true; set it to false to "
+                             "connect to them directly)",
+                 "controllers", kinds, "metricsAddr", maddr, "healthProbeAddr", paddr,
+                 "stateDir", u.state_dir, NULL);
 
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return 1;
@@ -505,6 +563,12 @@ int up_main(int argc, char **argv)
                     forward(&u, SIGTERM);
                 }
             }
+        }
+        if (u.fatal && !u.stopping) {
+            u.stopping = true;
+            exit_code = u.fatal;
+            stop_deadline = util_now_ms() + u.shutdown_ms;
+            forward(&u, SIGTERM);
         }
         now = util_now_ms();
         if (u.stopping && now >= stop_deadline && running(&u) > 0) {
