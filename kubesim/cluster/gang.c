@@ -43,6 +43,7 @@ struct gang {
     int64_t min;
     struct cluster_res minres;
     bool has_minres;
+    struct cluster_res reserve;  /* YuniKorn: the placeholders of members not created yet */
     char queue[256];
     int64_t prio;
     const char *ctime;
@@ -157,6 +158,15 @@ static int64_t priority_of(struct cluster *c, const char *pc_name)
     return v;
 }
 
+static void res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
+{
+    a->cpu_m += sign * b->cpu_m;
+    a->mem += sign * b->mem;
+    a->gpu += sign * b->gpu;
+    a->tpu += sign * b->tpu;
+    a->pods += sign * b->pods;
+}
+
 /* ---- gangs and queues ---------------------------------------------------------- */
 
 static struct gang *gang_get(struct gang **all, enum gkind k, const char *ns, const char *name,
@@ -206,20 +216,41 @@ static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
     g->ctime = kobj_meta_str(o->json, "creationTimestamp");
 }
 
-/* YuniKorn: the application's minimum is the sum of its task groups' minMember. */
-static int64_t yunikorn_min(const cJSON *pod)
+/* YuniKorn gangs with placeholders: the application's task groups (the
+ * task-groups annotation) ask for minMember Pods each; the members that exist must
+ * all be placeable and the resources of those that do not exist yet (YuniKorn holds
+ * them with placeholder Pods) must fit in what is left. g->min becomes the members
+ * the task groups count among the existing Pods. */
+static void yunikorn_groups(struct gang *g)
 {
-    const char *tg = kobj_annotation(pod, "yunikorn.apache.org/task-groups");
+    const char *tg = g->n ? kobj_annotation(g->m[0]->obj->json, "yunikorn.apache.org/task-groups") : NULL;
     cJSON *arr = tg ? cJSON_Parse(tg) : NULL;
-    const cJSON *g;
-    int64_t n = 0;
-    cJSON_ArrayForEach(g, arr) {
-        const cJSON *m = kobj_get(g, "minMember");
-        if (cJSON_IsNumber(m) && m->valuedouble > 0)
-            n += (int64_t)m->valuedouble;
+    const cJSON *t;
+    g->min = 0;
+    memset(&g->reserve, 0, sizeof(g->reserve));
+    if (!cJSON_IsArray(arr)) {
+        g->min = g->n ? 1 : 0;   /* no gang: each Pod on its own */
+        cJSON_Delete(arr);
+        return;
+    }
+    cJSON_ArrayForEach(t, arr) {
+        const cJSON *mm = kobj_get(t, "minMember");
+        const char *name = kobj_str(t, "name");
+        int64_t want = cJSON_IsNumber(mm) && mm->valuedouble > 0 ? (int64_t)mm->valuedouble : 0, have = 0;
+        struct cluster_res one;
+        for (size_t i = 0; name && i < g->n; i++) {
+            const char *n = kobj_annotation(g->m[i]->obj->json, "yunikorn.apache.org/task-group-name");
+            if (n && !strcmp(n, name))
+                have++;
+        }
+        g->min += have < want ? have : want;
+        if (have < want) {
+            reslist(kobj_get(t, "minResource"), &one);
+            for (int64_t k = have; k < want; k++)
+                res_add(&g->reserve, &one, 1);
+        }
     }
     cJSON_Delete(arr);
-    return n > 0 ? n : 1;
 }
 
 static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, const char *comp)
@@ -253,15 +284,6 @@ static int gang_cmp(const void *a, const void *b)
         return x->prio > y->prio ? -1 : 1;
     int t = strcmp(x->ctime ? x->ctime : "", y->ctime ? y->ctime : "");
     return t ? t : strcmp(x->key, y->key);
-}
-
-static void res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
-{
-    a->cpu_m += sign * b->cpu_m;
-    a->mem += sign * b->mem;
-    a->gpu += sign * b->gpu;
-    a->tpu += sign * b->tpu;
-    a->pods += sign * b->pods;
 }
 
 static void queues_load(struct cluster *c, const struct reg_resource *rq, struct gqueue **qs,
@@ -401,7 +423,19 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
             snprintf(o->first_unfit, sizeof(o->first_unfit), "%s", p->obj->name);
         }
     }
-    if (may_bind && o->scheduled + o->placed >= g->min && o->placed > 0) {
+    bool reserve_fits = true;
+    if (g->reserve.cpu_m || g->reserve.mem || g->reserve.gpu || g->reserve.tpu) {
+        struct cluster_res free_ = { 0 };
+        for (size_t i = 0; i < ns->count; i++) {
+            res_add(&free_, &ns->n[i]->alloc, 1);
+            res_add(&free_, &ns->used[i], -1);
+        }
+        reserve_fits = free_.cpu_m >= g->reserve.cpu_m && free_.mem >= g->reserve.mem &&
+                       free_.gpu >= g->reserve.gpu && free_.tpu >= g->reserve.tpu;
+        if (!reserve_fits && !o->fit[0])
+            snprintf(o->fit, sizeof(o->fit), "the placeholders of the task groups do not fit");
+    }
+    if (may_bind && reserve_fits && o->scheduled + o->placed >= g->min && o->placed > 0) {
         for (size_t i = 0; i < g->n; i++) {
             if (where[i] < 0)
                 continue;
@@ -710,7 +744,6 @@ static void collect_members(struct cluster *c, struct gang **all)
             if (g && !g->ns) {
                 g->ns = p->obj->ns;
                 g->name = app && *app ? app : p->obj->name;
-                g->min = yunikorn_min(pod);
             }
         } else {
             const char *q = kobj_label(pod, "kai.scheduler/queue");
@@ -789,6 +822,8 @@ void cl_gang_pass(struct cluster *c)
         order[ng++] = g;
         if (g->n > 1)
             qsort(g->m, g->n, sizeof(*g->m), member_cmp);
+        if (g->kind == G_YUNIKORN)
+            yunikorn_groups(g);
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
             const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");

@@ -137,6 +137,14 @@ static const struct builtin_spec builtins[] = {
       ALL, "", "", false, "RoleBinding", no_fields, NOGEN, no_subs },
     { "rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, ALL, "", "", false,
       "Role", no_fields, NOGEN, no_subs },
+    /* Volcano's priority order reads PriorityClass values (kubesim/cluster/gang.c) */
+    { "scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false, ALL,
+      "pc", "", false, NULL, no_fields, NOGEN, no_subs },
+    /* Kubernetes workload-aware scheduling (KubeRay's KubernetesWAS gate) */
+    { "scheduling.k8s.io", "v1alpha2", "podgroups", "podgroup", "PodGroup", true, ALL, "", "",
+      true, NULL, no_fields, SPECGEN, no_subs },
+    { "scheduling.k8s.io", "v1alpha2", "workloads", "workload", "Workload", true, ALL, "", "",
+      false, NULL, no_fields, SPECGEN, no_subs },
 };
 
 static int add_one(struct registry *r, const struct builtin_spec *b)

@@ -87,8 +87,6 @@ static int target_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_
 {
     char name[300];
     cJSON *sec = NULL;
-    char *tok = NULL;
-    size_t n = 0;
     struct kube_result kr = { 0 };
     int rc = rc_auth_token_secret(cluster, name, sizeof(name));
     if (rc < 0 || !name[0])
@@ -103,20 +101,11 @@ static int target_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_
             kr.body = NULL;
         }
     }
-    if (rc == 0 && (rc = kube_secret_value(sec, "auth_token", &tok, &n)) == 0)
-        rc = dash_target_set_token(t, tok, n);
+    if (rc == 0)
+        rc = dash_target_token_from_secret(t, sec);
     if (rc < 0)
         host_log(ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
                  "error", kube_strerror(rc), NULL);
-    if (tok) {
-        explicit_bzero(tok, n);
-        free(tok);
-    }
-    /* the Secret object holds the token too (base64) */
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(sec, "data");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, "auth_token");
-    if (cJSON_IsString(v))
-        explicit_bzero(v->valuestring, strlen(v->valuestring));
     cJSON_Delete(sec);
     kube_result_release(&kr);
     return rc;

@@ -33,9 +33,48 @@ static int config_hash(const char *config, char out[41])
     return 0;
 }
 
+/* A token-auth cluster's token (authOptions.mode token, Ray >= 2.52), sent as
+ * x-ray-authorization as KubeRay's dashboard client does: the cluster's Secret from the
+ * cache when rayop made it, else read live (a user-named Secret is not cached). */
+static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+{
+    char name[300];
+    cJSON *sec = NULL;
+    struct kube_result kr = { 0 };
+    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
+    if (rc < 0 || !name[0])
+        return rc;
+    rc = host_get(r->ctx, "v1/secrets", r->ctx->ns, name, &sec);
+    if (rc == -ENOENT) {
+        struct kube_client *kc = host_kube(r->ctx);
+        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, r->ctx->ns, name, &kr) : -ENOTCONN;
+        if (rc == 0) {
+            sec = kr.body;
+            kr.body = NULL;
+        }
+    }
+    if (rc == 0)
+        rc = dash_target_token_from_secret(t, sec);
+    if (rc < 0)
+        host_log(r->ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
+                 "error", kube_strerror(rc), NULL);
+    cJSON_Delete(sec);
+    kube_result_release(&kr);
+    return rc;
+}
+
 /* The cluster's dashboard: its head Service through the API server's proxy with
- * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT. */
+ * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT; with the cluster's Ray
+ * token when it uses token auth. */
 int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+{
+    int rc = rs_dashboard_target(r, cluster, t);
+    if (rc == 0 && (rc = dashboard_token(r, cluster, t)) < 0)
+        dash_target_wipe(t);
+    return rc;
+}
+
+int rs_dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t)
 {
     char svc[254], url[600];
     int rc;
@@ -203,6 +242,7 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
         goto out;
     rc = 0;
 out:
+    dash_target_wipe(&t);
     free(memo);
     return rc;
 }

@@ -145,8 +145,8 @@ static void test_builtins_grouped_core_first(void **state)
         seen[nseen++] = g;
     }
     /* core, apiextensions, apps, batch, coordination, discovery, events, networking, policy,
-     * rbac */
-    assert_int_equal(nseen, 10);
+     * rbac, scheduling (v1 PriorityClass, v1alpha2 Workload / PodGroup) */
+    assert_int_equal(nseen, 11);
     registry_free(r);
 }
 
