@@ -16,7 +16,7 @@
 #include "kube/kube.h"
 #include "watcher/watcher.h"
 
-#define WATCHER_MAX_NAMESPACES 64
+#define WATCHER_MAX_NAMESPACES 1024
 #define WATCHER_LIST_PAGES     2     /* pages a list thread may run ahead of the loop */
 
 struct seen_key;

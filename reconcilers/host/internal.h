@@ -81,7 +81,7 @@ int host_metrics_text(struct host_metrics *m, struct buf *out);
 
 /* ---- options (opts.c) ------------------------------------------------------- */
 
-#define HOST_MAX_NAMESPACES 64
+#define HOST_MAX_NAMESPACES 1024
 
 struct host_opts {
     const char *kind;
