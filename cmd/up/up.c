@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache/cache.h"
+#include "cmd/cmd.h"
 #include "cmd/up/internal.h"
 #include "reconcilers/batchsched/batchsched.h"
 #include "cmd/up/up.h"
@@ -592,5 +594,18 @@ int up_main(int argc, char **argv)
         }
     }
     log_info("all children stopped", NULL);
+    /* A clean stop of the whole instance leaves nothing in /dev/shm: the
+     * segment is reserved memory, and nothing will read it again soon. A
+     * crash (of up, or a child killed) keeps it so the restart skips the LIST;
+     * `rayop clean` removes it then. */
+    if (exit_code == 0 && !u.fatal) {
+        char seg[CACHE_SEGNAME_MAX];
+        int removed = 0, crc = clean_state_dir(u.state_dir, &removed, seg, sizeof(seg));
+        if (crc < 0)
+            log_warn("could not drop the cache segment; `rayop clean` removes it", "stateDir",
+                     u.state_dir, "error", strerror(-crc), NULL);
+        else if (removed)
+            log_info("dropped the cache segment (clean stop)", "segment", seg, NULL);
+    }
     return exit_code;
 }
