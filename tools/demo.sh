@@ -185,8 +185,12 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
     case "$RJ_DEPLOY" in Complete|Failed|ValidationFailed)
         [ -z "$end_ms" ] && end_ms=$(date +%s%N) && say "demo-job finished: jobStatus $RJ_JOB; the RayCluster goes after ttlSecondsAfterFinished ($(grep -o 'ttlSecondsAfterFinished: *[0-9]*' "$JOBFILE" | grep -o '[0-9]*$') s)"
         if [ "$RC_GONE" = 1 ] || [ -z "$RC_NAME" ]; then
-            say "RayCluster ${RC_NAME:-?} deleted"
-            break
+            # under a gang scheduler, show the PodGroup's last phase too (its Pods go first)
+            [ -n "$SCHEDULER" ] && [ -z "${pg_until:-}" ] && pg_until=$(( $(date +%s) + 15 ))
+            if [ -z "$SCHEDULER" ] || [[ "$PG" == Completed* ]] || [ "$(date +%s)" -ge "$pg_until" ]; then
+                say "RayCluster ${RC_NAME:-?} deleted"
+                break
+            fi
         fi ;;
     esac
     if [ $acted = 0 ] && [ $(( ($(date +%s%N) - T0) / 1000000000 )) -ge 20 ]; then
