@@ -29,6 +29,7 @@
 #include "cache/cache.h"
 #include "cmd/cmd.h"
 #include "cmd/up/internal.h"
+#include "kobj/kobj.h"
 #include "reconcilers/batchsched/batchsched.h"
 #include "cmd/up/up.h"
 #include "util/util.h"
@@ -49,6 +50,7 @@ struct proc {
     uint64_t backoff_ms;
     uint64_t restarts;
     int last_status;
+    char last_error[300];           /* its last error-level log line: msg: error */
 };
 
 struct up {
@@ -145,8 +147,10 @@ static int write_state(struct up *u)
         struct proc *p = &u->procs[i];
         buf_printf(&b, "%s{\"name\":", i ? "," : "");
         buf_append_json_string(&b, p->name);
-        buf_printf(&b, ",\"pid\":%d,\"restarts\":%llu,\"lastExitStatus\":%d}", (int)p->pid,
-                   (unsigned long long)p->restarts, p->last_status);
+        buf_printf(&b, ",\"pid\":%d,\"restarts\":%llu,\"lastExitStatus\":%d,\"lastError\":",
+                   (int)p->pid, (unsigned long long)p->restarts, p->last_status);
+        buf_append_json_string(&b, p->last_error);
+        buf_puts(&b, "}");
     }
     buf_puts(&b, "]}\n");
     int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -227,9 +231,29 @@ int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out)
     return rc ? -ENOMEM : 0;
 }
 
+static int write_state(struct up *u);
+static struct up *the_up;
+
+/* An error-level JSON line of p: remembered (msg: error) for `rayop status`. */
+static void note_error(struct proc *p, const char *s, size_t n)
+{
+    if (n < 2 || s[0] != '{' || !memmem(s, n, "\"level\":\"error\"", 16))
+        return;
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    const char *msg = kobj_str(j, "msg"), *err = kobj_str(j, "error");
+    if (msg) {
+        snprintf(p->last_error, sizeof(p->last_error), "%s%s%.200s", msg, err ? ": " : "",
+                 err ? err : "");
+        if (the_up)
+            (void)write_state(the_up);
+    }
+    cJSON_Delete(j);
+}
+
 /* Writes one complete line of p's output to stdout, tagged with the proc. */
 static void emit_line(struct proc *p, const char *s, size_t n)
 {
+    note_error(p, s, n);
     struct buf b = { 0 };
     if (up_tag_line(p->name, s, n, &b) < 0) {
         buf_free(&b);
@@ -447,6 +471,7 @@ int up_main(int argc, char **argv)
     const char *maddr = in_pod ? ":8080" : "127.0.0.1:8080";
     const char *paddr = in_pod ? ":8081" : "127.0.0.1:8081";
     memset(&u, 0, sizeof(u));
+    the_up = &u;
     u.state_dir = "/run/rayop";
     u.initial_ms = 1000;
     u.max_ms = 10000;
