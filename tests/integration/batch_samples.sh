@@ -105,4 +105,16 @@ check "WAS: Workload gang minCount 3, owned by the RayCluster" \
 wait_until "WAS: Pods bound" 30 bound_is was 3
 check "WAS: Pods carry default-scheduler and spec.schedulingGroup" \
     [ "$(pods_of was | jq -r '[.items[] | .spec.schedulerName + "/" + .spec.schedulingGroup.podGroupName] | unique | join(",")')" = "default-scheduler/was-cluster" ]
+# a WAS gang too big for the nodes (head 1 CPU + 4 x 2 CPU > 8): all or nothing, so nothing
+kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
+  "kind":"RayCluster","metadata":{"name":"wasbig","labels":{"ray.io/gang-scheduling-enabled":"true"}},
+  "spec":{"headGroupSpec":{"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-head",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"1"}}}]}}},"workerGroupSpecs":[{"groupName":"w",
+  "replicas":4,"minReplicas":0,"maxReplicas":4,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"2"}}}]}}}]}}' >/dev/null
+npods_is() { [ "$(pods_of "$1" | jq '.items | length')" = "$2" ]; }
+wait_until "WAS: the big cluster's 5 Pods exist" 30 npods_is wasbig 5
+gang_msg() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("wasbig-")) and (.message|contains("tasks in gang unschedulable")))' >/dev/null; }
+wait_until "WAS: the big gang's Pods say why they wait" 20 gang_msg
+check "WAS: a gang that cannot fit has zero Pods bound (the default scheduler alone would bind 4)" bound_is wasbig 0
 exit "$(lib_failures)"

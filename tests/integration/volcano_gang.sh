@@ -5,7 +5,8 @@
 # on 2 nodes of 4 CPU. Two RayClusters of 5 CPU each fit alone but not together: one
 # runs with all its Pods, the other has none bound until the first is deleted; a
 # scale-up raises minMember; a Closed queue admits nothing; a RayJob completes with
-# its submitter in the gang and its PodGroup shrinks when it finishes; an unknown
+# its submitter in the gang and its PodGroup shrinks when it finishes; a later gang of a
+# higher PriorityClass runs before an older one; an unknown
 # --batch-scheduler stops start-up with KubeRay's message.
 . "$(dirname "$0")/lib.sh"
 
@@ -144,4 +145,32 @@ wait_until "job: the finished RayJob's PodGroup shrinks to nothing" 40 shrunk &&
 cleaned_ev() { kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -e '.items[] | select(.regarding.name=="job" and .reason=="BatchSchedulerCleanedUp")' >/dev/null; }
 wait_until "job: Event BatchSchedulerCleanedUp" 10 cleaned_ev
 check "Closed queue: gamma still has zero Pods bound" bound_is gamma 0
+
+# ---- priority order between gangs: a later, higher-priority gang goes first ----
+kcurl -X POST -H 'Content-Type: application/json' /apis/scheduling.k8s.io/v1/priorityclasses -d \
+    '{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":1000}' >/dev/null
+# mkgang NAME MIN CPU_PER_POD NPODS [PRIORITYCLASS]: a PodGroup and its Pods
+mkgang() {
+    local pc=""; [ -n "${5:-}" ] && pc=",\"priorityClassName\":\"$5\""
+    kcurl -X POST -H 'Content-Type: application/json' $PGP -d "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",
+      \"kind\":\"PodGroup\",\"metadata\":{\"name\":\"$1\"},\"spec\":{\"minMember\":$2$pc,
+      \"minResources\":{\"cpu\":\"$(( $3 * $4 ))\"}}}" >/dev/null
+    for i in $(seq "$4"); do
+        kcurl -X POST -H 'Content-Type: application/json' /api/v1/namespaces/default/pods -d "{\"apiVersion\":\"v1\",
+          \"kind\":\"Pod\",\"metadata\":{\"name\":\"$1-$i\",\"labels\":{\"gang\":\"$1\"},
+          \"annotations\":{\"scheduling.k8s.io/group-name\":\"$1\"}},\"spec\":{\"schedulerName\":\"volcano\",
+          \"containers\":[{\"name\":\"c\",\"image\":\"busybox\",\"resources\":{\"requests\":{\"cpu\":\"$3\"}}}]}}" >/dev/null
+    done
+}
+gbound() { kcurl "/api/v1/namespaces/default/pods?labelSelector=gang=$1" | jq '[.items[] | select((.spec.nodeName // "") != "")] | length'; }
+gbound_is() { [ "$(gbound "$1")" = "$2" ]; }
+mkgang blocker 2 3 2
+wait_until "priority: the blocker gang holds 6 of 8 CPU" 20 gbound_is blocker 2
+mkgang low 2 3 2
+mkgang high 2 3 2 high
+lowpending() { [ "$(kcurl $PGP/low | json_get status.phase)" = Pending ] && [ "$(kcurl $PGP/high | json_get status.phase)" = Pending ]; }
+wait_until "priority: both new gangs wait (Pending)" 20 lowpending
+kcurl -X DELETE "/api/v1/namespaces/default/pods?labelSelector=gang=blocker" >/dev/null
+wait_until "priority: the higher-priority gang runs first" 30 gbound_is high 2 && ok "the later, higher-priority gang runs first"
+check "priority: the older, lower-priority gang has zero Pods bound" gbound_is low 0
 exit "$(lib_failures)"
