@@ -338,10 +338,38 @@ static void reap(struct up *u)
     (void)write_state(u);
 }
 
+static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, int *ncommon,
+                           char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
+                           const char **maddr, const char **paddr, bool *proxy_set,
+                           const char **bs_name_out, bool *bs_legacy_out);
+
+/* The flags, then KubeRay's batch-scheduler check on what they chose. */
 static int parse_flags(struct up *u, int argc, char **argv, char ***common, int *ncommon,
                        char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
                        const char **maddr, const char **paddr, bool *proxy_set)
 {
+    const char *bs_name = NULL;
+    bool bs_legacy = false;
+    int rc = parse_flag_list(u, argc, argv, common, ncommon, wonly, nw, conly, nc, kinds, maddr,
+                             paddr, proxy_set, &bs_name, &bs_legacy);
+    enum batchsched_kind bk;
+    char berr[256];
+    /* fail here, as each controller would, rather than restart them forever (the
+     * KubernetesWAS gate's combination is left to the controllers, which read --config) */
+    if (rc == 0 && batchsched_select(bs_name, bs_legacy, false, &bk, berr, sizeof(berr)) < 0) {
+        fprintf(stderr, "rayop up: batch scheduler configs validation failed: %s\n", berr);
+        return -EINVAL;
+    }
+    return rc;
+}
+
+static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, int *ncommon,
+                           char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
+                           const char **maddr, const char **paddr, bool *proxy_set,
+                           const char **bs_name_out, bool *bs_legacy_out)
+{
+    const char *bs_name = NULL;
+    bool bs_legacy = false;
     static const char *const common_flags[] = { "kubeconfig", "context", "namespace",
         "watch-namespace", "state-dir", "qps", "burst", "log-level", "log-stdout-encoder", NULL };
     static const char *const watcher_flags[] = { "cache-capacity", "cache-max-objects",
@@ -371,7 +399,8 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
             "health-probe-bind-address", "restart-initial-ms", "restart-max-ms",
             "restart-reset-ms", "shutdown-timeout-ms", NULL };
         bool known = false, is_bool = strcmp(name, "use-kubernetes-proxy") == 0 ||
-                                      strcmp(name, "enable-leader-election") == 0;
+                                      strcmp(name, "enable-leader-election") == 0 ||
+                                      strcmp(name, "enable-batch-scheduler") == 0;
         const char *const *all[] = { own, common_flags, watcher_flags, ctl_flags };
         for (int l = 0; l < 4 && !known; l++)
             for (int k = 0; all[l][k] && !known; k++)
@@ -384,7 +413,8 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
         else if (is_bool && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
             val = "true";   /* KubeRay's bool flags may be given bare */
             a = strcmp(name, "use-kubernetes-proxy") == 0 ? "--use-kubernetes-proxy=true"
-                                                         : "--enable-leader-election=true";
+                : strcmp(name, "enable-batch-scheduler") == 0 ? "--enable-batch-scheduler=true"
+                                                               : "--enable-leader-election=true";
         } else if (i + 1 < argc)
             val = argv[++i];
         else {
@@ -397,15 +427,10 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
             log_set_encoder(log_parse_encoder(val));
         if (strcmp(name, "state-dir") == 0)
             u->state_dir = val;
-        if (strcmp(name, "batch-scheduler") == 0) {
-            /* fail here, as each controller would, rather than restart them forever */
-            enum batchsched_kind bk;
-            char berr[256];
-            if (batchsched_select(val, false, false, &bk, berr, sizeof(berr)) < 0) {
-                fprintf(stderr, "rayop up: batch scheduler configs validation failed: %s\n", berr);
-                return -EINVAL;
-            }
-        }
+        if (strcmp(name, "batch-scheduler") == 0)
+            bs_name = val;
+        if (strcmp(name, "enable-batch-scheduler") == 0)
+            bs_legacy = strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
         if (strcmp(name, "controllers") == 0) { *kinds = val; continue; }
         if (strcmp(name, "metrics-addr") == 0) { *maddr = val; continue; }
         if (strcmp(name, "health-probe-bind-address") == 0) { *paddr = val; continue; }
@@ -441,6 +466,8 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
         fprintf(stderr, "rayop up: unknown flag \"%s\"\n", a);
         return -EINVAL;
     }
+    *bs_name_out = bs_name;
+    *bs_legacy_out = bs_legacy;
     return 0;
 }
 

@@ -25,6 +25,8 @@ check "up: KubeRay's message" grep -q "scheduler is not supported, name=slurm" <
 out=$("$RAYOP" controller raycluster --batch-scheduler volcano --enable-batch-scheduler=true \
       --state-dir /nonexistent 2>&1); rc=$?
 check "controller: both scheduler flags refused" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
+out=$("$RAYOP" up --enable-batch-scheduler --batch-scheduler volcano --state-dir /nonexistent 2>&1); rc=$?
+check "up: both scheduler flags refused (bare --enable-batch-scheduler)" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
 
 start_kubesim --nodes 2 --node-cpu 4 --node-memory 16Gi --pod-start-ms 100 --pod-ready-ms 100 || exit 1
 WORK=$KUBESIM_DIR
