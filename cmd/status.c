@@ -342,10 +342,14 @@ int status_main(int argc, char **argv)
     take_up(o.state_dir, &sn);
     if (sn.cache_rc == -ENOENT && (sn.ipc_rc == -ENOENT || sn.ipc_rc == -ECONNREFUSED) && !sn.up) {
         /* nothing here at all: say so, not "No such file or directory" twice */
-        if (o.json)
-            printf("{\"stateDir\":\"%s\",\"running\":false,\"error\":\"no rayop instance\"}\n",
-                   o.state_dir);
-        else
+        if (o.json) {
+            struct buf b = { 0 };
+            buf_puts(&b, "{\"stateDir\":");
+            buf_append_json_string(&b, o.state_dir);
+            if (buf_puts(&b, ",\"running\":false,\"error\":\"no rayop instance\"}\n") == 0)
+                fwrite(b.data, 1, b.len, stdout);
+            buf_free(&b);
+        } else
             fprintf(stderr, "rayop status: no rayop instance in %s (no cache segment, no queue "
                     "socket, no up.json); start one with `rayop up --state-dir %s`, or pass the "
                     "--state-dir it runs with\n", o.state_dir, o.state_dir);
