@@ -9,11 +9,7 @@
 # higher PriorityClass runs before an older one; an unknown
 # --batch-scheduler stops start-up with KubeRay's message.
 . "$(dirname "$0")/lib.sh"
-
-RAYOP=$LIB_ROOT/bin/rayop
-SHARED=${RAYOP_SHARED:-$LIB_ROOT/../shared}
-NSP=/apis/ray.io/v1/namespaces/default
-PGP=/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups
+. "$(dirname "$0")/lib_gang.sh"
 
 # ---- an unknown scheduler fails start-up (no API server needed) ----
 out=$("$RAYOP" controller raycluster --batch-scheduler slurm --state-dir /nonexistent 2>&1); rc=$?
@@ -28,24 +24,9 @@ check "controller: both scheduler flags refused" [ $rc -ne 0 ] && grep -q "Pleas
 out=$("$RAYOP" up --enable-batch-scheduler --batch-scheduler volcano --state-dir /nonexistent 2>&1); rc=$?
 check "up: both scheduler flags refused (bare --enable-batch-scheduler)" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
 
-start_kubesim --nodes 2 --node-cpu 4 --node-memory 16Gi --pod-start-ms 100 --pod-ready-ms 100 || exit 1
-WORK=$KUBESIM_DIR
-STATE=$WORK/state
-cleanup() {
-    kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
-    if [ "$(lib_failures)" -gt 0 ]; then mkdir -p /tmp/volcano-gang-failed.$$ && cp "$WORK"/*.log /tmp/volcano-gang-failed.$$/ 2>/dev/null; echo "# logs in /tmp/volcano-gang-failed.$$"; fi
-    "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
-    _lib_cleanup
-}
-trap cleanup EXIT
-for f in "$SHARED"/kuberay/crds/ray.io_rayclusters.yaml "$SHARED"/kuberay/crds/ray.io_rayjobs.yaml \
-         "$SHARED"/crds/volcano/scheduling.volcano.sh_podgroups.yaml "$SHARED"/crds/volcano/scheduling.volcano.sh_queues.yaml; do
-    kubectl create -f "$f" >/dev/null 2>&1 || not_ok "create CRD $(basename "$f")"
-done
-wait_until "CRDs served" 20 kcurl -f $PGP || exit 1
+gang_start volcano-gang || exit 1
 wait_until "the default queue exists" 20 kcurl -f /apis/scheduling.volcano.sh/v1beta1/queues/default
 check "the default queue is Open" [ "$(kcurl /apis/scheduling.volcano.sh/v1beta1/queues/default | json_get status.state)" = Open ]
-"$RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$WORK/watcher.log" &
 "$RAYOP" controller raycluster --kubeconfig "$KUBECONFIG" --state-dir "$STATE" --batch-scheduler volcano \
     --metrics-addr 0 --health-probe-bind-address 0 2>"$WORK/raycluster.log" &
 "$RAYOP" controller rayjob --kubeconfig "$KUBECONFIG" --state-dir "$STATE" --batch-scheduler volcano \
