@@ -78,7 +78,17 @@ uint64_t util_now_ms(void);
 void util_format_time(time_t t, char out[32]);
 /* Same with microseconds, "2006-01-02T15:04:05.000000Z" (MicroTime). */
 void util_format_microtime(const struct timespec *ts, char out[40]);
+/* *ts = CLOCK_REALTIME now + ms: the absolute deadline pthread_cond_timedwait takes. */
+void util_deadline_ms(struct timespec *ts, long ms);
 /* Parses RFC 3339 (Z or numeric offset, optional fraction). 0 or -EINVAL. */
 int util_parse_time(const char *s, time_t *out);
+
+/* Exit codes of every rayop command. A usage error (unknown flag, bad flag
+ * value) and a configuration error (no kubeconfig, unknown feature gate, bad
+ * --config file) are ones a restart cannot fix: `rayop up` stops on either
+ * instead of restarting the process (sysexits.h's EX_USAGE is 64; 2 is what
+ * Go's flag package, and so KubeRay, exits with on a bad flag). */
+#define UTIL_EXIT_USAGE  2
+#define UTIL_EXIT_CONFIG 78   /* EX_CONFIG */
 
 #endif

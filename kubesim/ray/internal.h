@@ -75,6 +75,10 @@ struct ray_cluster {
     struct ray_app *apps;
     unsigned app_seq;
     bool serve_started;
+    bool has_target_capacity;    /* the last PUT's target_capacity (0..100), else null */
+    int delay_ms;                /* every answer of this cluster's dashboard and Serve proxy
+                                    comes this late (admin .../delay): a slow head */
+    int target_capacity;
     uint64_t serve_started_ms;   /* when the Serve controller first started */
     char *auth_token;            /* RAY_AUTH_MODE=token: the token requests must carry
                                     ("" = none can); NULL: no auth. A credential. */
@@ -94,6 +98,8 @@ struct ray {
     struct ray_sub *subs;
     int threads;                 /* running submitter threads */
     bool stopping;
+    ray_log_source_fn log_fn;    /* Pods whose logs another part of kubesim keeps */
+    void *log_arg;
 };
 
 /* ---- ray_runtime.c ---- */
@@ -257,5 +263,10 @@ int ray_submitter_log(struct ray *r, const char *uid, const char *container, boo
 
 /* ---- pod_log.c ---- */
 int pod_log_install(struct ray *r);
+/* The routes of the dashboard proxy and the Serve admin API (proxy.c) and of the
+ * Gateway routing (gateway.c), installed by ray_install. */
+int ray_proxy_install(struct ray *r);
+int ray_admin_install(struct ray *r);
+int ray_gateway_install(struct ray *r);
 
 #endif

@@ -33,9 +33,48 @@ static int config_hash(const char *config, char out[41])
     return 0;
 }
 
+/* A token-auth cluster's token (authOptions.mode token, Ray >= 2.52), sent as
+ * x-ray-authorization as KubeRay's dashboard client does: the cluster's Secret from the
+ * cache when rayop made it, else read live (a user-named Secret is not cached). */
+static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+{
+    char name[300];
+    cJSON *sec = NULL;
+    struct kube_result kr = { 0 };
+    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
+    if (rc < 0 || !name[0])
+        return rc;
+    rc = host_get(r->ctx, "v1/secrets", r->ctx->ns, name, &sec);
+    if (rc == -ENOENT) {
+        struct kube_client *kc = host_kube(r->ctx);
+        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, r->ctx->ns, name, &kr) : -ENOTCONN;
+        if (rc == 0) {
+            sec = kr.body;
+            kr.body = NULL;
+        }
+    }
+    if (rc == 0)
+        rc = dash_target_token_from_secret(t, sec);
+    if (rc < 0)
+        host_log(r->ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
+                 "error", kube_strerror(rc), NULL);
+    cJSON_Delete(sec);
+    kube_result_release(&kr);
+    return rc;
+}
+
 /* The cluster's dashboard: its head Service through the API server's proxy with
- * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT. */
+ * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT; with the cluster's Ray
+ * token when it uses token auth. */
 int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+{
+    int rc = rs_dashboard_target(r, cluster, t);
+    if (rc == 0 && (rc = dashboard_token(r, cluster, t)) < 0)
+        dash_target_wipe(t);
+    return rc;
+}
+
+int rs_dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t)
 {
     char svc[254], url[600];
     int rc;
@@ -60,10 +99,20 @@ int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
     return dash_target_direct(t, url);
 }
 
-static int get_status(const struct dash_target *t, cJSON **apps, bool *ready, char *err, size_t n)
+/* "ns/name\ncluster\nop": the key of a cluster's dashboard call (async.c) */
+static void call_key(struct rsr *r, const cJSON *cluster, const char *op, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%s\n%s\n%s", r->ctx->ns, r->ctx->name, rs_str(cluster, "metadata.name"), op);
+}
+
+static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
+                      cJSON **apps, bool *ready, char *err, size_t n)
 {
     struct dash_reply rep = { 0 };
-    int rc = dash_call(t, "GET", "/api/serve/applications/?api_type=declarative", NULL, 0, &rep);
+    char key[600];
+    call_key(r, cluster, "status", key, sizeof(key));
+    int rc = rs_async_call(key, t, "GET", "/api/serve/applications/?api_type=declarative", NULL, 0,
+                           RS_ASYNC_WAIT_MS, &rep);
     if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
         util_format_err(err, n, "GetServeDetails: HTTP %d: %.200s", rep.code, rep.body ? rep.body : "");
         rc = -EIO;
@@ -77,30 +126,59 @@ static int get_status(const struct dash_target *t, cJSON **apps, bool *ready, ch
 }
 
 int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                  int target_capacity, char *err, size_t n)
+                  int target_capacity, const char *op, char *err, size_t n)
 {
+    char key[600];
     const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
     char *body = NULL;
     char perr[256] = "";
     struct dash_reply rep = { 0 };
     int rc = rs_serve_config_json(cfg, strlen(cfg), target_capacity, &body, perr, sizeof(perr));
-    (void)cluster;
     if (rc < 0) {
         util_format_err(err, n, "%s", perr);
         return rc;
     }
-    host_log(r->ctx, LOG_INFO, "updateServeDeployment", "clusterName", rs_str(cluster, "metadata.name"),
-             NULL);
-    rc = dash_call(t, "PUT", "/api/serve/applications/", body, strlen(body), &rep);
+    call_key(r, cluster, op, key, sizeof(key));
+    rc = rs_async_call(key, t, "PUT", "/api/serve/applications/", body, strlen(body), RS_ASYNC_WAIT_MS,
+                       &rep);
+    if (rc != -EINPROGRESS)   /* logged once, when the PUT's answer is taken */
+        host_log(r->ctx, LOG_INFO, "updateServeDeployment", "clusterName",
+                 rs_str(cluster, "metadata.name"), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
     if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
         util_format_err(err, n, "UpdateDeployments fail: %d %.300s", rep.code, rep.body ? rep.body : "");
         rc = -EIO;
-    } else if (rc < 0) {
+    } else if (rc < 0 && rc != -EINPROGRESS) {
         util_format_err(err, n, "%s", kube_strerror(rc));
     }
     dash_reply_free(&rep);
     free(body);
     return rc;
+}
+
+/* A take-over from KubeRay, which keeps the config it sent in memory only: the cluster
+ * carries no serve-config-hash (rayop never sent it anything), and the status as read says
+ * it is the active cluster, no upgrade is pending, the status is of the current generation
+ * and every application is RUNNING. Then what runs is the current serveConfigV2 and it is
+ * adopted instead of sent again (an identical PUT is harmless to Ray, but a take-over
+ * promises no Serve re-deployment). A cluster rayop has sent a config to is never adopted
+ * this way: its hash annotation decides. */
+static bool adopt_running(const struct rsr *r, const cJSON *cluster, const char *cname)
+{
+    const cJSON *ann = json_get(cluster, "metadata.annotations"), *apps, *a;
+    int64_t og = -1;
+
+    if (cJSON_GetObjectItemCaseSensitive(ann, RS_ANN_SERVE_HASH) ||
+        rs_int(r->orig, "observedGeneration", &og) < 0 || og != r->generation ||
+        strcmp(cname, rs_str(r->orig, "activeServiceStatus.rayClusterName")) != 0 ||
+        *rs_str(r->orig, "pendingServiceStatus.rayClusterName"))
+        return false;
+    apps = json_get(r->orig, "activeServiceStatus.applicationStatuses");
+    if (!cJSON_IsObject(apps) || !apps->child)
+        return false;
+    cJSON_ArrayForEach(a, apps)
+        if (strcmp(rs_str(a, "status"), "RUNNING") != 0)
+            return false;
+    return true;
 }
 
 int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps)
@@ -136,8 +214,28 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
         memo = strdup(cfg);
         if (memo)
             rs_memo_put(key, cname, cfg);
+    } else if (!memo && *cfg && active && adopt_running(r, cluster, cname) &&
+               (memo = strdup(cfg))) {
+        host_log(r->ctx, LOG_INFO, "Adopting the Serve applications running on the cluster "
+                 "(taken over: every application RUNNING for this generation)",
+                 "clusterName", cname, NULL);
+        rs_memo_put(key, cname, cfg);
+        if (config_hash(cfg, hash) == 0)
+            rs_patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
     }
-    if ((rc = get_status(&t, apps, ready, err, sizeof(err))) < 0) {
+    if ((rc = get_status(r, cluster, &t, apps, ready, err, sizeof(err))) == -EINPROGRESS) {
+        /* a slow dashboard: keep what the status says, look again soon (async.c) */
+        host_log(r->ctx, LOG_INFO, "Serve status not answered yet; keeping the last one",
+                 "clusterName", cname, NULL);
+        const cJSON *prev = json_get(r->st, active ? "activeServiceStatus.applicationStatuses"
+                                                   : "pendingServiceStatus.applicationStatuses");
+        *apps = prev ? cJSON_Duplicate(prev, 1) : NULL;
+        *ready = false;
+        r->requeue_ms = 300;
+        rc = 0;
+        goto out;
+    }
+    if (rc < 0) {
         host_log(r->ctx, LOG_WARN, "failed to get Serve application statuses from the dashboard",
                  "clusterName", cname, "error", err, NULL);
         goto out;
@@ -152,7 +250,13 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
                                     : json_get(r->st, "pendingServiceStatus");
             tc = rs_target_capacity(s);
         }
-        rc = rs_put_config(r, cluster, &t, tc, err, sizeof(err));
+        rc = rs_put_config(r, cluster, &t, tc, "put", err, sizeof(err));
+        if (rc == -EINPROGRESS) {
+            *ready = false;
+            r->requeue_ms = 300;
+            rc = 0;
+            goto out;
+        }
         if (rc < 0) {
             rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateServeApplications", "Update",
                      "Failed to update serve applications to the RayCluster %s/%s: %s", r->ctx->ns,
@@ -172,6 +276,7 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
         goto out;
     rc = 0;
 out:
+    dash_target_wipe(&t);
     free(memo);
     return rc;
 }
@@ -189,8 +294,10 @@ static const cJSON *head_pod(const cJSON *pods)
 
 /* The Serve proxy's /-/healthz on the head Pod: through the API server's pod proxy with
  * --use-kubernetes-proxy, else http://POD-IP:PORT. */
-static bool proxy_healthy(struct rsr *r, const cJSON *pod, int port)
+/* 1 healthy, 0 not, -EINPROGRESS not answered yet */
+static int proxy_healthy(struct rsr *r, const cJSON *cluster, const cJSON *pod, int port)
 {
+    char key[600];
     struct dash_target t;
     struct dash_reply rep = { 0 };
     char addr[128];
@@ -203,16 +310,19 @@ static bool proxy_healthy(struct rsr *r, const cJSON *pod, int port)
         rc = snprintf(t.base, sizeof(t.base), "/api/v1/namespaces/%s/pods/%s:%d/proxy", r->ctx->ns,
                       rs_str(pod, "metadata.name"), port);
         if (!t.kube || rc < 0 || (size_t)rc >= sizeof(t.base))
-            return false;
+            return 0;
     } else {
         const char *ip = rs_str(pod, "status.podIP");
         if (!*ip)
-            return false;
+            return 0;
         snprintf(addr, sizeof(addr), strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
         if (dash_target_direct(&t, addr) < 0)
-            return false;
+            return 0;
     }
-    rc = dash_call(&t, "GET", "/-/healthz", NULL, 0, &rep);
+    call_key(r, cluster, "healthz", key, sizeof(key));
+    rc = rs_async_call(key, &t, "GET", "/-/healthz", NULL, 0, RS_ASYNC_WAIT_MS, &rep);
+    if (rc == -EINPROGRESS)
+        return rc;
     bool ok = rc == 0 && rep.code == 200;
     dash_reply_free(&rep);
     return ok;
@@ -244,9 +354,16 @@ int rs_head_serve_label(struct rsr *r, const cJSON *cluster)
     const char *old = rs_str(cJSON_GetObjectItemCaseSensitive(json_get(head, "metadata.labels"),
                                                               RC_LABEL_SERVE), "");
     const char *want = "false";
-    if (!cJSON_IsTrue(json_get(r->rs, "spec.excludeHeadPodFromServeSvc")) && proxy_healthy(r, head, port))
-        want = "true";
-    if (strcmp(old, want)) {
+    if (!cJSON_IsTrue(json_get(r->rs, "spec.excludeHeadPodFromServeSvc"))) {
+        int h = proxy_healthy(r, cluster, head, port);
+        if (h == -EINPROGRESS) {   /* not answered yet: the label stays as it is */
+            r->requeue_ms = 300;
+            want = old;
+        } else if (h == 1) {
+            want = "true";
+        }
+    }
+    if (*want && strcmp(old, want)) {
         char patch[160];
         struct kube_result kr = { 0 };
         struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
