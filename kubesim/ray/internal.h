@@ -98,6 +98,8 @@ struct ray {
     struct ray_sub *subs;
     int threads;                 /* running submitter threads */
     bool stopping;
+    ray_log_source_fn log_fn;    /* Pods whose logs another part of kubesim keeps */
+    void *log_arg;
 };
 
 /* ---- ray_runtime.c ---- */
