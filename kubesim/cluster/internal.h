@@ -186,6 +186,9 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
 /* gang.c: the gang schedulers (Volcano, scheduler-plugins, YuniKorn, KAI). */
 /* True for a schedulerName the gang step owns (the default scheduler leaves it). */
 bool cl_gang_scheduler(const char *scheduler_name);
+/* True for a Pod the gang step places: a gang scheduler's, or a default-scheduler Pod
+ * in a workload-aware PodGroup (spec.schedulingGroup, KubernetesWAS). */
+bool cl_gang_pod(const cJSON *pod);
 /* True for a resource whose changes the gang step watches (PodGroups, Queues). */
 bool cl_gang_resource(const struct reg_resource *r);
 /* One scheduling session over every gang, when anything it reads changed. */

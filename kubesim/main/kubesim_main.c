@@ -410,6 +410,9 @@ int main(int argc, char **argv)
     }
     if (cluster_start(a.cluster, store, &cluster) < 0)
         goto out;
+    if (!a.cluster)   /* the first thing a newcomer wonders about: why Pods never start */
+        log_warn("kubesim: no --nodes: an API server only (no scheduler, no kubelet), so Pods "
+                 "stay Pending; start with --nodes N to schedule and run them", NULL);
     if (a.kubeconfig) {
         struct kubeconfig_opts ko = { .server_url = server_url(srv), .ca_pem = tls.ca,
                                       .ca_len = tls.ca_len, .token = a.token };
