@@ -14,7 +14,8 @@
 #    deleted: the other Pod takes it within the lease duration and a RayJob created
 #    meanwhile completes once
 #  - kubesim's exit leaves no process, mount or directory of the Pods behind
-# Needs root (namespaces); reported as a SKIP otherwise.
+# Needs root (namespaces); reported as a SKIP otherwise. kubesim_runtime.sh covers env,
+# volumes, exec/tcp probes, restartPolicy Never, logs -f and the non-root failure.
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" != 0 ]; then
