@@ -13,7 +13,7 @@
 #   make deps       install the Debian packages the build and tests need
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
-#   make demo       the README's main job
+#   make demo       the README's main job (SCHEDULER=volcano: under Volcano gang scheduling)
 #   make diff-kuberay   rayop vs the real KubeRay, object by object (docs/kuberay-differences.md)
 #   make peers      the real peers (kube-apiserver, etcd, kwok, helm, Ray venv) into .peers/
 MODE    ?= rel
@@ -129,7 +129,7 @@ bench-sim: deps all $(BENCH_BINS)
 	sh bench/run.sh sim
 
 demo: deps all
-	bash tools/demo.sh
+	SCHEDULER=$(SCHEDULER) bash tools/demo.sh
 
 # Real Kubernetes control plane, etcd, kwok, helm and the Ray venv, built once per content hash
 # under ~/.cache/rayop-peers and linked into .peers/ (tools/peers/build.sh).

@@ -30,6 +30,8 @@ struct wstream {
     struct kube_resource res;
     char rv[CACHE_RV_MAX];       /* where the next watch resumes */
     int synced;
+    int absent;                  /* the last LIST said 404: the API server does not serve the
+                                    type (a batch scheduler's CRDs not installed) */
     int need_list;               /* next (re)start must LIST first */
     struct kube_watch *watch;
     uint64_t watch_start_ns;

@@ -127,6 +127,7 @@ int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd)
             bad = parse_size(val, &o->cache_bytes) < 0;
         } else if (strcmp(name, "--cache-max-bytes") == 0) {
             bad = parse_size(val, &o->cache_max_bytes) < 0;
+            o->cache_max_bytes_set = 1;
         } else if (strcmp(name, "--cache-max-objects") == 0) {
             size_t n;
             bad = parse_size(val, &n) < 0 || n > 0xffffffffu;

@@ -200,7 +200,7 @@ static void log_all_synced(struct watcher *w)
     if (w->synced_logged)
         return;
     for (size_t i = 0; i < w->nstreams; i++)
-        if (!w->streams[i].synced)
+        if (!w->streams[i].synced && !w->streams[i].absent)
             return;
     w->synced_logged = 1;
     char ms[32];
@@ -551,9 +551,15 @@ static void list_after(uv_work_t *req, int status)
     if (s->list_rc < 0) {
         report_failure(s, "list failed", s->list_rc, NULL);
         seen_clear(s);
+        /* not served (404): an optional type such as a batch scheduler's PodGroup whose CRD
+         * is not installed must not keep /readyz at 503; it is listed again on the retry */
+        s->absent = s->list_rc == -ENOENT;
+        if (s->absent)
+            log_all_synced(w);
         schedule_retry(s);
         return;
     }
+    s->absent = 0;
     if (s->track_seen)
         (void)sweep_unseen(s);
     seen_clear(s);

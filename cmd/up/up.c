@@ -26,7 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache/cache.h"
+#include "cmd/cmd.h"
 #include "cmd/up/internal.h"
+#include "kobj/kobj.h"
 #include "reconcilers/batchsched/batchsched.h"
 #include "cmd/up/up.h"
 #include "util/util.h"
@@ -47,6 +50,7 @@ struct proc {
     uint64_t backoff_ms;
     uint64_t restarts;
     int last_status;
+    char last_error[300];           /* its last error-level log line: msg: error */
 };
 
 struct up {
@@ -143,8 +147,10 @@ static int write_state(struct up *u)
         struct proc *p = &u->procs[i];
         buf_printf(&b, "%s{\"name\":", i ? "," : "");
         buf_append_json_string(&b, p->name);
-        buf_printf(&b, ",\"pid\":%d,\"restarts\":%llu,\"lastExitStatus\":%d}", (int)p->pid,
-                   (unsigned long long)p->restarts, p->last_status);
+        buf_printf(&b, ",\"pid\":%d,\"restarts\":%llu,\"lastExitStatus\":%d,\"lastError\":",
+                   (int)p->pid, (unsigned long long)p->restarts, p->last_status);
+        buf_append_json_string(&b, p->last_error);
+        buf_puts(&b, "}");
     }
     buf_puts(&b, "]}\n");
     int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -225,9 +231,29 @@ int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out)
     return rc ? -ENOMEM : 0;
 }
 
+static int write_state(struct up *u);
+static struct up *the_up;
+
+/* An error-level JSON line of p: remembered (msg: error) for `rayop status`. */
+static void note_error(struct proc *p, const char *s, size_t n)
+{
+    if (n < 2 || s[0] != '{' || !memmem(s, n, "\"level\":\"error\"", 16))
+        return;
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    const char *msg = kobj_str(j, "msg"), *err = kobj_str(j, "error");
+    if (msg) {
+        snprintf(p->last_error, sizeof(p->last_error), "%s%s%.200s", msg, err ? ": " : "",
+                 err ? err : "");
+        if (the_up)
+            (void)write_state(the_up);
+    }
+    cJSON_Delete(j);
+}
+
 /* Writes one complete line of p's output to stdout, tagged with the proc. */
 static void emit_line(struct proc *p, const char *s, size_t n)
 {
+    note_error(p, s, n);
     struct buf b = { 0 };
     if (up_tag_line(p->name, s, n, &b) < 0) {
         buf_free(&b);
@@ -312,10 +338,38 @@ static void reap(struct up *u)
     (void)write_state(u);
 }
 
+static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, int *ncommon,
+                           char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
+                           const char **maddr, const char **paddr, bool *proxy_set,
+                           const char **bs_name_out, bool *bs_legacy_out);
+
+/* The flags, then KubeRay's batch-scheduler check on what they chose. */
 static int parse_flags(struct up *u, int argc, char **argv, char ***common, int *ncommon,
                        char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
                        const char **maddr, const char **paddr, bool *proxy_set)
 {
+    const char *bs_name = NULL;
+    bool bs_legacy = false;
+    int rc = parse_flag_list(u, argc, argv, common, ncommon, wonly, nw, conly, nc, kinds, maddr,
+                             paddr, proxy_set, &bs_name, &bs_legacy);
+    enum batchsched_kind bk;
+    char berr[256];
+    /* fail here, as each controller would, rather than restart them forever (the
+     * KubernetesWAS gate's combination is left to the controllers, which read --config) */
+    if (rc == 0 && batchsched_select(bs_name, bs_legacy, false, &bk, berr, sizeof(berr)) < 0) {
+        fprintf(stderr, "rayop up: batch scheduler configs validation failed: %s\n", berr);
+        return -EINVAL;
+    }
+    return rc;
+}
+
+static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, int *ncommon,
+                           char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
+                           const char **maddr, const char **paddr, bool *proxy_set,
+                           const char **bs_name_out, bool *bs_legacy_out)
+{
+    const char *bs_name = NULL;
+    bool bs_legacy = false;
     static const char *const common_flags[] = { "kubeconfig", "context", "namespace",
         "watch-namespace", "state-dir", "qps", "burst", "log-level", "log-stdout-encoder", NULL };
     static const char *const watcher_flags[] = { "cache-capacity", "cache-max-objects",
@@ -345,7 +399,8 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
             "health-probe-bind-address", "restart-initial-ms", "restart-max-ms",
             "restart-reset-ms", "shutdown-timeout-ms", NULL };
         bool known = false, is_bool = strcmp(name, "use-kubernetes-proxy") == 0 ||
-                                      strcmp(name, "enable-leader-election") == 0;
+                                      strcmp(name, "enable-leader-election") == 0 ||
+                                      strcmp(name, "enable-batch-scheduler") == 0;
         const char *const *all[] = { own, common_flags, watcher_flags, ctl_flags };
         for (int l = 0; l < 4 && !known; l++)
             for (int k = 0; all[l][k] && !known; k++)
@@ -358,7 +413,8 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
         else if (is_bool && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
             val = "true";   /* KubeRay's bool flags may be given bare */
             a = strcmp(name, "use-kubernetes-proxy") == 0 ? "--use-kubernetes-proxy=true"
-                                                         : "--enable-leader-election=true";
+                : strcmp(name, "enable-batch-scheduler") == 0 ? "--enable-batch-scheduler=true"
+                                                               : "--enable-leader-election=true";
         } else if (i + 1 < argc)
             val = argv[++i];
         else {
@@ -371,15 +427,10 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
             log_set_encoder(log_parse_encoder(val));
         if (strcmp(name, "state-dir") == 0)
             u->state_dir = val;
-        if (strcmp(name, "batch-scheduler") == 0) {
-            /* fail here, as each controller would, rather than restart them forever */
-            enum batchsched_kind bk;
-            char berr[256];
-            if (batchsched_select(val, false, false, &bk, berr, sizeof(berr)) < 0) {
-                fprintf(stderr, "rayop up: batch scheduler configs validation failed: %s\n", berr);
-                return -EINVAL;
-            }
-        }
+        if (strcmp(name, "batch-scheduler") == 0)
+            bs_name = val;
+        if (strcmp(name, "enable-batch-scheduler") == 0)
+            bs_legacy = strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
         if (strcmp(name, "controllers") == 0) { *kinds = val; continue; }
         if (strcmp(name, "metrics-addr") == 0) { *maddr = val; continue; }
         if (strcmp(name, "health-probe-bind-address") == 0) { *paddr = val; continue; }
@@ -415,6 +466,8 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
         fprintf(stderr, "rayop up: unknown flag \"%s\"\n", a);
         return -EINVAL;
     }
+    *bs_name_out = bs_name;
+    *bs_legacy_out = bs_legacy;
     return 0;
 }
 
@@ -445,6 +498,7 @@ int up_main(int argc, char **argv)
     const char *maddr = in_pod ? ":8080" : "127.0.0.1:8080";
     const char *paddr = in_pod ? ":8081" : "127.0.0.1:8081";
     memset(&u, 0, sizeof(u));
+    the_up = &u;
     u.state_dir = "/run/rayop";
     u.initial_ms = 1000;
     u.max_ms = 10000;
@@ -592,5 +646,18 @@ int up_main(int argc, char **argv)
         }
     }
     log_info("all children stopped", NULL);
+    /* A clean stop of the whole instance leaves nothing in /dev/shm: the
+     * segment is reserved memory, and nothing will read it again soon. A
+     * crash (of up, or a child killed) keeps it so the restart skips the LIST;
+     * `rayop clean` removes it then. */
+    if (exit_code == 0 && !u.fatal) {
+        char seg[CACHE_SEGNAME_MAX];
+        int removed = 0, crc = clean_state_dir(u.state_dir, &removed, seg, sizeof(seg));
+        if (crc < 0)
+            log_warn("could not drop the cache segment; `rayop clean` removes it", "stateDir",
+                     u.state_dir, "error", strerror(-crc), NULL);
+        else if (removed)
+            log_info("dropped the cache segment (clean stop)", "segment", seg, NULL);
+    }
     return exit_code;
 }

@@ -1,12 +1,13 @@
 /*
  * gang.c - kubesim's gang schedulers: the step the scheduling pass runs before
  * the default scheduler's, for Pods whose schedulerName is volcano,
- * scheduler-plugins-scheduler, yunikorn or kai-scheduler.
+ * scheduler-plugins-scheduler, yunikorn or kai-scheduler, and default-scheduler Pods
+ * in a Kubernetes WAS PodGroup (spec.schedulingGroup).
  *
  * One call is one scheduling session, as Volcano runs them: every gang (a
  * Volcano PodGroup scheduling.volcano.sh/v1beta1, a scheduler-plugins PodGroup
- * scheduling.x-k8s.io/v1alpha1, a YuniKorn application's task groups, or a lone
- * Pod) is taken in priority order (PriorityClass value, then age), enqueued
+ * scheduling.x-k8s.io/v1alpha1, a YuniKorn application's task groups, a WAS
+ * PodGroup scheduling.k8s.io/v1alpha2, or a lone Pod) is taken in priority order (PriorityClass value, then age), enqueued
  * against its Queue (state Open, capability, the 1.2 overcommit of idle
  * resources), then placed on a trial copy of the nodes' free resources: when at
  * least minMember of its Pods are bound or placeable they are all bound, else none
@@ -30,10 +31,10 @@
 #define SP_GROUP "scheduling.x-k8s.io"
 #define OVERCOMMIT 1.2   /* Volcano's overcommit plugin default factor */
 
-enum gkind { G_VOLCANO, G_SP, G_YUNIKORN, G_KAI };
+enum gkind { G_VOLCANO, G_SP, G_YUNIKORN, G_KAI, G_WAS };
 
 static const char *const component[] = { "volcano", "scheduler-plugins-scheduler", "yunikorn",
-                                         "kai-scheduler" };
+                                         "kai-scheduler", "default-scheduler" };
 
 struct gang {
     char key[700];
@@ -69,11 +70,28 @@ bool cl_gang_scheduler(const char *s)
                  !strcmp(s, "yunikorn") || !strcmp(s, "kai-scheduler"));
 }
 
+/* The default scheduler's workload-aware gang (KubernetesWAS): a Pod naming a
+ * scheduling.k8s.io/v1alpha2 PodGroup in spec.schedulingGroup. */
+static const char *was_group(const cJSON *pod)
+{
+    const cJSON *spec = kobj_get(pod, "spec");
+    const char *s = kobj_str(spec, "schedulerName");
+    const char *g = kobj_str(kobj_get(spec, "schedulingGroup"), "podGroupName");
+    return (!s || !*s || !strcmp(s, "default-scheduler")) && g && *g ? g : NULL;
+}
+
+bool cl_gang_pod(const cJSON *pod)
+{
+    return cl_gang_scheduler(kobj_str(kobj_get(pod, "spec"), "schedulerName")) || was_group(pod);
+}
+
 bool cl_gang_resource(const struct reg_resource *r)
 {
     return r && ((!strcmp(r->group, VOLCANO_GROUP) &&
                   (!strcmp(r->plural, "podgroups") || !strcmp(r->plural, "queues"))) ||
-                 (!strcmp(r->group, SP_GROUP) && !strcmp(r->plural, "podgroups")));
+                 (!strcmp(r->group, SP_GROUP) && !strcmp(r->plural, "podgroups")) ||
+                 (!strcmp(r->group, "scheduling.k8s.io") && !strcmp(r->version, "v1alpha2") &&
+                  !strcmp(r->plural, "podgroups")));
 }
 
 /* ---- reading ----------------------------------------------------------------- */
@@ -204,10 +222,16 @@ static int gang_add(struct gang *g, struct cl_pod *p)
 static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
 {
     const cJSON *spec = kobj_get(o->json, "spec"), *mm = kobj_get(spec, "minMember");
+    if (g->kind == G_WAS) {
+        const cJSON *gang = kobj_get(kobj_get(spec, "schedulingPolicy"), "gang");
+        mm = gang ? kobj_get(gang, "minCount") : NULL;
+        if (!gang)
+            mm = NULL;   /* basic policy: no minimum beyond one Pod */
+    }
     g->pg = store_obj_ref(o);
     g->ns = o->ns;
     g->name = o->name;
-    g->min = cJSON_IsNumber(mm) ? (int64_t)mm->valuedouble : 0;
+    g->min = cJSON_IsNumber(mm) ? (int64_t)mm->valuedouble : (g->kind == G_WAS ? 1 : 0);
     g->has_minres = cJSON_IsObject(kobj_get(spec, "minResources"));
     reslist(kobj_get(spec, "minResources"), &g->minres);
     snprintf(g->queue, sizeof(g->queue), "%s",
@@ -716,10 +740,14 @@ static void collect_members(struct cluster *c, struct gang **all)
     HASH_ITER(hh, c->pods, p, tmp) {
         const cJSON *pod = p->obj->json;
         const char *sched = kobj_str(kobj_get(pod, "spec"), "schedulerName");
+        const char *wg = was_group(pod);
         struct gang *g = NULL;
-        if (!cl_gang_scheduler(sched))
+        if (wg) {
+            /* a Pod naming a PodGroup that does not exist yet waits for it */
+            g = gang_get(all, G_WAS, p->obj->ns, wg, false);
+        } else if (!cl_gang_scheduler(sched)) {
             continue;
-        if (!strcmp(sched, "volcano")) {
+        } else if (!strcmp(sched, "volcano")) {
             const char *grp = kobj_annotation(pod, "scheduling.k8s.io/group-name");
             /* a Pod naming a PodGroup that does not exist waits for it; a Pod naming
              * none is a gang of one (Volcano's controller would make it a PodGroup) */
@@ -787,6 +815,8 @@ void cl_gang_pass(struct cluster *c)
     const struct reg_resource *rpg = find(c, VOLCANO_GROUP, "v1beta1", "podgroups");
     const struct reg_resource *rq = find(c, VOLCANO_GROUP, "v1beta1", "queues");
     const struct reg_resource *rsp = find(c, SP_GROUP, "v1alpha1", "podgroups");
+    const struct reg_resource *rwas = find(c, "scheduling.k8s.io", "v1alpha2", "podgroups");
+    struct store_list wpg = { 0 };
 
     queues_load(c, rq, &qs, &ql);
     ensure_default_queue(c, rq, &qs);
@@ -798,6 +828,10 @@ void cl_gang_pass(struct cluster *c)
         for (i = 0; i < spg.n; i++)
             if ((g = gang_get(&all, G_SP, spg.items[i]->ns, spg.items[i]->name, true)))
                 gang_from_pg(c, g, spg.items[i]);
+    if (list_all(c, rwas, &wpg) == 0)
+        for (i = 0; i < wpg.n; i++)
+            if ((g = gang_get(&all, G_WAS, wpg.items[i]->ns, wpg.items[i]->name, true)))
+                gang_from_pg(c, g, wpg.items[i]);
     collect_members(c, &all);
 
     /* the session's node view */
@@ -847,7 +881,7 @@ void cl_gang_pass(struct cluster *c)
         count(g, &o);
         o.ready = o.scheduled >= g->min;
         if (g->kind != G_VOLCANO || !g->pg) {
-            if (g->pg == NULL && g->kind == G_SP && g->n == 0)
+            if (g->n == 0)
                 continue;
             if (o.pending)
                 allocate(c, g, &ns, &o, true);
@@ -933,6 +967,7 @@ out:
     }
     store_list_free(&vpg);
     store_list_free(&spg);
+    store_list_free(&wpg);
     store_list_free(&ql);
     free(ns.n);
     free(ns.used);

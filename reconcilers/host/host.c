@@ -33,6 +33,8 @@
 struct host {
     struct host_opts o;
     const struct host_kind *kind;
+    const struct host_kind *kinds;   /* the binary's table (per-kind Leases: leader.c) */
+    size_t nkinds;
     struct kube_config *kcfg;
     struct kube_client *kube;        /* owned; published through kube_slot */
     struct host_kube_slot kube_slot;
@@ -237,6 +239,8 @@ static int start_leader(struct host *h)
     if (!h->o.leader_election)
         return 0;
     snprintf(c->name, sizeof(c->name), "rayop-%s-leader", h->kind->name);
+    for (size_t i = 0; i < h->nkinds && c->nkinds < HOST_MAX_KINDS; i++)
+        c->kinds[c->nkinds++] = h->kinds[i].name;
     /* KubeRay's operator Lease (main.go LeaderElectionID): the migration guard */
     snprintf(c->guard, sizeof(c->guard), "ray-operator-leader");
     host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
@@ -346,6 +350,8 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     }
     if (h.o.log_level >= 0)
         log_set_level(h.o.log_level);
+    h.kinds = kinds;
+    h.nkinds = nkinds;
     if (!(h.kind = host_kind_find(kinds, nkinds, h.o.kind))) {
         fprintf(stderr, "rayop controller: unknown kind \"%s\"\n", h.o.kind);
         kinds_usage(stderr, kinds, nkinds);

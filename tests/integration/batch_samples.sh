@@ -9,30 +9,11 @@
 # placeholder). Then the KubernetesWAS gate: Workload and PodGroup
 # scheduling.k8s.io/v1alpha2 served by kubesim and the Pods' schedulingGroup.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_gang.sh"
 
-RAYOP=$LIB_ROOT/bin/rayop
-SHARED=${RAYOP_SHARED:-$LIB_ROOT/../shared}
 SAMPLES=$SHARED/kuberay/samples
-NSP=/apis/ray.io/v1/namespaces/default
-PGP=/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups
-
-start_kubesim --nodes 2 --node-cpu 4 --node-memory 16Gi --pod-start-ms 100 --pod-ready-ms 100 || exit 1
-WORK=$KUBESIM_DIR
-STATE=$WORK/state
 CTL=""
-cleanup() {
-    kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
-    if [ "$(lib_failures)" -gt 0 ]; then mkdir -p /tmp/batch-samples-failed.$$ && cp "$WORK"/*.log /tmp/batch-samples-failed.$$/ 2>/dev/null; echo "# logs in /tmp/batch-samples-failed.$$"; fi
-    "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
-    _lib_cleanup
-}
-trap cleanup EXIT
-for f in "$SHARED"/kuberay/crds/ray.io_rayclusters.yaml "$SHARED"/kuberay/crds/ray.io_rayjobs.yaml \
-         "$SHARED"/crds/volcano/scheduling.volcano.sh_podgroups.yaml "$SHARED"/crds/volcano/scheduling.volcano.sh_queues.yaml; do
-    kubectl create -f "$f" >/dev/null 2>&1 || not_ok "create CRD $(basename "$f")"
-done
-wait_until "CRDs served" 20 kcurl -f $PGP || exit 1
-"$RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$WORK/watcher.log" &
+gang_start batch-samples || exit 1
 controllers() {   # (re)starts the RayCluster and RayJob controllers with flags "$@"
     [ -n "$CTL" ] && { kill $CTL 2>/dev/null; wait $CTL 2>/dev/null; }
     "$RAYOP" controller raycluster --kubeconfig "$KUBECONFIG" --state-dir "$STATE" "$@" \
@@ -105,4 +86,16 @@ check "WAS: Workload gang minCount 3, owned by the RayCluster" \
 wait_until "WAS: Pods bound" 30 bound_is was 3
 check "WAS: Pods carry default-scheduler and spec.schedulingGroup" \
     [ "$(pods_of was | jq -r '[.items[] | .spec.schedulerName + "/" + .spec.schedulingGroup.podGroupName] | unique | join(",")')" = "default-scheduler/was-cluster" ]
+# a WAS gang too big for the nodes (head 1 CPU + 4 x 2 CPU > 8): all or nothing, so nothing
+kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
+  "kind":"RayCluster","metadata":{"name":"wasbig","labels":{"ray.io/gang-scheduling-enabled":"true"}},
+  "spec":{"headGroupSpec":{"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-head",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"1"}}}]}}},"workerGroupSpecs":[{"groupName":"w",
+  "replicas":4,"minReplicas":0,"maxReplicas":4,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"2"}}}]}}}]}}' >/dev/null
+npods_is() { [ "$(pods_of "$1" | jq '.items | length')" = "$2" ]; }
+wait_until "WAS: the big cluster's 5 Pods exist" 30 npods_is wasbig 5
+gang_msg() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("wasbig-")) and (.message|contains("tasks in gang unschedulable")))' >/dev/null; }
+wait_until "WAS: the big gang's Pods say why they wait" 20 gang_msg
+check "WAS: a gang that cannot fit has zero Pods bound (the default scheduler alone would bind 4)" bound_is wasbig 0
 exit "$(lib_failures)"
