@@ -4,9 +4,19 @@
  * others in notReadyAddresses) and one discovery.k8s.io/v1 EndpointSlice
  * labelled kubernetes.io/service-name, kept in sync after Pod or Service changes.
  * Runs on the cluster thread, batched: each Service keeps the set of Pods its
- * selector matches (updated per Pod event, O(Services in the namespace)); a Pod
- * event marks the Services it belongs to dirty, and one sync per 50 ms rebuilds
- * the dirty ones from their members and writes only what changed.
+ * selector matches; a Pod event marks the Services it belongs to dirty, and one
+ * sync per 50 ms rebuilds the dirty ones from their members and writes only what
+ * changed.
+ *
+ * A Pod or Service event costs what it touches, not what exists: an index keeps
+ * every Pod under each of its (namespace, label=value) pairs, and every Service
+ * with a selector under one of its selector's pairs - the one with the fewest
+ * Services at the time, so a pair every Service shares (created-by) does not
+ * become one huge bucket. A Service can only select a Pod that carries its
+ * indexed pair, so a Pod event looks at the Services indexed under its labels
+ * (now and before the change), and a Service event at the Pods under its pair.
+ * With 10,000 RayClusters in one namespace the scan of every Service per Pod
+ * event was what starved kubesim's scheduler and kubelet.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -134,6 +144,186 @@ static cJSON *meta(const cJSON *svc, const char *name, bool slice)
         cJSON_AddItemToArray(or, r);
     }
     return m;
+}
+
+/* ---- the label index ------------------------------------------------------------- */
+
+struct ep_key {                  /* a set of object keys ("ns/name") */
+    char *key;
+    UT_hash_handle hh;
+};
+
+struct ep_bucket {               /* "ns\x1fk\x1fv" -> the objects indexed under it */
+    char *lkey;
+    struct ep_key *keys;
+    unsigned n;
+    UT_hash_handle hh;
+};
+
+struct ep_entry {                /* an object -> the bucket keys it is indexed under */
+    char *key;
+    char **lkeys;
+    size_t n;
+    UT_hash_handle hh;
+};
+
+struct cl_ep_index {
+    struct ep_bucket *svc_by_pair, *pod_by_pair;
+    struct ep_entry *svcs, *pods;
+};
+
+static struct cl_ep_index *epx(struct cluster *c)
+{
+    if (!c->epx)
+        c->epx = calloc(1, sizeof(*c->epx));
+    return c->epx;
+}
+
+static char *pair_key(const char *ns, const char *k, const char *v)
+{
+    char *out = NULL;
+
+    if (asprintf(&out, "%s\x1f%s\x1f%s", ns, k, v) < 0)
+        return NULL;
+    return out;
+}
+
+static struct ep_bucket *bucket_find(struct ep_bucket *head, const char *lkey)
+{
+    struct ep_bucket *b = NULL;
+
+    HASH_FIND_STR(head, lkey, b);
+    return b;
+}
+
+static void bucket_add(struct ep_bucket **head, const char *lkey, const char *key)
+{
+    struct ep_bucket *b = bucket_find(*head, lkey);
+    struct ep_key *k = NULL;
+
+    if (!b) {
+        if (!(b = calloc(1, sizeof(*b))) || !(b->lkey = strdup(lkey))) {
+            free(b);
+            return;
+        }
+        HASH_ADD_KEYPTR(hh, *head, b->lkey, strlen(b->lkey), b);
+    }
+    HASH_FIND_STR(b->keys, key, k);
+    if (k)
+        return;
+    if (!(k = calloc(1, sizeof(*k))) || !(k->key = strdup(key))) {
+        free(k);
+        return;
+    }
+    HASH_ADD_KEYPTR(hh, b->keys, k->key, strlen(k->key), k);
+    b->n++;
+}
+
+static void bucket_del(struct ep_bucket **head, const char *lkey, const char *key)
+{
+    struct ep_bucket *b = bucket_find(*head, lkey);
+    struct ep_key *k = NULL;
+
+    if (!b)
+        return;
+    HASH_FIND_STR(b->keys, key, k);
+    if (k) {
+        HASH_DEL(b->keys, k);
+        free(k->key);
+        free(k);
+        b->n--;
+    }
+    if (!b->keys) {
+        HASH_DEL(*head, b);
+        free(b->lkey);
+        free(b);
+    }
+}
+
+static void entry_free(struct ep_entry *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        free(e->lkeys[i]);
+    free(e->lkeys);
+    free(e->key);
+    free(e);
+}
+
+/* Takes key out of every bucket its entry lists and drops the entry. */
+static void entry_forget(struct ep_entry **entries, struct ep_bucket **buckets, const char *key)
+{
+    struct ep_entry *e = NULL;
+
+    HASH_FIND_STR(*entries, key, e);
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->n; i++)
+        bucket_del(buckets, e->lkeys[i], key);
+    HASH_DEL(*entries, e);
+    entry_free(e);
+}
+
+/* Indexes key under lkeys[0..n) (consumed), replacing what it was indexed under. */
+static void entry_set(struct ep_entry **entries, struct ep_bucket **buckets, const char *key,
+                      char **lkeys, size_t n)
+{
+    struct ep_entry *e;
+
+    entry_forget(entries, buckets, key);
+    if (!(e = calloc(1, sizeof(*e))) || !(e->key = strdup(key))) {
+        free(e);
+        goto drop;
+    }
+    e->lkeys = lkeys;
+    e->n = n;
+    for (size_t i = 0; i < n; i++)
+        bucket_add(buckets, lkeys[i], key);
+    HASH_ADD_KEYPTR(hh, *entries, e->key, strlen(e->key), e);
+    return;
+drop:
+    for (size_t i = 0; i < n; i++)
+        free(lkeys[i]);
+    free(lkeys);
+}
+
+/* The pair keys of a Pod's labels (an array the caller owns), or NULL with *n = 0. */
+static char **pod_pairs(const char *ns, const cJSON *labels, size_t *n)
+{
+    const cJSON *kv;
+    size_t cap = (size_t)cJSON_GetArraySize(labels), i = 0;
+    char **out;
+
+    *n = 0;
+    if (!cJSON_IsObject(labels) || !cap || !(out = calloc(cap, sizeof(*out))))
+        return NULL;
+    cJSON_ArrayForEach(kv, labels)
+        if (cJSON_IsString(kv) && i < cap && (out[i] = pair_key(ns, kv->string, kv->valuestring)))
+            i++;
+    *n = i;
+    return out;
+}
+
+void cl_endpoints_svc_forget(struct cluster *c, const char *key)
+{
+    struct cl_ep_index *x = epx(c);
+
+    if (x)
+        entry_forget(&x->svcs, &x->svc_by_pair, key);
+}
+
+void cl_endpoints_index_free(struct cluster *c)
+{
+    struct cl_ep_index *x = c->epx;
+    struct ep_entry *e, *te;
+
+    if (!x)
+        return;
+    HASH_ITER(hh, x->svcs, e, te)
+        entry_forget(&x->svcs, &x->svc_by_pair, e->key);
+    HASH_ITER(hh, x->pods, e, te)
+        entry_forget(&x->pods, &x->pod_by_pair, e->key);
+    free(x);
+    c->epx = NULL;
 }
 
 static void sync_service(struct cluster *c, const struct cl_svc *s)
@@ -297,32 +487,111 @@ static void member_set(struct cluster *c, struct cl_svc *s, const char *key, boo
     c->endpoints_dirty = true;
 }
 
+/* Re-decides key's membership in the Service indexed as skey. */
+static void pod_vs_service(struct cluster *c, const char *skey, const char *key, const cJSON *labels)
+{
+    struct cl_svc *s = NULL;
+    const cJSON *sel;
+
+    HASH_FIND_STR(c->svcs, skey, s);
+    if (s && (sel = svc_selector(s)))
+        member_set(c, s, key, labels && labels_match(sel, labels));
+}
+
+/* Every Service indexed under lkey, checked against the Pod. */
+static void pod_vs_bucket(struct cluster *c, const char *lkey, const char *key, const cJSON *labels)
+{
+    struct ep_bucket *b = bucket_find(c->epx->svc_by_pair, lkey);
+    struct ep_key *k, *tk;
+
+    if (b)
+        HASH_ITER(hh, b->keys, k, tk)
+            pod_vs_service(c, k->key, key, labels);
+}
+
 void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o)
 {
-    struct cl_svc *s, *tmp;
+    struct cl_ep_index *x = epx(c);
+    const cJSON *labels = o ? kobj_get(kobj_get(o->json, "metadata"), "labels") : NULL;
+    struct ep_entry *old = NULL;
+    char **now;
+    size_t n;
 
-    HASH_ITER(hh, c->svcs, s, tmp) {
-        const cJSON *sel = svc_selector(s);
-        if (!sel || strcmp(s->obj->ns, ns))
-            continue;
-        member_set(c, s, key, o && labels_match(sel, kobj_get(kobj_get(o->json, "metadata"), "labels")));
+    if (!x)
+        return;
+    /* the Services the Pod may have left: those indexed under its previous labels */
+    HASH_FIND_STR(x->pods, key, old);
+    if (old)
+        for (size_t i = 0; i < old->n; i++)
+            pod_vs_bucket(c, old->lkeys[i], key, labels);
+    if (!o) {
+        entry_forget(&x->pods, &x->pod_by_pair, key);
+        return;
     }
+    now = pod_pairs(ns, labels, &n);
+    for (size_t i = 0; i < n; i++)
+        pod_vs_bucket(c, now[i], key, labels);
+    entry_set(&x->pods, &x->pod_by_pair, key, now, n);
+}
+
+/* The selector pair to index s under: the one fewest Services share now. */
+static char *svc_pair(struct cl_ep_index *x, const struct cl_svc *s, const cJSON *sel)
+{
+    const cJSON *kv;
+    char *best = NULL;
+    unsigned best_n = 0;
+
+    cJSON_ArrayForEach(kv, sel) {
+        char *lk;
+        struct ep_bucket *b;
+        unsigned n;
+
+        if (!cJSON_IsString(kv) || !(lk = pair_key(s->obj->ns, kv->string, kv->valuestring)))
+            continue;
+        b = bucket_find(x->svc_by_pair, lk);
+        n = b ? b->n : 0;
+        if (!best || n < best_n) {
+            free(best);
+            best = lk;
+            best_n = n;
+        } else {
+            free(lk);
+        }
+    }
+    return best;
 }
 
 void cl_endpoints_svc(struct cluster *c, struct cl_svc *s)
 {
+    struct cl_ep_index *x = epx(c);
     const cJSON *sel = svc_selector(s);
-    struct cl_pod *p, *tmp;
+    struct ep_bucket *b;
+    struct ep_key *k, *tk;
+    char **lk;
 
     cl_endpoints_svc_free(s);
     s->dirty = true;
     c->endpoints_dirty = true;
-    if (!sel)
+    if (!x)
         return;
-    HASH_ITER(hh, c->pods, p, tmp)
-        if (!strcmp(p->obj->ns, s->obj->ns) &&
-            labels_match(sel, kobj_get(kobj_get(p->obj->json, "metadata"), "labels")))
+    entry_forget(&x->svcs, &x->svc_by_pair, s->key);
+    if (!sel || !(lk = calloc(1, sizeof(*lk))))
+        return;
+    if (!(lk[0] = svc_pair(x, s, sel))) {
+        free(lk);
+        return;
+    }
+    entry_set(&x->svcs, &x->svc_by_pair, s->key, lk, 1);
+    /* only Pods carrying the indexed pair can match */
+    if (!(b = bucket_find(x->pod_by_pair, lk[0])))
+        return;
+    HASH_ITER(hh, b->keys, k, tk) {
+        struct cl_pod *p = NULL;
+
+        HASH_FIND_STR(c->pods, k->key, p);
+        if (p && labels_match(sel, kobj_get(kobj_get(p->obj->json, "metadata"), "labels")))
             member_set(c, s, p->key, true);
+    }
 }
 
 void cl_endpoints_svc_free(struct cl_svc *s)

@@ -137,6 +137,7 @@ struct cluster {
     struct cl_node *nodes;
     struct cl_pod *pods;
     struct cl_svc *svcs;
+    struct cl_ep_index *epx;     /* endpoints.c: Services and Pods by label pair */
     struct cl_timer *heap;
     size_t nheap, capheap;
     unsigned long next_epoch;
@@ -209,6 +210,10 @@ void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const 
 /* A Service was added or changed: recompute its members from the Pod table. */
 void cl_endpoints_svc(struct cluster *c, struct cl_svc *s);
 void cl_endpoints_svc_free(struct cl_svc *s);
+/* Drops a deleted Service from the label index (before its cl_svc is freed). */
+void cl_endpoints_svc_forget(struct cluster *c, const char *key);
+/* Frees the label index (at cluster stop). */
+void cl_endpoints_index_free(struct cluster *c);
 
 /* deploy.c: the Deployment and ReplicaSet controllers */
 void cl_deploy_event(struct cluster *c, enum store_event_type type, struct store_obj *o);

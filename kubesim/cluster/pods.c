@@ -148,6 +148,7 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
     if (type == EV_DELETED) {
         cl_endpoints_drop(c, o->ns, o->name);
         if (s) {
+            cl_endpoints_svc_forget(c, s->key);
             cl_endpoints_svc_free(s);
             HASH_DEL(c->svcs, s);
             store_obj_unref(s->obj);
@@ -292,6 +293,7 @@ void cl_pods_free(struct cluster *c)
         free(s->key);
         free(s);
     }
+    cl_endpoints_index_free(c);
     for (size_t i = 0; i < c->npending; i++)
         free(c->pending[i]);
     free(c->pending);

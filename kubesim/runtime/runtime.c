@@ -651,7 +651,7 @@ static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
     else if (p->nc != 0 && pod_setup(rt, p, err, sizeof(err)) < 0 && !err[0])
         snprintf(err, sizeof(err), "sandbox setup failed");
     if (err[0]) {
-        snprintf(p->fail, sizeof(p->fail), "%s", err);
+        snprintf(p->fail, sizeof(p->fail), "%.*s", (int)sizeof(p->fail) - 1, err);
         for (size_t i = 0; i < p->nc; i++) {
             snprintf(p->c[i].waiting_reason, sizeof(p->c[i].waiting_reason), "CreateContainerError");
             snprintf(p->c[i].waiting_msg, sizeof(p->c[i].waiting_msg), "%s", err);

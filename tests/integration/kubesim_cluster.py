@@ -10,7 +10,8 @@
 # with restartPolicy Never and exit:3 ends Failed; a Service gets Endpoints and an
 # EndpointSlice for ready Pods (named targetPort resolved, never-ready Pods in
 # notReadyAddresses); a deleted Pod disappears after its (capped) grace period; a Pod with
-# another schedulerName is left alone. Every wait polls with a deadline.
+# schedulerName kubesim does not simulate (not default-scheduler, not one of the gang
+# schedulers of kubesim/cluster/gang.c) is left alone. Every wait polls with a deadline.
 # Prints "ok - ..." / "not ok - ..." lines; exits 1 if any check failed.
 import json
 import os
@@ -291,7 +292,7 @@ def run(sim):
     check("Endpoints drop the deleted pod", ep, sim.get(NS + "/endpoints/web"))
 
     # ---- other schedulers are left alone
-    sim.req("POST", NS + "/pods", pod("gang", extra_spec={"schedulerName": "volcano"}))
+    sim.req("POST", NS + "/pods", pod("gang", extra_spec={"schedulerName": "my-custom-scheduler"}))
     sim.req("POST", NS + "/pods", pod("after-gang"))
     wait_until(5, lambda: sim.get(NS + "/pods/after-gang")["spec"].get("nodeName"))
     g = sim.get(NS + "/pods/gang")

@@ -38,9 +38,13 @@ start_watcher() {  # start_watcher LOGFILE
     WPID=$!
     _LIB_PIDS="$_LIB_PIDS $WPID"
 }
+# The batch schedulers' PodGroup types are optional: their CRDs are not installed here,
+# so the watcher keeps probing them with back-off and never marks them synced.
+OPTIONAL_TYPES='scheduling.volcano.sh|scheduling.x-k8s.io'
 all_synced() {
     "$RAYOP" status --state-dir "$STATE" -o json 2>/dev/null |
-        jq -e --argjson n "$1" '(.cache.types | length) >= 9 and all(.cache.types[]; .synced)
+        jq -e --argjson n "$1" --arg opt "$OPTIONAL_TYPES" '(.cache.types | length) >= 9
+            and all(.cache.types[] | select(.name | test($opt) | not); .synced)
             and any(.cache.types[]; .name == "v1/pods" and .objects == $n)' >/dev/null
 }
 server_pods() {
@@ -51,7 +55,8 @@ server_pods() {
 cache_pods() { "$DUMP" --state-dir "$STATE" --type v1/pods | sort; }
 converged() { [ "$(server_pods)" = "$(cache_pods)" ]; }
 rayop_lists_since() {  # rayop_lists_since LINE: LISTs by rayop in the request log after LINE
-    tail -n +"$(( $1 + 1 ))" "$KUBESIM_REQLOG" | grep '"user_agent":"rayop' | grep -c '"verb":"list"'
+    tail -n +"$(( $1 + 1 ))" "$KUBESIM_REQLOG" | grep '"user_agent":"rayop' | grep '"verb":"list"' |
+        grep -Evc "$OPTIONAL_TYPES"
 }
 patch_pods() {  # patch_pods VALUE NAME...: merge-patch a label on each pod, 8 in parallel
     local v=$1 cfg n; shift
