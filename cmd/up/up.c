@@ -76,8 +76,9 @@ static void usage(FILE *f)
           "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
           "  --workers/--reconcile-concurrency, --config, --feature-gates, --enable-leader-election,\n"
           "  --leader-election-namespace, --leader-lease-seconds, --use-kubernetes-proxy,\n"
-          "  --drain-timeout-ms          passed to controllers\n"
-          "  --metrics-addr ADDR         controller i serves metrics on port+2i (default :8080; 0 off)\n"
+          "  --drain-timeout-ms, --enable-metrics   passed to controllers\n"
+          "  --metrics-addr ADDR         the one /metrics of every process, served by the watcher\n"
+          "                              (default :8080; 0 off)\n"
           "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081, so 8081/8083/8085 sit between the metrics ports; 0 off)\n"
           "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
           "  --restart-max-ms N          cap (default 10000)\n"
@@ -304,7 +305,7 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
         "cache-max-bytes", NULL };
     static const char *const ctl_flags[] = { "workers", "reconcile-concurrency", "config",
         "feature-gates", "enable-leader-election", "leader-election-namespace",
-        "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", NULL };
+        "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", "enable-metrics", NULL };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -411,6 +412,9 @@ int up_main(int argc, char **argv)
     add_arg(p, "watcher");
     for (int i = 0; i < ncommon; i++) add_arg(p, common[i]);
     for (int i = 0; i < nw; i++) add_arg(p, wonly[i]);
+    /* the Pod's one /metrics: the watcher pools every controller's figures */
+    add_arg(p, "--metrics-addr");
+    add_arg(p, (char *)maddr);
     for (const char *k = kinds; *k && u.nprocs < UP_MAX_PROCS;) {
         const char *e = strchr(k, ',');
         size_t n = e ? (size_t)(e - k) : strlen(k);
@@ -424,8 +428,9 @@ int up_main(int argc, char **argv)
             add_arg(p, p->name);
             for (int i = 0; i < ncommon; i++) add_arg(p, common[i]);
             for (int i = 0; i < nc; i++) add_arg(p, conly[i]);
+            /* no per-process /metrics: the snapshots reach the watcher's endpoint */
             add_arg(p, "--metrics-addr");
-            add_arg(p, shift_addr(maddr, 2 * idx));
+            add_arg(p, "0");
             add_arg(p, "--health-probe-bind-address");
             add_arg(p, shift_addr(paddr, 2 * idx));
         }

@@ -34,6 +34,7 @@ static void usage(FILE *f)
           "  --leader-election-namespace NS         the Lease's namespace (default: in-cluster namespace, else default)\n"
           "  --leader-lease-seconds N               leaseDurationSeconds (default 15; renew deadline 2/3, retry 2/15 of it)\n"
           "  --use-kubernetes-proxy BOOL            reach Ray dashboards through the API server proxy\n"
+          "  --enable-metrics BOOL                  the kinds' kuberay_* metrics (default false, as KubeRay)\n"
           "  --feature-gates A=true,B=false         KubeRay feature gates\n"
           "  --config FILE                          KubeRay Configuration (config.ray.io/v1alpha1)\n"
           "  --log-stdout-encoder json|console      line layout (zap console: tab-separated)\n"
@@ -150,6 +151,10 @@ static int apply(struct host_opts *o, const char *name, const char *v)
         if ((rc = parse_bool(v, &b)) == 0) o->use_kubernetes_proxy = b;
         return rc;
     }
+    if (strcmp(name, "enable-metrics") == 0) {
+        if ((rc = parse_bool(v, &b)) == 0) o->enable_metrics = b;
+        return rc;
+    }
     if (strcmp(name, "feature-gates") == 0)
         return copy_str(o->feature_gates, sizeof(o->feature_gates), v);
     if (strcmp(name, "log-stdout-encoder") == 0 || strcmp(name, "log-file-encoder") == 0) {
@@ -175,7 +180,7 @@ static int apply(struct host_opts *o, const char *name, const char *v)
 static int is_bool_flag(const char *name)
 {
     return strcmp(name, "enable-leader-election") == 0 ||
-           strcmp(name, "use-kubernetes-proxy") == 0;
+           strcmp(name, "use-kubernetes-proxy") == 0 || strcmp(name, "enable-metrics") == 0;
 }
 
 /* KubeRay flags accepted and ignored: they change nothing rayop does. */
@@ -183,7 +188,7 @@ static int is_ignored_flag(const char *name)
 {
     static const char *const names[] = {
         "log-file-path", "enable-batch-scheduler",
-        "batch-scheduler", "enable-metrics", "forced-cluster-upgrade",
+        "batch-scheduler", "forced-cluster-upgrade",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(name, names[i]) == 0)
@@ -279,6 +284,7 @@ static const char *config_field(const char *key)
         { "watchNamespace", "watch-namespace" },
         { "logStdoutEncoder", "log-stdout-encoder" },
         { "useKubernetesProxy", "use-kubernetes-proxy" },
+        { "enableMetrics", "enable-metrics" },
         { "qps", "qps" },
         { "burst", "burst" },
     };
