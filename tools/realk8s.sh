@@ -26,7 +26,7 @@ die() { say "$*"; exit 1; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # Start time of a pid in clock ticks since boot (field 22 of /proc/PID/stat), empty if gone.
-pid_start() { [ -r "/proc/$1/stat" ] && sed 's/^.*) //' "/proc/$1/stat" | cut -d' ' -f20; }
+pid_start() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
 
 free_ports() { # N -> N distinct free loopback ports, one per line
 	python3 - "$1" <<-'EOF'
@@ -177,6 +177,7 @@ cmd_start() {
 	launch kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig="$DIR/kubeconfig" \
 		--authentication-kubeconfig="$DIR/kubeconfig" --authorization-kubeconfig="$DIR/kubeconfig" \
 		--leader-elect=false --bind-address=127.0.0.1 --secure-port="$kcm" \
+		--tls-cert-file="$DIR/pki/apiserver.crt" --tls-private-key-file="$DIR/pki/apiserver.key" \
 		--service-account-private-key-file="$DIR/pki/sa.key" --root-ca-file="$DIR/pki/ca.crt" \
 		--cluster-cidr=127.128.0.0/16 --service-cluster-ip-range=127.96.0.0/16 \
 		--kube-api-qps=500 --kube-api-burst=1000 --concurrent-gc-syncs=10 \
@@ -184,6 +185,7 @@ cmd_start() {
 	launch kube-scheduler "$BIN/kube-scheduler" --kubeconfig="$DIR/kubeconfig" \
 		--authentication-kubeconfig="$DIR/kubeconfig" --authorization-kubeconfig="$DIR/kubeconfig" \
 		--leader-elect=false --bind-address=127.0.0.1 --secure-port="$sched" \
+		--tls-cert-file="$DIR/pki/apiserver.crt" --tls-private-key-file="$DIR/pki/apiserver.key" \
 		--kube-api-qps=500 --kube-api-burst=1000
 	launch kwok "$BIN/kwok" --kubeconfig="$DIR/kubeconfig" \
 		--manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \

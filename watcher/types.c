@@ -37,6 +37,13 @@ const struct watcher_type watcher_types[] = {
     { "discovery.k8s.io/v1/endpointslices", "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", "discovery.k8s.io/v1", "kubernetes.io/service-name", NULL, 0 },
     /* the RayCluster's dashboard Ingress (headGroupSpec.enableIngress) */
     { "networking.k8s.io/v1/ingresses", "networking.k8s.io", "v1", "ingresses", "Ingress", "networking.k8s.io/v1", CREATED_BY,                     NULL,         0 },
+    /* gang scheduling (reconcilers/batchsched): Volcano's and scheduler-plugins'
+     * PodGroups, Kubernetes WAS Workloads and PodGroups. Listed only where the API
+     * is served (a missing CRD is retried with back-off, docs/batch-scheduling.md) */
+    { "scheduling.volcano.sh/v1beta1/podgroups", "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", "scheduling.volcano.sh/v1beta1", NULL, NULL, 0 },
+    { "scheduling.x-k8s.io/v1alpha1/podgroups", "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", "scheduling.x-k8s.io/v1alpha1", NULL, NULL, 0 },
+    { "scheduling.k8s.io/v1alpha2/workloads", "scheduling.k8s.io", "v1alpha2", "workloads", "Workload", "scheduling.k8s.io/v1alpha2", "ray.io/cluster", NULL, 0 },
+    { "scheduling.k8s.io/v1alpha2/podgroups", "scheduling.k8s.io", "v1alpha2", "podgroups", "PodGroup", "scheduling.k8s.io/v1alpha2", "ray.io/cluster", NULL, 0 },
 };
 const size_t watcher_ntypes = sizeof(watcher_types) / sizeof(watcher_types[0]);
 
@@ -56,6 +63,10 @@ const struct watcher_owner_rule watcher_owner_rules[] = {
     { "v1/services",                 "RayJob",      "ray.io/v1",      "rayjob" },
     { "v1/services",                 "RayService",  "ray.io/v1",      "rayservice" },
     { "ray.io/v1/rayjobs",           "RayCronJob",  "ray.io/v1",      "raycronjob" },
+    { "scheduling.volcano.sh/v1beta1/podgroups", "RayCluster", "ray.io/v1", "raycluster" },
+    { "scheduling.volcano.sh/v1beta1/podgroups", "RayJob",     "ray.io/v1", "rayjob" },
+    { "scheduling.k8s.io/v1alpha2/workloads",    "RayCluster", "ray.io/v1", "raycluster" },
+    { "scheduling.k8s.io/v1alpha2/podgroups",    "RayCluster", "ray.io/v1", "raycluster" },
 };
 const size_t watcher_nowner_rules = sizeof(watcher_owner_rules) / sizeof(watcher_owner_rules[0]);
 

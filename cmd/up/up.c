@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cmd/up/internal.h"
+#include "reconcilers/batchsched/batchsched.h"
 #include "cmd/up/up.h"
 #include "util/util.h"
 
@@ -76,6 +77,7 @@ static void usage(FILE *f)
           "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
           "  --workers/--reconcile-concurrency, --config, --feature-gates, --enable-leader-election,\n"
           "  --leader-election-namespace, --leader-lease-seconds, --use-kubernetes-proxy,\n"
+          "  --batch-scheduler NAME, --enable-batch-scheduler=BOOL,\n"
           "  --drain-timeout-ms, --enable-metrics   passed to controllers\n"
           "  --metrics-addr ADDR         the one /metrics of every process, served by the watcher\n"
           "                              (default :8080; 0 off)\n"
@@ -305,7 +307,8 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
         "cache-max-bytes", NULL };
     static const char *const ctl_flags[] = { "workers", "reconcile-concurrency", "config",
         "feature-gates", "enable-leader-election", "leader-election-namespace",
-        "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", "enable-metrics", NULL };
+        "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", "batch-scheduler",
+        "enable-batch-scheduler", "enable-metrics", NULL };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -334,6 +337,15 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
         }
         if (strcmp(name, "state-dir") == 0)
             u->state_dir = val;
+        if (strcmp(name, "batch-scheduler") == 0) {
+            /* fail here, as each controller would, rather than restart them forever */
+            enum batchsched_kind bk;
+            char berr[256];
+            if (batchsched_select(val, false, false, &bk, berr, sizeof(berr)) < 0) {
+                fprintf(stderr, "rayop up: batch scheduler configs validation failed: %s\n", berr);
+                return -EINVAL;
+            }
+        }
         if (strcmp(name, "controllers") == 0) { *kinds = val; continue; }
         if (strcmp(name, "metrics-addr") == 0) { *maddr = val; continue; }
         if (strcmp(name, "health-probe-bind-address") == 0) { *paddr = val; continue; }

@@ -18,7 +18,7 @@
 
 #include "kubesim/ray/internal.h"
 
-#define RAY_VERSION   "2.52.0"
+#define RAY_VERSION   "2.60.0" /* checked against real Ray: tests/integration/real_ray_contract.py */
 #define JOBS_API_VERSION "4"
 
 int ray_resp_text(struct ray_resp *out, int code, const char *text)
@@ -390,7 +390,7 @@ static int jobs_one(struct ray_cluster *c, uint64_t now, const char *method, con
             st = ray_job_status(j, now);
             if (!ray_status_terminal(st)) {
                 char exc[512];
-                snprintf(exc, sizeof(exc), "RuntimeError: Attempted to delete job with id "
+                snprintf(exc, sizeof(exc), "RuntimeError: Attempted to delete job "
                          "'%.300s', but it is in a non-terminal state %s.", id, st);
                 return agent_error(out, 500, exc);
             }

@@ -75,6 +75,7 @@ struct ray_cluster {
     struct ray_app *apps;
     unsigned app_seq;
     bool serve_started;
+    uint64_t serve_started_ms;   /* when the Serve controller first started */
     char *auth_token;            /* RAY_AUTH_MODE=token: the token requests must carry
                                     ("" = none can); NULL: no auth. A credential. */
     UT_hash_handle hh;

@@ -142,8 +142,31 @@ static cJSON *deployment_json(const struct ray_cluster *c, const struct ray_app 
         cJSON_AddNumberToObject(rep, "start_time_s", (double)a->deployed_ms / 1000.0);
         cJSON_AddItemToArray(reps, rep);
     }
+    cJSON_AddArrayToObject(d, "recent_dead_replicas");
     (void)now;
     return d;
+}
+
+/* Ray 2.60's deployment_topology: every deployment a node without outbound edges (the
+ * simulation knows no handles between deployments); the ingress is the last one, as Serve
+ * binds the application's ingress deployment last. */
+static void add_topology(cJSON *app, const char *app_name, const cJSON *deps)
+{
+    cJSON *t = cJSON_AddObjectToObject(app, "deployment_topology"), *nodes, *n;
+    const cJSON *d, *last = NULL;
+
+    cJSON_AddStringToObject(t, "app_name", app_name);
+    nodes = cJSON_AddObjectToObject(t, "nodes");
+    cJSON_ArrayForEach(d, deps)
+        last = d;
+    cJSON_ArrayForEach(d, deps) {
+        n = cJSON_AddObjectToObject(nodes, d->string);
+        cJSON_AddStringToObject(n, "name", d->string);
+        cJSON_AddStringToObject(n, "app_name", app_name);
+        cJSON_AddArrayToObject(n, "outbound_deployments");
+        cJSON_AddBoolToObject(n, "is_ingress", d == last);
+    }
+    cJSON_AddStringToObject(t, "ingress_deployment", last ? last->string : "");
 }
 
 static cJSON *app_json(const struct ray_cluster *c, const struct ray_app *a, uint64_t now)
@@ -183,7 +206,44 @@ static cJSON *app_json(const struct ray_cluster *c, const struct ray_app *a, uin
         cJSON_AddItemToObject(deps, dname, deployment_json(c, a, st, dname, NULL, now,
                                                            a->seq * 16 + 1));
     }
+    add_topology(o, a->name, deps);
+    cJSON_AddBoolToObject(o, "external_scaler_enabled", false);
     return o;
+}
+
+/* Ray 2.60 lists where HTTP traffic enters: one target group for the head's proxy. */
+static void add_target_groups(cJSON *o, const struct ray_cluster *c, const char *proxy)
+{
+    cJSON *tg = cJSON_AddArrayToObject(o, "target_groups"), *g = cJSON_CreateObject(), *t;
+
+    cJSON_AddItemToArray(tg, g);
+    t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "ip", c->head_ip);
+    cJSON_AddNumberToObject(t, "port", RAY_SERVE_PORT);
+    cJSON_AddStringToObject(t, "instance_id", "");
+    cJSON_AddStringToObject(t, "name", proxy);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(g, "targets"), t);
+    cJSON_AddStringToObject(g, "route_prefix", "/");
+    cJSON_AddStringToObject(g, "protocol", "HTTP");
+    cJSON_AddStringToObject(g, "app_name", "");
+    cJSON_AddArrayToObject(g, "ingress_request_router_targets");
+    cJSON_AddStringToObject(g, "ingress_deployment_name", "");
+}
+
+/* The controller's loop statistics (Ray 2.60): a steady 10 loops a second. */
+static void add_health_metrics(cJSON *o, const struct ray_cluster *c, uint64_t now)
+{
+    cJSON *m = cJSON_AddObjectToObject(o, "controller_health_metrics");
+    double t = (double)now / 1000.0;
+    double up = now > c->serve_started_ms ? (double)(now - c->serve_started_ms) / 1000.0 : 0;
+
+    cJSON_AddNumberToObject(m, "timestamp", t);
+    cJSON_AddNumberToObject(m, "controller_start_time", t - up);
+    cJSON_AddNumberToObject(m, "uptime_s", up);
+    cJSON_AddNumberToObject(m, "last_control_loop_time", t);
+    cJSON_AddNumberToObject(m, "num_control_loops", (double)(uint64_t)(up * 10));
+    cJSON_AddNumberToObject(m, "loops_per_second", 10);
+    cJSON_AddNumberToObject(m, "expected_sleep_duration_s", 0.1);
 }
 
 static int serve_get(struct ray_cluster *c, uint64_t now, struct ray_resp *out)
@@ -200,9 +260,11 @@ static int serve_get(struct ray_cluster *c, uint64_t now, struct ray_resp *out)
         cJSON_AddNullToObject(o, "http_options");
         cJSON_AddNullToObject(o, "grpc_options");
         cJSON_AddObjectToObject(o, "proxies");
-        cJSON_AddStringToObject(o, "deploy_mode", "MULTI_APP");
         cJSON_AddObjectToObject(o, "applications");
         cJSON_AddNullToObject(o, "target_capacity");
+        cJSON_AddArrayToObject(o, "target_groups");
+        cJSON_AddNullToObject(o, "controller_health_metrics");
+        cJSON_AddFalseToObject(o, "restores_unset_config_options");
         return ray_resp_json(out, 200, o);
     }
     actor_info(cJSON_AddObjectToObject(o, "controller_info"), c, "SERVE_CONTROLLER_ACTOR", 0);
@@ -212,20 +274,28 @@ static int serve_get(struct ray_cluster *c, uint64_t now, struct ray_resp *out)
     cJSON_AddNumberToObject(h, "port", RAY_SERVE_PORT);
     cJSON_AddStringToObject(h, "root_path", "");
     cJSON_AddNullToObject(h, "request_timeout_s");
-    cJSON_AddNumberToObject(h, "keep_alive_timeout_s", 5);
+    cJSON_AddNumberToObject(h, "keep_alive_timeout_s", 90);
+    cJSON_AddNullToObject(h, "ssl_keyfile");
+    cJSON_AddNullToObject(h, "ssl_certfile");
+    cJSON_AddNullToObject(h, "ssl_keyfile_password");
+    cJSON_AddNullToObject(h, "ssl_ca_certs");
     g = cJSON_AddObjectToObject(o, "grpc_options");
     cJSON_AddNumberToObject(g, "port", 9000);
     cJSON_AddArrayToObject(g, "grpc_servicer_functions");
+    cJSON_AddNullToObject(g, "request_timeout_s");
+    cJSON_AddTrueToObject(g, "enable_reflection");
     px = cJSON_AddObjectToObject(o, "proxies");
     p = cJSON_AddObjectToObject(px, c->node_id);
     snprintf(pname, sizeof(pname), "SERVE_CONTROLLER_ACTOR:SERVE_PROXY_ACTOR-%.56s", c->node_id);
     actor_info(p, c, pname, 1);
     cJSON_AddStringToObject(p, "status", "HEALTHY");
-    cJSON_AddStringToObject(o, "deploy_mode", "MULTI_APP");
     apps = cJSON_AddObjectToObject(o, "applications");
     HASH_ITER(hh, c->apps, a, at)
         cJSON_AddItemToObject(apps, a->name, app_json(c, a, now));
     cJSON_AddNullToObject(o, "target_capacity");
+    add_target_groups(o, c, pname);
+    add_health_metrics(o, c, now);
+    cJSON_AddFalseToObject(o, "restores_unset_config_options");
     return ray_resp_json(out, 200, o);
 }
 
@@ -321,6 +391,8 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
         a->forced[0] = '\0';
         a->forced_msg[0] = '\0';
     }
+    if (!c->serve_started)
+        c->serve_started_ms = now;
     c->serve_started = true;
     rc = ray_resp_text(out, 200, "");
 out:

@@ -3,7 +3,7 @@
  * defaults and validates it against a compiled schema, as apiextensions-apiserver does
  * (nulls of non-nullable fields and unknown fields pruned first, then defaults, then
  * validation, then x-kubernetes-validations rules). As in the apiextensions strategy,
- * rule failures are dropped when the object has a NotSupported or TypeInvalid error,
+ * rule failures are dropped when the object has a NotSupported, Required or TypeInvalid error,
  * and a single cause says some rules were not checked.
  *
  * Causes follow field.Error: reason, a message body such as
@@ -47,7 +47,10 @@ static void add_cause(struct vctx *c, const char *reason, const char *fmt, ...)
     cJSON *o;
 
     cJSON *dst = c->in_rules ? c->rule_causes : c->causes;
-    if (!strcmp(reason, "FieldValueNotSupported") || !strcmp(reason, "FieldValueTypeInvalid"))
+    /* schema errors that stop the rules (a rule's own reason never does) */
+    if (!c->in_rules && (!strcmp(reason, "FieldValueNotSupported") ||
+                         !strcmp(reason, "FieldValueTypeInvalid") ||
+                         !strcmp(reason, "FieldValueRequired")))
         c->blocking = true;
     c->ncauses++;
     if (!dst || c->ncauses > MAX_CAUSES)
@@ -470,9 +473,10 @@ int schema_apply(const struct schema *s, cJSON *obj, const cJSON *old, cJSON *ca
         /* the rules' verdicts on an object of the wrong shape are not reported */
         cJSON_Delete(c->rule_causes);
         c->rule_causes = NULL;
-        c->plen = 0;
-        c->path[0] = '\0';
-        add_cause(c, "FieldValueInvalid", "Invalid value: \"null\": some validation rules were "
+        /* field.Invalid(nil, nil, ...): the path prints as <nil>, the value as null */
+        c->plen = 5;
+        memcpy(c->path, "<nil>", 6);
+        add_cause(c, "FieldValueInvalid", "Invalid value: null: some validation rules were "
                   "not checked because the object was invalid; correct the existing errors to "
                   "complete validation");
     }

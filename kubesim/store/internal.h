@@ -124,6 +124,7 @@ struct store {
     _Atomic unsigned watch_delay_ms;
     uint32_t svc_next_ip;       /* offset in 10.96.0.0/12 for the next clusterIP */
     const struct reg_resource *res_namespaces, *res_nodes;   /* cached built-ins */
+    const struct reg_resource *res_events;      /* core/v1: events.k8s.io/v1's storage */
 
     struct subscriber subs[STORE_MAX_SUBSCRIBERS];
     _Atomic size_t n_subs;      /* read without notify_mu by the early exits */
@@ -157,6 +158,15 @@ struct store_obj *store_obj_with_rv(struct store_obj *o, uint64_t rv);
 struct store_obj *store_obj_as(struct store_obj *o, const struct reg_resource *res);
 
 struct stype *store_type_get(struct store *s, const struct reg_resource *res, bool create);
+
+/* ---- events.k8s.io/v1 kept as core/v1 Events (events.c) ---- */
+struct fsel;
+bool store_events_v1(const struct reg_resource *res);
+void store_event_to_core(cJSON *obj);   /* in place: events.k8s.io/v1 -> core/v1 */
+void store_event_to_v1(cJSON *obj);     /* in place: core/v1 -> events.k8s.io/v1 */
+/* fsel_matches on a stored object as the version `want` presents it */
+bool store_fields_match(const struct reg_resource *want, const struct fsel *f,
+                        const cJSON *stored);
 void store_type_key(const struct reg_resource *res, char *out, size_t outlen);
 struct sentry *store_entry_find(struct stype *t, const char *ns, const char *name);
 const struct reg_resource *store_find_builtin(struct store *s, const char *group,

@@ -222,15 +222,15 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
-static bool entry_matches(const struct sentry *e, const char *ns,
-                          const struct store_list_opts *o)
+static bool entry_matches(const struct reg_resource *want, const struct sentry *e,
+                          const char *ns, const struct store_list_opts *o)
 {
     if (ns && ns[0] && strcmp(e->obj->ns, ns))
         return false;
     if (o->labels && !sel_matches(o->labels, cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(e->obj->json, "metadata"), "labels")))
         return false;
-    if (o->fields && !fsel_matches(o->fields, e->obj->json))
+    if (o->fields && !store_fields_match(want, o->fields, e->obj->json))
         return false;
     return true;
 }
@@ -278,7 +278,8 @@ static void select_smallest(struct sentry **v, size_t n, size_t k)
  * Collects matching entries with key > start; the first min(limit, n) of them
  * sorted (lock held). *out is a malloc'd array of borrowed entries.
  */
-static int collect(struct stype *t, const char *ns, const struct store_list_opts *o,
+static int collect(const struct reg_resource *want, struct stype *t, const char *ns,
+                   const struct store_list_opts *o,
                    const char *start, struct sentry ***out, size_t *n)
 {
     struct sentry **v, *e, *tmp, **idx = NULL;
@@ -301,7 +302,7 @@ static int collect(struct stype *t, const char *ns, const struct store_list_opts
         /* ray.io/cluster=X: only that cluster's objects are candidates */
         for (size_t i = 0; i < ni; i++) {
             e = idx[i];
-            if ((!start || strcmp(e->key, start) > 0) && entry_matches(e, ns, o))
+            if ((!start || strcmp(e->key, start) > 0) && entry_matches(want, e, ns, o))
                 v[k++] = e;
         }
         free(idx);
@@ -309,7 +310,7 @@ static int collect(struct stype *t, const char *ns, const struct store_list_opts
         HASH_ITER(hh, t->objs, e, tmp) {
             if (start && strcmp(e->key, start) <= 0)
                 continue;
-            if (entry_matches(e, ns, o))
+            if (entry_matches(want, e, ns, o))
                 v[k++] = e;
         }
     }
@@ -351,7 +352,7 @@ int store_list(struct store *s, const struct reg_resource *res, const char *ns,
     rc = check_list_rv(s, o, st);
     if (rc)
         goto out;
-    rc = collect(store_type_get(s, res, false), res->namespaced ? ns : "", o, start, &v, &n);
+    rc = collect(res, store_type_get(s, res, false), res->namespaced ? ns : "", o, start, &v, &n);
     if (rc)
         goto out;
     take = o->limit > 0 && (size_t)o->limit < n ? (size_t)o->limit : n;
@@ -417,7 +418,7 @@ int store_delete_collection(struct store *s, const struct reg_resource *res, con
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&s->lock);
-    rc = collect(store_type_get(s, res, false), res->namespaced ? ns : "", lo, NULL, &v, &n);
+    rc = collect(res, store_type_get(s, res, false), res->namespaced ? ns : "", lo, NULL, &v, &n);
     for (size_t i = 0; !rc && i < n; i++) {
         struct store_obj *r = NULL;
         bool gone;

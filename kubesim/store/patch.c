@@ -341,12 +341,25 @@ again:
         pthread_rwlock_unlock(&s->lock);
         goto out;
     }
-    rc = apply_one(res, type, e->obj->json, patch, w, &next, err, sizeof(err));
+    /* an events.k8s.io/v1 patch names that version's fields: patch the object
+     * as that version shows it, keep it as core/v1 (events.c) */
+    const struct reg_resource *kept = e->obj->res;
+    bool convert = kept != res && store_events_v1(res);
+    if (convert && !(cur = cJSON_Duplicate(e->obj->json, 1))) {
+        pthread_rwlock_unlock(&s->lock);
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (convert)
+        store_event_to_v1(cur);
+    rc = apply_one(res, type, convert ? cur : e->obj->json, patch, w, &next, err, sizeof(err));
     if (rc) {
         pthread_rwlock_unlock(&s->lock);
         rc = patch_error(st, res, name, rc, err);
         goto out;
     }
+    if (convert)
+        store_event_to_core(next);
     {
         /* a resourceVersion inside the patch is a precondition */
         const char *prv = kobj_meta_str(next, "resourceVersion");
@@ -357,10 +370,16 @@ again:
             goto out;
         }
     }
-    rc = store_write_prepared(s, res, e, subresource, next, type == PATCH_APPLY ? &wa : w, out,
-                              st);
+    rc = store_write_prepared(s, convert ? kept : res, e, subresource, next,
+                              type == PATCH_APPLY ? &wa : w, out, st);
     next = NULL;
     pthread_rwlock_unlock(&s->lock);
+    if (convert && rc == 0 && out && *out) {
+        struct store_obj *c = store_obj_as(*out, res);
+        store_obj_unref(*out);
+        if (!(*out = c))
+            rc = -ENOMEM;
+    }
 out:
     cJSON_Delete(patch);
     cJSON_Delete(cur);

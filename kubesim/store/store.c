@@ -171,6 +171,15 @@ struct store_obj *store_obj_as(struct store_obj *o, const struct reg_resource *r
     char av[300];
     cJSON *j;
 
+    if (o && o->res != res && (store_events_v1(res) || store_events_v1(o->res))) {
+        if (!(j = cJSON_Duplicate(o->json, true)))
+            return NULL;
+        if (store_events_v1(res))
+            store_event_to_v1(j);
+        else
+            store_event_to_core(j);
+        return store_obj_new(res, j);
+    }
     if (!o || o->res == res || res->builtin)
         return store_obj_ref(o);
     j = cJSON_Duplicate(o->json, true);
@@ -192,6 +201,8 @@ void store_type_key(const struct reg_resource *res, char *out, size_t outlen)
 /* The version a CRD's objects are kept in. */
 static const struct reg_resource *storage_res(struct store *s, const struct reg_resource *res)
 {
+    if (store_events_v1(res) && s->res_events)
+        return s->res_events;
     if (res->builtin || res->storage)
         return res;
     for (size_t i = 0, n = registry_count(s->reg); i < n; i++) {
@@ -501,6 +512,7 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
     s->svc_next_ip = 1;
     s->res_namespaces = store_find_builtin(s, "", "namespaces");
     s->res_nodes = store_find_builtin(s, "", "nodes");
+    s->res_events = store_find_builtin(s, "", "events");
     if (o && o->state_dir) {
         s->state_dir = strdup(o->state_dir);
         if (!s->state_dir) {

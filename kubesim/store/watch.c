@@ -128,7 +128,7 @@ static bool watch_matches(const struct store_watch *w, const struct store_obj *o
     if (w->labels && !sel_matches(w->labels, cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(o->json, "metadata"), "labels")))
         return false;
-    if (w->fields && !fsel_matches(w->fields, o->json))
+    if (w->fields && !store_fields_match(w->res, w->fields, o->json))
         return false;
     return true;
 }

@@ -168,6 +168,23 @@ static void validate_crd(const cJSON *obj, cJSON *causes)
     }
 }
 
+/* Warnings the real registry strategies give on a valid write (WarningsOnCreate/Update):
+ * the deprecated Ingress class annotation, warned when it is set, not when it was kept. */
+static void builtin_warnings(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
+                             const struct store_write_opts *w)
+{
+    static const char ann[] = "kubernetes.io/ingress.class";
+
+    if (!w || !w->warnings || !is_res(res, "networking.k8s.io", "ingresses"))
+        return;
+    if (!jget(jget(jget(obj, "metadata"), "annotations"), ann) ||
+        (old && jget(jget(jget(old, "metadata"), "annotations"), ann)))
+        return;
+    cJSON_AddItemToArray(w->warnings, cJSON_CreateString(
+        "annotation \"kubernetes.io/ingress.class\" is deprecated, please use "
+        "'spec.ingressClassName' instead"));
+}
+
 /*
  * Validation and defaulting common to create and update. obj is the would-be new
  * object (modified in place), old the stored one (NULL on create).
@@ -189,6 +206,7 @@ static int prepare_common(struct store *s, const struct reg_resource *res, cJSON
         if (rc)
             goto fail;
         builtin_validate(res, obj, old, causes);
+        builtin_warnings(res, obj, old, w);
         if (is_crd(res)) {
             validate_crd(obj, causes);
             if (old)
@@ -282,10 +300,30 @@ static int require_object(cJSON *obj, struct store_status *st)
     return -EINVAL;
 }
 
+/* An events.k8s.io/v1 write is a core/v1 write (events.c); the answer goes
+ * back in the version asked for. */
+static int as_requested(int rc, const struct reg_resource *res, struct store_obj **out)
+{
+    if (rc == 0 && out && *out) {
+        struct store_obj *c = store_obj_as(*out, res);
+        store_obj_unref(*out);
+        *out = c;
+        if (!c)
+            return -ENOMEM;
+    }
+    return rc;
+}
+
 int store_create(struct store *s, const struct reg_resource *res, const char *ns,
                  cJSON *obj, const struct store_write_opts *w, struct store_obj **out,
                  struct store_status *st)
 {
+    if (store_events_v1(res) && s->res_events) {
+        if (cJSON_IsObject(obj))
+            store_event_to_core(obj);
+        return as_requested(store_create(s, s->res_events, ns, obj, w, out, st), res, out);
+    }
+
     struct stype *t;
     cJSON *md;
     const char *name, *gen_name, *bns;
@@ -546,6 +584,11 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
         *out = NULL;
     if ((rc = require_object(obj, st)))
         return rc;
+    if (store_events_v1(res) && s->res_events) {
+        store_event_to_core(obj);
+        return as_requested(store_update(s, s->res_events, ns, name, subresource, obj, w, out,
+                                         st), res, out);
+    }
     if (subresource && !strcmp(subresource, "scale"))
         return store_scale_update(s, res, ns, name, obj, w, out, st);
     if (subresource && subresource[0] && (strcmp(subresource, "status") || !res->has_status)) {

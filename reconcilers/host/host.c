@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/host/internal.h"
 #include "util/util.h"
 
@@ -375,6 +376,27 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     h.settings.use_kubernetes_proxy = h.o.use_kubernetes_proxy;
     h.settings.feature_gates = h.o.feature_gates;
     h.settings.operator_config = h.o.config_json;
+    {
+        /* KubeRay's ValidateBatchSchedulerConfig: a bad choice stops start-up */
+        enum batchsched_kind bk;
+        char berr[256];
+        struct host_ctx gctx = { .settings = &h.settings };
+        if (batchsched_select(h.o.batch_scheduler, h.o.enable_batch_scheduler,
+                              host_feature_enabled(&gctx, "KubernetesWAS", false), &bk,
+                              berr, sizeof(berr)) < 0) {
+            log_error("batch scheduler configs validation failed", "error", berr, NULL);
+            fprintf(stderr, "rayop controller: batch scheduler configs validation failed: %s\n", berr);
+            rc = -EINVAL;
+            goto out;
+        }
+        if (h.o.enable_batch_scheduler)
+            log_info("Feature flag enable-batch-scheduler is deprecated and will not be supported "
+                     "soon. Use batch-scheduler instead. ", NULL);
+        else if (bk != BATCHSCHED_NONE)
+            log_info("Feature flag batch-scheduler is enabled", "scheduler name",
+                     batchsched_name(bk), NULL);
+        h.settings.batch_scheduler = (int)bk;
+    }
 
     /* signals go to the main thread only: block them before any thread starts */
     sigset_t set;

@@ -56,6 +56,8 @@ struct host_settings {
     bool use_kubernetes_proxy;        /* --use-kubernetes-proxy: reach Ray dashboards
                                          through the API server's service proxy */
     const char *feature_gates;        /* --feature-gates "A=true,B=false", "" if none */
+    int batch_scheduler;              /* enum batchsched_kind (reconcilers/batchsched),
+                                         checked at start-up */
     const cJSON *operator_config;     /* the --config file (KubeRay Configuration) as JSON,
                                          NULL without one; read-only, process lifetime */
 };

@@ -105,6 +105,8 @@ struct host_opts {
     bool use_kubernetes_proxy;
     bool enable_metrics;              /* --enable-metrics: the kinds' kuberay_* metrics */
     char feature_gates[512];
+    char batch_scheduler[64];                /* --batch-scheduler / batchScheduler */
+    bool enable_batch_scheduler;             /* --enable-batch-scheduler (legacy: volcano) */
     char log_encoder[16];                    /* json | console */
     int log_level;                           /* -1: unchanged */
     cJSON *config_json;                      /* the --config file as JSON (owned), NULL if none */

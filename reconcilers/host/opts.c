@@ -37,6 +37,8 @@ static void usage(FILE *f)
           "  --enable-metrics BOOL                  the kinds' kuberay_* metrics (default false, as KubeRay)\n"
           "  --feature-gates A=true,B=false         KubeRay feature gates\n"
           "  --config FILE                          KubeRay Configuration (config.ray.io/v1alpha1)\n"
+          "  --batch-scheduler NAME                 volcano|yunikorn|kai-scheduler|scheduler-plugins (docs/batch-scheduling.md)\n"
+          "  --enable-batch-scheduler BOOL          deprecated: volcano\n"
           "  --log-stdout-encoder json|console      line layout (zap console: tab-separated)\n"
           "  --log-level debug|info|warn|error\n"
           "  --drain-timeout-ms N                   SIGTERM: finish in-flight work within N ms (default 30000)\n"
@@ -169,6 +171,12 @@ static int apply(struct host_opts *o, const char *name, const char *v)
         o->log_level = l;
         return 0;
     }
+    if (strcmp(name, "batch-scheduler") == 0)
+        return copy_str(o->batch_scheduler, sizeof(o->batch_scheduler), v);
+    if (strcmp(name, "enable-batch-scheduler") == 0) {
+        if ((rc = parse_bool(v, &b)) == 0) o->enable_batch_scheduler = b;
+        return rc;
+    }
     if (strcmp(name, "drain-timeout-ms") == 0)
         return parse_int(v, 0, 3600000, &o->drain_timeout_ms);
     if (strcmp(name, "connect-timeout-ms") == 0)
@@ -180,15 +188,15 @@ static int apply(struct host_opts *o, const char *name, const char *v)
 static int is_bool_flag(const char *name)
 {
     return strcmp(name, "enable-leader-election") == 0 ||
-           strcmp(name, "use-kubernetes-proxy") == 0 || strcmp(name, "enable-metrics") == 0;
+           strcmp(name, "use-kubernetes-proxy") == 0 || strcmp(name, "enable-metrics") == 0 ||
+           strcmp(name, "enable-batch-scheduler") == 0;
 }
 
 /* KubeRay flags accepted and ignored: they change nothing rayop does. */
 static int is_ignored_flag(const char *name)
 {
     static const char *const names[] = {
-        "log-file-path", "enable-batch-scheduler",
-        "batch-scheduler", "forced-cluster-upgrade",
+        "log-file-path", "forced-cluster-upgrade",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(name, names[i]) == 0)
@@ -286,6 +294,8 @@ static const char *config_field(const char *key)
         { "useKubernetesProxy", "use-kubernetes-proxy" },
         { "enableMetrics", "enable-metrics" },
         { "qps", "qps" },
+        { "batchScheduler", "batch-scheduler" },
+        { "enableBatchScheduler", "enable-batch-scheduler" },
         { "burst", "burst" },
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)

@@ -82,6 +82,7 @@ struct rc_build_opts {
     const cJSON *default_container_envs;   /* array of EnvVar */
     const cJSON *default_pod_annotations;  /* object of strings */
     const cJSON *default_pod_labels;       /* object of strings */
+    int batch_scheduler;                   /* enum batchsched_kind: --batch-scheduler (0: none) */
 };
 void rc_build_opts_default(struct rc_build_opts *o);
 /* Defaults, then KubeRay's operator environment variables (ENABLE_INIT_CONTAINER_
@@ -223,5 +224,8 @@ struct rc_resources {
     char cpu[32], memory[32], gpu[32], tpu[32];
 };
 int rc_desired_resources(const cJSON *rc, struct rc_resources *out);
+/* resource.Quantity.String() of milli thousandths of a unit; binary when the
+ * quantity it came from had a binary suffix ("Gi"). */
+void rc_quantity_string(__int128 milli, bool binary, char *out, size_t cap);
 
 #endif

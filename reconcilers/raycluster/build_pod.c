@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/raycluster/build_int.h"
 #include "reconcilers/raycluster/validate_int.h"
 #include "util/util.h"
@@ -398,13 +399,16 @@ static void operator_config(struct podb *pb)
     }
 }
 
-/* Where a batch scheduler (Volcano, YuniKorn, scheduler-plugins, KAI) would add its
- * schedulerName, labels and annotations (AddMetadataToChildResource). KubeRay's
- * default install runs without one, and so does rayop today: the Pod keeps the
- * template's schedulerName. Gang scheduling will fill this in. */
+/* AddMetadataToChildResource of the operator's batch scheduler (reconcilers/
+ * batchsched): schedulerName, group labels and annotations; a no-op without one. */
 static void scheduler_metadata(struct podb *pb)
 {
-    (void)pb;
+    struct batchsched_parent parent = { .obj = pb->rc };
+    const char *group = pb->head ? RC_HEAD_GROUP_NAME : kobj_str(pb->group, "groupName");
+    int r = batchsched_child_meta((enum batchsched_kind)pb->o->batch_scheduler, &parent, pb->pod,
+                                  true, group ? group : "");
+    if (r < 0 && !pb->b.err)
+        pb->b.err = r;
 }
 
 static int podb_init(struct podb *pb, const cJSON *rc, const cJSON *group,

@@ -67,12 +67,13 @@ static void pod_add(const cJSON *group, int64_t n, struct total *cpu, struct tot
     }
 }
 
-/* resource.Quantity.String() of a canonical value. */
-static void format_quantity(const struct total *t, char *out, size_t cap)
+/* resource.Quantity.String() of a canonical value (also the Volcano PodGroup's
+ * minResources, reconcilers/batchsched). */
+void rc_quantity_string(__int128 milli, bool binary, char *out, size_t cap)
 {
     static const char *const dec[] = { "", "k", "M", "G", "T", "P", "E" };
     static const char *const bin[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
-    __int128 m = t->milli;
+    __int128 m = milli;
     long long v;
     int k = 0;
     if (m == 0) {
@@ -84,7 +85,7 @@ static void format_quantity(const struct total *t, char *out, size_t cap)
         return;
     }
     m /= 1000;
-    if (t->binary == 1 && m >= 1024) {
+    if (binary && m >= 1024) {
         while (k < 6 && m % 1024 == 0) {
             m /= 1024;
             k++;
@@ -99,6 +100,11 @@ static void format_quantity(const struct total *t, char *out, size_t cap)
     }
     v = (long long)m;
     snprintf(out, cap, "%lld%s", v, dec[k]);
+}
+
+static void format_quantity(const struct total *t, char *out, size_t cap)
+{
+    rc_quantity_string(t->milli, t->binary == 1, out, cap);
 }
 
 int rc_desired_resources(const cJSON *rc, struct rc_resources *out)

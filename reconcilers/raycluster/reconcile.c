@@ -411,6 +411,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     r.uid = rc_meta(r.rc, "uid");
     rc_build_opts_from_env(&r.bo);
     apply_operator_config(&r);
+    r.bo.batch_scheduler = ctx->settings ? ctx->settings->batch_scheduler : 0;
 
     if (rc_managed_elsewhere(r.rc)) {
         host_log(ctx, LOG_INFO, "Skipping RayCluster managed by a custom controller", NULL);

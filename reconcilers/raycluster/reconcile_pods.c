@@ -25,6 +25,7 @@
 #include <sys/random.h>
 
 #include "kobj/kobj.h"
+#include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
@@ -687,6 +688,14 @@ int rc_reconcile_pods(struct rc_run *r)
         host_log(r->ctx, LOG_INFO, "RayCluster spec changed with Recreate upgradeStrategy, "
                  "deleting all pods", NULL);
         return delete_all(r, "due to spec change with Recreate upgradeStrategy");
+    }
+    if (r->bo.batch_scheduler) {
+        /* DoBatchSchedulingOnSubmission: the gang's PodGroup before its Pods */
+        struct batchsched_parent parent = { .obj = r->rc };
+        char msg[400];
+        if ((rc = batchsched_submit(r->ctx, (enum batchsched_kind)r->bo.batch_scheduler, &parent,
+                                    msg, sizeof(msg))) < 0)
+            return rc_fail(r, RC_ERR_OTHER, "%s", msg[0] ? msg : strerror(-rc));
     }
     if ((rc = reconcile_head(r, hash)) < 0)
         return rc;

@@ -33,4 +33,12 @@ void rj_metrics_observe(const cJSON *rj, const char *old_deploy, const cJSON *ne
                         int64_t now_ms);
 void rj_metrics_forget(const char *ns, const char *name);
 
+/* batch.c: the batch-scheduler hooks (reconcilers/batchsched). submit: 0 or
+ * -errno (Warning Event written); child: tags the RayCluster to create, or the
+ * submitter Job's Pod template; cleanup: CleanupOnCompletion with its Events. */
+struct host_ctx;
+int rj_batch_submit(struct host_ctx *ctx, const cJSON *rj, char *msg, size_t msglen);
+int rj_batch_child(struct host_ctx *ctx, const cJSON *rj, cJSON *obj, bool submitter_job);
+void rj_batch_cleanup(struct host_ctx *ctx, const cJSON *rj, const cJSON *cluster);
+
 #endif

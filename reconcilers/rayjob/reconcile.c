@@ -484,6 +484,10 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         return rc;
     if (a & RJ_CREATE_CLUSTER) {
         cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
+        if (c && (rc = rj_batch_child(ctx, o->rj, c, false)) < 0) {
+            cJSON_Delete(c);
+            return rc;
+        }
         rc = create_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
                         "FailedToCreateRayCluster", "RayCluster");
         cJSON_Delete(c);
@@ -492,6 +496,10 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
     }
     if (a & RJ_CREATE_SUBMITTER) {
         cJSON *j = rj_build_submitter(o->rj, o->cluster, p->status, &err);
+        if (j && (rc = rj_batch_child(ctx, o->rj, j, true)) < 0) {
+            cJSON_Delete(j);
+            return rc;
+        }
         rc = create_obj(ctx, o, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
                         "FailedToCreateRayJobSubmitter", "Kubernetes Job");
         cJSON_Delete(j);
@@ -578,8 +586,20 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
                    "%s", plan.events[i].message);
     char old_deploy[32];
     snprintf(old_deploy, sizeof(old_deploy), "%s", rj_str(o.rj, "status.jobDeploymentStatus"));
+    if (strcmp(old_deploy, "Initializing") == 0 &&
+        (rc = rj_batch_submit(ctx, o.rj, res->message, sizeof(res->message))) < 0)
+        goto out;   /* KubeRay: nothing else happens until the scheduler takes it */
     if ((rc = run_actions(ctx, &o, &plan)) < 0)
         goto requeue;
+    {
+        /* CleanupOnCompletion: every reconcile of a finished RayJob, and when a
+         * suspend or retry has released the cluster */
+        const char *nd = rj_str(plan.status, "jobDeploymentStatus");
+        if (!strcmp(old_deploy, "Complete") || !strcmp(old_deploy, "Failed") ||
+            ((!strcmp(old_deploy, "Suspending") || !strcmp(old_deploy, "Retrying")) &&
+             plan.write_status && (!strcmp(nd, "Suspended") || !strcmp(nd, "New"))))
+            rj_batch_cleanup(ctx, o.rj, o.cluster);
+    }
     if (plan.error < 0) {
         rc = plan.error;
         snprintf(res->message, sizeof(res->message), "%s", plan.error_msg);

@@ -949,6 +949,88 @@ static void test_namespace_lifecycle(void **state)
     store_status_clear(&st);
 }
 
+
+/* events.k8s.io/v1 and core/v1 Events are one resource (events.c): what one
+ * version writes, the other reads, converted field by field, with the same
+ * uid and resourceVersion; field selectors use the version asked for; a
+ * patch in v1 terms lands in the stored core object. */
+static void test_events_one_resource(void **state)
+{
+    const struct reg_resource *v1 = tl_res(S, "events.k8s.io", "v1", "events");
+    const struct reg_resource *core = tl_res(S, "", "v1", "events");
+    struct store_status st = { 0 };
+    struct store_obj *o = NULL, *c = NULL;
+    struct store_list l = { 0 };
+    struct fsel *fs = NULL;
+    char err[128];
+
+    (void)state;
+    o = tl_create(S, v1, "default", tl_json(
+        "{\"metadata\":{\"name\":\"rc.1\"},\"eventTime\":\"2026-01-01T00:00:00.000000Z\","
+        "\"reportingController\":\"ray.io/rayop\",\"reportingInstance\":\"rayop-1\","
+        "\"action\":\"Validate\",\"reason\":\"InvalidRayClusterSpec\",\"type\":\"Warning\","
+        "\"note\":\"bad spec\",\"regarding\":{\"kind\":\"RayCluster\",\"name\":\"rc\","
+        "\"namespace\":\"default\",\"uid\":\"u1\"}}"));
+    assert_non_null(o);
+    assert_string_equal(tl_str(o->json, "apiVersion"), "events.k8s.io/v1");
+    assert_string_equal(tl_str(o->json, "note"), "bad spec");
+    assert_null(cJSON_GetObjectItem(o->json, "message"));
+    assert_int_equal(store_get(S, core, "default", "rc.1", &c, &st), 0);
+    assert_string_equal(tl_str(c->json, "apiVersion"), "v1");
+    assert_string_equal(tl_str(c->json, "message"), "bad spec");
+    assert_string_equal(tl_str(c->json, "involvedObject.name"), "rc");
+    assert_string_equal(tl_str(c->json, "reportingComponent"), "ray.io/rayop");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(c->json, "lastTimestamp")));
+    assert_null(cJSON_GetObjectItem(c->json, "regarding"));
+    assert_string_equal(c->uid, o->uid);
+    assert_int_equal(c->rv, o->rv);
+    store_obj_unref(c);
+    store_obj_unref(o);
+
+    /* what kubectl describe asks for */
+    assert_int_equal(fsel_parse("involvedObject.name=rc,involvedObject.kind=RayCluster", &fs,
+                                err, sizeof(err)), 0);
+    struct store_list_opts fo = { .fields = fs };
+    assert_int_equal(store_list(S, core, "default", &fo, &l, &st), 0);
+    assert_int_equal(l.n, 1);
+    store_list_free(&l);
+    fsel_free(fs);
+    assert_int_equal(fsel_parse("regarding.name=rc", &fs, err, sizeof(err)), 0);
+    fo.fields = fs;
+    assert_int_equal(store_list(S, v1, "", &fo, &l, &st), 0);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(tl_str(l.items[0]->json, "regarding.kind"), "RayCluster");
+    store_list_free(&l);
+    fsel_free(fs);
+
+    /* a v1 merge patch (the series a recorder writes) lands in the core object */
+    static const char series[] = "{\"series\":{\"count\":3,\"lastObservedTime\":"
+                                 "\"2026-01-01T00:01:00.000000Z\"},\"note\":\"still bad\"}";
+    assert_int_equal(store_patch(S, v1, "default", "rc.1", NULL, PATCH_MERGE, series,
+                                 strlen(series), NULL, &o, NULL, &st), 0);
+    assert_string_equal(tl_str(o->json, "note"), "still bad");
+    store_obj_unref(o);
+    assert_int_equal(store_get(S, core, "default", "rc.1", &c, &st), 0);
+    assert_string_equal(tl_str(c->json, "message"), "still bad");
+    assert_true(tl_num(c->json, "series.count") == 3);
+    store_obj_unref(c);
+
+    /* and a core Event reads back as v1 */
+    store_obj_unref(tl_create(S, core, "default", tl_json(
+        "{\"metadata\":{\"name\":\"p.2\"},\"involvedObject\":{\"kind\":\"Pod\",\"name\":\"p\"},"
+        "\"reason\":\"FailedScheduling\",\"message\":\"0/0 nodes are available\",\"count\":2,"
+        "\"type\":\"Warning\",\"source\":{\"component\":\"default-scheduler\"}}")));
+    assert_int_equal(store_get(S, v1, "default", "p.2", &c, &st), 0);
+    assert_string_equal(tl_str(c->json, "note"), "0/0 nodes are available");
+    assert_string_equal(tl_str(c->json, "regarding.kind"), "Pod");
+    assert_string_equal(tl_str(c->json, "deprecatedSource.component"), "default-scheduler");
+    assert_true(tl_num(c->json, "deprecatedCount") == 2);
+    store_obj_unref(c);
+    assert_int_equal(store_list(S, core, "default", NULL, &l, &st), 0);
+    assert_int_equal(l.n, 2);
+    store_list_free(&l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -972,6 +1054,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_patch_types_on_builtins, setup, teardown),
         cmocka_unit_test(test_serialiser_matches_cjson),
         cmocka_unit_test_setup_teardown(test_namespace_lifecycle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_one_resource, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
