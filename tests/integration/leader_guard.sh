@@ -7,8 +7,8 @@
 # leads and reconciles. A leader that sees the Lease taken again steps down (exit != 0).
 . "$(dirname "$0")/lib.sh"
 
-RAYOP=$LIB_ROOT/bin/rayop
-[ -x "$RAYOP" ] || { not_ok "bin/rayop is built"; exit 1; }
+RAYOP=$LIB_ROOT/bin/rayop_test   # rayop plus the test kind (tests/tools)
+[ -x "$RAYOP" ] || { not_ok "bin/rayop_test is built"; exit 1; }
 start_kubesim || exit 1
 WORK=$KUBESIM_DIR
 cp "$RAYOP" "$WORK/rayop" && RAYOP=$WORK/rayop
