@@ -27,7 +27,7 @@
 
 #include <msgpack.h>
 
-#include "cache/cache_int.h"
+#include "cache/internal.h"
 #include "util/util.h"
 
 #define CODEC_MAX_DEPTH 64

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "cache/cache_int.h"
+#include "cache/internal.h"
 #include "util/util.h"
 
 #define SHM_DIR "/dev/shm"

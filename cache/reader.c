@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache_int.h"
+#include "cache/internal.h"
 #include "util/util.h"
 
 static uint64_t epoch_now(struct cache *c)

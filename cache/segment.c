@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/cache_int.h"
+#include "cache/internal.h"
 #include "util/util.h"
 
 /* ---- hashing ---------------------------------------------------------------- */

@@ -6,7 +6,7 @@
  *
  * All allocator and free-slot bookkeeping is private to the writer process and
  * rebuilt from the slots on attach, so the only shared truth is the slots and
- * their records - which the seqlocks protect (cache_int.h, docs/cache.md).
+ * their records - which the seqlocks protect (cache/internal.h, docs/cache.md).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "kobj/kobj.h"
-#include "cache/cache_int.h"
+#include "cache/internal.h"
 #include "util/util.h"
 
 #define NBINS      1024                 /* exact free lists for 16 .. 16 KiB */

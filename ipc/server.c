@@ -22,7 +22,7 @@
  * connection is closed after the ERROR is flushed (its keys requeued at once).
  *
  * This file is the connection machinery; server_api.c has the public calls,
- * the listening socket and status snapshots; server_int.h the shared structs.
+ * the listening socket and status snapshots; ipc/internal.h the shared structs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,7 +36,7 @@
 #include <uthash.h>
 #include <utlist.h>
 
-#include "ipc/server_int.h"
+#include "ipc/internal.h"
 
 struct kq *srv_find_kind(struct ipc_server *s, const char *kind)
 {

@@ -18,7 +18,7 @@
 #include <uthash.h>
 #include <utlist.h>
 
-#include "ipc/server_int.h"
+#include "ipc/internal.h"
 
 static uint64_t default_now(void *ud)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "kobj/kobj.h"
-#include "kube/client_priv.h"
+#include "kube/internal.h"
 
 const struct kube_resource KUBE_RES_PODS = { "", "v1", "pods", 1 };
 const struct kube_resource KUBE_RES_SERVICES = { "", "v1", "services", 1 };

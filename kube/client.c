@@ -24,7 +24,7 @@
 #include <time.h>
 #include <curl/curl.h>
 
-#include "kube/client_priv.h"
+#include "kube/internal.h"
 
 #define DEFAULT_QPS 100.0
 #define DEFAULT_BURST 200

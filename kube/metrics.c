@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kube/client_priv.h"
+#include "kube/internal.h"
 #include "util/util.h"
 
 /* client-go's defaults for both histograms */

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kube/client_priv.h"
+#include "kube/internal.h"
 
 #define WATCH_DEFAULT_MAX_LINE (8u << 20)
 #define WATCH_ERROR_BODY_MAX (1u << 20)

@@ -9,7 +9,7 @@
  * other rules saw, and a test that sends requests one at a time sees the same
  * faults in every run.
  */
-#include "kubesim/api/faults_internal.h"
+#include "kubesim/api/internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -11,7 +11,7 @@
  * Only the expired resume is answered here (HTTP 200 with one ERROR event, then
  * a clean close, as the real watch cache does for a too old resourceVersion).
  */
-#include "kubesim/api/faults_internal.h"
+#include "kubesim/api/internal.h"
 
 #include <errno.h>
 #include <inttypes.h>

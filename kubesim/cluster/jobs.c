@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kubesim/cluster/jobs_internal.h"
+#include "kubesim/cluster/internal.h"
 #include "util/util.h"
 
 #define MANAGER "kube-controller-manager"

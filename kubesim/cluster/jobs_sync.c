@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kubesim/cluster/jobs_internal.h"
+#include "kubesim/cluster/internal.h"
 #include "kobj/json_equal.h"
 #include "util/util.h"
 

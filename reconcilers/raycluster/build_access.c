@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "kobj/kobj.h"
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
 {

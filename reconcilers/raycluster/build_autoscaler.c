@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 #define AUTOSCALER_START_CMD \
     "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
 /* utils.IsGPUResourceKey: ends in "gpu", or nvidia.com/mig-<n>g.<m>gb. */

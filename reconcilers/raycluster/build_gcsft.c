@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 bool rc_gcs_ft_enabled(const cJSON *rc)
 {

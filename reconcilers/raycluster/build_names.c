@@ -13,7 +13,7 @@
 #include <gnutls/gnutls.h>
 
 #include "kobj/gotypes.h"
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 void rc_build_opts_default(struct rc_build_opts *o)
 {

@@ -16,8 +16,7 @@
 #include <strings.h>
 
 #include "reconcilers/batchsched/batchsched.h"
-#include "reconcilers/raycluster/build_int.h"
-#include "reconcilers/raycluster/validate_int.h"
+#include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
 /* Everything one Pod build needs, computed once. */

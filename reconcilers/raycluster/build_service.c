@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 struct svc_port {
     char name[128];

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reconcilers/raycluster/build_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 /* One resource total and the format of the quantity it started from (Go keeps the
  * format of the first non-zero operand of an Add). */

@@ -21,7 +21,6 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "reconcilers/raycluster/build_int.h"
 #include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 

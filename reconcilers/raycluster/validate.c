@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcilers/raycluster/build_int.h"
-#include "reconcilers/raycluster/validate_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 /* The error text of one failed rule (Go's error string). */
 struct verr {

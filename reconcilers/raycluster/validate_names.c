@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcilers/raycluster/validate_int.h"
+#include "reconcilers/raycluster/internal.h"
 
 #define DNS1035_MSG "a DNS-1035 label must consist of lower case alphanumeric characters or '-', " \
     "start with an alphabetic character, and end with an alphanumeric character (e.g. " \

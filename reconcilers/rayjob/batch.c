@@ -12,7 +12,7 @@
 #include "kobj/kobj.h"
 #include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/host/host.h"
-#include "reconcilers/rayjob/rayjob_int.h"
+#include "reconcilers/rayjob/internal.h"
 #include "util/util.h"
 
 static enum batchsched_kind kind_of(const struct host_ctx *ctx)

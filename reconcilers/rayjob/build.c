@@ -15,7 +15,7 @@
 #include <strings.h>
 
 #include "reconcilers/raycluster/build.h"
-#include "reconcilers/rayjob/rayjob_int.h"
+#include "reconcilers/rayjob/internal.h"
 #include "kobj/yamljson.h"
 #include "util/util.h"
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "reconcilers/host/host.h"
-#include "reconcilers/rayjob/rayjob_int.h"
+#include "reconcilers/rayjob/internal.h"
 #include "kobj/json_equal.h"
 
 int rj_st_set(cJSON *st, const char *key, const char *val)

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "reconcilers/host/host.h"
-#include "reconcilers/rayjob/rayjob_int.h"
+#include "reconcilers/rayjob/internal.h"
 #include "util/util.h"
 
 #define MAX_SERIES 4096

@@ -24,7 +24,7 @@
 #include "reconcilers/host/host.h"
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/raycluster/raycluster.h"
-#include "reconcilers/rayjob/rayjob_int.h"
+#include "reconcilers/rayjob/internal.h"
 #include "util/util.h"
 
 #define T_RAYJOBS "ray.io/v1/rayjobs"

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reconcilers/rayjob/rayjob_int.h"
+#include "reconcilers/rayjob/internal.h"
 
 /* The deletion policies by impact (selectMostImpactfulRule). */
 static int impact(const char *policy)

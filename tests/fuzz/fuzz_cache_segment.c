@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
-#include "cache/cache_int.h"
+#include "cache/internal.h"
 #include "util/util.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

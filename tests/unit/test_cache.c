@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
-#include "cache/cache_int.h"
+#include "cache/internal.h"
 #include "tests/unit/cache_fixture.h"
 #include "util/util.h"
 

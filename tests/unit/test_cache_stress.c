@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
-#include "cache/cache_int.h"
+#include "cache/internal.h"
 #include "util/util.h"
 
 #define NOBJ    2000

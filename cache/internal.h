@@ -1,5 +1,5 @@
 /*
- * cache_int.h - the segment layout and the helpers the cache module's .c files share.
+ * internal.h - the segment layout and the helpers the cache module's .c files share.
  * Not for other modules (tests and the fuzz target include it to build images).
  *
  * Segment (all offsets from the start, every region 64-byte aligned):
@@ -26,8 +26,8 @@
  *  - A slot in a chain is only unlinked while both it and its predecessor have
  *    an odd seq, so a reader standing on either notices and restarts.
  */
-#ifndef RAYOP_CACHE_INT_H
-#define RAYOP_CACHE_INT_H
+#ifndef RAYOP_CACHE_INTERNAL_H
+#define RAYOP_CACHE_INTERNAL_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

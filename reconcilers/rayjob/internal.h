@@ -1,10 +1,10 @@
 /*
- * rayjob_int.h - what the RayJob controller's files share beyond rayjob.h:
+ * internal.h - what the RayJob controller's files share beyond rayjob.h:
  * status editing helpers and the pieces of the state machine that live in
  * their own files (terminal.c, sidecar checks). Not for other modules.
  */
-#ifndef RAYOP_RAYJOB_INT_H
-#define RAYOP_RAYJOB_INT_H
+#ifndef RAYOP_RAYJOB_INTERNAL_H
+#define RAYOP_RAYJOB_INTERNAL_H
 
 #include "reconcilers/rayjob/rayjob.h"
 

@@ -1,10 +1,10 @@
 /*
- * server_int.h - the server's structures, shared by server.c (connections,
+ * internal.h - the server's structures, shared by server.c (connections,
  * frames, hand-out, timers) and server_api.c (the public ipc_server_* calls,
  * the listening socket and status snapshots). Not for other modules.
  */
-#ifndef RAYOP_IPC_SERVER_INT_H
-#define RAYOP_IPC_SERVER_INT_H
+#ifndef RAYOP_IPC_INTERNAL_H
+#define RAYOP_IPC_INTERNAL_H
 
 #include <uv.h>
 
