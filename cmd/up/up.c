@@ -82,6 +82,7 @@ static void usage(FILE *f)
           "  --metrics-addr ADDR         the one /metrics of every process, served by the watcher\n"
           "                              (default :8080; 0 off)\n"
           "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081, so 8081/8083/8085 sit between the metrics ports; 0 off)\n"
+          "  ENABLE_WEBHOOKS=true        also runs `rayop webhook` (KubeRay's validating webhooks, :9443)\n"
           "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
           "  --restart-max-ms N          cap (default 10000)\n"
           "  --restart-reset-ms N        a child that ran this long restarts at the initial delay (default 600000)\n"
@@ -447,6 +448,16 @@ int up_main(int argc, char **argv)
             add_arg(p, shift_addr(paddr, 2 * idx));
         }
         k += n + (e ? 1 : 0);
+    }
+
+    /* KubeRay's switch: ENABLE_WEBHOOKS=true serves the validating webhooks (:9443,
+     * the serving certificate in controller-runtime's default directory) */
+    const char *wh = getenv("ENABLE_WEBHOOKS");
+    if (wh && !strcmp(wh, "true") && u.nprocs < UP_MAX_PROCS) {
+        p = &u.procs[u.nprocs++];
+        snprintf(p->name, sizeof(p->name), "webhook");
+        add_arg(p, "rayop");
+        add_arg(p, "webhook");
     }
 
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
