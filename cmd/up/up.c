@@ -72,10 +72,10 @@ static void usage(FILE *f)
     fputs("usage: rayop up [flags]\n"
           "Runs `rayop watcher` and `rayop controller KIND` for each kind, restarting any that exits.\n"
           "  --controllers A,B,C         kinds to run (default raycluster,rayjob,rayservice,raycronjob)\n"
-          "  --kubeconfig, --context, --namespace/--watch-namespace, --state-dir, --qps, --burst,\n"
+          "  --kubeconfig, --context, --namespace/--watch-namespace, --config, --state-dir, --qps, --burst,\n"
           "  --log-level, --log-stdout-encoder   passed to every child\n"
           "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
-          "  --workers/--reconcile-concurrency, --config, --feature-gates, --enable-leader-election,\n"
+          "  --workers/--reconcile-concurrency, --feature-gates, --enable-leader-election,\n"
           "  --leader-election-namespace, --leader-lease-seconds, --use-kubernetes-proxy,\n"
           "  --batch-scheduler NAME, --enable-batch-scheduler=BOOL,\n"
           "  --drain-timeout-ms, --enable-metrics   passed to controllers\n"
@@ -302,11 +302,11 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
                        char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
                        const char **maddr, const char **paddr)
 {
-    static const char *const common_flags[] = { "kubeconfig", "context", "namespace",
+    static const char *const common_flags[] = { "kubeconfig", "context", "namespace", "config",
         "watch-namespace", "state-dir", "qps", "burst", "log-level", "log-stdout-encoder", NULL };
     static const char *const watcher_flags[] = { "cache-capacity", "cache-max-objects",
         "cache-max-bytes", NULL };
-    static const char *const ctl_flags[] = { "workers", "reconcile-concurrency", "config",
+    static const char *const ctl_flags[] = { "workers", "reconcile-concurrency",
         "feature-gates", "enable-leader-election", "leader-election-namespace",
         "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", "batch-scheduler",
         "enable-batch-scheduler", "enable-metrics", NULL };

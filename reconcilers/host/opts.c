@@ -306,6 +306,25 @@ static const char *config_field(const char *key)
 
 int host_opts_load_config(struct host_opts *o, const char *path, char *err, size_t errlen)
 {
+    /* As KubeRay: with --config the flags KubeRay's Configuration also covers are ignored,
+     * so an absent field means its Configuration default, not the flag. */
+    for (size_t i = 0; i < o->nnamespaces; i++)
+        free(o->namespaces[i]);
+    o->nnamespaces = 0;
+    o->qps = 0;
+    o->burst = 0;
+    o->workers = 1;
+    strcpy(o->metrics_addr, ":8080");
+    strcpy(o->probe_addr, ":8082");
+    o->leader_election = true;
+    o->leader_namespace[0] = '\0';
+    o->use_kubernetes_proxy = false;
+    o->enable_metrics = false;
+    o->feature_gates[0] = '\0';
+    o->batch_scheduler[0] = '\0';
+    o->enable_batch_scheduler = false;
+    strcpy(o->log_encoder, "json");
+
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
