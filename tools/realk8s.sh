@@ -9,7 +9,7 @@
 #   tools/realk8s.sh status DIR              exit 0 while all of them run
 #
 # DIR holds the state: pki/ (a private CA, the serving certificate and the service-account key),
-# etcd/, logs/NAME.log, pids ("NAME PID STARTTIME" lines; stop checks the start time so it never
+# etcd/, logs/NAME.log, audit.log (every Pod create, JSON lines), pids ("NAME PID STARTTIME" lines; stop checks the start time so it never
 # signals a recycled pid) and kubeconfig (the admin token, the CA verified, never skip-verify).
 # Every listener is on 127.0.0.1 with a port the kernel picked; the Pod and Service ranges are
 # loopback ranges too, so nothing ever sends a packet off the machine because of them.
@@ -130,6 +130,19 @@ cmd_start() {
 	TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	(umask 077 && echo "$TOKEN,admin,admin-uid,system:masters" >"$DIR/pki/tokens.csv")
 
+	# The audit log plays kubesim's request log for the tests that count writes (one JSON line
+	# per Pod create, with the user agent and the response code).
+	cat >"$DIR/audit-policy.yaml" <<-EOF
+		apiVersion: audit.k8s.io/v1
+		kind: Policy
+		omitStages: [RequestReceived]
+		rules:
+		- level: Metadata
+		  verbs: [create]
+		  resources: [{group: "", resources: [pods]}]
+		- level: None
+	EOF
+
 	launch etcd "$BIN/etcd" --name=realk8s --data-dir="$DIR/etcd" \
 		--listen-client-urls="http://127.0.0.1:$etcd_c" --advertise-client-urls="http://127.0.0.1:$etcd_c" \
 		--listen-peer-urls="http://127.0.0.1:$etcd_p" --initial-advertise-peer-urls="http://127.0.0.1:$etcd_p" \
@@ -149,7 +162,9 @@ cmd_start() {
 		--service-account-key-file="$DIR/pki/sa.pub" --service-account-signing-key-file="$DIR/pki/sa.key" \
 		--service-cluster-ip-range=127.96.0.0/16 \
 		--disable-admission-plugins=ServiceAccount --allow-privileged=true \
-		--endpoint-reconciler-type=none
+		--endpoint-reconciler-type=none \
+		--audit-policy-file="$DIR/audit-policy.yaml" --audit-log-path="$DIR/audit.log" \
+		--audit-log-format=json --audit-log-mode=blocking
 
 	cat >"$DIR/kubeconfig" <<-EOF
 		apiVersion: v1

@@ -71,3 +71,14 @@ int util_parse_time(const char *s, time_t *out)
     *out = timegm(&tm) - off;
     return 0;
 }
+
+void util_deadline_ms(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}

@@ -78,6 +78,8 @@ uint64_t util_now_ms(void);
 void util_format_time(time_t t, char out[32]);
 /* Same with microseconds, "2006-01-02T15:04:05.000000Z" (MicroTime). */
 void util_format_microtime(const struct timespec *ts, char out[40]);
+/* *ts = CLOCK_REALTIME now + ms: the absolute deadline pthread_cond_timedwait takes. */
+void util_deadline_ms(struct timespec *ts, long ms);
 /* Parses RFC 3339 (Z or numeric offset, optional fraction). 0 or -EINVAL. */
 int util_parse_time(const char *s, time_t *out);
 

@@ -148,6 +148,9 @@ struct cluster {
     struct cl_jpod *jpods;
     char **job_dirty;            /* job keys to sync after this turn */
     size_t njob_dirty, capjob_dirty;
+    bool gang_dirty;             /* a gang Pod, PodGroup or Queue changed (gang.c) */
+    bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
+    unsigned long gang_session;  /* the gang step's session counter (transitionID) */
 };
 
 /* cluster_run.c */
@@ -169,10 +172,20 @@ struct cl_node *cl_node_find(struct cluster *c, const char *name);
 int cl_patch_status(struct cluster *c, const struct cl_pod *p, cJSON *status);
 
 /* cluster_pods.c */
+/* Binds p to n (spec.nodeName), with the Scheduled Event of component. */
+int cl_bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component);
 void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 void cl_schedule_pass(struct cluster *c);
 void cl_pods_free(struct cluster *c);
 void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+
+/* gang.c: the gang schedulers (Volcano, scheduler-plugins, YuniKorn, KAI). */
+/* True for a schedulerName the gang step owns (the default scheduler leaves it). */
+bool cl_gang_scheduler(const char *scheduler_name);
+/* True for a resource whose changes the gang step watches (PodGroups, Queues). */
+bool cl_gang_resource(const struct reg_resource *r);
+/* One scheduling session over every gang, when anything it reads changed. */
+void cl_gang_pass(struct cluster *c);
 
 /* cluster_kubelet.c */
 void cl_kubelet_pod(struct cluster *c, struct cl_pod *p);

@@ -85,6 +85,8 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->pods, key, p);
+    if (cl_gang_scheduler(sched))
+        c->gang_dirty = true;   /* a gang member changed: the gang step looks again */
     if (type == EV_DELETED) {
         cl_endpoints_pod(c, key, o->ns, NULL);
         if (p) {
@@ -168,7 +170,7 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
     cl_endpoints_svc(c, s);
 }
 
-static int bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n)
+int cl_bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component)
 {
     struct store_write_opts w = { .field_manager = "kube-scheduler" };
     struct store_status st = { 0 };
@@ -194,7 +196,7 @@ static int bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n)
     p->unsched_msg[0] = '\0';
     cl_kubelet_write(c, p);
     snprintf(msg, sizeof(msg), "Successfully assigned %s to %s", p->key, n->name);
-    cl_event(c, p->obj->json, "Normal", "Scheduled", msg, "default-scheduler", NULL, NULL);
+    cl_event(c, p->obj->json, "Normal", "Scheduled", msg, component, NULL, NULL);
     return 0;
 }
 
@@ -220,7 +222,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
             }
         }
     }
-    if (best && bind_pod(c, p, best) == 0)
+    if (best && cl_bind_pod(c, p, best, "default-scheduler") == 0)
         return;
     if (best)
         return;   /* the write failed (conflict, deleted): the next event retries */
@@ -240,6 +242,8 @@ void cl_schedule_pass(struct cluster *c)
     unsigned *fits;
     size_t nn = HASH_COUNT(c->nodes);
 
+    if (c->capacity_changed)
+        c->gang_dirty = true;
     if (c->capacity_changed) {
         /* a node came or a Pod let go of its resources: try the waiting ones again */
         c->capacity_changed = false;
@@ -249,6 +253,8 @@ void cl_schedule_pass(struct cluster *c)
                 pending_push(c, p);
             }
     }
+    /* gangs first: a gang that fits takes its nodes before single Pods spread over them */
+    cl_gang_pass(c);
     if (!c->npending)
         return;
     if (!(fits = calloc(nn + 1, sizeof(*fits))))

@@ -163,8 +163,9 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
     struct cluster *c = arg;
     const struct reg_resource *r = obj ? obj->res : NULL;
 
-    if (!r || (r != c->r_pods && r != c->r_nodes && r != c->r_svc && r != c->r_jobs))
-        return;
+    if (!r || (r != c->r_pods && r != c->r_nodes && r != c->r_svc && r != c->r_jobs &&
+               !cl_gang_resource(r) && strcmp(r->plural, "customresourcedefinitions") != 0))
+        return;   /* a CRD: the gang step looks for Volcano's Queue type */
     pthread_mutex_lock(&c->qlock);
     if (c->stop) {
         pthread_mutex_unlock(&c->qlock);
@@ -585,6 +586,8 @@ static void *cluster_main(void *arg)
                 node_event(c, batch[i].type, o);
             else if (o->res == c->r_svc)
                 cl_svc_event(c, batch[i].type, o);
+            else
+                c->gang_dirty = true;   /* a PodGroup or Queue (cl_gang_resource) */
             store_obj_unref(o);
         }
         nbatch = 0;

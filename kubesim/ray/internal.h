@@ -75,6 +75,10 @@ struct ray_cluster {
     struct ray_app *apps;
     unsigned app_seq;
     bool serve_started;
+    bool has_target_capacity;    /* the last PUT's target_capacity (0..100), else null */
+    int delay_ms;                /* every answer of this cluster's dashboard and Serve proxy
+                                    comes this late (admin .../delay): a slow head */
+    int target_capacity;
     uint64_t serve_started_ms;   /* when the Serve controller first started */
     char *auth_token;            /* RAY_AUTH_MODE=token: the token requests must carry
                                     ("" = none can); NULL: no auth. A credential. */

@@ -167,12 +167,7 @@ static ssize_t stream_read(void *arg, char *buf, size_t max)
         {
             struct timespec dl;
             bool stop;
-            clock_gettime(CLOCK_REALTIME, &dl);
-            dl.tv_nsec += FOLLOW_WAIT_MS * 1000000L;
-            if (dl.tv_nsec >= 1000000000L) {
-                dl.tv_sec++;
-                dl.tv_nsec -= 1000000000L;
-            }
+            util_deadline_ms(&dl, FOLLOW_WAIT_MS);
             pthread_mutex_lock(&ls->r->mu);
             if (!ls->r->stopping)
                 pthread_cond_timedwait(&ls->r->cv, &ls->r->mu, &dl);

@@ -343,19 +343,23 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
         pthread_mutex_unlock(&r->mu);
         return -ENOENT;
     }
+    int delay = c->delay_ms;
     if (t->serve) {
         rc = ray_serve_http(c, ray_now_ms(), method, path, out);
-        pthread_mutex_unlock(&r->mu);
-        return rc;
+    } else {
+        c->workers = t->workers;
+        c->cpus = 1 + t->workers;
+        rc = ray_auth_check(c, path, authz, x_ray_authz, out);
+        if (rc == 0)
+            rc = ray_dashboard_serve(c, ray_now_ms(), method, path, body, len, out);
+        else if (rc == 1)
+            rc = 0;
     }
-    c->workers = t->workers;
-    c->cpus = 1 + t->workers;
-    rc = ray_auth_check(c, path, authz, x_ray_authz, out);
-    if (rc == 0)
-        rc = ray_dashboard_serve(c, ray_now_ms(), method, path, body, len, out);
-    else if (rc == 1)
-        rc = 0;
     pthread_mutex_unlock(&r->mu);
+    if (delay > 0) {   /* a slow head: this connection's thread waits, nobody else */
+        struct timespec ts = { delay / 1000, (long)(delay % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
     return rc;
 }
 
@@ -522,6 +526,31 @@ static int admin_list(struct ray *r, struct server_req *req)
     return server_reply_take(req, 200, "application/json", txt, strlen(txt));
 }
 
+/* POST /kubesim/ray/NS/CLUSTER/delay {"ms": N}: the cluster's dashboard and Serve proxy
+ * answer N ms late (0..600000; 0 = on time) */
+static int admin_delay(struct ray *r, struct server_req *req, const char *ns, const char *cl)
+{
+    cJSON *body = cJSON_ParseWithLength(req->body, req->body_len);
+    const cJSON *ms = kobj_get(body, "ms");
+    struct ray_cluster *c, *ct;
+    bool hit = false;
+    if (!cJSON_IsNumber(ms) || ms->valuedouble < 0 || ms->valuedouble > 600000) {
+        cJSON_Delete(body);
+        return server_reply_status(req, 400, "BadRequest", "want {\"ms\": 0..600000}");
+    }
+    pthread_mutex_lock(&r->mu);
+    HASH_ITER(hh, r->clusters, c, ct)
+        if (!strcmp(c->ns, ns) && (!strcmp(c->name, cl) || !strcmp(c->head, cl))) {
+            c->delay_ms = (int)ms->valuedouble;
+            hit = true;
+        }
+    pthread_mutex_unlock(&r->mu);
+    cJSON_Delete(body);
+    if (!hit)
+        return server_reply_status(req, 404, "NotFound", "no such Ray cluster");
+    return server_reply(req, 200, "application/json", "{}", 2);
+}
+
 /* POST /kubesim/ray/NS/CLUSTER/applications/APP {"status": "UNHEALTHY", "message": "..."} */
 static int on_admin(void *arg, struct server_req *req)
 {
@@ -535,6 +564,9 @@ static int on_admin(void *arg, struct server_req *req)
     if (!*p || !strcmp(p, "clusters"))
         return strcmp(req->method, "GET") ? server_reply_status(req, 405, "MethodNotAllowed",
                                                                "GET only") : admin_list(r, req);
+    if (sscanf(p, "%63[^/]/%253[^/]/%253s", ns, cl, app) == 3 && !strcmp(app, "delay"))
+        return strcmp(req->method, "POST") ? server_reply_status(req, 405, "MethodNotAllowed",
+                                                                "POST only") : admin_delay(r, req, ns, cl);
     if (sscanf(p, "%63[^/]/%253[^/]/applications/%253[^/]", ns, cl, app) != 3)
         return server_reply_status(req, 404, "NotFound", "want /kubesim/ray/NS/CLUSTER/"
                                    "applications/APP");

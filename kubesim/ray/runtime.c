@@ -285,6 +285,7 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
 
 int ray_proxy_install(struct ray *r);   /* ray_proxy.c */
 int ray_admin_install(struct ray *r);   /* ray_serve.c */
+int ray_gateway_install(struct ray *r); /* gateway.c */
 
 int ray_install(struct server *srv, struct store *store, struct ray **out)
 {
@@ -310,7 +311,7 @@ int ray_install(struct server *srv, struct store *store, struct ray **out)
         goto fail;
     }
     if ((rc = ray_proxy_install(r)) < 0 || (rc = pod_log_install(r)) < 0 ||
-        (rc = ray_admin_install(r)) < 0)
+        (rc = ray_admin_install(r)) < 0 || (rc = ray_gateway_install(r)) < 0)
         goto fail;
     if ((rc = store_subscribe(store, on_commit, r)) < 0)
         goto fail;

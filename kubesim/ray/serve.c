@@ -9,7 +9,9 @@
  * the status its config asks for through KUBESIM_SERVE_STATUS (UNHEALTHY or
  * DEPLOY_FAILED) in runtime_env.env_vars or a deployment's user_config; the admin
  * route /kubesim/ray/... forces a status on a running one. A PUT whose application
- * config is unchanged keeps that application's state, as Serve does.
+ * config is unchanged keeps that application's state, as Serve does. A config's
+ * target_capacity (0..100, what KubeRay's incremental upgrade steps) is reported back by
+ * GET and scales each deployment's target_num_replicas (rounded up), as Serve scales them.
  */
 #include <errno.h>
 #include <math.h>
@@ -104,6 +106,9 @@ static cJSON *deployment_json(const struct ray_cluster *c, const struct ray_app 
     const cJSON *nr = kobj_get(dcfg, "num_replicas");
     int n = cJSON_IsNumber(nr) && nr->valueint >= 0 && nr->valueint <= 64 ? nr->valueint : 1;
     char rid[32], aname[300];
+
+    if (c->has_target_capacity)
+        n = (n * c->target_capacity + 99) / 100;
 
     if (!strcmp(app_st, "DEPLOYING")) {
         st = "UPDATING";
@@ -292,7 +297,10 @@ static int serve_get(struct ray_cluster *c, uint64_t now, struct ray_resp *out)
     apps = cJSON_AddObjectToObject(o, "applications");
     HASH_ITER(hh, c->apps, a, at)
         cJSON_AddItemToObject(apps, a->name, app_json(c, a, now));
-    cJSON_AddNullToObject(o, "target_capacity");
+    if (c->has_target_capacity)
+        cJSON_AddNumberToObject(o, "target_capacity", c->target_capacity);
+    else
+        cJSON_AddNullToObject(o, "target_capacity");
     add_target_groups(o, c, pname);
     add_health_metrics(o, c, now);
     cJSON_AddFalseToObject(o, "restores_unset_config_options");
@@ -329,6 +337,12 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
     if (cJSON_GetArraySize(apps) > RAY_MAX_APPS) {
         cJSON_Delete(cfg);
         return invalid(out, "applications", "too many applications for kubesim (256 at most)");
+    }
+    const cJSON *tc = kobj_get(cfg, "target_capacity");
+    if (tc && !cJSON_IsNull(tc) && (!cJSON_IsNumber(tc) || tc->valuedouble < 0 || tc->valuedouble > 100)) {
+        cJSON_Delete(cfg);
+        return invalid(out, "target_capacity", "ensure this value is a number from 0 to 100 "
+                       "(type=value_error.number)");
     }
     cJSON_ArrayForEach(e, apps) {
         const cJSON *f;
@@ -394,6 +408,8 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
     if (!c->serve_started)
         c->serve_started_ms = now;
     c->serve_started = true;
+    c->has_target_capacity = tc && cJSON_IsNumber(tc);
+    c->target_capacity = c->has_target_capacity ? (int)tc->valuedouble : 0;
     rc = ray_resp_text(out, 200, "");
 out:
     cJSON_Delete(cfg);

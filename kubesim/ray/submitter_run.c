@@ -69,13 +69,7 @@ int ray_exec_nap(struct ray_exec *x, long ms)
     struct timespec dl;
     int rc = 0;
 
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    util_deadline_ms(&dl, ms);
     pthread_mutex_lock(&x->r->mu);
     while (!x->s->cancel && !x->r->stopping)
         if (pthread_cond_timedwait(&x->r->cv, &x->r->mu, &dl) == ETIMEDOUT)

@@ -451,13 +451,7 @@ int gc_wait_idle(struct store *s, int timeout_ms)
     struct timespec ts;
     int rc = 0;
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    util_deadline_ms(&ts, timeout_ms);
     pthread_mutex_lock(&s->gc_mu);
     while ((s->gq_head || s->gc_busy) && s->gc_started && !rc)
         rc = pthread_cond_timedwait(&s->gc_cond, &s->gc_mu, &ts);

@@ -299,13 +299,7 @@ static bool wait_stop(struct host_leader *le, int ms)
 {
     struct timespec until;
     bool stop;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    util_deadline_ms(&until, ms);
     pthread_mutex_lock(&le->mu);
     while (!le->stop && pthread_cond_timedwait(&le->cond, &le->mu, &until) == 0)
         ;
@@ -419,13 +413,7 @@ enum host_leader_state host_leader_wait(struct host_leader *le, int timeout_ms)
     int st;
     if (!le)
         return HOST_LEADER_LEADING;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    util_deadline_ms(&until, timeout_ms);
     pthread_mutex_lock(&le->mu);
     while ((st = atomic_load(&le->state)) == HOST_LEADER_WAITING && !le->stop &&
            pthread_cond_timedwait(&le->cond, &le->mu, &until) == 0)

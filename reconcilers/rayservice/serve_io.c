@@ -60,10 +60,20 @@ int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
     return dash_target_direct(t, url);
 }
 
-static int get_status(const struct dash_target *t, cJSON **apps, bool *ready, char *err, size_t n)
+/* "ns/name\ncluster\nop": the key of a cluster's dashboard call (async.c) */
+static void call_key(struct rsr *r, const cJSON *cluster, const char *op, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%s\n%s\n%s", r->ctx->ns, r->ctx->name, rs_str(cluster, "metadata.name"), op);
+}
+
+static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
+                      cJSON **apps, bool *ready, char *err, size_t n)
 {
     struct dash_reply rep = { 0 };
-    int rc = dash_call(t, "GET", "/api/serve/applications/?api_type=declarative", NULL, 0, &rep);
+    char key[600];
+    call_key(r, cluster, "status", key, sizeof(key));
+    int rc = rs_async_call(key, t, "GET", "/api/serve/applications/?api_type=declarative", NULL, 0,
+                           RS_ASYNC_WAIT_MS, &rep);
     if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
         util_format_err(err, n, "GetServeDetails: HTTP %d: %.200s", rep.code, rep.body ? rep.body : "");
         rc = -EIO;
@@ -77,25 +87,28 @@ static int get_status(const struct dash_target *t, cJSON **apps, bool *ready, ch
 }
 
 int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                  int target_capacity, char *err, size_t n)
+                  int target_capacity, const char *op, char *err, size_t n)
 {
+    char key[600];
     const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
     char *body = NULL;
     char perr[256] = "";
     struct dash_reply rep = { 0 };
     int rc = rs_serve_config_json(cfg, strlen(cfg), target_capacity, &body, perr, sizeof(perr));
-    (void)cluster;
     if (rc < 0) {
         util_format_err(err, n, "%s", perr);
         return rc;
     }
-    host_log(r->ctx, LOG_INFO, "updateServeDeployment", "clusterName", rs_str(cluster, "metadata.name"),
-             NULL);
-    rc = dash_call(t, "PUT", "/api/serve/applications/", body, strlen(body), &rep);
+    call_key(r, cluster, op, key, sizeof(key));
+    rc = rs_async_call(key, t, "PUT", "/api/serve/applications/", body, strlen(body), RS_ASYNC_WAIT_MS,
+                       &rep);
+    if (rc != -EINPROGRESS)   /* logged once, when the PUT's answer is taken */
+        host_log(r->ctx, LOG_INFO, "updateServeDeployment", "clusterName",
+                 rs_str(cluster, "metadata.name"), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
     if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
         util_format_err(err, n, "UpdateDeployments fail: %d %.300s", rep.code, rep.body ? rep.body : "");
         rc = -EIO;
-    } else if (rc < 0) {
+    } else if (rc < 0 && rc != -EINPROGRESS) {
         util_format_err(err, n, "%s", kube_strerror(rc));
     }
     dash_reply_free(&rep);
@@ -137,7 +150,19 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
         if (memo)
             rs_memo_put(key, cname, cfg);
     }
-    if ((rc = get_status(&t, apps, ready, err, sizeof(err))) < 0) {
+    if ((rc = get_status(r, cluster, &t, apps, ready, err, sizeof(err))) == -EINPROGRESS) {
+        /* a slow dashboard: keep what the status says, look again soon (async.c) */
+        host_log(r->ctx, LOG_INFO, "Serve status not answered yet; keeping the last one",
+                 "clusterName", cname, NULL);
+        const cJSON *prev = json_get(r->st, active ? "activeServiceStatus.applicationStatuses"
+                                                   : "pendingServiceStatus.applicationStatuses");
+        *apps = prev ? cJSON_Duplicate(prev, 1) : NULL;
+        *ready = false;
+        r->requeue_ms = 300;
+        rc = 0;
+        goto out;
+    }
+    if (rc < 0) {
         host_log(r->ctx, LOG_WARN, "failed to get Serve application statuses from the dashboard",
                  "clusterName", cname, "error", err, NULL);
         goto out;
@@ -152,7 +177,13 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
                                     : json_get(r->st, "pendingServiceStatus");
             tc = rs_target_capacity(s);
         }
-        rc = rs_put_config(r, cluster, &t, tc, err, sizeof(err));
+        rc = rs_put_config(r, cluster, &t, tc, "put", err, sizeof(err));
+        if (rc == -EINPROGRESS) {
+            *ready = false;
+            r->requeue_ms = 300;
+            rc = 0;
+            goto out;
+        }
         if (rc < 0) {
             rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateServeApplications", "Update",
                      "Failed to update serve applications to the RayCluster %s/%s: %s", r->ctx->ns,
@@ -189,8 +220,10 @@ static const cJSON *head_pod(const cJSON *pods)
 
 /* The Serve proxy's /-/healthz on the head Pod: through the API server's pod proxy with
  * --use-kubernetes-proxy, else http://POD-IP:PORT. */
-static bool proxy_healthy(struct rsr *r, const cJSON *pod, int port)
+/* 1 healthy, 0 not, -EINPROGRESS not answered yet */
+static int proxy_healthy(struct rsr *r, const cJSON *cluster, const cJSON *pod, int port)
 {
+    char key[600];
     struct dash_target t;
     struct dash_reply rep = { 0 };
     char addr[128];
@@ -203,16 +236,19 @@ static bool proxy_healthy(struct rsr *r, const cJSON *pod, int port)
         rc = snprintf(t.base, sizeof(t.base), "/api/v1/namespaces/%s/pods/%s:%d/proxy", r->ctx->ns,
                       rs_str(pod, "metadata.name"), port);
         if (!t.kube || rc < 0 || (size_t)rc >= sizeof(t.base))
-            return false;
+            return 0;
     } else {
         const char *ip = rs_str(pod, "status.podIP");
         if (!*ip)
-            return false;
+            return 0;
         snprintf(addr, sizeof(addr), strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip, port);
         if (dash_target_direct(&t, addr) < 0)
-            return false;
+            return 0;
     }
-    rc = dash_call(&t, "GET", "/-/healthz", NULL, 0, &rep);
+    call_key(r, cluster, "healthz", key, sizeof(key));
+    rc = rs_async_call(key, &t, "GET", "/-/healthz", NULL, 0, RS_ASYNC_WAIT_MS, &rep);
+    if (rc == -EINPROGRESS)
+        return rc;
     bool ok = rc == 0 && rep.code == 200;
     dash_reply_free(&rep);
     return ok;
@@ -244,9 +280,16 @@ int rs_head_serve_label(struct rsr *r, const cJSON *cluster)
     const char *old = rs_str(cJSON_GetObjectItemCaseSensitive(json_get(head, "metadata.labels"),
                                                               RC_LABEL_SERVE), "");
     const char *want = "false";
-    if (!cJSON_IsTrue(json_get(r->rs, "spec.excludeHeadPodFromServeSvc")) && proxy_healthy(r, head, port))
-        want = "true";
-    if (strcmp(old, want)) {
+    if (!cJSON_IsTrue(json_get(r->rs, "spec.excludeHeadPodFromServeSvc"))) {
+        int h = proxy_healthy(r, cluster, head, port);
+        if (h == -EINPROGRESS) {   /* not answered yet: the label stays as it is */
+            r->requeue_ms = 300;
+            want = old;
+        } else if (h == 1) {
+            want = "true";
+        }
+    }
+    if (*want && strcmp(old, want)) {
         char patch[160];
         struct kube_result kr = { 0 };
         struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };

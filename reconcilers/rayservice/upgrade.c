@@ -402,7 +402,11 @@ int rs_incremental_capacity(struct rsr *r, const cJSON *cluster)
     char err[512] = "";
     int rc;
     if ((rc = rs_dashboard(r, cluster, &t)) == 0)
-        rc = rs_put_config(r, cluster, &t, goal, err, sizeof(err));
+        rc = rs_put_config(r, cluster, &t, goal, "capacity", err, sizeof(err));
+    if (rc == -EINPROGRESS) {
+        r->requeue_ms = 300;
+        return 0;
+    }
     if (rc < 0) {
         rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateTargetCapacity", "Update",
                  "Failed to update target_capacity of serve applications to the RayCluster %s/%s: %s",

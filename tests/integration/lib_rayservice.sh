@@ -13,7 +13,7 @@
 #   rs_field NAME PATH           a field of RayService NAME
 #   rs_wait NAME PATH VALUE SECS wait until the field equals VALUE
 #   rs_puts NAME                 Serve PUTs the simulated dashboards saw for RayService NAME
-#   rs_invariant_start NAME      a poller (every 100 ms) that records any moment the serve
+#   rs_invariant_start NAME [route]  a poller (every 100 ms) that records any moment the serve
 #                                Service selects a cluster whose applications are not all
 #                                RUNNING; rs_invariant_check reports and stops it
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -40,7 +40,7 @@ _rs_cleanup() {
 rs_ctl_start() {
     "$RS_RAYOP" controller rayservice --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
         --use-kubernetes-proxy=true --enable-metrics --metrics-addr "${RS_METRICS_ADDR:-127.0.0.1:0}" \
-        --health-probe-bind-address 0 "$@" 2>>"$WORK/rayservice.log" &
+        --health-probe-bind-address 0 --workers "${RS_WORKERS:-1}" "$@" 2>>"$WORK/rayservice.log" &
     RS_CTL_PID=$!
     _LIB_PIDS="$_LIB_PIDS $RS_CTL_PID"
 }
@@ -59,9 +59,9 @@ rs_start() {
     "$RS_RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$WORK/watcher.log" &
     _LIB_PIDS="$_LIB_PIDS $!"
     "$RS_RAYOP" controller raycluster --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
-        --metrics-addr 0 --health-probe-bind-address 0 2>"$WORK/raycluster.log" &
+        --metrics-addr 0 --health-probe-bind-address 0 --workers "${RS_WORKERS:-1}" 2>"$WORK/raycluster.log" &
     _LIB_PIDS="$_LIB_PIDS $!"
-    rs_ctl_start
+    [ -n "${RS_NO_CTL:-}" ] || rs_ctl_start   # RS_NO_CTL=1: the caller starts it later
 }
 
 # The Serve config of one application; $1 = extra deployment user_config text (YAML flow).
@@ -77,7 +77,7 @@ rs_spec() {  # rs_spec IMAGE CONFIG_YAML EXTRA: the spec JSON text
     [ -n "$extra" ] && extra=",$extra"
     cat <<JSON
 {"serveConfigV2":$cfg,"rayClusterDeletionDelaySeconds":${RS_DELAY:-3},
- "rayClusterConfig":{"rayVersion":"2.52.0","headGroupSpec":{"rayStartParams":{},
+ "rayClusterConfig":{${RS_CLUSTER_EXTRA:-}"rayVersion":"2.52.0","headGroupSpec":{"rayStartParams":{},
    "template":{"spec":{"containers":[{"name":"ray-head","image":"$image",
      "ports":[{"containerPort":6379,"name":"gcs-server"},{"containerPort":8265,"name":"dashboard"},
               {"containerPort":8000,"name":"serve"}],
@@ -129,16 +129,17 @@ ev_reason() {  # ev_reason OBJ REASON
 # selects a cluster that has an application that is not RUNNING (asked of the simulated
 # dashboard of that cluster). Violations go to $WORK/invariant-$1.txt.
 rs_invariant_start() {
-    local name=$1
+    local name=$1 mode=${2:-service}
     : >"$WORK/invariant-$name.txt"
     : >"$WORK/invariant-$name.polls"
     KUBESIM_URL=$KUBESIM_URL KUBESIM_TOKEN=$KUBESIM_TOKEN KUBESIM_CA=$KUBESIM_CA \
         python3 "$LIB_ROOT/tests/integration/rayservice/invariant.py" "$name" \
-        "$WORK/invariant-$name.txt" "$WORK/invariant-$name.polls" 2>>"$WORK/invariant.log" &
+        "$WORK/invariant-$name.txt" "$WORK/invariant-$name.polls" "$mode" 2>>"$WORK/invariant.log" &
     RS_INV_PID=$!
 }
 rs_invariant_check() {
-    local name=$1 polls gap
+    local name=$1 polls gap what="the serve Service of $name never selected"
+    [ "${2:-}" = route ] && what="the HTTPRoute of $name never weighted"
     kill "$RS_INV_PID" 2>/dev/null
     wait "$RS_INV_PID" 2>/dev/null
     RS_INV_PID=""
@@ -146,12 +147,12 @@ rs_invariant_check() {
     # the longest time between two polls (ms), for the record
     gap=$(awk '{ if ($2 > m) m = $2 } END { print m + 0 }' "$WORK/invariant-$name.polls")
     if [ -s "$WORK/invariant-$name.txt" ]; then
-        not_ok "invariant: the serve Service of $name never selected a cluster with an application not RUNNING ($polls polls)"
+        not_ok "invariant: $what a cluster with an application not RUNNING ($polls polls)"
         head -5 "$WORK/invariant-$name.txt" | sed 's/^/# /'
     elif [ "$polls" -lt 10 ]; then
         not_ok "invariant poller of $name ran ($polls polls)"
     else
-        ok "invariant: the serve Service of $name never selected a cluster with an application not RUNNING ($polls polls, every 100 ms, longest gap $gap ms)"
+        ok "invariant: $what a cluster with an application not RUNNING ($polls polls, every 100 ms, longest gap $gap ms)"
     fi
 }
 

@@ -42,6 +42,14 @@ if rs_wait svc status.serviceStatus Running 60; then
     wait_until "svc: the head Pod labelled ray.io/serve=true (its Serve proxy answers /-/healthz)" 20 head_serving &&
         ok "svc: the head Pod labelled ray.io/serve=true (its Serve proxy answers /-/healthz)"
     check "svc: UpdatedHeadPodServeLabel Event" ev_reason svc UpdatedHeadPodServeLabel
+    kcurl "/api/v1/namespaces/default/pods?labelSelector=ray.io/cluster=$C" >"$WORK/pods.json"
+    check "svc: RayService env on the head's Ray container (RAY_SERVE_KV_TIMEOUT_S=5 ...)" \
+        jq -e '[.items[] | select(.metadata.labels["ray.io/node-type"] == "head") | .spec.containers[0].env[] |
+                select(.name == "RAY_SERVE_KV_TIMEOUT_S" or .name == "RAY_gcs_server_request_timeout_seconds" or
+                       .name == "RAY_timeout_ms_task_wait_for_death_info") | .value] | sort == ["0","5","5"]' "$WORK/pods.json"
+    check "svc: the worker's readiness probe asks the Serve proxy, ray.io/serve=true on the worker" \
+        jq -e '[.items[] | select(.metadata.labels["ray.io/node-type"] == "worker")][0] |
+               (.spec.containers[0].readinessProbe | tostring | test("-/healthz")) and .metadata.labels["ray.io/serve"] == "true"' "$WORK/pods.json"
     svc_events() { ev_reason svc CreatedRayCluster && ev_reason svc UpdatedServeApplications && ev_reason svc CreatedService; }
     wait_until "svc: Events CreatedRayCluster, UpdatedServeApplications, CreatedService" 10 svc_events &&
         ok "svc: Events CreatedRayCluster, UpdatedServeApplications, CreatedService"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# deadline: 90
+# deadline: 120
 # rayservice_lifecycle.sh - RayService lifecycle in kubesim:
 #   suspend (Suspending -> Suspended, every owned RayCluster and Service deleted) and resume
 #   (a new cluster, Running again); the ray.io/initializing-timeout annotation (Ready False

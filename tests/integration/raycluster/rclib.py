@@ -1,5 +1,6 @@
 # rclib.py - helpers for the RayCluster end-to-end tests (raycluster_*.py beside
-# this folder): a private kubesim with the KubeRay CRDs, `rayop watcher` and
+# this folder): a private kubesim (or, with RAYOP_SERVER=real, a real control plane from
+# tools/realk8s.sh) with the KubeRay CRDs, `rayop watcher` and
 # `rayop controller raycluster` processes on loopback, plain-HTTP API calls,
 # TAP-ish ok / not ok lines and polling with deadlines. Every process started
 # is stopped at exit and the watcher's state dir is released with `rayop clean`.
@@ -18,6 +19,9 @@ import urllib.error
 import urllib.request
 
 import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import realserver  # noqa: E402  (RAYOP_SERVER=real: tools/realk8s.sh instead of kubesim)
 
 ROOT = os.environ.get("RAYOP_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -70,13 +74,25 @@ class Env:
         self.kubeconfig = os.path.join(self.work, "kubeconfig")
         self.reqlog = os.path.join(self.work, "requests.log")
         atexit.register(self.close)
-        self.sim_log = open(os.path.join(self.work, "kubesim.log"), "wb")
-        self.sim = subprocess.Popen([kubesim, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-                                     self.kubeconfig, "--request-log", self.reqlog] + list(kubesim_args),
-                                    stdout=subprocess.PIPE, stderr=self.sim_log)
-        self.url = self.sim.stdout.readline().decode().strip()
-        if not self.url.startswith("http"):
-            raise RuntimeError("kubesim did not start")
+        self.real = self.sim = None
+        self.ssl, self.auth = None, {}
+        if realserver.wanted():
+            # the same test against a real control plane; kubesim's simulation knobs have no
+            # counterpart there, only the node count carries over
+            args = list(kubesim_args)
+            nodes = int(args[args.index("--nodes") + 1]) if "--nodes" in args else 3
+            self.real = realserver.RealK8s(self.work, nodes=nodes)
+            self.url, self.kubeconfig = self.real.url, self.real.kubeconfig
+            self.ssl, self.auth = self.real.ssl, self.real.headers()
+            print("# real control plane at %s, up in %d ms" % (self.url, self.real.start_ms), flush=True)
+        else:
+            self.sim_log = open(os.path.join(self.work, "kubesim.log"), "wb")
+            self.sim = subprocess.Popen([kubesim, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+                                         self.kubeconfig, "--request-log", self.reqlog] + list(kubesim_args),
+                                        stdout=subprocess.PIPE, stderr=self.sim_log)
+            self.url = self.sim.stdout.readline().decode().strip()
+            if not self.url.startswith("http"):
+                raise RuntimeError("kubesim did not start")
         for f in sorted(os.listdir(os.path.join(SHARED, "kuberay", "crds"))):
             with open(os.path.join(SHARED, "kuberay", "crds", f)) as fh:
                 crd = yaml.safe_load(fh)
@@ -142,7 +158,9 @@ class Env:
                 p.wait()
         subprocess.run([self.rayop, "clean", "--state-dir", self.state],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        if self.sim.poll() is None:
+        if self.real:
+            self.real.stop()
+        if self.sim and self.sim.poll() is None:
             self.sim.terminate()
             try:
                 self.sim.wait(timeout=5)
@@ -162,9 +180,9 @@ class Env:
     def req(self, method, path, body=None, ctype="application/json"):
         data = json.dumps(body).encode() if body is not None else None
         r = urllib.request.Request(self.url + path, data=data, method=method,
-                                   headers={"Content-Type": ctype})
+                                   headers=dict(self.auth, **{"Content-Type": ctype}))
         try:
-            with urllib.request.urlopen(r, timeout=20) as resp:
+            with urllib.request.urlopen(r, timeout=20, context=self.ssl) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
             try:
@@ -194,7 +212,10 @@ class Env:
         return [e for e in evs if reason is None or e.get("reason") == reason]
 
     def pod_creates(self):
-        """(rayop user agent) Pod creates answered 201, from kubesim's request log."""
+        """(rayop user agent) Pod creates answered 201, from kubesim's request log (the real
+        tier: from kube-apiserver's audit log)."""
+        if self.real:
+            return self.real.pod_creates("rayop")
         n = []
         with open(self.reqlog) as f:
             for line in f:

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""invariant.py NAME VIOLATIONS_FILE POLLS_FILE - the zero-downtime invariant of a
+"""invariant.py NAME VIOLATIONS_FILE POLLS_FILE [route] - the zero-downtime invariant of a
 RayService upgrade, polled every 100 ms until killed: whenever the Service NAME-serve-svc
 exists, the cluster its selector names (ray.io/cluster) must answer, through its head
-Service, with every Serve application RUNNING. Each poll appends a line to POLLS_FILE
+Service, with every Serve application RUNNING. With "route" (incremental upgrades) the
+same holds for every backend CLUSTER-serve-svc of the HTTPRoute NAME-httproute whose
+weight is above 0. Each poll appends a line to POLLS_FILE
 (time, milliseconds since the previous poll started, verdict); each violation a line to
 VIOLATIONS_FILE. One keep-alive connection to KUBESIM_URL (KUBESIM_TOKEN, KUBESIM_CA from
 the environment, tests/integration/lib.sh)."""
@@ -15,6 +17,7 @@ import time
 import urllib.parse
 
 name, violations, polls = sys.argv[1:4]
+mode = sys.argv[4] if len(sys.argv) > 4 else "service"
 url = urllib.parse.urlsplit(os.environ["KUBESIM_URL"])
 headers = {"Authorization": "Bearer " + os.environ["KUBESIM_TOKEN"]} if os.environ.get("KUBESIM_TOKEN") else {}
 conn = None
@@ -47,18 +50,32 @@ while True:
     last = t0
     verdict = "no-service"
     try:
-        code, body = get(f"/api/v1/namespaces/default/services/{name}-serve-svc")
-        if code == 200:
-            cluster = json.loads(body).get("spec", {}).get("selector", {}).get("ray.io/cluster", "")
+        clusters = []
+        if mode == "route":
+            code, body = get(f"/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/{name}-httproute")
+            if code == 200:
+                for rule in json.loads(body).get("spec", {}).get("rules", [])[:1]:
+                    for b in rule.get("backendRefs", []):
+                        if b.get("weight", 1) > 0 and b.get("name", "").endswith("-serve-svc"):
+                            clusters.append(b["name"][:-len("-serve-svc")])
+        else:
+            code, body = get(f"/api/v1/namespaces/default/services/{name}-serve-svc")
+            if code == 200:
+                clusters.append(json.loads(body).get("spec", {}).get("selector", {}).get("ray.io/cluster", ""))
+        verdicts = []
+        for cluster in clusters:
             c2, b2 = get(f"/api/v1/namespaces/default/services/{cluster}-head-svc:dashboard/proxy/api/serve/applications/")
-            apps = json.loads(b2).get("applications") or {} if c2 == 200 else {}
+            apps = (json.loads(b2).get("applications") or {}) if c2 == 200 else {}
             bad = {k: v.get("status") for k, v in apps.items() if v.get("status") != "RUNNING"}
             if c2 != 200 or not apps or bad:
-                verdict = f"VIOLATION cluster={cluster} http={c2} apps={bad or 'none'}"
+                v = f"VIOLATION cluster={cluster} http={c2} apps={bad or 'none'}"
                 with open(violations, "a") as f:
-                    f.write(f"{time.time():.3f} {verdict}\n")
+                    f.write(f"{time.time():.3f} {v}\n")
+                verdicts.append(v)
             else:
-                verdict = f"ok {cluster}"
+                verdicts.append(f"ok {cluster}")
+        if verdicts:
+            verdict = "; ".join(verdicts)
     except (OSError, http.client.HTTPException, ValueError) as e:
         verdict = f"error {e}"
     with open(polls, "a") as f:

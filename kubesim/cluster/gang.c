@@ -1,0 +1,905 @@
+/*
+ * gang.c - kubesim's gang schedulers: the step the scheduling pass runs before
+ * the default scheduler's, for Pods whose schedulerName is volcano,
+ * scheduler-plugins-scheduler, yunikorn or kai-scheduler.
+ *
+ * One call is one scheduling session, as Volcano runs them: every gang (a
+ * Volcano PodGroup scheduling.volcano.sh/v1beta1, a scheduler-plugins PodGroup
+ * scheduling.x-k8s.io/v1alpha1, a YuniKorn application's task groups, or a lone
+ * Pod) is taken in priority order (PriorityClass value, then age), enqueued
+ * against its Queue (state Open, capability, the 1.2 overcommit of idle
+ * resources), then placed on a trial copy of the nodes' free resources: when at
+ * least minMember of its Pods are bound or placeable they are all bound, else none
+ * is and each Pending Pod gets Volcano's FailedScheduling text. Volcano PodGroups
+ * get the phases (Pending, Inqueue, Running, Completed), counts and conditions
+ * Volcano writes, with its Unschedulable / Scheduled Events; the default Queue is
+ * created and every Queue's status kept. Runs on the cluster thread only. What
+ * is simulated and what is not: docs/batch-scheduling.md.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kubesim/cluster/internal.h"
+#include "kubesim/registry/registry.h"
+#include "util/util.h"
+
+#define VOLCANO_GROUP "scheduling.volcano.sh"
+#define SP_GROUP "scheduling.x-k8s.io"
+#define OVERCOMMIT 1.2   /* Volcano's overcommit plugin default factor */
+
+enum gkind { G_VOLCANO, G_SP, G_YUNIKORN, G_KAI };
+
+static const char *const component[] = { "volcano", "scheduler-plugins-scheduler", "yunikorn",
+                                         "kai-scheduler" };
+
+struct gang {
+    char key[700];
+    enum gkind kind;
+    struct store_obj *pg;        /* the PodGroup (Volcano, scheduler-plugins), else NULL */
+    const char *ns, *name;
+    int64_t min;
+    struct cluster_res minres;
+    bool has_minres;
+    char queue[256];
+    int64_t prio;
+    const char *ctime;
+    struct cl_pod **m;
+    size_t n, cap;
+    UT_hash_handle hh;
+};
+
+struct gqueue {
+    char name[256];
+    struct store_obj *obj;
+    bool owned;                  /* obj is a reference of ours (the default Queue just made) */
+    bool open;
+    bool has_cap[5];
+    struct cluster_res cap, allocated, inqueue;
+    int pending, inqueue_n, running, completed;
+    UT_hash_handle hh;
+};
+
+bool cl_gang_scheduler(const char *s)
+{
+    return s && (!strcmp(s, "volcano") || !strcmp(s, "scheduler-plugins-scheduler") ||
+                 !strcmp(s, "yunikorn") || !strcmp(s, "kai-scheduler"));
+}
+
+bool cl_gang_resource(const struct reg_resource *r)
+{
+    return r && ((!strcmp(r->group, VOLCANO_GROUP) &&
+                  (!strcmp(r->plural, "podgroups") || !strcmp(r->plural, "queues"))) ||
+                 (!strcmp(r->group, SP_GROUP) && !strcmp(r->plural, "podgroups")));
+}
+
+/* ---- reading ----------------------------------------------------------------- */
+
+static const struct reg_resource *find(struct cluster *c, const char *g, const char *v,
+                                       const char *plural)
+{
+    const struct registry *r = store_registry_rdlock(c->store);
+    const struct reg_resource *res = registry_find(r, g, v, plural);
+    store_registry_unlock(c->store);
+    return res;
+}
+
+static int list_all(struct cluster *c, const struct reg_resource *r, struct store_list *l)
+{
+    struct store_list_opts lo = { 0 };
+    struct store_status st = { 0 };
+    memset(l, 0, sizeof(*l));
+    if (!r)
+        return 0;
+    int rc = store_list(c->store, r, "", &lo, l, &st);
+    store_status_clear(&st);
+    return rc;
+}
+
+/* A ResourceList as Pod requests (cluster_pod_requests reads container requests). */
+static void reslist(const cJSON *list, struct cluster_res *out)
+{
+    cJSON *pod = cJSON_CreateObject(), *spec, *cs, *ctr, *res;
+    memset(out, 0, sizeof(*out));
+    if (!pod || !cJSON_IsObject(list))
+        goto out;
+    spec = cJSON_AddObjectToObject(pod, "spec");
+    cs = cJSON_AddArrayToObject(spec, "containers");
+    ctr = cJSON_CreateObject();
+    cJSON_AddItemToArray(cs, ctr);
+    res = cJSON_AddObjectToObject(ctr, "resources");
+    cJSON_AddItemToObject(res, "requests", cJSON_Duplicate(list, 1));
+    cluster_pod_requests(pod, out);
+    out->pods = 0;
+out:
+    cJSON_Delete(pod);
+}
+
+static bool pod_terminal(const cJSON *pod)
+{
+    const char *ph = kobj_str(kobj_get(pod, "status"), "phase");
+    return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
+}
+
+static const char *pod_phase(const cJSON *pod)
+{
+    const char *ph = kobj_str(kobj_get(pod, "status"), "phase");
+    return ph ? ph : "";
+}
+
+static bool bound(const struct cl_pod *p)
+{
+    const char *n = kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
+    return n && *n;
+}
+
+static int64_t priority_of(struct cluster *c, const char *pc_name)
+{
+    struct store_obj *o = NULL;
+    struct store_status st = { 0 };
+    const struct reg_resource *r;
+    int64_t v = 0;
+    if (!pc_name || !*pc_name)
+        return 0;
+    if (!strcmp(pc_name, "system-node-critical"))
+        return 2000001000;
+    if (!strcmp(pc_name, "system-cluster-critical"))
+        return 2000000000;
+    if ((r = find(c, "scheduling.k8s.io", "v1", "priorityclasses")) &&
+        store_get(c->store, r, "", pc_name, &o, &st) == 0) {
+        const cJSON *val = kobj_get(o->json, "value");
+        v = cJSON_IsNumber(val) ? (int64_t)val->valuedouble : 0;
+        store_obj_unref(o);
+    }
+    store_status_clear(&st);
+    return v;
+}
+
+/* ---- gangs and queues ---------------------------------------------------------- */
+
+static struct gang *gang_get(struct gang **all, enum gkind k, const char *ns, const char *name,
+                             bool create)
+{
+    char key[700];
+    struct gang *g = NULL;
+    snprintf(key, sizeof(key), "%d/%s/%s", (int)k, ns, name);
+    HASH_FIND_STR(*all, key, g);
+    if (g || !create)
+        return g;
+    if (!(g = calloc(1, sizeof(*g))))
+        return NULL;
+    snprintf(g->key, sizeof(g->key), "%s", key);
+    g->kind = k;
+    g->min = 1;
+    HASH_ADD_STR(*all, key, g);
+    return g;
+}
+
+static int gang_add(struct gang *g, struct cl_pod *p)
+{
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 8;
+        struct cl_pod **nm = realloc(g->m, nc * sizeof(*nm));
+        if (!nm)
+            return -ENOMEM;
+        g->m = nm;
+        g->cap = nc;
+    }
+    g->m[g->n++] = p;
+    return 0;
+}
+
+static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
+{
+    const cJSON *spec = kobj_get(o->json, "spec"), *mm = kobj_get(spec, "minMember");
+    g->pg = store_obj_ref(o);
+    g->ns = o->ns;
+    g->name = o->name;
+    g->min = cJSON_IsNumber(mm) ? (int64_t)mm->valuedouble : 0;
+    g->has_minres = cJSON_IsObject(kobj_get(spec, "minResources"));
+    reslist(kobj_get(spec, "minResources"), &g->minres);
+    snprintf(g->queue, sizeof(g->queue), "%s",
+             kobj_str(spec, "queue") && *kobj_str(spec, "queue") ? kobj_str(spec, "queue") : "default");
+    g->prio = priority_of(c, kobj_str(spec, "priorityClassName"));
+    g->ctime = kobj_meta_str(o->json, "creationTimestamp");
+}
+
+/* YuniKorn: the application's minimum is the sum of its task groups' minMember. */
+static int64_t yunikorn_min(const cJSON *pod)
+{
+    const char *tg = kobj_annotation(pod, "yunikorn.apache.org/task-groups");
+    cJSON *arr = tg ? cJSON_Parse(tg) : NULL;
+    const cJSON *g;
+    int64_t n = 0;
+    cJSON_ArrayForEach(g, arr) {
+        const cJSON *m = kobj_get(g, "minMember");
+        if (cJSON_IsNumber(m) && m->valuedouble > 0)
+            n += (int64_t)m->valuedouble;
+    }
+    cJSON_Delete(arr);
+    return n > 0 ? n : 1;
+}
+
+static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, const char *comp)
+{
+    if (!strcmp(msg, p->unsched_msg))
+        return;
+    snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
+    cl_kubelet_set_cond(p, C_SCHED, false);
+    cl_kubelet_write(c, p);
+    cl_event(c, p->obj->json, "Warning", "FailedScheduling", msg, comp, NULL, NULL);
+}
+
+/* Sorts the gang's Pods: the head first, then by name (the order Volcano's task
+ * ordering gives equal-priority tasks of one job is creation, which the names of a
+ * RayCluster's Pods follow closely enough here). */
+static int member_cmp(const void *a, const void *b)
+{
+    const struct cl_pod *x = *(struct cl_pod *const *)a, *y = *(struct cl_pod *const *)b;
+    const char *tx = kobj_label(x->obj->json, "ray.io/node-type");
+    const char *ty = kobj_label(y->obj->json, "ray.io/node-type");
+    int hx = tx && !strcmp(tx, "head"), hy = ty && !strcmp(ty, "head");
+    if (hx != hy)
+        return hy - hx;
+    return strcmp(x->key, y->key);
+}
+
+static int gang_cmp(const void *a, const void *b)
+{
+    const struct gang *x = *(struct gang *const *)a, *y = *(struct gang *const *)b;
+    if (x->prio != y->prio)
+        return x->prio > y->prio ? -1 : 1;
+    int t = strcmp(x->ctime ? x->ctime : "", y->ctime ? y->ctime : "");
+    return t ? t : strcmp(x->key, y->key);
+}
+
+static void res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
+{
+    a->cpu_m += sign * b->cpu_m;
+    a->mem += sign * b->mem;
+    a->gpu += sign * b->gpu;
+    a->tpu += sign * b->tpu;
+    a->pods += sign * b->pods;
+}
+
+static void queues_load(struct cluster *c, const struct reg_resource *rq, struct gqueue **qs,
+                        struct store_list *ql)
+{
+    static const char *const dims[] = { "cpu", "memory", "nvidia.com/gpu", "google.com/tpu" };
+    if (list_all(c, rq, ql) < 0)
+        return;
+    for (size_t i = 0; i < ql->n; i++) {
+        struct gqueue *q = calloc(1, sizeof(*q));
+        const cJSON *capj = kobj_get(kobj_get(ql->items[i]->json, "spec"), "capability");
+        const char *state = kobj_str(kobj_get(ql->items[i]->json, "status"), "state");
+        if (!q)
+            continue;
+        snprintf(q->name, sizeof(q->name), "%s", ql->items[i]->name);
+        q->obj = ql->items[i];
+        q->open = !state || !*state || !strcmp(state, "Open");
+        reslist(capj, &q->cap);
+        for (int d = 0; d < 4; d++)
+            q->has_cap[d] = kobj_get(capj, dims[d]) != NULL;
+        HASH_ADD_STR(*qs, name, q);
+    }
+}
+
+/* The default Queue Volcano's controller creates at start; this session already
+ * treats it as there (Open, no capability). */
+static void ensure_default_queue(struct cluster *c, const struct reg_resource *rq,
+                                 struct gqueue **qs)
+{
+    struct gqueue *q = NULL;
+    struct store_write_opts w = { .field_manager = "volcano-controllers" };
+    struct store_status st = { 0 };
+    struct store_obj *made = NULL;
+    HASH_FIND_STR(*qs, "default", q);
+    if (q || !rq)
+        return;
+    cJSON *o = cJSON_Parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+                           "\"metadata\":{\"name\":\"default\"},"
+                           "\"spec\":{\"reclaimable\":true,\"weight\":1}}");
+    /* store_create consumes o */
+    if (o && store_create(c->store, rq, "", o, &w, &made, &st) < 0)
+        log_debug("gang: default queue", "error", st.message, NULL);
+    store_status_clear(&st);
+    if (made && (q = calloc(1, sizeof(*q)))) {
+        snprintf(q->name, sizeof(q->name), "default");
+        q->obj = made;
+        q->owned = true;
+        q->open = true;
+        HASH_ADD_STR(*qs, name, q);
+    } else {
+        store_obj_unref(made);
+    }
+}
+
+/* ---- one gang ----------------------------------------------------------------- */
+
+struct nodes {
+    struct cl_node **n;
+    struct cluster_res *used;   /* the session's view: bound plus placed so far */
+    size_t count;
+};
+
+/* Best node for p on the session's view; fills fits[] (count entries). */
+static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits)
+{
+    int best = -1, best_score = -1;
+    for (size_t i = 0; i < ns->count; i++) {
+        fits[i] = cluster_node_fits(p->obj->json, &p->req, ns->n[i]->obj->json, &ns->n[i]->alloc,
+                                    &ns->used[i], NULL, 0);
+        if (!fits[i]) {
+            int sc = cluster_node_score(&p->req, &ns->n[i]->alloc, &ns->used[i]);
+            if (sc > best_score) {
+                best = (int)i;
+                best_score = sc;
+            }
+        }
+    }
+    return best;
+}
+
+/* Volcano's FitErrors text: "0/N nodes are unavailable: 3 Insufficient cpu." */
+static void fit_error(const unsigned *fits, size_t n, char *out, size_t cap)
+{
+    static const char *const text[] = { "node(s) were unschedulable", "node(s) had untolerated taint",
+        "node(s) didn't match Pod's node affinity/selector", "Too many pods", "Insufficient cpu",
+        "Insufficient memory", "Insufficient nvidia.com/gpu", "Insufficient google.com/tpu" };
+    size_t count[8] = { 0 }, off;
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            if (fits[i] & (1u << b))
+                count[b]++;
+    off = (size_t)snprintf(out, cap, "0/%zu nodes are unavailable", n);
+    const char *sep = ": ";
+    /* sorted as the "COUNT reason" strings sort; equal counts keep this order, which
+     * is already alphabetical for the resource reasons */
+    for (int b = 0; b < 8 && off < cap; b++) {
+        if (!count[b])
+            continue;
+        off += (size_t)snprintf(out + off, cap - off, "%s%zu %s", sep, count[b], text[b]);
+        sep = ", ";
+    }
+    if (off < cap)
+        snprintf(out + off, cap - off, ".");
+}
+
+struct outcome {
+    int64_t scheduled, running, succeeded, failed, pending, placed;
+    bool ready, bound_now;
+    char fit[400];              /* the first unplaceable task's fit error */
+    char first_unfit[300];
+};
+
+/* Trial placement of the gang's Pending Pods; binds them all when the gang is
+ * ready (bound + placed >= min), else none. */
+static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct outcome *o,
+                     bool may_bind)
+{
+    unsigned *fits = calloc(ns->count + 1, sizeof(*fits));
+    int *where = calloc(g->n + 1, sizeof(*where));
+    struct cluster_res *save = malloc((ns->count + 1) * sizeof(*save));
+    if (!fits || !where || !save)
+        goto out;
+    memcpy(save, ns->used, ns->count * sizeof(*save));
+    for (size_t i = 0; i < g->n; i++) {
+        struct cl_pod *p = g->m[i];
+        where[i] = -1;
+        if (!may_bind || bound(p) || pod_terminal(p->obj->json) ||
+            kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+            continue;
+        int best = place(p, ns, fits);
+        if (best >= 0) {
+            where[i] = best;
+            res_add(&ns->used[best], &p->req, 1);
+            o->placed++;
+        } else if (!o->fit[0]) {
+            fit_error(fits, ns->count, o->fit, sizeof(o->fit));
+            snprintf(o->first_unfit, sizeof(o->first_unfit), "%s", p->obj->name);
+        }
+    }
+    if (may_bind && o->scheduled + o->placed >= g->min && o->placed > 0) {
+        for (size_t i = 0; i < g->n; i++) {
+            if (where[i] < 0)
+                continue;
+            if (cl_bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
+                o->scheduled++;
+                o->bound_now = true;
+            }
+        }
+        o->ready = o->scheduled >= g->min;
+        goto out;
+    }
+    /* not enough for the gang: nothing is bound, the trial is undone */
+    memcpy(ns->used, save, ns->count * sizeof(*save));
+    for (size_t i = 0; i < g->n; i++)
+        if (where[i] >= 0)
+            where[i] = -(where[i] + 2);   /* "could be placed", for the message */
+    {
+        char msg[sizeof(((struct cl_pod *)0)->unsched_msg)];
+        int64_t sched_ok = 0, unsched = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            struct cl_pod *p = g->m[i];
+            if (bound(p) || pod_terminal(p->obj->json))
+                continue;
+            if (where[i] <= -2) {
+                sched_ok++;
+                snprintf(msg, sizeof(msg), "Pod %s/%s can possibly be assigned to %s, once "
+                         "minAvailable is satisfied", p->obj->ns, p->obj->name,
+                         ns->n[-where[i] - 2]->name);
+            } else {
+                unsched++;
+                snprintf(msg, sizeof(msg), "%s", o->fit[0] ? o->fit : "all nodes are unavailable");
+            }
+            /* Volcano words it per task; the others get the gang's text from the caller */
+            if (may_bind && g->kind == G_VOLCANO)
+                set_unsched(c, p, msg, component[g->kind]);
+        }
+        o->placed = sched_ok;   /* schedulable, in Volcano's words */
+        (void)unsched;
+    }
+out:
+    free(fits);
+    free(where);
+    free(save);
+}
+
+/* "pod group is not ready, 3 Pending, 3 minAvailable; Pending: 1 Schedulable, 2
+ * Unschedulable. Origin reason is NAME: FIT" (JobInfo.FitError). */
+static void fit_message(const struct gang *g, const struct outcome *o, char *out, size_t cap)
+{
+    char hist[4][64];
+    int nh = 0;
+    size_t off;
+    if (o->pending)
+        snprintf(hist[nh++], sizeof(hist[0]), "%lld Pending", (long long)o->pending);
+    if (o->running)
+        snprintf(hist[nh++], sizeof(hist[0]), "%lld Running", (long long)o->running);
+    if (o->scheduled - o->running - o->succeeded - o->failed > 0)
+        snprintf(hist[nh++], sizeof(hist[0]), "%lld Bound",
+                 (long long)(o->scheduled - o->running - o->succeeded - o->failed));
+    snprintf(hist[nh++], sizeof(hist[0]), "%lld minAvailable", (long long)g->min);
+    qsort(hist, (size_t)nh, sizeof(hist[0]), (int (*)(const void *, const void *))strcmp);
+    off = (size_t)snprintf(out, cap, "%s", o->ready ? "pod group is ready" : "pod group is not ready");
+    for (int i = 0; i < nh && off < cap; i++)
+        off += (size_t)snprintf(out + off, cap - off, ", %s", hist[i]);
+    if (o->pending && off < cap) {
+        int64_t un = o->pending - o->placed;
+        if (o->placed && un)
+            off += (size_t)snprintf(out + off, cap - off, "; Pending: %lld Schedulable, %lld Unschedulable",
+                                    (long long)o->placed, (long long)un);
+        else if (o->placed)
+            off += (size_t)snprintf(out + off, cap - off, "; Pending: %lld Schedulable",
+                                    (long long)o->placed);
+        else
+            off += (size_t)snprintf(out + off, cap - off, "; Pending: %lld Unschedulable",
+                                    (long long)un);
+    }
+    if (o->fit[0] && off < cap &&
+        snprintf(out + off, cap - off, ". Origin reason is %s: %s", o->first_unfit, o->fit) < 0)
+        out[off] = '\0';
+}
+
+static void count(const struct gang *g, struct outcome *o)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const struct cl_pod *p = g->m[i];
+        const char *ph = pod_phase(p->obj->json);
+        if (bound(p)) {
+            o->scheduled++;
+            if (!strcmp(ph, "Running"))
+                o->running++;
+            else if (!strcmp(ph, "Succeeded"))
+                o->succeeded++;
+            else if (!strcmp(ph, "Failed"))
+                o->failed++;
+        } else if (!pod_terminal(p->obj->json) &&
+                   !kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp")) {
+            o->pending++;
+        }
+    }
+}
+
+/* Replaces (or appends) the condition of type in conds. */
+static void set_condition(cJSON *conds, const char *type, const char *reason, const char *msg,
+                          const char *tid, const char *now)
+{
+    cJSON *c = cJSON_CreateObject(), *e;
+    int i = 0;
+    cJSON_AddStringToObject(c, "type", type);
+    cJSON_AddStringToObject(c, "status", "True");
+    cJSON_AddStringToObject(c, "transitionID", tid);
+    cJSON_AddStringToObject(c, "lastTransitionTime", now);
+    cJSON_AddStringToObject(c, "reason", reason);
+    if (msg && *msg)
+        cJSON_AddStringToObject(c, "message", msg);
+    cJSON_ArrayForEach(e, conds) {
+        if (kobj_str(e, "type") && !strcmp(kobj_str(e, "type"), type)) {
+            cJSON_ReplaceItemInArray(conds, i, c);
+            return;
+        }
+        i++;
+    }
+    cJSON_AddItemToArray(conds, c);
+}
+
+static const char *cond_message(const cJSON *status, const char *type)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, kobj_get(status, "conditions"))
+        if (kobj_str(e, "type") && !strcmp(kobj_str(e, "type"), type))
+            return kobj_str(e, "message") ? kobj_str(e, "message") : "";
+    return NULL;
+}
+
+/* Writes the Volcano PodGroup's status (merge patch; the CRD has no /status)
+ * when it changed, with the Events Volcano records. */
+static void volcano_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
+                           const char *phase, const struct outcome *o, const char *unsched_msg)
+{
+    const cJSON *old = kobj_get(g->pg->json, "status");
+    const char *old_phase = kobj_str(old, "phase") ? kobj_str(old, "phase") : "";
+    cJSON *body = cJSON_CreateObject(), *st, *conds;
+    char tid[64], now[40];
+    bool changed;
+    struct store_write_opts w = { .field_manager = "volcano" };
+    struct store_status sst = { 0 };
+    time_t t = time(NULL);
+    struct tm tm;
+    if (!body)
+        return;
+    gmtime_r(&t, &tm);
+    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(tid, sizeof(tid), "kubesim-session-%lu", c->gang_session);
+    st = cJSON_AddObjectToObject(body, "status");
+    cJSON_AddStringToObject(st, "phase", phase);
+    conds = cJSON_Duplicate(kobj_get(old, "conditions"), 1);
+    if (!cJSON_IsArray(conds)) {
+        cJSON_Delete(conds);
+        conds = cJSON_CreateArray();
+    }
+    const char *old_un = cond_message(old, "Unschedulable");
+    bool new_unsched = unsched_msg && (!old_un || strcmp(old_un, unsched_msg));
+    bool new_sched = o->ready && !cond_message(old, "Scheduled");
+    if (new_unsched)
+        set_condition(conds, "Unschedulable", "NotEnoughResources", unsched_msg, tid, now);
+    if (new_sched)
+        set_condition(conds, "Scheduled", "tasks in gang are ready to be scheduled", "", tid, now);
+    if (cJSON_GetArraySize(conds))
+        cJSON_AddItemToObject(st, "conditions", conds);
+    else
+        cJSON_Delete(conds);
+    /* omitempty counts */
+    if (o->running) cJSON_AddNumberToObject(st, "running", (double)o->running);
+    if (o->succeeded) cJSON_AddNumberToObject(st, "succeeded", (double)o->succeeded);
+    if (o->failed) cJSON_AddNumberToObject(st, "failed", (double)o->failed);
+    {
+        const cJSON *r = kobj_get(old, "running"), *s = kobj_get(old, "succeeded"),
+                    *f = kobj_get(old, "failed");
+        changed = strcmp(old_phase, phase) || new_unsched || new_sched ||
+                  (cJSON_IsNumber(r) ? (int64_t)r->valuedouble : 0) != o->running ||
+                  (cJSON_IsNumber(s) ? (int64_t)s->valuedouble : 0) != o->succeeded ||
+                  (cJSON_IsNumber(f) ? (int64_t)f->valuedouble : 0) != o->failed;
+    }
+    if (changed) {
+        /* the counts a merge patch cannot drop by omission go as null */
+        if (!o->running && kobj_get(old, "running")) cJSON_AddNullToObject(st, "running");
+        if (!o->succeeded && kobj_get(old, "succeeded")) cJSON_AddNullToObject(st, "succeeded");
+        if (!o->failed && kobj_get(old, "failed")) cJSON_AddNullToObject(st, "failed");
+        char *text = cJSON_PrintUnformatted(body);
+        if (text && store_patch(c->store, rpg, g->ns, g->name, NULL, PATCH_MERGE, text,
+                                strlen(text), &w, NULL, NULL, &sst) < 0)
+            log_debug("gang: PodGroup status", "podgroup", g->name, "error", sst.message, NULL);
+        free(text);
+        store_status_clear(&sst);
+    }
+    cJSON_Delete(body);
+    if (new_unsched) {
+        char ev[700];
+        snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
+                 (long long)(g->min - o->scheduled - o->placed > 0 ? g->min - o->scheduled - o->placed : 0),
+                 g->n, unsched_msg);
+        cl_event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
+    }
+    if (strcmp(old_phase, phase) && (!strcmp(phase, "Running")) && o->bound_now)
+        cl_event(c, g->pg->json, "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
+}
+
+/* Volcano's enqueue: the queue must be Open, have room under its capability for
+ * the gang's minResources, and the cluster's idle resources (times the overcommit
+ * factor) must cover every Inqueue gang's. Returns NULL to enqueue, or the reason. */
+static const char *enqueue_check(const struct gang *g, struct gqueue *q, bool have_queues,
+                                 const struct cluster_res *idle, const struct cluster_res *inqueue,
+                                 char *why, size_t cap)
+{
+    static const char *const names[] = { "cpu", "memory", "nvidia.com/gpu", "google.com/tpu" };
+    if (!q && have_queues)
+        return snprintf(why, cap, "queue %s is not found", g->queue), why;
+    if (q && !q->open)
+        return snprintf(why, cap, "queue %s is not open", q->name), why;
+    if (!g->has_minres)
+        return NULL;
+    /* what the gang still needs: its Pods already bound (a running gang whose
+     * minMember grew) count in the queue's allocated and the nodes' usage */
+    struct cluster_res rest = g->minres;
+    for (size_t k = 0; k < g->n; k++)
+        if (bound(g->m[k]) && !pod_terminal(g->m[k]->obj->json))
+            res_add(&rest, &g->m[k]->req, -1);
+    int64_t need[4] = { rest.cpu_m > 0 ? rest.cpu_m : 0, rest.mem > 0 ? rest.mem : 0,
+                        rest.gpu > 0 ? rest.gpu : 0, rest.tpu > 0 ? rest.tpu : 0 };
+    size_t off = 0;
+    why[0] = '\0';
+    for (int d = 0; q && d < 4; d++) {
+        int64_t used[4] = { q->allocated.cpu_m + q->inqueue.cpu_m, q->allocated.mem + q->inqueue.mem,
+                            q->allocated.gpu + q->inqueue.gpu, q->allocated.tpu + q->inqueue.tpu };
+        int64_t capv[4] = { q->cap.cpu_m, q->cap.mem, q->cap.gpu, q->cap.tpu };
+        if (q->has_cap[d] && need[d] > 0 && used[d] + need[d] > capv[d])
+            off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%sinsufficient %s",
+                                    off ? ", " : "queue resource quota insufficient: ", names[d]);
+    }
+    if (why[0])
+        return why;
+    int64_t idlev[4] = { idle->cpu_m, idle->mem, idle->gpu, idle->tpu };
+    int64_t inq[4] = { inqueue->cpu_m, inqueue->mem, inqueue->gpu, inqueue->tpu };
+    for (int d = 0; d < 4; d++)
+        if (need[d] > 0 && (double)(inq[d] + need[d]) > (double)idlev[d] * OVERCOMMIT)
+            off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%soverused %s",
+                                    off ? ", " : "resource in cluster is overused: ", names[d]);
+    return why[0] ? why : NULL;
+}
+
+static void queue_status(struct cluster *c, const struct reg_resource *rq, struct gqueue *q)
+{
+    const cJSON *old = kobj_get(q->obj->json, "status");
+    const char *state = kobj_str(old, "state");
+    struct store_write_opts w = { .field_manager = "volcano-controllers" };
+    struct store_status st = { 0 };
+    char body[300];
+    const cJSON *p = kobj_get(old, "pending"), *i = kobj_get(old, "inqueue"),
+                *r = kobj_get(old, "running"), *cm = kobj_get(old, "completed");
+    if (state && *state && (cJSON_IsNumber(p) ? p->valueint : 0) == q->pending &&
+        (cJSON_IsNumber(i) ? i->valueint : 0) == q->inqueue_n &&
+        (cJSON_IsNumber(r) ? r->valueint : 0) == q->running &&
+        (cJSON_IsNumber(cm) ? cm->valueint : 0) == q->completed)
+        return;
+    snprintf(body, sizeof(body), "{\"status\":{\"state\":\"%s\",\"pending\":%d,\"inqueue\":%d,"
+             "\"running\":%d,\"completed\":%d}}", state && *state ? state : "Open", q->pending,
+             q->inqueue_n, q->running, q->completed);
+    if (store_patch(c->store, rq, "", q->name, "status", PATCH_MERGE, body, strlen(body), &w,
+                    NULL, NULL, &st) < 0)
+        log_debug("gang: queue status", "queue", q->name, "error", st.message, NULL);
+    store_status_clear(&st);
+}
+
+/* ---- the session ------------------------------------------------------------------ */
+
+static void collect_members(struct cluster *c, struct gang **all)
+{
+    struct cl_pod *p, *tmp;
+    HASH_ITER(hh, c->pods, p, tmp) {
+        const cJSON *pod = p->obj->json;
+        const char *sched = kobj_str(kobj_get(pod, "spec"), "schedulerName");
+        struct gang *g = NULL;
+        if (!cl_gang_scheduler(sched))
+            continue;
+        if (!strcmp(sched, "volcano")) {
+            const char *grp = kobj_annotation(pod, "scheduling.k8s.io/group-name");
+            /* a Pod naming a PodGroup that does not exist waits for it; a Pod naming
+             * none is a gang of one (Volcano's controller would make it a PodGroup) */
+            g = grp && *grp ? gang_get(all, G_VOLCANO, p->obj->ns, grp, false)
+                            : gang_get(all, G_VOLCANO, p->obj->ns, p->obj->name, true);
+            if (g && !g->ns) {
+                g->ns = p->obj->ns;
+                g->name = p->obj->name;
+                snprintf(g->queue, sizeof(g->queue), "default");
+            }
+        } else if (!strcmp(sched, "scheduler-plugins-scheduler")) {
+            const char *grp = kobj_label(pod, "scheduling.x-k8s.io/pod-group");
+            g = grp && *grp ? gang_get(all, G_SP, p->obj->ns, grp, false)
+                            : gang_get(all, G_SP, p->obj->ns, p->obj->name, true);
+            if (g && !g->ns) {
+                g->ns = p->obj->ns;
+                g->name = p->obj->name;
+            }
+        } else if (!strcmp(sched, "yunikorn")) {
+            const char *app = kobj_label(pod, "applicationId");
+            g = gang_get(all, G_YUNIKORN, p->obj->ns, app && *app ? app : p->obj->name, true);
+            if (g && !g->ns) {
+                g->ns = p->obj->ns;
+                g->name = app && *app ? app : p->obj->name;
+                g->min = yunikorn_min(pod);
+            }
+        } else {
+            const char *q = kobj_label(pod, "kai.scheduler/queue");
+            if (!q || !*q) {
+                if (!bound(p) && !pod_terminal(pod))
+                    set_unsched(c, p, "the Pod has no kai.scheduler/queue label: KAI leaves it "
+                                "Pending", "kai-scheduler");
+                continue;
+            }
+            g = gang_get(all, G_KAI, p->obj->ns, p->obj->name, true);
+            if (g && !g->ns) {
+                g->ns = p->obj->ns;
+                g->name = p->obj->name;
+            }
+        }
+        if (g) {
+            if (!g->ctime)
+                g->ctime = kobj_meta_str(pod, "creationTimestamp");
+            gang_add(g, p);
+        }
+    }
+}
+
+void cl_gang_pass(struct cluster *c)
+{
+    struct gang *all = NULL, *g, *tmp, **order = NULL;
+    struct gqueue *qs = NULL, *q, *qt;
+    struct store_list vpg = { 0 }, spg = { 0 }, ql = { 0 };
+    struct nodes ns = { 0 };
+    struct cluster_res idle = { 0 }, inqueue = { 0 };
+    struct cl_node *n, *nt;
+    size_t ng = 0, i = 0;
+    if (!c->gang_dirty) {
+        /* Volcano's controller makes the default Queue once its CRD is served */
+        if (c->gang_queue_crd || !find(c, VOLCANO_GROUP, "v1beta1", "queues"))
+            return;
+        c->gang_queue_crd = true;
+    }
+    c->gang_dirty = false;
+    c->gang_session++;
+    const struct reg_resource *rpg = find(c, VOLCANO_GROUP, "v1beta1", "podgroups");
+    const struct reg_resource *rq = find(c, VOLCANO_GROUP, "v1beta1", "queues");
+    const struct reg_resource *rsp = find(c, SP_GROUP, "v1alpha1", "podgroups");
+
+    queues_load(c, rq, &qs, &ql);
+    ensure_default_queue(c, rq, &qs);
+    if (list_all(c, rpg, &vpg) == 0)
+        for (i = 0; i < vpg.n; i++)
+            if ((g = gang_get(&all, G_VOLCANO, vpg.items[i]->ns, vpg.items[i]->name, true)))
+                gang_from_pg(c, g, vpg.items[i]);
+    if (list_all(c, rsp, &spg) == 0)
+        for (i = 0; i < spg.n; i++)
+            if ((g = gang_get(&all, G_SP, spg.items[i]->ns, spg.items[i]->name, true)))
+                gang_from_pg(c, g, spg.items[i]);
+    collect_members(c, &all);
+
+    /* the session's node view */
+    ns.count = HASH_COUNT(c->nodes);
+    ns.n = calloc(ns.count + 1, sizeof(*ns.n));
+    ns.used = calloc(ns.count + 1, sizeof(*ns.used));
+    order = calloc(HASH_COUNT(all) + 1, sizeof(*order));
+    if (!ns.n || !ns.used || !order)
+        goto out;
+    i = 0;
+    HASH_ITER(hh, c->nodes, n, nt) {
+        ns.n[i] = n;
+        ns.used[i] = n->used;
+        if (!cJSON_IsTrue(kobj_get(kobj_get(n->obj->json, "spec"), "unschedulable"))) {
+            struct cluster_res free_ = n->alloc;
+            res_add(&free_, &n->used, -1);
+            res_add(&idle, &free_, 1);
+        }
+        i++;
+    }
+    HASH_ITER(hh, all, g, tmp) {
+        order[ng++] = g;
+        if (g->n > 1)
+            qsort(g->m, g->n, sizeof(*g->m), member_cmp);
+        if (g->kind == G_VOLCANO && g->pg) {
+            HASH_FIND_STR(qs, g->queue, q);
+            const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");
+            for (size_t k = 0; q && k < g->n; k++)
+                if (bound(g->m[k]) && !pod_terminal(g->m[k]->obj->json))
+                    res_add(&q->allocated, &g->m[k]->req, 1);
+            /* an Inqueue gang not yet running holds its minResources */
+            if (q && ph && !strcmp(ph, "Inqueue")) {
+                res_add(&q->inqueue, &g->minres, 1);
+                res_add(&inqueue, &g->minres, 1);
+            }
+        }
+    }
+    qsort(order, ng, sizeof(*order), gang_cmp);
+
+    for (size_t k = 0; k < ng; k++) {
+        struct outcome o;
+        char why[300], msg[600];
+        g = order[k];
+        memset(&o, 0, sizeof(o));
+        count(g, &o);
+        o.ready = o.scheduled >= g->min;
+        if (g->kind != G_VOLCANO || !g->pg) {
+            if (g->pg == NULL && g->kind == G_SP && g->n == 0)
+                continue;
+            if (o.pending)
+                allocate(c, g, &ns, &o, true);
+            if (o.pending && !o.bound_now && o.scheduled + o.placed < g->min && g->kind != G_VOLCANO) {
+                /* the gang's own FailedScheduling text, on each Pending Pod */
+                fit_message(g, &o, msg, sizeof(msg));
+                char ev[700];
+                snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
+                         (long long)(g->min - o.scheduled - o.placed), g->n, msg);
+                for (size_t m = 0; m < g->n; m++)
+                    if (!bound(g->m[m]) && !pod_terminal(g->m[m]->obj->json))
+                        set_unsched(c, g->m[m], ev, component[g->kind]);
+            }
+            continue;
+        }
+        /* a Volcano PodGroup */
+        HASH_FIND_STR(qs, g->queue, q);
+        const char *phase = kobj_str(kobj_get(g->pg->json, "status"), "phase");
+        if (!phase || !*phase)
+            phase = "Pending";
+        bool inq = !strcmp(phase, "Inqueue") || !strcmp(phase, "Running") ||
+                   !strcmp(phase, "Unknown") || !strcmp(phase, "Completed");
+        const char *unsched_msg = NULL;
+        if (!o.ready && !inq) {
+            const char *reason = enqueue_check(g, q, rq != NULL, &idle, &inqueue, why, sizeof(why));
+            if (!reason) {
+                inq = true;
+                phase = "Inqueue";
+                if (q)
+                    res_add(&q->inqueue, &g->minres, 1);
+                res_add(&inqueue, &g->minres, 1);
+            } else if (g->n && (strncmp(reason, "queue ", 6) != 0 || strstr(reason, "quota"))) {
+                /* the proportion / overcommit plugins' Normal Unschedulable Event */
+                if (!kobj_str(kobj_get(g->pg->json, "status"), "phase") ||
+                    cond_message(kobj_get(g->pg->json, "status"), "Unschedulable") == NULL ||
+                    !strstr(cond_message(kobj_get(g->pg->json, "status"), "Unschedulable"), reason))
+                    cl_event(c, g->pg->json, "Normal", "Unschedulable", reason, "volcano", NULL, NULL);
+            }
+        }
+        if (inq && o.pending)
+            allocate(c, g, &ns, &o, true);
+        else if (o.pending)
+            allocate(c, g, &ns, &o, false);   /* the messages only: what could be placed */
+        if (!o.ready && g->n) {   /* a PodGroup without Pods yet has nothing to say */
+            fit_message(g, &o, msg, sizeof(msg));
+            if (!inq)
+                snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), ". Origin reason is: %s",
+                         why);
+            unsched_msg = msg;
+            if (!inq)
+                for (size_t m = 0; m < g->n; m++)
+                    if (!bound(g->m[m]) && !pod_terminal(g->m[m]->obj->json))
+                        set_unsched(c, g->m[m], msg, "volcano");
+        }
+        /* getPodGroupPhase */
+        int64_t completed = o.succeeded + o.failed;
+        if (o.scheduled >= g->min)
+            phase = o.scheduled == completed ? "Completed" : "Running";
+        else if (strcmp(phase, "Inqueue") != 0)
+            phase = "Pending";
+        volcano_status(c, g, rpg, phase, &o, unsched_msg);
+        if (q) {
+            if (!strcmp(phase, "Pending")) q->pending++;
+            else if (!strcmp(phase, "Inqueue")) q->inqueue_n++;
+            else if (!strcmp(phase, "Running")) q->running++;
+            else if (!strcmp(phase, "Completed")) q->completed++;
+        }
+    }
+    HASH_ITER(hh, qs, q, qt)
+        queue_status(c, rq, q);
+out:
+    HASH_ITER(hh, all, g, tmp) {
+        HASH_DEL(all, g);
+        store_obj_unref(g->pg);
+        free(g->m);
+        free(g);
+    }
+    HASH_ITER(hh, qs, q, qt) {
+        HASH_DEL(qs, q);
+        if (q->owned)
+            store_obj_unref(q->obj);
+        free(q);
+    }
+    store_list_free(&vpg);
+    store_list_free(&spg);
+    store_list_free(&ql);
+    free(ns.n);
+    free(ns.used);
+    free(order);
+}
