@@ -30,21 +30,6 @@
 
 #define REVIEW_MAX_RESPONSE (3u << 20)
 
-struct sink {
-    struct buf b;
-    bool too_big;
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct sink *s = arg;
-    size_t len = size * n;
-    if (s->b.len + len > REVIEW_MAX_RESPONSE) {
-        s->too_big = true;
-        return 0;
-    }
-    return buf_append(&s->b, p, len) < 0 ? 0 : len;
-}
 
 /* true when list (an array of strings) holds want or "*" */
 static bool listed(const cJSON *list, const char *want)
@@ -123,7 +108,7 @@ static int call(const cJSON *hook, const char *body, cJSON **resp, char *err, si
     const char *url = kobj_str(cc, "url"), *ca = kobj_str(cc, "caBundle");
     const cJSON *to = kobj_get(hook, "timeoutSeconds");
     long timeout = cJSON_IsNumber(to) ? (long)to->valuedouble : 10;
-    struct sink s = { 0 };
+    struct buf_sink s = { .max = REVIEW_MAX_RESPONSE };
     struct curl_slist *h = NULL;
     char *pem = NULL;
     size_t pem_len = 0;
@@ -154,7 +139,7 @@ static int call(const cJSON *hook, const char *body, cJSON **resp, char *err, si
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_sink_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
     if (pem) {
         struct curl_blob blob = { .data = pem, .len = pem_len, .flags = CURL_BLOB_COPY };

@@ -188,6 +188,10 @@ struct host_http;
 typedef int (*host_ready_fn)(void *arg);   /* 1 ready, 0 not */
 /* Starts /metrics on metrics_addr and /healthz, /readyz on probe_addr (either
  * may be "0" = off; both may be the same address). Bound ports are logged. */
+/* One MHD answer (body copied). Shared with `rayop webhook`. */
+struct MHD_Connection;
+enum MHD_Result host_http_reply(struct MHD_Connection *conn, unsigned code, const char *type,
+                                const char *body, size_t len);
 int host_http_start(const char *metrics_addr, const char *probe_addr, struct host_metrics *m,
                     host_ready_fn ready, void *ready_arg, struct host_http **out);
 /* Port actually bound (useful with port 0), -1 if off. */

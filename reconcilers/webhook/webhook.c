@@ -26,19 +26,6 @@ struct upload {
     bool too_big;
 };
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type,
-                             const char *body, size_t len)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
-                                                             MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", type);
-    enum MHD_Result ret = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *data,
                                   size_t *data_len, void **con_cls)
@@ -60,18 +47,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (strcmp(method, "POST") != 0)
-        return reply(c, 405, "text/plain", "POST only\n", 10);
+        return host_http_reply(c, 405, "text/plain", "POST only\n", 10);
     if (u->too_big)
-        return reply(c, 413, "text/plain", "request too large\n", 18);
+        return host_http_reply(c, 413, "text/plain", "request too large\n", 18);
     char *out = NULL;
     int rc = webhook_review(url, u->body.data, u->body.len, &out);
     if (rc == -ENOENT)
-        return reply(c, 404, "text/plain", "not found\n", 10);
+        return host_http_reply(c, 404, "text/plain", "not found\n", 10);
     if (rc < 0) {
         log_warn("admission review refused", "path", url, "error", strerror(-rc), NULL);
-        return reply(c, rc == -ENOMEM ? 500 : 400, "text/plain", "bad AdmissionReview\n", 20);
+        return host_http_reply(c, rc == -ENOMEM ? 500 : 400, "text/plain", "bad AdmissionReview\n", 20);
     }
-    enum MHD_Result r = reply(c, 200, "application/json", out, strlen(out));
+    enum MHD_Result r = host_http_reply(c, 200, "application/json", out, strlen(out));
     free(out);
     return r;
 }
