@@ -209,7 +209,7 @@ int cache_info(struct cache *c, struct cache_info *out);
 
 /* ---- encoding (pure functions, exposed for tests, tools and the bench) ------- */
 
-/* Removes, in place, what the trim table (cache/trim.c, docs/cache.md) lists. */
+/* Removes, in place, what the trim table (cache/codec.c, docs/cache.md) lists. */
 void cache_trim(cJSON *obj);
 /* Encodes obj as msgpack with the key dictionary; out (caller's) is appended to. */
 struct buf;

@@ -34,6 +34,27 @@ static int socket_is_live(const char *path)
     return live;
 }
 
+int clean_state_dir(const char *dir, int *seg_removed, char *seg, size_t segcap)
+{
+    char sock[PATH_MAX];
+    int rc;
+
+    *seg_removed = 0;
+    if ((size_t)snprintf(sock, sizeof(sock), "%s/queues.sock", dir) >= sizeof(sock))
+        return -ENAMETOOLONG;
+    if ((rc = cache_segment_name(dir, seg, segcap)) < 0)
+        return rc;
+    if (socket_is_live(sock))
+        return -EBUSY;
+    rc = cache_unlink(seg);
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    *seg_removed = rc == 0;
+    if (unlink(sock) < 0 && errno != ENOENT)
+        return -errno;
+    return 0;
+}
+
 int clean_main(int argc, char **argv)
 {
     const char *dir = "/run/rayop";
@@ -54,31 +75,26 @@ int clean_main(int argc, char **argv)
             return 2;
         }
     }
-    if ((size_t)snprintf(sock, sizeof(sock), "%s/queues.sock", dir) >= sizeof(sock)) {
-        fprintf(stderr, "rayop clean: state dir path too long\n");
-        return 2;
-    }
-    if ((rc = cache_segment_name(dir, seg, sizeof(seg))) < 0) {
-        fprintf(stderr, "rayop clean: %s\n", strerror(-rc));
-        return 1;
-    }
     if (print_only) {
+        if ((rc = cache_segment_name(dir, seg, sizeof(seg))) < 0) {
+            fprintf(stderr, "rayop clean: %s\n", strerror(-rc));
+            return 1;
+        }
         printf("%s\n", seg);
         return 0;
     }
-    if (socket_is_live(sock)) {
-        fprintf(stderr, "rayop clean: a watcher is still serving %s; stop it first\n", sock);
+    int removed = 0;
+    rc = clean_state_dir(dir, &removed, seg, sizeof(seg));
+    if (rc == -EBUSY) {
+        fprintf(stderr, "rayop clean: a watcher is still serving %s/queues.sock; stop it first\n", dir);
         return 1;
     }
-    rc = cache_unlink(seg);
-    if (rc < 0 && rc != -ENOENT) {
-        fprintf(stderr, "rayop clean: removing segment %s: %s\n", seg, strerror(-rc));
+    if (rc < 0) {
+        fprintf(stderr, "rayop clean: %s: %s\n", dir, strerror(-rc));
         return 1;
     }
-    if (unlink(sock) < 0 && errno != ENOENT) {
-        fprintf(stderr, "rayop clean: removing %s: %s\n", sock, strerror(errno));
-        return 1;
-    }
-    printf("%s segment %s; socket %s removed\n", rc == -ENOENT ? "no" : "removed", seg, sock);
+    if ((size_t)snprintf(sock, sizeof(sock), "%s/queues.sock", dir) >= sizeof(sock))
+        sock[0] = '\0';
+    printf("%s segment %s; socket %s removed\n", removed ? "removed" : "no", seg, sock);
     return 0;
 }

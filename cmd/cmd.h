@@ -20,5 +20,9 @@ int cmd_rayop_main(int argc, char **argv, const struct host_kind *kinds, size_t 
  * is the subcommand name. Return a process exit code. */
 int status_main(int argc, char **argv);
 int clean_main(int argc, char **argv);
+/* What `rayop clean` does for DIR: removes the cache segment and the queue
+ * socket unless a watcher still serves it. 0 (seg_removed: whether there was a
+ * segment), -EBUSY while a watcher serves it, or a negative errno. */
+int clean_state_dir(const char *dir, int *seg_removed, char *seg, size_t segcap);
 
 #endif

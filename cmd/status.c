@@ -117,37 +117,68 @@ static const char *pct(char *out, size_t cap, uint64_t a, uint64_t b)
     return out;
 }
 
+/* The oldest key a kind's workers hold, in ms (0 when none). */
+static uint64_t oldest_in_flight(const struct ipc_status_queue *q)
+{
+    uint64_t m = 0;
+    for (uint32_t j = 0; j < q->n_workers; j++)
+        if (q->workers[j].oldest_ms > m)
+            m = q->workers[j].oldest_ms;
+    return m;
+}
+
+static const struct ipc_status_queue *queue_of(const struct snapshot *sn, const char *kind)
+{
+    for (uint32_t i = 0; sn->ipc_rc == 0 && i < sn->st.n_queues; i++)
+        if (strcmp(sn->st.queues[i].kind, kind) == 0)
+            return &sn->st.queues[i];
+    return NULL;
+}
+
 static void print_up(const struct snapshot *sn)
 {
     if (!sn->up)
         return;
     double upid = num_field(sn->up, "pid");
-    printf("\nsupervisor rayop up pid %.0f%s\n\n", upid, pid_alive(upid) ? "" : " (not running)");
-    printf("%-12s %8s %9s %10s\n", "PROCESS", "PID", "RESTARTS", "LASTEXIT");
+    int up_alive = pid_alive(upid);
+    printf("\nsupervisor rayop up pid %.0f: %s\n\n", upid,
+           up_alive ? "running" : "not running (the table is its last record)");
+    printf("%-12s %-5s %8s %9s %8s %6s %10s  %s\n", "PROCESS", "ALIVE", "PID", "RESTARTS",
+           "LASTEXIT", "DEPTH", "OLDEST_MS", "LAST ERROR");
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(sn->up, "procs")) {
         double pid = num_field(p, "pid");
-        char ps[24];
-        if (pid > 0)
-            snprintf(ps, sizeof(ps), "%.0f", pid);
-        else
-            snprintf(ps, sizeof(ps), "-");
-        printf("%-12.12s %8s %9.0f %10.0f\n", str_field(p, "name"), ps, num_field(p, "restarts"),
-               num_field(p, "lastExitStatus"));
+        char ps[24], depth[24] = "-", oldest[24] = "-";
+        const char *name = str_field(p, "name"), *err = kobj_str(p, "lastError");
+        int alive = up_alive && pid_alive(pid);
+        snprintf(ps, sizeof(ps), pid > 0 ? "%.0f" : "-", pid);
+        const struct ipc_status_queue *q = queue_of(sn, name);
+        if (q) {
+            snprintf(depth, sizeof(depth), "%llu", (unsigned long long)q->depth);
+            snprintf(oldest, sizeof(oldest), "%llu", (unsigned long long)oldest_in_flight(q));
+        }
+        printf("%-12s %-5s %8s %9.0f %8.0f %6s %10s  %s\n", name, alive ? "yes" : "no", ps,
+               num_field(p, "restarts"), num_field(p, "lastExitStatus"), depth, oldest,
+               err && *err ? err : "-");
     }
 }
 
 static void print_table(const struct snapshot *sn, const char *state_dir)
 {
     char p1[16], p2[16];
+    int watcher_alive = sn->cache_rc == 0 && pid_alive(sn->ci.writer_pid);
     printf("state dir  %s\n", state_dir);
     if (sn->cache_rc < 0) {
-        printf("cache      unavailable: %s\n", strerror(-sn->cache_rc));
+        printf("cache      none (%s)\n", sn->cache_rc == -ENOENT ? "no segment: the watcher has not "
+               "run here, or the instance was stopped cleanly" : strerror(-sn->cache_rc));
     } else {
         const struct cache_info *ci = &sn->ci;
-        printf("cache      writer pid %d, epoch %llu, generation %llu, layout v%u\n",
-               ci->writer_pid, (unsigned long long)ci->epoch,
-               (unsigned long long)ci->generation, ci->layout_version);
+        printf("watcher    %s, pid %d\n", watcher_alive ? "running" : "NOT RUNNING (last writer)",
+               ci->writer_pid);
+        printf("cache      epoch %llu, generation %llu, layout v%u%s\n",
+               (unsigned long long)ci->epoch, (unsigned long long)ci->generation,
+               ci->layout_version, watcher_alive ? "" : "; kept for the next start "
+               "(`rayop clean` removes it)");
         printf("capacity   objects %llu/%u (%s), bytes %llu/%llu (%s), refused writes %llu%s, "
                "grows %llu\n",
                (unsigned long long)ci->objects, ci->max_objects,
@@ -156,29 +187,36 @@ static void print_table(const struct snapshot *sn, const char *state_dir)
                pct(p2, sizeof(p2), ci->bytes_used, ci->blob_bytes),
                (unsigned long long)ci->refused_writes, ci->refused_writes ? " (!)" : "",
                (unsigned long long)ci->grows);
-        printf("\n%-30s %8s %-7s %s\n", "TYPE", "OBJECTS", "SYNCED", "RESOURCEVERSION");
+        int w = 4;
         for (uint32_t i = 0; i < sn->ntypes; i++)
-            printf("%-30s %8llu %-7s %s\n", sn->types[i].name,
-                   (unsigned long long)sn->types[i].objects, sn->types[i].synced ? "yes" : "no",
+            if ((int)strlen(sn->types[i].name) > w)
+                w = (int)strlen(sn->types[i].name);
+        printf("\n%-*s %8s %-7s %s\n", w, "TYPE", "OBJECTS", "SYNCED", "RESOURCEVERSION");
+        for (uint32_t i = 0; i < sn->ntypes; i++)
+            printf("%-*s %8llu %-7s %s\n", w, sn->types[i].name,
+                   (unsigned long long)sn->types[i].objects,
+                   !sn->types[i].synced ? "no" : watcher_alive ? "yes" : "stale",
                    sn->types[i].rv[0] ? sn->types[i].rv : "-");
     }
     printf("\n");
     if (sn->ipc_rc < 0) {
-        printf("queues     unavailable: %s\n", strerror(-sn->ipc_rc));
+        printf("queues     none (%s)\n",
+               sn->ipc_rc == -ENOENT || sn->ipc_rc == -ECONNREFUSED
+                   ? "no watcher is serving the queue socket" : strerror(-sn->ipc_rc));
         print_up(sn);
         return;
     }
     printf("queues     watcher pid %d\n\n", sn->st.pid);
-    printf("%-12s %7s %9s %8s %9s %6s %8s %10s %8s %7s\n", "KIND", "DEPTH", "INFLIGHT",
-           "WAITING", "RETRYING", "GATED", "KEYS", "ADDS", "RETRIES", "WORKERS");
+    printf("%-12s %7s %9s %8s %9s %6s %8s %10s %8s %7s %10s\n", "KIND", "DEPTH", "INFLIGHT",
+           "WAITING", "RETRYING", "GATED", "KEYS", "ADDS", "RETRIES", "WORKERS", "OLDEST_MS");
     for (uint32_t i = 0; i < sn->st.n_queues; i++) {
         const struct ipc_status_queue *q = &sn->st.queues[i];
-        printf("%-12s %7llu %9llu %8llu %9llu %6llu %8llu %10llu %8llu %7u\n", q->kind,
+        printf("%-12s %7llu %9llu %8llu %9llu %6llu %8llu %10llu %8llu %7u %10llu\n", q->kind,
                (unsigned long long)q->depth, (unsigned long long)q->in_flight,
                (unsigned long long)q->waiting, (unsigned long long)q->retrying,
                (unsigned long long)q->gated, (unsigned long long)q->keys,
                (unsigned long long)q->adds_total, (unsigned long long)q->retries_total,
-               q->n_workers);
+               q->n_workers, (unsigned long long)oldest_in_flight(q));
     }
     int header = 0;
     for (uint32_t i = 0; i < sn->st.n_queues; i++) {
@@ -212,7 +250,8 @@ static int print_json(const struct snapshot *sn, const char *state_dir)
         buf_puts(&b, "}");
     } else {
         const struct cache_info *ci = &sn->ci;
-        buf_printf(&b, "{\"writerPid\":%d,", ci->writer_pid);
+        buf_printf(&b, "{\"writerPid\":%d,\"writerAlive\":%s,", ci->writer_pid,
+                   pid_alive(ci->writer_pid) ? "true" : "false");
         json_u(&b, "layoutVersion", ci->layout_version, 1);
         json_u(&b, "epoch", ci->epoch, 1);
         json_u(&b, "generation", ci->generation, 1);
@@ -301,6 +340,22 @@ int status_main(int argc, char **argv)
     take_cache(o.state_dir, &sn);
     take_queues(o.state_dir, &sn);
     take_up(o.state_dir, &sn);
+    if (sn.cache_rc == -ENOENT && (sn.ipc_rc == -ENOENT || sn.ipc_rc == -ECONNREFUSED) && !sn.up) {
+        /* nothing here at all: say so, not "No such file or directory" twice */
+        if (o.json) {
+            struct buf b = { 0 };
+            buf_puts(&b, "{\"stateDir\":");
+            buf_append_json_string(&b, o.state_dir);
+            if (buf_puts(&b, ",\"running\":false,\"error\":\"no rayop instance\"}\n") == 0)
+                fwrite(b.data, 1, b.len, stdout);
+            buf_free(&b);
+        } else
+            fprintf(stderr, "rayop status: no rayop instance in %s (no cache segment, no queue "
+                    "socket, no up.json); start one with `rayop up --state-dir %s`, or pass the "
+                    "--state-dir it runs with\n", o.state_dir, o.state_dir);
+        wopts_free(&o);
+        return 3;
+    }
     if (o.json)
         rc = print_json(&sn, o.state_dir);
     else

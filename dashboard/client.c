@@ -199,6 +199,25 @@ int dash_target_set_token(struct dash_target *t, const char *token, size_t len)
     return 0;
 }
 
+int dash_target_token_from_secret(struct dash_target *t, cJSON *secret)
+{
+    char *tok = NULL;
+    size_t n = 0;
+    int rc = kube_secret_value(secret, "auth_token", &tok, &n);
+    if (rc == 0)
+        rc = dash_target_set_token(t, tok, n);
+    if (tok) {
+        explicit_bzero(tok, n);
+        free(tok);
+    }
+    /* the Secret object holds the token too (base64) */
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(secret, "data"),
+                                                "auth_token");
+    if (cJSON_IsString(v))
+        explicit_bzero(v->valuestring, strlen(v->valuestring));
+    return rc;
+}
+
 void dash_target_wipe(struct dash_target *t)
 {
     if (t)

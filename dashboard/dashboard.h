@@ -56,6 +56,10 @@ int dash_target_proxy(struct dash_target *t, struct kube_client *kc, const char 
  * t. -EINVAL when it is empty, too long or holds a byte outside printable ASCII
  * (header injection). */
 int dash_target_set_token(struct dash_target *t, const char *token, size_t len);
+/* Sends the auth_token of secret (a v1 Secret, as read from the cache or the API): the
+ * cluster's token Secret. The Secret's copy of the token is wiped in place afterwards.
+ * -ENOENT without such a key, -EINVAL for a token that cannot go in a header. */
+int dash_target_token_from_secret(struct dash_target *t, cJSON *secret);
 /* Clears the token from t's memory. */
 void dash_target_wipe(struct dash_target *t);
 /* One HTTP exchange. 0 when a response came (code set, body owned by the

@@ -268,8 +268,10 @@ void srv_conn_drop(struct conn *c, int code, const char *why)
     snprintf(pid, sizeof(pid), "%d", (int)c->pid);
     if (code)
         log_warn("closing ipc connection", "worker", c->worker, "pid", pid, "reason", why, NULL);
-    else
+    else if (c->kq)
         log_info("ipc connection closed", "worker", c->worker, "pid", pid, NULL);
+    else    /* a client without a kind (`rayop status`, a probe): routine, not news */
+        log_debug("ipc connection closed", "worker", c->worker, "pid", pid, NULL);
 
     struct inflight *f, *tmp;
     struct ipc_outcome lost = {.kind = IPC_OUTCOME_ERROR, .message = "worker connection lost"};
@@ -395,8 +397,11 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
         char pid[16], cap[16];
         snprintf(pid, sizeof(pid), "%d", (int)c->pid);
         snprintf(cap, sizeof(cap), "%u", c->capacity);
-        log_info("ipc worker connected", "kind", m->kind[0] ? m->kind : NULL, "worker", c->worker,
-                 "pid", pid, "capacity", cap, NULL);
+        if (c->kq)
+            log_info("ipc worker connected", "kind", m->kind, "worker", c->worker, "pid", pid,
+                     "capacity", cap, NULL);
+        else
+            log_debug("ipc client connected", "worker", c->worker, "pid", pid, NULL);
         memset(m, 0, sizeof(*m));
         m->type = IPC_MSG_WELCOME;
         m->version = IPC_PROTO_VERSION;

@@ -9,6 +9,11 @@
 #   tools/demo.sh --keep     (or KEEP=1) leave kubesim + rayop running for kubectl at the end;
 #                            prints the kubeconfig path and the command that stops them
 #   tools/demo.sh --stop DIR stop what a --keep run left in DIR and remove it
+#   SCHEDULER=volcano tools/demo.sh   (make demo SCHEDULER=volcano) the same job under Volcano
+#                            gang scheduling: Volcano's CRDs, `rayop up --batch-scheduler volcano`,
+#                            deploy/demo-job-volcano.yaml (a Queue and demo-job in it); kubesim's
+#                            gang scheduler stands in for Volcano and the view adds the PodGroup
+#                            phase (Pending -> Inqueue -> Running -> Completed)
 #
 # kubesim and `rayop up` each run in their own process group (setsid), so a Ctrl-C reaches this
 # script only and the cleanup stops them in order: rayop up (it drains and stops its watcher and
@@ -21,20 +26,42 @@ SHARED=${RAYOP_SHARED:-$ROOT/../shared}
 KUBECTL=${KUBECTL:-$(ls /usr/lib/google-cloud-sdk/bin/kubectl.1.33 2>/dev/null || command -v kubectl)}
 DEADLINE_S=${DEMO_DEADLINE_S:-110}
 KEEP=${KEEP:-0}
+SCHEDULER=${SCHEDULER:-}
+case "$SCHEDULER" in
+    ""|default) SCHEDULER=""; JOBFILE=$ROOT/deploy/demo-job.yaml; SCHED_FLAGS=() ;;
+    volcano) JOBFILE=$ROOT/deploy/demo-job-volcano.yaml; SCHED_FLAGS=(--batch-scheduler volcano) ;;
+    *) echo "demo: SCHEDULER must be empty or volcano (got \"$SCHEDULER\")"; exit 2 ;;
+esac
+
+group_alive() {  # group_alive PGID: a live (not zombie) process is left in the group
+    ps -o stat= -g "$1" 2>/dev/null | grep -qv '^Z'
+}
+
+stop_group() {  # stop_group PGID WHAT SECONDS: SIGTERM, wait, SIGKILL; says what it did
+    local p=$1 what=$2 secs=$3 n
+    group_alive "$p" || { echo "demo: $what (process group $p) was not running"; return 0; }
+    n=$(ps -o pid= -g "$p" | wc -l)
+    kill -TERM -- "-$p" 2>/dev/null
+    for _ in $(seq $((secs * 10))); do group_alive "$p" || break; sleep 0.1; done
+    if group_alive "$p"; then
+        kill -KILL -- "-$p" 2>/dev/null
+        echo "demo: killed $what (process group $p, $n processes) after ${secs}s"
+    else
+        echo "demo: stopped $what (process group $p, $n processes)"
+    fi
+}
 
 stop_dir() {  # stops the processes a run recorded in DIR/pids and removes DIR
-    local dir=$1 p
+    local dir=$1 kubesim rayop
     [ -f "$dir/pids" ] || { echo "demo: $dir has no pids file"; return 1; }
-    for p in $(cat "$dir/pids"); do kill -TERM -- "-$p" 2>/dev/null; done
-    for _ in $(seq 50); do
-        local alive=0
-        for p in $(cat "$dir/pids"); do kill -0 -- "-$p" 2>/dev/null && alive=1; done
-        [ $alive = 0 ] && break
-        sleep 0.1
-    done
-    for p in $(cat "$dir/pids"); do kill -KILL -- "-$p" 2>/dev/null; done
-    [ -d "$dir/state" ] && "$ROOT/bin/rayop" clean --state-dir "$dir/state" >/dev/null 2>&1
-    rm -rf "$dir"
+    kubesim=$(sed -n 1p "$dir/pids"); rayop=$(sed -n 2p "$dir/pids")
+    # rayop first, while the API server is there to take its last writes (lease release)
+    [ -n "$rayop" ] && stop_group "$rayop" "rayop up (watcher + controllers)" 10
+    [ -n "$kubesim" ] && stop_group "$kubesim" "kubesim" 10
+    if [ -d "$dir/state" ] && "$ROOT/bin/rayop" clean --state-dir "$dir/state" >/dev/null 2>&1; then
+        echo "demo: dropped the cache segment of $dir/state"
+    fi
+    rm -rf "$dir" && echo "demo: removed $dir"
 }
 
 case "${1:-}" in
@@ -92,16 +119,21 @@ api() { curl -s --max-time 5 "$URL$1"; }
 
 k create -f "$SHARED/kuberay/crds/" >/dev/null || exit 1
 say "KubeRay CRDs created: $(k get crd -o name | sed 's#.*/##' | tr '\n' ' ')"
+if [ "$SCHEDULER" = volcano ]; then
+    k create -f "$SHARED/crds/volcano/" >/dev/null || exit 1
+    say "Volcano CRDs created (PodGroup, Queue); kubesim's gang scheduler plays Volcano's part"
+fi
 
 mkdir -p "$WORK/state" && chmod 700 "$WORK/state"
 # rayop runs outside the (simulated) cluster, so it reaches Ray dashboards through the API
 # server's service proxy, as KubeRay does with the same flag when run out of cluster.
 setsid "$ROOT/bin/rayop" up --kubeconfig "$KC" --state-dir "$WORK/state" --use-kubernetes-proxy true \
-    --metrics-addr 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 >"$WORK/rayop.log" 2>&1 &
+    --metrics-addr 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "${SCHED_FLAGS[@]}" \
+    >"$WORK/rayop.log" 2>&1 &
 echo $! >>"$WORK/pids"
-say "rayop up: watcher + raycluster, rayjob, rayservice, raycronjob controllers (log $WORK/rayop.log)"
+say "rayop up${SCHEDULER:+ --batch-scheduler $SCHEDULER}: watcher + raycluster, rayjob, rayservice, raycronjob controllers (log $WORK/rayop.log)"
 
-k apply -f "$ROOT/deploy/demo-job.yaml" | sed 's/^/         kubectl: /'
+k apply -f "$JOBFILE" | sed 's/^/         kubectl: /'
 [ "${PIPESTATUS[0]}" = 0 ] || exit 1
 
 # One line per change (status_line sets LINE and the RJ_/RC_/SUBMITTER state the loop reads;
@@ -112,9 +144,10 @@ status_line() {
     # three reads, one jq: a tick costs four short processes
     out=$( { api /apis/ray.io/v1/namespaces/default/rayjobs/demo-job; echo
              api /apis/ray.io/v1/namespaces/default/rayclusters; echo
-             api /api/v1/namespaces/default/pods; echo; } | jq -rs '
+             api /api/v1/namespaces/default/pods; echo
+             if [ -n "$SCHEDULER" ]; then api "$PG_PATH"; else echo '{}'; fi; echo; } | jq -rs '
         def st(v): (v // "") | if . == "" then "-" else . end;   # "" is KubeRay'"'"'s New
-        .[0] as $rj | .[1] as $cl | .[2] as $po
+        .[0] as $rj | .[1] as $cl | .[2] as $po | .[3] as $pg
         | ($rj.status.rayClusterName // "") as $rc
         | ([$cl.items[]? | select(.metadata.name == $rc)] | first) as $c
         | [$po.items[]? | select($rc != "" and .metadata.labels["ray.io/cluster"] == $rc)] as $p
@@ -122,13 +155,15 @@ status_line() {
         | [st($rj.status.jobDeploymentStatus), st($rj.status.jobStatus), $rc,
            (if $rc == "" then "" elif $c == null then "deleted" else st($c.status.state) end),
            "Pods \($p | length): \([$p[] | select(.status.phase == "Pending")] | length) Pending \([$p[] | select(.status.phase == "Running")] | length) Running \([$p[] | select(any(.status.conditions[]?; .type == "Ready" and .status == "True"))] | length) Ready",
-           ($s.status.phase // "")] | join("\u001f")')
+           ($s.status.phase // ""),
+           (if $pg.kind == "PodGroup" then "\($pg.status.phase // "-") (minMember \($pg.spec.minMember // 0))" else "" end)
+          ] | join("\u001f")')
     # a non-blank separator: read would merge runs of tabs and shift the empty fields
-    IFS=$'\x1f' read -r RJ_DEPLOY RJ_JOB rc cl pods SUBMITTER <<<"$out"
+    IFS=$'\x1f' read -r RJ_DEPLOY RJ_JOB rc cl pods SUBMITTER PG <<<"$out"
     [ -n "$rc" ] && RC_NAME=$rc
     RC_GONE=0; [ "$cl" = deleted ] && RC_GONE=1
     [ -z "$rc" ] && [ -n "$RC_NAME" ] && RC_GONE=1   # the RayJob itself forgot it (it should not)
-    LINE="RayJob ${RJ_DEPLOY:--}/${RJ_JOB:--} | RayCluster ${RC_NAME:-(none yet)} ${cl:+$cl }| $pods${SUBMITTER:+ | submitter $SUBMITTER}"
+    LINE="RayJob ${RJ_DEPLOY:--}/${RJ_JOB:--} | RayCluster ${RC_NAME:-(none yet)} ${cl:+$cl }| ${SCHEDULER:+PodGroup ${PG:-(none yet)} | }$pods${SUBMITTER:+ | submitter $SUBMITTER}"
 }
 
 start_log() {  # follow the submitter's log once its Pod runs
@@ -139,6 +174,7 @@ start_log() {  # follow the submitter's log once its Pod runs
     LOGPID=$!
 }
 
+PG_PATH=/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/ray-demo-job-pg
 last=""; acted=0; end_ms=""; RC_NAME=""; RC_GONE=0; SUBMITTER=""; LINE=""
 deadline=$(( $(date +%s) + DEADLINE_S ))
 while [ "$(date +%s)" -lt "$deadline" ]; do
@@ -147,10 +183,14 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
     [ "$RJ_DEPLOY" != - ] && acted=1
     start_log
     case "$RJ_DEPLOY" in Complete|Failed|ValidationFailed)
-        [ -z "$end_ms" ] && end_ms=$(date +%s%N) && say "demo-job finished: jobStatus $RJ_JOB; the RayCluster goes after ttlSecondsAfterFinished ($(grep -o 'ttlSecondsAfterFinished: *[0-9]*' "$ROOT/deploy/demo-job.yaml" | grep -o '[0-9]*$') s)"
+        [ -z "$end_ms" ] && end_ms=$(date +%s%N) && say "demo-job finished: jobStatus $RJ_JOB; the RayCluster goes after ttlSecondsAfterFinished ($(grep -o 'ttlSecondsAfterFinished: *[0-9]*' "$JOBFILE" | grep -o '[0-9]*$') s)"
         if [ "$RC_GONE" = 1 ] || [ -z "$RC_NAME" ]; then
-            say "RayCluster ${RC_NAME:-?} deleted"
-            break
+            # under a gang scheduler, show the PodGroup's last phase too (its Pods go first)
+            [ -n "$SCHEDULER" ] && [ -z "${pg_until:-}" ] && pg_until=$(( $(date +%s) + 15 ))
+            if [ -z "$SCHEDULER" ] || [[ "$PG" == Completed* ]] || [ "$(date +%s)" -ge "$pg_until" ]; then
+                say "RayCluster ${RC_NAME:-?} deleted"
+                break
+            fi
         fi ;;
     esac
     if [ $acted = 0 ] && [ $(( ($(date +%s%N) - T0) / 1000000000 )) -ge 20 ]; then

@@ -9,6 +9,7 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
@@ -34,9 +35,23 @@ int log_parse_encoder(const char *name)
     return -1;
 }
 
-/* zap console layout: ts \t LEVEL \t logger \t msg [\t {"k":"v",...}]. The
- * message is written raw except that tabs and newlines become spaces, so one
- * entry stays one line. */
+/* zap's console layout for the first four columns: ts \t LEVEL \t logger \t
+ * msg, then the fields as key=value pairs a person reads (zap would print one
+ * JSON object; whoever wants machine-readable lines keeps the json encoder). A
+ * value that is empty or holds a space, quote, '=' or control character is
+ * quoted as a JSON string. The message is written raw except that tabs and
+ * newlines become spaces, so one entry stays one line. */
+static void kv_value(struct buf *b, const char *v)
+{
+    bool quote = !*v;
+    for (const char *p = v; *p && !quote; p++)
+        quote = *p == ' ' || *p == '"' || *p == '=' || (unsigned char)*p < 0x20 || *p == 0x7f;
+    if (quote)
+        buf_append_json_string(b, v);
+    else
+        buf_puts(b, v);
+}
+
 static int format_console(struct buf *b, const char *tbuf, int li, const char *msg, va_list ap)
 {
     const char *k, *v;
@@ -52,13 +67,11 @@ static int format_console(struct buf *b, const char *tbuf, int li, const char *m
         v = va_arg(ap, const char *);
         if (!v)
             continue;
-        buf_puts(b, nfields++ ? "," : "\t{");
-        buf_append_json_string(b, k);
-        buf_puts(b, ":");
-        buf_append_json_string(b, v);
+        buf_puts(b, nfields++ ? " " : "\t");
+        buf_puts(b, k);
+        buf_puts(b, "=");
+        kv_value(b, v);
     }
-    if (nfields)
-        buf_puts(b, "}");
     return buf_puts(b, "\n") < 0 ? -ENOMEM : 0;
 }
 

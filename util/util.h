@@ -91,4 +91,12 @@ void util_deadline_ms(struct timespec *ts, long ms);
 /* Parses RFC 3339 (Z or numeric offset, optional fraction). 0 or -EINVAL. */
 int util_parse_time(const char *s, time_t *out);
 
+/* Exit codes of every rayop command. A usage error (unknown flag, bad flag
+ * value) and a configuration error (no kubeconfig, unknown feature gate, bad
+ * --config file) are ones a restart cannot fix: `rayop up` stops on either
+ * instead of restarting the process (sysexits.h's EX_USAGE is 64; 2 is what
+ * Go's flag package, and so KubeRay, exits with on a bad flag). */
+#define UTIL_EXIT_USAGE  2
+#define UTIL_EXIT_CONFIG 78   /* EX_CONFIG */
+
 #endif

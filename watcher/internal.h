@@ -16,7 +16,7 @@
 #include "kube/kube.h"
 #include "watcher/watcher.h"
 
-#define WATCHER_MAX_NAMESPACES 64
+#define WATCHER_MAX_NAMESPACES 1024
 #define WATCHER_LIST_PAGES     2     /* pages a list thread may run ahead of the loop */
 
 struct seen_key;
@@ -30,6 +30,8 @@ struct wstream {
     struct kube_resource res;
     char rv[CACHE_RV_MAX];       /* where the next watch resumes */
     int synced;
+    int absent;                  /* the last LIST said 404: the API server does not serve the
+                                    type (a batch scheduler's CRDs not installed) */
     int need_list;               /* next (re)start must LIST first */
     struct kube_watch *watch;
     uint64_t watch_start_ns;
@@ -49,6 +51,7 @@ struct wstream {
     struct seen_key *seen;
 
     uint64_t lists, watches, events;
+    int last_err;                /* last list/watch failure reported (0 since a success) */
 };
 
 struct watcher {
@@ -71,6 +74,8 @@ struct watcher {
     uint64_t start_ns;
     int synced_logged;
     char metrics_dir[600];       /* STATE_DIR/metrics: the controllers' snapshots */
+    const char *server;          /* the API server URL, for the messages that need it */
+    int unreachable;             /* "cannot reach the API server" logged, not yet recovered */
 };
 
 /* Sync engine (sync.c). */

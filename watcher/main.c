@@ -31,9 +31,11 @@ static void usage(FILE *f)
           "  --watch-namespace A,B    KubeRay's form of --namespace\n"
           "  --state-dir DIR          socket and segment name (default /run/rayop; created 0700)\n"
           "  --qps N --burst N        client-side API rate limit (default 100 / 200)\n"
-          "  --cache-capacity BYTES   segment size, suffixes K/M/G (default 256M)\n"
-          "  --cache-max-objects N    object slots (default 131072)\n"
-          "  --cache-max-bytes BYTES  grow the segment up to this when full (default: refuse)\n"
+          "  --cache-capacity BYTES   initial segment size, suffixes K/M/G (default 32M; reserved\n"
+          "                           in /dev/shm up front)\n"
+          "  --cache-max-objects N    initial object slots (default 16384)\n"
+          "  --cache-max-bytes BYTES  when full, move to a segment twice the size (bytes and\n"
+          "                           slots) up to this (default 4G; 0 = refuse writes instead)\n"
           "  --metrics-addr ADDR      serve /metrics, /healthz, /readyz (e.g. :8080; default off)\n"
           "  --log-level LEVEL        debug|info|warn|error\n"
           "  --log-stdout-encoder E   json (default) | console (zap's console layout)\n", f);
@@ -143,8 +145,10 @@ int watcher_main(int argc, char **argv)
     struct kube_config_opts co = { .kubeconfig = o.kubeconfig, .context = o.context };
     if ((rc = kube_config_load(&co, &cfg, err, sizeof(err))) < 0) {
         log_error("cannot load kubeconfig", "error", err, NULL);
+        exit_code = UTIL_EXIT_CONFIG;
         goto out;
     }
+    w.server = cfg->server;
     struct kube_client_opts ko = { .qps = o.qps, .burst = o.burst };
     if ((rc = kube_client_new(cfg, &ko, &w.kc)) < 0) {
         log_error("cannot create API client", "error", kube_strerror(rc), NULL);
@@ -172,8 +176,14 @@ int watcher_main(int argc, char **argv)
      * the same state dir fails above (-EADDRINUSE) before touching the segment. */
     if ((rc = check_identity(o.state_dir, fresh_dir, segname, cfg->server)) < 0)
         goto out;
-    struct cache_config cc = { .name = segname, .bytes = o.cache_bytes,
-                               .max_objects = o.cache_objects, .max_bytes = o.cache_max_bytes };
+    /* start small and grow (docs/cache.md: the segment is reserved in /dev/shm
+     * up front, so its size is memory held for as long as it exists) */
+    struct cache_config cc = { .name = segname,
+                               .bytes = o.cache_bytes ? o.cache_bytes : WATCHER_CACHE_BYTES,
+                               .max_objects = o.cache_objects ? o.cache_objects
+                                                              : WATCHER_CACHE_OBJECTS,
+                               .max_bytes = o.cache_max_bytes_set ? o.cache_max_bytes
+                                                                  : WATCHER_CACHE_MAX_BYTES };
     if ((rc = cache_writer_open(&cc, &w.cache)) < 0) {
         log_error("cannot open cache segment", "name", segname, "error", strerror(-rc), NULL);
         goto out;

@@ -178,6 +178,7 @@ int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd)
             bad = parse_size(val, &o->cache_bytes) < 0;
         } else if (strcmp(name, "--cache-max-bytes") == 0) {
             bad = parse_size(val, &o->cache_max_bytes) < 0;
+            o->cache_max_bytes_set = 1;
         } else if (strcmp(name, "--cache-max-objects") == 0) {
             size_t n;
             bad = parse_size(val, &n) < 0 || n > 0xffffffffu;
@@ -198,8 +199,22 @@ int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd)
         return -EINVAL;
     }
     return 0;
-missing:
-    fprintf(stderr, "rayop: %s needs a value\n", argv[argc - 1]); /* the last flag */
+missing: {
+    /* the last argument: an unknown flag is named as such */
+    static const char *const known[] = { "--state-dir", "--log-level", "--log-stdout-encoder",
+        "--output", "--kubeconfig", "--metrics-addr", "--context", "--namespace",
+        "--watch-namespace", "--qps", "--burst", "--cache-capacity", "--cache-max-bytes",
+        "--cache-max-objects", NULL };
+    const char *last = argv[argc - 1];
+    size_t ll = strcspn(last, "=");
+    int k = 0;
+    while (known[k] && (strlen(known[k]) != ll || strncmp(known[k], last, ll) != 0))
+        k++;
+    if (known[k] || strcmp(last, "-o") == 0)
+        fprintf(stderr, "rayop: %s needs a value\n", last);
+    else
+        fprintf(stderr, "rayop: unknown flag %s\n", last);
+    }
     wopts_free(o);
     return -EINVAL;
 }

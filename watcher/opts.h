@@ -13,6 +13,11 @@
 
 enum wopts_cmd { WOPTS_WATCHER, WOPTS_STATUS };
 
+/* The watcher's cache defaults: start small, grow by doubling when full. */
+#define WATCHER_CACHE_BYTES     ((size_t)32 << 20)
+#define WATCHER_CACHE_OBJECTS   16384u
+#define WATCHER_CACHE_MAX_BYTES ((size_t)4 << 30)
+
 struct wopts {
     const char *kubeconfig, *context, *state_dir;
     const char *config_file;     /* --config: KubeRay's Configuration (watchNamespace, qps, burst) */
@@ -22,6 +27,7 @@ struct wopts {
     double qps;
     int burst;
     size_t cache_bytes, cache_max_bytes;
+    int cache_max_bytes_set;     /* --cache-max-bytes given (0 then means: never grow) */
     unsigned cache_objects;
     int json;                    /* status: -o json */
 };

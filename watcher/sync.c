@@ -200,7 +200,7 @@ static void log_all_synced(struct watcher *w)
     if (w->synced_logged)
         return;
     for (size_t i = 0; i < w->nstreams; i++)
-        if (!w->streams[i].synced)
+        if (!w->streams[i].synced && !w->streams[i].absent)
             return;
     w->synced_logged = 1;
     char ms[32];
@@ -225,6 +225,64 @@ static void retry_cb(uv_timer_t *t)
 }
 
 /* Exponential backoff with equal jitter: half the step fixed, half random. */
+static bool transport_error(int err)
+{
+    return err == -ECONNREFUSED || err == -EHOSTUNREACH || err == -ETIMEDOUT ||
+           err == -ECONNRESET || err == -ENETUNREACH || err == -ENOTCONN;
+}
+
+/* A list or watch of s failed with err. Said once, clearly, then retried with
+ * back-off in silence (debug) until it works again: an unreachable server is
+ * one warning naming its URL for the whole watcher, not one per type and
+ * retry; a type the server does not serve names its CRD and how to install
+ * it (the batch-scheduler types are optional: info). */
+static void report_failure(struct wstream *s, const char *what, int err, const char *message)
+{
+    struct watcher *w = s->w;
+    const struct watcher_type *ty = &watcher_types[s->t];
+    bool repeat = s->last_err == err;
+    s->last_err = err;
+    if (transport_error(err)) {
+        if (!w->unreachable)
+            log_warn("cannot reach the API server; retrying with back-off (up to 30 s apart)",
+                     "server", w->server, "error", kube_strerror(err), NULL);
+        else
+            log_debug(what, "type", sname(s), "error", kube_strerror(err), NULL);
+        w->unreachable = 1;
+        return;
+    }
+    if (repeat) {
+        log_debug(what, "type", sname(s), "namespace", sns(s), "error", kube_strerror(err),
+                  "message", message, NULL);
+        return;
+    }
+    if (err == -ENOENT) {
+        char crd[200];
+        snprintf(crd, sizeof(crd), "%s.%s", ty->plural, ty->group);
+        if (strcmp(ty->group, "ray.io") == 0)
+            log_warn("the API server does not serve this type: KubeRay's CRD is not installed. "
+                     "Install KubeRay's CRDs (kubectl create -f DIR/crds/ with KubeRay's "
+                     "ray-operator/config/crd/bases, or the kuberay-operator Helm chart); "
+                     "retrying with back-off", "type", sname(s), "crd", crd, NULL);
+        else
+            log_info("optional type not served by the API server (its CRD is not installed); "
+                     "watched once it is", "type", sname(s), "crd", crd, NULL);
+        return;
+    }
+    log_warn(what, "type", sname(s), "namespace", sns(s), "error", kube_strerror(err),
+             "message", message, NULL);
+}
+
+/* s listed or saw an event: failures are news again */
+static void report_success(struct wstream *s)
+{
+    if (s->w->unreachable) {
+        s->w->unreachable = 0;
+        log_info("the API server is reachable again", "server", s->w->server, NULL);
+    }
+    s->last_err = 0;
+}
+
 static void schedule_retry(struct wstream *s)
 {
     s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : BACKOFF_MIN_MS;
@@ -240,6 +298,8 @@ static void on_event(struct kube_watch *kw, struct kube_event *ev, void *arg)
 {
     struct wstream *s = arg;
     (void)kw;
+    if (s->last_err || s->w->unreachable)
+        report_success(s);
     switch (ev->type) {
     case KUBE_EVENT_ADDED:
     case KUBE_EVENT_MODIFIED:
@@ -287,8 +347,7 @@ static void on_end(struct kube_watch *kw, int err, const struct kube_status *st,
         start_list(s);
         return;
     }
-    log_warn("watch ended", "type", sname(s), "namespace", sns(s), "error", kube_strerror(err),
-             "message", st ? st->message : NULL, NULL);
+    report_failure(s, "watch ended", err, st ? st->message : NULL);
     if (err == -ENOENT)
         s->need_list = 1; /* resource not served (CRD missing): list when it appears */
     schedule_retry(s);
@@ -312,7 +371,7 @@ static void start_watch(struct wstream *s)
     int rc = kube_watch_start(s->w->kw, &s->res, s->ns, &o, &s->watch);
     if (rc < 0) {
         s->watch = NULL;
-        log_warn("watch start failed", "type", sname(s), "error", kube_strerror(rc), NULL);
+        report_failure(s, "watch start failed", rc, NULL);
         schedule_retry(s);
     }
 }
@@ -490,12 +549,17 @@ static void list_after(uv_work_t *req, int status)
         return;
     }
     if (s->list_rc < 0) {
-        log_warn("list failed", "type", sname(s), "namespace", sns(s),
-                 "error", kube_strerror(s->list_rc), NULL);
+        report_failure(s, "list failed", s->list_rc, NULL);
         seen_clear(s);
+        /* not served (404): an optional type such as a batch scheduler's PodGroup whose CRD
+         * is not installed must not keep /readyz at 503; it is listed again on the retry */
+        s->absent = s->list_rc == -ENOENT;
+        if (s->absent)
+            log_all_synced(w);
         schedule_retry(s);
         return;
     }
+    s->absent = 0;
     if (s->track_seen)
         (void)sweep_unseen(s);
     seen_clear(s);
@@ -503,6 +567,7 @@ static void list_after(uv_work_t *req, int status)
     s->need_list = 0;
     s->synced = 1;
     s->backoff_ms = 0;
+    report_success(s);
     store_type_rv(w, s->t);
     store_type_synced(w, s->t);
     log_info("listed", "type", sname(s), "namespace", sns(s), "rv", s->rv, NULL);

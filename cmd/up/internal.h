@@ -4,6 +4,7 @@
 #ifndef RAYOP_UP_INTERNAL_H
 #define RAYOP_UP_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,5 +20,13 @@ uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
  * object gets "proc":"NAME" as its first member, anything else a "[NAME] "
  * prefix; then "\n". 0 or -ENOMEM. */
 int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out);
+
+/* true when running in a Pod (the service-account token and the service
+ * environment client-go's in-cluster config reads) */
+bool up_in_pod(void);
+/* Parses the watcher's and a controller's argv as they will, checks the
+ * feature gates and loads the kubeconfig: 0, or the exit code after one line
+ * on stderr. */
+int up_preflight(char **wargv, int wargc, char **cargv, int cargc);
 
 #endif

@@ -26,7 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache/cache.h"
+#include "cmd/cmd.h"
 #include "cmd/up/internal.h"
+#include "kobj/kobj.h"
 #include "reconcilers/batchsched/batchsched.h"
 #include "cmd/up/up.h"
 #include "util/util.h"
@@ -47,6 +50,7 @@ struct proc {
     uint64_t backoff_ms;
     uint64_t restarts;
     int last_status;
+    char last_error[300];           /* its last error-level log line: msg: error */
 };
 
 struct up {
@@ -55,6 +59,7 @@ struct up {
     const char *state_dir;
     uint64_t initial_ms, max_ms, reset_ms, shutdown_ms;
     bool stopping;
+    int fatal;              /* a child's usage/config exit code: stop, do not restart */
 };
 
 static int sig_pipe[2] = { -1, -1 };
@@ -70,23 +75,32 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
     fputs("usage: rayop up [flags]\n"
-          "Runs `rayop watcher` and `rayop controller KIND` for each kind, restarting any that exits.\n"
+          "Runs `rayop watcher` and one `rayop controller KIND` per kind, restarting any that\n"
+          "exits (1 s doubling to 10 s). A usage or configuration error (exit 2 / 78) is not\n"
+          "retried: up checks flags, feature gates and the kubeconfig before starting anything,\n"
+          "and stops everything with the child's code if a child reports one.\n"
           "  --controllers A,B,C         kinds to run (default raycluster,rayjob,rayservice,raycronjob)\n"
-          "  --kubeconfig, --context, --namespace/--watch-namespace, --config, --state-dir, --qps, --burst,\n"
-          "  --log-level, --log-stdout-encoder   passed to every child\n"
+          "  ENABLE_WEBHOOKS=true        also runs `rayop webhook` (KubeRay's validating webhooks, :9443);\n"
+          "  --config goes to the watcher too; --enable-metrics to the controllers\n"
+          "  --kubeconfig, --context, --namespace/--watch-namespace, --state-dir, --qps, --burst,\n"
+          "  --log-level, --log-stdout-encoder   passed to every child (the encoder also to up's own lines)\n"
           "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
-          "  --workers/--reconcile-concurrency, --feature-gates, --enable-leader-election,\n"
-          "  --leader-election-namespace, --leader-lease-seconds, --use-kubernetes-proxy,\n"
-          "  --batch-scheduler NAME, --enable-batch-scheduler=BOOL,\n"
-          "  --drain-timeout-ms, --enable-metrics   passed to controllers\n"
-          "  --metrics-addr ADDR         the one /metrics of every process, served by the watcher\n"
-          "                              (default :8080; 0 off)\n"
-          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081, so 8081/8083/8085 sit between the metrics ports; 0 off)\n"
-          "  ENABLE_WEBHOOKS=true        also runs `rayop webhook` (KubeRay's validating webhooks, :9443)\n"
+          "  --workers/--reconcile-concurrency, --config, --feature-gates, --enable-leader-election,\n"
+          "  --leader-election-namespace, --leader-lease-seconds, --batch-scheduler,\n"
+          "  --enable-batch-scheduler, --drain-timeout-ms   passed to controllers\n"
+          "  --use-kubernetes-proxy BOOL reach Ray dashboards through the API server (default: true\n"
+          "                              outside a Pod, false in one, as KubeRay's default)\n"
+          "  --metrics-addr ADDR         the watcher's one /metrics for every process (default :8080 in\n"
+          "                              a Pod, 127.0.0.1:8080 outside one; 0 off)\n"
+          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081 / 127.0.0.1:8081,\n"
+          "                              one below `rayop controller`'s :8082 so the probe ports\n"
+          "                              8081/8083/8085 sit between the metrics ports; 0 off)\n"
           "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
           "  --restart-max-ms N          cap (default 10000)\n"
           "  --restart-reset-ms N        a child that ran this long restarts at the initial delay (default 600000)\n"
-          "  --shutdown-timeout-ms N     SIGKILL children still running after this (default 35000)\n", f);
+          "  --shutdown-timeout-ms N     SIGKILL children still running after this (default 35000)\n"
+          "Exit codes: 0 stopped by a signal, 1 children killed after the timeout, 2 bad flag or value,\n"
+          "78 configuration error (kubeconfig, feature gate, --config file).\n", f);
 }
 
 static int parse_u64(const char *v, uint64_t *out)
@@ -135,8 +149,10 @@ static int write_state(struct up *u)
         struct proc *p = &u->procs[i];
         buf_printf(&b, "%s{\"name\":", i ? "," : "");
         buf_append_json_string(&b, p->name);
-        buf_printf(&b, ",\"pid\":%d,\"restarts\":%llu,\"lastExitStatus\":%d}", (int)p->pid,
-                   (unsigned long long)p->restarts, p->last_status);
+        buf_printf(&b, ",\"pid\":%d,\"restarts\":%llu,\"lastExitStatus\":%d,\"lastError\":",
+                   (int)p->pid, (unsigned long long)p->restarts, p->last_status);
+        buf_append_json_string(&b, p->last_error);
+        buf_puts(&b, "}");
     }
     buf_puts(&b, "]}\n");
     int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -217,9 +233,29 @@ int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out)
     return rc ? -ENOMEM : 0;
 }
 
+static int write_state(struct up *u);
+static struct up *the_up;
+
+/* An error-level JSON line of p: remembered (msg: error) for `rayop status`. */
+static void note_error(struct proc *p, const char *s, size_t n)
+{
+    if (n < 2 || s[0] != '{' || !memmem(s, n, "\"level\":\"error\"", 16))
+        return;
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    const char *msg = kobj_str(j, "msg"), *err = kobj_str(j, "error");
+    if (msg) {
+        snprintf(p->last_error, sizeof(p->last_error), "%s%s%.200s", msg, err ? ": " : "",
+                 err ? err : "");
+        if (the_up)
+            (void)write_state(the_up);
+    }
+    cJSON_Delete(j);
+}
+
 /* Writes one complete line of p's output to stdout, tagged with the proc. */
 static void emit_line(struct proc *p, const char *s, size_t n)
 {
+    note_error(p, s, n);
     struct buf b = { 0 };
     if (up_tag_line(p->name, s, n, &b) < 0) {
         buf_free(&b);
@@ -288,20 +324,54 @@ static void reap(struct up *u)
             char st[16], delay[24];
             snprintf(st, sizeof(st), "%d", p->last_status);
             snprintf(delay, sizeof(delay), "%llu", (unsigned long long)p->backoff_ms);
-            if (u->stopping)
+            if (u->stopping) {
                 log_info("exited", "proc", p->name, "status", st, NULL);
-            else
+            } else if (p->last_status == UTIL_EXIT_USAGE || p->last_status == UTIL_EXIT_CONFIG) {
+                /* its own last lines say why; a restart would say it again */
+                log_error("exited with a configuration error; stopping instead of restarting",
+                          "proc", p->name, "status", st, NULL);
+                u->fatal = p->last_status;
+            } else {
                 log_warn("exited; restarting after backoff", "proc", p->name, "status", st,
                          "backoffMs", delay, NULL);
+            }
         }
     }
     (void)write_state(u);
 }
 
+static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, int *ncommon,
+                           char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
+                           const char **maddr, const char **paddr, bool *proxy_set,
+                           const char **bs_name_out, bool *bs_legacy_out);
+
+/* The flags, then KubeRay's batch-scheduler check on what they chose. */
 static int parse_flags(struct up *u, int argc, char **argv, char ***common, int *ncommon,
                        char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
-                       const char **maddr, const char **paddr)
+                       const char **maddr, const char **paddr, bool *proxy_set)
 {
+    const char *bs_name = NULL;
+    bool bs_legacy = false;
+    int rc = parse_flag_list(u, argc, argv, common, ncommon, wonly, nw, conly, nc, kinds, maddr,
+                             paddr, proxy_set, &bs_name, &bs_legacy);
+    enum batchsched_kind bk;
+    char berr[256];
+    /* fail here, as each controller would, rather than restart them forever (the
+     * KubernetesWAS gate's combination is left to the controllers, which read --config) */
+    if (rc == 0 && batchsched_select(bs_name, bs_legacy, false, &bk, berr, sizeof(berr)) < 0) {
+        fprintf(stderr, "rayop up: batch scheduler configs validation failed: %s\n", berr);
+        return -EINVAL;
+    }
+    return rc;
+}
+
+static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, int *ncommon,
+                           char ***wonly, int *nw, char ***conly, int *nc, const char **kinds,
+                           const char **maddr, const char **paddr, bool *proxy_set,
+                           const char **bs_name_out, bool *bs_legacy_out)
+{
+    const char *bs_name = NULL;
+    bool bs_legacy = false;
     static const char *const common_flags[] = { "kubeconfig", "context", "namespace", "config",
         "watch-namespace", "state-dir", "qps", "burst", "log-level", "log-stdout-encoder", NULL };
     static const char *const watcher_flags[] = { "cache-capacity", "cache-max-objects",
@@ -327,26 +397,42 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
             goto unknown;
         memcpy(name, a + 2, nl);
         name[nl] = '\0';
+        static const char *const own[] = { "controllers", "metrics-addr",
+            "health-probe-bind-address", "restart-initial-ms", "restart-max-ms",
+            "restart-reset-ms", "shutdown-timeout-ms", NULL };
+        bool known = false, is_bool = strcmp(name, "use-kubernetes-proxy") == 0 ||
+                                      strcmp(name, "enable-leader-election") == 0 ||
+                                      strcmp(name, "enable-batch-scheduler") == 0;
+        const char *const *all[] = { own, common_flags, watcher_flags, ctl_flags };
+        for (int l = 0; l < 4 && !known; l++)
+            for (int k = 0; all[l][k] && !known; k++)
+                known = strcmp(all[l][k], name) == 0;
+        if (!known)
+            goto unknown;   /* before taking a value: "--nosuch" last is unknown, not valueless */
         char *val;
         if (eq)
             val = (char *)eq + 1;
-        else if (i + 1 < argc)
+        else if (is_bool && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
+            val = "true";   /* KubeRay's bool flags may be given bare */
+            a = strcmp(name, "use-kubernetes-proxy") == 0 ? "--use-kubernetes-proxy=true"
+                : strcmp(name, "enable-batch-scheduler") == 0 ? "--enable-batch-scheduler=true"
+                                                               : "--enable-leader-election=true";
+        } else if (i + 1 < argc)
             val = argv[++i];
         else {
             fprintf(stderr, "rayop up: flag --%s needs a value\n", name);
             return -EINVAL;
         }
+        if (strcmp(name, "use-kubernetes-proxy") == 0)
+            *proxy_set = true;
+        if (strcmp(name, "log-stdout-encoder") == 0 && log_parse_encoder(val) >= 0)
+            log_set_encoder(log_parse_encoder(val));
         if (strcmp(name, "state-dir") == 0)
             u->state_dir = val;
-        if (strcmp(name, "batch-scheduler") == 0) {
-            /* fail here, as each controller would, rather than restart them forever */
-            enum batchsched_kind bk;
-            char berr[256];
-            if (batchsched_select(val, false, false, &bk, berr, sizeof(berr)) < 0) {
-                fprintf(stderr, "rayop up: batch scheduler configs validation failed: %s\n", berr);
-                return -EINVAL;
-            }
-        }
+        if (strcmp(name, "batch-scheduler") == 0)
+            bs_name = val;
+        if (strcmp(name, "enable-batch-scheduler") == 0)
+            bs_legacy = strcmp(val, "true") == 0 || strcmp(val, "1") == 0;
         if (strcmp(name, "controllers") == 0) { *kinds = val; continue; }
         if (strcmp(name, "metrics-addr") == 0) { *maddr = val; continue; }
         if (strcmp(name, "health-probe-bind-address") == 0) { *paddr = val; continue; }
@@ -371,7 +457,7 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
                     if (*cnt[l] + 2 > UP_MAX_ARGS / 2)
                         return -E2BIG;
                     dst[l][(*cnt[l])++] = (char *)a;  /* "--name" or "--name=value" */
-                    if (!eq)
+                    if (!eq && !strchr(a, '='))
                         dst[l][(*cnt[l])++] = val;
                     found = 1;
                 }
@@ -382,6 +468,8 @@ static int parse_flags(struct up *u, int argc, char **argv, char ***common, int 
         fprintf(stderr, "rayop up: unknown flag \"%s\"\n", a);
         return -EINVAL;
     }
+    *bs_name_out = bs_name;
+    *bs_legacy_out = bs_legacy;
     return 0;
 }
 
@@ -406,17 +494,27 @@ int up_main(int argc, char **argv)
     char *common_v[UP_MAX_ARGS / 2], *w_v[UP_MAX_ARGS / 2], *c_v[UP_MAX_ARGS / 2];
     char **common = common_v, **wonly = w_v, **conly = c_v;
     int ncommon = 0, nw = 0, nc = 0, rc;
-    const char *kinds = "raycluster,rayjob,rayservice,raycronjob", *maddr = ":8080", *paddr = ":8081";
+    bool in_pod = up_in_pod(), proxy_set = false;
+    /* outside a Pod nothing but this machine should reach the ports */
+    const char *kinds = "raycluster,rayjob,rayservice,raycronjob";
+    const char *maddr = in_pod ? ":8080" : "127.0.0.1:8080";
+    const char *paddr = in_pod ? ":8081" : "127.0.0.1:8081";
     memset(&u, 0, sizeof(u));
+    the_up = &u;
     u.state_dir = "/run/rayop";
     u.initial_ms = 1000;
     u.max_ms = 10000;
     u.reset_ms = 600000;
     u.shutdown_ms = 35000;
     if ((rc = parse_flags(&u, argc, argv, &common, &ncommon, &wonly, &nw, &conly, &nc, &kinds,
-                          &maddr, &paddr)) != 0)
-        return rc > 0 ? 0 : 2;
+                          &maddr, &paddr, &proxy_set)) != 0)
+        return rc > 0 ? 0 : UTIL_EXIT_USAGE;
     log_set_component("up");
+    /* outside a cluster the Ray dashboards (Pod IPs, cluster DNS) are out of
+     * reach: go through the API server's service proxy unless told otherwise */
+    static char proxy_flag[] = "--use-kubernetes-proxy=true";
+    if (!in_pod && !proxy_set && nc < UP_MAX_ARGS / 2)
+        conly[nc++] = proxy_flag;
 
     /* the watcher first: controllers wait for its segment and socket anyway */
     struct proc *p = &u.procs[u.nprocs++];
@@ -459,6 +557,19 @@ int up_main(int argc, char **argv)
         add_arg(p, "rayop");
         add_arg(p, "webhook");
     }
+    if (u.nprocs > 1 &&
+        (rc = up_preflight(u.procs[0].argv + 1, u.procs[0].argc - 1, u.procs[1].argv + 1,
+                           u.procs[1].argc - 1)) != 0)
+        return rc;
+    if (in_pod)
+        log_info("running in a Pod", "controllers", kinds, "stateDir", u.state_dir, NULL);
+    else
+        log_info(proxy_set ? "running outside a cluster"
+                           : "running outside a cluster: Ray dashboards are reached through the "
+                             "API server proxy (--use-kubernetes-proxy=true; set it to false to "
+                             "connect to them directly)",
+                 "controllers", kinds, "metricsAddr", maddr, "healthProbeAddr", paddr,
+                 "stateDir", u.state_dir, NULL);
 
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return 1;
@@ -522,6 +633,12 @@ int up_main(int argc, char **argv)
                 }
             }
         }
+        if (u.fatal && !u.stopping) {
+            u.stopping = true;
+            exit_code = u.fatal;
+            stop_deadline = util_now_ms() + u.shutdown_ms;
+            forward(&u, SIGTERM);
+        }
         now = util_now_ms();
         if (u.stopping && now >= stop_deadline && running(&u) > 0) {
             log_error("children still running after the shutdown timeout; killing them", NULL);
@@ -544,5 +661,18 @@ int up_main(int argc, char **argv)
         }
     }
     log_info("all children stopped", NULL);
+    /* A clean stop of the whole instance leaves nothing in /dev/shm: the
+     * segment is reserved memory, and nothing will read it again soon. A
+     * crash (of up, or a child killed) keeps it so the restart skips the LIST;
+     * `rayop clean` removes it then. */
+    if (exit_code == 0 && !u.fatal) {
+        char seg[CACHE_SEGNAME_MAX];
+        int removed = 0, crc = clean_state_dir(u.state_dir, &removed, seg, sizeof(seg));
+        if (crc < 0)
+            log_warn("could not drop the cache segment; `rayop clean` removes it", "stateDir",
+                     u.state_dir, "error", strerror(-crc), NULL);
+        else if (removed)
+            log_info("dropped the cache segment (clean stop)", "segment", seg, NULL);
+    }
     return exit_code;
 }

@@ -140,7 +140,7 @@ static int add_text(cJSON *obj, const char *key, const struct rd *s, bool base64
 static int decode_msg(struct rd *r, const struct pmsg *m, cJSON *obj, int depth);
 
 /* intstr.IntOrString {1: type (1 = string), 2: intVal, 3: strVal} as 8080 or "http". */
-static int decode_int_or_string(struct rd *r, cJSON *obj, const char *name)
+static int decode_int_or_string(struct rd *r, cJSON *obj, const char *name, bool keep_zero)
 {
     static const unsigned char none[1];
     struct rd m, str = { none, none };
@@ -166,6 +166,9 @@ static int decode_int_or_string(struct rd *r, cJSON *obj, const char *name)
         if (rc < 0)
             return -EINVAL;
     }
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, name);
+    if (type != 1 && ival == 0 && !keep_zero)
+        return 0;   /* a Service port's unset targetPort: gogo encodes it as {0, 0} */
     if (type == 1) {
         if (!(t = dup_text(&str)))
             return -EINVAL;
@@ -368,7 +371,7 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
     case F_INT_OR_STRING:
         if (wire != 2)
             return -EINVAL;
-        return decode_int_or_string(r, obj, f->name);
+        return decode_int_or_string(r, obj, f->name, f->keep_zero);
     case F_MAP_STR:
     case F_MAP_BYTES:
     case F_MAP_QUANTITY:

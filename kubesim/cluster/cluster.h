@@ -20,6 +20,7 @@
 struct store;
 struct cluster;
 struct ray;
+struct runtime;
 
 struct cluster_opts {
     long nodes;            /* 0 = no simulated cluster */
@@ -33,6 +34,7 @@ struct cluster_opts {
     char node_labels[1024]; /* "k=v,k2=v2": extra labels on every node */
     struct ray *ray;       /* NULL, or the Ray runtime that plays submitter Pods (kubesim/ray/ray.h) */
     long job_pod_ms;       /* a Job's Pod container exits 0 after this (0 = runs on) */
+    struct runtime *runtime; /* NULL, or the runtime that runs Pods of --run-image images */
 };
 
 /* Handles the flags "nodes", "node-cpu", "node-memory", "node-gpu", "node-tpu",

@@ -1,12 +1,13 @@
 /*
  * gang.c - kubesim's gang schedulers: the step the scheduling pass runs before
  * the default scheduler's, for Pods whose schedulerName is volcano,
- * scheduler-plugins-scheduler, yunikorn or kai-scheduler.
+ * scheduler-plugins-scheduler, yunikorn or kai-scheduler, and default-scheduler Pods
+ * in a Kubernetes WAS PodGroup (spec.schedulingGroup).
  *
  * One call is one scheduling session, as Volcano runs them: every gang (a
  * Volcano PodGroup scheduling.volcano.sh/v1beta1, a scheduler-plugins PodGroup
- * scheduling.x-k8s.io/v1alpha1, a YuniKorn application's task groups, or a lone
- * Pod) is taken in priority order (PriorityClass value, then age), enqueued
+ * scheduling.x-k8s.io/v1alpha1, a YuniKorn application's task groups, a WAS
+ * PodGroup scheduling.k8s.io/v1alpha2, or a lone Pod) is taken in priority order (PriorityClass value, then age), enqueued
  * against its Queue (state Open, capability, the 1.2 overcommit of idle
  * resources), then placed on a trial copy of the nodes' free resources: when at
  * least minMember of its Pods are bound or placeable they are all bound, else none
@@ -30,10 +31,10 @@
 #define SP_GROUP "scheduling.x-k8s.io"
 #define OVERCOMMIT 1.2   /* Volcano's overcommit plugin default factor */
 
-enum gkind { G_VOLCANO, G_SP, G_YUNIKORN, G_KAI };
+enum gkind { G_VOLCANO, G_SP, G_YUNIKORN, G_KAI, G_WAS };
 
 static const char *const component[] = { "volcano", "scheduler-plugins-scheduler", "yunikorn",
-                                         "kai-scheduler" };
+                                         "kai-scheduler", "default-scheduler" };
 
 struct gang {
     char key[700];
@@ -43,6 +44,7 @@ struct gang {
     int64_t min;
     struct cluster_res minres;
     bool has_minres;
+    struct cluster_res reserve;  /* YuniKorn: the placeholders of members not created yet */
     char queue[256];
     int64_t prio;
     const char *ctime;
@@ -68,11 +70,28 @@ bool cl_gang_scheduler(const char *s)
                  !strcmp(s, "yunikorn") || !strcmp(s, "kai-scheduler"));
 }
 
+/* The default scheduler's workload-aware gang (KubernetesWAS): a Pod naming a
+ * scheduling.k8s.io/v1alpha2 PodGroup in spec.schedulingGroup. */
+static const char *was_group(const cJSON *pod)
+{
+    const cJSON *spec = kobj_get(pod, "spec");
+    const char *s = kobj_str(spec, "schedulerName");
+    const char *g = kobj_str(kobj_get(spec, "schedulingGroup"), "podGroupName");
+    return (!s || !*s || !strcmp(s, "default-scheduler")) && g && *g ? g : NULL;
+}
+
+bool cl_gang_pod(const cJSON *pod)
+{
+    return cl_gang_scheduler(kobj_str(kobj_get(pod, "spec"), "schedulerName")) || was_group(pod);
+}
+
 bool cl_gang_resource(const struct reg_resource *r)
 {
     return r && ((!strcmp(r->group, VOLCANO_GROUP) &&
                   (!strcmp(r->plural, "podgroups") || !strcmp(r->plural, "queues"))) ||
-                 (!strcmp(r->group, SP_GROUP) && !strcmp(r->plural, "podgroups")));
+                 (!strcmp(r->group, SP_GROUP) && !strcmp(r->plural, "podgroups")) ||
+                 (!strcmp(r->group, "scheduling.k8s.io") && !strcmp(r->version, "v1alpha2") &&
+                  !strcmp(r->plural, "podgroups")));
 }
 
 /* ---- reading ----------------------------------------------------------------- */
@@ -157,6 +176,15 @@ static int64_t priority_of(struct cluster *c, const char *pc_name)
     return v;
 }
 
+static void res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
+{
+    a->cpu_m += sign * b->cpu_m;
+    a->mem += sign * b->mem;
+    a->gpu += sign * b->gpu;
+    a->tpu += sign * b->tpu;
+    a->pods += sign * b->pods;
+}
+
 /* ---- gangs and queues ---------------------------------------------------------- */
 
 static struct gang *gang_get(struct gang **all, enum gkind k, const char *ns, const char *name,
@@ -194,10 +222,16 @@ static int gang_add(struct gang *g, struct cl_pod *p)
 static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
 {
     const cJSON *spec = kobj_get(o->json, "spec"), *mm = kobj_get(spec, "minMember");
+    if (g->kind == G_WAS) {
+        const cJSON *gang = kobj_get(kobj_get(spec, "schedulingPolicy"), "gang");
+        mm = gang ? kobj_get(gang, "minCount") : NULL;
+        if (!gang)
+            mm = NULL;   /* basic policy: no minimum beyond one Pod */
+    }
     g->pg = store_obj_ref(o);
     g->ns = o->ns;
     g->name = o->name;
-    g->min = cJSON_IsNumber(mm) ? (int64_t)mm->valuedouble : 0;
+    g->min = cJSON_IsNumber(mm) ? (int64_t)mm->valuedouble : (g->kind == G_WAS ? 1 : 0);
     g->has_minres = cJSON_IsObject(kobj_get(spec, "minResources"));
     reslist(kobj_get(spec, "minResources"), &g->minres);
     snprintf(g->queue, sizeof(g->queue), "%s",
@@ -206,20 +240,41 @@ static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
     g->ctime = kobj_meta_str(o->json, "creationTimestamp");
 }
 
-/* YuniKorn: the application's minimum is the sum of its task groups' minMember. */
-static int64_t yunikorn_min(const cJSON *pod)
+/* YuniKorn gangs with placeholders: the application's task groups (the
+ * task-groups annotation) ask for minMember Pods each; the members that exist must
+ * all be placeable and the resources of those that do not exist yet (YuniKorn holds
+ * them with placeholder Pods) must fit in what is left. g->min becomes the members
+ * the task groups count among the existing Pods. */
+static void yunikorn_groups(struct gang *g)
 {
-    const char *tg = kobj_annotation(pod, "yunikorn.apache.org/task-groups");
+    const char *tg = g->n ? kobj_annotation(g->m[0]->obj->json, "yunikorn.apache.org/task-groups") : NULL;
     cJSON *arr = tg ? cJSON_Parse(tg) : NULL;
-    const cJSON *g;
-    int64_t n = 0;
-    cJSON_ArrayForEach(g, arr) {
-        const cJSON *m = kobj_get(g, "minMember");
-        if (cJSON_IsNumber(m) && m->valuedouble > 0)
-            n += (int64_t)m->valuedouble;
+    const cJSON *t;
+    g->min = 0;
+    memset(&g->reserve, 0, sizeof(g->reserve));
+    if (!cJSON_IsArray(arr)) {
+        g->min = g->n ? 1 : 0;   /* no gang: each Pod on its own */
+        cJSON_Delete(arr);
+        return;
+    }
+    cJSON_ArrayForEach(t, arr) {
+        const cJSON *mm = kobj_get(t, "minMember");
+        const char *name = kobj_str(t, "name");
+        int64_t want = cJSON_IsNumber(mm) && mm->valuedouble > 0 ? (int64_t)mm->valuedouble : 0, have = 0;
+        struct cluster_res one;
+        for (size_t i = 0; name && i < g->n; i++) {
+            const char *n = kobj_annotation(g->m[i]->obj->json, "yunikorn.apache.org/task-group-name");
+            if (n && !strcmp(n, name))
+                have++;
+        }
+        g->min += have < want ? have : want;
+        if (have < want) {
+            reslist(kobj_get(t, "minResource"), &one);
+            for (int64_t k = have; k < want; k++)
+                res_add(&g->reserve, &one, 1);
+        }
     }
     cJSON_Delete(arr);
-    return n > 0 ? n : 1;
 }
 
 static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, const char *comp)
@@ -253,15 +308,6 @@ static int gang_cmp(const void *a, const void *b)
         return x->prio > y->prio ? -1 : 1;
     int t = strcmp(x->ctime ? x->ctime : "", y->ctime ? y->ctime : "");
     return t ? t : strcmp(x->key, y->key);
-}
-
-static void res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
-{
-    a->cpu_m += sign * b->cpu_m;
-    a->mem += sign * b->mem;
-    a->gpu += sign * b->gpu;
-    a->tpu += sign * b->tpu;
-    a->pods += sign * b->pods;
 }
 
 static void queues_load(struct cluster *c, const struct reg_resource *rq, struct gqueue **qs,
@@ -401,7 +447,19 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
             snprintf(o->first_unfit, sizeof(o->first_unfit), "%s", p->obj->name);
         }
     }
-    if (may_bind && o->scheduled + o->placed >= g->min && o->placed > 0) {
+    bool reserve_fits = true;
+    if (g->reserve.cpu_m || g->reserve.mem || g->reserve.gpu || g->reserve.tpu) {
+        struct cluster_res free_ = { 0 };
+        for (size_t i = 0; i < ns->count; i++) {
+            res_add(&free_, &ns->n[i]->alloc, 1);
+            res_add(&free_, &ns->used[i], -1);
+        }
+        reserve_fits = free_.cpu_m >= g->reserve.cpu_m && free_.mem >= g->reserve.mem &&
+                       free_.gpu >= g->reserve.gpu && free_.tpu >= g->reserve.tpu;
+        if (!reserve_fits && !o->fit[0])
+            snprintf(o->fit, sizeof(o->fit), "the placeholders of the task groups do not fit");
+    }
+    if (may_bind && reserve_fits && o->scheduled + o->placed >= g->min && o->placed > 0) {
         for (size_t i = 0; i < g->n; i++) {
             if (where[i] < 0)
                 continue;
@@ -682,10 +740,14 @@ static void collect_members(struct cluster *c, struct gang **all)
     HASH_ITER(hh, c->pods, p, tmp) {
         const cJSON *pod = p->obj->json;
         const char *sched = kobj_str(kobj_get(pod, "spec"), "schedulerName");
+        const char *wg = was_group(pod);
         struct gang *g = NULL;
-        if (!cl_gang_scheduler(sched))
+        if (wg) {
+            /* a Pod naming a PodGroup that does not exist yet waits for it */
+            g = gang_get(all, G_WAS, p->obj->ns, wg, false);
+        } else if (!cl_gang_scheduler(sched)) {
             continue;
-        if (!strcmp(sched, "volcano")) {
+        } else if (!strcmp(sched, "volcano")) {
             const char *grp = kobj_annotation(pod, "scheduling.k8s.io/group-name");
             /* a Pod naming a PodGroup that does not exist waits for it; a Pod naming
              * none is a gang of one (Volcano's controller would make it a PodGroup) */
@@ -710,7 +772,6 @@ static void collect_members(struct cluster *c, struct gang **all)
             if (g && !g->ns) {
                 g->ns = p->obj->ns;
                 g->name = app && *app ? app : p->obj->name;
-                g->min = yunikorn_min(pod);
             }
         } else {
             const char *q = kobj_label(pod, "kai.scheduler/queue");
@@ -754,6 +815,8 @@ void cl_gang_pass(struct cluster *c)
     const struct reg_resource *rpg = find(c, VOLCANO_GROUP, "v1beta1", "podgroups");
     const struct reg_resource *rq = find(c, VOLCANO_GROUP, "v1beta1", "queues");
     const struct reg_resource *rsp = find(c, SP_GROUP, "v1alpha1", "podgroups");
+    const struct reg_resource *rwas = find(c, "scheduling.k8s.io", "v1alpha2", "podgroups");
+    struct store_list wpg = { 0 };
 
     queues_load(c, rq, &qs, &ql);
     ensure_default_queue(c, rq, &qs);
@@ -765,6 +828,10 @@ void cl_gang_pass(struct cluster *c)
         for (i = 0; i < spg.n; i++)
             if ((g = gang_get(&all, G_SP, spg.items[i]->ns, spg.items[i]->name, true)))
                 gang_from_pg(c, g, spg.items[i]);
+    if (list_all(c, rwas, &wpg) == 0)
+        for (i = 0; i < wpg.n; i++)
+            if ((g = gang_get(&all, G_WAS, wpg.items[i]->ns, wpg.items[i]->name, true)))
+                gang_from_pg(c, g, wpg.items[i]);
     collect_members(c, &all);
 
     /* the session's node view */
@@ -789,6 +856,8 @@ void cl_gang_pass(struct cluster *c)
         order[ng++] = g;
         if (g->n > 1)
             qsort(g->m, g->n, sizeof(*g->m), member_cmp);
+        if (g->kind == G_YUNIKORN)
+            yunikorn_groups(g);
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
             const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");
@@ -812,7 +881,7 @@ void cl_gang_pass(struct cluster *c)
         count(g, &o);
         o.ready = o.scheduled >= g->min;
         if (g->kind != G_VOLCANO || !g->pg) {
-            if (g->pg == NULL && g->kind == G_SP && g->n == 0)
+            if (g->n == 0)
                 continue;
             if (o.pending)
                 allocate(c, g, &ns, &o, true);
@@ -898,6 +967,7 @@ out:
     }
     store_list_free(&vpg);
     store_list_free(&spg);
+    store_list_free(&wpg);
     store_list_free(&ql);
     free(ns.n);
     free(ns.used);

@@ -42,6 +42,7 @@ struct cl_pod {
     char *acct_node;             /* the node whose used includes req */
     struct cluster_res req;
     bool queued, unsched, deleting;
+    bool real;                   /* handed to the runtime (kubesim/runtime) */
     char unsched_msg[512];
     enum cl_stage stage;
     int restarts;
@@ -123,6 +124,7 @@ struct cluster {
     struct cluster_opts o;
     struct store *store;
     const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
+    const struct reg_resource *r_deploy, *r_rs;
     pthread_t thread;
     bool started;
 
@@ -148,6 +150,8 @@ struct cluster {
     struct cl_jpod *jpods;
     char **job_dirty;            /* job keys to sync after this turn */
     size_t njob_dirty, capjob_dirty;
+    char **deploy_dirty, **rs_dirty; /* "ns/name" to sync (deploy.c) */
+    size_t ndeploy_dirty, capdeploy_dirty, nrs_dirty, caprs_dirty;
     bool gang_dirty;             /* a gang Pod, PodGroup or Queue changed (gang.c) */
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
@@ -182,6 +186,9 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
 /* gang.c: the gang schedulers (Volcano, scheduler-plugins, YuniKorn, KAI). */
 /* True for a schedulerName the gang step owns (the default scheduler leaves it). */
 bool cl_gang_scheduler(const char *scheduler_name);
+/* True for a Pod the gang step places: a gang scheduler's, or a default-scheduler Pod
+ * in a workload-aware PodGroup (spec.schedulingGroup, KubernetesWAS). */
+bool cl_gang_pod(const cJSON *pod);
 /* True for a resource whose changes the gang step watches (PodGroups, Queues). */
 bool cl_gang_resource(const struct reg_resource *r);
 /* One scheduling session over every gang, when anything it reads changed. */
@@ -203,6 +210,11 @@ void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const 
 void cl_endpoints_svc(struct cluster *c, struct cl_svc *s);
 void cl_endpoints_svc_free(struct cl_svc *s);
 
+/* deploy.c: the Deployment and ReplicaSet controllers */
+void cl_deploy_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+void cl_deploy_sync(struct cluster *c);
+void cl_deploy_free(struct cluster *c);
+
 /* cluster_jobs.c: the Job and TTL-after-finished controllers */
 void cl_job_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 /* Every Pod event, after cl_pod_event: O(1) for Pods no Job controls. */
@@ -214,6 +226,9 @@ void cl_jobs_free(struct cluster *c);
 /* The ownerReference with controller: true when it is of this kind (apiVersion
  * group api_group, e.g. "batch/"), else NULL. */
 const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const char *kind);
+
+/* The Pod's Ready condition is True. */
+bool cl_pod_ready(const cJSON *pod);
 
 /*
  * ---- what the Job controller's two files share: the tables and writes of cluster_jobs.c that

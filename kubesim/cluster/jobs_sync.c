@@ -27,16 +27,6 @@ static const char *phase_of(const cJSON *pod)
     return ph ? ph : "";
 }
 
-static bool pod_ready(const cJSON *pod)
-{
-    const cJSON *cd;
-
-    cJSON_ArrayForEach(cd, kobj_get(kobj_get(pod, "status"), "conditions"))
-        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
-            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
-    return false;
-}
-
 static long num_or(const cJSON *o, const char *k, long def)
 {
     const cJSON *v = kobj_get(o, k);
@@ -182,7 +172,7 @@ static void count_pods(struct jsync *x, long *new_succ, long *new_fail, long *re
 
         if (pod_active(p)) {
             x->active++;
-            x->ready += pod_ready(p);
+            x->ready += cl_pod_ready(p);
         } else if (cl_job_deleting(p) && !pod_terminal(p)) {
             x->terminating++;
         }
@@ -259,7 +249,7 @@ static void delete_some(struct jsync *x, long n, bool drop_finalizer)
                 break;
             if (!pod_active(jp->obj->json))
                 continue;
-            ready = pod_ready(jp->obj->json);
+            ready = cl_pod_ready(jp->obj->json);
             if (ready != (pass == 1))
                 continue;
             if (drop_finalizer && cl_job_has_finalizer(jp->obj->json, TRACKING_FIN)) {
@@ -536,7 +526,7 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
         struct cl_jpod *jp, *tmp;
         HASH_ITER(hj, j->pods, jp, tmp)
             if (pod_active(jp->obj->json)) {
-                bool ready = pod_ready(jp->obj->json);
+                bool ready = cl_pod_ready(jp->obj->json);
                 if (cl_job_pod_delete(c, j, jp) == 0) {
                     x.active--;
                     x.terminating++;

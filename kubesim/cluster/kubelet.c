@@ -12,6 +12,7 @@
 
 #include "kubesim/cluster/internal.h"
 #include "kubesim/ray/ray.h"
+#include "kubesim/runtime/runtime.h"
 #include "util/util.h"
 
 enum { FAIL_NONE, FAIL_CRASHLOOP, FAIL_EXIT, FAIL_OOM, FAIL_IMAGEPULL, FAIL_NEVERREADY };
@@ -488,6 +489,28 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
 
     if (!node || !node[0] || !cl_node_find(c, node))
         return;
+    if (c->o.runtime && (p->real || runtime_claims(c->o.runtime, p->obj->json))) {
+        /* real processes (kubesim/runtime): it writes the status and removes the Pod */
+        if (kobj_get(md, "deletionTimestamp")) {
+            const cJSON *g = kobj_get(md, "deletionGracePeriodSeconds");
+            if (!p->deleting && p->real)
+                runtime_pod_delete(c->o.runtime, p->obj->uid,
+                                   cJSON_IsNumber(g) ? (long)(cJSON_GetNumberValue(g) * 1000) : 30000);
+            else if (!p->deleting)
+                cl_timer_add(c, 0, T_DELETE, p);
+            p->deleting = true;
+            return;
+        }
+        if (!p->real) {
+            const char *ph = kobj_str(kobj_get(p->obj->json, "status"), "phase");
+            if (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed")))
+                return;
+            p->real = true;
+            assign_ip(c, p);
+            runtime_pod_run(c->o.runtime, p->obj->json, p->ip);
+        }
+        return;
+    }
     if (kobj_get(md, "deletionTimestamp")) {
         const cJSON *g = kobj_get(md, "deletionGracePeriodSeconds");
         long ms = cJSON_IsNumber(g) ? (long)(cJSON_GetNumberValue(g) * 1000) : 0;

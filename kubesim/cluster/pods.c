@@ -85,7 +85,8 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->pods, key, p);
-    if (cl_gang_scheduler(sched))
+    bool gang = cl_gang_pod(o->json);
+    if (gang)
         c->gang_dirty = true;   /* a gang member changed: the gang step looks again */
     if (type == EV_DELETED) {
         cl_endpoints_pod(c, key, o->ns, NULL);
@@ -131,7 +132,7 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
         }
     }
     if ((!node || !node[0]) && !pod_terminal(o->json) && !p->unsched &&
-        (!sched || !sched[0] || !strcmp(sched, "default-scheduler")) &&
+        (!sched || !sched[0] || !strcmp(sched, "default-scheduler")) && !gang &&
         !kobj_get(kobj_get(o->json, "metadata"), "deletionTimestamp"))
         pending_push(c, p);
     cl_kubelet_pod(c, p);

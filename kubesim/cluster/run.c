@@ -24,6 +24,16 @@ const char cluster_usage[] =
     "               [--pod-ready-ms MS] [--pod-stop-ms MS] [--job-pod-ms MS]\n"
     "               (docs/kubesim-cluster.md)\n";
 
+bool cl_pod_ready(const cJSON *pod)
+{
+    const cJSON *cd;
+
+    cJSON_ArrayForEach(cd, kobj_get(kobj_get(pod, "status"), "conditions"))
+        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
+            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
+    return false;
+}
+
 /* ---- flags ----------------------------------------------------------------------- */
 
 static int flag_num(const char *v, long min, long max, long *out)
@@ -164,6 +174,7 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
     const struct reg_resource *r = obj ? obj->res : NULL;
 
     if (!r || (r != c->r_pods && r != c->r_nodes && r != c->r_svc && r != c->r_jobs &&
+               r != c->r_deploy && r != c->r_rs &&
                !cl_gang_resource(r) && strcmp(r->plural, "customresourcedefinitions") != 0))
         return;   /* a CRD: the gang step looks for Volcano's Queue type */
     pthread_mutex_lock(&c->qlock);
@@ -580,7 +591,10 @@ static void *cluster_main(void *arg)
             if (o->res == c->r_pods) {
                 cl_pod_event(c, batch[i].type, o);
                 cl_jobs_pod(c, batch[i].type, o);
-            } else if (o->res == c->r_jobs)
+                cl_deploy_event(c, batch[i].type, o);
+            } else if (o->res == c->r_deploy || o->res == c->r_rs)
+                cl_deploy_event(c, batch[i].type, o);
+            else if (o->res == c->r_jobs)
                 cl_job_event(c, batch[i].type, o);
             else if (o->res == c->r_nodes)
                 node_event(c, batch[i].type, o);
@@ -599,6 +613,7 @@ static void *cluster_main(void *arg)
             free(t.key);
         }
         cl_jobs_sync(c);
+        cl_deploy_sync(c);
         if (c->endpoints_dirty && !c->endpoints_timer) {
             c->endpoints_timer = true;
             cl_timer_add(c, 50, T_ENDPOINTS, NULL);
@@ -619,9 +634,11 @@ static int find_res(struct cluster *c)
     c->r_eps = registry_find(r, "discovery.k8s.io", "v1", "endpointslices");
     c->r_events = registry_find(r, "", "v1", "events");
     c->r_jobs = registry_find(r, "batch", "v1", "jobs");
+    c->r_deploy = registry_find(r, "apps", "v1", "deployments");
+    c->r_rs = registry_find(r, "apps", "v1", "replicasets");
     store_registry_unlock(c->store);
     return c->r_pods && c->r_nodes && c->r_svc && c->r_ep && c->r_eps && c->r_events &&
-           c->r_jobs ? 0 : -ENOENT;
+           c->r_jobs && c->r_deploy && c->r_rs ? 0 : -ENOENT;
 }
 
 /* Objects that predate the subscription (--state, or written before start) are
@@ -629,9 +646,10 @@ static int find_res(struct cluster *c)
 static int replay_existing(struct cluster *c)
 {
     /* Jobs before Pods: a Job's Pods find it in the table */
-    const struct reg_resource *types[] = { c->r_nodes, c->r_svc, c->r_jobs, c->r_pods };
+    const struct reg_resource *types[] = { c->r_nodes, c->r_svc, c->r_jobs, c->r_deploy, c->r_rs,
+                                           c->r_pods };
 
-    for (size_t t = 0; t < 4; t++) {
+    for (size_t t = 0; t < 6; t++) {
         struct store_list l = { 0 };
         struct store_list_opts lo = { 0 };
         struct store_status st = { 0 };
@@ -714,6 +732,7 @@ void cluster_stop(struct cluster *c)
     c->qlen = 0;
     pthread_mutex_unlock(&c->qlock);
     cl_jobs_free(c);
+    cl_deploy_free(c);
     cl_pods_free(c);
     HASH_ITER(hh, c->nodes, n, tn) {
         HASH_DEL(c->nodes, n);

@@ -25,6 +25,7 @@
 #include "kubesim/api/server.h"
 #include "kubesim/store/store.h"
 #include "kubesim/main/tlsgen.h"
+#include "kubesim/runtime/runtime.h"
 #include "util/util.h"
 
 #define MAX_PEM (256 * 1024)
@@ -41,6 +42,7 @@ struct args {
     long bookmark_ms;
     struct faults *faults;     /* --fault, --watch-*: kubesim/api/faults.h */
     struct cluster_opts *cluster; /* --nodes, --node-*, --pod-*: kubesim/cluster/cluster.h */
+    struct runtime_opts *runtime; /* --run-image: kubesim/runtime/runtime.h */
 };
 
 static void usage(FILE *f)
@@ -50,6 +52,7 @@ static void usage(FILE *f)
         "               [--state DIR] [--request-log FILE] [--watch-window N]\n"
         "               [--bookmark-interval-ms N] [--log-level debug|info|warn|error]\n"
         "%s%s"
+        "               [--run-image REPO=ROOT]... (real processes: docs/kubesim-runtime.md)\n"
         "Serves the Kubernetes API (core, batch, coordination, events, rbac, apiextensions\n"
         "and CRDs) on HOST:PORT (PORT 0 picks a free one). The first line on stdout is the\n"
         "server URL. --tls generates a CA and serving certificate next to the kubeconfig\n"
@@ -114,6 +117,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "pod-ready-ms", required_argument, NULL, 'C' },
         { "pod-stop-ms", required_argument, NULL, 'C' },
         { "job-pod-ms", required_argument, NULL, 'C' },
+        { "run-image", required_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -165,6 +169,12 @@ static int parse_args(int argc, char **argv, struct args *a)
                 return -EINVAL;
             }
             break;
+        case 'R':
+            if (runtime_parse_flag(&a->runtime, opts[idx].name, optarg, err, sizeof(err)) < 0) {
+                fprintf(stderr, "kubesim: %s\n", err);
+                return -EINVAL;
+            }
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -175,6 +185,11 @@ static int parse_args(int argc, char **argv, struct args *a)
     }
     if (optind < argc) {
         fprintf(stderr, "kubesim: unexpected argument \"%s\"\n", argv[optind]);
+        return -EINVAL;
+    }
+    if (a->runtime && !a->cluster &&
+        cluster_parse_flag(&a->cluster, "nodes", "1", err, sizeof(err)) < 0) {
+        fprintf(stderr, "kubesim: %s\n", err);   /* Pods run on a node: one by default */
         return -EINVAL;
     }
     if (a->tls && !a->kubeconfig) {
@@ -315,10 +330,13 @@ int main(int argc, char **argv)
     struct server *srv = NULL;
     struct cluster *cluster = NULL;
     struct ray *ray = NULL;       /* simulated Ray runtime: kubesim/ray/ray.h */
+    struct runtime *rt = NULL;    /* real Pod processes: kubesim/runtime/runtime.h */
     char err[512], token[65], num[32];
     sigset_t set;
     int rc, sig = 0, status = 1;
 
+    if ((rc = runtime_helper_main(argc, argv)) >= 0)
+        return rc;      /* kubesim re-executed as a Pod sandbox or container */
     reexec_with_hugetlb(argv);
     log_set_component("kubesim");
     if (parse_args(argc, argv, &a) < 0)
@@ -376,10 +394,25 @@ int main(int argc, char **argv)
         log_error("kubesim: cannot start the server", "error", err, NULL);
         goto out;
     }
-    if (a.cluster)
+    if (a.runtime) {
+        struct runtime_conf rc_conf = { .store = store, .api_port = server_port(srv),
+                                        .ca_pem = tls.ca, .ca_len = tls.ca_len,
+                                        .token = a.token };
+        if ((rc = runtime_start(a.runtime, &rc_conf, &rt)) < 0) {
+            log_error("kubesim: cannot start the Pod runtime", "error", strerror(-rc), NULL);
+            goto out;
+        }
+        ray_set_log_source(ray, (ray_log_source_fn)runtime_log, rt);
+    }
+    if (a.cluster) {
         a.cluster->ray = ray;
+        a.cluster->runtime = rt;
+    }
     if (cluster_start(a.cluster, store, &cluster) < 0)
         goto out;
+    if (!a.cluster)   /* the first thing a newcomer wonders about: why Pods never start */
+        log_warn("kubesim: no --nodes: an API server only (no scheduler, no kubelet), so Pods "
+                 "stay Pending; start with --nodes N to schedule and run them", NULL);
     if (a.kubeconfig) {
         struct kubeconfig_opts ko = { .server_url = server_url(srv), .ca_pem = tls.ca,
                                       .ca_len = tls.ca_len, .token = a.token };
@@ -402,6 +435,7 @@ int main(int argc, char **argv)
     status = 0;
 out:
     cluster_stop(cluster);
+    runtime_stop(rt);      /* its processes, namespaces and files go; the Pods stay stored */
     ray_stop(ray);         /* submitter threads end before the server goes */
     server_free(srv);      /* ends watches cleanly before the store goes */
     faults_free(a.faults); /* its prehook and admin route die with the server */
@@ -410,6 +444,7 @@ out:
     cluster_free(cluster);   /* after the store: it holds the subscription */
     ray_free(ray);           /* same */
     cluster_opts_free(a.cluster);
+    free(a.runtime);
     registry_free(reg);
     free(tls.cert);
     free(tls.key);

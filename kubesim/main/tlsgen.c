@@ -10,6 +10,7 @@
  * reader never sees half a key.
  */
 #include "kubesim/main/tlsgen.h"
+#include "kubesim/runtime/runtime.h"
 #include "util/util.h"
 
 #include <arpa/inet.h>
@@ -298,7 +299,8 @@ int tlsgen_write(const char *dir, const char *host)
       "server usage");
     G(gnutls_x509_crt_set_key_purpose_oid(srv, GNUTLS_KP_TLS_WWW_SERVER, 0), "server purpose");
     if ((rc = add_san(srv, "localhost")) < 0 || (rc = add_san(srv, "127.0.0.1")) < 0 ||
-        (rc = add_san(srv, "::1")) < 0 || (extra_host(host) && (rc = add_san(srv, host)) < 0))
+        (rc = add_san(srv, "::1")) < 0 ||
+        (rc = add_san(srv, RUNTIME_SERVICE_IP)) < 0 || (extra_host(host) && (rc = add_san(srv, host)) < 0))
         goto out;
     /* a CA brought by the user may lack a subject key id: the AKI is optional then */
     if (gnutls_x509_crt_get_subject_key_id(ca, kid, &kid_len, NULL) == 0)

@@ -100,6 +100,8 @@ struct ray {
     struct ray_sub *subs;
     int threads;                 /* running submitter threads */
     bool stopping;
+    ray_log_source_fn log_fn;    /* Pods whose logs another part of kubesim keeps */
+    void *log_arg;
 };
 
 /* ---- ray_runtime.c ---- */
@@ -263,5 +265,10 @@ int ray_submitter_log(struct ray *r, const char *uid, const char *container, boo
 
 /* ---- pod_log.c ---- */
 int pod_log_install(struct ray *r);
+/* The routes of the dashboard proxy and the Serve admin API (proxy.c) and of the
+ * Gateway routing (gateway.c), installed by ray_install. */
+int ray_proxy_install(struct ray *r);
+int ray_admin_install(struct ray *r);
+int ray_gateway_install(struct ray *r);
 
 #endif

@@ -25,6 +25,7 @@ struct log_stream {
     struct ray *r;
     char uid[64], ns[64], name[254], container[254];
     bool submitter;
+    bool source;                 /* from r->log_fn */
     size_t off;                  /* bytes of the submitter log already taken */
     struct buf pending;
     size_t sent;
@@ -150,11 +151,14 @@ static ssize_t stream_read(void *arg, char *buf, size_t max)
         ls->sent = 0;
         if (ls->limit == 0)
             return SERVER_STREAM_END;
-        if (ls->submitter) {
+        if (ls->source || ls->submitter) {
             bool running = false;
             size_t before = ls->pending.len;
-            if (ray_submitter_log(ls->r, ls->uid, ls->container, false, ls->off, &ls->pending,
-                                  &running) < 0)
+            int rc = ls->source ? ls->r->log_fn(ls->r->log_arg, ls->uid, ls->container, false,
+                                                ls->off, &ls->pending, &running)
+                                : ray_submitter_log(ls->r, ls->uid, ls->container, false, ls->off,
+                                                    &ls->pending, &running);
+            if (rc < 0)
                 return SERVER_STREAM_END;
             ls->off += ls->pending.len - before;
             if (ls->pending.len)
@@ -289,14 +293,18 @@ static int on_log(void *arg, struct server_req *req)
     snprintf(ls->ns, sizeof(ls->ns), "%s", pod->ns);
     snprintf(ls->name, sizeof(ls->name), "%s", pod->name);
     snprintf(ls->container, sizeof(ls->container), "%s", container);
-    if (ray_submitter_log(r, pod->uid, container, previous, 0, &ls->pending, &running) == 0) {
+    if (r->log_fn && r->log_fn(r->log_arg, pod->uid, container, previous, 0, &ls->pending,
+                               &running) == 0) {
+        ls->source = true;
+        ls->off = ls->pending.len;
+    } else if (ray_submitter_log(r, pod->uid, container, previous, 0, &ls->pending, &running) == 0) {
         ls->submitter = true;
         ls->off = ls->pending.len;
     } else {
         ray_start_log(pod->json, container, &ls->pending);
     }
     tail_lines(&ls->pending, tail);
-    if (follow && !previous && (ls->submitter ? running : still_running(ls))) {
+    if (follow && !previous && (ls->submitter || ls->source ? running : still_running(ls))) {
         rc = server_reply_stream(req, 200, "text/plain", stream_read, ls, stream_free);
         ls = NULL;
         goto out;
@@ -311,6 +319,14 @@ out:
     buf_free(&names);
     store_obj_unref(pod);
     return rc;
+}
+
+void ray_set_log_source(struct ray *r, ray_log_source_fn fn, void *arg)
+{
+    if (r) {
+        r->log_fn = fn;
+        r->log_arg = arg;
+    }
 }
 
 int pod_log_install(struct ray *r)

@@ -34,7 +34,14 @@ struct store;
  * registers services/proxy, pods/log and the /kubesim/ray/ admin route. Call before
  * server_start. 0 or a negative errno. Free with ray_stop + ray_free (after
  * store_close: the store has no unsubscribe). */
+struct buf;
 int ray_install(struct server *srv, struct store *store, struct ray **out);
+/* pods/log asks fn first: 0 with the log of the container from byte off appended to out
+ * (*running: still running, for follow), or -ENOENT when fn does not keep that Pod's logs
+ * (kubesim/runtime: real processes). Set before the server starts. */
+typedef int (*ray_log_source_fn)(void *arg, const char *uid, const char *container,
+                                 bool previous, size_t off, struct buf *out, bool *running);
+void ray_set_log_source(struct ray *r, ray_log_source_fn fn, void *arg);
 /* Cancels running submitters and waits for their threads. NULL is fine. */
 void ray_stop(struct ray *r);
 void ray_free(struct ray *r);

@@ -283,10 +283,6 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
     pthread_mutex_unlock(&r->mu);
 }
 
-int ray_proxy_install(struct ray *r);   /* ray_proxy.c */
-int ray_admin_install(struct ray *r);   /* ray_serve.c */
-int ray_gateway_install(struct ray *r); /* gateway.c */
-
 int ray_install(struct server *srv, struct store *store, struct ray **out)
 {
     struct ray *r = calloc(1, sizeof(*r));

@@ -113,6 +113,10 @@ static const struct builtin_spec builtins[] = {
     { "apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
       "CustomResourceDefinition", false, ALL, "crd,crds", "api-extensions", true,
       "CustomResourceDefinition", no_fields, SPECGEN, no_subs },
+    { "apps", "v1", "deployments", "deployment", "Deployment", true, ALL, "deploy", "all", true,
+      "Deployment", no_fields, SPECGEN, no_subs },
+    { "apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, ALL, "rs", "all", true,
+      "ReplicaSet", no_fields, SPECGEN, no_subs },
     { "batch", "v1", "jobs", "job", "Job", true, ALL, "", "all", true,
       "Job", job_fields, SPECGEN | REG_FLAG_ORPHAN_DEFAULT, no_subs },
     { "coordination.k8s.io", "v1", "leases", "lease", "Lease", true, ALL, "", "", false,
@@ -125,6 +129,8 @@ static const struct builtin_spec builtins[] = {
       "", "", false, "IngressClass", no_fields, SPECGEN, no_subs },
     { "networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", true, ALL, "ing", "", true,
       "Ingress", no_fields, SPECGEN, no_subs },
+    { "policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget",
+      true, ALL, "pdb", "", true, "PodDisruptionBudget", no_fields, SPECGEN, no_subs },
     { "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",
       "ClusterRoleBinding", false, ALL, "", "", false, "ClusterRoleBinding", no_fields,
       NOGEN, no_subs },
@@ -134,6 +140,14 @@ static const struct builtin_spec builtins[] = {
       ALL, "", "", false, "RoleBinding", no_fields, NOGEN, no_subs },
     { "rbac.authorization.k8s.io", "v1", "roles", "role", "Role", true, ALL, "", "", false,
       "Role", no_fields, NOGEN, no_subs },
+    /* Volcano's priority order reads PriorityClass values (kubesim/cluster/gang.c) */
+    { "scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false, ALL,
+      "pc", "", false, NULL, no_fields, NOGEN, no_subs },
+    /* Kubernetes workload-aware scheduling (KubeRay's KubernetesWAS gate) */
+    { "scheduling.k8s.io", "v1alpha2", "podgroups", "podgroup", "PodGroup", true, ALL, "", "",
+      true, NULL, no_fields, SPECGEN, no_subs },
+    { "scheduling.k8s.io", "v1alpha2", "workloads", "workload", "Workload", true, ALL, "", "",
+      false, NULL, no_fields, SPECGEN, no_subs },
 };
 
 static int add_one(struct registry *r, const struct builtin_spec *b)
@@ -166,6 +180,14 @@ static int add_one(struct registry *r, const struct builtin_spec *b)
     res->flags = b->flags;
     res->builtin = true;
     res->storage = true;
+    if (!strcmp(b->group, "apps")) {
+        /* /scale as the real server maps it for Deployments and ReplicaSets */
+        res->has_scale = true;
+        res->scale_spec_path = strdup(".spec.replicas");
+        res->scale_status_path = strdup(".status.replicas");
+        if (!res->scale_spec_path || !res->scale_status_path)
+            goto out;
+    }
     while (b->subs[nsub].name)
         nsub++;
     if (nsub) {

@@ -18,6 +18,7 @@
 #ifndef RAYOP_SIM_SCHEMA_H
 #define RAYOP_SIM_SCHEMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <cjson/cJSON.h>
 
@@ -51,5 +52,16 @@ const char *const *schema_list_map_keys(const struct schema *s, const char *path
  * supported CEL subset (those are skipped at validation, never guessed at). */
 size_t schema_rules_total(const struct schema *s);
 size_t schema_rules_unsupported(const struct schema *s);
+
+/* ---- names, labels, annotations (names.c) ---------------------------------------- */
+
+#define SCHEMA_ANNOTATIONS_MAX 262144   /* bytes of keys + values, as the API server */
+enum name_rule { NAME_SUBDOMAIN, NAME_LABEL_1123, NAME_LABEL_1035 };
+/* Appends causes (status_cause_add) for an invalid name; returns true when valid. */
+bool schema_check_name(const char *name, enum name_rule r, const char *field, cJSON *causes);
+/* Label / annotation syntax (and the annotation budget) with causes at field:
+ * "metadata.labels" for objects, "spec.template.labels" for pod templates. */
+void schema_check_labels(const cJSON *labels, const char *field, cJSON *causes);
+void schema_check_annotations(const cJSON *ann, const char *field, cJSON *causes);
 
 #endif

@@ -54,16 +54,23 @@ static void ensure(cJSON *obj, const char *key, cJSON *zero)
         cJSON_AddItemToObject(obj, key, zero);
 }
 
+/* events.k8s.io/v1 field -> core/v1 field; the rest are named alike */
+static const char *const renames[][2] = {
+    { "regarding", "involvedObject" },
+    { "note", "message" },
+    { "reportingController", "reportingComponent" },
+    { "deprecatedSource", "source" },
+    { "deprecatedFirstTimestamp", "firstTimestamp" },
+    { "deprecatedLastTimestamp", "lastTimestamp" },
+    { "deprecatedCount", "count" },
+};
+#define NRENAMES (sizeof(renames) / sizeof(renames[0]))
+
 void store_event_to_core(cJSON *obj)
 {
     set_api_version(obj, "v1");
-    rename_key(obj, "regarding", "involvedObject");
-    rename_key(obj, "note", "message");
-    rename_key(obj, "reportingController", "reportingComponent");
-    rename_key(obj, "deprecatedSource", "source");
-    rename_key(obj, "deprecatedFirstTimestamp", "firstTimestamp");
-    rename_key(obj, "deprecatedLastTimestamp", "lastTimestamp");
-    rename_key(obj, "deprecatedCount", "count");
+    for (size_t i = 0; i < NRENAMES; i++)
+        rename_key(obj, renames[i][0], renames[i][1]);
     ensure(obj, "source", cJSON_CreateObject());
     ensure(obj, "firstTimestamp", cJSON_CreateNull());
     ensure(obj, "lastTimestamp", cJSON_CreateNull());
@@ -73,13 +80,8 @@ void store_event_to_core(cJSON *obj)
 void store_event_to_v1(cJSON *obj)
 {
     set_api_version(obj, "events.k8s.io/v1");
-    rename_key(obj, "involvedObject", "regarding");
-    rename_key(obj, "message", "note");
-    rename_key(obj, "reportingComponent", "reportingController");
-    rename_key(obj, "source", "deprecatedSource");
-    rename_key(obj, "firstTimestamp", "deprecatedFirstTimestamp");
-    rename_key(obj, "lastTimestamp", "deprecatedLastTimestamp");
-    rename_key(obj, "count", "deprecatedCount");
+    for (size_t i = 0; i < NRENAMES; i++)
+        rename_key(obj, renames[i][1], renames[i][0]);
     static const char *const omitempty[] = { "reportingController", "reportingInstance",
         "action", "reason", "note", "type", "deprecatedFirstTimestamp",
         "deprecatedLastTimestamp", "deprecatedCount", NULL };

@@ -21,12 +21,12 @@
 #include <uthash.h>
 
 #include "kobj/kobj.h"
+#include "kubesim/schema/schema.h"
 #include "kubesim/schema/status_cause.h"
 #include "kubesim/store/store.h"
 #include "util/util.h"
 
 #define STORE_MAX_SUBSCRIBERS 16
-#define STORE_ANNOTATIONS_MAX 262144
 
 struct stype;
 struct gc_pending;
@@ -221,14 +221,8 @@ int st_invalid(struct store_status *st, const struct reg_resource *res, const ch
                cJSON *causes);
 
 /* ---- metadata (store_meta.c) ---- */
-enum name_rule { NAME_SUBDOMAIN, NAME_LABEL_1123, NAME_LABEL_1035 };
+/* The name rule of a resource; the checks are schema_check_name & co (schema/names.c). */
 enum name_rule store_name_rule(const struct reg_resource *res);
-/* Appends causes for an invalid name; returns true when valid. */
-bool store_check_name(const char *name, enum name_rule r, const char *field, cJSON *causes);
-/* Label / annotation syntax (and the annotation budget) with causes at field:
- * "metadata.labels" for objects, "spec.template.labels" for pod templates. */
-void store_check_labels(const cJSON *labels, const char *field, cJSON *causes);
-void store_check_annotations(const cJSON *ann, const char *field, cJSON *causes);
 /* Validates metadata of obj (labels, annotations, ownerReferences, finalizers). */
 void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resource *res,
                       cJSON *causes);

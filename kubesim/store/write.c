@@ -200,7 +200,7 @@ static int prepare_common(struct store *s, const struct reg_resource *res, cJSON
     if (!causes)
         return -ENOMEM;
     if (name && !old)
-        store_check_name(name, store_name_rule(res), "metadata.name", causes);
+        schema_check_name(name, store_name_rule(res), "metadata.name", causes);
     if (res->builtin) {
         rc = builtin_default(s, res, obj, old);
         if (rc)

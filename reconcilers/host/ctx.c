@@ -286,3 +286,68 @@ bool host_feature_enabled(const struct host_ctx *ctx, const char *name, bool dfl
     }
     return v;
 }
+
+/* KubeRay v1.7's gates (ray-operator/pkg/features) plus component-base's
+ * AllAlpha/AllBeta */
+static const char *const known_gates[] = {
+    "RayClusterStatusConditions", "RayJobDeletionPolicy", "RayMultiHostIndexing",
+    "RayServiceIncrementalUpgrade", "RayCronJob", "SidecarSubmitterRestart",
+    "RayClusterNetworkPolicy", "GCSFaultToleranceEmbeddedStorage", "RayClusterMTLS",
+    "RayClusterHistoryServer", "KubernetesWAS", "AllAlpha", "AllBeta", NULL,
+};
+
+static bool parse_go_bool(const char *v, size_t n)
+{
+    static const char *const ok[] = { "1", "t", "T", "TRUE", "true", "True",
+                                      "0", "f", "F", "FALSE", "false", "False", NULL };
+    for (int i = 0; ok[i]; i++)
+        if (strlen(ok[i]) == n && strncmp(ok[i], v, n) == 0)
+            return true;
+    return false;
+}
+
+int host_feature_gates_check(const char *gates, char *err, size_t errlen)
+{
+    /* featuregate.Set: "k=v" pairs split on ',', space-trimmed, each value a
+     * Go bool, each key a gate the binary knows */
+    for (const char *p = gates; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) {
+            p++;
+            len--;
+        }
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len) {
+            const char *eq = memchr(p, '=', len);
+            size_t kl = eq ? (size_t)(eq - p) : len;
+            while (kl && p[kl - 1] == ' ')
+                kl--;
+            if (!eq) {
+                snprintf(err, errlen, "missing bool value for %.*s", (int)kl, p);
+                return -EINVAL;
+            }
+            const char *v = eq + 1;
+            size_t vl = len - (size_t)(v - p);
+            while (vl && *v == ' ') {
+                v++;
+                vl--;
+            }
+            if (!parse_go_bool(v, vl)) {
+                snprintf(err, errlen, "invalid value of %.*s=%.*s, err: strconv.ParseBool: "
+                         "parsing \"%.*s\": invalid syntax", (int)kl, p, (int)vl, v, (int)vl, v);
+                return -EINVAL;
+            }
+            bool known = false;
+            for (int i = 0; known_gates[i] && !known; i++)
+                known = strlen(known_gates[i]) == kl && strncmp(known_gates[i], p, kl) == 0;
+            if (!known) {
+                snprintf(err, errlen, "unrecognized feature gate: %.*s", (int)kl, p);
+                return -EINVAL;
+            }
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}

@@ -34,11 +34,14 @@
 struct host {
     struct host_opts o;
     const struct host_kind *kind;
+    const struct host_kind *kinds;   /* the binary's table (per-kind Leases: leader.c) */
+    size_t nkinds;
     struct kube_config *kcfg;
     struct kube_client *kube;        /* owned; published through kube_slot */
     struct host_kube_slot kube_slot;
     pthread_t kube_thread;
     atomic_bool kube_failed;
+    atomic_bool kube_config_bad;      /* the kubeconfig cannot be loaded: no restart helps */
     struct host_view *view;
     struct ipc_client *ipc;
     struct host_http *http;
@@ -173,8 +176,10 @@ static void *kube_init(void *arg)
     struct kube_config_opts ko = { .kubeconfig = h->o.kubeconfig, .context = h->o.context };
     struct kube_client_opts co = { .qps = h->o.qps, .burst = h->o.burst };
     int rc = kube_config_load(&ko, &h->kcfg, err, sizeof(err));
-    if (rc < 0)
+    if (rc < 0) {
         log_error("cannot load the API server configuration", "error", err, NULL);
+        atomic_store(&h->kube_config_bad, true);
+    }
     else if ((rc = kube_client_new(h->kcfg, &co, &h->kube)) < 0)
         log_error("cannot create the API client", "error", strerror(-rc), NULL);
     else
@@ -246,6 +251,8 @@ static int start_leader(struct host *h)
     if (!h->o.leader_election)
         return 0;
     snprintf(c->name, sizeof(c->name), "rayop-%s-leader", h->kind->name);
+    for (size_t i = 0; i < h->nkinds && c->nkinds < HOST_MAX_KINDS; i++)
+        c->kinds[c->nkinds++] = h->kinds[i].name;
     /* KubeRay's operator Lease (main.go LeaderElectionID): the migration guard */
     snprintf(c->guard, sizeof(c->guard), "ray-operator-leader");
     host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
@@ -357,6 +364,8 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     }
     if (h.o.log_level >= 0)
         log_set_level(h.o.log_level);
+    h.kinds = kinds;
+    h.nkinds = nkinds;
     if (!(h.kind = host_kind_find(kinds, nkinds, h.o.kind))) {
         fprintf(stderr, "rayop controller: unknown kind \"%s\"\n", h.o.kind);
         kinds_usage(stderr, kinds, nkinds);
@@ -366,6 +375,13 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     log_set_component("controller");
     if (h.o.config_file && (rc = host_opts_load_config(&h.o, h.o.config_file, err, sizeof(err))) < 0) {
         log_error("bad --config file", "error", err, NULL);
+        exit_code = UTIL_EXIT_CONFIG;
+        goto out;
+    }
+    if ((rc = host_feature_gates_check(h.o.feature_gates, err, sizeof(err))) < 0) {
+        /* KubeRay: exitOnError(err, "Unable to set flag gates for known features") */
+        log_error("Unable to set flag gates for known features", "error", err, NULL);
+        exit_code = UTIL_EXIT_CONFIG;
         goto out;
     }
     if (h.o.log_level >= 0)
@@ -387,6 +403,7 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
             log_error("batch scheduler configs validation failed", "error", berr, NULL);
             fprintf(stderr, "rayop controller: batch scheduler configs validation failed: %s\n", berr);
             rc = -EINVAL;
+            exit_code = UTIL_EXIT_CONFIG;
             goto out;
         }
         if (h.o.enable_batch_scheduler)
@@ -512,6 +529,8 @@ out:
     kube_config_free(h.kcfg);
     host_opts_free(&h.o);
     host_kube_slot_destroy(&h.kube_slot);
+    if (atomic_load(&h.kube_config_bad))
+        exit_code = UTIL_EXIT_CONFIG;
     if (exit_code == 0)
         log_info("controller stopped", NULL);
     return exit_code;

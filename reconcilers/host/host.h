@@ -116,6 +116,10 @@ int host_ctx_init(struct host_ctx *ctx, const struct host_kind *kind, const char
 /* KubeRay feature gate name as set by --feature-gates ("Name=true"), else dflt
  * (KubeRay's default for that gate). */
 bool host_feature_enabled(const struct host_ctx *ctx, const char *name, bool dflt);
+/* KubeRay's featuregate.Set check of a --feature-gates value: every key a
+ * known gate, every value a Go bool. 0, or -EINVAL with KubeRay's error text
+ * ("unrecognized feature gate: X") in err. */
+int host_feature_gates_check(const char *gates, char *err, size_t errlen);
 
 /* ---- context: read-your-writes recording ---------------------------------- */
 

@@ -87,7 +87,7 @@ int host_metrics_export(struct host_metrics *m, const char *dir, const char *nam
 
 /* ---- options (opts.c) ------------------------------------------------------- */
 
-#define HOST_MAX_NAMESPACES 64
+#define HOST_MAX_NAMESPACES 1024
 
 struct host_opts {
     const char *kind;
@@ -127,6 +127,7 @@ int host_parse_addr(const char *s, char *host, size_t hostcap, int *port);
 /* ---- leader election (leader.c) --------------------------------------------- */
 
 #define HOST_LEASE_HOLDER_MAX 254
+#define HOST_MAX_KINDS 8                      /* per-kind Leases a Pod may hold */
 #define HOST_LEASE_OBSERVED_MAX 400
 
 /* The part of a Lease's spec the election reads. */
@@ -147,6 +148,16 @@ enum host_lease_action {
 };
 /* client-go's decision: observed_ms is when this process first saw the current
  * record (our clock, not renewTime, so skew between Pods does not matter). */
+/* Spreading the kinds over replicas (leader.c). holders[i] is the holder of kind i's Lease
+ * ("" = free), peers the other live Pods of this Deployment. A process about to take a free
+ * Lease waits a little when its Pod already leads another kind (leads_other), so a Pod that
+ * leads none gets it first; a leader yields its kind when its Pod leads at least two kinds
+ * more than some peer and the kind is the last one (in holders' order) it leads, so that
+ * one kind moves at a time. */
+bool host_lease_leads_other(const char *const *holders, size_t nkinds, size_t kind,
+                            const char *me);
+bool host_lease_should_yield(const char *const *holders, size_t nkinds, size_t kind,
+                             const char *me, const char *const *peers, size_t npeers);
 enum host_lease_action host_lease_decide(const struct host_lease_record *rec, bool exists,
                                          const char *identity, uint64_t observed_ms,
                                          uint64_t now_ms);
@@ -158,6 +169,8 @@ struct host_leader_config {
     int lease_s;                              /* leaseDurationSeconds (15) */
     int renew_deadline_ms;                    /* 10000 */
     int retry_ms;                             /* 2000 */
+    const char *kinds[HOST_MAX_KINDS];        /* the binary's kinds: the Leases a Pod may hold */
+    size_t nkinds;
     /* migration guard: while another operator holds this Lease (in ns; KubeRay's
      * "ray-operator-leader"), we do not lead. "" for none. */
     char guard[254];

@@ -51,6 +51,8 @@ struct host_leader {
     uint64_t observed_ms;
     uint64_t last_renew_ms;     /* last successful acquire/renew */
     char waiting_for[HOST_LEASE_HOLDER_MAX]; /* holder last logged while waiting */
+    uint64_t free_since_ms;     /* a free Lease first seen while our Pod leads another kind */
+    uint64_t spread_check_ms;   /* last look at the other kinds' Leases and the peers */
     char guard_observed[HOST_LEASE_OBSERVED_MAX]; /* the guard Lease, as observed above */
     uint64_t guard_observed_ms;
     char guard_logged[HOST_LEASE_HOLDER_MAX];     /* guard holder last logged */
@@ -103,6 +105,40 @@ int host_lease_record_from_json(const cJSON *lease, struct host_lease_record *re
     if (cJSON_IsString(v))
         snprintf(rec->acquire_time, sizeof(rec->acquire_time), "%s", v->valuestring);
     return 0;
+}
+
+bool host_lease_leads_other(const char *const *holders, size_t nkinds, size_t kind,
+                            const char *me)
+{
+    for (size_t i = 0; i < nkinds; i++)
+        if (i != kind && holders[i] && !strcmp(holders[i], me))
+            return true;
+    return false;
+}
+
+bool host_lease_should_yield(const char *const *holders, size_t nkinds, size_t kind,
+                             const char *me, const char *const *peers, size_t npeers)
+{
+    size_t mine = 0, fewest = SIZE_MAX;
+
+    if (kind >= nkinds || !holders[kind] || strcmp(holders[kind], me))
+        return false;
+    for (size_t i = 0; i < nkinds; i++)
+        if (holders[i] && !strcmp(holders[i], me)) {
+            mine++;
+            if (i > kind)
+                return false;            /* a later kind of ours moves first */
+        }
+    for (size_t p = 0; p < npeers; p++) {
+        size_t n = 0;
+        if (!strcmp(peers[p], me))
+            continue;
+        for (size_t i = 0; i < nkinds; i++)
+            n += holders[i] && !strcmp(holders[i], peers[p]);
+        if (n < fewest)
+            fewest = n;
+    }
+    return fewest != SIZE_MAX && mine >= fewest + 2;
 }
 
 /* ---- identity and namespace ------------------------------------------------ */
@@ -188,6 +224,93 @@ static cJSON *new_lease(const struct host_leader *le)
     return o;
 }
 
+/* ---- spreading (the API side) ---------------------------------------------- */
+
+/* The holders of every kind's Lease (free or missing: ""); *self the index of ours. */
+static int kind_holders(struct host_leader *le, struct kube_client *kc,
+                        char (*holders)[HOST_LEASE_HOLDER_MAX], size_t *self)
+{
+    *self = SIZE_MAX;
+    for (size_t i = 0; i < le->cfg.nkinds; i++) {
+        struct kube_result res = { 0 };
+        struct host_lease_record rec;
+        char name[254];
+        int rc;
+        snprintf(name, sizeof(name), "rayop-%s-leader", le->cfg.kinds[i]);
+        if (!strcmp(name, le->cfg.name))
+            *self = i;
+        holders[i][0] = '\0';
+        rc = kube_get(kc, &KUBE_RES_LEASES, le->cfg.ns, name, &res);
+        if (rc == 0 && host_lease_record_from_json(res.body, &rec) == 0)
+            snprintf(holders[i], HOST_LEASE_HOLDER_MAX, "%s", rec.holder);
+        kube_result_release(&res);
+        if (rc < 0 && rc != -ENOENT)
+            return rc;
+    }
+    return *self == SIZE_MAX ? -ENOENT : 0;
+}
+
+/* Does our Pod lead another kind? (false when that cannot be read) */
+static bool pod_leads_other(struct host_leader *le, struct kube_client *kc)
+{
+    char holders[HOST_MAX_KINDS][HOST_LEASE_HOLDER_MAX];
+    const char *hp[HOST_MAX_KINDS];
+    size_t self;
+
+    if (kind_holders(le, kc, holders, &self) < 0)
+        return false;
+    for (size_t i = 0; i < le->cfg.nkinds; i++)
+        hp[i] = holders[i];
+    return host_lease_leads_other(hp, le->cfg.nkinds, self, le->cfg.identity);
+}
+
+/* Should we give our Lease to a peer Pod that leads fewer kinds? The peers are the live
+ * Pods sharing our Pod's app.kubernetes.io/name and /instance labels (the Deployment's);
+ * without those labels, or on any API error, we keep leading. */
+static bool should_yield(struct host_leader *le, struct kube_client *kc)
+{
+    char holders[HOST_MAX_KINDS][HOST_LEASE_HOLDER_MAX], sel[600], pns[64];
+    const char *hp[HOST_MAX_KINDS], *peers[64];
+    const char *env_ns = getenv("POD_NAMESPACE"), *name, *inst;
+    struct kube_result pod = { 0 }, list = { 0 };
+    struct kube_list_opts lo = { 0 };
+    const cJSON *lb, *it;
+    size_t self, npeers = 0;
+    bool yield = false;
+
+    snprintf(pns, sizeof(pns), "%s", env_ns && *env_ns ? env_ns : le->cfg.ns);
+    if (!getenv("POD_NAME") ||
+        kube_get(kc, &KUBE_RES_PODS, pns, le->cfg.identity, &pod) < 0)
+        goto out;
+    lb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod.body, "metadata"), "labels");
+    name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lb, "app.kubernetes.io/name"));
+    inst = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lb, "app.kubernetes.io/instance"));
+    if (!name || !inst)
+        goto out;
+    snprintf(sel, sizeof(sel), "app.kubernetes.io/name=%s,app.kubernetes.io/instance=%s", name, inst);
+    lo.label_selector = sel;
+    if (kube_list(kc, &KUBE_RES_PODS, pns, &lo, &list) < 0)
+        goto out;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list.body, "items")) {
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
+        const char *ph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(it, "status"), "phase"));
+        const char *pn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
+        if (pn && ph && !strcmp(ph, "Running") && npeers < 64 &&
+            !cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp"))
+            peers[npeers++] = pn;
+    }
+    if (npeers < 2 || kind_holders(le, kc, holders, &self) < 0)
+        goto out;
+    for (size_t i = 0; i < le->cfg.nkinds; i++)
+        hp[i] = holders[i];
+    yield = host_lease_should_yield(hp, le->cfg.nkinds, self, le->cfg.identity, peers, npeers);
+out:
+    kube_result_release(&pod);
+    kube_result_release(&list);
+    return yield;
+}
+
 /* One tryAcquireOrRenew. 1 we hold the Lease, 0 someone else does, < 0 the
  * API call failed (conflicts included: the next round sees the new record). */
 static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, bool release)
@@ -228,8 +351,19 @@ static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, 
         if (a != HOST_LEASE_RENEW)
             goto out;                        /* not ours (any more): nothing to give up */
     } else if (a == HOST_LEASE_WAIT) {
+        le->free_since_ms = 0;
         rc = 0;
         goto out;
+    } else if (a != HOST_LEASE_RENEW && atomic_load(&le->state) == HOST_LEADER_WAITING &&
+               pod_leads_other(le, kc)) {
+        /* free, but our Pod leads another kind: give a Pod that leads none the first
+         * chance, for two retry periods */
+        if (!le->free_since_ms)
+            le->free_since_ms = now;
+        if (now - le->free_since_ms < 2 * (uint64_t)le->cfg.retry_ms) {
+            rc = 0;
+            goto out;
+        }
     }
     if ((rc = fill_spec(obj, le, exists ? &rec : NULL, a, release)) < 0)
         goto out;
@@ -354,9 +488,26 @@ static void *leader_thread(void *arg)
         uint64_t now = util_now_ms();
         if (rc == 1) {
             le->last_renew_ms = now;
+            le->free_since_ms = 0;
             last_err[0] = '\0';
-            if (st == HOST_LEADER_WAITING)
+            if (st == HOST_LEADER_WAITING) {
                 set_state(le, HOST_LEADER_LEADING);
+                le->spread_check_ms = now;
+            } else if (now - le->spread_check_ms >= (uint64_t)le->cfg.lease_s * 1000 / 2) {
+                /* now and then: does a peer Pod lead two kinds fewer than ours? */
+                le->spread_check_ms = now;
+                if (should_yield(le, kc)) {
+                    log_info("yielding leadership to spread the kinds over the replicas",
+                             "lease", le->cfg.name, "namespace", le->cfg.ns,
+                             "identity", le->cfg.identity, NULL);
+                    if (try_acquire_or_renew(le, kc, true) < 0)
+                        log_warn("failed to release the lease", "lease", le->cfg.name, NULL);
+                    set_state(le, HOST_LEADER_LOST);
+                    if (le->on_lost)
+                        le->on_lost(le->on_lost_arg);
+                    return NULL;
+                }
+            }
         } else if (st == HOST_LEADER_LEADING &&
                    (rc == 0 || now - le->last_renew_ms >= (uint64_t)le->cfg.renew_deadline_ms)) {
             log_error("leader election lost", "lease", le->cfg.name, "namespace", le->cfg.ns,

@@ -252,7 +252,15 @@ int host_opts_parse(struct host_opts *o, int argc, char **argv)
         else if (i + 1 < argc)
             val = argv[++i];
         else {
-            fprintf(stderr, "rayop controller: flag --%s needs a value\n", name);
+            /* the last argument: an unknown flag is named as such, not as one
+             * missing its value */
+            struct host_opts scratch = { 0 };
+            bool known = is_ignored_flag(name) || apply(&scratch, name, "") != -ENOENT;
+            host_opts_free(&scratch);
+            if (known)
+                fprintf(stderr, "rayop controller: flag --%s needs a value\n", name);
+            else
+                fprintf(stderr, "rayop controller: unknown flag \"--%s\"\n", name);
             return -EINVAL;
         }
         if (is_ignored_flag(name))

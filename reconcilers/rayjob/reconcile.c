@@ -16,6 +16,8 @@
  * resumes from the cached status and submits nothing twice.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +89,6 @@ static int target_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_
 {
     char name[300];
     cJSON *sec = NULL;
-    char *tok = NULL;
-    size_t n = 0;
     struct kube_result kr = { 0 };
     int rc = rc_auth_token_secret(cluster, name, sizeof(name));
     if (rc < 0 || !name[0])
@@ -103,20 +103,11 @@ static int target_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_
             kr.body = NULL;
         }
     }
-    if (rc == 0 && (rc = kube_secret_value(sec, "auth_token", &tok, &n)) == 0)
-        rc = dash_target_set_token(t, tok, n);
+    if (rc == 0)
+        rc = dash_target_token_from_secret(t, sec);
     if (rc < 0)
         host_log(ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
                  "error", kube_strerror(rc), NULL);
-    if (tok) {
-        explicit_bzero(tok, n);
-        free(tok);
-    }
-    /* the Secret object holds the token too (base64) */
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(sec, "data");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(data, "auth_token");
-    if (cJSON_IsString(v))
-        explicit_bzero(v->valuestring, strlen(v->valuestring));
     cJSON_Delete(sec);
     kube_result_release(&kr);
     return rc;
@@ -186,6 +177,25 @@ static int get_opt(struct host_ctx *ctx, const char *type, const char *name, cJS
     return rc == -ENOENT ? 0 : rc;
 }
 
+/* The first time a dashboard cannot be reached at all, say once, at warning,
+ * what usually causes it: an operator outside the cluster dialling Pod
+ * addresses. Later failures stay at info (KubeRay's "Failed to get job info"). */
+static void dashboard_unreachable_hint(struct host_ctx *ctx, int rc, const char *url)
+{
+    static atomic_bool said;
+    bool proxy = ctx->settings && ctx->settings->use_kubernetes_proxy;
+    if ((rc != -EHOSTUNREACH && rc != -ECONNREFUSED && rc != -ETIMEDOUT && rc != -ENETUNREACH) ||
+        atomic_exchange(&said, true))
+        return;
+    host_log(ctx, LOG_WARN, "cannot reach the Ray dashboard", "dashboardURL", url,
+             "error", kube_strerror(rc), "hint", proxy
+             ? "through the API server proxy: check that the head Pod is Running and its "
+               "Service has the dashboard port"
+             : "rayop dials the head's Service directly; outside the cluster run it with "
+               "--use-kubernetes-proxy=true (rayop up does so by default when not in a Pod)",
+             NULL);
+}
+
 static int observe(struct host_ctx *ctx, struct observed *o)
 {
     struct rj_in *in = &o->in;
@@ -216,9 +226,11 @@ static int observe(struct host_ctx *ctx, struct observed *o)
         if (in->info_rc == 0)
             in->info_rc = dash_job_get(&t, rj_str(o->rj, "status.jobId"), &o->info);
         dash_target_wipe(&t);
-        if (in->info_rc < 0 && in->info_rc != -ENOENT)
+        if (in->info_rc < 0 && in->info_rc != -ENOENT) {
             host_log(ctx, LOG_INFO, "Failed to get job info", "JobId",
                      rj_str(o->rj, "status.jobId"), "error", kube_strerror(in->info_rc), NULL);
+            dashboard_unreachable_hint(ctx, in->info_rc, rj_str(o->rj, "status.dashboardURL"));
+        }
     }
     return 0;
 }

@@ -43,6 +43,7 @@ static struct call *calls;
 
 static void call_free(struct call *c)
 {
+    dash_target_wipe(&c->t);   /* it may carry a Ray token */
     dash_reply_free(&c->reply);
     free(c->key);
     free(c->path);

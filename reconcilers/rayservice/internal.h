@@ -50,6 +50,7 @@ struct dash_target;
  * --use-kubernetes-proxy, else its FQDN) and the PUT of serveConfigV2 to it with
  * target_capacity (< 0: none). */
 int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
+int rs_dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t); /* no token */
 int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
                   int target_capacity, const char *op, char *err, size_t n);
 

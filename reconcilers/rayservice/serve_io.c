@@ -33,9 +33,48 @@ static int config_hash(const char *config, char out[41])
     return 0;
 }
 
+/* A token-auth cluster's token (authOptions.mode token, Ray >= 2.52), sent as
+ * x-ray-authorization as KubeRay's dashboard client does: the cluster's Secret from the
+ * cache when rayop made it, else read live (a user-named Secret is not cached). */
+static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+{
+    char name[300];
+    cJSON *sec = NULL;
+    struct kube_result kr = { 0 };
+    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
+    if (rc < 0 || !name[0])
+        return rc;
+    rc = host_get(r->ctx, "v1/secrets", r->ctx->ns, name, &sec);
+    if (rc == -ENOENT) {
+        struct kube_client *kc = host_kube(r->ctx);
+        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, r->ctx->ns, name, &kr) : -ENOTCONN;
+        if (rc == 0) {
+            sec = kr.body;
+            kr.body = NULL;
+        }
+    }
+    if (rc == 0)
+        rc = dash_target_token_from_secret(t, sec);
+    if (rc < 0)
+        host_log(r->ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
+                 "error", kube_strerror(rc), NULL);
+    cJSON_Delete(sec);
+    kube_result_release(&kr);
+    return rc;
+}
+
 /* The cluster's dashboard: its head Service through the API server's proxy with
- * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT. */
+ * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT; with the cluster's Ray
+ * token when it uses token auth. */
 int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+{
+    int rc = rs_dashboard_target(r, cluster, t);
+    if (rc == 0 && (rc = dashboard_token(r, cluster, t)) < 0)
+        dash_target_wipe(t);
+    return rc;
+}
+
+int rs_dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t)
 {
     char svc[254], url[600];
     int rc;
@@ -116,6 +155,32 @@ int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target 
     return rc;
 }
 
+/* A take-over from KubeRay, which keeps the config it sent in memory only: the cluster
+ * carries no serve-config-hash (rayop never sent it anything), and the status as read says
+ * it is the active cluster, no upgrade is pending, the status is of the current generation
+ * and every application is RUNNING. Then what runs is the current serveConfigV2 and it is
+ * adopted instead of sent again (an identical PUT is harmless to Ray, but a take-over
+ * promises no Serve re-deployment). A cluster rayop has sent a config to is never adopted
+ * this way: its hash annotation decides. */
+static bool adopt_running(const struct rsr *r, const cJSON *cluster, const char *cname)
+{
+    const cJSON *ann = json_get(cluster, "metadata.annotations"), *apps, *a;
+    int64_t og = -1;
+
+    if (cJSON_GetObjectItemCaseSensitive(ann, RS_ANN_SERVE_HASH) ||
+        rs_int(r->orig, "observedGeneration", &og) < 0 || og != r->generation ||
+        strcmp(cname, rs_str(r->orig, "activeServiceStatus.rayClusterName")) != 0 ||
+        *rs_str(r->orig, "pendingServiceStatus.rayClusterName"))
+        return false;
+    apps = json_get(r->orig, "activeServiceStatus.applicationStatuses");
+    if (!cJSON_IsObject(apps) || !apps->child)
+        return false;
+    cJSON_ArrayForEach(a, apps)
+        if (strcmp(rs_str(a, "status"), "RUNNING") != 0)
+            return false;
+    return true;
+}
+
 int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps)
 {
     const char *cname = rs_str(cluster, "metadata.name");
@@ -149,6 +214,14 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
         memo = strdup(cfg);
         if (memo)
             rs_memo_put(key, cname, cfg);
+    } else if (!memo && *cfg && active && adopt_running(r, cluster, cname) &&
+               (memo = strdup(cfg))) {
+        host_log(r->ctx, LOG_INFO, "Adopting the Serve applications running on the cluster "
+                 "(taken over: every application RUNNING for this generation)",
+                 "clusterName", cname, NULL);
+        rs_memo_put(key, cname, cfg);
+        if (config_hash(cfg, hash) == 0)
+            rs_patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
     }
     if ((rc = get_status(r, cluster, &t, apps, ready, err, sizeof(err))) == -EINPROGRESS) {
         /* a slow dashboard: keep what the status says, look again soon (async.c) */
@@ -203,6 +276,7 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
         goto out;
     rc = 0;
 out:
+    dash_target_wipe(&t);
     free(memo);
     return rc;
 }

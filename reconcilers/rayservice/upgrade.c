@@ -403,6 +403,7 @@ int rs_incremental_capacity(struct rsr *r, const cJSON *cluster)
     int rc;
     if ((rc = rs_dashboard(r, cluster, &t)) == 0)
         rc = rs_put_config(r, cluster, &t, goal, "capacity", err, sizeof(err));
+    dash_target_wipe(&t);
     if (rc == -EINPROGRESS) {
         r->requeue_ms = 300;
         return 0;

@@ -13,8 +13,8 @@ OUT=$(mktemp -d /tmp/demo-it.XXXXXX); _LIB_DIRS="$_LIB_DIRS $OUT"
 
 workdir_of() { sed -n 's#.*(log \(/tmp/rayop-demo\.[A-Za-z0-9]*\)/rayop.log).*#\1#p' "$1" | head -1; }
 segment_of() { "$LIB_ROOT/bin/rayop" clean --print-segment --state-dir "$1/state"; }
-all_gone() {  # all_gone PIDS...: none of them is alive
-    local p; for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0
+all_gone() {  # all_gone PIDS...: none of them is alive (a zombie waiting for init is gone)
+    local p; for p in "$@"; do ps -o stat= -p "$p" 2>/dev/null | grep -qv '^Z' && return 1; done; return 0
 }
 
 # ---- 1. Ctrl-C ----
@@ -90,7 +90,10 @@ check "--keep: kubectl works against the kept kubesim (demo-job SUCCEEDED)" kc_g
 PIDS=$(cat "$W/pids" 2>/dev/null | tr '\n' ' ')
 SEG=$(segment_of "$W")
 CHILDREN=$(for p in $PIDS; do pgrep -g "$p"; done | tr '\n' ' ')
-check "--stop DIR stops what --keep left" bash "$DEMO" --stop "$W"
+bash "$DEMO" --stop "$W" >"$OUT/stop.out" 2>&1
+check "--stop DIR stops what --keep left" [ $? -eq 0 ]
+check "--stop says what it stopped" grep -q "demo: stopped rayop up (watcher + controllers)" "$OUT/stop.out"
+check "--stop names kubesim and the work dir" sh -c "grep -q 'demo: stopped kubesim' '$OUT/stop.out' && grep -q 'demo: removed $W' '$OUT/stop.out'"
 check "--stop: every process is gone" all_gone $CHILDREN
 check "--stop: work dir and cache segment removed" sh -c "test ! -e '$W' && test ! -e '/dev/shm$SEG'"
 [ "$(lib_failures)" = 0 ] || { mkdir -p /tmp/demo-it-failed.$$; cp "$OUT"/*.out /tmp/demo-it-failed.$$/; echo "# output kept in /tmp/demo-it-failed.$$"; }

@@ -122,7 +122,7 @@ POD_NAME=pod-c "$RAYOP" controller test --kubeconfig "$KUBECONFIG" --state-dir "
     --leader-election-namespace default --leader-lease-seconds 4 --log-stdout-encoder console \
     2>"$WORK/ctlC2.log" &
 C2PID=$!; _LIB_PIDS="$_LIB_PIDS $C2PID"
-console_led() { grep -qP '^\S+Z\tINFO\tcontroller\tsuccessfully acquired lease\t\{.*"identity":"pod-c"' "$WORK/ctlC2.log"; }
+console_led() { grep -qP '^\S+Z\tINFO\tcontroller\tsuccessfully acquired lease\t.*\bidentity=pod-c\b' "$WORK/ctlC2.log"; }
 wait_until "a second pod-c process leads too (console-encoded log line)" 10 console_led &&
     ok "a second process of the holder Pod leads at once; its log is zap console lines"
 check "both pod-c processes report leader_election_master_status 1" \

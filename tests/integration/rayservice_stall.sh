@@ -6,12 +6,15 @@
 # RayService "fast": a serveConfigV2 change of "fast" is PUT within a few seconds while
 # "slow" is being reconciled every 2 s (KubeRay: each of slow's reconciles holds the worker
 # for up to its deadlines, ray-project/kuberay#3907). "slow" keeps its status (Running) and
-# its cluster while its head does not answer.
+# its cluster while its head does not answer. And a RayService on a token-auth cluster
+# (the controller sends x-ray-authorization from the cluster's Secret) reaches Running.
 . "$(dirname "$0")/lib_rayservice.sh"
 
 rs_start || exit 1
 rs_create slow || not_ok "create slow"
 rs_create fast || not_ok "create fast"
+# a token-auth cluster (authOptions.mode token): its dashboard answers only with the token
+RS_CLUSTER_EXTRA='"authOptions":{"mode":"token"},' rs_create tok || not_ok "create tok"
 if rs_wait slow status.serviceStatus Running 60 && rs_wait fast status.serviceStatus Running 60; then
     SC=$(rs_field slow status.activeServiceStatus.rayClusterName)
     kcurl -X POST -H 'Content-Type: application/json' -d '{"ms":30000}' "/kubesim/ray/default/$SC/delay" >/dev/null
@@ -30,5 +33,11 @@ if rs_wait slow status.serviceStatus Running 60 && rs_wait fast status.serviceSt
         sh -c "[ '$(rs_field slow status.serviceStatus) $(rs_field slow status.activeServiceStatus.rayClusterName)' = 'Running $SC' ]"
     check "slow: its reconciles were not held up (logged 'not answered yet')" \
         grep -q '"Serve status not answered yet; keeping the last one".*"name":"slow"' "$WORK/rayservice.log"
+fi
+if rs_wait tok status.serviceStatus Running 60; then
+    TC=$(rs_field tok status.activeServiceStatus.rayClusterName)
+    code=$(kcode "/api/v1/namespaces/default/services/$TC-head-svc:dashboard/proxy/api/serve/applications/")
+    check "tok: Running on a token-auth cluster whose dashboard refuses a call without the token ($code)" \
+        [ "$code" = 401 ]
 fi
 exit "$(lib_failures)"

@@ -5,14 +5,11 @@
 # on 2 nodes of 4 CPU. Two RayClusters of 5 CPU each fit alone but not together: one
 # runs with all its Pods, the other has none bound until the first is deleted; a
 # scale-up raises minMember; a Closed queue admits nothing; a RayJob completes with
-# its submitter in the gang and its PodGroup shrinks when it finishes; an unknown
+# its submitter in the gang and its PodGroup shrinks when it finishes; a later gang of a
+# higher PriorityClass runs before an older one; an unknown
 # --batch-scheduler stops start-up with KubeRay's message.
 . "$(dirname "$0")/lib.sh"
-
-RAYOP=$LIB_ROOT/bin/rayop
-SHARED=${RAYOP_SHARED:-$LIB_ROOT/../shared}
-NSP=/apis/ray.io/v1/namespaces/default
-PGP=/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups
+. "$(dirname "$0")/lib_gang.sh"
 
 # ---- an unknown scheduler fails start-up (no API server needed) ----
 out=$("$RAYOP" controller raycluster --batch-scheduler slurm --state-dir /nonexistent 2>&1); rc=$?
@@ -24,25 +21,12 @@ check "up: KubeRay's message" grep -q "scheduler is not supported, name=slurm" <
 out=$("$RAYOP" controller raycluster --batch-scheduler volcano --enable-batch-scheduler=true \
       --state-dir /nonexistent 2>&1); rc=$?
 check "controller: both scheduler flags refused" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
+out=$("$RAYOP" up --enable-batch-scheduler --batch-scheduler volcano --state-dir /nonexistent 2>&1); rc=$?
+check "up: both scheduler flags refused (bare --enable-batch-scheduler)" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
 
-start_kubesim --nodes 2 --node-cpu 4 --node-memory 16Gi --pod-start-ms 100 --pod-ready-ms 100 || exit 1
-WORK=$KUBESIM_DIR
-STATE=$WORK/state
-cleanup() {
-    kill $(jobs -p) 2>/dev/null; wait 2>/dev/null
-    if [ "$(lib_failures)" -gt 0 ]; then mkdir -p /tmp/volcano-gang-failed.$$ && cp "$WORK"/*.log /tmp/volcano-gang-failed.$$/ 2>/dev/null; echo "# logs in /tmp/volcano-gang-failed.$$"; fi
-    "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
-    _lib_cleanup
-}
-trap cleanup EXIT
-for f in "$SHARED"/kuberay/crds/ray.io_rayclusters.yaml "$SHARED"/kuberay/crds/ray.io_rayjobs.yaml \
-         "$SHARED"/crds/volcano/scheduling.volcano.sh_podgroups.yaml "$SHARED"/crds/volcano/scheduling.volcano.sh_queues.yaml; do
-    kubectl create -f "$f" >/dev/null 2>&1 || not_ok "create CRD $(basename "$f")"
-done
-wait_until "CRDs served" 20 kcurl -f $PGP || exit 1
+gang_start volcano-gang || exit 1
 wait_until "the default queue exists" 20 kcurl -f /apis/scheduling.volcano.sh/v1beta1/queues/default
 check "the default queue is Open" [ "$(kcurl /apis/scheduling.volcano.sh/v1beta1/queues/default | json_get status.state)" = Open ]
-"$RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$WORK/watcher.log" &
 "$RAYOP" controller raycluster --kubeconfig "$KUBECONFIG" --state-dir "$STATE" --batch-scheduler volcano \
     --metrics-addr 0 --health-probe-bind-address 0 2>"$WORK/raycluster.log" &
 "$RAYOP" controller rayjob --kubeconfig "$KUBECONFIG" --state-dir "$STATE" --batch-scheduler volcano \
@@ -144,4 +128,32 @@ wait_until "job: the finished RayJob's PodGroup shrinks to nothing" 40 shrunk &&
 cleaned_ev() { kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -e '.items[] | select(.regarding.name=="job" and .reason=="BatchSchedulerCleanedUp")' >/dev/null; }
 wait_until "job: Event BatchSchedulerCleanedUp" 10 cleaned_ev
 check "Closed queue: gamma still has zero Pods bound" bound_is gamma 0
+
+# ---- priority order between gangs: a later, higher-priority gang goes first ----
+kcurl -X POST -H 'Content-Type: application/json' /apis/scheduling.k8s.io/v1/priorityclasses -d \
+    '{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":1000}' >/dev/null
+# mkgang NAME MIN CPU_PER_POD NPODS [PRIORITYCLASS]: a PodGroup and its Pods
+mkgang() {
+    local pc=""; [ -n "${5:-}" ] && pc=",\"priorityClassName\":\"$5\""
+    kcurl -X POST -H 'Content-Type: application/json' $PGP -d "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",
+      \"kind\":\"PodGroup\",\"metadata\":{\"name\":\"$1\"},\"spec\":{\"minMember\":$2$pc,
+      \"minResources\":{\"cpu\":\"$(( $3 * $4 ))\"}}}" >/dev/null
+    for i in $(seq "$4"); do
+        kcurl -X POST -H 'Content-Type: application/json' /api/v1/namespaces/default/pods -d "{\"apiVersion\":\"v1\",
+          \"kind\":\"Pod\",\"metadata\":{\"name\":\"$1-$i\",\"labels\":{\"gang\":\"$1\"},
+          \"annotations\":{\"scheduling.k8s.io/group-name\":\"$1\"}},\"spec\":{\"schedulerName\":\"volcano\",
+          \"containers\":[{\"name\":\"c\",\"image\":\"busybox\",\"resources\":{\"requests\":{\"cpu\":\"$3\"}}}]}}" >/dev/null
+    done
+}
+gbound() { kcurl "/api/v1/namespaces/default/pods?labelSelector=gang=$1" | jq '[.items[] | select((.spec.nodeName // "") != "")] | length'; }
+gbound_is() { [ "$(gbound "$1")" = "$2" ]; }
+mkgang blocker 2 3 2
+wait_until "priority: the blocker gang holds 6 of 8 CPU" 20 gbound_is blocker 2
+mkgang low 2 3 2
+mkgang high 2 3 2 high
+lowpending() { [ "$(kcurl $PGP/low | json_get status.phase)" = Pending ] && [ "$(kcurl $PGP/high | json_get status.phase)" = Pending ]; }
+wait_until "priority: both new gangs wait (Pending)" 20 lowpending
+kcurl -X DELETE "/api/v1/namespaces/default/pods?labelSelector=gang=blocker" >/dev/null
+wait_until "priority: the higher-priority gang runs first" 30 gbound_is high 2 && ok "the later, higher-priority gang runs first"
+check "priority: the older, lower-priority gang has zero Pods bound" gbound_is low 0
 exit "$(lib_failures)"

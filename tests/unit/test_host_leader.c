@@ -91,6 +91,37 @@ static void test_decide(void **state)
     assert_int_equal(host_lease_decide(&r, true, "b", 5000, 5000), HOST_LEASE_TAKEOVER);
 }
 
+/* Spreading kinds over two or three Pods: who waits before taking a free Lease, and who
+ * yields a held one. */
+static void test_spread(void **state)
+{
+    const char *all_a[] = { "a", "a", "a", "" };           /* raycluster rayjob rayservice cron */
+    const char *two_one[] = { "a", "b", "a", "" };
+    const char *peers_ab[] = { "a", "b" }, *peers_abc[] = { "a", "b", "c" }, *peers_a[] = { "a" };
+    const char *a_b_c[] = { "a", "b", "c", "" };
+    (void)state;
+    /* a leads all three, b none: only a's last kind (rayservice, 2) yields */
+    assert_false(host_lease_should_yield(all_a, 4, 0, "a", peers_ab, 2));
+    assert_false(host_lease_should_yield(all_a, 4, 1, "a", peers_ab, 2));
+    assert_true(host_lease_should_yield(all_a, 4, 2, "a", peers_ab, 2));
+    assert_false(host_lease_should_yield(all_a, 4, 3, "a", peers_ab, 2));   /* not a's */
+    assert_false(host_lease_should_yield(all_a, 4, 2, "b", peers_ab, 2));   /* not b's */
+    /* 2 against 1 is as even as three kinds get over two Pods */
+    assert_false(host_lease_should_yield(two_one, 4, 2, "a", peers_ab, 2));
+    assert_false(host_lease_should_yield(two_one, 4, 1, "b", peers_ab, 2));
+    /* alone, or without a peer list, nobody yields */
+    assert_false(host_lease_should_yield(all_a, 4, 2, "a", peers_a, 1));
+    assert_false(host_lease_should_yield(all_a, 4, 2, "a", NULL, 0));
+    /* three Pods: a with 2 against c with 0 yields */
+    assert_true(host_lease_should_yield(two_one, 4, 2, "a", peers_abc, 3));
+    assert_false(host_lease_should_yield(a_b_c, 4, 0, "a", peers_abc, 3));
+    /* waiting before a free Lease: only when our Pod leads another kind */
+    assert_true(host_lease_leads_other(two_one, 4, 3, "a"));
+    assert_true(host_lease_leads_other(two_one, 4, 3, "b"));
+    assert_false(host_lease_leads_other(two_one, 4, 3, "c"));
+    assert_false(host_lease_leads_other(two_one, 4, 1, "b"));             /* only this one */
+}
+
 static void test_namespace_and_identity(void **state)
 {
     char ns[64], id[254];
@@ -116,6 +147,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_from_json),
         cmocka_unit_test(test_decide),
+        cmocka_unit_test(test_spread),
         cmocka_unit_test(test_namespace_and_identity),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -114,8 +114,14 @@ static void test_builtins_discovery_data(void **state)
     /* plural lookups only; not served -> NULL */
     assert_null(registry_find(r, "", "v1", "po"));
     assert_null(registry_find(r, "", "v2", "pods"));
-    assert_null(registry_find(r, "apps", "v1", "deployments"));
+    assert_null(registry_find(r, "apps", "v1", "statefulsets"));
     assert_null(registry_find_kind(r, "", "v1", "Deployment"));
+    /* Deployments and ReplicaSets: with /status and /scale (spec.replicas, status.replicas) */
+    assert_non_null(registry_find_kind(r, "apps", "v1", "Deployment"));
+    assert_true(registry_find(r, "apps", "v1", "deployments")->has_scale);
+    assert_true(registry_find(r, "apps", "v1", "deployments")->has_status);
+    assert_string_equal(registry_find(r, "apps", "v1", "replicasets")->scale_spec_path, ".spec.replicas");
+    assert_non_null(registry_find(r, "policy", "v1", "poddisruptionbudgets"));
     registry_free(r);
 }
 
@@ -138,8 +144,9 @@ static void test_builtins_grouped_core_first(void **state)
             assert_string_not_equal(seen[j], g);
         seen[nseen++] = g;
     }
-    /* core, apiextensions, batch, coordination, discovery, events, networking, rbac */
-    assert_int_equal(nseen, 8);
+    /* core, apiextensions, apps, batch, coordination, discovery, events, networking, policy,
+     * rbac, scheduling (v1 PriorityClass, v1alpha2 Workload / PodGroup) */
+    assert_int_equal(nseen, 11);
     registry_free(r);
 }
 

@@ -305,6 +305,17 @@ static void test_service_int_or_string_and_zero_values(void **state)
     put_msg(&p2, 4, &ios);
     put_msg(&spec, 1, &p1);
     put_msg(&spec, 1, &p2);
+    buf_reset(&p2);                         /* no targetPort: gogo sends {type 0, intVal 0} */
+    buf_reset(&ios);
+    put_varint(&ios, 1 << 3);
+    put_varint(&ios, 0);
+    put_varint(&ios, 2 << 3);
+    put_varint(&ios, 0);
+    put_str(&p2, 1, "client");
+    put_varint(&p2, 3 << 3);
+    put_varint(&p2, 10001);
+    put_msg(&p2, 4, &ios);
+    put_msg(&spec, 1, &p2);
     put_str(&spec, 4, "ClusterIP");
     put_str(&spec, 10, "");                 /* externalName "": dropped */
     put_bool(&spec, 13, false);             /* publishNotReadyAddresses false: dropped */
@@ -317,7 +328,8 @@ static void test_service_int_or_string_and_zero_values(void **state)
     o = decode(&body, &rc);
     assert_int_equal(rc, 0);
     ports = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "ports");
-    assert_int_equal(cJSON_GetArraySize(ports), 2);
+    assert_int_equal(cJSON_GetArraySize(ports), 3);
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ports, 2), "targetPort"));
     assert_int_equal(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetArrayItem(ports, 0), "targetPort")), 8080);
     assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ports, 0), "nodePort"));

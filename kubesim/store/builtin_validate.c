@@ -1,5 +1,5 @@
 /*
- * builtin_validate.c - 422 validation of built-in objects, as far as operators
+ * builtin_validate.c - the store's 422 validation of built-in objects, as far as operators
  * and clients meet it: object names (DNS-1123 subdomain, DNS-1035 label for
  * Services, DNS-1123 label for Namespaces), Pod containers and restart policy,
  * Pod spec immutability on update, Service ports/type and clusterIP
@@ -46,7 +46,7 @@ static void check_containers(const cJSON *list, const char *base, bool required,
             const cJSON *d;
             int j = 0;
             snprintf(f, sizeof(f), "%s[%d].name", base, i);
-            store_check_name(name, NAME_LABEL_1123, f, causes);
+            schema_check_name(name, NAME_LABEL_1123, f, causes);
             cJSON_ArrayForEach(d, list) {
                 const char *n2 = cJSON_GetStringValue(jget(d, "name"));
                 if (j++ >= i)
@@ -200,9 +200,9 @@ static void check_pod_template(const cJSON *tmpl, const char *base, bool job, cJ
     char f[160];
 
     snprintf(f, sizeof(f), "%s.labels", base);
-    store_check_labels(jget(md, "labels"), f, causes);
+    schema_check_labels(jget(md, "labels"), f, causes);
     snprintf(f, sizeof(f), "%s.annotations", base);
-    store_check_annotations(jget(md, "annotations"), f, causes);
+    schema_check_annotations(jget(md, "annotations"), f, causes);
     snprintf(f, sizeof(f), "%s.spec", base);
     check_pod_spec(jget(tmpl, "spec"), f, job, causes);
     if (cJSON_GetArraySize(eph) > 0) {

@@ -1,0 +1,159 @@
+/*
+ * internal.h - state shared by the runtime's files: runtime.c (the thread, Pod table,
+ * container lifecycle and status), pod.c (what a container is started with: env, volumes,
+ * the spec the exec helper reads), net.c (node namespace, Pod network, API relay), probe.c,
+ * helper.c (the re-executed helpers). The Pod table is the runtime thread's; the mutex guards
+ * what other threads read (logs) and the command queue.
+ */
+#ifndef RAYOP_KUBESIM_RUNTIME_INTERNAL_H
+#define RAYOP_KUBESIM_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "kobj/kobj.h"
+#include "kubesim/runtime/runtime.h"
+
+#define RUNTIME_EXIT_START_ERROR 128  /* the kubelet's StartError exit code */
+#define RUNTIME_EXIT_NOT_FOUND 127
+
+struct reg_resource;
+
+enum rt_cstate { RC_WAITING, RC_RUNNING, RC_BACKOFF, RC_TERMINATED };
+
+struct rt_probe {
+    const cJSON *spec;          /* the Pod's probe object, or NULL */
+    uint64_t next_ms;
+    int fails, oks;
+    pid_t exec_pid;             /* an exec probe in flight */
+    int exec_fd;                /* its pidfd */
+    uint64_t exec_deadline_ms;
+};
+
+struct rt_ctr {
+    const cJSON *spec;          /* in pod->json */
+    char name[64];
+    const char *root;           /* ROOT of the matching --run-image */
+    enum rt_cstate st;
+    pid_t pid;
+    int pidfd;
+    int restarts;               /* restartCount */
+    int backoff_n;              /* back-off steps since the last long run */
+    time_t started_at;
+    bool ready;
+    uint64_t due_ms;            /* RC_BACKOFF: restart at */
+    uint64_t kill_ms;           /* SIGTERM sent: SIGKILL at (0 = none) */
+    bool liveness_kill;
+    /* the last termination (lastState, or state when RC_TERMINATED) */
+    bool has_last;
+    int last_code, last_signal;
+    char last_reason[32];
+    char last_msg[512];
+    time_t last_start, last_finish;
+    char waiting_reason[32], waiting_msg[800];
+    struct rt_probe live, rdy;
+};
+
+struct rt_pod {
+    char uid[64], ns[64], name[254];
+    cJSON *json;
+    char ip[20];
+    int idx;                    /* veth index in the node namespace */
+    char dir[512];              /* RUNDIR/UID */
+    pid_t sandbox;
+    int sandbox_fd;
+    struct rt_ctr *c;
+    size_t nc;
+    bool deleting;
+    uint64_t delete_ms;         /* SIGKILL what is left at */
+    bool dirty;                 /* status to write */
+    time_t start_time;
+    char fail[300];             /* the Pod cannot run (no root, network): shown as waiting */
+    struct rt_pod *next;
+};
+
+struct rt_cmd {
+    int kind;                   /* 0 run, 1 delete */
+    cJSON *pod;
+    char uid[64], ip[20];
+    long grace_ms;
+    struct rt_cmd *next;
+};
+
+struct runtime {
+    struct runtime_opts o;
+    struct runtime_conf conf;
+    char *ca, *token;
+    struct store *store;
+    const struct reg_resource *r_pods, *r_secrets, *r_cms, *r_events;
+    char dir[256];              /* RUNDIR */
+    char self[4096];           /* /proc/self/exe resolved */
+    bool root;                  /* namespaces available */
+    pthread_t thread;
+    bool started;
+    pthread_mutex_t mu;
+    struct rt_cmd *cmds, **cmds_tail;
+    bool stop;
+    int wake[2];
+    struct rt_pod *pods;        /* under mu for readers; changed by the thread under mu */
+    int next_idx;
+    /* node namespace and the API relay */
+    pid_t node;
+    int node_fd, host_netns, node_netns;
+    int relay_lfd;
+    pthread_t relay_thread;
+    bool relay_started;
+    int relays_active;          /* pump threads alive (atomic) */
+};
+
+/* runtime.c */
+uint64_t rt_now_ms(void);
+int rt_read_file(const char *path, size_t max, char **out, size_t *len);
+int rt_write_file(const char *path, const void *data, size_t len, mode_t mode);
+void rt_rm_rf(const char *path);
+long rt_jnum(const cJSON *o, const char *k, long def);
+void rt_event(struct runtime *rt, struct rt_pod *p, const char *type, const char *reason,
+              const char *field_path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* pod.c */
+/* Files and directories of the Pod's volumes under p->dir; the Memory ones are listed in
+ * memdirs ("DIR SIZE" pairs for the sandbox). */
+int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *err, size_t errlen);
+/* Starts kubesim itself with argv (a helper) in a new session, stdout/stderr appended to log
+ * (/dev/null when NULL), pass_fd as as_fd when pass_fd >= 0. *pid and a *pidfd. */
+int rt_spawn(struct runtime *rt, char *const *argv, const char *log, int pass_fd, int as_fd,
+             pid_t *pid, int *pidfd);
+/* Starts container c of p (its spec file, env, mounts); 0 or -errno with err set. */
+int rt_ctr_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, char *err, size_t errlen);
+/* Runs cmd (a JSON array) inside running container c, output discarded. */
+int rt_exec_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, const cJSON *cmd,
+                  pid_t *pid, int *pidfd);
+/* The log file of run n of container c. */
+void rt_log_path(const struct rt_pod *p, const char *ctr, int n, char *out, size_t len);
+
+/* net.c */
+int rt_net_start(struct runtime *rt);
+void rt_net_stop(struct runtime *rt);
+/* The Pod's eth0 with p->ip, routed from the node namespace. */
+int rt_net_pod(struct runtime *rt, struct rt_pod *p, char *err, size_t errlen);
+/* A socket in the node namespace (reaches Pod IPs). */
+int rt_node_socket(struct runtime *rt, int type);
+
+/* probe.c */
+/* Runs the probes of c that are due; true when its readiness changed or the liveness probe
+ * failed for good (then *kill is set). */
+bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint64_t now,
+                   bool *kill);
+/* The earliest time a probe of c is due (UINT64_MAX none). */
+uint64_t rt_probe_next(const struct rt_ctr *c);
+void rt_probe_reset(struct rt_ctr *c, uint64_t now);
+void rt_probe_cancel(struct rt_ctr *c);
+/* An exec probe's process ended with status: apply it. */
+bool rt_probe_exec_done(struct runtime *rt, struct rt_ctr *c, struct rt_probe *pr, int status,
+                        bool *kill);
+int rt_port_of(const struct rt_ctr *c, const cJSON *port);
+
+
+#endif

@@ -1,0 +1,101 @@
+#!/bin/bash
+# deadline: 120
+# batch_samples.sh - every Volcano and YuniKorn sample of KubeRay
+# (kuberay/samples/*volcano* and *yunikorn*) accepted and reconciled by rayop with the
+# matching --batch-scheduler, and scheduled by kubesim's gang step on 2 nodes of
+# 4 CPU: the Volcano cluster's gang runs in its queue, the Volcano RayJob waits on
+# the queue's capability until the cluster is gone, then completes; the YuniKorn
+# cluster and RayJob run with their task groups (the submitter's held by a
+# placeholder). Then the KubernetesWAS gate: Workload and PodGroup
+# scheduling.k8s.io/v1alpha2 served by kubesim and the Pods' schedulingGroup.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib_gang.sh"
+
+SAMPLES=$SHARED/kuberay/samples
+CTL=""
+gang_start batch-samples || exit 1
+controllers() {   # (re)starts the RayCluster and RayJob controllers with flags "$@"
+    [ -n "$CTL" ] && { kill $CTL 2>/dev/null; wait $CTL 2>/dev/null; }
+    "$RAYOP" controller raycluster --kubeconfig "$KUBECONFIG" --state-dir "$STATE" "$@" \
+        --metrics-addr 0 --health-probe-bind-address 0 2>>"$WORK/raycluster.log" &
+    CTL=$!
+    "$RAYOP" controller rayjob --kubeconfig "$KUBECONFIG" --state-dir "$STATE" "$@" \
+        --use-kubernetes-proxy=true --metrics-addr 0 --health-probe-bind-address 0 2>>"$WORK/rayjob.log" &
+    CTL="$CTL $!"
+}
+pods_of() { kcurl "/api/v1/namespaces/default/pods?labelSelector=ray.io/cluster=$1"; }
+nbound() { pods_of "$1" | jq '[.items[] | select((.spec.nodeName // "") != "")] | length'; }
+bound_is() { [ "$(nbound "$1")" = "$2" ]; }
+pg_phase_is() { [ "$(kcurl $PGP/$1 | json_get status.phase)" = "$2" ]; }
+rj_is() { [ "$(kcurl $NSP/rayjobs/$1 | json_get "$2")" = "$3" ]; }
+rc_of_job() { kcurl $NSP/rayjobs/$1 | json_get status.rayClusterName; }
+gone() { [ "$(kcode $NSP/rayclusters/$1)" = 404 ]; }
+
+# ---- Volcano ----
+controllers --batch-scheduler volcano
+kubectl apply -f "$SAMPLES/ray-cluster.volcano-scheduler-queue.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-cluster.volcano-scheduler-queue.yaml" "$(cat "$WORK/apply.err")"
+wait_until "volcano cluster sample: PodGroup Running in kuberay-test-queue" 40 pg_phase_is ray-test-cluster-0-pg Running \
+    && ok "ray-cluster.volcano-scheduler-queue.yaml reconciled and gang-scheduled"
+check "volcano cluster sample: all 3 Pods bound" bound_is test-cluster-0 3
+check "volcano cluster sample: PodGroup in the sample's queue" \
+    [ "$(kcurl $PGP/ray-test-cluster-0-pg | json_get spec.queue)" = kuberay-test-queue ]
+kubectl apply -f "$SAMPLES/ray-job.volcano-scheduler-queue.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-job.volcano-scheduler-queue.yaml" "$(cat "$WORK/apply.err")"
+wait_until "volcano job sample: PodGroup created" 20 kcurl -f $PGP/ray-rayjob-sample-0-pg
+quota_ev() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.involvedObject.name=="ray-rayjob-sample-0-pg" and .reason=="Unschedulable" and (.message|contains("queue resource quota insufficient")))' >/dev/null; }
+wait_until "volcano job sample: waits on the queue's capability (3.5 + 3 CPU > 4)" 30 quota_ev && \
+    ok "the queue's capability holds the second gang back"
+check "volcano job sample: PodGroup Pending, nothing of its cluster bound" \
+    bash -c "[ \"\$(curl -s $KUBESIM_URL$PGP/ray-rayjob-sample-0-pg | jq -r .status.phase)\" = Pending ]"
+kcurl -X DELETE $NSP/rayclusters/test-cluster-0 >/dev/null
+wait_until "volcano job sample: its RayJob completes once the cluster is gone" 60 rj_is rayjob-sample-0 status.jobDeploymentStatus Complete \
+    && ok "ray-job.volcano-scheduler-queue.yaml reconciled and completed"
+kubectl delete -f "$SAMPLES/ray-job.volcano-scheduler-queue.yaml" --wait=false >/dev/null 2>&1
+VJC=$(rc_of_job rayjob-sample-0)
+[ -n "$VJC" ] && kcurl -X DELETE $NSP/rayclusters/$VJC >/dev/null
+[ -n "$VJC" ] && wait_until "the Volcano job's cluster is gone" 30 gone "$VJC"
+
+# ---- YuniKorn ----
+controllers --batch-scheduler yunikorn
+kubectl apply -f "$SAMPLES/ray-cluster.yunikorn-scheduler.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-cluster.yunikorn-scheduler.yaml" "$(cat "$WORK/apply.err")"
+wait_until "yunikorn cluster sample: 3 Pods bound" 40 bound_is test-yunikorn-0 3 && \
+    ok "ray-cluster.yunikorn-scheduler.yaml reconciled and gang-scheduled"
+check "yunikorn cluster sample: Pods carry yunikorn, applicationId, queue and task groups" \
+    [ "$(pods_of test-yunikorn-0 | jq -r '[.items[] | [.spec.schedulerName, .metadata.labels.applicationId, .metadata.labels.queue, (.metadata.annotations["yunikorn.apache.org/task-groups"] | fromjson | length | tostring)] | join(",")] | unique | join(";")')" = "yunikorn,test-yunikorn-0,root.test,2" ]
+kubectl apply -f "$SAMPLES/ray-job.yunikorn-scheduler.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-job.yunikorn-scheduler.yaml" "$(cat "$WORK/apply.err")"
+wait_until "yunikorn job sample: the RayJob completes" 60 rj_is rayjob-yunikorn-0 status.jobDeploymentStatus Complete \
+    && ok "ray-job.yunikorn-scheduler.yaml reconciled and completed"
+check "yunikorn job sample: the submitter ran in task group submittergroup" \
+    [ "$(kcurl "/api/v1/namespaces/default/pods?labelSelector=batch.kubernetes.io/job-name=rayjob-yunikorn-0" | jq -r '.items[0] | .spec.schedulerName + "/" + .metadata.annotations["yunikorn.apache.org/task-group-name"]')" = yunikorn/submittergroup ]
+
+# ---- Kubernetes WAS (feature gate KubernetesWAS) ----
+controllers --feature-gates KubernetesWAS=true
+kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
+  "kind":"RayCluster","metadata":{"name":"was","labels":{"ray.io/gang-scheduling-enabled":"true"}},
+  "spec":{"headGroupSpec":{"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-head",
+  "image":"rayproject/ray:2.52.0"}]}}},"workerGroupSpecs":[{"groupName":"w","replicas":2,"minReplicas":0,
+  "maxReplicas":3,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
+  "image":"rayproject/ray:2.52.0"}]}}}]}}' >/dev/null
+WAS=/apis/scheduling.k8s.io/v1alpha2/namespaces/default
+wait_until "WAS: Workload and PodGroup created" 30 kcurl -f $WAS/podgroups/was-cluster
+check "WAS: Workload gang minCount 3, owned by the RayCluster" \
+    [ "$(kcurl $WAS/workloads/was | jq -c '[.spec.podGroupTemplates[0].schedulingPolicy.gang.minCount, .metadata.ownerReferences[0].kind]')" = '[3,"RayCluster"]' ]
+wait_until "WAS: Pods bound" 30 bound_is was 3
+check "WAS: Pods carry default-scheduler and spec.schedulingGroup" \
+    [ "$(pods_of was | jq -r '[.items[] | .spec.schedulerName + "/" + .spec.schedulingGroup.podGroupName] | unique | join(",")')" = "default-scheduler/was-cluster" ]
+# a WAS gang too big for the nodes (head 1 CPU + 4 x 2 CPU > 8): all or nothing, so nothing
+kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
+  "kind":"RayCluster","metadata":{"name":"wasbig","labels":{"ray.io/gang-scheduling-enabled":"true"}},
+  "spec":{"headGroupSpec":{"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-head",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"1"}}}]}}},"workerGroupSpecs":[{"groupName":"w",
+  "replicas":4,"minReplicas":0,"maxReplicas":4,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"2"}}}]}}}]}}' >/dev/null
+npods_is() { [ "$(pods_of "$1" | jq '.items | length')" = "$2" ]; }
+wait_until "WAS: the big cluster's 5 Pods exist" 30 npods_is wasbig 5
+gang_msg() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("wasbig-")) and (.message|contains("tasks in gang unschedulable")))' >/dev/null; }
+wait_until "WAS: the big gang's Pods say why they wait" 20 gang_msg
+check "WAS: a gang that cannot fit has zero Pods bound (the default scheduler alone would bind 4)" bound_is wasbig 0
+exit "$(lib_failures)"

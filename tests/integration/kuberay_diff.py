@@ -1,0 +1,47 @@
+#!/usr/bin/python3
+# kuberay_diff.py - a short run of tools/kuberay_diff.py (make diff-kuberay runs every
+# sample): three samples (a RayCluster, a RayJob to completion, a RayService to Ready)
+# under the real KubeRay v1.5.0 operator and under rayop on one kubesim; every object,
+# status field and Event compared, and every difference must be explained in
+# docs/kuberay-differences.md. Skipped when .peers/bin/kuberay-operator is missing.
+# deadline: 200
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+KUBERAY = os.environ.get("KUBERAY_BIN") or os.path.join(ROOT, ".peers", "bin", "kuberay-operator")
+SAMPLES = "ray-cluster.sample.yaml,ray-job.sample.yaml,ray-service.sample.yaml"
+
+
+def main():
+    if not os.access(KUBERAY, os.X_OK):
+        print("skip - KubeRay differential run (%s is missing: make peers)" % KUBERAY)
+        return 0
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "kuberay_diff.py"),
+                        "--samples", SAMPLES, "--deadline", "120"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=190)
+    out = p.stdout.decode(errors="replace")
+    m = re.search(r"^(\d+) objects compared, (\d+) differ, (\d+) explained$", out, re.M)
+    fails = 0
+
+    def check(what, cond):
+        nonlocal fails
+        print(("ok - " if cond else "not ok - ") + what, flush=True)
+        if not cond:
+            fails += 1
+            for line in out.splitlines()[-40:]:
+                print("#   " + line)
+
+    check("the run printed its summary line", m is not None)
+    if m:
+        n, d, k = map(int, m.groups())
+        check("objects of both operators compared (%d)" % n, n >= 15)
+        check("every difference explained (%d differ, %d explained)" % (d, k), d == k)
+        check("the tool's exit status says so", p.returncode == 0)
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
