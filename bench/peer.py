@@ -187,7 +187,8 @@ def main():
         if not os.access(b, os.X_OK):
             print("bench/peer.sh: %s is missing (make all peers)" % b)
             return 3
-    pods = N * 4
+    # every run's Pods stay: room for all of them (kubesim nodes hold 110 Pods, as kubelets do)
+    pods = N * 4 * 2 * ROUNDS
     nodes = max(4, pods // 100 + 2)
     env = rclib.Env(["--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi",
                      "--pod-start-ms", "300", "--pod-ready-ms", "500"], name="peer-bench")

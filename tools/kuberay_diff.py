@@ -99,8 +99,12 @@ def load_rules():
     return rules
 
 
-def explained(rules, kind, path):
+def explained(rules, kind, path, sample=""):
     for k, glob, _ in rules:
+        # "Kind @ sample.yaml": a rule for one sample only
+        k, _, only = (x.strip() for x in k.partition("@"))
+        if only and only != sample and only != os.path.basename(sample):
+            continue
         # brackets in a rule are literal (list keys such as env[NAME]); only * is a wildcard
         pat = "".join("[[]" if c == "[" else "[]]" if c == "]" else c for c in glob)
         if (k == "*" or k == kind) and fnmatch.fnmatchcase(path, pat):
@@ -366,14 +370,14 @@ def compare(run, rules, verbose):
                 if not paths:
                     continue
                 differ += 1
-                bad = [p for p in paths if not explained(rules, kind, p[0])]
+                bad = [p for p in paths if not explained(rules, kind, p[0], f)]
                 if not bad:
                     expl += 1
                 else:
                     unexplained.append((f, kind, name, bad))
                 if verbose:
                     for p in paths:
-                        mark = "  " if explained(rules, kind, p[0]) else "!!"
+                        mark = "  " if explained(rules, kind, p[0], f) else "!!"
                         print("# %s %s %s/%s %s: kuberay=%s rayop=%s" % (
                             mark, f, kind, name, p[0], json.dumps(p[1])[:80], json.dumps(p[2])[:80]))
         # Events: (involved kind, name, type, reason) present on one side only
@@ -381,13 +385,14 @@ def compare(run, rules, verbose):
             compared += 1
             differ += 1
             side = "kuberay only" if ev in ke else "rayop only"
-            path = "event.%s.%s" % (ev[2], ev[3])
-            if explained(rules, "Event", path):
+            path = "event.%s.%s.%s" % (side.split()[0], ev[2], ev[3])
+            if explained(rules, "Event", "%s/%s" % (ev[0], path), f):
                 expl += 1
             else:
                 unexplained.append((f, "Event", "%s/%s" % (ev[0], ev[1]), [(path, side, "")]))
             if verbose:
-                print("# %s %s Event %s %s/%s %s" % ("  " if explained(rules, "Event", path) else "!!",
+                print("# %s %s Event %s %s/%s %s" % ("  " if explained(rules, "Event", "%s/%s" % (ev[0], path), f)
+                                                     else "!!",
                                                      f, side, ev[0], ev[1], path))
         compared += len(ke & ro_e)
         req_tot["kuberay"] += sum(req[kr].values())

@@ -186,8 +186,8 @@ cmd_start() {
 	chmod 600 "$DIR/kubeconfig"
 	echo "https://127.0.0.1:$api" >"$DIR/url"
 
-	wait_for "kube-apiserver /readyz" 60 healthy "https://127.0.0.1:$api/readyz" ||
-		{ tail -20 "$DIR/logs/kube-apiserver.log" >&2; cmd_stop; exit 1; }
+	wait_for "kube-apiserver /readyz" 120 healthy "https://127.0.0.1:$api/readyz" ||
+		{ log_tails; cmd_stop; exit 1; }
 
 	launch kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig="$DIR/kubeconfig" \
 		--authentication-kubeconfig="$DIR/kubeconfig" --authorization-kubeconfig="$DIR/kubeconfig" \
@@ -212,12 +212,13 @@ cmd_start() {
 		KUBECONFIG=$DIR/kubeconfig "$KUBECTL" create -f - >/dev/null ||
 		{ cmd_stop; die "creating the fake nodes failed"; }
 
-	wait_for "kube-controller-manager /healthz" 60 healthy "https://127.0.0.1:$kcm/healthz" &&
-		wait_for "kube-scheduler /healthz" 60 healthy "https://127.0.0.1:$sched/healthz" &&
-		wait_for "$nodes Ready fake node(s)" 60 nodes_ready "$nodes" &&
-		wait_for "the default ServiceAccount" 60 \
+	# Generous deadlines: on a loaded 2-core machine the Go binaries can take long to start.
+	wait_for "kube-controller-manager /healthz" 120 healthy "https://127.0.0.1:$kcm/healthz" &&
+		wait_for "kube-scheduler /healthz" 120 healthy "https://127.0.0.1:$sched/healthz" &&
+		wait_for "$nodes Ready fake node(s)" 120 nodes_ready "$nodes" &&
+		wait_for "the default ServiceAccount" 120 \
 			env KUBECONFIG="$DIR/kubeconfig" "$KUBECTL" get serviceaccount default -n default ||
-		{ cmd_stop; exit 1; }
+		{ log_tails; cmd_stop; exit 1; }
 	for n in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
 		alive "$n" || { tail -20 "$DIR/logs/$n.log" >&2; cmd_stop; die "$n exited"; }
 	done
@@ -225,6 +226,14 @@ cmd_start() {
 	say "up in $(( ($(now_ms) - t0) / 1000 )).$(( ($(now_ms) - t0) % 1000 / 100 )) s: https://127.0.0.1:$api, $nodes kwok node(s), logs in $DIR/logs"
 	say "export KUBECONFIG=$DIR/kubeconfig"
 	cat "$DIR/kubeconfig"
+}
+
+log_tails() { # the last lines of every component's log, for a start that failed
+	local f
+	for f in "$DIR"/logs/*.log; do
+		echo "--- $(basename "$f")"
+		tail -5 "$f" | cut -c1-300
+	done >&2
 }
 
 nodes_ready() {

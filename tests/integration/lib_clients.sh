@@ -5,7 +5,7 @@
 #   clients_setup [FLAGS]    private work dir, kubesim started (start_kubesim FLAGS), its
 #                            kubeconfig in $CL_KCFG; torn down on exit by lib.sh
 #   kc ARGS...               $KUBECTL with that kubeconfig, a private --cache-dir and a
-#                            20 s --request-timeout
+#                            20 s --request-timeout (CL_REQUEST_TIMEOUT)
 #   kcr TAG ARGS...          kc with stdout in $CL_WORK/TAG.out, stderr in TAG.err; returns kc's rc
 #   expect_rc WANT WHAT TAG  checks kcr's rc ($CL_RC) against WANT ("0" or "fail"); on a
 #                            miss prints the captured output as "#" diagnostics
@@ -29,7 +29,7 @@ export RAYOP_ROOT RAYOP_SHARED
 clients_setup() {
     CL_WORK=$(mktemp -d "${TMPDIR:-/tmp}/rayop-clients.XXXXXX")
     [ -z "${KEEP_WORK:-}" ] && _LIB_DIRS="$_LIB_DIRS $CL_WORK"
-    start_kubesim "$@" || { not_ok "kubesim starts"; exit 1; }
+    start_kubesim "$@" || { not_ok "the API server starts (kubesim or, with RAYOP_SERVER=real, tools/realk8s.sh)"; exit 1; }
     [ -n "${KEEP_WORK:-}" ] && _LIB_DIRS=${_LIB_DIRS/ $KUBESIM_DIR/} &&
         echo "# keeping $CL_WORK and $KUBESIM_DIR (request log)"
     CL_KCFG=$KUBECONFIG
@@ -40,7 +40,7 @@ clients_setup() {
 # instead of the whole file's deadline.
 kc() {
     case "$1" in get|describe|explain|api-resources|version) ;; *) rm -f "$CL_WORK"/snap.*.json ;; esac
-    "$KUBECTL" --kubeconfig="$CL_KCFG" --cache-dir="$CL_WORK/cache" --request-timeout=20s "$@"
+    "$KUBECTL" --kubeconfig="$CL_KCFG" --cache-dir="$CL_WORK/cache" --request-timeout="${CL_REQUEST_TIMEOUT:-20s}" "$@"
 }
 
 kcr() {
@@ -91,7 +91,7 @@ cl_wait() {
 jpath() {
     local snapf="$CL_WORK/snap.$1.$2.json"
     if [ ! -s "$snapf" ]; then
-        "$KUBECTL" --kubeconfig="$CL_KCFG" --cache-dir="$CL_WORK/cache" --request-timeout=20s \
+        "$KUBECTL" --kubeconfig="$CL_KCFG" --cache-dir="$CL_WORK/cache" --request-timeout="${CL_REQUEST_TIMEOUT:-20s}" \
             get "$1" "$2" -o json >"$snapf" 2>/dev/null || { rm -f "$snapf"; return 1; }
     fi
     /usr/bin/python3 - "$snapf" "$3" <<'EOF'

@@ -5,5 +5,7 @@
 # deadline: 360
 . "$(dirname "$0")/lib_real.sh"
 real_require || exit 0
+# a real apiserver builds its OpenAPI document for ~1 MB CRDs slowly on a loaded machine
+export CL_REQUEST_TIMEOUT=60s
 KUBECTL=${KUBECTL_1_27:-/usr/lib/google-cloud-sdk/bin/kubectl.1.27}
 . "$(dirname "$0")/kubectl_suite.inc"

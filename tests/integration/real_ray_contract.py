@@ -26,43 +26,19 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "raycluster"))
+import rclib  # noqa: E402  (ok / check / wait_until and the failure count)
+from rclib import check, wait_until  # noqa: E402
+
 ROOT = os.environ.get("RAYOP_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 VENV = os.environ.get("RAYOP_PEERS_VENV") or os.path.join(ROOT, ".peers", "venv")
 RAY = os.path.join(VENV, "bin", "ray")
 KUBESIM = os.path.join(ROOT, "bin", "kubesim")
 DASHCTL = os.path.join(ROOT, "bin", "dashctl")
-failures = 0
 counts = {"real": 0, "kubesim": 0}
 
 # (step, what) -> why the difference is accepted. Mirrored in docs/kubesim-fidelity.md.
 KNOWN = {}
-
-
-def ok(what):
-    print("ok - " + what, flush=True)
-
-
-def check(what, cond, detail=None):
-    global failures
-    if cond:
-        ok(what)
-        return True
-    failures += 1
-    print("not ok - " + what, flush=True)
-    if detail is not None:
-        text = detail if isinstance(detail, str) else json.dumps(detail, indent=1, default=str)
-        for line in text.splitlines()[:30]:
-            print("#   " + line, flush=True)
-    return False
-
-
-def wait_until(deadline_s, cond, every=0.25):
-    end = time.monotonic() + deadline_s
-    while True:
-        v = cond()
-        if v or time.monotonic() >= end:
-            return v
-        time.sleep(every)
 
 
 def free_ports(n):
@@ -274,6 +250,11 @@ def run_jobs(srv, work):
            "metadata": {"owner": "rayop", "suite": "contract"},
            "runtime_env": {"env_vars": {"CONTRACT": "1", "KUBESIM_JOB_SECONDS": "2"}},
            "entrypoint_num_cpus": 0.5, "entrypoint_resources": {"rayop": 1}}
+    # Right after start the head may answer 500 "No available agent to submit job, please try
+    # again later." until its dashboard agent registers; a client retries, so does this.
+    agent_ready = wait_until(120, lambda: "No available agent" not in str(
+        http(b, "POST", "/api/jobs/", {"entrypoint": "true", "submission_id": "contract-probe"})[1]), 1.0)
+    check("[%s] the job agent takes submissions" % n, agent_ready)
     code, got = step("submit", "POST", "/api/jobs/", sub)
     check("[%s] submit answers 200 with the submission_id" % n,
           code == 200 and isinstance(got, dict) and got.get("submission_id") == "contract-ok", [code, got])
@@ -465,13 +446,13 @@ def main():
         for s in (real, sim):
             if s:
                 s.close()
-        if failures or os.environ.get("RAYOP_CONTRACT_KEEP"):
+        if rclib.failures or os.environ.get("RAYOP_CONTRACT_KEEP"):
             keep = os.environ.get("RAYOP_CONTRACT_KEEP") or work + ".failed"
             shutil.rmtree(keep, ignore_errors=True)
             shutil.copytree(work, keep)
             print("# logs kept in " + keep, flush=True)
         shutil.rmtree(work, ignore_errors=True)
-    return 1 if failures else 0
+    return rclib.exit_code()
 
 
 if __name__ == "__main__":
