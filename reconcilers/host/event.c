@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "kobj/kobj.h"
-#include "reconcilers/host/host.h"
+#include "reconcilers/host/internal.h"
 #include "util/util.h"
 
 #define EV_SLOTS 512                        /* remembered series (per process) */

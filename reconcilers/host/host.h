@@ -197,14 +197,5 @@ extern const struct kube_resource HOST_RES_EVENTS_V1;
 int host_event(struct host_ctx *ctx, const cJSON *obj, const char *type, const char *reason,
                const char *action, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
-/* reportingController / reportingInstance of ctx's kind (exposed for tests). */
-void host_event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
-                         char *instance, size_t icap);
-/* Forgets every remembered series (tests). */
-void host_event_forget_all(void);
-
-/* Maps a result to the ipc outcome reported to the queue (exposed for tests). */
-void host_outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
-                         struct ipc_outcome *out);
 
 #endif

@@ -211,4 +211,15 @@ int host_http_start(const char *metrics_addr, const char *probe_addr, struct hos
 int host_http_port(struct host_http *h, int which /* 0 metrics, 1 probes */);
 void host_http_stop(struct host_http *h);
 
+/* ---- used inside host/ and by its unit tests; not for kinds ---- */
+
+/* reportingController / reportingInstance of ctx's kind (event.c). */
+void host_event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
+                         char *instance, size_t icap);
+/* Forgets every remembered series (event.c). */
+void host_event_forget_all(void);
+/* Maps a result to the ipc outcome reported to the queue (ctx.c). */
+void host_outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
+                         struct ipc_outcome *out);
+
 #endif
