@@ -15,6 +15,7 @@
 #include "cmd/cmd.h"
 #include "cmd/up/up.h"
 #include "reconcilers/host/host.h"
+#include "reconcilers/webhook/webhook.h"
 #include "watcher/watcher.h"
 
 static void usage(FILE *f, const struct host_kind *kinds, size_t nkinds)
@@ -26,6 +27,7 @@ static void usage(FILE *f, const struct host_kind *kinds, size_t nkinds)
         fprintf(f, "%s%s", i ? "|" : "", kinds[i].name);
     fputs("\n"
           "  up           run the watcher and the controllers under a supervisor\n"
+          "  webhook      KubeRay's validating admission webhooks over HTTPS (ENABLE_WEBHOOKS=true)\n"
           "  status       show cache and queue state (-o json for scripts)\n"
           "  clean        remove a stopped instance's cache segment and socket\n"
           "Run rayop COMMAND --help for the flags of each command.\n", f);
@@ -48,6 +50,8 @@ int cmd_rayop_main(int argc, char **argv, const struct host_kind *kinds, size_t 
         return clean_main(argc - 1, argv + 1);
     if (strcmp(cmd, "up") == 0)
         return up_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "webhook") == 0)
+        return webhook_main(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
         usage(stdout, kinds, nkinds);
         return 0;

@@ -76,21 +76,6 @@ void dash_reply_free(struct dash_reply *r)
     memset(r, 0, sizeof(*r));
 }
 
-struct sink {
-    struct buf b;
-    bool too_big;
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct sink *s = arg;
-    size_t len = size * n;
-    if (s->b.len + len > DASH_MAX_BODY) {
-        s->too_big = true;
-        return 0;   /* aborts the transfer */
-    }
-    return buf_append(&s->b, p, len) == 0 ? len : 0;
-}
 
 static int curl_errno(CURLcode cc)
 {
@@ -111,7 +96,7 @@ static int curl_errno(CURLcode cc)
 static int call_direct(const struct dash_target *t, const char *method, const char *url,
                        const char *body, size_t body_len, struct dash_reply *r)
 {
-    struct sink s = { 0 };
+    struct buf_sink s = { .max = DASH_MAX_BODY };
     struct curl_slist *hdrs = NULL;
     int rc = 0;
     CURL *h = curl_easy_init();
@@ -124,7 +109,7 @@ static int call_direct(const struct dash_target *t, const char *method, const ch
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, t->timeout_ms > 0 ? t->timeout_ms : DASH_DIRECT_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, buf_sink_write);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
     if (body) {
         hdrs = curl_slist_append(hdrs, "Content-Type: application/json");

@@ -181,6 +181,7 @@ int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts
         c->user_agent = NULL;
     c->opts.user_agent = NULL; /* borrowed pointer: use c->user_agent */
     pthread_mutex_init(&c->pool_mu, NULL);
+    kube__metrics_init(&c->metrics);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->share_mu[i], NULL);
     kube__limiter_init(&c->limiter, c->opts.qps, c->opts.burst, kube__now(c));
@@ -222,6 +223,7 @@ void kube_client_free(struct kube_client *c)
     free(c->user_agent);
     kube__limiter_destroy(&c->limiter);
     pthread_mutex_destroy(&c->pool_mu);
+    kube__metrics_destroy(&c->metrics);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_destroy(&c->share_mu[i]);
     free(c);
@@ -471,11 +473,13 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
     int forced_token = 0, force_next = 0, rc = 0;
     CURL *h = NULL;
     char ms[32];
+    double limiter_s = 0;
 
     memset(res, 0, sizeof(*res));
     s.max = rq->max_response ? rq->max_response : c->opts.max_response_bytes;
     for (;;) {
         uint64_t wait = kube__limiter_reserve(&c->limiter, kube__now(c));
+        limiter_s = (double)wait / 1e9;
         if (wait > 0) {
             atomic_fetch_add(&c->st_throttled_ns, wait);
             c->opts.clock.sleep_ns(c->opts.clock.arg, wait);
@@ -513,7 +517,9 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
                          rq->timeout_ms > 0 ? rq->timeout_ms : c->opts.timeout_ms);
 
+        uint64_t t0 = util_now_ns();
         CURLcode cc = curl_easy_perform(h);
+        double took = (double)(util_now_ns() - t0) / 1e9;
         long code = 0, nconn = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &nconn);
@@ -527,6 +533,7 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
                   cc != CURLE_OK ? curl_easy_strerror(cc) : NULL, NULL);
 
         if (cc == CURLE_OK && code >= 200 && code < 300) {
+            kube__metrics_attempt(&c->metrics, rq->method, code, took, limiter_s, false);
             if (rq->want_raw) {
                 res->raw_len = s.body.len;
                 if (buf_reserve(&s.body, 1) < 0) {
@@ -565,11 +572,15 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
             rc = kube_status_errno(&res->status);
             if (code == 401 && c->cfg->token_file != NULL && !forced_token) {
                 /* The token may have rotated under us: re-read it once. */
+                kube__metrics_attempt(&c->metrics, rq->method, code, took, limiter_s, true);
                 forced_token = force_next = 1;
                 continue;
             }
         }
-        if (!is_retryable(rq, (int)cc, (int)code) || res->attempts > c->opts.max_retries)
+        bool again = is_retryable(rq, (int)cc, (int)code) && res->attempts <= c->opts.max_retries;
+        kube__metrics_attempt(&c->metrics, rq->method, cc == CURLE_OK ? code : 0, took, limiter_s,
+                              again);
+        if (!again)
             break;
         uint64_t delay = (code == 429 && res->status.retry_after_s > 0)
                              ? (uint64_t)res->status.retry_after_s * 1000000000ull

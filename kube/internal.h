@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <curl/curl.h>
 
 #include "kube/kube.h"
@@ -132,6 +133,37 @@ int kube__errno_from_curl(int curl_code);
 
 #define KUBE_POOL_MAX 32
 
+/* client-go's rest_client_* metrics (metrics.c) */
+#define KUBE_M_BUCKETS 12
+#define KUBE_M_VERBS 8
+#define KUBE_M_COUNTS 48
+struct kube_m_hist {
+    uint64_t b[KUBE_M_BUCKETS], n;
+    double sum;
+};
+struct kube_m_verb {
+    char verb[8];
+    struct kube_m_hist duration, limiter;
+};
+struct kube_m_count {
+    char verb[8], code[8];
+    uint64_t n;
+};
+struct kube_metrics {
+    pthread_mutex_t mu;
+    char host[128];
+    struct kube_m_verb verbs[KUBE_M_VERBS];
+    int nverbs;
+    struct kube_m_count requests[KUBE_M_COUNTS], retries[KUBE_M_COUNTS];
+    int nrequests, nretries;
+};
+void kube__metrics_init(struct kube_metrics *m);
+void kube__metrics_destroy(struct kube_metrics *m);
+/* One HTTP attempt: its answer (0: none), time, the limiter's wait before it, and
+ * whether it is retried. */
+void kube__metrics_attempt(struct kube_metrics *m, const char *method, long code,
+                           double seconds, double limiter_seconds, bool retried);
+
 struct kube_client {
     struct kube_config *cfg;        /* borrowed */
     struct kube_client_opts opts;   /* defaults filled in */
@@ -146,6 +178,7 @@ struct kube_client {
     struct kube_limiter limiter;
     _Atomic uint32_t rng;
     _Atomic uint64_t st_requests, st_retries, st_throttled_ns, st_connects;
+    struct kube_metrics metrics;
 };
 
 /* One request as the transport sees it. */

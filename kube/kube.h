@@ -142,6 +142,11 @@ struct kube_client_stats {
     uint64_t connects;         /* new TCP connections opened */
 };
 void kube_client_get_stats(struct kube_client *c, struct kube_client_stats *out);
+/* client-go's rest_client_* metrics of c (Prometheus text, with HELP/TYPE) appended to
+ * out: requests by code/method/host, request and rate-limiter latency histograms by
+ * verb/host, retries by code/verb/host. 0 or -ENOMEM. */
+struct buf;
+int kube_client_metrics_text(struct kube_client *c, struct buf *out);
 
 /* A REST resource. group "" is the core API (/api/v1). */
 struct kube_resource {

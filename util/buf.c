@@ -128,3 +128,14 @@ char *buf_steal(struct buf *b)
     b->len = b->cap = 0;
     return p;
 }
+
+size_t buf_sink_write(char *p, size_t size, size_t n, void *arg)
+{
+    struct buf_sink *s = arg;
+    size_t len = size * n;
+    if (s->b.len + len > s->max) {
+        s->too_big = 1;
+        return 0;   /* aborts the transfer */
+    }
+    return buf_append(&s->b, p, len) == 0 ? len : 0;
+}

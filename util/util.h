@@ -59,6 +59,14 @@ int buf_append_json_string(struct buf *b, const char *s); /* quoted, escaped */
 void buf_reset(struct buf *b);                           /* len = 0, keeps memory */
 void buf_free(struct buf *b);
 char *buf_steal(struct buf *b);                          /* caller owns result */
+/* A bounded receive buffer for libcurl's CURLOPT_WRITEFUNCTION (buf_sink_write,
+ * CURLOPT_WRITEDATA = the sink): more than max bytes sets too_big and aborts. */
+struct buf_sink {
+    struct buf b;
+    size_t max;
+    int too_big;
+};
+size_t buf_sink_write(char *p, size_t size, size_t n, void *sink);
 
 /* ---- I/O and error text (io.c) ---------------------------------------------- */
 

@@ -1,7 +1,9 @@
 /*
- * http.c - the watcher's tiny HTTP endpoint (--metrics-addr): /metrics
- * (the queues' workqueue_* metrics from ipc/ plus the watcher's and the
- * cache's own), /healthz and /readyz (200 once every type has synced).
+ * http.c - the watcher's tiny HTTP endpoint (--metrics-addr): /metrics, the
+ * operator Pod's one metrics endpoint (the queues' workqueue_* metrics from ipc/,
+ * the watcher's and the cache's own and its API client's rest_client_*, pooled with
+ * every controller's snapshot by pool.c), /healthz and /readyz (200 once every type
+ * has synced).
  *
  * It runs on the watcher's libuv loop, like everything that touches the
  * queues and the cache writer, so it needs no locking. HTTP is reduced to
@@ -97,7 +99,7 @@ static int metrics_text(struct watcher *w, struct buf *b)
                       "rayop_cache_refused_writes_total %llu\n",
                    (unsigned long long)ci.objects, (unsigned long long)ci.bytes_used,
                    (unsigned long long)ci.blob_bytes, (unsigned long long)ci.refused_writes);
-    return 0;
+    return kube_client_metrics_text(w->kc, b);
 }
 
 static int all_synced(const struct watcher *w)
@@ -146,11 +148,13 @@ static void handle(struct hconn *c)
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         respond(c, 405, "text/plain", "GET only\n", 9);
     } else if (strcmp(path, "/metrics") == 0) {
-        struct buf m = { 0 };
-        if (metrics_text(c->w, &m) < 0)
+        struct buf own = { 0 }, m = { 0 };
+        if (metrics_text(c->w, &own) < 0 ||
+            watcher_metrics_pool(c->w->metrics_dir, own.data ? own.data : "", own.len, &m) < 0)
             respond(c, 503, "text/plain", "metrics unavailable\n", 20);
         else
             respond(c, 200, "text/plain; version=0.0.4", m.data ? m.data : "", m.len);
+        buf_free(&own);
         buf_free(&m);
     } else if (strcmp(path, "/healthz") == 0) {
         respond(c, 200, "text/plain", "ok\n", 3);

@@ -73,6 +73,7 @@ struct watcher {
     int handles_ready;           /* pages_async and check initialised */
     uint64_t start_ns;
     int synced_logged;
+    char metrics_dir[600];       /* STATE_DIR/metrics: the controllers' snapshots */
     const char *server;          /* the API server URL, for the messages that need it */
     int unreachable;             /* "cannot reach the API server" logged, not yet recovered */
 };
@@ -84,6 +85,9 @@ void wsync_stop(struct watcher *w);
 void wsync_free(struct watcher *w);
 /* Adds every cached primary object's key to its queue (restart resync). */
 int wsync_resync(struct watcher *w);
+/* The one /metrics (pool.c): own (the watcher's exposition text) merged with every
+ * controller snapshot in dir (KIND-ID.prom, stale ones dropped) into out. 0 or -ENOMEM. */
+int watcher_metrics_pool(const char *dir, const char *own, size_t own_len, struct buf *out);
 /* HTTP endpoint (http.c): addr like ":8080", "127.0.0.1:0"; "0" or "" = off. */
 int whttp_start(struct watcher *w, const char *addr);
 void whttp_stop(struct watcher *w);

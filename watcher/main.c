@@ -192,6 +192,11 @@ int watcher_main(int argc, char **argv)
         log_error("cannot set up types", "error", strerror(-rc), NULL);
         goto out;
     }
+    /* the controllers' metric snapshots, pooled into our /metrics */
+    snprintf(w.metrics_dir, sizeof(w.metrics_dir), "%s/metrics", o.state_dir);
+    if (mkdir(w.metrics_dir, 0700) < 0 && errno != EEXIST)
+        log_warn("cannot create the metrics directory", "dir", w.metrics_dir,
+                 "error", strerror(errno), NULL);
     if ((rc = whttp_start(&w, o.metrics_addr)) < 0) {
         log_error("bad --metrics-addr", "addr", o.metrics_addr, NULL);
         goto out;

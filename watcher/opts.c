@@ -2,12 +2,14 @@
  * opts.c - flag parsing for `rayop watcher` and `rayop status`: --flag VALUE
  * and --flag=VALUE forms, sizes with K/M/G suffixes, and the state directory.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kobj/yamljson.h"
 #include "util/util.h"
 #include "watcher/opts.h"
 
@@ -31,6 +33,53 @@ static int parse_size(const char *s, size_t *out)
         return -EINVAL;
     *out = (size_t)(v * mul);
     return 0;
+}
+
+static int add_namespaces(struct wopts *o, const char *list);
+
+/* KubeRay's Configuration file (--config): as KubeRay, its fields replace the flags; the
+ * watcher reads what scopes and paces its streams (watchNamespace, qps, burst), so a
+ * namespace-scoped operator never LISTs cluster-wide. Bounded: 1 MiB. */
+static int load_config(struct wopts *o)
+{
+    FILE *f = fopen(o->config_file, "rb");
+    char err[256];
+    cJSON *doc = NULL;
+    int rc = -EINVAL;
+    if (!f) {
+        fprintf(stderr, "rayop: cannot open %s: %s\n", o->config_file, strerror(errno));
+        return -errno;
+    }
+    char *data = malloc((1u << 20) + 1);
+    size_t n = data ? fread(data, 1, (1u << 20) + 1, f) : 0;
+    fclose(f);
+    if (!data || n > (1u << 20)) {
+        fprintf(stderr, "rayop: %s is larger than 1 MiB\n", o->config_file);
+        goto out;
+    }
+    if (yamljson_parse_one(data, n, &doc, err, sizeof(err)) < 0 || !cJSON_IsObject(doc)) {
+        fprintf(stderr, "rayop: %s: %s\n", o->config_file, cJSON_IsObject(doc) ? err : "not a mapping");
+        goto out;
+    }
+    for (size_t i = 0; i < o->nnamespaces; i++)
+        free(o->namespaces[i]);
+    o->nnamespaces = 0;
+    o->qps = 0;
+    o->burst = 0;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, "watchNamespace");
+    if (cJSON_IsString(v) && v->valuestring[0] && add_namespaces(o, v->valuestring) < 0)
+        goto out;
+    v = cJSON_GetObjectItemCaseSensitive(doc, "qps");
+    if (cJSON_IsNumber(v) && v->valuedouble > 0)
+        o->qps = v->valuedouble;
+    v = cJSON_GetObjectItemCaseSensitive(doc, "burst");
+    if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble <= 1000000)
+        o->burst = (int)v->valuedouble;
+    rc = 0;
+out:
+    cJSON_Delete(doc);
+    free(data);
+    return rc;
 }
 
 static int add_namespaces(struct wopts *o, const char *list)
@@ -107,6 +156,8 @@ int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd)
             return -EINVAL;
         } else if (strcmp(name, "--kubeconfig") == 0) {
             o->kubeconfig = val;
+        } else if (strcmp(name, "--config") == 0) {
+            o->config_file = val;
         } else if (strcmp(name, "--metrics-addr") == 0) {
             o->metrics_addr = val;
         } else if (strcmp(name, "--context") == 0) {
@@ -142,6 +193,10 @@ int wopts_parse(struct wopts *o, int argc, char **argv, enum wopts_cmd cmd)
             wopts_free(o);
             return -EINVAL;
         }
+    }
+    if (o->config_file && load_config(o) < 0) {
+        wopts_free(o);
+        return -EINVAL;
     }
     return 0;
 missing: {

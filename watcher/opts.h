@@ -20,6 +20,7 @@ enum wopts_cmd { WOPTS_WATCHER, WOPTS_STATUS };
 
 struct wopts {
     const char *kubeconfig, *context, *state_dir;
+    const char *config_file;     /* --config: KubeRay's Configuration (watchNamespace, qps, burst) */
     const char *metrics_addr;    /* watcher: /metrics, /healthz, /readyz; NULL = off */
     char *namespaces[WATCHER_MAX_NAMESPACES]; /* owned copies */
     size_t nnamespaces;

@@ -80,6 +80,8 @@ static void usage(FILE *f)
           "retried: up checks flags, feature gates and the kubeconfig before starting anything,\n"
           "and stops everything with the child's code if a child reports one.\n"
           "  --controllers A,B,C         kinds to run (default raycluster,rayjob,rayservice,raycronjob)\n"
+          "  ENABLE_WEBHOOKS=true        also runs `rayop webhook` (KubeRay's validating webhooks, :9443);\n"
+          "  --config goes to the watcher too; --enable-metrics to the controllers\n"
           "  --kubeconfig, --context, --namespace/--watch-namespace, --state-dir, --qps, --burst,\n"
           "  --log-level, --log-stdout-encoder   passed to every child (the encoder also to up's own lines)\n"
           "  --cache-capacity, --cache-max-objects, --cache-max-bytes   passed to the watcher\n"
@@ -88,8 +90,8 @@ static void usage(FILE *f)
           "  --enable-batch-scheduler, --drain-timeout-ms   passed to controllers\n"
           "  --use-kubernetes-proxy BOOL reach Ray dashboards through the API server (default: true\n"
           "                              outside a Pod, false in one, as KubeRay's default)\n"
-          "  --metrics-addr ADDR         controller i serves metrics on port+2i (default :8080 in a\n"
-          "                              Pod, 127.0.0.1:8080 outside one; 0 off)\n"
+          "  --metrics-addr ADDR         the watcher's one /metrics for every process (default :8080 in\n"
+          "                              a Pod, 127.0.0.1:8080 outside one; 0 off)\n"
           "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081 / 127.0.0.1:8081,\n"
           "                              one below `rayop controller`'s :8082 so the probe ports\n"
           "                              8081/8083/8085 sit between the metrics ports; 0 off)\n"
@@ -370,14 +372,14 @@ static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, 
 {
     const char *bs_name = NULL;
     bool bs_legacy = false;
-    static const char *const common_flags[] = { "kubeconfig", "context", "namespace",
+    static const char *const common_flags[] = { "kubeconfig", "context", "namespace", "config",
         "watch-namespace", "state-dir", "qps", "burst", "log-level", "log-stdout-encoder", NULL };
     static const char *const watcher_flags[] = { "cache-capacity", "cache-max-objects",
         "cache-max-bytes", NULL };
-    static const char *const ctl_flags[] = { "workers", "reconcile-concurrency", "config",
+    static const char *const ctl_flags[] = { "workers", "reconcile-concurrency",
         "feature-gates", "enable-leader-election", "leader-election-namespace",
         "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", "batch-scheduler",
-        "enable-batch-scheduler", NULL };
+        "enable-batch-scheduler", "enable-metrics", NULL };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -521,6 +523,9 @@ int up_main(int argc, char **argv)
     add_arg(p, "watcher");
     for (int i = 0; i < ncommon; i++) add_arg(p, common[i]);
     for (int i = 0; i < nw; i++) add_arg(p, wonly[i]);
+    /* the Pod's one /metrics: the watcher pools every controller's figures */
+    add_arg(p, "--metrics-addr");
+    add_arg(p, (char *)maddr);
     for (const char *k = kinds; *k && u.nprocs < UP_MAX_PROCS;) {
         const char *e = strchr(k, ',');
         size_t n = e ? (size_t)(e - k) : strlen(k);
@@ -534,14 +539,24 @@ int up_main(int argc, char **argv)
             add_arg(p, p->name);
             for (int i = 0; i < ncommon; i++) add_arg(p, common[i]);
             for (int i = 0; i < nc; i++) add_arg(p, conly[i]);
+            /* no per-process /metrics: the snapshots reach the watcher's endpoint */
             add_arg(p, "--metrics-addr");
-            add_arg(p, shift_addr(maddr, 2 * idx));
+            add_arg(p, "0");
             add_arg(p, "--health-probe-bind-address");
             add_arg(p, shift_addr(paddr, 2 * idx));
         }
         k += n + (e ? 1 : 0);
     }
 
+    /* KubeRay's switch: ENABLE_WEBHOOKS=true serves the validating webhooks (:9443,
+     * the serving certificate in controller-runtime's default directory) */
+    const char *wh = getenv("ENABLE_WEBHOOKS");
+    if (wh && !strcmp(wh, "true") && u.nprocs < UP_MAX_PROCS) {
+        p = &u.procs[u.nprocs++];
+        snprintf(p->name, sizeof(p->name), "webhook");
+        add_arg(p, "rayop");
+        add_arg(p, "webhook");
+    }
     if (u.nprocs > 1 &&
         (rc = up_preflight(u.procs[0].argv + 1, u.procs[0].argc - 1, u.procs[1].argv + 1,
                            u.procs[1].argc - 1)) != 0)

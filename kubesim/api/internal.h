@@ -106,6 +106,14 @@ int server_handle_watch(struct server_req *req, const struct reg_resource *res);
 /* server_watch.c: cancels every open watch (shutdown). */
 void server_watch_cancel_all(struct server *s);
 
+/* admission.c: calls the ValidatingWebhookConfigurations matching op ("CREATE",
+ * "UPDATE") on res; 0 when every matching webhook allowed it (or failed with
+ * failurePolicy Ignore), else -EPERM / -EIO with *st the answer to send. */
+struct store_status;
+int admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
+                       const char *ns, const char *name, const cJSON *obj, const cJSON *old,
+                       struct store_status *st);
+
 /* server_api.c helpers shared with server_watch.c */
 /* Answers a store failure (*st) as a Status and clears st. */
 int server_reply_store_status(struct server_req *req, struct store_status *st);

@@ -7,6 +7,7 @@
  * HTTP answers (codes, Status objects, Warning headers, Tables); every rule about
  * the objects themselves lives in the store.
  */
+#include "kobj/kobj.h"
 #include "kubesim/api/internal.h"
 
 #include <errno.h>
@@ -487,6 +488,26 @@ static int do_write_object(struct server_req *req, const struct reg_resource *re
     if (!(obj = parse_body_object(req)) || check_body_identity(req, res, obj) < 0) {
         cJSON_Delete(obj);
         goto out;
+    }
+    if (!req->route->sub[0] && !c.w.dry_run) {
+        /* validating admission webhooks (admission.c): after the body checks, before
+         * the object is stored */
+        struct store_obj *old = NULL;
+        const char *name = kobj_str(kobj_get(obj, "metadata"), "name");
+        if (!create)
+            (void)store_get(req->srv->store, res, req->route->ns, req->route->name, &old, &st);
+        store_status_clear(&st);
+        memset(&st, 0, sizeof(st));
+        rc = admission_validate(req->srv, res, create ? "CREATE" : "UPDATE", req->route->ns,
+                                name ? name : req->route->name, obj, old ? old->json : NULL, &st);
+        if (old)
+            store_obj_unref(old);
+        if (rc < 0) {
+            cJSON_Delete(obj);
+            add_warnings(req, c.w.warnings);
+            server_reply_store_status(req, &st);
+            goto out;
+        }
     }
     if (create)
         rc = store_create(req->srv->store, res, req->route->ns, obj, &c.w, &o, &st);

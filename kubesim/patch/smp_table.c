@@ -127,6 +127,7 @@ static const struct kind_row kinds[] = {
     { "LimitRange", empty_rows, NULL },
     { "Ingress", empty_rows, NULL },
     { "IngressClass", empty_rows, NULL },
+    { "ValidatingWebhookConfiguration", empty_rows, NULL },
     { "NetworkPolicy", empty_rows, NULL },
     { "PriorityClass", empty_rows, NULL },
     { NULL, NULL, NULL },

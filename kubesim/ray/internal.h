@@ -92,6 +92,8 @@ struct ray {
     struct server *srv;
     const struct reg_resource *r_pods, *r_svc, *r_ep;
     const struct reg_resource *r_secrets;   /* NULL if the registry has none */
+    long dash_delay_ms;          /* KUBESIM_RAY_DASHBOARD_DELAY_MS: every dashboard answer
+                                    waits this long (a slow head; benchmarks) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct ray_cluster *clusters;

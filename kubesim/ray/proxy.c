@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 
 #include "kubesim/ray/internal.h"
@@ -337,6 +338,11 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
     int rc;
 
     memset(out, 0, sizeof(*out));
+    if (r->dash_delay_ms > 0 && !t->serve) {
+        /* a slow dashboard: the caller's connection waits, nobody else's */
+        struct timespec ts = { r->dash_delay_ms / 1000, (r->dash_delay_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&r->mu);
     HASH_FIND_STR(r->clusters, t->uid, c);
     if (!c || r->stopping) {

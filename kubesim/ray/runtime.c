@@ -301,6 +301,10 @@ int ray_install(struct server *srv, struct store *store, struct ray **out)
     r->r_svc = registry_find(reg, "", "v1", "services");
     r->r_ep = registry_find(reg, "", "v1", "endpoints");
     r->r_secrets = registry_find(reg, "", "v1", "secrets");
+    const char *dd = getenv("KUBESIM_RAY_DASHBOARD_DELAY_MS");
+    r->dash_delay_ms = dd ? strtol(dd, NULL, 10) : 0;
+    if (r->dash_delay_ms < 0 || r->dash_delay_ms > 60000)
+        r->dash_delay_ms = 0;
     store_registry_unlock(store);
     if (!r->r_pods || !r->r_svc || !r->r_ep) {
         rc = -ENOENT;

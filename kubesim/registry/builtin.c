@@ -107,6 +107,9 @@ static const struct builtin_spec builtins[] = {
     { "", "v1", "services", "service", "Service", true, ALL, "svc", "all", true,
       "Service", no_fields, NOGEN, service_subs },
     /* named groups */
+    { "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+      "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", false, ALL, "", "api-extensions",
+      false, "ValidatingWebhookConfiguration", no_fields, NOGEN, no_subs },
     { "apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
       "CustomResourceDefinition", false, ALL, "crd,crds", "api-extensions", true,
       "CustomResourceDefinition", no_fields, SPECGEN, no_subs },

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +58,17 @@ struct host {
     pthread_mutex_t mu;
     pthread_cond_t cond;             /* signalled when a worker returns */
 };
+
+/* KIND-XXXXXXXXXXXXXXXX.prom: a random instance id, as the processes of one Pod have
+ * separate pid namespaces and a restarted process must not overwrite its predecessor's
+ * name (the watcher drops files not refreshed for a while). */
+static void metrics_file_name(const struct host *h, char *out, size_t cap)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))
+        id = util_now_ns() ^ (uint64_t)getpid();
+    snprintf(out, cap, "%s-%016llx.prom", h->kind->name, (unsigned long long)id);
+}
 
 /* Start-up stage timing at debug level: the restart -> first reconcile budget. */
 static void log_stage(const struct host *h, const char *stage)
@@ -341,6 +353,8 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     host_kube_slot_init(&h.kube_slot);
     int rc = host_opts_parse(&h.o, argc, argv), exit_code = 1, sig = 0;
     char err[256] = "", segname[CACHE_SEGNAME_MAX], sock[PATH_MAX];
+    char mdir[600] = "", mfile[96] = "";
+    bool export_warned = false;
     pthread_t *threads = NULL;
     int nthreads = 0;
     bool kube_started = false;
@@ -425,8 +439,12 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     }
     log_stage(&h, "cache view");
     host_metrics_init(&h.metrics, h.kind->name, h.kind->queue, h.o.workers);
-    h.metrics.kind_metrics = h.kind->metrics;
+    /* KubeRay emits its kuberay_* metrics only with --enable-metrics */
+    h.metrics.kind_metrics = h.o.enable_metrics ? h.kind->metrics : NULL;
     h.metrics.kind_view = h.view;
+    h.metrics.kube_slot = &h.kube_slot;
+    metrics_file_name(&h, mfile, sizeof(mfile));
+    (void)snprintf(mdir, sizeof(mdir), "%s/metrics", h.o.state_dir);
     if ((rc = start_leader(&h)) < 0)
         goto out_metrics;
     /* without an election connect first: the restart -> first reconcile path */
@@ -459,6 +477,12 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     }
     if (nthreads == h.o.workers) {
         for (;;) {
+            /* this process's figures for the one /metrics endpoint (the watcher's) */
+            int erc = host_metrics_export(&h.metrics, mdir, mfile);
+            if (erc < 0 && !export_warned) {
+                log_warn("cannot write the metrics snapshot", "dir", mdir, "error", strerror(-erc), NULL);
+                export_warned = true;
+            }
             struct timespec ts = { 2, 0 };
             sig = sigtimedwait(&set, NULL, &ts);
             if (sig > 0)
@@ -491,6 +515,11 @@ out_ipc:
     /* after the keys are handed back: the standby may take over at once */
     host_leader_stop(h.leader, !atomic_load(&h.leader_lost));
 out_metrics:
+    if (mfile[0]) {   /* a clean exit takes its figures out of the pool */
+        char p[700];
+        snprintf(p, sizeof(p), "%s/%s", mdir, mfile);
+        unlink(p);
+    }
     host_metrics_destroy(&h.metrics);
 out:
     if (kube_started)

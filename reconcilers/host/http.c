@@ -35,8 +35,8 @@ struct host_http {
     bool shared;               /* one listener serves both */
 };
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned code, const char *type,
-                             const char *body, size_t len)
+enum MHD_Result host_http_reply(struct MHD_Connection *conn, unsigned code, const char *type,
+                                const char *body, size_t len)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
                                                              MHD_RESPMEM_MUST_COPY);
@@ -56,26 +56,26 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     struct handler_arg *a = cls;
     struct host_http *h = a->h;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return reply(conn, 405, "text/plain", "method not allowed\n", 19);
+        return host_http_reply(conn, 405, "text/plain", "method not allowed\n", 19);
     if (a->which != 1 && strcmp(url, "/metrics") == 0) {
         struct buf b = { 0 };
         if (host_metrics_text(h->m, &b) < 0) {
             buf_free(&b);
-            return reply(conn, 500, "text/plain", "out of memory\n", 14);
+            return host_http_reply(conn, 500, "text/plain", "out of memory\n", 14);
         }
-        enum MHD_Result r = reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
+        enum MHD_Result r = host_http_reply(conn, 200, "text/plain; version=0.0.4; charset=utf-8",
                                   b.data ? b.data : "", b.len);
         buf_free(&b);
         return r;
     }
     if (a->which != 0 && strcmp(url, "/healthz") == 0)
-        return reply(conn, 200, "text/plain", "ok", 2);
+        return host_http_reply(conn, 200, "text/plain", "ok", 2);
     if (a->which != 0 && strcmp(url, "/readyz") == 0) {
         if (h->ready && !h->ready(h->ready_arg))
-            return reply(conn, 503, "text/plain", "not ready", 9);
-        return reply(conn, 200, "text/plain", "ok", 2);
+            return host_http_reply(conn, 503, "text/plain", "not ready", 9);
+        return host_http_reply(conn, 200, "text/plain", "ok", 2);
     }
-    return reply(conn, 404, "text/plain", "not found\n", 10);
+    return host_http_reply(conn, 404, "text/plain", "not found\n", 10);
 }
 
 static int start_one(struct host_http *h, int slot, int which, const char *addr)

@@ -64,6 +64,8 @@ struct host_metrics {
      * outlives the HTTP server), NULL without --enable-leader-election */
     struct host_leader *leader;
     const char *leader_name;
+    /* client-go's rest_client_* of the process's API client, once it exists */
+    struct host_kube_slot *kube_slot;
 };
 
 void host_metrics_init(struct host_metrics *m, const char *controller, const char *queue,
@@ -78,6 +80,10 @@ void host_metrics_active(struct host_metrics *m, int delta);
 void host_metrics_set_status(struct host_metrics *m, const struct ipc_status *st);
 /* Appends the Prometheus text exposition (format 0.0.4). 0 or -ENOMEM. */
 int host_metrics_text(struct host_metrics *m, struct buf *out);
+/* Writes host_metrics_text to DIR/NAME (0600, through a temporary file and rename),
+ * where the watcher's one /metrics endpoint pools every process's figures. DIR is
+ * created (0700) if missing. 0 or a negative errno. */
+int host_metrics_export(struct host_metrics *m, const char *dir, const char *name);
 
 /* ---- options (opts.c) ------------------------------------------------------- */
 
@@ -97,6 +103,7 @@ struct host_opts {
     char leader_namespace[64];               /* --leader-election-namespace, "" : default */
     int leader_lease_s;                      /* --leader-lease-seconds (15) */
     bool use_kubernetes_proxy;
+    bool enable_metrics;              /* --enable-metrics: the kinds' kuberay_* metrics */
     char feature_gates[512];
     char batch_scheduler[64];                /* --batch-scheduler / batchScheduler */
     bool enable_batch_scheduler;             /* --enable-batch-scheduler (legacy: volcano) */
@@ -194,6 +201,10 @@ struct host_http;
 typedef int (*host_ready_fn)(void *arg);   /* 1 ready, 0 not */
 /* Starts /metrics on metrics_addr and /healthz, /readyz on probe_addr (either
  * may be "0" = off; both may be the same address). Bound ports are logged. */
+/* One MHD answer (body copied). Shared with `rayop webhook`. */
+struct MHD_Connection;
+enum MHD_Result host_http_reply(struct MHD_Connection *conn, unsigned code, const char *type,
+                                const char *body, size_t len);
 int host_http_start(const char *metrics_addr, const char *probe_addr, struct host_metrics *m,
                     host_ready_fn ready, void *ready_arg, struct host_http **out);
 /* Port actually bound (useful with port 0), -1 if off. */

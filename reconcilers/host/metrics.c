@@ -15,9 +15,12 @@
  *        wait_ms, work measured here): sum over processes is the whole queue.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "reconcilers/host/internal.h"
 #include "util/util.h"
@@ -188,5 +191,48 @@ int host_metrics_text(struct host_metrics *m, struct buf *out)
                          s.leader_name, host_leader_get_state(s.leader) == HOST_LEADER_LEADING);
     if (s.kind_metrics && s.kind_metrics(s.kind_view, out) < 0)
         rc = 1;
+    if (s.kube_slot) {
+        struct kube_client *kc = NULL;
+        pthread_mutex_lock(&s.kube_slot->mu);
+        if (s.kube_slot->done)
+            kc = s.kube_slot->client;
+        pthread_mutex_unlock(&s.kube_slot->mu);
+        if (kc && kube_client_metrics_text(kc, out) < 0)
+            rc = 1;
+    }
     return rc ? -ENOMEM : 0;
+}
+
+int host_metrics_export(struct host_metrics *m, const char *dir, const char *name)
+{
+    char path[600], tmp[620];
+    struct buf b = { 0 };
+    int fd = -1, rc;
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+        (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    if ((rc = host_metrics_text(m, &b)) < 0)
+        goto out;
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+        rc = -errno;
+        goto out;
+    }
+    if ((rc = util_write_all(fd, b.data ? b.data : "", b.len)) < 0)
+        goto out;
+    if (close(fd) < 0) {
+        fd = -1;
+        rc = -errno;
+        goto out;
+    }
+    fd = -1;
+    rc = rename(tmp, path) < 0 ? -errno : 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0)
+        unlink(tmp);
+    buf_free(&b);
+    return rc;
 }

@@ -34,6 +34,7 @@ static void usage(FILE *f)
           "  --leader-election-namespace NS         the Lease's namespace (default: in-cluster namespace, else default)\n"
           "  --leader-lease-seconds N               leaseDurationSeconds (default 15; renew deadline 2/3, retry 2/15 of it)\n"
           "  --use-kubernetes-proxy BOOL            reach Ray dashboards through the API server proxy\n"
+          "  --enable-metrics BOOL                  the kinds' kuberay_* metrics (default false, as KubeRay)\n"
           "  --feature-gates A=true,B=false         KubeRay feature gates\n"
           "  --config FILE                          KubeRay Configuration (config.ray.io/v1alpha1)\n"
           "  --batch-scheduler NAME                 volcano|yunikorn|kai-scheduler|scheduler-plugins (docs/batch-scheduling.md)\n"
@@ -152,6 +153,10 @@ static int apply(struct host_opts *o, const char *name, const char *v)
         if ((rc = parse_bool(v, &b)) == 0) o->use_kubernetes_proxy = b;
         return rc;
     }
+    if (strcmp(name, "enable-metrics") == 0) {
+        if ((rc = parse_bool(v, &b)) == 0) o->enable_metrics = b;
+        return rc;
+    }
     if (strcmp(name, "feature-gates") == 0)
         return copy_str(o->feature_gates, sizeof(o->feature_gates), v);
     if (strcmp(name, "log-stdout-encoder") == 0 || strcmp(name, "log-file-encoder") == 0) {
@@ -183,7 +188,7 @@ static int apply(struct host_opts *o, const char *name, const char *v)
 static int is_bool_flag(const char *name)
 {
     return strcmp(name, "enable-leader-election") == 0 ||
-           strcmp(name, "use-kubernetes-proxy") == 0 ||
+           strcmp(name, "use-kubernetes-proxy") == 0 || strcmp(name, "enable-metrics") == 0 ||
            strcmp(name, "enable-batch-scheduler") == 0;
 }
 
@@ -191,7 +196,7 @@ static int is_bool_flag(const char *name)
 static int is_ignored_flag(const char *name)
 {
     static const char *const names[] = {
-        "log-file-path", "enable-metrics", "forced-cluster-upgrade",
+        "log-file-path", "forced-cluster-upgrade",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strcmp(name, names[i]) == 0)
@@ -295,6 +300,7 @@ static const char *config_field(const char *key)
         { "watchNamespace", "watch-namespace" },
         { "logStdoutEncoder", "log-stdout-encoder" },
         { "useKubernetesProxy", "use-kubernetes-proxy" },
+        { "enableMetrics", "enable-metrics" },
         { "qps", "qps" },
         { "batchScheduler", "batch-scheduler" },
         { "enableBatchScheduler", "enable-batch-scheduler" },
@@ -308,6 +314,25 @@ static const char *config_field(const char *key)
 
 int host_opts_load_config(struct host_opts *o, const char *path, char *err, size_t errlen)
 {
+    /* As KubeRay: with --config the flags KubeRay's Configuration also covers are ignored,
+     * so an absent field means its Configuration default, not the flag. */
+    for (size_t i = 0; i < o->nnamespaces; i++)
+        free(o->namespaces[i]);
+    o->nnamespaces = 0;
+    o->qps = 0;
+    o->burst = 0;
+    o->workers = 1;
+    strcpy(o->metrics_addr, ":8080");
+    strcpy(o->probe_addr, ":8082");
+    o->leader_election = true;
+    o->leader_namespace[0] = '\0';
+    o->use_kubernetes_proxy = false;
+    o->enable_metrics = false;
+    o->feature_gates[0] = '\0';
+    o->batch_scheduler[0] = '\0';
+    o->enable_batch_scheduler = false;
+    strcpy(o->log_encoder, "json");
+
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));

@@ -21,6 +21,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "kobj/json_equal.h"
 #include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
@@ -134,17 +135,97 @@ static int reconcile_rbac(struct rc_run *r)
 
 /* ---- dashboard Ingress (reconcileIngressKubernetes) --------------------------------- */
 
-/* headGroupSpec.enableIngress: the Ingress is created when absent and never
- * updated, as KubeRay (which only looks for one labelled with the cluster). */
+/* metadata.KEY of o, absent and empty maps alike (Go's maps.Equal) */
+static bool same_map(const cJSON *a, const cJSON *b, const char *key)
+{
+    const cJSON *x = kobj_get(kobj_get(a, "metadata"), key), *y = kobj_get(kobj_get(b, "metadata"), key);
+    bool ex = !cJSON_IsObject(x) || !x->child, ey = !cJSON_IsObject(y) || !y->child;
+    return (ex && ey) || json_equal(x, y);
+}
+
+/* ingressNeedsUpdate: labels, annotations and spec to the desired ones (an ingress class
+ * the cluster does not ask for is left as the API server set it). true when changed. */
+static bool ingress_adopt(cJSON *have, const cJSON *want)
+{
+    static const char *const keys[] = { "labels", "annotations" };
+    cJSON *md = kobj_get(have, "metadata") ? cJSON_GetObjectItemCaseSensitive(have, "metadata") : NULL;
+    bool changed = false;
+    for (int i = 0; i < 2; i++) {
+        if (same_map(have, want, keys[i]))
+            continue;
+        const cJSON *w = kobj_get(kobj_get(want, "metadata"), keys[i]);
+        cJSON_DeleteItemFromObjectCaseSensitive(md, keys[i]);
+        if (w)
+            cJSON_AddItemToObject(md, keys[i], cJSON_Duplicate(w, 1));
+        changed = true;
+    }
+    cJSON *ws = cJSON_Duplicate(kobj_get(want, "spec"), 1);
+    const cJSON *cls = kobj_get(kobj_get(have, "spec"), "ingressClassName");
+    if (ws && !kobj_get(ws, "ingressClassName") && cJSON_IsString(cls))
+        cJSON_AddStringToObject(ws, "ingressClassName", cls->valuestring);
+    if (ws && !json_equal(kobj_get(have, "spec"), ws)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(have, "spec");
+        cJSON_AddItemToObject(have, "spec", ws);
+        ws = NULL;
+        changed = true;
+    }
+    cJSON_Delete(ws);
+    return changed;
+}
+
+/* headGroupSpec.enableIngress (reconcileIngressKubernetes, KubeRay v1.7): created when
+ * absent; one of that name we do not control is left alone with a Warning; ours is
+ * updated when its labels, annotations or spec drifted (UpdatedIngress). */
 static int reconcile_ingress(struct rc_run *r)
 {
     int err = 0;
-    cJSON *ing = rc_build_head_ingress(r->rc, &r->bo, &err);
+    cJSON *ing = rc_build_head_ingress(r->rc, &r->bo, &err), *have = NULL;
+    struct kube_result kr = { 0 };
     if (!ing)
         return err < 0 ? rc_fail(r, RC_ERR_OTHER, "building the head Ingress: %s", strerror(-err))
                        : 0;
-    int rc = create_absent(r, RC_CACHE_INGRESSES, &RC_RES_INGRESSES, ing, "CreatedIngress",
-                           "FailedToCreateIngress", "ingress");
+    const char *name = rc_meta(ing, "name");
+    int rc = host_get(r->ctx, RC_CACHE_INGRESSES, r->ns, name, &have);
+    if (rc == -ENOENT) {
+        /* not in the cache: absent, or someone else's without our created-by label */
+        struct kube_client *kc = host_kube(r->ctx);
+        rc = kc ? kube_create(kc, &RC_RES_INGRESSES, r->ns, ing, &kr) : -ENOTCONN;
+        if (rc == 0) {
+            host_log(r->ctx, LOG_INFO, "Created", "object", "ingress", "name", name, NULL);
+            host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "CreatedIngress", "Create",
+                       "Created ingress %s/%s", r->ns, name);
+        } else if (rc == -EEXIST) {
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateIngress", "Create",
+                       "Ingress %s/%s already exists and is not owned by this RayCluster; not "
+                       "modifying it", r->ns, name);
+            rc = 0;
+        } else {
+            char why[640];
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateIngress", "Create",
+                       "Failed creating ingress %s/%s, %s", r->ns, name,
+                       kube_result_error(&kr, rc, why, sizeof(why)));
+        }
+    } else if (rc == 0) {
+        const char *owner = kobj_controller_uid(have);
+        if (!owner || strcmp(owner, r->uid) != 0) {
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateIngress", "Create",
+                       "Ingress %s/%s already exists and is not owned by this RayCluster; not "
+                       "modifying it", r->ns, name);
+        } else if (ingress_adopt(have, ing)) {
+            rc = host_update(r->ctx, &RC_RES_INGRESSES, r->ns, have, &kr);
+            if (rc < 0) {
+                char why[640];
+                host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToUpdateIngress", "Update",
+                           "Failed updating ingress %s/%s, %s", r->ns, name,
+                           kube_result_error(&kr, rc, why, sizeof(why)));
+            } else {
+                host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "UpdatedIngress", "Update",
+                           "Updated ingress %s/%s", r->ns, name);
+            }
+        }
+    }
+    kube_result_release(&kr);
+    cJSON_Delete(have);
     cJSON_Delete(ing);
     if (rc < 0)
         return rc_fail(r, RC_ERR_OTHER, "head Ingress: %s", kube_strerror(rc));

@@ -220,7 +220,7 @@ up_pid() { jq -r ".procs[] | select(.name == \"$1\") | .pid" "$STATE/up.json" 2>
 up_restarts() { jq -r ".procs[] | select(.name == \"$1\") | .restarts" "$STATE/up.json" 2>/dev/null; }
 if wait_until "rayop up started watcher and test controller" 20 sh -c \
         "[ \"\$(jq -r '[.procs[] | select(.pid > 0)] | length' '$STATE/up.json' 2>/dev/null)\" = 2 ]"; then
-    wait_until "up: controller connected" 20 grep -q '"proc":"test".*"serving metrics"' "$WORK/up.out"
+    wait_until "up: controller connected" 20 grep -q '"proc":"test".*"serving health probes"' "$WORK/up.out"
     old=$(up_pid test)
     kill -9 "$old"
     wait_until "up restarted the killed controller" 20 sh -c \

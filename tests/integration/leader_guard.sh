@@ -7,9 +7,8 @@
 # leads and reconciles. A leader that sees the Lease taken again steps down (exit != 0).
 . "$(dirname "$0")/lib.sh"
 
-# bin/rayop_test: bin/rayop plus the self-test kind (tests/tools/), which needs no CRD
-RAYOP=$LIB_ROOT/bin/rayop_test
-[ -x "$RAYOP" ] || { not_ok "bin/rayop_test is built (make bench-bins)"; exit 1; }
+RAYOP=$LIB_ROOT/bin/rayop_test   # rayop plus the test kind (tests/tools)
+[ -x "$RAYOP" ] || { not_ok "bin/rayop_test is built"; exit 1; }
 start_kubesim || exit 1
 WORK=$KUBESIM_DIR
 cp "$RAYOP" "$WORK/rayop" && RAYOP=$WORK/rayop

@@ -40,7 +40,7 @@ _rj_cleanup() {
 
 rj_ctl_start() {
     "$RJ_RAYOP" controller rayjob --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
-        --use-kubernetes-proxy=true --metrics-addr 127.0.0.1:0 \
+        --use-kubernetes-proxy=true --enable-metrics --metrics-addr 127.0.0.1:0 \
         --health-probe-bind-address 0 "$@" 2>>"$WORK/rayjob.log" &
     RJ_CTL_PID=$!
     _LIB_PIDS="$_LIB_PIDS $RJ_CTL_PID"

@@ -39,7 +39,7 @@ _rs_cleanup() {
 
 rs_ctl_start() {
     "$RS_RAYOP" controller rayservice --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
-        --use-kubernetes-proxy=true --metrics-addr "${RS_METRICS_ADDR:-127.0.0.1:0}" \
+        --use-kubernetes-proxy=true --enable-metrics --metrics-addr "${RS_METRICS_ADDR:-127.0.0.1:0}" \
         --health-probe-bind-address 0 --workers "${RS_WORKERS:-1}" "$@" 2>>"$WORK/rayservice.log" &
     RS_CTL_PID=$!
     _LIB_PIDS="$_LIB_PIDS $RS_CTL_PID"

@@ -92,6 +92,37 @@ def main():
           table["rows"][0]["cells"][:5] == ["own-head-ingress", "<none>", "*", "", "80"],
           (cols, table.get("rows")))
     check("CreatedIngress Event", wait_until(5, lambda: env.events(NS, "CreatedIngress") != []))
+    # drift: KubeRay v1.7 puts a hand-edited Ingress back (labels, annotations, spec)
+    want = env.get(paths["Ingress"]) or {}
+    env.patch(paths["Ingress"], {"metadata": {"labels": {"edited": "by-hand"},
+                                              "annotations": {"edited": "by-hand"}},
+                                 "spec": {"rules": [{"host": "drifted.example.com", "http": {"paths": [{
+                                     "path": "/x", "pathType": "Prefix", "backend": {"service": {
+                                         "name": "elsewhere", "port": {"number": 1}}}}]}}]}})
+
+    def restored():
+        o = env.get(paths["Ingress"]) or {}
+        md = o.get("metadata", {})
+        return ("edited" not in (md.get("labels") or {}) and "edited" not in (md.get("annotations") or {})
+                and o.get("spec") == want.get("spec"))
+    check("a drifted Ingress is put back (labels, annotations, spec) with an UpdatedIngress Event",
+          wait_until(15, restored) and wait_until(5, lambda: env.events(NS, "UpdatedIngress") != []),
+          env.get(paths["Ingress"]))
+    # a foreign Ingress holding the name is left alone, with KubeRay's Warning
+    foreign = cluster("foreign", {}, version="2.52.0")
+    foreign["spec"]["headGroupSpec"]["enableIngress"] = True
+    env.req("POST", "/apis/networking.k8s.io/v1/namespaces/%s/ingresses" % NS, {
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "foreign-head-ingress"},
+        "spec": {"defaultBackend": {"service": {"name": "mine", "port": {"number": 80}}}}})
+    env.req("POST", env.rc_path(NS), foreign)
+    warned = wait_until(15, lambda: [e for e in env.events(NS, "FailedToCreateIngress")
+                                     if "foreign-head-ingress already exists and is not owned" in
+                                     (e.get("note") or e.get("message") or "")])
+    fi = env.get("/apis/networking.k8s.io/v1/namespaces/%s/ingresses/foreign-head-ingress" % NS) or {}
+    check("an Ingress of that name not owned by the cluster is left alone (Warning FailedToCreateIngress)",
+          warned and fi.get("spec", {}).get("defaultBackend", {}).get("service", {}).get("name") == "mine",
+          fi)
     for what, p in paths.items():
         old = env.get(p) or {}
         uid = old.get("metadata", {}).get("uid")

@@ -45,7 +45,7 @@ def main():
     samples = load_samples()
     check("found the RayCluster samples (%d)" % len(samples), len(samples) >= 40)
     env.start_watcher()
-    env.start_controller(extra=["--workers", "4"])
+    env.start_controller(extra=["--workers", "4", "--enable-metrics"])
 
     clusters = []   # (file, namespace, name, spec object)
     for i, (f, rc, docs) in enumerate(samples):

@@ -221,7 +221,8 @@ static void test_opts_config_file(void **state)
     (void)state;
     struct host_opts o;
     char path[64], err[256] = "";
-    char *argv[] = { "controller", "rayjob", "--workers", "2" };
+    char *argv[] = { "controller", "rayjob", "--workers", "2", "--use-kubernetes-proxy=true",
+                     "--watch-namespace", "flags-ns" };
     snprintf(path, sizeof(path), "/tmp/test_host_cfg.%d.yaml", (int)getpid());
     write_file(path,
                "apiVersion: config.ray.io/v1alpha1\n"
@@ -238,9 +239,12 @@ static void test_opts_config_file(void **state)
                "  RayClusterStatusConditions: true\n"
                "  RayJobDeletionPolicy: false\n"
                "qps: 30\n");
-    assert_int_equal(host_opts_parse(&o, 4, argv), 0);
+    assert_int_equal(host_opts_parse(&o, 7, argv), 0);
+    assert_true(o.use_kubernetes_proxy);
     assert_int_equal(host_opts_load_config(&o, path, err, sizeof(err)), 0);
     assert_int_equal(o.workers, 7);   /* the file wins, as in KubeRay */
+    /* and the flags are ignored: useKubernetesProxy is not in the file -> its default */
+    assert_false(o.use_kubernetes_proxy);
     assert_string_equal(o.metrics_addr, "127.0.0.1:9090");
     assert_string_equal(o.probe_addr, "127.0.0.1:9091");
     assert_int_equal(o.nnamespaces, 2);

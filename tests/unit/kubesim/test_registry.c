@@ -144,9 +144,10 @@ static void test_builtins_grouped_core_first(void **state)
             assert_string_not_equal(seen[j], g);
         seen[nseen++] = g;
     }
-    /* core, apiextensions, apps, batch, coordination, discovery, events, networking, policy,
-     * rbac, scheduling (v1 PriorityClass, v1alpha2 Workload / PodGroup) */
-    assert_int_equal(nseen, 11);
+    /* core, admissionregistration, apiextensions, apps, batch, coordination, discovery,
+     * events, networking, policy, rbac, scheduling (v1 PriorityClass, v1alpha2 Workload /
+     * PodGroup) */
+    assert_int_equal(nseen, 12);
     registry_free(r);
 }
 
