@@ -126,7 +126,7 @@ console_led() { grep -qP '^\S+Z\tINFO\tcontroller\tsuccessfully acquired lease\t
 wait_until "a second pod-c process leads too (console-encoded log line)" 10 console_led &&
     ok "a second process of the holder Pod leads at once; its log is zap console lines"
 check "both pod-c processes report leader_election_master_status 1" \
-    [ "$(gauge ctlC)" = 1 -a "$(curl -s "127.0.0.1:$(grep -P '\tserving metrics\t' "$WORK/ctlC2.log" | head -1 | sed 's/.*"port":"\([0-9]*\)".*/\1/')/metrics" |
+    [ "$(gauge ctlC)" = 1 -a "$(curl -s "127.0.0.1:$(grep -P '\tserving metrics\t' "$WORK/ctlC2.log" | head -1 | sed 's/.*\bport[=":]*\([0-9][0-9]*\).*/\1/')/metrics" |
         awk '/^leader_election_master_status/ { print $2 }')" = 1 ]
 
 # ---- someone else takes the Lease: the leader exits non-zero ----
