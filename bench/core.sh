@@ -83,7 +83,7 @@ trap cleanup EXIT
 echo "core bench: $NPODS Pods, $NRC RayClusters, kubesim $KUBESIM_URL; loadavg $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 
 # ---- setup: CRDs, NRC RayClusters, NPODS Pods they control ----
-kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f "$RAYOP_SHARED"/kuberay/crds/ >/dev/null 2>&1
 wait_until "RayCluster CRD served" 20 kcurl -f /apis/ray.io/v1/rayclusters || exit 1
 t0=$(now_ns)
 per=$((NPODS / NRC))

@@ -11,7 +11,7 @@ start_kubesim || exit 1
 WORK=$KUBESIM_DIR
 STATE=$WORK/state
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; "$RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1; _lib_cleanup' EXIT
-kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 wait_until "CRDs served" 20 kcurl -f /apis/ray.io/v1/rayclusters || exit 1
 cat >"$WORK/config.yaml" <<YAML
 apiVersion: config.ray.io/v1alpha1

@@ -45,7 +45,7 @@ keep_logs() {
 trap keep_logs EXIT
 CTL_PIDS=()
 
-kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 wait_until "RayCluster CRD served" 20 kcurl -f /apis/ray.io/v1/rayclusters || exit 1
 for i in $(seq 0 $((NRC - 1))); do
     kcurl -X POST -H 'Content-Type: application/json' /apis/ray.io/v1/namespaces/default/rayclusters \

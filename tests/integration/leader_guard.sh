@@ -22,7 +22,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 wait_until "RayCluster CRD served" 20 kcurl -f /apis/ray.io/v1/rayclusters || exit 1
 # KubeRay's operator leads (a long lease, so its record stays valid without renewals)
 kcurl -X POST -H 'Content-Type: application/json' $LEASES -d '{"apiVersion":"coordination.k8s.io/v1",

@@ -38,6 +38,10 @@
 # are ignored). real_server tells a test which one it runs against.
 
 LIB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# KubeRay's CRDs and samples (and ../shared/crds): tests/run.sh exports RAYOP_SHARED;
+# run by hand, the folder beside the clone.
+RAYOP_SHARED=${RAYOP_SHARED:-$LIB_ROOT/../shared}
+export RAYOP_SHARED
 KUBESIM_BIN=${KUBESIM_BIN:-$LIB_ROOT/bin/kubesim}
 KUBESIM_URL=""; KUBESIM_PID=""; KUBESIM_DIR=""; KUBESIM_REQLOG=""; KUBESIM_STDERR=""
 KUBESIM_TOKEN=""; KUBESIM_CA=""

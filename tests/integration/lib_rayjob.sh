@@ -54,8 +54,8 @@ rj_start() {
     STATE=$WORK/state
     cp "$RJ_RAYOP" "$WORK/rayop" && RJ_RAYOP=$WORK/rayop
     trap _rj_cleanup EXIT
-    kubectl create -f /work/shared/kuberay/crds/ray.io_rayclusters.yaml >/dev/null 2>&1
-    kubectl create -f /work/shared/kuberay/crds/ray.io_rayjobs.yaml >/dev/null 2>&1
+    kubectl create -f $RAYOP_SHARED/kuberay/crds/ray.io_rayclusters.yaml >/dev/null 2>&1
+    kubectl create -f $RAYOP_SHARED/kuberay/crds/ray.io_rayjobs.yaml >/dev/null 2>&1
     wait_until "RayJob CRD served" 20 kcurl -f $NSP/rayjobs || return 1
     "$RJ_RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$WORK/watcher.log" &
     _LIB_PIDS="$_LIB_PIDS $!"

@@ -53,8 +53,8 @@ rs_start() {
     STATE=$WORK/state
     cp "$RS_RAYOP" "$WORK/rayop" && RS_RAYOP=$WORK/rayop
     trap _rs_cleanup EXIT
-    kubectl create -f /work/shared/kuberay/crds/ray.io_rayclusters.yaml >/dev/null 2>&1
-    kubectl create -f /work/shared/kuberay/crds/ray.io_rayservices.yaml >/dev/null 2>&1
+    kubectl create -f $RAYOP_SHARED/kuberay/crds/ray.io_rayclusters.yaml >/dev/null 2>&1
+    kubectl create -f $RAYOP_SHARED/kuberay/crds/ray.io_rayservices.yaml >/dev/null 2>&1
     wait_until "RayService CRD served" 20 kcurl -f $NSP/rayservices || return 1
     "$RS_RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$WORK/watcher.log" &
     _LIB_PIDS="$_LIB_PIDS $!"

@@ -22,7 +22,7 @@ cleanup() {
     _lib_cleanup
 }
 trap cleanup EXIT
-kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 wait_until "CRDs served" 20 kcurl -f /apis/ray.io/v1/rayservices || exit 1
 NSP=/apis/ray.io/v1/namespaces/default
 HEAD='"headGroupSpec":{"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-head","image":"rayproject/ray:2.52.0","ports":[{"containerPort":8265,"name":"dashboard"}]}]}}}'

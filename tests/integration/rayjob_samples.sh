@@ -1,6 +1,6 @@
 #!/bin/bash
 # deadline: 120
-# rayjob_samples.sh - every RayJob sample of KubeRay v1.7 (/work/shared/kuberay/samples)
+# rayjob_samples.sh - every RayJob sample of KubeRay v1.7 ($RAYOP_SHARED/kuberay/samples)
 # created in kubesim (each file in its own namespace, by rayjob/create_samples.py; nodes with
 # GPUs and the T4 accelerator label, no TPU nodes), run by `rayop controller raycluster` + `rayop controller rayjob`. Each ends as
 # KubeRay would end it here: Complete/SUCCEEDED; InteractiveMode waits in Waiting for a job
@@ -12,7 +12,7 @@
 
 rj_start --nodes 6 --node-cpu 64 --node-memory 256Gi --node-gpu 8 \
     --node-labels cloud.google.com/gke-accelerator=nvidia-tesla-t4 || exit 1
-S=/work/shared/kuberay/samples
+S=$RAYOP_SHARED/kuberay/samples
 # several samples share a name (rayjob-sample): each file gets its own namespace
 i=0; FILES=(); NSS=(); ARGS=()
 for f in $(grep -l '^kind: RayJob' $S/ray-job.*.yaml $S/*/ray-job*.yaml $S/ray-data-image-resize/*.yaml | sort -u); do

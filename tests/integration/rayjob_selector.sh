@@ -10,7 +10,7 @@
 . "$(dirname "$0")/lib_rayjob.sh"
 
 rj_start || exit 1
-S=${RAYOP_SHARED:-/work/shared}/kuberay/samples
+S=$RAYOP_SHARED/kuberay/samples
 sed 's/^  name: raycluster-kuberay$/  name: ray-cluster-kuberay/' "$S/ray-cluster.sample.yaml" \
     >"$WORK/cluster.yaml"
 check "the selected RayCluster is created" kubectl create -f "$WORK/cluster.yaml"

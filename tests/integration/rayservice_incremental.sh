@@ -15,7 +15,7 @@
 . "$(dirname "$0")/lib_rayservice.sh"
 
 rs_start || exit 1
-for f in /work/shared/crds/gateway-api/*.yaml; do kubectl create -f "$f" >/dev/null 2>&1; done
+for f in $RAYOP_SHARED/crds/gateway-api/*.yaml; do kubectl create -f "$f" >/dev/null 2>&1; done
 wait_until "Gateway API served" 20 kcurl -f /apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes || exit 1
 OPTS='"upgradeStrategy":{"type":"NewClusterWithIncrementalUpgrade","clusterUpgradeOptions":{"maxSurgePercent":50,"stepSizePercent":50,"intervalSeconds":1,"gatewayClassName":"kubesim"}}'
 spec_image() {  # the rayClusterConfig patch for image $1 (autoscaling on, as required)

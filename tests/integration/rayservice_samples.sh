@@ -1,6 +1,6 @@
 #!/bin/bash
 # deadline: 150
-# rayservice_samples.sh - every RayService sample of KubeRay v1.7 (/work/shared/kuberay/samples)
+# rayservice_samples.sh - every RayService sample of KubeRay v1.7 ($RAYOP_SHARED/kuberay/samples)
 # created in kubesim, each file in its own namespace (nodes with 8 GPUs and the nvidia-l4
 # accelerator label, no TPU nodes, the Gateway API CRDs installed), run by `rayop controller
 # raycluster` + `rayop controller rayservice` (4 workers each). Each reaches Ready: serviceStatus
@@ -14,8 +14,8 @@
 
 RS_WORKERS=4 rs_start --nodes 6 --node-cpu 256 --node-memory 1024Gi --node-gpu 8 \
     --node-labels cloud.google.com/gke-accelerator=nvidia-l4 || exit 1
-for f in /work/shared/crds/gateway-api/*.yaml; do kubectl create -f "$f" >/dev/null 2>&1; done
-S=/work/shared/kuberay/samples
+for f in $RAYOP_SHARED/crds/gateway-api/*.yaml; do kubectl create -f "$f" >/dev/null 2>&1; done
+S=$RAYOP_SHARED/kuberay/samples
 i=0; FILES=(); NSS=(); ARGS=()
 for f in $(grep -l '^kind: RayService' $S/*.yaml | sort); do
     i=$((i + 1))

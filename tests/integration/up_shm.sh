@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 RAYOP=${UP_IT_RAYOP:-$LIB_ROOT/bin/rayop}
 start_kubesim || exit 1
-kubectl create -f ${RAYOP_SHARED:-/work/shared}/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 SD=$(mktemp -d /tmp/up-shm.XXXXXX); chmod 700 "$SD"; _LIB_DIRS="$_LIB_DIRS $SD"
 seg=$("$RAYOP" clean --state-dir "$SD" --print-segment)
 start_up() {

@@ -13,7 +13,7 @@ check "no instance: exit 3 (got $rc)" [ "$rc" -eq 3 ]
 check "no instance: one clear line" sh -c "[ \$(wc -l <'$SD/none.err') -eq 1 ] && grep -q 'no rayop instance in $SD' '$SD/none.err'"
 check "no instance: no raw errno" sh -c "! grep -q 'No such file' '$SD/none.err'"
 start_kubesim || exit 1
-kubectl create -f ${RAYOP_SHARED:-/work/shared}/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 "$RAYOP" up --kubeconfig "$KUBECONFIG" --state-dir "$SD" --controllers raycluster,rayjob \
     --metrics-addr 0 --health-probe-bind-address 0 >"$SD/up.log" 2>&1 &
 UP=$!; _LIB_PIDS="$_LIB_PIDS $UP"

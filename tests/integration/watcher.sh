@@ -71,7 +71,7 @@ patch_pods() {  # patch_pods VALUE NAME...: merge-patch a label on each pod, 8 i
 }
 
 # ---- setup: CRDs, a RayCluster, NPODS Pods it controls ----
-kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 wait_until "RayCluster CRD served" 20 kcurl -f /apis/ray.io/v1/rayclusters || exit 1
 kcurl -X POST -H 'Content-Type: application/json' /apis/ray.io/v1/namespaces/default/rayclusters \
     -d '{"apiVersion":"ray.io/v1","kind":"RayCluster","metadata":{"name":"c1"},"spec":{"headGroupSpec":

@@ -40,7 +40,7 @@ rc_synced() {
 }
 
 # ---- NRC RayClusters (no worker runs: nothing reconciles them) ----
-kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 wait_until "RayCluster CRD served" 20 kcurl -f /apis/ray.io/v1/rayclusters || exit 1
 : >"$WORK/create.cfg"
 for _ in $(seq 1 "$NRC"); do

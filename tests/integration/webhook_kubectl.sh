@@ -23,7 +23,7 @@ openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$C/
 printf 'subjectAltName=IP:127.0.0.1,DNS:webhook-service.system.svc\n' >"$C/ext" &&
 openssl x509 -req -in "$C/tls.csr" -CA "$C/ca.crt" -CAkey "$C/ca.key" -CAcreateserial \
     -out "$C/tls.crt" -days 1 -extfile "$C/ext" 2>/dev/null || { not_ok "serving certificate made"; exit 1; }
-kubectl create -f /work/shared/kuberay/crds/ >/dev/null 2>&1
+kubectl create -f $RAYOP_SHARED/kuberay/crds/ >/dev/null 2>&1
 wait_until "RayCluster CRD served" 20 kcurl -f /apis/ray.io/v1/rayclusters || exit 1
 
 "$RAYOP" webhook --webhook-addr 127.0.0.1:0 --cert-dir "$C" 2>"$WORK/webhook.log" &
