@@ -1,5 +1,6 @@
 #!/bin/bash
 # deadline: 300
+# alone: asserts restart -> first reconcile under 50 ms, a wall-clock bound
 # host.sh - the reconciler host end to end: bin/kubesim + `rayop watcher` +
 # `rayop controller test` processes (the test kind writes an annotation guarded
 # by the resourceVersion it read; see reconcilers/host/kinds.c).
@@ -204,7 +205,8 @@ for run in 1 2 3 4 5; do
     wait_until "c3 bump queued" 10 sh -c "'$RAYOP' status --state-dir '$STATE' -o json | jq -e '.queues.kinds[] | select(.kind == \"raycluster\") | .depth >= 1' >/dev/null"
     times+=("$inproc")
 done
-# the median of five: this 2-core machine is shared with builds (load average ~15)
+# the median of five; run.sh runs this script alone (see "# alone:"), but a developer machine
+# may still be running builds
 med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 3p)
 [ -n "$med" ] && check "restart -> first reconcile under 50 ms (median of ${#times[@]}: $med ms; all: ${times[*]})" \
     awk -v v="$med" 'BEGIN { exit !(v < 50) }'
