@@ -174,6 +174,10 @@ int host_list_cluster(struct host_ctx *ctx, const char *cache_type, const char *
  * namespaces when ns is NULL). Caller owns. For metrics and benchmarks: a
  * reconcile reads its own objects with host_get / host_list_*. */
 int host_view_list(struct host_view *v, const char *cache_type, const char *ns, cJSON **out);
+/* 1 when the cache has applied every event of cache_type up to resourceVersion
+ * rv (the type's rv, the lowest over its watch streams, is >= rv), 0 when not
+ * yet, negative errno. The watcher's read-your-writes test, for a reconciler. */
+int host_cache_seen(struct host_ctx *ctx, const char *cache_type, const char *rv);
 /* resourceVersion of the stored object ("" if absent) without decoding it. */
 int host_get_rv(struct host_ctx *ctx, const char *cache_type, const char *ns,
                 const char *name, char rv[IPC_RV_MAX]);

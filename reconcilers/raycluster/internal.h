@@ -40,6 +40,8 @@ int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
 /* reconcile_pods.c: head and worker Pods (KubeRay's reconcilePods). 0 or the
  * rc_fail() error; never writes status. */
 int rc_reconcile_pods(struct rc_run *r);
+/* Forgets the confirming-LIST fence (reconcile_pods.c): tests that restart. */
+void rc_pods_fence_reset(void);
 /* Deletes every Pod in pods (an array) that is not already terminating; one
  * event per call as KubeRay's DeleteAllOf. 0 or rc_fail(). */
 int rc_delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e);

@@ -16,8 +16,17 @@
  * disagrees with the cache the reconcile creates nothing and retries once the
  * cache has caught up. Converged clusters
  * never pay for it (no creates, no LIST).
+ *
+ * That window belongs to writes made before this process started, so it
+ * closes for good: the first such LIST's resourceVersion is a fence, and once
+ * the cache's Pods have caught up with it (host_cache_seen) every earlier
+ * write is in the cache and later ones are this process's own, which the
+ * read-your-writes gate covers. From then on no reconcile lists; before, a
+ * burst of new clusters cost one LIST each.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,6 +171,51 @@ static int delete_podv(struct rc_run *r, const struct podv *v, const char *group
     return 0;
 }
 
+/* The process-wide fence (file comment): "" until the first confirming LIST. */
+static struct {
+    pthread_mutex_t mu;
+    char rv[IPC_RV_MAX];
+    bool passed;
+} fence = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* true once the cache holds every Pod written before this process started */
+static bool fence_passed(struct rc_run *r)
+{
+    char rv[IPC_RV_MAX];
+    pthread_mutex_lock(&fence.mu);
+    bool passed = fence.passed;
+    memcpy(rv, fence.rv, sizeof(rv));
+    pthread_mutex_unlock(&fence.mu);
+    if (passed || !rv[0])
+        return passed;
+    if (host_cache_seen(r->ctx, "v1/pods", rv) != 1)
+        return false;
+    pthread_mutex_lock(&fence.mu);
+    fence.passed = true;
+    pthread_mutex_unlock(&fence.mu);
+    host_log(r->ctx, LOG_INFO, "the cache has every Pod written before this process; "
+             "no more confirming LISTs", "resourceVersion", rv, NULL);
+    return true;
+}
+
+static void fence_set(const char *rv)
+{
+    if (!rv || !*rv || strlen(rv) >= IPC_RV_MAX)
+        return;
+    pthread_mutex_lock(&fence.mu);
+    if (!fence.rv[0])
+        memcpy(fence.rv, rv, strlen(rv) + 1);
+    pthread_mutex_unlock(&fence.mu);
+}
+
+void rc_pods_fence_reset(void)
+{
+    pthread_mutex_lock(&fence.mu);
+    fence.rv[0] = '\0';
+    fence.passed = false;
+    pthread_mutex_unlock(&fence.mu);
+}
+
 /* The cluster's Pods as the API server has them (one LIST per reconcile, kept
  * in r->live), to confirm the cache's count before creating (file comment). */
 static int live_pods(struct rc_run *r)
@@ -177,6 +231,7 @@ static int live_pods(struct rc_run *r)
     struct kube_result kr = { 0 };
     int rc = kube_list(kc, &KUBE_RES_PODS, r->ns, &lo, &kr);
     if (rc == 0) {
+        fence_set(kr.resource_version);
         r->live = cJSON_DetachItemFromObjectCaseSensitive(kr.body, "items");
         if (!cJSON_IsArray(r->live)) {
             cJSON_Delete(r->live);
@@ -193,6 +248,8 @@ static int live_pods(struct rc_run *r)
  * (cached), else the reconcile fails and is retried once the cache caught up. */
 static int confirm_count(struct rc_run *r, const char *key, const char *value, int cached)
 {
+    if (!r->live && fence_passed(r))
+        return 0;
     int rc = live_pods(r);
     if (rc < 0)
         return rc_fail(r, RC_ERR_OTHER, "listing the Pods of %s: %s", r->name, kube_strerror(rc));
