@@ -25,9 +25,8 @@ import lib_realserver  # noqa: E402  (RAYOP_SERVER=real: tools/realk8s.sh instea
 
 ROOT = os.environ.get("RAYOP_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+# KubeRay's CRDs and samples: RAYOP_SHARED (tests/run.sh sets it), else beside the clone
 SHARED = os.environ.get("RAYOP_SHARED") or os.path.join(ROOT, "..", "shared")
-if not os.path.isdir(os.path.join(SHARED, "kuberay")):
-    SHARED = "/work/shared"
 failures = 0
 
 
