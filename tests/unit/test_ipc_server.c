@@ -478,6 +478,30 @@ static void test_status_oldest_wait(void **state)
     srv_stop(sv);
 }
 
+/* Once every kind has a worker again the grace ends: no wait for the clock. */
+static void test_startup_grace_ends_when_all_back(void **state)
+{
+    (void)state;
+    atomic_store(&fake_ns, 1000ull * 1000000000ull);
+    next_cfg.now = fake_now;
+    next_cfg.startup_grace_ns = 2ull * 1000000000ull;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *c = open_worker("w", 1);
+    add_key(sv, "ns/a");
+    struct ipc_key k;
+    assert_int_equal(ipc_client_pull(c, 100, &k), -ETIMEDOUT);  /* rayjob has nobody yet */
+    struct ipc_client_config cc = {.path = sock_path, .kind = "rayjob", .worker = "j",
+                                   .capacity = 1, .connect_timeout_ms = 5000};
+    struct ipc_client *j = NULL;
+    assert_int_equal(ipc_client_open(&cc, &j), 0);
+    add_key(sv, "ns/b");   /* an event dispatches; the fake clock has not moved */
+    assert_int_equal(ipc_client_pull(c, 5000, &k), 0);
+    assert_string_equal(k.key, "ns/a");
+    ipc_client_close(j);
+    ipc_client_close(c);
+    srv_stop(sv);
+}
+
 static void test_overdue_reported_not_stolen(void **state)
 {
     (void)state;
@@ -657,6 +681,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kill9_worker_keys_come_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_frame_disconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_startup_grace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_startup_grace_ends_when_all_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overdue_reported_not_stolen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_oldest_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_robin_across_workers, setup, teardown),
