@@ -25,9 +25,8 @@ import lib_realserver  # noqa: E402  (RAYOP_SERVER=real: tools/realk8s.sh instea
 
 ROOT = os.environ.get("RAYOP_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+# KubeRay's CRDs and samples: RAYOP_SHARED (tests/run.sh sets it), else beside the clone
 SHARED = os.environ.get("RAYOP_SHARED") or os.path.join(ROOT, "..", "shared")
-if not os.path.isdir(os.path.join(SHARED, "kuberay")):
-    SHARED = "/work/shared"
 failures = 0
 
 
@@ -88,7 +87,9 @@ class Env:
         else:
             self.sim_log = open(os.path.join(self.work, "kubesim.log"), "wb")
             self.sim = subprocess.Popen([kubesim, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-                                         self.kubeconfig, "--request-log", self.reqlog] + list(kubesim_args),
+                                         self.kubeconfig, "--request-log", self.reqlog] + list(kubesim_args)
+                                        # no --nodes: the API server only, not kubesim's default pool
+                                        + ([] if "--nodes" in kubesim_args else ["--nodes", "0"]),
                                         stdout=subprocess.PIPE, stderr=self.sim_log)
             self.url = self.sim.stdout.readline().decode().strip()
             if not self.url.startswith("http"):
