@@ -14,7 +14,8 @@
  * saw 6 watcher kills in 20 s cost 20-35 s of progress under the kubelet's rule). On SIGTERM/SIGINT every child gets
  * SIGTERM, the supervisor waits up to --shutdown-timeout-ms, then SIGKILLs.
  * Restart counts and pids go to <state-dir>/up.json (mode 0600, replaced
- * atomically) on every change, for `rayop status`.
+ * atomically) on every change, for `rayop status`. Children get SIGTERM when
+ * up dies (PR_SET_PDEATHSIG), so a new up starts on a free state dir.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,6 +176,7 @@ static int start_proc(struct proc *p)
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
         return -errno;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
@@ -189,6 +192,12 @@ static int start_proc(struct proc *p)
         signal(SIGCHLD, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_IGN);  /* ^C reaches the whole group: let up forward SIGTERM */
+        /* up killed -9 must not leave its children running: orphans keep the
+         * socket and the segment, so the next up's watcher cannot start and two
+         * controllers of a kind would work at once. SIGTERM drains them as a
+         * clean stop does (the segment stays: a crash keeps the cache). */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+            _exit(1);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
         execv("/proc/self/exe", p->argv);
