@@ -125,7 +125,7 @@ list_integration() {   # $1 = pool | alone
     for t in tests/integration/*.sh tests/integration/*.py; do
         [ -f "$t" ] || continue
         name=$(basename "$t")
-        case "$name" in lib*.sh) continue;; esac   # sourced helpers, not tests
+        case "$name" in lib*.sh|lib*.py) continue;; esac   # sourced helpers, not tests
         [ -n "$ONLY" ] && case "$name" in *$ONLY*) ;; *) continue;; esac
         if grep -q '^# alone:' "$t"; then [ "$1" = alone ] && echo "$t"
         else [ "$1" = pool ] && echo "$t"; fi

@@ -27,9 +27,11 @@ struct rc_run {
     struct rc_build_opts bo;
     cJSON *pods;                /* Pods labelled ray.io/cluster=NAME (cache, owned) */
     cJSON *live;                /* the same from the API server, fetched before creates (owned) */
+    bool live_skipped;          /* the Pod LIST was not needed (reconcile_pods.c fence) */
     enum rc_err err;            /* what the pod reconcile ran into */
     char err_msg[512];
     uint64_t requeue_ms;        /* > 0: ask for a requeue after this long */
+    bool gone;                  /* the API server has no such cluster (found before creating) */
 };
 
 /* Records the first error of the reconcile (later ones keep the first, as

@@ -17,12 +17,21 @@
  * cache has caught up. Converged clusters
  * never pay for it (no creates, no LIST).
  *
- * That window belongs to writes made before this process started, so it
- * closes for good: the first such LIST's resourceVersion is a fence, and once
- * the cache's Pods have caught up with it (host_cache_seen) every earlier
- * write is in the cache and later ones are this process's own, which the
- * read-your-writes gate covers. From then on no reconcile lists; before, a
- * burst of new clusters cost one LIST each.
+ * The same moment checks the RayCluster itself with one live GET: the cache can
+ * be behind on the cluster as well as on its Pods. A cluster already deleted
+ * (or deleted and recreated under a new uid) gets no Pods at all (they would be
+ * orphans the garbage collector removes) and the reconcile ends quietly, the
+ * deletion's watch event is on its way; a newer generation or a deletion in
+ * progress means the cached spec is stale (scaled 2 -> 1 while the cache still
+ * says 2), so nothing is created until the cache has the spec the API has.
+ *
+ * The window of the Pod LIST belongs to writes made before this process
+ * started, so it closes for good: the first LIST's resourceVersion is a fence,
+ * and once the cache's Pods have caught up with it (host_cache_seen) every
+ * earlier write is in the cache and later ones are this process's own, which
+ * the read-your-writes gate covers. From then on no reconcile lists Pods
+ * (before, a burst of new clusters cost one LIST each); the GET of the cluster
+ * stays, as the cluster's spec can change under the cache at any time.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -171,6 +180,9 @@ static int delete_podv(struct rc_run *r, const struct podv *v, const char *group
     return 0;
 }
 
+/* The cluster's Pods as the API server has them (one LIST per reconcile, kept
+ * in r->live), to confirm the cache's count before creating, after the live
+ * check of the cluster (file comment). 0 or rc_fail(). */
 /* The process-wide fence (file comment): "" until the first confirming LIST. */
 static struct {
     pthread_mutex_t mu;
@@ -216,15 +228,55 @@ void rc_pods_fence_reset(void)
     pthread_mutex_unlock(&fence.mu);
 }
 
-/* The cluster's Pods as the API server has them (one LIST per reconcile, kept
- * in r->live), to confirm the cache's count before creating (file comment). */
+static int64_t generation_of(const cJSON *obj)
+{
+    return rcj_int(kobj_get(obj, "metadata"), "generation", 0);
+}
+
+/* The live half of the check in the file comment: 0 when the API server has
+ * the cached RayCluster (same uid, same generation, not being deleted),
+ * -ENOENT with r->gone set when it has no such cluster, -EAGAIN when the cache
+ * is behind, another -errno when the GET failed. */
+static int live_cluster(struct rc_run *r, struct kube_client *kc)
+{
+    struct kube_result kr = { 0 };
+    int rc = kube_get(kc, &KUBE_RES_RAYCLUSTERS, r->ns, r->name, &kr);
+    if (rc == -ENOENT || (rc == 0 && strcmp(rc_meta(kr.body, "uid"), r->uid) != 0)) {
+        r->gone = true;
+        rc = -ENOENT;
+    } else if (rc == 0 && (generation_of(kr.body) != generation_of(r->rc) ||
+                           *rc_meta(kr.body, "deletionTimestamp"))) {
+        char a[24], b[24];
+        snprintf(a, sizeof(a), "%lld", (long long)generation_of(r->rc));
+        snprintf(b, sizeof(b), "%lld", (long long)generation_of(kr.body));
+        host_log(r->ctx, LOG_INFO, "cached RayCluster behind the API server; not creating Pods yet",
+                 "cachedGeneration", a, "liveGeneration", b, "deleting",
+                 *rc_meta(kr.body, "deletionTimestamp") ? "true" : "false", NULL);
+        rc = -EAGAIN;
+    }
+    kube_result_release(&kr);
+    return rc;
+}
+
 static int live_pods(struct rc_run *r)
 {
-    if (r->live)
+    if (r->live || r->live_skipped)
         return 0;
     struct kube_client *kc = host_kube(r->ctx);
     if (!kc)
         return -ENOTCONN;
+    int crc = live_cluster(r, kc);
+    if (crc == -ENOENT)
+        return rc_fail(r, RC_ERR_OTHER, "RayCluster %s is gone from the API server", r->name);
+    if (crc == -EAGAIN)
+        return rc_fail(r, RC_ERR_OTHER, "the cached spec of %s is older than the API server's; "
+                       "waiting for the cache", r->name);
+    if (crc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "reading RayCluster %s: %s", r->name, kube_strerror(crc));
+    if (fence_passed(r)) {
+        r->live_skipped = true;   /* the cache has every Pod the LIST would show */
+        return 0;
+    }
     char sel[320];
     snprintf(sel, sizeof(sel), "%s=%s", RC_LABEL_CLUSTER, r->name);
     struct kube_list_opts lo = { .label_selector = sel };
@@ -241,18 +293,18 @@ static int live_pods(struct rc_run *r)
             rc = -ENOMEM;
     }
     kube_result_release(&kr);
-    return rc;
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "listing the Pods of %s: %s", r->name, kube_strerror(rc));
+    return 0;
 }
 
 /* 0 when the API server has as many Pods with label key=value as the cache
  * (cached), else the reconcile fails and is retried once the cache caught up. */
 static int confirm_count(struct rc_run *r, const char *key, const char *value, int cached)
 {
-    if (!r->live && fence_passed(r))
-        return 0;
     int rc = live_pods(r);
-    if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "listing the Pods of %s: %s", r->name, kube_strerror(rc));
+    if (rc < 0 || !r->live)
+        return rc;
     struct podv v = { 0 };
     if ((rc = pods_where(r->live, key, value, NULL, &v)) < 0)
         return rc;
