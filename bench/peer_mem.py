@@ -98,7 +98,8 @@ def run_exp(env, op, exp):
 
 
 def main():
-    env = rclib.Env(["--nodes", "6", "--node-cpu", "64", "--node-memory", "256Gi",
+    # every experiment's Pods stay (up to 900): room for all of them at 110 per node
+    env = rclib.Env(["--nodes", "12", "--node-cpu", "64", "--node-memory", "256Gi",
                      "--pod-start-ms", "300", "--pod-ready-ms", "500"], name="peer-mem")
     out = []
     for exp in EXPS:

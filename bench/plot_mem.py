@@ -5,7 +5,10 @@
 #    "perf": [{"pods": N, "rayop_mem_mib": x, "kuberay_mem_mib": y}, ...]}   (bench/peer.sh runs)
 # Left panel: KubeRay's three memory-benchmark experiments (0-150 Pods, linear); right
 # panel: peak memory of the perf-shape runs (log Pods axis).
-#   python3 bench/plot_mem.py docs/bench-memory.json docs/bench-memory.svg
+#   python3 bench/plot_mem.py docs/bench-memory.json docs/bench-memory.svg [docs/bench-memory.png]
+# The PNG needs cairosvg, which is not on the system: install it into a venv outside the tree
+# (python3 -m venv ~/.cache/plot-venv && ~/.cache/plot-venv/bin/pip install cairosvg) and run
+# this script with that venv's python.
 import json
 import math
 import sys
@@ -103,6 +106,13 @@ def main():
            '<rect width="100%" height="100%" fill="white"/>'] + left.out + right.out + ['</svg>']
     with open(sys.argv[2], "w") as f:
         f.write("\n".join(svg) + "\n")
+    if len(sys.argv) > 3:
+        try:
+            import cairosvg
+        except ImportError:
+            print("plot_mem.py: the PNG needs cairosvg (see the top of this file)", file=sys.stderr)
+            return 2
+        cairosvg.svg2png(url=sys.argv[2], write_to=sys.argv[3])
     return 0
 
 
