@@ -14,7 +14,8 @@
  * saw 6 watcher kills in 20 s cost 20-35 s of progress under the kubelet's rule). On SIGTERM/SIGINT every child gets
  * SIGTERM, the supervisor waits up to --shutdown-timeout-ms, then SIGKILLs.
  * Restart counts and pids go to <state-dir>/up.json (mode 0600, replaced
- * atomically) on every change, for `rayop status`.
+ * atomically) on every change, for `rayop status`. Children get SIGTERM when
+ * up dies (PR_SET_PDEATHSIG), so a new up starts on a free state dir.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,9 +97,9 @@ static void usage(FILE *f)
           "                              outside a Pod, false in one, as KubeRay's default)\n"
           "  --metrics-addr ADDR         the watcher's one /metrics for every process (default :8080 in\n"
           "                              a Pod, 127.0.0.1:8080 outside one; 0 off)\n"
-          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081 / 127.0.0.1:8081,\n"
-          "                              one below `rayop controller`'s :8082 so the probe ports\n"
-          "                              8081/8083/8085 sit between the metrics ports; 0 off)\n"
+          "  --health-probe-bind-address ADDR   the i-th controller's /healthz, /readyz on port+i\n"
+          "                              (default :8082 in a Pod, 127.0.0.1:8082 outside one: KubeRay's\n"
+          "                              and `rayop controller`'s port for the first, then 8083...; 0 off)\n"
           "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
           "  --restart-max-ms N          cap (default 10000)\n"
           "  --restart-reset-ms N        a child that ran this long restarts at once (default 10000)\n"
@@ -174,6 +176,7 @@ static int start_proc(struct proc *p)
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
         return -errno;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
@@ -189,6 +192,12 @@ static int start_proc(struct proc *p)
         signal(SIGCHLD, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_IGN);  /* ^C reaches the whole group: let up forward SIGTERM */
+        /* up killed -9 must not leave its children running: orphans keep the
+         * socket and the segment, so the next up's watcher cannot start and two
+         * controllers of a kind would work at once. SIGTERM drains them as a
+         * clean stop does (the segment stays: a crash keeps the cache). */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+            _exit(1);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
         execv("/proc/self/exe", p->argv);
@@ -501,7 +510,7 @@ int up_main(int argc, char **argv)
     /* outside a Pod nothing but this machine should reach the ports */
     const char *kinds = "raycluster,rayjob,rayservice,raycronjob";
     const char *maddr = in_pod ? ":8080" : "127.0.0.1:8080";
-    const char *paddr = in_pod ? ":8081" : "127.0.0.1:8081";
+    const char *paddr = in_pod ? ":8082" : "127.0.0.1:8082";   /* KubeRay's probe port */
     memset(&u, 0, sizeof(u));
     the_up = &u;
     u.state_dir = "/run/rayop";
@@ -546,7 +555,7 @@ int up_main(int argc, char **argv)
             add_arg(p, "--metrics-addr");
             add_arg(p, "0");
             add_arg(p, "--health-probe-bind-address");
-            add_arg(p, shift_addr(paddr, 2 * idx));
+            add_arg(p, shift_addr(paddr, idx));
         }
         k += n + (e ? 1 : 0);
     }

@@ -86,7 +86,7 @@ class Kubesim:
         self.log = open(os.path.join(work, "kubesim.log"), "wb")
         args = [KUBESIM, "--listen", "127.0.0.1:0", "--kubeconfig-out", self.kubeconfig,
                 "--request-log", os.path.join(work, "requests.log"),
-                "--watch-window", str(WATCH_WINDOW)]
+                "--watch-window", str(WATCH_WINDOW), "--nodes", "0"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log)
         self.url = None
         line = b""

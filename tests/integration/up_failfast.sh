@@ -22,7 +22,7 @@ fast() {  # fast NAME WANT_RC PATTERN ARGS...: runs up, expects rc, one stderr l
 }
 fast nokubeconfig 78 "cannot load the kubeconfig: kubeconfig $T/none" --kubeconfig "$T/none"
 start_kubesim || exit 1
-check "kubesim without --nodes says why Pods will stay Pending" grep -q 'no --nodes: an API server only' "$KUBESIM_STDERR"
+check "kubesim --nodes 0 says why Pods will stay Pending" grep -q -- '--nodes 0: an API server only' "$KUBESIM_STDERR"
 fast badvalue 2 'bad value "abc" for --workers' --kubeconfig "$KUBECONFIG" --workers abc
 fast unknownlast 2 'unknown flag "--nosuch"' --kubeconfig "$KUBECONFIG" --nosuch
 fast gate 78 "Unable to set flag gates for known features: unrecognized feature gate: NoSuchGate" \
@@ -44,6 +44,11 @@ check "first line: outside a cluster, dashboards through the API server proxy" \
     grep -q 'running outside a cluster: Ray dashboards are reached through the API server proxy' "$T/first"
 check "controllers run with useKubernetesProxy true" grep -q '"controller":"rayjob".*"useKubernetesProxy":"true"' "$T/crd.out"
 check "health probes bound on loopback" grep -q '"msg":"serving health probes","address":"127.0.0.1' "$T/crd.out"
+# the probe ports start at KubeRay's (and `rayop controller`'s) :8082, one per controller
+probes() { grep '"msg":"serving health probes"' "$T/crd.out" | grep -o '"address":"[^"]*"' |
+    cut -d'"' -f4 | sort | tr '\n' ' '; }
+check "the four controllers' probes on 8082..8085, 8082 being KubeRay's ($(probes))" \
+    [ "$(probes)" = "127.0.0.1:8082 127.0.0.1:8083 127.0.0.1:8084 127.0.0.1:8085 " ]
 kill -TERM $UP; wait $UP
 
 # an unreachable server: one warning with its URL

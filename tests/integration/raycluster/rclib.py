@@ -87,7 +87,9 @@ class Env:
         else:
             self.sim_log = open(os.path.join(self.work, "kubesim.log"), "wb")
             self.sim = subprocess.Popen([kubesim, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-                                         self.kubeconfig, "--request-log", self.reqlog] + list(kubesim_args),
+                                         self.kubeconfig, "--request-log", self.reqlog] + list(kubesim_args)
+                                        # no --nodes: the API server only, not kubesim's default pool
+                                        + ([] if "--nodes" in kubesim_args else ["--nodes", "0"]),
                                         stdout=subprocess.PIPE, stderr=self.sim_log)
             self.url = self.sim.stdout.readline().decode().strip()
             if not self.url.startswith("http"):
