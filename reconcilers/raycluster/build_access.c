@@ -179,3 +179,59 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
     }
     return ing;
 }
+
+cJSON *rc_build_head_route(const cJSON *rc, int *err)
+{
+    struct rcb b = { 0 };
+    const cJSON *head = rc_head_group(rc), *a;
+    const cJSON *anns = rcj_path(rc, "metadata", "annotations", NULL);
+    char name[300], tmp[300], svc[300], id[300];
+    cJSON *route, *meta, *labels, *spec, *to;
+    int r;
+    if (!rcj_bool(head, "enableIngress", false))
+        return NULL;
+    if ((r = rc_head_service_name(rc, svc, sizeof(svc))) < 0) {
+        if (err)
+            *err = r;
+        return NULL;
+    }
+    /* CheckRouteName: room for "-head-" + 5 characters and "-NAMESPACE" in the first DNS
+     * label of the host OpenShift makes from the Route's name */
+    int max = 51 - (int)strlen(rc_namespace(rc));
+    snprintf(tmp, sizeof(tmp), "%s-head-route", rc_name(rc));
+    if (max >= 0 && (int)strlen(tmp) > max)
+        tmp[max] = '\0';
+    rc_check_name(tmp, name, sizeof(name));
+    snprintf(tmp, sizeof(tmp), "%s-head", rc_name(rc));
+    rc_check_label(tmp, id, sizeof(id));
+    route = rcb_dup(&b, NULL);
+    rcb_set_str(&b, route, "apiVersion", "route.openshift.io/v1");
+    rcb_set_str(&b, route, "kind", "Route");
+    meta = rcb_obj(&b, route, "metadata");
+    rcb_set_str(&b, meta, "name", name);
+    rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
+    labels = rcb_obj(&b, meta, "labels");
+    rcb_set_str(&b, labels, RC_LABEL_CLUSTER, rc_name(rc));
+    rcb_set_str(&b, labels, RC_LABEL_IDENTIFIER, id);
+    rcb_set_str(&b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
+    rcb_set_str(&b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    /* every cluster annotation, the way a user tunes the Route (KubeRay copies them all) */
+    cJSON_ArrayForEach(a, (cJSON_IsObject(anns) ? anns : NULL))
+        if (a->string && cJSON_IsString(a))
+            rcb_set_str(&b, rcb_obj(&b, meta, "annotations"), a->string, a->valuestring);
+    spec = rcb_obj(&b, route, "spec");
+    to = rcb_obj(&b, spec, "to");
+    rcb_set_str(&b, to, "kind", "Service");
+    rcb_set_str(&b, to, "name", svc);
+    rcb_set_num(&b, to, "weight", 100);
+    rcb_set_num(&b, rcb_obj(&b, spec, "port"), "targetPort", rc_dashboard_port(rc));
+    rcb_set_str(&b, spec, "wildcardPolicy", "None");
+    rcb_owner_ref(&b, route, rc);
+    if (b.err) {
+        cJSON_Delete(route);
+        if (err)
+            *err = b.err;
+        return NULL;
+    }
+    return route;
+}
