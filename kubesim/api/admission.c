@@ -193,21 +193,32 @@ static void denied(struct store_status *st, const char *hook, const cJSON *statu
         st->causes = cJSON_Duplicate(causes, 1);
 }
 
-int admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
-                       const char *ns, const char *name, const cJSON *obj, const cJSON *old,
-                       struct store_status *st)
+/* The ValidatingWebhookConfigurations that may review a write of res into *l (free with
+ * store_list_free): -ENOENT when the type is not served, or res is that type itself. */
+static int list_configs(struct server *srv, const struct reg_resource *res, struct store_list *l)
 {
     const struct registry *reg = store_registry_rdlock(srv->store);
     const struct reg_resource *vwc = registry_find(reg, "admissionregistration.k8s.io", "v1",
                                                    "validatingwebhookconfigurations");
     store_registry_unlock(srv->store);
-    struct store_list l = { 0 };
     struct store_status lst = { 0 };
-    int rc = 0;
-    if (!vwc || res == vwc || store_list(srv->store, vwc, "", NULL, &l, &lst) < 0) {
+    if (!vwc || res == vwc)
+        return -ENOENT;
+    if (store_list(srv->store, vwc, "", NULL, l, &lst) < 0) {
         store_status_clear(&lst);
-        return 0;
+        return -ENOENT;
     }
+    return 0;
+}
+
+int admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
+                       const char *ns, const char *name, const cJSON *obj, const cJSON *old,
+                       struct store_status *st)
+{
+    struct store_list l = { 0 };
+    int rc = 0;
+    if (list_configs(srv, res, &l) < 0)
+        return 0;
     for (size_t i = 0; i < l.n && rc == 0; i++) {
         const cJSON *hook;
         cJSON_ArrayForEach(hook, kobj_get(l.items[i]->json, "webhooks")) {
@@ -257,17 +268,10 @@ int admission_validate(struct server *srv, const struct reg_resource *res, const
 /* true when some webhook's rules match op on res (no VWC listed: false, cheaply) */
 static bool any_hook(struct server *srv, const struct reg_resource *res, const char *op)
 {
-    const struct registry *reg = store_registry_rdlock(srv->store);
-    const struct reg_resource *vwc = registry_find(reg, "admissionregistration.k8s.io", "v1",
-                                                   "validatingwebhookconfigurations");
-    store_registry_unlock(srv->store);
     struct store_list l = { 0 };
-    struct store_status lst = { 0 };
     bool hit = false;
-    if (!vwc || res == vwc || store_list(srv->store, vwc, "", NULL, &l, &lst) < 0) {
-        store_status_clear(&lst);
+    if (list_configs(srv, res, &l) < 0)
         return false;
-    }
     for (size_t i = 0; i < l.n && !hit; i++) {
         const cJSON *hook, *rule;
         cJSON_ArrayForEach(hook, kobj_get(l.items[i]->json, "webhooks"))
