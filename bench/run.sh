@@ -54,7 +54,7 @@ bench $name: failed (no bin/kubesim)"; status=1; continue
             fi
             # shellcheck disable=SC2086  # SIM_BENCH_ARGS is a list of flags
             run_one "$name" "$ROOT/bin/sim_bench" --kubesim "$ROOT/bin/kubesim" \
-                --kubesim-arg --listen --kubesim-arg 127.0.0.1:0 \
+                --kubesim-arg --listen --kubesim-arg 127.0.0.1:0 --kubesim-arg --nodes --kubesim-arg 0 \
                 --kubesim-log "${SIM_BENCH_LOG:-/tmp/sim_bench.kubesim.log}" ${SIM_BENCH_ARGS:-} ;;
         *)  run_one "$name" "$b" ;;
     esac

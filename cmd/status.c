@@ -127,6 +127,16 @@ static uint64_t oldest_in_flight(const struct ipc_status_queue *q)
     return m;
 }
 
+/* The oldest ready key's wait in ms, or "-" from a watcher that does not report it. */
+static const char *wait_ms(char *out, size_t cap, const struct ipc_status_queue *q)
+{
+    if (!q || !q->oldest_wait_known)
+        snprintf(out, cap, "-");
+    else
+        snprintf(out, cap, "%llu", (unsigned long long)q->oldest_wait_ms);
+    return out;
+}
+
 static const struct ipc_status_queue *queue_of(const struct snapshot *sn, const char *kind)
 {
     for (uint32_t i = 0; sn->ipc_rc == 0 && i < sn->st.n_queues; i++)
@@ -143,12 +153,12 @@ static void print_up(const struct snapshot *sn)
     int up_alive = pid_alive(upid);
     printf("\nsupervisor rayop up pid %.0f: %s\n\n", upid,
            up_alive ? "running" : "not running (the table is its last record)");
-    printf("%-12s %-5s %8s %9s %8s %6s %10s  %s\n", "PROCESS", "ALIVE", "PID", "RESTARTS",
-           "LASTEXIT", "DEPTH", "OLDEST_MS", "LAST ERROR");
+    printf("%-12s %-5s %8s %9s %8s %6s %8s %10s  %s\n", "PROCESS", "ALIVE", "PID", "RESTARTS",
+           "LASTEXIT", "DEPTH", "WAIT_MS", "OLDEST_MS", "LAST ERROR");
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(sn->up, "procs")) {
         double pid = num_field(p, "pid");
-        char ps[24], depth[24] = "-", oldest[24] = "-";
+        char ps[24], depth[24] = "-", oldest[24] = "-", wait[24];
         const char *name = str_field(p, "name"), *err = kobj_str(p, "lastError");
         int alive = up_alive && pid_alive(pid);
         snprintf(ps, sizeof(ps), pid > 0 ? "%.0f" : "-", pid);
@@ -157,9 +167,9 @@ static void print_up(const struct snapshot *sn)
             snprintf(depth, sizeof(depth), "%llu", (unsigned long long)q->depth);
             snprintf(oldest, sizeof(oldest), "%llu", (unsigned long long)oldest_in_flight(q));
         }
-        printf("%-12s %-5s %8s %9.0f %8.0f %6s %10s  %s\n", name, alive ? "yes" : "no", ps,
-               num_field(p, "restarts"), num_field(p, "lastExitStatus"), depth, oldest,
-               err && *err ? err : "-");
+        printf("%-12s %-5s %8s %9.0f %8.0f %6s %8s %10s  %s\n", name, alive ? "yes" : "no", ps,
+               num_field(p, "restarts"), num_field(p, "lastExitStatus"), depth,
+               wait_ms(wait, sizeof(wait), q), oldest, err && *err ? err : "-");
     }
 }
 
@@ -207,12 +217,15 @@ static void print_table(const struct snapshot *sn, const char *state_dir)
         return;
     }
     printf("queues     watcher pid %d\n\n", sn->st.pid);
-    printf("%-12s %7s %9s %8s %9s %6s %8s %10s %8s %7s %10s\n", "KIND", "DEPTH", "INFLIGHT",
-           "WAITING", "RETRYING", "GATED", "KEYS", "ADDS", "RETRIES", "WORKERS", "OLDEST_MS");
+    printf("%-12s %7s %8s %9s %8s %9s %6s %8s %10s %8s %7s %10s\n", "KIND", "DEPTH", "WAIT_MS",
+           "INFLIGHT", "WAITING", "RETRYING", "GATED", "KEYS", "ADDS", "RETRIES", "WORKERS",
+           "OLDEST_MS");
     for (uint32_t i = 0; i < sn->st.n_queues; i++) {
         const struct ipc_status_queue *q = &sn->st.queues[i];
-        printf("%-12s %7llu %9llu %8llu %9llu %6llu %8llu %10llu %8llu %7u %10llu\n", q->kind,
-               (unsigned long long)q->depth, (unsigned long long)q->in_flight,
+        char wait[24];
+        printf("%-12s %7llu %8s %9llu %8llu %9llu %6llu %8llu %10llu %8llu %7u %10llu\n", q->kind,
+               (unsigned long long)q->depth, wait_ms(wait, sizeof(wait), q),
+               (unsigned long long)q->in_flight,
                (unsigned long long)q->waiting, (unsigned long long)q->retrying,
                (unsigned long long)q->gated, (unsigned long long)q->keys,
                (unsigned long long)q->adds_total, (unsigned long long)q->retries_total,
@@ -296,6 +309,8 @@ static int print_json(const struct snapshot *sn, const char *state_dir)
             json_u(&b, "retriesTotal", q->retries_total, 1);
             json_u(&b, "rywTimeoutsTotal", q->ryw_timeouts_total, 1);
             json_u(&b, "overdue", q->overdue, 1);
+            if (q->oldest_wait_known)
+                json_u(&b, "oldestWaitMs", q->oldest_wait_ms, 1);
             buf_puts(&b, "\"workers\":[");
             for (uint32_t j = 0; j < q->n_workers; j++) {
                 const struct ipc_status_worker *wk = &q->workers[j];

@@ -129,6 +129,8 @@ struct ipc_queue_stats {
     uint64_t ryw_timeouts_total; /* gates released by the timeout, not the cache */
     uint64_t unfinished_work_ns;   /* sum of the ages of in-flight keys */
     uint64_t longest_running_ns;   /* age of the oldest in-flight key */
+    uint64_t oldest_ready_ns;      /* how long the oldest ready key (due, not handed
+                                    * out) has waited for a worker; 0 when none */
     struct ipc_hist queue_duration; /* due -> handed out */
     struct ipc_hist work_duration;  /* handed out -> Done */
 };
@@ -199,6 +201,10 @@ struct ipc_status_queue {
     char kind[IPC_KIND_MAX];
     uint64_t depth, in_flight, waiting, retrying, gated, keys;
     uint64_t adds_total, retries_total, ryw_timeouts_total, overdue;
+    /* How long the oldest key ready for a worker has waited (ms). Optional on the
+     * wire: a watcher from before the field omits it, and then known is false. */
+    uint64_t oldest_wait_ms;
+    bool oldest_wait_known;
     uint32_t n_workers;
     struct ipc_status_worker *workers; /* owned by the ipc_status */
 };

@@ -210,12 +210,16 @@ static const char *const wname[W_COUNT_] = {"pid", "worker", "cap", "in_flight",
 
 enum {
     Q_KIND, Q_DEPTH, Q_IN_FLIGHT, Q_WAITING, Q_RETRYING, Q_GATED, Q_KEYS, Q_ADDS, Q_RETRIES,
-    Q_RYW_TIMEOUTS, Q_OVERDUE, Q_WORKERS, Q_COUNT_
+    Q_RYW_TIMEOUTS, Q_OVERDUE, Q_WORKERS, Q_OLDEST_WAIT, Q_COUNT_
 };
 static const char *const qname[Q_COUNT_] = {
     "kind", "depth", "in_flight", "waiting", "retrying", "gated", "keys", "adds", "retries",
-    "ryw_timeouts", "overdue", "workers",
+    "ryw_timeouts", "overdue", "workers", "oldest_wait_ms",
 };
+/* Fields a watcher from before oldest_wait_ms does not send: a new `rayop
+ * status` still reads an instance started by the previous binary. */
+#define Q_OPTIONAL B(Q_OLDEST_WAIT)
+#define Q_ALL (B(Q_COUNT_) - 1u)
 
 static int dec_worker(struct rd *r, struct ipc_status_worker *w)
 {
@@ -245,8 +249,9 @@ static int dec_queue(struct rd *r, struct ipc_status_queue *q)
     uint64_t *nums[Q_COUNT_] = {
         NULL, &q->depth, &q->in_flight, &q->waiting, &q->retrying, &q->gated, &q->keys,
         &q->adds_total, &q->retries_total, &q->ryw_timeouts_total, &q->overdue, NULL,
+        &q->oldest_wait_ms,
     };
-    if (rd_container(r, true, &n) < 0 || n != Q_COUNT_)
+    if (rd_container(r, true, &n) < 0 || n > Q_COUNT_)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
         int f = match_name(r, qname, Q_COUNT_);
@@ -273,6 +278,9 @@ static int dec_queue(struct rd *r, struct ipc_status_queue *q)
             return -1;
         }
     }
+    if ((seen | Q_OPTIONAL) != Q_ALL)
+        return -1; /* a required field is missing */
+    q->oldest_wait_known = (seen & B(Q_OLDEST_WAIT)) != 0;
     return 0;
 }
 
@@ -522,7 +530,7 @@ static int enc_status(struct buf *b, const struct ipc_status *st)
     rc |= w_arr(b, st->n_queues);
     for (uint32_t i = 0; i < st->n_queues && rc == 0; i++) {
         const struct ipc_status_queue *q = &st->queues[i];
-        rc |= w_map(b, Q_COUNT_);
+        rc |= w_map(b, q->oldest_wait_known ? Q_COUNT_ : Q_COUNT_ - 1);
         rc |= w_kv_str(b, "kind", q->kind);
         rc |= w_kv_uint(b, "depth", q->depth);
         rc |= w_kv_uint(b, "in_flight", q->in_flight);
@@ -534,6 +542,8 @@ static int enc_status(struct buf *b, const struct ipc_status *st)
         rc |= w_kv_uint(b, "retries", q->retries_total);
         rc |= w_kv_uint(b, "ryw_timeouts", q->ryw_timeouts_total);
         rc |= w_kv_uint(b, "overdue", q->overdue);
+        if (q->oldest_wait_known)
+            rc |= w_kv_uint(b, "oldest_wait_ms", q->oldest_wait_ms);
         rc |= w_str(b, "workers");
         rc |= w_arr(b, q->n_workers);
         for (uint32_t k = 0; k < q->n_workers && rc == 0; k++) {

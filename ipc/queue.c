@@ -663,4 +663,14 @@ void ipc_queue_stats(const struct ipc_queue *q, struct ipc_queue_stats *out)
         sum += now >= e->got_ns ? now - e->got_ns : 0;
     out->unfinished_work_ns = sum;
     out->longest_running_ns = q->proc && now >= q->proc->got_ns ? now - q->proc->got_ns : 0;
+    /* Both FIFOs are walked: a key dirtied while it was processing joins the
+     * FIFO at Done with its older added_ns, so the head is not always oldest. */
+    uint64_t oldest = 0;
+    for (e = q->ready; e; e = e->rnext)
+        if (now > e->added_ns && now - e->added_ns > oldest)
+            oldest = now - e->added_ns;
+    for (e = q->ready_low; e; e = e->rnext)
+        if (now > e->added_ns && now - e->added_ns > oldest)
+            oldest = now - e->added_ns;
+    out->oldest_ready_ns = oldest;
 }

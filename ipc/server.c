@@ -368,6 +368,25 @@ static bool conn_adopt(struct conn *c, const struct ipc_msg *m)
     return true;
 }
 
+/* The startup grace keeps keys back so surviving workers can re-adopt what
+ * they hold before the resync hands it to someone else. A worker adopts
+ * before its first PULL (the client sends ADOPT on WELCOME, ahead of any
+ * pull), so once every kind has a worker again the grace has done its job
+ * for them: it ends then instead of after the full period. (With two workers
+ * of one kind the second may still be away: the window docs/ipc.md names.) */
+static void end_grace_if_all_back(struct ipc_server *s)
+{
+    if (!s->grace_end_ns)
+        return;
+    for (int i = 0; i < s->n_kinds; i++)
+        if (!s->kinds[i].workers)
+            return;
+    s->grace_end_ns = 0;
+    log_info("startup grace ended early: every kind has a worker", NULL);
+    for (int i = 0; i < s->n_kinds; i++)
+        srv_dispatch(s, &s->kinds[i]);   /* workers that pulled during the grace */
+}
+
 /* One decoded frame. Returns false once c is closing. */
 static bool conn_handle(struct conn *c, struct ipc_msg *m)
 {
@@ -393,6 +412,7 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
             c->kq = kq;
             c->capacity = m->capacity;
             DL_APPEND2(kq->workers, c, wprev, wnext);
+            end_grace_if_all_back(s);
         }
         char pid[16], cap[16];
         snprintf(pid, sizeof(pid), "%d", (int)c->pid);

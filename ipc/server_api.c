@@ -52,6 +52,8 @@ int srv_status_fill(struct ipc_server *s, struct ipc_status *out, uint32_t max_w
         q->adds_total = st.adds_total;
         q->retries_total = st.retries_total;
         q->ryw_timeouts_total = st.ryw_timeouts_total;
+        q->oldest_wait_ms = st.oldest_ready_ns / 1000000u;
+        q->oldest_wait_known = true;
         uint32_t n = 0;
         struct conn *c;
         DL_FOREACH2(kq->workers, c, wnext) n++;

@@ -375,6 +375,11 @@ static bool is_empty(int t, const cJSON *v)
 /* ---- writing ------------------------------------------------------------------------- */
 
 static int marshal(struct buf *b, int t, const cJSON *v, int depth);
+static int marshal_array(struct buf *b, int elem, const cJSON *v, int depth);
+static int marshal_map(struct buf *b, int elem, const cJSON *v, int depth);
+
+/* the element type of a raw JSON value's members (interface{}): marshal_any */
+#define ANY (-1)
 
 /* interface{} / raw JSON: sorted keys, Go escaping */
 static int marshal_any(struct buf *b, const cJSON *v, int depth)
@@ -392,45 +397,30 @@ static int marshal_any(struct buf *b, const cJSON *v, int depth)
     }
     if (cJSON_IsString(v))
         return go_string(b, v->valuestring);
-    if (cJSON_IsArray(v)) {
-        int rc = buf_puts(b, "[");
-        const cJSON *c;
-        cJSON_ArrayForEach(c, v) {
-            if (rc == 0 && c != v->child)
-                rc = buf_puts(b, ",");
-            if (rc == 0)
-                rc = marshal_any(b, c, depth + 1);
-        }
-        return rc ? rc : buf_puts(b, "]");
-    }
-    /* object: members in byte order of their names */
-    size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
-    const cJSON **m = n ? calloc(n, sizeof(*m)) : NULL, *c;
-    if (n && !m)
-        return -ENOMEM;
-    cJSON_ArrayForEach(c, v)
-        m[i++] = c;
-    for (size_t a = 1; a < n; a++)
-        for (size_t k = a; k > 0 && strcmp(m[k - 1]->string, m[k]->string) > 0; k--) {
-            const cJSON *tmp = m[k];
-            m[k] = m[k - 1];
-            m[k - 1] = tmp;
-        }
-    int rc = buf_puts(b, "{");
-    for (i = 0; rc == 0 && i < n; i++) {
-        if (i)
-            rc = buf_puts(b, ",");
-        if (rc == 0)
-            rc = go_string(b, m[i]->string);
-        if (rc == 0)
-            rc = buf_puts(b, ":");
-        if (rc == 0)
-            rc = marshal_any(b, m[i], depth + 1);
-    }
-    free(m);
-    return rc ? rc : buf_puts(b, "}");
+    if (cJSON_IsArray(v))
+        return marshal_array(b, ANY, v, depth);
+    return marshal_map(b, ANY, v, depth);
 }
 
+static int marshal_elem(struct buf *b, int elem, const cJSON *v, int depth)
+{
+    return elem == ANY ? marshal_any(b, v, depth) : marshal(b, elem, v, depth);
+}
+
+static int marshal_array(struct buf *b, int elem, const cJSON *v, int depth)
+{
+    int rc = buf_puts(b, "[");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, v) {
+        if (rc == 0 && c != v->child)
+            rc = buf_puts(b, ",");
+        if (rc == 0)
+            rc = marshal_elem(b, elem, c, depth + 1);
+    }
+    return rc ? rc : buf_puts(b, "]");
+}
+
+/* an object's members in byte order of their names, as Go writes a map */
 static int marshal_map(struct buf *b, int elem, const cJSON *v, int depth)
 {
     size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
@@ -454,7 +444,7 @@ static int marshal_map(struct buf *b, int elem, const cJSON *v, int depth)
         if (rc == 0)
             rc = buf_puts(b, ":");
         if (rc == 0)
-            rc = marshal(b, elem, m[i], depth + 1);
+            rc = marshal_elem(b, elem, m[i], depth + 1);
     }
     free(m);
     return rc ? rc : buf_puts(b, "}");
@@ -498,19 +488,8 @@ static int marshal(struct buf *b, int t, const cJSON *v, int depth)
         return marshal_struct(b, g, null ? NULL : v, depth);
     case GT_PTR:
         return null ? buf_puts(b, "null") : marshal(b, g->elem, v, depth + 1);
-    case GT_SLICE: {
-        if (null || !cJSON_IsArray(v))
-            return buf_puts(b, "null");
-        int rc = buf_puts(b, "[");
-        const cJSON *c;
-        cJSON_ArrayForEach(c, v) {
-            if (rc == 0 && c != v->child)
-                rc = buf_puts(b, ",");
-            if (rc == 0)
-                rc = marshal(b, g->elem, c, depth + 1);
-        }
-        return rc ? rc : buf_puts(b, "]");
-    }
+    case GT_SLICE:
+        return null || !cJSON_IsArray(v) ? buf_puts(b, "null") : marshal_array(b, g->elem, v, depth);
     case GT_MAP:
         return null || !cJSON_IsObject(v) ? buf_puts(b, "null") : marshal_map(b, g->elem, v, depth);
     case GT_STRING:

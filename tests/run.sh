@@ -125,7 +125,7 @@ list_integration() {   # $1 = pool | alone
     for t in tests/integration/*.sh tests/integration/*.py; do
         [ -f "$t" ] || continue
         name=$(basename "$t")
-        case "$name" in lib*.sh) continue;; esac   # sourced helpers, not tests
+        case "$name" in lib*.sh|lib*.py) continue;; esac   # sourced helpers, not tests
         [ -n "$ONLY" ] && case "$name" in *$ONLY*) ;; *) continue;; esac
         if grep -q '^# alone:' "$t"; then [ "$1" = alone ] && echo "$t"
         else [ "$1" = pool ] && echo "$t"; fi
@@ -140,6 +140,17 @@ for r in "$LOGDIR"/*.result; do
     [ "$f" != 0 ] && note_fail "$(basename "$r" .result)" "$f"
 done
 
-[ -n "$failed_names" ] && echo "failed:$failed_names"
+# CI keeps only the head and tail of a long log: repeat each failure's verdict (its "not ok"
+# lines, or its timeout) just above the closing line, where it survives.
+if [ -n "$failed_names" ]; then
+    echo "# failures, again:"
+    for n in $failed_names; do
+        for v in "$LOGDIR/$n.log.verdict" "$LOGDIR/$n.verdict"; do
+            [ -f "$v" ] && grep '^TIMEOUT\|^FAIL\|^not ok' "$v" | awk '!seen[$0]++' | head -8
+        done
+        [ -f "$LOGDIR/$n.log.verdict" ] || [ -f "$LOGDIR/$n.verdict" ] || echo "FAIL $n"
+    done
+    echo "failed:$failed_names"
+fi
 echo "total: $pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

@@ -12,7 +12,9 @@
 
 /* Delay before the next start of a child that exited after running ran_ms,
  * given the previous delay (0 = none yet): initial, doubled per consecutive
- * exit, capped at max; a run of reset_ms or longer starts over at initial. */
+ * exit, capped at max. A run of reset_ms or longer was no crash loop (a kill,
+ * an OOM, a lost API server): 0, restart at once, and the next quick exit
+ * starts over at initial. */
 uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
                          uint64_t max_ms, uint64_t reset_ms);
 

@@ -83,6 +83,34 @@ static int rd_skip(struct rd *r, unsigned wire)
     }
 }
 
+/* The scalar fields of a small message m (IntOrString, Quantity, Time, a map entry):
+ * field i + 1 is read when want[i] names its wire type, 'v' a varint into u[i] or 'b'
+ * a length-delimited payload into s[i]; other fields are skipped, and a field that is
+ * not there keeps what the caller put in u[i] / s[i]. want has at most 3 letters. */
+static int rd_fields(struct rd m, const char *want, uint64_t u[3], struct rd s[3])
+{
+    size_t n = strlen(want);
+
+    while (m.p < m.end) {
+        uint64_t tag, f;
+        unsigned wire;
+        int rc;
+        if (rd_varint(&m, &tag) < 0)
+            return -EINVAL;
+        f = tag >> 3;
+        wire = (unsigned)(tag & 7);
+        if (f >= 1 && f <= n && wire == 0 && want[f - 1] == 'v')
+            rc = rd_varint(&m, &u[f - 1]);
+        else if (f >= 1 && f <= n && wire == 2 && want[f - 1] == 'b')
+            rc = rd_bytes(&m, &s[f - 1]);
+        else
+            rc = rd_skip(&m, wire);
+        if (rc < 0)
+            return -EINVAL;
+    }
+    return 0;
+}
+
 static char *dup_text(const struct rd *s)
 {
     size_t n = (size_t)(s->end - s->p);
@@ -143,34 +171,20 @@ static int decode_msg(struct rd *r, const struct pmsg *m, cJSON *obj, int depth)
 static int decode_int_or_string(struct rd *r, cJSON *obj, const char *name, bool keep_zero)
 {
     static const unsigned char none[1];
-    struct rd m, str = { none, none };
-    uint64_t type = 0, ival = 0;
+    struct rd m, s[3] = { [2] = { none, none } };
+    uint64_t u[3] = { 0 }, type, ival;
     cJSON *v;
     char *t;
 
-    if (rd_bytes(r, &m) < 0)
+    if (rd_bytes(r, &m) < 0 || rd_fields(m, "vvb", u, s) < 0)
         return -EINVAL;
-    while (m.p < m.end) {
-        uint64_t tag;
-        int rc;
-        if (rd_varint(&m, &tag) < 0)
-            return -EINVAL;
-        if ((tag >> 3) == 1 && (tag & 7) == 0)
-            rc = rd_varint(&m, &type);
-        else if ((tag >> 3) == 2 && (tag & 7) == 0)
-            rc = rd_varint(&m, &ival);
-        else if ((tag >> 3) == 3 && (tag & 7) == 2)
-            rc = rd_bytes(&m, &str);
-        else
-            rc = rd_skip(&m, (unsigned)(tag & 7));
-        if (rc < 0)
-            return -EINVAL;
-    }
+    type = u[0];
+    ival = u[1];
     cJSON_DeleteItemFromObjectCaseSensitive(obj, name);
     if (type != 1 && ival == 0 && !keep_zero)
         return 0;   /* a Service port's unset targetPort: gogo encodes it as {0, 0} */
     if (type == 1) {
-        if (!(t = dup_text(&str)))
+        if (!(t = dup_text(&s[2])))
             return -EINVAL;
         v = cJSON_CreateString(t);
         free(t);
@@ -188,21 +202,12 @@ static int decode_int_or_string(struct rd *r, cJSON *obj, const char *name, bool
 static char *quantity_text(struct rd m)
 {
     static const unsigned char none[1];
-    struct rd str = { none, none };
+    struct rd s[3] = { { none, none } };
+    uint64_t u[3];
 
-    while (m.p < m.end) {
-        uint64_t tag;
-        int rc;
-        if (rd_varint(&m, &tag) < 0)
-            return NULL;
-        if ((tag >> 3) == 1 && (tag & 7) == 2)
-            rc = rd_bytes(&m, &str);
-        else
-            rc = rd_skip(&m, (unsigned)(tag & 7));
-        if (rc < 0)
-            return NULL;
-    }
-    return dup_text(&str);
+    if (rd_fields(m, "b", u, s) < 0)
+        return NULL;
+    return dup_text(&s[0]);
 }
 
 static int set_item(cJSON *obj, const char *key, cJSON *v)
@@ -218,28 +223,16 @@ static int set_item(cJSON *obj, const char *key, cJSON *v)
  * JSON; the zero time is null there, so it is left out. */
 static int decode_time(struct rd *r, cJSON *obj, const char *name, bool micro)
 {
-    struct rd m;
-    uint64_t secs = 0, nanos = 0;
+    struct rd m, s[3];
+    uint64_t u[3] = { 0 }, secs, nanos;
     char buf[48];
     struct tm tm;
     time_t t;
 
-    if (rd_bytes(r, &m) < 0)
+    if (rd_bytes(r, &m) < 0 || rd_fields(m, "vv", u, s) < 0)
         return -EINVAL;
-    while (m.p < m.end) {
-        uint64_t tag;
-        int rc;
-        if (rd_varint(&m, &tag) < 0)
-            return -EINVAL;
-        if ((tag >> 3) == 1 && (tag & 7) == 0)
-            rc = rd_varint(&m, &secs);
-        else if ((tag >> 3) == 2 && (tag & 7) == 0)
-            rc = rd_varint(&m, &nanos);
-        else
-            rc = rd_skip(&m, (unsigned)(tag & 7));
-        if (rc < 0)
-            return -EINVAL;
-    }
+    secs = u[0];
+    nanos = u[1];
     cJSON_DeleteItemFromObjectCaseSensitive(obj, name);
     if (secs == 0 && nanos == 0)
         return 0;
@@ -261,27 +254,17 @@ static int decode_time(struct rd *r, cJSON *obj, const char *name, bool micro)
 static int decode_map_entry(struct rd *r, cJSON *obj, const struct pfield *f, int depth)
 {
     static const unsigned char none[1];
-    struct rd e, key = { NULL, NULL }, val = { none, none };   /* a missing value is "" */
+    struct rd e, s[3] = { { NULL, NULL }, { none, none } };   /* a missing value is "" */
+    struct rd *key = &s[0], val;
     cJSON *map = cJSON_GetObjectItemCaseSensitive(obj, f->name), *child;
+    uint64_t u[3];
     char *k, *q;
     int rc;
 
-    if (rd_bytes(r, &e) < 0)
+    if (rd_bytes(r, &e) < 0 || rd_fields(e, "bb", u, s) < 0)
         return -EINVAL;
-    while (e.p < e.end) {
-        uint64_t tag;
-        if (rd_varint(&e, &tag) < 0)
-            return -EINVAL;
-        if ((tag >> 3) == 1 && (tag & 7) == 2)
-            rc = rd_bytes(&e, &key);
-        else if ((tag >> 3) == 2 && (tag & 7) == 2)
-            rc = rd_bytes(&e, &val);
-        else
-            rc = rd_skip(&e, (unsigned)(tag & 7));
-        if (rc < 0)
-            return rc;
-    }
-    if (!key.p || !(k = dup_text(&key)))
+    val = s[1];
+    if (!key->p || !(k = dup_text(key)))
         return -EINVAL;
     if (!map && !(map = cJSON_AddObjectToObject(obj, f->name))) {
         free(k);

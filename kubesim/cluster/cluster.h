@@ -4,7 +4,8 @@
  * controller. Runs inside kubesim on its own thread, fed by store_subscribe()
  * notifications through a work queue (the committing thread only enqueues) plus
  * timers, and writes through the same store verbs as any client.
- * Off unless --nodes N > 0. Behaviour and figures: docs/kubesim-cluster.md.
+ * Off unless nodes > 0 (kubesim's main gives 3 when --nodes is absent, --nodes 0 keeps
+ * it off). Behaviour and figures: docs/kubesim-cluster.md.
  *
  * The scheduling filters and scoring are pure functions on cJSON objects so that
  * tests/unit/kubesim/test_cluster_sched.c can check them without a store.

@@ -456,8 +456,10 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         }
         reserve_fits = free_.cpu_m >= g->reserve.cpu_m && free_.mem >= g->reserve.mem &&
                        free_.gpu >= g->reserve.gpu && free_.tpu >= g->reserve.tpu;
-        if (!reserve_fits && !o->fit[0])
+        if (!reserve_fits && !o->fit[0]) {
             snprintf(o->fit, sizeof(o->fit), "the placeholders of the task groups do not fit");
+            snprintf(o->first_unfit, sizeof(o->first_unfit), "%s", g->name);
+        }
     }
     if (may_bind && reserve_fits && o->scheduled + o->placed >= g->min && o->placed > 0) {
         for (size_t i = 0; i < g->n; i++) {
@@ -885,12 +887,14 @@ void cl_gang_pass(struct cluster *c)
                 continue;
             if (o.pending)
                 allocate(c, g, &ns, &o, true);
-            if (o.pending && !o.bound_now && o.scheduled + o.placed < g->min && g->kind != G_VOLCANO) {
-                /* the gang's own FailedScheduling text, on each Pending Pod */
+            if (o.pending && !o.bound_now) {
+                /* the gang's own FailedScheduling text, on each Pending Pod (all of
+                 * them placeable counts as one short: the placeholders did not fit) */
+                int64_t short_ = g->min - o.scheduled - o.placed;
                 fit_message(g, &o, msg, sizeof(msg));
                 char ev[700];
                 snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
-                         (long long)(g->min - o.scheduled - o.placed), g->n, msg);
+                         (long long)(short_ > 0 ? short_ : 1), g->n, msg);
                 for (size_t m = 0; m < g->n; m++)
                     if (!bound(g->m[m]) && !pod_terminal(g->m[m]->obj->json))
                         set_unsched(c, g->m[m], ev, component[g->kind]);

@@ -22,7 +22,8 @@ const char cluster_usage[] =
     "               [--nodes N] [--node-cpu Q] [--node-memory Q] [--node-gpu N]\n"
     "               [--node-tpu N] [--node-labels K=V,...] [--pod-start-ms MS]\n"
     "               [--pod-ready-ms MS] [--pod-stop-ms MS] [--job-pod-ms MS]\n"
-    "               (docs/kubesim-cluster.md)\n";
+    "               (--nodes: default 3, 1 with --run-image; 0 = an API server only;\n"
+    "               docs/kubesim-cluster.md)\n";
 
 bool cl_pod_ready(const cJSON *pod)
 {

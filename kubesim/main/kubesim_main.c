@@ -29,6 +29,8 @@
 #include "util/util.h"
 
 #define MAX_PEM (256 * 1024)
+/* Nodes without --nodes: the demo's pool, and what the tests' real control plane uses. */
+#define DEFAULT_NODES "3"
 
 struct args {
     char host[256];
@@ -43,6 +45,7 @@ struct args {
     struct faults *faults;     /* --fault, --watch-*: kubesim/api/faults.h */
     struct cluster_opts *cluster; /* --nodes, --node-*, --pod-*: kubesim/cluster/cluster.h */
     struct runtime_opts *runtime; /* --run-image: kubesim/runtime/runtime.h */
+    bool nodes_given;          /* --nodes was on the command line (else the default pool) */
 };
 
 static void usage(FILE *f)
@@ -164,6 +167,8 @@ static int parse_args(int argc, char **argv, struct args *a)
             }
             break;
         case 'C':
+            if (!strcmp(opts[idx].name, "nodes"))
+                a->nodes_given = true;
             if (cluster_parse_flag(&a->cluster, opts[idx].name, optarg, err, sizeof(err)) < 0) {
                 fprintf(stderr, "kubesim: %s\n", err);
                 return -EINVAL;
@@ -187,9 +192,12 @@ static int parse_args(int argc, char **argv, struct args *a)
         fprintf(stderr, "kubesim: unexpected argument \"%s\"\n", argv[optind]);
         return -EINVAL;
     }
-    if (a->runtime && !a->cluster &&
-        cluster_parse_flag(&a->cluster, "nodes", "1", err, sizeof(err)) < 0) {
-        fprintf(stderr, "kubesim: %s\n", err);   /* Pods run on a node: one by default */
+    /* Without --nodes a new user's Pods should run, as on any fresh cluster: a small
+     * pool (one node for --run-image, whose Pods are real processes). --nodes 0 keeps
+     * an API server only, as the API-level tests want. */
+    if (!a->nodes_given && cluster_parse_flag(&a->cluster, "nodes", a->runtime ? "1" : DEFAULT_NODES,
+                                           err, sizeof(err)) < 0) {
+        fprintf(stderr, "kubesim: %s\n", err);
         return -EINVAL;
     }
     if (a->tls && !a->kubeconfig) {
@@ -321,6 +329,13 @@ static void reexec_with_hugetlb(char **argv)
     execv("/proc/self/exe", argv);
 }
 
+/* The service and pod proxy reach run Pods' processes through the runtime. */
+static int http_source(void *arg, const char *uid, int port, const struct runtime_http_req *req,
+                       struct runtime_http_reply *out)
+{
+    return runtime_http(arg, uid, port, req, out);
+}
+
 int main(int argc, char **argv)
 {
     struct args a = { 0 };
@@ -405,6 +420,7 @@ int main(int argc, char **argv)
             goto out;
         }
         ray_set_log_source(ray, (ray_log_source_fn)runtime_log, rt);
+        ray_set_http_source(ray, http_source, rt);
     }
     if (a.cluster) {
         a.cluster->ray = ray;
@@ -412,9 +428,13 @@ int main(int argc, char **argv)
     }
     if (cluster_start(a.cluster, store, &cluster) < 0)
         goto out;
-    if (!a.cluster)   /* the first thing a newcomer wonders about: why Pods never start */
-        log_warn("kubesim: no --nodes: an API server only (no scheduler, no kubelet), so Pods "
-                 "stay Pending; start with --nodes N to schedule and run them", NULL);
+    if (!cluster)   /* the first thing a newcomer wonders about: why Pods never start */
+        log_warn("kubesim: --nodes 0: an API server only (no scheduler, no kubelet), so Pods "
+                 "stay Pending; leave --nodes out for a default pool, or give --nodes N", NULL);
+    else if (!a.nodes_given)
+        log_info("kubesim: no --nodes: a default pool of simulated nodes (--nodes 0 for an API "
+                 "server only)", "nodes", a.runtime ? "1" : DEFAULT_NODES, "cpu", a.cluster->node_cpu,
+                 "memory", a.cluster->node_memory, NULL);
     if (a.kubeconfig) {
         struct kubeconfig_opts ko = { .server_url = server_url(srv), .ca_pem = tls.ca,
                                       .ca_len = tls.ca_len, .token = a.token };

@@ -102,6 +102,8 @@ struct ray {
     bool stopping;
     ray_log_source_fn log_fn;    /* Pods whose logs another part of kubesim keeps */
     void *log_arg;
+    ray_http_source_fn http_fn;  /* Pods whose HTTP ports are real processes */
+    void *http_arg;
 };
 
 /* ---- ray_runtime.c ---- */
@@ -162,6 +164,8 @@ struct ray_target {
     char uid[64];                /* head Pod uid when code == 0 */
     int workers;                 /* Ready workers of that cluster */
     bool serve;                  /* the Serve HTTP proxy (port "serve"), not the dashboard */
+    char pod_uid[64];            /* the endpoint Pod reached, for r->http_fn ("" none) */
+    int pod_port;
 };
 /* Service ns/name, port (number, name or "" as in the proxy path) -> target. */
 void ray_resolve_service(struct ray *r, const char *ns, const char *name, const char *port,

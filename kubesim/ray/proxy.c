@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 
 #include "kubesim/ray/internal.h"
+#include "kubesim/runtime/runtime.h"
 #include "kubesim/schema/selector.h"
 #include "kubesim/api/server.h"
 #include "kubesim/store/store.h"
@@ -136,6 +137,10 @@ static void reach_pod(struct ray *r, const cJSON *pod, const char *ip, int port,
     char addr[64];
 
     snprintf(addr, sizeof(addr), "%s:%d", ip ? ip : "", port);
+    if (pod && kobj_str(kobj_get(pod, "metadata"), "uid")) {
+        snprintf(t->pod_uid, sizeof(t->pod_uid), "%s", kobj_str(kobj_get(pod, "metadata"), "uid"));
+        t->pod_port = port;
+    }
     if (pod && pod_ready(pod) && is_ray_node(pod) &&
         port == named_port(pod, "serve", RAY_SERVE_PORT)) {
         reach_serve(r, pod, addr, t);
@@ -371,6 +376,47 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
 
 /* ---- services/NAME/proxy ---------------------------------------------------------------- */
 
+/* The endpoint Pod t reached is one whose processes are real (r->http_fn): pass the request
+ * on to its port and answer with its reply. -ENOENT when it is not such a Pod. */
+static int forward(struct ray *r, struct server_req *req, const struct ray_target *t,
+                   const char *path)
+{
+    struct runtime_http_req fr = { .method = req->method, .ctype = req->content_type,
+                                   .accept = server_req_header(req, "Accept"),
+                                   .body = req->body, .len = req->body_len };
+    struct runtime_http_reply out;
+    struct buf p = { 0 };
+    int rc;
+
+    if (!t->pod_uid[0] || !r->http_fn)
+        return -ENOENT;
+    buf_puts(&p, path);
+    if (server_req_query_string(req, &p) < 0 || !p.data) {
+        buf_free(&p);
+        return server_reply_status(req, 500, "InternalError", "kubesim: out of memory");
+    }
+    fr.path = p.data;
+    rc = r->http_fn(r->http_arg, t->pod_uid, t->pod_port, &fr, &out);
+    buf_free(&p);
+    if (rc == -ENOENT)
+        return rc;
+    if (rc == -EINVAL)
+        return server_reply_status(req, 400, "BadRequest", out.err);
+    if (rc < 0)
+        return server_reply_status(req, 503, "ServiceUnavailable", out.err);
+    rc = server_reply_take(req, (int)out.code, out.ctype, out.body, out.len);
+    out.body = NULL;
+    return rc;
+}
+
+void ray_set_http_source(struct ray *r, ray_http_source_fn fn, void *arg)
+{
+    if (r) {
+        r->http_fn = fn;
+        r->http_arg = arg;
+    }
+}
+
 static int on_proxy(void *arg, struct server_req *req)
 {
     struct ray *r = arg;
@@ -416,9 +462,11 @@ static int on_proxy(void *arg, struct server_req *req)
         return server_reply_status(req, 400, "BadRequest", msg);
     }
     ray_resolve_service(r, rt->ns, name, port, &t);
+    path = rt->rest && rt->rest[0] ? rt->rest : "/";
+    if ((rc = forward(r, req, &t, path)) != -ENOENT)
+        return rc;
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
-    path = rt->rest && rt->rest[0] ? rt->rest : "/";
     /* the API server consumes Authorization; only X-Ray-Authorization reaches Ray */
     rc = ray_target_request(r, &t, req->method, path, req->body, req->body_len, NULL,
                             server_req_header(req, "X-Ray-Authorization"), &resp);
@@ -487,6 +535,8 @@ static int on_pod_proxy(void *arg, struct server_req *req)
     memset(&t, 0, sizeof(t));
     reach_pod(r, pod->json, kobj_str(kobj_get(pod->json, "status"), "podIP"), (int)port, &t);
     store_obj_unref(pod);
+    if ((rc = forward(r, req, &t, rt->rest && rt->rest[0] ? rt->rest : "/")) != -ENOENT)
+        return rc;
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
     rc = ray_target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,

@@ -252,7 +252,9 @@ void host_outcome_to_ipc(int rc, const struct host_result *res, const struct hos
         break;
     case HOST_ERROR:
         out->kind = IPC_OUTCOME_ERROR;
-        out->message = msg ? msg : (rc < 0 ? strerror(-rc) : NULL);
+        /* kube_strerror: a 409 is -ESTALE, whose libc text ("Stale file
+         * handle") would mislead whoever reads the log */
+        out->message = msg ? msg : (rc < 0 ? kube_strerror(rc) : NULL);
         break;
     case HOST_TERMINAL:
         out->kind = IPC_OUTCOME_TERMINAL;

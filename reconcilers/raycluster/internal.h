@@ -30,6 +30,7 @@ struct rc_run {
     enum rc_err err;            /* what the pod reconcile ran into */
     char err_msg[512];
     uint64_t requeue_ms;        /* > 0: ask for a requeue after this long */
+    bool gone;                  /* the API server has no such cluster (found before creating) */
 };
 
 /* Records the first error of the reconcile (later ones keep the first, as

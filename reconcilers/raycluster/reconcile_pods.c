@@ -16,6 +16,14 @@
  * disagrees with the cache the reconcile creates nothing and retries once the
  * cache has caught up. Converged clusters
  * never pay for it (no creates, no LIST).
+ *
+ * The same moment checks the RayCluster itself with one live GET: the cache can
+ * be behind on the cluster as well as on its Pods. A cluster already deleted
+ * (or deleted and recreated under a new uid) gets no Pods at all (they would be
+ * orphans the garbage collector removes) and the reconcile ends quietly, the
+ * deletion's watch event is on its way; a newer generation or a deletion in
+ * progress means the cached spec is stale (scaled 2 -> 1 while the cache still
+ * says 2), so nothing is created until the cache has the spec the API has.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -163,7 +171,38 @@ static int delete_podv(struct rc_run *r, const struct podv *v, const char *group
 }
 
 /* The cluster's Pods as the API server has them (one LIST per reconcile, kept
- * in r->live), to confirm the cache's count before creating (file comment). */
+ * in r->live), to confirm the cache's count before creating, after the live
+ * check of the cluster (file comment). 0 or rc_fail(). */
+static int64_t generation_of(const cJSON *obj)
+{
+    return rcj_int(kobj_get(obj, "metadata"), "generation", 0);
+}
+
+/* The live half of the check in the file comment: 0 when the API server has
+ * the cached RayCluster (same uid, same generation, not being deleted),
+ * -ENOENT with r->gone set when it has no such cluster, -EAGAIN when the cache
+ * is behind, another -errno when the GET failed. */
+static int live_cluster(struct rc_run *r, struct kube_client *kc)
+{
+    struct kube_result kr = { 0 };
+    int rc = kube_get(kc, &KUBE_RES_RAYCLUSTERS, r->ns, r->name, &kr);
+    if (rc == -ENOENT || (rc == 0 && strcmp(rc_meta(kr.body, "uid"), r->uid) != 0)) {
+        r->gone = true;
+        rc = -ENOENT;
+    } else if (rc == 0 && (generation_of(kr.body) != generation_of(r->rc) ||
+                           *rc_meta(kr.body, "deletionTimestamp"))) {
+        char a[24], b[24];
+        snprintf(a, sizeof(a), "%lld", (long long)generation_of(r->rc));
+        snprintf(b, sizeof(b), "%lld", (long long)generation_of(kr.body));
+        host_log(r->ctx, LOG_INFO, "cached RayCluster behind the API server; not creating Pods yet",
+                 "cachedGeneration", a, "liveGeneration", b, "deleting",
+                 *rc_meta(kr.body, "deletionTimestamp") ? "true" : "false", NULL);
+        rc = -EAGAIN;
+    }
+    kube_result_release(&kr);
+    return rc;
+}
+
 static int live_pods(struct rc_run *r)
 {
     if (r->live)
@@ -171,6 +210,14 @@ static int live_pods(struct rc_run *r)
     struct kube_client *kc = host_kube(r->ctx);
     if (!kc)
         return -ENOTCONN;
+    int crc = live_cluster(r, kc);
+    if (crc == -ENOENT)
+        return rc_fail(r, RC_ERR_OTHER, "RayCluster %s is gone from the API server", r->name);
+    if (crc == -EAGAIN)
+        return rc_fail(r, RC_ERR_OTHER, "the cached spec of %s is older than the API server's; "
+                       "waiting for the cache", r->name);
+    if (crc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "reading RayCluster %s: %s", r->name, kube_strerror(crc));
     char sel[320];
     snprintf(sel, sizeof(sel), "%s=%s", RC_LABEL_CLUSTER, r->name);
     struct kube_list_opts lo = { .label_selector = sel };
@@ -186,7 +233,9 @@ static int live_pods(struct rc_run *r)
             rc = -ENOMEM;
     }
     kube_result_release(&kr);
-    return rc;
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "listing the Pods of %s: %s", r->name, kube_strerror(rc));
+    return 0;
 }
 
 /* 0 when the API server has as many Pods with label key=value as the cache
@@ -195,7 +244,7 @@ static int confirm_count(struct rc_run *r, const char *key, const char *value, i
 {
     int rc = live_pods(r);
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "listing the Pods of %s: %s", r->name, kube_strerror(rc));
+        return rc;
     struct podv v = { 0 };
     if ((rc = pods_where(r->live, key, value, NULL, &v)) < 0)
         return rc;

@@ -73,7 +73,7 @@ class Kubesim:
         self.kubeconfig = os.path.join(work, "kubeconfig")
         self.log = open(os.path.join(work, "kubesim.log"), "wb")
         args = [KUBESIM, "--listen", "127.0.0.1:0", "--kubeconfig-out", self.kubeconfig,
-                "--token", TOKEN] + extra
+                "--token", TOKEN] + extra + ([] if "--nodes" in extra else ["--nodes", "0"])
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log)
         self.url = None
         line = b""

@@ -21,22 +21,7 @@
 RJ_RAYOP=${RJ_IT_RAYOP:-$LIB_ROOT/bin/rayop}
 NSP=/apis/ray.io/v1/namespaces/default
 RJ_CTL_PID=""
-
-_rj_cleanup() {
-    # RJ_IT_KEEP=DIR: keep the logs there (after the processes exit, so sanitizer reports
-    # are in them); after a failure they go to /tmp/rayjob-it-failed.PID
-    local keep=${RJ_IT_KEEP:-}
-    [ -z "$keep" ] && [ "$(lib_failures)" -gt 0 ] && keep=/tmp/rayjob-it-failed.$$
-    kill $(jobs -p) 2>/dev/null
-    wait 2>/dev/null
-    if [ -n "$keep" ] && [ -n "${WORK:-}" ]; then
-        mkdir -p "$keep"
-        cp "$WORK"/*.log "$keep"/ 2>/dev/null
-        echo "# logs kept in $keep"
-    fi
-    [ -n "${STATE:-}" ] && "$RJ_RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
-    _lib_cleanup
-}
+OP_KEEP=${RJ_IT_KEEP:-}
 
 rj_ctl_start() {
     "$RJ_RAYOP" controller rayjob --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
@@ -47,21 +32,10 @@ rj_ctl_start() {
 }
 
 rj_start() {
-    [ -x "$RJ_RAYOP" ] || { not_ok "bin/rayop is built"; return 1; }
     start_kubesim --nodes 4 --node-cpu 16 --node-memory 64Gi --pod-start-ms 100 \
         --pod-ready-ms 100 "$@" || return 1
-    WORK=$KUBESIM_DIR
-    STATE=$WORK/state
-    cp "$RJ_RAYOP" "$WORK/rayop" && RJ_RAYOP=$WORK/rayop
-    trap _rj_cleanup EXIT
-    kubectl create -f $RAYOP_SHARED/kuberay/crds/ray.io_rayclusters.yaml >/dev/null 2>&1
-    kubectl create -f $RAYOP_SHARED/kuberay/crds/ray.io_rayjobs.yaml >/dev/null 2>&1
-    wait_until "RayJob CRD served" 20 kcurl -f $NSP/rayjobs || return 1
-    "$RJ_RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$WORK/watcher.log" &
-    _LIB_PIDS="$_LIB_PIDS $!"
-    "$RJ_RAYOP" controller raycluster --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
-        --metrics-addr 0 --health-probe-bind-address 0 2>"$WORK/raycluster.log" &
-    _LIB_PIDS="$_LIB_PIDS $!"
+    start_operator rayjob "$RJ_RAYOP" || return 1
+    RJ_RAYOP=$OP_RAYOP
     rj_ctl_start
 }
 

@@ -21,21 +21,7 @@
 RS_RAYOP=${RS_IT_RAYOP:-$LIB_ROOT/bin/rayop}
 NSP=/apis/ray.io/v1/namespaces/default
 RS_CTL_PID=""
-
-_rs_cleanup() {
-    local keep=${RS_IT_KEEP:-}
-    [ -z "$keep" ] && [ "$(lib_failures)" -gt 0 ] && keep=/tmp/rayservice-it-failed.$$
-    [ -n "${RS_INV_PID:-}" ] && kill "$RS_INV_PID" 2>/dev/null
-    kill $(jobs -p) 2>/dev/null
-    wait 2>/dev/null
-    if [ -n "$keep" ] && [ -n "${WORK:-}" ]; then
-        mkdir -p "$keep"
-        cp "$WORK"/*.log "$keep"/ 2>/dev/null
-        echo "# logs kept in $keep"
-    fi
-    [ -n "${STATE:-}" ] && "$RS_RAYOP" clean --state-dir "$STATE" >/dev/null 2>&1
-    _lib_cleanup
-}
+OP_KEEP=${RS_IT_KEEP:-}
 
 rs_ctl_start() {
     "$RS_RAYOP" controller rayservice --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
@@ -46,21 +32,10 @@ rs_ctl_start() {
 }
 
 rs_start() {
-    [ -x "$RS_RAYOP" ] || { not_ok "bin/rayop is built"; return 1; }
     start_kubesim --nodes 4 --node-cpu 32 --node-memory 128Gi --pod-start-ms 100 \
         --pod-ready-ms 100 "$@" || return 1
-    WORK=$KUBESIM_DIR
-    STATE=$WORK/state
-    cp "$RS_RAYOP" "$WORK/rayop" && RS_RAYOP=$WORK/rayop
-    trap _rs_cleanup EXIT
-    kubectl create -f $RAYOP_SHARED/kuberay/crds/ray.io_rayclusters.yaml >/dev/null 2>&1
-    kubectl create -f $RAYOP_SHARED/kuberay/crds/ray.io_rayservices.yaml >/dev/null 2>&1
-    wait_until "RayService CRD served" 20 kcurl -f $NSP/rayservices || return 1
-    "$RS_RAYOP" watcher --kubeconfig "$KUBECONFIG" --state-dir "$STATE" 2>"$WORK/watcher.log" &
-    _LIB_PIDS="$_LIB_PIDS $!"
-    "$RS_RAYOP" controller raycluster --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
-        --metrics-addr 0 --health-probe-bind-address 0 --workers "${RS_WORKERS:-1}" 2>"$WORK/raycluster.log" &
-    _LIB_PIDS="$_LIB_PIDS $!"
+    start_operator rayservice "$RS_RAYOP" --workers "${RS_WORKERS:-1}" || return 1
+    RS_RAYOP=$OP_RAYOP
     [ -n "${RS_NO_CTL:-}" ] || rs_ctl_start   # RS_NO_CTL=1: the caller starts it later
 }
 

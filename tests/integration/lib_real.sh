@@ -4,7 +4,7 @@
 #                    builds are in .peers/bin); else prints one "skip - ..." line naming what is
 #                    missing and why, and returns 1 (the caller exits 0: skipped, not passed).
 # A real_*.sh wrapper then sets RAYOP_SERVER=real, which lib.sh's start_kubesim and the Python
-# helpers (realserver.py) honour: the same suite runs against tools/realk8s.sh instead of kubesim.
+# helpers (lib_realserver.py) honour: the same suite runs against tools/realk8s.sh instead of kubesim.
 REAL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 real_require() {

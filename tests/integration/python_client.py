@@ -28,7 +28,7 @@ from kubernetes import client, config, dynamic, watch
 from kubernetes.client.rest import ApiException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import realserver  # noqa: E402  (RAYOP_SERVER=real: the same flows against tools/realk8s.sh)
+import lib_realserver  # noqa: E402  (RAYOP_SERVER=real: the same flows against tools/realk8s.sh)
 
 ROOT = os.environ.get("RAYOP_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SHARED = os.environ.get("RAYOP_SHARED") or os.path.join(ROOT, "..", "shared")
@@ -86,7 +86,7 @@ class Kubesim:
         self.log = open(os.path.join(work, "kubesim.log"), "wb")
         args = [KUBESIM, "--listen", "127.0.0.1:0", "--kubeconfig-out", self.kubeconfig,
                 "--request-log", os.path.join(work, "requests.log"),
-                "--watch-window", str(WATCH_WINDOW)]
+                "--watch-window", str(WATCH_WINDOW), "--nodes", "0"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log)
         self.url = None
         line = b""
@@ -289,7 +289,7 @@ def test_watch(api_client):
     t.join(timeout=10)
     check("the stream ends after w.stop()", not t.is_alive())
 
-    if realserver.wanted():
+    if lib_realserver.wanted():
         # kube-apiserver keeps every resourceVersion until etcd compacts (5 min by default):
         # no short test reaches an expired one, so this flow runs on kubesim only.
         print("skip - a watch from an expired resourceVersion raises 410 (kubesim only: "
@@ -340,9 +340,9 @@ def main():
         if not os.access(KUBESIM, os.X_OK):
             not_ok("kubesim binary at %s (make all)" % KUBESIM)
             return 1
-        if realserver.wanted():
+        if lib_realserver.wanted():
             try:
-                sim = realserver.RealK8s(work)
+                sim = lib_realserver.RealK8s(work)
             except RuntimeError as e:
                 not_ok("the real control plane starts (tools/realk8s.sh)", e)
                 return 1
@@ -365,7 +365,7 @@ def main():
     finally:
         if sim:
             sim.stop()
-            if failures and not realserver.wanted():
+            if failures and not lib_realserver.wanted():
                 with open(os.path.join(work, "kubesim.log"), "rb") as f:
                     tail = f.read()[-3000:].decode(errors="replace")
                 print("# kubesim log tail:\n" + "\n".join("#   " + l for l in tail.splitlines()[-20:]))

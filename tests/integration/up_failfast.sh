@@ -22,7 +22,7 @@ fast() {  # fast NAME WANT_RC PATTERN ARGS...: runs up, expects rc, one stderr l
 }
 fast nokubeconfig 78 "cannot load the kubeconfig: kubeconfig $T/none" --kubeconfig "$T/none"
 start_kubesim || exit 1
-check "kubesim without --nodes says why Pods will stay Pending" grep -q 'no --nodes: an API server only' "$KUBESIM_STDERR"
+check "kubesim --nodes 0 says why Pods will stay Pending" grep -q -- '--nodes 0: an API server only' "$KUBESIM_STDERR"
 fast badvalue 2 'bad value "abc" for --workers' --kubeconfig "$KUBECONFIG" --workers abc
 fast unknownlast 2 'unknown flag "--nosuch"' --kubeconfig "$KUBECONFIG" --nosuch
 fast gate 78 "Unable to set flag gates for known features: unrecognized feature gate: NoSuchGate" \

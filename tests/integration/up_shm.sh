@@ -4,7 +4,7 @@
 # `rayop up` stopped by SIGTERM drops the cache segment once every child has exited. A crash
 # keeps it: a watcher killed with -9 is restarted by up on the same segment (its objects are
 # still there), and `rayop up` itself killed with -9 leaves the segment for the next start
-# (removed by `rayop clean`). The default segment starts small (32 MiB) and grows.
+# (removed by `rayop clean`); its children end with it. The default segment starts small (32 MiB) and grows.
 . "$(dirname "$0")/lib.sh"
 RAYOP=${UP_IT_RAYOP:-$LIB_ROOT/bin/rayop}
 start_kubesim || exit 1
@@ -41,8 +41,11 @@ start_up
 wait_until "the watcher synced again" 30 synced
 kill -9 $UP; wait $UP 2>/dev/null
 check "the segment survives up being killed" test -e "/dev/shm$seg"
-# its orphaned children stop on SIGTERM; then rayop clean removes what is left
-for p in $(jq -r '.procs[].pid' "$SD/up.json"); do [ "$p" -gt 0 ] && kill -TERM "$p" 2>/dev/null; done
+# its children end with it (SIGTERM on the parent's death), so no orphan keeps the socket;
+# then rayop clean removes what is left
+kids=$(jq -r '.procs[].pid' "$SD/up.json")
+kids_gone() { for p in $kids; do [ "$p" -gt 0 ] && kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+wait_until "up's children ended with it" 30 kids_gone && ok "up's children ended with it (no orphans)"
 gone() { ! "$RAYOP" clean --state-dir "$SD" 2>&1 | grep -q 'still serving'; }
 wait_until "rayop clean after the crash" 30 gone && ok "rayop clean after the crash"
 check "rayop clean removed the segment" test ! -e "/dev/shm$seg"

@@ -22,8 +22,20 @@ connected() { "$RAYOP" status --state-dir "$SD" >"$SD/run.out" 2>&1 &&
     grep -q '^raycluster  *[0-9]' "$SD/run.out"; }
 wait_until "status: both controllers alive and connected" 40 connected && ok "status: both controllers alive and connected"
 check "status: the watcher is running" grep -q '^watcher    running, pid' "$SD/run.out"
-check "status: the PROCESS table has ALIVE, RESTARTS, DEPTH, OLDEST_MS and LAST ERROR" \
-    grep -q '^PROCESS *ALIVE *PID *RESTARTS *LASTEXIT *DEPTH *OLDEST_MS *LAST ERROR' "$SD/run.out"
+check "status: the PROCESS table has ALIVE, RESTARTS, DEPTH, WAIT_MS, OLDEST_MS and LAST ERROR" \
+    grep -q '^PROCESS *ALIVE *PID *RESTARTS *LASTEXIT *DEPTH *WAIT_MS *OLDEST_MS *LAST ERROR' "$SD/run.out"
+check "status: the KIND table has WAIT_MS beside DEPTH" grep -q '^KIND *DEPTH *WAIT_MS *INFLIGHT' "$SD/run.out"
+# No rayservice controller runs here, so a RayService key waits in its queue and its age grows.
+kubectl apply -f $RAYOP_SHARED/kuberay/samples/ray-service.sample.yaml >/dev/null
+waited() { "$RAYOP" status --state-dir "$SD" -o json >"$SD/run.json" 2>/dev/null &&
+    [ "$(jq '.queues.kinds[] | select(.kind=="rayservice") | .oldestWaitMs >= 1500 and .depth == 1' "$SD/run.json")" = true ]; }
+wait_until "status: the oldest waiting RayService key's age grows past 1.5 s" 30 waited &&
+    ok "status: the oldest waiting RayService key's age grows past 1.5 s"
+"$RAYOP" status --state-dir "$SD" >"$SD/wait.out" 2>&1
+check "status: the rayservice row shows its wait in WAIT_MS" \
+    awk '$1=="rayservice" && $2==1 && $3>=1500 {f=1} END {exit !f}' "$SD/wait.out"
+check "status: a queue that handed out its keys waits 0 ms" \
+    sh -c "jq -e '.queues.kinds[] | select(.kind==\"raycluster\") | .oldestWaitMs == 0' '$SD/run.json' >/dev/null"
 aligned() {  # every type row has its OBJECTS column end where the header's does
     awk '/^TYPE /{hdr=index($0,"OBJECTS")+6; on=1; next} on && NF==0 {on=0} on {
         n=split($0,a," "); p=index($0," " a[2] " ")+length(a[2]); if (p != hdr) bad=1 } END {exit bad}' "$SD/run.out"

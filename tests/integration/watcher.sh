@@ -38,12 +38,10 @@ start_watcher() {  # start_watcher LOGFILE
     WPID=$!
     _LIB_PIDS="$_LIB_PIDS $WPID"
 }
-# The batch schedulers' PodGroup types are optional: their CRDs are not installed here,
-# so the watcher keeps probing them with back-off and never marks them synced.
-OPTIONAL_TYPES='scheduling.volcano.sh|scheduling.x-k8s.io'
+# lib.sh's LIB_OPTIONAL_TYPES (the batch schedulers' PodGroups) never sync here
 all_synced() {
     "$RAYOP" status --state-dir "$STATE" -o json 2>/dev/null |
-        jq -e --argjson n "$1" --arg opt "$OPTIONAL_TYPES" '(.cache.types | length) >= 9
+        jq -e --argjson n "$1" --arg opt "$LIB_OPTIONAL_TYPES" '(.cache.types | length) >= 9
             and all(.cache.types[] | select(.name | test($opt) | not); .synced)
             and any(.cache.types[]; .name == "v1/pods" and .objects == $n)' >/dev/null
 }
@@ -56,7 +54,7 @@ cache_pods() { "$DUMP" --state-dir "$STATE" --type v1/pods | sort; }
 converged() { [ "$(server_pods)" = "$(cache_pods)" ]; }
 rayop_lists_since() {  # rayop_lists_since LINE: LISTs by rayop in the request log after LINE
     tail -n +"$(( $1 + 1 ))" "$KUBESIM_REQLOG" | grep '"user_agent":"rayop' | grep '"verb":"list"' |
-        grep -Evc "$OPTIONAL_TYPES"
+        grep -Evc "$LIB_OPTIONAL_TYPES"
 }
 patch_pods() {  # patch_pods VALUE NAME...: merge-patch a label on each pod, 8 in parallel
     local v=$1 cfg n; shift

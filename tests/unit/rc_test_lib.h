@@ -1,7 +1,7 @@
 /*
  * rc_test_lib.h - helpers shared by the RayCluster builder unit tests
- * (test_rc_build.c, test_rc_validate.c): find the KubeRay reference folder,
- * load a sample RayCluster and default it against the real CRD schema (as the
+ * (test_rc_build.c, test_rc_validate.c, test_batchsched.c): load a sample RayCluster
+ * from the KubeRay folder (shared_fixture.h) and default it against the real CRD schema (as the
  * API server would before rayop ever sees it), load a JSON fixture, and compare
  * JSON with a readable failure. Header-only: each test binary is one file.
  */
@@ -16,8 +16,8 @@
 #include "kobj/json_equal.h"
 #include "kubesim/schema/schema.h"
 #include "kobj/yamljson.h"
+#include "tests/unit/shared_fixture.h"
 
-static char rct_shared[512];
 static struct schema *rct_schema;
 
 static __attribute__((unused)) char *rct_read_file(const char *path, size_t *len)
@@ -39,24 +39,6 @@ static __attribute__((unused)) char *rct_read_file(const char *path, size_t *len
     return buf;
 }
 
-static __attribute__((unused)) void rct_find_shared(void)
-{
-    const char *env = getenv("RAYOP_SHARED");
-    const char *cands[] = { env, "../shared", "/work/shared" };
-    for (size_t i = 0; i < 3; i++) {
-        char p[600];
-        DIR *d;
-        if (!cands[i])
-            continue;
-        snprintf(p, sizeof(p), "%s/kuberay/samples", cands[i]);
-        if ((d = opendir(p))) {
-            closedir(d);
-            snprintf(rct_shared, sizeof(rct_shared), "%s", cands[i]);
-            return;
-        }
-    }
-    fail_msg("shared folder with kuberay/samples not found (set RAYOP_SHARED)");
-}
 
 /* Compiles the RayCluster CRD's v1 schema once. */
 static __attribute__((unused)) void rct_load_schema(void)
@@ -66,9 +48,7 @@ static __attribute__((unused)) void rct_load_schema(void)
     cJSON *docs, *v;
     if (rct_schema)
         return;
-    if (!rct_shared[0])
-        rct_find_shared();
-    snprintf(path, sizeof(path), "%s/kuberay/crds/ray.io_rayclusters.yaml", rct_shared);
+    snprintf(path, sizeof(path), "%s/kuberay/crds/ray.io_rayclusters.yaml", shared_fixture_dir());
     char *buf = rct_read_file(path, &len);
     assert_non_null(buf);
     if (yamljson_parse_all(buf, len, &docs, err, sizeof(err)))
@@ -131,9 +111,7 @@ static __attribute__((unused)) cJSON *rct_sample(const char *name)
 {
     char path[800];
     cJSON *docs, *d, *rc = NULL;
-    if (!rct_shared[0])
-        rct_find_shared();
-    snprintf(path, sizeof(path), "%s/kuberay/samples/%s", rct_shared, name);
+    snprintf(path, sizeof(path), "%s/kuberay/samples/%s", shared_fixture_dir(), name);
     docs = rct_load_docs(path);
     cJSON_ArrayForEach(d, docs) {
         const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(d, "kind"));

@@ -41,9 +41,7 @@ static cJSON *job_sample(const char *file, const char *uid)
 {
     char path[800];
     cJSON *docs, *d, *rj = NULL;
-    if (!rct_shared[0])
-        rct_find_shared();
-    snprintf(path, sizeof(path), "%s/kuberay/samples/%s", rct_shared, file);
+    snprintf(path, sizeof(path), "%s/kuberay/samples/%s", shared_fixture_dir(), file);
     docs = rct_load_docs(path);
     cJSON_ArrayForEach(d, docs) {
         const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(d, "kind"));

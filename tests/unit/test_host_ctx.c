@@ -135,6 +135,10 @@ static void test_outcome_mapping(void **state)
     assert_int_equal(oc.n_written, 1);          /* writes before the error still gate */
     assert_int_equal(host_metrics_result_of(&oc, -EIO, &r), HOST_M_ERROR);
 
+    host_outcome_to_ipc(-ESTALE, &r, &ctx, &oc);  /* a 409, not "Stale file handle" */
+    assert_int_equal(oc.kind, IPC_OUTCOME_ERROR);
+    assert_string_equal(oc.message, "conflict (stale resourceVersion)");
+
     r.outcome = HOST_REQUEUE_AFTER;
     r.after_ms = 1500;
     host_outcome_to_ipc(0, &r, &ctx, &oc);

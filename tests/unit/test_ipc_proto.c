@@ -134,7 +134,7 @@ static void test_roundtrip_status(void **state)
     struct ipc_status_queue qs[2] = {
         {.kind = "raycluster", .depth = 3, .in_flight = 2, .waiting = 1, .retrying = 1, .gated = 1,
          .keys = 7, .adds_total = 100, .retries_total = 4, .ryw_timeouts_total = 1, .overdue = 0,
-         .n_workers = 2, .workers = ws},
+         .oldest_wait_ms = 2500, .oldest_wait_known = true, .n_workers = 2, .workers = ws},
         {.kind = "rayjob"},
     };
     struct ipc_status st = {.pid = 77, .n_queues = 2, .queues = qs};
@@ -150,7 +150,10 @@ static void test_roundtrip_status(void **state)
     assert_int_equal(o->status->queues[0].n_workers, 2);
     assert_int_equal(o->status->queues[0].workers[1].pid, 11);
     assert_int_equal(o->status->queues[0].workers[0].oldest_ms, 1500);
+    assert_true(o->status->queues[0].oldest_wait_known);
+    assert_int_equal(o->status->queues[0].oldest_wait_ms, 2500);
     assert_string_equal(o->status->queues[1].kind, "rayjob");
+    assert_false(o->status->queues[1].oldest_wait_known);   /* sent in the older form */
     assert_int_equal(o->status->queues[1].n_workers, 0);
     ipc_msg_clear(o);
     assert_null(o->status);
@@ -225,16 +228,23 @@ static void kv_u(const char *k, uint64_t v) { kstr(k); msgpack_pack_uint64(&pk, 
 static void kv_s(const char *k, const char *v) { kstr(k); kstr(v); }
 
 /* Decodes what was packed; returns the decoder's verdict. */
-static int finish(void)
+/* Decodes the packed frame into m (caller clears it). */
+static int finish_into(struct ipc_msg *m)
 {
-    struct ipc_msg *m = calloc(1, sizeof(*m));
     const char *err = NULL;
     int rc = ipc_proto_decode((const uint8_t *)sb.data, sb.size, m, &err);
     if (rc < 0)
         assert_non_null(err);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+static int finish(void)
+{
+    struct ipc_msg *m = calloc(1, sizeof(*m));
+    int rc = finish_into(m);
     ipc_msg_clear(m);
     free(m);
-    msgpack_sbuffer_destroy(&sb);
     return rc;
 }
 
@@ -441,22 +451,59 @@ static void test_reject_counts(void **state)
     assert_int_equal(finish(), -EBADMSG);
 }
 
-static void pack_queue_map(int n_workers, bool extra_field)
+/* A STATUS queue map: the older form (no oldest_wait_ms) unless wait is set;
+ * extra_field adds an unknown field, skip drops the numeric field at that index. */
+static void pack_queue_map_ex(int n_workers, bool extra_field, bool wait, int skip)
 {
-    msgpack_pack_map(&pk, 12 + (extra_field ? 1 : 0));
+    msgpack_pack_map(&pk, 12 + (extra_field ? 1 : 0) + (wait ? 1 : 0) - (skip >= 0 ? 1 : 0));
     kv_s("kind", "raycluster");
     const char *nums[] = {"depth", "in_flight", "waiting", "retrying", "gated", "keys", "adds",
                           "retries", "ryw_timeouts", "overdue"};
     for (int i = 0; i < 10; i++)
-        kv_u(nums[i], 1);
+        if (i != skip)
+            kv_u(nums[i], 1);
     if (extra_field)
         kv_u("bogus", 1);
+    if (wait)
+        kv_u("oldest_wait_ms", 42);
     kstr("workers");
     msgpack_pack_array(&pk, (size_t)n_workers);
     for (int i = 0; i < n_workers; i++) {
         msgpack_pack_map(&pk, 5);
         kv_u("pid", 1); kv_s("worker", "w"); kv_u("cap", 1); kv_u("in_flight", 0); kv_u("oldest_ms", 0);
     }
+}
+
+static void pack_queue_map(int n_workers, bool extra_field)
+{
+    pack_queue_map_ex(n_workers, extra_field, false, -1);
+}
+
+/* oldest_wait_ms is optional: a new `rayop status` reads a watcher started by
+ * the previous binary, and a missing required field still rejects the frame. */
+static void test_status_oldest_wait_optional(void **state)
+{
+    (void)state;
+    start(); msgpack_pack_map(&pk, 3); kv_u("t", IPC_MSG_STATUS); kv_u("pid", 1);
+    kstr("queues"); msgpack_pack_array(&pk, 1); pack_queue_map_ex(1, false, true, -1);
+    struct ipc_msg out = {0};
+    assert_int_equal(finish_into(&out), 0);
+    assert_true(out.status->queues[0].oldest_wait_known);
+    assert_int_equal(out.status->queues[0].oldest_wait_ms, 42);
+    ipc_msg_clear(&out);
+    start(); msgpack_pack_map(&pk, 3); kv_u("t", IPC_MSG_STATUS); kv_u("pid", 1);
+    kstr("queues"); msgpack_pack_array(&pk, 1); pack_queue_map_ex(1, false, false, -1);
+    assert_int_equal(finish_into(&out), 0);
+    assert_false(out.status->queues[0].oldest_wait_known);
+    assert_int_equal(out.status->queues[0].depth, 1);
+    ipc_msg_clear(&out);
+    /* 12 fields, but "gated" missing instead of the optional one */
+    start(); msgpack_pack_map(&pk, 3); kv_u("t", IPC_MSG_STATUS); kv_u("pid", 1);
+    kstr("queues"); msgpack_pack_array(&pk, 1); pack_queue_map_ex(1, false, true, 4);
+    assert_int_equal(finish(), -EBADMSG);
+    start(); msgpack_pack_map(&pk, 3); kv_u("t", IPC_MSG_STATUS); kv_u("pid", 1);
+    kstr("queues"); msgpack_pack_array(&pk, 1); pack_queue_map_ex(1, true, true, -1);
+    assert_int_equal(finish(), -EBADMSG);
 }
 
 static void test_reject_status(void **state)
@@ -497,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_reject_strings),
         cmocka_unit_test(test_reject_counts),
         cmocka_unit_test(test_reject_status),
+        cmocka_unit_test(test_status_oldest_wait_optional),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -454,6 +454,54 @@ static void test_startup_grace(void **state)
     srv_stop(sv);
 }
 
+/* STATUS carries how long the oldest ready key has waited for a worker. The
+ * start-up grace holds keys back, so one waits while a worker is connected. */
+static void test_status_oldest_wait(void **state)
+{
+    (void)state;
+    atomic_store(&fake_ns, 1000ull * 1000000000ull);
+    next_cfg.now = fake_now;
+    next_cfg.startup_grace_ns = 10ull * 1000000000ull;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *c = open_worker("w", 1);
+    add_key(sv, "ns/a");
+    atomic_fetch_add(&fake_ns, 3ull * 1000000000ull);
+    add_key(sv, "ns/b");
+    atomic_fetch_add(&fake_ns, 500ull * 1000000ull);
+    struct ipc_status st;
+    assert_int_equal(ipc_client_status(c, 5000, &st), 0);
+    assert_int_equal(st.queues[0].depth, 2);
+    assert_true(st.queues[0].oldest_wait_known);
+    assert_int_equal(st.queues[0].oldest_wait_ms, 3500);
+    ipc_status_free(&st);
+    ipc_client_close(c);
+    srv_stop(sv);
+}
+
+/* Once every kind has a worker again the grace ends: no wait for the clock. */
+static void test_startup_grace_ends_when_all_back(void **state)
+{
+    (void)state;
+    atomic_store(&fake_ns, 1000ull * 1000000000ull);
+    next_cfg.now = fake_now;
+    next_cfg.startup_grace_ns = 2ull * 1000000000ull;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *c = open_worker("w", 1);
+    add_key(sv, "ns/a");
+    struct ipc_key k;
+    assert_int_equal(ipc_client_pull(c, 100, &k), -ETIMEDOUT);  /* rayjob has nobody yet */
+    struct ipc_client_config cc = {.path = sock_path, .kind = "rayjob", .worker = "j",
+                                   .capacity = 1, .connect_timeout_ms = 5000};
+    struct ipc_client *j = NULL;
+    assert_int_equal(ipc_client_open(&cc, &j), 0);
+    add_key(sv, "ns/b");   /* an event dispatches; the fake clock has not moved */
+    assert_int_equal(ipc_client_pull(c, 5000, &k), 0);
+    assert_string_equal(k.key, "ns/a");
+    ipc_client_close(j);
+    ipc_client_close(c);
+    srv_stop(sv);
+}
+
 static void test_overdue_reported_not_stolen(void **state)
 {
     (void)state;
@@ -633,7 +681,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_kill9_worker_keys_come_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_frame_disconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_startup_grace, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_startup_grace_ends_when_all_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overdue_reported_not_stolen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_oldest_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_robin_across_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_not_reading_is_cut, setup, teardown),

@@ -615,8 +615,6 @@ static void test_recreate_hash_matches_kuberay(void **state)
     const char *root = getenv("RAYOP_ROOT");
     char path[1400], line[1024];
     int checked = 0;
-    if (!rct_shared[0])
-        rct_find_shared();
     snprintf(path, sizeof(path), "%s/tests/unit/fixtures/raycluster/recreate-hashes.txt",
              root ? root : ".");
     FILE *f = fopen(path, "r");
@@ -627,7 +625,7 @@ static void test_recreate_hash_matches_kuberay(void **state)
         int nth;
         if (line[0] == '#' || sscanf(line, "%511[^#]#%d %255s %63s", file, &nth, name, want) != 4)
             continue;
-        snprintf(path, sizeof(path), "%s/kuberay/samples/%s", rct_shared, file);
+        snprintf(path, sizeof(path), "%s/kuberay/samples/%s", shared_fixture_dir(), file);
         cJSON *docs = rct_load_docs(path), *d, *rc = NULL;
         int k = 0;
         cJSON_ArrayForEach(d, docs) {

@@ -605,8 +605,7 @@ static void test_all_samples(void **state)
 {
     (void)state;
     char dir[700];
-    rct_find_shared();
-    snprintf(dir, sizeof(dir), "%s/kuberay/samples", rct_shared);
+    snprintf(dir, sizeof(dir), "%s/kuberay/samples", shared_fixture_dir());
     walk(dir);
     print_message("samples: %d clusters validated and built, %d rejected as KubeRay does\n",
                   checked, rejected);

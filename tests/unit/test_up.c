@@ -29,9 +29,11 @@ static void test_backoff(void **state)
     assert_int_equal(seq[3], 8000);
     assert_int_equal(seq[4], 10000);
     assert_int_equal(seq[5], 10000);
-    /* ran long enough: back to the initial delay */
-    assert_int_equal(up_next_backoff(10000, 600000, 1000, 10000, 600000), 1000);
+    /* ran long enough (a kill, not a crash loop): at once, then over from the initial delay */
+    assert_int_equal(up_next_backoff(10000, 600000, 1000, 10000, 600000), 0);
+    assert_int_equal(up_next_backoff(0, 50, 1000, 10000, 600000), 1000);
     assert_int_equal(up_next_backoff(10000, 599999, 1000, 10000, 600000), 10000);
+    assert_int_equal(up_next_backoff(8000, 10000, 1000, 10000, 10000), 0);
     /* a huge previous delay does not overflow past the cap */
     assert_int_equal(up_next_backoff(UINT64_MAX - 1, 0, 1, UINT64_MAX - 5, UINT64_MAX), UINT64_MAX - 5);
     /* initial above the cap is capped */

@@ -91,6 +91,4 @@ static cJSON *yaml_fixture_load(const char *path)
     return out;
 }
 
-#define KUBERAY_CRDS "/work/shared/kuberay/crds/"
-
 #endif

@@ -21,13 +21,12 @@ import urllib.request
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import realserver  # noqa: E402  (RAYOP_SERVER=real: tools/realk8s.sh instead of kubesim)
+import lib_realserver  # noqa: E402  (RAYOP_SERVER=real: tools/realk8s.sh instead of kubesim)
 
 ROOT = os.environ.get("RAYOP_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+# KubeRay's CRDs and samples: RAYOP_SHARED (tests/run.sh sets it), else beside the clone
 SHARED = os.environ.get("RAYOP_SHARED") or os.path.join(ROOT, "..", "shared")
-if not os.path.isdir(os.path.join(SHARED, "kuberay")):
-    SHARED = "/work/shared"
 failures = 0
 
 
@@ -76,19 +75,21 @@ class Env:
         atexit.register(self.close)
         self.real = self.sim = None
         self.ssl, self.auth = None, {}
-        if realserver.wanted():
+        if lib_realserver.wanted():
             # the same test against a real control plane; kubesim's simulation knobs have no
             # counterpart there, only the node count carries over
             args = list(kubesim_args)
             nodes = int(args[args.index("--nodes") + 1]) if "--nodes" in args else 3
-            self.real = realserver.RealK8s(self.work, nodes=nodes)
+            self.real = lib_realserver.RealK8s(self.work, nodes=nodes)
             self.url, self.kubeconfig = self.real.url, self.real.kubeconfig
             self.ssl, self.auth = self.real.ssl, self.real.headers()
             print("# real control plane at %s, up in %d ms" % (self.url, self.real.start_ms), flush=True)
         else:
             self.sim_log = open(os.path.join(self.work, "kubesim.log"), "wb")
             self.sim = subprocess.Popen([kubesim, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-                                         self.kubeconfig, "--request-log", self.reqlog] + list(kubesim_args),
+                                         self.kubeconfig, "--request-log", self.reqlog] + list(kubesim_args)
+                                        # no --nodes: the API server only, not kubesim's default pool
+                                        + ([] if "--nodes" in kubesim_args else ["--nodes", "0"]),
                                         stdout=subprocess.PIPE, stderr=self.sim_log)
             self.url = self.sim.stdout.readline().decode().strip()
             if not self.url.startswith("http"):

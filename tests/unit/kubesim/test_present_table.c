@@ -12,6 +12,7 @@
 #include "kubesim/present/present.h"
 #include "kubesim/registry/registry.h"
 #include "tests/unit/yaml_fixture.h"
+#include "tests/unit/shared_fixture.h"
 #include "util/util.h"
 
 #define NOW ((time_t)1800000000)
@@ -24,8 +25,8 @@ static struct registry *with_crds(void)
 
     assert_int_equal(registry_new(&r), 0);
     for (size_t i = 0; i < 2; i++) {
-        char path[256];
-        snprintf(path, sizeof(path), KUBERAY_CRDS "%s", files[i]);
+        char path[700];
+        snprintf(path, sizeof(path), "%s/kuberay/crds/%s", shared_fixture_dir(), files[i]);
         cJSON *crd = yaml_fixture_load(path);
         assert_non_null(crd);
         assert_int_equal(registry_add_crd(r, crd, err, sizeof(err)), 0);

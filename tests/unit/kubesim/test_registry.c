@@ -11,6 +11,7 @@
 
 #include "kubesim/registry/registry.h"
 #include "tests/unit/yaml_fixture.h"
+#include "tests/unit/shared_fixture.h"
 #include "util/util.h"
 
 static bool strv_has(char *const *v, const char *s)
@@ -168,10 +169,10 @@ static void test_verb_names_sorted(void **state)
 
 static cJSON *load_crd(const char *file)
 {
-    char path[256];
+    char path[700];
     cJSON *c;
 
-    snprintf(path, sizeof(path), KUBERAY_CRDS "%s", file);
+    snprintf(path, sizeof(path), "%s/kuberay/crds/%s", shared_fixture_dir(), file);
     c = yaml_fixture_load(path);
     assert_non_null(c);
     return c;

@@ -18,6 +18,7 @@
 #include "kubesim/schema/schema.h"
 #include "kobj/yamljson.h"
 #include "util/util.h"
+#include "tests/unit/shared_fixture.h"
 
 static struct schema *compile_yaml(const char *yaml)
 {
@@ -287,26 +288,6 @@ static void test_compile_errors_and_list_keys(void **state)
 
 /* ---- the real CRDs and samples ---- */
 
-static char shared_dir[512];
-
-static void find_shared(void)
-{
-    const char *env = getenv("RAYOP_SHARED");
-    const char *cands[] = { env, "../shared", "/work/shared" };
-    for (size_t i = 0; i < 3; i++) {
-        char p[600];
-        if (!cands[i])
-            continue;
-        snprintf(p, sizeof(p), "%s/kuberay/crds", cands[i]);
-        DIR *d = opendir(p);
-        if (d) {
-            closedir(d);
-            snprintf(shared_dir, sizeof(shared_dir), "%s", cands[i]);
-            return;
-        }
-    }
-    fail_msg("shared folder with kuberay/crds not found (set RAYOP_SHARED)");
-}
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -360,7 +341,7 @@ static void load_crds(void)
         char path[700], err[256];
         size_t len;
         cJSON *docs;
-        snprintf(path, sizeof(path), "%s/kuberay/crds/%s", shared_dir, names[i]);
+        snprintf(path, sizeof(path), "%s/kuberay/crds/%s", shared_fixture_dir(), names[i]);
         char *buf = read_file(path, &len);
         assert_non_null(buf);
         uint64_t t0 = util_now_ns();
@@ -450,9 +431,8 @@ static void test_kuberay_samples_validate(void **state)
 {
     char dir[700];
     (void)state;
-    find_shared();
     load_crds();
-    snprintf(dir, sizeof(dir), "%s/kuberay/samples", shared_dir);
+    snprintf(dir, sizeof(dir), "%s/kuberay/samples", shared_fixture_dir());
     validated = 0;
     walk_samples(dir, 0);
     print_message("%d ray.io/v1 objects validated with no causes\n", validated);
@@ -476,7 +456,7 @@ static cJSON *load_doc(const char *rel)
     char path[800], err[256];
     size_t len;
     cJSON *doc = NULL;
-    snprintf(path, sizeof(path), "%s/kuberay/samples/%s", shared_dir, rel);
+    snprintf(path, sizeof(path), "%s/kuberay/samples/%s", shared_fixture_dir(), rel);
     char *buf = read_file(path, &len);
     assert_non_null(buf);
     if (yamljson_parse_one(buf, len, &doc, err, sizeof(err)))
@@ -492,7 +472,6 @@ static void test_server_side_apply_sample(void **state)
     char err[512];
     cJSON *live = NULL, *next = NULL;
     (void)state;
-    find_shared();
     load_crds();
     struct schema *s = schema_for("RayCluster");
     const char *ckeys = "spec.headGroupSpec.template.spec.containers";

@@ -23,6 +23,7 @@
 #include "kubesim/patch/internal.h"
 #include "kobj/yamljson.h"
 #include "util/util.h"
+#include "tests/unit/shared_fixture.h"
 
 /* A Pod with maps, keyed lists (containers, env, ports, volumes), nested keyed lists,
  * a set of primitives (finalizers) and an atomic list (command). */
@@ -260,17 +261,11 @@ static void test_direct_print_matches_set(void **state)
 static void test_direct_print_matches_set_on_samples(void **state)
 {
     (void)state;
-    const char *env = getenv("RAYOP_SHARED");
-    const char *cands[] = { env, "../shared", "/work/shared" };
-    char dir[700] = "";
-    DIR *d = NULL;
-    for (size_t i = 0; i < 3 && !d; i++)
-        if (cands[i]) {
-            snprintf(dir, sizeof(dir), "%s/kuberay/samples", cands[i]);
-            d = opendir(dir);
-        }
+    char dir[700];
+    snprintf(dir, sizeof(dir), "%s/kuberay/samples", shared_fixture_dir());
+    DIR *d = opendir(dir);
     if (!d)
-        fail_msg("kuberay/samples not found (set RAYOP_SHARED)");
+        fail_msg("%s: %s", dir, strerror(errno));
     size_t objects = 0, direct = 0;
     struct dirent *de;
     while ((de = readdir(d))) {

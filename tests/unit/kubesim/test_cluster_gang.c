@@ -1,0 +1,390 @@
+/* test_cluster_gang.c - kubesim's gang step (kubesim/cluster/gang.c), one
+ * session at a time (gang_testlib.h): all-or-nothing binding, a gang waiting for
+ * its members, Volcano's enqueue (overcommit, Queue state and capability, the
+ * default Queue, Queue status), priority order between gangs, PodGroup phases,
+ * counts and conditions with their Events, and the scheduler-plugins, YuniKorn,
+ * KAI and Kubernetes WAS gang rules. */
+#include "gang_testlib.h"
+
+#define FX(state) ((struct gt *)*(state))
+
+static int setup(void **state)
+{
+    *state = gt_new(2, "4");   /* 8 CPUs in two nodes of 4 */
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    gt_free(FX(state));
+    return 0;
+}
+
+/* Two gangs that fit alone but not together: the first takes its nodes, the
+ * second has no Pod bound, not even the one that would fit, until the first goes. */
+static void test_all_or_nothing(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[512];
+
+    gt_volcano_pg(t, "alpha", 3, NULL);
+    gt_volcano_pods(t, "alpha", 0, 3, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "alpha", 0, 3), 3);
+    assert_string_equal(gt_field(t, t->vpg, "default", "alpha", "status.phase", buf, sizeof(buf)),
+                        "Running");
+    assert_int_equal(gt_events(t, "default", "alpha", "Scheduled", "pod group is ready", "volcano"), 1);
+    assert_int_equal(gt_events(t, "default", "alpha-0", "Scheduled", "Successfully assigned", "volcano"), 1);
+
+    gt_volcano_pg(t, "beta", 3, NULL);
+    gt_volcano_pods(t, "beta", 0, 3, "2");
+    for (int i = 0; i < 3; i++)   /* stable: later sessions change nothing */
+        gt_session(t);
+    assert_int_equal(gt_bound(t, "beta", 0, 3), 0);
+    /* enqueued (no minResources to hold it back) but not allocated */
+    assert_string_equal(gt_field(t, t->vpg, "default", "beta", "status.phase", buf, sizeof(buf)),
+                        "Inqueue");
+    cJSON *un = gt_cond(t, t->vpg, "beta", "Unschedulable");
+    assert_non_null(un);
+    assert_string_equal(tl_str(un, "reason"), "NotEnoughResources");
+    assert_string_equal(tl_str(un, "status"), "True");
+    assert_non_null(strstr(tl_str(un, "message"), "pod group is not ready, 3 Pending, 3 minAvailable; "
+                                                  "Pending: 1 Schedulable, 2 Unschedulable"));
+    assert_non_null(strstr(tl_str(un, "message"), "Insufficient cpu"));
+    cJSON_Delete(un);
+    assert_null(gt_cond(t, t->vpg, "beta", "Scheduled"));
+    /* Volcano's per-task texts: the one that fits is told why it waits */
+    assert_int_equal(gt_events(t, "default", "beta-0", "FailedScheduling",
+                               "can possibly be assigned to", "volcano"), 1);
+    assert_int_equal(gt_events(t, "default", "beta-1", "FailedScheduling",
+                               "0/2 nodes are unavailable: 2 Insufficient cpu.", "volcano"), 1);
+    assert_int_equal(gt_events(t, "default", "beta", "Unschedulable",
+                               "2/3 tasks in gang unschedulable", "volcano"), 1);
+    cJSON *ps = gt_cond(t, t->pods, "beta-2", "PodScheduled");
+    assert_non_null(ps);
+    assert_string_equal(tl_str(ps, "status"), "False");
+    cJSON_Delete(ps);
+
+    /* the first gang goes: the second is bound whole, in one session */
+    for (int i = 0; i < 3; i++) {
+        snprintf(buf, sizeof(buf), "alpha-%d", i);
+        gt_delete(t, t->pods, "default", buf);
+    }
+    gt_delete(t, t->vpg, "default", "alpha");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "beta", 0, 3), 3);
+    assert_string_equal(gt_field(t, t->vpg, "default", "beta", "status.phase", buf, sizeof(buf)),
+                        "Running");
+}
+
+/* minMember 3 with two Pods: none is bound though both fit; the third brings all. */
+static void test_waits_for_members(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[512];
+
+    gt_volcano_pg(t, "g", 3, NULL);
+    gt_volcano_pods(t, "g", 0, 2, "1");
+    gt_session(t);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "g", 0, 2), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "g", "status.phase", buf, sizeof(buf)),
+                        "Inqueue");
+    cJSON *un = gt_cond(t, t->vpg, "g", "Unschedulable");
+    assert_non_null(un);
+    assert_non_null(strstr(tl_str(un, "message"), "2 Pending, 3 minAvailable; Pending: 2 Schedulable"));
+    cJSON_Delete(un);
+
+    gt_volcano_pods(t, "g", 2, 1, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "g", 0, 3), 3);
+}
+
+/* Pending -> Inqueue -> Running -> Completed, the counts and the conditions. */
+static void test_phases(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[512], name[64];
+
+    /* minResources above 1.2 x the idle 8 CPUs: the gang is not even enqueued */
+    gt_volcano_pg(t, "big", 2, ",\"minResources\":{\"cpu\":\"10\"}");
+    gt_volcano_pods(t, "big", 0, 2, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "big", 0, 2), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "big", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    /* the enqueue plugins' Normal Event and the gang plugin's Warning that quotes it */
+    assert_int_equal(gt_events(t, "default", "big", "Unschedulable",
+                               "resource in cluster is overused: overused cpu", "volcano"), 2);
+    assert_int_equal(gt_events(t, "default", "big-0", "FailedScheduling",
+                               "Origin reason is: resource in cluster is overused", "volcano"), 1);
+
+    /* 9 CPUs fit under the overcommit (9.6): Inqueue, then placed on the 8 real ones */
+    gt_volcano_pg(t, "ok", 2, ",\"minResources\":{\"cpu\":\"9\"}");
+    gt_session(t);
+    assert_string_equal(gt_field(t, t->vpg, "default", "ok", "status.phase", buf, sizeof(buf)),
+                        "Inqueue");
+    gt_volcano_pods(t, "ok", 0, 2, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ok", 0, 2), 2);
+    assert_string_equal(gt_field(t, t->vpg, "default", "ok", "status.phase", buf, sizeof(buf)),
+                        "Running");
+    cJSON *sc = gt_cond(t, t->vpg, "ok", "Scheduled");
+    assert_non_null(sc);
+    assert_string_equal(tl_str(sc, "reason"), "tasks in gang are ready to be scheduled");
+    assert_non_null(tl_str(sc, "transitionID"));
+    assert_non_null(tl_str(sc, "lastTransitionTime"));
+    cJSON_Delete(sc);
+
+    for (int i = 0; i < 2; i++) {
+        snprintf(name, sizeof(name), "ok-%d", i);
+        gt_patch(t, t->pods, "default", name, "status", "{\"status\":{\"phase\":\"Running\"}}");
+    }
+    gt_session(t);
+    cJSON *pg = gt_get(t, t->vpg, "default", "ok");
+    assert_int_equal((int)tl_num(pg, "status.running"), 2);
+    cJSON_Delete(pg);
+    for (int i = 0; i < 2; i++) {
+        snprintf(name, sizeof(name), "ok-%d", i);
+        gt_patch(t, t->pods, "default", name, "status", "{\"status\":{\"phase\":\"Succeeded\"}}");
+    }
+    gt_session(t);
+    pg = gt_get(t, t->vpg, "default", "ok");
+    assert_string_equal(tl_str(pg, "status.phase"), "Completed");
+    assert_int_equal((int)tl_num(pg, "status.succeeded"), 2);
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pg, "status"),
+                                                 "running"));
+    cJSON_Delete(pg);
+}
+
+/* Volcano's controller makes the default Queue; every Queue's status is kept. */
+static void test_default_queue(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+
+    gt_session(t);
+    cJSON *q = gt_get(t, t->queues, "", "default");
+    assert_non_null(q);
+    assert_int_equal((int)tl_num(q, "spec.weight"), 1);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(q, "spec"), "reclaimable")));
+    assert_string_equal(tl_str(q, "status.state"), "Open");
+    cJSON_Delete(q);
+
+    gt_volcano_pg(t, "a", 1, NULL);   /* no queue named: the default one */
+    gt_volcano_pods(t, "a", 0, 1, "1");
+    gt_volcano_pg(t, "b", 2, ",\"minResources\":{\"cpu\":\"20\"}");
+    gt_session(t);
+    q = gt_get(t, t->queues, "", "default");
+    assert_int_equal((int)tl_num(q, "status.running"), 1);
+    assert_int_equal((int)tl_num(q, "status.pending"), 1);
+    cJSON_Delete(q);
+    assert_string_equal(gt_field(t, t->vpg, "default", "a", "status.phase", buf, sizeof(buf)),
+                        "Running");
+}
+
+/* A Closed Queue admits nothing; opening it lets the gang in. A Queue that does
+ * not exist holds its gangs too. */
+static void test_queue_state(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[512];
+
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+        "\"metadata\":{\"name\":\"shut\"},\"spec\":{\"weight\":1}}")));
+    gt_patch(t, t->queues, "", "shut", "status", "{\"status\":{\"state\":\"Closed\"}}");
+    gt_volcano_pg(t, "g", 1, ",\"queue\":\"shut\"");
+    gt_volcano_pods(t, "g", 0, 1, "1");
+    gt_volcano_pg(t, "lost", 1, ",\"queue\":\"nowhere\"");
+    gt_volcano_pods(t, "lost", 0, 1, "1");
+    gt_session(t);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "g", 0, 1), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "g", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    assert_int_equal(gt_events(t, "default", "g-0", "FailedScheduling", "queue shut is not open",
+                               "volcano"), 1);
+    assert_int_equal(gt_bound(t, "lost", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "lost-0", "FailedScheduling",
+                               "queue nowhere is not found", "volcano"), 1);
+    /* the Closed state is Volcano's to keep: the session does not reopen it */
+    assert_string_equal(gt_field(t, t->queues, "", "shut", "status.state", buf, sizeof(buf)),
+                        "Closed");
+    cJSON *q = gt_get(t, t->queues, "", "shut");
+    assert_int_equal((int)tl_num(q, "status.pending"), 1);
+    cJSON_Delete(q);
+
+    gt_patch(t, t->queues, "", "shut", "status", "{\"status\":{\"state\":\"Open\"}}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "g", 0, 1), 1);
+    assert_int_equal(gt_bound(t, "lost", 0, 1), 0);
+}
+
+/* A Queue's capability bounds what its gangs hold, bound and enqueued together. */
+static void test_queue_capability(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[512];
+
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+        "\"metadata\":{\"name\":\"small\"},\"spec\":{\"weight\":1,\"capability\":{\"cpu\":\"3\"}}}")));
+    gt_volcano_pg(t, "one", 2, ",\"queue\":\"small\",\"minResources\":{\"cpu\":\"2\"}");
+    gt_volcano_pods(t, "one", 0, 2, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "one", 0, 2), 2);
+    /* 2 of 3 CPUs are taken: a second gang of 2 does not fit the queue, though the nodes have 6 free */
+    gt_volcano_pg(t, "two", 2, ",\"queue\":\"small\",\"minResources\":{\"cpu\":\"2\"}");
+    gt_volcano_pods(t, "two", 0, 2, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "two", 0, 2), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "two", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    assert_int_equal(gt_events(t, "default", "two", "Unschedulable",
+                               "queue resource quota insufficient: insufficient cpu", "volcano"), 2);
+    /* the default Queue has no capability: the same gang there runs */
+    gt_volcano_pg(t, "three", 2, ",\"minResources\":{\"cpu\":\"2\"}");
+    gt_volcano_pods(t, "three", 0, 2, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "three", 0, 2), 2);
+    /* the first gang finishes: the queue has room again */
+    gt_patch(t, t->pods, "default", "one-0", "status", "{\"status\":{\"phase\":\"Succeeded\"}}");
+    gt_patch(t, t->pods, "default", "one-1", "status", "{\"status\":{\"phase\":\"Succeeded\"}}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "two", 0, 2), 2);
+}
+
+/* Of two gangs that fit alone but not together, the higher PriorityClass wins, though
+ * the other is older and first by name. */
+static void test_priority(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+
+    store_obj_unref(tl_create(t->s, t->pc, "", tl_json(
+        "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\","
+        "\"metadata\":{\"name\":\"high\"},\"value\":1000}")));
+    gt_volcano_pg(t, "a-low", 2, NULL);
+    gt_volcano_pods(t, "a-low", 0, 2, "3");
+    gt_volcano_pg(t, "z-high", 2, ",\"priorityClassName\":\"high\"");
+    gt_volcano_pods(t, "z-high", 0, 2, "3");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "z-high", 0, 2), 2);
+    assert_int_equal(gt_bound(t, "a-low", 0, 2), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "a-low", "status.phase", buf, sizeof(buf)),
+                        "Inqueue");
+}
+
+/* scheduler-plugins: the PodGroup's minMember over the Pods labelled with it. */
+static void test_scheduler_plugins(void **state)
+{
+    struct gt *t = FX(state);
+    const char *meta = ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"sp\"}";
+
+    store_obj_unref(tl_create(t->s, t->sppg, "default", tl_json(
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+        "\"metadata\":{\"name\":\"sp\"},\"spec\":{\"minMember\":3}}")));
+    gt_pod(t, "sp-0", "scheduler-plugins-scheduler", "3", meta);
+    gt_pod(t, "sp-1", "scheduler-plugins-scheduler", "3", meta);
+    gt_pod(t, "sp-2", "scheduler-plugins-scheduler", "3", meta);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "sp", 0, 3), 0);
+    assert_int_equal(gt_events(t, "default", "sp-2", "FailedScheduling",
+                               "1/3 tasks in gang unschedulable", "scheduler-plugins-scheduler"), 1);
+    gt_patch(t, t->sppg, "default", "sp", NULL, "{\"spec\":{\"minMember\":2}}");
+    gt_delete(t, t->pods, "default", "sp-2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "sp", 0, 2), 2);
+    assert_int_equal(gt_events(t, "default", "sp-0", "Scheduled", NULL, "scheduler-plugins-scheduler"), 1);
+}
+
+/* YuniKorn: the task groups' minMember among the Pods that exist, and room for the
+ * placeholders of the members not created yet. */
+static void test_yunikorn(void **state)
+{
+    struct gt *t = FX(state);
+    char meta[600];
+    const char *groups =
+        "[{\\\"name\\\":\\\"head\\\",\\\"minMember\\\":1,\\\"minResource\\\":{\\\"cpu\\\":\\\"1\\\"}},"
+        "{\\\"name\\\":\\\"w\\\",\\\"minMember\\\":%d,\\\"minResource\\\":{\\\"cpu\\\":\\\"3\\\"}}]";
+    char tg[300];
+
+    /* head 1 CPU + one 3-CPU worker of 3: 4 CPUs left, 6 wanted for the two to come */
+    snprintf(tg, sizeof(tg), groups, 3);
+    snprintf(meta, sizeof(meta), ",\"labels\":{\"applicationId\":\"app1\"},\"annotations\":{"
+             "\"yunikorn.apache.org/task-groups\":\"%s\",\"yunikorn.apache.org/task-group-name\":"
+             "\"head\"}", tg);
+    gt_pod(t, "app1-0", "yunikorn", "1", meta);
+    snprintf(meta, sizeof(meta), ",\"labels\":{\"applicationId\":\"app1\"},\"annotations\":{"
+             "\"yunikorn.apache.org/task-groups\":\"%s\",\"yunikorn.apache.org/task-group-name\":"
+             "\"w\"}", tg);
+    gt_pod(t, "app1-1", "yunikorn", "3", meta);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "app1", 0, 2), 0);
+    assert_int_equal(gt_events(t, "default", "app1-0", "FailedScheduling",
+                               "the placeholders of the task groups do not fit", "yunikorn"), 1);
+
+    /* the same with a worker group of 2: 3 CPUs to hold, 4 free */
+    snprintf(tg, sizeof(tg), groups, 2);
+    snprintf(meta, sizeof(meta), ",\"labels\":{\"applicationId\":\"app2\"},\"annotations\":{"
+             "\"yunikorn.apache.org/task-groups\":\"%s\",\"yunikorn.apache.org/task-group-name\":"
+             "\"head\"}", tg);
+    gt_delete(t, t->pods, "default", "app1-0");
+    gt_delete(t, t->pods, "default", "app1-1");
+    gt_pod(t, "app2-0", "yunikorn", "1", meta);
+    snprintf(meta, sizeof(meta), ",\"labels\":{\"applicationId\":\"app2\"},\"annotations\":{"
+             "\"yunikorn.apache.org/task-groups\":\"%s\",\"yunikorn.apache.org/task-group-name\":"
+             "\"w\"}", tg);
+    gt_pod(t, "app2-1", "yunikorn", "3", meta);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "app2", 0, 2), 2);
+}
+
+/* Kubernetes WAS: default-scheduler Pods naming a v1alpha2 PodGroup wait for it and
+ * are placed by its gang minCount. */
+static void test_was(void **state)
+{
+    struct gt *t = FX(state);
+    char name[64];
+
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof(name), "w-%d", i);
+        store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
+            "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"schedulingGroup\":{\"podGroupName\":\"w\"},"
+            "\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\",\"resources\":"
+            "{\"requests\":{\"cpu\":\"3\"}}}]}}", name)));
+    }
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "w", 0, 3), 0);   /* no PodGroup yet: they wait */
+    store_obj_unref(tl_create(t->s, t->waspg, "default", tl_json(
+        "{\"apiVersion\":\"scheduling.k8s.io/v1alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
+        "{\"name\":\"w\"},\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":3}}}}")));
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "w", 0, 3), 0);   /* 3 x 3 CPUs on two 4-CPU nodes */
+    assert_int_equal(gt_events(t, "default", "w-0", "FailedScheduling",
+                               "tasks in gang unschedulable", "default-scheduler"), 1);
+    gt_delete(t, t->pods, "default", "w-2");
+    gt_patch(t, t->waspg, "default", "w", NULL,
+             "{\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "w", 0, 2), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_all_or_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waits_for_members, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_phases, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_capability, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_plugins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_yunikorn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_was, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
