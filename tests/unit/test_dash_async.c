@@ -87,6 +87,14 @@ static int requests(void)
     return n;
 }
 
+/* waits (bounded) until the server has read more than before requests */
+static void wait_request(int before)
+{
+    uint64_t until = util_now_ns() + 5000000000ull;
+    while (requests() == before && util_now_ns() < until)
+        usleep(2000);
+}
+
 /* waits (bounded) until no call is out */
 static void drain(void)
 {
@@ -161,9 +169,7 @@ static void test_held_answer_taken_later(void **state)
                      -EINPROGRESS);
     assert_int_equal(dash_async_call("a\nheld", &t, "POST", "/api/jobs/", "{}", 2, 20, &r),
                      -EINPROGRESS);
-    uint64_t until = util_now_ns() + 5000000000ull;
-    while (requests() == before && util_now_ns() < until)
-        usleep(2000);
+    wait_request(before);
     assert_int_equal(requests(), before + 1);
     assert_int_equal(dash_async_in_flight(), 1);
     gate(true);
@@ -191,9 +197,7 @@ static void test_known_slow_not_waited_for(void **state)
     int before = requests();
     assert_int_equal(dash_async_call("b\nfirst", &t, "GET", "/api/jobs/x", NULL, 0, 10, &r),
                      -EINPROGRESS);
-    uint64_t until = util_now_ns() + 5000000000ull;
-    while (requests() == before && util_now_ns() < until)
-        usleep(2000);
+    wait_request(before);
     usleep(1200000);
     gate(true);
     drain();
