@@ -78,6 +78,9 @@ struct ray_cluster {
     bool has_target_capacity;    /* the last PUT's target_capacity (0..100), else null */
     int delay_ms;                /* every answer of this cluster's dashboard and Serve proxy
                                     comes this late (admin .../delay): a slow head */
+    unsigned dash_asked, dash_answered; /* dashboard requests in, answers out (after the
+                                           delay): /kubesim/ray/clusters shows them, so a test
+                                           sees a call still out */
     int target_capacity;
     uint64_t serve_started_ms;   /* when the Serve controller first started */
     char *auth_token;            /* RAY_AUTH_MODE=token: the token requests must carry

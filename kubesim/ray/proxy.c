@@ -355,6 +355,8 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
         return -ENOENT;
     }
     int delay = c->delay_ms;
+    if (!t->serve)
+        c->dash_asked++;
     if (t->serve) {
         rc = ray_serve_http(c, ray_now_ms(), method, path, out);
     } else {
@@ -370,6 +372,13 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
     if (delay > 0) {   /* a slow head: this connection's thread waits, nobody else */
         struct timespec ts = { delay / 1000, (long)(delay % 1000) * 1000000L };
         nanosleep(&ts, NULL);
+    }
+    if (!t->serve) {   /* the cluster may have gone while this thread slept */
+        pthread_mutex_lock(&r->mu);
+        HASH_FIND_STR(r->clusters, t->uid, c);
+        if (c)
+            c->dash_answered++;
+        pthread_mutex_unlock(&r->mu);
     }
     return rc;
 }
@@ -572,6 +581,8 @@ static int admin_list(struct ray *r, struct server_req *req)
         cJSON_AddStringToObject(o, "headIP", c->head_ip);
         cJSON_AddNumberToObject(o, "jobs", HASH_COUNT(c->jobs));
         cJSON_AddNumberToObject(o, "applications", HASH_COUNT(c->apps));
+        cJSON_AddNumberToObject(o, "dashboardAsked", c->dash_asked);
+        cJSON_AddNumberToObject(o, "dashboardAnswered", c->dash_answered);
         cJSON_AddItemToArray(arr, o);
     }
     pthread_mutex_unlock(&r->mu);
