@@ -39,18 +39,6 @@ static void set_message(struct host_result *res, const char *msg)
     res->message[n] = '\0';
 }
 
-int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
-{
-    if (r->err == RC_ERR_NONE) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
-        va_end(ap);
-        r->err = e;
-    }
-    return -EIO;
-}
-
 /* ---- autoscaler RBAC ---------------------------------------------------------- */
 
 /* ServiceAccount/Role/RoleBinding and the auth Secret carry the created-by
