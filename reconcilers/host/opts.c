@@ -25,7 +25,7 @@ static void usage(FILE *f)
           "  --namespace NS / --watch-namespace A,B  scope (checked against keys; the watcher decides what is cached)\n"
           "  --state-dir DIR                        watcher socket and cache segment (default /run/rayop)\n"
           "  --workers N / --reconcile-concurrency N worker threads (default 1)\n"
-          "  --qps N --burst N                      client-side API rate limit (default 100/200)\n"
+          "  --qps N --burst N                      client-side API rate limit per resource (100/200)\n"
           "  --metrics-addr ADDR                    Prometheus /metrics (default :8080; 0 = off)\n"
           "  --health-probe-bind-address ADDR       /healthz, /readyz (default :8082; 0 = off)\n"
           "  --enable-leader-election BOOL          one active Pod per kind (a Lease rayop-KIND-leader;\n"
