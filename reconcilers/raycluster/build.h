@@ -59,6 +59,7 @@
 #define RC_RAY_CONTAINER              0     /* the Ray container is containers[0] */
 #define RC_AUTOSCALER_CONTAINER       "autoscaler"
 #define RC_WAIT_GCS_CONTAINER         "wait-gcs-ready"
+#define RC_COLLECTOR_CONTAINER        "ray-history-collector"  /* CollectorContainerName */
 
 /* Event / condition reasons KubeRay uses when validation fails (K8sEventType). */
 #define RC_REASON_INVALID_METADATA    "InvalidRayClusterMetadata"
@@ -194,6 +195,11 @@ int rc_build_autoscaler_rbac(const cJSON *rc, cJSON **sa, cJSON **role, cJSON **
  * otherwise, host and tls from ingressOptions, every cluster annotation but
  * kubernetes.io/ingress.class, which becomes spec.ingressClassName. */
 cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int *err);
+/* The OpenShift Route that replaces that Ingress when the API server serves OpenShift's
+ * groups (BuildRouteForHeadService; NULL when enableIngress is off): CheckRouteName(NAME-
+ * head-route) (cut to 51 - len(namespace)), to the head Service with weight 100, target
+ * port the dashboard port, wildcardPolicy None, every cluster annotation, owned. */
+cJSON *rc_build_head_route(const cJSON *rc, int *err);
 
 /* The token Secret KubeRay creates for authOptions.mode "token" (no secretName, no
  * enableK8sTokenAuth): the same condition under which the Pods reference it
