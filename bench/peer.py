@@ -157,6 +157,16 @@ def start(env, op, ns):
     return env.start("rayop-" + ns, args)
 
 
+def stop(p):
+    """SIGTERM, then SIGKILL if the operator has not exited within 40 s."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=40)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 def requests(env, ua, ns):
     """(requests by verb, requests by "verb resource[/subresource]")"""
     c, by_res = collections.Counter(), collections.Counter()
@@ -211,12 +221,7 @@ def run_one(env, op, ns):
     s.stop = True
     s.join()
     pods = len(env.items("/api/v1/namespaces/%s/pods" % ns))
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(timeout=40)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    stop(p)
     req, by_res = requests(env, UA[op], ns)
     r = {"ready_s": ready if ok else None, "ready_p50_s": pct(list(ready_at.values()), 0.5),
          "ready_p99_s": pct(list(ready_at.values()), 0.99), "cpu_s": s.cpu_total(), "mem_mib": s.peak,

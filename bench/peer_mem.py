@@ -14,8 +14,6 @@
 # and, last, one JSON object with all of them; bench/plot_mem.py draws them.
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 
@@ -86,12 +84,7 @@ def run_exp(env, op, exp):
         if not ok:
             print("# %s %s: only %d of %d Pods Running" % (op, exp, running(env, ns), pods), flush=True)
             break
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(timeout=40)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    peer.stop(p)
     r = {"op": op, "exp": exp, "points": points}
     print(json.dumps(r), flush=True)
     return r
