@@ -150,7 +150,7 @@ static void handle(struct hconn *c)
     } else if (strcmp(path, "/metrics") == 0) {
         struct buf own = { 0 }, m = { 0 };
         if (metrics_text(c->w, &own) < 0 ||
-            watcher_metrics_pool(c->w->metrics_dir, own.data ? own.data : "", own.len, &m) < 0)
+            watcher__metrics_pool(c->w->metrics_dir, own.data ? own.data : "", own.len, &m) < 0)
             respond(c, 503, "text/plain", "metrics unavailable\n", 20);
         else
             respond(c, 200, "text/plain; version=0.0.4", m.data ? m.data : "", m.len);
@@ -206,7 +206,7 @@ static void on_conn(uv_stream_t *server, int status)
 }
 
 /* ":8080" and "8080" listen on every address, "HOST:PORT" on HOST; "0" or "" is off. */
-int whttp_start(struct watcher *w, const char *addr)
+int watcher__http_start(struct watcher *w, const char *addr)
 {
     char host[128] = "0.0.0.0";
     const char *colon = addr ? strrchr(addr, ':') : NULL;
@@ -257,7 +257,7 @@ int whttp_start(struct watcher *w, const char *addr)
     return 0;
 }
 
-void whttp_stop(struct watcher *w)
+void watcher__http_stop(struct watcher *w)
 {
     if (w->http_open) {
         w->http_open = 0;
