@@ -5,9 +5,12 @@
 #ifndef RAYOP_RAYCLUSTER_INTERNAL_H
 #define RAYOP_RAYCLUSTER_INTERNAL_H
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cjson/cJSON.h>
 
 #include "reconcilers/raycluster/build.h"
@@ -27,6 +30,7 @@ struct rc_run {
     struct rc_build_opts bo;
     cJSON *pods;                /* Pods labelled ray.io/cluster=NAME (cache, owned) */
     cJSON *live;                /* the same from the API server, fetched before creates (owned) */
+    bool live_skipped;          /* the Pod LIST was not needed (reconcile_pods.c fence) */
     enum rc_err err;            /* what the pod reconcile ran into */
     char err_msg[512];
     uint64_t requeue_ms;        /* > 0: ask for a requeue after this long */
@@ -34,13 +38,27 @@ struct rc_run {
 };
 
 /* Records the first error of the reconcile (later ones keep the first, as
- * KubeRay stops at the first). Returns -EIO for `return rc_fail(...)`. */
+ * KubeRay stops at the first). Returns -EIO for `return rc_fail(...)`. Here, not
+ * in reconcile.c, so that the steps (reconcile_pods.c, reconcile_delete.c) do not
+ * call back up into the file that drives them. */
+static inline __attribute__((format(printf, 3, 4)))
 int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+{
+    if (r->err == RC_ERR_NONE) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+        va_end(ap);
+        r->err = e;
+    }
+    return -EIO;
+}
 
 /* reconcile_pods.c: head and worker Pods (KubeRay's reconcilePods). 0 or the
  * rc_fail() error; never writes status. */
 int rc_reconcile_pods(struct rc_run *r);
+/* Forgets the confirming-LIST fence (reconcile_pods.c): tests that restart. */
+void rc_pods_fence_reset(void);
 /* Deletes every Pod in pods (an array) that is not already terminating; one
  * event per call as KubeRay's DeleteAllOf. 0 or rc_fail(). */
 int rc_delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e);

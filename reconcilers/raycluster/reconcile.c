@@ -41,18 +41,6 @@ static void set_message(struct host_result *res, const char *msg)
     res->message[n] = '\0';
 }
 
-int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
-{
-    if (r->err == RC_ERR_NONE) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
-        va_end(ap);
-        r->err = e;
-    }
-    return -EIO;
-}
-
 /* ---- autoscaler RBAC ---------------------------------------------------------- */
 
 /* ServiceAccount/Role/RoleBinding and the auth Secret carry the created-by
@@ -443,7 +431,8 @@ static int write_status(struct rc_run *r)
         return rc;
     }
     const cJSON *old = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
-    if (!rc_status_differs(old, st)) {
+    char changed[160];
+    if (rc_status_changes(old, st, changed, sizeof(changed)) == 0) {
         cJSON_Delete(st);
         return 0;
     }
@@ -460,7 +449,7 @@ static int write_status(struct rc_run *r)
     if (rc == 0) {
         const cJSON *ns_state = cJSON_GetObjectItemCaseSensitive(st, "state");
         host_log(r->ctx, LOG_INFO, "updateRayClusterStatus", "state",
-                 cJSON_IsString(ns_state) ? ns_state->valuestring : "", NULL);
+                 cJSON_IsString(ns_state) ? ns_state->valuestring : "", "changed", changed, NULL);
         rc_metrics_observe_provisioned(r->rc, old, st);
     } else {
         host_log(r->ctx, LOG_INFO, "Error updating status", "error", kube_strerror(rc), NULL);
