@@ -30,7 +30,7 @@ static void usage(FILE *f)
           "  --namespace NS           watch only NS (repeatable; default all namespaces)\n"
           "  --watch-namespace A,B    KubeRay's form of --namespace\n"
           "  --state-dir DIR          socket and segment name (default /run/rayop; created 0700)\n"
-          "  --qps N --burst N        client-side API rate limit (default 100 / 200)\n"
+          "  --qps N --burst N        client-side API rate limit per resource (100 / 200)\n"
           "  --cache-capacity BYTES   initial segment size, suffixes K/M/G (default 32M; reserved\n"
           "                           in /dev/shm up front)\n"
           "  --cache-max-objects N    initial object slots (default 16384)\n"

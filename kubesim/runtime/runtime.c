@@ -54,7 +54,15 @@ bool rt_stopping(struct runtime *rt)
 long rt_jnum(const cJSON *o, const char *k, long def)
 {
     const cJSON *v = kobj_get(o, k);
-    return cJSON_IsNumber(v) ? (long)v->valuedouble : def;
+
+    if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
+        return def;
+    /* the Pod's numbers are int32 fields: a larger one is clamped, never cast out of range */
+    if (v->valuedouble >= 2147483647.0)
+        return 2147483647L;
+    if (v->valuedouble <= -2147483648.0)
+        return -2147483647L - 1;
+    return (long)v->valuedouble;
 }
 
 int rt_read_file(const char *path, size_t max, char **out, size_t *len)
@@ -209,32 +217,36 @@ int runtime_parse_flag(struct runtime_opts **o, const char *flag, const char *va
     return 0;
 }
 
-/* The ROOT for image "[registry/]path/REPO[:tag][@digest]" whose repository is REPO or ends
- * in /REPO, else NULL. */
-static const char *image_root(const struct runtime *rt, const char *image)
+int rt_image_match(const struct runtime_opts *o, const char *image)
 {
     char repo[512];
     size_t n;
     const char *slash, *colon;
 
     if (!image)
-        return NULL;
+        return -1;
     n = strcspn(image, "@");
     if (n >= sizeof(repo))
-        return NULL;
+        return -1;
     memcpy(repo, image, n);
     repo[n] = '\0';
     slash = strrchr(repo, '/');
     colon = strrchr(repo, ':');
     if (colon && (!slash || colon > slash))
         repo[colon - repo] = '\0';
-    for (size_t i = 0; i < rt->o.nimages; i++) {
-        size_t rl = strlen(rt->o.repo[i]), l = strlen(repo);
-        if (!strcmp(repo, rt->o.repo[i]) ||
-            (l > rl && repo[l - rl - 1] == '/' && !strcmp(repo + l - rl, rt->o.repo[i])))
-            return rt->o.root[i];
+    for (size_t i = 0; i < o->nimages; i++) {
+        size_t rl = strlen(o->repo[i]), l = strlen(repo);
+        if (!strcmp(repo, o->repo[i]) ||
+            (l > rl && repo[l - rl - 1] == '/' && !strcmp(repo + l - rl, o->repo[i])))
+            return (int)i;
     }
-    return NULL;
+    return -1;
+}
+
+static const char *image_root(const struct runtime *rt, const char *image)
+{
+    int i = rt_image_match(&rt->o, image);
+    return i < 0 ? NULL : rt->o.root[i];
 }
 
 bool runtime_claims(const struct runtime *rt, const cJSON *pod)

@@ -30,6 +30,7 @@ struct rc_run {
     struct rc_build_opts bo;
     cJSON *pods;                /* Pods labelled ray.io/cluster=NAME (cache, owned) */
     cJSON *live;                /* the same from the API server, fetched before creates (owned) */
+    bool live_skipped;          /* the Pod LIST was not needed (reconcile_pods.c fence) */
     enum rc_err err;            /* what the pod reconcile ran into */
     char err_msg[512];
     uint64_t requeue_ms;        /* > 0: ask for a requeue after this long */
@@ -56,6 +57,8 @@ int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
 /* reconcile_pods.c: head and worker Pods (KubeRay's reconcilePods). 0 or the
  * rc_fail() error; never writes status. */
 int rc_reconcile_pods(struct rc_run *r);
+/* Forgets the confirming-LIST fence (reconcile_pods.c): tests that restart. */
+void rc_pods_fence_reset(void);
 /* Deletes every Pod in pods (an array) that is not already terminating; one
  * event per call as KubeRay's DeleteAllOf. 0 or rc_fail(). */
 int rc_delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e);
