@@ -217,7 +217,7 @@ static int start_proc(struct proc *p)
     return 0;
 }
 
-uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
+uint64_t up__next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
                          uint64_t max_ms, uint64_t reset_ms)
 {
     if (ran_ms >= reset_ms)
@@ -226,7 +226,7 @@ uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
     return next > max_ms ? max_ms : next;
 }
 
-int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out)
+int up__tag_line(const char *proc, const char *s, size_t n, struct buf *out)
 {
     int rc = 0;
     if (n >= 2 && s[0] == '{' && s[n - 1] == '}') {
@@ -271,7 +271,7 @@ static void emit_line(struct proc *p, const char *s, size_t n)
 {
     note_error(p, s, n);
     struct buf b = { 0 };
-    if (up_tag_line(p->name, s, n, &b) < 0) {
+    if (up__tag_line(p->name, s, n, &b) < 0) {
         buf_free(&b);
         return;
     }
@@ -332,7 +332,7 @@ static void reap(struct up *u)
             uint64_t now = util_now_ms(), ran = now - p->started_ms;
             p->pid = 0;
             p->last_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            p->backoff_ms = up_next_backoff(p->backoff_ms, ran, u->initial_ms, u->max_ms,
+            p->backoff_ms = up__next_backoff(p->backoff_ms, ran, u->initial_ms, u->max_ms,
                                             u->reset_ms);
             p->due_ms = now + p->backoff_ms;
             char st[16], delay[24];
@@ -541,7 +541,7 @@ int up_main(int argc, char **argv)
     char *common_v[UP_MAX_ARGS / 2], *w_v[UP_MAX_ARGS / 2], *c_v[UP_MAX_ARGS / 2];
     char **common = common_v, **wonly = w_v, **conly = c_v;
     int ncommon = 0, nw = 0, nc = 0, rc;
-    bool in_pod = up_in_pod(), proxy_set = false;
+    bool in_pod = up__in_pod(), proxy_set = false;
     /* outside a Pod nothing but this machine should reach the ports */
     const char *kinds = "raycluster,rayjob,rayservice,raycronjob";
     const char *maddr = in_pod ? ":8080" : "127.0.0.1:8080";
@@ -608,7 +608,7 @@ int up_main(int argc, char **argv)
         add_arg(p, "webhook");
     }
     if (u.nprocs > 1 &&
-        (rc = up_preflight(u.procs[0].argv + 1, u.procs[0].argc - 1, u.procs[1].argv + 1,
+        (rc = up__preflight(u.procs[0].argv + 1, u.procs[0].argc - 1, u.procs[1].argv + 1,
                            u.procs[1].argc - 1)) != 0)
         return rc;
     if (in_pod)

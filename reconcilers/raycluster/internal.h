@@ -123,6 +123,9 @@ void rcb_set_num(struct rcb *b, cJSON *o, const char *key, double val);
 void rcb_set_bool(struct rcb *b, cJSON *o, const char *key, bool val);
 void rcb_set(struct rcb *b, cJSON *o, const char *key, cJSON *val); /* takes val */
 cJSON *rcb_dup(struct rcb *b, const cJSON *src);                  /* NULL src -> {} */
+/* A new {apiVersion, kind, metadata: {name, namespace}}; *meta gets its metadata. */
+cJSON *rcb_object(struct rcb *b, const char *api_version, const char *kind, const char *name,
+                  const char *ns, cJSON **meta);
 void rcb_append(struct rcb *b, cJSON *arr, cJSON *item);          /* takes item */
 cJSON *rcb_str_array(struct rcb *b, const char *const *vals, size_t n);
 /* Appends {"name":..,"value":..} / {"name":..,"valueFrom":{"fieldRef":{"fieldPath":..}}}. */
