@@ -35,6 +35,7 @@ struct rt_probe {
 
 struct rt_ctr {
     const cJSON *spec;          /* in pod->json */
+    bool init;                  /* an init container: runs to completion, in order */
     char name[64];
     const char *root;           /* ROOT of the matching --run-image */
     enum rt_cstate st;
@@ -53,6 +54,11 @@ struct rt_ctr {
     char last_reason[32];
     char last_msg[512];
     time_t last_start, last_finish;
+    /* the termination before that one: lastState once the container has terminated for good */
+    bool has_prev;
+    int prev_code, prev_signal;
+    char prev_reason[32];
+    time_t prev_start, prev_finish;
     char waiting_reason[32], waiting_msg[800];
     struct rt_probe live, rdy;
 };
@@ -65,8 +71,8 @@ struct rt_pod {
     char dir[512];              /* RUNDIR/UID */
     pid_t sandbox;
     int sandbox_fd;
-    struct rt_ctr *c;
-    size_t nc;
+    struct rt_ctr *c;           /* the init containers (c[0..ninit)), then the others */
+    size_t nc, ninit;
     bool deleting;
     uint64_t delete_ms;         /* SIGKILL what is left at */
     bool dirty;                 /* status to write */
