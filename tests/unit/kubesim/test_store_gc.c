@@ -362,8 +362,17 @@ static void test_job_existing_finalizer_beats_default(void **state)
     struct store_obj *job = make_job("held", "\"t/hold\"");
     struct store_obj *after;
     bool gone = true;
+    char meta[512];
 
     (void)state;
+    /* A blocking dependent that its own finalizer keeps: the collector cannot finish the
+     * foreground deletion while the checks below run, so they do not race its thread
+     * (without it the collector may drop foregroundDeletion before the second delete). */
+    snprintf(meta, sizeof(meta), ",\"finalizers\":[\"t/hold\"],\"ownerReferences\":[{"
+             "\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\"held\",\"uid\":\"%s\","
+             "\"controller\":true,\"blockOwnerDeletion\":true}]", job->uid);
+    struct store_obj *pod = tl_create(S, tl_res(S, "", "v1", "pods"), "default",
+                                      tl_pod("held-pod", meta));
     after = del_job("held", "Foreground", &gone);
     assert_false(gone);
     store_obj_unref(after);
@@ -380,6 +389,7 @@ static void test_job_existing_finalizer_beats_default(void **state)
     assert_int_equal(cJSON_GetArraySize(fin), 2);
     assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(fin, 1)), "orphan");
     store_obj_unref(after);
+    store_obj_unref(pod);
     store_obj_unref(job);
 }
 
