@@ -10,6 +10,11 @@
  *   GC_NAMESPACE name a namespace is terminating: delete what it holds, then
  *                     drop the "kubernetes" finalizer so the namespace goes away.
  *
+ * The same thread expires Events event_ttl_ms after their last write (the real
+ * API server stores each Event write under an etcd lease of --event-ttl, 1 h):
+ * without it every Event of a long run stays, and under churn kubesim grew
+ * without bound (the chaos soak: ~2 MB/s, almost all of it Events).
+ *
  * Dependents are indexed by owner uid (s->owners), so work is O(dependents).
  * Like the real garbage collector, owners are identified by uid only, and an
  * owner in another namespace than a namespaced dependent counts as absent.
@@ -23,6 +28,12 @@
 #include <time.h>
 
 #define jget cJSON_GetObjectItemCaseSensitive
+
+struct ev_expiry {
+    struct ev_expiry *next;
+    uint64_t due_ms, rv;
+    char key[];                     /* "ns/name" */
+};
 
 struct gc_pending {                 /* queued (kind, id) pairs, for de-duplication */
     char *key;
@@ -353,6 +364,70 @@ static void process_namespace(struct store *s, const char *name)
     gc_write(s, ns, nj);
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void gc_event_written(struct store *s, const struct sentry *e)
+{
+    size_t n = strlen(e->key) + 1;
+    struct ev_expiry *x = malloc(sizeof(*x) + n);
+    if (!x)
+        return;   /* this write's Event lives until its next write: not worth failing it */
+    x->next = NULL;
+    x->due_ms = mono_ms() + s->event_ttl_ms;
+    x->rv = e->obj->rv;
+    memcpy(x->key, e->key, n);
+    if (s->exp_tail)
+        s->exp_tail->next = x;
+    else
+        s->exp_head = x;
+    s->exp_tail = x;
+    atomic_fetch_add(&s->n_expiring, 1);
+}
+
+/* Deletes the Events whose last write is event_ttl_ms old. Takes s->lock. */
+static void expire_events(struct store *s)
+{
+    uint64_t now = mono_ms();
+    bool any = false;
+
+    pthread_rwlock_wrlock(&s->lock);
+    struct stype *t = s->res_events ? store_type_get(s, s->res_events, false) : NULL;
+    while (s->exp_head && s->exp_head->due_ms <= now) {
+        struct ev_expiry *x = s->exp_head;
+        struct sentry *e = NULL;
+        s->exp_head = x->next;
+        if (!s->exp_head)
+            s->exp_tail = NULL;
+        atomic_fetch_sub(&s->n_expiring, 1);
+        if (t)
+            HASH_FIND(hh, t->objs, x->key, strlen(x->key), e);
+        if (e && e->obj->rv == x->rv && !kobj_meta_str(e->obj->json, "deletionTimestamp")) {
+            gc_delete(s, e, "Background");
+            any = true;
+        }
+        free(x);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    if (any)
+        store_notify_drain(s);
+}
+
+static void free_expiries(struct store *s)
+{
+    while (s->exp_head) {
+        struct ev_expiry *x = s->exp_head;
+        s->exp_head = x->next;
+        free(x);
+    }
+    s->exp_tail = NULL;
+    atomic_store(&s->n_expiring, 0);
+}
+
 static void *gc_main(void *arg)
 {
     struct store *s = arg;
@@ -366,7 +441,19 @@ static void *gc_main(void *arg)
         while (!s->gc_stop && !s->gq_head) {
             s->gc_busy = false;
             pthread_cond_broadcast(&s->gc_cond);
-            pthread_cond_wait(&s->gc_cond, &s->gc_mu);
+            if (!atomic_load(&s->n_expiring)) {
+                pthread_cond_wait(&s->gc_cond, &s->gc_mu);
+                continue;
+            }
+            /* Events to expire: look once a second (a TTL is minutes or hours) */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 1;
+            if (pthread_cond_timedwait(&s->gc_cond, &s->gc_mu, &until) == ETIMEDOUT) {
+                pthread_mutex_unlock(&s->gc_mu);
+                expire_events(s);
+                pthread_mutex_lock(&s->gc_mu);
+            }
         }
         if (s->gc_stop)
             break;
@@ -432,6 +519,7 @@ void gc_stop(struct store *s)
         pthread_join(s->gc_thread, NULL);
         s->gc_started = false;
     }
+    free_expiries(s);
     while (s->gq_head) {
         struct gc_item *it = s->gq_head;
         s->gq_head = it->next;

@@ -385,6 +385,8 @@ int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
     }
     if (gc_index_add(s, e) || store_index_add(t, e))
         log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
+    if (obj->res == s->res_events)
+        gc_event_written(s, e);   /* replayed ones too: their TTL restarts with the server */
     if (!s->replaying) {
         persist_put(s, obj);
         watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
@@ -509,6 +511,7 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
     s->journal_fd = -1;
     s->window = o && o->watch_window ? o->watch_window : 5000;
     s->bookmark_ms = o && o->bookmark_ms ? o->bookmark_ms : 1000;
+    s->event_ttl_ms = o && o->event_ttl_ms ? o->event_ttl_ms : 3600u * 1000u;
     s->svc_next_ip = 1;
     s->res_namespaces = store_find_builtin(s, "", "namespaces");
     s->res_nodes = store_find_builtin(s, "", "nodes");
