@@ -207,8 +207,6 @@ int cache_attach_geometry(struct cache *c, const uint8_t *base, size_t size);
  * mapped or copied; img must outlive the handle. */
 int cache_open_image(const void *img, size_t len, struct cache **out);
 
-/* Reader-side checks shared by every call: -ESTALE/-EAGAIN/0. */
-int cache_reader_gate(struct cache *c);
 /* How long a reader waits for a slot the writer holds (tests and fuzzing lower it). */
 extern uint64_t cache_wait_deadline_ns;
 /* Bounded wait helper: returns false when the deadline passed. */

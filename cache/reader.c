@@ -32,6 +32,22 @@ static bool epoch_stable(struct cache *c, uint64_t e1)
            atomic_load_explicit(&c->hdr->epoch, memory_order_relaxed) == e1;
 }
 
+/* Every read starts here: -ESTALE once the segment is retired (grown: refresh the
+ * handle), a bounded wait while a re-attaching writer rebuilds, else 0. */
+static int reader_gate(struct cache *c)
+{
+    struct cache_wait w = { 0 };
+    for (;;) {
+        if (atomic_load_explicit(&c->hdr->retired, memory_order_acquire))
+            return -ESTALE;
+        /* a re-attaching writer rebuilds in milliseconds: wait for it, boundedly */
+        if (atomic_load_explicit(&c->hdr->state, memory_order_acquire) == CACHE_STATE_OK)
+            return 0;
+        if (!cache_wait_more(&w))
+            return -EAGAIN;
+    }
+}
+
 static int check_type(struct cache *c, int type)
 {
     if (!c)
@@ -49,21 +65,159 @@ static int scratch_fit(struct buf *b, size_t n)
     return buf_reserve(b, n);
 }
 
-/* Where a lookup puts what it found. */
-struct sink {
+/* ---- the one seqlock walk ------------------------------------------------------- */
+
+/* Which slot link a walk follows: a bucket chain, or every slot in turn (iteration). */
+enum chain { CHAIN_KEY, CHAIN_OWNER, CHAIN_LABEL, CHAIN_NONE };
+
+/* A slot as one read saw it: only what the visitor needs, read between the seq checks. */
+struct slot_view {
+    const uint8_t *p;   /* the record (cache_rec_at checked its bounds), or NULL if corrupt */
+    struct cache_rec r; /* its header */
+    uint32_t len;       /* its length */
+};
+
+/*
+ * A walk: the slots of `type` on `chain` (with `hash`; any slot with CHAIN_NONE) are
+ * handed to visit, between the slot's seq begin and check. visit copies what it needs
+ * into private memory, because a torn read (the writer held or changed the slot) runs
+ * it again: 0 goes on, 1 stops the walk (found), negative fails it. A chain walk that
+ * restarts calls reset first, so a count taken on the way starts over.
+ */
+struct walk {
+    uint32_t type;
+    enum chain chain;
+    uint64_t hash;
+    int (*visit)(struct walk *w, const struct slot_view *v);
+    void (*reset)(struct walk *w);
+};
+
+#define SLOT_TORN 2
+
+/* Reads slot s once under its seqlock and runs w->visit if it is w's: visit's result,
+ * or SLOT_TORN when the writer held or changed the slot meanwhile (read it again).
+ * *next gets the slot's link on w's chain. */
+static int slot_read(struct cache *c, struct cache_slot *s, struct walk *w, uint32_t *next)
+{
+    uint32_t s1 = cache_seq_begin(&s->seq);
+    if (s1 & 1)
+        return SLOT_TORN;
+    uint32_t stype = LD(s->type);
+    uint64_t h = 0;
+    switch (w->chain) {
+    case CHAIN_KEY:   h = LD(s->key_hash);   *next = LD(s->key_next);   break;
+    case CHAIN_OWNER: h = LD(s->owner_hash); *next = LD(s->owner_next); break;
+    case CHAIN_LABEL: h = LD(s->label_hash); *next = LD(s->label_next); break;
+    case CHAIN_NONE:  break;
+    }
+    uint64_t off = LD(s->blob_off);
+    struct slot_view v = { .len = LD(s->blob_len) };
+    int rc = 0;
+    if (stype == w->type && (w->chain == CHAIN_NONE || h == w->hash)) {
+        v.p = cache_rec_at(c, off, v.len, &v.r);
+        rc = w->visit(w, &v);
+    }
+    return cache_seq_ok(&s->seq, s1) ? rc : SLOT_TORN;
+}
+
+/*
+ * Walks w's chain from the bucket of w->hash: 1 when visit stopped it, 0 at the end of
+ * the chain, or -EIO (a link out of bounds, a chain longer than the slots), -EAGAIN,
+ * -ESTALE or visit's error. A torn slot restarts the walk (bounded by cache_wait_more);
+ * the end of the chain is trusted only if no writer re-attached meanwhile.
+ */
+static int chain_walk(struct cache *c, struct walk *w)
+{
+    _Atomic uint32_t *heads = w->chain == CHAIN_KEY ? c->key_b
+                            : w->chain == CHAIN_OWNER ? c->owner_b : c->label_b;
+    struct cache_wait wt = { 0 };
+    int rc;
+    for (int restarts = 0; restarts < CACHE_MAX_RESTARTS; restarts++) {
+        if ((rc = reader_gate(c)))
+            return rc;
+        uint64_t e1 = epoch_now(c);
+        uint32_t cur = atomic_load_explicit(&heads[w->hash & (c->nbuckets - 1)], memory_order_acquire);
+        if (w->reset)
+            w->reset(w);
+        rc = 0;
+        for (uint32_t steps = 0; cur && rc == 0; steps++) {
+            if (cur > c->max_objects || steps >= c->max_objects)
+                return -EIO;
+            rc = slot_read(c, &c->slots[cur - 1], w, &cur);
+        }
+        if (rc == SLOT_TORN) {
+            if (!cache_wait_more(&wt))
+                return -EAGAIN;
+            continue;
+        }
+        if (rc != 0 || epoch_stable(c, e1))
+            return rc;
+        /* a writer re-attached: the gate decides */
+    }
+    return -EAGAIN;
+}
+
+/* ---- get ------------------------------------------------------------------------ */
+
+/* A lookup: the key it wants and where it puts what it found. */
+struct lookup {
+    struct walk w;
+    const char *ns, *name;
+    size_t nsl, nl;
     void *buf;          /* body only (cache_get), or NULL */
     size_t cap;
-    size_t len;
+    size_t len;         /* the body's size */
+    bool nobufs;        /* the body did not fit in buf */
     char *rv;           /* optional */
     struct buf *rec;    /* whole record (callbacks), or NULL */
     struct cache_meta *meta; /* indexed fields only, or NULL */
 };
 
+static int lookup_visit(struct walk *w, const struct slot_view *v)
+{
+    struct lookup *k = (struct lookup *)w;
+    const struct cache_rec *r = &v->r;
+    const uint8_t *p = v->p;
+    int rc;
+    if (!p)
+        return -EIO;
+    if (r->ns_len != k->nsl || r->name_len != k->nl || memcmp(p + sizeof(*r), k->ns, k->nsl) ||
+        memcmp(p + sizeof(*r) + k->nsl, k->name, k->nl))
+        return 0;
+    const uint8_t *uid = p + sizeof(*r) + k->nsl + k->nl;
+    const uint8_t *rvp = uid + r->uid_len + r->label_len;
+    k->len = r->body_len;
+    k->nobufs = false;
+    if (k->meta) {
+        memcpy(k->meta->owner_uid, uid, r->uid_len);
+        k->meta->owner_uid[r->uid_len] = 0;
+        memcpy(k->meta->cluster, uid + r->uid_len, r->label_len);
+        k->meta->cluster[r->label_len] = 0;
+        memcpy(k->meta->rv, rvp, r->rv_len);
+        k->meta->rv[r->rv_len] = 0;
+        k->meta->len = r->body_len;
+    } else if (k->rec) {
+        if ((rc = scratch_fit(k->rec, v->len)))
+            return rc;
+        memcpy(k->rec->data, p, v->len);
+        k->rec->len = v->len;
+    } else if (r->body_len <= k->cap) {
+        memcpy(k->buf, rvp + r->rv_len, r->body_len);
+    } else {
+        k->nobufs = true;
+    }
+    if (k->rv) {
+        memcpy(k->rv, rvp, r->rv_len);
+        k->rv[r->rv_len] = 0;
+    }
+    return 1;
+}
+
 /*
- * Finds (type, ns, name) and copies it to the sink. 0, -ENOENT, -ENOBUFS
- * (sink->len = needed body size), -EAGAIN, -EIO, -ESTALE, -ENOMEM.
+ * Finds (type, ns, name) and copies it to k. 0, -ENOENT, -ENOBUFS
+ * (k->len = needed body size), -EAGAIN, -EIO, -ESTALE, -ENOMEM.
  */
-static int lookup(struct cache *c, int type, const char *ns, const char *name, struct sink *k)
+static int lookup(struct cache *c, int type, const char *ns, const char *name, struct lookup *k)
 {
     int rc = check_type(c, type);
     if (rc)
@@ -71,93 +225,26 @@ static int lookup(struct cache *c, int type, const char *ns, const char *name, s
     ns = ns ? ns : "";
     if (!name)
         return -EINVAL;
-    size_t nsl = strnlen(ns, CACHE_NS_MAX), nl = strnlen(name, CACHE_NAME_MAX);
-    if (nsl >= CACHE_NS_MAX || nl >= CACHE_NAME_MAX)
+    k->ns = ns;
+    k->name = name;
+    k->nsl = strnlen(ns, CACHE_NS_MAX);
+    k->nl = strnlen(name, CACHE_NAME_MAX);
+    if (k->nsl >= CACHE_NS_MAX || k->nl >= CACHE_NAME_MAX)
         return -EINVAL;
-    uint64_t kh = cache_key_hash((uint32_t)type, ns, nsl, name, nl);
-    struct cache_wait wt = { 0 };
-    for (int restarts = 0; restarts < CACHE_MAX_RESTARTS; restarts++) {
-        if ((rc = cache_reader_gate(c)))
-            return rc;
-        uint64_t e1 = epoch_now(c);
-        uint32_t cur = atomic_load_explicit(&c->key_b[kh & (c->nbuckets - 1)], memory_order_acquire);
-        bool again = false;
-        for (uint32_t steps = 0; cur && !again; steps++) {
-            if (cur > c->max_objects || steps >= c->max_objects)
-                return -EIO;
-            struct cache_slot *s = &c->slots[cur - 1];
-            uint32_t s1 = cache_seq_begin(&s->seq);
-            if (s1 & 1) {
-                again = true;
-                break;
-            }
-            uint32_t stype = LD(s->type);
-            uint64_t h = LD(s->key_hash);
-            uint32_t next = LD(s->key_next);
-            uint64_t off = LD(s->blob_off);
-            uint32_t len = LD(s->blob_len);
-            int found = 0;
-            if (stype == (uint32_t)type && h == kh) {
-                struct cache_rec r;
-                const uint8_t *p = cache_rec_at(c, off, len, &r);
-                if (!p) {
-                    found = -EIO;
-                } else if (r.ns_len == nsl && r.name_len == nl &&
-                           memcmp(p + sizeof(r), ns, nsl) == 0 &&
-                           memcmp(p + sizeof(r) + nsl, name, nl) == 0) {
-                    const uint8_t *uid = p + sizeof(r) + nsl + nl;
-                    const uint8_t *rvp = uid + r.uid_len + r.label_len;
-                    found = 1;
-                    k->len = r.body_len;
-                    if (k->meta) {
-                        memcpy(k->meta->owner_uid, uid, r.uid_len);
-                        k->meta->owner_uid[r.uid_len] = 0;
-                        memcpy(k->meta->cluster, uid + r.uid_len, r.label_len);
-                        k->meta->cluster[r.label_len] = 0;
-                        memcpy(k->meta->rv, rvp, r.rv_len);
-                        k->meta->rv[r.rv_len] = 0;
-                        k->meta->len = r.body_len;
-                    } else if (k->rec) {
-                        if ((rc = scratch_fit(k->rec, len)))
-                            return rc;
-                        memcpy(k->rec->data, p, len);
-                        k->rec->len = len;
-                    } else if (r.body_len <= k->cap) {
-                        memcpy(k->buf, rvp + r.rv_len, r.body_len);
-                    } else {
-                        found = 2;
-                    }
-                    if (k->rv) {
-                        memcpy(k->rv, rvp, r.rv_len);
-                        k->rv[r.rv_len] = 0;
-                    }
-                }
-            }
-            if (!cache_seq_ok(&s->seq, s1)) {
-                again = true;
-                break;
-            }
-            if (found < 0)
-                return found;
-            if (found)
-                return found == 2 ? -ENOBUFS : 0;
-            cur = next;
-        }
-        if (!again) {
-            if (epoch_stable(c, e1))
-                return -ENOENT;
-            continue; /* a writer re-attached: the gate decides */
-        }
-        if (!cache_wait_more(&wt))
-            return -EAGAIN;
-    }
-    return -EAGAIN;
+    k->w = (struct walk){ .type = (uint32_t)type, .chain = CHAIN_KEY, .visit = lookup_visit,
+                          .hash = cache_key_hash((uint32_t)type, ns, k->nsl, name, k->nl) };
+    rc = chain_walk(c, &k->w);
+    if (rc == 0)
+        return -ENOENT;
+    if (rc < 0)
+        return rc;
+    return k->nobufs ? -ENOBUFS : 0;
 }
 
 int cache_get(struct cache *c, int type, const char *ns, const char *name,
               void *buf, size_t cap, size_t *len, char *rv)
 {
-    struct sink k = { .buf = buf, .cap = buf ? cap : 0, .rv = rv };
+    struct lookup k = { .buf = buf, .cap = buf ? cap : 0, .rv = rv };
     int rc = lookup(c, type, ns, name, &k);
     if (len && (rc == 0 || rc == -ENOBUFS))
         *len = k.len;
@@ -169,7 +256,7 @@ int cache_stat(struct cache *c, int type, const char *ns, const char *name,
 {
     if (!out)
         return -EINVAL;
-    struct sink k = { .meta = out };
+    struct lookup k = { .meta = out };
     return lookup(c, type, ns, name, &k);
 }
 
@@ -208,7 +295,7 @@ int cache_get_json(struct cache *c, int type, const char *ns, const char *name, 
         return -EINVAL;
     *out = NULL;
     struct buf rec = { 0 };
-    struct sink k = { .rec = &rec };
+    struct lookup k = { .rec = &rec };
     int rc = lookup(c, type, ns, name, &k);
     if (!rc) {
         struct cache_obj o;
@@ -222,6 +309,29 @@ int cache_get_json(struct cache *c, int type, const char *ns, const char *name, 
 
 /* ---- iteration ------------------------------------------------------------------ */
 
+/* Iteration copies a slot's record when it is in the namespace wanted. */
+struct iter {
+    struct walk w;
+    const char *ns;     /* NULL: all */
+    size_t nsl;
+    struct buf rec;
+};
+
+static int iter_visit(struct walk *w, const struct slot_view *v)
+{
+    struct iter *it = (struct iter *)w;
+    int rc;
+    if (!v->p)
+        return -EIO;    /* unless the seq says it was torn */
+    if (it->ns && (v->r.ns_len != it->nsl || memcmp(v->p + sizeof(v->r), it->ns, it->nsl)))
+        return 0;
+    if ((rc = scratch_fit(&it->rec, v->len)))
+        return rc;
+    memcpy(it->rec.data, v->p, v->len);
+    it->rec.len = v->len;
+    return 1;
+}
+
 int cache_foreach(struct cache *c, int type, const char *ns, cache_visit_fn fn, void *arg)
 {
     int rc = check_type(c, type);
@@ -229,56 +339,72 @@ int cache_foreach(struct cache *c, int type, const char *ns, cache_visit_fn fn, 
         return rc;
     if (!fn)
         return -EINVAL;
-    size_t nsl = ns ? strnlen(ns, CACHE_NS_MAX) : 0;
-    if (nsl >= CACHE_NS_MAX)
+    struct iter it = { .w = { .type = (uint32_t)type, .chain = CHAIN_NONE, .visit = iter_visit },
+                       .ns = ns, .nsl = ns ? strnlen(ns, CACHE_NS_MAX) : 0 };
+    if (it.nsl >= CACHE_NS_MAX)
         return -EINVAL;
-    if ((rc = cache_reader_gate(c)))
+    if ((rc = reader_gate(c)))
         return rc;
-    struct buf rec = { 0 };
     uint64_t hw = atomic_load_explicit(&c->hdr->slot_hw, memory_order_acquire);
     if (hw > c->max_objects)
         hw = c->max_objects;
     for (uint64_t i = 0; i < hw && !rc; i++) {
-        struct cache_slot *s = &c->slots[i];
         struct cache_wait wt = { 0 };
-        bool have = false;
-        for (;;) {
-            uint32_t s1 = cache_seq_begin(&s->seq);
-            if (!(s1 & 1)) {
-                have = false;
-                if (LD(s->type) == (uint32_t)type) {
-                    struct cache_rec r;
-                    uint64_t off = LD(s->blob_off);
-                    uint32_t len = LD(s->blob_len);
-                    const uint8_t *p = cache_rec_at(c, off, len, &r);
-                    if (p && (!ns || (r.ns_len == nsl && memcmp(p + sizeof(r), ns, nsl) == 0))) {
-                        if ((rc = scratch_fit(&rec, len)))
-                            break;
-                        memcpy(rec.data, p, len);
-                        rec.len = len;
-                        have = true;
-                    } else if (!p) {
-                        rc = -EIO; /* unless the seq says it was torn */
-                    }
-                }
-                if (cache_seq_ok(&s->seq, s1))
-                    break;
-                rc = 0;
-            }
+        uint32_t next;
+        while ((rc = slot_read(c, &c->slots[i], &it.w, &next)) == SLOT_TORN)
             if (!cache_wait_more(&wt)) {
                 rc = -EAGAIN;
                 break;
             }
-        }
-        if (rc || !have)
+        if (rc != 1)
             continue;
         struct cache_obj o;
         char strs[5][CACHE_NAME_MAX];
-        if (!(rc = rec_view(type, &rec, &o, strs)))
+        if (!(rc = rec_view(type, &it.rec, &o, strs)))
             rc = fn(&o, arg);
     }
-    buf_free(&rec);
+    buf_free(&it.rec);
     return rc;
+}
+
+/* An index list: the keys of the objects with the owner uid or ray.io/cluster label. */
+struct index_list {
+    struct walk w;
+    const char *ns, *value;
+    size_t nsl, vl;
+    struct cache_key *keys;
+    size_t cap, n;
+};
+
+static int index_visit(struct walk *w, const struct slot_view *v)
+{
+    struct index_list *l = (struct index_list *)w;
+    const struct cache_rec *r = &v->r;
+    if (!v->p)
+        return -EIO;
+    const uint8_t *sns = v->p + sizeof(*r);
+    const uint8_t *uid = sns + r->ns_len + r->name_len;
+    const uint8_t *lbl = uid + r->uid_len;
+    bool match = w->chain == CHAIN_OWNER
+                     ? r->uid_len == l->vl && memcmp(uid, l->value, l->vl) == 0
+                     : r->ns_len == l->nsl && memcmp(sns, l->ns, l->nsl) == 0 &&
+                       r->label_len == l->vl && memcmp(lbl, l->value, l->vl) == 0;
+    if (!match)
+        return 0;
+    if (l->n < l->cap) {
+        struct cache_key *k = &l->keys[l->n];
+        memcpy(k->ns, sns, r->ns_len);
+        k->ns[r->ns_len] = 0;
+        memcpy(k->name, sns + r->ns_len, r->name_len);
+        k->name[r->name_len] = 0;
+    }
+    l->n++;
+    return 0;
+}
+
+static void index_reset(struct walk *w)
+{
+    ((struct index_list *)w)->n = 0;
 }
 
 /* Walks the owner or cluster chain for matching objects and collects keys. */
@@ -291,76 +417,20 @@ static int list_index(struct cache *c, int type, bool owner, const char *ns, con
     ns = ns ? ns : "";
     if (!value)
         return -EINVAL;
-    size_t nsl = strnlen(ns, CACHE_NS_MAX);
-    size_t vl = strnlen(value, owner ? CACHE_UID_MAX : CACHE_LABEL_MAX);
-    if (nsl >= CACHE_NS_MAX || vl >= (owner ? CACHE_UID_MAX : CACHE_LABEL_MAX))
+    size_t max = owner ? CACHE_UID_MAX : CACHE_LABEL_MAX;
+    struct index_list l = { .ns = ns, .value = value, .nsl = strnlen(ns, CACHE_NS_MAX),
+                            .vl = strnlen(value, max), .keys = keys, .cap = cap };
+    if (l.nsl >= CACHE_NS_MAX || l.vl >= max)
         return -EINVAL;
-    if (vl == 0)
+    if (l.vl == 0)
         return 0; /* objects without an owner or label are not indexed */
-    uint64_t want = owner ? cache_owner_hash((uint32_t)type, value, vl)
-                          : cache_label_hash((uint32_t)type, ns, nsl, value, vl);
-    _Atomic uint32_t *heads = owner ? c->owner_b : c->label_b;
-    struct cache_wait wt = { 0 };
-    for (int restarts = 0; restarts < CACHE_MAX_RESTARTS; restarts++) {
-        if ((rc = cache_reader_gate(c)))
-            return rc;
-        uint64_t e1 = epoch_now(c);
-        size_t n = 0;
-        bool again = false;
-        uint32_t cur = atomic_load_explicit(&heads[want & (c->nbuckets - 1)], memory_order_acquire);
-        for (uint32_t steps = 0; cur; steps++) {
-            if (cur > c->max_objects || steps >= c->max_objects)
-                return -EIO;
-            struct cache_slot *s = &c->slots[cur - 1];
-            uint32_t s1 = cache_seq_begin(&s->seq);
-            if (s1 & 1) {
-                again = true;
-                break;
-            }
-            uint32_t stype = LD(s->type);
-            uint64_t h = owner ? LD(s->owner_hash) : LD(s->label_hash);
-            uint32_t next = owner ? LD(s->owner_next) : LD(s->label_next);
-            uint64_t off = LD(s->blob_off);
-            uint32_t len = LD(s->blob_len);
-            bool bad = false, match = false;
-            if (stype == (uint32_t)type && h == want) {
-                struct cache_rec r;
-                const uint8_t *p = cache_rec_at(c, off, len, &r);
-                if (!p) {
-                    bad = true;
-                } else {
-                    const uint8_t *sns = p + sizeof(r);
-                    const uint8_t *uid = sns + r.ns_len + r.name_len;
-                    const uint8_t *lbl = uid + r.uid_len;
-                    match = owner ? (r.uid_len == vl && memcmp(uid, value, vl) == 0)
-                                  : (r.ns_len == nsl && memcmp(sns, ns, nsl) == 0 &&
-                                     r.label_len == vl && memcmp(lbl, value, vl) == 0);
-                    if (match && n < cap) {
-                        memcpy(keys[n].ns, sns, r.ns_len);
-                        keys[n].ns[r.ns_len] = 0;
-                        memcpy(keys[n].name, sns + r.ns_len, r.name_len);
-                        keys[n].name[r.name_len] = 0;
-                    }
-                }
-            }
-            if (!cache_seq_ok(&s->seq, s1)) {
-                again = true;
-                break;
-            }
-            if (bad)
-                return -EIO;
-            n += match;
-            cur = next;
-        }
-        if (!again) {
-            if (epoch_stable(c, e1))
-                return n > INT32_MAX ? -EOVERFLOW : (int)n;
-            continue;
-        }
-        if (!cache_wait_more(&wt))
-            return -EAGAIN;
-    }
-    return -EAGAIN;
+    l.w = (struct walk){ .type = (uint32_t)type, .chain = owner ? CHAIN_OWNER : CHAIN_LABEL,
+                         .hash = owner ? cache_owner_hash((uint32_t)type, value, l.vl)
+                                       : cache_label_hash((uint32_t)type, ns, l.nsl, value, l.vl),
+                         .visit = index_visit, .reset = index_reset };
+    if ((rc = chain_walk(c, &l.w)) < 0)
+        return rc;
+    return l.n > INT32_MAX ? -EOVERFLOW : (int)l.n;
 }
 
 int cache_list_owner(struct cache *c, int type, const char *uid,
@@ -397,7 +467,7 @@ static int foreach_index(struct cache *c, int type, bool owner, const char *ns,
     int rc = n < 0 ? n : 0;
     struct buf rec = { 0 };
     for (int i = 0; i < n && !rc; i++) {
-        struct sink k = { .rec = &rec };
+        struct lookup k = { .rec = &rec };
         rc = lookup(c, type, keys[i].ns, keys[i].name, &k);
         if (rc == -ENOENT) { /* deleted since the list: skip, as an informer would */
             rc = 0;

@@ -407,20 +407,6 @@ int cache_unlink(const char *name)
 
 /* ---- reader plumbing ---------------------------------------------------------- */
 
-int cache_reader_gate(struct cache *c)
-{
-    struct cache_wait w = { 0 };
-    for (;;) {
-        if (atomic_load_explicit(&c->hdr->retired, memory_order_acquire))
-            return -ESTALE;
-        /* a re-attaching writer rebuilds in milliseconds: wait for it, boundedly */
-        if (atomic_load_explicit(&c->hdr->state, memory_order_acquire) == CACHE_STATE_OK)
-            return 0;
-        if (!cache_wait_more(&w))
-            return -EAGAIN;
-    }
-}
-
 uint64_t cache_wait_deadline_ns = CACHE_DEADLINE_NS;
 
 bool cache_wait_more(struct cache_wait *w)

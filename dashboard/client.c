@@ -242,8 +242,7 @@ int dash_call(const struct dash_target *t, const char *method, const char *path,
     return rc;
 }
 
-/* /api/jobs/ID[suffix] into out. */
-static int job_path(char *out, size_t cap, const char *id, const char *suffix)
+int dash_job_path(char *out, size_t cap, const char *id, const char *suffix)
 {
     if (dash_id_valid(id) < 0)
         return -EINVAL;
@@ -256,20 +255,46 @@ static bool ok2xx(int code)
     return code >= 200 && code <= 299;
 }
 
+/* a Jobs API reply's status: 0 for 2xx, -ENOENT for 404, -EIO for another */
+static int job_status(const struct dash_reply *r)
+{
+    return ok2xx(r->code) ? 0 : r->code == 404 ? -ENOENT : -EIO;
+}
+
 /* METHOD jobs/ID[suffix]: 0 with *r holding a 2xx reply (caller frees it), -ENOENT
  * for 404, -EIO for another status, or the call's error; *r is freed on error. */
 static int job_call(const struct dash_target *t, const char *method, const char *id,
                     const char *suffix, struct dash_reply *r)
 {
     char path[64 + DASH_ID_MAX];
-    int rc = job_path(path, sizeof(path), id, suffix);
+    int rc = dash_job_path(path, sizeof(path), id, suffix);
     if (rc < 0 || (rc = dash_call(t, method, path, NULL, 0, r)) < 0)
         return rc;
-    if (ok2xx(r->code))
-        return 0;
-    rc = r->code == 404 ? -ENOENT : -EIO;
-    dash_reply_free(r);
+    if ((rc = job_status(r)) < 0)
+        dash_reply_free(r);
     return rc;
+}
+
+int dash_job_info_reply(const struct dash_reply *r, struct dash_job_info *out)
+{
+    int rc = job_status(r);
+    return rc < 0 ? rc : dash_parse_job_info(r->body, r->len, out);
+}
+
+int dash_job_submit_reply(const struct dash_reply *r, char *job_id, size_t cap)
+{
+    if (ok2xx(r->code))
+        return dash_parse_submit(r->body, r->len, job_id, cap);
+    if (r->body && strstr(r->body, "Please use a different submission_id"))
+        return -EEXIST;   /* Ray answers 400 or 500 depending on the version */
+    return -EIO;
+}
+
+int dash_job_stop_reply(const struct dash_reply *r, bool *stopped)
+{
+    int rc = job_status(r);
+    *stopped = false;
+    return rc < 0 ? rc : dash_parse_stop(r->body, r->len, stopped);
 }
 
 int dash_job_get(const struct dash_target *t, const char *id, struct dash_job_info *out)
@@ -278,7 +303,7 @@ int dash_job_get(const struct dash_target *t, const char *id, struct dash_job_in
     int rc = job_call(t, "GET", id, "", &r);
     if (rc < 0)
         return rc;
-    rc = dash_parse_job_info(r.body, r.len, out);
+    rc = dash_job_info_reply(&r, out);
     dash_reply_free(&r);
     return rc;
 }
@@ -290,12 +315,7 @@ int dash_job_submit(const struct dash_target *t, const char *body, size_t len, c
     int rc = dash_call(t, "POST", JOB_PATH, body, len, &r);
     if (rc < 0)
         return rc;
-    if (ok2xx(r.code))
-        rc = dash_parse_submit(r.body, r.len, job_id, cap);
-    else if (strstr(r.body, "Please use a different submission_id"))
-        rc = -EEXIST;   /* Ray answers 400 or 500 depending on the version */
-    else
-        rc = -EIO;
+    rc = dash_job_submit_reply(&r, job_id, cap);
     dash_reply_free(&r);
     return rc;
 }
@@ -307,7 +327,7 @@ int dash_job_stop(const struct dash_target *t, const char *id)
     int rc = job_call(t, "POST", id, "/stop", &r);
     if (rc < 0)
         return rc;
-    rc = dash_parse_stop(r.body, r.len, &stopped);
+    rc = dash_job_stop_reply(&r, &stopped);
     dash_reply_free(&r);
     if (rc < 0 || stopped)
         return rc;

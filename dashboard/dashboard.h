@@ -110,6 +110,31 @@ int dash_job_delete(const struct dash_target *t, const char *id);
 /* GET /api/jobs/ID/logs. *logs is owned by the caller (free). -ENOENT on 404. */
 int dash_job_logs(const struct dash_target *t, const char *id, char **logs);
 
+/* The same answers read from a reply of dash_call() or dash_async_call() (the reply
+ * stays the caller's), for callers that do not wait for the dashboard. dash_job_path
+ * writes /api/jobs/ID[suffix] (-EINVAL for a bad id or a small out). */
+int dash_job_path(char *out, size_t cap, const char *id, const char *suffix);
+int dash_job_info_reply(const struct dash_reply *r, struct dash_job_info *out);
+int dash_job_submit_reply(const struct dash_reply *r, char *job_id, size_t cap);
+int dash_job_stop_reply(const struct dash_reply *r, bool *stopped);
+
+/* ---- calls off the worker thread (async.c) ------------------------------------ */
+
+/* dash_call() on its own thread, at most one in flight per key (the caller's object,
+ * cluster and operation); waits up to wait_ms for the answer, not at all when t's
+ * dashboard last took longer than that. 0 / -errno as dash_call (out filled, caller
+ * frees), or -EINPROGRESS: ask again later with the same key and request to take the
+ * answer (a different request under the key waits until the earlier one ended, then
+ * starts afresh). -EBUSY when DASH_ASYNC_MAX calls are out, -EINVAL for bad arguments.
+ * t is copied (with its token, wiped when the call is freed); its kube client must
+ * outlive the call. Thread-safe. */
+#define DASH_ASYNC_MAX 256
+int dash_async_call(const char *key, const struct dash_target *t, const char *method,
+                    const char *path, const char *body, size_t len, int wait_ms,
+                    struct dash_reply *out);
+/* calls not answered yet (for metrics and tests) */
+size_t dash_async_in_flight(void);
+
 /* ---- request and response bodies (pure, exposed for tests and fuzzing) -------- */
 
 /* What POST /api/jobs/ takes (KubeRay's RayJobRequest). Pointers are borrowed;

@@ -97,9 +97,9 @@ static void usage(FILE *f)
           "                              outside a Pod, false in one, as KubeRay's default)\n"
           "  --metrics-addr ADDR         the watcher's one /metrics for every process (default :8080 in\n"
           "                              a Pod, 127.0.0.1:8080 outside one; 0 off)\n"
-          "  --health-probe-bind-address ADDR   controller i on port+2i (default :8081 / 127.0.0.1:8081,\n"
-          "                              one below `rayop controller`'s :8082 so the probe ports\n"
-          "                              8081/8083/8085 sit between the metrics ports; 0 off)\n"
+          "  --health-probe-bind-address ADDR   the i-th controller's /healthz, /readyz on port+i\n"
+          "                              (default :8082 in a Pod, 127.0.0.1:8082 outside one: KubeRay's\n"
+          "                              and `rayop controller`'s port for the first, then 8083...; 0 off)\n"
           "  --restart-initial-ms N      first restart delay (default 1000), doubled per exit\n"
           "  --restart-max-ms N          cap (default 10000)\n"
           "  --restart-reset-ms N        a child that ran this long restarts at once (default 10000)\n"
@@ -510,7 +510,7 @@ int up_main(int argc, char **argv)
     /* outside a Pod nothing but this machine should reach the ports */
     const char *kinds = "raycluster,rayjob,rayservice,raycronjob";
     const char *maddr = in_pod ? ":8080" : "127.0.0.1:8080";
-    const char *paddr = in_pod ? ":8081" : "127.0.0.1:8081";
+    const char *paddr = in_pod ? ":8082" : "127.0.0.1:8082";   /* KubeRay's probe port */
     memset(&u, 0, sizeof(u));
     the_up = &u;
     u.state_dir = "/run/rayop";
@@ -555,7 +555,7 @@ int up_main(int argc, char **argv)
             add_arg(p, "--metrics-addr");
             add_arg(p, "0");
             add_arg(p, "--health-probe-bind-address");
-            add_arg(p, shift_addr(paddr, 2 * idx));
+            add_arg(p, shift_addr(paddr, idx));
         }
         k += n + (e ? 1 : 0);
     }

@@ -184,6 +184,45 @@ const char *server_req_header(struct server_req *req, const char *name)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
 }
 
+struct query_enc {
+    struct buf *b;
+    int n;
+    int rc;
+};
+
+/* ?key[=value]&... with what is not unreserved percent-encoded */
+static enum MHD_Result encode_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    struct query_enc *q = cls;
+    const char *parts[2] = { key ? key : "", value };
+
+    (void)kind;
+    q->rc |= buf_puts(q->b, q->n++ ? "&" : "?");
+    for (int k = 0; k < 2 && parts[k]; k++) {
+        if (k)
+            q->rc |= buf_puts(q->b, "=");
+        for (const unsigned char *c = (const unsigned char *)parts[k]; *c; c++) {
+            char e[3] = { '%', hex[*c >> 4], hex[*c & 15] };
+            if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                (*c >= '0' && *c <= '9') || strchr("-._~", *c))
+                q->rc |= buf_append(q->b, c, 1);
+            else
+                q->rc |= buf_append(q->b, e, 3);
+        }
+    }
+    return MHD_YES;
+}
+
+int server_req_query_string(struct server_req *req, struct buf *out)
+{
+    struct query_enc q = { out, 0, 0 };
+
+    MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, encode_arg, &q);
+    return q.rc ? -ENOMEM : 0;
+}
+
 /* ---- request log ------------------------------------------------------------ */
 
 static void log_kv(struct buf *b, const char *k, const char *v)

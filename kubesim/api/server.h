@@ -116,6 +116,11 @@ int server_reply_stream(struct server_req *req, int code, const char *content_ty
 /* Closes the connection without an answer (fault injection: "connection reset"). */
 int server_reply_reset(struct server_req *req);
 
+/* Appends the request's query as sent on ("?k=v&...", percent-encoded; nothing when there
+ * is none): the service and pod proxy pass it on. 0 or -ENOMEM. */
+struct buf;
+int server_req_query_string(struct server_req *req, struct buf *out);
+
 /* A request header by name (case-insensitive), or NULL. */
 const char *server_req_header(struct server_req *req, const char *name);
 

@@ -336,6 +336,13 @@ static void reexec_with_hugetlb(char **argv)
     execv("/proc/self/exe", argv);
 }
 
+/* The service and pod proxy reach run Pods' processes through the runtime. */
+static int http_source(void *arg, const char *uid, int port, const struct runtime_http_req *req,
+                       struct runtime_http_reply *out)
+{
+    return runtime_http(arg, uid, port, req, out);
+}
+
 int main(int argc, char **argv)
 {
     struct args a = { 0 };
@@ -421,6 +428,7 @@ int main(int argc, char **argv)
             goto out;
         }
         ray_set_log_source(ray, (ray_log_source_fn)runtime_log, rt);
+        ray_set_http_source(ray, http_source, rt);
     }
     if (a.cluster) {
         a.cluster->ray = ray;

@@ -78,6 +78,9 @@ struct ray_cluster {
     bool has_target_capacity;    /* the last PUT's target_capacity (0..100), else null */
     int delay_ms;                /* every answer of this cluster's dashboard and Serve proxy
                                     comes this late (admin .../delay): a slow head */
+    unsigned dash_asked, dash_answered; /* dashboard requests in, answers out (after the
+                                           delay): /kubesim/ray/clusters shows them, so a test
+                                           sees a call still out */
     int target_capacity;
     uint64_t serve_started_ms;   /* when the Serve controller first started */
     char *auth_token;            /* RAY_AUTH_MODE=token: the token requests must carry
@@ -102,6 +105,8 @@ struct ray {
     bool stopping;
     ray_log_source_fn log_fn;    /* Pods whose logs another part of kubesim keeps */
     void *log_arg;
+    ray_http_source_fn http_fn;  /* Pods whose HTTP ports are real processes */
+    void *http_arg;
 };
 
 /* ---- ray_runtime.c ---- */
@@ -162,6 +167,8 @@ struct ray_target {
     char uid[64];                /* head Pod uid when code == 0 */
     int workers;                 /* Ready workers of that cluster */
     bool serve;                  /* the Serve HTTP proxy (port "serve"), not the dashboard */
+    char pod_uid[64];            /* the endpoint Pod reached, for r->http_fn ("" none) */
+    int pod_port;
 };
 /* Service ns/name, port (number, name or "" as in the proxy path) -> target. */
 void ray_resolve_service(struct ray *r, const char *ns, const char *name, const char *port,

@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 
 #include "kubesim/ray/internal.h"
+#include "kubesim/runtime/runtime.h"
 #include "kubesim/schema/selector.h"
 #include "kubesim/api/server.h"
 #include "kubesim/store/store.h"
@@ -136,6 +137,10 @@ static void reach_pod(struct ray *r, const cJSON *pod, const char *ip, int port,
     char addr[64];
 
     snprintf(addr, sizeof(addr), "%s:%d", ip ? ip : "", port);
+    if (pod && kobj_str(kobj_get(pod, "metadata"), "uid")) {
+        snprintf(t->pod_uid, sizeof(t->pod_uid), "%s", kobj_str(kobj_get(pod, "metadata"), "uid"));
+        t->pod_port = port;
+    }
     if (pod && pod_ready(pod) && is_ray_node(pod) &&
         port == named_port(pod, "serve", RAY_SERVE_PORT)) {
         reach_serve(r, pod, addr, t);
@@ -350,6 +355,8 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
         return -ENOENT;
     }
     int delay = c->delay_ms;
+    if (!t->serve)
+        c->dash_asked++;
     if (t->serve) {
         rc = ray_serve_http(c, ray_now_ms(), method, path, out);
     } else {
@@ -366,10 +373,58 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
         struct timespec ts = { delay / 1000, (long)(delay % 1000) * 1000000L };
         nanosleep(&ts, NULL);
     }
+    if (!t->serve) {   /* the cluster may have gone while this thread slept */
+        pthread_mutex_lock(&r->mu);
+        HASH_FIND_STR(r->clusters, t->uid, c);
+        if (c)
+            c->dash_answered++;
+        pthread_mutex_unlock(&r->mu);
+    }
     return rc;
 }
 
 /* ---- services/NAME/proxy ---------------------------------------------------------------- */
+
+/* The endpoint Pod t reached is one whose processes are real (r->http_fn): pass the request
+ * on to its port and answer with its reply. -ENOENT when it is not such a Pod. */
+static int forward(struct ray *r, struct server_req *req, const struct ray_target *t,
+                   const char *path)
+{
+    struct runtime_http_req fr = { .method = req->method, .ctype = req->content_type,
+                                   .accept = server_req_header(req, "Accept"),
+                                   .body = req->body, .len = req->body_len };
+    struct runtime_http_reply out;
+    struct buf p = { 0 };
+    int rc;
+
+    if (!t->pod_uid[0] || !r->http_fn)
+        return -ENOENT;
+    buf_puts(&p, path);
+    if (server_req_query_string(req, &p) < 0 || !p.data) {
+        buf_free(&p);
+        return server_reply_status(req, 500, "InternalError", "kubesim: out of memory");
+    }
+    fr.path = p.data;
+    rc = r->http_fn(r->http_arg, t->pod_uid, t->pod_port, &fr, &out);
+    buf_free(&p);
+    if (rc == -ENOENT)
+        return rc;
+    if (rc == -EINVAL)
+        return server_reply_status(req, 400, "BadRequest", out.err);
+    if (rc < 0)
+        return server_reply_status(req, 503, "ServiceUnavailable", out.err);
+    rc = server_reply_take(req, (int)out.code, out.ctype, out.body, out.len);
+    out.body = NULL;
+    return rc;
+}
+
+void ray_set_http_source(struct ray *r, ray_http_source_fn fn, void *arg)
+{
+    if (r) {
+        r->http_fn = fn;
+        r->http_arg = arg;
+    }
+}
 
 static int on_proxy(void *arg, struct server_req *req)
 {
@@ -416,9 +471,11 @@ static int on_proxy(void *arg, struct server_req *req)
         return server_reply_status(req, 400, "BadRequest", msg);
     }
     ray_resolve_service(r, rt->ns, name, port, &t);
+    path = rt->rest && rt->rest[0] ? rt->rest : "/";
+    if ((rc = forward(r, req, &t, path)) != -ENOENT)
+        return rc;
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
-    path = rt->rest && rt->rest[0] ? rt->rest : "/";
     /* the API server consumes Authorization; only X-Ray-Authorization reaches Ray */
     rc = ray_target_request(r, &t, req->method, path, req->body, req->body_len, NULL,
                             server_req_header(req, "X-Ray-Authorization"), &resp);
@@ -487,6 +544,8 @@ static int on_pod_proxy(void *arg, struct server_req *req)
     memset(&t, 0, sizeof(t));
     reach_pod(r, pod->json, kobj_str(kobj_get(pod->json, "status"), "podIP"), (int)port, &t);
     store_obj_unref(pod);
+    if ((rc = forward(r, req, &t, rt->rest && rt->rest[0] ? rt->rest : "/")) != -ENOENT)
+        return rc;
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
     rc = ray_target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,
@@ -522,6 +581,8 @@ static int admin_list(struct ray *r, struct server_req *req)
         cJSON_AddStringToObject(o, "headIP", c->head_ip);
         cJSON_AddNumberToObject(o, "jobs", HASH_COUNT(c->jobs));
         cJSON_AddNumberToObject(o, "applications", HASH_COUNT(c->apps));
+        cJSON_AddNumberToObject(o, "dashboardAsked", c->dash_asked);
+        cJSON_AddNumberToObject(o, "dashboardAnswered", c->dash_answered);
         cJSON_AddItemToArray(arr, o);
     }
     pthread_mutex_unlock(&r->mu);

@@ -42,6 +42,16 @@ int ray_install(struct server *srv, struct store *store, struct ray **out);
 typedef int (*ray_log_source_fn)(void *arg, const char *uid, const char *container,
                                  bool previous, size_t off, struct buf *out, bool *running);
 void ray_set_log_source(struct ray *r, ray_log_source_fn fn, void *arg);
+/* The service and pod proxy ask fn first for the Pod (uid) they resolved and its port:
+ * 0 with *out answered; -ENOENT when fn does not run that Pod (kubesim/runtime: real
+ * processes), so the simulated dashboard answers; another -errno with out->err for a
+ * failed dial (503). Set before the server starts. */
+struct runtime_http_req;
+struct runtime_http_reply;
+typedef int (*ray_http_source_fn)(void *arg, const char *uid, int port,
+                                  const struct runtime_http_req *req,
+                                  struct runtime_http_reply *out);
+void ray_set_http_source(struct ray *r, ray_http_source_fn fn, void *arg);
 /* Cancels running submitters and waits for their threads. NULL is fine. */
 void ray_stop(struct ray *r);
 void ray_free(struct ray *r);

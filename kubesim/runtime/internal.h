@@ -1,7 +1,8 @@
 /*
  * internal.h - state shared by the runtime's files: runtime.c (the thread, Pod table,
  * container lifecycle and status), pod.c (what a container is started with: env, volumes,
- * the spec the exec helper reads), net.c (node namespace, Pod network, API relay), probe.c,
+ * the spec the exec helper reads), net.c (node namespace, Pod network, API relay),
+ * svcproxy.c (ClusterIP routing), forward.c (the API server's service/pod proxy), probe.c,
  * helper.c (the re-executed helpers). The Pod table is the runtime thread's; the mutex guards
  * what other threads read (logs) and the command queue.
  */
@@ -71,6 +72,8 @@ struct rt_pod {
     bool dirty;                 /* status to write */
     time_t start_time;
     char fail[300];             /* the Pod cannot run (no root, network): shown as waiting */
+    uint64_t mount_retry_ms;    /* a volume's Secret/ConfigMap is missing: set up again at */
+    unsigned mount_fails;
     struct rt_pod *next;
 };
 
@@ -106,10 +109,16 @@ struct runtime {
     pthread_t relay_thread;
     bool relay_started;
     int relays_active;          /* pump threads alive (atomic) */
+    /* the Service proxy (svcproxy.c) */
+    const struct reg_resource *r_svc, *r_ep;
+    int svc_wake[2];
+    pthread_t svc_thread;
+    bool svc_started;
 };
 
 /* runtime.c */
 uint64_t rt_now_ms(void);
+bool rt_stopping(struct runtime *rt);   /* runtime_stop has begun */
 int rt_read_file(const char *path, size_t max, char **out, size_t *len);
 int rt_write_file(const char *path, const void *data, size_t len, mode_t mode);
 void rt_rm_rf(const char *path);
@@ -119,7 +128,8 @@ void rt_event(struct runtime *rt, struct rt_pod *p, const char *type, const char
 
 /* pod.c */
 /* Files and directories of the Pod's volumes under p->dir; the Memory ones are listed in
- * memdirs ("DIR SIZE" pairs for the sandbox). */
+ * memdirs ("DIR SIZE" pairs for the sandbox). -ENOENT: a Secret or ConfigMap it needs is
+ * missing (the kubelet retries: FailedMount). */
 int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *err, size_t errlen);
 /* Starts kubesim itself with argv (a helper) in a new session, stdout/stderr appended to log
  * (/dev/null when NULL), pass_fd as as_fd when pass_fd >= 0. *pid and a *pidfd. */
@@ -140,6 +150,21 @@ void rt_net_stop(struct runtime *rt);
 int rt_net_pod(struct runtime *rt, struct rt_pod *p, char *err, size_t errlen);
 /* A socket in the node namespace (reaches Pod IPs). */
 int rt_node_socket(struct runtime *rt, int type);
+/* Copies bytes both ways between a and b until either ends or the runtime stops; closes
+ * both. */
+void rt_pump(struct runtime *rt, int a, int b);
+/* fn(arg) on a detached thread counted in rt->relays_active (rt_net_stop waits for them). */
+int rt_thread_detached(struct runtime *rt, void *(*fn)(void *), void *arg);
+
+/* svcproxy.c */
+int rt_svc_start(struct runtime *rt);
+void rt_svc_stop(struct runtime *rt);
+int rt_svc_endpoint(const cJSON *endpoints, const char *port_name, unsigned n, char *ip,
+                    size_t iplen, int *port);
+
+/* forward.c */
+/* A proxied request's method, path and headers are safe to put on the wire: 0 or -EINVAL. */
+int rt_forward_check(const char *method, const char *path, const char *ctype, const char *accept);
 
 /* probe.c */
 /* Runs the probes of c that are due; true when its readiness changed or the liveness probe

@@ -107,24 +107,14 @@ int rt_net_pod(struct runtime *rt, struct rt_pod *p, char *err, size_t errlen)
 
 /* ---- the relay to the API server ----------------------------------------------------------- */
 
-struct relay_conn {
-    struct runtime *rt;
-    int a, b;
-};
-
-static void *relay_pump(void *arg)
+void rt_pump(struct runtime *rt, int a, int b)
 {
-    struct relay_conn *rc = arg;
     char *buf = malloc(RELAY_BUF);
-    struct pollfd fds[2] = { { .fd = rc->a, .events = POLLIN }, { .fd = rc->b, .events = POLLIN } };
+    struct pollfd fds[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
 
     while (buf) {
         int n = poll(fds, 2, 500);
-        bool stop;
-        pthread_mutex_lock(&rc->rt->mu);
-        stop = rc->rt->stop;
-        pthread_mutex_unlock(&rc->rt->mu);
-        if (stop || n < 0)
+        if (rt_stopping(rt) || n < 0)
             break;
         if (n == 0)
             continue;
@@ -138,9 +128,57 @@ static void *relay_pump(void *arg)
     }
 done:
     free(buf);
-    close(rc->a);
-    close(rc->b);
-    __atomic_sub_fetch(&rc->rt->relays_active, 1, __ATOMIC_RELEASE);
+    close(a);
+    close(b);
+}
+
+struct detached {
+    struct runtime *rt;
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void *detached_main(void *arg)
+{
+    struct detached d = *(struct detached *)arg;
+
+    free(arg);
+    d.fn(d.arg);
+    __atomic_sub_fetch(&d.rt->relays_active, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+int rt_thread_detached(struct runtime *rt, void *(*fn)(void *), void *arg)
+{
+    struct detached *d = malloc(sizeof(*d));
+    pthread_attr_t at;
+    pthread_t t;
+    int rc;
+
+    if (!d)
+        return -ENOMEM;
+    *d = (struct detached){ rt, fn, arg };
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    __atomic_add_fetch(&rt->relays_active, 1, __ATOMIC_ACQUIRE);
+    if ((rc = pthread_create(&t, &at, detached_main, d)) != 0) {
+        __atomic_sub_fetch(&rt->relays_active, 1, __ATOMIC_RELEASE);
+        free(d);
+    }
+    pthread_attr_destroy(&at);
+    return -rc;
+}
+
+struct relay_conn {
+    struct runtime *rt;
+    int a, b;
+};
+
+static void *relay_pump(void *arg)
+{
+    struct relay_conn *rc = arg;
+
+    rt_pump(rc->rt, rc->a, rc->b);
     free(rc);
     return NULL;
 }
@@ -152,8 +190,6 @@ static void *relay_accept(void *arg)
     for (;;) {
         struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)rt->conf.api_port) };
         struct relay_conn *rc;
-        pthread_t t;
-        pthread_attr_t at;
         int a = accept4(rt->relay_lfd, NULL, NULL, SOCK_CLOEXEC), b;
         if (a < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
@@ -170,16 +206,11 @@ static void *relay_accept(void *arg)
             continue;
         }
         *rc = (struct relay_conn){ rt, a, b };
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        __atomic_add_fetch(&rt->relays_active, 1, __ATOMIC_ACQUIRE);
-        if (pthread_create(&t, &at, relay_pump, rc) != 0) {
-            __atomic_sub_fetch(&rt->relays_active, 1, __ATOMIC_RELEASE);
+        if (rt_thread_detached(rt, relay_pump, rc) < 0) {
             close(a);
             close(b);
             free(rc);
         }
-        pthread_attr_destroy(&at);
     }
     return NULL;
 }
@@ -213,7 +244,10 @@ int rt_net_start(struct runtime *rt)
     snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)rt->node);
     if ((rt->node_netns = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return -errno;
-    if ((rc = ip_batch(rt, rt->node, "node", "link set lo up\naddr add " RUNTIME_SERVICE_IP "/32 dev lo\n",
+    if ((rc = ip_batch(rt, rt->node, "node", "link set lo up\naddr add " RUNTIME_SERVICE_IP "/32 dev lo\n"
+                       /* the whole Service range is local here (AnyIP): the Service proxy
+                        * binds each ClusterIP:port without an address per Service */
+                       "route add local " RUNTIME_SERVICE_CIDR " dev lo\n",
                        err, sizeof(err))) < 0) {
         log_warn("runtime: node network", "error", err, NULL);
         return rc;

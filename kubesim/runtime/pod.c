@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,8 +331,9 @@ int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *e
         }
         /* persistentVolumeClaim and the rest: an empty directory */
         if (rc < 0) {
-            if (!err[0])
-                snprintf(err, errlen, "volume %s: %s", name, strerror(-rc));
+            char why[400];
+            snprintf(why, sizeof(why), "%s", err[0] ? err : strerror(-rc));
+            snprintf(err, errlen, "MountVolume.SetUp failed for volume \"%s\" : %s", name, why);
             return rc;
         }
     }
@@ -408,6 +410,90 @@ static void expand(const struct env *e, const char *in, struct buf *out)
         buf_puts(out, "");
 }
 
+/* A Service's, port's or protocol's name as the kubelet spells it in variable names
+ * (upper = true: "my-svc" -> "MY_SVC") or in URLs (false: "TCP" -> "tcp"). */
+static void env_name(const char *in, bool upper, char *out, size_t len)
+{
+    size_t i = 0;
+
+    for (; in[i] && i + 1 < len; i++) {
+        char ch = in[i];
+        if (upper)
+            out[i] = ch == '-' ? '_' : ch >= 'a' && ch <= 'z' ? (char)(ch - 'a' + 'A') : ch;
+        else
+            out[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+    }
+    out[i] = '\0';
+}
+
+static void env_setf(struct env *e, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void env_setf(struct env *e, const char *key, const char *fmt, ...)
+{
+    char val[300];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(val, sizeof(val), fmt, ap);
+    va_end(ap);
+    env_set(e, key, val);
+}
+
+/* The Services of the Pod's namespace with a ClusterIP, as the kubelet's service links
+ * (enableServiceLinks, on by default): NAME_SERVICE_HOST, NAME_SERVICE_PORT[_PORTNAME] and
+ * NAME_PORT, NAME_PORT_NUM_PROTO[_PROTO|_PORT|_ADDR]. */
+static void service_env(struct runtime *rt, const struct rt_pod *p, struct env *e)
+{
+    struct store_list_opts lo = { 0 };
+    struct store_list l = { 0 };
+    struct store_status st = { 0 };
+
+    if (cJSON_IsFalse(kobj_get(kobj_get(p->json, "spec"), "enableServiceLinks")) || !rt->r_svc ||
+        store_list(rt->store, rt->r_svc, p->ns, &lo, &l, &st) < 0)
+        goto out;
+    for (size_t i = 0; i < l.n; i++) {
+        const cJSON *spec = kobj_get(l.items[i]->json, "spec"), *pt;
+        const char *ip = kobj_str(spec, "clusterIP");
+        char name[256], key[512];
+        int n = 0;
+        if (!ip || !*ip || !strcmp(ip, "None") || !strcmp(l.items[i]->name, "kubernetes"))
+            continue;
+        env_name(l.items[i]->name, true, name, sizeof(name));
+        cJSON_ArrayForEach(pt, kobj_get(spec, "ports")) {
+            const char *proto = kobj_str(pt, "protocol") ? kobj_str(pt, "protocol") : "TCP";
+            const char *pn = kobj_str(pt, "name");
+            long port = rt_jnum(pt, "port", 0);
+            char lower[16], upper[16], pname[128];
+            env_name(proto, false, lower, sizeof(lower));
+            env_name(proto, true, upper, sizeof(upper));
+            if (n++ == 0) {
+                snprintf(key, sizeof(key), "%s_SERVICE_HOST", name);
+                env_setf(e, key, "%s", ip);
+                snprintf(key, sizeof(key), "%s_SERVICE_PORT", name);
+                env_setf(e, key, "%ld", port);
+                snprintf(key, sizeof(key), "%s_PORT", name);
+                env_setf(e, key, "%s://%s:%ld", lower, ip, port);
+            }
+            if (pn && *pn) {
+                env_name(pn, true, pname, sizeof(pname));
+                snprintf(key, sizeof(key), "%s_SERVICE_PORT_%s", name, pname);
+                env_setf(e, key, "%ld", port);
+            }
+            snprintf(key, sizeof(key), "%s_PORT_%ld_%s", name, port, upper);
+            env_setf(e, key, "%s://%s:%ld", lower, ip, port);
+            snprintf(key, sizeof(key), "%s_PORT_%ld_%s_PROTO", name, port, upper);
+            env_setf(e, key, "%s", lower);
+            snprintf(key, sizeof(key), "%s_PORT_%ld_%s_PORT", name, port, upper);
+            env_setf(e, key, "%ld", port);
+            snprintf(key, sizeof(key), "%s_PORT_%ld_%s_ADDR", name, port, upper);
+            env_setf(e, key, "%s", ip);
+        }
+    }
+    store_list_free(&l);
+out:
+    store_status_clear(&st);
+}
+
 static int build_env(struct runtime *rt, const struct rt_pod *p, const struct rt_ctr *c,
                      struct env *e, char *err, size_t errlen)
 {
@@ -431,6 +517,7 @@ static int build_env(struct runtime *rt, const struct rt_pod *p, const struct rt
     env_set(e, "KUBERNETES_PORT_443_TCP_ADDR", RUNTIME_SERVICE_IP);
     env_set(e, "KUBERNETES_PORT_443_TCP_PORT", port);
     env_set(e, "KUBERNETES_PORT_443_TCP_PROTO", "tcp");
+    service_env(rt, p, e);
     cJSON_ArrayForEach(it, kobj_get(c->spec, "envFrom")) {
         const cJSON *ref = kobj_get(it, "configMapRef");
         bool secret = false;

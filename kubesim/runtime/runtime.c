@@ -30,6 +30,7 @@
 #define BACKOFF_RESET_MS 30000   /* a run this long forgets the back-off (kubelet: 10 min) */
 #define STOP_GRACE_MS 5000       /* kubesim exit: SIGTERM, then SIGKILL after this */
 #define MAX_POLL 512
+#define MOUNT_RETRY_MS 1000      /* a missing Secret/ConfigMap of a volume: set up again after */
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -38,6 +39,16 @@ uint64_t rt_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool rt_stopping(struct runtime *rt)
+{
+    bool stop;
+
+    pthread_mutex_lock(&rt->mu);
+    stop = rt->stop;
+    pthread_mutex_unlock(&rt->mu);
+    return stop;
 }
 
 long rt_jnum(const cJSON *o, const char *k, long def)
@@ -598,11 +609,55 @@ out:
     return rc;
 }
 
+/* Sets the Pod up and starts its containers; a missing Secret or ConfigMap of a volume is
+ * retried (FailedMount, as the kubelet does), any other failure is final. */
+static void pod_start(struct runtime *rt, struct rt_pod *p)
+{
+    char err[600] = "";
+    int rc = 0;
+
+    p->mount_retry_ms = 0;
+    if (!rt->root)
+        snprintf(err, sizeof(err), "kubesim --run-image needs root to create the Pod's network "
+                 "and mount namespaces (running as uid %d)", (int)geteuid());
+    else if (p->nc != 0 && (rc = pod_setup(rt, p, err, sizeof(err))) < 0 && !err[0])
+        snprintf(err, sizeof(err), "sandbox setup failed");
+    if (rc == -ENOENT && p->sandbox <= 0) {
+        if (p->mount_fails++ % 30 == 0)   /* not an Event a second */
+            rt_event(rt, p, "Warning", "FailedMount", NULL, "%s", err);
+        p->mount_retry_ms = rt_now_ms() + MOUNT_RETRY_MS;
+        p->dirty = true;
+        return;
+    }
+    if (err[0]) {
+        snprintf(p->fail, sizeof(p->fail), "%.*s", (int)sizeof(p->fail) - 1, err);
+        for (size_t i = 0; i < p->nc; i++) {
+            snprintf(p->c[i].waiting_reason, sizeof(p->c[i].waiting_reason), "CreateContainerError");
+            snprintf(p->c[i].waiting_msg, sizeof(p->c[i].waiting_msg), "%s", err);
+        }
+        rt_event(rt, p, "Warning", "FailedCreatePodSandBox", NULL,
+                 "Failed to create pod sandbox: %s", err);
+        log_warn("runtime: pod cannot run", "pod", p->name, "error", err, NULL);
+        p->dirty = true;
+        return;
+    }
+    for (size_t i = 0; i < p->nc; i++) {
+        if (!p->c[i].root) {
+            /* a container of another image in a run Pod: nothing to run it with */
+            snprintf(p->c[i].waiting_reason, sizeof(p->c[i].waiting_reason), "CreateContainerError");
+            snprintf(p->c[i].waiting_msg, sizeof(p->c[i].waiting_msg),
+                     "image %s is not one kubesim --run-image runs", kobj_str(p->c[i].spec, "image"));
+            continue;
+        }
+        ctr_start(rt, p, &p->c[i]);
+    }
+    p->dirty = true;
+}
+
 static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
 {
     const cJSON *md = kobj_get(pod, "metadata"), *cs, *ct;
     struct rt_pod *p = calloc(1, sizeof(*p));
-    char err[600] = "";
     size_t n = 0;
 
     if (!p) {
@@ -645,34 +700,7 @@ static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
     p->next = rt->pods;
     rt->pods = p;
     pthread_mutex_unlock(&rt->mu);
-    if (!rt->root)
-        snprintf(err, sizeof(err), "kubesim --run-image needs root to create the Pod's network "
-                 "and mount namespaces (running as uid %d)", (int)geteuid());
-    else if (p->nc != 0 && pod_setup(rt, p, err, sizeof(err)) < 0 && !err[0])
-        snprintf(err, sizeof(err), "sandbox setup failed");
-    if (err[0]) {
-        snprintf(p->fail, sizeof(p->fail), "%.*s", (int)sizeof(p->fail) - 1, err);
-        for (size_t i = 0; i < p->nc; i++) {
-            snprintf(p->c[i].waiting_reason, sizeof(p->c[i].waiting_reason), "CreateContainerError");
-            snprintf(p->c[i].waiting_msg, sizeof(p->c[i].waiting_msg), "%s", err);
-        }
-        rt_event(rt, p, "Warning", "FailedCreatePodSandBox", NULL,
-                 "Failed to create pod sandbox: %s", err);
-        log_warn("runtime: pod cannot run", "pod", p->name, "error", err, NULL);
-        p->dirty = true;
-        return;
-    }
-    for (size_t i = 0; i < p->nc; i++) {
-        if (!p->c[i].root) {
-            /* a container of another image in a run Pod: nothing to run it with */
-            snprintf(p->c[i].waiting_reason, sizeof(p->c[i].waiting_reason), "CreateContainerError");
-            snprintf(p->c[i].waiting_msg, sizeof(p->c[i].waiting_msg),
-                     "image %s is not one kubesim --run-image runs", kobj_str(p->c[i].spec, "image"));
-            continue;
-        }
-        ctr_start(rt, p, &p->c[i]);
-    }
-    p->dirty = true;
+    pod_start(rt, p);
 }
 
 /* Every process gone: the sandbox (and with it the namespaces) goes, the files, then the
@@ -753,6 +781,12 @@ static uint64_t tick(struct runtime *rt)
 
     for (p = rt->pods; p; p = nx) {
         nx = p->next;
+        if (p->mount_retry_ms && !p->deleting) {
+            if (p->mount_retry_ms <= now)
+                pod_start(rt, p);
+            if (p->mount_retry_ms && p->mount_retry_ms < next)
+                next = p->mount_retry_ms;
+        }
         for (size_t i = 0; i < p->nc; i++) {
             struct rt_ctr *c = &p->c[i];
             bool kill_it = false;
@@ -845,12 +879,8 @@ static void *rt_main(void *arg)
     for (;;) {
         uint64_t next, now;
         size_t n = 0;
-        bool stop;
 
-        pthread_mutex_lock(&rt->mu);
-        stop = rt->stop;
-        pthread_mutex_unlock(&rt->mu);
-        if (stop)
+        if (rt_stopping(rt))
             break;
         take_commands(rt);
         next = tick(rt);
@@ -971,7 +1001,7 @@ int runtime_start(const struct runtime_opts *o, const struct runtime_conf *conf,
     rt->conf = *conf;
     rt->store = conf->store;
     rt->node_fd = rt->host_netns = rt->node_netns = rt->relay_lfd = -1;
-    rt->wake[0] = rt->wake[1] = -1;
+    rt->wake[0] = rt->wake[1] = rt->svc_wake[0] = rt->svc_wake[1] = -1;
     rt->cmds_tail = &rt->cmds;
     pthread_mutex_init(&rt->mu, NULL);
     if (conf->ca_pem && !(rt->ca = strndup(conf->ca_pem, conf->ca_len)))
@@ -983,6 +1013,8 @@ int runtime_start(const struct runtime_opts *o, const struct runtime_conf *conf,
     rt->r_secrets = registry_find(reg, "", "v1", "secrets");
     rt->r_cms = registry_find(reg, "", "v1", "configmaps");
     rt->r_events = registry_find(reg, "", "v1", "events");
+    rt->r_svc = registry_find(reg, "", "v1", "services");
+    rt->r_ep = registry_find(reg, "", "v1", "endpoints");
     store_registry_unlock(rt->store);
     if ((n = readlink("/proc/self/exe", rt->self, sizeof(rt->self) - 1)) <= 0) {
         rc = -errno;
@@ -1004,6 +1036,8 @@ int runtime_start(const struct runtime_opts *o, const struct runtime_conf *conf,
         log_warn("runtime: no node network namespace; Pods will fail", "error", strerror(-rc), NULL);
         rt->root = false;
     }
+    if (rt->root && (rc = rt_svc_start(rt)) < 0)
+        log_warn("runtime: no Service proxy: Pods cannot reach ClusterIPs", "error", strerror(-rc), NULL);
     if ((rc = pthread_create(&rt->thread, NULL, rt_main, rt)) != 0) {
         rc = -rc;
         goto fail;
@@ -1027,14 +1061,15 @@ void runtime_stop(struct runtime *rt)
 
     if (!rt)
         return;
+    pthread_mutex_lock(&rt->mu);
+    rt->stop = true;
+    pthread_mutex_unlock(&rt->mu);
     if (rt->started) {
-        pthread_mutex_lock(&rt->mu);
-        rt->stop = true;
-        pthread_mutex_unlock(&rt->mu);
         if (write(rt->wake[1], "x", 1) < 0)
             (void)0;
         pthread_join(rt->thread, NULL);
     }
+    rt_svc_stop(rt);
     /* the thread is gone: terminate what is left here, SIGTERM then SIGKILL */
     for (struct rt_pod *p = rt->pods; p; p = p->next)
         for (size_t i = 0; i < p->nc; i++)

@@ -28,6 +28,7 @@ struct runtime;
  * serving certificate carries it as a SAN. */
 #define RUNTIME_SERVICE_IP "10.96.0.1"
 #define RUNTIME_SERVICE_PORT 443
+#define RUNTIME_SERVICE_CIDR "10.96.0.0/12"   /* kubesim's Service range (store/defaults.c) */
 #define RUNTIME_MAX_IMAGES 16
 
 struct runtime_opts {
@@ -70,6 +71,36 @@ void runtime_pod_delete(struct runtime *rt, const char *uid, long grace_ms);
  * the runtime does not run this Pod/container (or has no previous run). */
 int runtime_log(struct runtime *rt, const char *uid, const char *container, bool previous,
                 size_t off, struct buf *out, bool *running);
+
+/* ---- the API server's service and pod proxy ------------------------------------------- */
+
+#define RUNTIME_HTTP_MAX_BODY (32 << 20)
+#define RUNTIME_HTTP_MAX_PATH 8192
+
+struct runtime_http_req {
+    const char *method;        /* "GET", ... (upper-case letters) */
+    const char *path;          /* "/a/b?q=1": starts with '/', no spaces or control bytes */
+    const char *ctype;         /* Content-Type to send, or NULL */
+    const char *accept;        /* Accept to send, or NULL */
+    const char *body;
+    size_t len;
+};
+
+struct runtime_http_reply {
+    long code;
+    char ctype[128];
+    char *body;                /* malloc'd, NUL-terminated; runtime_http_reply_free */
+    size_t len;
+    char err[300];             /* on failure: the API server's wording */
+};
+
+/* req to port of the Pod uid the runtime runs, at its Pod IP (from the node namespace).
+ * 0 with *out; -ENOENT when the runtime does not run that Pod; -ECONNREFUSED,
+ * -ETIMEDOUT, -EFBIG, -EINVAL, -EIO with out->err set. Blocks up to 30 s: call it from a
+ * connection's thread. */
+int runtime_http(struct runtime *rt, const char *uid, int port, const struct runtime_http_req *req,
+                 struct runtime_http_reply *out);
+void runtime_http_reply_free(struct runtime_http_reply *r);
 
 /* The hidden subcommands kubesim re-executes itself with ("__runtime-sandbox",
  * "__runtime-exec"): returns an exit status, or -1 when argv is not one of them. */

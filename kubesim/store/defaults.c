@@ -217,15 +217,16 @@ static bool ip_in_use(struct store *s, const char *ip)
     return false;
 }
 
-/* Next free address of 10.96.0.0/12 (10.96.0.1 - 10.111.255.254). */
+/* Next free address of 10.96.0.0/12 (10.96.0.2 - 10.111.255.254: the first is the
+ * `kubernetes` Service's, which Pods run by kubesim/runtime reach the API server at). */
 static int alloc_cluster_ip(struct store *s, char out[INET_ADDRSTRLEN])
 {
     const uint32_t base = (10u << 24) | (96u << 16), size = 1u << 20;
 
-    for (uint32_t tries = 0; tries < size - 2; tries++) {
+    for (uint32_t tries = 0; tries < size - 3; tries++) {
         uint32_t off = s->svc_next_ip;
         struct in_addr a;
-        s->svc_next_ip = off + 1 >= size - 1 ? 1 : off + 1;
+        s->svc_next_ip = off + 1 >= size - 1 ? 2 : off + 1;
         a.s_addr = htonl(base + off);
         inet_ntop(AF_INET, &a, out, INET_ADDRSTRLEN);
         if (!ip_in_use(s, out))

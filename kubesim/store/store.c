@@ -512,7 +512,7 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
     s->window = o && o->watch_window ? o->watch_window : 5000;
     s->bookmark_ms = o && o->bookmark_ms ? o->bookmark_ms : 1000;
     s->event_ttl_ms = o && o->event_ttl_ms ? o->event_ttl_ms : 3600u * 1000u;
-    s->svc_next_ip = 1;
+    s->svc_next_ip = 2;    /* 10.96.0.1 is the `kubernetes` Service's, as in a real cluster */
     s->res_namespaces = store_find_builtin(s, "", "namespaces");
     s->res_nodes = store_find_builtin(s, "", "nodes");
     s->res_events = store_find_builtin(s, "", "events");

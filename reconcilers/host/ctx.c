@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "kobj/kobj.h"
 #include "reconcilers/host/internal.h"
@@ -56,6 +57,27 @@ static void make_uuid(char out[40])
     snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
              b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
              b[12], b[13], b[14], b[15]);
+}
+
+void host_rand_suffix(char out[6])
+{
+    static const char alpha[] = "bcdfghjklmnpqrstvwxz2456789";
+    unsigned char b[5];
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+        uint64_t t = util_now_ns();
+        for (size_t i = 0; i < sizeof(b); i++)
+            b[i] = (unsigned char)(t >> (i * 7));
+    }
+    for (int i = 0; i < 5; i++)
+        out[i] = alpha[b[i] % (sizeof(alpha) - 1)];
+    out[5] = '\0';
+}
+
+int64_t host_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int host_ctx_init(struct host_ctx *ctx, const struct host_kind *kind, const char *key,

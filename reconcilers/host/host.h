@@ -121,6 +121,15 @@ bool host_feature_enabled(const struct host_ctx *ctx, const char *name, bool dfl
  * ("unrecognized feature gate: X") in err. */
 int host_feature_gates_check(const char *gates, char *err, size_t errlen);
 
+/* ---- context: names and times ------------------------------------------------ */
+
+/* Five characters of k8s.io/apimachinery rand.String's alphabet, NUL-terminated: the
+ * suffix KubeRay puts on the names it generates (RayJob clusters, submission ids,
+ * RayService clusters). */
+void host_rand_suffix(char out[6]);
+/* Wall-clock now in Unix ms, for status timestamps. */
+int64_t host_wall_ms(void);
+
 /* ---- context: read-your-writes recording ---------------------------------- */
 
 /* Records that the reconcile wrote rv of cache type. Per type only the

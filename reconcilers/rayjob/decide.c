@@ -393,8 +393,14 @@ static enum flow state_running(const struct rj_in *in, struct rj_plan *p)
         if (submitter_finished_timeout(in, st, finished) || failed)
             return BREAK;
     }
-    p->info_used = true;
     int rc = in->info_rc == RJ_INFO_NONE ? -ENOTCONN : in->info_rc;
+    if (rc == -EINPROGRESS) {
+        /* the dashboard has not answered yet (a slow head): nothing is known, nothing
+         * failed; the answer is taken by a later reconcile */
+        rj_plan_requeue(p, RJ_DASH_PENDING_MS);
+        return RETURN;
+    }
+    p->info_used = true;
     if (rc == -ENOENT) {
         if (strcmp(mode, "HTTPMode") == 0) {
             p->actions |= RJ_SUBMIT_HTTP;   /* rj_after_submit decides the status */
@@ -614,6 +620,11 @@ int rj_after_submit(const struct rj_in *in, struct rj_plan *p, int rc)
     if (!p->status)
         return -ENOMEM;
     bool write;
+    if (rc == -EINPROGRESS) {
+        /* the submission is still out: its answer is taken by a later reconcile */
+        rj_plan_requeue(p, RJ_DASH_PENDING_MS);
+        return 0;
+    }
     if (rc < 0) {
         /* KubeRay counts "submission id already used" as a failed check too; the next
          * GetJobInfo finds the job and stops the timer */

@@ -39,6 +39,10 @@ int rayjob_metrics(struct host_view *view, struct buf *out);
 #define RJ_FINALIZER "ray.io/rayjob-finalizer"
 #define RJ_SUBMITTER_CONTAINER "ray-job-submitter"
 #define RJ_REQUEUE_MS 3000                    /* RayJobDefaultRequeueDuration */
+/* rayop: a dashboard call still out (dash_async_call gave -EINPROGRESS) is looked at
+ * again this much later; a reconcile waits at most RJ_DASH_WAIT_MS for an answer */
+#define RJ_DASH_PENDING_MS 1000
+#define RJ_DASH_WAIT_MS 200
 #define RJ_SUBMITTER_FINISHED_TIMEOUT_S 30    /* DefaultSubmitterFinishedTimeout */
 #define RJ_MAX_NAME 47                        /* MaxRayJobNameLength */
 
@@ -74,7 +78,8 @@ struct rj_in {
     const cJSON *submitter;          /* batch Job named after the RayJob, NULL if absent */
     const cJSON *head_pod;           /* SidecarMode: the cluster's head Pod, NULL if none */
     const char *dashboard_url;       /* head Service FQDN:port of cluster, NULL if unknown */
-    int info_rc;                     /* 0 info valid, -ENOENT unknown job, < 0 error, RJ_INFO_NONE */
+    int info_rc;                     /* 0 info valid, -ENOENT unknown job, -EINPROGRESS
+                                        asked but not answered yet, < 0 error, RJ_INFO_NONE */
     const struct dash_job_info *info;
     int64_t now_ms;                  /* wall clock, Unix ms */
     char suffix_job[6];              /* 5 random chars for a new submission id */

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "reconcilers/host/host.h"
 #include "reconcilers/raycluster/build.h"
@@ -35,28 +34,6 @@
 #define T_PODS "v1/pods"
 #define T_SERVICES "v1/services"
 #define T_SECRETS "v1/secrets"
-
-/* k8s.io/apimachinery rand.String: 5 characters of this alphabet. */
-static void rand5(char out[6])
-{
-    static const char alpha[] = "bcdfghjklmnpqrstvwxz2456789";
-    unsigned char b[5];
-    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-        uint64_t t = util_now_ns();
-        for (size_t i = 0; i < sizeof(b); i++)
-            b[i] = (unsigned char)(t >> (i * 7));
-    }
-    for (int i = 0; i < 5; i++)
-        out[i] = alpha[b[i] % (sizeof(alpha) - 1)];
-    out[5] = '\0';
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void load_config(struct host_ctx *ctx, struct rj_config *cfg)
 {
@@ -156,6 +133,7 @@ struct observed {
     cJSON *rj, *cluster, *submitter, *pods;
     char url[600];
     struct dash_job_info info;
+    struct dash_reply reply;     /* of the last dashboard_call */
     struct rj_in in;
     char err[600];      /* the last API error as the server put it, for the requeue log */
 };
@@ -166,6 +144,29 @@ static void observed_free(struct observed *o)
     cJSON_Delete(o->cluster);
     cJSON_Delete(o->submitter);
     cJSON_Delete(o->pods);
+    dash_reply_free(&o->reply);
+}
+
+/* One call to the cluster's dashboard, off the worker thread (dashboard/async.c): a slow
+ * or dead head delays only its own RayJob, never the worker (kuberay#2646). 0 with
+ * o->reply set (the caller frees it), -EINPROGRESS while it is out (the same call from a
+ * later reconcile takes the answer), or a negative errno. op names the call in its key. */
+static int dashboard_call(struct host_ctx *ctx, struct observed *o, const char *op,
+                          const char *method, const char *path, const char *body)
+{
+    struct dash_target t;
+    char key[400];
+    int rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t);
+    dash_reply_free(&o->reply);
+    if (rc == 0) {
+        /* the cluster is in the key: a retry's new cluster never takes an old answer */
+        snprintf(key, sizeof(key), "rayjob\n%s/%s\n%s\n%s", ctx->ns, ctx->name,
+                 rj_str(o->cluster, "metadata.name"), op);
+        rc = dash_async_call(key, &t, method, path, body, body ? strlen(body) : 0,
+                             RJ_DASH_WAIT_MS, &o->reply);
+    }
+    dash_target_wipe(&t);
+    return rc;
 }
 
 static int get_opt(struct host_ctx *ctx, const char *type, const char *name, cJSON **out)
@@ -214,19 +215,22 @@ static int observe(struct host_ctx *ctx, struct observed *o)
     in->head_pod = find_head(o->pods);
     in->info_rc = RJ_INFO_NONE;
     in->info = &o->info;
-    in->now_ms = wall_ms();
-    rand5(in->suffix_job);
-    rand5(in->suffix_cluster);
+    in->now_ms = host_wall_ms();
+    host_rand_suffix(in->suffix_job);
+    host_rand_suffix(in->suffix_cluster);
     load_config(ctx, &in->cfg);
     if (o->cluster && dashboard_url(o->cluster, o->url, sizeof(o->url)) == 0)
         in->dashboard_url = o->url;
     if (o->cluster && rj_wants_job_info(o->rj)) {
-        struct dash_target t;
-        in->info_rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t);
+        char path[64 + DASH_ID_MAX];
+        in->info_rc = dash_job_path(path, sizeof(path), rj_str(o->rj, "status.jobId"), "");
         if (in->info_rc == 0)
-            in->info_rc = dash_job_get(&t, rj_str(o->rj, "status.jobId"), &o->info);
-        dash_target_wipe(&t);
-        if (in->info_rc < 0 && in->info_rc != -ENOENT) {
+            in->info_rc = dashboard_call(ctx, o, "info", "GET", path, NULL);
+        if (in->info_rc == 0) {
+            in->info_rc = dash_job_info_reply(&o->reply, &o->info);
+            dash_reply_free(&o->reply);
+        }
+        if (in->info_rc < 0 && in->info_rc != -ENOENT && in->info_rc != -EINPROGRESS) {
             host_log(ctx, LOG_INFO, "Failed to get job info", "JobId",
                      rj_str(o->rj, "status.jobId"), "error", kube_strerror(in->info_rc), NULL);
             dashboard_unreachable_hint(ctx, in->info_rc, rj_str(o->rj, "status.dashboardURL"));
@@ -273,19 +277,29 @@ out:
     return rc;
 }
 
-static void stop_job(struct host_ctx *ctx, struct observed *o)
+/* -EINPROGRESS while the dashboard has not answered (the finalizer stays until it has);
+ * else 0, whatever the answer: the finalizer goes no matter what, as in KubeRay. */
+static int stop_job(struct host_ctx *ctx, struct observed *o)
 {
     const char *id = rj_str(o->rj, "status.jobId");
-    struct dash_target t;
+    char path[64 + DASH_ID_MAX];
+    bool stopped = false;
     int rc = -ENOENT;
-    if (o->cluster && *id &&
-        (rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
-        rc = dash_job_stop(&t, id);
-    dash_target_wipe(&t);
-    /* the finalizer goes no matter what, as in KubeRay */
-    host_log(ctx, rc < 0 ? LOG_WARN : LOG_INFO, rc < 0 ? "Failed to stop job for RayJob"
-             : "Stopped the Ray job of the RayJob being deleted", "JobId", id,
-             "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+    if (o->cluster && *id && (rc = dash_job_path(path, sizeof(path), id, "/stop")) == 0 &&
+        (rc = dashboard_call(ctx, o, "stop", "POST", path, NULL)) == 0) {
+        rc = dash_job_stop_reply(&o->reply, &stopped);
+        dash_reply_free(&o->reply);
+    }
+    if (rc == -EINPROGRESS)
+        return rc;
+    if (rc == 0 && !stopped)
+        host_log(ctx, LOG_INFO, "The dashboard did not stop the Ray job (it may have ended "
+                 "already)", "JobId", id, NULL);
+    else
+        host_log(ctx, rc < 0 ? LOG_WARN : LOG_INFO, rc < 0 ? "Failed to stop job for RayJob"
+                 : "Stopped the Ray job of the RayJob being deleted", "JobId", id,
+                 "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+    return 0;
 }
 
 static int create_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
@@ -468,30 +482,35 @@ out:
 
 static int submit_http(struct host_ctx *ctx, struct observed *o, struct rj_plan *p)
 {
-    struct dash_target t;
     char id[DASH_ID_MAX];
     int err = 0, rc;
     char *body = rj_build_submit_body(o->rj, p->status, &err);
     if (!body)
         rc = err ? err : -ENOMEM;
-    else if ((rc = target_for(ctx, o->cluster, rj_str(o->rj, "status.dashboardURL"), &t)) == 0)
-        rc = dash_job_submit(&t, body, strlen(body), id, sizeof(id));
-    dash_target_wipe(&t);
+    else if ((rc = dashboard_call(ctx, o, "submit", "POST", "/api/jobs/", body)) == 0) {
+        rc = dash_job_submit_reply(&o->reply, id, sizeof(id));
+        dash_reply_free(&o->reply);
+    }
     free(body);
-    host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
-             rc < 0 ? "Failed to submit the Ray job" : "Submitted the Ray job",
-             "JobId", rj_str(o->rj, "status.jobId"), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+    if (rc != -EINPROGRESS)   /* logged once, when the answer is taken */
+        host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
+                 rc < 0 ? "Failed to submit the Ray job" : "Submitted the Ray job", "JobId",
+                 rj_str(o->rj, "status.jobId"), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
     return rj_after_submit(&o->in, p, rc);
 }
 
+/* run_actions' answer when the StopJob call is still out: nothing more this time */
+#define STOP_PENDING 1
+
+/* 0, STOP_PENDING, or a negative errno (a failed write: the caller requeues) */
 static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan *p)
 {
     unsigned a = p->actions;
     int rc = 0, err = 0;
     if ((a & RJ_ADD_FINALIZER) && (rc = patch_finalizers(ctx, o, true)) < 0)
         return rc;
-    if (a & RJ_STOP_JOB)
-        stop_job(ctx, o);
+    if ((a & RJ_STOP_JOB) && stop_job(ctx, o) == -EINPROGRESS)
+        return STOP_PENDING;   /* the finalizer stays until the dashboard has answered */
     if ((a & RJ_REMOVE_FINALIZER) && (rc = patch_finalizers(ctx, o, false)) < 0)
         return rc;
     if (a & RJ_CREATE_CLUSTER) {
@@ -603,6 +622,12 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
         goto out;   /* KubeRay: nothing else happens until the scheduler takes it */
     if ((rc = run_actions(ctx, &o, &plan)) < 0)
         goto requeue;
+    if (rc == STOP_PENDING) {
+        res->outcome = HOST_REQUEUE_AFTER;
+        res->after_ms = RJ_DASH_PENDING_MS;
+        rc = 0;
+        goto out;
+    }
     {
         /* CleanupOnCompletion: every reconcile of a finished RayJob, and when a
          * suspend or retry has released the cluster */

@@ -54,15 +54,9 @@ int rs_dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target 
 int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
                   int target_capacity, const char *op, char *err, size_t n);
 
-/* async.c: dash_call on its own thread, at most one in flight per key ("ns/name\ncluster
- * \nop"); waits up to wait_ms for the answer: 0/-errno as dash_call (out filled), or
- * -EINPROGRESS (asked again later: the answer waits for the next call with the same key and
- * request), -EBUSY when RS_ASYNC_MAX calls are out. */
+/* how long a reconcile waits for a dashboard answer (dash_async_call) before it
+ * requeues and takes the answer later */
 #define RS_ASYNC_WAIT_MS 250
-int rs_async_call(const char *key, const struct dash_target *t, const char *method,
-                  const char *path, const char *body, size_t len, int wait_ms,
-                  struct dash_reply *out);
-size_t rs_async_in_flight(void);
 
 /* upgrade.c: incremental upgrade (Gateway, HTTPRoute, target_capacity, rollback). */
 int rs_incremental_rollback(struct rsr *r);

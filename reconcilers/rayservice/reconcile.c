@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "reconcilers/raycluster/build.h"
@@ -72,28 +71,6 @@ static void cond(struct rsr *r, const char *type, const char *st, const char *re
     int64_t og = 0;
     rs_int(r->st, "observedGeneration", &og);
     rs_cond_set(r->st, type, st, reason, msg, og, r->now);
-}
-
-/* k8s.io/apimachinery rand.String(5) */
-static void rand5(char out[6])
-{
-    static const char alpha[] = "bcdfghjklmnpqrstvwxz2456789";
-    unsigned char b[5];
-    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
-        uint64_t t = util_now_ns();
-        for (size_t i = 0; i < sizeof(b); i++)
-            b[i] = (unsigned char)(t >> (i * 7));
-    }
-    for (int i = 0; i < 5; i++)
-        out[i] = alpha[b[i] % (sizeof(alpha) - 1)];
-    out[5] = '\0';
-}
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static const char *annotation(const cJSON *o, const char *k)
@@ -781,7 +758,7 @@ static int calculate_status(struct rsr *r, const cJSON *head, const cJSON *serve
     }
     if (should_prepare(r, r->active, r->pending, pending_serving)) {
         char name[300], sfx[6];
-        rand5(sfx);
+        host_rand_suffix(sfx);
         snprintf(name, sizeof(name), "%s-%s", r->ctx->name, sfx);
         cJSON *np = cJSON_CreateObject();
         cJSON_AddStringToObject(np, "rayClusterName", name);
@@ -982,7 +959,7 @@ int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     r.orig = cJSON_Duplicate(r.st, 1);
     r.gates.incremental_upgrade = host_feature_enabled(ctx, "RayServiceIncrementalUpgrade", true);
-    r.now_ms = wall_ms();
+    r.now_ms = host_wall_ms();
     rs_format_time(r.now_ms, r.now);
     rs_int(r.rs, "metadata.generation", &r.generation);
     if (!r.st || !r.orig) {

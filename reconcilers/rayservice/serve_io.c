@@ -111,7 +111,7 @@ static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_tar
     struct dash_reply rep = { 0 };
     char key[600];
     call_key(r, cluster, "status", key, sizeof(key));
-    int rc = rs_async_call(key, t, "GET", "/api/serve/applications/?api_type=declarative", NULL, 0,
+    int rc = dash_async_call(key, t, "GET", "/api/serve/applications/?api_type=declarative", NULL, 0,
                            RS_ASYNC_WAIT_MS, &rep);
     if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
         util_format_err(err, n, "GetServeDetails: HTTP %d: %.200s", rep.code, rep.body ? rep.body : "");
@@ -139,7 +139,7 @@ int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target 
         return rc;
     }
     call_key(r, cluster, op, key, sizeof(key));
-    rc = rs_async_call(key, t, "PUT", "/api/serve/applications/", body, strlen(body), RS_ASYNC_WAIT_MS,
+    rc = dash_async_call(key, t, "PUT", "/api/serve/applications/", body, strlen(body), RS_ASYNC_WAIT_MS,
                        &rep);
     if (rc != -EINPROGRESS)   /* logged once, when the PUT's answer is taken */
         host_log(r->ctx, LOG_INFO, "updateServeDeployment", "clusterName",
@@ -320,7 +320,7 @@ static int proxy_healthy(struct rsr *r, const cJSON *cluster, const cJSON *pod, 
             return 0;
     }
     call_key(r, cluster, "healthz", key, sizeof(key));
-    rc = rs_async_call(key, &t, "GET", "/-/healthz", NULL, 0, RS_ASYNC_WAIT_MS, &rep);
+    rc = dash_async_call(key, &t, "GET", "/-/healthz", NULL, 0, RS_ASYNC_WAIT_MS, &rep);
     if (rc == -EINPROGRESS)
         return rc;
     bool ok = rc == 0 && rep.code == 200;

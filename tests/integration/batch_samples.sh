@@ -1,13 +1,15 @@
 #!/bin/bash
-# deadline: 120
+# deadline: 150
 # batch_samples.sh - every Volcano and YuniKorn sample of KubeRay
 # (kuberay/samples/*volcano* and *yunikorn*) accepted and reconciled by rayop with the
 # matching --batch-scheduler, and scheduled by kubesim's gang step on 2 nodes of
 # 4 CPU: the Volcano cluster's gang runs in its queue, the Volcano RayJob waits on
 # the queue's capability until the cluster is gone, then completes; the YuniKorn
 # cluster and RayJob run with their task groups (the submitter's held by a
-# placeholder). Then the KubernetesWAS gate: Workload and PodGroup
-# scheduling.k8s.io/v1alpha2 served by kubesim and the Pods' schedulingGroup.
+# placeholder). KAI's sample (its Queues served by a schema-less CRD) runs in its leaf
+# queue; a KAI gang too big for the nodes, and one in a parent queue, get nothing. Then
+# the KubernetesWAS gate: Workload and PodGroup scheduling.k8s.io/v1alpha2 served by
+# kubesim and the Pods' schedulingGroup.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gang.sh"
 
@@ -71,6 +73,44 @@ wait_until "yunikorn job sample: the RayJob completes" 60 rj_is rayjob-yunikorn-
 check "yunikorn job sample: the submitter ran in task group submittergroup" \
     [ "$(kcurl "/api/v1/namespaces/default/pods?labelSelector=batch.kubernetes.io/job-name=rayjob-yunikorn-0" | jq -r '.items[0] | .spec.schedulerName + "/" + .metadata.annotations["yunikorn.apache.org/task-group-name"]')" = yunikorn/submittergroup ]
 
+# ---- KAI ----
+# KAI's Queue type (scheduling.run.ai/v2), schema-less: the sample creates two queues
+kcurl -X POST -H 'Content-Type: application/json' /apis/apiextensions.k8s.io/v1/customresourcedefinitions \
+  -d '{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":
+  "queues.scheduling.run.ai"},"spec":{"group":"scheduling.run.ai","names":{"plural":"queues","singular":
+  "queue","kind":"Queue","listKind":"QueueList"},"scope":"Cluster","versions":[{"name":"v2","served":true,
+  "storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object",
+  "x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
+wait_until "KAI Queue type served" 20 kcurl -f /apis/scheduling.run.ai/v2/queues
+controllers --batch-scheduler kai-scheduler
+kubectl apply -f "$SAMPLES/ray-cluster.kai-scheduler.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-cluster.kai-scheduler.yaml" "$(cat "$WORK/apply.err")"
+wait_until "kai cluster sample: 3 Pods bound" 40 bound_is raycluster-sample 3 && \
+    ok "ray-cluster.kai-scheduler.yaml reconciled and gang-scheduled"
+check "kai cluster sample: Pods carry kai-scheduler, queue team-a and their PodGroup pg-raycluster-sample-UID" \
+    [ "$(pods_of raycluster-sample | jq -r '[.items[] | [.spec.schedulerName, .metadata.labels["kai.scheduler/queue"], (.metadata.annotations["pod-group-name"] // "" | startswith("pg-raycluster-sample-") | tostring)] | join(",")] | unique | join(";")')" = "kai-scheduler,team-a,true" ]
+kai_cluster() {   # NAME QUEUE WORKERS WORKER_CPU
+    kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
+  "kind":"RayCluster","metadata":{"name":"'$1'","labels":{"kai.scheduler/queue":"'$2'"}},
+  "spec":{"headGroupSpec":{"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-head",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"1"}}}]}}},"workerGroupSpecs":[{"groupName":"w",
+  "replicas":'$3',"minReplicas":0,"maxReplicas":'$3',"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"'$4'"}}}]}}}]}}' >/dev/null
+}
+npods_is() { [ "$(pods_of "$1" | jq '.items | length')" = "$2" ]; }
+pod_said() {   # CLUSTER TEXT: a FailedScheduling Event of one of its Pods holds TEXT
+    kcurl /api/v1/namespaces/default/events | jq -e --arg c "$1-" --arg t "$2" '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith($c)) and (.message|contains($t)))' >/dev/null
+}
+# head + 4 x 2 CPU (minMember 5) is 9 CPUs on 8: nothing is bound, though some of its Pods would fit
+kai_cluster kaibig team-a 4 2
+wait_until "kai: the big cluster's 5 Pods exist" 30 npods_is kaibig 5
+wait_until "kai: the big gang's Pods say why they wait" 20 pod_said kaibig "5 minAvailable"
+check "kai: a gang that cannot fit has zero Pods bound" bound_is kaibig 0
+kai_cluster kaiparent department-1 1 1
+wait_until "kai: a cluster in a parent queue is told so" 30 pod_said kaiparent "not a leaf queue"
+check "kai: nothing of it is bound" bound_is kaiparent 0
+for c in raycluster-sample kaibig kaiparent; do kcurl -X DELETE $NSP/rayclusters/$c >/dev/null; done
+
 # ---- Kubernetes WAS (feature gate KubernetesWAS) ----
 controllers --feature-gates KubernetesWAS=true
 kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
@@ -93,7 +133,6 @@ kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVers
   "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"1"}}}]}}},"workerGroupSpecs":[{"groupName":"w",
   "replicas":4,"minReplicas":0,"maxReplicas":4,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
   "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"2"}}}]}}}]}}' >/dev/null
-npods_is() { [ "$(pods_of "$1" | jq '.items | length')" = "$2" ]; }
 wait_until "WAS: the big cluster's 5 Pods exist" 30 npods_is wasbig 5
 gang_msg() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("wasbig-")) and (.message|contains("tasks in gang unschedulable")))' >/dev/null; }
 wait_until "WAS: the big gang's Pods say why they wait" 20 gang_msg

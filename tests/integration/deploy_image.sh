@@ -1,5 +1,5 @@
 #!/bin/bash
-# deadline: 60
+# deadline: 180
 # deploy_image.sh - the Dockerfile's runtime stage can run bin/rayop. No container engine runs
 # on our machines, so the check is on packages: every shared library `ldd bin/rayop` resolves is
 # mapped to its Debian package with `dpkg -S`, and that package must be in the runtime stage's
@@ -41,20 +41,34 @@ while [ -n "$queue" ]; do
 done
 ok "dependency closure of the runtime packages: ${#seen[@]} packages"
 
+# One dpkg -S for every library (each call reads dpkg's whole file list: ~1 s apiece on a
+# loaded machine). Each library is asked under its path, its resolved path and both usrmerge
+# spellings (/lib/... is registered under /usr/lib or the other way round).
+declare -A owner
+libs=$(ldd "$BIN" | awk '/=> \//{print $1, $3} /^\t\/.*ld-linux/{print $1, $1}')
+cands=$(printf '%s\n' "$libs" | while read -r lib path; do
+    [ -n "$path" ] || continue
+    real=$(readlink -f "$path")
+    printf '%s\n%s\n/usr%s\n%s\n' "$path" "$real" "$path" "${path#/usr}"
+done | sort -u)
+while IFS= read -r line; do
+    pkg=${line%%: *}; f=${line#*: }
+    pkg=${pkg%%:*}; pkg=${pkg%%,*}
+    [ -n "${owner[$f]:-}" ] || owner[$f]=$pkg
+done < <(dpkg -S $cands 2>/dev/null)
 missing=""; n=0
 while read -r lib path; do
     [ -n "$path" ] || continue
     n=$((n + 1))
     real=$(readlink -f "$path")
-    pkg=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
-    [ -n "$pkg" ] || pkg=$(dpkg -S "$real" 2>/dev/null | head -1 | cut -d: -f1)
-    # usrmerge: /lib/x86_64-linux-gnu/... is registered under /usr/lib or the other way round
-    [ -n "$pkg" ] || pkg=$(dpkg -S "/usr$path" 2>/dev/null | head -1 | cut -d: -f1)
-    [ -n "$pkg" ] || pkg=$(dpkg -S "${path#/usr}" 2>/dev/null | head -1 | cut -d: -f1)
+    pkg=""
+    for c in "$path" "$real" "/usr$path" "${path#/usr}"; do
+        [ -n "$pkg" ] || pkg=${owner[$c]:-}
+    done
     if [ -z "$pkg" ]; then missing="$missing $lib(no package)"; continue; fi
     [ -n "${seen[$pkg]:-}" ] || missing="$missing $lib($pkg)"
     used="${used:-} $pkg"
-done < <(ldd "$BIN" | awk '/=> \//{print $1, $3} /^\t\/.*ld-linux/{print $1, $1}')
+done <<<"$libs"
 [ "$n" -gt 5 ] && ok "ldd bin/rayop lists $n libraries" || not_ok "ldd bin/rayop lists libraries" "only $n"
 [ -z "$missing" ] && ok "every library of bin/rayop comes from the runtime packages" \
     || not_ok "every library of bin/rayop comes from the runtime packages" "missing:$missing"

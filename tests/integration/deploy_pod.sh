@@ -5,6 +5,8 @@
 # kustomize output applied with kubectl (an overlay of deploy/kustomize/base that only appends
 # flags: --use-kubernetes-proxy, a smaller cache, a 6 s lease). Checks:
 #  - the Deployment's Pod Running with every container Ready; in-cluster config over TLS
+#  - Service routing: the metrics Service through the API server's service proxy, the pod
+#    proxy, and the Service's ClusterIP from inside the Pod (its service-link variable)
 #  - the demo RayJob SUCCEEDED, driven by the operator in the Pod
 #  - kill -9 of the rayjob container's process: only it restarts (restartCount 1, the others
 #    0), a second RayJob completes, `kubectl logs -c rayjob --previous` shows the killed run
@@ -102,6 +104,16 @@ check "/dev/shm is the Pod's memory emptyDir (288 MiB)" \
     [ "$(nsenter -t "$WPID" -m df -k --output=size /dev/shm | tail -1 | tr -d ' ')" = 294912 ]
 check "the watcher reached the API server in-cluster (token + CA, TLS)" \
     grep -q '"verb":"watch".*"user_agent":"rayop' "$KUBESIM_REQLOG"
+
+# ---- Service routing: the metrics Service reaches the Pod's processes
+check "the API server's service proxy reaches the watcher's metrics (Service rayop, port metrics)" \
+    bash -c "kubectl get --raw /api/v1/namespaces/$NS/services/rayop:metrics/proxy/metrics | grep -q '^rayop_watcher_synced'"
+JPORT=$(kubectl get pod -n $NS "$POD" -o jsonpath='{.spec.containers[?(@.name=="rayjob")].ports[0].containerPort}')
+check "the pod proxy reaches the rayjob controller's metrics (port $JPORT)" \
+    bash -c "kubectl get --raw /api/v1/namespaces/$NS/pods/$POD:$JPORT/proxy/metrics | grep -q '^rayop_'"
+SVC_HOST=$(tr '\0' '\n' < /proc/"$WPID"/environ | sed -n 's/^RAYOP_SERVICE_HOST=//p')
+check "inside the Pod, the Service's ClusterIP ($SVC_HOST, from RAYOP_SERVICE_HOST) reaches the metrics" \
+    bash -c "[ -n '$SVC_HOST' ] && nsenter -t $WPID -n curl -sf --max-time 10 http://$SVC_HOST:8080/metrics | grep -q '^rayop_watcher_synced'"
 
 # ---- the demo RayJob, reconciled in the Pod
 mkjob demo-job

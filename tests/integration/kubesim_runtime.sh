@@ -10,6 +10,11 @@
 #    restarts the container (Unhealthy Event, restartCount, lastState)
 #  - restartPolicy Never: exit 3 ends the container as Failed/Error with exitCode 3
 #  - kubectl logs -f follows a running container
+#  - a volume's missing ConfigMap: FailedMount, retried until it exists
+#  - Service routing to a run Pod (a python http.server): the API server's service proxy
+#    (by port number and name, with a query) and pod proxy reach the process at its Pod IP;
+#    a closed port is 503 connection refused; another run Pod reaches it at the Service's
+#    ClusterIP:port from the kubelet's service-link variables (WEB_SERVICE_HOST/PORT)
 #  - Pod deletion: the processes end, then the Pod object goes
 #  - without root: the Pod fails with a clear condition and Event (kubesim run as nobody)
 . "$(dirname "$0")/lib.sh"
@@ -117,6 +122,78 @@ check "its log is kept" bash -c "kubectl logs once | grep -qx bye"
 timeout 3 kubectl logs -f p1 -c main > "$W/follow.log" 2>&1
 n0=$(grep -c tick "$W/main.log"); n1=$(grep -c tick "$W/follow.log")
 check "kubectl logs -f follows the running container ($n0 -> $n1 ticks)" [ "$n1" -gt "$n0" ]
+
+# ---- Service routing to a run Pod; a volume whose ConfigMap comes later
+cat > "$W/web.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  containers:
+  - name: web
+    image: demo
+    command: ["python3", "-m", "http.server", "8080", "--bind", "0.0.0.0", "--directory", "/srv/site"]
+    ports: [{containerPort: 8080, name: http}]
+    readinessProbe: {httpGet: {path: /index.html, port: http}, periodSeconds: 1}
+    volumeMounts: [{name: site, mountPath: /srv/site}]
+  volumes: [{name: site, configMap: {name: site}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: web, port: 80, targetPort: http}]
+YAML
+kubectl apply -f "$W/web.yaml" >/dev/null
+failed_mount() { kubectl get events --field-selector involvedObject.name=web,reason=FailedMount -o json | grep -q 'configmap \\"site\\" not found'; }
+wait_until "FailedMount Event for the missing ConfigMap" 20 failed_mount && ok "a volume's missing ConfigMap: FailedMount Event"
+check "the Pod waits in ContainerCreating meanwhile" \
+    [ "$(kubectl get pod web -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}')" = ContainerCreating ]
+kubectl create configmap site --from-literal=index.html='hello from a real process' >/dev/null
+web_ready() { [ "$(kubectl get pod web -o jsonpath='{.status.containerStatuses[0].ready}')" = true ]; }
+wait_until "web Ready once the ConfigMap exists (httpGet readiness probe)" 30 web_ready && ok "mount retried: web Ready once its ConfigMap exists"
+WIP=$(kubectl get pod web -o jsonpath='{.status.podIP}')
+ep_ip() { [ "$(kubectl get endpoints web -o jsonpath='{.subsets[0].addresses[0].ip}')" = "$WIP" ]; }
+wait_until "Endpoints of web carry the Pod IP $WIP" 15 ep_ip && ok "Endpoints of the Service carry the run Pod's IP"
+SVC=/api/v1/namespaces/default/services
+check "service proxy by port number reaches the process" \
+    bash -c "kubectl get --raw $SVC/web:80/proxy/index.html | grep -qx 'hello from a real process'"
+check "service proxy by port name, with a query" \
+    bash -c "kubectl get --raw '$SVC/web:web/proxy/index.html?a=b%20c' | grep -qx 'hello from a real process'"
+check "the process saw the request with its query" bash -c "kubectl logs web | grep -q 'GET /index.html?a=b%20c HTTP'"
+check "pod proxy reaches the process" \
+    bash -c "kubectl get --raw /api/v1/namespaces/default/pods/web:8080/proxy/index.html | grep -qx 'hello from a real process'"
+kubectl get --raw /api/v1/namespaces/default/pods/web:8081/proxy/ > "$W/refused" 2>&1
+check "pod proxy to a closed port: 503 connection refused" grep -q 'ServiceUnavailable.*connect: connection refused' "$W/refused"
+kubectl get --raw $SVC/web:80/proxy/missing > "$W/404" 2>&1
+check "the process's own 404 comes back" bash -c "grep -q NotFound '$W/404' && kubectl logs web | grep -q 'GET /missing HTTP/1.1\" 404'"
+cat > "$W/client.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: client}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: demo
+    command: ["python3", "-c"]
+    args:
+    - |
+      import os, urllib.request
+      url = "http://%s:%s/index.html" % (os.environ["WEB_SERVICE_HOST"], os.environ["WEB_SERVICE_PORT"])
+      print("url", url, "named", os.environ.get("WEB_SERVICE_PORT_WEB"), os.environ.get("WEB_PORT_80_TCP"))
+      print("got", urllib.request.urlopen(url, timeout=10).read().decode())
+YAML
+kubectl apply -f "$W/client.yaml" >/dev/null
+CIP=$(kubectl get svc web -o jsonpath='{.spec.clusterIP}')
+client_done() { [ "$(kubectl get pod client -o jsonpath='{.status.phase}')" = Succeeded ]; }
+wait_until "client Pod reached web at its ClusterIP" 30 client_done && ok "a run Pod reaches another at the Service's ClusterIP:port"
+kubectl logs client > "$W/client.log" 2>&1
+check "service-link variables: WEB_SERVICE_HOST=$CIP, WEB_SERVICE_PORT=80, _PORT_WEB, WEB_PORT_80_TCP" \
+    grep -q "url http://$CIP:80/index.html named 80 tcp://$CIP:80" "$W/client.log"
+check "the reply came through the ClusterIP" grep -q "got hello from a real process" "$W/client.log"
+check "ClusterIPs skip 10.96.0.1 (the kubernetes Service's)" [ "$CIP" != 10.96.0.1 ]
 
 kubectl delete pod p1 --wait=false >/dev/null
 gone() { ! kubectl get pod p1 >/dev/null 2>&1; }

@@ -44,6 +44,11 @@ check "first line: outside a cluster, dashboards through the API server proxy" \
     grep -q 'running outside a cluster: Ray dashboards are reached through the API server proxy' "$T/first"
 check "controllers run with useKubernetesProxy true" grep -q '"controller":"rayjob".*"useKubernetesProxy":"true"' "$T/crd.out"
 check "health probes bound on loopback" grep -q '"msg":"serving health probes","address":"127.0.0.1' "$T/crd.out"
+# the probe ports start at KubeRay's (and `rayop controller`'s) :8082, one per controller
+probes() { grep '"msg":"serving health probes"' "$T/crd.out" | grep -o '"address":"[^"]*"' |
+    cut -d'"' -f4 | sort | tr '\n' ' '; }
+check "the four controllers' probes on 8082..8085, 8082 being KubeRay's ($(probes))" \
+    [ "$(probes)" = "127.0.0.1:8082 127.0.0.1:8083 127.0.0.1:8084 127.0.0.1:8085 " ]
 kill -TERM $UP; wait $UP
 
 # an unreachable server: one warning with its URL

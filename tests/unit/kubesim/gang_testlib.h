@@ -34,6 +34,7 @@ struct gt {
     struct store *s;
     struct cluster *c;
     const struct reg_resource *pods, *nodes, *events, *vpg, *queues, *sppg, *pc, *waspg;
+    const struct reg_resource *rayclusters, *rayjobs;   /* gt_ray_crds */
     pthread_mutex_t lock;        /* the store's GC thread may commit too */
     struct gt_item *q;
     size_t qn, qcap;
@@ -113,6 +114,17 @@ static const struct reg_resource *gt_crd(struct store *s, const char *text, cons
                                             "customresourcedefinitions");
     store_obj_unref(tl_create(s, crd, "", cJSON_Parse(text)));
     return tl_res(s, g, v, plural);
+}
+
+/* RayCluster and RayJob, as far as KAI's pod-grouper reads them. */
+static void gt_ray_crds(struct gt *t)
+{
+    t->rayclusters = gt_crd(t->s, GT_CRD("rayclusters", "RayCluster", "ray.io", "v1", "Namespaced",
+                                         ",\"subresources\":{\"status\":{}}"),
+                            "ray.io", "v1", "rayclusters");
+    t->rayjobs = gt_crd(t->s, GT_CRD("rayjobs", "RayJob", "ray.io", "v1", "Namespaced",
+                                     ",\"subresources\":{\"status\":{}}"),
+                        "ray.io", "v1", "rayjobs");
 }
 
 /* nodes nodes of cpu CPUs and 8Gi each, named n1, n2, ... */

@@ -342,6 +342,122 @@ static void test_yunikorn(void **state)
     assert_int_equal(gt_bound(t, "app2", 0, 2), 2);
 }
 
+/* A Pod of KAI's for RayCluster rc (uid), queue team-a unless queue is given. */
+static void kai_pod(struct gt *t, const char *name, const char *rc, const char *uid,
+                    const char *cpu, const char *queue)
+{
+    char meta[700];
+    snprintf(meta, sizeof(meta), ",\"labels\":{\"kai.scheduler/queue\":\"%s\"}%s%s%s%s%s",
+             queue ? queue : "team-a", rc ? ",\"ownerReferences\":[{\"apiVersion\":\"ray.io/v1\","
+             "\"kind\":\"RayCluster\",\"name\":\"" : "", rc ? rc : "", rc ? "\",\"uid\":\"" : "",
+             rc ? uid : "", rc ? "\",\"controller\":true}]" : "");
+    gt_pod(t, name, "kai-scheduler", cpu, meta);
+}
+
+/* KAI's pod-grouper for Ray: one gang per top owner, minMember = head + each worker
+ * group's minReplicas (replicas when 0) x numOfHosts, pod-group-name on each Pod. */
+static void test_kai(void **state)
+{
+    struct gt *t = FX(state);
+    char want[200], buf[200];
+
+    gt_ray_crds(t);
+    struct store_obj *rc = tl_create(t->s, t->rayclusters, "default", tl_json(
+        "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"rc\","
+        "\"labels\":{\"kai.scheduler/queue\":\"team-a\"}},\"spec\":{\"workerGroupSpecs\":["
+        "{\"groupName\":\"w\",\"replicas\":3,\"minReplicas\":0},"
+        "{\"groupName\":\"off\",\"replicas\":5,\"suspended\":true}]}}"));
+    char uid[64];
+    snprintf(uid, sizeof(uid), "%s", rc->uid);
+    store_obj_unref(rc);
+    kai_pod(t, "rc-0", "rc", uid, "1", NULL);   /* the head */
+    for (int i = 1; i <= 3; i++) {
+        snprintf(buf, sizeof(buf), "rc-%d", i);
+        kai_pod(t, buf, "rc", uid, "3", NULL);
+    }
+    gt_session(t);
+    gt_session(t);
+    /* minMember 4 (the suspended group counts nothing): 10 CPUs do not fit in 8 */
+    assert_int_equal(gt_bound(t, "rc", 0, 4), 0);
+    assert_int_equal(gt_events(t, "default", "rc-3", "FailedScheduling",
+                               "tasks in gang unschedulable", "kai-scheduler"), 1);
+    snprintf(want, sizeof(want), "pg-rc-%s", uid);
+    assert_string_equal(gt_field(t, t->pods, "default", "rc-2", "metadata.annotations.pod-group-name",
+                                 buf, sizeof(buf)), want);
+
+    /* minReplicas 2 of 3: minMember 3, and the head with two workers fit */
+    gt_patch(t, t->rayclusters, "default", "rc", NULL,
+             "{\"spec\":{\"workerGroupSpecs\":[{\"groupName\":\"w\",\"replicas\":3,\"minReplicas\":2}]}}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rc", 0, 4), 3);
+    assert_int_equal(gt_bound(t, "rc", 0, 1), 1);
+    assert_int_equal(gt_events(t, "default", "rc-1", "Scheduled", NULL, "kai-scheduler"), 1);
+
+    /* minReplicas above replicas: KAI makes no PodGroup and says why */
+    rc = tl_create(t->s, t->rayclusters, "default", tl_json(
+        "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"bad\"},"
+        "\"spec\":{\"workerGroupSpecs\":[{\"replicas\":1,\"minReplicas\":2}]}}"));
+    kai_pod(t, "bad-0", "bad", rc->uid, "1", NULL);
+    store_obj_unref(rc);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "bad", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "bad-0", "FailedScheduling",
+                               "can't be less than minReplicas", "kai-scheduler"), 1);
+
+    /* a RayJob's cluster: the PodGroup is the RayJob's */
+    struct store_obj *job = tl_create(t->s, t->rayjobs, "default", tl_json(
+        "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"metadata\":{\"name\":\"job\"},"
+        "\"spec\":{\"entrypoint\":\"python x.py\"}}"));
+    rc = tl_create(t->s, t->rayclusters, "default", tl_json(
+        "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"jobrc\","
+        "\"ownerReferences\":[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"name\":\"job\","
+        "\"uid\":\"%s\",\"controller\":true}]},\"spec\":{}}", job->uid));
+    kai_pod(t, "jobrc-0", "jobrc", rc->uid, "1", NULL);
+    snprintf(want, sizeof(want), "pg-job-%s", job->uid);
+    store_obj_unref(rc);
+    store_obj_unref(job);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "jobrc", 0, 1), 1);
+    assert_string_equal(gt_field(t, t->pods, "default", "jobrc-0",
+                                 "metadata.annotations.pod-group-name", buf, sizeof(buf)), want);
+}
+
+/* KAI's queues: a Pod without the queue label stays Pending; with KAI's Queue type
+ * served, the queue must exist and be a leaf. */
+static void test_kai_queues(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_pod(t, "nolabel-0", "kai-scheduler", "1", NULL);
+    kai_pod(t, "any-0", NULL, NULL, "1", "whatever");   /* no Queue type: any name goes */
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "nolabel", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "nolabel-0", "FailedScheduling",
+                               "no kai.scheduler/queue label", "kai-scheduler"), 1);
+    assert_int_equal(gt_bound(t, "any", 0, 1), 1);
+
+    const struct reg_resource *kq = gt_crd(t->s, GT_CRD("queues", "Queue", "scheduling.run.ai", "v2",
+                                                        "Cluster", ",\"subresources\":{\"status\":{}}"),
+                                           "scheduling.run.ai", "v2", "queues");
+    store_obj_unref(tl_create(t->s, kq, "", tl_json(
+        "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"dept\"},"
+        "\"spec\":{}}")));
+    store_obj_unref(tl_create(t->s, kq, "", tl_json(
+        "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"team-a\"},"
+        "\"spec\":{\"parentQueue\":\"dept\"}}")));
+    kai_pod(t, "parent-0", NULL, NULL, "1", "dept");
+    kai_pod(t, "ghost-0", NULL, NULL, "1", "ghost");
+    kai_pod(t, "leaf-0", NULL, NULL, "1", "team-a");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "parent", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "parent-0", "FailedScheduling",
+                               "queue dept is not a leaf queue", "kai-scheduler"), 1);
+    assert_int_equal(gt_bound(t, "ghost", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "ghost-0", "FailedScheduling",
+                               "queue ghost does not exist", "kai-scheduler"), 1);
+    assert_int_equal(gt_bound(t, "leaf", 0, 1), 1);
+}
+
 /* Kubernetes WAS: default-scheduler Pods naming a v1alpha2 PodGroup wait for it and
  * are placed by its gang minCount. */
 static void test_was(void **state)
@@ -384,6 +500,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_plugins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_yunikorn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kai, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kai_queues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_was, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
