@@ -690,6 +690,22 @@ class Soak:
         self.report(fired, conv, left, time.monotonic() - t0)
         return sum(len(v) for v in self.violations.values())
 
+    def run_and_clean(self, keep=False):
+        """run(); whatever happens no process is left, and the work dir goes unless a
+        violation (or keep) wants it kept. Returns the number of violations."""
+        n = 1
+        try:
+            n = self.run()
+        finally:
+            for p in (self.up, self.sim):
+                if p and p.poll() is None:
+                    p.kill()
+            if n or keep:
+                log("logs kept in " + self.work)
+            else:
+                shutil.rmtree(self.work, ignore_errors=True)
+        return n
+
     def check_exits(self):
         for inst in self.up_instances:
             for name, restarts in inst["restarts"].items():
@@ -773,18 +789,7 @@ def main():
     a = ap.parse_args()
     s = Soak(a.seconds, a.seed, a.scale, kubesim_restart_s=a.kubesim_restart_s,
              calm=a.calm)
-    n = 1
-    try:
-        n = s.run()
-    finally:
-        for p in (s.up, s.sim):
-            if p and p.poll() is None:
-                p.kill()
-        if n and not a.keep:
-            log("logs kept in " + s.work)
-        elif not a.keep:
-            shutil.rmtree(s.work, ignore_errors=True)
-    return 1 if n else 0
+    return 1 if s.run_and_clean(a.keep) else 0
 
 
 if __name__ == "__main__":
