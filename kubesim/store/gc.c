@@ -364,11 +364,32 @@ static void process_namespace(struct store *s, const char *name)
     gc_write(s, ns, nj);
 }
 
-static uint64_t mono_ms(void)
+/* Wall-clock ms: the dates of replayed Events are wall-clock too. */
+static uint64_t wall_ms(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* When a replayed Event was last written, from its own dates (the latest of
+ * creationTimestamp, lastTimestamp, eventTime, series.lastObservedTime); now
+ * when it has none. Its TTL runs on from there, as an etcd lease outlives a
+ * restart of the API server. */
+static uint64_t event_written_ms(const cJSON *ev)
+{
+    const char *dates[4] = {
+        kobj_meta_str(ev, "creationTimestamp"),
+        cJSON_GetStringValue(jget(ev, "lastTimestamp")),
+        cJSON_GetStringValue(jget(ev, "eventTime")),
+        cJSON_GetStringValue(jget(jget(ev, "series"), "lastObservedTime")),
+    };
+    time_t best = 0, t;
+    for (int i = 0; i < 4; i++)
+        if (dates[i] && util_parse_time(dates[i], &t) == 0 && t > best)
+            best = t;
+    uint64_t now = wall_ms();
+    return best && (uint64_t)best * 1000u < now ? (uint64_t)best * 1000u : now;
 }
 
 void gc_event_written(struct store *s, const struct sentry *e)
@@ -378,7 +399,7 @@ void gc_event_written(struct store *s, const struct sentry *e)
     if (!x)
         return;   /* this write's Event lives until its next write: not worth failing it */
     x->next = NULL;
-    x->due_ms = mono_ms() + s->event_ttl_ms;
+    x->due_ms = (s->replaying ? event_written_ms(e->obj->json) : wall_ms()) + s->event_ttl_ms;
     x->rv = e->obj->rv;
     memcpy(x->key, e->key, n);
     if (s->exp_tail)
@@ -386,13 +407,44 @@ void gc_event_written(struct store *s, const struct sentry *e)
     else
         s->exp_head = x;
     s->exp_tail = x;
-    atomic_fetch_add(&s->n_expiring, 1);
+    if (atomic_fetch_add(&s->n_expiring, 1) == 0 && !s->replaying) {
+        /* the thread may sleep without a timeout: it had nothing to expire */
+        pthread_mutex_lock(&s->gc_mu);
+        pthread_cond_broadcast(&s->gc_cond);
+        pthread_mutex_unlock(&s->gc_mu);
+    }
+}
+
+static int cmp_due(const void *a, const void *b)
+{
+    const struct ev_expiry *x = *(const struct ev_expiry *const *)a;
+    const struct ev_expiry *y = *(const struct ev_expiry *const *)b;
+    return x->due_ms < y->due_ms ? -1 : x->due_ms > y->due_ms;
+}
+
+void gc_events_replayed(struct store *s)
+{
+    size_t n = atomic_load(&s->n_expiring), i = 0;
+    struct ev_expiry **v = n ? malloc(n * sizeof(*v)) : NULL;
+    if (!v)
+        return;   /* unsorted, expiry is only late for the ones behind a later head */
+    for (struct ev_expiry *x = s->exp_head; x && i < n; x = x->next)
+        v[i++] = x;
+    qsort(v, i, sizeof(*v), cmp_due);
+    for (size_t k = 0; k + 1 < i; k++)
+        v[k]->next = v[k + 1];
+    if (i) {
+        v[i - 1]->next = NULL;
+        s->exp_head = v[0];
+        s->exp_tail = v[i - 1];
+    }
+    free(v);
 }
 
 /* Deletes the Events whose last write is event_ttl_ms old. Takes s->lock. */
 static void expire_events(struct store *s)
 {
-    uint64_t now = mono_ms();
+    uint64_t now = wall_ms();
     bool any = false;
 
     pthread_rwlock_wrlock(&s->lock);

@@ -269,8 +269,11 @@ void watch_type_end(struct stype *t);
 /* ---- gc (gc.c) ---- */
 int gc_start(struct store *s);
 void gc_stop(struct store *s);
-/* Schedules the expiry of Event e (just written) event_ttl_ms from now. Under s->lock (write). */
+/* Schedules the expiry of Event e (just written, or replayed: then dated by its
+ * own timestamps) event_ttl_ms on. Under s->lock (write) or during replay. */
 void gc_event_written(struct store *s, const struct sentry *e);
+/* After replay: orders the expiries of the replayed Events by due time. */
+void gc_events_replayed(struct store *s);
 void gc_enqueue(struct store *s, int kind, const char *id);
 /* Index maintenance, lock held. */
 int gc_index_add(struct store *s, struct sentry *e);

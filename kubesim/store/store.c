@@ -386,7 +386,7 @@ int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
     if (gc_index_add(s, e) || store_index_add(t, e))
         log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
     if (obj->res == s->res_events)
-        gc_event_written(s, e);   /* replayed ones too: their TTL restarts with the server */
+        gc_event_written(s, e);   /* replayed ones too, dated by their own timestamps */
     if (!s->replaying) {
         persist_put(s, obj);
         watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
@@ -526,6 +526,7 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
         rc = persist_open(s, err, errlen);
         if (rc)
             goto fail;
+        gc_events_replayed(s);
     }
     s->start_rv = s->rv;
     atomic_store(&s->committed_rv, s->rv);

@@ -15,19 +15,10 @@ import chaos  # noqa: E402
 
 def main():
     s = chaos.Soak(seconds=35, seed=17, scale=0.35, kubesim_restart_s=20, converge_s=60)
-    try:
-        n = s.run()
-    finally:
-        for p in (s.up, s.sim):
-            if p and p.poll() is None:
-                p.kill()
+    n = s.run_and_clean()
     for inv in chaos.INVARIANTS:
         vs = s.violations.get(inv, [])
         print("%s - invariant %s: %d violation(s)" % ("not ok" if vs else "ok", inv, len(vs)), flush=True)
-    if n:
-        print("# logs kept in " + s.work, flush=True)
-    else:
-        chaos.shutil.rmtree(s.work, ignore_errors=True)
     return 1 if n else 0
 
 

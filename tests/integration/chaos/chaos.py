@@ -228,6 +228,7 @@ class Soak:
         """kubesim on self.port (0 the first time); faults=False: the rules come later."""
         faults = self.FAULTS if faults else []
         args = [self.kubesim_bin, "--listen", "127.0.0.1:%d" % self.port, "--kubeconfig-out", self.kc,
+                "--request-log", os.path.join(self.work, "requests.log"),
                 "--state", self.state, "--nodes", "50", "--pod-start-ms", "100",
                 # Events expire after 2 min instead of the real server's hour, so that a
                 # 10-minute run reaches the plateau its memory invariant judges
@@ -307,7 +308,7 @@ class Soak:
         found = []
 
         def note(name, text):
-            timeline.setdefault(name, []).append(text)
+            timeline.setdefault(name, []).append((rv, text))
         for rv, _, kind, typ, obj, relist in evs:
             if kind == "rc":
                 items = obj if typ == "LIST" else [obj]
@@ -346,18 +347,18 @@ class Soak:
                 if rc is None:
                     continue   # its RayCluster was never seen (a watch gap): cannot judge
                 if rc["deleted"] and rc["deleted"] < rv:
-                    found.append(("orphan", s["cluster"], "Pod %s created at rv %d for RayCluster %s "
+                    found.append(("orphan", s["cluster"], rv, "Pod %s created at rv %d for RayCluster %s "
                                   "deleted at rv %d" % (s["name"], rv, rc["name"], rc["deleted"])))
                     continue
                 if rc["desired"] is None:
-                    found.append(("orphan", s["cluster"], "Pod %s created at rv %d for RayCluster %s "
+                    found.append(("orphan", s["cluster"], rv, "Pod %s created at rv %d for RayCluster %s "
                                   "that is suspended or being deleted" % (s["name"], rv, rc["name"])))
                     continue
                 same = [p for p in pods.values() if p["owner"] == s["owner"] and not p["gone"] and
                         p["type"] == s["type"] and (s["type"] == "head" or p["group"] == s["group"])]
                 want = 1 if s["type"] == "head" else rc["desired"].get(s["group"], 0)
                 if len(same) > want:
-                    found.append(("overshoot", s["cluster"], "Pod %s created at rv %d: %d %s Pods of "
+                    found.append(("overshoot", s["cluster"], rv, "Pod %s created at rv %d: %d %s Pods of "
                                   "group %s, %d desired" % (s["name"], rv, len(same), s["type"],
                                                             s["group"], want)))
         return found, timeline
@@ -676,8 +677,15 @@ class Soak:
         self.record_up_restarts()
         self.stopping.set()
         found, timeline = self.replay()
-        for inv, cluster, text in found:
-            self.violate(inv, text + "\n" + "\n".join("    " + t for t in timeline.get(cluster, [])[-25:]))
+        for inv, cluster, at, text in found:
+            # the object's timeline around the violation: 20 entries before, 10 after
+            tl = timeline.get(cluster, [])
+            i = next((k for k, (rv, _) in enumerate(tl) if rv >= at), len(tl))
+            self.violate(inv, text + "\n" + "\n".join("    " + t for _, t in tl[max(0, i - 20):i + 10]))
+        if found:
+            with open(os.path.join(self.work, "events.json"), "w") as f:
+                json.dump([[rv, kind, typ, obj if typ != "LIST" else len(obj), relist]
+                           for rv, _, kind, typ, obj, relist in sorted(self.events, key=lambda e: e[:2])], f)
         for key, n in self.jobs_seen.items():
             if n > 1:
                 self.violate("duplicate-job", "Ray cluster %s/%s ran %d Ray jobs" % (key[0], key[1], n))
@@ -689,6 +697,22 @@ class Soak:
                                                                  time.monotonic() - t_stop))
         self.report(fired, conv, left, time.monotonic() - t0)
         return sum(len(v) for v in self.violations.values())
+
+    def run_and_clean(self, keep=False):
+        """run(); whatever happens no process is left, and the work dir goes unless a
+        violation (or keep) wants it kept. Returns the number of violations."""
+        n = 1
+        try:
+            n = self.run()
+        finally:
+            for p in (self.up, self.sim):
+                if p and p.poll() is None:
+                    p.kill()
+            if n or keep:
+                log("logs kept in " + self.work)
+            else:
+                shutil.rmtree(self.work, ignore_errors=True)
+        return n
 
     def check_exits(self):
         for inst in self.up_instances:
@@ -773,18 +797,7 @@ def main():
     a = ap.parse_args()
     s = Soak(a.seconds, a.seed, a.scale, kubesim_restart_s=a.kubesim_restart_s,
              calm=a.calm)
-    n = 1
-    try:
-        n = s.run()
-    finally:
-        for p in (s.up, s.sim):
-            if p and p.poll() is None:
-                p.kill()
-        if n and not a.keep:
-            log("logs kept in " + s.work)
-        elif not a.keep:
-            shutil.rmtree(s.work, ignore_errors=True)
-    return 1 if n else 0
+    return 1 if s.run_and_clean(a.keep) else 0
 
 
 if __name__ == "__main__":
