@@ -110,14 +110,19 @@ class Watch(threading.Thread):
         super().__init__(daemon=True)
         self.soak, self.path, self.kind = soak, path, kind
         self.rv = None
+        self.seen_rv = 0
         self.relists = 0
 
     def relist(self):
         body = self.soak.api.get(self.path)
         if body is None:
             return False
+        last = self.seen_rv
         self.rv = body["metadata"]["resourceVersion"]
-        self.soak.sink(int(self.rv), self.kind, "LIST", body.get("items", []), True)
+        self.seen_rv = int(self.rv)
+        # events between the last one seen and the list are lost: the replay does not
+        # judge what happened in that window (a gap)
+        self.soak.sink(int(self.rv), self.kind, "LIST", body.get("items", []), True, gap_from=last)
         self.relists += 1
         return True
 
@@ -151,6 +156,7 @@ class Watch(threading.Thread):
                     rv = obj.get("metadata", {}).get("resourceVersion")
                     if rv:
                         self.rv = rv
+                        self.seen_rv = int(rv)
                     if ev.get("type") != "BOOKMARK":
                         self.soak.sink(int(rv), self.kind, ev.get("type"), obj, False)
                 c.close()
@@ -205,7 +211,9 @@ class Soak:
         self.stopping = threading.Event()
         self.churn_stop = threading.Event()
         self.lock = threading.Lock()
-        self.events = []          # (rv, seq, kind, type, obj-or-items, relist)
+        self.events = []          # (rv, seq, kind, typ, obj-or-items, relist)
+        self.rc_gaps = []         # (from rv, to rv): RayCluster events lost to a relist
+        self.unjudged = 0
         self.seq = 0
         self.kills = {k: 0 for k in KINDS}
         self.kubesim_restarts = 0
@@ -290,10 +298,12 @@ class Soak:
                                                  for p in uj.get("procs", [])}
 
     # ---- events and invariants ----
-    def sink(self, rv, kind, typ, obj, relist):
+    def sink(self, rv, kind, typ, obj, relist, gap_from=None):
         with self.lock:
             self.seq += 1
             self.events.append((rv, self.seq, kind, typ, obj, relist))
+            if gap_from is not None and kind == "rc":
+                self.rc_gaps.append((gap_from, rv))
 
     def violate(self, inv, text):
         self.violations.setdefault(inv, []).append(text)
@@ -302,6 +312,8 @@ class Soak:
         """Pod creations checked against the RayCluster they belong to, in rv order."""
         with self.lock:
             evs = sorted(self.events, key=lambda e: (e[0], e[1]))
+            gaps = list(self.rc_gaps)
+        self.unjudged = 0
         rcs = {}        # uid -> {"name", "desired", "deleted", "timeline"}
         pods = {}       # uid -> summary
         timeline = {}   # cluster name -> [text]
@@ -344,8 +356,9 @@ class Soak:
                     continue
                 note(s["cluster"], "rv %d Pod %s created (%s %s)" % (rv, s["name"], s["type"], s["group"]))
                 rc = rcs.get(s["owner"])
-                if rc is None:
-                    continue   # its RayCluster was never seen (a watch gap): cannot judge
+                if rc is None or any(a < rv <= b for a, b in gaps):
+                    self.unjudged += 1
+                    continue   # its RayCluster unseen, or its events lost here: cannot judge
                 if rc["deleted"] and rc["deleted"] < rv:
                     found.append(("orphan", s["cluster"], rv, "Pod %s created at rv %d for RayCluster %s "
                                   "deleted at rv %d" % (s["name"], rv, rc["name"], rc["deleted"])))
@@ -770,6 +783,7 @@ class Soak:
         log("requests: %d answered by kubesim (the soak's own: %d)" % (self.sim_requests, self.api.requests))
         log("watch relists (soak's own watches): %s" % ", ".join("%s %d" % (w.kind, w.relists) for w in self.watches))
         log("convergence: %.1f s after the chaos stopped%s" % (conv, "" if not left else " (NOT converged)"))
+        log("Pod creations not judged (RayCluster watch gaps): %d" % self.unjudged)
         log("max Ray jobs on one cluster: %d (%d clusters seen)" % (max(self.jobs_seen.values() or [0]),
                                                                    len(self.jobs_seen)))
         for m in self.mem_report:
