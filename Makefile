@@ -12,6 +12,7 @@
 #   make test       deps, release + ASan/UBSan unit tests, short fuzz runs, integration tests
 #   make deps       install the Debian packages the build and tests need
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
+#   make kubesim-scale   the simulated cluster alone at 40,000 Pods, ratios vs a baseline
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
 #   make chaos      the chaos soak, CHAOS_SECONDS (600) from CHAOS_SEED (1) (not in CI;
 #                   make test runs its 35 s smoke, tests/integration/chaos_smoke.py)
@@ -68,7 +69,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS) $(TOOL_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz chaos unit-bins bench-bins fuzz-bins bench bench-sim demo peers proto-tables diff-kuberay clean
+.PHONY: all deps test fuzz chaos unit-bins bench-bins fuzz-bins bench bench-sim kubesim-scale demo peers proto-tables diff-kuberay clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -135,6 +136,10 @@ bench: deps all $(BENCH_BINS)
 
 bench-sim: deps all $(BENCH_BINS)
 	sh bench/run.sh sim
+
+# The simulated cluster alone at KSCALE_PODS (40000) Pods, against a baseline commit (issue 18).
+kubesim-scale: deps all
+	sh bench/kubesim-scale.sh
 
 demo: deps all
 	SCHEDULER=$(SCHEDULER) bash tools/demo.sh

@@ -1,7 +1,8 @@
 /*
  * internal.h - the server's structures, shared by server.c (connections,
- * frames, hand-out, timers) and server_api.c (the public ipc_server_* calls,
- * the listening socket and status snapshots). Not for other modules.
+ * frames, hand-out, timers, status snapshots) and server_api.c (the public
+ * ipc_server_* calls and the listening socket), which calls into server.c and
+ * never the other way round. Not for other modules; names are ipc__*.
  */
 #ifndef RAYOP_IPC_INTERNAL_H
 #define RAYOP_IPC_INTERNAL_H
@@ -66,25 +67,25 @@ struct wreq {
     char data[];
 };
 
-static inline uint64_t srv_now(struct ipc_server *s)
+static inline uint64_t ipc__now(struct ipc_server *s)
 {
     return s->now(s->now_ud);
 }
 
-struct kq *srv_find_kind(struct ipc_server *s, const char *kind);
+struct kq *ipc__find_kind(struct ipc_server *s, const char *kind);
 /* Hands ready keys of kq to its connections, round-robin. */
-void srv_dispatch(struct ipc_server *s, struct kq *kq);
-/* srv_dispatch for every kind, then srv_arm_timer. */
-void srv_dispatch_all(struct ipc_server *s);
+void ipc__dispatch(struct ipc_server *s, struct kq *kq);
+/* ipc__dispatch for every kind, then ipc__arm_timer. */
+void ipc__dispatch_all(struct ipc_server *s);
 /* Re-arms the queue timer at the earliest queue deadline (or grace end). */
-void srv_arm_timer(struct ipc_server *s);
-void srv_conn_drop(struct conn *c, int code, const char *why);
-void srv_on_connection(uv_stream_t *server, int status);
-int srv_accept_fd(struct ipc_server *s, int fd);
-void srv_on_overdue_timer(uv_timer_t *t);
+void ipc__arm_timer(struct ipc_server *s);
+void ipc__conn_drop(struct conn *c, int code, const char *why);
+void ipc__on_connection(uv_stream_t *server, int status);
+int ipc__accept_fd(struct ipc_server *s, int fd);
+void ipc__on_overdue_timer(uv_timer_t *t);
 /* Close callback of the server's own handles; frees s after the last one. */
-void srv_handle_closed(uv_handle_t *h);
+void ipc__handle_closed(uv_handle_t *h);
 /* Fills out (caller frees with ipc_status_free), listing <= max_workers per kind. */
-int srv_status_fill(struct ipc_server *s, struct ipc_status *out, uint32_t max_workers);
+int ipc__status_fill(struct ipc_server *s, struct ipc_status *out, uint32_t max_workers);
 
 #endif

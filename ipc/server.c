@@ -21,8 +21,9 @@
  * that makes no sense in the connection's state, gets an ERROR frame and the
  * connection is closed after the ERROR is flushed (its keys requeued at once).
  *
- * This file is the connection machinery; server_api.c has the public calls,
- * the listening socket and status snapshots; ipc/internal.h the shared structs.
+ * This file is the connection machinery and the status snapshot; server_api.c
+ * has the public calls and the listening socket (it calls into this file, never
+ * the reverse); ipc/internal.h the shared structs.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,7 +39,7 @@
 
 #include "ipc/internal.h"
 
-struct kq *srv_find_kind(struct ipc_server *s, const char *kind)
+struct kq *ipc__find_kind(struct ipc_server *s, const char *kind)
 {
     for (int i = 0; i < s->n_kinds; i++)
         if (strcmp(ipc_queue_kind(s->kinds[i].q), kind) == 0)
@@ -56,7 +57,7 @@ static void server_free(struct ipc_server *s)
     free(s);
 }
 
-void srv_handle_closed(uv_handle_t *h)
+void ipc__handle_closed(uv_handle_t *h)
 {
     struct ipc_server *s = h->data;
     if (--s->open_handles == 0 && s->closing)
@@ -123,16 +124,16 @@ static void wall_ms_of(struct ipc_server *s, uint64_t mono_ns, uint64_t *out)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t wall = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-    uint64_t now = srv_now(s);
+    uint64_t now = ipc__now(s);
     uint64_t ago = now > mono_ns ? (now - mono_ns) / 1000000u : 0;
     *out = wall > ago ? wall - ago : 0;
 }
 
 /* Hands ready keys to the kind's connections, round-robin. */
-void srv_dispatch(struct ipc_server *s, struct kq *kq)
+void ipc__dispatch(struct ipc_server *s, struct kq *kq)
 {
     struct ipc_msg *m = &s->out;
-    if (s->grace_end_ns && srv_now(s) < s->grace_end_ns)
+    if (s->grace_end_ns && ipc__now(s) < s->grace_end_ns)
         return;   /* arm_timer wakes us at the end of the grace period */
     s->grace_end_ns = 0;
     while (kq->workers) {
@@ -174,15 +175,15 @@ void srv_dispatch(struct ipc_server *s, struct kq *kq)
         wall_ms_of(s, l.added_ns, &m->added_ms);
         int rc = conn_send(pick, m);
         if (rc < 0)
-            srv_conn_drop(pick, rc, rc == -ENOBUFS ? "peer is not reading" : "write failed");
+            ipc__conn_drop(pick, rc, rc == -ENOBUFS ? "peer is not reading" : "write failed");
     }
 }
 
-void srv_dispatch_all(struct ipc_server *s)
+void ipc__dispatch_all(struct ipc_server *s)
 {
     for (int i = 0; i < s->n_kinds; i++)
-        srv_dispatch(s, &s->kinds[i]);
-    srv_arm_timer(s);
+        ipc__dispatch(s, &s->kinds[i]);
+    ipc__arm_timer(s);
 }
 
 /* ---- timers ---------------------------------------------------------------------- */
@@ -192,10 +193,10 @@ static void on_timer(uv_timer_t *t)
     struct ipc_server *s = t->data;
     for (int i = 0; i < s->n_kinds; i++)
         ipc_queue_tick(s->kinds[i].q);
-    srv_dispatch_all(s);
+    ipc__dispatch_all(s);
 }
 
-void srv_arm_timer(struct ipc_server *s)
+void ipc__arm_timer(struct ipc_server *s)
 {
     if (s->closing)
         return;
@@ -211,15 +212,15 @@ void srv_arm_timer(struct ipc_server *s)
         uv_timer_stop(&s->timer);
         return;
     }
-    uint64_t now = srv_now(s);
+    uint64_t now = ipc__now(s);
     uint64_t ms = next > now ? (next - now + 999999u) / 1000000u : 0;
     uv_timer_start(&s->timer, on_timer, ms, 0);
 }
 
-void srv_on_overdue_timer(uv_timer_t *t)
+void ipc__on_overdue_timer(uv_timer_t *t)
 {
     struct ipc_server *s = t->data;
-    uint64_t now = srv_now(s);
+    uint64_t now = ipc__now(s);
     for (struct conn *c = s->conns; c; c = c->next) {
         struct inflight *f, *tmp;
         HASH_ITER(hh, c->inflight, f, tmp) {
@@ -258,7 +259,7 @@ static void conn_shutdown_done(uv_shutdown_t *req, int status)
 
 /* Requeues c's keys (as errors: backoff), unregisters it, and closes it; with
  * code != 0 an ERROR frame is flushed first. Safe to call twice. */
-void srv_conn_drop(struct conn *c, int code, const char *why)
+void ipc__conn_drop(struct conn *c, int code, const char *why)
 {
     struct ipc_server *s = c->s;
     if (c->closing)
@@ -295,9 +296,75 @@ void srv_conn_drop(struct conn *c, int code, const char *why)
     if (uv_shutdown(&c->shut, (uv_stream_t *)&c->pipe, conn_shutdown_done) < 0)
         uv_close((uv_handle_t *)&c->pipe, conn_closed);
     if (kq && !s->closing) {
-        srv_dispatch(s, kq);
-        srv_arm_timer(s);
+        ipc__dispatch(s, kq);
+        ipc__arm_timer(s);
     }
+}
+
+/* A snapshot of the queues and their workers (at most max_workers per kind). */
+int ipc__status_fill(struct ipc_server *s, struct ipc_status *out, uint32_t max_workers)
+{
+    uint64_t now = ipc__now(s);
+    memset(out, 0, sizeof(*out));
+    out->pid = (int32_t)getpid();
+    if (s->n_kinds == 0)
+        return 0;
+    out->queues = calloc((size_t)s->n_kinds, sizeof(*out->queues));
+    if (!out->queues)
+        return -ENOMEM;
+    out->n_queues = (uint32_t)s->n_kinds;
+    for (int i = 0; i < s->n_kinds; i++) {
+        struct kq *kq = &s->kinds[i];
+        struct ipc_status_queue *q = &out->queues[i];
+        struct ipc_queue_stats st;
+        ipc_queue_stats(kq->q, &st);
+        snprintf(q->kind, sizeof(q->kind), "%s", ipc_queue_kind(kq->q));
+        q->depth = st.depth;
+        q->in_flight = st.in_flight;
+        q->waiting = st.waiting;
+        q->retrying = st.retrying;
+        q->gated = st.gated;
+        q->keys = st.keys;
+        q->adds_total = st.adds_total;
+        q->retries_total = st.retries_total;
+        q->ryw_timeouts_total = st.ryw_timeouts_total;
+        q->oldest_wait_ms = st.oldest_ready_ns / 1000000u;
+        q->oldest_wait_known = true;
+        uint32_t n = 0;
+        struct conn *c;
+        DL_FOREACH2(kq->workers, c, wnext) n++;
+        if (n > max_workers)
+            n = max_workers;
+        if (n) {
+            q->workers = calloc(n, sizeof(*q->workers));
+            if (!q->workers) {
+                ipc_status_free(out);
+                return -ENOMEM;
+            }
+        }
+        uint32_t k = 0;
+        DL_FOREACH2(kq->workers, c, wnext) {
+            uint64_t oldest = 0;
+            struct inflight *f, *tmp;
+            HASH_ITER(hh, c->inflight, f, tmp) {
+                uint64_t age = now > f->got_ns ? now - f->got_ns : 0;
+                if (age > oldest)
+                    oldest = age;
+                if (s->cfg.processing_deadline_ns && age >= s->cfg.processing_deadline_ns)
+                    q->overdue++;
+            }
+            if (k < n) {
+                struct ipc_status_worker *w = &q->workers[k++];
+                w->pid = c->pid;
+                snprintf(w->worker, sizeof(w->worker), "%s", c->worker);
+                w->capacity = c->capacity;
+                w->in_flight = c->n_inflight;
+                w->oldest_ms = oldest / 1000000u;
+            }
+        }
+        q->n_workers = k;
+    }
+    return 0;
 }
 
 static void reply_status(struct conn *c)
@@ -307,7 +374,7 @@ static void reply_status(struct conn *c)
     struct ipc_msg *m = &s->out;
     /* Shrink the worker lists until the reply fits one frame. */
     for (uint32_t maxw = IPC_STATUS_WORKERS_MAX;; maxw /= 2) {
-        if (srv_status_fill(s, &st, maxw) < 0) {
+        if (ipc__status_fill(s, &st, maxw) < 0) {
             send_error(c, ENOMEM, "out of memory building status");
             return;
         }
@@ -320,7 +387,7 @@ static void reply_status(struct conn *c)
         ipc_status_free(&st);
         if (rc != -EMSGSIZE || maxw == 0) {
             if (rc < 0 && rc != -EMSGSIZE)
-                srv_conn_drop(c, rc, rc == -ENOBUFS ? "peer is not reading" : "write failed");
+                ipc__conn_drop(c, rc, rc == -ENOBUFS ? "peer is not reading" : "write failed");
             return;
         }
     }
@@ -334,7 +401,7 @@ static bool conn_adopt(struct conn *c, const struct ipc_msg *m)
     struct ipc_msg *out = &s->out;
     struct ipc_lease l;
     if (!c->kq) {
-        srv_conn_drop(c, EPROTO, "ADOPT from a connection without a kind");
+        ipc__conn_drop(c, EPROTO, "ADOPT from a connection without a kind");
         return false;
     }
     memset(out, 0, sizeof(*out));
@@ -362,7 +429,7 @@ static bool conn_adopt(struct conn *c, const struct ipc_msg *m)
                  "error", strerror(-rc), NULL);
     }
     if (conn_send(c, out) < 0) {
-        srv_conn_drop(c, EIO, "write failed");
+        ipc__conn_drop(c, EIO, "write failed");
         return false;
     }
     return true;
@@ -384,7 +451,7 @@ static void end_grace_if_all_back(struct ipc_server *s)
     s->grace_end_ns = 0;
     log_info("startup grace ended early: every kind has a worker", NULL);
     for (int i = 0; i < s->n_kinds; i++)
-        srv_dispatch(s, &s->kinds[i]);   /* workers that pulled during the grace */
+        ipc__dispatch(s, &s->kinds[i]);   /* workers that pulled during the grace */
 }
 
 /* One decoded frame. Returns false once c is closing. */
@@ -392,21 +459,21 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
 {
     struct ipc_server *s = c->s;
     if (!c->hello && m->type != IPC_MSG_HELLO) {
-        srv_conn_drop(c, EPROTO, "HELLO must come first");
+        ipc__conn_drop(c, EPROTO, "HELLO must come first");
         return false;
     }
     switch (m->type) {
     case IPC_MSG_HELLO: {
         if (c->hello) {
-            srv_conn_drop(c, EPROTO, "duplicate HELLO");
+            ipc__conn_drop(c, EPROTO, "duplicate HELLO");
             return false;
         }
         c->hello = true;
         snprintf(c->worker, sizeof(c->worker), "%s", m->worker);
         if (m->kind[0]) {
-            struct kq *kq = srv_find_kind(s, m->kind);
+            struct kq *kq = ipc__find_kind(s, m->kind);
             if (!kq) {
-                srv_conn_drop(c, ENOENT, "no queue for that kind");
+                ipc__conn_drop(c, ENOENT, "no queue for that kind");
                 return false;
             }
             c->kq = kq;
@@ -428,21 +495,21 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
         m->pid = (int32_t)getpid();
         m->boot = s->boot;
         if (conn_send(c, m) < 0) {
-            srv_conn_drop(c, EIO, "write failed");
+            ipc__conn_drop(c, EIO, "write failed");
             return false;
         }
         return true;
     }
     case IPC_MSG_PULL: {
         if (!c->kq) {
-            srv_conn_drop(c, EPROTO, "PULL from a connection without a kind");
+            ipc__conn_drop(c, EPROTO, "PULL from a connection without a kind");
             return false;
         }
         uint64_t room = c->capacity - c->n_inflight;
         uint64_t cr = (uint64_t)c->credits + m->n;
         c->credits = (uint32_t)(cr > room ? room : cr);
-        srv_dispatch(s, c->kq);
-        srv_arm_timer(s);
+        ipc__dispatch(s, c->kq);
+        ipc__arm_timer(s);
         return !c->closing;
     }
     case IPC_MSG_DONE: {
@@ -450,7 +517,7 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
         if (c->kq)
             HASH_FIND(hh, c->inflight, &m->id, sizeof(m->id), f);
         if (!f) {
-            srv_conn_drop(c, ENOENT, "DONE for a key this connection does not hold");
+            ipc__conn_drop(c, ENOENT, "DONE for a key this connection does not hold");
             return false;
         }
         HASH_DEL(c->inflight, f);
@@ -469,19 +536,19 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
             log_warn("queue done failed", "kind", ipc_queue_kind(c->kq->q), "key", f->key,
                      "error", strerror(-rc), NULL);
         free(f);
-        srv_dispatch(s, c->kq);
-        srv_arm_timer(s);
+        ipc__dispatch(s, c->kq);
+        ipc__arm_timer(s);
         return !c->closing;
     }
     case IPC_MSG_ADD: {
-        struct kq *kq = srv_find_kind(s, m->kind);
+        struct kq *kq = ipc__find_kind(s, m->kind);
         if (!kq) {
             send_error(c, ENOENT, "ADD for an unknown kind");
             return true;
         }
         ipc_queue_add_after(kq->q, m->key, m->after_ms * 1000000u);
-        srv_dispatch(s, kq);
-        srv_arm_timer(s);
+        ipc__dispatch(s, kq);
+        ipc__arm_timer(s);
         return !c->closing;
     }
     case IPC_MSG_STATUS_REQ:
@@ -490,10 +557,10 @@ static bool conn_handle(struct conn *c, struct ipc_msg *m)
     case IPC_MSG_ADOPT:
         return conn_adopt(c, m);
     case IPC_MSG_ERROR:
-        srv_conn_drop(c, 0, m->msg);
+        ipc__conn_drop(c, 0, m->msg);
         return false;
     default:
-        srv_conn_drop(c, EPROTO, "message type not accepted by the server");
+        ipc__conn_drop(c, EPROTO, "message type not accepted by the server");
         return false;
     }
 }
@@ -514,7 +581,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *ub)
     struct conn *c = st->data;
     (void)ub;
     if (nread < 0) {
-        srv_conn_drop(c, 0, uv_strerror((int)nread));
+        ipc__conn_drop(c, 0, uv_strerror((int)nread));
         return;
     }
     c->rbuf.len += (size_t)nread;
@@ -526,13 +593,13 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *ub)
         if (rc == -EAGAIN)
             break;
         if (rc < 0) {
-            srv_conn_drop(c, EMSGSIZE, "frame length out of range");
+            ipc__conn_drop(c, EMSGSIZE, "frame length out of range");
             return;
         }
         const char *why = NULL;
         struct ipc_msg *m = &c->s->scratch;
         if (ipc_proto_decode(body, blen, m, &why) < 0) {
-            srv_conn_drop(c, EBADMSG, why);
+            ipc__conn_drop(c, EBADMSG, why);
             return;
         }
         off += used;
@@ -570,7 +637,7 @@ static void conn_start(struct conn *c, uint32_t n_conns)
 {
     struct ipc_server *s = c->s;
     if (n_conns >= s->cfg.max_connections) {
-        srv_conn_drop(c, EMFILE, "too many connections");
+        ipc__conn_drop(c, EMFILE, "too many connections");
         return;
     }
     /* The socket file is 0600; the peer's credentials are checked anyway. */
@@ -581,15 +648,15 @@ static void conn_start(struct conn *c, uint32_t n_conns)
         getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
         c->pid = cred.pid;
         if (cred.uid != geteuid() && cred.uid != 0) {
-            srv_conn_drop(c, EACCES, "peer runs as another user");
+            ipc__conn_drop(c, EACCES, "peer runs as another user");
             return;
         }
     }
     if (uv_read_start((uv_stream_t *)&c->pipe, conn_alloc, conn_read) < 0)
-        srv_conn_drop(c, 0, "read start failed");
+        ipc__conn_drop(c, 0, "read start failed");
 }
 
-void srv_on_connection(uv_stream_t *server, int status)
+void ipc__on_connection(uv_stream_t *server, int status)
 {
     struct ipc_server *s = server->data;
     uint32_t n_conns;
@@ -606,7 +673,7 @@ void srv_on_connection(uv_stream_t *server, int status)
     conn_start(c, n_conns);
 }
 
-int srv_accept_fd(struct ipc_server *s, int fd)
+int ipc__accept_fd(struct ipc_server *s, int fd)
 {
     uint32_t n_conns;
     if (s->closing)

@@ -1,8 +1,9 @@
 /*
  * server_api.c - the public face of the queue server (ipc.h): creation, kinds,
  * the listening socket (mode 0600, stale-socket replacement, state-dir check),
- * the watcher's add/progress calls, status snapshots, metrics and close. The
- * connection machinery lives in server.c.
+ * the watcher's add/progress calls, status, metrics and close. The
+ * connection machinery and the status snapshot of the queues and their workers
+ * live in server.c.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -26,71 +27,6 @@ static uint64_t default_now(void *ud)
     return util_now_ns();
 }
 
-int srv_status_fill(struct ipc_server *s, struct ipc_status *out, uint32_t max_workers)
-{
-    uint64_t now = srv_now(s);
-    memset(out, 0, sizeof(*out));
-    out->pid = (int32_t)getpid();
-    if (s->n_kinds == 0)
-        return 0;
-    out->queues = calloc((size_t)s->n_kinds, sizeof(*out->queues));
-    if (!out->queues)
-        return -ENOMEM;
-    out->n_queues = (uint32_t)s->n_kinds;
-    for (int i = 0; i < s->n_kinds; i++) {
-        struct kq *kq = &s->kinds[i];
-        struct ipc_status_queue *q = &out->queues[i];
-        struct ipc_queue_stats st;
-        ipc_queue_stats(kq->q, &st);
-        snprintf(q->kind, sizeof(q->kind), "%s", ipc_queue_kind(kq->q));
-        q->depth = st.depth;
-        q->in_flight = st.in_flight;
-        q->waiting = st.waiting;
-        q->retrying = st.retrying;
-        q->gated = st.gated;
-        q->keys = st.keys;
-        q->adds_total = st.adds_total;
-        q->retries_total = st.retries_total;
-        q->ryw_timeouts_total = st.ryw_timeouts_total;
-        q->oldest_wait_ms = st.oldest_ready_ns / 1000000u;
-        q->oldest_wait_known = true;
-        uint32_t n = 0;
-        struct conn *c;
-        DL_FOREACH2(kq->workers, c, wnext) n++;
-        if (n > max_workers)
-            n = max_workers;
-        if (n) {
-            q->workers = calloc(n, sizeof(*q->workers));
-            if (!q->workers) {
-                ipc_status_free(out);
-                return -ENOMEM;
-            }
-        }
-        uint32_t k = 0;
-        DL_FOREACH2(kq->workers, c, wnext) {
-            uint64_t oldest = 0;
-            struct inflight *f, *tmp;
-            HASH_ITER(hh, c->inflight, f, tmp) {
-                uint64_t age = now > f->got_ns ? now - f->got_ns : 0;
-                if (age > oldest)
-                    oldest = age;
-                if (s->cfg.processing_deadline_ns && age >= s->cfg.processing_deadline_ns)
-                    q->overdue++;
-            }
-            if (k < n) {
-                struct ipc_status_worker *w = &q->workers[k++];
-                w->pid = c->pid;
-                snprintf(w->worker, sizeof(w->worker), "%s", c->worker);
-                w->capacity = c->capacity;
-                w->in_flight = c->n_inflight;
-                w->oldest_ms = oldest / 1000000u;
-            }
-        }
-        q->n_workers = k;
-    }
-    return 0;
-}
-
 /* ---- public API --------------------------------------------------------------------- */
 
 int ipc_server_new(uv_loop_t *loop, const struct ipc_server_config *cfg, struct ipc_server **out)
@@ -108,7 +44,7 @@ int ipc_server_new(uv_loop_t *loop, const struct ipc_server_config *cfg, struct 
     s->now = s->cfg.now ? s->cfg.now : default_now;
     s->now_ud = s->cfg.now ? s->cfg.now_ud : NULL;
     if (s->cfg.startup_grace_ns)
-        s->grace_end_ns = srv_now(s) + s->cfg.startup_grace_ns;
+        s->grace_end_ns = ipc__now(s) + s->cfg.startup_grace_ns;
     if (getrandom(&s->boot, sizeof(s->boot), GRND_NONBLOCK) != (ssize_t)sizeof(s->boot))
         s->boot = util_now_ns() ^ ((uint64_t)getpid() << 32);
     uv_timer_init(loop, &s->timer);
@@ -120,7 +56,7 @@ int ipc_server_new(uv_loop_t *loop, const struct ipc_server_config *cfg, struct 
         uint64_t every = s->cfg.processing_deadline_ns / 2000000u;
         if (every < 100)
             every = 100;
-        uv_timer_start(&s->overdue_timer, srv_on_overdue_timer, every, every);
+        uv_timer_start(&s->overdue_timer, ipc__on_overdue_timer, every, every);
     }
     *out = s;
     return 0;
@@ -128,7 +64,7 @@ int ipc_server_new(uv_loop_t *loop, const struct ipc_server_config *cfg, struct 
 
 int ipc_server_add_kind(struct ipc_server *s, const char *kind, const struct ipc_queue_config *qcfg)
 {
-    if (!kind || srv_find_kind(s, kind))
+    if (!kind || ipc__find_kind(s, kind))
         return -EINVAL;
     if (s->n_kinds == IPC_KINDS_MAX)
         return -ENOSPC;
@@ -208,7 +144,7 @@ int ipc_server_listen(struct ipc_server *s, const char *path)
         unlink(path);
         return rc;
     }
-    rc = uv_listen((uv_stream_t *)&s->listener, 128, srv_on_connection);
+    rc = uv_listen((uv_stream_t *)&s->listener, 128, ipc__on_connection);
     if (rc < 0) {
         unlink(path);
         return rc;
@@ -219,7 +155,7 @@ int ipc_server_listen(struct ipc_server *s, const char *path)
 
 int ipc_server_accept_fd(struct ipc_server *s, int fd)
 {
-    return srv_accept_fd(s, fd);
+    return ipc__accept_fd(s, fd);
 }
 
 void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud)
@@ -232,27 +168,27 @@ void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud)
 
 int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key, uint64_t delay_ns)
 {
-    struct kq *kq = kind ? srv_find_kind(s, kind) : NULL;
+    struct kq *kq = kind ? ipc__find_kind(s, kind) : NULL;
     if (!kq)
         return -ENOENT;
     int rc = ipc_queue_add_after(kq->q, key, delay_ns);
     if (rc < 0)
         return rc;
-    srv_dispatch(s, kq);
-    srv_arm_timer(s);
+    ipc__dispatch(s, kq);
+    ipc__arm_timer(s);
     return 0;
 }
 
 int ipc_server_add_low(struct ipc_server *s, const char *kind, const char *key)
 {
-    struct kq *kq = kind ? srv_find_kind(s, kind) : NULL;
+    struct kq *kq = kind ? ipc__find_kind(s, kind) : NULL;
     if (!kq)
         return -ENOENT;
     int rc = ipc_queue_add_low(kq->q, key);
     if (rc < 0)
         return rc;
-    srv_dispatch(s, kq);
-    srv_arm_timer(s);
+    ipc__dispatch(s, kq);
+    ipc__arm_timer(s);
     return 0;
 }
 
@@ -265,18 +201,18 @@ void ipc_server_progress(struct ipc_server *s)
 {
     for (int i = 0; i < s->n_kinds; i++)
         ipc_queue_progress(s->kinds[i].q);
-    srv_dispatch_all(s);
+    ipc__dispatch_all(s);
 }
 
 struct ipc_queue *ipc_server_queue(struct ipc_server *s, const char *kind)
 {
-    struct kq *kq = kind ? srv_find_kind(s, kind) : NULL;
+    struct kq *kq = kind ? ipc__find_kind(s, kind) : NULL;
     return kq ? kq->q : NULL;
 }
 
 int ipc_server_status(struct ipc_server *s, struct ipc_status *out)
 {
-    return srv_status_fill(s, out, IPC_STATUS_WORKERS_MAX);
+    return ipc__status_fill(s, out, IPC_STATUS_WORKERS_MAX);
 }
 
 int ipc_server_metrics_text(struct ipc_server *s, struct buf *out)
@@ -293,13 +229,13 @@ void ipc_server_close(struct ipc_server *s)
         return;
     s->closing = true;
     for (struct conn *c = s->conns; c; c = c->next)
-        srv_conn_drop(c, 0, "server closing");
+        ipc__conn_drop(c, 0, "server closing");
     for (int i = 0; i < s->n_kinds; i++)
         ipc_queue_shutdown(s->kinds[i].q);
     if (s->listening && s->path)
         unlink(s->path);
     if (s->listener_init)
-        uv_close((uv_handle_t *)&s->listener, srv_handle_closed);
-    uv_close((uv_handle_t *)&s->timer, srv_handle_closed);
-    uv_close((uv_handle_t *)&s->overdue_timer, srv_handle_closed);
+        uv_close((uv_handle_t *)&s->listener, ipc__handle_closed);
+    uv_close((uv_handle_t *)&s->timer, ipc__handle_closed);
+    uv_close((uv_handle_t *)&s->overdue_timer, ipc__handle_closed);
 }

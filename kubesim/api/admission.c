@@ -10,8 +10,9 @@
  * (the default) answers 500 `failed calling webhook`, Ignore lets the write through.
  *
  * Differences from kube-apiserver, on purpose for a sandbox: the review carries the
- * object as the client sent it (before schema defaulting), only POST (create) and PUT
- * (update) are reviewed (not PATCH), clientConfig.service (no cluster network here),
+ * object as the client sent it (before schema defaulting; a PATCH's review carries the
+ * object the patch produces, from a dry run of it against the object as it stands, and a
+ * write racing in between is not reviewed again), clientConfig.service (no cluster network here),
  * namespaceSelector / objectSelector and matchConditions are not evaluated (match all).
  */
 #include <errno.h>
@@ -192,21 +193,32 @@ static void denied(struct store_status *st, const char *hook, const cJSON *statu
         st->causes = cJSON_Duplicate(causes, 1);
 }
 
-int admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
-                       const char *ns, const char *name, const cJSON *obj, const cJSON *old,
-                       struct store_status *st)
+/* The ValidatingWebhookConfigurations that may review a write of res into *l (free with
+ * store_list_free): -ENOENT when the type is not served, or res is that type itself. */
+static int list_configs(struct server *srv, const struct reg_resource *res, struct store_list *l)
 {
     const struct registry *reg = store_registry_rdlock(srv->store);
     const struct reg_resource *vwc = registry_find(reg, "admissionregistration.k8s.io", "v1",
                                                    "validatingwebhookconfigurations");
     store_registry_unlock(srv->store);
-    struct store_list l = { 0 };
     struct store_status lst = { 0 };
-    int rc = 0;
-    if (!vwc || res == vwc || store_list(srv->store, vwc, "", NULL, &l, &lst) < 0) {
+    if (!vwc || res == vwc)
+        return -ENOENT;
+    if (store_list(srv->store, vwc, "", NULL, l, &lst) < 0) {
         store_status_clear(&lst);
-        return 0;
+        return -ENOENT;
     }
+    return 0;
+}
+
+int admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
+                       const char *ns, const char *name, const cJSON *obj, const cJSON *old,
+                       struct store_status *st)
+{
+    struct store_list l = { 0 };
+    int rc = 0;
+    if (list_configs(srv, res, &l) < 0)
+        return 0;
     for (size_t i = 0; i < l.n && rc == 0; i++) {
         const cJSON *hook;
         cJSON_ArrayForEach(hook, kobj_get(l.items[i]->json, "webhooks")) {
@@ -250,5 +262,57 @@ int admission_validate(struct server *srv, const struct reg_resource *res, const
         }
     }
     store_list_free(&l);
+    return rc;
+}
+
+/* true when some webhook's rules match op on res (no VWC listed: false, cheaply) */
+static bool any_hook(struct server *srv, const struct reg_resource *res, const char *op)
+{
+    struct store_list l = { 0 };
+    bool hit = false;
+    if (list_configs(srv, res, &l) < 0)
+        return false;
+    for (size_t i = 0; i < l.n && !hit; i++) {
+        const cJSON *hook, *rule;
+        cJSON_ArrayForEach(hook, kobj_get(l.items[i]->json, "webhooks"))
+            cJSON_ArrayForEach(rule, kobj_get(hook, "rules"))
+                hit = hit || rule_matches(rule, res, op);
+    }
+    store_list_free(&l);
+    return hit;
+}
+
+int admission_validate_patch(struct server *srv, const struct reg_resource *res, const char *ns,
+                             const char *name, int type, const char *body, size_t len,
+                             const struct store_write_opts *w, struct store_status *st)
+{
+    struct store_write_opts dry = { 0 };
+    struct store_obj *old = NULL, *next = NULL;
+    struct store_status ign = { 0 };
+    bool created = false;
+    int rc;
+    if (!any_hook(srv, res, "UPDATE") && !(type == PATCH_APPLY && any_hook(srv, res, "CREATE")))
+        return 0;
+    if (w)
+        dry = *w;
+    dry.dry_run = true;
+    dry.warnings = NULL;
+    (void)store_get(srv->store, res, ns, name, &old, &ign);
+    store_status_clear(&ign);
+    memset(&ign, 0, sizeof(ign));
+    if (store_patch(srv->store, res, ns, name, "", (enum store_patch_type)type, body, len, &dry,
+                    &next, &created, &ign) < 0 || !next) {
+        /* the real patch fails the same way and answers for it */
+        store_status_clear(&ign);
+        rc = 0;
+        goto out;
+    }
+    rc = admission_validate(srv, res, created ? "CREATE" : "UPDATE", ns, name, next->json,
+                            created || !old ? NULL : old->json, st);
+out:
+    if (old)
+        store_obj_unref(old);
+    if (next)
+        store_obj_unref(next);
     return rc;
 }

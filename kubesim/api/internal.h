@@ -114,6 +114,16 @@ int admission_validate(struct server *srv, const struct reg_resource *res, const
                        const char *ns, const char *name, const cJSON *obj, const cJSON *old,
                        struct store_status *st);
 
+/* admission.c: a PATCH (type an enum store_patch_type) of the main resource reviewed
+ * as kube-apiserver reviews it: the object the patch produces (a dry run against the
+ * current object) as UPDATE, or CREATE when an apply patch creates it. 0 when admitted
+ * (or nothing matches, or the patch itself fails: the real patch answers), else as
+ * admission_validate. */
+struct store_write_opts;
+int admission_validate_patch(struct server *srv, const struct reg_resource *res, const char *ns,
+                             const char *name, int type, const char *body, size_t len,
+                             const struct store_write_opts *w, struct store_status *st);
+
 /* server_api.c helpers shared with server_watch.c */
 /* Answers a store failure (*st) as a Status and clears st. */
 int server_reply_store_status(struct server_req *req, struct store_status *st);

@@ -555,6 +555,13 @@ static int do_patch(struct server_req *req, const struct reg_resource *res)
                                    "apply patch");
     if (write_opts(req, &c) < 0)
         return 0;
+    if (!req->route->sub[0] && !c.w.dry_run &&
+        admission_validate_patch(req->srv, res, req->route->ns, req->route->name, type, req->body,
+                                 req->body_len, &c.w, &st) < 0) {
+        add_warnings(req, c.w.warnings);
+        server_reply_store_status(req, &st);
+        goto out;
+    }
     if (store_patch(req->srv->store, res, req->route->ns, req->route->name, req->route->sub,
                     (enum store_patch_type)type, req->body, req->body_len, &c.w, &o, &created,
                     &st) < 0) {

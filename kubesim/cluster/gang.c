@@ -532,6 +532,9 @@ struct outcome {
     char first_unfit[300];
 };
 
+static void fit_message(const struct gang *g, const struct outcome *o, bool origin, char *out,
+                        size_t cap);
+
 /* Trial placement of the gang's Pending Pods; binds them all when the gang is
  * ready (bound + placed >= min), else none. */
 static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct outcome *o,
@@ -591,27 +594,25 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         if (where[i] >= 0)
             where[i] = -(where[i] + 2);   /* "could be placed", for the message */
     {
-        char msg[sizeof(((struct cl_pod *)0)->unsched_msg)];
-        int64_t sched_ok = 0, unsched = 0;
-        for (size_t i = 0; i < g->n; i++) {
+        /* Volcano words it per task: a task that fits is told it waits for the gang,
+         * the others get the gang's text (the other schedulers': from the caller) */
+        char msg[sizeof(((struct cl_pod *)0)->unsched_msg)], gang_msg[sizeof(msg)];
+        o->placed = 0;   /* now "schedulable", in Volcano's words */
+        for (size_t i = 0; i < g->n; i++)
+            o->placed += where[i] <= -2 && !bound(g->m[i]) && !pod_terminal(g->m[i]->obj->json);
+        fit_message(g, o, false, gang_msg, sizeof(gang_msg));
+        for (size_t i = 0; may_bind && g->kind == G_VOLCANO && i < g->n; i++) {
             struct cl_pod *p = g->m[i];
             if (bound(p) || pod_terminal(p->obj->json))
                 continue;
-            if (where[i] <= -2) {
-                sched_ok++;
+            if (where[i] <= -2)
                 snprintf(msg, sizeof(msg), "Pod %s/%s can possibly be assigned to %s, once "
                          "minAvailable is satisfied", p->obj->ns, p->obj->name,
                          ns->n[-where[i] - 2]->name);
-            } else {
-                unsched++;
-                snprintf(msg, sizeof(msg), "%s", o->fit[0] ? o->fit : "all nodes are unavailable");
-            }
-            /* Volcano words it per task; the others get the gang's text from the caller */
-            if (may_bind && g->kind == G_VOLCANO)
-                set_unsched(c, p, msg, component[g->kind]);
+            else
+                snprintf(msg, sizeof(msg), "%s", gang_msg);
+            set_unsched(c, p, msg, component[g->kind]);
         }
-        o->placed = sched_ok;   /* schedulable, in Volcano's words */
-        (void)unsched;
     }
 out:
     free(fits);
@@ -620,8 +621,11 @@ out:
 }
 
 /* "pod group is not ready, 3 Pending, 3 minAvailable; Pending: 1 Schedulable, 2
- * Unschedulable. Origin reason is NAME: FIT" (JobInfo.FitError). */
-static void fit_message(const struct gang *g, const struct outcome *o, char *out, size_t cap)
+ * Unschedulable" (JobInfo.FitError, as Volcano v1.14 writes it: the real scheduler
+ * adds no node fit error); with origin, kubesim's ". Origin reason is NAME: FIT"
+ * for the other gang schedulers, whose texts are kubesim's own. */
+static void fit_message(const struct gang *g, const struct outcome *o, bool origin, char *out,
+                        size_t cap)
 {
     char hist[4][64];
     int nh = 0;
@@ -650,7 +654,7 @@ static void fit_message(const struct gang *g, const struct outcome *o, char *out
             off += (size_t)snprintf(out + off, cap - off, "; Pending: %lld Unschedulable",
                                     (long long)un);
     }
-    if (o->fit[0] && off < cap &&
+    if (origin && o->fit[0] && off < cap &&
         snprintf(out + off, cap - off, ". Origin reason is %s: %s", o->first_unfit, o->fit) < 0)
         out[off] = '\0';
 }
@@ -710,7 +714,8 @@ static const char *cond_message(const cJSON *status, const char *type)
 /* Writes the Volcano PodGroup's status (merge patch; the CRD has no /status)
  * when it changed, with the Events Volcano records. */
 static void volcano_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
-                           const char *phase, const struct outcome *o, const char *unsched_msg)
+                           const char *phase, const struct outcome *o, const char *unsched_msg,
+                           const char *enq_reason)
 {
     const cJSON *old = kobj_get(g->pg->json, "status");
     const char *old_phase = kobj_str(old, "phase") ? kobj_str(old, "phase") : "";
@@ -733,11 +738,18 @@ static void volcano_status(struct cluster *c, struct gang *g, const struct reg_r
         cJSON_Delete(conds);
         conds = cJSON_CreateArray();
     }
+    /* the condition counts the tasks short of minAvailable after the schedulable ones,
+     * the Event those not bound (as Volcano v1.14 writes them: "2/3" and "3/3") */
+    char cond_text[700];
+    int64_t short_ = g->min - o->scheduled - o->placed;
+    if (unsched_msg)
+        snprintf(cond_text, sizeof(cond_text), "%lld/%zu tasks in gang unschedulable: %s",
+                 (long long)(short_ > 0 ? short_ : 0), g->n, unsched_msg);
     const char *old_un = cond_message(old, "Unschedulable");
-    bool new_unsched = unsched_msg && (!old_un || strcmp(old_un, unsched_msg));
+    bool new_unsched = unsched_msg && (!old_un || strcmp(old_un, cond_text));
     bool new_sched = o->ready && !cond_message(old, "Scheduled");
     if (new_unsched)
-        set_condition(conds, "Unschedulable", "NotEnoughResources", unsched_msg, tid, now);
+        set_condition(conds, "Unschedulable", "NotEnoughResources", cond_text, tid, now);
     if (new_sched)
         set_condition(conds, "Scheduled", "tasks in gang are ready to be scheduled", "", tid, now);
     if (cJSON_GetArraySize(conds))
@@ -769,18 +781,20 @@ static void volcano_status(struct cluster *c, struct gang *g, const struct reg_r
         store_status_clear(&sst);
     }
     cJSON_Delete(body);
+    if (new_unsched && enq_reason)
+        cl_event(c, g->pg->json, "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
     if (new_unsched) {
         char ev[700];
         snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
-                 (long long)(g->min - o->scheduled - o->placed > 0 ? g->min - o->scheduled - o->placed : 0),
-                 g->n, unsched_msg);
+                 (long long)(g->min - o->scheduled > 0 ? g->min - o->scheduled : 0), g->n, unsched_msg);
         cl_event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
     }
     if (strcmp(old_phase, phase) && (!strcmp(phase, "Running")) && o->bound_now)
         cl_event(c, g->pg->json, "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
 }
 
-/* Volcano's enqueue: the queue must be Open, have room under its capability for
+/* Volcano's enqueue (v1.14 checks no queue state here: a gang in a Closed queue is
+ * Inqueue, and allocate gives it nothing): the queue must have room under its capability for
  * the gang's minResources, and the cluster's idle resources (times the overcommit
  * factor) must cover every Inqueue gang's. Returns NULL to enqueue, or the reason. */
 static const char *enqueue_check(const struct gang *g, struct gqueue *q, bool have_queues,
@@ -790,8 +804,6 @@ static const char *enqueue_check(const struct gang *g, struct gqueue *q, bool ha
     static const char *const names[] = { "cpu", "memory", "nvidia.com/gpu", "google.com/tpu" };
     if (!q && have_queues)
         return snprintf(why, cap, "queue %s is not found", g->queue), why;
-    if (q && !q->open)
-        return snprintf(why, cap, "queue %s is not open", q->name), why;
     if (!g->has_minres)
         return NULL;
     /* what the gang still needs: its Pods already bound (a running gang whose
@@ -1015,7 +1027,7 @@ void cl_gang_pass(struct cluster *c)
                 /* the gang's own FailedScheduling text, on each Pending Pod (all of
                  * them placeable counts as one short: the placeholders did not fit) */
                 int64_t short_ = g->min - o.scheduled - o.placed;
-                fit_message(g, &o, msg, sizeof(msg));
+                fit_message(g, &o, true, msg, sizeof(msg));
                 char ev[700];
                 snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
                          (long long)(short_ > 0 ? short_ : 1), g->n, msg);
@@ -1032,7 +1044,7 @@ void cl_gang_pass(struct cluster *c)
             phase = "Pending";
         bool inq = !strcmp(phase, "Inqueue") || !strcmp(phase, "Running") ||
                    !strcmp(phase, "Unknown") || !strcmp(phase, "Completed");
-        const char *unsched_msg = NULL;
+        const char *unsched_msg = NULL, *enq_reason = NULL;
         if (!o.ready && !inq) {
             const char *reason = enqueue_check(g, q, rq != NULL, &idle, &inqueue, why, sizeof(why));
             if (!reason) {
@@ -1041,25 +1053,18 @@ void cl_gang_pass(struct cluster *c)
                 if (q)
                     res_add(&q->inqueue, &g->minres, 1);
                 res_add(&inqueue, &g->minres, 1);
-            } else if (g->n && (strncmp(reason, "queue ", 6) != 0 || strstr(reason, "quota"))) {
-                /* the proportion / overcommit plugins' Normal Unschedulable Event */
-                if (!kobj_str(kobj_get(g->pg->json, "status"), "phase") ||
-                    cond_message(kobj_get(g->pg->json, "status"), "Unschedulable") == NULL ||
-                    !strstr(cond_message(kobj_get(g->pg->json, "status"), "Unschedulable"), reason))
-                    cl_event(c, g->pg->json, "Normal", "Unschedulable", reason, "volcano", NULL, NULL);
+            } else if (g->n) {
+                enq_reason = reason;   /* the proportion / overcommit plugins' Normal Event */
             }
         }
-        if (inq && o.pending)
+        /* a Closed queue takes gangs in but allocate gives them nothing */
+        bool open = !q || q->open;
+        if (inq && open && o.pending)
             allocate(c, g, &ns, &o, true);
-        else if (o.pending)
-            allocate(c, g, &ns, &o, false);   /* the messages only: what could be placed */
         if (!o.ready && g->n) {   /* a PodGroup without Pods yet has nothing to say */
-            fit_message(g, &o, msg, sizeof(msg));
-            if (!inq)
-                snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), ". Origin reason is: %s",
-                         why);
+            fit_message(g, &o, false, msg, sizeof(msg));
             unsched_msg = msg;
-            if (!inq)
+            if (!inq || !open)   /* no allocation tried: each waiting task gets the gang's text */
                 for (size_t m = 0; m < g->n; m++)
                     if (!bound(g->m[m]) && !pod_terminal(g->m[m]->obj->json))
                         set_unsched(c, g->m[m], msg, "volcano");
@@ -1070,7 +1075,7 @@ void cl_gang_pass(struct cluster *c)
             phase = o.scheduled == completed ? "Completed" : "Running";
         else if (strcmp(phase, "Inqueue") != 0)
             phase = "Pending";
-        volcano_status(c, g, rpg, phase, &o, unsched_msg);
+        volcano_status(c, g, rpg, phase, &o, unsched_msg, enq_reason);
         if (q) {
             if (!strcmp(phase, "Pending")) q->pending++;
             else if (!strcmp(phase, "Inqueue")) q->inqueue_n++;

@@ -312,22 +312,24 @@ static void raise_fd_limit(void)
 /*
  * Runs kubesim again, once, with glibc's malloc backing its heaps with transparent huge
  * pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1; tunables are read only at start-up,
- * hence the exec). Why: on this kind of VM the first touch of a 4 KiB page costs
- * 10-25 us and a stored Pod is ~20 KB of heap, so page faults were most of the CPU of
- * a create: 5000 Pod creates over HTTP went from ~26,000 faults and ~1,100 creates/s
- * to ~130 faults and ~3,600 creates/s (docs/kubesim-store.md, Performance). The pid
+ * hence the exec), when KUBESIM_HUGETLB=1 asks for it. Off by default: it once cut the
+ * first-touch faults of a create-only load (26,450 -> 133 for 5,000 creates), but with
+ * the simulated cluster running (and even for creates alone, on this VM since) every
+ * re-grown 2 MB page is zeroed in one fault of a few ms, and kubesim used 1.5-2x the
+ * CPU (docs/kubesim-store.md, Performance; docs/kubesim-cluster.md, Figures). The pid
  * stays the same. Skipped when GLIBC_TUNABLES already names the tunable (the caller
- * chose; this also ends the recursion), under valgrind (the exec would escape it), with
- * KUBESIM_NO_HUGETLB set, or when the exec fails (the default heap is used).
+ * chose; this also ends the recursion), under valgrind (the exec would escape it), or
+ * when the exec fails (the default heap is used).
  */
 static void reexec_with_hugetlb(char **argv)
 {
     const char *cur = getenv("GLIBC_TUNABLES"), *pre = getenv("LD_PRELOAD");
+    const char *want = getenv("KUBESIM_HUGETLB");
     char val[1024];
     int n;
 
-    if ((cur && strstr(cur, "glibc.malloc.hugetlb")) || (pre && strstr(pre, "vgpreload")) ||
-        getenv("KUBESIM_NO_HUGETLB"))
+    if (!want || strcmp(want, "1") != 0 || (cur && strstr(cur, "glibc.malloc.hugetlb")) ||
+        (pre && strstr(pre, "vgpreload")))
         return;
     n = cur && *cur ? snprintf(val, sizeof(val), "%s:glibc.malloc.hugetlb=1", cur)
                     : snprintf(val, sizeof(val), "glibc.malloc.hugetlb=1");

@@ -501,6 +501,7 @@ static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
                      const char *operation, const char *api_version,
                      const char *subresource, bool raw)
 {
+    static _Thread_local struct fs_walker wnow, wold;   /* 8 KB each: not on the stack */
     struct fs_keys keys = { NULL, NULL };
     struct fs_set all = { 0 };
     struct mf_list l = { 0 };
@@ -553,9 +554,12 @@ static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
         memset(&all, 0, sizeof(all));
         goto stamp;
     }
+    fs_walker_init(&wnow, obj);
+    fs_walker_init(&wold, old);
     for (size_t j = 0; j < all.n; j++) {
         const char *p = all.v[j].p;
-        const cJSON *now = fs_resolve(obj, p), *was = old ? fs_resolve(old, p) : NULL;
+        const cJSON *now = fs_walker_resolve(&wnow, p);
+        const cJSON *was = old ? fs_walker_resolve(&wold, p) : NULL;
         if (all.v[j].self ? was != NULL : (was && now && patch_json_equal(was, now)))
             continue;
         /* a changed field now belongs to this manager alone */
@@ -566,10 +570,12 @@ static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
             goto out;
     }
     /* fields that no longer exist are owned by nobody */
-    for (size_t i = 0; i < l.n; i++)
+    for (size_t i = 0; i < l.n; i++) {
+        fs_walker_init(&wnow, obj);
         for (size_t j = l.v[i].set.n; j-- > 0;)
-            if (!fs_resolve(obj, l.v[i].set.v[j].p))
+            if (!fs_walker_resolve(&wnow, l.v[i].set.v[j].p))
                 fs_remove(&l.v[i].set, l.v[i].set.v[j].p);
+    }
 stamp:
     if ((rc = set_stamp(&l.v[self], api_version)))
         goto out;

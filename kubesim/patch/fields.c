@@ -637,6 +637,47 @@ const cJSON *fs_resolve(const cJSON *obj, const char *p)
     return parent ? comp_child(parent, last, &idx) : NULL;
 }
 
+void fs_walker_init(struct fs_walker *w, const cJSON *root)
+{
+    w->root = root;
+    w->depth = 0;
+}
+
+const cJSON *fs_walker_resolve(struct fs_walker *w, const char *p)
+{
+    char comp[FS_PATH_MAX];
+    const cJSON *node;
+    size_t len = strnlen(p, FS_PATH_MAX), pos = 0;
+    int i = 0, idx;
+
+    if (len >= FS_PATH_MAX)
+        return fs_resolve(w->root, p);
+    /* the parent components p shares with the previous path */
+    while (i < w->depth && w->ends[i] < len && p[w->ends[i]] == FS_SEP &&
+           !memcmp(p + pos, w->prev + pos, w->ends[i] - pos)) {
+        pos = w->ends[i] + 1;
+        i++;
+    }
+    w->depth = i;
+    node = i ? w->nodes[i - 1] : w->root;
+    for (;;) {
+        const char *e = memchr(p + pos, FS_SEP, len - pos);
+        size_t n = e ? (size_t)(e - p) - pos : len - pos;
+        memcpy(comp, p + pos, n);
+        comp[n] = '\0';
+        node = comp_child(node, comp, &idx);
+        if (!e || !node)
+            return node;
+        if (i == FS_MAX_DEPTH)
+            return fs_resolve(w->root, p);
+        memcpy(w->prev + pos, p + pos, n + 1);
+        w->ends[i] = pos + n;
+        w->nodes[i] = node;
+        w->depth = ++i;
+        pos += n + 1;
+    }
+}
+
 void fs_delete(cJSON *obj, const char *p)
 {
     char last[FS_PATH_MAX];

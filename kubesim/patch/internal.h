@@ -99,6 +99,18 @@ char *fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
                   const char *const *keys);
 bool fs_skip_field(const char *dotted, const char *name);
 const cJSON *fs_resolve(const cJSON *obj, const char *p);
+/* fs_resolve for many paths of one object in a row: the walk of the parent components
+ * a path shares with the previous one is reused (a set's paths come depth first, so
+ * most share all but their last). Same answers; the object must not change meanwhile. */
+struct fs_walker {
+    const cJSON *root;
+    int depth;                          /* parent components cached */
+    size_t ends[FS_MAX_DEPTH];          /* prev[0..ends[i]) = components 0..i */
+    const cJSON *nodes[FS_MAX_DEPTH];   /* the node components 0..i lead to */
+    char prev[FS_PATH_MAX];
+};
+void fs_walker_init(struct fs_walker *w, const cJSON *root);
+const cJSON *fs_walker_resolve(struct fs_walker *w, const char *p);
 void fs_delete(cJSON *obj, const char *p);
 void fs_display(const char *p, char *out, size_t outlen); /* ".spec.containers[name=\"x\"]" */
 /* Keys of the list at dotted path: 1 with *keys set (NULL-terminated), 2 for a set of

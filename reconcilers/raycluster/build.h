@@ -194,6 +194,11 @@ int rc_build_autoscaler_rbac(const cJSON *rc, cJSON **sa, cJSON **role, cJSON **
  * otherwise, host and tls from ingressOptions, every cluster annotation but
  * kubernetes.io/ingress.class, which becomes spec.ingressClassName. */
 cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int *err);
+/* The OpenShift Route that replaces that Ingress when the API server serves OpenShift's
+ * groups (BuildRouteForHeadService; NULL when enableIngress is off): CheckRouteName(NAME-
+ * head-route) (cut to 51 - len(namespace)), to the head Service with weight 100, target
+ * port the dashboard port, wildcardPolicy None, every cluster annotation, owned. */
+cJSON *rc_build_head_route(const cJSON *rc, int *err);
 
 /* The token Secret KubeRay creates for authOptions.mode "token" (no secretName, no
  * enableK8sTokenAuth): the same condition under which the Pods reference it

@@ -108,17 +108,50 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
     return s;
 }
 
+/* The object the head is exposed with (Ingress or Route): apiVersion, kind, metadata with
+ * name (checked, after a cut to max characters when max >= 0), namespace and the labels
+ * KubeRay gives both, and every cluster annotation but skip (may be NULL). Returns the
+ * object (b->err on failure); *meta receives its metadata. */
+static cJSON *head_access_object(struct rcb *b, const cJSON *rc, const char *api, const char *kind,
+                                 const char *suffix, int max, const char *skip, cJSON **meta)
+{
+    const cJSON *anns = rcj_path(rc, "metadata", "annotations", NULL), *a;
+    char name[300], tmp[300], id[300];
+    cJSON *obj, *labels;
+    snprintf(tmp, sizeof(tmp), "%s-%s", rc_name(rc), suffix);
+    if (max >= 0 && (int)strlen(tmp) > max)
+        tmp[max] = '\0';
+    rc_check_name(tmp, name, sizeof(name));
+    snprintf(tmp, sizeof(tmp), "%s-head", rc_name(rc));
+    rc_check_label(tmp, id, sizeof(id));
+    obj = rcb_dup(b, NULL);
+    rcb_set_str(b, obj, "apiVersion", api);
+    rcb_set_str(b, obj, "kind", kind);
+    *meta = rcb_obj(b, obj, "metadata");
+    rcb_set_str(b, *meta, "name", name);
+    rcb_set_str(b, *meta, "namespace", rc_namespace(rc));
+    labels = rcb_obj(b, *meta, "labels");
+    rcb_set_str(b, labels, RC_LABEL_CLUSTER, rc_name(rc));
+    rcb_set_str(b, labels, RC_LABEL_IDENTIFIER, id);
+    rcb_set_str(b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
+    rcb_set_str(b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    cJSON_ArrayForEach(a, (cJSON_IsObject(anns) ? anns : NULL))
+        if (a->string && cJSON_IsString(a) && (!skip || strcmp(a->string, skip)))
+            rcb_set_str(b, rcb_obj(b, *meta, "annotations"), a->string, a->valuestring);
+    return obj;
+}
+
 cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int *err)
 {
     struct rcb b = { 0 };
     const cJSON *head = rc_head_group(rc);
-    const cJSON *io = kobj_get(head, "ingressOptions"), *a;
+    const cJSON *io = kobj_get(head, "ingressOptions");
     const cJSON *anns = rcj_path(rc, "metadata", "annotations", NULL);
     const char *path = kobj_str(io, "path"), *ptype = kobj_str(io, "pathType");
     const char *host = kobj_str(io, "host");
     const char *klass = kobj_str(anns, "kubernetes.io/ingress.class");
-    char name[300], tmp[300], svc[300], id[300];
-    cJSON *ing, *meta, *labels, *spec, *rule, *p, *backend;
+    char svc[300];
+    cJSON *ing, *meta, *spec, *rule, *p, *backend;
     int r;
     (void)o;
     if (!rcj_bool(head, "enableIngress", false))
@@ -128,26 +161,9 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
             *err = r;
         return NULL;
     }
-    snprintf(tmp, sizeof(tmp), "%s-head-ingress", rc_name(rc));
-    rc_check_name(tmp, name, sizeof(name));
-    snprintf(tmp, sizeof(tmp), "%s-head", rc_name(rc));
-    rc_check_label(tmp, id, sizeof(id));
-    ing = rcb_dup(&b, NULL);
-    rcb_set_str(&b, ing, "apiVersion", "networking.k8s.io/v1");
-    rcb_set_str(&b, ing, "kind", "Ingress");
-    meta = rcb_obj(&b, ing, "metadata");
-    rcb_set_str(&b, meta, "name", name);
-    rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
-    labels = rcb_obj(&b, meta, "labels");
-    rcb_set_str(&b, labels, RC_LABEL_CLUSTER, rc_name(rc));
-    rcb_set_str(&b, labels, RC_LABEL_IDENTIFIER, id);
-    rcb_set_str(&b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
-    rcb_set_str(&b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    /* Every cluster annotation but the ingress class, which becomes ingressClassName. */
-    cJSON_ArrayForEach(a, (cJSON_IsObject(anns) ? anns : NULL)) {
-        if (a->string && cJSON_IsString(a) && strcmp(a->string, "kubernetes.io/ingress.class"))
-            rcb_set_str(&b, rcb_obj(&b, meta, "annotations"), a->string, a->valuestring);
-    }
+    /* every cluster annotation but the ingress class, which becomes ingressClassName */
+    ing = head_access_object(&b, rc, "networking.k8s.io/v1", "Ingress", "head-ingress", -1,
+                             "kubernetes.io/ingress.class", &meta);
     spec = rcb_obj(&b, ing, "spec");
     if (klass)
         rcb_set_str(&b, spec, "ingressClassName", klass);
@@ -178,4 +194,40 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
         return NULL;
     }
     return ing;
+}
+
+cJSON *rc_build_head_route(const cJSON *rc, int *err)
+{
+    struct rcb b = { 0 };
+    const cJSON *head = rc_head_group(rc);
+    char svc[300];
+    cJSON *route, *meta, *spec, *to;
+    int r;
+    if (!rcj_bool(head, "enableIngress", false))
+        return NULL;
+    if ((r = rc_head_service_name(rc, svc, sizeof(svc))) < 0) {
+        if (err)
+            *err = r;
+        return NULL;
+    }
+    /* CheckRouteName: room for "-head-" + 5 characters and "-NAMESPACE" in the first DNS
+     * label of the host OpenShift makes from the Route's name; every cluster annotation,
+     * the way a user tunes the Route (KubeRay copies them all) */
+    route = head_access_object(&b, rc, "route.openshift.io/v1", "Route", "head-route",
+                               51 - (int)strlen(rc_namespace(rc)), NULL, &meta);
+    spec = rcb_obj(&b, route, "spec");
+    to = rcb_obj(&b, spec, "to");
+    rcb_set_str(&b, to, "kind", "Service");
+    rcb_set_str(&b, to, "name", svc);
+    rcb_set_num(&b, to, "weight", 100);
+    rcb_set_num(&b, rcb_obj(&b, spec, "port"), "targetPort", rc_dashboard_port(rc));
+    rcb_set_str(&b, spec, "wildcardPolicy", "None");
+    rcb_owner_ref(&b, route, rc);
+    if (b.err) {
+        cJSON_Delete(route);
+        if (err)
+            *err = b.err;
+        return NULL;
+    }
+    return route;
 }

@@ -5,9 +5,12 @@
 #ifndef RAYOP_RAYCLUSTER_INTERNAL_H
 #define RAYOP_RAYCLUSTER_INTERNAL_H
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cjson/cJSON.h>
 
 #include "reconcilers/raycluster/build.h"
@@ -34,9 +37,21 @@ struct rc_run {
 };
 
 /* Records the first error of the reconcile (later ones keep the first, as
- * KubeRay stops at the first). Returns -EIO for `return rc_fail(...)`. */
+ * KubeRay stops at the first). Returns -EIO for `return rc_fail(...)`. Here, not
+ * in reconcile.c, so that the steps (reconcile_pods.c, reconcile_delete.c) do not
+ * call back up into the file that drives them. */
+static inline __attribute__((format(printf, 3, 4)))
 int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+{
+    if (r->err == RC_ERR_NONE) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+        va_end(ap);
+        r->err = e;
+    }
+    return -EIO;
+}
 
 /* reconcile_pods.c: head and worker Pods (KubeRay's reconcilePods). 0 or the
  * rc_fail() error; never writes status. */

@@ -14,10 +14,12 @@
  * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -37,18 +39,6 @@ static void set_message(struct host_result *res, const char *msg)
         n = sizeof(res->message) - 1;
     memcpy(res->message, msg, n);
     res->message[n] = '\0';
-}
-
-int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
-{
-    if (r->err == RC_ERR_NONE) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
-        va_end(ap);
-        r->err = e;
-    }
-    return -EIO;
 }
 
 /* ---- autoscaler RBAC ---------------------------------------------------------- */
@@ -173,12 +163,109 @@ static bool ingress_adopt(cJSON *have, const cJSON *want)
     return changed;
 }
 
+/* ---- OpenShift Route (reconcileRouteOpenShift) ------------------------------------ */
+
+static const struct kube_resource RC_RES_ROUTES = { "route.openshift.io", "v1", "routes", 1 };
+
+/* KubeRay's IsOpenShiftCluster: the API server serves one of OpenShift's groups. Asked once
+ * per process (KubeRay asks at start-up), the first time a cluster wants an Ingress; a
+ * failed discovery is asked again next time. 1 yes, 0 no, < 0 unknown. */
+static int openshift(struct rc_run *r)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int known = -1;
+    static const char *const groups[] = { "route.openshift.io", "security.openshift.io",
+                                          "config.openshift.io" };
+    struct kube_request q = { .method = "GET", .path = "/apis", .idempotent = 1,
+                              .parse_json = 1 };
+    struct kube_result kr = { 0 };
+    struct kube_client *kc;
+    int rc;
+    pthread_mutex_lock(&mu);
+    if (known >= 0 || !(kc = host_kube(r->ctx))) {
+        rc = known >= 0 ? known : -ENOTCONN;
+        goto out;
+    }
+    if ((rc = kube_raw(kc, &q, &kr)) == 0) {
+        const cJSON *g;
+        known = 0;
+        cJSON_ArrayForEach(g, kobj_get(kr.body, "groups"))
+            for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+                if (kobj_str(g, "name") && !strcmp(kobj_str(g, "name"), groups[i]))
+                    known = 1;
+        rc = known;
+        host_log(r->ctx, LOG_INFO, known ? "OpenShift API groups served: the head is exposed "
+                 "with a Route" : "not OpenShift: the head is exposed with an Ingress", NULL);
+    }
+out:
+    pthread_mutex_unlock(&mu);
+    kube_result_release(&kr);
+    return rc;
+}
+
+/* KubeRay's ShouldUseIngressOnOpenShift */
+static bool ingress_on_openshift(void)
+{
+    const char *v = getenv("USE_INGRESS_ON_OPENSHIFT");
+    return v && !strcasecmp(v, "true");
+}
+
+/* A Route labelled ray.io/cluster=NAME exists: done (KubeRay neither updates nor
+ * deletes it); none: NAME-head-route is created, owned (CreatedRoute / FailedToCreateRoute).
+ * Routes are not cached (OpenShift only): listed live. */
+static int reconcile_route(struct rc_run *r)
+{
+    int err = 0, rc;
+    char sel[320];
+    struct kube_result kr = { 0 };
+    struct kube_client *kc = host_kube(r->ctx);
+    cJSON *route = rc_build_head_route(r->rc, &err);
+    if (!route)
+        return err < 0 ? rc_fail(r, RC_ERR_OTHER, "building the head Route: %s", strerror(-err))
+                       : 0;
+    const char *name = rc_meta(route, "name");
+    snprintf(sel, sizeof(sel), "%s=%s", RC_LABEL_CLUSTER, r->name);
+    struct kube_list_opts lo = { .label_selector = sel };
+    rc = kc ? kube_list(kc, &RC_RES_ROUTES, r->ns, &lo, &kr) : -ENOTCONN;
+    if (rc == 0 && cJSON_GetArraySize(kobj_get(kr.body, "items")) > 0)
+        goto out;
+    kube_result_release(&kr);
+    if (rc == 0) {
+        rc = kube_create(kc, &RC_RES_ROUTES, r->ns, route, &kr);   /* not cached: no rv to wait for */
+        if (rc == 0) {
+            host_log(r->ctx, LOG_INFO, "Created route for RayCluster", "name", name, NULL);
+            host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "CreatedRoute", "Create",
+                       "Created route %s/%s", r->ns, name);
+        } else if (rc == -EEXIST) {
+            rc = 0;   /* "Route already exists, no need to create" */
+        } else {
+            char why[640];
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateRoute", "Create",
+                       "Failed creating route %s/%s, %s", r->ns, name,
+                       kube_result_error(&kr, rc, why, sizeof(why)));
+        }
+    }
+out:
+    kube_result_release(&kr);
+    cJSON_Delete(route);
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "head Route: %s", kube_strerror(rc));
+    return 0;
+}
+
 /* headGroupSpec.enableIngress (reconcileIngressKubernetes, KubeRay v1.7): created when
  * absent; one of that name we do not control is left alone with a Warning; ours is
  * updated when its labels, annotations or spec drifted (UpdatedIngress). */
 static int reconcile_ingress(struct rc_run *r)
 {
-    int err = 0;
+    int err = 0, os;
+    if (!rcj_bool(rc_head_group(r->rc), "enableIngress", false))
+        return 0;
+    /* shouldCreateOpenShiftRoute */
+    if (!ingress_on_openshift() && (os = openshift(r)) != 0)
+        return os > 0 ? reconcile_route(r)
+                      : rc_fail(r, RC_ERR_OTHER, "telling whether this is OpenShift: %s",
+                                kube_strerror(os));
     cJSON *ing = rc_build_head_ingress(r->rc, &r->bo, &err), *have = NULL;
     struct kube_result kr = { 0 };
     if (!ing)

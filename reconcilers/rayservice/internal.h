@@ -38,6 +38,8 @@ struct rsr {
     char now[32];
     int64_t generation;
     int requeue_ms;            /* 0: RS_REQUEUE_MS */
+    int err_rc;                /* the failed write err describes (0: none) */
+    char err[640];             /* its API server words: rs_api_error */
 };
 
 /* serve_io.c: the dashboard side of one cluster (reconcileServe) and the head Pod's
@@ -63,6 +65,11 @@ int rs_incremental_rollback(struct rsr *r);
 int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route);
 int rs_incremental_capacity(struct rsr *r, const cJSON *cluster);
 void rs_incremental_weights(struct rsr *r, const cJSON *route);
+
+/* apierr.c: the API server's words for a failed write, message and field causes
+ * ("Service \"x\" is invalid: spec.type: Unsupported value: ..."), not just
+ * kube_strerror's "invalid". Kept in r->err for the requeue message; kr may be NULL. */
+const char *rs_api_error(struct rsr *r, const struct kube_result *kr, int rc);
 
 /* reconcile.c helpers used by the other files */
 void rs_event(struct rsr *r, const char *type, const char *reason, const char *action,

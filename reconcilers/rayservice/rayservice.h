@@ -104,6 +104,9 @@ struct rs_gates {
     bool incremental_upgrade;        /* RayServiceIncrementalUpgrade (beta, default on) */
 };
 int rs_validate(const cJSON *rs, const struct rs_gates *g, struct rs_invalid *why);
+/* ValidateRayServiceMetadata alone (name length, DNS-1035, the initializing-timeout
+ * annotation), the part KubeRay's RayService webhook checks. 0 or -EINVAL with why set. */
+int rs_validate_metadata(const cJSON *rs, struct rs_invalid *why);
 /* ray.io/initializing-timeout in ms: Go duration or integer seconds; 0 when absent,
  * -EINVAL when invalid or not positive. */
 int64_t rs_initializing_timeout_ms(const cJSON *rs);

@@ -138,7 +138,7 @@ static int patch_finalizer(struct rsr *r, bool add)
                     &po, &kr);
     host_log(r->ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
              add ? "Adding finalizer to RayService" : "No RayClusters exist, removing finalizer",
-             "finalizer", RS_FINALIZER, "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+             "finalizer", RS_FINALIZER, "error", rc < 0 ? rs_api_error(r, &kr, rc) : NULL, NULL);
 out:
     kube_result_release(&kr);
     free(text);
@@ -188,12 +188,13 @@ static int cleanup_clusters(struct rsr *r, bool *left)
         struct kube_result kr = { 0 };
         struct kube_delete_opts d = { .propagation = "Background", .grace_seconds = -1 };
         rc = host_delete(r->ctx, &KUBE_RES_RAYCLUSTERS, r->ctx->ns, name, &d, &kr);
-        kube_result_release(&kr);
-        if (rc < 0 && rc != -ENOENT) {
+        if (rc < 0 && rc != -ENOENT)
             rs_event(r, HOST_EVENT_WARNING, "FailedToDeleteRayCluster", "Delete",
-                     "Failed to delete the RayCluster %s/%s: %s", r->ctx->ns, name, kube_strerror(rc));
+                     "Failed to delete the RayCluster %s/%s: %s", r->ctx->ns, name,
+                     rs_api_error(r, &kr, rc));
+        kube_result_release(&kr);
+        if (rc < 0 && rc != -ENOENT)
             goto out;
-        }
         host_log(r->ctx, LOG_INFO, "reconcileRayCluster", "delete Ray cluster", name, "reason",
                  deleting ? "RayService is being deleted. Deleting RayCluster"
                           : "Deletion timestamp has passed. Deleting cluster immediately.", NULL);
@@ -245,11 +246,13 @@ static int delete_owned(struct rsr *r)
             struct kube_result kr = { 0 };
             struct kube_delete_opts d = { .propagation = "Background", .grace_seconds = -1 };
             rc = host_delete(r->ctx, kinds[k].res, r->ctx->ns, name, &d, &kr);
+            if (rc < 0 && rc != -ENOENT)
+                rs_api_error(r, &kr, rc);
             kube_result_release(&kr);
             if (rc < 0 && rc != -ENOENT) {
                 rs_event(r, HOST_EVENT_WARNING, kinds[k].fail, "Delete",
                          "Failed to delete the %s %s/%s during suspend: %s", kinds[k].what,
-                         r->ctx->ns, name, kube_strerror(rc));
+                         r->ctx->ns, name, r->err);
                 cJSON_Delete(list);
                 return rc;
             }
@@ -407,7 +410,8 @@ static int create_cluster(struct rsr *r, const char *name, cJSON **out)
         rc = 0;   /* an earlier reconcile made it; the cache had not shown it yet */
     if (rc < 0) {
         rs_event(r, HOST_EVENT_WARNING, "FailedToCreateRayCluster", "Create",
-                 "Failed to create the RayCluster %s/%s: %s", r->ctx->ns, name, kube_strerror(rc));
+                 "Failed to create the RayCluster %s/%s: %s", r->ctx->ns, name,
+                 rs_api_error(r, &kr, rc));
         cJSON_Delete(c);
     } else {
         if (kr.http_code)
@@ -460,7 +464,7 @@ static int update_cluster(struct rsr *r, cJSON **cluster, const char *which)
     if (rc < 0)
         rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateRayCluster", "Update",
                  "Failed to update the %s RayCluster %s/%s: %s", which, r->ctx->ns, name,
-                 kube_strerror(rc));
+                 rs_api_error(r, &kr, rc));
     else {
         rs_event(r, HOST_EVENT_NORMAL, "UpdatedRayCluster", "Update", "Updated the %s RayCluster %s/%s",
                  which, r->ctx->ns, name);
@@ -544,7 +548,8 @@ static int reconcile_service(struct rsr *r, const cJSON *cluster, bool serve, cJ
         }
         if (rc != -EEXIST) {
             rs_event(r, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
-                     "Failed to create the service %s/%s, %s", r->ctx->ns, name, kube_strerror(rc));
+                     "Failed to create the service %s/%s, %s", r->ctx->ns, name,
+                     rs_api_error(r, &kr, rc));
             goto out;
         }
         kube_result_release(&kr);
@@ -575,7 +580,8 @@ static int reconcile_service(struct rsr *r, const cJSON *cluster, bool serve, cJ
     rc = host_update(r->ctx, &KUBE_RES_SERVICES, r->ctx->ns, old, &kr);
     if (rc < 0) {
         rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
-                 "Failed to update the service %s/%s, %s", r->ctx->ns, name, kube_strerror(rc));
+                 "Failed to update the service %s/%s, %s", r->ctx->ns, name,
+                 rs_api_error(r, &kr, rc));
     } else {
         host_log(r->ctx, LOG_INFO, "Update Kubernetes Service", "serviceType",
                  serve ? "serveService" : "headService", "rayCluster", want, NULL);
@@ -814,7 +820,7 @@ static int write_status(struct rsr *r)
     host_log(r->ctx, rc < 0 ? LOG_WARN : LOG_INFO,
              rc < 0 ? "Failed to update RayService status" : "Updated RayService status",
              "serviceStatus", rs_str(r->st, "serviceStatus"), "activeCluster", active_name(r),
-             "pendingCluster", pending_name(r), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+             "pendingCluster", pending_name(r), "error", rc < 0 ? rs_api_error(r, &kr, rc) : NULL, NULL);
     kube_result_release(&kr);
     return rc;
 }
@@ -968,7 +974,8 @@ int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res)
         rc = reconcile(&r, res);
     }
     if (rc < 0)   /* KubeRay returns the error: a rate-limited retry */
-        snprintf(res->message, sizeof(res->message), "%s", kube_strerror(rc));
+        snprintf(res->message, sizeof(res->message), "%.*s", (int)sizeof(res->message) - 1,
+                 r.err_rc == rc && r.err[0] ? r.err : kube_strerror(rc));
     cJSON_Delete(r.active);
     cJSON_Delete(r.pending);
     cJSON_Delete(r.orig);

@@ -57,7 +57,7 @@ static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_targ
         rc = dash_target_token_from_secret(t, sec);
     if (rc < 0)
         host_log(r->ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
-                 "error", kube_strerror(rc), NULL);
+                 "error", rs_api_error(r, &kr, rc), NULL);
     cJSON_Delete(sec);
     kube_result_release(&kr);
     return rc;
@@ -371,15 +371,15 @@ int rs_head_serve_label(struct rsr *r, const cJSON *cluster)
                          RC_LABEL_SERVE, want);
         rc = host_patch(r->ctx, &KUBE_RES_PODS, r->ctx->ns, rs_str(head, "metadata.name"), patch,
                         (size_t)n, &po, &kr);
-        kube_result_release(&kr);
         if (rc < 0)
             rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateHeadPodServeLabel", "Update",
                      "Failed to update the serve label to \"%s\" for the Head Pod %s/%s: %s", want,
-                     r->ctx->ns, rs_str(head, "metadata.name"), kube_strerror(rc));
+                     r->ctx->ns, rs_str(head, "metadata.name"), rs_api_error(r, &kr, rc));
         else
             rs_event(r, HOST_EVENT_NORMAL, "UpdatedHeadPodServeLabel", "Update",
                      "Updated the serve label to \"%s\" for the Head Pod %s/%s", want, r->ctx->ns,
                      rs_str(head, "metadata.name"));
+        kube_result_release(&kr);
     } else {
         rc = 0;
     }

@@ -132,7 +132,8 @@ static int gateway(struct rsr *r)
         rc = kube_create(kc, &RS_RES_GATEWAYS, r->ctx->ns, want, &kr);
         if (rc < 0)
             rs_event(r, HOST_EVENT_WARNING, "FailedToCreateGateway", "Create",
-                     "Failed to create Gateway for RayService %s/%s: %s", r->ctx->ns, name, kube_strerror(rc));
+                     "Failed to create Gateway for RayService %s/%s: %s", r->ctx->ns, name,
+                     rs_api_error(r, &kr, rc));
         else
             rs_event(r, HOST_EVENT_NORMAL, "CreatedGateway", "Create", "Created Gateway for RayService %s/%s",
                      r->ctx->ns, name);
@@ -149,7 +150,8 @@ static int gateway(struct rsr *r)
             rc = kube_update(kc, &RS_RES_GATEWAYS, r->ctx->ns, old, &kr);
             if (rc < 0)
                 rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateGateway", "Update",
-                         "Failed to update the Gateway %s/%s: %s", r->ctx->ns, name, kube_strerror(rc));
+                         "Failed to update the Gateway %s/%s: %s", r->ctx->ns, name,
+                         rs_api_error(r, &kr, rc));
             else
                 rs_event(r, HOST_EVENT_NORMAL, "UpdatedGateway", "Update", "Updated the Gateway %s/%s",
                          r->ctx->ns, name);
@@ -233,7 +235,7 @@ int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route)
         if (rc < 0)
             rs_event(r, HOST_EVENT_WARNING, "FailedToCreateHTTPRoute", "Create",
                      "Failed to create the HTTPRoute for RayService %s/%s: %s", r->ctx->ns, name,
-                     kube_strerror(rc));
+                     rs_api_error(r, &kr, rc));
         else {
             rs_event(r, HOST_EVENT_NORMAL, "CreatedHTTPRoute", "Create", "Created HTTPRoute for RayService %s/%s",
                      r->ctx->ns, name);
@@ -246,7 +248,8 @@ int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route)
             rc = kube_update(kc, &RS_RES_HTTPROUTES, r->ctx->ns, old, &kr);
             if (rc < 0)
                 rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateHTTPRoute", "Update",
-                         "Failed to update the HTTPRoute %s/%s: %s", r->ctx->ns, name, kube_strerror(rc));
+                         "Failed to update the HTTPRoute %s/%s: %s", r->ctx->ns, name,
+                         rs_api_error(r, &kr, rc));
             else
                 rs_event(r, HOST_EVENT_NORMAL, "UpdatedHTTPRoute", "Update", "Updated the HTTPRoute %s/%s",
                          r->ctx->ns, name);

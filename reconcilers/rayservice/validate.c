@@ -113,12 +113,11 @@ static int validate_upgrade_options(const cJSON *rs, struct rs_invalid *why)
     return 0;
 }
 
-int rs_validate(const cJSON *rs, const struct rs_gates *g, struct rs_invalid *why)
+int rs_validate_metadata(const cJSON *rs, struct rs_invalid *why)
 {
     const char *name = rs_str(rs, "metadata.name");
-    const char *M = "InvalidRayServiceMetadata", *S = "InvalidRayServiceSpec";
+    const char *M = "InvalidRayServiceMetadata";
     struct rs_invalid dummy;
-    int64_t delay;
     if (!why)
         why = &dummy;
     if (strlen(name) > RS_MAX_NAME)
@@ -146,6 +145,20 @@ int rs_validate(const cJSON *rs, const struct rs_gates *g, struct rs_invalid *wh
         FAIL(M, "%sannotation %s has invalid format: %s. Expected Go duration format (e.g., '5m', "
                 "'1h') or positive integer seconds", P, RS_ANN_INIT_TIMEOUT, v);
     }
+    return 0;
+}
+
+int rs_validate(const cJSON *rs, const struct rs_gates *g, struct rs_invalid *why)
+{
+    const char *name = rs_str(rs, "metadata.name");
+    const char *S = "InvalidRayServiceSpec";
+    struct rs_invalid dummy;
+    int64_t delay;
+    int err;
+    if (!why)
+        why = &dummy;
+    if ((err = rs_validate_metadata(rs, why)) < 0)
+        return err;
     const cJSON *spec = json_get(rs, "spec.rayClusterConfig");
     if (cJSON_IsTrue(json_get(spec, "authOptions.enableK8sTokenAuth")))
         FAIL(S, "The RayService spec is invalid: K8s token auth mode is currently not supported "
@@ -153,7 +166,7 @@ int rs_validate(const cJSON *rs, const struct rs_gates *g, struct rs_invalid *wh
     /* ValidateRayClusterSpec through the RayCluster controller's validation */
     cJSON *rc = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(rc, "metadata");
     struct rc_invalid rcw;
-    int err = 0;
+    err = 0;
     if (!md)
         err = -ENOMEM;
     else {

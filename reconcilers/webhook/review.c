@@ -14,12 +14,12 @@
 #include "kobj/gotypes.h"
 #include "kobj/kobj.h"
 #include "reconcilers/raycluster/build.h"
+#include "reconcilers/rayservice/rayservice.h"
 #include "reconcilers/webhook/webhook.h"
 #include "util/util.h"
 
 #define MAX_NAME_RAYCLUSTER 53       /* utils.MaxRayClusterNameLength */
 #define MAX_NAME_RAYJOB (53 - 6)     /* MaxRayJobNameLength */
-#define MAX_NAME_RAYSERVICE (53 - 6) /* MaxRayServiceNameLength */
 
 /* field.ErrorList of one object: up to a few "path: Invalid value: V: detail" */
 struct ferrs {
@@ -67,6 +67,19 @@ static void check_name(struct ferrs *e, const char *kind, const char *name, int 
         return;
     quoted(name, &q);
     add_invalid(e, "metadata.name", q.data ? q.data : "\"\"", msg);
+    buf_free(&q);
+}
+
+/* RayServiceWebhook: ValidateRayServiceMetadata (the controller's own check: name rules and
+ * the ray.io/initializing-timeout annotation), reported on metadata.name as KubeRay does. */
+static void check_rayservice(struct ferrs *e, const cJSON *rs, const char *name)
+{
+    struct rs_invalid why;
+    struct buf q = { 0 };
+    if (rs_validate_metadata(rs, &why) == 0)
+        return;
+    quoted(name, &q);
+    add_invalid(e, "metadata.name", q.data ? q.data : "\"\"", why.message);
     buf_free(&q);
 }
 
@@ -136,8 +149,7 @@ int webhook_review(const char *path, const char *body, size_t len, char **out)
     } kinds[] = {
         { "/validate-ray-io-v1-raycluster", "RayCluster", "", MAX_NAME_RAYCLUSTER },
         { "/validate-ray-io-v1-rayjob", "RayJob", "The RayJob metadata is invalid: ", MAX_NAME_RAYJOB },
-        { "/validate-ray-io-v1-rayservice", "RayService", "The RayService metadata is invalid: ",
-          MAX_NAME_RAYSERVICE },
+        { "/validate-ray-io-v1-rayservice", "RayService", "", 0 },   /* check_rayservice */
     };
     int k = -1, rc = -EINVAL;
     cJSON *rev = NULL, *resp = NULL, *answer = NULL;
@@ -167,7 +179,10 @@ int webhook_review(const char *path, const char *body, size_t len, char **out)
     /* ValidateDelete allows everything; create and update check the new object */
     if ((!strcmp(op, "CREATE") || !strcmp(op, "UPDATE")) && cJSON_IsObject(obj)) {
         const char *name = kobj_str(kobj_get(obj, "metadata"), "name");
-        check_name(&e, kinds[k].kind, name ? name : "", kinds[k].max, kinds[k].prefix);
+        if (k == 2)
+            check_rayservice(&e, obj, name ? name : "");
+        else
+            check_name(&e, kinds[k].kind, name ? name : "", kinds[k].max, kinds[k].prefix);
         if (k == 0)
             check_groups(&e, obj);
     }

@@ -28,7 +28,7 @@ chmod 755 "$W"
 mkdir -p "$W/root/bin"
 printf '#!/bin/sh\necho from-root-bin\n' > "$W/root/bin/hello"; chmod 755 "$W/root/bin/hello"
 
-start_kubesim --tls --run-image "demo=$W/root" || exit 1
+start_kubesim --tls --nodes 1 --run-image "demo=$W/root" || exit 1
 kubectl create configmap cfg --from-literal=greeting=hi --from-literal=other=x >/dev/null
 kubectl create secret generic sec --from-literal=password=s3cret >/dev/null
 cat > "$W/pod.yaml" <<'YAML'

@@ -5,8 +5,10 @@
 # certificate from a private CA), kubesim calls the ValidatingWebhookConfiguration as
 # kube-apiserver does (AdmissionReview v1, caBundle, failurePolicy, rules), and
 # `kubectl apply` of an invalid RayCluster is refused at admission with KubeRay's message,
-# a valid one is stored; RayJob names are checked too; with the webhook down, Fail refuses
-# and Ignore lets writes through.
+# a valid one is stored; RayJob names are checked too; PATCHes are reviewed as the object
+# they produce (kubectl patch, kubectl annotate); the RayService webhook refuses a bad
+# ray.io/initializing-timeout annotation; with the webhook down, Fail refuses and Ignore
+# lets writes through.
 . "$(dirname "$0")/lib.sh"
 
 RAYOP=$LIB_ROOT/bin/rayop
@@ -118,6 +120,57 @@ kcurl -X POST -H 'Content-Type: application/json' /apis/ray.io/v1/namespaces/def
     -d '{"apiVersion":"ray.io/v1","kind":"RayJob","metadata":{"name":"job-with-a-name-that-is-longer-than-forty-seven-x"},"spec":{"entrypoint":"x"}}' >"$WORK/rj.json"
 check "RayJob name rule: $(jq -r .message "$WORK/rj.json" | head -c 200)" \
     grep -q 'The RayJob metadata is invalid: RayJob name should be no more than 47 characters' "$WORK/rj.json"
+# a PATCH is reviewed too, as the object it produces (kubectl patch: a merge patch)
+if kubectl patch raycluster good --type merge -p "$(kcurl /apis/ray.io/v1/namespaces/default/rayclusters/good |
+        jq -c '{spec: {workerGroupSpecs: [.spec.workerGroupSpecs[0], .spec.workerGroupSpecs[0]]}}')" >"$WORK/patch.out" 2>&1; then
+    not_ok "a PATCH making a duplicate group is refused" "$(cat "$WORK/patch.out")"
+else
+    check "a PATCH making a duplicate group is refused ($(head -c 200 "$WORK/patch.out"))" \
+        grep -q 'worker group names must be unique' "$WORK/patch.out"
+fi
+check "the refused PATCH changed nothing" \
+    [ "$(kcurl /apis/ray.io/v1/namespaces/default/rayclusters/good | jq -r '.spec.workerGroupSpecs[1].groupName')" = other ]
+kubectl patch raycluster good --type json -p '[{"op":"replace","path":"/spec/workerGroupSpecs/1/replicas","value":2}]' \
+    >"$WORK/patch2.out" 2>&1 && ok "a valid PATCH is admitted" || not_ok "a valid PATCH is admitted" "$(cat "$WORK/patch2.out")"
+
+# RayService: ValidateRayServiceMetadata, the ray.io/initializing-timeout annotation included
+rs_yaml() {  # rs_yaml NAME TIMEOUT
+    cat <<YAML
+apiVersion: ray.io/v1
+kind: RayService
+metadata:
+  name: $1
+  annotations:
+    ray.io/initializing-timeout: "$2"
+spec:
+  rayClusterConfig:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers: [{name: ray-head, image: rayproject/ray:2.52.0}]
+YAML
+}
+P_RS='The RayService metadata is invalid: RayService annotations is invalid: annotation ray.io/initializing-timeout'
+for bad in "-5m|must be a positive duration, got: -5m" "soon|has invalid format: soon" "-3|must be a positive integer (seconds), got: -3"; do
+    v=${bad%%|*}; want=${bad#*|}
+    rs_yaml rs-bad "$v" >"$WORK/rs-bad.yaml"
+    if kubectl apply -f "$WORK/rs-bad.yaml" >"$WORK/rs-bad.out" 2>&1; then
+        not_ok "a RayService with initializing-timeout \"$v\" is refused" "$(cat "$WORK/rs-bad.out")"
+    else
+        check "initializing-timeout \"$v\" refused: $want" grep -qF "$P_RS $want" "$WORK/rs-bad.out"
+    fi
+done
+rs_yaml rs-good 90s >"$WORK/rs-good.yaml"
+kubectl apply -f "$WORK/rs-good.yaml" >"$WORK/rs-good.out" 2>&1 && ok "a RayService with initializing-timeout 90s is admitted" ||
+    not_ok "a RayService with initializing-timeout 90s is admitted" "$(cat "$WORK/rs-good.out")"
+# kubectl annotate sends a PATCH
+if kubectl annotate --overwrite rayservice rs-good ray.io/initializing-timeout=0s >"$WORK/rs-ann.out" 2>&1; then
+    not_ok "kubectl annotate to a zero timeout (a PATCH) is refused" "$(cat "$WORK/rs-ann.out")"
+else
+    check "kubectl annotate to a zero timeout (a PATCH) is refused" \
+        grep -qF "$P_RS must be a positive duration, got: 0s" "$WORK/rs-ann.out"
+fi
 
 # the webhook is down: Fail refuses, Ignore admits
 kill "$WPID"; wait "$WPID" 2>/dev/null

@@ -212,6 +212,49 @@ static void test_labels_names_and_creators(void **state)
     cJSON_Delete(rc);
 }
 
+/* BuildRouteForHeadService + CheckRouteName (OpenShift) */
+static void test_head_route(void **state)
+{
+    (void)state;
+    int err = 0;
+    cJSON *rc = rct_sample("ray-cluster.sample.yaml");
+    assert_null(rc_build_head_route(rc, &err)); /* enableIngress not set */
+    assert_int_equal(err, 0);
+    cJSON *head = (cJSON *)jget(jget(rc, "spec"), "headGroupSpec");
+    cJSON_AddBoolToObject(head, "enableIngress", 1);
+    cJSON_AddItemToObject(cJSON_GetObjectItem(rc, "metadata"), "annotations",
+                          cJSON_Parse("{\"haproxy.router.openshift.io/timeout\":\"5m\"}"));
+    cJSON *route = rc_build_head_route(rc, &err);
+    cJSON *want = cJSON_Parse(
+        "{\"apiVersion\":\"route.openshift.io/v1\",\"kind\":\"Route\",\"metadata\":{\"name\":"
+        "\"raycluster-kuberay-head-route\",\"namespace\":\"default\",\"labels\":{"
+        "\"ray.io/cluster\":\"raycluster-kuberay\",\"ray.io/identifier\":\"raycluster-kuberay-head\","
+        "\"app.kubernetes.io/name\":\"kuberay\",\"app.kubernetes.io/created-by\":\"kuberay-operator\"},"
+        "\"annotations\":{\"haproxy.router.openshift.io/timeout\":\"5m\"},\"ownerReferences\":[{"
+        "\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"name\":\"raycluster-kuberay\",\"uid\":\""
+        RCT_UID "\",\"controller\":true,\"blockOwnerDeletion\":true}]},\"spec\":{\"to\":{\"kind\":"
+        "\"Service\",\"name\":\"raycluster-kuberay-head-svc\",\"weight\":100},\"port\":{"
+        "\"targetPort\":8265},\"wildcardPolicy\":\"None\"}}");
+    assert_non_null(route);
+    rct_assert_json(route, want, "head Route");
+    cJSON_Delete(want);
+    cJSON_Delete(route);
+    /* CheckRouteName: at most 51 - len(namespace) characters ("raycluster-kuberay-head-route"
+     * is 29: a 30-character namespace leaves 21, and CheckName drops a trailing '-') */
+    cJSON *md = cJSON_GetObjectItem(rc, "metadata");
+    cJSON_DeleteItemFromObject(md, "namespace");
+    cJSON_AddStringToObject(md, "namespace", "a-namespace-of-thirty-chars-xx");
+    route = rc_build_head_route(rc, &err);
+    assert_string_equal(rct_str_at(route, "metadata.name"), "raycluster-kuberay-he");
+    cJSON_Delete(route);
+    cJSON_DeleteItemFromObject(md, "namespace");
+    cJSON_AddStringToObject(md, "namespace", "a-namespace-of-thirty-one-chars");
+    route = rc_build_head_route(rc, &err);
+    assert_string_equal(rct_str_at(route, "metadata.name"), "raycluster-kuberay-h");
+    cJSON_Delete(route);
+    cJSON_Delete(rc);
+}
+
 static void test_ingress_and_auth_secret(void **state)
 {
     (void)state;
@@ -450,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_ray_start_params),
         cmocka_unit_test(test_labels_names_and_creators),
         cmocka_unit_test(test_ingress_and_auth_secret),
+        cmocka_unit_test(test_head_route),
         cmocka_unit_test(test_operator_config),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),

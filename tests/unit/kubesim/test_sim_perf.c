@@ -181,6 +181,43 @@ static int direct_vs_set(const cJSON *obj, const char *smp_kind)
     return rc;
 }
 
+/* fs_walker_resolve gives fs_resolve's node for every path of a set, walked in set
+ * order and backwards, in the object the set came from and in a different one (paths
+ * missing there, keyed list elements in another order). */
+static void test_walker_matches_resolve(void **state)
+{
+    static struct fs_walker w;
+    const char *other =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"labels\":{\"app\":\"b\"}},"
+        "\"spec\":{\"containers\":[{\"name\":\"side\",\"image\":\"j\"},{\"name\":\"ray\","
+        "\"env\":[{\"name\":\"B\"}],\"ports\":[{\"containerPort\":80,\"protocol\":\"TCP\"}]}]},"
+        "\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
+    cJSON *a = cJSON_Parse(POD), *b = cJSON_Parse(other);
+    struct fs_keys k = { "Pod", NULL };
+    struct fs_set set = { 0 };
+    size_t hits = 0;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(fs_from_object(a, &k, &set), 0);
+    assert_true(set.n > 20);
+    for (int pass = 0; pass < 4; pass++) {
+        const cJSON *obj = pass & 1 ? b : a;
+        fs_walker_init(&w, obj);
+        for (size_t j = 0; j < set.n; j++) {
+            const char *p = set.v[pass & 2 ? set.n - 1 - j : j].p;
+            const cJSON *want = fs_resolve(obj, p);
+            assert_ptr_equal(fs_walker_resolve(&w, p), want);
+            hits += want != NULL;
+        }
+    }
+    assert_true(hits > set.n * 2);   /* every path in a, some in b */
+    fs_free(&set);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
 static int direct_vs_set_text(const char *json, const char *smp_kind)
 {
     cJSON *o = cJSON_Parse(json);
@@ -267,6 +304,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_raw_fieldsv1_text_matches_tree),
         cmocka_unit_test(test_direct_print_matches_set),
+        cmocka_unit_test(test_walker_matches_resolve),
         cmocka_unit_test(test_direct_print_matches_set_on_samples),
         cmocka_unit_test(test_create_fields_match_general_path),
         cmocka_unit_test(test_separator_in_name_takes_general_path),

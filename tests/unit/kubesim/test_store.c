@@ -143,6 +143,32 @@ static void test_generate_name(void **state)
     regfree(&re);
 }
 
+/* The no-op test ignores managedFields and resourceVersion only, without copying. */
+static void test_same_object(void **state)
+{
+    static const struct { const char *a, *b; bool same; } cases[] = {
+        { "{\"metadata\":{\"name\":\"a\",\"resourceVersion\":\"1\",\"managedFields\":[1]},"
+          "\"spec\":{\"x\":1}}",
+          "{\"spec\":{\"x\":1},\"metadata\":{\"resourceVersion\":\"2\",\"name\":\"a\"}}", true },
+        { "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":1}}",
+          "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"x\":2}}", false },
+        { "{\"metadata\":{\"name\":\"a\"}}", "{\"metadata\":{\"name\":\"a\",\"uid\":\"u\"}}", false },
+        { "{\"metadata\":{\"name\":\"a\"},\"status\":{}}", "{\"metadata\":{\"name\":\"a\"}}", false },
+        { "{\"metadata\":{\"resourceVersion\":\"3\"},\"spec\":1}", "{\"spec\":1}", true },
+        { "{\"metadata\":{\"labels\":{\"a\":\"1\"}}}", "{\"metadata\":{\"labels\":{\"a\":\"2\"}}}", false },
+        { "[1]", "[1]", true },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *a = tl_json(cases[i].a), *b = tl_json(cases[i].b);
+        assert_int_equal(store_same_object(a, b), cases[i].same);
+        assert_int_equal(store_same_object(b, a), cases[i].same);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+}
+
 static void test_update_conflict_and_noop(void **state)
 {
     const struct reg_resource *cm = tl_res(S, "", "v1", "configmaps");
@@ -1037,6 +1063,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_sets_system_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_generate_name, setup, teardown),
+        cmocka_unit_test(test_same_object),
         cmocka_unit_test_setup_teardown(test_update_conflict_and_noop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cr_generation_and_status_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cr_versions_scale_and_validation, setup, teardown),

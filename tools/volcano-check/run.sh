@@ -1,0 +1,122 @@
+#!/bin/bash
+# Checks kubesim's Volcano gang step (kubesim/cluster/gang.c) against the real Volcano scheduler:
+# builds vc-scheduler v1.14.1 from the Go module proxy (go.mod beside this file; cold: ~15 min on
+# 2 cores, then the Go build cache), starts the real control plane of tools/realk8s.sh (2 kwok
+# nodes of 64 CPU), installs Volcano's PodGroup/Queue CRDs (../shared/crds/volcano) and
+# schema-less HyperNode/Numatopology types (the scheduler watches them), makes the default Queue
+# and sets every Queue Open (Volcano's controller does both; it is not run here), then plays the
+# scenarios tests/unit/kubesim/test_cluster_gang.c plays against kubesim, scaled to 64-CPU nodes,
+# and prints what the scheduler wrote: Pods bound, PodGroup phase and Unschedulable condition, the
+# Events. Not part of make test (it needs Go and minutes); run it by hand:
+#
+#   tools/volcano-check/run.sh [DIR]     DIR keeps the logs (default: a fresh temporary folder)
+#
+# What it showed (Volcano v1.14.1) is in docs/batch-scheduling.md; the unit test asserts those texts.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$ROOT/tools/volcano-check
+SHARED=${RAYOP_SHARED:-$ROOT/../shared}
+DIR=${1:-$(mktemp -d /tmp/volcano-check.XXXXXX)}
+K=${REALK8S_KUBECTL:-/usr/lib/google-cloud-sdk/bin/kubectl.1.33}
+[ -x "$K" ] || K=$(command -v kubectl)
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0 PATH=$PATH:/usr/local/go/bin
+VC=${RAYOP_PEERS_BIN:-$ROOT/.peers/bin}/vc-scheduler
+
+if [ ! -x "$VC" ]; then
+	mkdir -p "$(dirname "$VC")"
+	echo "volcano-check: building vc-scheduler (cold: minutes)" >&2
+	(cd "$HERE" && go build -trimpath -pgo=off -o "$VC" volcano.sh/volcano/cmd/scheduler)
+fi
+mkdir -p "$DIR"
+bash "$ROOT/tools/realk8s.sh" start "$DIR/k8s" --nodes 2 >/dev/null
+export KUBECONFIG=$DIR/k8s/kubeconfig
+VCPID=
+cleanup() {
+	[ -n "$VCPID" ] && kill "$VCPID" 2>/dev/null && wait "$VCPID" 2>/dev/null
+	bash "$ROOT/tools/realk8s.sh" stop "$DIR/k8s" >/dev/null 2>&1 || true
+	echo "volcano-check: logs in $DIR" >&2
+}
+trap cleanup EXIT
+
+crd() { # PLURAL GROUP KIND: a cluster-scoped, schema-less v1alpha1 type
+	$K apply -f - >/dev/null <<-Y
+	apiVersion: apiextensions.k8s.io/v1
+	kind: CustomResourceDefinition
+	metadata: {name: $1.$2}
+	spec:
+	  group: $2
+	  names: {plural: $1, kind: $3, listKind: $3List}
+	  scope: Cluster
+	  versions: [{name: v1alpha1, served: true, storage: true, subresources: {status: {}},
+	    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
+	Y
+}
+queue() { # NAME STATE [CAPABILITY_CPU]
+	$K apply -f - >/dev/null <<-Y
+	apiVersion: scheduling.volcano.sh/v1beta1
+	kind: Queue
+	metadata: {name: $1}
+	spec: {weight: 1${3:+, capability: {cpu: \"$3\"\}}}
+	Y
+	$K patch queue "$1" --subresource=status --type=merge -p "{\"status\":{\"state\":\"$2\"}}" >/dev/null
+}
+pg() { # NAME MINMEMBER [EXTRA_SPEC]
+	$K apply -f - >/dev/null <<-Y
+	apiVersion: scheduling.volcano.sh/v1beta1
+	kind: PodGroup
+	metadata: {name: $1, namespace: default}
+	spec: {minMember: $2 ${3:-}}
+	Y
+}
+pods() { # GROUP N CPU: Pods GROUP-0.. of PodGroup GROUP
+	for i in $(seq 0 $(($2 - 1))); do
+		$K apply -f - >/dev/null <<-Y
+		apiVersion: v1
+		kind: Pod
+		metadata: {name: $1-$i, namespace: default, annotations: {scheduling.k8s.io/group-name: $1}}
+		spec:
+		  schedulerName: volcano
+		  containers: [{name: c, image: busybox:1.36, resources: {requests: {cpu: "$3"}}}]
+		Y
+	done
+}
+report() { # GROUP...
+	for g in "$@"; do
+		echo "== $g: phase $($K get podgroup "$g" -o jsonpath='{.status.phase}'), bound" \
+			"$($K get pods -o json | jq --arg g "$g-" '[.items[] | select((.metadata.name|startswith($g)) and .spec.nodeName)] | length')"
+		$K get podgroup "$g" -o json | jq -r '.status.conditions[]? | "   condition \(.type) \(.reason): \(.message // "")"'
+		$K get events -o json | jq -r --arg g "$g" '[.items[] | select(.involvedObject.name|startswith($g))
+			| "   event \(.involvedObject.name) \(.type) \(.reason): \(.message)"] | unique | .[]' |
+			grep -v "0/0 tasks\|, [12] Pending, 3 minAvailable" || true
+	done
+}
+
+for f in "$SHARED"/crds/volcano/*.yaml; do $K create -f "$f" >/dev/null; done
+crd hypernodes topology.volcano.sh HyperNode
+crd numatopologies nodeinfo.volcano.sh Numatopology
+queue default Open
+cat >"$DIR/scheduler.conf" <<'Y'
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: binpack}]
+Y
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$VC" --kubeconfig "$KUBECONFIG" --scheduler-conf "$DIR/scheduler.conf" --leader-elect=false \
+	--listen-address "127.0.0.1:$port" -v 3 >"$DIR/vc-scheduler.log" 2>&1 &
+VCPID=$!
+
+# two gangs that fit alone but not together (test_all_or_nothing): 2 x 30 CPU fit a 64-CPU node
+pg alpha 3; pods alpha 3 30
+sleep 5
+pg beta 3; pods beta 3 30
+# minResources above 1.2 x the idle CPUs (test_phases), a queue's capability (test_queue_capability),
+# a Closed queue (test_queue_state)
+pg big 2 ', minResources: {cpu: "200"}'; pods big 2 1
+queue small Open 3
+pg quota 2 ', queue: small, minResources: {cpu: "4"}'; pods quota 2 1
+queue shut Closed
+pg closed 1 ', queue: shut'; pods closed 1 1
+sleep 15
+report alpha beta big quota closed
