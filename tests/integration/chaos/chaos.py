@@ -194,7 +194,8 @@ def pod_summary(p):
 
 class Soak:
     def __init__(self, seconds, seed, scale=1.0, work=None, rayop=None, kubesim=None,
-                 kubesim_restart_s=60, converge_s=60, calm=False):
+                 kubesim_restart_s=60, converge_s=60, calm=False, kill_up=True):
+        self.kill_up = kill_up   # False: kill -9 spares the supervisor
         self.calm = calm   # churn only: no kills, no injected faults (memory baselines)
         self.seconds, self.seed, self.scale = seconds, seed, scale
         self.rng = random.Random(seed)
@@ -520,6 +521,8 @@ class Soak:
                 next_kill = next_sim = next_delay = next_expire = t_end + 1
             if now >= next_kill:
                 procs = self.procs()
+                if not self.kill_up:
+                    procs.pop("up", None)
                 if procs:
                     name = rng.choice(sorted(procs))
                     if name == "up":
