@@ -6,6 +6,8 @@
 #   PEER_QPS       client QPS of both, burst = 2 x QPS (default 100: KubeRay's default)
 #   PEER_ROUNDS    rounds; the order alternates per round (default 1: rayop first)
 #   PEER_DEFAULTS  1: each operator at its own defaults instead of equal settings
+#   PEER_OPS       which operators run (default "rayop,kuberay"; one alone for tracing)
+#   RC_IT_KEEP     a directory: keep kubesim's request log and the operators' logs there
 # Each run: a fresh namespace, the operator started watching it, N RayClusters created,
 # time until every one is "ready"; operator CPU seconds (utime+stime of all its
 # processes), peak memory (sum of the PSS of all its processes, sampled every 0.5 s),
@@ -31,6 +33,7 @@ WORKERS = os.environ.get("PEER_WORKERS", "4")
 QPS = int(os.environ.get("PEER_QPS", "100"))
 ROUNDS = int(os.environ.get("PEER_ROUNDS", "1"))
 DEFAULTS = os.environ.get("PEER_DEFAULTS", "0") == "1"
+OPS = [o for o in os.environ.get("PEER_OPS", "rayop,kuberay").split(",") if o]
 KUBERAY = os.environ.get("KUBERAY_BIN") or os.path.join(ROOT, ".peers", "bin", "kuberay-operator")
 UA = {"rayop": "rayop/", "kuberay": "kuberay-operator"}
 
@@ -136,7 +139,8 @@ def start(env, op, ns):
 
 
 def requests(env, ua, ns):
-    c = collections.Counter()
+    """(requests by verb, requests by "verb resource[/subresource]")"""
+    c, by_res = collections.Counter(), collections.Counter()
     with open(env.reqlog) as f:
         for line in f:
             if ua not in line:
@@ -147,7 +151,11 @@ def requests(env, ua, ns):
                 continue
             if r.get("namespace") in (ns, ""):
                 c[r.get("verb")] += 1
-    return c
+                res = r.get("resource") or "?"
+                if r.get("subresource"):
+                    res += "/" + r["subresource"]
+                by_res["%s %s" % (r.get("verb"), res)] += 1
+    return c, by_res
 
 
 def run_one(env, op, ns):
@@ -174,12 +182,13 @@ def run_one(env, op, ns):
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait()
-    req = requests(env, UA[op], ns)
+    req, by_res = requests(env, UA[op], ns)
     r = {"ready_s": ready if ok else None, "cpu_s": s.cpu_total(), "mem_mib": s.peak,
-         "requests": sum(req.values()), "by_verb": dict(req), "pods": pods, "create_failed": bad}
+         "requests": sum(req.values()), "by_verb": dict(req), "by_resource": dict(by_res), "pods": pods, "create_failed": bad}
     print("# %-7s %d clusters: %s in %.1f s, CPU %.1f s, peak PSS %.1f MiB, %d requests %s, %d Pods" % (
         op, N, "all ready" if ok else "NOT all ready", ready, r["cpu_s"], r["mem_mib"], r["requests"],
         dict(req), pods), flush=True)
+    print("#   by resource: %s" % dict(sorted(by_res.items())), flush=True)
     return r
 
 
@@ -189,7 +198,7 @@ def main():
             print("bench/peer.sh: %s is missing (make all peers)" % b)
             return 3
     # every run's Pods stay: room for all of them (kubesim nodes hold 110 Pods, as kubelets do)
-    pods = N * 4 * 2 * ROUNDS
+    pods = N * 4 * len(OPS) * ROUNDS
     nodes = max(4, pods // 100 + 2)
     env = rclib.Env(["--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi",
                      "--pod-start-ms", "300", "--pod-ready-ms", "500"], name="peer-bench")
@@ -199,7 +208,7 @@ def main():
     res = {"rayop": [], "kuberay": []}
     for rnd in range(ROUNDS):
         order = ["rayop", "kuberay"] if rnd % 2 == 0 else ["kuberay", "rayop"]
-        for op in order:
+        for op in [o for o in order if o in OPS]:
             res[op].append(run_one(env, op, "%s-%d" % (op, rnd)))
 
     def mean(op, k):
@@ -207,7 +216,7 @@ def main():
         return sum(v) / len(v) if v else None
     out = {"clusters": N, "pods_per_operator": N * 4, "rounds": ROUNDS,
            "settings": "defaults" if DEFAULTS else "equal (concurrency %s, qps %d)" % (WORKERS, QPS)}
-    for op in ("rayop", "kuberay"):
+    for op in OPS:
         for k in ("ready_s", "mem_mib", "cpu_s", "requests"):
             v = mean(op, k)
             out["%s_%s" % (op, k)] = round(v, 2) if v is not None else None
@@ -216,7 +225,7 @@ def main():
             verbs.update(r["by_verb"])
         out["%s_requests_by_verb" % op] = {k: v // len(res[op]) for k, v in verbs.items()}
     for k in ("ready_s", "mem_mib", "cpu_s", "requests"):
-        a, b = out["rayop_" + k], out["kuberay_" + k]
+        a, b = out.get("rayop_" + k), out.get("kuberay_" + k)
         if a is not None and b:
             print("rayop/KubeRay %-9s %.3f  (%s vs %s)" % (k, a / b, a, b))
     print(json.dumps(out), flush=True)

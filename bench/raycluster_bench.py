@@ -6,7 +6,6 @@
 #   RC_BENCH_SECONDS   length of the converged-reconcile window (10)
 # Prints figures; exits 1 only if the clusters do not all become ready in 15 min.
 import concurrent.futures
-import json
 import os
 import sys
 import time
@@ -39,17 +38,11 @@ def writes_in(env, t_from, t_to):
     their count, "N verb resource" for each kind of write (what they were), and apart
     from them the count of Lease updates (leader election)."""
     seen = {}
-    with open(env.reqlog) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            if "rayop" in r.get("user_agent", "") and t_from <= r.get("time", "") <= t_to and \
-                    r.get("verb") not in ("get", "list", "watch"):
-                parts = r.get("path", "").split("/")
-                what = "%s %s" % (r.get("verb"), parts[-2] if len(parts) > 2 else r.get("path"))
-                seen[what] = seen.get(what, 0) + 1
+    for r in env.requests():
+        if "rayop" in r.get("user_agent", "") and t_from <= r.get("time", "") <= t_to and \
+                r.get("verb") not in ("get", "list", "watch"):
+            what = "%s %s" % (r.get("verb"), r.get("resource") or r.get("path"))
+            seen[what] = seen.get(what, 0) + 1
     renews = seen.pop("update leases", 0)
     return sum(seen.values()), ", ".join("%d %s" % (n, w) for w, n in sorted(seen.items())), renews
 

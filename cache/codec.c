@@ -251,11 +251,11 @@ static int dict_ready(void)
             rc = strtab_init(&value_tab, 512);
         for (size_t i = 0; !rc && i < NKEYS; i++) {
             size_t n = strlen(dict_keys[i]);
-            rc = strtab_put(&key_tab, dict_keys[i], n, cache_hash(dict_keys[i], n, 0), (uint32_t)i + 1);
+            rc = strtab_put(&key_tab, dict_keys[i], n, cache__hash(dict_keys[i], n, 0), (uint32_t)i + 1);
         }
         for (size_t i = 0; !rc && i < NVALUES; i++) {
             size_t n = strlen(dict_values[i]);
-            rc = strtab_put(&value_tab, dict_values[i], n, cache_hash(dict_values[i], n, 0),
+            rc = strtab_put(&value_tab, dict_values[i], n, cache__hash(dict_values[i], n, 0),
                             (uint32_t)i + 1);
         }
         atomic_store_explicit(&dict_state, rc ? -1 : 2, memory_order_release);
@@ -305,7 +305,7 @@ static void enc_ref_ext(struct enc *e, uint32_t idx)
 static void enc_string(struct enc *e, const char *s, bool is_key)
 {
     size_t n = strlen(s);
-    uint64_t h = cache_hash(s, n, 0);
+    uint64_t h = cache__hash(s, n, 0);
     uint32_t idx;
     if (is_key && (idx = strtab_find(&key_tab, s, n, h))) {
         msgpack_pack_uint32(&e->pk, idx - 1);
@@ -407,10 +407,10 @@ static void enc_value(struct enc *e, const cJSON *v, int depth, uint32_t mask)
 
 int cache_encode(const cJSON *obj, struct buf *out)
 {
-    return cache_encode_opts(obj, out, false);
+    return cache__encode_opts(obj, out, false);
 }
 
-int cache_encode_opts(const cJSON *obj, struct buf *out, bool trim)
+int cache__encode_opts(const cJSON *obj, struct buf *out, bool trim)
 {
     struct enc e = { .out = out };
     int rc = dict_ready();

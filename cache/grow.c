@@ -34,7 +34,7 @@ static void adopt(struct cache *dst, struct cache *src)
     src->base = NULL;
 }
 
-int cache_grow(struct cache *c)
+int cache__grow(struct cache *c)
 {
     if (!c->writer || !c->max_bytes)
         return -ENOSPC;
@@ -52,15 +52,15 @@ int cache_grow(struct cache *c)
     snprintf(from, sizeof(from), SHM_DIR "%s", tmp);
     snprintf(to, sizeof(to), SHM_DIR "%s", c->name);
     shm_unlink(tmp); /* a leftover from a writer that died while growing */
-    struct cache *n = cache_handle_alloc(tmp, true);
+    struct cache *n = cache__handle_alloc(tmp, true);
     if (!n)
         return -ENOMEM;
-    int rc = cache_segment_create(n, tmp, bytes, (uint32_t)objs);
+    int rc = cache__segment_create(n, tmp, bytes, (uint32_t)objs);
     if (rc) {
         free(n);
         return rc;
     }
-    if ((rc = cache_writer_init_state(n)))
+    if ((rc = cache__writer_init_state(n)))
         goto fail;
     struct cache_hdr *oh = c->hdr, *nh = n->hdr;
     uint32_t ntypes = atomic_load_explicit(&oh->ntypes, memory_order_relaxed);
@@ -70,7 +70,7 @@ int cache_grow(struct cache *c)
         ST(nh->types[i].synced, LD(oh->types[i].synced));
     }
     atomic_store_explicit(&nh->ntypes, ntypes, memory_order_relaxed);
-    if ((rc = cache_writer_copy(n, c)))
+    if ((rc = cache__writer_copy(n, c)))
         goto fail;
     ST(nh->refused_writes, LD(oh->refused_writes));
     ST(nh->compactions, LD(oh->compactions));
@@ -98,7 +98,7 @@ int cache_grow(struct cache *c)
     struct cache old = *c;
     adopt(c, n);
     free(n);
-    cache_writer_free_state(&old);
+    cache__writer_free_state(&old);
     munmap(old.base, old.size);
     return 0;
 fail:

@@ -138,7 +138,7 @@ struct cache_wstate; /* writer-private bookkeeping (writer.c) */
 
 struct cache {
     bool writer;
-    bool owns_map;          /* false for cache_open_image */
+    bool owns_map;          /* false for cache__open_image */
     uint8_t *base;
     size_t size;
     struct cache_hdr *hdr;
@@ -189,51 +189,51 @@ static inline void cache_seq_write_end(_Atomic uint32_t *s)
 
 /* ---- hashing --------------------------------------------------------------- */
 
-uint64_t cache_hash(const void *p, size_t n, uint64_t h);
-uint64_t cache_key_hash(uint32_t type, const char *ns, size_t nslen,
+uint64_t cache__hash(const void *p, size_t n, uint64_t h);
+uint64_t cache__key_hash(uint32_t type, const char *ns, size_t nslen,
                         const char *name, size_t namelen);
-uint64_t cache_owner_hash(uint32_t type, const char *uid, size_t len);
-uint64_t cache_label_hash(uint32_t type, const char *ns, size_t nslen,
+uint64_t cache__owner_hash(uint32_t type, const char *uid, size_t len);
+uint64_t cache__label_hash(uint32_t type, const char *ns, size_t nslen,
                           const char *value, size_t len);
-uint64_t cache_rec_check(const uint8_t *rec, size_t len);
+uint64_t cache__rec_check(const uint8_t *rec, size_t len);
 
 /* ---- shared internals ------------------------------------------------------- */
 
 /* Layout for a capacity; 0 or -EINVAL if it does not fit. Fills geometry fields of h. */
-int cache_layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h);
+int cache__layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h);
 /* Validates the geometry of a mapped image and fills c's private copy. */
-int cache_attach_geometry(struct cache *c, const uint8_t *base, size_t size);
+int cache__attach_geometry(struct cache *c, const uint8_t *base, size_t size);
 /* Opens a reader handle over bytes the caller owns (tests, fuzzing): nothing is
  * mapped or copied; img must outlive the handle. */
-int cache_open_image(const void *img, size_t len, struct cache **out);
+int cache__open_image(const void *img, size_t len, struct cache **out);
 
 /* How long a reader waits for a slot the writer holds (tests and fuzzing lower it). */
-extern uint64_t cache_wait_deadline_ns;
+extern uint64_t cache__wait_deadline_ns;
 /* Bounded wait helper: returns false when the deadline passed. */
 struct cache_wait {
     int spins;
     uint64_t deadline;
 };
-bool cache_wait_more(struct cache_wait *w);
+bool cache__wait_more(struct cache_wait *w);
 
 /* Reads and validates the record of slot s (caller holds an even seq snapshot).
  * Copies the record header into *rec; returns a pointer to the record or NULL if
  * off/len/lengths are out of bounds. */
-const uint8_t *cache_rec_at(struct cache *c, uint64_t off, uint32_t len, struct cache_rec *rec);
+const uint8_t *cache__rec_at(struct cache *c, uint64_t off, uint32_t len, struct cache_rec *rec);
 
 /* Writer internals shared between segment.c, writer.c and grow.c. */
-int cache_segment_create(struct cache *c, const char *name, size_t bytes, uint32_t max_objects);
-struct cache *cache_handle_alloc(const char *name, bool writer);
+int cache__segment_create(struct cache *c, const char *name, size_t bytes, uint32_t max_objects);
+struct cache *cache__handle_alloc(const char *name, bool writer);
 /* Copies every live object of src into the empty writer dst (same type ids). */
-int cache_writer_copy(struct cache *dst, struct cache *src);
+int cache__writer_copy(struct cache *dst, struct cache *src);
 /* Moves the writer into a segment twice the size (bounded by c->max_bytes);
  * -ENOSPC if it may not grow. */
-int cache_grow(struct cache *c);
-int cache_writer_init_state(struct cache *c);
-int cache_writer_rebuild(struct cache *c);
-void cache_writer_free_state(struct cache *c);
+int cache__grow(struct cache *c);
+int cache__writer_init_state(struct cache *c);
+int cache__writer_rebuild(struct cache *c);
+void cache__writer_free_state(struct cache *c);
 
 /* cache_encode, optionally applying the trim table on the fly (obj untouched). */
-int cache_encode_opts(const cJSON *obj, struct buf *out, bool trim);
+int cache__encode_opts(const cJSON *obj, struct buf *out, bool trim);
 
 #endif

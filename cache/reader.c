@@ -7,7 +7,7 @@
  * the slot and whatever record bytes are needed into private memory, then
  * re-check the seq; any change restarts the walk. Every index and offset comes
  * from untrusted memory and is checked before use, walks are bounded by the
- * slot count, and retries by cache_wait_more's deadline, so a corrupt or
+ * slot count, and retries by cache__wait_more's deadline, so a corrupt or
  * abandoned segment gives -EIO or -EAGAIN, never a crash or a hang.
  * A negative answer (not found, short list) is only trusted if no writer
  * re-attached meanwhile (the rebuild empties the chains first).
@@ -43,7 +43,7 @@ static int reader_gate(struct cache *c)
         /* a re-attaching writer rebuilds in milliseconds: wait for it, boundedly */
         if (atomic_load_explicit(&c->hdr->state, memory_order_acquire) == CACHE_STATE_OK)
             return 0;
-        if (!cache_wait_more(&w))
+        if (!cache__wait_more(&w))
             return -EAGAIN;
     }
 }
@@ -72,7 +72,7 @@ enum chain { CHAIN_KEY, CHAIN_OWNER, CHAIN_LABEL, CHAIN_NONE };
 
 /* A slot as one read saw it: only what the visitor needs, read between the seq checks. */
 struct slot_view {
-    const uint8_t *p;   /* the record (cache_rec_at checked its bounds), or NULL if corrupt */
+    const uint8_t *p;   /* the record (cache__rec_at checked its bounds), or NULL if corrupt */
     struct cache_rec r; /* its header */
     uint32_t len;       /* its length */
 };
@@ -114,7 +114,7 @@ static int slot_read(struct cache *c, struct cache_slot *s, struct walk *w, uint
     struct slot_view v = { .len = LD(s->blob_len) };
     int rc = 0;
     if (stype == w->type && (w->chain == CHAIN_NONE || h == w->hash)) {
-        v.p = cache_rec_at(c, off, v.len, &v.r);
+        v.p = cache__rec_at(c, off, v.len, &v.r);
         rc = w->visit(w, &v);
     }
     return cache_seq_ok(&s->seq, s1) ? rc : SLOT_TORN;
@@ -123,7 +123,7 @@ static int slot_read(struct cache *c, struct cache_slot *s, struct walk *w, uint
 /*
  * Walks w's chain from the bucket of w->hash: 1 when visit stopped it, 0 at the end of
  * the chain, or -EIO (a link out of bounds, a chain longer than the slots), -EAGAIN,
- * -ESTALE or visit's error. A torn slot restarts the walk (bounded by cache_wait_more);
+ * -ESTALE or visit's error. A torn slot restarts the walk (bounded by cache__wait_more);
  * the end of the chain is trusted only if no writer re-attached meanwhile.
  */
 static int chain_walk(struct cache *c, struct walk *w)
@@ -146,7 +146,7 @@ static int chain_walk(struct cache *c, struct walk *w)
             rc = slot_read(c, &c->slots[cur - 1], w, &cur);
         }
         if (rc == SLOT_TORN) {
-            if (!cache_wait_more(&wt))
+            if (!cache__wait_more(&wt))
                 return -EAGAIN;
             continue;
         }
@@ -232,7 +232,7 @@ static int lookup(struct cache *c, int type, const char *ns, const char *name, s
     if (k->nsl >= CACHE_NS_MAX || k->nl >= CACHE_NAME_MAX)
         return -EINVAL;
     k->w = (struct walk){ .type = (uint32_t)type, .chain = CHAIN_KEY, .visit = lookup_visit,
-                          .hash = cache_key_hash((uint32_t)type, ns, k->nsl, name, k->nl) };
+                          .hash = cache__key_hash((uint32_t)type, ns, k->nsl, name, k->nl) };
     rc = chain_walk(c, &k->w);
     if (rc == 0)
         return -ENOENT;
@@ -352,7 +352,7 @@ int cache_foreach(struct cache *c, int type, const char *ns, cache_visit_fn fn, 
         struct cache_wait wt = { 0 };
         uint32_t next;
         while ((rc = slot_read(c, &c->slots[i], &it.w, &next)) == SLOT_TORN)
-            if (!cache_wait_more(&wt)) {
+            if (!cache__wait_more(&wt)) {
                 rc = -EAGAIN;
                 break;
             }
@@ -425,8 +425,8 @@ static int list_index(struct cache *c, int type, bool owner, const char *ns, con
     if (l.vl == 0)
         return 0; /* objects without an owner or label are not indexed */
     l.w = (struct walk){ .type = (uint32_t)type, .chain = owner ? CHAIN_OWNER : CHAIN_LABEL,
-                         .hash = owner ? cache_owner_hash((uint32_t)type, value, l.vl)
-                                       : cache_label_hash((uint32_t)type, ns, l.nsl, value, l.vl),
+                         .hash = owner ? cache__owner_hash((uint32_t)type, value, l.vl)
+                                       : cache__label_hash((uint32_t)type, ns, l.nsl, value, l.vl),
                          .visit = index_visit, .reset = index_reset };
     if ((rc = chain_walk(c, &l.w)) < 0)
         return rc;

@@ -32,7 +32,7 @@ static inline uint64_t mix64(uint64_t x)
     return x;
 }
 
-uint64_t cache_hash(const void *p, size_t n, uint64_t h)
+uint64_t cache__hash(const void *p, size_t n, uint64_t h)
 {
     const uint8_t *s = p;
     h ^= 0x9e3779b97f4a7c15ULL * (n + 1);
@@ -50,28 +50,28 @@ uint64_t cache_hash(const void *p, size_t n, uint64_t h)
     return mix64(h ^ v);
 }
 
-uint64_t cache_key_hash(uint32_t type, const char *ns, size_t nslen,
+uint64_t cache__key_hash(uint32_t type, const char *ns, size_t nslen,
                         const char *name, size_t namelen)
 {
-    uint64_t h = cache_hash(ns, nslen, 0x6b6579ULL + type);
-    return cache_hash(name, namelen, h) | 1;
+    uint64_t h = cache__hash(ns, nslen, 0x6b6579ULL + type);
+    return cache__hash(name, namelen, h) | 1;
 }
 
-uint64_t cache_owner_hash(uint32_t type, const char *uid, size_t len)
+uint64_t cache__owner_hash(uint32_t type, const char *uid, size_t len)
 {
-    return cache_hash(uid, len, 0x6f776eULL + type) | 1;
+    return cache__hash(uid, len, 0x6f776eULL + type) | 1;
 }
 
-uint64_t cache_label_hash(uint32_t type, const char *ns, size_t nslen,
+uint64_t cache__label_hash(uint32_t type, const char *ns, size_t nslen,
                           const char *value, size_t len)
 {
-    uint64_t h = cache_hash(ns, nslen, 0x6c626cULL + type);
-    return cache_hash(value, len, h) | 1;
+    uint64_t h = cache__hash(ns, nslen, 0x6c626cULL + type);
+    return cache__hash(value, len, h) | 1;
 }
 
 /* Record checksum: four independent lanes, so it runs at memory speed rather than
  * at the latency of one multiply chain (the re-attach checks every record). */
-uint64_t cache_rec_check(const uint8_t *rec, size_t len)
+uint64_t cache__rec_check(const uint8_t *rec, size_t len)
 {
     const uint8_t *p = rec + 8;
     size_t n = len - 8;
@@ -91,7 +91,7 @@ uint64_t cache_rec_check(const uint8_t *rec, size_t len)
         p += 32;
         n -= 32;
     }
-    return cache_hash(p, n, mix64(a) ^ mix64(b + 1) ^ mix64(c + 2) ^ mix64(d + 3));
+    return cache__hash(p, n, mix64(a) ^ mix64(b + 1) ^ mix64(c + 2) ^ mix64(d + 3));
 }
 
 /* ---- names ------------------------------------------------------------------ */
@@ -100,7 +100,7 @@ int cache_segment_name(const char *state_dir, char *out, size_t cap)
 {
     if (!state_dir || !out || cap < CACHE_SEGNAME_MAX)
         return -EINVAL;
-    uint64_t h = cache_hash(state_dir, strlen(state_dir), 0x7261796f70ULL);
+    uint64_t h = cache__hash(state_dir, strlen(state_dir), 0x7261796f70ULL);
     snprintf(out, cap, "/rayop-%016llx", (unsigned long long)h);
     return 0;
 }
@@ -120,7 +120,7 @@ static uint64_t align64(uint64_t v)
     return (v + 63) & ~(uint64_t)63;
 }
 
-int cache_layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h)
+int cache__layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h)
 {
     if (max_objects == 0 || max_objects > CACHE_MAX_OBJECTS || bytes < CACHE_MIN_BYTES)
         return -EINVAL;
@@ -150,7 +150,7 @@ int cache_layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h)
     return 0;
 }
 
-int cache_attach_geometry(struct cache *c, const uint8_t *base, size_t size)
+int cache__attach_geometry(struct cache *c, const uint8_t *base, size_t size)
 {
     if (size < CACHE_HDR_SIZE)
         return -EIO;
@@ -166,7 +166,7 @@ int cache_attach_geometry(struct cache *c, const uint8_t *base, size_t size)
     if (h->layout_version != CACHE_LAYOUT_VERSION || h->hdr_size != CACHE_HDR_SIZE ||
         h->slot_size != sizeof(struct cache_slot) ||
         h->type_ent_size != sizeof(struct cache_type_ent) || h->total_size != size ||
-        cache_layout(size, h->max_objects, &want) != 0 || want.nbuckets != h->nbuckets ||
+        cache__layout(size, h->max_objects, &want) != 0 || want.nbuckets != h->nbuckets ||
         want.slots_off != h->slots_off || want.key_off != h->key_off ||
         want.owner_off != h->owner_off || want.label_off != h->label_off ||
         want.blob_off != h->blob_off || want.blob_size != h->blob_size)
@@ -208,11 +208,11 @@ static int reserve(int fd, size_t size)
     return -rc;
 }
 
-int cache_segment_create(struct cache *c, const char *name, size_t bytes, uint32_t max_objects)
+int cache__segment_create(struct cache *c, const char *name, size_t bytes, uint32_t max_objects)
 {
     struct cache_hdr geo;
     memset(&geo, 0, sizeof(geo));
-    int rc = cache_layout(bytes, max_objects, &geo);
+    int rc = cache__layout(bytes, max_objects, &geo);
     if (rc)
         return rc;
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -236,7 +236,7 @@ int cache_segment_create(struct cache *c, const char *name, size_t bytes, uint32
     atomic_store_explicit(&h->epoch, 1, memory_order_relaxed);
     /* geometry before magic: a reader that sees the magic sees a complete header */
     atomic_store_explicit(&h->magic, CACHE_MAGIC, memory_order_release);
-    rc = cache_attach_geometry(c, base, bytes);
+    rc = cache__attach_geometry(c, base, bytes);
     if (rc) {
         munmap(base, bytes);
         shm_unlink(name);
@@ -261,7 +261,7 @@ static int attach_existing(struct cache *c, const char *name, size_t bytes, uint
         rc = -EMSGSIZE;
     } else if (!(rc = map_fd(fd, (size_t)st.st_size, PROT_READ | PROT_WRITE, &base))) {
         /* larger than asked is fine: a previous writer grew it */
-        rc = cache_attach_geometry(c, base, (size_t)st.st_size);
+        rc = cache__attach_geometry(c, base, (size_t)st.st_size);
         if (!rc && c->max_objects < max_objects)
             rc = -EMSGSIZE;
         if (rc)
@@ -271,7 +271,7 @@ static int attach_existing(struct cache *c, const char *name, size_t bytes, uint
     return rc;
 }
 
-struct cache *cache_handle_alloc(const char *name, bool writer)
+struct cache *cache__handle_alloc(const char *name, bool writer)
 {
     struct cache *c = calloc(1, sizeof(*c));
     if (c) {
@@ -291,9 +291,9 @@ int cache_writer_open(const struct cache_config *cfg, struct cache **out)
     size_t bytes = cfg->bytes ? cfg->bytes : CACHE_DEFAULT_BYTES;
     uint32_t maxo = cfg->max_objects ? cfg->max_objects : CACHE_DEFAULT_OBJECTS;
     struct cache_hdr probe;
-    if ((rc = cache_layout(bytes, maxo, &probe)))
+    if ((rc = cache__layout(bytes, maxo, &probe)))
         return rc;
-    struct cache *c = cache_handle_alloc(cfg->name, true);
+    struct cache *c = cache__handle_alloc(cfg->name, true);
     if (!c)
         return -ENOMEM;
     c->max_bytes = cfg->max_bytes;
@@ -307,15 +307,15 @@ int cache_writer_open(const struct cache_config *cfg, struct cache **out)
         log_warn("cache segment unusable, replacing it", "segment", cfg->name, "error", e, NULL);
         shm_unlink(cfg->name);
     }
-    if (!attached && (rc = cache_segment_create(c, cfg->name, bytes, maxo)))
+    if (!attached && (rc = cache__segment_create(c, cfg->name, bytes, maxo)))
         goto out;
-    if ((rc = cache_writer_init_state(c)))
+    if ((rc = cache__writer_init_state(c)))
         goto out;
     if (attached) {
         struct cache_hdr *h = c->hdr;
         int32_t old = atomic_load_explicit(&h->writer_pid, memory_order_relaxed);
         atomic_store_explicit(&h->writer_pid, (int32_t)getpid(), memory_order_relaxed);
-        if ((rc = cache_writer_rebuild(c)))
+        if ((rc = cache__writer_rebuild(c)))
             goto out;
         char pid[16], objs[24];
         snprintf(pid, sizeof(pid), "%d", old);
@@ -354,11 +354,11 @@ int cache_reader_open(const char *name, struct cache **out)
     }
     if ((rc = map_fd(fd, (size_t)st.st_size, PROT_READ, &base)))
         goto out;
-    if (!(c = cache_handle_alloc(name, false))) {
+    if (!(c = cache__handle_alloc(name, false))) {
         rc = -ENOMEM;
         goto out;
     }
-    if ((rc = cache_attach_geometry(c, base, (size_t)st.st_size)))
+    if ((rc = cache__attach_geometry(c, base, (size_t)st.st_size)))
         goto out;
     *out = c;
     c = NULL;
@@ -371,14 +371,14 @@ out:
     return rc;
 }
 
-int cache_open_image(const void *img, size_t len, struct cache **out)
+int cache__open_image(const void *img, size_t len, struct cache **out)
 {
     *out = NULL;
-    struct cache *c = cache_handle_alloc("/image", false);
+    struct cache *c = cache__handle_alloc("/image", false);
     if (!c)
         return -ENOMEM;
     c->owns_map = false;
-    int rc = cache_attach_geometry(c, img, len);
+    int rc = cache__attach_geometry(c, img, len);
     if (rc) {
         free(c);
         return rc;
@@ -391,7 +391,7 @@ void cache_close(struct cache *c)
 {
     if (!c)
         return;
-    cache_writer_free_state(c);
+    cache__writer_free_state(c);
     if (c->base && c->owns_map)
         munmap(c->base, c->size);
     free(c);
@@ -407,9 +407,9 @@ int cache_unlink(const char *name)
 
 /* ---- reader plumbing ---------------------------------------------------------- */
 
-uint64_t cache_wait_deadline_ns = CACHE_DEADLINE_NS;
+uint64_t cache__wait_deadline_ns = CACHE_DEADLINE_NS;
 
-bool cache_wait_more(struct cache_wait *w)
+bool cache__wait_more(struct cache_wait *w)
 {
     if (w->spins < CACHE_SPINS) {
         w->spins++;
@@ -417,7 +417,7 @@ bool cache_wait_more(struct cache_wait *w)
     }
     uint64_t now = util_now_ns();
     if (!w->deadline)
-        w->deadline = now + cache_wait_deadline_ns;
+        w->deadline = now + cache__wait_deadline_ns;
     if (now > w->deadline)
         return false;
     /* the writer may be descheduled inside its critical section: let it run */
@@ -425,7 +425,7 @@ bool cache_wait_more(struct cache_wait *w)
     return true;
 }
 
-const uint8_t *cache_rec_at(struct cache *c, uint64_t off, uint32_t len, struct cache_rec *rec)
+const uint8_t *cache__rec_at(struct cache *c, uint64_t off, uint32_t len, struct cache_rec *rec)
 {
     if (len < sizeof(*rec) || off > c->blob_size || len > c->blob_size - off ||
         (off & (CACHE_ALIGN - 1)))
@@ -503,7 +503,7 @@ int cache_type_info(struct cache *c, int type, struct cache_type_info *out)
             if (cache_seq_ok(&t->seq, s1))
                 break;
         }
-        if (!cache_wait_more(&w))
+        if (!cache__wait_more(&w))
             return -EAGAIN;
     }
     out->name[sizeof(out->name) - 1] = 0;

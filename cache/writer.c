@@ -220,7 +220,7 @@ static void blob_free(struct cache *c, uint64_t off, uint32_t len)
 
 /* ---- state -------------------------------------------------------------------- */
 
-int cache_writer_init_state(struct cache *c)
+int cache__writer_init_state(struct cache *c)
 {
     struct cache_wstate *w = calloc(1, sizeof(*w));
     if (!w)
@@ -234,7 +234,7 @@ int cache_writer_init_state(struct cache *c)
     return 0;
 }
 
-void cache_writer_free_state(struct cache *c)
+void cache__writer_free_state(struct cache *c)
 {
     struct cache_wstate *w = c->w;
     if (!w)
@@ -305,7 +305,7 @@ static uint32_t find_key(struct cache *c, uint32_t type, uint64_t h, const char 
         struct cache_slot *s = &c->slots[cur - 1];
         if (LD(s->type) == type && LD(s->key_hash) == h) {
             struct cache_rec r;
-            const uint8_t *p = cache_rec_at(c, LD(s->blob_off), LD(s->blob_len), &r);
+            const uint8_t *p = cache__rec_at(c, LD(s->blob_off), LD(s->blob_len), &r);
             if (p && r.ns_len == nslen && r.name_len == namelen &&
                 memcmp(p + sizeof(r), ns, nslen) == 0 &&
                 memcmp(p + sizeof(r) + nslen, name, namelen) == 0)
@@ -383,29 +383,29 @@ static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, 
         (rc = buf_append(&w->rec, rv, r.rv_len)))
         return rc;
     size_t body_at = w->rec.len;
-    if ((rc = cache_encode_opts(obj, &w->rec, true)))
+    if ((rc = cache__encode_opts(obj, &w->rec, true)))
         return rc;
     if (w->rec.len > UINT32_MAX / 2)
         return -EINVAL;
     r.body_len = (uint32_t)(w->rec.len - body_at);
     memcpy(w->rec.data, &r, sizeof(r));
-    uint64_t check = cache_rec_check((const uint8_t *)w->rec.data, w->rec.len);
+    uint64_t check = cache__rec_check((const uint8_t *)w->rec.data, w->rec.len);
     memcpy(w->rec.data, &check, sizeof(check));
     uint32_t len = (uint32_t)w->rec.len;
 
-    uint64_t kh = cache_key_hash((uint32_t)type, ns, r.ns_len, name, r.name_len);
-    uint64_t oh = *uid ? cache_owner_hash((uint32_t)type, uid, r.uid_len) : 0;
-    uint64_t lh = *label ? cache_label_hash((uint32_t)type, ns, r.ns_len, label, r.label_len) : 0;
+    uint64_t kh = cache__key_hash((uint32_t)type, ns, r.ns_len, name, r.name_len);
+    uint64_t oh = *uid ? cache__owner_hash((uint32_t)type, uid, r.uid_len) : 0;
+    uint64_t lh = *label ? cache__label_hash((uint32_t)type, ns, r.ns_len, label, r.label_len) : 0;
     uint32_t cur = find_key(c, (uint32_t)type, kh, ns, r.ns_len, name, r.name_len);
     if (!cur && w->nfree == 0 && w->hw >= c->max_objects) {
-        if (may_grow && c->max_bytes && cache_grow(c) == 0)
+        if (may_grow && c->max_bytes && cache__grow(c) == 0)
             return put_once(c, type, obj, created, false);
         refuse(c, "objects", ns, name);
         return -ENOSPC;
     }
     uint64_t off;
     if ((rc = blob_alloc(c, round16(len), &off))) {
-        if (rc == -ENOSPC && may_grow && c->max_bytes && cache_grow(c) == 0)
+        if (rc == -ENOSPC && may_grow && c->max_bytes && cache__grow(c) == 0)
             return put_once(c, type, obj, created, false);
         if (rc == -ENOSPC)
             refuse(c, "bytes", ns, name);
@@ -527,7 +527,7 @@ int cache_delete(struct cache *c, int type, const char *ns, const char *name)
     if (!name || !fits(name, CACHE_NAME_MAX) || !fits(ns, CACHE_NS_MAX))
         return -EINVAL;
     size_t nsl = strlen(ns), nl = strlen(name);
-    uint32_t cur = find_key(c, (uint32_t)type, cache_key_hash((uint32_t)type, ns, nsl, name, nl),
+    uint32_t cur = find_key(c, (uint32_t)type, cache__key_hash((uint32_t)type, ns, nsl, name, nl),
                             ns, nsl, name, nl);
     if (!cur)
         return -ENOENT;
@@ -548,17 +548,17 @@ static bool slot_valid(struct cache *c, uint32_t i, uint32_t ntypes, bool torn, 
     struct cache_slot *s = &c->slots[i];
     uint32_t type = LD(s->type);
     struct cache_rec r;
-    const uint8_t *p = cache_rec_at(c, LD(s->blob_off), LD(s->blob_len), &r);
+    const uint8_t *p = cache__rec_at(c, LD(s->blob_off), LD(s->blob_len), &r);
     if (type >= ntypes || !p || r.name_len == 0 ||
-        (torn && cache_rec_check(p, LD(s->blob_len)) != r.check))
+        (torn && cache__rec_check(p, LD(s->blob_len)) != r.check))
         return false;
     const char *ns = (const char *)p + sizeof(r);
     const char *name = ns + r.ns_len;
     const char *uid = name + r.name_len;
     const char *label = uid + r.uid_len;
-    *kh = cache_key_hash(type, ns, r.ns_len, name, r.name_len);
-    *oh = r.uid_len ? cache_owner_hash(type, uid, r.uid_len) : 0;
-    *lh = r.label_len ? cache_label_hash(type, ns, r.ns_len, label, r.label_len) : 0;
+    *kh = cache__key_hash(type, ns, r.ns_len, name, r.name_len);
+    *oh = r.uid_len ? cache__owner_hash(type, uid, r.uid_len) : 0;
+    *lh = r.label_len ? cache__label_hash(type, ns, r.ns_len, label, r.label_len) : 0;
     return true;
 }
 
@@ -580,7 +580,7 @@ static void slot_drop(struct cache_slot *s)
  * cache_put's contract) - and the private allocator is rebuilt around the
  * surviving records.
  */
-int cache_writer_rebuild(struct cache *c)
+int cache__writer_rebuild(struct cache *c)
 {
     struct cache_hdr *h = c->hdr;
     struct cache_wstate *w = c->w;
@@ -693,7 +693,7 @@ int cache_writer_rebuild(struct cache *c)
 
 /* ---- growth: bulk copy into a fresh, larger segment ------------------------------ */
 
-int cache_writer_copy(struct cache *dst, struct cache *src)
+int cache__writer_copy(struct cache *dst, struct cache *src)
 {
     struct cache_wstate *w = dst->w;
     uint64_t objects = 0, bytes = 0;

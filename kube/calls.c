@@ -128,13 +128,13 @@ int kube__append_list_query(struct buf *b, const struct kube_list_opts *o, int w
 }
 
 /* Runs method on path (owned by the caller) with the given body. */
-static int run(struct kube_client *c, const char *method, const char *path,
-               const char *content_type, const char *body, size_t body_len, int idempotent,
-               struct kube_result *res)
+static int run(struct kube_client *c, const struct kube_resource *r, const char *method,
+               const char *path, const char *content_type, const char *body, size_t body_len,
+               int idempotent, struct kube_result *res)
 {
     struct kube_http rq = {
         .method = method, .path = path, .content_type = content_type, .body = body,
-        .body_len = body_len, .idempotent = idempotent, .parse_json = 1,
+        .body_len = body_len, .idempotent = idempotent, .parse_json = 1, .res = r,
     };
     if (path == NULL) {
         memset(res, 0, sizeof(*res));
@@ -148,7 +148,7 @@ int kube_get(struct kube_client *c, const struct kube_resource *r, const char *n
              const char *name, struct kube_result *res)
 {
     char *path = name != NULL ? kube_resource_path(r, ns, name, NULL) : NULL;
-    int rc = run(c, "GET", path, NULL, NULL, 0, 1, res);
+    int rc = run(c, r, "GET", path, NULL, NULL, 0, 1, res);
     free(path);
     return rc;
 }
@@ -165,7 +165,7 @@ int kube_list(struct kube_client *c, const struct kube_resource *r, const char *
         buf_free(&b);
         return -ENOMEM;
     }
-    rc = run(c, "GET", path ? b.data : NULL, NULL, NULL, 0, 1, res);
+    rc = run(c, r, "GET", path ? b.data : NULL, NULL, NULL, 0, 1, res);
     free(path);
     buf_free(&b);
     return rc;
@@ -194,7 +194,7 @@ int kube_create(struct kube_client *c, const struct kube_resource *r, const char
         return -ENOMEM;
     }
     /* POST is not idempotent: a retry after a lost response would 409. */
-    rc = run(c, "POST", path, "application/json", body, strlen(body), 0, res);
+    rc = run(c, r, "POST", path, "application/json", body, strlen(body), 0, res);
     free(body);
     free(path);
     return rc;
@@ -216,7 +216,7 @@ static int put(struct kube_client *c, const struct kube_resource *r, const char 
         return -ENOMEM;
     }
     /* With a resourceVersion a repeated PUT cannot apply twice (it 409s). */
-    rc = run(c, "PUT", path, "application/json", body, strlen(body),
+    rc = run(c, r, "PUT", path, "application/json", body, strlen(body),
              obj_meta(obj, "resourceVersion") != NULL, res);
     free(body);
     free(path);
@@ -270,7 +270,7 @@ int kube_patch(struct kube_client *c, const struct kube_resource *r, const char 
             return -ENOMEM;
         }
     }
-    rc = run(c, "PATCH", path ? b.data : NULL, types[o->type], patch, patch_len, 0, res);
+    rc = run(c, r, "PATCH", path ? b.data : NULL, types[o->type], patch, patch_len, 0, res);
     free(path);
     buf_free(&b);
     return rc;
@@ -313,7 +313,7 @@ int kube_delete(struct kube_client *c, const struct kube_resource *r, const char
         free(path);
         return -ENOMEM;
     }
-    rc = run(c, "DELETE", path, "application/json", body, strlen(body), 1, res);
+    rc = run(c, r, "DELETE", path, "application/json", body, strlen(body), 1, res);
     free(body);
     free(path);
     return rc;
@@ -332,7 +332,7 @@ int kube_delete_collection(struct kube_client *c, const struct kube_resource *r,
         goto out;
     if (path != NULL && (buf_puts(&b, path) < 0 || kube__append_list_query(&b, sel, 0, 0, 0) < 0))
         goto out;
-    rc = run(c, "DELETE", path ? b.data : NULL, "application/json", body, strlen(body), 1, res);
+    rc = run(c, r, "DELETE", path ? b.data : NULL, "application/json", body, strlen(body), 1, res);
 out:
     free(body);
     free(path);

@@ -185,6 +185,7 @@ int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->share_mu[i], NULL);
     kube__limiter_init(&c->limiter, c->opts.qps, c->opts.burst, kube__now(c));
+    pthread_mutex_init(&c->lim_mu, NULL);
     c->rng = (uint32_t)util_now_ns() | 1u;
     if (c->user_agent == NULL) {
         rc = -ENOMEM;
@@ -222,6 +223,9 @@ void kube_client_free(struct kube_client *c)
     free(c->base_url);
     free(c->user_agent);
     kube__limiter_destroy(&c->limiter);
+    for (size_t i = 0; i < c->nlims; i++)
+        kube__limiter_destroy(&c->lims[i].l);
+    pthread_mutex_destroy(&c->lim_mu);
     pthread_mutex_destroy(&c->pool_mu);
     kube__metrics_destroy(&c->metrics);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -477,8 +481,9 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
 
     memset(res, 0, sizeof(*res));
     s.max = rq->max_response ? rq->max_response : c->opts.max_response_bytes;
+    struct kube_limiter *lim = kube__limiter_for(c, rq->res);
     for (;;) {
-        uint64_t wait = kube__limiter_reserve(&c->limiter, kube__now(c));
+        uint64_t wait = kube__limiter_reserve(lim, kube__now(c));
         limiter_s = (double)wait / 1e9;
         if (wait > 0) {
             atomic_fetch_add(&c->st_throttled_ns, wait);

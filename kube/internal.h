@@ -78,6 +78,19 @@ void kube__limiter_destroy(struct kube_limiter *l);
  * (0 when a token was available). Reservations queue fairly in call order. */
 uint64_t kube__limiter_reserve(struct kube_limiter *l, uint64_t now_ns);
 
+/* One bucket per API resource (group + plural), as client-go gives each
+ * RESTClient its own (see limiter.c). */
+#define KUBE_LIMITERS_MAX 32
+struct kube_limiter_slot {
+    char key[128];             /* "group/plural" */
+    struct kube_limiter l;
+};
+struct kube_client;
+struct kube_resource;
+/* The bucket requests on r take: r's own, or the client's shared one for raw
+ * requests (r NULL) and past KUBE_LIMITERS_MAX resources. Never NULL. */
+struct kube_limiter *kube__limiter_for(struct kube_client *c, const struct kube_resource *r);
+
 /* ---- status.c ------------------------------------------------------------- */
 
 /* Fills st with a synthetic Status for an HTTP code without a Status body. */
@@ -175,7 +188,10 @@ struct kube_client {
     pthread_mutex_t pool_mu;
     CURL *pool[KUBE_POOL_MAX];      /* idle easy handles with warm connections */
     size_t npool;
-    struct kube_limiter limiter;
+    struct kube_limiter limiter;    /* raw requests, and resources past the table */
+    pthread_mutex_t lim_mu;
+    struct kube_limiter_slot lims[KUBE_LIMITERS_MAX];
+    size_t nlims;
     _Atomic uint32_t rng;
     _Atomic uint64_t st_requests, st_retries, st_throttled_ns, st_connects;
     struct kube_metrics metrics;
@@ -194,6 +210,7 @@ struct kube_http {
     size_t max_response;            /* 0: client default */
     long timeout_ms;                /* 0: client default */
     const char *extra_header;       /* one more "Name: value" line, or NULL */
+    const struct kube_resource *res; /* its limiter bucket; NULL: the shared one */
 };
 
 /* Runs rq with limiter, retries and error mapping; fills res (zeroed first). */

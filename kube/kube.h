@@ -113,8 +113,9 @@ struct kube_clock {
 };
 
 struct kube_client_opts {
-    double qps;                /* 0: 100 (KubeRay default); < 0: no limiter */
-    int burst;                 /* 0: 200 */
+    double qps;                /* per resource, as client-go's per-RESTClient limiter;
+                                * 0: 100 (KubeRay default); < 0: no limiter */
+    int burst;                 /* per resource; 0: 200 */
     int max_retries;           /* 0: 5 attempts after the first; < 0: none */
     uint32_t backoff_base_ms;  /* 0: 200 ms, doubled per attempt, full jitter */
     uint32_t backoff_max_ms;   /* 0: 10 s; Retry-After is honoured up to 60 s */
@@ -128,8 +129,8 @@ struct kube_client_opts {
 struct kube_client;
 
 /* cfg is borrowed and must outlive the client. *out owned by the caller.
- * Make one client per process and share it between threads: the QPS limiter,
- * the TLS session cache and the idle keep-alive connections live in it. */
+ * Make one client per process and share it between threads: the QPS limiters
+ * (one bucket per resource, see limiter.c), the TLS session cache and the idle keep-alive connections live in it. */
 int kube_client_new(struct kube_config *cfg, const struct kube_client_opts *opts,
                     struct kube_client **out);
 void kube_client_free(struct kube_client *c);

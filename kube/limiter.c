@@ -8,6 +8,9 @@
  * for however long the deficit takes to refill. Callers are thus served in
  * call order and nobody spins re-checking the bucket.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "kube/internal.h"
 
 void kube__limiter_init(struct kube_limiter *l, double qps, int burst, uint64_t now_ns)
@@ -43,4 +46,31 @@ uint64_t kube__limiter_reserve(struct kube_limiter *l, uint64_t now_ns)
         wait = (uint64_t)(-l->tokens / l->qps * 1e9);
     pthread_mutex_unlock(&l->mu);
     return wait;
+}
+
+struct kube_limiter *kube__limiter_for(struct kube_client *c, const struct kube_resource *r)
+{
+    char key[sizeof(c->lims[0].key)];
+    struct kube_limiter *l = &c->limiter;
+
+    if (r == NULL || r->plural == NULL ||
+        (size_t)snprintf(key, sizeof(key), "%s/%s", r->group ? r->group : "", r->plural) >=
+            sizeof(key))
+        return l;
+    pthread_mutex_lock(&c->lim_mu);
+    for (size_t i = 0; i < c->nlims; i++) {
+        if (strcmp(c->lims[i].key, key) == 0) {
+            l = &c->lims[i].l;
+            goto out;
+        }
+    }
+    if (c->nlims < KUBE_LIMITERS_MAX) {
+        struct kube_limiter_slot *s = &c->lims[c->nlims++];
+        memcpy(s->key, key, sizeof(key));
+        kube__limiter_init(&s->l, c->opts.qps, c->opts.burst, kube__now(c));
+        l = &s->l;
+    }
+out:
+    pthread_mutex_unlock(&c->lim_mu);
+    return l;
 }

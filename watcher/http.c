@@ -57,35 +57,35 @@ static void written(uv_write_t *wr, int status)
     conn_close(wr->data);
 }
 
+/* One metric family with a sample per list/watch stream, labelled by type and namespace. */
+enum stream_figure { STREAM_EVENTS, STREAM_LISTS, STREAM_WATCHES, STREAM_SYNCED };
+
+static void stream_family(struct watcher *w, struct buf *b, const char *name, const char *type,
+                          const char *help, enum stream_figure f)
+{
+    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    for (size_t i = 0; i < w->nstreams; i++) {
+        const struct wstream *s = &w->streams[i];
+        unsigned long long v = f == STREAM_EVENTS ? s->events : f == STREAM_LISTS ? s->lists
+                             : f == STREAM_WATCHES ? s->watches : (unsigned long long)s->synced;
+        buf_printf(b, "%s{type=\"%s\",namespace=\"%s\"} %llu\n", name,
+                   watcher_types[s->t].cache_type, s->ns ? s->ns : "", v);
+    }
+}
+
 static int metrics_text(struct watcher *w, struct buf *b)
 {
     int rc = ipc_server_metrics_text(w->ipc, b);
     if (rc < 0)
         return rc;
-    buf_puts(b, "# HELP rayop_watcher_events_total Watch events applied, by type.\n"
-                "# TYPE rayop_watcher_events_total counter\n");
-    for (size_t i = 0; i < w->nstreams; i++)
-        buf_printf(b, "rayop_watcher_events_total{type=\"%s\",namespace=\"%s\"} %llu\n",
-                   watcher_types[w->streams[i].t].cache_type, w->streams[i].ns ? w->streams[i].ns : "",
-                   (unsigned long long)w->streams[i].events);
-    buf_puts(b, "# HELP rayop_watcher_lists_total LISTs started (initial lists and relists).\n"
-                "# TYPE rayop_watcher_lists_total counter\n");
-    for (size_t i = 0; i < w->nstreams; i++)
-        buf_printf(b, "rayop_watcher_lists_total{type=\"%s\",namespace=\"%s\"} %llu\n",
-                   watcher_types[w->streams[i].t].cache_type, w->streams[i].ns ? w->streams[i].ns : "",
-                   (unsigned long long)w->streams[i].lists);
-    buf_puts(b, "# HELP rayop_watcher_watches_total WATCH requests started.\n"
-                "# TYPE rayop_watcher_watches_total counter\n");
-    for (size_t i = 0; i < w->nstreams; i++)
-        buf_printf(b, "rayop_watcher_watches_total{type=\"%s\",namespace=\"%s\"} %llu\n",
-                   watcher_types[w->streams[i].t].cache_type, w->streams[i].ns ? w->streams[i].ns : "",
-                   (unsigned long long)w->streams[i].watches);
-    buf_puts(b, "# HELP rayop_watcher_synced 1 once the stream's initial list is applied.\n"
-                "# TYPE rayop_watcher_synced gauge\n");
-    for (size_t i = 0; i < w->nstreams; i++)
-        buf_printf(b, "rayop_watcher_synced{type=\"%s\",namespace=\"%s\"} %d\n",
-                   watcher_types[w->streams[i].t].cache_type, w->streams[i].ns ? w->streams[i].ns : "",
-                   w->streams[i].synced);
+    stream_family(w, b, "rayop_watcher_events_total", "counter", "Watch events applied, by type.",
+                  STREAM_EVENTS);
+    stream_family(w, b, "rayop_watcher_lists_total", "counter",
+                  "LISTs started (initial lists and relists).", STREAM_LISTS);
+    stream_family(w, b, "rayop_watcher_watches_total", "counter", "WATCH requests started.",
+                  STREAM_WATCHES);
+    stream_family(w, b, "rayop_watcher_synced", "gauge",
+                  "1 once the stream's initial list is applied.", STREAM_SYNCED);
     struct cache_info ci;
     if (cache_info(w->cache, &ci) == 0)
         buf_printf(b, "# HELP rayop_cache_objects Objects in the shared cache.\n"
@@ -150,7 +150,7 @@ static void handle(struct hconn *c)
     } else if (strcmp(path, "/metrics") == 0) {
         struct buf own = { 0 }, m = { 0 };
         if (metrics_text(c->w, &own) < 0 ||
-            watcher_metrics_pool(c->w->metrics_dir, own.data ? own.data : "", own.len, &m) < 0)
+            watcher__metrics_pool(c->w->metrics_dir, own.data ? own.data : "", own.len, &m) < 0)
             respond(c, 503, "text/plain", "metrics unavailable\n", 20);
         else
             respond(c, 200, "text/plain; version=0.0.4", m.data ? m.data : "", m.len);
@@ -206,7 +206,7 @@ static void on_conn(uv_stream_t *server, int status)
 }
 
 /* ":8080" and "8080" listen on every address, "HOST:PORT" on HOST; "0" or "" is off. */
-int whttp_start(struct watcher *w, const char *addr)
+int watcher__http_start(struct watcher *w, const char *addr)
 {
     char host[128] = "0.0.0.0";
     const char *colon = addr ? strrchr(addr, ':') : NULL;
@@ -257,7 +257,7 @@ int whttp_start(struct watcher *w, const char *addr)
     return 0;
 }
 
-void whttp_stop(struct watcher *w)
+void watcher__http_stop(struct watcher *w)
 {
     if (w->http_open) {
         w->http_open = 0;

@@ -79,20 +79,20 @@ struct watcher {
 };
 
 /* Sync engine (sync.c). */
-int wsync_init(struct watcher *w, const char *const *namespaces, size_t nns);
-void wsync_start(struct watcher *w);
-void wsync_stop(struct watcher *w);
-void wsync_free(struct watcher *w);
+int watcher__sync_init(struct watcher *w, const char *const *namespaces, size_t nns);
+void watcher__sync_start(struct watcher *w);
+void watcher__sync_stop(struct watcher *w);
+void watcher__sync_free(struct watcher *w);
 /* Adds every cached primary object's key to its queue (restart resync). */
-int wsync_resync(struct watcher *w);
+int watcher__sync_resync(struct watcher *w);
 /* The one /metrics (pool.c): own (the watcher's exposition text) merged with every
  * controller snapshot in dir (KIND-ID.prom, stale ones dropped) into out. 0 or -ENOMEM. */
-int watcher_metrics_pool(const char *dir, const char *own, size_t own_len, struct buf *out);
+int watcher__metrics_pool(const char *dir, const char *own, size_t own_len, struct buf *out);
 /* HTTP endpoint (http.c): addr like ":8080", "127.0.0.1:0"; "0" or "" = off. */
-int whttp_start(struct watcher *w, const char *addr);
-void whttp_stop(struct watcher *w);
+int watcher__http_start(struct watcher *w, const char *addr);
+void watcher__http_stop(struct watcher *w);
 
 /* ipc read-your-writes oracle: the cache's rv of type >= rv. */
-int wsync_seen(void *ud, const char *type, const char *rv);
+int watcher__sync_seen(void *ud, const char *type, const char *rv);
 
 #endif

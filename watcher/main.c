@@ -30,7 +30,7 @@ static void usage(FILE *f)
           "  --namespace NS           watch only NS (repeatable; default all namespaces)\n"
           "  --watch-namespace A,B    KubeRay's form of --namespace\n"
           "  --state-dir DIR          socket and segment name (default /run/rayop; created 0700)\n"
-          "  --qps N --burst N        client-side API rate limit (default 100 / 200)\n"
+          "  --qps N --burst N        client-side API rate limit per resource (100 / 200)\n"
           "  --cache-capacity BYTES   initial segment size, suffixes K/M/G (default 32M; reserved\n"
           "                           in /dev/shm up front)\n"
           "  --cache-max-objects N    initial object slots (default 16384)\n"
@@ -50,8 +50,8 @@ static void on_signal(uv_signal_t *h, int sig)
     if (w->stopping)
         return;
     log_info("stopping", "signal", s, NULL);
-    wsync_stop(w);
-    whttp_stop(w);
+    watcher__sync_stop(w);
+    watcher__http_stop(w);
     kube_watcher_free(w->kw);
     w->kw = NULL;
     ipc_server_close(w->ipc);
@@ -167,7 +167,7 @@ int watcher_main(int argc, char **argv)
         if (watcher_types[t].queue &&
             (rc = ipc_server_add_kind(w.ipc, watcher_types[t].queue, NULL)) < 0)
             goto out;
-    ipc_server_set_seen(w.ipc, wsync_seen, &w);
+    ipc_server_set_seen(w.ipc, watcher__sync_seen, &w);
     if ((rc = ipc_server_listen(w.ipc, sock)) < 0) {
         log_error("cannot listen", "path", sock, "error", strerror(-rc), NULL);
         goto out;
@@ -188,7 +188,7 @@ int watcher_main(int argc, char **argv)
         log_error("cannot open cache segment", "name", segname, "error", strerror(-rc), NULL);
         goto out;
     }
-    if ((rc = wsync_init(&w, (const char *const *)o.namespaces, o.nnamespaces)) < 0) {
+    if ((rc = watcher__sync_init(&w, (const char *const *)o.namespaces, o.nnamespaces)) < 0) {
         log_error("cannot set up types", "error", strerror(-rc), NULL);
         goto out;
     }
@@ -197,11 +197,11 @@ int watcher_main(int argc, char **argv)
     if (mkdir(w.metrics_dir, 0700) < 0 && errno != EEXIST)
         log_warn("cannot create the metrics directory", "dir", w.metrics_dir,
                  "error", strerror(errno), NULL);
-    if ((rc = whttp_start(&w, o.metrics_addr)) < 0) {
+    if ((rc = watcher__http_start(&w, o.metrics_addr)) < 0) {
         log_error("bad --metrics-addr", "addr", o.metrics_addr, NULL);
         goto out;
     }
-    if ((rc = wsync_resync(&w)) < 0)
+    if ((rc = watcher__sync_resync(&w)) < 0)
         log_warn("resync incomplete", "error", strerror(-rc), NULL);
 
     uv_signal_init(&loop, &w.sig_term);
@@ -211,7 +211,7 @@ int watcher_main(int argc, char **argv)
     uv_signal_start(&w.sig_int, on_signal, SIGINT);
 
     log_info("watcher started", "segment", segname, "socket", sock, NULL);
-    wsync_start(&w);
+    watcher__sync_start(&w);
     uv_run(&loop, UV_RUN_DEFAULT);
     exit_code = 0;
     rc = 0;
@@ -219,8 +219,8 @@ out:
     if (rc < 0 && loop_ok) {
         /* failed during setup: release what was created, then drain the loop */
         if (w.streams)
-            wsync_stop(&w);
-        whttp_stop(&w);
+            watcher__sync_stop(&w);
+        watcher__http_stop(&w);
         if (w.kw)
             kube_watcher_free(w.kw);
         if (w.ipc)
@@ -229,7 +229,7 @@ out:
     }
     if (loop_ok)
         (void)uv_loop_close(&loop);
-    wsync_free(&w);
+    watcher__sync_free(&w);
     if (w.cache)
         cache_close(w.cache);
     if (w.kc)

@@ -231,7 +231,7 @@ static char *read_snapshot(int dfd, const char *name, size_t *len)
     return b;
 }
 
-int watcher_metrics_pool(const char *dir, const char *own, size_t own_len, struct buf *out)
+int watcher__metrics_pool(const char *dir, const char *own, size_t own_len, struct buf *out)
 {
     struct pool p = { 0 };
     DIR *d;

@@ -32,7 +32,7 @@ struct seen_key {
     char key[CACHE_NS_MAX + CACHE_NAME_MAX + 2];
 };
 
-int wsync_seen(void *ud, const char *type, const char *rv)
+int watcher__sync_seen(void *ud, const char *type, const char *rv)
 {
     struct watcher *w = ud;
     struct cache_type_info ti;
@@ -90,7 +90,7 @@ static int resync_visit(const struct cache_obj *o, void *arg)
     return 0;
 }
 
-int wsync_resync(struct watcher *w)
+int watcher__sync_resync(struct watcher *w)
 {
     size_t total = 0;
     for (size_t t = 0; t < watcher_ntypes; t++) {
@@ -606,7 +606,7 @@ static void check_cb(uv_check_t *h)
     }
 }
 
-int wsync_init(struct watcher *w, const char *const *namespaces, size_t nns)
+int watcher__sync_init(struct watcher *w, const char *const *namespaces, size_t nns)
 {
     size_t per = nns ? nns : 1;
     w->streams = calloc(watcher_ntypes * per, sizeof(*w->streams));
@@ -650,7 +650,7 @@ int wsync_init(struct watcher *w, const char *const *namespaces, size_t nns)
     return 0;
 }
 
-void wsync_start(struct watcher *w)
+void watcher__sync_start(struct watcher *w)
 {
     for (size_t i = 0; i < w->nstreams; i++) {
         struct wstream *s = &w->streams[i];
@@ -676,7 +676,7 @@ static void maybe_close_async(struct watcher *w)
     uv_close((uv_handle_t *)&w->pages_async, NULL);
 }
 
-void wsync_stop(struct watcher *w)
+void watcher__sync_stop(struct watcher *w)
 {
     w->stopping = 1;
     for (size_t i = 0; i < w->nstreams; i++) {
@@ -696,7 +696,7 @@ void wsync_stop(struct watcher *w)
     }
 }
 
-void wsync_free(struct watcher *w)
+void watcher__sync_free(struct watcher *w)
 {
     for (size_t i = 0; i < w->nstreams; i++) {
         struct wstream *s = &w->streams[i];

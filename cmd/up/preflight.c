@@ -19,14 +19,14 @@
 #include "reconcilers/host/internal.h"
 #include "watcher/opts.h"
 
-bool up_in_pod(void)
+bool up__in_pod(void)
 {
     /* what client-go's rest.InClusterConfig looks for */
     return getenv("KUBERNETES_SERVICE_HOST") && getenv("KUBERNETES_SERVICE_PORT") &&
            access("/var/run/secrets/kubernetes.io/serviceaccount/token", R_OK) == 0;
 }
 
-int up_preflight(char **wargv, int wargc, char **cargv, int cargc)
+int up__preflight(char **wargv, int wargc, char **cargv, int cargc)
 {
     struct wopts wo;
     struct host_opts ho;

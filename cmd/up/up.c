@@ -35,6 +35,7 @@
 #include "cmd/cmd.h"
 #include "cmd/up/internal.h"
 #include "kobj/kobj.h"
+#include "kobj/yamljson.h"
 #include "reconcilers/batchsched/batchsched.h"
 #include "cmd/up/up.h"
 #include "util/util.h"
@@ -62,6 +63,7 @@ struct up {
     struct proc procs[UP_MAX_PROCS];
     int nprocs;
     const char *state_dir;
+    const char *config_file;   /* --config, KubeRay's Configuration */
     uint64_t initial_ms, max_ms, reset_ms, shutdown_ms;
     bool stopping;
     int fatal;              /* a child's usage/config exit code: stop, do not restart */
@@ -215,7 +217,7 @@ static int start_proc(struct proc *p)
     return 0;
 }
 
-uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
+uint64_t up__next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
                          uint64_t max_ms, uint64_t reset_ms)
 {
     if (ran_ms >= reset_ms)
@@ -224,7 +226,7 @@ uint64_t up_next_backoff(uint64_t prev_ms, uint64_t ran_ms, uint64_t initial_ms,
     return next > max_ms ? max_ms : next;
 }
 
-int up_tag_line(const char *proc, const char *s, size_t n, struct buf *out)
+int up__tag_line(const char *proc, const char *s, size_t n, struct buf *out)
 {
     int rc = 0;
     if (n >= 2 && s[0] == '{' && s[n - 1] == '}') {
@@ -269,7 +271,7 @@ static void emit_line(struct proc *p, const char *s, size_t n)
 {
     note_error(p, s, n);
     struct buf b = { 0 };
-    if (up_tag_line(p->name, s, n, &b) < 0) {
+    if (up__tag_line(p->name, s, n, &b) < 0) {
         buf_free(&b);
         return;
     }
@@ -330,7 +332,7 @@ static void reap(struct up *u)
             uint64_t now = util_now_ms(), ran = now - p->started_ms;
             p->pid = 0;
             p->last_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            p->backoff_ms = up_next_backoff(p->backoff_ms, ran, u->initial_ms, u->max_ms,
+            p->backoff_ms = up__next_backoff(p->backoff_ms, ran, u->initial_ms, u->max_ms,
                                             u->reset_ms);
             p->due_ms = now + p->backoff_ms;
             char st[16], delay[24];
@@ -441,6 +443,8 @@ static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, 
             log_set_encoder(log_parse_encoder(val));
         if (strcmp(name, "state-dir") == 0)
             u->state_dir = val;
+        if (strcmp(name, "config") == 0)
+            u->config_file = val;
         if (strcmp(name, "batch-scheduler") == 0)
             bs_name = val;
         if (strcmp(name, "enable-batch-scheduler") == 0)
@@ -500,13 +504,44 @@ static int running(const struct up *u)
     return n;
 }
 
+/* A Configuration's metricsAddr and probeAddr name the operator's endpoints, which up owns:
+ * the watcher serves the one /metrics and controller i probes on probeAddr's port + i (each
+ * controller is told --supervised, so the file does not put them all on one port). An
+ * unreadable file is left for the children to report with their exit code 78. */
+static void config_addrs(const char *path, const char **maddr, const char **paddr)
+{
+    static char m[128], p[128];
+    char err[128];
+    cJSON *doc = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    char *data = malloc((1u << 20) + 1);
+    size_t n = data ? fread(data, 1, (1u << 20) + 1, f) : 0;
+    fclose(f);
+    if (data && n <= (1u << 20) && yamljson_parse_one(data, n, &doc, err, sizeof(err)) == 0) {
+        const char *v = kobj_str(doc, "metricsAddr");
+        if (v && v[0] && strlen(v) < sizeof(m)) {
+            snprintf(m, sizeof(m), "%s", v);
+            *maddr = m;
+        }
+        v = kobj_str(doc, "probeAddr");
+        if (v && v[0] && strlen(v) < sizeof(p)) {
+            snprintf(p, sizeof(p), "%s", v);
+            *paddr = p;
+        }
+    }
+    cJSON_Delete(doc);
+    free(data);
+}
+
 int up_main(int argc, char **argv)
 {
     static struct up u;   /* large line buffers: not on the stack */
     char *common_v[UP_MAX_ARGS / 2], *w_v[UP_MAX_ARGS / 2], *c_v[UP_MAX_ARGS / 2];
     char **common = common_v, **wonly = w_v, **conly = c_v;
     int ncommon = 0, nw = 0, nc = 0, rc;
-    bool in_pod = up_in_pod(), proxy_set = false;
+    bool in_pod = up__in_pod(), proxy_set = false;
     /* outside a Pod nothing but this machine should reach the ports */
     const char *kinds = "raycluster,rayjob,rayservice,raycronjob";
     const char *maddr = in_pod ? ":8080" : "127.0.0.1:8080";
@@ -522,6 +557,8 @@ int up_main(int argc, char **argv)
                           &maddr, &paddr, &proxy_set)) != 0)
         return rc > 0 ? 0 : UTIL_EXIT_USAGE;
     log_set_component("up");
+    if (u.config_file)
+        config_addrs(u.config_file, &maddr, &paddr);
     /* outside a cluster the Ray dashboards (Pod IPs, cluster DNS) are out of
      * reach: go through the API server's service proxy unless told otherwise */
     static char proxy_flag[] = "--use-kubernetes-proxy=true";
@@ -556,6 +593,7 @@ int up_main(int argc, char **argv)
             add_arg(p, "0");
             add_arg(p, "--health-probe-bind-address");
             add_arg(p, shift_addr(paddr, idx));
+            add_arg(p, "--supervised");
         }
         k += n + (e ? 1 : 0);
     }
@@ -570,7 +608,7 @@ int up_main(int argc, char **argv)
         add_arg(p, "webhook");
     }
     if (u.nprocs > 1 &&
-        (rc = up_preflight(u.procs[0].argv + 1, u.procs[0].argc - 1, u.procs[1].argv + 1,
+        (rc = up__preflight(u.procs[0].argv + 1, u.procs[0].argc - 1, u.procs[1].argv + 1,
                            u.procs[1].argc - 1)) != 0)
         return rc;
     if (in_pod)
@@ -594,6 +632,11 @@ int up_main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* up.json goes in the state dir, which the watcher would create only once started:
+     * make it here so `rayop status` sees the processes from the start (a dir with no
+     * record of its API server is treated by the watcher as new, as before) */
+    if (mkdir(u.state_dir, 0700) < 0 && errno != EEXIST)
+        log_warn("cannot create the state dir", "dir", u.state_dir, "error", strerror(errno), NULL);
     for (int i = 0; i < u.nprocs; i++) {
         u.procs[i].fd = -1;
         if ((rc = start_proc(&u.procs[i])) < 0) {

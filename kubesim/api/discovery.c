@@ -1,5 +1,5 @@
 /*
- * server_disc.c - the documents kubesim renders from its registry rather than
+ * discovery.c - the documents kubesim renders from its registry rather than
  * from stored objects: /version, health checks, legacy and aggregated discovery,
  * /apis/G, and OpenAPI v2 (protobuf) / v3 (JSON, with ETags). The bodies come
  * from kubesim/present/present.h; this file picks the document and the Content-Type, which

@@ -15,7 +15,6 @@
  * nesting is limited, and any input gives an object or an error.
  */
 #include "kubesim/api/internal.h"
-#include "kubesim/api/proto_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * k8s.io/api v0.34.1: for each message, its fields' protobuf numbers, JSON names and
  * the reader's field type. Read by kubesim/api/proto.c. Do not edit.
  */
-#include "kubesim/api/proto_internal.h"
+#include "kubesim/api/internal.h"
 
 extern const struct pmsg m_metav1_OwnerReference;
 extern const struct pmsg m_metav1_ObjectMeta;

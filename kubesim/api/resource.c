@@ -1,7 +1,7 @@
 /*
- * server_api.c - the resource verbs of kubesim's HTTP layer: get, list,
+ * resource.c - the resource verbs of kubesim's HTTP layer: get, list,
  * create, update, patch, delete and deletecollection on
- * /api/v1/... and /apis/G/V/... paths (watches go to server_watch.c).
+ * /api/v1/... and /apis/G/V/... paths (watches go to watch.c).
  *
  * It turns query parameters and bodies into store.h calls and the results into
  * HTTP answers (codes, Status objects, Warning headers, Tables); every rule about

@@ -4,8 +4,8 @@
  * the dispatch order:
  *
  *   prehook (fault injection) -> auth -> extension prefixes -> built-in routes
- *   (health, version, discovery, OpenAPI: server_disc.c) -> extension
- *   subresources -> resource verbs (server_api.c) and watches (server_watch.c)
+ *   (health, version, discovery, OpenAPI: discovery.c) -> extension
+ *   subresources -> resource verbs (resource.c) and watches (watch.c)
  *
  * MHD runs one thread per connection, so handlers may block (a watch reader
  * waits in store_watch_next) without stalling other clients.

@@ -1,5 +1,5 @@
 /*
- * server_watch.c - watch streams: a chunked 200 whose reader blocks in
+ * watch.c - watch streams: a chunked 200 whose reader blocks in
  * store_watch_next and writes newline-delimited {"type":...,"object":...}
  * events (one-row Tables when the client asked for Tables).
  *

@@ -62,6 +62,11 @@ struct gqueue {
     bool open;
     bool has_cap[5];
     struct cluster_res cap, allocated, inqueue;
+    struct cluster_res request;  /* its gangs' Pods, bound or waiting */
+    struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
+    struct cluster_res share_used; /* allocated, plus what this session bound */
+    bool has_deserved;
+    double weight;
     int pending, inqueue_n, running, completed;
     UT_hash_handle hh;
 };
@@ -327,6 +332,8 @@ static void queues_load(struct cluster *c, const struct reg_resource *rq, struct
         snprintf(q->name, sizeof(q->name), "%s", ql->items[i]->name);
         q->obj = ql->items[i];
         q->open = !state || !*state || !strcmp(state, "Open");
+        const cJSON *wj = kobj_get(kobj_get(ql->items[i]->json, "spec"), "weight");
+        q->weight = cJSON_IsNumber(wj) && wj->valuedouble >= 1 ? wj->valuedouble : 1;
         reslist(capj, &q->cap);
         for (int d = 0; d < 4; d++)
             q->has_cap[d] = kobj_get(capj, dims[d]) != NULL;
@@ -358,10 +365,95 @@ static void ensure_default_queue(struct cluster *c, const struct reg_resource *r
         q->obj = made;
         q->owned = true;
         q->open = true;
+        q->weight = 1;
         HASH_ADD_STR(*qs, name, q);
     } else {
         store_obj_unref(made);
     }
+}
+
+/* Volcano's proportion plugin: the nodes' resources shared among the queues with work
+ * in proportion to their weights, each share capped by the queue's capability; a queue
+ * whose request is met keeps just that and the rest goes round again to the others. A
+ * gang's task is allocated only while its queue's allocated stays within that share. */
+static void queues_deserved(struct gqueue *qs, const struct cluster_res *total)
+{
+    struct gqueue *q, *qt;
+    double tot[4] = { (double)total->cpu_m, (double)total->mem, (double)total->gpu,
+                      (double)total->tpu };
+    double des[64][4] = { { 0 } };
+    bool met[64] = { false };
+    size_t n = 0, i;
+    HASH_ITER(hh, qs, q, qt) {
+        q->share_used = q->allocated;
+        q->has_deserved = false;
+        if (n < 64 && (q->request.cpu_m > 0 || q->request.mem > 0 || q->request.gpu > 0 ||
+                       q->request.tpu > 0))
+            q->has_deserved = true, n++;
+    }
+    for (int round = 0; round < 16; round++) {
+        double w = 0, rem[4], given = 0;
+        memcpy(rem, tot, sizeof(rem));
+        i = 0;
+        HASH_ITER(hh, qs, q, qt) {
+            if (!q->has_deserved)
+                continue;
+            for (int d = 0; d < 4; d++)
+                rem[d] -= des[i][d];
+            w += met[i] ? 0 : q->weight;
+            i++;
+        }
+        if (w <= 0)
+            break;
+        i = 0;
+        HASH_ITER(hh, qs, q, qt) {
+            if (!q->has_deserved)
+                continue;
+            if (!met[i]) {
+                int64_t req[4] = { q->request.cpu_m, q->request.mem, q->request.gpu, q->request.tpu };
+                int64_t cap[4] = { q->cap.cpu_m, q->cap.mem, q->cap.gpu, q->cap.tpu };
+                bool enough = true;
+                for (int d = 0; d < 4; d++) {
+                    double was = des[i][d];
+                    des[i][d] += (rem[d] > 0 ? rem[d] : 0) * q->weight / w;
+                    if (q->has_cap[d] && des[i][d] > (double)cap[d])
+                        des[i][d] = (double)cap[d];
+                    enough = enough && (double)req[d] <= des[i][d];
+                    given += des[i][d] - was;
+                }
+                if (enough) {   /* the request is met: keep only that */
+                    for (int d = 0; d < 4; d++)
+                        des[i][d] = des[i][d] < (double)req[d] ? des[i][d] : (double)req[d];
+                    met[i] = true;
+                }
+            }
+            i++;
+        }
+        if (given < 1)
+            break;
+    }
+    i = 0;
+    HASH_ITER(hh, qs, q, qt) {
+        if (!q->has_deserved)
+            continue;
+        q->deserved.cpu_m = (int64_t)des[i][0];
+        q->deserved.mem = (int64_t)des[i][1];
+        q->deserved.gpu = (int64_t)des[i][2];
+        q->deserved.tpu = (int64_t)des[i][3];
+        i++;
+    }
+}
+
+/* Would the queue stay within its share with req more allocated (dimensions req asks for)? */
+static bool within_share(const struct gqueue *q, const struct cluster_res *used,
+                         const struct cluster_res *req)
+{
+    if (!q || !q->has_deserved)
+        return true;
+    return (req->cpu_m <= 0 || used->cpu_m + req->cpu_m <= q->deserved.cpu_m) &&
+           (req->mem <= 0 || used->mem + req->mem <= q->deserved.mem) &&
+           (req->gpu <= 0 || used->gpu + req->gpu <= q->deserved.gpu) &&
+           (req->tpu <= 0 || used->tpu + req->tpu <= q->deserved.tpu);
 }
 
 /* ---- KAI ---------------------------------------------------------------------------- */
@@ -538,8 +630,9 @@ static void fit_message(const struct gang *g, const struct outcome *o, bool orig
 /* Trial placement of the gang's Pending Pods; binds them all when the gang is
  * ready (bound + placed >= min), else none. */
 static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct outcome *o,
-                     bool may_bind)
+                     bool may_bind, struct gqueue *q)
 {
+    struct cluster_res qused = q ? q->share_used : (struct cluster_res){ 0 };
     unsigned *fits = calloc(ns->count + 1, sizeof(*fits));
     int *where = calloc(g->n + 1, sizeof(*where));
     struct cluster_res *save = malloc((ns->count + 1) * sizeof(*save));
@@ -552,10 +645,17 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         if (!may_bind || bound(p) || pod_terminal(p->obj->json) ||
             kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
             continue;
+        if (!within_share(q, &qused, &p->req)) {
+            /* "Queue <q> is overused when considering task": the task is left out */
+            if (!o->fit[0])
+                snprintf(o->fit, sizeof(o->fit), "queue %.200s is overused", q->name);
+            continue;
+        }
         int best = place(p, ns, fits);
         if (best >= 0) {
             where[i] = best;
             res_add(&ns->used[best], &p->req, 1);
+            res_add(&qused, &p->req, 1);
             o->placed++;
         } else if (!o->fit[0]) {
             fit_error(fits, ns->count, o->fit, sizeof(o->fit));
@@ -583,6 +683,8 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
             if (cl_bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
                 o->scheduled++;
                 o->bound_now = true;
+                if (q)
+                    res_add(&q->share_used, &g->m[i]->req, 1);
             }
         }
         o->ready = o->scheduled >= g->min;
@@ -929,7 +1031,7 @@ void cl_gang_pass(struct cluster *c)
     struct gqueue *qs = NULL, *q, *qt;
     struct store_list vpg = { 0 }, spg = { 0 }, ql = { 0 };
     struct nodes ns = { 0 };
-    struct cluster_res idle = { 0 }, inqueue = { 0 };
+    struct cluster_res idle = { 0 }, inqueue = { 0 }, total = { 0 };
     struct cl_node *n, *nt;
     size_t ng = 0, i = 0;
     if (!c->gang_dirty) {
@@ -977,6 +1079,7 @@ void cl_gang_pass(struct cluster *c)
             struct cluster_res free_ = n->alloc;
             res_add(&free_, &n->used, -1);
             res_add(&idle, &free_, 1);
+            res_add(&total, &n->alloc, 1);
         }
         i++;
     }
@@ -989,9 +1092,13 @@ void cl_gang_pass(struct cluster *c)
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
             const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");
-            for (size_t k = 0; q && k < g->n; k++)
-                if (bound(g->m[k]) && !pod_terminal(g->m[k]->obj->json))
+            for (size_t k = 0; q && k < g->n; k++) {
+                if (pod_terminal(g->m[k]->obj->json))
+                    continue;
+                if (bound(g->m[k]))
                     res_add(&q->allocated, &g->m[k]->req, 1);
+                res_add(&q->request, &g->m[k]->req, 1);
+            }
             /* an Inqueue gang not yet running holds its minResources */
             if (q && ph && !strcmp(ph, "Inqueue")) {
                 res_add(&q->inqueue, &g->minres, 1);
@@ -1000,6 +1107,7 @@ void cl_gang_pass(struct cluster *c)
         }
     }
     qsort(order, ng, sizeof(*order), gang_cmp);
+    queues_deserved(qs, &total);
 
     for (size_t k = 0; k < ng; k++) {
         struct outcome o;
@@ -1022,7 +1130,7 @@ void cl_gang_pass(struct cluster *c)
                 kai_annotate(c, g);
             }
             if (o.pending)
-                allocate(c, g, &ns, &o, true);
+                allocate(c, g, &ns, &o, true, NULL);
             if (o.pending && !o.bound_now) {
                 /* the gang's own FailedScheduling text, on each Pending Pod (all of
                  * them placeable counts as one short: the placeholders did not fit) */
@@ -1060,7 +1168,7 @@ void cl_gang_pass(struct cluster *c)
         /* a Closed queue takes gangs in but allocate gives them nothing */
         bool open = !q || q->open;
         if (inq && open && o.pending)
-            allocate(c, g, &ns, &o, true);
+            allocate(c, g, &ns, &o, true, q);
         if (!o.ready && g->n) {   /* a PodGroup without Pods yet has nothing to say */
             fit_message(g, &o, false, msg, sizeof(msg));
             unsched_msg = msg;

@@ -54,7 +54,7 @@ static void mf_free(struct mf_list *l)
         free(e->subresource);
         free(e->time);
         free(e->fields_text);
-        fs_free(&e->set);
+        patch__fs_free(&e->set);
     }
     free(l->v);
     memset(l, 0, sizeof(*l));
@@ -100,7 +100,7 @@ static int mf_load(const cJSON *obj, struct mf_list *l)
                 return -ENOMEM;
             f = parsed;
         }
-        rc = fs_from_fieldsv1(f, &m->set);
+        rc = patch__fs_from_fieldsv1(f, &m->set);
         cJSON_Delete(parsed);
         if (rc == -ENOMEM)
             return rc;
@@ -144,10 +144,10 @@ static cJSON *mf_fields(const struct fs_set *set, bool raw)
     int rc;
 
     if (!raw)
-        return fs_to_fieldsv1(set);
-    rc = fs_print_fieldsv1(set, &b);
+        return patch__fs_to_fieldsv1(set);
+    rc = patch__fs_print_fieldsv1(set, &b);
     if (rc == -E2BIG)
-        f = fs_to_fieldsv1(set);
+        f = patch__fs_to_fieldsv1(set);
     else if (!rc && !buf_append(&b, "", 1))
         f = cJSON_CreateRaw(b.data);
     buf_free(&b);
@@ -230,7 +230,7 @@ static int elem_match(const cJSON *a, const cJSON *b, const char *const *keys,
     for (size_t i = 0; keys[i]; i++) {
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(a, keys[i]);
         const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, keys[i]);
-        if (!x || !y || !patch_json_equal(x, y))
+        if (!x || !y || !patch__json_equal(x, y))
             return 0;
     }
     return 1;
@@ -240,8 +240,8 @@ static cJSON *ssa_merge_list(const cJSON *live, const cJSON *applied, const stru
                              const char *dotted, int depth)
 {
     const char *const *keys = NULL;
-    int kind = fs_list_keys(k, dotted, &keys);
-    const char *single = k->smp_kind ? patch_smp_rule(k->smp_kind, dotted).key : NULL;
+    int kind = patch__fs_list_keys(k, dotted, &keys);
+    const char *single = k->smp_kind ? patch__smp_rule(k->smp_kind, dotted).key : NULL;
     const cJSON *e, *l;
     cJSON *res;
 
@@ -257,7 +257,7 @@ static cJSON *ssa_merge_list(const cJSON *live, const cJSON *applied, const stru
     cJSON_ArrayForEach(e, applied) {
         int i = 0, hit = -1;
         cJSON_ArrayForEach(l, res) {
-            if (kind == 2 ? patch_json_equal(l, e) : elem_match(l, e, keys, single)) {
+            if (kind == 2 ? patch__json_equal(l, e) : elem_match(l, e, keys, single)) {
                 hit = i;
                 break;
             }
@@ -298,7 +298,7 @@ static cJSON *ssa_merge(const cJSON *live, const cJSON *applied, const struct fs
         if (!m->string)
             continue;
         memcpy(sub, dotted, sl + 1);
-        if (!patch_path_push(sub, &sl, m->string))
+        if (!patch__path_push(sub, &sl, m->string))
             continue;
         cur = cJSON_GetObjectItemCaseSensitive(res, m->string);
         if (cJSON_IsNull(m)) {
@@ -311,7 +311,7 @@ static cJSON *ssa_merge(const cJSON *live, const cJSON *applied, const struct fs
             v = ssa_merge(cur, m, k, sub, depth + 1);
         if (!v)
             goto nomem;
-        if (patch_set_member(res, cur, m->string, v))
+        if (patch__set_member(res, cur, m->string, v))
             goto nomem;
     }
     return res;
@@ -344,16 +344,16 @@ static int apply_conflicts(const cJSON *live, const cJSON *applied, const struct
         bool first = true;
         for (size_t j = 0; j < nw->n; j++) {
             const char *p = nw->v[j].p;
-            if (nw->v[j].self || !fs_has(&l->v[i].set, p))
+            if (nw->v[j].self || !patch__fs_has(&l->v[i].set, p))
                 continue;
-            const cJSON *a = fs_resolve(applied, p), *b = fs_resolve(live, p);
-            if (a && b && patch_json_equal(a, b))
+            const cJSON *a = patch__fs_resolve(applied, p), *b = patch__fs_resolve(live, p);
+            if (a && b && patch__json_equal(a, b))
                 continue; /* same value: shared ownership */
             if (force) {
-                fs_remove(&l->v[i].set, p);
+                patch__fs_remove(&l->v[i].set, p);
                 continue;
             }
-            fs_display(p, disp, sizeof(disp));
+            patch__fs_display(p, disp, sizeof(disp));
             if (first && buf_printf(&msg, "%sconflict with \"%s\"%s%s: %s", count ? "\n" : "",
                                     l->v[i].manager, l->v[i].api_version ? " using " : "",
                                     l->v[i].api_version ? l->v[i].api_version : "", disp))
@@ -380,16 +380,16 @@ static int apply_removals(cJSON *obj, struct fs_set *prev, const struct fs_set *
 
     if (prev->n == 0)
         return 0;
-    if ((rc = fs_sort_parents_first(prev)) || (rc = fs_add_with_ancestors(&kept, nw)))
+    if ((rc = patch__fs_sort_parents_first(prev)) || (rc = patch__fs_add_with_ancestors(&kept, nw)))
         goto out;
     for (size_t i = 0; i < l->n; i++)
-        if ((int)i != self && (rc = fs_add_with_ancestors(&kept, &l->v[i].set)))
+        if ((int)i != self && (rc = patch__fs_add_with_ancestors(&kept, &l->v[i].set)))
             goto out;
     for (size_t j = 0; j < prev->n; j++)
-        if (!fs_has(&kept, prev->v[j].p))
-            fs_delete(obj, prev->v[j].p);
+        if (!patch__fs_has(&kept, prev->v[j].p))
+            patch__fs_delete(obj, prev->v[j].p);
 out:
-    fs_free(&kept);
+    patch__fs_free(&kept);
     return rc;
 }
 
@@ -424,7 +424,7 @@ int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *mana
         return -ENOMEM;
     cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(body, "metadata"),
                                             "managedFields");
-    if ((rc = fs_from_object(body, &keys, &nw)))
+    if ((rc = patch__fs_from_object(body, &keys, &nw)))
         goto out;
     if ((rc = mf_load(live, &l)))
         goto out;
@@ -465,8 +465,8 @@ int patch_apply_schema(const cJSON *live, const cJSON *applied, const char *mana
 out:
     cJSON_Delete(res);
     cJSON_Delete(body);
-    fs_free(&nw);
-    fs_free(&prev);
+    patch__fs_free(&nw);
+    patch__fs_free(&prev);
     mf_free(&l);
     return rc;
 }
@@ -522,7 +522,7 @@ static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
     if (raw && !old && l.n == 0) {
         struct buf text = { 0 };
         size_t n_fields;
-        rc = fs_print_object_fieldsv1(obj, &keys, &text, &n_fields);
+        rc = patch__fs_print_object_fieldsv1(obj, &keys, &text, &n_fields);
         if (rc == 0 && n_fields > 0 && (rc = buf_append(&text, "", 1)) == 0) {
             if ((self = mf_find_or_add(&l, manager, operation ? operation : "Update",
                                        subresource)) < 0) {
@@ -537,7 +537,7 @@ static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
         if (rc == -ENOMEM)
             goto out;
     }
-    if ((rc = fs_from_object(obj, &keys, &all)) == -ENOMEM)
+    if ((rc = patch__fs_from_object(obj, &keys, &all)) == -ENOMEM)
         goto out;
     if ((self = mf_find_or_add(&l, manager, operation ? operation : "Update",
                                subresource)) < 0) {
@@ -545,43 +545,43 @@ static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
         goto out;
     }
     /* A create that carries no managedFields: every field is new and owned by this
-     * manager alone, and every path fs_from_object made resolves in obj again, so the
+     * manager alone, and every path patch__fs_from_object made resolves in obj again, so the
      * set is all of it. This skips two path resolutions per field (most of the cost
      * of a create; see docs/kubesim-store.md, Performance). */
     if (!old && l.n == 1 && l.v[self].set.n == 0 && !has_sep_name(obj, 0)) {
-        fs_free(&l.v[self].set);
+        patch__fs_free(&l.v[self].set);
         l.v[self].set = all;
         memset(&all, 0, sizeof(all));
         goto stamp;
     }
-    fs_walker_init(&wnow, obj);
-    fs_walker_init(&wold, old);
+    patch__fs_walker_init(&wnow, obj);
+    patch__fs_walker_init(&wold, old);
     for (size_t j = 0; j < all.n; j++) {
         const char *p = all.v[j].p;
-        const cJSON *now = fs_walker_resolve(&wnow, p);
-        const cJSON *was = old ? fs_walker_resolve(&wold, p) : NULL;
-        if (all.v[j].self ? was != NULL : (was && now && patch_json_equal(was, now)))
+        const cJSON *now = patch__fs_walker_resolve(&wnow, p);
+        const cJSON *was = old ? patch__fs_walker_resolve(&wold, p) : NULL;
+        if (all.v[j].self ? was != NULL : (was && now && patch__json_equal(was, now)))
             continue;
         /* a changed field now belongs to this manager alone */
         for (size_t i = 0; i < l.n; i++)
             if ((int)i != self)
-                fs_remove(&l.v[i].set, p);
-        if ((rc = fs_add(&l.v[self].set, p, all.v[j].self)))
+                patch__fs_remove(&l.v[i].set, p);
+        if ((rc = patch__fs_add(&l.v[self].set, p, all.v[j].self)))
             goto out;
     }
     /* fields that no longer exist are owned by nobody */
     for (size_t i = 0; i < l.n; i++) {
-        fs_walker_init(&wnow, obj);
+        patch__fs_walker_init(&wnow, obj);
         for (size_t j = l.v[i].set.n; j-- > 0;)
-            if (!fs_walker_resolve(&wnow, l.v[i].set.v[j].p))
-                fs_remove(&l.v[i].set, l.v[i].set.v[j].p);
+            if (!patch__fs_walker_resolve(&wnow, l.v[i].set.v[j].p))
+                patch__fs_remove(&l.v[i].set, l.v[i].set.v[j].p);
     }
 stamp:
     if ((rc = set_stamp(&l.v[self], api_version)))
         goto out;
     rc = mf_store(obj, &l, raw);
 out:
-    fs_free(&all);
+    patch__fs_free(&all);
     mf_free(&l);
     return rc == -E2BIG ? 0 : rc;
 }

@@ -82,7 +82,7 @@ static int fs_reindex(struct fs_set *s, size_t want)
     return 0;
 }
 
-int fs_add(struct fs_set *s, const char *p, bool self)
+int patch__fs_add(struct fs_set *s, const char *p, bool self)
 {
     bool found;
     size_t slot;
@@ -116,7 +116,7 @@ int fs_add(struct fs_set *s, const char *p, bool self)
     return 0;
 }
 
-bool fs_has(const struct fs_set *s, const char *p)
+bool patch__fs_has(const struct fs_set *s, const char *p)
 {
     bool found = false;
     if (s->slots)
@@ -124,7 +124,7 @@ bool fs_has(const struct fs_set *s, const char *p)
     return found;
 }
 
-int fs_add_with_ancestors(struct fs_set *dst, const struct fs_set *src)
+int patch__fs_add_with_ancestors(struct fs_set *dst, const struct fs_set *src)
 {
     char buf[FS_PATH_MAX];
     int rc;
@@ -134,23 +134,23 @@ int fs_add_with_ancestors(struct fs_set *dst, const struct fs_set *src)
         if (len >= sizeof(buf))
             return -E2BIG;
         memcpy(buf, src->v[i].p, len + 1);
-        if ((rc = fs_add(dst, buf, false)))
+        if ((rc = patch__fs_add(dst, buf, false)))
             return rc;
         /* each ancestor once: stop at the first one already present */
         for (size_t k = len; k-- > 0;) {
             if (buf[k] != FS_SEP)
                 continue;
             buf[k] = '\0';
-            if (fs_has(dst, buf))
+            if (patch__fs_has(dst, buf))
                 break;
-            if ((rc = fs_add(dst, buf, false)))
+            if ((rc = patch__fs_add(dst, buf, false)))
                 return rc;
         }
     }
     return 0;
 }
 
-void fs_remove(struct fs_set *s, const char *p)
+void patch__fs_remove(struct fs_set *s, const char *p)
 {
     bool found = false;
     size_t slot = s->slots ? fs_probe(s, p, &found) : 0, i, last;
@@ -176,7 +176,7 @@ static int cmp_len_asc(const void *a, const void *b)
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
-int fs_sort_parents_first(struct fs_set *s)
+int patch__fs_sort_parents_first(struct fs_set *s)
 {
     if (s->n < 2)
         return 0;
@@ -184,7 +184,7 @@ int fs_sort_parents_first(struct fs_set *s)
     return fs_reindex(s, s->n);
 }
 
-void fs_free(struct fs_set *s)
+void patch__fs_free(struct fs_set *s)
 {
     for (size_t i = 0; i < s->n; i++)
         free(s->v[i].p);
@@ -193,10 +193,10 @@ void fs_free(struct fs_set *s)
     memset(s, 0, sizeof(*s));
 }
 
-int fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const **keys)
+int patch__fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const **keys)
 {
     if (k->smp_kind) {
-        struct smp_rule r = patch_smp_rule(k->smp_kind, dotted);
+        struct smp_rule r = patch__smp_rule(k->smp_kind, dotted);
         if (r.kind == SMP_MERGE_PRIMITIVE)
             return 2;
         if (r.kind == SMP_MERGE_KEY) {
@@ -228,7 +228,7 @@ static int key_put_str(struct buf *b, const char *v)
     return 0;
 }
 
-char *fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
+char *patch__fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
                   const char *const *keys)
 {
     /* written as text, the bytes cJSON_PrintUnformatted gives for an object of the key
@@ -239,7 +239,7 @@ char *fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
     if (!cJSON_IsObject(e))
         return NULL;
     if (!keys) {
-        single[0] = patch_smp_rule(k->smp_kind, dotted).key;
+        single[0] = patch__smp_rule(k->smp_kind, dotted).key;
         keys = single;
     }
     if (buf_append(&b, "k:{", 3))
@@ -268,7 +268,7 @@ fail:
     return NULL;
 }
 
-bool fs_skip_field(const char *dotted, const char *name)
+bool patch__fs_skip_field(const char *dotted, const char *name)
 {
     static const char *const meta[] = {
         "name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
@@ -305,12 +305,12 @@ static int fs_walk_list(const cJSON *list, const struct fs_keys *k, const char *
                         const char *dotted, int depth, struct fs_set *out)
 {
     const char *const *keys = NULL;
-    int kind = fs_list_keys(k, dotted, &keys), rc;
+    int kind = patch__fs_list_keys(k, dotted, &keys), rc;
     const cJSON *e;
     char ep[FS_PATH_MAX];
 
     if (kind == 0 || cJSON_GetArraySize(list) == 0)
-        return fs_add(out, p, false);
+        return patch__fs_add(out, p, false);
     if (kind == 2) {
         cJSON_ArrayForEach(e, list) {
             char *json = cJSON_PrintUnformatted(e);
@@ -325,7 +325,7 @@ static int fs_walk_list(const cJSON *list, const struct fs_keys *k, const char *
             free(json);
             if (!ok)
                 return -E2BIG;
-            if ((rc = fs_add(out, ep, false)))
+            if ((rc = patch__fs_add(out, ep, false)))
                 return rc;
         }
         return 0;
@@ -340,8 +340,8 @@ static int fs_walk_list(const cJSON *list, const struct fs_keys *k, const char *
     cJSON_ArrayForEach(e, list) {
         if (i >= n)
             break;
-        if (!(kcs[i++] = fs_elem_key(e, k, dotted, keys))) {
-            rc = fs_add(out, p, false);
+        if (!(kcs[i++] = patch__fs_elem_key(e, k, dotted, keys))) {
+            rc = patch__fs_add(out, p, false);
             goto out;
         }
     }
@@ -353,7 +353,7 @@ static int fs_walk_list(const cJSON *list, const struct fs_keys *k, const char *
             rc = -E2BIG;
             goto out;
         }
-        if ((rc = fs_add(out, ep, true)) || (rc = fs_walk(e, k, ep, dotted, depth + 1, out)))
+        if ((rc = patch__fs_add(out, ep, true)) || (rc = fs_walk(e, k, ep, dotted, depth + 1, out)))
             goto out;
     }
 out:
@@ -373,7 +373,7 @@ static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix
     if (depth > FS_MAX_DEPTH)
         return -E2BIG;
     cJSON_ArrayForEach(m, obj) {
-        if (!m->string || fs_skip_field(dotted, m->string))
+        if (!m->string || patch__fs_skip_field(dotted, m->string))
             continue;
         size_t sl = strlen(dotted);
         memcpy(sub, dotted, sl + 1);
@@ -382,7 +382,7 @@ static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix
             return -E2BIG;
         memcpy(comp, "f:", 2);
         memcpy(comp + 2, m->string, nl + 1);
-        if (!join(p, sizeof(p), prefix, comp) || !patch_path_push(sub, &sl, m->string))
+        if (!join(p, sizeof(p), prefix, comp) || !patch__path_push(sub, &sl, m->string))
             return -E2BIG;
         if (cJSON_IsObject(m) && m->child) {
             size_t before = out->n;
@@ -393,19 +393,19 @@ static int fs_walk(const cJSON *obj, const struct fs_keys *k, const char *prefix
             bool structish = !strcmp(m->string, "metadata") ||
                              !strcmp(m->string, "spec") || !strcmp(m->string, "template") ||
                              !strcmp(m->string, "status");
-            if (out->n > before && !structish && (rc = fs_add(out, p, true)))
+            if (out->n > before && !structish && (rc = patch__fs_add(out, p, true)))
                 return rc;
         } else if (cJSON_IsArray(m)) {
             if ((rc = fs_walk_list(m, k, p, sub, depth + 1, out)))
                 return rc;
-        } else if ((rc = fs_add(out, p, false))) {
+        } else if ((rc = patch__fs_add(out, p, false))) {
             return rc;
         }
     }
     return 0;
 }
 
-int fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out)
+int patch__fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out)
 {
     if (!cJSON_IsObject(obj))
         return 0;
@@ -432,7 +432,7 @@ static int fsv1_walk(const cJSON *node, const char *prefix, int depth, struct fs
             if (g->string && strcmp(g->string, "."))
                 kids = true;
         /* intermediate nodes without "." are implied by their children */
-        if ((dot || !kids) && (rc = fs_add(out, p, dot)))
+        if ((dot || !kids) && (rc = patch__fs_add(out, p, dot)))
             return rc;
         if (kids && (rc = fsv1_walk(c, p, depth + 1, out)))
             return rc;
@@ -440,12 +440,12 @@ static int fsv1_walk(const cJSON *node, const char *prefix, int depth, struct fs
     return 0;
 }
 
-int fs_from_fieldsv1(const cJSON *f, struct fs_set *out)
+int patch__fs_from_fieldsv1(const cJSON *f, struct fs_set *out)
 {
     return cJSON_IsObject(f) ? fsv1_walk(f, "", 0, out) : 0;
 }
 
-cJSON *fs_to_fieldsv1(const struct fs_set *s)
+cJSON *patch__fs_to_fieldsv1(const struct fs_set *s)
 {
     cJSON *root = cJSON_CreateObject();
     char comp[FS_PATH_MAX];
@@ -479,7 +479,7 @@ nomem:
 }
 
 /* A node of the fieldsV1 text writer: children kept in first-insertion order, as
- * fs_to_fieldsv1's cJSON tree keeps them, so both print the same bytes. */
+ * patch__fs_to_fieldsv1's cJSON tree keeps them, so both print the same bytes. */
 struct fv_node {
     const char *name;           /* points into the set's path (or ".") */
     size_t len;
@@ -538,7 +538,7 @@ static int fv_print(const struct fv_node *v, size_t i, int depth, struct buf *b)
     return buf_append(b, "}", 1);
 }
 
-int fs_print_fieldsv1(const struct fs_set *s, struct buf *out)
+int patch__fs_print_fieldsv1(const struct fs_set *s, struct buf *out)
 {
     size_t cap = 64, n = 1;
     struct fv_node *v = malloc(cap * sizeof(*v));
@@ -582,13 +582,13 @@ static cJSON *comp_child(const cJSON *node, const char *comp, int *idx)
     cJSON_ArrayForEach(e, node) {
         bool ok;
         if (comp[0] == 'v') {
-            ok = patch_json_equal(e, want);
+            ok = patch__json_equal(e, want);
         } else {
             const cJSON *kv;
             ok = cJSON_IsObject(want) && cJSON_IsObject(e);
             cJSON_ArrayForEach(kv, want) {
                 const cJSON *have = cJSON_GetObjectItemCaseSensitive(e, kv->string);
-                if (!ok || !have || !patch_json_equal(have, kv)) {
+                if (!ok || !have || !patch__json_equal(have, kv)) {
                     ok = false;
                     break;
                 }
@@ -629,7 +629,7 @@ static cJSON *resolve_parent(const cJSON *obj, const char *p, char *last, size_t
     }
 }
 
-const cJSON *fs_resolve(const cJSON *obj, const char *p)
+const cJSON *patch__fs_resolve(const cJSON *obj, const char *p)
 {
     char last[FS_PATH_MAX];
     int idx;
@@ -637,13 +637,13 @@ const cJSON *fs_resolve(const cJSON *obj, const char *p)
     return parent ? comp_child(parent, last, &idx) : NULL;
 }
 
-void fs_walker_init(struct fs_walker *w, const cJSON *root)
+void patch__fs_walker_init(struct fs_walker *w, const cJSON *root)
 {
     w->root = root;
     w->depth = 0;
 }
 
-const cJSON *fs_walker_resolve(struct fs_walker *w, const char *p)
+const cJSON *patch__fs_walker_resolve(struct fs_walker *w, const char *p)
 {
     char comp[FS_PATH_MAX];
     const cJSON *node;
@@ -651,7 +651,7 @@ const cJSON *fs_walker_resolve(struct fs_walker *w, const char *p)
     int i = 0, idx;
 
     if (len >= FS_PATH_MAX)
-        return fs_resolve(w->root, p);
+        return patch__fs_resolve(w->root, p);
     /* the parent components p shares with the previous path */
     while (i < w->depth && w->ends[i] < len && p[w->ends[i]] == FS_SEP &&
            !memcmp(p + pos, w->prev + pos, w->ends[i] - pos)) {
@@ -669,7 +669,7 @@ const cJSON *fs_walker_resolve(struct fs_walker *w, const char *p)
         if (!e || !node)
             return node;
         if (i == FS_MAX_DEPTH)
-            return fs_resolve(w->root, p);
+            return patch__fs_resolve(w->root, p);
         memcpy(w->prev + pos, p + pos, n + 1);
         w->ends[i] = pos + n;
         w->nodes[i] = node;
@@ -678,7 +678,7 @@ const cJSON *fs_walker_resolve(struct fs_walker *w, const char *p)
     }
 }
 
-void fs_delete(cJSON *obj, const char *p)
+void patch__fs_delete(cJSON *obj, const char *p)
 {
     char last[FS_PATH_MAX];
     int idx;
@@ -692,7 +692,7 @@ void fs_delete(cJSON *obj, const char *p)
         cJSON_Delete(cJSON_DetachItemViaPointer(parent, c));
 }
 
-void fs_display(const char *p, char *out, size_t outlen)
+void patch__fs_display(const char *p, char *out, size_t outlen)
 {
     size_t o = 0;
     char comp[FS_PATH_MAX];

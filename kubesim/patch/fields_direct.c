@@ -12,7 +12,7 @@
  * The walk gives up (-EAGAIN) wherever the set would merge or cut something:
  * repeated member names or list keys, a name holding FS_SEP, a path or depth near
  * the set's bounds. The caller then takes the general path, so the bytes are
- * always those of fs_print_fieldsv1(fs_from_object(obj)); test_sim_perf and
+ * always those of patch__fs_print_fieldsv1(patch__fs_from_object(obj)); test_sim_perf and
  * fuzz_patch compare the two.
  */
 #include <errno.h>
@@ -60,7 +60,7 @@ static int walk_list(struct dw *w, bool first, const char *comp, size_t clen,
                      const cJSON *list, size_t plen, const char *dotted, int depth)
 {
     const char *const *keys = NULL;
-    int kind = fs_list_keys(w->k, dotted, &keys), rc = 0;
+    int kind = patch__fs_list_keys(w->k, dotted, &keys), rc = 0;
     size_t n = (size_t)cJSON_GetArraySize(list), i;
     const cJSON *e;
 
@@ -92,7 +92,7 @@ static int walk_list(struct dw *w, bool first, const char *comp, size_t clen,
                 rc = -ENOMEM;
                 goto out;
             }
-        } else if (!(names[i] = fs_elem_key(e, w->k, dotted, keys))) {
+        } else if (!(names[i] = patch__fs_elem_key(e, w->k, dotted, keys))) {
             /* an element without its key: the list is owned atomically */
             rc = put_leaf(w, first, comp, clen);
             goto out;
@@ -155,7 +155,7 @@ static int walk_obj(struct dw *w, const cJSON *obj, size_t plen, const char *dot
     if (depth > FS_MAX_DEPTH - 4)
         return -EAGAIN;
     cJSON_ArrayForEach(m, obj) {
-        if (!m->string || fs_skip_field(dotted, m->string))
+        if (!m->string || patch__fs_skip_field(dotted, m->string))
             continue;
         size_t nl = strlen(m->string), sl = dl, np = plen + (plen ? 1 : 0) + 2 + nl;
         if (np + 64 >= FS_PATH_MAX || memchr(m->string, FS_SEP, nl))
@@ -165,7 +165,7 @@ static int walk_obj(struct dw *w, const cJSON *obj, size_t plen, const char *dot
             if (o->string && !strcmp(o->string, m->string))
                 return -EAGAIN;
         memcpy(sub, dotted, dl + 1);
-        if (!patch_path_push(sub, &sl, m->string))
+        if (!patch__path_push(sub, &sl, m->string))
             return -EAGAIN;
         memcpy(comp, "f:", 2);
         memcpy(comp + 2, m->string, nl + 1);
@@ -204,7 +204,7 @@ static int walk_obj(struct dw *w, const cJSON *obj, size_t plen, const char *dot
     return 0;
 }
 
-int fs_print_object_fieldsv1(const cJSON *obj, const struct fs_keys *k, struct buf *out,
+int patch__fs_print_object_fieldsv1(const cJSON *obj, const struct fs_keys *k, struct buf *out,
                              size_t *n_fields)
 {
     struct dw w = { k, out, 0 };

@@ -26,17 +26,17 @@ struct smp_rule {
 
 /* Rule of the list at path ("spec.containers.env": list indexes elided) for the
  * built-in kind; kind SMP_ATOMIC (replace) when the table has no entry. */
-struct smp_rule patch_smp_rule(const char *smp_kind, const char *path);
+struct smp_rule patch__smp_rule(const char *smp_kind, const char *path);
 
 /* Appends ".name" (or "name" at the root) to path of length *len; false when too long. */
-bool patch_path_push(char *path, size_t *len, const char *name);
+bool patch__path_push(char *path, size_t *len, const char *name);
 
 /* Stores v (ownership always taken) as member name of obj, replacing cur when non-NULL
  * (cur keeps its place and name). 0 or -ENOMEM. */
-int patch_set_member(cJSON *obj, cJSON *cur, const char *name, cJSON *v);
+int patch__set_member(cJSON *obj, cJSON *cur, const char *name, cJSON *v);
 
 /* Deep structural equality that ignores object member order. */
-bool patch_json_equal(const cJSON *a, const cJSON *b);
+bool patch__json_equal(const cJSON *a, const cJSON *b);
 
 #endif
 
@@ -69,37 +69,37 @@ struct fs_keys {
     const struct schema *schema;
 };
 
-int fs_add(struct fs_set *s, const char *p, bool self);   /* copies p; 0, -ENOMEM, -E2BIG */
-bool fs_has(const struct fs_set *s, const char *p);
+int patch__fs_add(struct fs_set *s, const char *p, bool self);   /* copies p; 0, -ENOMEM, -E2BIG */
+bool patch__fs_has(const struct fs_set *s, const char *p);
 /* Adds every path of src and every ancestor of those paths to dst, so that
- * fs_has(dst, p) answers "is p or something below p in src". 0, -ENOMEM, -E2BIG. */
-int fs_add_with_ancestors(struct fs_set *dst, const struct fs_set *src);
-void fs_remove(struct fs_set *s, const char *p);
+ * patch__fs_has(dst, p) answers "is p or something below p in src". 0, -ENOMEM, -E2BIG. */
+int patch__fs_add_with_ancestors(struct fs_set *dst, const struct fs_set *src);
+void patch__fs_remove(struct fs_set *s, const char *p);
 /* Orders the paths shortest first (parents before their children). 0 or -ENOMEM. */
-int fs_sort_parents_first(struct fs_set *s);
-void fs_free(struct fs_set *s);
+int patch__fs_sort_parents_first(struct fs_set *s);
+void patch__fs_free(struct fs_set *s);
 /* Field set of a whole object (server-owned metadata skipped). */
-int fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out);
-int fs_from_fieldsv1(const cJSON *f, struct fs_set *out);
-cJSON *fs_to_fieldsv1(const struct fs_set *s); /* caller owns; NULL = ENOMEM */
-/* Appends the compact JSON text of fs_to_fieldsv1(s) to out without building the
+int patch__fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out);
+int patch__fs_from_fieldsv1(const cJSON *f, struct fs_set *out);
+cJSON *patch__fs_to_fieldsv1(const struct fs_set *s); /* caller owns; NULL = ENOMEM */
+/* Appends the compact JSON text of patch__fs_to_fieldsv1(s) to out without building the
  * tree. 0, -ENOMEM or -E2BIG. */
 struct buf;
-int fs_print_fieldsv1(const struct fs_set *s, struct buf *out);
-/* The same bytes as fs_print_fieldsv1 of fs_from_object(obj), written in one walk of
+int patch__fs_print_fieldsv1(const struct fs_set *s, struct buf *out);
+/* The same bytes as patch__fs_print_fieldsv1 of patch__fs_from_object(obj), written in one walk of
  * obj without building the set (patch_fields_direct.c: a create's managedFields).
  * 0 with *n_fields the number of paths the set would hold (0: nothing to own, out
  * untouched), -EAGAIN when obj holds what only the set handles (repeated member
  * names or list keys, a name with FS_SEP, a path over the set's bounds): build the
  * set then. -ENOMEM. */
-int fs_print_object_fieldsv1(const cJSON *obj, const struct fs_keys *k, struct buf *out,
+int patch__fs_print_object_fieldsv1(const cJSON *obj, const struct fs_keys *k, struct buf *out,
                              size_t *n_fields);
 /* Shared by the walkers (patch_fields.c). */
-char *fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
+char *patch__fs_elem_key(const cJSON *e, const struct fs_keys *k, const char *dotted,
                   const char *const *keys);
-bool fs_skip_field(const char *dotted, const char *name);
-const cJSON *fs_resolve(const cJSON *obj, const char *p);
-/* fs_resolve for many paths of one object in a row: the walk of the parent components
+bool patch__fs_skip_field(const char *dotted, const char *name);
+const cJSON *patch__fs_resolve(const cJSON *obj, const char *p);
+/* patch__fs_resolve for many paths of one object in a row: the walk of the parent components
  * a path shares with the previous one is reused (a set's paths come depth first, so
  * most share all but their last). Same answers; the object must not change meanwhile. */
 struct fs_walker {
@@ -109,10 +109,10 @@ struct fs_walker {
     const cJSON *nodes[FS_MAX_DEPTH];   /* the node components 0..i lead to */
     char prev[FS_PATH_MAX];
 };
-void fs_walker_init(struct fs_walker *w, const cJSON *root);
-const cJSON *fs_walker_resolve(struct fs_walker *w, const char *p);
-void fs_delete(cJSON *obj, const char *p);
-void fs_display(const char *p, char *out, size_t outlen); /* ".spec.containers[name=\"x\"]" */
+void patch__fs_walker_init(struct fs_walker *w, const cJSON *root);
+const cJSON *patch__fs_walker_resolve(struct fs_walker *w, const char *p);
+void patch__fs_delete(cJSON *obj, const char *p);
+void patch__fs_display(const char *p, char *out, size_t outlen); /* ".spec.containers[name=\"x\"]" */
 /* Keys of the list at dotted path: 1 with *keys set (NULL-terminated), 2 for a set of
  * primitives, 0 for an atomic list. */
-int fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const **keys);
+int patch__fs_list_keys(const struct fs_keys *k, const char *dotted, const char *const **keys);

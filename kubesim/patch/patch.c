@@ -16,7 +16,7 @@
 
 #define PTR_MAX 4096 /* bytes of one JSON pointer */
 
-bool patch_json_equal(const cJSON *a, const cJSON *b)
+bool patch__json_equal(const cJSON *a, const cJSON *b)
 {
     return json_equal(a, b);
 }
@@ -45,7 +45,7 @@ static cJSON *merge_value(const cJSON *target, const cJSON *patch)
         cJSON *v = merge_value(cur, m);
         if (!v)
             goto nomem;
-        if (patch_set_member(res, cur, m->string, v))
+        if (patch__set_member(res, cur, m->string, v))
             goto nomem;
     }
     return res;
@@ -212,7 +212,7 @@ static int op_add(cJSON **doc, const char *path, cJSON *v, bool replace_only,
                          "missing value", opname, path);
             goto fail;
         }
-        return patch_set_member(parent, cur, last, v);
+        return patch__set_member(parent, cur, last, v);
     }
     if (cJSON_IsArray(parent)) {
         int n = cJSON_GetArraySize(parent);
@@ -299,7 +299,7 @@ static int apply_op(cJSON **doc, const cJSON *op, char *err, size_t errlen)
     }
     if (!strcmp(name, "test")) {
         cJSON *cur = ptr_get(*doc, path);
-        if (!cur || !value || !patch_json_equal(cur, value)) {
+        if (!cur || !value || !patch__json_equal(cur, value)) {
             util_format_err(err, errlen, "testing value %s failed: test failed", path);
             return -EINVAL;
         }

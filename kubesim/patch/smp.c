@@ -74,7 +74,7 @@ static int find_by_key(const cJSON *arr, const char *key, const cJSON *kv)
     const cJSON *e;
     cJSON_ArrayForEach(e, arr) {
         const cJSON *k = cJSON_GetObjectItemCaseSensitive(e, key);
-        if (k && patch_json_equal(k, kv))
+        if (k && patch__json_equal(k, kv))
             return i;
         i++;
     }
@@ -156,7 +156,7 @@ static bool array_has(const cJSON *arr, const cJSON *v)
 {
     const cJSON *e;
     cJSON_ArrayForEach(e, arr)
-        if (patch_json_equal(e, v))
+        if (patch__json_equal(e, v))
             return true;
     return false;
 }
@@ -190,7 +190,7 @@ static int index_in(const cJSON *list, const cJSON *e, const char *key)
         return -1;
     cJSON_ArrayForEach(x, list) {
         const cJSON *have = key ? cJSON_GetObjectItemCaseSensitive(x, key) : x;
-        if (have && patch_json_equal(have, want))
+        if (have && patch__json_equal(have, want))
             return i;
         i++;
     }
@@ -227,7 +227,7 @@ static int smp_set_order(cJSON *res, const char *name, const cJSON *order, const
                 taken |= listed[k] == e;
             const cJSON *ok = key && cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : o;
             const cJSON *ek = key ? cJSON_GetObjectItemCaseSensitive(e, key) : e;
-            if (!taken && ok && ek && patch_json_equal(ok, ek)) {
+            if (!taken && ok && ek && patch__json_equal(ok, ek)) {
                 listed[nl++] = e;
                 break;
             }
@@ -253,7 +253,7 @@ static int smp_set_order(cJSON *res, const char *name, const cJSON *order, const
         }
         cJSON_AddItemToArray(sorted, cJSON_DetachItemViaPointer(list, pick));
     }
-    rc = patch_set_member(res, list, name, sorted);
+    rc = patch__set_member(res, list, name, sorted);
     sorted = NULL;
 out:
     cJSON_Delete(sorted);
@@ -270,7 +270,7 @@ static void smp_delete_primitives(cJSON *res, const char *name, const cJSON *val
         return;
     cJSON_ArrayForEach(v, values) {
         for (int i = cJSON_GetArraySize(list) - 1; i >= 0; i--)
-            if (patch_json_equal(cJSON_GetArrayItem(list, i), v))
+            if (patch__json_equal(cJSON_GetArrayItem(list, i), v))
                 cJSON_DeleteItemFromArray(list, i);
     }
 }
@@ -306,7 +306,7 @@ static int smp_member(cJSON *res, const cJSON *m, struct smp_ctx *c, const char 
     if (cJSON_IsObject(m)) {
         rc = smp_map(cJSON_IsObject(cur) ? cur : NULL, m, c, sub, depth + 1, &v);
     } else if (cJSON_IsArray(m)) {
-        struct smp_rule r = patch_smp_rule(c->kind, sub);
+        struct smp_rule r = patch__smp_rule(c->kind, sub);
         if (r.kind == SMP_MERGE_KEY)
             rc = smp_list_maps(cur, m, r.key, c, sub, depth + 1, &v);
         else if (r.kind == SMP_MERGE_PRIMITIVE)
@@ -321,7 +321,7 @@ static int smp_member(cJSON *res, const cJSON *m, struct smp_ctx *c, const char 
     if (!v)
         cJSON_DeleteItemFromObjectCaseSensitive(res, m->string);
     else
-        return patch_set_member(res, cur, m->string, v);
+        return patch__set_member(res, cur, m->string, v);
     return 0;
 }
 
@@ -358,7 +358,7 @@ static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, con
             continue;
         memcpy(sub, path, plen + 1);
         size_t sl = plen;
-        if (!patch_path_push(sub, &sl, m->string)) {
+        if (!patch__path_push(sub, &sl, m->string)) {
             util_format_err(c->err, c->errlen, "field path too long at %s", path);
             rc = -EINVAL;
             goto out;
@@ -375,9 +375,9 @@ static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, con
         } else if (!strncmp(k, "$setElementOrder/", 17)) {
             memcpy(sub, path, plen + 1);
             size_t sl = plen;
-            if (!patch_path_push(sub, &sl, k + 17))
+            if (!patch__path_push(sub, &sl, k + 17))
                 continue;
-            struct smp_rule r = patch_smp_rule(c->kind, sub);
+            struct smp_rule r = patch__smp_rule(c->kind, sub);
             if ((rc = smp_set_order(res, k + 17, m, r.kind == SMP_MERGE_KEY ? r.key : NULL,
                                     cJSON_GetObjectItemCaseSensitive(orig, k + 17))))
                 goto out;

@@ -133,7 +133,7 @@ static const struct kind_row kinds[] = {
     { NULL, NULL, NULL },
 };
 
-bool patch_path_push(char *path, size_t *len, const char *name)
+bool patch__path_push(char *path, size_t *len, const char *name)
 {
     size_t n = strlen(name), need = *len + (*len ? 1 : 0) + n;
     if (need >= PATCH_PATH_MAX)
@@ -191,7 +191,7 @@ static const char *under(const char *path, const char *prefix)
     return NULL;
 }
 
-struct smp_rule patch_smp_rule(const char *smp_kind, const char *path)
+struct smp_rule patch__smp_rule(const char *smp_kind, const char *path)
 {
     struct smp_rule r = { SMP_ATOMIC, NULL, false };
     const struct kind_row *k = find_kind(smp_kind);
@@ -218,7 +218,7 @@ struct smp_rule patch_smp_rule(const char *smp_kind, const char *path)
     return r;
 }
 
-int patch_set_member(cJSON *obj, cJSON *cur, const char *name, cJSON *v)
+int patch__set_member(cJSON *obj, cJSON *cur, const char *name, cJSON *v)
 {
     char *key;
 

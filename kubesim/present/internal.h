@@ -19,16 +19,16 @@
 #define PRESENT_MAX_RESOURCES 256
 
 /* Prints doc compactly into out. 0 or -ENOMEM (also when doc is NULL). */
-int present_print(cJSON *doc, struct buf *out);
+int present__print(cJSON *doc, struct buf *out);
 /* Kubernetes version priority: <0 when a sorts before b (v1 < v1beta1 < v1alpha1 < foo). */
-int present_version_cmp(const char *a, const char *b);
+int present__version_cmp(const char *a, const char *b);
 /* Distinct groups in registry order (core "" first); borrowed pointers. */
-size_t present_groups(const struct registry *r, const char **out, size_t max);
+size_t present__groups(const struct registry *r, const char **out, size_t max);
 /* Versions served for group, highest priority first (out[0] is preferred). */
-size_t present_group_versions(const struct registry *r, const char *group, const char **out,
+size_t present__group_versions(const struct registry *r, const char *group, const char **out,
                               size_t max);
 /* obj[key] = array of the NULL-terminated strings v (skipped when empty and omit_empty). */
-int present_add_strv(cJSON *obj, const char *key, char *const *v, bool omit_empty);
+int present__add_strv(cJSON *obj, const char *key, char *const *v, bool omit_empty);
 
 /* ---- tables (present_table.c, present_printers.c) ---- */
 
@@ -47,7 +47,7 @@ struct present_printer {
 };
 
 /* The printer of a built-in resource, or NULL (then Name/Age is used). */
-const struct present_printer *present_builtin_printer(const struct reg_resource *res);
+const struct present_printer *present__builtin_printer(const struct reg_resource *res);
 
 /* The descriptions of the standard Name and Age columns. */
 extern const char present_name_desc[];
@@ -55,22 +55,22 @@ extern const char present_age_desc[];
 
 /* Helpers for cell functions (values at dotted paths: util/json.h): human age of an
  * RFC 3339 timestamp string ("<unknown>" when missing/invalid). */
-void present_age_of(const char *ts, time_t now, char out[16]);
-int present_add_str(cJSON *cells, const char *s);
+void present__age_of(const char *ts, time_t now, char out[16]);
+int present__add_str(cJSON *cells, const char *s);
 
 /* Cell helpers shared by the printers (present_printers.c): append a number, the
  * object's name, its age; a number at a dotted path (dflt when absent); s unless
  * NULL/empty, else dflt; member count of an object/array at path; append b's text as
  * a cell and free b (rc passed through, so a failed build of b is reported). */
-int present_cell_num(cJSON *cells, double v);
-int present_cell_name(cJSON *cells, const cJSON *obj);
-int present_cell_age(cJSON *cells, const cJSON *obj, time_t now);
+int present__cell_num(cJSON *cells, double v);
+int present__cell_name(cJSON *cells, const cJSON *obj);
+int present__cell_age(cJSON *cells, const cJSON *obj, time_t now);
 /* The three cells of a Name / <string at path> / Age printer. */
-int present_cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path, time_t now);
-long present_num(const cJSON *obj, const char *path, long dflt);
-const char *present_or(const char *s, const char *dflt);
-int present_count_keys(const cJSON *obj, const char *path);
-int present_cell_buf(cJSON *cells, struct buf *b, int rc);
+int present__cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path, time_t now);
+long present__num(const cJSON *obj, const char *path, long dflt);
+const char *present__or(const char *s, const char *dflt);
+int present__count_keys(const cJSON *obj, const char *path);
+int present__cell_buf(cJSON *cells, struct buf *b, int rc);
 
 /* The printers of present_printers_misc.c. */
 extern const struct present_printer present_printers_misc[];

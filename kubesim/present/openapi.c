@@ -540,14 +540,14 @@ out:
 int present_openapi_v3_root(const struct registry *r, struct buf *out)
 {
     const char *groups[PRESENT_MAX_GROUPS], *versions[PRESENT_MAX_VERSIONS];
-    size_t ng = present_groups(r, groups, PRESENT_MAX_GROUPS);
+    size_t ng = present__groups(r, groups, PRESENT_MAX_GROUPS);
     cJSON *root = cJSON_CreateObject(), *paths;
     int rc = -ENOMEM;
 
     if (!root || !(paths = cJSON_AddObjectToObject(root, "paths")))
         goto out;
     for (size_t i = 0; i < ng; i++) {
-        size_t nv = present_group_versions(r, groups[i], versions, PRESENT_MAX_VERSIONS);
+        size_t nv = present__group_versions(r, groups[i], versions, PRESENT_MAX_VERSIONS);
         for (size_t j = 0; j < nv; j++) {
             struct buf doc = { 0 };
             cJSON *d, *entry;
@@ -556,7 +556,7 @@ int present_openapi_v3_root(const struct registry *r, struct buf *out)
                 goto out;
             if (!d)
                 continue;
-            rc = present_print(d, &doc);
+            rc = present__print(d, &doc);
             cJSON_Delete(d);
             if (rc < 0) {
                 buf_free(&doc);
@@ -572,7 +572,7 @@ int present_openapi_v3_root(const struct registry *r, struct buf *out)
                 goto out;
         }
     }
-    rc = present_print(root, out);
+    rc = present__print(root, out);
 out:
     cJSON_Delete(root);
     return rc;
@@ -610,7 +610,7 @@ int present_openapi_v3_path(const struct registry *r, const char *path, struct b
         return rc;
     if (!doc)
         return -ENOENT;
-    rc = present_print(doc, out);
+    rc = present__print(doc, out);
     cJSON_Delete(doc);
     return rc;
 }

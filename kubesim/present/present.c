@@ -20,7 +20,7 @@
 
 /* ---- helpers shared with present_openapi.c ---------------------------------------- */
 
-int present_print(cJSON *doc, struct buf *out)
+int present__print(cJSON *doc, struct buf *out)
 {
     char *txt;
     int rc;
@@ -60,7 +60,7 @@ static int parse_version(const char *v, long *major, int *cls, long *minor)
     return *end ? -1 : 0;
 }
 
-int present_version_cmp(const char *a, const char *b)
+int present__version_cmp(const char *a, const char *b)
 {
     long ma, mb, na, nb;
     int ca, cb;
@@ -79,7 +79,7 @@ int present_version_cmp(const char *a, const char *b)
     return 0;
 }
 
-size_t present_group_versions(const struct registry *r, const char *group, const char **out,
+size_t present__group_versions(const struct registry *r, const char *group, const char **out,
                               size_t max)
 {
     size_t n = 0;
@@ -95,7 +95,7 @@ size_t present_group_versions(const struct registry *r, const char *group, const
             continue;
         /* insertion sort by priority: a handful of versions at most */
         size_t k = n++;
-        while (k > 0 && present_version_cmp(res->version, out[k - 1]) < 0) {
+        while (k > 0 && present__version_cmp(res->version, out[k - 1]) < 0) {
             out[k] = out[k - 1];
             k--;
         }
@@ -104,7 +104,7 @@ size_t present_group_versions(const struct registry *r, const char *group, const
     return n;
 }
 
-size_t present_groups(const struct registry *r, const char **out, size_t max)
+size_t present__groups(const struct registry *r, const char **out, size_t max)
 {
     size_t n = 0;
 
@@ -119,7 +119,7 @@ size_t present_groups(const struct registry *r, const char **out, size_t max)
     return n;
 }
 
-int present_add_strv(cJSON *obj, const char *key, char *const *v, bool omit_empty)
+int present__add_strv(cJSON *obj, const char *key, char *const *v, bool omit_empty)
 {
     cJSON *arr;
 
@@ -203,7 +203,7 @@ int present_api_versions(const struct registry *r, const char *server_addr, stru
     if (!cJSON_AddStringToObject(c, "clientCIDR", "0.0.0.0/0") ||
         !cJSON_AddStringToObject(c, "serverAddress", server_addr ? server_addr : ""))
         goto out;
-    rc = present_print(doc, out);
+    rc = present__print(doc, out);
 out:
     cJSON_Delete(doc);
     return rc;
@@ -226,7 +226,7 @@ static cJSON *group_version_obj(const char *group, const char *version)
 int present_api_groups(const struct registry *r, struct buf *out)
 {
     const char *groups[PRESENT_MAX_GROUPS], *versions[PRESENT_MAX_VERSIONS];
-    size_t ng = present_groups(r, groups, PRESENT_MAX_GROUPS);
+    size_t ng = present__groups(r, groups, PRESENT_MAX_GROUPS);
     cJSON *doc = cJSON_CreateObject(), *arr;
     int rc = -ENOMEM;
 
@@ -239,7 +239,7 @@ int present_api_groups(const struct registry *r, struct buf *out)
         cJSON *g, *vs, *pref;
         if (!*groups[i])
             continue;   /* the core group is /api */
-        nv = present_group_versions(r, groups[i], versions, PRESENT_MAX_VERSIONS);
+        nv = present__group_versions(r, groups[i], versions, PRESENT_MAX_VERSIONS);
         if (!(g = cJSON_CreateObject()))
             goto out;
         cJSON_AddItemToArray(arr, g);
@@ -256,7 +256,7 @@ int present_api_groups(const struct registry *r, struct buf *out)
             goto out;
         cJSON_AddItemToObject(g, "preferredVersion", pref);
     }
-    rc = present_print(doc, out);
+    rc = present__print(doc, out);
 out:
     cJSON_Delete(doc);
     return rc;
@@ -301,9 +301,9 @@ static int add_legacy_resource(cJSON *arr, const struct reg_resource *res)
         !cJSON_AddBoolToObject(o, "namespaced", res->namespaced) ||
         !cJSON_AddStringToObject(o, "kind", res->kind))
         return -ENOMEM;
-    if ((rc = add_verbs(o, res->verbs)) || (rc = present_add_strv(o, "shortNames",
+    if ((rc = add_verbs(o, res->verbs)) || (rc = present__add_strv(o, "shortNames",
                                                                    res->short_names, true)) ||
-        (rc = present_add_strv(o, "categories", res->categories, true)))
+        (rc = present__add_strv(o, "categories", res->categories, true)))
         return rc;
     return 0;
 }
@@ -370,7 +370,7 @@ int present_resource_list(const struct registry *r, const char *group, const cha
         if ((rc = add_legacy_resource(arr, res[i])) < 0 ||
             (rc = for_each_sub(res[i], legacy_sub_cb, arr)) < 0)
             goto out;
-    rc = present_print(doc, out);
+    rc = present__print(doc, out);
 out:
     cJSON_Delete(doc);
     return rc;
@@ -423,8 +423,8 @@ static int add_agg_resource(cJSON *arr, const struct reg_resource *res)
         !cJSON_AddStringToObject(o, "singularResource", res->singular))
         return -ENOMEM;
     if ((rc = add_verbs(o, res->verbs)) ||
-        (rc = present_add_strv(o, "shortNames", res->short_names, true)) ||
-        (rc = present_add_strv(o, "categories", res->categories, true)))
+        (rc = present__add_strv(o, "shortNames", res->short_names, true)) ||
+        (rc = present__add_strv(o, "categories", res->categories, true)))
         return rc;
     if (!res->has_status && !res->has_scale && !res->n_subresources)
         return 0;
@@ -437,7 +437,7 @@ static int add_agg_group(const struct registry *r, cJSON *items, const char *gro
 {
     const char *versions[PRESENT_MAX_VERSIONS];
     const struct reg_resource *res[PRESENT_MAX_RESOURCES];
-    size_t nv = present_group_versions(r, group, versions, PRESENT_MAX_VERSIONS);
+    size_t nv = present__group_versions(r, group, versions, PRESENT_MAX_VERSIONS);
     cJSON *g = cJSON_CreateObject(), *meta, *vs;
     int rc;
 
@@ -470,7 +470,7 @@ static int add_agg_group(const struct registry *r, cJSON *items, const char *gro
 int present_aggregated(const struct registry *r, bool core, bool v2beta1, struct buf *out)
 {
     const char *groups[PRESENT_MAX_GROUPS];
-    size_t ng = present_groups(r, groups, PRESENT_MAX_GROUPS);
+    size_t ng = present__groups(r, groups, PRESENT_MAX_GROUPS);
     cJSON *doc = cJSON_CreateObject(), *items;
     int rc = -ENOMEM;
 
@@ -486,7 +486,7 @@ int present_aggregated(const struct registry *r, bool core, bool v2beta1, struct
         if ((rc = add_agg_group(r, items, groups[i])) < 0)
             goto out;
     }
-    rc = present_print(doc, out);
+    rc = present__print(doc, out);
 out:
     cJSON_Delete(doc);
     return rc;

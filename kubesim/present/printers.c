@@ -21,7 +21,7 @@
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-int present_cell_num(cJSON *cells, double v)
+int present__cell_num(cJSON *cells, double v)
 {
     cJSON *c = cJSON_CreateNumber(v);
 
@@ -31,41 +31,41 @@ int present_cell_num(cJSON *cells, double v)
     return 0;
 }
 
-int present_cell_name(cJSON *cells, const cJSON *obj)
+int present__cell_name(cJSON *cells, const cJSON *obj)
 {
-    return present_add_str(cells, json_get_str(obj, "metadata.name"));
+    return present__add_str(cells, json_get_str(obj, "metadata.name"));
 }
 
-int present_cell_age(cJSON *cells, const cJSON *obj, time_t now)
+int present__cell_age(cJSON *cells, const cJSON *obj, time_t now)
 {
     char age[16];
 
-    present_age_of(json_get_str(obj, "metadata.creationTimestamp"), now, age);
-    return present_add_str(cells, age);
+    present__age_of(json_get_str(obj, "metadata.creationTimestamp"), now, age);
+    return present__add_str(cells, age);
 }
 
-int present_cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path, time_t now)
+int present__cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path, time_t now)
 {
     int rc;
 
-    if ((rc = present_cell_name(cells, obj)) ||
-        (rc = present_add_str(cells, json_get_str(obj, path))))
+    if ((rc = present__cell_name(cells, obj)) ||
+        (rc = present__add_str(cells, json_get_str(obj, path))))
         return rc;
-    return present_cell_age(cells, obj, now);
+    return present__cell_age(cells, obj, now);
 }
 
-long present_num(const cJSON *obj, const char *path, long dflt)
+long present__num(const cJSON *obj, const char *path, long dflt)
 {
     const cJSON *v = json_get(obj, path);
     return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
 }
 
-const char *present_or(const char *s, const char *dflt)
+const char *present__or(const char *s, const char *dflt)
 {
     return s && *s ? s : dflt;
 }
 
-int present_count_keys(const cJSON *obj, const char *path)
+int present__count_keys(const cJSON *obj, const char *path)
 {
     const cJSON *v = json_get(obj, path);
     return cJSON_IsObject(v) || cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
@@ -91,10 +91,10 @@ static int format_labels(const cJSON *map, struct buf *b)
     return 0;
 }
 
-int present_cell_buf(cJSON *cells, struct buf *b, int rc)
+int present__cell_buf(cJSON *cells, struct buf *b, int rc)
 {
     if (rc == 0)
-        rc = present_add_str(cells, b->data ? b->data : "");
+        rc = present__add_str(cells, b->data ? b->data : "");
     buf_free(b);
     return rc;
 }
@@ -165,7 +165,7 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
 
     total = cJSON_GetArraySize(json_get(pod, "spec.containers"));
     n_init = cJSON_GetArraySize(json_get(pod, "spec.initContainers"));
-    snprintf(reason, sizeof(reason), "%s", present_or(sreason, present_or(phase, "")));
+    snprintf(reason, sizeof(reason), "%s", present__or(sreason, present__or(phase, "")));
     cJSON_ArrayForEach(c, (cJSON_IsArray(conds) ? conds : NULL)) {
         const char *t = json_get_str(c, "type"), *r = json_get_str(c, "reason");
         if (t && r && strcmp(t, "PodScheduled") == 0 && strcmp(r, "SchedulingGated") == 0)
@@ -181,13 +181,13 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
         const cJSON *term = json_get(c, "state.terminated");
         const char *wreason = json_get_str(c, "state.waiting.reason");
         bool restartable = restartable_init(pod, name);
-        nrestarts += present_num(c, "restartCount", 0);
+        nrestarts += present__num(c, "restartCount", 0);
         later(&last, c);
         if (restartable) {
-            rinit_restarts += present_num(c, "restartCount", 0);
+            rinit_restarts += present__num(c, "restartCount", 0);
             later(&rinit_last, c);
         }
-        if (term && present_num(term, "exitCode", 0) == 0) {
+        if (term && present__num(term, "exitCode", 0) == 0) {
             i++;
             continue;
         }
@@ -201,10 +201,10 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             const char *tr = json_get_str(term, "reason");
             if (tr && *tr)
                 snprintf(reason, sizeof(reason), "Init:%s", tr);
-            else if (present_num(term, "signal", 0))
-                snprintf(reason, sizeof(reason), "Init:Signal:%ld", present_num(term, "signal", 0));
+            else if (present__num(term, "signal", 0))
+                snprintf(reason, sizeof(reason), "Init:Signal:%ld", present__num(term, "signal", 0));
             else
-                snprintf(reason, sizeof(reason), "Init:ExitCode:%ld", present_num(term, "exitCode", 0));
+                snprintf(reason, sizeof(reason), "Init:ExitCode:%ld", present__num(term, "exitCode", 0));
         } else if (wreason && *wreason && strcmp(wreason, "PodInitializing") != 0) {
             snprintf(reason, sizeof(reason), "Init:%s", wreason);
         } else {
@@ -223,16 +223,16 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             const char *wr = json_get_str(cs, "state.waiting.reason");
             const cJSON *term = json_get(cs, "state.terminated");
             const char *tr = json_get_str(term, "reason");
-            nrestarts += present_num(cs, "restartCount", 0);
+            nrestarts += present__num(cs, "restartCount", 0);
             later(&last, cs);
             if (wr && *wr)
                 snprintf(reason, sizeof(reason), "%s", wr);
             else if (term && tr && *tr)
                 snprintf(reason, sizeof(reason), "%s", tr);
-            else if (term && present_num(term, "signal", 0))
-                snprintf(reason, sizeof(reason), "Signal:%ld", present_num(term, "signal", 0));
+            else if (term && present__num(term, "signal", 0))
+                snprintf(reason, sizeof(reason), "Signal:%ld", present__num(term, "signal", 0));
             else if (term)
-                snprintf(reason, sizeof(reason), "ExitCode:%ld", present_num(term, "exitCode", 0));
+                snprintf(reason, sizeof(reason), "ExitCode:%ld", present__num(term, "exitCode", 0));
             else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cs, "ready")) &&
                      json_get(cs, "state.running")) {
                 has_running = true;
@@ -265,7 +265,7 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
             cJSON_ArrayForEach(pc, (cJSON_IsArray(conds) ? conds : NULL)) {
                 const char *t2 = json_get_str(pc, "type");
                 if (ct && t2 && strcmp(ct, t2) == 0) {
-                    t += present_or(json_get_str(pc, "status"), "")[0] == 'T';
+                    t += present__or(json_get_str(pc, "status"), "")[0] == 'T';
                     break;
                 }
             }
@@ -275,13 +275,13 @@ static int pod_cells(const cJSON *pod, time_t now, cJSON *cells)
     const char *ip = json_get_str(cJSON_GetArrayItem(json_get(pod, "status.podIPs"), 0), "ip");
     if (!ip)
         ip = json_get_str(pod, "status.podIP");
-    if ((rc = present_cell_name(cells, pod)) || (rc = present_add_str(cells, ready)) ||
-        (rc = present_add_str(cells, reason)) || (rc = present_add_str(cells, restarts)) ||
-        (rc = present_cell_age(cells, pod, now)) || (rc = present_add_str(cells, present_or(ip, "<none>"))) ||
-        (rc = present_add_str(cells, present_or(json_get_str(pod, "spec.nodeName"), "<none>"))) ||
-        (rc = present_add_str(cells, present_or(json_get_str(pod, "status.nominatedNodeName"),
+    if ((rc = present__cell_name(cells, pod)) || (rc = present__add_str(cells, ready)) ||
+        (rc = present__add_str(cells, reason)) || (rc = present__add_str(cells, restarts)) ||
+        (rc = present__cell_age(cells, pod, now)) || (rc = present__add_str(cells, present__or(ip, "<none>"))) ||
+        (rc = present__add_str(cells, present__or(json_get_str(pod, "spec.nodeName"), "<none>"))) ||
+        (rc = present__add_str(cells, present__or(json_get_str(pod, "status.nominatedNodeName"),
                                              "<none>"))) ||
-        (rc = present_add_str(cells, gates)))
+        (rc = present__add_str(cells, gates)))
         return rc;
     return 0;
 }
@@ -328,7 +328,7 @@ static int svc_external_ip(const cJSON *svc, const char *type, struct buf *b)
     if (strcmp(type, "LoadBalancer") == 0) {
         const cJSON *ing = json_get(svc, "status.loadBalancer.ingress"), *it;
         cJSON_ArrayForEach(it, (cJSON_IsArray(ing) ? ing : NULL)) {
-            const char *s = present_or(json_get_str(it, "ip"), json_get_str(it, "hostname"));
+            const char *s = present__or(json_get_str(it, "ip"), json_get_str(it, "hostname"));
             if (s && buf_printf(b, "%s%s", n++ ? "," : "", s) < 0)
                 return -ENOMEM;
         }
@@ -337,13 +337,13 @@ static int svc_external_ip(const cJSON *svc, const char *type, struct buf *b)
         return n ? 0 : buf_puts(b, "<pending>");
     }
     if (strcmp(type, "ExternalName") == 0)
-        return buf_puts(b, present_or(json_get_str(svc, "spec.externalName"), ""));
+        return buf_puts(b, present__or(json_get_str(svc, "spec.externalName"), ""));
     return buf_puts(b, "<unknown>");
 }
 
 static int svc_cells(const cJSON *svc, time_t now, cJSON *cells)
 {
-    const char *type = present_or(json_get_str(svc, "spec.type"), "ClusterIP");
+    const char *type = present__or(json_get_str(svc, "spec.type"), "ClusterIP");
     const char *cip = json_get_str(cJSON_GetArrayItem(json_get(svc, "spec.clusterIPs"), 0), NULL);
     struct buf b = { 0 };
     const cJSON *p;
@@ -352,26 +352,26 @@ static int svc_cells(const cJSON *svc, time_t now, cJSON *cells)
 
     if (!cip || !*cip)
         cip = json_get_str(svc, "spec.clusterIP");
-    if ((rc = present_cell_name(cells, svc)) || (rc = present_add_str(cells, type)) ||
-        (rc = present_add_str(cells, present_or(cip, "<none>"))))
+    if ((rc = present__cell_name(cells, svc)) || (rc = present__add_str(cells, type)) ||
+        (rc = present__add_str(cells, present__or(cip, "<none>"))))
         return rc;
-    if ((rc = present_cell_buf(cells, &b, svc_external_ip(svc, type, &b))))
+    if ((rc = present__cell_buf(cells, &b, svc_external_ip(svc, type, &b))))
         return rc;
     cJSON_ArrayForEach(p, json_get(svc, "spec.ports")) {
-        const char *proto = present_or(json_get_str(p, "protocol"), "TCP");
-        long np = present_num(p, "nodePort", 0);
-        rc = np > 0 ? buf_printf(&b, "%s%ld:%ld/%s", n ? "," : "", present_num(p, "port", 0), np, proto)
-                    : buf_printf(&b, "%s%ld/%s", n ? "," : "", present_num(p, "port", 0), proto);
+        const char *proto = present__or(json_get_str(p, "protocol"), "TCP");
+        long np = present__num(p, "nodePort", 0);
+        rc = np > 0 ? buf_printf(&b, "%s%ld:%ld/%s", n ? "," : "", present__num(p, "port", 0), np, proto)
+                    : buf_printf(&b, "%s%ld/%s", n ? "," : "", present__num(p, "port", 0), proto);
         n++;
         if (rc < 0) {
             buf_free(&b);
             return -ENOMEM;
         }
     }
-    if ((rc = present_cell_buf(cells, &b, n ? 0 : buf_puts(&b, "<none>"))) ||
-        (rc = present_cell_age(cells, svc, now)))
+    if ((rc = present__cell_buf(cells, &b, n ? 0 : buf_puts(&b, "<none>"))) ||
+        (rc = present__cell_age(cells, svc, now)))
         return rc;
-    return present_cell_buf(cells, &b, format_labels(json_get(svc, "spec.selector"), &b));
+    return present__cell_buf(cells, &b, format_labels(json_get(svc, "spec.selector"), &b));
 }
 
 /* ---- nodes, namespaces --------------------------------------------------------------- */
@@ -421,7 +421,7 @@ static int node_cells(const cJSON *node, time_t now, cJSON *cells)
         rc = buf_puts(&b, "Unknown");
     if (rc == 0 && cJSON_IsTrue(json_get(node, "spec.unschedulable")))
         rc = buf_puts(&b, ",SchedulingDisabled");
-    if ((rc = present_cell_name(cells, node)) || (rc = present_cell_buf(cells, &b, rc)))
+    if ((rc = present__cell_name(cells, node)) || (rc = present__cell_buf(cells, &b, rc)))
         return rc;
     cJSON_ArrayForEach(c, (cJSON_IsObject(labels) ? labels : NULL)) {
         const char *r = NULL;
@@ -436,18 +436,18 @@ static int node_cells(const cJSON *node, time_t now, cJSON *cells)
     for (size_t i = 0; i < nroles; i++)
         if (!(i && strcmp(roles[i], roles[i - 1]) == 0) &&
             buf_printf(&b, "%s%s", b.len ? "," : "", roles[i]) < 0)
-            return present_cell_buf(cells, &b, -ENOMEM);
-    if ((rc = present_cell_buf(cells, &b, b.len ? 0 : buf_puts(&b, "<none>"))) ||
-        (rc = present_cell_age(cells, node, now)) ||
-        (rc = present_add_str(cells, json_get_str(node, "status.nodeInfo.kubeletVersion"))) ||
-        (rc = present_add_str(cells, present_or(node_address(node, "InternalIP"), "<none>"))) ||
-        (rc = present_add_str(cells, present_or(node_address(node, "ExternalIP"), "<none>"))) ||
-        (rc = present_add_str(cells, present_or(json_get_str(node, "status.nodeInfo.osImage"),
+            return present__cell_buf(cells, &b, -ENOMEM);
+    if ((rc = present__cell_buf(cells, &b, b.len ? 0 : buf_puts(&b, "<none>"))) ||
+        (rc = present__cell_age(cells, node, now)) ||
+        (rc = present__add_str(cells, json_get_str(node, "status.nodeInfo.kubeletVersion"))) ||
+        (rc = present__add_str(cells, present__or(node_address(node, "InternalIP"), "<none>"))) ||
+        (rc = present__add_str(cells, present__or(node_address(node, "ExternalIP"), "<none>"))) ||
+        (rc = present__add_str(cells, present__or(json_get_str(node, "status.nodeInfo.osImage"),
                                              "<unknown>"))) ||
-        (rc = present_add_str(cells, present_or(json_get_str(node, "status.nodeInfo.kernelVersion"),
+        (rc = present__add_str(cells, present__or(json_get_str(node, "status.nodeInfo.kernelVersion"),
                                              "<unknown>"))))
         return rc;
-    return present_add_str(cells, present_or(json_get_str(node,
+    return present__add_str(cells, present__or(json_get_str(node,
                                                      "status.nodeInfo.containerRuntimeVersion"),
                                          "<unknown>"));
 }
@@ -460,7 +460,7 @@ static const struct present_col ns_cols[] = {
 
 static int ns_cells(const cJSON *ns, time_t now, cJSON *cells)
 {
-    return present_cells_name_str_age(cells, ns, "status.phase", now);
+    return present__cells_name_str_age(cells, ns, "status.phase", now);
 }
 
 /* ---- jobs ------------------------------------------------------------------------- */
@@ -487,7 +487,7 @@ static int format_selector(const cJSON *sel, struct buf *b)
     if (cJSON_IsObject(ml) && ml->child && (rc = format_labels(ml, b)))
         return rc;
     cJSON_ArrayForEach(e, (cJSON_IsArray(me) ? me : NULL)) {
-        const char *key = present_or(json_get_str(e, "key"), ""), *op = present_or(json_get_str(e, "operator"), "");
+        const char *key = present__or(json_get_str(e, "key"), ""), *op = present__or(json_get_str(e, "operator"), "");
         size_t n = 0;
         if (b->len > start && (rc = buf_puts(b, ",")))
             return rc;
@@ -513,7 +513,7 @@ static int job_cells(const cJSON *job, time_t now, cJSON *cells)
 {
     const cJSON *conds = json_get(job, "status.conditions"), *c;
     const cJSON *comp = json_get(job, "spec.completions");
-    long succeeded = present_num(job, "status.succeeded", 0), par = present_num(job, "spec.parallelism", 0);
+    long succeeded = present__num(job, "status.succeeded", 0), par = present__num(job, "spec.parallelism", 0);
     const char *status = "Running", *start = json_get_str(job, "status.startTime");
     const char *done = json_get_str(job, "status.completionTime");
     char completions[64], dur[16] = "";
@@ -546,21 +546,21 @@ static int job_cells(const cJSON *job, time_t now, cJSON *cells)
         status = "FailureTarget";
     else if (cond_true(conds, "SuccessCriteriaMet"))
         status = "SuccessCriteriaMet";
-    if ((rc = present_cell_name(cells, job)) || (rc = present_add_str(cells, status)) ||
-        (rc = present_add_str(cells, completions)) || (rc = present_add_str(cells, dur)) ||
-        (rc = present_cell_age(cells, job, now)))
+    if ((rc = present__cell_name(cells, job)) || (rc = present__add_str(cells, status)) ||
+        (rc = present__add_str(cells, completions)) || (rc = present__add_str(cells, dur)) ||
+        (rc = present__cell_age(cells, job, now)))
         return rc;
     cJSON_ArrayForEach(c, json_get(job, "spec.template.spec.containers")) {
-        if (buf_printf(&names, "%s%s", n ? "," : "", present_or(json_get_str(c, "name"), "")) < 0 ||
-            buf_printf(&images, "%s%s", n ? "," : "", present_or(json_get_str(c, "image"), "")) < 0) {
+        if (buf_printf(&names, "%s%s", n ? "," : "", present__or(json_get_str(c, "name"), "")) < 0 ||
+            buf_printf(&images, "%s%s", n ? "," : "", present__or(json_get_str(c, "image"), "")) < 0) {
             buf_free(&images);
-            return present_cell_buf(cells, &names, -ENOMEM);
+            return present__cell_buf(cells, &names, -ENOMEM);
         }
         n++;
     }
-    if ((rc = present_cell_buf(cells, &names, 0)) || (rc = present_cell_buf(cells, &images, 0)))
+    if ((rc = present__cell_buf(cells, &names, 0)) || (rc = present__cell_buf(cells, &images, 0)))
         return rc;
-    return present_cell_buf(cells, &names, format_selector(json_get(job, "spec.selector"), &names));
+    return present__cell_buf(cells, &names, format_selector(json_get(job, "spec.selector"), &names));
 }
 
 #define PRINTER(g, k, cols, fn) { g, k, cols, sizeof(cols) / sizeof(cols[0]), fn }
@@ -573,7 +573,7 @@ static const struct present_printer printers[] = {
     PRINTER("batch", "Job", job_cols, job_cells),
 };
 
-const struct present_printer *present_builtin_printer(const struct reg_resource *res)
+const struct present_printer *present__builtin_printer(const struct reg_resource *res)
 {
     if (!res->builtin)
         return NULL;

@@ -52,26 +52,26 @@ static int event_row(const cJSON *ev, const struct event_fields *f, time_t now, 
     char first[16], lastseen[16], target[600], source[600], path[64], *msg;
     const char *ft = json_get_str(ev, f->first), *lt = json_get_str(ev, f->last);
     const char *kind, *name, *fieldpath, *comp, *host, *m;
-    long count = present_num(ev, f->count, 0);
+    long count = present__num(ev, f->count, 0);
     size_t k, mlen;
     int rc;
 
     snprintf(path, sizeof(path), "%s.kind", f->object);
-    kind = present_or(json_get_str(ev, path), "");
+    kind = present__or(json_get_str(ev, path), "");
     snprintf(path, sizeof(path), "%s.name", f->object);
     name = json_get_str(ev, path);
     snprintf(path, sizeof(path), "%s.fieldPath", f->object);
     fieldpath = json_get_str(ev, path);
     comp = json_get_str(ev, f->source_comp);
     host = json_get_str(ev, f->source_host);
-    present_age_of(ft && *ft ? ft : json_get_str(ev, "eventTime"), now, first);
+    present__age_of(ft && *ft ? ft : json_get_str(ev, "eventTime"), now, first);
     if (lt && *lt)
-        present_age_of(lt, now, lastseen);
+        present__age_of(lt, now, lastseen);
     else
         memcpy(lastseen, first, sizeof(first));
     if (json_get(ev, "series")) {
-        present_age_of(json_get_str(ev, "series.lastObservedTime"), now, lastseen);
-        count = present_num(ev, "series.count", 0);
+        present__age_of(json_get_str(ev, "series.lastObservedTime"), now, lastseen);
+        count = present__num(ev, "series.count", 0);
     } else if (count == 0) {
         count = 1;
     }
@@ -81,16 +81,16 @@ static int event_row(const cJSON *ev, const struct event_fields *f, time_t now, 
     if (name && *name)
         snprintf(target + k, sizeof(target) - k, "/%.300s", name);
     if (!comp || !*comp)
-        comp = present_or(json_get_str(ev, "reportingComponent"),
+        comp = present__or(json_get_str(ev, "reportingComponent"),
                           json_get_str(ev, "reportingController"));
     if (!host || !*host)
         host = json_get_str(ev, "reportingInstance");
     if (comp && *comp && host && *host)
         snprintf(source, sizeof(source), "%.250s, %.250s", comp, host);
     else
-        snprintf(source, sizeof(source), "%.250s", present_or(comp, ""));
+        snprintf(source, sizeof(source), "%.250s", present__or(comp, ""));
     /* strings.TrimSpace of the message */
-    m = present_or(json_get_str(ev, f->message), "");
+    m = present__or(json_get_str(ev, f->message), "");
     while (*m == ' ' || *m == '\n' || *m == '\t' || *m == '\r')
         m++;
     mlen = strlen(m);
@@ -99,26 +99,26 @@ static int event_row(const cJSON *ev, const struct event_fields *f, time_t now, 
         mlen--;
     if (!(msg = strndup(m, mlen)))
         return -ENOMEM;
-    rc = present_add_str(cells, lastseen);
+    rc = present__add_str(cells, lastseen);
     if (!rc)
-        rc = present_add_str(cells, json_get_str(ev, "type"));
+        rc = present__add_str(cells, json_get_str(ev, "type"));
     if (!rc)
-        rc = present_add_str(cells, json_get_str(ev, "reason"));
+        rc = present__add_str(cells, json_get_str(ev, "reason"));
     if (!rc)
-        rc = present_add_str(cells, target);
+        rc = present__add_str(cells, target);
     if (!rc)
-        rc = present_add_str(cells, fieldpath);
+        rc = present__add_str(cells, fieldpath);
     if (!rc)
-        rc = present_add_str(cells, source);
+        rc = present__add_str(cells, source);
     if (!rc)
-        rc = present_add_str(cells, msg);
+        rc = present__add_str(cells, msg);
     free(msg);
     if (!rc)
-        rc = present_add_str(cells, first);
+        rc = present__add_str(cells, first);
     if (!rc)
-        rc = present_cell_num(cells, (double)count);
+        rc = present__cell_num(cells, (double)count);
     if (!rc)
-        rc = present_add_str(cells, json_get_str(ev, "metadata.name"));
+        rc = present__add_str(cells, json_get_str(ev, "metadata.name"));
     return rc;
 }
 
@@ -142,10 +142,10 @@ static int cm_cells(const cJSON *o, time_t now, cJSON *cells)
 {
     int rc;
 
-    if ((rc = present_cell_name(cells, o)) ||
-        (rc = present_cell_num(cells, present_count_keys(o, "data") + present_count_keys(o, "binaryData"))))
+    if ((rc = present__cell_name(cells, o)) ||
+        (rc = present__cell_num(cells, present__count_keys(o, "data") + present__count_keys(o, "binaryData"))))
         return rc;
-    return present_cell_age(cells, o, now);
+    return present__cell_age(cells, o, now);
 }
 
 static const struct present_col secret_cols[] = {
@@ -157,11 +157,11 @@ static int secret_cells(const cJSON *o, time_t now, cJSON *cells)
 {
     int rc;
 
-    if ((rc = present_cell_name(cells, o)) ||
-        (rc = present_add_str(cells, present_or(json_get_str(o, "type"), "Opaque"))) ||
-        (rc = present_cell_num(cells, present_count_keys(o, "data"))))
+    if ((rc = present__cell_name(cells, o)) ||
+        (rc = present__add_str(cells, present__or(json_get_str(o, "type"), "Opaque"))) ||
+        (rc = present__cell_num(cells, present__count_keys(o, "data"))))
         return rc;
-    return present_cell_age(cells, o, now);
+    return present__cell_age(cells, o, now);
 }
 
 static const struct present_col sa_cols[] = {
@@ -173,9 +173,9 @@ static int sa_cells(const cJSON *o, time_t now, cJSON *cells)
 {
     int rc;
 
-    if ((rc = present_cell_name(cells, o)) || (rc = present_cell_num(cells, present_count_keys(o, "secrets"))))
+    if ((rc = present__cell_name(cells, o)) || (rc = present__cell_num(cells, present__count_keys(o, "secrets"))))
         return rc;
-    return present_cell_age(cells, o, now);
+    return present__cell_age(cells, o, now);
 }
 
 static const struct present_col lease_cols[] = {
@@ -184,7 +184,7 @@ static const struct present_col lease_cols[] = {
 
 static int lease_cells(const cJSON *o, time_t now, cJSON *cells)
 {
-    return present_cells_name_str_age(cells, o, "spec.holderIdentity", now);
+    return present__cells_name_str_age(cells, o, "spec.holderIdentity", now);
 }
 
 static const struct present_col ep_cols[] = {
@@ -204,21 +204,21 @@ static int ep_cells(const cJSON *o, time_t now, cJSON *cells)
             cJSON_ArrayForEach(a, addrs) {
                 count++;
                 if (shown < 3 && rc == 0 && ++shown)
-                    rc = buf_printf(&b, "%s%s", b.len ? "," : "", present_or(json_get_str(a, "ip"), ""));
+                    rc = buf_printf(&b, "%s%s", b.len ? "," : "", present__or(json_get_str(a, "ip"), ""));
             }
             continue;
         }
         cJSON_ArrayForEach(p, ports) {
             cJSON_ArrayForEach(a, addrs) {
-                const char *ip = present_or(json_get_str(a, "ip"), "");
+                const char *ip = present__or(json_get_str(a, "ip"), "");
                 count++;
                 if (shown >= 3 || rc)
                     continue;
                 shown++;
                 rc = strchr(ip, ':') ? buf_printf(&b, "%s[%s]:%ld", b.len ? "," : "", ip,
-                                                  present_num(p, "port", 0))
+                                                  present__num(p, "port", 0))
                                      : buf_printf(&b, "%s%s:%ld", b.len ? "," : "", ip,
-                                                  present_num(p, "port", 0));
+                                                  present__num(p, "port", 0));
             }
         }
     }
@@ -226,9 +226,9 @@ static int ep_cells(const cJSON *o, time_t now, cJSON *cells)
         rc = buf_printf(&b, " + %ld more...", count - shown);
     if (rc == 0 && cJSON_GetArraySize(json_get(o, "subsets")) == 0)
         rc = buf_puts(&b, "<none>");
-    if ((rc = present_cell_name(cells, o)) < 0 || (rc = present_cell_buf(cells, &b, rc)))
+    if ((rc = present__cell_name(cells, o)) < 0 || (rc = present__cell_buf(cells, &b, rc)))
         return rc;
-    return present_cell_age(cells, o, now);
+    return present__cell_age(cells, o, now);
 }
 
 static const struct present_col pvc_cols[] = {
@@ -245,8 +245,8 @@ static const struct present_col pvc_cols[] = {
 
 static int pvc_cells(const cJSON *o, time_t now, cJSON *cells)
 {
-    const char *phase = present_or(json_get_str(o, "status.phase"), "");
-    const char *vol = present_or(json_get_str(o, "spec.volumeName"), "");
+    const char *phase = present__or(json_get_str(o, "status.phase"), "");
+    const char *vol = present__or(json_get_str(o, "spec.volumeName"), "");
     const char *sc = json_get_str(o, "spec.storageClassName");
     const char *vac = json_get_str(o, "spec.volumeAttributesClassName");
     struct buf modes = { 0 };
@@ -262,7 +262,7 @@ static int pvc_cells(const cJSON *o, time_t now, cJSON *cells)
         sc = cJSON_IsString(a) ? a->valuestring : NULL;
     }
     if (*vol) {
-        cap = present_or(json_get_str(o, "status.capacity.storage"), "");
+        cap = present__or(json_get_str(o, "status.capacity.storage"), "");
         cJSON_ArrayForEach(m, json_get(o, "status.accessModes")) {
             const char *s = cJSON_IsString(m) ? m->valuestring : "";
             const char *abbr = strcmp(s, "ReadWriteOnce") == 0 ? "RWO"
@@ -273,12 +273,12 @@ static int pvc_cells(const cJSON *o, time_t now, cJSON *cells)
                 rc = buf_printf(&modes, "%s%s", modes.len ? "," : "", abbr);
         }
     }
-    if ((rc = present_cell_name(cells, o)) < 0 || (rc = present_add_str(cells, phase)) ||
-        (rc = present_add_str(cells, vol)) || (rc = present_add_str(cells, cap)) ||
-        (rc = present_cell_buf(cells, &modes, rc)) || (rc = present_add_str(cells, present_or(sc, ""))) ||
-        (rc = present_add_str(cells, present_or(vac, "<unset>"))) || (rc = present_cell_age(cells, o, now)))
+    if ((rc = present__cell_name(cells, o)) < 0 || (rc = present__add_str(cells, phase)) ||
+        (rc = present__add_str(cells, vol)) || (rc = present__add_str(cells, cap)) ||
+        (rc = present__cell_buf(cells, &modes, rc)) || (rc = present__add_str(cells, present__or(sc, ""))) ||
+        (rc = present__add_str(cells, present__or(vac, "<unset>"))) || (rc = present__cell_age(cells, o, now)))
         return rc;
-    return present_add_str(cells, present_or(json_get_str(o, "spec.volumeMode"), "<unset>"));
+    return present__add_str(cells, present__or(json_get_str(o, "spec.volumeMode"), "<unset>"));
 }
 
 static const struct present_col created_cols[] = {
@@ -291,9 +291,9 @@ static int created_cells(const cJSON *o, time_t now, cJSON *cells)
     int rc;
     (void)now;
 
-    if ((rc = present_cell_name(cells, o)))
+    if ((rc = present__cell_name(cells, o)))
         return rc;
-    return present_add_str(cells, json_get_str(o, "metadata.creationTimestamp"));
+    return present__add_str(cells, json_get_str(o, "metadata.creationTimestamp"));
 }
 
 /* ---- networking.k8s.io: Ingress, IngressClass (kubectl's printIngress) ---------------- */
@@ -327,15 +327,15 @@ static int ing_cells(const cJSON *o, time_t now, cJSON *cells)
         join_add(addrs, sizeof(addrs), json_get_str(e, "ip"));
         join_add(addrs, sizeof(addrs), json_get_str(e, "hostname"));
     }
-    if ((rc = present_cell_name(cells, o)) ||
-        (rc = present_add_str(cells, present_or(json_get_str(o, "spec.ingressClassName"),
+    if ((rc = present__cell_name(cells, o)) ||
+        (rc = present__add_str(cells, present__or(json_get_str(o, "spec.ingressClassName"),
                                                 "<none>"))) ||
-        (rc = present_add_str(cells, hosts[0] ? hosts : "*")) ||
-        (rc = present_add_str(cells, addrs)) ||
-        (rc = present_add_str(cells, cJSON_GetArraySize(json_get(o, "spec.tls")) > 0 ? "80, 443"
+        (rc = present__add_str(cells, hosts[0] ? hosts : "*")) ||
+        (rc = present__add_str(cells, addrs)) ||
+        (rc = present__add_str(cells, cJSON_GetArraySize(json_get(o, "spec.tls")) > 0 ? "80, 443"
                                                                                       : "80")))
         return rc;
-    return present_cell_age(cells, o, now);
+    return present__cell_age(cells, o, now);
 }
 
 static const struct present_col ingclass_cols[] = {
@@ -350,13 +350,13 @@ static int ingclass_cells(const cJSON *o, time_t now, cJSON *cells)
     int rc;
     const char *kind = json_get_str(o, "spec.parameters.kind");
     char params[300];
-    snprintf(params, sizeof(params), "%s/%s", present_or(kind, ""),
-             present_or(json_get_str(o, "spec.parameters.name"), ""));
-    if ((rc = present_cell_name(cells, o)) ||
-        (rc = present_add_str(cells, present_or(json_get_str(o, "spec.controller"), ""))) ||
-        (rc = present_add_str(cells, kind ? params : "<none>")))
+    snprintf(params, sizeof(params), "%s/%s", present__or(kind, ""),
+             present__or(json_get_str(o, "spec.parameters.name"), ""));
+    if ((rc = present__cell_name(cells, o)) ||
+        (rc = present__add_str(cells, present__or(json_get_str(o, "spec.controller"), ""))) ||
+        (rc = present__add_str(cells, kind ? params : "<none>")))
         return rc;
-    return present_cell_age(cells, o, now);
+    return present__cell_age(cells, o, now);
 }
 
 /* ---- rbac bindings, endpointslices -------------------------------------------------- */
@@ -377,25 +377,25 @@ static int binding_cells(const cJSON *o, time_t now, cJSON *cells)
     const cJSON *sub;
     int rc;
 
-    snprintf(role, sizeof(role), "%.250s/%.250s", present_or(json_get_str(o, "roleRef.kind"), ""),
-             present_or(json_get_str(o, "roleRef.name"), ""));
-    if ((rc = present_cell_name(cells, o)) || (rc = present_add_str(cells, role)) ||
-        (rc = present_cell_age(cells, o, now)))
+    snprintf(role, sizeof(role), "%.250s/%.250s", present__or(json_get_str(o, "roleRef.kind"), ""),
+             present__or(json_get_str(o, "roleRef.name"), ""));
+    if ((rc = present__cell_name(cells, o)) || (rc = present__add_str(cells, role)) ||
+        (rc = present__cell_age(cells, o, now)))
         return rc;
     for (size_t i = 0; i < 3; i++) {
         struct buf b = { 0 };
         rc = 0;
         cJSON_ArrayForEach(sub, json_get(o, "subjects")) {
-            const char *k = json_get_str(sub, "kind"), *n = present_or(json_get_str(sub, "name"), "");
+            const char *k = json_get_str(sub, "kind"), *n = present__or(json_get_str(sub, "name"), "");
             if (!k || strcmp(k, kinds[i]) != 0 || rc)
                 continue;
             if (i == 2)
                 rc = buf_printf(&b, "%s%s:%s", b.len ? ", " : "",
-                                present_or(json_get_str(sub, "namespace"), ""), n);
+                                present__or(json_get_str(sub, "namespace"), ""), n);
             else
                 rc = buf_printf(&b, "%s%s", b.len ? ", " : "", n);
         }
-        if ((rc = present_cell_buf(cells, &b, rc)))
+        if ((rc = present__cell_buf(cells, &b, rc)))
             return rc;
     }
     return 0;
@@ -445,12 +445,12 @@ static int eps_cells(const cJSON *o, time_t now, cJSON *cells)
     struct buf b = { 0 };
     int rc;
 
-    if ((rc = present_cell_name(cells, o)) ||
-        (rc = present_add_str(cells, json_get_str(o, "addressType"))) ||
-        (rc = present_cell_buf(cells, &b, eps_list(json_get(o, "ports"), true, &b))) ||
-        (rc = present_cell_buf(cells, &b, eps_list(json_get(o, "endpoints"), false, &b))))
+    if ((rc = present__cell_name(cells, o)) ||
+        (rc = present__add_str(cells, json_get_str(o, "addressType"))) ||
+        (rc = present__cell_buf(cells, &b, eps_list(json_get(o, "ports"), true, &b))) ||
+        (rc = present__cell_buf(cells, &b, eps_list(json_get(o, "endpoints"), false, &b))))
         return rc;
-    return present_cell_age(cells, o, now);
+    return present__cell_age(cells, o, now);
 }
 
 #define PRINTER(g, k, cols, fn) { g, k, cols, sizeof(cols) / sizeof(cols[0]), fn }

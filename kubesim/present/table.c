@@ -116,7 +116,7 @@ void present_human_age(time_t then, time_t now, char out[16])
     out[n] = '\0';
 }
 
-void present_age_of(const char *ts, time_t now, char out[16])
+void present__age_of(const char *ts, time_t now, char out[16])
 {
     time_t t;
 
@@ -131,7 +131,7 @@ void present_age_of(const char *ts, time_t now, char out[16])
 
 
 
-int present_add_str(cJSON *cells, const char *s)
+int present__add_str(cJSON *cells, const char *s)
 {
     cJSON *c = cJSON_CreateString(s ? s : "");
 
@@ -370,7 +370,7 @@ static int add_cells(const struct reg_resource *res, const struct present_printe
 
     if (pr)
         return pr->cells(obj, now, cells);
-    if ((rc = present_add_str(cells, json_get_str(obj, "metadata.name"))))
+    if ((rc = present__add_str(cells, json_get_str(obj, "metadata.name"))))
         return rc;
     if (!res->builtin && res->n_columns) {
         for (size_t i = 0; i < res->n_columns; i++) {
@@ -381,8 +381,8 @@ static int add_cells(const struct reg_resource *res, const struct present_printe
         }
         return 0;
     }
-    present_age_of(json_get_str(obj, "metadata.creationTimestamp"), now, age);
-    return present_add_str(cells, age);
+    present__age_of(json_get_str(obj, "metadata.creationTimestamp"), now, age);
+    return present__add_str(cells, age);
 }
 
 /* PartialObjectMetadata of obj: its whole metadata except managedFields (large, and
@@ -410,7 +410,7 @@ int present_table(const struct reg_resource *res, const cJSON *const *items, siz
                   const char *list_rv, const char *continue_token, bool include_columns,
                   time_t now, struct buf *out)
 {
-    const struct present_printer *pr = res ? present_builtin_printer(res) : NULL;
+    const struct present_printer *pr = res ? present__builtin_printer(res) : NULL;
     cJSON *doc = cJSON_CreateObject(), *meta, *defs, *rows;
     int rc = -ENOMEM;
 
@@ -444,7 +444,7 @@ int present_table(const struct reg_resource *res, const cJSON *const *items, siz
             goto out;
         cJSON_AddItemToObject(row, "object", po);
     }
-    rc = present_print(doc, out);
+    rc = present__print(doc, out);
 out:
     cJSON_Delete(doc);
     return rc;

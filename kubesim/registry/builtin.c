@@ -165,8 +165,8 @@ static int add_one(struct registry *r, const struct builtin_spec *b)
     res->singular = strdup(b->singular);
     res->kind = strdup(b->kind);
     res->list_kind = malloc(strlen(b->kind) + 5);
-    res->short_names = registry_strv_split(b->short_names);
-    res->categories = registry_strv_split(b->categories);
+    res->short_names = registry__strv_split(b->short_names);
+    res->categories = registry__strv_split(b->categories);
     if (!res->group || !res->version || !res->plural || !res->singular || !res->kind ||
         !res->list_kind || !res->short_names || !res->categories)
         goto out;
@@ -206,14 +206,14 @@ static int add_one(struct registry *r, const struct builtin_spec *b)
                 goto out;
         }
     }
-    rc = registry_insert(r, res);
+    rc = registry__insert(r, res);
 out:
     if (rc < 0)
-        registry_resource_free(res);
+        registry__resource_free(res);
     return rc;
 }
 
-int registry_add_builtins(struct registry *r)
+int registry__add_builtins(struct registry *r)
 {
     for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
         int rc = add_one(r, &builtins[i]);

@@ -505,7 +505,7 @@ static char **strv_from_json(const cJSON *arr)
             if (!cJSON_IsString(it))
                 continue;
             if (!(v[i++] = strdup(it->valuestring))) {
-                registry_strv_free(v);
+                registry__strv_free(v);
                 return NULL;
             }
         }
@@ -615,7 +615,7 @@ static int build_version(const cJSON *crd, const cJSON *v, struct reg_resource *
 out:
     if (rc == -ENOMEM && err && errlen)
         snprintf(err, errlen, "out of memory");
-    registry_resource_free(res);
+    registry__resource_free(res);
     return rc;
 }
 
@@ -658,14 +658,14 @@ int registry_add_crd(struct registry *r, const cJSON *crd, char *err, size_t err
     }
     registry_remove_crd(r, name);
     for (size_t i = 0; i < n; i++) {
-        if ((rc = registry_insert(r, built[i])) < 0)
+        if ((rc = registry__insert(r, built[i])) < 0)
             goto out;
         built[i] = NULL;
     }
     r->generation++;
 out:
     for (size_t i = 0; i < n; i++)
-        registry_resource_free(built[i]);
+        registry__resource_free(built[i]);
     return rc;
 }
 

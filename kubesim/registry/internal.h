@@ -17,14 +17,14 @@ struct registry {
 };
 
 /* Frees a resource and everything it owns (schema, columns, names). NULL is fine. */
-void registry_resource_free(struct reg_resource *res);
+void registry__resource_free(struct reg_resource *res);
 /* Inserts res after the last resource of its group (or at the end); takes ownership. */
-int registry_insert(struct registry *r, struct reg_resource *res);
+int registry__insert(struct registry *r, struct reg_resource *res);
 /* Adds every built-in type; called once by registry_new. */
-int registry_add_builtins(struct registry *r);
+int registry__add_builtins(struct registry *r);
 /* Copies a NULL-terminated array of strings from a comma-separated list ("po,pod").
- * Returns a heap array (caller frees with registry_strv_free) or NULL on ENOMEM. */
-char **registry_strv_split(const char *csv);
-void registry_strv_free(char **v);
+ * Returns a heap array (caller frees with registry__strv_free) or NULL on ENOMEM. */
+char **registry__strv_split(const char *csv);
+void registry__strv_free(char **v);
 
 #endif

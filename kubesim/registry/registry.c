@@ -33,7 +33,7 @@ size_t registry_verb_names(unsigned verbs, const char *out[8])
     return n;
 }
 
-char **registry_strv_split(const char *csv)
+char **registry__strv_split(const char *csv)
 {
     size_t n = 0, i = 0;
     const char *p, *e;
@@ -51,7 +51,7 @@ char **registry_strv_split(const char *csv)
             e = p + strlen(p);
         v[i] = strndup(p, (size_t)(e - p));
         if (!v[i]) {
-            registry_strv_free(v);
+            registry__strv_free(v);
             return NULL;
         }
         i++;
@@ -59,7 +59,7 @@ char **registry_strv_split(const char *csv)
     return v;
 }
 
-void registry_strv_free(char **v)
+void registry__strv_free(char **v)
 {
     if (!v)
         return;
@@ -68,7 +68,7 @@ void registry_strv_free(char **v)
     free(v);
 }
 
-void registry_resource_free(struct reg_resource *res)
+void registry__resource_free(struct reg_resource *res)
 {
     if (!res)
         return;
@@ -78,8 +78,8 @@ void registry_resource_free(struct reg_resource *res)
     free(res->singular);
     free(res->kind);
     free(res->list_kind);
-    registry_strv_free(res->short_names);
-    registry_strv_free(res->categories);
+    registry__strv_free(res->short_names);
+    registry__strv_free(res->categories);
     free(res->scale_spec_path);
     free(res->scale_status_path);
     free(res->scale_selector_path);
@@ -124,7 +124,7 @@ static int grow(struct reg_resource ***v, size_t *cap, size_t need)
     return 0;
 }
 
-int registry_insert(struct registry *r, struct reg_resource *res)
+int registry__insert(struct registry *r, struct reg_resource *res)
 {
     size_t pos = r->n;
 
@@ -151,7 +151,7 @@ int registry_new(struct registry **out)
     r = calloc(1, sizeof(*r));
     if (!r)
         return -ENOMEM;
-    rc = registry_add_builtins(r);
+    rc = registry__add_builtins(r);
     if (rc < 0) {
         registry_free(r);
         return rc;
@@ -165,9 +165,9 @@ void registry_free(struct registry *r)
     if (!r)
         return;
     for (size_t i = 0; i < r->n; i++)
-        registry_resource_free(r->items[i]);
+        registry__resource_free(r->items[i]);
     for (size_t i = 0; i < r->n_retired; i++)
-        registry_resource_free(r->retired[i]);
+        registry__resource_free(r->retired[i]);
     free(r->items);
     free(r->retired);
     free(r);

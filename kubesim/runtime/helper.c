@@ -211,6 +211,77 @@ static char **str_array(const cJSON *a)
     return v;
 }
 
+#define SPEC_MAX_WORDS 4096
+#define SPEC_MAX_MOUNTS 256
+
+static bool id_ok(const cJSON *v)
+{
+    return !v || (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 2147483647.0 &&
+                  v->valuedouble == (double)(long)v->valuedouble);
+}
+
+static bool path_ok(const cJSON *v)
+{
+    return cJSON_IsString(v) && v->valuestring[0] == '/' && strlen(v->valuestring) < PATH_MAX;
+}
+
+int rt_spec_check(const cJSON *spec, char *err, size_t errlen)
+{
+    const char *ids[] = { "sandbox", "join", "uid", "gid", "fsGroup" };
+    const cJSON *argv = cJSON_GetObjectItemCaseSensitive(spec, "argv");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(spec, "env");
+    const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(spec, "mounts"), *e;
+    const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(spec, "cwd");
+    const cJSON *scratch = cJSON_GetObjectItemCaseSensitive(spec, "scratch");
+
+    if (!cJSON_IsObject(spec)) {
+        snprintf(err, errlen, "not an object");
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+        if (!id_ok(cJSON_GetObjectItemCaseSensitive(spec, ids[i]))) {
+            snprintf(err, errlen, "%s: not an id", ids[i]);
+            return -EINVAL;
+        }
+    if (!cJSON_IsArray(argv) || cJSON_GetArraySize(argv) < 1 ||
+        cJSON_GetArraySize(argv) > SPEC_MAX_WORDS || !cJSON_IsString(argv->child) ||
+        !argv->child->valuestring[0]) {
+        snprintf(err, errlen, "argv: want 1 to %d words, the first not empty", SPEC_MAX_WORDS);
+        return -EINVAL;
+    }
+    cJSON_ArrayForEach(e, argv)
+        if (!cJSON_IsString(e)) {
+            snprintf(err, errlen, "argv: a word is not a string");
+            return -EINVAL;
+        }
+    if (env && (!cJSON_IsArray(env) || cJSON_GetArraySize(env) > SPEC_MAX_WORDS)) {
+        snprintf(err, errlen, "env: want at most %d strings", SPEC_MAX_WORDS);
+        return -EINVAL;
+    }
+    cJSON_ArrayForEach(e, env)
+        if (!cJSON_IsString(e) || !strchr(e->valuestring, '=') || e->valuestring[0] == '=') {
+            snprintf(err, errlen, "env: want K=V strings");
+            return -EINVAL;
+        }
+    if (mounts && (!cJSON_IsArray(mounts) || cJSON_GetArraySize(mounts) > SPEC_MAX_MOUNTS)) {
+        snprintf(err, errlen, "mounts: want at most %d", SPEC_MAX_MOUNTS);
+        return -EINVAL;
+    }
+    cJSON_ArrayForEach(e, mounts) {
+        const cJSON *ro = cJSON_GetObjectItemCaseSensitive(e, "readOnly");
+        if (!path_ok(cJSON_GetObjectItemCaseSensitive(e, "src")) ||
+            !path_ok(cJSON_GetObjectItemCaseSensitive(e, "dst")) || (ro && !cJSON_IsBool(ro))) {
+            snprintf(err, errlen, "mounts: want {src, dst} absolute paths");
+            return -EINVAL;
+        }
+    }
+    if ((cwd && !cJSON_IsString(cwd)) || (scratch && !path_ok(scratch))) {
+        snprintf(err, errlen, "cwd/scratch: want paths");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int fail(const char *what, int err)
 {
     fprintf(stderr, "kubesim: cannot start container: %s: %s\n", what, strerror(err));
@@ -223,6 +294,7 @@ static int exec_main(int argc, char **argv)
     char *text = NULL, **args, **env;
     const cJSON *m;
     const char *cwd, *scratch;
+    char why[128];
     size_t len = 0;
     long uid, gid;
     pid_t sandbox, target;
@@ -230,8 +302,11 @@ static int exec_main(int argc, char **argv)
 
     if (argc != 3)
         return 2;
-    if (rt_read_file(argv[2], 1 << 20, &text, &len) < 0 || !(spec = cJSON_Parse(text)))
+    if (rt_read_file(argv[2], 1 << 20, &text, &len) < 0 ||
+        !(spec = cJSON_ParseWithLength(text, len)))
         return fail("spec", EINVAL);
+    if (rt_spec_check(spec, why, sizeof(why)) < 0)
+        return fail(why, EINVAL);
     sandbox = (pid_t)jnum(spec, "sandbox", 0);
     target = (pid_t)jnum(spec, "join", 0);
     scratch = jstr(spec, "scratch");

@@ -35,6 +35,7 @@ struct rt_probe {
 
 struct rt_ctr {
     const cJSON *spec;          /* in pod->json */
+    bool init;                  /* an init container: runs to completion, in order */
     char name[64];
     const char *root;           /* ROOT of the matching --run-image */
     enum rt_cstate st;
@@ -53,6 +54,11 @@ struct rt_ctr {
     char last_reason[32];
     char last_msg[512];
     time_t last_start, last_finish;
+    /* the termination before that one: lastState once the container has terminated for good */
+    bool has_prev;
+    int prev_code, prev_signal;
+    char prev_reason[32];
+    time_t prev_start, prev_finish;
     char waiting_reason[32], waiting_msg[800];
     struct rt_probe live, rdy;
 };
@@ -65,8 +71,8 @@ struct rt_pod {
     char dir[512];              /* RUNDIR/UID */
     pid_t sandbox;
     int sandbox_fd;
-    struct rt_ctr *c;
-    size_t nc;
+    struct rt_ctr *c;           /* the init containers (c[0..ninit)), then the others */
+    size_t nc, ninit;
     bool deleting;
     uint64_t delete_ms;         /* SIGKILL what is left at */
     bool dirty;                 /* status to write */
@@ -127,6 +133,17 @@ void rt_event(struct runtime *rt, struct rt_pod *p, const char *type, const char
               const char *field_path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* pod.c */
+#define RT_ENV_MAX_VALUE (128 * 1024)   /* Linux's MAX_ARG_STRLEN: one exec string */
+/* Kubernetes' $(VAR) expansion of in against env (a JSON array of "K=V", the last
+ * definition winning), appended to out: $(NAME) of a defined variable becomes its value,
+ * $$ a literal $, anything else stays as written. -E2BIG past RT_ENV_MAX_VALUE bytes
+ * (definitions that double each other grow exponentially). */
+int rt_env_expand(const cJSON *env, const char *in, struct buf *out);
+/* A downward-API fieldPath of p (metadata.name, metadata.labels['k'], status.podIP, ...)
+ * appended to out; -EINVAL for a path the kubelet does not serve. */
+int rt_field_value(const struct rt_pod *p, const char *path, struct buf *out);
+/* tmpfs size= text for an emptyDir sizeLimit quantity ("0" = the tmpfs default). */
+void rt_size_text(const char *q, char *out, size_t len);
 /* Files and directories of the Pod's volumes under p->dir; the Memory ones are listed in
  * memdirs ("DIR SIZE" pairs for the sandbox). -ENOENT: a Secret or ConfigMap it needs is
  * missing (the kubelet retries: FailedMount). */
@@ -142,6 +159,12 @@ int rt_exec_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, const 
                   pid_t *pid, int *pidfd);
 /* The log file of run n of container c. */
 void rt_log_path(const struct rt_pod *p, const char *ctr, int n, char *out, size_t len);
+
+/* helper.c */
+/* The exec helper's spec (written by pod.c) is well formed: argv a non-empty array of
+ * strings, env "K=V" strings, mounts with absolute src/dst, ids in range. 0 or -EINVAL
+ * with err set. */
+int rt_spec_check(const cJSON *spec, char *err, size_t errlen);
 
 /* net.c */
 int rt_net_start(struct runtime *rt);
@@ -166,7 +189,17 @@ int rt_svc_endpoint(const cJSON *endpoints, const char *port_name, unsigned n, c
 /* A proxied request's method, path and headers are safe to put on the wire: 0 or -EINVAL. */
 int rt_forward_check(const char *method, const char *path, const char *ctype, const char *accept);
 
+/* runtime.c */
+/* Index of the --run-image whose REPO the image "[registry/]path/REPO[:tag][@digest]"
+ * names (its repository is REPO or ends in /REPO), or -1. */
+int rt_image_match(const struct runtime_opts *o, const char *image);
+
 /* probe.c */
+/* Applies one probe result to c; true when readiness changed or liveness gave up (*kill). */
+bool rt_probe_apply(struct rt_ctr *c, struct rt_probe *pr, bool ok, bool *kill);
+/* The status code of an HTTP response's first line ("HTTP/1.1 200 OK"), of len bytes
+ * (not NUL-terminated): 0, or -EPROTO. */
+int rt_http_status(const char *resp, size_t len, int *code);
 /* Runs the probes of c that are due; true when its readiness changed or the liveness probe
  * failed for good (then *kill is set). */
 bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint64_t now,

@@ -87,7 +87,7 @@ static const char *bracket(const char *path, const char *prefix, char *key, size
     return prefix;
 }
 
-static int field_value(const struct rt_pod *p, const char *path, struct buf *out)
+int rt_field_value(const struct rt_pod *p, const char *path, struct buf *out)
 {
     const cJSON *md = kobj_get(p->json, "metadata"), *spec = kobj_get(p->json, "spec");
     const char *v = NULL;
@@ -237,7 +237,7 @@ static int downward_to_dir(const struct rt_pod *p, const char *dir, const cJSON 
 
     cJSON_ArrayForEach(it, items) {
         buf_reset(&b);
-        if (field_value(p, kobj_str(kobj_get(it, "fieldRef"), "fieldPath"), &b) < 0)
+        if (rt_field_value(p, kobj_str(kobj_get(it, "fieldRef"), "fieldPath"), &b) < 0)
             continue;   /* resourceFieldRef: not modelled */
         if ((rc = write_in(dir, kobj_str(it, "path"), b.data ? b.data : "", b.len,
                            rt_jnum(it, "mode", mode))) < 0)
@@ -267,8 +267,7 @@ static void vol_dir(const struct rt_pod *p, const char *name, char *out, size_t 
     snprintf(out, len, "%s/vol/%s", p->dir, name);
 }
 
-/* tmpfs size= text for a sizeLimit quantity ("0" = the tmpfs default). */
-static void size_text(const char *q, char *out, size_t len)
+void rt_size_text(const char *q, char *out, size_t len)
 {
     int64_t milli;
     if (q && kobj_quantity_parse(q, &milli) == 0 && milli > 0)
@@ -302,7 +301,7 @@ int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *e
         if ((s = kobj_get(v, "emptyDir"))) {
             if (kobj_str(s, "medium") && !strcmp(kobj_str(s, "medium"), "Memory")) {
                 char size[32];
-                size_text(kobj_str(s, "sizeLimit"), size, sizeof(size));
+                rt_size_text(kobj_str(s, "sizeLimit"), size, sizeof(size));
                 cJSON_AddItemToArray(memdirs, cJSON_CreateString(dir));
                 cJSON_AddItemToArray(memdirs, cJSON_CreateString(size));
             }
@@ -355,12 +354,12 @@ struct env {
     cJSON *list;    /* "K=V" strings in order */
 };
 
-static const char *env_get(const struct env *e, const char *k, size_t kl)
+static const char *env_get(const cJSON *list, const char *k, size_t kl)
 {
     const cJSON *it;
     const char *found = NULL;
 
-    cJSON_ArrayForEach(it, e->list)
+    cJSON_ArrayForEach(it, list)
         if (!strncmp(it->valuestring, k, kl) && it->valuestring[kl] == '=')
             found = it->valuestring + kl + 1;   /* the last definition wins */
     return found;
@@ -383,17 +382,19 @@ static void env_set(struct env *e, const char *k, const char *v)
     buf_free(&b);
 }
 
-/* Kubernetes' $(VAR) expansion: $(NAME) of a defined variable becomes its value, $$ a
- * literal $, anything else stays as written. */
-static void expand(const struct env *e, const char *in, struct buf *out)
+int rt_env_expand(const cJSON *env, const char *in, struct buf *out)
 {
+    size_t start = out->len;
+
     while (*in) {
+        if (out->len - start > RT_ENV_MAX_VALUE)
+            return -E2BIG;
         if (in[0] == '$' && in[1] == '$') {
             buf_append(out, "$", 1);
             in += 2;
         } else if (in[0] == '$' && in[1] == '(') {
             const char *close = strchr(in + 2, ')');
-            const char *v = close ? env_get(e, in + 2, (size_t)(close - in - 2)) : NULL;
+            const char *v = close ? env_get(env, in + 2, (size_t)(close - in - 2)) : NULL;
             if (v) {
                 buf_puts(out, v);
                 in = close + 1;
@@ -406,8 +407,11 @@ static void expand(const struct env *e, const char *in, struct buf *out)
             in++;
         }
     }
+    if (out->len - start > RT_ENV_MAX_VALUE)
+        return -E2BIG;
     if (!out->data)
         buf_puts(out, "");
+    return out->data ? 0 : -ENOMEM;
 }
 
 /* A Service's, port's or protocol's name as the kubelet spells it in variable names
@@ -553,9 +557,14 @@ static int build_env(struct runtime *rt, const struct rt_pod *p, const struct rt
         if (!name)
             continue;
         if (!vf) {
-            expand(e, kobj_str(it, "value") ? kobj_str(it, "value") : "", &v);
+            if (rt_env_expand(e->list, kobj_str(it, "value") ? kobj_str(it, "value") : "", &v) < 0) {
+                snprintf(err, errlen, "env %s: the expanded value is over %d bytes", name,
+                         RT_ENV_MAX_VALUE);
+                rc = -E2BIG;
+                goto out;
+            }
         } else if ((ref = kobj_get(vf, "fieldRef"))) {
-            if (field_value(p, kobj_str(ref, "fieldPath"), &v) < 0) {
+            if (rt_field_value(p, kobj_str(ref, "fieldPath"), &v) < 0) {
                 snprintf(err, errlen, "env %s: unsupported fieldPath %s", name,
                          kobj_str(ref, "fieldPath") ? kobj_str(ref, "fieldPath") : "");
                 rc = -EINVAL;
@@ -687,12 +696,22 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
     }
     cJSON_ArrayForEach(it, kobj_get(c->spec, "command")) {
         buf_reset(&b);
-        expand(&e, cJSON_IsString(it) ? it->valuestring : "", &b);
+        if (rt_env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
+            snprintf(err, errlen, "container %s: an expanded command word is over %d bytes", c->name,
+                     RT_ENV_MAX_VALUE);
+            rc = -E2BIG;
+            goto out;
+        }
         cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
     }
     cJSON_ArrayForEach(it, kobj_get(c->spec, "args")) {
         buf_reset(&b);
-        expand(&e, cJSON_IsString(it) ? it->valuestring : "", &b);
+        if (rt_env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
+            snprintf(err, errlen, "container %s: an expanded args word is over %d bytes", c->name,
+                     RT_ENV_MAX_VALUE);
+            rc = -E2BIG;
+            goto out;
+        }
         cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
     }
     cJSON_AddItemToObject(spec, "env", e.list);

@@ -109,6 +109,26 @@ static int probe_connect(struct runtime *rt, const char *ip, int port, int ms)
     return s;
 }
 
+int rt_http_status(const char *resp, size_t len, int *code)
+{
+    size_t i = 5;
+
+    /* "HTTP/1.1 200 OK": the version, one space, three digits, then a space or the line end */
+    if (len < 12 || memcmp(resp, "HTTP/", 5))
+        return -EPROTO;
+    while (i < len && resp[i] != ' ' && resp[i] != '\r' && resp[i] != '\n' && i < 16)
+        i++;
+    if (i + 5 > len || resp[i] != ' ')
+        return -EPROTO;
+    for (int k = 1; k <= 3; k++)
+        if (resp[i + k] < '0' || resp[i + k] > '9')
+            return -EPROTO;
+    if (resp[i + 4] != ' ' && resp[i + 4] != '\r' && resp[i + 4] != '\n')
+        return -EPROTO;
+    *code = (resp[i + 1] - '0') * 100 + (resp[i + 2] - '0') * 10 + (resp[i + 3] - '0');
+    return 0;
+}
+
 static bool http_probe(struct runtime *rt, const char *ip, int port, const char *path, int ms,
                        char *why, size_t wl)
 {
@@ -140,8 +160,7 @@ static bool http_probe(struct runtime *rt, const char *ip, int port, const char 
         got += (size_t)n;
     }
     close(s);
-    resp[got] = '\0';
-    if (sscanf(resp, "HTTP/%*s %d", &code) != 1) {
+    if (rt_http_status(resp, got, &code) < 0) {
         snprintf(why, wl, "Get \"http://%s:%d%s\": context deadline exceeded (Client.Timeout "
                  "exceeded while awaiting headers)", ip, port, path);
         return false;
@@ -152,8 +171,7 @@ static bool http_probe(struct runtime *rt, const char *ip, int port, const char 
     return false;
 }
 
-/* Applies one result; true when readiness changed or liveness gave up (*kill). */
-static bool apply(struct rt_ctr *c, struct rt_probe *pr, bool ok, bool *killp)
+bool rt_probe_apply(struct rt_ctr *c, struct rt_probe *pr, bool ok, bool *killp)
 {
     long succ = tnum(pr->spec, "successThreshold", 1, 1);
     long fail = tnum(pr->spec, "failureThreshold", 3, 1);
@@ -242,7 +260,7 @@ bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint6
         }
         if (!ok)
             unhealthy(rt, p, c, pr, why);
-        changed |= apply(c, pr, ok, killp);
+        changed |= rt_probe_apply(c, pr, ok, killp);
     }
     return changed;
 }
@@ -255,5 +273,5 @@ bool rt_probe_exec_done(struct runtime *rt, struct rt_ctr *c, struct rt_probe *p
     pr->exec_fd = -1;
     pr->exec_pid = 0;
     *killp = false;
-    return apply(c, pr, status == 0, killp);
+    return rt_probe_apply(c, pr, status == 0, killp);
 }

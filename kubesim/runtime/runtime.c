@@ -54,7 +54,15 @@ bool rt_stopping(struct runtime *rt)
 long rt_jnum(const cJSON *o, const char *k, long def)
 {
     const cJSON *v = kobj_get(o, k);
-    return cJSON_IsNumber(v) ? (long)v->valuedouble : def;
+
+    if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
+        return def;
+    /* the Pod's numbers are int32 fields: a larger one is clamped, never cast out of range */
+    if (v->valuedouble >= 2147483647.0)
+        return 2147483647L;
+    if (v->valuedouble <= -2147483648.0)
+        return -2147483647L - 1;
+    return (long)v->valuedouble;
 }
 
 int rt_read_file(const char *path, size_t max, char **out, size_t *len)
@@ -209,32 +217,36 @@ int runtime_parse_flag(struct runtime_opts **o, const char *flag, const char *va
     return 0;
 }
 
-/* The ROOT for image "[registry/]path/REPO[:tag][@digest]" whose repository is REPO or ends
- * in /REPO, else NULL. */
-static const char *image_root(const struct runtime *rt, const char *image)
+int rt_image_match(const struct runtime_opts *o, const char *image)
 {
     char repo[512];
     size_t n;
     const char *slash, *colon;
 
     if (!image)
-        return NULL;
+        return -1;
     n = strcspn(image, "@");
     if (n >= sizeof(repo))
-        return NULL;
+        return -1;
     memcpy(repo, image, n);
     repo[n] = '\0';
     slash = strrchr(repo, '/');
     colon = strrchr(repo, ':');
     if (colon && (!slash || colon > slash))
         repo[colon - repo] = '\0';
-    for (size_t i = 0; i < rt->o.nimages; i++) {
-        size_t rl = strlen(rt->o.repo[i]), l = strlen(repo);
-        if (!strcmp(repo, rt->o.repo[i]) ||
-            (l > rl && repo[l - rl - 1] == '/' && !strcmp(repo + l - rl, rt->o.repo[i])))
-            return rt->o.root[i];
+    for (size_t i = 0; i < o->nimages; i++) {
+        size_t rl = strlen(o->repo[i]), l = strlen(repo);
+        if (!strcmp(repo, o->repo[i]) ||
+            (l > rl && repo[l - rl - 1] == '/' && !strcmp(repo + l - rl, o->repo[i])))
+            return (int)i;
     }
-    return NULL;
+    return -1;
+}
+
+static const char *image_root(const struct runtime *rt, const char *image)
+{
+    int i = rt_image_match(&rt->o, image);
+    return i < 0 ? NULL : rt->o.root[i];
 }
 
 bool runtime_claims(const struct runtime *rt, const cJSON *pod)
@@ -323,7 +335,8 @@ static cJSON *ctr_status(const struct rt_pod *p, const struct rt_ctr *c)
         snprintf(cid, sizeof(cid), "kubesim://%d", (int)c->pid);
         cJSON_AddStringToObject(s, "containerID", cid);
     }
-    cJSON_AddBoolToObject(s, "ready", c->st == RC_RUNNING && c->ready);
+    cJSON_AddBoolToObject(s, "ready", c->init ? c->st == RC_TERMINATED && c->last_code == 0
+                                              : c->st == RC_RUNNING && c->ready);
     cJSON_AddNumberToObject(s, "restartCount", c->restarts);
     cJSON_AddBoolToObject(s, "started", c->st == RC_RUNNING);
     st = cJSON_AddObjectToObject(s, "state");
@@ -342,10 +355,18 @@ static cJSON *ctr_status(const struct rt_pod *p, const struct rt_ctr *c)
             cJSON_AddStringToObject(w, "message", c->waiting_msg);
     }
     }
-    if (c->has_last && c->st != RC_TERMINATED)
+    if (c->has_last && c->st != RC_TERMINATED) {
         cJSON_AddItemToObject(cJSON_AddObjectToObject(s, "lastState"), "terminated",
                               terminated_json(c, p));
-    else
+    } else if (c->has_prev && c->st == RC_TERMINATED) {
+        cJSON *t = cJSON_AddObjectToObject(cJSON_AddObjectToObject(s, "lastState"), "terminated");
+        cJSON_AddNumberToObject(t, "exitCode", c->prev_code);
+        if (c->prev_signal)
+            cJSON_AddNumberToObject(t, "signal", c->prev_signal);
+        cJSON_AddStringToObject(t, "reason", c->prev_reason);
+        add_time(t, "startedAt", c->prev_start);
+        add_time(t, "finishedAt", c->prev_finish);
+    } else
         cJSON_AddObjectToObject(s, "lastState");
     return s;
 }
@@ -371,14 +392,28 @@ static void write_status(struct runtime *rt, struct rt_pod *p)
     struct store_write_opts w = { .field_manager = "kubelet" };
     struct store_status st = { 0 };
     char unready[512] = "", msg[600];
-    bool all_ready = p->nc > 0, any_run = false, all_done = p->nc > 0, any_fail = false;
+    char pending[512] = "";
+    bool all_ready = p->nc > p->ninit, any_run = false, all_done = p->nc > p->ninit, any_fail = false;
+    bool inited = true, init_failed = false;
     const char *phase;
     char *txt;
 
     p->dirty = false;
     if (!body)
         return;
-    for (size_t i = 0; i < p->nc; i++) {
+    for (size_t i = 0; i < p->ninit; i++) {
+        struct rt_ctr *c = &p->c[i];
+        if (c->st == RC_TERMINATED && c->last_code == 0)
+            continue;
+        if (c->st == RC_TERMINATED)
+            init_failed = true;     /* restartPolicy Never */
+        if (inited) {
+            size_t off = strlen(pending);
+            snprintf(pending + off, sizeof(pending) - off, "%s%s", off ? " " : "", c->name);
+        }
+        inited = false;
+    }
+    for (size_t i = p->ninit; i < p->nc; i++) {
         struct rt_ctr *c = &p->c[i];
         if (!(c->st == RC_RUNNING && c->ready)) {
             size_t off = strlen(unready);
@@ -392,13 +427,18 @@ static void write_status(struct runtime *rt, struct rt_pod *p)
         else if (c->last_code != 0)
             any_fail = true;
     }
-    phase = all_done ? (any_fail ? "Failed" : "Succeeded") : any_run ? "Running" : "Pending";
+    phase = init_failed ? "Failed" : !inited ? "Pending" :
+            all_done ? (any_fail ? "Failed" : "Succeeded") : any_run ? "Running" : "Pending";
     s = cJSON_AddObjectToObject(body, "status");
     cJSON_AddStringToObject(s, "phase", phase);
     conds = cJSON_AddArrayToObject(s, "conditions");
     snprintf(msg, sizeof(msg), "containers with unready status: [%s]", unready);
     add_cond(conds, "PodReadyToStartContainers", p->sandbox > 0, "SandboxNotReady", p->fail[0] ? p->fail : NULL, p->start_time);
-    add_cond(conds, "Initialized", true, NULL, NULL, p->start_time);
+    {
+        char im[600];
+        snprintf(im, sizeof(im), "containers with incomplete status: [%s]", pending);
+        add_cond(conds, "Initialized", inited, "ContainersNotInitialized", im, p->start_time);
+    }
     add_cond(conds, "Ready", all_ready, all_done ? "PodCompleted" : "ContainersNotReady", all_done ? NULL : msg, time(NULL));
     add_cond(conds, "ContainersReady", all_ready, all_done ? "PodCompleted" : "ContainersNotReady", all_done ? NULL : msg, time(NULL));
     add_cond(conds, "PodScheduled", true, NULL, NULL, p->start_time);
@@ -410,8 +450,13 @@ static void write_status(struct runtime *rt, struct rt_pod *p)
         cJSON_AddStringToObject(s, "hostIP", "127.0.0.1");
     }
     add_time(s, "startTime", p->start_time);
+    if (p->ninit) {
+        list = cJSON_AddArrayToObject(s, "initContainerStatuses");
+        for (size_t i = 0; i < p->ninit; i++)
+            cJSON_AddItemToArray(list, ctr_status(p, &p->c[i]));
+    }
     list = cJSON_AddArrayToObject(s, "containerStatuses");
-    for (size_t i = 0; i < p->nc; i++)
+    for (size_t i = p->ninit; i < p->nc; i++)
         cJSON_AddItemToArray(list, ctr_status(p, &p->c[i]));
     txt = cJSON_PrintUnformatted(body);
     cJSON_Delete(body);
@@ -477,6 +522,36 @@ static void ctr_start(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c)
     p->dirty = true;
 }
 
+static void start_one(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c)
+{
+    if (!c->root) {
+        /* a container of another image in a run Pod: nothing to run it with */
+        snprintf(c->waiting_reason, sizeof(c->waiting_reason), "CreateContainerError");
+        snprintf(c->waiting_msg, sizeof(c->waiting_msg), "image %s is not one kubesim "
+                 "--run-image runs", kobj_str(c->spec, "image"));
+        p->dirty = true;
+        return;
+    }
+    ctr_start(rt, p, c);
+}
+
+/* Starts what is due, as the kubelet orders it: the init containers one at a time, each
+ * once the one before completed, then all the others. */
+static void start_next(struct runtime *rt, struct rt_pod *p)
+{
+    for (size_t i = 0; i < p->ninit; i++) {
+        struct rt_ctr *c = &p->c[i];
+        if (c->st == RC_TERMINATED && c->last_code == 0)
+            continue;
+        if (c->st == RC_WAITING && !c->waiting_reason[0])
+            start_one(rt, p, c);
+        return;     /* running, backing off, or failed for good */
+    }
+    for (size_t i = p->ninit; i < p->nc; i++)
+        if (p->c[i].st == RC_WAITING)
+            start_one(rt, p, &p->c[i]);
+}
+
 static void ctr_signal(struct rt_ctr *c, int sig)
 {
     if (c->st == RC_RUNNING && c->pid > 0) {
@@ -498,6 +573,14 @@ static void ctr_exited(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, c
     kill(-c->pid, SIGKILL);     /* what the container left in its group goes with it */
     c->pid = 0;
     rt_probe_cancel(c);
+    if (c->has_last) {
+        c->has_prev = true;
+        c->prev_code = c->last_code;
+        c->prev_signal = c->last_signal;
+        snprintf(c->prev_reason, sizeof(c->prev_reason), "%s", c->last_reason);
+        c->prev_start = c->last_start;
+        c->prev_finish = c->last_finish;
+    }
     c->has_last = true;
     c->last_signal = si->si_code == CLD_EXITED ? 0 : si->si_status;
     c->last_code = si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
@@ -509,9 +592,14 @@ static void ctr_exited(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, c
     c->ready = false;
     c->kill_ms = 0;
     p->dirty = true;
-    restart = !p->deleting && (!strcmp(rp, "Always") || (!strcmp(rp, "OnFailure") && c->last_code));
+    if (c->init)   /* run to completion: a failure is retried unless restartPolicy is Never */
+        restart = !p->deleting && c->last_code && strcmp(rp, "Never");
+    else
+        restart = !p->deleting && (!strcmp(rp, "Always") || (!strcmp(rp, "OnFailure") && c->last_code));
     if (!restart) {
         c->st = RC_TERMINATED;
+        if (c->init && !c->last_code && !p->deleting)
+            start_next(rt, p);
         return;
     }
     if (ran_ms >= BACKOFF_RESET_MS)
@@ -641,22 +729,13 @@ static void pod_start(struct runtime *rt, struct rt_pod *p)
         p->dirty = true;
         return;
     }
-    for (size_t i = 0; i < p->nc; i++) {
-        if (!p->c[i].root) {
-            /* a container of another image in a run Pod: nothing to run it with */
-            snprintf(p->c[i].waiting_reason, sizeof(p->c[i].waiting_reason), "CreateContainerError");
-            snprintf(p->c[i].waiting_msg, sizeof(p->c[i].waiting_msg),
-                     "image %s is not one kubesim --run-image runs", kobj_str(p->c[i].spec, "image"));
-            continue;
-        }
-        ctr_start(rt, p, &p->c[i]);
-    }
+    start_next(rt, p);
     p->dirty = true;
 }
 
 static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
 {
-    const cJSON *md = kobj_get(pod, "metadata"), *cs, *ct;
+    const cJSON *md = kobj_get(pod, "metadata"), *cs, *ics, *ct;
     struct rt_pod *p = calloc(1, sizeof(*p));
     size_t n = 0;
 
@@ -678,23 +757,32 @@ static void pod_add(struct runtime *rt, cJSON *pod, const char *ip)
         free(p);
         return;
     }
+    ics = kobj_get(kobj_get(pod, "spec"), "initContainers");
     cs = kobj_get(kobj_get(pod, "spec"), "containers");
-    p->c = calloc((size_t)cJSON_GetArraySize(cs) + 1, sizeof(*p->c));
+    p->c = calloc((size_t)cJSON_GetArraySize(ics) + (size_t)cJSON_GetArraySize(cs) + 1, sizeof(*p->c));
     if (!p->c) {
         cJSON_Delete(pod);
         free(p);
         return;
     }
-    cJSON_ArrayForEach(ct, cs) {
-        struct rt_ctr *c = &p->c[n++];
-        c->spec = ct;
-        snprintf(c->name, sizeof(c->name), "%s", kobj_str(ct, "name") ? kobj_str(ct, "name") : "");
-        c->root = image_root(rt, kobj_str(ct, "image"));
-        c->pidfd = c->live.exec_fd = c->rdy.exec_fd = -1;
-        c->live.spec = kobj_get(ct, "livenessProbe");
-        c->rdy.spec = kobj_get(ct, "readinessProbe");
-        c->st = RC_WAITING;
-    }
+    for (int k = 0; k < 2; k++)
+        cJSON_ArrayForEach(ct, (k ? cs : ics)) {
+            struct rt_ctr *c = &p->c[n++];
+            c->spec = ct;
+            c->init = k == 0;
+            snprintf(c->name, sizeof(c->name), "%s", kobj_str(ct, "name") ? kobj_str(ct, "name") : "");
+            c->root = image_root(rt, kobj_str(ct, "image"));
+            c->pidfd = c->live.exec_fd = c->rdy.exec_fd = -1;
+            if (!c->init) {     /* an init container's probes are not run */
+                c->live.spec = kobj_get(ct, "livenessProbe");
+                c->rdy.spec = kobj_get(ct, "readinessProbe");
+            }
+            c->st = RC_WAITING;
+            if (k == 0)
+                p->ninit = n;
+            else if (p->ninit)
+                snprintf(c->waiting_reason, sizeof(c->waiting_reason), "PodInitializing");
+        }
     p->nc = n;
     pthread_mutex_lock(&rt->mu);
     p->next = rt->pods;

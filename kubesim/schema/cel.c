@@ -11,7 +11,7 @@
  *   select  := ('self' | 'oldSelf') ('.' ident)*
  *   literal := 'string' | "string" | integer | true | false | null
  *
- * Anything else (functions, arithmetic, macros, indexing) makes cel_compile return
+ * Anything else (functions, arithmetic, macros, indexing) makes schema__cel_compile return
  * -ENOTSUP: the caller skips and counts such rules rather than guess their meaning.
  */
 #include <errno.h>
@@ -60,7 +60,7 @@ static void node_free(struct cnode *n)
     free(n);
 }
 
-void cel_free(struct cel_expr *e)
+void schema__cel_free(struct cel_expr *e)
 {
     if (!e)
         return;
@@ -68,7 +68,7 @@ void cel_free(struct cel_expr *e)
     free(e);
 }
 
-bool cel_uses_old(const struct cel_expr *e)
+bool schema__cel_uses_old(const struct cel_expr *e)
 {
     return e && e->uses_old;
 }
@@ -378,7 +378,7 @@ static int parse_expr(struct cparser *p, struct cnode **out)
     return parse_binary(p, out, true);
 }
 
-int cel_compile(const char *rule, struct cel_expr **out)
+int schema__cel_compile(const char *rule, struct cel_expr **out)
 {
     struct cparser p = { rule, 0, 0, false };
     struct cel_expr *e;
@@ -494,7 +494,7 @@ static int eval_bool(const struct cnode *n, struct cenv *env)
     return -EINVAL;
 }
 
-int cel_eval(const struct cel_expr *e, const cJSON *self, const cJSON *old, char *msg,
+int schema__cel_eval(const struct cel_expr *e, const cJSON *self, const cJSON *old, char *msg,
              size_t msglen)
 {
     char dummy[8];

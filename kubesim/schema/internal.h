@@ -20,12 +20,12 @@
 /* ---- CEL subset (cel.c) ---- */
 struct cel_expr;
 /* 0, -ENOTSUP for a rule outside the subset (never guessed at), -ENOMEM. */
-int cel_compile(const char *rule, struct cel_expr **out);
-bool cel_uses_old(const struct cel_expr *e);
+int schema__cel_compile(const char *rule, struct cel_expr **out);
+bool schema__cel_uses_old(const struct cel_expr *e);
 /* 1 rule holds, 0 it does not, -EINVAL runtime error (msg says why, e.g. no such key). */
-int cel_eval(const struct cel_expr *e, const cJSON *self, const cJSON *old, char *msg,
+int schema__cel_eval(const struct cel_expr *e, const cJSON *self, const cJSON *old, char *msg,
              size_t msglen);
-void cel_free(struct cel_expr *e);
+void schema__cel_free(struct cel_expr *e);
 
 /* ---- compiled schema ---- */
 enum stype { ST_ANY = 0, ST_OBJECT, ST_ARRAY, ST_STRING, ST_INTEGER, ST_NUMBER, ST_BOOLEAN };
@@ -83,6 +83,6 @@ struct schema {
     size_t rules_total, rules_unsupported;
 };
 
-const struct snode *schema_prop(const struct snode *n, const char *name);
+const struct snode *schema__prop(const struct snode *n, const char *name);
 
 #endif

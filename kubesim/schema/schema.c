@@ -54,7 +54,7 @@ static void node_free(struct snode *n)
         free(*k);
     free(n->map_keys);
     for (size_t i = 0; i < n->nrules; i++) {
-        cel_free(n->rules[i].expr);
+        schema__cel_free(n->rules[i].expr);
         free(n->rules[i].message);
         free(n->rules[i].reason);
         free(n->rules[i].rule);
@@ -120,7 +120,7 @@ static int cmp_prop(const void *a, const void *b)
     return strcmp(((const struct sprop *)a)->name, ((const struct sprop *)b)->name);
 }
 
-const struct snode *schema_prop(const struct snode *n, const char *name)
+const struct snode *schema__prop(const struct snode *n, const char *name)
 {
     struct sprop key = { (char *)name, NULL };
     if (!n || !n->nprops)
@@ -186,7 +186,7 @@ static int compile_rules(struct cctx *c, struct snode *n, const cJSON *arr, cons
             return -ENOMEM;
         if (cJSON_IsString(reason) && !(sr->reason = strdup(reason->valuestring)))
             return -ENOMEM;
-        rc = cel_compile(rule->valuestring, &sr->expr);
+        rc = schema__cel_compile(rule->valuestring, &sr->expr);
         if (rc == -ENOMEM)
             return rc;
         if (rc)
@@ -377,7 +377,7 @@ const char *const *schema_list_map_keys(const struct schema *s, const char *path
         seg[len] = '\0';
         while (n && n->type == ST_ARRAY)
             n = n->items;
-        const struct snode *next = schema_prop(n, seg);
+        const struct snode *next = schema__prop(n, seg);
         n = next ? next : (n ? n->additional : NULL);
         path += len + (dot ? 1 : 0);
     }

@@ -231,9 +231,9 @@ static void run_rules(struct vctx *c, const struct snode *n, const cJSON *v, con
     c->in_rules = true;
     for (size_t i = 0; i < n->nrules; i++) {
         const struct srule *r = &n->rules[i];
-        if (!r->expr || (cel_uses_old(r->expr) && !old))
+        if (!r->expr || (schema__cel_uses_old(r->expr) && !old))
             continue;
-        int rc = cel_eval(r->expr, v, old, msg, sizeof(msg));
+        int rc = schema__cel_eval(r->expr, v, old, msg, sizeof(msg));
         if (rc == 1)
             continue;
         const char *reason = r->reason ? r->reason : "FieldValueInvalid";
@@ -347,7 +347,7 @@ static int walk_object(struct vctx *c, const struct snode *n, cJSON *v, const cJ
         if (n->embedded && (!strcmp(m->string, "apiVersion") || !strcmp(m->string, "kind") ||
                             !strcmp(m->string, "metadata")))
             continue;
-        const struct snode *p = schema_prop(n, m->string);
+        const struct snode *p = schema__prop(n, m->string);
         if (!p && !n->additional && !n->preserve_unknown) {
             record_unknown(c, m->string);
             cJSON_Delete(cJSON_DetachItemViaPointer(v, m));
@@ -387,7 +387,7 @@ static int walk_object(struct vctx *c, const struct snode *n, cJSON *v, const cJ
     cJSON_ArrayForEach(m, v) {
         if (!m->string || root_meta(depth, m->string))
             continue;
-        const struct snode *p = schema_prop(n, m->string);
+        const struct snode *p = schema__prop(n, m->string);
         bool by_key = false;
         if (!p && n->additional) {
             p = n->additional;

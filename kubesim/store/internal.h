@@ -157,7 +157,10 @@ struct store {
 /* ---- objects (store.c, store_json.c) ---- */
 /* Appends the compact JSON of json to out (cJSON_PrintUnformatted's output). */
 int store_json_print(const cJSON *json, struct buf *out);
-/* Takes ownership of json; serialises it. NULL on ENOMEM. */
+/* json copied into one block (json.c, packed trees): read-only, freed with free() on
+ * the result. NULL on ENOMEM or for a tree with siblings at the root. */
+cJSON *store_json_pack(const cJSON *json);
+/* Takes ownership of json; serialises it and keeps it packed. NULL on ENOMEM. */
 struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json);
 /* A copy of o whose metadata.resourceVersion is rv (DELETED events, transitions). */
 struct store_obj *store_obj_with_rv(struct store_obj *o, uint64_t rv);

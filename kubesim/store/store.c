@@ -30,7 +30,10 @@ void store_obj_unref(struct store_obj *o)
 {
     if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
-    cJSON_Delete((cJSON *)o->json);
+    if (o->packed)
+        free((cJSON *)o->json);
+    else
+        cJSON_Delete((cJSON *)o->json);
     free((char *)o->bytes);
     free(o);
 }
@@ -127,6 +130,14 @@ struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
         return NULL;
     }
     o->res = res;
+    {
+        cJSON *packed = store_json_pack(json);
+        if (packed) {
+            cJSON_Delete(json);
+            json = packed;
+            o->packed = true;
+        }
+    }
     o->json = json;
     md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
     rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "resourceVersion"));

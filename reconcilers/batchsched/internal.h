@@ -45,6 +45,8 @@ int32_t bs_cluster_params(const cJSON *cluster_spec, struct bs_reslist *l);
 /* CalculateDesiredReplicas (clamped) of a RayCluster spec. */
 int32_t bs_desired_workers(const cJSON *cluster_spec);
 
+/* A builder's failure path: frees obj, sets *err (when err is not NULL) to code, NULL. */
+cJSON *bs_build_fail(cJSON *obj, int code, int *err);
 /* metadata.NAME (labels / annotations) of obj, created when absent; NULL on ENOMEM. */
 cJSON *bs_meta_map(cJSON *obj, const char *which);
 /* Sets key=val in obj's metadata.labels / annotations. 0 or -ENOMEM. */

@@ -72,10 +72,7 @@ cJSON *batchsched_sp_podgroup(const cJSON *rc, int *err)
         goto fail;
     return pg;
 fail:
-    cJSON_Delete(pg);
-    if (err)
-        *err = -ENOMEM;
-    return NULL;
+    return bs_build_fail(pg, -ENOMEM, err);
 }
 
 int bs_sp_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,

@@ -84,6 +84,14 @@ int batchsched_child_meta(enum batchsched_kind k, const struct batchsched_parent
     return 0;
 }
 
+cJSON *bs_build_fail(cJSON *obj, int code, int *err)
+{
+    cJSON_Delete(obj);
+    if (err)
+        *err = code;
+    return NULL;
+}
+
 /* ---- metadata setters ---- */
 
 static cJSON *obj_member(cJSON *parent, const char *key)

@@ -135,10 +135,7 @@ static cJSON *build_podgroup(const struct batchsched_parent *p, int32_t members,
         goto fail;
     return pg;
 fail:
-    cJSON_Delete(pg);
-    if (err)
-        *err = rc;
-    return NULL;
+    return bs_build_fail(pg, rc, err);
 }
 
 cJSON *batchsched_volcano_podgroup(const struct batchsched_parent *p, int *err)

@@ -106,10 +106,7 @@ cJSON *batchsched_was_workload(const cJSON *rc, int *err)
         goto fail;
     return w;
 fail:
-    cJSON_Delete(w);
-    if (err)
-        *err = -ENOMEM;
-    return NULL;
+    return bs_build_fail(w, -ENOMEM, err);
 }
 
 cJSON *batchsched_was_podgroup(const cJSON *rc, int *err)
@@ -130,10 +127,7 @@ cJSON *batchsched_was_podgroup(const cJSON *rc, int *err)
         goto fail;
     return pg;
 fail:
-    cJSON_Delete(pg);
-    if (err)
-        *err = -ENOMEM;
-    return NULL;
+    return bs_build_fail(pg, -ENOMEM, err);
 }
 
 static bool controlled_by(const cJSON *obj, const cJSON *rc)

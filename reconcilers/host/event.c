@@ -17,6 +17,14 @@
  * are NOT recorded for read-your-writes (recording them would hold the key back
  * until the ryw timeout). A failed Event write is logged and otherwise ignored,
  * as client-go drops events it cannot write: reconciles never fail on Events.
+ *
+ * Once host_events_start has run (the controller host does), the writes leave
+ * the reconcile: one writer thread sends them in order from a queue of at most
+ * EV_QUEUE_MAX, dropping past that, as client-go's broadcaster does (its
+ * maxQueuedEvents, DropIfChannelFull). A reconcile that creates Pods thus waits
+ * for the creates only, not for an Event after each. The writes take the client's own Events
+ * bucket (kube/ limits per resource), as KubeRay's recorder has its own client.
+ * Without the writer (tools, unit tests) host_event writes before returning.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -36,6 +44,7 @@
 #define EV_SERIES_TTL_MS (6 * 60 * 1000)    /* client-go finishSeries: 6 min */
 #define HOST_EVENT_SERIES_FLUSH_MS 10000
 #define EV_NOTE_MAX 1024                    /* client-go's note length limit */
+#define EV_QUEUE_MAX 1000                   /* client-go's maxQueuedEvents */
 
 const struct kube_resource HOST_RES_EVENTS_V1 = { "events.k8s.io", "v1", "events", 1 };
 
@@ -153,6 +162,200 @@ static void now_micro(char out[40])
     util_format_microtime(&ts, out);
 }
 
+/* ---- the writer ------------------------------------------------------------ */
+
+/* One Event write: a create, or a series patch that falls back to creating the
+ * Event when it is gone (deleted by its TTL meanwhile). */
+static int ev_write(struct kube_client *kc, const char *ns, const char *name, const char *patch,
+                    const cJSON *event)
+{
+    struct kube_result kr = { 0 };
+    int rc;
+    if (patch) {
+        struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
+        rc = kube_patch(kc, &HOST_RES_EVENTS_V1, ns, name, patch, strlen(patch), &po, &kr);
+        kube_result_release(&kr);
+        if (rc != -ENOENT)
+            return rc;
+    }
+    rc = kube_create(kc, &HOST_RES_EVENTS_V1, ns, event, &kr);
+    kube_result_release(&kr);
+    return rc;
+}
+
+struct ev_job {
+    struct ev_job *next;
+    struct kube_client *kc;     /* borrowed: host_events_stop runs before the client goes */
+    char ns[64], name[320], reason[128];
+    char *patch;                /* NULL: create */
+    cJSON *event;
+};
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake, idle;
+    struct ev_job *head, *tail;
+    size_t queued;
+    bool running, stopping, busy;
+    uint64_t stop_by_ms;        /* stopping: writes still attempted until then */
+    uint64_t dropped;
+    pthread_t thread;
+} wq = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+         .idle = PTHREAD_COND_INITIALIZER };
+
+static void job_free(struct ev_job *j)
+{
+    if (!j)
+        return;
+    free(j->patch);
+    cJSON_Delete(j->event);
+    free(j);
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&wq.mu);
+    for (;;) {
+        while (!wq.head && !wq.stopping)
+            pthread_cond_wait(&wq.wake, &wq.mu);
+        struct ev_job *j = wq.head;
+        if (!j)
+            break;   /* stopping and drained */
+        wq.head = j->next;
+        if (!wq.head)
+            wq.tail = NULL;
+        wq.queued--;
+        bool late = wq.stopping && util_now_ms() >= wq.stop_by_ms;
+        if (late)
+            wq.dropped++;
+        wq.busy = true;
+        pthread_mutex_unlock(&wq.mu);
+        if (!late) {
+            int rc = ev_write(j->kc, j->ns, j->name, j->patch, j->event);
+            if (rc < 0)
+                log_warn("could not record an Event", "namespace", j->ns, "event", j->name,
+                         "reason", j->reason, "error", kube_strerror(rc), NULL);
+        }
+        job_free(j);
+        pthread_mutex_lock(&wq.mu);
+        wq.busy = false;
+        if (!wq.head)
+            pthread_cond_broadcast(&wq.idle);
+    }
+    pthread_mutex_unlock(&wq.mu);
+    return NULL;
+}
+
+int host_events_start(void)
+{
+    int rc = 0;
+    pthread_mutex_lock(&wq.mu);
+    if (!wq.running) {
+        wq.stopping = false;
+        rc = -pthread_create(&wq.thread, NULL, writer_main, NULL);
+        wq.running = rc == 0;
+    }
+    pthread_mutex_unlock(&wq.mu);
+    return rc;
+}
+
+int host_events_flush(uint64_t timeout_ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(timeout_ms / 1000);
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&wq.mu);
+    while (wq.running && (wq.head || wq.busy) && rc == 0)
+        rc = -pthread_cond_timedwait(&wq.idle, &wq.mu, &until);
+    pthread_mutex_unlock(&wq.mu);
+    return rc;
+}
+
+void host_events_stop(uint64_t timeout_ms)
+{
+    pthread_mutex_lock(&wq.mu);
+    if (!wq.running) {
+        pthread_mutex_unlock(&wq.mu);
+        return;
+    }
+    wq.stopping = true;
+    wq.stop_by_ms = util_now_ms() + timeout_ms;
+    pthread_cond_broadcast(&wq.wake);
+    pthread_mutex_unlock(&wq.mu);
+    pthread_join(wq.thread, NULL);
+    pthread_mutex_lock(&wq.mu);
+    wq.running = false;
+    uint64_t dropped = wq.dropped;
+    pthread_mutex_unlock(&wq.mu);
+    if (dropped) {
+        char n[24];
+        snprintf(n, sizeof(n), "%" PRIu64, dropped);
+        log_warn("Events dropped (queue full, or still queued at exit)", "count", n, NULL);
+    }
+}
+
+uint64_t host_events_dropped(void)
+{
+    pthread_mutex_lock(&wq.mu);
+    uint64_t n = wq.dropped;
+    pthread_mutex_unlock(&wq.mu);
+    return n;
+}
+
+/* Hands the write to the writer thread; false when it is not running. Takes
+ * event and patch either way. */
+static bool ev_enqueue(struct kube_client *kc, const char *ns, const char *name,
+                       const char *reason, char *patch, cJSON *event, int *rc)
+{
+    pthread_mutex_lock(&wq.mu);
+    if (!wq.running || wq.stopping) {
+        pthread_mutex_unlock(&wq.mu);
+        return false;
+    }
+    struct ev_job *j = NULL;
+    *rc = 0;
+    if (wq.queued >= EV_QUEUE_MAX) {
+        /* client-go's broadcaster drops when its queue is full; so do we */
+        bool first = wq.dropped++ == 0;
+        pthread_mutex_unlock(&wq.mu);
+        if (first)
+            log_warn("Event queue full; dropping Events", "reason", reason, NULL);
+        *rc = -EAGAIN;
+        goto out;
+    }
+    if (!(j = calloc(1, sizeof(*j)))) {
+        pthread_mutex_unlock(&wq.mu);
+        *rc = -ENOMEM;
+        goto out;
+    }
+    j->kc = kc;
+    snprintf(j->ns, sizeof(j->ns), "%s", ns);
+    snprintf(j->name, sizeof(j->name), "%s", name);
+    snprintf(j->reason, sizeof(j->reason), "%s", reason);
+    j->patch = patch;
+    j->event = event;
+    if (wq.tail)
+        wq.tail->next = j;
+    else
+        wq.head = j;
+    wq.tail = j;
+    wq.queued++;
+    pthread_cond_signal(&wq.wake);
+    pthread_mutex_unlock(&wq.mu);
+    return true;
+out:
+    free(patch);
+    cJSON_Delete(event);
+    return true;
+}
+
 int host_event(struct host_ctx *ctx, const cJSON *obj, const char *type, const char *reason,
                const char *action, const char *fmt, ...)
 {
@@ -213,34 +416,26 @@ int host_event(struct host_ctx *ctx, const cJSON *obj, const char *type, const c
     }
     pthread_mutex_unlock(&ev.mu);
 
-    struct kube_result kr = { 0 };
-    int rc = 0;
     if (found && !write_series)
-        goto out;
-    if (found) {
-        char patch[160];
-        int n = snprintf(patch, sizeof(patch),
-                         "{\"series\":{\"count\":%" PRId32 ",\"lastObservedTime\":\"%s\"}}",
-                         count, when);
-        struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
-        rc = kube_patch(kc, &HOST_RES_EVENTS_V1, ons, name, patch, (size_t)n, &po, &kr);
-        if (rc != -ENOENT)
-            goto out;
-        /* deleted (TTL) meanwhile: start a new Event */
-        kube_result_release(&kr);
-    }
+        return 0;
+    char *patch = NULL;
+    if (found && asprintf(&patch, "{\"series\":{\"count\":%" PRId32 ",\"lastObservedTime\":\"%s\"}}",
+                          count, when) < 0)
+        return -ENOMEM;
     cJSON *e = event_build(ctx, obj, name, type, reason, action, note, when);
     if (!e) {
-        rc = -ENOMEM;
-        goto out;
+        free(patch);
+        return -ENOMEM;
     }
-    rc = kube_create(kc, &HOST_RES_EVENTS_V1, ons, e, &kr);
+    int rc;
+    if (ev_enqueue(kc, ons, name, reason, patch, e, &rc))
+        return rc;
+    rc = ev_write(kc, ons, name, patch, e);
+    free(patch);
     cJSON_Delete(e);
-out:
     if (rc < 0)
         host_log(ctx, LOG_WARN, "could not record an Event", "reason", reason,
                  "error", kube_strerror(rc), NULL);
-    kube_result_release(&kr);
     return rc;
 }
 

@@ -31,6 +31,9 @@
 #include "reconcilers/host/internal.h"
 #include "util/util.h"
 
+/* how long queued Events may still be written at exit */
+#define EVENTS_STOP_MS 3000
+
 struct host {
     struct host_opts o;
     const struct host_kind *kind;
@@ -467,6 +470,12 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
         rc = -ENOMEM;
         goto out_ipc;
     }
+    /* Events leave the reconciles (event.c); without the thread they are
+     * written inline, so a failure here costs speed, not Events */
+    int evrc = host_events_start();
+    if (evrc < 0)
+        log_warn("cannot start the Event writer; writing Events inline", "error",
+                 strerror(-evrc), NULL);
     for (; nthreads < h.o.workers; nthreads++) {
         atomic_fetch_add(&h.running, 1);
         if ((rc = -pthread_create(&threads[nthreads], NULL, worker, &h)) < 0) {
@@ -524,6 +533,7 @@ out_metrics:
 out:
     if (kube_started)
         pthread_join(h.kube_thread, NULL);
+    host_events_stop(EVENTS_STOP_MS);   /* before the client it writes through goes */
     host_view_close(h.view);
     kube_client_free(h.kube);
     kube_config_free(h.kcfg);

@@ -183,6 +183,10 @@ int host_list_cluster(struct host_ctx *ctx, const char *cache_type, const char *
  * namespaces when ns is NULL). Caller owns. For metrics and benchmarks: a
  * reconcile reads its own objects with host_get / host_list_*. */
 int host_view_list(struct host_view *v, const char *cache_type, const char *ns, cJSON **out);
+/* 1 when the cache has applied every event of cache_type up to resourceVersion
+ * rv (the type's rv, the lowest over its watch streams, is >= rv), 0 when not
+ * yet, negative errno. The watcher's read-your-writes test, for a reconciler. */
+int host_cache_seen(struct host_ctx *ctx, const char *cache_type, const char *rv);
 /* resourceVersion of the stored object ("" if absent) without decoding it. */
 int host_get_rv(struct host_ctx *ctx, const char *cache_type, const char *ns,
                 const char *name, char rv[IPC_RV_MAX]);
@@ -206,5 +210,14 @@ extern const struct kube_resource HOST_RES_EVENTS_V1;
 int host_event(struct host_ctx *ctx, const cJSON *obj, const char *type, const char *reason,
                const char *action, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+
+/* The Event writer thread (event.c): once started, host_event queues its write
+ * (at most 1000; more are dropped and counted) and returns. host_events_stop
+ * writes what is queued for up to timeout_ms, then drops the rest; flush waits
+ * (up to timeout_ms) until the queue is empty: 0, or -ETIMEDOUT. */
+int host_events_start(void);
+void host_events_stop(uint64_t timeout_ms);
+int host_events_flush(uint64_t timeout_ms);
+uint64_t host_events_dropped(void);
 
 #endif

@@ -99,6 +99,8 @@ struct host_opts {
     int workers;
     char metrics_addr[128];
     char probe_addr[128];
+    bool supervised;        /* --supervised (set by rayop up): the two addresses above are up's
+                             * to give, so --config does not replace them */
     bool leader_election;
     char leader_namespace[64];               /* --leader-election-namespace, "" : default */
     int leader_lease_s;                      /* --leader-lease-seconds (15) */

@@ -25,7 +25,7 @@ static void usage(FILE *f)
           "  --namespace NS / --watch-namespace A,B  scope (checked against keys; the watcher decides what is cached)\n"
           "  --state-dir DIR                        watcher socket and cache segment (default /run/rayop)\n"
           "  --workers N / --reconcile-concurrency N worker threads (default 1)\n"
-          "  --qps N --burst N                      client-side API rate limit (default 100/200)\n"
+          "  --qps N --burst N                      client-side API rate limit per resource (100/200)\n"
           "  --metrics-addr ADDR                    Prometheus /metrics (default :8080; 0 = off)\n"
           "  --health-probe-bind-address ADDR       /healthz, /readyz (default :8082; 0 = off)\n"
           "  --enable-leader-election BOOL          one active Pod per kind (a Lease rayop-KIND-leader;\n"
@@ -42,7 +42,9 @@ static void usage(FILE *f)
           "  --log-stdout-encoder json|console      line layout (zap console: tab-separated)\n"
           "  --log-level debug|info|warn|error\n"
           "  --drain-timeout-ms N                   SIGTERM: finish in-flight work within N ms (default 30000)\n"
-          "  --connect-timeout-ms N                 wait for the watcher this long at start (default 60000)\n", f);
+          "  --connect-timeout-ms N                 wait for the watcher this long at start (default 60000)\n"
+          "  --supervised                           set by rayop up: --metrics-addr and --health-probe-bind-address\n"
+          "                                         are up's to give, and --config does not replace them\n", f);
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -153,6 +155,10 @@ static int apply(struct host_opts *o, const char *name, const char *v)
         if ((rc = parse_bool(v, &b)) == 0) o->use_kubernetes_proxy = b;
         return rc;
     }
+    if (strcmp(name, "supervised") == 0) {
+        if ((rc = parse_bool(v, &b)) == 0) o->supervised = b;
+        return rc;
+    }
     if (strcmp(name, "enable-metrics") == 0) {
         if ((rc = parse_bool(v, &b)) == 0) o->enable_metrics = b;
         return rc;
@@ -189,7 +195,7 @@ static int is_bool_flag(const char *name)
 {
     return strcmp(name, "enable-leader-election") == 0 ||
            strcmp(name, "use-kubernetes-proxy") == 0 || strcmp(name, "enable-metrics") == 0 ||
-           strcmp(name, "enable-batch-scheduler") == 0;
+           strcmp(name, "enable-batch-scheduler") == 0 || strcmp(name, "supervised") == 0;
 }
 
 /* KubeRay flags accepted and ignored: they change nothing rayop does. */
@@ -315,7 +321,13 @@ static const char *config_field(const char *key)
 int host_opts_load_config(struct host_opts *o, const char *path, char *err, size_t errlen)
 {
     /* As KubeRay: with --config the flags KubeRay's Configuration also covers are ignored,
-     * so an absent field means its Configuration default, not the flag. */
+     * so an absent field means its Configuration default, not the flag. Under rayop up the
+     * addresses are the exception: KubeRay is one process with one metricsAddr/probeAddr,
+     * rayop is several in one Pod, and up gives each its own (a Configuration's ports are
+     * up's, see cmd/up); taking the file's here would put every controller on one port. */
+    char keep_metrics[sizeof(o->metrics_addr)], keep_probe[sizeof(o->probe_addr)];
+    memcpy(keep_metrics, o->metrics_addr, sizeof(keep_metrics));
+    memcpy(keep_probe, o->probe_addr, sizeof(keep_probe));
     for (size_t i = 0; i < o->nnamespaces; i++)
         free(o->namespaces[i]);
     o->nnamespaces = 0;
@@ -422,6 +434,10 @@ int host_opts_load_config(struct host_opts *o, const char *path, char *err, size
         doc = NULL;
     }
     cJSON_Delete(doc);
+    if (o->supervised) {
+        memcpy(o->metrics_addr, keep_metrics, sizeof(keep_metrics));
+        memcpy(o->probe_addr, keep_probe, sizeof(keep_probe));
+    }
     if (rc == 0)
         err[0] = '\0';
     free(data);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "kobj/kobj.h"
 #include "reconcilers/host/host.h"
 #include "util/util.h"
 
@@ -106,6 +107,21 @@ int host_get(struct host_ctx *ctx, const char *cache_type, const char *ns, const
         return t;
     VIEW_CALL(v, rc, cache_get_json(v->c, t, ns ? ns : "", name, out));
     return rc;
+}
+
+int host_cache_seen(struct host_ctx *ctx, const char *cache_type, const char *rv)
+{
+    struct host_view *v = ctx->view;
+    struct cache_type_info ti;
+    int t, rc;
+    if (!v || !rv || !*rv)
+        return -EINVAL;
+    if ((t = type_id(v, cache_type)) < 0)
+        return t;
+    VIEW_CALL(v, rc, cache_type_info(v->c, t, &ti));
+    if (rc < 0)
+        return rc;
+    return ti.synced && ti.rv[0] && kobj_rv_cmp(ti.rv, rv) >= 0;
 }
 
 int host_get_rv(struct host_ctx *ctx, const char *cache_type, const char *ns,

@@ -59,6 +59,7 @@
 #define RC_RAY_CONTAINER              0     /* the Ray container is containers[0] */
 #define RC_AUTOSCALER_CONTAINER       "autoscaler"
 #define RC_WAIT_GCS_CONTAINER         "wait-gcs-ready"
+#define RC_COLLECTOR_CONTAINER        "ray-history-collector"  /* CollectorContainerName */
 
 /* Event / condition reasons KubeRay uses when validation fails (K8sEventType). */
 #define RC_REASON_INVALID_METADATA    "InvalidRayClusterMetadata"

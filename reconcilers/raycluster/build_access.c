@@ -85,12 +85,7 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
             *err = -ENOMEM;
         return NULL;
     }
-    s = rcb_dup(&b, NULL);
-    rcb_set_str(&b, s, "apiVersion", "v1");
-    rcb_set_str(&b, s, "kind", "Secret");
-    meta = rcb_obj(&b, s, "metadata");
-    rcb_set_str(&b, meta, "name", name);
-    rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
+    s = rcb_object(&b, "v1", "Secret", name, rc_namespace(rc), &meta);
     rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CLUSTER, rc_name(rc));
     /* rayop: the watcher caches Secrets by this label (KubeRay sets only ray.io/cluster). */
     rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
@@ -124,12 +119,7 @@ static cJSON *head_access_object(struct rcb *b, const cJSON *rc, const char *api
     rc_check_name(tmp, name, sizeof(name));
     snprintf(tmp, sizeof(tmp), "%s-head", rc_name(rc));
     rc_check_label(tmp, id, sizeof(id));
-    obj = rcb_dup(b, NULL);
-    rcb_set_str(b, obj, "apiVersion", api);
-    rcb_set_str(b, obj, "kind", kind);
-    *meta = rcb_obj(b, obj, "metadata");
-    rcb_set_str(b, *meta, "name", name);
-    rcb_set_str(b, *meta, "namespace", rc_namespace(rc));
+    obj = rcb_object(b, api, kind, name, rc_namespace(rc), meta);
     labels = rcb_obj(b, *meta, "labels");
     rcb_set_str(b, labels, RC_LABEL_CLUSTER, rc_name(rc));
     rcb_set_str(b, labels, RC_LABEL_IDENTIFIER, id);

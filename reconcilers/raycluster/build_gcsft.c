@@ -146,12 +146,7 @@ cJSON *rc_build_redis_cleanup_job(const cJSON *rc, const struct rc_build_opts *o
 
     snprintf(tmp, sizeof(tmp), "%s-redis-cleanup", rc_name(rc));
     rc_check_label(tmp, name, sizeof(name));
-    job = rcb_dup(&b, NULL);
-    rcb_set_str(&b, job, "apiVersion", "batch/v1");
-    rcb_set_str(&b, job, "kind", "Job");
-    jm = rcb_obj(&b, job, "metadata");
-    rcb_set_str(&b, jm, "name", name);
-    rcb_set_str(&b, jm, "namespace", rc_namespace(rc));
+    job = rcb_object(&b, "batch/v1", "Job", name, rc_namespace(rc), &jm);
     rcb_set(&b, jm, "labels", rcb_dup(&b, kobj_get(meta, "labels")));
     rcb_set(&b, jm, "annotations", rcb_dup(&b, kobj_get(meta, "annotations")));
     cJSON *js = rcb_obj(&b, job, "spec");

@@ -247,6 +247,92 @@ static void rewrite_command(struct podb *pb, const char *ray_start)
 }
 
 /* setContainerEnvVars, in KubeRay's order. */
+/* RayClusterHistoryServer: BuildCollectorContainer, the history server's collector
+ * sidecar on every Pod of a cluster with historyServerOptions.collectorOptions (validation
+ * refuses the field unless the gate is on). It reads the Ray logs through the shared
+ * ray-logs volume and receives Ray's events on port 8084. */
+static const cJSON *collector_options(const cJSON *rc)
+{
+    const cJSON *co = kobj_get(kobj_get(rc_spec(rc), "historyServerOptions"), "collectorOptions");
+    return cJSON_IsObject(co) ? co : NULL;
+}
+
+static cJSON *collector_find(const cJSON *spec)
+{
+    cJSON *c;
+    cJSON_ArrayForEach(c, kobj_get(spec, "containers"))
+        if (kobj_str(c, "name") && !strcmp(kobj_str(c, "name"), RC_COLLECTOR_CONTAINER))
+            return c;
+    return NULL;
+}
+
+static void add_collector(struct podb *pb)
+{
+    struct rcb *b = &pb->b;
+    const cJSON *co = collector_options(pb->rc), *e;
+    const cJSON *labels = kobj_get(kobj_get(pb->rc, "metadata"), "labels");
+    const char *v;
+    cJSON *c;
+    if (!co || b->err)
+        return;
+    if (!(c = cJSON_CreateObject())) {
+        b->err = -ENOMEM;
+        return;
+    }
+    rcb_append(b, rcb_arr(b, pb->spec, "containers"), c);
+    rcb_set_str(b, c, "name", RC_COLLECTOR_CONTAINER);
+    rcb_set_str(b, c, "image", kobj_str(co, "image") ? kobj_str(co, "image") : "");
+    v = kobj_str(co, "imagePullPolicy");
+    rcb_set_str(b, c, "imagePullPolicy", v ? v : "IfNotPresent");
+    if (cJSON_IsObject(kobj_get(co, "resources"))) {
+        rcb_set(b, c, "resources", rcb_dup(b, kobj_get(co, "resources")));
+    } else {
+        cJSON *res = rcb_obj(b, c, "resources");
+        rcb_set(b, res, "limits", rcb_fixed_resources(b, "200m", "256Mi"));
+        rcb_set(b, res, "requests", rcb_fixed_resources(b, "50m", "64Mi"));
+    }
+    rcb_arr(b, c, "env");
+    rcb_env_fieldref(b, c, "POD_IP", "status.podIP");
+    rcb_env_value(b, c, "RAY_CLUSTER_NAME", rc_name(pb->rc));
+    rcb_env_value(b, c, "RAY_CLUSTER_NAMESPACE", rc_namespace(pb->rc));
+    rcb_env_value(b, c, "RAY_ROLE", pb->head ? "Head" : "Worker");
+    rcb_env_value(b, c, "EVENTS_PORT", "8084");
+    if (*pb->fqdn)
+        rcb_env_value(b, c, "FQ_RAY_IP", pb->fqdn);
+    if ((v = kobj_str(labels, RC_LABEL_ORIGINATED_CRD)) && *v)
+        rcb_env_value(b, c, "OWNER_KIND", v);
+    if ((v = kobj_str(labels, RC_LABEL_ORIGINATED_CR_NAME)) && *v)
+        rcb_env_value(b, c, "OWNER_NAME", v);
+    if (pb->head && !rc_env_exists(co, "RAY_DASHBOARD_ADDRESS"))
+        rcb_env_value(b, c, "RAY_DASHBOARD_ADDRESS", "http://localhost:8265");
+    cJSON_ArrayForEach(e, kobj_get(co, "env"))
+        rcb_append(b, rcb_arr(b, c, "env"), rcb_dup(b, e));
+    /* it asks the dashboard, so it needs the Ray container's credentials */
+    if (rc_auth_token_enabled(pb->rc))
+        rc_auth_env(b, pb->rc, c);
+}
+
+/* the Ray container's side of the collector: Ray's events exported to it */
+static void collector_ray_env(struct podb *pb)
+{
+    static const char *const types = "TASK_DEFINITION_EVENT,TASK_LIFECYCLE_EVENT,"
+        "ACTOR_TASK_DEFINITION_EVENT,TASK_PROFILE_EVENT,DRIVER_JOB_DEFINITION_EVENT,"
+        "DRIVER_JOB_LIFECYCLE_EVENT,ACTOR_DEFINITION_EVENT,ACTOR_LIFECYCLE_EVENT,"
+        "NODE_DEFINITION_EVENT,NODE_LIFECYCLE_EVENT";
+    static const char *const kv[][2] = {
+        { "RAY_enable_ray_event", "true" },
+        { "RAY_enable_core_worker_ray_event_to_aggregator", "true" },
+        { "RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR", "http://localhost:8084/v1/events" },
+        { "RAY_DASHBOARD_AGGREGATOR_AGENT_EXPOSABLE_EVENT_TYPES", NULL },
+        { "RAY_DASHBOARD_AGGREGATOR_AGENT_PUBLISHER_HTTP_ENDPOINT_EXPOSABLE_EVENT_TYPES", NULL },
+    };
+    if (!collector_options(pb->rc) || !collector_find(pb->spec))
+        return;
+    for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+        if (!rc_env_exists(pb->ray, kv[i][0]))
+            rcb_env_value(&pb->b, pb->ray, kv[i][0], kv[i][1] ? kv[i][1] : types);
+}
+
 static void ray_env(struct podb *pb, const char *ray_start)
 {
     struct rcb *b = &pb->b;
@@ -294,6 +380,7 @@ static void ray_env(struct podb *pb, const char *ray_start)
     }
     if (!rc_env_exists(c, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"))
         rcb_env_value(b, c, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1");
+    collector_ray_env(pb);
 }
 
 static int param_port(const struct rc_params *p, const char *k, int dflt)
@@ -538,6 +625,7 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
                 rc_auth_env(b, rc, (cJSON *)ic);
         }
     }
+    add_collector(&pb);   /* the last container of the template, as KubeRay appends it */
     operator_config(&pb);
     /* BuildPod. */
     if (!strcmp(rc_creator_crd(rc), "RayService"))
@@ -553,6 +641,13 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
                 add_empty_dir(&pb, c, "ray-logs", "/tmp/ray", false);
                 break;
             }
+        }
+    }
+    {
+        cJSON *col = collector_options(rc) ? collector_find(pb.spec) : NULL;
+        if (col) {   /* the collector reads the Ray logs */
+            add_empty_dir(&pb, pb.ray, "ray-logs", "/tmp/ray", false);
+            add_empty_dir(&pb, col, "ray-logs", "/tmp/ray", false);
         }
     }
     if (b->err)

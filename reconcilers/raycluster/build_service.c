@@ -223,12 +223,7 @@ cJSON *rc_build_serve_service(const cJSON *rc, const struct rc_build_opts *o, in
             *err = -ENOENT;
         return NULL;
     }
-    svc = rcb_dup(&b, NULL);
-    rcb_set_str(&b, svc, "apiVersion", "v1");
-    rcb_set_str(&b, svc, "kind", "Service");
-    meta = rcb_obj(&b, svc, "metadata");
-    rcb_set_str(&b, meta, "name", name);
-    rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
+    svc = rcb_object(&b, "v1", "Service", name, rc_namespace(rc), &meta);
     labels = rcb_obj(&b, meta, "labels");
     snprintf(tmp, sizeof(tmp), "%s-serve", rc_name(rc));
     rcb_set_str(&b, labels, RC_LABEL_ORIGINATED_CR_NAME, rc_name(rc));
@@ -265,12 +260,7 @@ cJSON *rc_build_headless_service(const cJSON *rc, const struct rc_build_opts *o,
             *err = r;
         return NULL;
     }
-    svc = rcb_dup(&b, NULL);
-    rcb_set_str(&b, svc, "apiVersion", "v1");
-    rcb_set_str(&b, svc, "kind", "Service");
-    meta = rcb_obj(&b, svc, "metadata");
-    rcb_set_str(&b, meta, "name", name);
-    rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
+    svc = rcb_object(&b, "v1", "Service", name, rc_namespace(rc), &meta);
     rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_HEADLESS_SVC, rc_name(rc));
     rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
     spec = rcb_obj(&b, svc, "spec");

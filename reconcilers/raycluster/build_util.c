@@ -252,31 +252,39 @@ cJSON *rcb_str_array(struct rcb *b, const char *const *vals, size_t n)
     return a;
 }
 
-void rcb_env_value(struct rcb *b, cJSON *container, const char *name, const char *value)
+cJSON *rcb_object(struct rcb *b, const char *api_version, const char *kind, const char *name,
+                  const char *ns, cJSON **meta)
+{
+    cJSON *o = rcb_dup(b, NULL);
+    rcb_set_str(b, o, "apiVersion", api_version);
+    rcb_set_str(b, o, "kind", kind);
+    *meta = rcb_obj(b, o, "metadata");
+    rcb_set_str(b, *meta, "name", name);
+    rcb_set_str(b, *meta, "namespace", ns);
+    return o;
+}
+
+/* A new {"name": name} appended to the container's env; NULL after an error. */
+static cJSON *env_entry(struct rcb *b, cJSON *container, const char *name)
 {
     cJSON *env = rcb_arr(b, container, "env"), *e;
     if (b->err)
-        return;
-    if (!(e = cJSON_CreateObject())) {
-        oom(b);
-        return;
-    }
+        return NULL;
+    if (!(e = cJSON_CreateObject()))
+        return oom(b);
     rcb_append(b, env, e);
     rcb_set_str(b, e, "name", name);
-    rcb_set_str(b, e, "value", value);
+    return b->err ? NULL : e;
+}
+
+void rcb_env_value(struct rcb *b, cJSON *container, const char *name, const char *value)
+{
+    rcb_set_str(b, env_entry(b, container, name), "value", value);
 }
 
 void rcb_env_fieldref(struct rcb *b, cJSON *container, const char *name, const char *path)
 {
-    cJSON *env = rcb_arr(b, container, "env"), *e;
-    if (b->err)
-        return;
-    if (!(e = cJSON_CreateObject())) {
-        oom(b);
-        return;
-    }
-    rcb_append(b, env, e);
-    rcb_set_str(b, e, "name", name);
+    cJSON *e = env_entry(b, container, name);
     rcb_set_str(b, rcb_obj(b, rcb_obj(b, e, "valueFrom"), "fieldRef"), "fieldPath", path);
 }
 

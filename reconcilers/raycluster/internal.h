@@ -30,6 +30,7 @@ struct rc_run {
     struct rc_build_opts bo;
     cJSON *pods;                /* Pods labelled ray.io/cluster=NAME (cache, owned) */
     cJSON *live;                /* the same from the API server, fetched before creates (owned) */
+    bool live_skipped;          /* the Pod LIST was not needed (reconcile_pods.c fence) */
     enum rc_err err;            /* what the pod reconcile ran into */
     char err_msg[512];
     uint64_t requeue_ms;        /* > 0: ask for a requeue after this long */
@@ -56,6 +57,8 @@ int rc_fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
 /* reconcile_pods.c: head and worker Pods (KubeRay's reconcilePods). 0 or the
  * rc_fail() error; never writes status. */
 int rc_reconcile_pods(struct rc_run *r);
+/* Forgets the confirming-LIST fence (reconcile_pods.c): tests that restart. */
+void rc_pods_fence_reset(void);
 /* Deletes every Pod in pods (an array) that is not already terminating; one
  * event per call as KubeRay's DeleteAllOf. 0 or rc_fail(). */
 int rc_delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e);
@@ -120,6 +123,9 @@ void rcb_set_num(struct rcb *b, cJSON *o, const char *key, double val);
 void rcb_set_bool(struct rcb *b, cJSON *o, const char *key, bool val);
 void rcb_set(struct rcb *b, cJSON *o, const char *key, cJSON *val); /* takes val */
 cJSON *rcb_dup(struct rcb *b, const cJSON *src);                  /* NULL src -> {} */
+/* A new {apiVersion, kind, metadata: {name, namespace}}; *meta gets its metadata. */
+cJSON *rcb_object(struct rcb *b, const char *api_version, const char *kind, const char *name,
+                  const char *ns, cJSON **meta);
 void rcb_append(struct rcb *b, cJSON *arr, cJSON *item);          /* takes item */
 cJSON *rcb_str_array(struct rcb *b, const char *const *vals, size_t n);
 /* Appends {"name":..,"value":..} / {"name":..,"valueFrom":{"fieldRef":{"fieldPath":..}}}. */

@@ -67,6 +67,9 @@ int rc_status_compute(const struct rc_status_in *in, cJSON **out);
  * counts, endpoints, head or conditions differ. lastUpdateTime, observedGeneration,
  * desired resources and stateTransitionTimes alone never cause a write. */
 bool rc_status_differs(const cJSON *old_status, const cJSON *new_status);
+/* How many of the fields rc_status_differs compares differ; their names,
+ * comma-separated, into out (may be NULL). */
+int rc_status_changes(const cJSON *old_status, const cJSON *new_status, char *out, size_t cap);
 
 /* Condition helpers over a status "conditions" array (metav1.Condition). */
 const cJSON *rc_cond_find(const cJSON *status, const char *type);

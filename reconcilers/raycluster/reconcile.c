@@ -431,7 +431,8 @@ static int write_status(struct rc_run *r)
         return rc;
     }
     const cJSON *old = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
-    if (!rc_status_differs(old, st)) {
+    char changed[160];
+    if (rc_status_changes(old, st, changed, sizeof(changed)) == 0) {
         cJSON_Delete(st);
         return 0;
     }
@@ -448,7 +449,7 @@ static int write_status(struct rc_run *r)
     if (rc == 0) {
         const cJSON *ns_state = cJSON_GetObjectItemCaseSensitive(st, "state");
         host_log(r->ctx, LOG_INFO, "updateRayClusterStatus", "state",
-                 cJSON_IsString(ns_state) ? ns_state->valuestring : "", NULL);
+                 cJSON_IsString(ns_state) ? ns_state->valuestring : "", "changed", changed, NULL);
         rc_metrics_observe_provisioned(r->rc, old, st);
     } else {
         host_log(r->ctx, LOG_INFO, "Error updating status", "error", kube_strerror(rc), NULL);

@@ -27,8 +27,18 @@
  * deletion's watch event is on its way; a newer generation or a deletion in
  * progress means the cached spec is stale (scaled 2 -> 1 while the cache still
  * says 2), so nothing is created until the cache has the spec the API has.
+ *
+ * The window of the Pod LIST belongs to writes made before this process
+ * started, so it closes for good: the first LIST's resourceVersion is a fence,
+ * and once the cache's Pods have caught up with it (host_cache_seen) every
+ * earlier write is in the cache and later ones are this process's own, which
+ * the read-your-writes gate covers. From then on no reconcile lists Pods
+ * (before, a burst of new clusters cost one LIST each); the GET of the cluster
+ * stays, as the cluster's spec can change under the cache at any time.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,9 +183,51 @@ static int delete_podv(struct rc_run *r, const struct podv *v, const char *group
     return 0;
 }
 
-/* The cluster's Pods as the API server has them (one LIST per reconcile, kept
- * in r->live), to confirm the cache's count before creating (file comment).
- * 0 or rc_fail(). */
+/* The process-wide fence (file comment): "" until the first confirming LIST. */
+static struct {
+    pthread_mutex_t mu;
+    char rv[IPC_RV_MAX];
+    bool passed;
+} fence = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* true once the cache holds every Pod written before this process started */
+static bool fence_passed(struct rc_run *r)
+{
+    char rv[IPC_RV_MAX];
+    pthread_mutex_lock(&fence.mu);
+    bool passed = fence.passed;
+    memcpy(rv, fence.rv, sizeof(rv));
+    pthread_mutex_unlock(&fence.mu);
+    if (passed || !rv[0])
+        return passed;
+    if (host_cache_seen(r->ctx, "v1/pods", rv) != 1)
+        return false;
+    pthread_mutex_lock(&fence.mu);
+    fence.passed = true;
+    pthread_mutex_unlock(&fence.mu);
+    host_log(r->ctx, LOG_INFO, "the cache has every Pod written before this process; "
+             "no more confirming LISTs", "resourceVersion", rv, NULL);
+    return true;
+}
+
+static void fence_set(const char *rv)
+{
+    if (!rv || !*rv || strlen(rv) >= IPC_RV_MAX)
+        return;
+    pthread_mutex_lock(&fence.mu);
+    if (!fence.rv[0])
+        memcpy(fence.rv, rv, strlen(rv) + 1);
+    pthread_mutex_unlock(&fence.mu);
+}
+
+void rc_pods_fence_reset(void)
+{
+    pthread_mutex_lock(&fence.mu);
+    fence.rv[0] = '\0';
+    fence.passed = false;
+    pthread_mutex_unlock(&fence.mu);
+}
+
 static int64_t generation_of(const cJSON *obj)
 {
     return rcj_int(kobj_get(obj, "metadata"), "generation", 0);
@@ -206,19 +258,27 @@ static int live_cluster(struct rc_run *r, struct kube_client *kc)
     return rc;
 }
 
+/* The cluster's Pods as the API server has them (one LIST per reconcile, kept
+ * in r->live), to confirm the cache's count before creating (file comment).
+ * 0 or rc_fail(). */
 static int live_pods(struct rc_run *r)
 {
-    if (r->live)
+    if (r->live || r->live_skipped)
         return 0;
     struct kube_client *kc = host_kube(r->ctx);
     if (!kc)
         return -ENOTCONN;
+    if (fence_passed(r)) {
+        r->live_skipped = true;   /* the cache has every Pod the LIST would show */
+        return 0;
+    }
     char sel[320];
     snprintf(sel, sizeof(sel), "%s=%s", RC_LABEL_CLUSTER, r->name);
     struct kube_list_opts lo = { .label_selector = sel };
     struct kube_result kr = { 0 };
     int rc = kube_list(kc, &KUBE_RES_PODS, r->ns, &lo, &kr);
     if (rc == 0) {
+        fence_set(kr.resource_version);
         r->live = cJSON_DetachItemFromObjectCaseSensitive(kr.body, "items");
         if (!cJSON_IsArray(r->live)) {
             cJSON_Delete(r->live);
@@ -238,7 +298,7 @@ static int live_pods(struct rc_run *r)
 static int confirm_count(struct rc_run *r, const char *key, const char *value, int cached)
 {
     int rc = live_pods(r);
-    if (rc < 0)
+    if (rc < 0 || !r->live)
         return rc;
     struct podv v = { 0 };
     if ((rc = pods_where(r->live, key, value, NULL, &v)) < 0)

@@ -451,15 +451,33 @@ static const cJSON *norm(const cJSON *o, const char *k)
     return v;
 }
 
-bool rc_status_differs(const cJSON *a, const cJSON *b)
+int rc_status_changes(const cJSON *a, const cJSON *b, char *out, size_t cap)
 {
     static const char *const fields[] = {
         "state", "reason", "readyWorkerReplicas", "availableWorkerReplicas",
         "desiredWorkerReplicas", "minWorkerReplicas", "maxWorkerReplicas",
         "endpoints", "head", "conditions",
     };
-    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-        if (!json_equal(norm(a, fields[i]), norm(b, fields[i])))
-            return true;
-    return false;
+    int n = 0;
+    size_t len = 0;
+    if (out && cap)
+        out[0] = '\0';
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (json_equal(norm(a, fields[i]), norm(b, fields[i])))
+            continue;
+        if (!out)
+            return 1;
+        n++;
+        int w = snprintf(out + len, cap - len, "%s%s", len ? "," : "", fields[i]);
+        if (w > 0 && (size_t)w < cap - len)
+            len += (size_t)w;
+        else
+            out[len] = '\0';   /* whole names only */
+    }
+    return n;
+}
+
+bool rc_status_differs(const cJSON *a, const cJSON *b)
+{
+    return rc_status_changes(a, b, NULL, 0) > 0;
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "reconcilers/raycluster/internal.h"
 
@@ -384,6 +385,115 @@ static int validate_auth(const cJSON *rc, struct verr *e)
     return 0;
 }
 
+/* an env entry of the collector's options: 1 with a literal value or a valueFrom, 0 with
+ * neither, -1 absent */
+static int collector_env(const cJSON *env, const char *name, const char **value)
+{
+    const cJSON *v;
+    *value = "";
+    cJSON_ArrayForEach(v, env) {
+        const char *n = kobj_str(v, "name");
+        if (!n || strcmp(n, name))
+            continue;
+        *value = kobj_str(v, "value") ? kobj_str(v, "value") : "";
+        return **value || kobj_get(v, "valueFrom") ? 1 : 0;
+    }
+    return -1;
+}
+
+static bool has_env_value(const cJSON *env, const char *name)
+{
+    const char *v;
+    return collector_env(env, name, &v) == 1;
+}
+
+/* validateCollectorOptions: the image, no env KubeRay injects itself, and a storage
+ * backend with the settings it needs */
+static int validate_collector(const cJSON *co, struct verr *e)
+{
+    static const char *const managed[] = { "POD_IP", "FQ_RAY_IP", "RAY_CLUSTER_NAME",
+                                           "RAY_CLUSTER_NAMESPACE", "RAY_ROLE", "OWNER_KIND",
+                                           "OWNER_NAME", "EVENTS_PORT" };
+    const cJSON *env = kobj_get(co, "env");
+    const char *image = kobj_str(co, "image"), *backend, *mode;
+    char lower[64];
+    if (!image || !*image)
+        return fail(e, "historyServerOptions.collectorOptions.image must be set");
+    for (size_t i = 0; i < sizeof(managed) / sizeof(managed[0]); i++)
+        if (collector_env(env, managed[i], &backend) >= 0)
+            return fail(e, "historyServerOptions.collectorOptions.env must not contain %s: it is "
+                           "managed by KubeRay and injected automatically into the collector "
+                           "container", managed[i]);
+    if (collector_env(env, "STORAGE_BACKEND", &backend) < 0 || !*backend)
+        return fail(e, "STORAGE_BACKEND environment variable must be set with a literal string "
+                       "value in historyServerOptions.collectorOptions.env");
+    if (!strcasecmp(backend, "GCS") && !has_env_value(env, "GCS_BUCKET"))
+        return fail(e, "GCS_BUCKET environment variable must be set when STORAGE_BACKEND is GCS");
+    if (!strcasecmp(backend, "S3") && !has_env_value(env, "S3_REGION"))
+        return fail(e, "S3_REGION environment variable must be set when STORAGE_BACKEND is S3");
+    if (!strcasecmp(backend, "AZUREBLOB")) {
+        size_t n = 0;
+        collector_env(env, "AZURE_STORAGE_AUTH_MODE", &mode);
+        while (*mode == ' ' || *mode == '\t' || *mode == '\n')
+            mode++;
+        for (; mode[n] && n < sizeof(lower) - 1; n++)
+            lower[n] = (char)(mode[n] >= 'A' && mode[n] <= 'Z' ? mode[n] + 32 : mode[n]);
+        while (n > 0 && (lower[n - 1] == ' ' || lower[n - 1] == '\t' || lower[n - 1] == '\n'))
+            n--;
+        lower[n] = '\0';
+        if (!strcmp(lower, "connection_string")) {
+            if (!has_env_value(env, "AZURE_STORAGE_CONNECTION_STRING"))
+                return fail(e, "AZURE_STORAGE_CONNECTION_STRING environment variable must be set "
+                               "when STORAGE_BACKEND is AZUREBLOB and AZURE_STORAGE_AUTH_MODE is "
+                               "connection_string");
+        } else if (!strcmp(lower, "workload_identity") || !strcmp(lower, "default")) {
+            if (!has_env_value(env, "AZURE_STORAGE_ACCOUNT_URL"))
+                return fail(e, "AZURE_STORAGE_ACCOUNT_URL environment variable must be set when "
+                               "STORAGE_BACKEND is AZUREBLOB and AZURE_STORAGE_AUTH_MODE is %s",
+                            lower);
+        } else if (!has_env_value(env, "AZURE_STORAGE_CONNECTION_STRING") &&
+                   !has_env_value(env, "AZURE_STORAGE_ACCOUNT_URL")) {
+            return fail(e, "either AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_URL "
+                           "environment variable must be set when STORAGE_BACKEND is AZUREBLOB");
+        }
+    }
+    if (!strcasecmp(backend, "ALIYUNOSS")) {
+        static const char *const need[] = { "OSS_BUCKET", "OSS_ENDPOINT", "OSS_REGION" };
+        for (size_t i = 0; i < 3; i++)
+            if (!has_env_value(env, need[i]))
+                return fail(e, "%s environment variable must be set when STORAGE_BACKEND is "
+                               "ALIYUNOSS", need[i]);
+    }
+    return 0;
+}
+
+/* spec.historyServerOptions (RayClusterHistoryServer, alpha): the gate, the collector's
+ * options, and no user container already named like the collector */
+static int validate_history(const cJSON *rc, const struct rc_gates *g, struct verr *e)
+{
+    const cJSON *co = kobj_get(kobj_get(rc_spec(rc), "historyServerOptions"), "collectorOptions");
+    const cJSON *grp, *c;
+    int r;
+    if (!g->history_server)
+        return fail(e, "RayClusterHistoryServer feature gate is not enabled");
+    if (!co || cJSON_IsNull(co))
+        return fail(e, "historyServerOptions.collectorOptions must be set");
+    if ((r = validate_collector(co, e)) < 0)
+        return r;
+    cJSON_ArrayForEach(c, kobj_get(kobj_get(kobj_get(rc_head_group(rc), "template"), "spec"),
+                                   "containers"))
+        if (kobj_str(c, "name") && !strcmp(kobj_str(c, "name"), RC_COLLECTOR_CONTAINER))
+            return fail(e, "head pod template must not define a container with name '%s' when "
+                           "history server collector options are enabled", RC_COLLECTOR_CONTAINER);
+    cJSON_ArrayForEach(grp, kobj_get(rc_spec(rc), "workerGroupSpecs"))
+        cJSON_ArrayForEach(c, kobj_get(kobj_get(kobj_get(grp, "template"), "spec"), "containers"))
+            if (kobj_str(c, "name") && !strcmp(kobj_str(c, "name"), RC_COLLECTOR_CONTAINER))
+                return fail(e, "worker group %s pod template must not define a container with "
+                               "name '%s' when history server collector options are enabled",
+                            group_name(grp), RC_COLLECTOR_CONTAINER);
+    return 0;
+}
+
 static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
     const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
@@ -398,12 +508,8 @@ static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr 
         (r = validate_workers(rc, autoscaling, e)) < 0 || (r = validate_gcs_ft(rc, g, e)) < 0 ||
         (r = validate_autoscaler(rc, autoscaling, e)) < 0)
         return r;
-    if (field_set(spec, "historyServerOptions")) {
-        if (g->history_server)
-            return fail(e, "%s", NOT_IMPLEMENTED("spec.historyServerOptions",
-                                                 "RayClusterHistoryServer"));
-        return fail(e, "RayClusterHistoryServer feature gate is not enabled");
-    }
+    if (field_set(spec, "historyServerOptions") && (r = validate_history(rc, g, e)) < 0)
+        return r;
     if ((r = validate_auth(rc, e)) < 0)
         return r;
     if (field_set(spec, "networkPolicy")) {

@@ -62,7 +62,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     memcpy(tmpl, w->base, tmpl_len);
     cache_close(w);
     shm_unlink(name);
-    cache_wait_deadline_ns = 0;
+    cache__wait_deadline_ns = 0;
     return 0;
 }
 
@@ -133,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     struct cache *c = NULL;
-    if (cache_open_image(img, tmpl_len, &c) == 0) {
+    if (cache__open_image(img, tmpl_len, &c) == 0) {
         reader_calls(c);
         cache_close(c);
     }

@@ -24,18 +24,18 @@ static void check_direct_print(const cJSON *obj, const char *kind)
     struct fs_set set = { 0 };
     struct buf a = { 0 }, b = { 0 };
     size_t n = 0;
-    int rc = fs_print_object_fieldsv1(obj, &k, &a, &n);
+    int rc = patch__fs_print_object_fieldsv1(obj, &k, &a, &n);
 
-    if (rc == 0 && fs_from_object(obj, &k, &set) == 0) {
+    if (rc == 0 && patch__fs_from_object(obj, &k, &set) == 0) {
         if (n != set.n)
             abort();
-        if (set.n && (fs_print_fieldsv1(&set, &b) || buf_append(&a, "", 1) ||
+        if (set.n && (patch__fs_print_fieldsv1(&set, &b) || buf_append(&a, "", 1) ||
                       buf_append(&b, "", 1) || strcmp(a.data, b.data)))
             abort();
     } else if (rc != 0 && rc != -EAGAIN && rc != -ENOMEM) {
         abort();
     }
-    fs_free(&set);
+    patch__fs_free(&set);
     buf_free(&a);
     buf_free(&b);
 }

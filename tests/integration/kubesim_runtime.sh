@@ -11,6 +11,8 @@
 #  - restartPolicy Never: exit 3 ends the container as Failed/Error with exitCode 3
 #  - kubectl logs -f follows a running container
 #  - a volume's missing ConfigMap: FailedMount, retried until it exists
+#  - init containers run in order, each to completion (a failed one is retried with
+#    back-off), before the app container starts; initContainerStatuses, Initialized
 #  - Service routing to a run Pod (a python http.server): the API server's service proxy
 #    (by port number and name, with a query) and pod proxy reach the process at its Pod IP;
 #    a closed port is 503 connection refused; another run Pod reaches it at the Service's
@@ -122,6 +124,41 @@ check "its log is kept" bash -c "kubectl logs once | grep -qx bye"
 timeout 3 kubectl logs -f p1 -c main > "$W/follow.log" 2>&1
 n0=$(grep -c tick "$W/main.log"); n1=$(grep -c tick "$W/follow.log")
 check "kubectl logs -f follows the running container ($n0 -> $n1 ticks)" [ "$n1" -gt "$n0" ]
+
+# ---- init containers: in order, each to completion, then the app container
+cat > "$W/init.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: withinit}
+spec:
+  initContainers:
+  - name: first
+    image: demo
+    command: ["sh", "-c", "echo one > /work/order; echo first-ran"]
+    volumeMounts: [{name: work, mountPath: /work}]
+  - name: second
+    image: demo
+    command: ["sh", "-c", "if [ ! -e /work/tried ]; then touch /work/tried; echo failing-once; exit 1; fi; echo two >> /work/order"]
+    volumeMounts: [{name: work, mountPath: /work}]
+  containers:
+  - name: app
+    image: demo
+    command: ["sh", "-c", "echo app-saw $(tr '\\n' , < /work/order); exec sleep 600"]
+    volumeMounts: [{name: work, mountPath: /work}]
+  volumes: [{name: work, emptyDir: {}}]
+YAML
+kubectl apply -f "$W/init.yaml" >/dev/null
+app_up() { kubectl logs withinit -c app 2>/dev/null | grep -q app-saw; }
+wait_until "the app container started after both init containers" 30 app_up && ok "init containers ran before the app container"
+check "in order, each to completion (the app saw one,two)" bash -c "kubectl logs withinit -c app | grep -qx 'app-saw one,two,'"
+check "the failed init container was retried (restartCount 1, lastState exitCode 1)" \
+    [ "$(kubectl get pod withinit -o jsonpath='{.status.initContainerStatuses[1].restartCount}/{.status.initContainerStatuses[1].lastState.terminated.exitCode}')" = 1/1 ]
+check "initContainerStatuses: both terminated Completed" \
+    [ "$(kubectl get pod withinit -o jsonpath='{.status.initContainerStatuses[*].state.terminated.reason}')" = "Completed Completed" ]
+check "Initialized True, the app container Running" \
+    [ "$(kubectl get pod withinit -o jsonpath='{.status.conditions[?(@.type=="Initialized")].status}/{.status.containerStatuses[0].ready}')" = True/true ]
+check "kubectl logs -c first and --previous of second" \
+    bash -c "kubectl logs withinit -c first | grep -qx first-ran && kubectl logs withinit -c second --previous | grep -qx failing-once"
 
 # ---- Service routing to a run Pod; a volume whose ConfigMap comes later
 cat > "$W/web.yaml" <<'YAML'

@@ -152,7 +152,7 @@ def test_crds(api_client):
         r = ext.read_custom_resource_definition("rayclusters.ray.io", _preload_content=False)
         conds = json.loads(r.data).get("status", {}).get("conditions") or []
         return any(c.get("type") == "Established" and c.get("status") == "True" for c in conds)
-    check("the CRD becomes Established", wait_until(10, established))
+    check("the CRD becomes Established", wait_until(60, established))
     expect_api_error("creating the CRD again is 409 AlreadyExists", 409,
                      ext.create_custom_resource_definition, body)
 
@@ -200,7 +200,7 @@ def test_custom_objects(api_client):
                      co.create_namespaced_custom_object, g, v, ns, plural, bad)
     status = co.delete_namespaced_custom_object(g, v, ns, plural, "py-rc")
     check("delete_namespaced_custom_object answers", isinstance(status, dict), status)
-    check("the deleted RayCluster is gone (404)", wait_until(10, lambda: _is_404(
+    check("the deleted RayCluster is gone (404)", wait_until(30, lambda: _is_404(
         lambda: co.get_namespaced_custom_object(g, v, ns, plural, "py-rc"))))
     co.delete_namespaced_custom_object(g, v, ns, plural, "py-other")
 
@@ -227,7 +227,7 @@ def test_pods(api_client):
           [(c.name, c.image) for c in p2.spec.containers] == [("a", "nginx:1.25"), ("b", "busybox:1.37")],
           [(c.name, c.image) for c in p2.spec.containers])
     core.delete_namespaced_pod("py-pod", "default", grace_period_seconds=0)
-    check("delete_namespaced_pod removes it", wait_until(10, lambda: _is_404(
+    check("delete_namespaced_pod removes it", wait_until(30, lambda: _is_404(
         lambda: core.read_namespaced_pod("py-pod", "default"))))
 
 

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 # raycluster_gates_owned.py - `rayop controller raycluster --feature-gates`
 # and the objects it owns but never updates, against kubesim:
+#  * spec.historyServerOptions with RayClusterHistoryServer on: head and worker Pods get
+#    the collector sidecar; bad collector options are refused with KubeRay's message;
 #  * a gated field (spec.networkPolicy) with its gate on is refused with
 #    rayop's "not implemented by rayop yet" message (status.reason + Warning
 #    Event); with the gate off (spec.tlsOptions, RayClusterMTLS not given) it is
@@ -39,7 +41,8 @@ def main():
     env = rclib.Env(["--nodes", "2", "--pod-start-ms", "100", "--pod-ready-ms", "150",
                      "--pod-stop-ms", "100"], name="rc-gates")
     env.start_watcher()
-    env.start_controller(extra=["--feature-gates", "RayClusterNetworkPolicy=true"])
+    env.start_controller(extra=["--feature-gates",
+                                "RayClusterNetworkPolicy=true,RayClusterHistoryServer=true"])
 
     def reason(name):
         return (env.get(env.rc_path(NS, name)) or {}).get("status", {}).get("reason", "")
@@ -53,6 +56,34 @@ def main():
           any("not implemented by rayop yet" in e.get("note", "")
               for e in env.events(NS, "InvalidRayClusterSpec")))
     check("no Pods for it", env.pods(NS, "np") == [])
+    # RayClusterHistoryServer on: built, the collector sidecar on every Pod
+    hs = cluster("hs", {"historyServerOptions": {"collectorOptions": {
+        "image": "quay.io/kuberay/collector:nightly",
+        "env": [{"name": "STORAGE_BACKEND", "value": "S3"}, {"name": "S3_REGION", "value": "r"}]}}})
+    hs["spec"]["workerGroupSpecs"] = [{"groupName": "w", "replicas": 1, "minReplicas": 1,
+                                       "maxReplicas": 1, "rayStartParams": {},
+                                       "template": {"spec": {"containers": [{
+                                           "name": "ray-worker", "image": "rayproject/ray:2.46.0",
+                                           "resources": {"requests": {"cpu": "1"}}}]}}}]
+    env.req("POST", env.rc_path(NS), hs)
+
+    def collectors():
+        return sorted(next((c.get("env") and [e.get("value") for e in c["env"]
+                            if e.get("name") == "RAY_ROLE"][0]) for c in p["spec"]["containers"]
+                           if c["name"] == "ray-history-collector")
+                      for p in env.pods(NS, "hs")
+                      if any(c["name"] == "ray-history-collector" for c in p["spec"]["containers"]))
+    check("historyServerOptions with RayClusterHistoryServer=true: head and worker Pods carry "
+          "the collector sidecar", wait_until(20, lambda: collectors() == ["Head", "Worker"]),
+          "%s (reason %r)" % (collectors(), reason("hs")))
+    # a collector without its storage settings: KubeRay's message
+    env.req("POST", env.rc_path(NS), cluster("hsbad", {"historyServerOptions": {"collectorOptions": {
+        "image": "c", "env": [{"name": "STORAGE_BACKEND", "value": "GCS"}]}}}))
+    check("a collector without GCS_BUCKET refused with KubeRay's message",
+          wait_until(15, lambda: "GCS_BUCKET environment variable must be set when STORAGE_BACKEND "
+                     "is GCS" in (env.get(env.rc_path(NS, "hsbad")) or {}).get("status", {})
+                     .get("message", "") or "GCS_BUCKET" in reason("hsbad")),
+          reason("hsbad"))
     # gate off: KubeRay's gate message
     env.req("POST", env.rc_path(NS), cluster("tls", {"tlsOptions": {"enabled": True}}))
     check("tlsOptions with RayClusterMTLS off refused with the gate message",

@@ -51,8 +51,11 @@ def main():
         f.write("apiVersion: config.ray.io/v1alpha1\nkind: Configuration\n"
                 "defaultPodLabels: {rayop-it: cfg}\n"
                 "defaultContainerEnvs: [{name: RAYOP_IT, value: '1'}]\n"
-                "workerSidecarContainers: [{name: log-sidecar, image: busybox}]\n")
-    env.start_controller(extra=["--workers", "2", "--config", cfg])
+                "workerSidecarContainers: [{name: log-sidecar, image: busybox}]\n"
+                # with --config KubeRay ignores the flags the file covers, ports included: the
+                # defaults (:8080, :8082) would collide with whatever else runs on this machine
+                "metricsAddr: 127.0.0.1:0\nprobeAddr: 127.0.0.1:0\nreconcileConcurrency: 2\n")
+    env.start_controller(extra=["--config", cfg])
 
     def rc(name):
         return env.get(env.rc_path(NS, name)) or {}

@@ -162,7 +162,7 @@ static void test_trim_table(void **state)
     /* on the fly (what cache_put stores) and in place agree, and only the
      * listed paths go: same-named members elsewhere stay */
     struct buf a = { 0 }, b = { 0 };
-    assert_int_equal(cache_encode_opts(o, &a, true), 0);
+    assert_int_equal(cache__encode_opts(o, &a, true), 0);
     cache_trim(o);
     assert_true(cJSON_Compare(o, want, 1));
     assert_int_equal(cache_encode(o, &b), 0);

@@ -121,7 +121,7 @@ static int setup_group(void **state)
     memcpy(&geo, w->base, sizeof(geo));
     cache_close(w);
     shm_unlink(name);
-    cache_wait_deadline_ns = 0; /* a stuck slot gives up after the spins */
+    cache__wait_deadline_ns = 0; /* a stuck slot gives up after the spins */
     return 0;
 }
 
@@ -138,7 +138,7 @@ static void test_template_is_readable(void **state)
     uint8_t *img = malloc(tmpl_len);
     memcpy(img, tmpl, tmpl_len);
     struct cache *c = NULL;
-    assert_int_equal(cache_open_image(img, tmpl_len, &c), 0);
+    assert_int_equal(cache__open_image(img, tmpl_len, &c), 0);
     char buf[16384];
     size_t len;
     assert_int_equal(cache_get(c, 0, "ns", "pod-3", buf, sizeof(buf), &len, NULL), 0);
@@ -219,7 +219,7 @@ static void test_random_images(void **state)
             ST(h->ntypes, 2);
         }
         struct cache *c = NULL;
-        if (cache_open_image(img, tmpl_len, &c) != 0)
+        if (cache__open_image(img, tmpl_len, &c) != 0)
             continue;
         opened++;
         uint64_t t0 = util_now_ns();

@@ -263,6 +263,18 @@ static void test_opts_config_file(void **state)
     host_opts_free(&o);
     assert_null(o.config_json);
 
+    /* under rayop up (--supervised) the addresses are up's: a Configuration's metricsAddr and
+     * probeAddr (or their defaults) would put every controller of the Pod on one port */
+    char *sv[] = { "controller", "rayjob", "--metrics-addr", "0", "--supervised",
+                   "--health-probe-bind-address", "127.0.0.1:7003" };
+    assert_int_equal(host_opts_parse(&o, 7, sv), 0);
+    assert_true(o.supervised);
+    assert_int_equal(host_opts_load_config(&o, path, err, sizeof(err)), 0);
+    assert_int_equal(o.workers, 7);   /* the rest of the file still wins */
+    assert_string_equal(o.metrics_addr, "0");
+    assert_string_equal(o.probe_addr, "127.0.0.1:7003");
+    host_opts_free(&o);
+
     write_file(path, "reconcileConcurrency: lots\n");
     assert_int_equal(host_opts_parse(&o, 4, argv), 0);
     assert_int_equal(host_opts_load_config(&o, path, err, sizeof(err)), -EINVAL);

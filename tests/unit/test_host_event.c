@@ -2,7 +2,8 @@
  * test_host_event.c - the Event recorder (reconcilers/host/event.c) against an
  * in-process kubesim: an events.k8s.io/v1 Event with KubeRay's fields, repeats
  * folded into one Event's series, distinct notes kept apart, nothing recorded
- * for read-your-writes; and a kind's own metrics appended to /metrics text.
+ * for read-your-writes; the writer thread (writes leave the reconcile, in
+ * order); and a kind's own metrics appended to /metrics text.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -142,6 +143,54 @@ static void test_event_fields_and_series(void **state)
     cJSON_Delete(rc);
 }
 
+/* With the writer thread running, host_event returns before the write and the
+ * writes still land in order: a create and then its series patch (count 3),
+ * and a burst of distinct Events, all there after a flush; nothing dropped;
+ * stop with an empty queue returns; afterwards writes are inline again. */
+static void test_event_writer_thread(void **state)
+{
+    struct sim *s = *state;
+    struct host_ctx ctx;
+    const struct host_kind *k = host_kind_find(reconcilers_kinds, reconcilers_nkinds, "raycluster");
+    assert_int_equal(host_ctx_init(&ctx, k, "default/rc2", s->kube, NULL), 0);
+    cJSON *rc = cJSON_Parse("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":"
+                            "{\"name\":\"rc2\",\"namespace\":\"default\",\"uid\":\"u-2\"}}");
+    assert_int_equal(host_events_start(), 0);
+    assert_int_equal(host_events_start(), 0);   /* idempotent */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(host_event(&ctx, rc, HOST_EVENT_NORMAL, "CreatedHeadPod", "Create",
+                                    "Created head Pod"), 0);
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(host_event(&ctx, rc, HOST_EVENT_NORMAL, "CreatedWorkerPod", "Create",
+                                    "Created worker Pod w%d", i), 0);
+    assert_int_equal(host_events_flush(30000), 0);
+    cJSON *items = list_events(s);
+    assert_int_equal(cJSON_GetArraySize(items), 41);
+    int heads = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, items) {
+        if (strcmp(jstr(e, "reason", NULL), "CreatedHeadPod") != 0)
+            continue;
+        heads++;
+        /* the third occurrence is within the flush period: series count 2 */
+        const cJSON *series = cJSON_GetObjectItemCaseSensitive(e, "series");
+        assert_non_null(series);
+        assert_int_equal(cJSON_GetObjectItemCaseSensitive(series, "count")->valueint, 2);
+    }
+    assert_int_equal(heads, 1);
+    cJSON_Delete(items);
+    assert_int_equal(host_events_dropped(), 0);
+    assert_int_equal(ctx.n_written, 0);
+    host_events_stop(1000);
+    assert_int_equal(host_events_flush(10), 0);   /* not running: nothing to wait for */
+    /* inline again: the write is there as soon as host_event returns */
+    assert_int_equal(host_event(&ctx, rc, HOST_EVENT_WARNING, "Other", "Validate", "x"), 0);
+    items = list_events(s);
+    assert_int_equal(cJSON_GetArraySize(items), 42);
+    cJSON_Delete(items);
+    cJSON_Delete(rc);
+}
+
 static int kind_metrics(struct host_view *v, struct buf *out)
 {
     assert_ptr_equal(v, (struct host_view *)0x1);
@@ -173,6 +222,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_event_fields_and_series, sim_setup, sim_teardown),
+        cmocka_unit_test_setup_teardown(test_event_writer_thread, sim_setup, sim_teardown),
         cmocka_unit_test(test_kind_metrics_appended),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -405,6 +405,45 @@ static void test_limiter_rates_on_fake_clock(void **state)
     kube__limiter_destroy(&l);
 }
 
+/* One bucket per resource (client-go's per-RESTClient limiter): Pods spending
+ * their burst do not hold Services back; raw requests share their own bucket. */
+static void test_limiter_per_resource(void **state)
+{
+    struct fixture *f = *state;
+    struct kube_result res = { 0 };
+    struct kube_client *c;
+    struct fake_clock fc = { .now = 5000000000ull };
+    struct kube_client_opts o = { .qps = 10, .burst = 2 };
+    o.clock.now_ns = fake_now;
+    o.clock.sleep_ns = fake_sleep;
+    o.clock.arg = &fc;
+    assert_int_equal(kube_client_new(f->cfg, &o, &c), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(kube_get(c, &KUBE_RES_PODS, "ns", "p", &res), 0);
+        kube_result_release(&res);
+    }
+    assert_int_equal(fc.nsleeps, 0);
+    /* the status subresource and a list are the same resource: they wait */
+    assert_int_equal(kube_get(c, &KUBE_RES_PODS, "ns", "p", &res), 0);
+    kube_result_release(&res);
+    assert_int_equal(fc.nsleeps, 1);
+    /* another resource (and another group) starts with a full burst */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(kube_get(c, &KUBE_RES_SERVICES, "ns", "p", &res), 0);
+        kube_result_release(&res);
+        assert_int_equal(kube_get(c, &KUBE_RES_RAYCLUSTERS, "ns", "p", &res), 0);
+        kube_result_release(&res);
+    }
+    assert_int_equal(fc.nsleeps, 1);
+    struct kube_request raw = { .method = "GET", .path = "/api/v1/namespaces/ns/pods/p" };
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(kube_raw(c, &raw, &res), 0);
+        kube_result_release(&res);
+    }
+    assert_int_equal(fc.nsleeps, 2);
+    kube_client_free(c);
+}
+
 struct thread_arg {
     struct kube_client *c;
     int failures;
@@ -736,6 +775,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_non_idempotent_not_retried_on_500, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_errors_are_typed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limiter_per_resource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limiter_rates_on_fake_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_reuses_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(test_response_size_is_bounded, setup, teardown),

@@ -255,6 +255,54 @@ static void test_head_route(void **state)
     cJSON_Delete(rc);
 }
 
+/* RayClusterHistoryServer: the collector sidecar on head and worker Pods (the sample) */
+static void test_history_collector(void **state)
+{
+    (void)state;
+    int err = 0;
+    char names[1024];
+    cJSON *rc = rct_sample("ray-cluster.historyserver.yaml");
+    cJSON *head = rc_build_head_pod(rc, NULL, &err);
+    assert_non_null(head);
+    const cJSON *cs = jget(jget(head, "spec"), "containers");
+    assert_int_equal(cJSON_GetArraySize(cs), 2);
+    const cJSON *col = cJSON_GetArrayItem(cs, 1);
+    assert_string_equal(rct_str_at(col, "name"), "ray-history-collector");
+    assert_string_equal(rct_str_at(col, "image"), "quay.io/kuberay/collector:nightly");
+    assert_string_equal(rct_str_at(col, "imagePullPolicy"), "IfNotPresent");
+    assert_string_equal(rct_str_at(col, "resources.limits.memory"), "256Mi");
+    env_names(col, names, sizeof(names));
+    assert_string_equal(names, "POD_IP RAY_CLUSTER_NAME RAY_CLUSTER_NAMESPACE RAY_ROLE EVENTS_PORT "
+                               "FQ_RAY_IP RAY_DASHBOARD_ADDRESS STORAGE_BACKEND GCS_BUCKET");
+    assert_string_equal(rct_env_value(col, "RAY_ROLE"), "Head");
+    assert_string_equal(rct_env_value(col, "EVENTS_PORT"), "8084");
+    assert_string_equal(rct_env_value(col, "RAY_DASHBOARD_ADDRESS"), "http://localhost:8265");
+    assert_string_equal(rct_env_value(col, "FQ_RAY_IP"),
+                        "raycluster-historyserver-head-svc.default.svc.cluster.local");
+    /* both share the Ray logs; the Ray container exports its events to the collector */
+    assert_string_equal(rct_str_at(col, "volumeMounts.0.mountPath"), "/tmp/ray");
+    assert_string_equal(rct_str_at(ray0(head), "volumeMounts.1.name"), "ray-logs");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_enable_ray_event"), "true");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR"),
+                        "http://localhost:8084/v1/events");
+    assert_non_null(strstr(rct_env_value(ray0(head),
+                                         "RAY_DASHBOARD_AGGREGATOR_AGENT_EXPOSABLE_EVENT_TYPES"),
+                           "TASK_DEFINITION_EVENT,"));
+    cJSON_Delete(head);
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
+    col = cJSON_GetArrayItem(jget(jget(w, "spec"), "containers"), 1);
+    assert_string_equal(rct_env_value(col, "RAY_ROLE"), "Worker");
+    assert_null(rct_env_value(col, "RAY_DASHBOARD_ADDRESS"));
+    cJSON_Delete(w);
+    /* without the options: no collector, no event env */
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(rc, "spec"), "historyServerOptions");
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_int_equal(cJSON_GetArraySize(jget(jget(head, "spec"), "containers")), 1);
+    assert_null(rct_env_value(ray0(head), "RAY_enable_ray_event"));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+}
+
 static void test_ingress_and_auth_secret(void **state)
 {
     (void)state;
@@ -494,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_labels_names_and_creators),
         cmocka_unit_test(test_ingress_and_auth_secret),
         cmocka_unit_test(test_head_route),
+        cmocka_unit_test(test_history_collector),
         cmocka_unit_test(test_operator_config),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),

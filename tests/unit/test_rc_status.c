@@ -382,6 +382,17 @@ static void test_differs_ignores_noise(void **state)
     assert_true(rc_status_differs(a, c));
     cJSON *d = parse("{\"state\":\"ready\",\"conditions\":[{\"type\":\"X\",\"status\":\"True\"}]}");
     assert_true(rc_status_differs(a, d));
+    char names[64];
+    assert_int_equal(rc_status_changes(a, b, names, sizeof(names)), 0);
+    assert_string_equal(names, "");
+    cJSON *e = parse("{\"state\":\"suspended\",\"readyWorkerReplicas\":1,"
+                     "\"conditions\":[{\"type\":\"X\",\"status\":\"True\"}]}");
+    assert_int_equal(rc_status_changes(a, e, names, sizeof(names)), 3);
+    assert_string_equal(names, "state,readyWorkerReplicas,conditions");
+    /* a short buffer keeps whole names only */
+    assert_int_equal(rc_status_changes(a, e, names, 12), 3);
+    assert_string_equal(names, "state");
+    cJSON_Delete(e);
     cJSON_Delete(a);
     cJSON_Delete(b);
     cJSON_Delete(c);

@@ -425,7 +425,7 @@ static void test_gates(void **state)
           "GcsFaultToleranceOptions.Backend: 'rocksdb' is not implemented by rayop yet (the "
           "GCSFaultToleranceEmbeddedStorage", offsetof(struct rc_gates, gcs_ft_embedded) },
         { "spec.historyServerOptions", "{}", "RayClusterHistoryServer feature gate is not enabled",
-          "spec.historyServerOptions is not implemented by rayop yet (the RayClusterHistoryServer",
+          "historyServerOptions.collectorOptions must be set",   /* built: its own rules */
           offsetof(struct rc_gates, history_server) },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -448,6 +448,70 @@ static void test_gates(void **state)
             fail_msg("%s with its gate on: %s", cases[i].path, why.message);
         cJSON_Delete(rc);
     }
+}
+
+/* RayClusterHistoryServer on: validateCollectorOptions and the container-name rule,
+ * KubeRay's messages */
+static void test_history_server(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value, *msg;
+    } cases[] = {
+        { "{\"collectorOptions\":{}}", "historyServerOptions.collectorOptions.image must be set" },
+        { "{\"collectorOptions\":{\"image\":\"c\",\"env\":[{\"name\":\"RAY_ROLE\",\"value\":\"x\"}]}}",
+          "historyServerOptions.collectorOptions.env must not contain RAY_ROLE: it is managed by "
+          "KubeRay and injected automatically into the collector container" },
+        { "{\"collectorOptions\":{\"image\":\"c\"}}",
+          "STORAGE_BACKEND environment variable must be set with a literal string value in "
+          "historyServerOptions.collectorOptions.env" },
+        { "{\"collectorOptions\":{\"image\":\"c\",\"env\":[{\"name\":\"STORAGE_BACKEND\",\"value\":\"gcs\"}]}}",
+          "GCS_BUCKET environment variable must be set when STORAGE_BACKEND is GCS" },
+        { "{\"collectorOptions\":{\"image\":\"c\",\"env\":[{\"name\":\"STORAGE_BACKEND\",\"value\":\"S3\"}]}}",
+          "S3_REGION environment variable must be set when STORAGE_BACKEND is S3" },
+        { "{\"collectorOptions\":{\"image\":\"c\",\"env\":[{\"name\":\"STORAGE_BACKEND\",\"value\":\"AzureBlob\"},"
+          "{\"name\":\"AZURE_STORAGE_AUTH_MODE\",\"value\":\" Default \"}]}}",
+          "AZURE_STORAGE_ACCOUNT_URL environment variable must be set when STORAGE_BACKEND is "
+          "AZUREBLOB and AZURE_STORAGE_AUTH_MODE is default" },
+        { "{\"collectorOptions\":{\"image\":\"c\",\"env\":[{\"name\":\"STORAGE_BACKEND\",\"value\":\"AZUREBLOB\"}]}}",
+          "either AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_URL environment "
+          "variable must be set when STORAGE_BACKEND is AZUREBLOB" },
+        { "{\"collectorOptions\":{\"image\":\"c\",\"env\":[{\"name\":\"STORAGE_BACKEND\",\"value\":\"ALIYUNOSS\"},"
+          "{\"name\":\"OSS_BUCKET\",\"value\":\"b\"}]}}",
+          "OSS_ENDPOINT environment variable must be set when STORAGE_BACKEND is ALIYUNOSS" },
+        /* a valueFrom counts as a value; an unknown backend needs nothing more */
+        { "{\"collectorOptions\":{\"image\":\"c\",\"env\":[{\"name\":\"STORAGE_BACKEND\",\"value\":\"GCS\"},"
+          "{\"name\":\"GCS_BUCKET\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]}}", NULL },
+        { "{\"collectorOptions\":{\"image\":\"c\",\"env\":[{\"name\":\"STORAGE_BACKEND\",\"value\":\"local\"}]}}", NULL },
+    };
+    struct rc_gates on;
+    memset(&on, 0, sizeof(on));
+    on.history_server = true;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rc_invalid why;
+        cJSON *rc = base();
+        edit(rc, "spec.historyServerOptions", cases[i].value);
+        memset(&why, 0, sizeof(why));
+        int r = rc_validate(rc, &on, &why);
+        if (!cases[i].msg) {
+            if (r != 0)
+                fail_msg("case %zu: %s", i, why.message);
+        } else if (r != -EINVAL || !strstr(why.message, cases[i].msg)) {
+            fail_msg("case %zu: want \"%s\", got \"%s\"", i, cases[i].msg, why.message);
+        }
+        cJSON_Delete(rc);
+    }
+    /* a user container named like the collector */
+    cJSON *rc = base();
+    edit(rc, "spec.historyServerOptions", cases[8].value);
+    edit(rc, "spec.headGroupSpec.template.spec.containers",
+         "[{\"name\":\"ray-head\",\"image\":\"r\"},{\"name\":\"ray-history-collector\",\"image\":\"x\"}]");
+    struct rc_invalid why;
+    assert_int_equal(rc_validate(rc, &on, &why), -EINVAL);
+    assert_non_null(strstr(why.message, "head pod template must not define a container with name "
+                                        "'ray-history-collector' when history server collector "
+                                        "options are enabled"));
+    cJSON_Delete(rc);
 }
 
 /* ---- every sample ---- */
@@ -621,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_accepted),
         cmocka_unit_test(test_managed_by_and_warning),
         cmocka_unit_test(test_gates),
+        cmocka_unit_test(test_history_server),
         cmocka_unit_test(test_all_samples),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);

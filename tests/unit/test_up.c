@@ -22,7 +22,7 @@ static void test_backoff(void **state)
     /* initial 1 s, cap 10 s, reset after 600 s */
     uint64_t d = 0, seq[6];
     for (int i = 0; i < 6; i++)
-        seq[i] = d = up_next_backoff(d, 50, 1000, 10000, 600000);
+        seq[i] = d = up__next_backoff(d, 50, 1000, 10000, 600000);
     assert_int_equal(seq[0], 1000);
     assert_int_equal(seq[1], 2000);
     assert_int_equal(seq[2], 4000);
@@ -30,20 +30,20 @@ static void test_backoff(void **state)
     assert_int_equal(seq[4], 10000);
     assert_int_equal(seq[5], 10000);
     /* ran long enough (a kill, not a crash loop): at once, then over from the initial delay */
-    assert_int_equal(up_next_backoff(10000, 600000, 1000, 10000, 600000), 0);
-    assert_int_equal(up_next_backoff(0, 50, 1000, 10000, 600000), 1000);
-    assert_int_equal(up_next_backoff(10000, 599999, 1000, 10000, 600000), 10000);
-    assert_int_equal(up_next_backoff(8000, 10000, 1000, 10000, 10000), 0);
+    assert_int_equal(up__next_backoff(10000, 600000, 1000, 10000, 600000), 0);
+    assert_int_equal(up__next_backoff(0, 50, 1000, 10000, 600000), 1000);
+    assert_int_equal(up__next_backoff(10000, 599999, 1000, 10000, 600000), 10000);
+    assert_int_equal(up__next_backoff(8000, 10000, 1000, 10000, 10000), 0);
     /* a huge previous delay does not overflow past the cap */
-    assert_int_equal(up_next_backoff(UINT64_MAX - 1, 0, 1, UINT64_MAX - 5, UINT64_MAX), UINT64_MAX - 5);
+    assert_int_equal(up__next_backoff(UINT64_MAX - 1, 0, 1, UINT64_MAX - 5, UINT64_MAX), UINT64_MAX - 5);
     /* initial above the cap is capped */
-    assert_int_equal(up_next_backoff(0, 0, 50000, 10000, 600000), 10000);
+    assert_int_equal(up__next_backoff(0, 0, 50000, 10000, 600000), 10000);
 }
 
 static void tag(const char *proc, const char *line, char *out, size_t cap)
 {
     struct buf b = { 0 };
-    assert_int_equal(up_tag_line(proc, line, strlen(line), &b), 0);
+    assert_int_equal(up__tag_line(proc, line, strlen(line), &b), 0);
     assert_true(b.len < cap);
     memcpy(out, b.data, b.len + 1);
     buf_free(&b);

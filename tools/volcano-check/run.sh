@@ -52,12 +52,12 @@ crd() { # PLURAL GROUP KIND: a cluster-scoped, schema-less v1alpha1 type
 	    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
 	Y
 }
-queue() { # NAME STATE [CAPABILITY_CPU]
+queue() { # NAME STATE [CAPABILITY_CPU] [WEIGHT]
 	$K apply -f - >/dev/null <<-Y
 	apiVersion: scheduling.volcano.sh/v1beta1
 	kind: Queue
 	metadata: {name: $1}
-	spec: {weight: 1${3:+, capability: {cpu: \"$3\"\}}}
+	spec: {weight: ${4:-1}${3:+, capability: {cpu: \"$3\"\}}}
 	Y
 	$K patch queue "$1" --subresource=status --type=merge -p "{\"status\":{\"state\":\"$2\"}}" >/dev/null
 }
@@ -120,3 +120,22 @@ queue shut Closed
 pg closed 1 ', queue: shut'; pods closed 1 1
 sleep 15
 report alpha beta big quota closed
+
+# queue weights (test_queue_weight): with the others gone, queue light (weight 1) and heavy
+# (weight 3) share 128 CPUs as 32 and 96; light's older gang of 4 x 16 CPU gets none, heavy's
+# 2 x 48 CPU runs (by age alone light's would run and heavy's would not fit)
+$K delete pods --all --wait=false >/dev/null
+$K delete podgroups --all >/dev/null
+wait_gone() { [ "$($K get pods -o name | wc -l)" = 0 ]; }
+for _ in $(seq 60); do wait_gone && break; sleep 1; done
+# both queues Closed while the gangs arrive, then opened together: one session sees both
+queue light Closed "" 1
+queue heavy Closed "" 3
+pg light 4 ', queue: light'; pods light 4 16
+pg heavy 2 ', queue: heavy'; pods heavy 2 48
+sleep 5
+for q in light heavy; do
+	$K patch queue $q --subresource=status --type=merge -p '{"status":{"state":"Open"}}' >/dev/null
+done
+sleep 15
+report light heavy

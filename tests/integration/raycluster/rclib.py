@@ -212,22 +212,24 @@ class Env:
         evs = self.items("/apis/events.k8s.io/v1/namespaces/%s/events" % ns)
         return [e for e in evs if reason is None or e.get("reason") == reason]
 
+    def requests(self):
+        """kubesim's request log, one dict per request ({time, verb, resource, path, code,
+        user_agent, ...}); lines that do not parse are passed over."""
+        with open(self.reqlog) as f:
+            for line in f:
+                try:
+                    yield json.loads(line)
+                except ValueError:
+                    continue
+
     def pod_creates(self):
         """(rayop user agent) Pod creates answered 201, from kubesim's request log (the real
         tier: from kube-apiserver's audit log)."""
         if self.real:
             return self.real.pod_creates("rayop")
-        n = []
-        with open(self.reqlog) as f:
-            for line in f:
-                try:
-                    r = json.loads(line)
-                except ValueError:
-                    continue
-                if (r.get("verb") == "create" and r.get("resource") == "pods" and r.get("code") == 201
-                        and "rayop" in r.get("user_agent", "")):
-                    n.append(r)
-        return n
+        return [r for r in self.requests()
+                if r.get("verb") == "create" and r.get("resource") == "pods" and r.get("code") == 201
+                and "rayop" in r.get("user_agent", "")]
 
 
 def desired_workers(rc):

@@ -263,6 +263,41 @@ static void test_queue_capability(void **state)
     assert_int_equal(gt_bound(t, "two", 0, 2), 2);
 }
 
+/* Queue weights (Volcano's proportion): queues light (weight 1) and heavy (weight 3) with
+ * more work than the 8 CPUs share them as 2 and 6; light's older gang of 4 x 1 CPU is
+ * over its share and gets nothing, heavy's 2 x 3 CPU runs. By age alone light's gang
+ * would run and heavy's would not fit. */
+static void test_queue_weight(void **state)
+{
+    struct gt *t = FX(state);
+
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+        "\"metadata\":{\"name\":\"light\"},\"spec\":{\"weight\":1}}")));
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+        "\"metadata\":{\"name\":\"heavy\"},\"spec\":{\"weight\":3}}")));
+    gt_volcano_pg(t, "a-light", 4, ",\"queue\":\"light\"");
+    gt_volcano_pods(t, "a-light", 0, 4, "1");
+    gt_volcano_pg(t, "b-heavy", 2, ",\"queue\":\"heavy\"");
+    gt_volcano_pods(t, "b-heavy", 0, 2, "3");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "b-heavy", 0, 2), 2);
+    assert_int_equal(gt_bound(t, "a-light", 0, 4), 0);
+    cJSON *un = gt_cond(t, t->vpg, "a-light", "Unschedulable");
+    assert_non_null(un);
+    /* what the real Volcano v1.14.1 wrote here (tools/volcano-check, scaled to 64-CPU nodes) */
+    assert_string_equal(tl_str(un, "message"), "2/4 tasks in gang unschedulable: pod group is not "
+                        "ready, 4 Pending, 4 minAvailable; Pending: 2 Schedulable, 2 Unschedulable");
+    cJSON_Delete(un);
+
+    /* heavy's work ends: light's share is the whole cluster again */
+    gt_delete(t, t->pods, "default", "b-heavy-0");
+    gt_delete(t, t->pods, "default", "b-heavy-1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "a-light", 0, 4), 4);
+}
+
 /* Of two gangs that fit alone but not together, the higher PriorityClass wins, though
  * the other is older and first by name. */
 static void test_priority(void **state)
@@ -504,6 +539,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_default_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_capability, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_weight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_plugins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_yunikorn, setup, teardown),

@@ -3,7 +3,7 @@
  * with no old object) against the general path (an empty old object, which makes every
  * field new and resolves every path again); the fieldsV1 text written straight from
  * the field set (patch_record_managed_fields_raw) against the printed tree; and a
- * create's fieldsV1 printed straight from the object (fs_print_object_fieldsv1)
+ * create's fieldsV1 printed straight from the object (patch__fs_print_object_fieldsv1)
  * against the field set it replaces, on hand-made shapes and every KubeRay sample. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -153,7 +153,7 @@ static void test_raw_fieldsv1_text_matches_tree(void **state)
 }
 
 
-/* Direct print of obj against fs_print_fieldsv1(fs_from_object(obj)): the same bytes
+/* Direct print of obj against patch__fs_print_fieldsv1(patch__fs_from_object(obj)): the same bytes
  * when the direct print answers, else -EAGAIN. Returns the direct print's rc. */
 static int direct_vs_set(const cJSON *obj, const char *smp_kind)
 {
@@ -161,13 +161,13 @@ static int direct_vs_set(const cJSON *obj, const char *smp_kind)
     struct fs_set set = { 0 };
     struct buf a = { 0 }, b = { 0 };
     size_t n = 0;
-    int rc = fs_print_object_fieldsv1(obj, &k, &a, &n);
+    int rc = patch__fs_print_object_fieldsv1(obj, &k, &a, &n);
     assert_true(rc == 0 || rc == -EAGAIN);
     if (rc == 0) {
-        assert_int_equal(fs_from_object(obj, &k, &set), 0);
+        assert_int_equal(patch__fs_from_object(obj, &k, &set), 0);
         assert_int_equal(n, set.n);
         if (set.n) {
-            assert_int_equal(fs_print_fieldsv1(&set, &b), 0);
+            assert_int_equal(patch__fs_print_fieldsv1(&set, &b), 0);
             assert_int_equal(buf_append(&a, "", 1), 0);
             assert_int_equal(buf_append(&b, "", 1), 0);
             assert_string_equal(a.data, b.data);
@@ -175,13 +175,13 @@ static int direct_vs_set(const cJSON *obj, const char *smp_kind)
             assert_int_equal(a.len, 0);
         }
     }
-    fs_free(&set);
+    patch__fs_free(&set);
     buf_free(&a);
     buf_free(&b);
     return rc;
 }
 
-/* fs_walker_resolve gives fs_resolve's node for every path of a set, walked in set
+/* patch__fs_walker_resolve gives patch__fs_resolve's node for every path of a set, walked in set
  * order and backwards, in the object the set came from and in a different one (paths
  * missing there, keyed list elements in another order). */
 static void test_walker_matches_resolve(void **state)
@@ -200,20 +200,20 @@ static void test_walker_matches_resolve(void **state)
     (void)state;
     assert_non_null(a);
     assert_non_null(b);
-    assert_int_equal(fs_from_object(a, &k, &set), 0);
+    assert_int_equal(patch__fs_from_object(a, &k, &set), 0);
     assert_true(set.n > 20);
     for (int pass = 0; pass < 4; pass++) {
         const cJSON *obj = pass & 1 ? b : a;
-        fs_walker_init(&w, obj);
+        patch__fs_walker_init(&w, obj);
         for (size_t j = 0; j < set.n; j++) {
             const char *p = set.v[pass & 2 ? set.n - 1 - j : j].p;
-            const cJSON *want = fs_resolve(obj, p);
-            assert_ptr_equal(fs_walker_resolve(&w, p), want);
+            const cJSON *want = patch__fs_resolve(obj, p);
+            assert_ptr_equal(patch__fs_walker_resolve(&w, p), want);
             hits += want != NULL;
         }
     }
     assert_true(hits > set.n * 2);   /* every path in a, some in b */
-    fs_free(&set);
+    patch__fs_free(&set);
     cJSON_Delete(a);
     cJSON_Delete(b);
 }

@@ -5,6 +5,7 @@
 
 #include <regex.h>
 
+#include "kobj/json_equal.h"
 #include "kubesim/store/internal.h"
 
 static struct store *S;
@@ -167,6 +168,40 @@ static void test_same_object(void **state)
         cJSON_Delete(a);
         cJSON_Delete(b);
     }
+}
+
+/* A packed tree reads like the tree it copies: same members, order, values, last-child
+ * links (cJSON_AddItemToArray relies on them), and a cJSON_Duplicate owns its strings. */
+static void test_json_pack(void **state)
+{
+    cJSON *t = tl_json("{\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"1\",\"b\":\"\"}},"
+                       "\"spec\":{\"n\":3,\"f\":1.5,\"ok\":true,\"no\":null,\"l\":[1,\"x\",[],{}]}}");
+    cJSON *p, *d;
+    char *a, *b;
+
+    (void)state;
+    assert_non_null(t);
+    cJSON_AddItemToObject(t, "raw", cJSON_CreateRaw("{\"f:x\":{}}"));
+    p = store_json_pack(t);
+    assert_non_null(p);
+    assert_true(json_equal(t, p));
+    a = cJSON_PrintUnformatted(t);
+    b = cJSON_PrintUnformatted(p);
+    assert_string_equal(a, b);
+    free(b);
+    assert_ptr_equal(p->child->prev, cJSON_GetObjectItem(p, "raw"));
+    assert_ptr_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"), "l")->child->prev->prev,
+                     cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "spec"), "l"), 2));
+    d = cJSON_Duplicate(p, true);
+    free(p);                        /* the copy must not point into the block */
+    cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetObjectItem(d, "spec"), "l"), cJSON_CreateNumber(5));
+    b = cJSON_PrintUnformatted(d);
+    assert_non_null(strstr(b, "[1,\"x\",[],{},5]"));
+    assert_int_equal(strlen(b), strlen(a) + 2);
+    free(a);
+    free(b);
+    cJSON_Delete(d);
+    cJSON_Delete(t);
 }
 
 static void test_update_conflict_and_noop(void **state)
@@ -1064,6 +1099,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_generate_name, setup, teardown),
         cmocka_unit_test(test_same_object),
+        cmocka_unit_test(test_json_pack),
         cmocka_unit_test_setup_teardown(test_update_conflict_and_noop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cr_generation_and_status_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cr_versions_scale_and_validation, setup, teardown),
