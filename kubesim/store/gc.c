@@ -484,28 +484,41 @@ static void *gc_main(void *arg)
 {
     struct store *s = arg;
 
+    uint64_t next_expiry = 0;
+
     pthread_mutex_lock(&s->gc_mu);
     for (;;) {
         struct gc_item *it;
         struct gc_pending *p;
         char key[600];
 
-        while (!s->gc_stop && !s->gq_head) {
+        /* Events to expire: looked at once a second (a TTL is minutes or hours),
+         * busy or idle; under churn the work queue is rarely empty, and expiry
+         * only on idle wake-ups ran minutes late */
+        if (atomic_load(&s->n_expiring) && wall_ms() >= next_expiry) {
+            pthread_mutex_unlock(&s->gc_mu);
+            expire_events(s);
+            pthread_mutex_lock(&s->gc_mu);
+            next_expiry = wall_ms() + 1000;
+        }
+        if (!s->gc_stop && !s->gq_head) {
             s->gc_busy = false;
             pthread_cond_broadcast(&s->gc_cond);
             if (!atomic_load(&s->n_expiring)) {
                 pthread_cond_wait(&s->gc_cond, &s->gc_mu);
-                continue;
+            } else {
+                struct timespec until;
+                uint64_t ms = next_expiry > wall_ms() ? next_expiry - wall_ms() : 0;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += (time_t)(ms / 1000);
+                until.tv_nsec += (long)(ms % 1000) * 1000000L;
+                if (until.tv_nsec >= 1000000000L) {
+                    until.tv_sec++;
+                    until.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&s->gc_cond, &s->gc_mu, &until);
             }
-            /* Events to expire: look once a second (a TTL is minutes or hours) */
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_sec += 1;
-            if (pthread_cond_timedwait(&s->gc_cond, &s->gc_mu, &until) == ETIMEDOUT) {
-                pthread_mutex_unlock(&s->gc_mu);
-                expire_events(s);
-                pthread_mutex_lock(&s->gc_mu);
-            }
+            continue;
         }
         if (s->gc_stop)
             break;

@@ -690,6 +690,9 @@ class Soak:
         if left:
             for l in left[:30]:
                 self.violate("converge", l)
+            # what the queues hold (waiting = requeue-after timers, gated = read-your-writes)
+            log("queues at the end: %s" % json.dumps([{k: v for k, v in q.items() if k != "workers"}
+                                                     for q in (self.queue_status() or [])]))
         self.record_up_restarts()
         self.stopping.set()
         found, timeline = self.replay()
