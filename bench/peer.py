@@ -7,6 +7,9 @@
 #   PEER_ROUNDS    rounds; the order alternates per round (default 1: rayop first)
 #   PEER_DEFAULTS  1: each operator at its own defaults instead of equal settings
 #   PEER_OPS       which operators run (default "rayop,kuberay"; one alone for tracing)
+#   PEER_JOBS      also create this many RayJobs (1 head + 1 worker, a short entrypoint) at
+#                  the same time: ray-project/kuberay#2646; the times stay those of the
+#                  PEER_CLUSTERS RayClusters (rayop then runs its rayjob controller too)
 #   RC_IT_KEEP     a directory: keep kubesim's request log and the operators' logs there
 # Each run: a fresh namespace, the operator started watching it, N RayClusters created,
 # time until every one is "ready"; operator CPU seconds (utime+stime of all its
@@ -33,6 +36,7 @@ WORKERS = os.environ.get("PEER_WORKERS", "4")
 QPS = int(os.environ.get("PEER_QPS", "100"))
 ROUNDS = int(os.environ.get("PEER_ROUNDS", "1"))
 DEFAULTS = os.environ.get("PEER_DEFAULTS", "0") == "1"
+JOBS = int(os.environ.get("PEER_JOBS", "0"))
 OPS = [o for o in os.environ.get("PEER_OPS", "rayop,kuberay").split(",") if o]
 KUBERAY = os.environ.get("KUBERAY_BIN") or os.path.join(ROOT, ".peers", "bin", "kuberay-operator")
 UA = {"rayop": "rayop/", "kuberay": "kuberay-operator"}
@@ -46,6 +50,21 @@ def cluster(i):
                      "workerGroupSpecs": [{"groupName": "w", "replicas": 3, "minReplicas": 0,
                                            "maxReplicas": 3, "rayStartParams": {},
                                            "template": {"spec": {"containers": [c]}}}]}}
+
+
+def job(i):
+    c = {"name": "ray", "image": "rayproject/ray:2.46.0",
+         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
+    spec = {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [c]}}},
+            "workerGroupSpecs": [{"groupName": "w", "replicas": 1, "minReplicas": 0, "maxReplicas": 1,
+                                  "rayStartParams": {}, "template": {"spec": {"containers": [c]}}}]}
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "job-%d" % i},
+            "spec": {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": spec}}
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else None
 
 
 def tree(pid):
@@ -132,10 +151,20 @@ def start(env, op, ns):
     args = ["up", "--kubeconfig", env.kubeconfig, "--state-dir", env.state + "-" + ns,
             "--watch-namespace", ns, "--use-kubernetes-proxy=true", "--metrics-addr", "0",
             "--health-probe-bind-address", "0", "--enable-leader-election=false",
-            "--controllers", "raycluster"]
+            "--controllers", "raycluster,rayjob" if JOBS else "raycluster"]
     if not DEFAULTS:
         args += ["--workers=" + WORKERS, "--qps", str(QPS), "--burst", str(2 * QPS)]
     return env.start("rayop-" + ns, args)
+
+
+def stop(p):
+    """SIGTERM, then SIGKILL if the operator has not exited within 40 s."""
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=40)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
 
 
 def requests(env, ua, ns):
@@ -164,27 +193,42 @@ def run_one(env, op, ns):
     s = Sampler(p.pid)
     s.start()
     t0 = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(8) as ex:
-        codes = list(ex.map(lambda i: env.req("POST", env.rc_path(ns), cluster(i))[0], range(N)))
-    bad = sum(c != 201 for c in codes)
+    jpath = "/apis/ray.io/v1/namespaces/%s/rayjobs" % ns
 
+    def create(i):
+        if i < N:
+            return env.req("POST", env.rc_path(ns), cluster(i))[0]
+        return env.req("POST", jpath, job(i - N))[0]
+    # clusters and jobs interleaved, as they would arrive together
+    order = sorted(range(N + JOBS), key=lambda i: (i if i < N else (i - N) * N / max(JOBS, 1)))
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        codes = list(ex.map(create, order))
+    bad = sum(c != 201 for c in codes)
+    ready_at = {}
+
+    def ready(o):
+        # the standalone clusters only (a RayJob's cluster is not one of them); the first
+        # time each is seen ready is its time to ready
+        name = (o.get("metadata") or {}).get("name", "")
+        ok = name.startswith("perf-") and (o.get("status") or {}).get("state") == "ready"
+        if ok:
+            ready_at.setdefault(name, time.monotonic() - t0)
+        return ok
     # one watch, not a list every 0.5 s: the harness must not load the server it measures
-    ok, _ = wait_count(env, env.rc_path(ns), lambda o: (o.get("status") or {}).get("state") == "ready",
-                       N, max(300, N * 1.5))
+    ok, _ = wait_count(env, env.rc_path(ns), ready, N, max(300, N * 1.5))
     ready = time.monotonic() - t0
     s.sample()
     s.stop = True
     s.join()
     pods = len(env.items("/api/v1/namespaces/%s/pods" % ns))
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(timeout=40)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    stop(p)
     req, by_res = requests(env, UA[op], ns)
-    r = {"ready_s": ready if ok else None, "cpu_s": s.cpu_total(), "mem_mib": s.peak,
+    r = {"ready_s": ready if ok else None, "ready_p50_s": pct(list(ready_at.values()), 0.5),
+         "ready_p99_s": pct(list(ready_at.values()), 0.99), "cpu_s": s.cpu_total(), "mem_mib": s.peak,
          "requests": sum(req.values()), "by_verb": dict(req), "by_resource": dict(by_res), "pods": pods, "create_failed": bad}
+    print("# %-7s per-cluster ready p50 %.1f s, p99 %.1f s%s" % (
+        op, r["ready_p50_s"] or -1, r["ready_p99_s"] or -1, " (beside %d RayJobs)" % JOBS if JOBS else ""),
+        flush=True)
     print("# %-7s %d clusters: %s in %.1f s, CPU %.1f s, peak PSS %.1f MiB, %d requests %s, %d Pods" % (
         op, N, "all ready" if ok else "NOT all ready", ready, r["cpu_s"], r["mem_mib"], r["requests"],
         dict(req), pods), flush=True)
@@ -198,7 +242,7 @@ def main():
             print("bench/peer.sh: %s is missing (make all peers)" % b)
             return 3
     # every run's Pods stay: room for all of them (kubesim nodes hold 110 Pods, as kubelets do)
-    pods = N * 4 * len(OPS) * ROUNDS
+    pods = (N * 4 + JOBS * 3) * len(OPS) * ROUNDS
     nodes = max(4, pods // 100 + 2)
     env = rclib.Env(["--nodes", str(nodes), "--node-cpu", "64", "--node-memory", "256Gi",
                      "--pod-start-ms", "300", "--pod-ready-ms", "500"], name="peer-bench")
@@ -214,10 +258,11 @@ def main():
     def mean(op, k):
         v = [r[k] for r in res[op] if r[k] is not None]
         return sum(v) / len(v) if v else None
-    out = {"clusters": N, "pods_per_operator": N * 4, "rounds": ROUNDS,
+    out = {"clusters": N, "pods_per_operator": N * 4, "rounds": ROUNDS, "rayjobs": JOBS,
+           "load_avg": round(os.getloadavg()[0], 1),
            "settings": "defaults" if DEFAULTS else "equal (concurrency %s, qps %d)" % (WORKERS, QPS)}
     for op in OPS:
-        for k in ("ready_s", "mem_mib", "cpu_s", "requests"):
+        for k in ("ready_s", "ready_p50_s", "ready_p99_s", "mem_mib", "cpu_s", "requests"):
             v = mean(op, k)
             out["%s_%s" % (op, k)] = round(v, 2) if v is not None else None
         verbs = collections.Counter()

@@ -209,7 +209,7 @@ class Run:
     def __init__(self, samples, verbose=False):
         self.samples = samples
         self.verbose = verbose
-        self.env = rclib.Env(["--nodes", "32", "--node-gpu", "8", "--node-cpu", "64",
+        self.env = rclib.Env(["--nodes", "64", "--node-gpu", "8", "--node-cpu", "64",
                               "--node-memory", "512Gi", "--pod-start-ms", "100",
                               "--pod-ready-ms", "200", "--pod-stop-ms", "100"], name="kr-diff")
         self.inputs = set()

@@ -286,8 +286,11 @@ static void yunikorn_groups(struct gang *g)
 
 static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, const char *comp)
 {
-    if (!strcmp(msg, p->unsched_msg))
+    /* Volcano's PodScheduled reason for a task that would fit once its gang does */
+    bool waiting = strstr(msg, "once minAvailable is satisfied") != NULL;
+    if (!strcmp(msg, p->unsched_msg) && waiting == p->sched_waiting)
         return;
+    p->sched_waiting = waiting;
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
     cl_kubelet_set_cond(p, C_SCHED, false);
     cl_kubelet_write(c, p);

@@ -42,6 +42,7 @@ struct cl_pod {
     char *acct_node;             /* the node whose used includes req */
     struct cluster_res req;
     bool queued, unsched, deleting;
+    bool sched_waiting;          /* PodScheduled reason Schedulable: it fits, its gang does not (gang.c) */
     bool real;                   /* handed to the runtime (kubesim/runtime) */
     char unsched_msg[512];
     enum cl_stage stage;

@@ -295,7 +295,8 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
                  p->cond[C_CONTAINERS] || p->stage == ST_DONE ? NULL : msg);
     }
     if (p->cond_time[C_SCHED])
-        add_cond(conds, p, C_SCHED, p->cond[C_SCHED] ? NULL : "Unschedulable",
+        add_cond(conds, p, C_SCHED, p->cond[C_SCHED] ? NULL :
+                 p->sched_waiting ? "Schedulable" : "Unschedulable",
                  p->cond[C_SCHED] ? NULL : p->unsched_msg);
     if (kobj_get(old, "qosClass"))
         cJSON_AddItemToObject(s, "qosClass", cJSON_Duplicate(kobj_get(old, "qosClass"), true));

@@ -15,13 +15,13 @@ int batchsched_submit(struct host_ctx *ctx, enum batchsched_kind k,
         msg[0] = '\0';
     switch (k) {
     case BATCHSCHED_VOLCANO:
-        return bs_volcano_submit(ctx, p, msg, msglen);
+        return batchsched__volcano_submit(ctx, p, msg, msglen);
     case BATCHSCHED_KAI:
-        return bs_kai_submit(p, msg, msglen);
+        return batchsched__kai_submit(p, msg, msglen);
     case BATCHSCHED_SCHEDULER_PLUGINS:
-        return bs_sp_submit(ctx, p, msg, msglen);
+        return batchsched__sp_submit(ctx, p, msg, msglen);
     case BATCHSCHED_KUBERNETES_WAS:
-        return bs_was_submit(ctx, p, msg, msglen);
+        return batchsched__was_submit(ctx, p, msg, msglen);
     case BATCHSCHED_YUNIKORN:
     case BATCHSCHED_NONE:
         break;
@@ -34,5 +34,5 @@ int batchsched_completion(struct host_ctx *ctx, enum batchsched_kind k, const cJ
 {
     if (msglen)
         msg[0] = '\0';
-    return k == BATCHSCHED_VOLCANO ? bs_volcano_completion(ctx, rayjob, cluster, msg, msglen) : 0;
+    return k == BATCHSCHED_VOLCANO ? batchsched__volcano_completion(ctx, rayjob, cluster, msg, msglen) : 0;
 }

@@ -29,55 +29,55 @@ struct bs_reslist {
 /* Adds CalculatePodResource(podspec) times n: per container its requests, its
  * limits where no request; every name is added even when n is 0 (Go keeps the
  * zero quantity in the map). */
-void bs_res_add_podspec(struct bs_reslist *l, const cJSON *podspec, int64_t n);
+void batchsched__res_add_podspec(struct bs_reslist *l, const cJSON *podspec, int64_t n);
 /* Adds one container's requests (limits where no request). */
-void bs_res_add_container(struct bs_reslist *l, const cJSON *container, int64_t n);
+void batchsched__res_add_container(struct bs_reslist *l, const cJSON *container, int64_t n);
 /* A new ResourceList object (sorted names, Quantity strings) or NULL. */
-cJSON *bs_res_json(const struct bs_reslist *l);
+cJSON *batchsched__res_json(const struct bs_reslist *l);
 /* quotav1.Equals of a ResourceList object and a sum: same names, same values. */
-bool bs_res_equal(const cJSON *obj, const struct bs_reslist *l);
+bool batchsched__res_equal(const cJSON *obj, const struct bs_reslist *l);
 /* A ResourceList object's values as a sum (for comparisons). */
-void bs_res_from_json(struct bs_reslist *l, const cJSON *obj);
+void batchsched__res_from_json(struct bs_reslist *l, const cJSON *obj);
 
 /* Desired (or, with autoscaling, minimum) workers of a RayCluster spec and the
  * resources of those Pods plus the head (KubeRay's calculatePodGroupParams). */
-int32_t bs_cluster_params(const cJSON *cluster_spec, struct bs_reslist *l);
+int32_t batchsched__cluster_params(const cJSON *cluster_spec, struct bs_reslist *l);
 /* CalculateDesiredReplicas (clamped) of a RayCluster spec. */
-int32_t bs_desired_workers(const cJSON *cluster_spec);
+int32_t batchsched__desired_workers(const cJSON *cluster_spec);
 
 /* A builder's failure path: frees obj, sets *err (when err is not NULL) to code, NULL. */
-cJSON *bs_build_fail(cJSON *obj, int code, int *err);
+cJSON *batchsched__build_fail(cJSON *obj, int code, int *err);
 /* metadata.NAME (labels / annotations) of obj, created when absent; NULL on ENOMEM. */
-cJSON *bs_meta_map(cJSON *obj, const char *which);
+cJSON *batchsched__meta_map(cJSON *obj, const char *which);
 /* Sets key=val in obj's metadata.labels / annotations. 0 or -ENOMEM. */
-int bs_set_label(cJSON *obj, const char *key, const char *val);
-int bs_set_annotation(cJSON *obj, const char *key, const char *val);
+int batchsched__set_label(cJSON *obj, const char *key, const char *val);
+int batchsched__set_annotation(cJSON *obj, const char *key, const char *val);
 /* Sets spec.schedulerName of a Pod or Pod template. 0 or -ENOMEM. */
-int bs_set_scheduler_name(cJSON *podlike, const char *name);
+int batchsched__set_scheduler_name(cJSON *podlike, const char *name);
 /* ownerReferences: [{apiVersion ray.io/v1, kind, name, uid, controller, blockOwnerDeletion}]. */
-cJSON *bs_controller_ref(const cJSON *owner, const char *kind);
+cJSON *batchsched__controller_ref(const cJSON *owner, const char *kind);
 
 /* Per scheduler (volcano.c, yunikorn.c, kai.c, schedplugins.c, was.c). */
-int bs_volcano_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
+int batchsched__volcano_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
                      const char *group);
-int bs_yunikorn_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
+int batchsched__yunikorn_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
                       const char *group);
-int bs_kai_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec);
-int bs_sp_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec);
-int bs_was_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec);
+int batchsched__kai_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec);
+int batchsched__sp_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec);
+int batchsched__was_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec);
 /* DoBatchSchedulingOnSubmission / CleanupOnCompletion of each scheduler (hooks.c). */
 struct host_ctx;
-int bs_volcano_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
+int batchsched__volcano_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
                       size_t msglen);
-int bs_volcano_completion(struct host_ctx *ctx, const cJSON *rj, const cJSON *cluster,
+int batchsched__volcano_completion(struct host_ctx *ctx, const cJSON *rj, const cJSON *cluster,
                           char *msg, size_t msglen);
-int bs_kai_submit(const struct batchsched_parent *p, char *msg, size_t msglen);
-int bs_sp_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
+int batchsched__kai_submit(const struct batchsched_parent *p, char *msg, size_t msglen);
+int batchsched__sp_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
                  size_t msglen);
-int bs_was_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
+int batchsched__was_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
                   size_t msglen);
 
 /* true when the RayCluster takes part in WAS (gang label "true", no autoscaling) */
-bool bs_was_enabled(const cJSON *rc);
+bool batchsched__was_enabled(const cJSON *rc);
 
 #endif

@@ -13,18 +13,18 @@
 
 #define KAI_QUEUE_LABEL "kai.scheduler/queue"
 
-int bs_kai_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec)
+int batchsched__kai_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec)
 {
     const char *q = kobj_label(p->obj, KAI_QUEUE_LABEL);
     int rc;
-    if (has_podspec && (rc = bs_set_scheduler_name(child, "kai-scheduler")) < 0)
+    if (has_podspec && (rc = batchsched__set_scheduler_name(child, "kai-scheduler")) < 0)
         return rc;
     if (!q || !*q)
         return 0; /* KubeRay logs it: the child stays pending */
-    return bs_set_label(child, KAI_QUEUE_LABEL, q);
+    return batchsched__set_label(child, KAI_QUEUE_LABEL, q);
 }
 
-int bs_kai_submit(const struct batchsched_parent *p, char *msg, size_t msglen)
+int batchsched__kai_submit(const struct batchsched_parent *p, char *msg, size_t msglen)
 {
     const char *mode = kobj_str(kobj_get(p->obj, "spec"), "submissionMode");
     if (p->is_job && (!mode || !*mode || strcmp(mode, "K8sJobMode") == 0)) {

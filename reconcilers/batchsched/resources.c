@@ -55,7 +55,7 @@ static void add_one(struct bs_reslist *l, const cJSON *e, int64_t n)
     r->milli += (__int128)m * n;
 }
 
-void bs_res_add_container(struct bs_reslist *l, const cJSON *c, int64_t n)
+void batchsched__res_add_container(struct bs_reslist *l, const cJSON *c, int64_t n)
 {
     const cJSON *res = kobj_get(c, "resources");
     const cJSON *req = kobj_get(res, "requests"), *lim = kobj_get(res, "limits"), *e;
@@ -70,11 +70,11 @@ void bs_res_add_container(struct bs_reslist *l, const cJSON *c, int64_t n)
     }
 }
 
-void bs_res_add_podspec(struct bs_reslist *l, const cJSON *podspec, int64_t n)
+void batchsched__res_add_podspec(struct bs_reslist *l, const cJSON *podspec, int64_t n)
 {
     const cJSON *c;
     cJSON_ArrayForEach(c, kobj_get(podspec, "containers"))
-        bs_res_add_container(l, c, n);
+        batchsched__res_add_container(l, c, n);
 }
 
 static int by_name(const void *a, const void *b)
@@ -82,7 +82,7 @@ static int by_name(const void *a, const void *b)
     return strcmp(((const struct bs_res *)a)->name, ((const struct bs_res *)b)->name);
 }
 
-cJSON *bs_res_json(const struct bs_reslist *l)
+cJSON *batchsched__res_json(const struct bs_reslist *l)
 {
     struct bs_res sorted[BS_MAX_RES];
     char q[64];
@@ -101,7 +101,7 @@ cJSON *bs_res_json(const struct bs_reslist *l)
     return o;
 }
 
-void bs_res_from_json(struct bs_reslist *l, const cJSON *obj)
+void batchsched__res_from_json(struct bs_reslist *l, const cJSON *obj)
 {
     const cJSON *e;
     memset(l, 0, sizeof(*l));
@@ -109,12 +109,12 @@ void bs_res_from_json(struct bs_reslist *l, const cJSON *obj)
         add_one(l, e, 1);
 }
 
-bool bs_res_equal(const cJSON *obj, const struct bs_reslist *l)
+bool batchsched__res_equal(const cJSON *obj, const struct bs_reslist *l)
 {
     struct bs_reslist have;
     if (!cJSON_IsObject(obj))
         return false;
-    bs_res_from_json(&have, obj);
+    batchsched__res_from_json(&have, obj);
     if (have.n != l->n || (size_t)cJSON_GetArraySize(obj) != l->n)
         return false;
     for (size_t i = 0; i < l->n; i++) {
@@ -138,7 +138,7 @@ static int64_t int_or(const cJSON *o, const char *key, int64_t dflt)
     return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
 }
 
-int32_t bs_desired_workers(const cJSON *spec)
+int32_t batchsched__desired_workers(const cJSON *spec)
 {
     int64_t n = 0;
     const cJSON *g;
@@ -147,12 +147,12 @@ int32_t bs_desired_workers(const cJSON *spec)
     return n > INT32_MAX ? INT32_MAX : (int32_t)n;
 }
 
-int32_t bs_cluster_params(const cJSON *spec, struct bs_reslist *l)
+int32_t batchsched__cluster_params(const cJSON *spec, struct bs_reslist *l)
 {
     bool autoscaling = cJSON_IsTrue(kobj_get(spec, "enableInTreeAutoscaling"));
     const cJSON *g;
     int64_t members = 0;
-    bs_res_add_podspec(l, kobj_get(kobj_get(kobj_get(spec, "headGroupSpec"), "template"), "spec"),
+    batchsched__res_add_podspec(l, kobj_get(kobj_get(kobj_get(spec, "headGroupSpec"), "template"), "spec"),
                        1);
     cJSON_ArrayForEach(g, kobj_get(spec, "workerGroupSpecs")) {
         if (group_suspended(g))
@@ -160,12 +160,12 @@ int32_t bs_cluster_params(const cJSON *spec, struct bs_reslist *l)
         int64_t hosts = int_or(g, "numOfHosts", 1);
         /* desired: spec replicas as written (CalculateDesiredResources does not clamp) */
         int64_t n = autoscaling ? int_or(g, "minReplicas", 0) : int_or(g, "replicas", 0);
-        bs_res_add_podspec(l, kobj_get(kobj_get(g, "template"), "spec"), n * hosts);
+        batchsched__res_add_podspec(l, kobj_get(kobj_get(g, "template"), "spec"), n * hosts);
         if (autoscaling)
             members += int_or(g, "minReplicas", 0) * hosts;
     }
     if (!autoscaling)
-        members = bs_desired_workers(spec);
+        members = batchsched__desired_workers(spec);
     members += 1;
     return members > INT32_MAX ? INT32_MAX : (int32_t)members;
 }

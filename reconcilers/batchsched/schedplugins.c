@@ -21,15 +21,15 @@
 static const struct kube_resource RES_SP_PODGROUPS = { "scheduling.x-k8s.io", "v1alpha1",
                                                        "podgroups", 1 };
 
-int bs_sp_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec)
+int batchsched__sp_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec)
 {
     int rc;
     if (kobj_label(p->obj, BATCHSCHED_GANG_LABEL)) {
         const char *name = kobj_meta_str(p->obj, "name");
-        if ((rc = bs_set_label(child, SP_POD_GROUP_LABEL, name ? name : "")) < 0)
+        if ((rc = batchsched__set_label(child, SP_POD_GROUP_LABEL, name ? name : "")) < 0)
             return rc;
     }
-    return has_podspec ? bs_set_scheduler_name(child, SP_SCHEDULER_NAME) : 0;
+    return has_podspec ? batchsched__set_scheduler_name(child, SP_SCHEDULER_NAME) : 0;
 }
 
 cJSON *batchsched_sp_podgroup(const cJSON *rc, int *err)
@@ -42,12 +42,12 @@ cJSON *batchsched_sp_podgroup(const cJSON *rc, int *err)
     if (!pg)
         goto fail;
     /* CalculateDesiredResources: spec replicas as written, suspended groups skipped */
-    bs_res_add_podspec(&l, kobj_get(kobj_get(kobj_get(spec, "headGroupSpec"), "template"), "spec"), 1);
+    batchsched__res_add_podspec(&l, kobj_get(kobj_get(kobj_get(spec, "headGroupSpec"), "template"), "spec"), 1);
     cJSON_ArrayForEach(g, kobj_get(spec, "workerGroupSpecs")) {
         const cJSON *r = kobj_get(g, "replicas"), *h = kobj_get(g, "numOfHosts");
         if (cJSON_IsTrue(kobj_get(g, "suspend")))
             continue;
-        bs_res_add_podspec(&l, kobj_get(kobj_get(g, "template"), "spec"),
+        batchsched__res_add_podspec(&l, kobj_get(kobj_get(g, "template"), "spec"),
                            (cJSON_IsNumber(r) ? (int64_t)r->valuedouble : 0) *
                            (cJSON_IsNumber(h) ? (int64_t)h->valuedouble : 1));
     }
@@ -66,16 +66,16 @@ cJSON *batchsched_sp_podgroup(const cJSON *rc, int *err)
     cJSON_AddStringToObject(ref, "name", name ? name : "");
     cJSON_AddStringToObject(ref, "uid", uid ? uid : "");
     ps = cJSON_AddObjectToObject(pg, "spec");
-    cJSON_AddNumberToObject(ps, "minMember", bs_desired_workers(spec) + 1);
-    cJSON_AddItemToObject(ps, "minResources", bs_res_json(&l));
+    cJSON_AddNumberToObject(ps, "minMember", batchsched__desired_workers(spec) + 1);
+    cJSON_AddItemToObject(ps, "minResources", batchsched__res_json(&l));
     if (!kobj_get(ps, "minResources") || !kobj_str(ref, "uid"))
         goto fail;
     return pg;
 fail:
-    return bs_build_fail(pg, -ENOMEM, err);
+    return batchsched__build_fail(pg, -ENOMEM, err);
 }
 
-int bs_sp_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
+int batchsched__sp_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
                  size_t msglen)
 {
     cJSON *have = NULL, *want;

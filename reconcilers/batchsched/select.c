@@ -69,22 +69,22 @@ int batchsched_child_meta(enum batchsched_kind k, const struct batchsched_parent
         return 0;
     switch (k) {
     case BATCHSCHED_VOLCANO:
-        return bs_volcano_child(p, child, has_podspec, group ? group : "");
+        return batchsched__volcano_child(p, child, has_podspec, group ? group : "");
     case BATCHSCHED_YUNIKORN:
-        return bs_yunikorn_child(p, child, has_podspec, group ? group : "");
+        return batchsched__yunikorn_child(p, child, has_podspec, group ? group : "");
     case BATCHSCHED_KAI:
-        return bs_kai_child(p, child, has_podspec);
+        return batchsched__kai_child(p, child, has_podspec);
     case BATCHSCHED_SCHEDULER_PLUGINS:
-        return bs_sp_child(p, child, has_podspec);
+        return batchsched__sp_child(p, child, has_podspec);
     case BATCHSCHED_KUBERNETES_WAS:
-        return bs_was_child(p, child, has_podspec);
+        return batchsched__was_child(p, child, has_podspec);
     case BATCHSCHED_NONE:
         break;
     }
     return 0;
 }
 
-cJSON *bs_build_fail(cJSON *obj, int code, int *err)
+cJSON *batchsched__build_fail(cJSON *obj, int code, int *err)
 {
     cJSON_Delete(obj);
     if (err)
@@ -104,7 +104,7 @@ static cJSON *obj_member(cJSON *parent, const char *key)
     return cJSON_AddObjectToObject(parent, key);
 }
 
-cJSON *bs_meta_map(cJSON *obj, const char *which)
+cJSON *batchsched__meta_map(cJSON *obj, const char *which)
 {
     cJSON *md = obj_member(obj, "metadata");
     return md ? obj_member(md, which) : NULL;
@@ -124,23 +124,23 @@ static int set_in(cJSON *map, const char *key, const char *val)
     return 0;
 }
 
-int bs_set_label(cJSON *obj, const char *key, const char *val)
+int batchsched__set_label(cJSON *obj, const char *key, const char *val)
 {
-    return set_in(bs_meta_map(obj, "labels"), key, val);
+    return set_in(batchsched__meta_map(obj, "labels"), key, val);
 }
 
-int bs_set_annotation(cJSON *obj, const char *key, const char *val)
+int batchsched__set_annotation(cJSON *obj, const char *key, const char *val)
 {
-    return set_in(bs_meta_map(obj, "annotations"), key, val);
+    return set_in(batchsched__meta_map(obj, "annotations"), key, val);
 }
 
-int bs_set_scheduler_name(cJSON *podlike, const char *name)
+int batchsched__set_scheduler_name(cJSON *podlike, const char *name)
 {
     cJSON *spec = obj_member(podlike, "spec");
     return set_in(spec, "schedulerName", name);
 }
 
-cJSON *bs_controller_ref(const cJSON *owner, const char *kind)
+cJSON *batchsched__controller_ref(const cJSON *owner, const char *kind)
 {
     cJSON *arr = cJSON_CreateArray(), *ref = cJSON_CreateObject();
     const cJSON *md = kobj_get(owner, "metadata");

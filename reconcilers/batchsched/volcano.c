@@ -32,12 +32,12 @@ int batchsched_volcano_pg_name(const cJSON *owner, char *out, size_t cap)
 static int copy_label(const cJSON *parent, cJSON *child, const char *key)
 {
     const char *v = kobj_label(parent, key);
-    if (!bs_meta_map(child, "labels"))
+    if (!batchsched__meta_map(child, "labels"))
         return -ENOMEM;
-    return v && *v ? bs_set_label(child, key, v) : 0;
+    return v && *v ? batchsched__set_label(child, key, v) : 0;
 }
 
-int bs_volcano_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
+int batchsched__volcano_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
                      const char *group)
 {
     char pg[300];
@@ -46,10 +46,10 @@ int bs_volcano_child(const struct batchsched_parent *p, cJSON *child, bool has_p
         (rc = copy_label(p->obj, child, BATCHSCHED_PRIORITY_CLASS_LABEL)) < 0)
         return rc;
     if ((rc = batchsched_volcano_pg_name(p->obj, pg, sizeof(pg))) < 0 ||
-        (rc = bs_set_annotation(child, BATCHSCHED_VOLCANO_GROUP_ANN, pg)) < 0 ||
-        (rc = bs_set_annotation(child, BATCHSCHED_VOLCANO_TASK_SPEC_ANN, group)) < 0)
+        (rc = batchsched__set_annotation(child, BATCHSCHED_VOLCANO_GROUP_ANN, pg)) < 0 ||
+        (rc = batchsched__set_annotation(child, BATCHSCHED_VOLCANO_TASK_SPEC_ANN, group)) < 0)
         return rc;
-    return has_podspec ? bs_set_scheduler_name(child, "volcano") : 0;
+    return has_podspec ? batchsched__set_scheduler_name(child, "volcano") : 0;
 }
 
 /* The members and resources of owner's gang: the cluster's, plus the submitter's
@@ -62,11 +62,11 @@ static int gang_params(const struct batchsched_parent *p, int32_t *members, stru
         const cJSON *rcs = kobj_get(spec, "rayClusterSpec");
         if (!cJSON_IsObject(rcs))
             return -EINVAL;
-        *members = bs_cluster_params(rcs, l);
-        bs_res_add_podspec(l, p->submitter_podspec, 1);
+        *members = batchsched__cluster_params(rcs, l);
+        batchsched__res_add_podspec(l, p->submitter_podspec, 1);
         return 0;
     }
-    *members = bs_cluster_params(spec, l);
+    *members = batchsched__cluster_params(spec, l);
     return 0;
 }
 
@@ -74,8 +74,8 @@ int batchsched_volcano_params(const cJSON *cluster_spec, int32_t *min_member, cJ
 {
     struct bs_reslist l;
     memset(&l, 0, sizeof(l));
-    *min_member = bs_cluster_params(cluster_spec, &l);
-    *res = bs_res_json(&l);
+    *min_member = batchsched__cluster_params(cluster_spec, &l);
+    *res = batchsched__res_json(&l);
     return *res ? 0 : -ENOMEM;
 }
 
@@ -112,7 +112,7 @@ static cJSON *build_podgroup(const struct batchsched_parent *p, int32_t members,
     if (cJSON_IsObject(ann) && ann->child)
         cJSON_AddItemToObject(md, "annotations", cJSON_Duplicate(ann, 1));
     cJSON_AddItemToObject(md, "ownerReferences",
-                          bs_controller_ref(p->obj, p->is_job ? "RayJob" : "RayCluster"));
+                          batchsched__controller_ref(p->obj, p->is_job ? "RayJob" : "RayCluster"));
     spec = cJSON_AddObjectToObject(pg, "spec");
     if (members)
         cJSON_AddNumberToObject(spec, "minMember", members);
@@ -120,7 +120,7 @@ static cJSON *build_podgroup(const struct batchsched_parent *p, int32_t members,
         cJSON_AddStringToObject(spec, "queue", queue);
     if (prio)
         cJSON_AddStringToObject(spec, "priorityClassName", prio);
-    cJSON_AddItemToObject(spec, "minResources", bs_res_json(l));
+    cJSON_AddItemToObject(spec, "minResources", batchsched__res_json(l));
     if (topo_mode) {
         cJSON *nt = cJSON_AddObjectToObject(spec, "networkTopology");
         if (*topo_mode)
@@ -135,7 +135,7 @@ static cJSON *build_podgroup(const struct batchsched_parent *p, int32_t members,
         goto fail;
     return pg;
 fail:
-    return bs_build_fail(pg, rc, err);
+    return batchsched__build_fail(pg, rc, err);
 }
 
 cJSON *batchsched_volcano_podgroup(const struct batchsched_parent *p, int *err)
@@ -190,7 +190,7 @@ static int sync_podgroup(struct host_ctx *ctx, const struct batchsched_parent *p
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(have, "spec");
     const cJSON *mm = kobj_get(spec, "minMember");
     int32_t have_members = cJSON_IsNumber(mm) ? (int32_t)mm->valuedouble : 0;
-    if (have_members == members && bs_res_equal(kobj_get(spec, "minResources"), l)) {
+    if (have_members == members && batchsched__res_equal(kobj_get(spec, "minResources"), l)) {
         rc = 0;
         goto out;
     }
@@ -198,7 +198,7 @@ static int sync_podgroup(struct host_ctx *ctx, const struct batchsched_parent *p
         cJSON_DeleteItemFromObjectCaseSensitive(have, "spec");
         spec = cJSON_AddObjectToObject(have, "spec");
     }
-    cJSON *res = bs_res_json(l);
+    cJSON *res = batchsched__res_json(l);
     if (!spec || !res) {
         cJSON_Delete(res);
         rc = -ENOMEM;
@@ -223,7 +223,7 @@ out:
     return rc;
 }
 
-int bs_volcano_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
+int batchsched__volcano_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
                       size_t msglen)
 {
     struct bs_reslist l;
@@ -245,7 +245,7 @@ int bs_volcano_submit(struct host_ctx *ctx, const struct batchsched_parent *p, c
     return rc < 0 ? rc : 0;
 }
 
-int bs_volcano_completion(struct host_ctx *ctx, const cJSON *rj, const cJSON *cluster,
+int batchsched__volcano_completion(struct host_ctx *ctx, const cJSON *rj, const cJSON *cluster,
                           char *msg, size_t msglen)
 {
     struct batchsched_parent p = { .obj = rj, .is_job = true };
@@ -260,6 +260,6 @@ int bs_volcano_completion(struct host_ctx *ctx, const cJSON *rj, const cJSON *cl
         host_log(ctx, LOG_INFO, "RayCluster not found, updating PodGroup with empty resources",
                  "RayCluster", cname, NULL);
     else if (!kobj_meta_str(cluster, "deletionTimestamp"))
-        members = bs_cluster_params(kobj_get(cluster, "spec"), &l);
+        members = batchsched__cluster_params(kobj_get(cluster, "spec"), &l);
     return sync_podgroup(ctx, &p, members, &l, msg, msglen);
 }

@@ -26,7 +26,7 @@ static const struct kube_resource RES_WORKLOADS = { "scheduling.k8s.io", "v1alph
 static const struct kube_resource RES_WAS_PODGROUPS = { "scheduling.k8s.io", "v1alpha2",
                                                         "podgroups", 1 };
 
-bool bs_was_enabled(const cJSON *rc)
+bool batchsched__was_enabled(const cJSON *rc)
 {
     const char *v = kobj_label(rc, BATCHSCHED_GANG_LABEL);
     return v && strcasecmp(v, "true") == 0 &&
@@ -38,13 +38,13 @@ static void pg_name(const cJSON *rc, char *out, size_t cap)
     snprintf(out, cap, "%s-" WAS_TEMPLATE, kobj_meta_str(rc, "name") ? kobj_meta_str(rc, "name") : "");
 }
 
-int bs_was_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec)
+int batchsched__was_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec)
 {
     char name[300];
     int rc;
-    if (p->is_job || !bs_was_enabled(p->obj) || !has_podspec)
+    if (p->is_job || !batchsched__was_enabled(p->obj) || !has_podspec)
         return 0;
-    if ((rc = bs_set_scheduler_name(child, "default-scheduler")) < 0)
+    if ((rc = batchsched__set_scheduler_name(child, "default-scheduler")) < 0)
         return rc;
     pg_name(p->obj, name, sizeof(name));
     cJSON *spec = cJSON_GetObjectItemCaseSensitive(child, "spec");
@@ -67,7 +67,7 @@ static cJSON *base(const cJSON *rc, const char *kind, const char *name)
                             kobj_meta_str(rc, "namespace") : "default");
     lb = cJSON_AddObjectToObject(md, "labels");
     cJSON_AddStringToObject(lb, "ray.io/cluster", cname ? cname : "");
-    cJSON_AddItemToObject(md, "ownerReferences", bs_controller_ref(rc, "RayCluster"));
+    cJSON_AddItemToObject(md, "ownerReferences", batchsched__controller_ref(rc, "RayCluster"));
     if (!kobj_get(md, "ownerReferences")) {
         cJSON_Delete(o);
         return NULL;
@@ -79,7 +79,7 @@ static cJSON *policy(const cJSON *rc)
 {
     cJSON *p = cJSON_CreateObject();
     cJSON *g = cJSON_AddObjectToObject(p, "gang");
-    if (!g || !cJSON_AddNumberToObject(g, "minCount", 1 + bs_desired_workers(kobj_get(rc, "spec")))) {
+    if (!g || !cJSON_AddNumberToObject(g, "minCount", 1 + batchsched__desired_workers(kobj_get(rc, "spec")))) {
         cJSON_Delete(p);
         return NULL;
     }
@@ -106,7 +106,7 @@ cJSON *batchsched_was_workload(const cJSON *rc, int *err)
         goto fail;
     return w;
 fail:
-    return bs_build_fail(w, -ENOMEM, err);
+    return batchsched__build_fail(w, -ENOMEM, err);
 }
 
 cJSON *batchsched_was_podgroup(const cJSON *rc, int *err)
@@ -127,7 +127,7 @@ cJSON *batchsched_was_podgroup(const cJSON *rc, int *err)
         goto fail;
     return pg;
 fail:
-    return bs_build_fail(pg, -ENOMEM, err);
+    return batchsched__build_fail(pg, -ENOMEM, err);
 }
 
 static bool controlled_by(const cJSON *obj, const cJSON *rc)
@@ -216,7 +216,7 @@ static int create(struct host_ctx *ctx, const struct kube_resource *res, const c
     return r;
 }
 
-int bs_was_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
+int batchsched__was_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
                   size_t msglen)
 {
     const cJSON *rc = p->obj;
@@ -225,7 +225,7 @@ int bs_was_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char 
     int r, err = -ENOMEM;
     if (p->is_job)
         return 0;
-    if (!bs_was_enabled(rc)) {
+    if (!batchsched__was_enabled(rc)) {
         host_log(ctx, LOG_INFO, "Skipping Kubernetes workload-aware scheduling", "reason",
                  kobj_label(rc, BATCHSCHED_GANG_LABEL) ? "autoscaling is not yet supported"
                  : "gang scheduling not enabled on RayCluster", NULL);

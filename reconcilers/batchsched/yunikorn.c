@@ -24,8 +24,8 @@ static int add_group(cJSON *arr, const char *name, int64_t members, const cJSON 
     cJSON *g = cJSON_CreateObject(), *res;
     const cJSON *v;
     memset(&l, 0, sizeof(l));
-    bs_res_add_podspec(&l, podspec, 1);
-    if (!g || !(res = bs_res_json(&l))) {
+    batchsched__res_add_podspec(&l, podspec, 1);
+    if (!g || !(res = batchsched__res_json(&l))) {
         cJSON_Delete(g);
         return -ENOMEM;
     }
@@ -78,31 +78,31 @@ char *batchsched_yunikorn_task_groups(const struct batchsched_parent *p)
 static int copy_label_as(const cJSON *parent, cJSON *child, const char *from, const char *to)
 {
     const char *v = kobj_label(parent, from);
-    if (!bs_meta_map(child, "labels"))
+    if (!batchsched__meta_map(child, "labels"))
         return -ENOMEM;
-    return v && *v ? bs_set_label(child, to, v) : 0;
+    return v && *v ? batchsched__set_label(child, to, v) : 0;
 }
 
-int bs_yunikorn_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
+int batchsched__yunikorn_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
                       const char *group)
 {
     int rc;
     if ((rc = copy_label_as(p->obj, child, APP_ID_LABEL, "applicationId")) < 0 ||
         (rc = copy_label_as(p->obj, child, QUEUE_LABEL, "queue")) < 0)
         return rc;
-    if (has_podspec && (rc = bs_set_scheduler_name(child, "yunikorn")) < 0)
+    if (has_podspec && (rc = batchsched__set_scheduler_name(child, "yunikorn")) < 0)
         return rc;
     if (!kobj_label(p->obj, BATCHSCHED_GANG_LABEL))
         return 0;
     const char *have = kobj_annotation(p->obj, TASK_GROUPS_ANN);
     if (have && *have) {
-        rc = bs_set_annotation(child, TASK_GROUPS_ANN, have);
+        rc = batchsched__set_annotation(child, TASK_GROUPS_ANN, have);
     } else {
         char *tg = batchsched_yunikorn_task_groups(p);
-        rc = tg ? bs_set_annotation(child, TASK_GROUPS_ANN, tg) : -ENOMEM;
+        rc = tg ? batchsched__set_annotation(child, TASK_GROUPS_ANN, tg) : -ENOMEM;
         free(tg);
     }
     if (rc == 0 && *group)
-        rc = bs_set_annotation(child, TASK_GROUP_ANN, group);
+        rc = batchsched__set_annotation(child, TASK_GROUP_ANN, group);
     return rc;
 }

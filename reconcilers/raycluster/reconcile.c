@@ -599,15 +599,6 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     if (reconcile_rbac(&r) == 0 && reconcile_ingress(&r) == 0 && reconcile_auth_secret(&r) == 0 &&
         reconcile_services(&r) == 0)
         (void)rc_reconcile_pods(&r);
-    if (r.gone) {
-        /* deleted on the API server, not yet in the cache: no status to write,
-         * and the deletion's watch event brings the key back (file comment of
-         * reconcile_pods.c) */
-        host_log(ctx, LOG_INFO, "RayCluster already deleted on the API server; nothing created",
-                 NULL);
-        rc = 0;
-        goto out;
-    }
     if (r.err != RC_ERR_NONE)
         host_log(ctx, LOG_ERROR, "Error reconcile resources", "error", r.err_msg, NULL);
 

@@ -137,6 +137,19 @@ static void target(struct dash_target *t)
     assert_int_equal(dash_target_direct(t, addr), 0);
 }
 
+/* closes the gate and asks GET /api/jobs/x under key: -EINPROGRESS, no reply. Returns
+ * the requests the server had read before. */
+static int start_held(const struct dash_target *t, const char *key, int wait_ms)
+{
+    struct dash_reply r;
+    gate(false);
+    int before = requests();
+    assert_int_equal(dash_async_call(key, t, "GET", "/api/jobs/x", NULL, 0, wait_ms, &r),
+                     -EINPROGRESS);
+    assert_null(r.body);
+    return before;
+}
+
 static void test_fast_answer(void **state)
 {
     (void)state;
@@ -159,11 +172,7 @@ static void test_held_answer_taken_later(void **state)
     struct dash_target t;
     struct dash_reply r;
     target(&t);
-    gate(false);
-    int before = requests();
-    assert_int_equal(dash_async_call("a\nheld", &t, "GET", "/api/jobs/x", NULL, 0, 20, &r),
-                     -EINPROGRESS);
-    assert_null(r.body);
+    int before = start_held(&t, "a\nheld", 20);
     /* asked again (and with another request under the key): still one call out */
     assert_int_equal(dash_async_call("a\nheld", &t, "GET", "/api/jobs/x", NULL, 0, 20, &r),
                      -EINPROGRESS);
@@ -193,10 +202,7 @@ static void test_known_slow_not_waited_for(void **state)
     struct dash_reply r;
     target(&t);
     /* make the target's last answer take 1.2 s (under the 2 s direct deadline) */
-    gate(false);
-    int before = requests();
-    assert_int_equal(dash_async_call("b\nfirst", &t, "GET", "/api/jobs/x", NULL, 0, 10, &r),
-                     -EINPROGRESS);
+    int before = start_held(&t, "b\nfirst", 10);
     wait_request(before);
     usleep(1200000);
     gate(true);

@@ -64,6 +64,11 @@ static void test_all_or_nothing(void **state)
     cJSON *ps = gt_cond(t, t->pods, "beta-2", "PodScheduled");
     assert_non_null(ps);
     assert_string_equal(tl_str(ps, "status"), "False");
+    assert_string_equal(tl_str(ps, "reason"), "Unschedulable");
+    cJSON_Delete(ps);
+    ps = gt_cond(t, t->pods, "beta-0", "PodScheduled");   /* the one that would fit */
+    assert_non_null(ps);
+    assert_string_equal(tl_str(ps, "reason"), "Schedulable");
     cJSON_Delete(ps);
 
     /* the first gang goes: the second is bound whole, in one session */
