@@ -411,6 +411,14 @@ static void now_time(char out[32])
     util_format_time(time(NULL), out);
 }
 
+/* ms until the next wall-clock second, and a little */
+static uint64_t ms_to_next_second(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return 1000u - (uint64_t)(ts.tv_nsec / 1000000L) + 20u;
+}
+
 /* calculateStatus + updateRayClusterStatus. 1 written, 0 unchanged, -errno. */
 static int write_status(struct rc_run *r)
 {
@@ -433,6 +441,19 @@ static int write_status(struct rc_run *r)
     const cJSON *old = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
     char changed[160];
     if (rc_status_changes(old, st, changed, sizeof(changed)) == 0) {
+        cJSON_Delete(st);
+        return 0;
+    }
+    /* Progress (a Pod running, another ready) is written at most once per
+     * second of lastUpdateTime: Pods of a new cluster come up within moments of
+     * each other, and writing each step cost several writes per cluster that a
+     * moment later say nothing. A state change or a condition flip goes at
+     * once; the rest waits for the next second's reconcile. */
+    const char *lut = kobj_str(old, "lastUpdateTime");
+    if (lut && strcmp(lut, now) == 0 && rc_status_progress_only(old, st)) {
+        uint64_t wait = ms_to_next_second();
+        if (!r->requeue_ms || r->requeue_ms > wait)
+            r->requeue_ms = wait;
         cJSON_Delete(st);
         return 0;
     }
@@ -599,6 +620,15 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     if (reconcile_rbac(&r) == 0 && reconcile_ingress(&r) == 0 && reconcile_auth_secret(&r) == 0 &&
         reconcile_services(&r) == 0)
         (void)rc_reconcile_pods(&r);
+    if (r.gone) {
+        /* deleted on the API server, not yet in the cache: no status to write,
+         * and the deletion's watch event brings the key back (file comment of
+         * reconcile_pods.c) */
+        host_log(ctx, LOG_INFO, "RayCluster already deleted on the API server; nothing created",
+                 NULL);
+        rc = 0;
+        goto out;
+    }
     if (r.err != RC_ERR_NONE)
         host_log(ctx, LOG_ERROR, "Error reconcile resources", "error", r.err_msg, NULL);
 

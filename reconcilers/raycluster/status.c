@@ -481,3 +481,34 @@ bool rc_status_differs(const cJSON *a, const cJSON *b)
 {
     return rc_status_changes(a, b, NULL, 0) > 0;
 }
+
+static bool str_eq(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+bool rc_status_progress_only(const cJSON *old, const cJSON *st)
+{
+    static const char *const firm[] = {
+        "state", "reason", "desiredWorkerReplicas", "minWorkerReplicas", "maxWorkerReplicas",
+        "endpoints",
+    };
+    for (size_t i = 0; i < sizeof(firm) / sizeof(firm[0]); i++)
+        if (!json_equal(norm(old, firm[i]), norm(st, firm[i])))
+            return false;
+    const cJSON *oc = kobj_get(old, "conditions"), *nc = kobj_get(st, "conditions"), *c, *o;
+    if (cJSON_GetArraySize(oc) != cJSON_GetArraySize(nc))
+        return false;
+    cJSON_ArrayForEach(c, nc) {
+        bool same = false;
+        cJSON_ArrayForEach(o, oc) {
+            if (str_eq(kobj_str(o, "type"), kobj_str(c, "type"))) {
+                same = str_eq(kobj_str(o, "status"), kobj_str(c, "status"));
+                break;
+            }
+        }
+        if (!same)
+            return false;   /* a condition appeared or flipped */
+    }
+    return true;
+}

@@ -134,7 +134,8 @@ def main():
     env.req("DELETE", "/api/v1/namespaces/%s/pods/%s" % (NS, head))
     check("a deleted head Pod is recreated and the cluster is ready again",
           wait_until(30, lambda: ready_with("life", 1) and
-                     status("life")["head"]["podName"] != head), status("life").get("head"))
+                     (status("life").get("head") or {}).get("podName") not in (None, head)),
+          status("life").get("head"))
 
     # ---- a Failed worker is replaced ----
     w = workers("life")[0]

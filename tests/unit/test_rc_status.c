@@ -370,6 +370,37 @@ static void test_counts_and_endpoints(void **state)
     cJSON_Delete(svcs);
 }
 
+static void test_progress_only(void **state)
+{
+    (void)state;
+    cJSON *a = parse("{\"state\":\"\",\"readyWorkerReplicas\":0,\"head\":{\"podName\":\"h\"},"
+                     "\"conditions\":[{\"type\":\"HeadPodReady\",\"status\":\"False\","
+                     "\"reason\":\"HeadPodNotFound\"}]}");
+    /* counts, head details, a condition's reason: progress */
+    cJSON *b = parse("{\"state\":\"\",\"readyWorkerReplicas\":2,\"availableWorkerReplicas\":3,"
+                     "\"head\":{\"podName\":\"h\",\"podIP\":\"10.0.0.1\"},"
+                     "\"conditions\":[{\"type\":\"HeadPodReady\",\"status\":\"False\","
+                     "\"reason\":\"ContainersNotReady\"}]}");
+    assert_true(rc_status_progress_only(a, b));
+    /* a condition flipping, appearing, or the state changing: not */
+    cJSON *c = parse("{\"state\":\"\",\"conditions\":[{\"type\":\"HeadPodReady\",\"status\":\"True\"}]}");
+    assert_false(rc_status_progress_only(a, c));
+    cJSON *d = parse("{\"state\":\"\",\"conditions\":[{\"type\":\"HeadPodReady\",\"status\":\"False\"},"
+                     "{\"type\":\"RayClusterProvisioned\",\"status\":\"False\"}]}");
+    assert_false(rc_status_progress_only(a, d));
+    cJSON *e = parse("{\"state\":\"ready\",\"conditions\":[{\"type\":\"HeadPodReady\",\"status\":\"False\"}]}");
+    assert_false(rc_status_progress_only(a, e));
+    cJSON *f = parse("{\"state\":\"\",\"desiredWorkerReplicas\":4,"
+                     "\"conditions\":[{\"type\":\"HeadPodReady\",\"status\":\"False\"}]}");
+    assert_false(rc_status_progress_only(a, f));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+    cJSON_Delete(d);
+    cJSON_Delete(e);
+    cJSON_Delete(f);
+}
+
 static void test_differs_ignores_noise(void **state)
 {
     (void)state;
@@ -411,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_errors_stop_the_write),
         cmocka_unit_test(test_counts_and_endpoints),
         cmocka_unit_test(test_differs_ignores_noise),
+        cmocka_unit_test(test_progress_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
