@@ -14,6 +14,8 @@
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
 #   make kubesim-scale   the simulated cluster alone at 40,000 Pods, ratios vs a baseline
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
+#   make chaos      the chaos soak, CHAOS_SECONDS (600) from CHAOS_SEED (1) (not in CI;
+#                   make test runs its 35 s smoke, tests/integration/chaos_smoke.py)
 #   make demo       the README's main job (SCHEDULER=volcano: under Volcano gang scheduling)
 #   make diff-kuberay   rayop vs the real KubeRay, object by object (docs/kuberay-differences.md)
 #   make peers      the real peers (kube-apiserver, etcd, kwok, helm, Ray venv) into .peers/
@@ -67,7 +69,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS) $(TOOL_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz unit-bins bench-bins fuzz-bins bench bench-sim kubesim-scale demo peers proto-tables diff-kuberay clean
+.PHONY: all deps test fuzz chaos unit-bins bench-bins fuzz-bins bench bench-sim kubesim-scale demo peers proto-tables diff-kuberay clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -122,6 +124,12 @@ test: deps
 fuzz: deps
 	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-120} FUZZ_SEED=$${FUZZ_SEED:-0} ONLY=fuzz_ sh tests/run.sh
+
+# kill -9 of any rayop process, API faults and kubesim restarts under churn, with invariants
+# checked live and at the end (tests/integration/chaos/chaos.py); last line "chaos: N violations".
+chaos: deps all
+	RAYOP_SHARED=$${RAYOP_SHARED:-$(CURDIR)/../shared} python3 tests/integration/chaos/chaos.py \
+		--seconds $${CHAOS_SECONDS:-600} --seed $${CHAOS_SEED:-1}
 
 bench: deps all $(BENCH_BINS)
 	sh bench/run.sh

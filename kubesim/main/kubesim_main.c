@@ -42,6 +42,7 @@ struct args {
     const char *request_log;
     long watch_window;
     long bookmark_ms;
+    long event_ttl_s;
     struct faults *faults;     /* --fault, --watch-*: kubesim/api/faults.h */
     struct cluster_opts *cluster; /* --nodes, --node-*, --pod-*: kubesim/cluster/cluster.h */
     struct runtime_opts *runtime; /* --run-image: kubesim/runtime/runtime.h */
@@ -53,7 +54,8 @@ static void usage(FILE *f)
     fprintf(f,
         "usage: kubesim --listen HOST:PORT [--kubeconfig-out FILE] [--tls] [--token TOKEN]\n"
         "               [--state DIR] [--request-log FILE] [--watch-window N]\n"
-        "               [--bookmark-interval-ms N] [--log-level debug|info|warn|error]\n"
+        "               [--bookmark-interval-ms N] [--event-ttl-seconds N (3600)]\n"
+        "               [--log-level debug|info|warn|error]\n"
         "%s%s"
         "               [--run-image REPO=ROOT]... (real processes: docs/kubesim-runtime.md)\n"
         "Serves the Kubernetes API (core, batch, coordination, events, rbac, apiextensions\n"
@@ -105,6 +107,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         { "request-log", required_argument, NULL, 'r' },
         { "watch-window", required_argument, NULL, 'w' },
         { "bookmark-interval-ms", required_argument, NULL, 'b' },
+        { "event-ttl-seconds", required_argument, NULL, 'E' },
         { "log-level", required_argument, NULL, 'L' },
         { "fault", required_argument, NULL, 'F' },
         { "fault-seed", required_argument, NULL, 'F' },
@@ -150,6 +153,12 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'b':
             if (parse_num(optarg, 1, 3600000, &a->bookmark_ms) < 0) {
                 fprintf(stderr, "kubesim: --bookmark-interval-ms wants a positive number\n");
+                return -EINVAL;
+            }
+            break;
+        case 'E':
+            if (parse_num(optarg, 1, 31536000, &a->event_ttl_s) < 0) {
+                fprintf(stderr, "kubesim: --event-ttl-seconds wants a positive number\n");
                 return -EINVAL;
             }
             break;
@@ -390,6 +399,7 @@ int main(int argc, char **argv)
     }
     so.state_dir = a.state;
     so.watch_window = (size_t)a.watch_window;
+    so.event_ttl_ms = (uint64_t)a.event_ttl_s * 1000u;
     so.bookmark_ms = (unsigned)a.bookmark_ms;
     rc = store_open(&so, reg, &store, err, sizeof(err));
     reg = NULL;   /* the store owns it now, whatever the result */

@@ -10,6 +10,11 @@
  *   GC_NAMESPACE name a namespace is terminating: delete what it holds, then
  *                     drop the "kubernetes" finalizer so the namespace goes away.
  *
+ * The same thread expires Events event_ttl_ms after their last write (the real
+ * API server stores each Event write under an etcd lease of --event-ttl, 1 h):
+ * without it every Event of a long run stays, and under churn kubesim grew
+ * without bound (the chaos soak: ~2 MB/s, almost all of it Events).
+ *
  * Dependents are indexed by owner uid (s->owners), so work is O(dependents).
  * Like the real garbage collector, owners are identified by uid only, and an
  * owner in another namespace than a namespaced dependent counts as absent.
@@ -23,6 +28,12 @@
 #include <time.h>
 
 #define jget cJSON_GetObjectItemCaseSensitive
+
+struct ev_expiry {
+    struct ev_expiry *next;
+    uint64_t due_ms, rv;
+    char key[];                     /* "ns/name" */
+};
 
 struct gc_pending {                 /* queued (kind, id) pairs, for de-duplication */
     char *key;
@@ -353,9 +364,127 @@ static void process_namespace(struct store *s, const char *name)
     gc_write(s, ns, nj);
 }
 
+/* Wall-clock ms: the dates of replayed Events are wall-clock too. */
+static uint64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* When a replayed Event was last written, from its own dates (the latest of
+ * creationTimestamp, lastTimestamp, eventTime, series.lastObservedTime); now
+ * when it has none. Its TTL runs on from there, as an etcd lease outlives a
+ * restart of the API server. */
+static uint64_t event_written_ms(const cJSON *ev)
+{
+    const char *dates[4] = {
+        kobj_meta_str(ev, "creationTimestamp"),
+        cJSON_GetStringValue(jget(ev, "lastTimestamp")),
+        cJSON_GetStringValue(jget(ev, "eventTime")),
+        cJSON_GetStringValue(jget(jget(ev, "series"), "lastObservedTime")),
+    };
+    time_t best = 0, t;
+    for (int i = 0; i < 4; i++)
+        if (dates[i] && util_parse_time(dates[i], &t) == 0 && t > best)
+            best = t;
+    uint64_t now = wall_ms();
+    return best && (uint64_t)best * 1000u < now ? (uint64_t)best * 1000u : now;
+}
+
+void gc_event_written(struct store *s, const struct sentry *e)
+{
+    size_t n = strlen(e->key) + 1;
+    struct ev_expiry *x = malloc(sizeof(*x) + n);
+    if (!x)
+        return;   /* this write's Event lives until its next write: not worth failing it */
+    x->next = NULL;
+    x->due_ms = (s->replaying ? event_written_ms(e->obj->json) : wall_ms()) + s->event_ttl_ms;
+    x->rv = e->obj->rv;
+    memcpy(x->key, e->key, n);
+    if (s->exp_tail)
+        s->exp_tail->next = x;
+    else
+        s->exp_head = x;
+    s->exp_tail = x;
+    if (atomic_fetch_add(&s->n_expiring, 1) == 0 && !s->replaying) {
+        /* the thread may sleep without a timeout: it had nothing to expire */
+        pthread_mutex_lock(&s->gc_mu);
+        pthread_cond_broadcast(&s->gc_cond);
+        pthread_mutex_unlock(&s->gc_mu);
+    }
+}
+
+static int cmp_due(const void *a, const void *b)
+{
+    const struct ev_expiry *x = *(const struct ev_expiry *const *)a;
+    const struct ev_expiry *y = *(const struct ev_expiry *const *)b;
+    return x->due_ms < y->due_ms ? -1 : x->due_ms > y->due_ms;
+}
+
+void gc_events_replayed(struct store *s)
+{
+    size_t n = atomic_load(&s->n_expiring), i = 0;
+    struct ev_expiry **v = n ? malloc(n * sizeof(*v)) : NULL;
+    if (!v)
+        return;   /* unsorted, expiry is only late for the ones behind a later head */
+    for (struct ev_expiry *x = s->exp_head; x && i < n; x = x->next)
+        v[i++] = x;
+    qsort(v, i, sizeof(*v), cmp_due);
+    for (size_t k = 0; k + 1 < i; k++)
+        v[k]->next = v[k + 1];
+    if (i) {
+        v[i - 1]->next = NULL;
+        s->exp_head = v[0];
+        s->exp_tail = v[i - 1];
+    }
+    free(v);
+}
+
+/* Deletes the Events whose last write is event_ttl_ms old. Takes s->lock. */
+static void expire_events(struct store *s)
+{
+    uint64_t now = wall_ms();
+    bool any = false;
+
+    pthread_rwlock_wrlock(&s->lock);
+    struct stype *t = s->res_events ? store_type_get(s, s->res_events, false) : NULL;
+    while (s->exp_head && s->exp_head->due_ms <= now) {
+        struct ev_expiry *x = s->exp_head;
+        struct sentry *e = NULL;
+        s->exp_head = x->next;
+        if (!s->exp_head)
+            s->exp_tail = NULL;
+        atomic_fetch_sub(&s->n_expiring, 1);
+        if (t)
+            HASH_FIND(hh, t->objs, x->key, strlen(x->key), e);
+        if (e && e->obj->rv == x->rv && !kobj_meta_str(e->obj->json, "deletionTimestamp")) {
+            gc_delete(s, e, "Background");
+            any = true;
+        }
+        free(x);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    if (any)
+        store_notify_drain(s);
+}
+
+static void free_expiries(struct store *s)
+{
+    while (s->exp_head) {
+        struct ev_expiry *x = s->exp_head;
+        s->exp_head = x->next;
+        free(x);
+    }
+    s->exp_tail = NULL;
+    atomic_store(&s->n_expiring, 0);
+}
+
 static void *gc_main(void *arg)
 {
     struct store *s = arg;
+
+    uint64_t next_expiry = 0;
 
     pthread_mutex_lock(&s->gc_mu);
     for (;;) {
@@ -363,10 +492,33 @@ static void *gc_main(void *arg)
         struct gc_pending *p;
         char key[600];
 
-        while (!s->gc_stop && !s->gq_head) {
+        /* Events to expire: looked at once a second (a TTL is minutes or hours),
+         * busy or idle; under churn the work queue is rarely empty, and expiry
+         * only on idle wake-ups ran minutes late */
+        if (atomic_load(&s->n_expiring) && wall_ms() >= next_expiry) {
+            pthread_mutex_unlock(&s->gc_mu);
+            expire_events(s);
+            pthread_mutex_lock(&s->gc_mu);
+            next_expiry = wall_ms() + 1000;
+        }
+        if (!s->gc_stop && !s->gq_head) {
             s->gc_busy = false;
             pthread_cond_broadcast(&s->gc_cond);
-            pthread_cond_wait(&s->gc_cond, &s->gc_mu);
+            if (!atomic_load(&s->n_expiring)) {
+                pthread_cond_wait(&s->gc_cond, &s->gc_mu);
+            } else {
+                struct timespec until;
+                uint64_t ms = next_expiry > wall_ms() ? next_expiry - wall_ms() : 0;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += (time_t)(ms / 1000);
+                until.tv_nsec += (long)(ms % 1000) * 1000000L;
+                if (until.tv_nsec >= 1000000000L) {
+                    until.tv_sec++;
+                    until.tv_nsec -= 1000000000L;
+                }
+                pthread_cond_timedwait(&s->gc_cond, &s->gc_mu, &until);
+            }
+            continue;
         }
         if (s->gc_stop)
             break;
@@ -432,6 +584,7 @@ void gc_stop(struct store *s)
         pthread_join(s->gc_thread, NULL);
         s->gc_started = false;
     }
+    free_expiries(s);
     while (s->gq_head) {
         struct gc_item *it = s->gq_head;
         s->gq_head = it->next;

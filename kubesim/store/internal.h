@@ -141,6 +141,13 @@ struct store {
     pthread_t gc_thread;
     bool gc_started;
 
+    /* Event expiry (gc.c): one entry per Event write, in write order, so the
+     * head is always the next due; an entry whose Event was written again
+     * since (another rv) is skipped. Under s->lock; n_expiring is read without. */
+    uint64_t event_ttl_ms;
+    struct ev_expiry *exp_head, *exp_tail;
+    _Atomic size_t n_expiring;
+
     /* persistence */
     char *state_dir;
     int journal_fd;             /* -1 without state */
@@ -265,6 +272,11 @@ void watch_type_end(struct stype *t);
 /* ---- gc (gc.c) ---- */
 int gc_start(struct store *s);
 void gc_stop(struct store *s);
+/* Schedules the expiry of Event e (just written, or replayed: then dated by its
+ * own timestamps) event_ttl_ms on. Under s->lock (write) or during replay. */
+void gc_event_written(struct store *s, const struct sentry *e);
+/* After replay: orders the expiries of the replayed Events by due time. */
+void gc_events_replayed(struct store *s);
 void gc_enqueue(struct store *s, int kind, const char *id);
 /* Index maintenance, lock held. */
 int gc_index_add(struct store *s, struct sentry *e);

@@ -396,6 +396,8 @@ int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
     }
     if (gc_index_add(s, e) || store_index_add(t, e))
         log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
+    if (obj->res == s->res_events)
+        gc_event_written(s, e);   /* replayed ones too, dated by their own timestamps */
     if (!s->replaying) {
         persist_put(s, obj);
         watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
@@ -520,6 +522,7 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
     s->journal_fd = -1;
     s->window = o && o->watch_window ? o->watch_window : 5000;
     s->bookmark_ms = o && o->bookmark_ms ? o->bookmark_ms : 1000;
+    s->event_ttl_ms = o && o->event_ttl_ms ? o->event_ttl_ms : 3600u * 1000u;
     s->svc_next_ip = 2;    /* 10.96.0.1 is the `kubernetes` Service's, as in a real cluster */
     s->res_namespaces = store_find_builtin(s, "", "namespaces");
     s->res_nodes = store_find_builtin(s, "", "nodes");
@@ -534,6 +537,7 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
         rc = persist_open(s, err, errlen);
         if (rc)
             goto fail;
+        gc_events_replayed(s);
     }
     s->start_rv = s->rv;
     atomic_store(&s->committed_rv, s->rv);

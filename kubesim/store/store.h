@@ -69,6 +69,8 @@ struct store_opts {
     const char *state_dir;   /* NULL: memory only */
     size_t watch_window;     /* events kept per type for resuming watches (default 5000) */
     unsigned bookmark_ms;    /* interval between bookmarks on watches that asked (default 1000) */
+    uint64_t event_ttl_ms;   /* Events expire this long after their last write (default 1 h,
+                              * kube-apiserver's --event-ttl) */
 };
 
 /* Opens the store with the given registry (ownership of reg passes to the store),

@@ -17,8 +17,11 @@
  * cache has caught up. Converged clusters
  * never pay for it (no creates, no LIST).
  *
- * The same moment checks the RayCluster itself with one live GET: the cache can
- * be behind on the cluster as well as on its Pods. A cluster already deleted
+ * Each create is preceded by one live GET of the RayCluster itself: the cache
+ * can be behind on the cluster as well as on its Pods, and a cluster can go
+ * while a reconcile creates a group's Pods one by one (the chaos soak saw five
+ * workers created in the 90 ms after their cluster's deletion when the check
+ * was made once per reconcile). A cluster already deleted
  * (or deleted and recreated under a new uid) gets no Pods at all (they would be
  * orphans the garbage collector removes) and the reconcile ends quietly, the
  * deletion's watch event is on its way; a newer generation or a deletion in
@@ -180,9 +183,6 @@ static int delete_podv(struct rc_run *r, const struct podv *v, const char *group
     return 0;
 }
 
-/* The cluster's Pods as the API server has them (one LIST per reconcile, kept
- * in r->live), to confirm the cache's count before creating, after the live
- * check of the cluster (file comment). 0 or rc_fail(). */
 /* The process-wide fence (file comment): "" until the first confirming LIST. */
 static struct {
     pthread_mutex_t mu;
@@ -258,6 +258,9 @@ static int live_cluster(struct rc_run *r, struct kube_client *kc)
     return rc;
 }
 
+/* The cluster's Pods as the API server has them (one LIST per reconcile, kept
+ * in r->live), to confirm the cache's count before creating (file comment).
+ * 0 or rc_fail(). */
 static int live_pods(struct rc_run *r)
 {
     if (r->live || r->live_skipped)
@@ -265,14 +268,6 @@ static int live_pods(struct rc_run *r)
     struct kube_client *kc = host_kube(r->ctx);
     if (!kc)
         return -ENOTCONN;
-    int crc = live_cluster(r, kc);
-    if (crc == -ENOENT)
-        return rc_fail(r, RC_ERR_OTHER, "RayCluster %s is gone from the API server", r->name);
-    if (crc == -EAGAIN)
-        return rc_fail(r, RC_ERR_OTHER, "the cached spec of %s is older than the API server's; "
-                       "waiting for the cache", r->name);
-    if (crc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "reading RayCluster %s: %s", r->name, kube_strerror(crc));
     if (fence_passed(r)) {
         r->live_skipped = true;   /* the cache has every Pod the LIST would show */
         return 0;
@@ -322,11 +317,30 @@ static int confirm_count(struct rc_run *r, const char *key, const char *value, i
     return 0;
 }
 
+/* 0 when the API server still has the cluster as cached (file comment), else
+ * rc_fail(): nothing may be created. */
+static int confirm_cluster(struct rc_run *r)
+{
+    struct kube_client *kc = host_kube(r->ctx);
+    int rc = kc ? live_cluster(r, kc) : -ENOTCONN;
+    if (rc == -ENOENT)
+        return rc_fail(r, RC_ERR_OTHER, "RayCluster %s is gone from the API server", r->name);
+    if (rc == -EAGAIN)
+        return rc_fail(r, RC_ERR_OTHER, "the cached spec of %s is older than the API server's; "
+                       "waiting for the cache", r->name);
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "reading RayCluster %s: %s", r->name, kube_strerror(rc));
+    return 0;
+}
+
 /* Creates pod; Events as KubeRay's createHeadPod/createWorkerPod. */
 static int create_pod(struct rc_run *r, cJSON *pod, bool head)
 {
     struct kube_result kr = { 0 };
-    int rc = host_create(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
+    int rc = confirm_cluster(r);
+    if (rc < 0)
+        return rc;
+    rc = host_create(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
     if (rc < 0) {
         char why[640];
         kube_result_error(&kr, rc, why, sizeof(why));

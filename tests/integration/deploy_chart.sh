@@ -49,7 +49,7 @@ check "Deployment, ServiceAccount, ClusterRole, Service exist" \
     kubectl get -n rayop-system deploy/rayop sa/rayop svc/rayop clusterrole/rayop clusterrolebinding/rayop role/rayop-leader-election
 
 if [ -z "$HELM" ] || ! [ -x "$HELM" ]; then
-    echo "# SKIP helm lint / helm template / chart = kustomize base: no helm (tools/peers/build.sh helm builds .peers/bin/helm)"
+    echo "skip - helm lint, helm template, chart = kustomize base (no helm: tools/peers/build.sh helm builds .peers/bin/helm)"
     exit 0
 fi
 ok "helm found: $HELM ($("$HELM" version --short 2>/dev/null))"

@@ -21,7 +21,7 @@
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" != 0 ]; then
-    echo "# SKIP deploy_pod.sh: kubesim --run-image needs root for network and mount namespaces"
+    echo "skip - deploy_pod.sh (kubesim --run-image needs root for network and mount namespaces)"
     exit 0
 fi
 [ -x "$LIB_ROOT/bin/rayop" ] || { not_ok "bin/rayop is built"; exit 1; }

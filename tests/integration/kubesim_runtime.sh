@@ -22,7 +22,7 @@
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" != 0 ]; then
-    echo "# SKIP kubesim_runtime.sh: kubesim --run-image needs root for namespaces"
+    echo "skip - kubesim_runtime.sh (kubesim --run-image needs root for namespaces)"
     exit 0
 fi
 W=$(mktemp -d /tmp/kubesim-rt.XXXXXX); _LIB_DIRS="$_LIB_DIRS $W"

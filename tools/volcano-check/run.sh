@@ -33,7 +33,11 @@ bash "$ROOT/tools/realk8s.sh" start "$DIR/k8s" --nodes 2 >/dev/null
 export KUBECONFIG=$DIR/k8s/kubeconfig
 VCPID=
 cleanup() {
-	[ -n "$VCPID" ] && kill "$VCPID" 2>/dev/null && wait "$VCPID" 2>/dev/null
+	# (set -e: a failing kill or wait must not skip the stop below)
+	if [ -n "$VCPID" ]; then
+		kill "$VCPID" 2>/dev/null || true
+		wait "$VCPID" 2>/dev/null || true
+	fi
 	bash "$ROOT/tools/realk8s.sh" stop "$DIR/k8s" >/dev/null 2>&1 || true
 	echo "volcano-check: logs in $DIR" >&2
 }

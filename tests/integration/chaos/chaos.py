@@ -1,0 +1,827 @@
+#!/usr/bin/python3
+# chaos.py - the chaos soak (`make chaos`, CHAOS_SECONDS, default 600) and the library of its
+# smoke (tests/integration/chaos_smoke.py, in make test).
+#
+# One kubesim (--nodes 50 --state DIR) and one `rayop up`; from a fixed seed, for the run:
+#   churn   RayClusters created, scaled up and down (workersToDelete too), suspended, resumed,
+#           deleted; RayJobs (K8sJobMode, HTTPMode, SidecarMode; some failing, some with
+#           backoffLimit, some deleted mid-run)
+#   faults  every 2-5 s a kill -9 of a random rayop process (watcher, a controller, the
+#           supervisor); 5 % of API requests answered 429/500/503 or reset; watch streams cut
+#           every 10 s; stale-cache windows (watch events held back 500 ms); 410 on resume;
+#           kubesim itself killed -9 and restarted from --state every 60 s
+# then the faults stop and everything must converge. Invariants:
+#   overshoot     no Pod created while its group already had the desired count (replayed in
+#                 resourceVersion order from watches of Pods and RayClusters)
+#   orphan        no Pod created for a RayCluster already deleted or being deleted
+#   duplicate-job no Ray cluster ever ran more than one Ray job (one submission per attempt)
+#   converge      within 60 s of the end: every RayCluster's status current (observedGeneration)
+#                 and its Pods as desired, every RayJob finished, no key left in a queue
+#   exits         no rayop process exited that the soak did not kill
+#   memory        each process's PSS over the second half grows < 10 % (processes that lived
+#                 through it; reported, judged only for runs of 4 minutes or more)
+#   leftovers     after the stop no shared-memory segment or socket of the instance is left
+# The report: faults by kind, kills by process, requests, convergence time, violations by
+# invariant (each with the object's timeline); the last line is "chaos: N violations".
+# Not a test itself (tests/run.sh runs only files directly in tests/integration/).
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+import yaml
+
+ROOT = os.environ.get("RAYOP_ROOT") or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+SHARED = os.environ.get("RAYOP_SHARED") or os.path.join(ROOT, "..", "shared")
+if not os.path.isdir(os.path.join(SHARED, "kuberay")):
+    SHARED = "/work/shared"
+NS = "default"
+RCP = "/apis/ray.io/v1/namespaces/%s/rayclusters" % NS
+RJP = "/apis/ray.io/v1/namespaces/%s/rayjobs" % NS
+KINDS = ("watcher", "raycluster", "rayjob", "rayservice", "raycronjob", "up")
+INVARIANTS = ("overshoot", "orphan", "duplicate-job", "converge", "exits", "memory", "leftovers")
+
+
+def log(msg):
+    print("# " + msg, flush=True)
+
+
+class Api:
+    """Plain HTTP to kubesim with retries: the soak's own requests get the injected faults too."""
+
+    def __init__(self, host, port):
+        self.host, self.port = host, port
+        self.local = threading.local()
+        self.requests = 0
+
+    def _conn(self, fresh=False):
+        c = getattr(self.local, "c", None)
+        if c is None or fresh:
+            if c is not None:
+                c.close()
+            c = self.local.c = http.client.HTTPConnection(self.host, self.port, timeout=20)
+        return c
+
+    def req(self, method, path, body=None, ctype="application/json", tries=8):
+        data = json.dumps(body).encode() if body is not None else None
+        last = (0, {})
+        for i in range(tries):
+            self.requests += 1
+            try:
+                c = self._conn(fresh=i > 0)
+                c.request(method, path, body=data, headers={"Content-Type": ctype,
+                                                            "User-Agent": "chaos-soak"})
+                r = c.getresponse()
+                raw = r.read()
+                try:
+                    out = json.loads(raw or b"{}")
+                except ValueError:
+                    out = {}
+                last = (r.status, out)
+                if r.status in (429, 500, 503):
+                    time.sleep(0.05 * (i + 1))
+                    continue
+                return last
+            except (OSError, http.client.HTTPException):
+                self.local.c = None
+                time.sleep(0.05 * (i + 1))
+        return last
+
+    def get(self, path):
+        code, body = self.req("GET", path)
+        return body if code == 200 else None
+
+
+class Watch(threading.Thread):
+    """One watch of a collection, resumed from the last resourceVersion after a cut and
+    relisted after a 410; every event goes to sink(rv, kind, type, obj, relist)."""
+
+    def __init__(self, soak, path, kind):
+        super().__init__(daemon=True)
+        self.soak, self.path, self.kind = soak, path, kind
+        self.rv = None
+        self.seen_rv = 0
+        self.relists = 0
+
+    def relist(self):
+        body = self.soak.api.get(self.path)
+        if body is None:
+            return False
+        last = self.seen_rv
+        self.rv = body["metadata"]["resourceVersion"]
+        self.seen_rv = int(self.rv)
+        # events between the last one seen and the list are lost: the replay does not
+        # judge what happened in that window (a gap)
+        self.soak.sink(int(self.rv), self.kind, "LIST", body.get("items", []), True, gap_from=last)
+        self.relists += 1
+        return True
+
+    def run(self):
+        while not self.soak.stopping.is_set():
+            if self.rv is None and not self.relist():
+                time.sleep(0.2)
+                continue
+            q = urllib.parse.urlencode({"watch": "1", "resourceVersion": self.rv,
+                                        "allowWatchBookmarks": "true", "timeoutSeconds": "30"})
+            try:
+                c = http.client.HTTPConnection(self.soak.api.host, self.soak.api.port, timeout=40)
+                c.request("GET", self.path + "?" + q, headers={"User-Agent": "chaos-soak"})
+                r = c.getresponse()
+                if r.status == 410:
+                    self.rv = None
+                    continue
+                if r.status != 200:
+                    time.sleep(0.1)
+                    continue
+                while not self.soak.stopping.is_set():
+                    line = r.readline()
+                    if not line:
+                        break
+                    ev = json.loads(line)
+                    obj = ev.get("object", {})
+                    if ev.get("type") == "ERROR":
+                        if obj.get("code") == 410:
+                            self.rv = None
+                        break
+                    rv = obj.get("metadata", {}).get("resourceVersion")
+                    if rv:
+                        self.rv = rv
+                        self.seen_rv = int(rv)
+                    if ev.get("type") != "BOOKMARK":
+                        self.soak.sink(int(rv), self.kind, ev.get("type"), obj, False)
+                c.close()
+            except (OSError, http.client.HTTPException, ValueError):
+                time.sleep(0.1)
+
+
+def desired_of(rc):
+    """{group: desired Pods} of a RayCluster object, or None when it wants no new Pod at all
+    (suspended, being deleted)."""
+    spec = rc.get("spec", {})
+    if spec.get("suspend") or rc.get("metadata", {}).get("deletionTimestamp"):
+        return None
+    out = {}
+    for g in spec.get("workerGroupSpecs") or []:
+        r = g.get("replicas", 0) or 0
+        lo, hi = g.get("minReplicas", 0) or 0, g.get("maxReplicas", 2 ** 31 - 1)
+        r = max(lo, min(hi, r))
+        if g.get("suspend"):
+            r = 0
+        out[g.get("groupName")] = r * (g.get("numOfHosts", 1) or 1)
+    return out
+
+
+def pod_summary(p):
+    m = p.get("metadata", {})
+    lab = m.get("labels") or {}
+    owners = [o.get("uid") for o in (m.get("ownerReferences") or []) if o.get("kind") == "RayCluster"]
+    return {"name": m.get("name"), "uid": m.get("uid"), "owner": owners[0] if owners else None,
+            "cluster": lab.get("ray.io/cluster"), "group": lab.get("ray.io/group"),
+            "type": lab.get("ray.io/node-type"),
+            "gone": bool(m.get("deletionTimestamp")) or
+            (p.get("status", {}).get("phase") in ("Failed", "Succeeded"))}
+
+
+class Soak:
+    def __init__(self, seconds, seed, scale=1.0, work=None, rayop=None, kubesim=None,
+                 kubesim_restart_s=60, converge_s=60, calm=False, kill_up=True):
+        self.kill_up = kill_up   # False: kill -9 spares the supervisor
+        self.calm = calm   # churn only: no kills, no injected faults (memory baselines)
+        self.seconds, self.seed, self.scale = seconds, seed, scale
+        self.rng = random.Random(seed)
+        self.work = work or tempfile.mkdtemp(prefix="rayop-chaos.")
+        self.state = os.path.join(self.work, "sim-state")
+        self.sd = os.path.join(self.work, "op-state")
+        os.makedirs(self.sd, mode=0o700, exist_ok=True)
+        self.rayop = os.path.join(self.work, "rayop")
+        shutil.copy(rayop or os.path.join(ROOT, "bin", "rayop"), self.rayop)
+        self.kubesim_bin = os.path.join(self.work, "kubesim")
+        shutil.copy(kubesim or os.path.join(ROOT, "bin", "kubesim"), self.kubesim_bin)
+        self.kc = os.path.join(self.work, "kubeconfig")
+        self.kubesim_restart_s, self.converge_s = kubesim_restart_s, converge_s
+        self.stopping = threading.Event()
+        self.churn_stop = threading.Event()
+        self.lock = threading.Lock()
+        self.events = []          # (rv, seq, kind, typ, obj-or-items, relist)
+        self.rc_gaps = []         # (from rv, to rv): RayCluster events lost to a relist
+        self.unjudged = 0
+        self.seq = 0
+        self.kills = {k: 0 for k in KINDS}
+        self.kubesim_restarts = 0
+        self.faults = {"watch-delay windows": 0, "410 armed": 0}
+        self.ops = {}
+        self.violations = {}      # invariant -> [text]
+        self.mem = {}             # (name, pid) -> [(t, pss_kb)]
+        self.up = None
+        self.up_instances = []    # [{"pid":, "kills": {name: n}}]
+        self.sim = None
+        self.port = 0
+        self.jobs_seen = {}       # (ns, cluster uid or name) -> max jobs
+        self.fired, self.sim_requests = {}, 0
+
+    # ---- processes ----
+    FAULTS = ["verb=*,code=429,p=0.0125,retry-after=0", "verb=*,code=500,p=0.0125",
+              "verb=*,code=503,p=0.0125", "verb=*,action=reset,p=0.0125"]   # 5 % in all
+
+    def start_kubesim(self, faults=True):
+        """kubesim on self.port (0 the first time); faults=False: the rules come later."""
+        faults = self.FAULTS if faults else []
+        args = [self.kubesim_bin, "--listen", "127.0.0.1:%d" % self.port, "--kubeconfig-out", self.kc,
+                "--request-log", os.path.join(self.work, "requests.log"),
+                "--state", self.state, "--nodes", "50", "--pod-start-ms", "100",
+                # Events expire after 2 min instead of the real server's hour, so that a
+                # 10-minute run reaches the plateau its memory invariant judges
+                "--event-ttl-seconds", "120",
+                "--pod-ready-ms", "100", "--watch-cut-seconds", "0" if self.calm or not faults else "10",
+                "--fault-seed", str(self.seed)]
+        for f in [] if self.calm else faults:
+            args += ["--fault", f]
+        logf = open(os.path.join(self.work, "kubesim.log"), "ab")
+        self.sim = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=logf)
+        url = self.sim.stdout.readline().decode().strip()
+        if not url.startswith("http"):
+            raise RuntimeError("kubesim did not start: %r" % url)
+        u = urllib.parse.urlparse(url)
+        self.port = u.port
+        if not hasattr(self, "api"):
+            self.api = Api(u.hostname, u.port)
+
+    def restart_kubesim(self):
+        self.sample_mem_of("kubesim", self.sim.pid)
+        self.add_counts()
+        self.sim.send_signal(signal.SIGKILL)
+        self.sim.wait()
+        for _ in range(50):
+            try:
+                self.start_kubesim()
+                break
+            except RuntimeError:
+                time.sleep(0.1)   # the port is still held by the dying process
+        self.kubesim_restarts += 1
+
+    def start_up(self):
+        logf = open(os.path.join(self.work, "up.log"), "ab")
+        self.up = subprocess.Popen([self.rayop, "up", "--kubeconfig", self.kc, "--state-dir", self.sd,
+                                    "--metrics-addr", "0", "--health-probe-bind-address", "0",
+                                    "--use-kubernetes-proxy"], stdout=logf, stderr=logf)
+        self.up_instances.append({"pid": self.up.pid, "kills": {k: 0 for k in KINDS}, "restarts": {}})
+
+    def up_json(self):
+        try:
+            with open(os.path.join(self.sd, "up.json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def procs(self):
+        """{name: pid} of the live rayop processes under the current up."""
+        out = {"up": self.up.pid} if self.up and self.up.poll() is None else {}
+        uj = self.up_json()
+        for p in (uj or {}).get("procs", []):
+            if p.get("pid", 0) > 0:
+                out[p["name"]] = p["pid"]
+        return out
+
+    def record_up_restarts(self):
+        uj = self.up_json()
+        if uj and self.up_instances:
+            self.up_instances[-1]["restarts"] = {p["name"]: p.get("restarts", 0)
+                                                 for p in uj.get("procs", [])}
+
+    # ---- events and invariants ----
+    def sink(self, rv, kind, typ, obj, relist, gap_from=None):
+        with self.lock:
+            self.seq += 1
+            self.events.append((rv, self.seq, kind, typ, obj, relist))
+            if gap_from is not None and kind == "rc":
+                self.rc_gaps.append((gap_from, rv))
+
+    def violate(self, inv, text):
+        self.violations.setdefault(inv, []).append(text)
+
+    def replay(self):
+        """Pod creations checked against the RayCluster they belong to, in rv order."""
+        with self.lock:
+            evs = sorted(self.events, key=lambda e: (e[0], e[1]))
+            gaps = list(self.rc_gaps)
+        self.unjudged = 0
+        rcs = {}        # uid -> {"name", "desired", "deleted", "timeline"}
+        pods = {}       # uid -> summary
+        timeline = {}   # cluster name -> [text]
+        found = []
+
+        def note(name, text):
+            timeline.setdefault(name, []).append((rv, text))
+        for rv, _, kind, typ, obj, relist in evs:
+            if kind == "rc":
+                items = obj if typ == "LIST" else [obj]
+                if typ == "LIST":
+                    live = {o["metadata"]["uid"] for o in items}
+                    for uid, st in rcs.items():
+                        if uid not in live and not st["deleted"]:
+                            st["deleted"] = rv
+                for o in items:
+                    m = o.get("metadata", {})
+                    st = rcs.setdefault(m.get("uid"), {"name": m.get("name"), "deleted": 0})
+                    st["desired"] = desired_of(o)
+                    if typ == "DELETED":
+                        st["deleted"] = rv
+                    note(m.get("name"), "rv %d %s RayCluster gen %s desired %s" % (
+                        rv, typ, m.get("generation"), st["desired"]))
+                continue
+            items = obj if typ == "LIST" else [obj]
+            if typ == "LIST":
+                pods = {}
+            for o in items:
+                s = pod_summary(o)
+                if typ == "DELETED":
+                    pods.pop(s["uid"], None)
+                    note(s["cluster"], "rv %d Pod %s deleted" % (rv, s["name"]))
+                    continue
+                new = s["uid"] not in pods
+                pods[s["uid"]] = s
+                if not new or relist:
+                    if not relist:
+                        note(s["cluster"], "rv %d Pod %s %s" % (rv, s["name"],
+                                                                 "terminating" if s["gone"] else "modified"))
+                    continue
+                note(s["cluster"], "rv %d Pod %s created (%s %s)" % (rv, s["name"], s["type"], s["group"]))
+                rc = rcs.get(s["owner"])
+                if rc is None or any(a < rv <= b for a, b in gaps):
+                    self.unjudged += 1
+                    continue   # its RayCluster unseen, or its events lost here: cannot judge
+                if rc["deleted"] and rc["deleted"] < rv:
+                    found.append(("orphan", s["cluster"], rv, "Pod %s created at rv %d for RayCluster %s "
+                                  "deleted at rv %d" % (s["name"], rv, rc["name"], rc["deleted"])))
+                    continue
+                if rc["desired"] is None:
+                    found.append(("orphan", s["cluster"], rv, "Pod %s created at rv %d for RayCluster %s "
+                                  "that is suspended or being deleted" % (s["name"], rv, rc["name"])))
+                    continue
+                same = [p for p in pods.values() if p["owner"] == s["owner"] and not p["gone"] and
+                        p["type"] == s["type"] and (s["type"] == "head" or p["group"] == s["group"])]
+                want = 1 if s["type"] == "head" else rc["desired"].get(s["group"], 0)
+                if len(same) > want:
+                    found.append(("overshoot", s["cluster"], rv, "Pod %s created at rv %d: %d %s Pods of "
+                                  "group %s, %d desired" % (s["name"], rv, len(same), s["type"],
+                                                            s["group"], want)))
+        return found, timeline
+
+    def check_jobs(self):
+        body = self.api.get("/kubesim/ray/")
+        if not body:
+            return
+        for c in body if isinstance(body, list) else body.get("clusters", []):
+            key = (c.get("namespace"), c.get("uid") or c.get("cluster"))
+            n = c.get("jobs", 0) or 0
+            if isinstance(n, list):
+                n = len(n)
+            if n > self.jobs_seen.get(key, 0):
+                self.jobs_seen[key] = n
+
+    # ---- memory ----
+    def sample_mem_of(self, name, pid):
+        try:
+            with open("/proc/%d/smaps_rollup" % pid) as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        self.mem.setdefault((name, pid), []).append((time.monotonic(), int(line.split()[1])))
+                        return
+        except OSError:
+            pass
+
+    def sample_mem(self):
+        if self.sim:
+            self.sample_mem_of("kubesim", self.sim.pid)
+        for name, pid in self.procs().items():
+            self.sample_mem_of(name, pid)
+
+    # ---- churn ----
+    def op(self, name):
+        self.ops[name] = self.ops.get(name, 0) + 1
+
+    def cluster_obj(self, name, groups):
+        wg = []
+        for g, r in groups:
+            wg.append({"groupName": g, "replicas": r, "minReplicas": 0, "maxReplicas": 5,
+                       "rayStartParams": {}, "template": {"spec": {"containers": [
+                           {"name": "ray-worker", "image": "rayproject/ray:2.52.0",
+                            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}})
+        return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
+                "spec": {"rayVersion": "2.52.0", "headGroupSpec": {"rayStartParams": {}, "template": {
+                    "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0",
+                                             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}},
+                         "workerGroupSpecs": wg}}
+
+    def job_obj(self, name, mode, fail, backoff):
+        env = "env_vars:\n  KUBESIM_JOB_SECONDS: \"%d\"\n" % self.rng.randint(1, 4)
+        if fail:
+            env += "  KUBESIM_JOB_EXIT: \"1\"\n"
+        spec = {"entrypoint": "python -c 'print(1)'", "submissionMode": mode,
+                "runtimeEnvYAML": env, "shutdownAfterJobFinishes": True, "ttlSecondsAfterFinished": 0,
+                "rayClusterSpec": self.cluster_obj("x", [("small", 1)])["spec"]}
+        if backoff:
+            spec["backoffLimit"] = backoff
+        return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name}, "spec": spec}
+
+    def churn(self):
+        rng = random.Random(self.seed * 7919 + 1)
+        n_rc = n_rj = 0
+        clusters, jobs = [], []
+        target_rc = max(4, int(30 * self.scale))
+        target_rj = max(2, int(10 * self.scale))
+        while not self.churn_stop.is_set():
+            live = [c for c in clusters if c["alive"]]
+            r = rng.random()
+            if len(live) < target_rc and r < 0.25:
+                n_rc += 1
+                name = "c%d" % n_rc
+                groups = [("g", rng.randint(0, 3))] + ([("h", rng.randint(0, 2))] if rng.random() < 0.3 else [])
+                code, _ = self.api.req("POST", RCP, self.cluster_obj(name, groups))
+                if code in (201, 409):
+                    clusters.append({"name": name, "groups": [g for g, _ in groups], "alive": True,
+                                     "suspended": False})
+                    self.op("rc create")
+            elif live and r < 0.55:
+                c = rng.choice(live)
+                gi = rng.randrange(len(c["groups"]))
+                self.api.req("PATCH", RCP + "/" + c["name"], [
+                    {"op": "replace", "path": "/spec/workerGroupSpecs/%d/replicas" % gi,
+                     "value": rng.randint(0, 4)}], "application/json-patch+json")
+                self.op("rc scale")
+            elif live and r < 0.65:
+                c = rng.choice(live)
+                body = self.api.get("/api/v1/namespaces/%s/pods?labelSelector=%s" % (
+                    NS, urllib.parse.quote("ray.io/cluster=%s,ray.io/node-type=worker" % c["name"])))
+                ws = [p for p in (body or {}).get("items", []) if p["metadata"]["labels"].get("ray.io/group") == "g"]
+                rc = self.api.get(RCP + "/" + c["name"])
+                if ws and rc:
+                    reps = rc["spec"]["workerGroupSpecs"][0].get("replicas", 0)
+                    victim = rng.choice(ws)["metadata"]["name"]
+                    self.api.req("PATCH", RCP + "/" + c["name"], [
+                        {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": max(0, reps - 1)},
+                        {"op": "add", "path": "/spec/workerGroupSpecs/0/scaleStrategy",
+                         "value": {"workersToDelete": [victim]}}], "application/json-patch+json")
+                    self.op("rc workersToDelete")
+            elif live and r < 0.75:
+                c = rng.choice(live)
+                c["suspended"] = not c["suspended"]
+                self.api.req("PATCH", RCP + "/" + c["name"], {"spec": {"suspend": c["suspended"]}},
+                             "application/merge-patch+json")
+                self.op("rc suspend" if c["suspended"] else "rc resume")
+            elif live and r < 0.83:
+                c = rng.choice(live)
+                code, _ = self.api.req("DELETE", RCP + "/" + c["name"])
+                if code in (200, 202, 404):
+                    c["alive"] = False
+                    self.op("rc delete")
+            elif r < 0.95 and sum(1 for j in jobs if j["alive"]) < target_rj:
+                n_rj += 1
+                mode = rng.choice(["K8sJobMode", "HTTPMode", "SidecarMode"])
+                fail = rng.random() < 0.2
+                backoff = rng.choice([0, 0, 1, 2])
+                code, _ = self.api.req("POST", RJP, self.job_obj("j%d" % n_rj, mode, fail, backoff))
+                if code in (201, 409):
+                    jobs.append({"name": "j%d" % n_rj, "alive": True})
+                    self.op("rayjob create (%s)" % mode)
+            else:
+                alive = [j for j in jobs if j["alive"]]
+                if alive:
+                    j = rng.choice(alive)
+                    st = (self.api.get(RJP + "/" + j["name"]) or {}).get("status", {})
+                    if st.get("jobDeploymentStatus") in ("Complete", "Failed") or rng.random() < 0.3:
+                        self.api.req("DELETE", RJP + "/" + j["name"])
+                        j["alive"] = False
+                        self.op("rayjob delete" if st.get("jobDeploymentStatus") in ("Complete", "Failed")
+                                else "rayjob delete mid-run")
+            self.churn_stop.wait(rng.uniform(0.02, 0.2) / max(self.scale, 0.1))
+
+    # ---- faults ----
+    def faults_loop(self, t_end):
+        rng = self.rng
+        next_kill = time.monotonic() + rng.uniform(2, 5)
+        next_sim = time.monotonic() + self.kubesim_restart_s
+        next_delay = time.monotonic() + rng.uniform(5, 15)
+        next_expire = time.monotonic() + rng.uniform(5, 15)
+        delay_off = None
+        next_note = time.monotonic() + 30
+        while time.monotonic() < t_end:
+            now = time.monotonic()
+            if self.calm:
+                next_kill = next_sim = next_delay = next_expire = t_end + 1
+            if now >= next_kill:
+                procs = self.procs()
+                if not self.kill_up:
+                    procs.pop("up", None)
+                if procs:
+                    name = rng.choice(sorted(procs))
+                    if name == "up":
+                        self.record_up_restarts()
+                        self.up.send_signal(signal.SIGKILL)
+                        self.up.wait()
+                        self.kills["up"] += 1
+                        # its children end with it (SIGTERM on the parent's death): wait for them,
+                        # then a new supervisor takes over the state dir
+                        deadline = time.monotonic() + 20
+                        while time.monotonic() < deadline and any(
+                                os.path.exists("/proc/%d" % p) for n, p in procs.items() if n != "up"):
+                            time.sleep(0.05)
+                        self.start_up()
+                    else:
+                        try:
+                            os.kill(procs[name], signal.SIGKILL)
+                            self.kills[name] = self.kills.get(name, 0) + 1
+                            self.up_instances[-1]["kills"][name] += 1
+                        except ProcessLookupError:
+                            pass
+                next_kill = now + rng.uniform(2, 5)
+            if now >= next_sim:
+                self.restart_kubesim()
+                next_sim = now + self.kubesim_restart_s
+            if now >= next_delay and delay_off is None:
+                self.api.req("PUT", "/kubesim/watch", {"delayMs": 500})
+                self.faults["watch-delay windows"] += 1
+                delay_off = now + rng.uniform(2, 5)
+            if delay_off is not None and now >= delay_off:
+                self.api.req("PUT", "/kubesim/watch", {"delayMs": 0})
+                delay_off = None
+                next_delay = now + rng.uniform(5, 15)
+            if now >= next_expire:
+                self.api.req("PUT", "/kubesim/watch", {"expireNext": 2})
+                self.faults["410 armed"] += 2
+                next_expire = now + rng.uniform(5, 15)
+            self.sample_mem()
+            self.check_jobs()
+            if now >= next_note:
+                st = self.api.get("/kubesim/status") or {}
+                pss = self.mem.get(("kubesim", self.sim.pid), [(0, 0)])[-1][1]
+                log("t+%3.0f s: kubesim PSS %.1f MB, %s objects, rv %s" % (
+                    now - (t_end - self.seconds), pss / 1024, st.get("objects"), st.get("rv")))
+                next_note = now + 30
+            time.sleep(0.1)
+        self.api.req("PUT", "/kubesim/watch", {"delayMs": 0, "expireNext": 0, "cutSeconds": 0})
+
+    def add_counts(self):
+        """Adds kubesim's fault and request counters to the totals (they restart with it)."""
+        st = self.api.get("/kubesim/status") or {}
+        for k, v in (st.get("faults") or {}).items():
+            self.fired[k] = self.fired.get(k, 0) + v
+        self.sim_requests += (st.get("requests") or {}).get("total", 0)
+
+    def fault_counts(self):
+        self.add_counts()
+        return self.fired
+
+    # ---- convergence ----
+    def not_converged(self):
+        """What still differs from the desired world ([] when converged)."""
+        left = []
+        rcs = self.api.get(RCP)
+        pods = self.api.get("/api/v1/namespaces/%s/pods" % NS)
+        if rcs is None or pods is None:
+            return ["API unreachable"]
+        by = {}
+        for p in pods.get("items", []):
+            s = pod_summary(p)
+            if not s["gone"] and s["owner"]:
+                by.setdefault(s["owner"], []).append(s)
+        for rc in rcs.get("items", []):
+            m, st = rc["metadata"], rc.get("status", {})
+            name = m["name"]
+            if m.get("deletionTimestamp"):
+                left.append("RayCluster %s still being deleted" % name)
+                continue
+            if st.get("observedGeneration") != m.get("generation"):
+                left.append("RayCluster %s observedGeneration %s of %s" % (
+                    name, st.get("observedGeneration"), m.get("generation")))
+                continue
+            mine = by.get(m["uid"], [])
+            want = desired_of(rc)
+            if want is None:
+                if mine or st.get("state") != "suspended":
+                    left.append("RayCluster %s suspended: %d Pods, state %s" % (name, len(mine), st.get("state")))
+                continue
+            heads = sum(1 for p in mine if p["type"] == "head")
+            if heads != 1:
+                left.append("RayCluster %s has %d head Pods" % (name, heads))
+            for g, n in want.items():
+                have = sum(1 for p in mine if p["type"] == "worker" and p["group"] == g)
+                if have != n:
+                    left.append("RayCluster %s group %s: %d Pods, %d desired" % (name, g, have, n))
+            if st.get("state") != "ready":
+                left.append("RayCluster %s state %s" % (name, st.get("state")))
+        for rj in (self.api.get(RJP) or {}).get("items", []):
+            st = rj.get("status", {})
+            if st.get("jobDeploymentStatus") not in ("Complete", "Failed"):
+                left.append("RayJob %s %s/%s" % (rj["metadata"]["name"], st.get("jobDeploymentStatus"),
+                                                 st.get("jobStatus")))
+        q = self.queue_status()
+        if q is None:
+            left.append("rayop status unavailable")
+        else:
+            for k in q:
+                busy = k.get("depth", 0) + k.get("inFlight", 0) + k.get("retrying", 0)
+                if busy:
+                    left.append("queue %s: depth %d, in flight %d, retrying %d" % (
+                        k["kind"], k.get("depth", 0), k.get("inFlight", 0), k.get("retrying", 0)))
+        return left
+
+    def queue_status(self):
+        try:
+            out = subprocess.run([self.rayop, "status", "--state-dir", self.sd, "-o", "json"],
+                                 capture_output=True, timeout=20).stdout
+            return json.loads(out)["queues"]["kinds"]
+        except (OSError, ValueError, KeyError, TypeError, subprocess.TimeoutExpired):
+            return None
+
+    # ---- the run ----
+    def setup(self):
+        self.start_kubesim(faults=False)   # the set-up itself runs without faults
+        for f in sorted(os.listdir(os.path.join(SHARED, "kuberay", "crds"))):
+            with open(os.path.join(SHARED, "kuberay", "crds", f)) as fh:
+                crd = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 10x faster
+            self.api.req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        end = time.monotonic() + 30
+        while self.api.req("GET", RJP)[0] != 200 and time.monotonic() < end:
+            time.sleep(0.1)
+        if not self.calm:
+            self.api.req("PUT", "/kubesim/faults", {"seed": self.seed, "rules": self.FAULTS})
+            self.api.req("PUT", "/kubesim/watch", {"cutSeconds": 10})
+        self.start_up()
+        self.watches = [Watch(self, "/api/v1/namespaces/%s/pods" % NS, "pod"), Watch(self, RCP, "rc")]
+        for w in self.watches:
+            w.start()
+
+    def run(self):
+        t0 = time.monotonic()
+        self.setup()
+        self.t_setup = time.monotonic() - t0
+        log("seed %d, %d s of chaos, work dir %s" % (self.seed, self.seconds, self.work))
+        churn = threading.Thread(target=self.churn, daemon=True)
+        churn.start()
+        t_end = time.monotonic() + self.seconds
+        self.mid = time.monotonic() + self.seconds / 2
+        self.faults_loop(t_end)
+        self.churn_stop.set()
+        churn.join()
+        fired = self.fault_counts()
+        self.api.req("DELETE", "/kubesim/faults")
+        self.record_up_restarts()
+        # convergence
+        t_calm = time.monotonic()
+        left = ["not checked"]
+        while time.monotonic() < t_calm + self.converge_s:
+            self.check_jobs()
+            left = self.not_converged()
+            if not left:
+                break
+            time.sleep(0.5)
+        conv = time.monotonic() - t_calm
+        if left:
+            for l in left[:30]:
+                self.violate("converge", l)
+            # what the queues hold (waiting = requeue-after timers, gated = read-your-writes)
+            log("queues at the end: %s" % json.dumps([{k: v for k, v in q.items() if k != "workers"}
+                                                     for q in (self.queue_status() or [])]))
+        self.record_up_restarts()
+        self.stopping.set()
+        found, timeline = self.replay()
+        for inv, cluster, at, text in found:
+            # the object's timeline around the violation: 20 entries before, 10 after
+            tl = timeline.get(cluster, [])
+            i = next((k for k, (rv, _) in enumerate(tl) if rv >= at), len(tl))
+            self.violate(inv, text + "\n" + "\n".join("    " + t for _, t in tl[max(0, i - 20):i + 10]))
+        if found:
+            with open(os.path.join(self.work, "events.json"), "w") as f:
+                json.dump([[rv, kind, typ, obj if typ != "LIST" else len(obj), relist]
+                           for rv, _, kind, typ, obj, relist in sorted(self.events, key=lambda e: e[:2])], f)
+        for key, n in self.jobs_seen.items():
+            if n > 1:
+                self.violate("duplicate-job", "Ray cluster %s/%s ran %d Ray jobs" % (key[0], key[1], n))
+        self.check_exits()
+        self.check_memory()
+        t_stop = time.monotonic()
+        self.stop_and_check_leftovers()
+        log("phases: set-up %.1f s, replay %.1f s, stop %.1f s" % (self.t_setup, t_stop - t_calm - conv,
+                                                                 time.monotonic() - t_stop))
+        self.report(fired, conv, left, time.monotonic() - t0)
+        return sum(len(v) for v in self.violations.values())
+
+    def run_and_clean(self, keep=False):
+        """run(); whatever happens no process is left, and the work dir goes unless a
+        violation (or keep) wants it kept. Returns the number of violations."""
+        n = 1
+        try:
+            n = self.run()
+        finally:
+            for p in (self.up, self.sim):
+                if p and p.poll() is None:
+                    p.kill()
+            if n or keep:
+                log("logs kept in " + self.work)
+            else:
+                shutil.rmtree(self.work, ignore_errors=True)
+        return n
+
+    def check_exits(self):
+        for inst in self.up_instances:
+            for name, restarts in inst["restarts"].items():
+                killed = inst["kills"].get(name, 0)
+                if restarts > killed:
+                    self.violate("exits", "%s restarted %d times under up pid %d, killed %d times" % (
+                        name, restarts, inst["pid"], killed))
+        if self.sim.poll() is not None:
+            self.violate("exits", "kubesim exited (%s)" % self.sim.returncode)
+
+    def check_memory(self):
+        self.mem_report = []
+        for (name, pid), samples in sorted(self.mem.items()):
+            half = [(t, v) for t, v in samples if t >= self.mid]
+            # a process judged must have lived through 2 minutes of the second half: a
+            # kubesim restarted every 60 s replays its state and refills its watch windows
+            # in each life, which says nothing about growth (--calm measures it)
+            if len(half) < 4 or half[-1][0] - half[0][0] < 120:
+                continue
+            q = max(1, len(half) // 4)
+            a = sum(v for _, v in half[:q]) / q
+            b = sum(v for _, v in half[-q:]) / q
+            g = (b - a) / a if a else 0
+            self.mem_report.append("%s pid %d: PSS %.1f -> %.1f MB over %.0f s (%+.1f %%)" % (
+                name, pid, a / 1024, b / 1024, half[-1][0] - half[0][0], 100 * g))
+            if self.seconds >= 240 and g >= 0.10:
+                self.violate("memory", self.mem_report[-1])
+
+    def stop_and_check_leftovers(self):
+        seg = subprocess.run([self.rayop, "clean", "--state-dir", self.sd, "--print-segment"],
+                             capture_output=True, text=True).stdout.strip()
+        if self.up.poll() is None:
+            self.up.send_signal(signal.SIGTERM)
+            try:
+                self.up.wait(30)
+            except subprocess.TimeoutExpired:
+                self.violate("leftovers", "rayop up did not stop within 30 s of SIGTERM")
+                self.up.kill()
+        if seg and os.path.exists("/dev/shm" + seg):
+            self.violate("leftovers", "shared-memory segment /dev/shm%s left after the stop" % seg)
+        socks = [f for f in os.listdir(self.sd) if f.endswith(".sock")]
+        if socks:
+            self.violate("leftovers", "sockets left in the state dir: %s" % socks)
+        self.sim.send_signal(signal.SIGTERM)
+        try:
+            self.sim.wait(30)
+        except subprocess.TimeoutExpired:
+            self.sim.kill()
+
+    def report(self, fired, conv, left, total):
+        log("---- chaos report (seed %d, %d s of chaos, %.0f s in all) ----" % (self.seed, self.seconds, total))
+        log("churn: " + ", ".join("%s %d" % kv for kv in sorted(self.ops.items())))
+        log("faults: " + ", ".join("%s %d" % kv for kv in sorted(fired.items())) + ", " +
+            ", ".join("%s %d" % kv for kv in sorted(self.faults.items())) +
+            ", kubesim restarts %d" % self.kubesim_restarts)
+        log("kills: " + ", ".join("%s %d" % kv for kv in sorted(self.kills.items())))
+        log("requests: %d answered by kubesim (the soak's own: %d)" % (self.sim_requests, self.api.requests))
+        log("watch relists (soak's own watches): %s" % ", ".join("%s %d" % (w.kind, w.relists) for w in self.watches))
+        log("convergence: %.1f s after the chaos stopped%s" % (conv, "" if not left else " (NOT converged)"))
+        log("Pod creations not judged (RayCluster watch gaps): %d" % self.unjudged)
+        log("max Ray jobs on one cluster: %d (%d clusters seen)" % (max(self.jobs_seen.values() or [0]),
+                                                                   len(self.jobs_seen)))
+        for m in self.mem_report:
+            log("memory: " + m)
+        n = 0
+        for inv in INVARIANTS:
+            vs = self.violations.get(inv, [])
+            n += len(vs)
+            log("invariant %-13s %d violation(s)" % (inv, len(vs)))
+            for v in vs[:20]:
+                for line in v.splitlines():
+                    print("#   " + line, flush=True)
+        print("chaos: %d violations" % n, flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="rayop chaos soak")
+    ap.add_argument("--seconds", type=int, default=int(os.environ.get("CHAOS_SECONDS", "600")))
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("CHAOS_SEED", "1")))
+    ap.add_argument("--scale", type=float, default=float(os.environ.get("CHAOS_SCALE", "1")))
+    ap.add_argument("--kubesim-restart-s", type=float,
+                    default=float(os.environ.get("CHAOS_KUBESIM_RESTART_S", "60")))
+    ap.add_argument("--calm", action="store_true", help="churn only: no kills, no faults")
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    s = Soak(a.seconds, a.seed, a.scale, kubesim_restart_s=a.kubesim_restart_s,
+             calm=a.calm)
+    return 1 if s.run_and_clean(a.keep) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
