@@ -5,6 +5,7 @@
 # kustomize output applied with kubectl (an overlay of deploy/kustomize/base that only appends
 # flags: --use-kubernetes-proxy, a smaller cache, a 6 s lease). Checks:
 #  - the Deployment's Pod Running with every container Ready; in-cluster config over TLS
+#    (from helm template's output where helm is built, else from the kustomize base)
 #  - Service routing: the metrics Service through the API server's service proxy, the pod
 #    proxy, and the Service's ClusterIP from inside the Pod (its service-link variable)
 #  - the demo RayJob SUCCEEDED, driven by the operator in the Pod
@@ -46,8 +47,24 @@ start_kubesim --tls --run-image "rayop=$LIB_ROOT" --nodes 2 || exit 1
 RTDIR=$(grep -o '"dir":"/tmp/kubesim-runtime[^"]*"' "$KUBESIM_STDERR" | head -1 | cut -d'"' -f4)
 kubectl create -f "$RAYOP_SHARED/kuberay/crds/" >/dev/null || { not_ok "KubeRay CRDs created"; exit 1; }
 
-# the overlay: the base as it is, plus appended flags (later flags win)
+# the overlay: the base as it is, plus appended flags (later flags win). Where helm is built
+# (make test builds it with the peers), the base's rayop.yaml is replaced by `helm template`'s
+# output, so the Pod below runs from the chart itself; deploy_chart.sh checks the two are the
+# same objects, and kustomize alone is what a machine without Go can run.
 cp -r "$LIB_ROOT/deploy/kustomize/base" "$W/base"
+HELM=${HELM:-}
+[ -n "$HELM" ] || { [ -x "$LIB_ROOT/.peers/bin/helm" ] && HELM=$LIB_ROOT/.peers/bin/helm; }
+[ -n "$HELM" ] || HELM=$(command -v helm || true)
+if [ -n "$HELM" ] && [ -x "$HELM" ]; then
+    if "$HELM" template rayop "$LIB_ROOT/deploy/helm/rayop" --namespace rayop-system \
+            > "$W/base/rayop.yaml" 2> "$W/helm.err"; then
+        ok "helm template's output is what the Pod is deployed from"
+    else
+        not_ok "helm template" "$(tail -3 "$W/helm.err")"; exit 1
+    fi
+else
+    echo "skip - deploying helm template's output (no helm: the kustomize base is deployed instead)"
+fi
 mkdir -p "$W/overlay"
 {
     echo "resources: [../base]"
