@@ -268,8 +268,12 @@ static int patch_finalizers(struct host_ctx *ctx, struct observed *o, bool add)
         o->in.rayjob = o->rj;
         kr.body = NULL;
     }
-    host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO, add ? "Add a finalizer" : "Remove the finalizer",
-             "finalizer", RJ_FINALIZER, "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
+    if (!add && rc == -ENOENT)   /* deleted already (the cache was behind): nothing to do */
+        host_log(ctx, LOG_INFO, "Remove the finalizer: the RayJob is already gone",
+                 "finalizer", RJ_FINALIZER, NULL);
+    else
+        host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO, add ? "Add a finalizer" : "Remove the finalizer",
+                 "finalizer", RJ_FINALIZER, "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
 out:
     kube_result_release(&kr);
     free(text);
@@ -501,8 +505,10 @@ static int submit_http(struct host_ctx *ctx, struct observed *o, struct rj_plan 
 
 /* run_actions' answer when the StopJob call is still out: nothing more this time */
 #define STOP_PENDING 1
+/* run_actions' answer when the RayJob turned out to be deleted already: done, no retry */
+#define RAYJOB_GONE 2
 
-/* 0, STOP_PENDING, or a negative errno (a failed write: the caller requeues) */
+/* 0, STOP_PENDING, RAYJOB_GONE, or a negative errno (a failed write: the caller requeues) */
 static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan *p)
 {
     unsigned a = p->actions;
@@ -512,7 +518,7 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
     if ((a & RJ_STOP_JOB) && stop_job(ctx, o) == -EINPROGRESS)
         return STOP_PENDING;   /* the finalizer stays until the dashboard has answered */
     if ((a & RJ_REMOVE_FINALIZER) && (rc = patch_finalizers(ctx, o, false)) < 0)
-        return rc;
+        return rc == -ENOENT ? RAYJOB_GONE : rc;
     if (a & RJ_CREATE_CLUSTER) {
         cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
         if (c && (rc = rj_batch_child(ctx, o->rj, c, false)) < 0) {
@@ -622,6 +628,10 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
         goto out;   /* KubeRay: nothing else happens until the scheduler takes it */
     if ((rc = run_actions(ctx, &o, &plan)) < 0)
         goto requeue;
+    if (rc == RAYJOB_GONE) {   /* the delete's watch event ends its key; no status to write */
+        rc = 0;
+        goto out;
+    }
     if (rc == STOP_PENDING) {
         res->outcome = HOST_REQUEUE_AFTER;
         res->after_ms = RJ_DASH_PENDING_MS;
