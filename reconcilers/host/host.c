@@ -102,6 +102,7 @@ static void reconcile_one(struct host *h, const struct ipc_key *k)
     ctx.kube_slot = &h->kube_slot;
     ctx.settings = &h->settings;
     ctx.requeues = k->requeues;
+    ctx.conn_gen = k->conn_gen;
     uint64_t t0 = util_now_ns();
     if (!atomic_exchange(&h->first_done, true)) {
         char ms[32];

@@ -70,6 +70,10 @@ struct host_ctx {
     char name[254];
     char reconcile_id[40];            /* UUID, in every log line of this reconcile */
     uint32_t requeues;                /* failures the queue counted for this key */
+    uint64_t conn_gen;                /* the watcher connection the key came on (1, 2, ...
+                                         after each reconnect); a new one is a restarted
+                                         watcher, whose read-your-writes gate does not know
+                                         this process's earlier writes */
     struct kube_client *kube;         /* shared, thread-safe; NULL until the client is
                                          ready (it is created in the background at
                                          start): reach it through host_kube() */

@@ -32,7 +32,9 @@
  * started, so it closes for good: the first LIST's resourceVersion is a fence,
  * and once the cache's Pods have caught up with it (host_cache_seen) every
  * earlier write is in the cache and later ones are this process's own, which
- * the read-your-writes gate covers. From then on no reconcile lists Pods
+ * the read-your-writes gate covers, for as long as the watcher connection lasts
+ * (a restarted watcher's gate does not know them: the fence starts over on the
+ * next connection). From then on no reconcile lists Pods
  * (before, a burst of new clusters cost one LIST each); the GET of the cluster
  * stays, as the cluster's spec can change under the cache at any time.
  */
@@ -183,39 +185,53 @@ static int delete_podv(struct rc_run *r, const struct podv *v, const char *group
     return 0;
 }
 
-/* The process-wide fence (file comment): "" until the first confirming LIST. */
+/* The process-wide fence (file comment): "" until the first confirming LIST on the
+ * current watcher connection. */
 static struct {
     pthread_mutex_t mu;
     char rv[IPC_RV_MAX];
     bool passed;
+    uint64_t gen;       /* the watcher connection it belongs to */
 } fence = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-/* true once the cache holds every Pod written before this process started */
+/* true once the cache holds every Pod written before this process (or this watcher
+ * connection) started. A restarted watcher resumes from the rv it last applied and
+ * does not know the writes this process made since, so its read-your-writes gate
+ * does not cover them: a key that came on a newer connection starts the fence over
+ * (the chaos soak saw a whole second set of Pods created without that). */
 static bool fence_passed(struct rc_run *r)
 {
     char rv[IPC_RV_MAX];
+    uint64_t gen = r->ctx->conn_gen;
     pthread_mutex_lock(&fence.mu);
-    bool passed = fence.passed;
+    if (gen > fence.gen) {
+        fence.gen = gen;
+        fence.rv[0] = '\0';
+        fence.passed = false;
+    }
+    bool passed = fence.passed && gen == fence.gen;
+    bool mine = gen == fence.gen;
     memcpy(rv, fence.rv, sizeof(rv));
     pthread_mutex_unlock(&fence.mu);
-    if (passed || !rv[0])
+    if (passed || !mine || !rv[0])
         return passed;
     if (host_cache_seen(r->ctx, "v1/pods", rv) != 1)
         return false;
     pthread_mutex_lock(&fence.mu);
-    fence.passed = true;
+    if (fence.gen == gen)
+        fence.passed = true;
     pthread_mutex_unlock(&fence.mu);
-    host_log(r->ctx, LOG_INFO, "the cache has every Pod written before this process; "
-             "no more confirming LISTs", "resourceVersion", rv, NULL);
+    host_log(r->ctx, LOG_INFO, "the cache has every Pod written before this watcher "
+             "connection; no more confirming LISTs", "resourceVersion", rv, NULL);
     return true;
 }
 
-static void fence_set(const char *rv)
+static void fence_set(uint64_t gen, const char *rv)
 {
     if (!rv || !*rv || strlen(rv) >= IPC_RV_MAX)
         return;
     pthread_mutex_lock(&fence.mu);
-    if (!fence.rv[0])
+    if (gen == fence.gen && !fence.rv[0])
         memcpy(fence.rv, rv, strlen(rv) + 1);
     pthread_mutex_unlock(&fence.mu);
 }
@@ -225,6 +241,7 @@ void rc_pods_fence_reset(void)
     pthread_mutex_lock(&fence.mu);
     fence.rv[0] = '\0';
     fence.passed = false;
+    fence.gen = 0;
     pthread_mutex_unlock(&fence.mu);
 }
 
@@ -278,7 +295,7 @@ static int live_pods(struct rc_run *r)
     struct kube_result kr = { 0 };
     int rc = kube_list(kc, &KUBE_RES_PODS, r->ns, &lo, &kr);
     if (rc == 0) {
-        fence_set(kr.resource_version);
+        fence_set(r->ctx->conn_gen, kr.resource_version);
         r->live = cJSON_DetachItemFromObjectCaseSensitive(kr.body, "items");
         if (!cJSON_IsArray(r->live)) {
             cJSON_Delete(r->live);
