@@ -73,6 +73,10 @@ size_t buf_sink_write(char *p, size_t size, size_t n, void *sink);
 /* Writes all n bytes (retrying short writes and EINTR): 0, -errno, or -EIO when
  * write(2) makes no progress. */
 int util_write_all(int fd, const void *p, size_t n);
+/* Reads the whole file at path, at most max bytes, into *out (NUL-terminated, owned by
+ * the caller: free) and its length into *len. 0, -errno of open/read, -E2BIG when the
+ * file is larger than max, -ENOMEM. */
+int util_read_file(const char *path, size_t max, char **out, size_t *len);
 /* The (err, errlen) convention of parsers: formats a message into err; nothing
  * when err is NULL or errlen is 0. */
 void util_format_err(char *err, size_t errlen, const char *fmt, ...)

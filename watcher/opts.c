@@ -42,21 +42,17 @@ static int add_namespaces(struct wopts *o, const char *list);
  * namespace-scoped operator never LISTs cluster-wide. Bounded: 1 MiB. */
 static int load_config(struct wopts *o)
 {
-    FILE *f = fopen(o->config_file, "rb");
-    char err[256];
+    char err[256], *data = NULL;
     cJSON *doc = NULL;
-    int rc = -EINVAL;
-    if (!f) {
-        fprintf(stderr, "rayop: cannot open %s: %s\n", o->config_file, strerror(errno));
-        return -errno;
-    }
-    char *data = malloc((1u << 20) + 1);
-    size_t n = data ? fread(data, 1, (1u << 20) + 1, f) : 0;
-    fclose(f);
-    if (!data || n > (1u << 20)) {
+    size_t n;
+    int rc = util_read_file(o->config_file, 1u << 20, &data, &n);
+    if (rc == -E2BIG)
         fprintf(stderr, "rayop: %s is larger than 1 MiB\n", o->config_file);
-        goto out;
-    }
+    else if (rc < 0)
+        fprintf(stderr, "rayop: cannot open %s: %s\n", o->config_file, strerror(-rc));
+    if (rc < 0)
+        return rc;
+    rc = -EINVAL;
     if (yamljson_parse_one(data, n, &doc, err, sizeof(err)) < 0 || !cJSON_IsObject(doc)) {
         fprintf(stderr, "rayop: %s: %s\n", o->config_file, cJSON_IsObject(doc) ? err : "not a mapping");
         goto out;

@@ -511,15 +511,12 @@ static int running(const struct up *u)
 static void config_addrs(const char *path, const char **maddr, const char **paddr)
 {
     static char m[128], p[128];
-    char err[128];
+    char err[128], *data;
     cJSON *doc = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    size_t n;
+    if (util_read_file(path, 1u << 20, &data, &n) < 0)
         return;
-    char *data = malloc((1u << 20) + 1);
-    size_t n = data ? fread(data, 1, (1u << 20) + 1, f) : 0;
-    fclose(f);
-    if (data && n <= (1u << 20) && yamljson_parse_one(data, n, &doc, err, sizeof(err)) == 0) {
+    if (yamljson_parse_one(data, n, &doc, err, sizeof(err)) == 0) {
         const char *v = kobj_str(doc, "metricsAddr");
         if (v && v[0] && strlen(v) < sizeof(m)) {
             snprintf(m, sizeof(m), "%s", v);

@@ -345,21 +345,15 @@ int host_opts_load_config(struct host_opts *o, const char *path, char *err, size
     o->enable_batch_scheduler = false;
     strcpy(o->log_encoder, "json");
 
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return -errno;
-    }
-    char *data = malloc(CONFIG_MAX_BYTES + 1);
-    size_t n = data ? fread(data, 1, CONFIG_MAX_BYTES + 1, f) : 0;
-    fclose(f);
-    if (!data)
-        return -ENOMEM;
-    if (n > CONFIG_MAX_BYTES) {
-        free(data);
+    char *data;
+    size_t n;
+    int rrc = util_read_file(path, CONFIG_MAX_BYTES, &data, &n);
+    if (rrc == -E2BIG)
         snprintf(err, errlen, "%s is larger than %u bytes", path, CONFIG_MAX_BYTES);
-        return -E2BIG;
-    }
+    else if (rrc < 0)
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(-rrc));
+    if (rrc < 0)
+        return rrc;
     yaml_parser_t p;
     yaml_event_t ev;
     int rc = 0, depth = 0, done = 0, want_key = 1;
