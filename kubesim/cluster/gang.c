@@ -29,7 +29,7 @@
 static const char *const component[] = { "volcano", "scheduler-plugins-scheduler", "yunikorn",
                                          "kai-scheduler", "default-scheduler" };
 
-bool cl_gang_scheduler(const char *s)
+bool cluster__gang_scheduler(const char *s)
 {
     return s && (!strcmp(s, "volcano") || !strcmp(s, "scheduler-plugins-scheduler") ||
                  !strcmp(s, "yunikorn") || !strcmp(s, "kai-scheduler"));
@@ -45,12 +45,12 @@ static const char *was_group(const cJSON *pod)
     return (!s || !*s || !strcmp(s, "default-scheduler")) && g && *g ? g : NULL;
 }
 
-bool cl_gang_pod(const cJSON *pod)
+bool cluster__gang_pod(const cJSON *pod)
 {
-    return cl_gang_scheduler(kobj_str(kobj_get(pod, "spec"), "schedulerName")) || was_group(pod);
+    return cluster__gang_scheduler(kobj_str(kobj_get(pod, "spec"), "schedulerName")) || was_group(pod);
 }
 
-bool cl_gang_resource(const struct reg_resource *r)
+bool cluster__gang_resource(const struct reg_resource *r)
 {
     return r && ((!strcmp(r->group, VOLCANO_GROUP) &&
                   (!strcmp(r->plural, "podgroups") || !strcmp(r->plural, "queues"))) ||
@@ -250,9 +250,9 @@ static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, co
         return;
     p->sched_waiting = waiting;
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
-    cl_kubelet_set_cond(p, C_SCHED, false);
-    cl_kubelet_write(c, p);
-    cl_event(c, p->obj->json, "Warning", "FailedScheduling", msg, comp, NULL, NULL);
+    cluster__kubelet_set_cond(p, C_SCHED, false);
+    cluster__kubelet_write(c, p);
+    cluster__event(c, p->obj->json, "Warning", "FailedScheduling", msg, comp, NULL, NULL);
 }
 
 /* Sorts the gang's Pods: the head first, then by name (the order Volcano's task
@@ -377,7 +377,7 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         for (size_t i = 0; i < g->n; i++) {
             if (where[i] < 0)
                 continue;
-            if (cl_bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
+            if (cluster__bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
                 o->scheduled++;
                 o->bound_now = true;
                 if (q)
@@ -491,7 +491,7 @@ static void collect_members(struct cluster *c, struct gang **all)
         if (wg) {
             /* a Pod naming a PodGroup that does not exist yet waits for it */
             g = gang_get(all, G_WAS, p->obj->ns, wg, false);
-        } else if (!cl_gang_scheduler(sched)) {
+        } else if (!cluster__gang_scheduler(sched)) {
             continue;
         } else if (!strcmp(sched, "volcano")) {
             const char *grp = kobj_annotation(pod, "scheduling.k8s.io/group-name");
@@ -527,7 +527,7 @@ static void collect_members(struct cluster *c, struct gang **all)
                                 "Pending", "kai-scheduler");
                 continue;
             }
-            const cJSON *rc = cl_controller_ref(pod, "ray.io/", "RayCluster");
+            const cJSON *rc = cluster__controller_ref(pod, "ray.io/", "RayCluster");
             const char *rcname = kobj_str(rc, "name");
             g = gang_get(all, G_KAI, p->obj->ns, rcname && *rcname ? rcname : p->obj->name, true);
             if (g && !g->ns) {
@@ -543,7 +543,7 @@ static void collect_members(struct cluster *c, struct gang **all)
     }
 }
 
-void cl_gang_pass(struct cluster *c)
+void cluster__gang_pass(struct cluster *c)
 {
     struct gang *all = NULL, *g, *tmp, **order = NULL;
     struct gqueue *qs = NULL, *q, *qt;

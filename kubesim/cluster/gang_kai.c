@@ -29,7 +29,7 @@ static int64_t kai_int(const cJSON *grp, const char *k, int64_t dflt)
  * group of one, under its own name. g->name points into g->key. */
 void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
 {
-    const cJSON *ref = cl_controller_ref(pod, "ray.io/", "RayCluster"), *grp, *top = NULL;
+    const cJSON *ref = cluster__controller_ref(pod, "ray.io/", "RayCluster"), *grp, *top = NULL;
     const struct reg_resource *rrc = ref ? cluster__gang_find(c, "ray.io", "v1", "rayclusters") : NULL;
     struct store_obj *rc = NULL;
     struct store_status st = { 0 };
@@ -40,9 +40,9 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
     g->min = 1;
     snprintf(g->queue, sizeof(g->queue), "%s", kobj_label(pod, "kai.scheduler/queue"));
     if (rrc && store_get(c->store, rrc, g->ns, kobj_str(ref, "name"), &rc, &st) == 0) {
-        top = cl_controller_ref(rc->json, "ray.io/", "RayJob");
+        top = cluster__controller_ref(rc->json, "ray.io/", "RayJob");
         if (!top)
-            top = cl_controller_ref(rc->json, "ray.io/", "RayService");
+            top = cluster__controller_ref(rc->json, "ray.io/", "RayService");
         snprintf(g->kai_pg, sizeof(g->kai_pg), "pg-%s-%s",
                  top ? kobj_str(top, "name") : rc->name, top ? kobj_str(top, "uid") : rc->uid);
         cJSON_ArrayForEach(grp, kobj_get(kobj_get(rc->json, "spec"), "workerGroupSpecs")) {

@@ -260,15 +260,15 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
     }
     cJSON_Delete(body);
     if (new_unsched && enq_reason)
-        cl_event(c, g->pg->json, "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
+        cluster__event(c, g->pg->json, "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
     if (new_unsched) {
         char ev[700];
         snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
                  (long long)(g->min - o->scheduled > 0 ? g->min - o->scheduled : 0), g->n, unsched_msg);
-        cl_event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
+        cluster__event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
     }
     if (strcmp(old_phase, phase) && (!strcmp(phase, "Running")) && o->bound_now)
-        cl_event(c, g->pg->json, "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
+        cluster__event(c, g->pg->json, "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
 }
 
 /* Volcano's enqueue (v1.14 checks no queue state here: a gang in a Closed queue is
