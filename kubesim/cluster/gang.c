@@ -71,7 +71,7 @@ struct gqueue {
     UT_hash_handle hh;
 };
 
-bool cl_gang_scheduler(const char *s)
+bool cluster__gang_scheduler(const char *s)
 {
     return s && (!strcmp(s, "volcano") || !strcmp(s, "scheduler-plugins-scheduler") ||
                  !strcmp(s, "yunikorn") || !strcmp(s, "kai-scheduler"));
@@ -87,12 +87,12 @@ static const char *was_group(const cJSON *pod)
     return (!s || !*s || !strcmp(s, "default-scheduler")) && g && *g ? g : NULL;
 }
 
-bool cl_gang_pod(const cJSON *pod)
+bool cluster__gang_pod(const cJSON *pod)
 {
-    return cl_gang_scheduler(kobj_str(kobj_get(pod, "spec"), "schedulerName")) || was_group(pod);
+    return cluster__gang_scheduler(kobj_str(kobj_get(pod, "spec"), "schedulerName")) || was_group(pod);
 }
 
-bool cl_gang_resource(const struct reg_resource *r)
+bool cluster__gang_resource(const struct reg_resource *r)
 {
     return r && ((!strcmp(r->group, VOLCANO_GROUP) &&
                   (!strcmp(r->plural, "podgroups") || !strcmp(r->plural, "queues"))) ||
@@ -292,9 +292,9 @@ static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, co
         return;
     p->sched_waiting = waiting;
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
-    cl_kubelet_set_cond(p, C_SCHED, false);
-    cl_kubelet_write(c, p);
-    cl_event(c, p->obj->json, "Warning", "FailedScheduling", msg, comp, NULL, NULL);
+    cluster__kubelet_set_cond(p, C_SCHED, false);
+    cluster__kubelet_write(c, p);
+    cluster__event(c, p->obj->json, "Warning", "FailedScheduling", msg, comp, NULL, NULL);
 }
 
 /* Sorts the gang's Pods: the head first, then by name (the order Volcano's task
@@ -479,7 +479,7 @@ static int64_t kai_int(const cJSON *grp, const char *k, int64_t dflt)
  * group of one, under its own name. g->name points into g->key. */
 static void kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
 {
-    const cJSON *ref = cl_controller_ref(pod, "ray.io/", "RayCluster"), *grp, *top = NULL;
+    const cJSON *ref = cluster__controller_ref(pod, "ray.io/", "RayCluster"), *grp, *top = NULL;
     const struct reg_resource *rrc = ref ? find(c, "ray.io", "v1", "rayclusters") : NULL;
     struct store_obj *rc = NULL;
     struct store_status st = { 0 };
@@ -490,9 +490,9 @@ static void kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
     g->min = 1;
     snprintf(g->queue, sizeof(g->queue), "%s", kobj_label(pod, "kai.scheduler/queue"));
     if (rrc && store_get(c->store, rrc, g->ns, kobj_str(ref, "name"), &rc, &st) == 0) {
-        top = cl_controller_ref(rc->json, "ray.io/", "RayJob");
+        top = cluster__controller_ref(rc->json, "ray.io/", "RayJob");
         if (!top)
-            top = cl_controller_ref(rc->json, "ray.io/", "RayService");
+            top = cluster__controller_ref(rc->json, "ray.io/", "RayService");
         snprintf(g->kai_pg, sizeof(g->kai_pg), "pg-%s-%s",
                  top ? kobj_str(top, "name") : rc->name, top ? kobj_str(top, "uid") : rc->uid);
         cJSON_ArrayForEach(grp, kobj_get(kobj_get(rc->json, "spec"), "workerGroupSpecs")) {
@@ -683,7 +683,7 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         for (size_t i = 0; i < g->n; i++) {
             if (where[i] < 0)
                 continue;
-            if (cl_bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
+            if (cluster__bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
                 o->scheduled++;
                 o->bound_now = true;
                 if (q)
@@ -887,15 +887,15 @@ static void volcano_status(struct cluster *c, struct gang *g, const struct reg_r
     }
     cJSON_Delete(body);
     if (new_unsched && enq_reason)
-        cl_event(c, g->pg->json, "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
+        cluster__event(c, g->pg->json, "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
     if (new_unsched) {
         char ev[700];
         snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
                  (long long)(g->min - o->scheduled > 0 ? g->min - o->scheduled : 0), g->n, unsched_msg);
-        cl_event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
+        cluster__event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
     }
     if (strcmp(old_phase, phase) && (!strcmp(phase, "Running")) && o->bound_now)
-        cl_event(c, g->pg->json, "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
+        cluster__event(c, g->pg->json, "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
 }
 
 /* Volcano's enqueue (v1.14 checks no queue state here: a gang in a Closed queue is
@@ -976,7 +976,7 @@ static void collect_members(struct cluster *c, struct gang **all)
         if (wg) {
             /* a Pod naming a PodGroup that does not exist yet waits for it */
             g = gang_get(all, G_WAS, p->obj->ns, wg, false);
-        } else if (!cl_gang_scheduler(sched)) {
+        } else if (!cluster__gang_scheduler(sched)) {
             continue;
         } else if (!strcmp(sched, "volcano")) {
             const char *grp = kobj_annotation(pod, "scheduling.k8s.io/group-name");
@@ -1012,7 +1012,7 @@ static void collect_members(struct cluster *c, struct gang **all)
                                 "Pending", "kai-scheduler");
                 continue;
             }
-            const cJSON *rc = cl_controller_ref(pod, "ray.io/", "RayCluster");
+            const cJSON *rc = cluster__controller_ref(pod, "ray.io/", "RayCluster");
             const char *rcname = kobj_str(rc, "name");
             g = gang_get(all, G_KAI, p->obj->ns, rcname && *rcname ? rcname : p->obj->name, true);
             if (g && !g->ns) {
@@ -1028,7 +1028,7 @@ static void collect_members(struct cluster *c, struct gang **all)
     }
 }
 
-void cl_gang_pass(struct cluster *c)
+void cluster__gang_pass(struct cluster *c)
 {
     struct gang *all = NULL, *g, *tmp, **order = NULL;
     struct gqueue *qs = NULL, *q, *qt;
