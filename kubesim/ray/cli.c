@@ -739,3 +739,94 @@ int ray_cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe)
     free(resp.body);
     return rc;
 }
+
+/* GNU wget, the part KubeRay v1.5 runs (BaseWgetHealthCommand: `wget --tries 1 -T N -q -O-
+ * URL | grep success`, in its exec probes and its sidecar submitter's wait loop): one GET,
+ * the body to standard output with -O- (discarded otherwise: the sandbox has no files).
+ * Exit codes as wget's: 0, 2 a usage error, 4 the network failed, 8 the server answered
+ * with an error status. There is no time to wait for (the dashboards are in-process), so
+ * --tries and -T are read and checked, not used. */
+int ray_cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe)
+{
+    static const char *const valued[] = { "--tries", "-t", "--timeout", "-T", "-O",
+                                          "--output-document", NULL };
+    const char *url = NULL, *out = NULL, *path;
+    bool quiet = false;
+    struct ray_resp resp;
+    char err[300];
+
+    for (size_t i = 1; i < ac; i++) {
+        const char *a = av[i], *val = NULL;
+        char name[32];
+        size_t k, nl;
+
+        if (a[0] != '-' || !a[1]) {
+            if (url) {
+                ray_exec_printf(x, qe, "wget: only one URL is read here: %s\n", a);
+                return 2;
+            }
+            url = a;
+            continue;
+        }
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            quiet = true;
+            continue;
+        }
+        /* --name=value, --name value, -Xvalue, -X value */
+        nl = a[1] == '-' ? strcspn(a, "=") : 2;
+        if (nl >= sizeof(name))
+            nl = sizeof(name) - 1;
+        memcpy(name, a, nl);
+        name[nl] = '\0';
+        for (k = 0; valued[k] && strcmp(valued[k], name); k++)
+            ;
+        if (!valued[k]) {
+            ray_exec_printf(x, qe, "wget: unrecognized option '%s'\nUsage: wget [OPTION]... "
+                            "[URL]...\n", a);
+            return 2;
+        }
+        if (a[nl] == '=' || (a[1] != '-' && a[nl]))
+            val = a + nl + (a[nl] == '=');
+        else if (i + 1 < ac)
+            val = av[++i];
+        else {
+            ray_exec_printf(x, qe, "wget: option requires an argument -- '%s'\n", name);
+            return 2;
+        }
+        if (!strcmp(name, "-O") || !strcmp(name, "--output-document")) {
+            out = val;
+        } else {
+            char *end;
+            double v = strtod(val, &end);
+            if (end == val || *end || v < 0) {
+                ray_exec_printf(x, qe, "wget: %s: Invalid number '%s'.\n", name, val);
+                return 2;
+            }
+        }
+    }
+    if (!url) {
+        ray_exec_printf(x, qe, "wget: missing URL\nUsage: wget [OPTION]... [URL]...\n");
+        return 1;
+    }
+    path = strstr(url, "://") ? strchr(strstr(url, "://") + 3, '/') : strchr(url, '/');
+    if (!quiet)
+        ray_exec_printf(x, qe, "--  %s\n", url);
+    if (http(x, url, "GET", path ? path : "/", NULL, &resp, err, sizeof(err)) < 0) {
+        if (!quiet)
+            ray_exec_printf(x, qe, "Connecting to %s... failed: Connection refused.\n", url);
+        return 4;
+    }
+    if (resp.code < 200 || resp.code > 299) {
+        if (!quiet)
+            ray_exec_printf(x, qe, "HTTP request sent, awaiting response... %d\nERROR %d.\n",
+                            resp.code, resp.code);
+        free(resp.body);
+        return 8;
+    }
+    if (!quiet)
+        ray_exec_printf(x, qe, "HTTP request sent, awaiting response... %d OK\n", resp.code);
+    if (out && !strcmp(out, "-"))
+        ray_exec_stdout(x, qo, resp.body, strlen(resp.body));
+    free(resp.body);
+    return 0;
+}

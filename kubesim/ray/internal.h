@@ -191,7 +191,9 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
 #define RAY_MAX_ARGV   4096           /* command + args words */
 
 enum { RN_CMD, RN_IF, RN_UNTIL, RN_WHILE };
-enum { RJ_SEQ, RJ_AND, RJ_OR };       /* how a node follows the previous one of its list */
+/* how a node follows the previous one of its list; RJ_PIPE: the previous one's stdout is
+ * this one's stdin (a pipeline is the nodes joined by RJ_PIPE, its status the last's) */
+enum { RJ_SEQ, RJ_AND, RJ_OR, RJ_PIPE };
 
 struct ray_node {
     int kind;                    /* RN_* */
@@ -243,12 +245,18 @@ struct ray_exec {
     struct ray_sub *s;
     bool errexit, exited;
     int code;
+    struct buf *pipe_out;        /* this command's stdout feeds the next one (a pipe) */
+    const char *pipe_in;         /* this command's stdin: the previous one's stdout */
+    size_t pipe_in_len;
 };
 
 /* Appends to the container's output unless quiet (its stream is redirected away). */
 void ray_exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len);
 void ray_exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Standard output of the commands that can sit on the left of a pipe (echo, wget, grep):
+ * into the pipe when there is one, otherwise as ray_exec_write. */
+void ray_exec_stdout(struct ray_exec *x, bool quiet, const char *text, size_t len);
 /* Sleeps ms unless the container is cancelled: 0, or -ECANCELED. */
 int ray_exec_nap(struct ray_exec *x, long ms);
 /* The container's env value of name, or NULL. */
@@ -259,6 +267,9 @@ const char *ray_exec_env(const struct ray_exec *x, const char *name);
 int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
 int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
 int ray_cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe);
+/* GNU wget's `wget [-q] [--tries N] [-T N] [-O FILE] URL` (KubeRay v1.5's probes and its
+ * sidecar submitter's wait loop run `wget ... -O- URL | grep success`). */
+int ray_cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
 
 void ray_subs_free(struct ray *r);
 /* The Pod left the store: cancel and forget its submitter. Under r->mu. */

@@ -10,7 +10,8 @@
  * is the subset those commands use: words with '...' "..." \ quoting and $VAR/${VAR}
  * expansion from the container's env; ; && || & | and newlines; if/elif/else/fi,
  * until/while ... do ... done; '!' negation; redirections (only "to /dev/null" matters:
- * it hides that output); # comments. A pipe runs its commands one after another.
+ * it hides that output); # comments. A pipe runs its commands one after another, the
+ * left one's standard output (echo, wget, grep) given to the right one as its input.
  * A container is a submitter when its script runs `ray job ...` or KubeRay's
  * light-weight /submitter.
  */
@@ -461,11 +462,11 @@ static int parse_and_or(struct parser *ps, struct ray_node **head, struct ray_no
         else if (peek(ps)->type == T_OR)
             join = RJ_OR;
         else if (peek(ps)->type == T_PIPE)
-            join = RJ_SEQ;
+            join = RJ_PIPE;
         else
             return 0;
         ps->i++;
-        while (peek(ps)->type == T_SEMI && join != RJ_SEQ)
+        while (peek(ps)->type == T_SEMI)
             ps->i++;
     }
 }

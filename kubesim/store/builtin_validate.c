@@ -296,7 +296,7 @@ static void check_has_label(const cJSON *labels, const char *key, const char *wa
 
 /* validateGeneratedSelector (RequirePrefixedLabels): without manualSelector the
  * template must carry the four generated labels with the Job's uid and name, and
- * the selector must select exactly such Pods. builtin_defaults.c adds them where
+ * the selector must select exactly such Pods. defaults.c adds them where
  * the user set none, so only a conflicting user value (or selector) fails here. */
 static void check_generated_selector(const cJSON *obj, cJSON *causes)
 {
@@ -478,8 +478,8 @@ static void check_netpol(const cJSON *obj, cJSON *causes)
     }
 }
 
-void builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
-                      cJSON *causes)
+void store__builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
+                             cJSON *causes)
 {
     if (is(res, "", "pods")) {
         check_pod_spec(jget(obj, "spec"), "spec", false, causes);

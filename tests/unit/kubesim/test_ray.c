@@ -139,6 +139,22 @@ static void test_argv_forms(void **state)
     assert_int_equal(s->list->els->kind, RN_IF);
     assert_string_equal(s->list->els->els->argv[1], "c");
     ray_script_free(s);
+    /* KubeRay v1.5's sidecar wait: a pipe joins wget to grep (the redirections are grep's),
+     * a newline after '|' continues the pipeline */
+    assert_int_equal(from_container(container("[\"/bin/bash\",\"-ce\",\"--\"]",
+        "[\"until wget --tries 1 -T 10 -q -O- http://localhost:8265/api/gcs_healthz |\\n"
+        " grep success >/dev/null 2>&1 ; do sleep 2 ; done ; ray job submit -- python a.py\"]",
+        NULL), &s, err, sizeof(err)), 0);
+    assert_int_equal(s->list->kind, RN_UNTIL);
+    assert_string_equal(s->list->cond->argv[0], "wget");
+    assert_false(s->list->cond->quiet_out);
+    assert_non_null(s->list->cond->next);
+    assert_int_equal(s->list->cond->next->join, RJ_PIPE);
+    assert_string_equal(s->list->cond->next->argv[0], "grep");
+    assert_true(s->list->cond->next->quiet_out && s->list->cond->next->quiet_err);
+    assert_null(s->list->cond->next->next);
+    assert_int_equal(s->list->next->join, RJ_SEQ);
+    ray_script_free(s);
 }
 
 static void test_not_submitters_and_errors(void **state)
