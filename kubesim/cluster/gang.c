@@ -635,8 +635,10 @@ void cluster__gang_pass(struct cluster *c)
         count(g, &o);
         o.ready = o.scheduled >= g->min;
         if (g->kind != G_VOLCANO || !g->pg) {
-            if (g->n == 0)
+            if (g->n == 0) {
+                cluster__gang_pg_status(c, g, &o, NULL);
                 continue;
+            }
             if (g->kind == G_KAI) {
                 const char *no = g->kai_err[0] ? g->kai_err : cluster__kai_queue_check(c, g, why, sizeof(why));
                 if (no) {
@@ -649,18 +651,20 @@ void cluster__gang_pass(struct cluster *c)
             }
             if (o.pending)
                 allocate(c, g, &ns, &o, true, NULL);
+            char ev[700];
+            ev[0] = '\0';
             if (o.pending && !o.bound_now) {
                 /* the gang's own FailedScheduling text, on each Pending Pod (all of
                  * them placeable counts as one short: the placeholders did not fit) */
                 int64_t short_ = g->min - o.scheduled - o.placed;
                 fit_message(g, &o, true, msg, sizeof(msg));
-                char ev[700];
                 snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
                          (long long)(short_ > 0 ? short_ : 1), g->n, msg);
                 for (size_t m = 0; m < g->n; m++)
                     if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
                         set_unsched(c, g->m[m], ev, component[g->kind]);
             }
+            cluster__gang_pg_status(c, g, &o, ev[0] ? ev : NULL);
             continue;
         }
         /* a Volcano PodGroup */

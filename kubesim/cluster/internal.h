@@ -198,7 +198,8 @@ void cluster__gang_pass(struct cluster *c);
 /*
  * ---- what the gang step's files share (gang.c: the session and the placement;
  * gang_volcano.c: Volcano's queues, enqueue and PodGroup status; gang_kai.c: KAI's
- * pod-grouper and queues). Cluster thread only; one session's data.
+ * pod-grouper and queues; gang_status.c: the other PodGroups' status). Cluster
+ * thread only; one session's data.
  */
 
 #define VOLCANO_GROUP "scheduling.volcano.sh"
@@ -288,6 +289,10 @@ void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource 
 void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
                                 const char *phase, const struct outcome *o,
                                 const char *unsched_msg, const char *enq_reason);
+
+/* gang_status.c: the scheduler-plugins and WAS PodGroup status (nothing for others) */
+void cluster__gang_pg_status(struct cluster *c, const struct gang *g, const struct outcome *o,
+                             const char *unsched_msg);
 
 /* gang_kai.c */
 void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod);
