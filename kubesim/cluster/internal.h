@@ -195,6 +195,113 @@ bool cluster__gang_resource(const struct reg_resource *r);
 /* One scheduling session over every gang, when anything it reads changed. */
 void cluster__gang_pass(struct cluster *c);
 
+/*
+ * ---- what the gang step's files share (gang.c: the session and the placement;
+ * gang_volcano.c: Volcano's queues, enqueue and PodGroup status; gang_kai.c: KAI's
+ * pod-grouper and queues; gang_status.c: the other PodGroups' status). Cluster
+ * thread only; one session's data.
+ */
+
+#define VOLCANO_GROUP "scheduling.volcano.sh"
+#define SP_GROUP "scheduling.x-k8s.io"
+
+enum gkind { G_VOLCANO, G_SP, G_YUNIKORN, G_KAI, G_WAS };
+
+/* One gang of a session: a PodGroup's (or an application's, or a lone Pod's) members. */
+struct gang {
+    char key[700];
+    enum gkind kind;
+    struct store_obj *pg;        /* the PodGroup (Volcano, scheduler-plugins, WAS), else NULL */
+    const char *ns, *name;
+    int64_t min;
+    struct cluster_res minres;
+    bool has_minres;
+    struct cluster_res reserve;  /* YuniKorn: the placeholders of members not created yet */
+    char queue[256];
+    char kai_pg[400];            /* KAI: the PodGroup's name (pg-TOPOWNER-UID) */
+    char kai_err[300];           /* KAI: why its pod-grouper made no PodGroup, else "" */
+    int64_t prio;
+    const char *ctime;
+    struct cl_pod **m;
+    size_t n, cap;
+    UT_hash_handle hh;
+};
+
+/* A Volcano Queue as one session sees it. */
+struct gqueue {
+    char name[256];
+    struct store_obj *obj;
+    bool owned;                  /* obj is a reference of ours (the default Queue just made) */
+    bool open;
+    bool has_cap[5];
+    struct cluster_res cap, allocated, inqueue;
+    struct cluster_res request;  /* its gangs' Pods, bound or waiting */
+    struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
+    struct cluster_res share_used; /* allocated, plus what this session bound */
+    bool has_deserved;
+    double weight;
+    int pending, inqueue_n, running, completed;
+    UT_hash_handle hh;
+};
+
+/* The session's view of the nodes: what is bound plus what this session placed. */
+struct nodes {
+    struct cl_node **n;
+    struct cluster_res *used;
+    size_t count;
+};
+
+/* What one gang's Pods are at, and what placing them found. */
+struct outcome {
+    int64_t scheduled, running, succeeded, failed, pending, placed;
+    bool ready, bound_now;
+    char fit[400];              /* the first unplaceable task's fit error */
+    char first_unfit[300];
+};
+
+/* gang.c: reading helpers */
+const struct reg_resource *cluster__gang_find(struct cluster *c, const char *g, const char *v,
+                                              const char *plural);
+/* Every object of r (an empty list when r is NULL); 0 or a negative errno. */
+int cluster__gang_list(struct cluster *c, const struct reg_resource *r, struct store_list *l);
+/* A ResourceList ({"cpu":"2",...}) as requests. */
+void cluster__gang_reslist(const cJSON *list, struct cluster_res *out);
+void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign);
+bool cluster__gang_pod_terminal(const cJSON *pod);
+bool cluster__gang_bound(const struct cl_pod *p);
+/* The value of PriorityClass pc_name, 0 when there is none. */
+int64_t cluster__gang_priority(struct cluster *c, const char *pc_name);
+
+/* gang_volcano.c */
+void cluster__volcano_queues_load(struct cluster *c, const struct reg_resource *rq,
+                                  struct gqueue **qs, struct store_list *ql);
+void cluster__volcano_default_queue(struct cluster *c, const struct reg_resource *rq,
+                                    struct gqueue **qs);
+void cluster__volcano_deserved(struct gqueue *qs, const struct cluster_res *total);
+bool cluster__volcano_within_share(const struct gqueue *q, const struct cluster_res *used,
+                                   const struct cluster_res *req);
+const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *q,
+                                           bool have_queues, const struct cluster_res *idle,
+                                           const struct cluster_res *inqueue, char *why,
+                                           size_t cap);
+void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource *rq,
+                                   struct gqueue *q);
+void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
+                                const char *phase, const struct outcome *o,
+                                const char *unsched_msg, const char *enq_reason);
+
+/* gang_status.c: the scheduler-plugins and WAS PodGroup status (nothing for others) */
+void cluster__gang_pg_status(struct cluster *c, const struct gang *g, const struct outcome *o,
+                             const char *unsched_msg);
+
+/* gang_kai.c */
+void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod);
+/* NULL when the gang's KAI queue takes Pods, else why not (in why). */
+const char *cluster__kai_queue_check(struct cluster *c, const struct gang *g, char *why,
+                                     size_t cap);
+void cluster__kai_annotate(struct cluster *c, const struct gang *g);
+
+
 /* kubelet.c */
 void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p);
 void cluster__kubelet_timer(struct cluster *c, struct cl_pod *p, int kind);

@@ -336,6 +336,29 @@ static void job_defaults(cJSON *obj, const cJSON *old)
         obj_child(obj, "status");
 }
 
+/* SetDefaults_NetworkPolicy / _NetworkPolicyPort: policyTypes from the rules given, TCP
+ * for a port without a protocol; podSelector is a value field, always serialised. */
+static void netpol_defaults(cJSON *obj)
+{
+    cJSON *spec = obj_child(obj, "spec"), *rule, *port;
+    static const char *const dirs[] = { "ingress", "egress" };
+    obj_child(spec, "podSelector");
+    if (cJSON_GetArraySize(jget(spec, "policyTypes")) == 0) {
+        cJSON *pt = cJSON_CreateArray();
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "policyTypes");
+        cJSON_AddItemToArray(pt, cJSON_CreateString("Ingress"));
+        if (cJSON_GetArraySize(jget(spec, "egress")) > 0)
+            cJSON_AddItemToArray(pt, cJSON_CreateString("Egress"));
+        cJSON_AddItemToObject(spec, "policyTypes", pt);
+    }
+    for (size_t d = 0; d < 2; d++)
+        cJSON_ArrayForEach(rule, (cJSON_IsArray(jget(spec, dirs[d])) ? jget(spec, dirs[d]) : NULL))
+            cJSON_ArrayForEach(port, (cJSON_IsArray(jget(rule, "ports")) ? jget(rule, "ports")
+                                                                          : NULL))
+                if (cJSON_IsObject(port))
+                    def_str(port, "protocol", "TCP");
+}
+
 int store__builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
                            const cJSON *old)
 {
@@ -359,6 +382,8 @@ int store__builtin_default(struct store *s, const struct reg_resource *res, cJSO
             cJSON_DeleteItemFromObjectCaseSensitive(labels, "kubernetes.io/metadata.name");
             cJSON_AddStringToObject(labels, "kubernetes.io/metadata.name", name);
         }
+    } else if (is(res, "networking.k8s.io", "networkpolicies")) {
+        netpol_defaults(obj);
     } else if (is(res, "", "secrets")) {
         def_str(obj, "type", "Opaque");
     } else if (is(res, "", "events")) {

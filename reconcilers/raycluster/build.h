@@ -99,9 +99,8 @@ struct rc_invalid {
 
 /* The KubeRay feature gates (--feature-gates, pkg/features/features.go) that
  * change what validation accepts. All four are alpha and off by default; a
- * NULL gates pointer means all off. With a gate on, KubeRay builds extra
- * objects rayop does not build yet, so rc_validate still rejects the field,
- * but says rayop lacks it rather than that the gate is off. */
+ * NULL gates pointer means all off. With a gate off, a spec that needs it is
+ * rejected with KubeRay's message. */
 struct rc_gates {
     bool network_policy;       /* RayClusterNetworkPolicy: spec.networkPolicy */
     bool mtls;                 /* RayClusterMTLS: spec.tlsOptions */
@@ -219,9 +218,38 @@ int rc_auth_token_secret(const cJSON *rc, char *out, size_t cap);
 int rc_auth_env_for(const cJSON *rc, cJSON *container);
 cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t n, int *err);
 
+/* spec.networkPolicy (gate RayClusterNetworkPolicy), as KubeRay's NetworkPolicyController:
+ * an array [NAME-head, NAME-workers-GROUP...] of NetworkPolicies (owned, labelled
+ * ray.io/cluster, ray.io/group, app.kubernetes.io/name and created-by), NULL when the
+ * field is absent (and *err < 0 on out of memory). rc_netpol_mode is the mode with its
+ * default; rc_netpol_normalize gives a port without protocol TCP, as the API server does. */
+#define RC_NETPOL_DENY_ALL     "DenyAll"
+#define RC_NETPOL_DENY_INGRESS "DenyAllIngress"
+#define RC_NETPOL_DENY_EGRESS  "DenyAllEgress"
+cJSON *rc_build_network_policies(const cJSON *rc, int *err);
+const char *rc_netpol_mode(const cJSON *rc);
+void rc_netpol_normalize(cJSON *np);
+
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
  * the ray.io/ft-enabled annotation), and the Redis cleanup Job run on deletion. */
 bool rc_gcs_ft_enabled(const cJSON *rc);
+/* The embedded RocksDB backend (gcsFaultToleranceOptions.backend rocksdb, gate
+ * GCSFaultToleranceEmbeddedStorage): the head gets RAY_gcs_storage=rocksdb,
+ * RAY_gcs_storage_path=/data/gcs and the volume gcs-storage mounted there, on the claim
+ * rc_gcs_pvc_name names (storage.claimName, else NAME-gcs-pvc). rc_build_gcs_pvc is the
+ * PVC KubeRay creates for it (BuildGCSStoragePVC): NULL when the backend is not rocksdb
+ * or the user brings the claim; owned by the cluster unless storage.deletionPolicy is
+ * Retain (rc_gcs_pvc_retain). rc_gcs_pvc_drift writes what an existing PVC differs in
+ * (size, an explicitly asked class, access modes) as KubeRay words it, "" when nothing. */
+#define RC_ENV_GCS_STORAGE      "RAY_gcs_storage"
+#define RC_ENV_GCS_STORAGE_PATH "RAY_gcs_storage_path"
+#define RC_GCS_STORAGE_VOLUME   "gcs-storage"
+#define RC_GCS_STORAGE_PATH     "/data/gcs"
+bool rc_gcs_ft_embedded(const cJSON *rc);
+int rc_gcs_pvc_name(const cJSON *rc, char *out, size_t cap);
+bool rc_gcs_pvc_retain(const cJSON *rc);
+cJSON *rc_build_gcs_pvc(const cJSON *rc, int *err);
+void rc_gcs_pvc_drift(const cJSON *want, const cJSON *have, char *out, size_t cap);
 cJSON *rc_build_redis_cleanup_job(const cJSON *rc, const struct rc_build_opts *o, int *err);
 
 /* The `ray start` command KubeRay generates from rayStartParams for the head

@@ -260,6 +260,51 @@ static bool field_set(const cJSON *spec, const char *key)
     return v && !cJSON_IsNull(v);
 }
 
+/* validateGcsFaultToleranceBackend, rocksdb: no Redis settings, a claim name alone, and
+ * none of the env, mount or volume KubeRay adds itself */
+static int validate_gcs_embedded(const cJSON *opts, const cJSON *head, struct verr *e)
+{
+    static const char *const redis_only[][2] = {
+        { "redisAddress", "RedisAddress" }, { "redisUsername", "RedisUsername" },
+        { "redisPassword", "RedisPassword" },
+        { "externalStorageNamespace", "ExternalStorageNamespace" },
+    };
+    const cJSON *st = kobj_get(opts, "storage"), *m, *hc = rc_group_container0(head);
+    const char *claim = kobj_str(st, "claimName");
+    for (size_t i = 0; i < sizeof(redis_only) / sizeof(redis_only[0]); i++) {
+        const cJSON *v = kobj_get(opts, redis_only[i][0]);
+        /* strings count when non-empty, credentials when present at all */
+        if (v && !cJSON_IsNull(v) && (!cJSON_IsString(v) || *v->valuestring))
+            return fail(e, "cannot set GcsFaultToleranceOptions.%s when backend is 'rocksdb'",
+                        redis_only[i][1]);
+    }
+    if (claim && *claim &&
+        ((kobj_get(st, "size") && !cJSON_IsNull(kobj_get(st, "size"))) ||
+         (kobj_get(st, "storageClassName") && !cJSON_IsNull(kobj_get(st, "storageClassName"))) ||
+         cJSON_GetArraySize(kobj_get(st, "accessModes")) > 0))
+        return fail(e, "GcsFaultToleranceOptions.Storage.ClaimName is mutually exclusive with "
+                       "size, storageClassName, and accessModes");
+    if (rc_env_exists(hc, RC_ENV_GCS_STORAGE) || rc_env_exists(hc, RC_ENV_GCS_STORAGE_PATH))
+        return fail(e, "cannot set `%s` or `%s` env var in head Pod when the embedded GCS FT "
+                       "backend is used - these are managed by KubeRay", RC_ENV_GCS_STORAGE,
+                    RC_ENV_GCS_STORAGE_PATH);
+    cJSON_ArrayForEach(m, kobj_get(hc, "volumeMounts")) {
+        const char *mp = kobj_str(m, "mountPath"), *n = kobj_str(m, "name");
+        if ((mp && !strcmp(mp, RC_GCS_STORAGE_PATH)) || (n && !strcmp(n, RC_GCS_STORAGE_VOLUME)))
+            return fail(e, "cannot set a volume mount named \"%s\" or mounted at %s in the head "
+                           "container when the embedded GCS FT backend is used - it is managed "
+                           "by KubeRay", RC_GCS_STORAGE_VOLUME, RC_GCS_STORAGE_PATH);
+    }
+    cJSON_ArrayForEach(m, rcj_path(head, "template", "spec", "volumes", NULL)) {
+        const char *n = kobj_str(m, "name");
+        if (n && !strcmp(n, RC_GCS_STORAGE_VOLUME))
+            return fail(e, "cannot set a volume named \"%s\" in the head Pod when the embedded "
+                           "GCS FT backend is used - it is managed by KubeRay",
+                        RC_GCS_STORAGE_VOLUME);
+    }
+    return 0;
+}
+
 static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
     const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
@@ -293,12 +338,11 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
                            "GcsFaultToleranceOptions is enabled - use "
                            "GcsFaultToleranceOptions.ExternalStorageNamespace instead");
         if (backend && !strcmp(backend, "rocksdb")) {
-            if (g->gcs_ft_embedded)
-                return fail(e, "%s", NOT_IMPLEMENTED("GcsFaultToleranceOptions.Backend: 'rocksdb'",
-                                                     "GCSFaultToleranceEmbeddedStorage"));
-            return fail(e, "the embedded RocksDB GCS fault tolerance backend "
-                           "(GcsFaultToleranceOptions.Backend: 'rocksdb') requires the "
-                           "GCSFaultToleranceEmbeddedStorage feature gate to be enabled");
+            if (!g->gcs_ft_embedded)
+                return fail(e, "the embedded RocksDB GCS fault tolerance backend "
+                               "(GcsFaultToleranceOptions.Backend: 'rocksdb') requires the "
+                               "GCSFaultToleranceEmbeddedStorage feature gate to be enabled");
+            return validate_gcs_embedded(opts, head, e);
         }
         if (kobj_get(opts, "storage") && !cJSON_IsNull(kobj_get(opts, "storage")))
             return fail(e, "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - "
@@ -494,6 +538,52 @@ static int validate_history(const cJSON *rc, const struct rc_gates *g, struct ve
     return 0;
 }
 
+/* rules of one direction given while the mode leaves that direction open */
+static int netpol_rules_unused(const cJSON *rules, const char *what, const char *mode,
+                               struct verr *e)
+{
+    bool in_open = !strcmp(mode, RC_NETPOL_DENY_EGRESS);
+    bool out_open = !strcmp(mode, RC_NETPOL_DENY_INGRESS);
+    if (in_open && cJSON_GetArraySize(kobj_get(rules, "ingressRules")) > 0)
+        return fail(e, "networkPolicy.%s.ingressRules cannot be set when mode is \"%s\" "
+                       "(ingress is not restricted)", what, mode);
+    if (out_open && cJSON_GetArraySize(kobj_get(rules, "egressRules")) > 0)
+        return fail(e, "networkPolicy.%s.egressRules cannot be set when mode is \"%s\" "
+                       "(egress is not restricted)", what, mode);
+    return 0;
+}
+
+/* validateNetworkPolicy: rules only for the directions the mode denies; worker group
+ * names usable in a NetworkPolicy's name; per-group rules only for existing groups */
+static int validate_netpol(const cJSON *rc, struct verr *e)
+{
+    const cJSON *np = kobj_get(rc_spec(rc), "networkPolicy"), *g, *h;
+    const char *mode = rc_netpol_mode(rc), *bad;
+    char what[300];
+    int r;
+    if ((r = netpol_rules_unused(kobj_get(np, "head"), "head", mode, e)) < 0 ||
+        (r = netpol_rules_unused(kobj_get(np, "worker"), "worker", mode, e)) < 0)
+        return r;
+    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs"))
+        if ((bad = rc_dns1123_label_error(group_name(g))))
+            return fail(e, "worker group name \"%s\" must be a valid DNS1123 label when "
+                           "networkPolicy is enabled (it is embedded in the NetworkPolicy name): "
+                           "[%s]", group_name(g), bad);
+    cJSON_ArrayForEach(h, kobj_get(np, "workerGroups")) {
+        const char *want = group_name(h);
+        bool found = false;
+        snprintf(what, sizeof(what), "workerGroups[\"%s\"]", want);
+        if ((r = netpol_rules_unused(h, what, mode, e)) < 0)
+            return r;
+        cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs"))
+            found = found || !strcmp(group_name(g), want);
+        if (!found)
+            return fail(e, "networkPolicy.workerGroups[\"%s\"] does not match any group name in "
+                           "workerGroupSpecs", want);
+    }
+    return 0;
+}
+
 static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
     const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
@@ -512,12 +602,11 @@ static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr 
         return r;
     if ((r = validate_auth(rc, e)) < 0)
         return r;
-    if (field_set(spec, "networkPolicy")) {
-        if (g->network_policy)
-            return fail(e, "%s", NOT_IMPLEMENTED("spec.networkPolicy", "RayClusterNetworkPolicy"));
+    if (field_set(spec, "networkPolicy") && !g->network_policy)
         return fail(e, "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to "
                        "be enabled");
-    }
+    if (field_set(spec, "networkPolicy") && (r = validate_netpol(rc, e)) < 0)
+        return r;
     if (field_set(spec, "tlsOptions")) {
         if (g->mtls)
             return fail(e, "%s", NOT_IMPLEMENTED("spec.tlsOptions", "RayClusterMTLS"));

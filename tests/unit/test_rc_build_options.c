@@ -303,6 +303,174 @@ static void test_history_collector(void **state)
     cJSON_Delete(rc);
 }
 
+/* spec.networkPolicy: KubeRay's NetworkPolicyController objects for its sample, then the
+ * modes, per-group rules, the K8sJobMode submitter and the dashboard-port fallback */
+static void test_network_policies(void **state)
+{
+    (void)state;
+    int err = 0;
+    cJSON *rc = rct_sample("ray-cluster.network-policy-deny-all.yaml");
+    cJSON *nps = rc_build_network_policies(rc, &err), *want;
+    assert_non_null(nps);
+    want = rct_fixture("netpol-deny-all.json");
+    rct_assert_json(nps, want, "NetworkPolicies of ray-cluster.network-policy-deny-all.yaml");
+    cJSON_Delete(want);
+    cJSON_Delete(nps);
+
+    cJSON *np = (cJSON *)jget(jget(rc, "spec"), "networkPolicy");
+    /* DenyAllIngress: no egress side at all; the workers keep only the intra-cluster rule */
+    cJSON_ReplaceItemInObject(np, "mode", cJSON_CreateString("DenyAllIngress"));
+    cJSON_DeleteItemFromObject((cJSON *)jget(np, "head"), "egressRules");
+    cJSON_DeleteItemFromObject(np, "worker");
+    nps = rc_build_network_policies(rc, &err);
+    assert_string_equal(rct_str_at(cJSON_GetArrayItem(nps, 0), "spec.policyTypes.0"), "Ingress");
+    assert_int_equal(cJSON_GetArraySize(jget(jget(cJSON_GetArrayItem(nps, 0), "spec"),
+                                             "policyTypes")), 1);
+    assert_null(jget(jget(cJSON_GetArrayItem(nps, 0), "spec"), "egress"));
+    assert_int_equal(cJSON_GetArraySize(jget(jget(cJSON_GetArrayItem(nps, 1), "spec"), "ingress")), 1);
+    cJSON_Delete(nps);
+
+    /* DenyAllEgress with a per-group entry: it replaces networkPolicy.worker for that group */
+    cJSON_ReplaceItemInObject(np, "mode", cJSON_CreateString("DenyAllEgress"));
+    cJSON_AddItemToObject(np, "worker", cJSON_Parse("{\"egressRules\":[{\"to\":[{\"ipBlock\":"
+                                                    "{\"cidr\":\"10.0.0.0/8\"}}]}]}"));
+    cJSON_AddItemToObject(np, "workerGroups", cJSON_Parse("[{\"groupName\":\"workergroup\","
+                          "\"egressRules\":[{\"to\":[{\"ipBlock\":{\"cidr\":\"0.0.0.0/0\"}}],"
+                          "\"ports\":[{\"port\":443}]}]}]"));
+    nps = rc_build_network_policies(rc, &err);
+    const cJSON *w = cJSON_GetArrayItem(nps, 1);
+    assert_string_equal(rct_str_at(w, "spec.policyTypes.0"), "Egress");
+    assert_null(jget(jget(w, "spec"), "ingress"));
+    assert_string_equal(rct_str_at(w, "spec.egress.1.to.0.ipBlock.cidr"), "0.0.0.0/0");
+    assert_null(rct_str_at(w, "spec.egress.1.ports.0.protocol"));   /* the server's default */
+    assert_null(cJSON_GetArrayItem(jget(jget(w, "spec"), "egress"), 2));
+    rc_netpol_normalize((cJSON *)w);
+    assert_string_equal(rct_str_at(w, "spec.egress.1.ports.0.protocol"), "TCP");
+    cJSON_Delete(nps);
+
+    /* a cluster of a K8sJobMode RayJob: its submitter may reach the head's dashboard port */
+    cJSON_ReplaceItemInObject(np, "mode", cJSON_CreateString("DenyAll"));
+    cJSON *meta = (cJSON *)jget(rc, "metadata");
+    cJSON_AddItemToObject(meta, "labels",
+                          cJSON_Parse("{\"ray.io/job-submission-mode\":\"K8sJobMode\"}"));
+    cJSON_AddItemToObject(meta, "ownerReferences", cJSON_Parse(
+        "[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"name\":\"job1\",\"uid\":\"u\","
+        "\"controller\":true}]"));
+    cJSON_AddStringToObject((cJSON *)jget(jget(jget(rc, "spec"), "headGroupSpec"), "rayStartParams"),
+                            "dashboard-port", "8300");
+    nps = rc_build_network_policies(rc, &err);
+    const cJSON *h = cJSON_GetArrayItem(nps, 0);
+    const cJSON *sub = cJSON_GetArrayItem(jget(jget(h, "spec"), "ingress"), 1);
+    const cJSON *ml = jget(jget(cJSON_GetArrayItem(jget(sub, "from"), 0), "podSelector"),
+                           "matchLabels");
+    assert_string_equal(cJSON_GetStringValue(jget(ml, "ray.io/originated-from-cr-name")), "job1");
+    assert_string_equal(cJSON_GetStringValue(jget(ml, "ray.io/originated-from-crd")), "RayJob");
+    assert_string_equal(rct_str_at(sub, "ports.0.protocol"), "TCP");
+    assert_int_equal(jget(cJSON_GetArrayItem(jget(sub, "ports"), 0), "port")->valueint, 8300);
+    /* workers get no submitter rule */
+    assert_null(cJSON_GetArrayItem(jget(jget(cJSON_GetArrayItem(nps, 1), "spec"), "ingress"), 1));
+    cJSON_Delete(nps);
+    /* not a number: KubeRay's default 8265 */
+    cJSON_ReplaceItemInObject((cJSON *)jget(jget(jget(rc, "spec"), "headGroupSpec"),
+                                            "rayStartParams"), "dashboard-port",
+                              cJSON_CreateString("x1"));
+    nps = rc_build_network_policies(rc, &err);
+    sub = cJSON_GetArrayItem(jget(jget(cJSON_GetArrayItem(nps, 0), "spec"), "ingress"), 1);
+    assert_int_equal(jget(cJSON_GetArrayItem(jget(sub, "ports"), 0), "port")->valueint, 8265);
+    cJSON_Delete(nps);
+    /* an HTTPMode job's cluster: no submitter Pod, no rule */
+    cJSON_ReplaceItemInObject((cJSON *)jget(meta, "labels"), "ray.io/job-submission-mode",
+                              cJSON_CreateString("HTTPMode"));
+    nps = rc_build_network_policies(rc, &err);
+    assert_null(cJSON_GetArrayItem(jget(jget(cJSON_GetArrayItem(nps, 0), "spec"), "ingress"), 1));
+    cJSON_Delete(nps);
+
+    /* no networkPolicy: nothing */
+    cJSON_DeleteItemFromObject((cJSON *)jget(rc, "spec"), "networkPolicy");
+    err = 0;
+    assert_null(rc_build_network_policies(rc, &err));
+    assert_int_equal(err, 0);
+    cJSON_Delete(rc);
+}
+
+/* gcsFaultToleranceOptions.backend rocksdb: configureEmbeddedFT on the head, KubeRay's PVC
+ * for its sample, then deletionPolicy, claimName, subPath, size and the drift text */
+static void test_gcs_embedded_storage(void **state)
+{
+    (void)state;
+    int err = 0;
+    char drift[512];
+    cJSON *rc = rct_sample("ray-cluster.embedded-gcs-ft.yaml");
+    cJSON *head = rc_build_head_pod(rc, NULL, &err), *pvc, *want;
+    assert_non_null(head);
+    const cJSON *ray = ray0(head), *vols = jget(jget(head, "spec"), "volumes");
+    assert_string_equal(rct_env_value(ray, "RAY_gcs_storage"), "rocksdb");
+    assert_string_equal(rct_env_value(ray, "RAY_gcs_storage_path"), "/data/gcs");
+    assert_null(rct_env_value(ray, "RAY_REDIS_ADDRESS"));
+    assert_null(rct_env_value(ray, "RAY_external_storage_namespace"));
+    assert_string_equal(cJSON_GetStringValue(jget(ann_map(head), "ray.io/ft-enabled")), "true");
+    assert_null(jget(ann_map(head), "ray.io/external-storage-namespace"));
+    /* the sample's own ray-logs mount first, then the store */
+    assert_string_equal(rct_str_at(ray, "volumeMounts.1.name"), "gcs-storage");
+    assert_string_equal(rct_str_at(ray, "volumeMounts.1.mountPath"), "/data/gcs");
+    assert_null(jget(cJSON_GetArrayItem(jget(ray, "volumeMounts"), 1), "subPath"));
+    assert_string_equal(rct_str_at(vols, "1.name"), "gcs-storage");
+    assert_string_equal(rct_str_at(vols, "1.persistentVolumeClaim.claimName"),
+                        "raycluster-embedded-gcs-ft-gcs-pvc");
+    cJSON_Delete(head);
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
+    assert_string_equal(rct_env_value(ray0(w), "RAY_gcs_rpc_server_reconnect_timeout_s"), "600");
+    assert_null(rct_env_value(ray0(w), "RAY_gcs_storage"));
+    cJSON_Delete(w);
+
+    pvc = rc_build_gcs_pvc(rc, &err);
+    want = rct_fixture("gcs-embedded-pvc.json");
+    rct_assert_json(pvc, want, "GCS storage PVC of ray-cluster.embedded-gcs-ft.yaml");
+    rc_gcs_pvc_drift(pvc, want, drift, sizeof(drift));
+    assert_string_equal(drift, "");
+    cJSON_Delete(want);
+
+    /* Retain: no owner; size canonical as Go prints it; class and modes as asked */
+    cJSON *st = (cJSON *)jget(jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage");
+    cJSON_ReplaceItemInObject(st, "size", cJSON_CreateString("2048Mi"));
+    cJSON_AddStringToObject(st, "deletionPolicy", "Retain");
+    cJSON_AddStringToObject(st, "storageClassName", "fast");
+    cJSON_AddItemToObject(st, "accessModes", cJSON_Parse("[\"ReadWriteMany\"]"));
+    cJSON *p2 = rc_build_gcs_pvc(rc, &err);
+    assert_null(jget(jget(p2, "metadata"), "ownerReferences"));
+    assert_string_equal(rct_str_at(p2, "spec.resources.requests.storage"), "2Gi");
+    assert_string_equal(rct_str_at(p2, "spec.storageClassName"), "fast");
+    assert_string_equal(rct_str_at(p2, "spec.accessModes.0"), "ReadWriteMany");
+    rc_gcs_pvc_drift(p2, pvc, drift, sizeof(drift));
+    assert_string_equal(drift, "requested size 2Gi != current 1Gi; storageClassName fast != "
+                               "current <default>; accessModes [ReadWriteMany] != current "
+                               "[ReadWriteOnce]");
+    cJSON_Delete(p2);
+    cJSON_Delete(pvc);
+
+    /* a claim of the user's: no PVC made, the volume names it, subPath kept */
+    cJSON_DeleteItemFromObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage");
+    cJSON_AddItemToObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage",
+                          cJSON_Parse("{\"claimName\":\"mine\",\"subPath\":\"gcs\"}"));
+    err = 0;
+    assert_null(rc_build_gcs_pvc(rc, &err));
+    assert_int_equal(err, 0);
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_string_equal(rct_str_at(jget(jget(head, "spec"), "volumes"),
+                                   "1.persistentVolumeClaim.claimName"), "mine");
+    assert_string_equal(rct_str_at(ray0(head), "volumeMounts.1.subPath"), "gcs");
+    cJSON_Delete(head);
+    /* the Redis backend: none of it */
+    cJSON_ReplaceItemInObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "backend",
+                              cJSON_CreateString("redis"));
+    assert_null(rc_build_gcs_pvc(rc, &err));
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_null(rct_env_value(ray0(head), "RAY_gcs_storage"));
+    assert_non_null(rct_env_value(ray0(head), "RAY_REDIS_ADDRESS"));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+}
+
 static void test_ingress_and_auth_secret(void **state)
 {
     (void)state;
@@ -543,6 +711,8 @@ int main(void)
         cmocka_unit_test(test_ingress_and_auth_secret),
         cmocka_unit_test(test_head_route),
         cmocka_unit_test(test_history_collector),
+        cmocka_unit_test(test_network_policies),
+        cmocka_unit_test(test_gcs_embedded_storage),
         cmocka_unit_test(test_operator_config),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),
