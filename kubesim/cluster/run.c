@@ -481,12 +481,13 @@ static int nodes_create(struct cluster *c)
     return 0;
 }
 
-static void node_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+void cl_node_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
     struct cl_node *n = cl_node_find(c, o->name);
 
     if (type == EV_DELETED) {
         if (n) {
+            cl_node_index_remove(c, n);
             HASH_DEL(c->nodes, n);
             store_obj_unref(n->obj);
             free(n->name);
@@ -513,6 +514,7 @@ static void node_event(struct cluster *c, enum store_event_type type, struct sto
             if (kobj_str(a, "type") && !strcmp(kobj_str(a, "type"), "InternalIP") && kobj_str(a, "address"))
                 snprintf(n->ip, sizeof(n->ip), "%s", kobj_str(a, "address"));
     }
+    cl_node_index_update(c, n);
     c->capacity_changed = true;
 }
 
@@ -598,7 +600,7 @@ static void *cluster_main(void *arg)
             else if (o->res == c->r_jobs)
                 cl_job_event(c, batch[i].type, o);
             else if (o->res == c->r_nodes)
-                node_event(c, batch[i].type, o);
+                cl_node_event(c, batch[i].type, o);
             else if (o->res == c->r_svc)
                 cl_svc_event(c, batch[i].type, o);
             else
@@ -735,6 +737,7 @@ void cluster_stop(struct cluster *c)
     cl_jobs_free(c);
     cl_deploy_free(c);
     cl_pods_free(c);
+    cl_node_index_free(c);
     HASH_ITER(hh, c->nodes, n, tn) {
         HASH_DEL(c->nodes, n);
         store_obj_unref(n->obj);
