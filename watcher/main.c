@@ -158,6 +158,14 @@ int watcher_main(int argc, char **argv)
         goto out;
     loop_ok = 1;
     w.loop = &loop;
+    /* Taken before the rest of start-up: a SIGTERM that comes meanwhile (a Pod deleted while
+     * it starts, up stopping) waits in the loop for on_signal and a clean exit 0, instead
+     * of the default action's 143 with the socket left behind. */
+    uv_signal_init(&loop, &w.sig_term);
+    uv_signal_init(&loop, &w.sig_int);
+    w.sig_term.data = w.sig_int.data = &w;
+    uv_signal_start(&w.sig_term, on_signal, SIGTERM);
+    uv_signal_start(&w.sig_int, on_signal, SIGINT);
     if ((rc = kube_watcher_new(w.kc, &loop, &w.kw)) < 0)
         goto out;
     struct ipc_server_config sc = { .startup_grace_ns = STARTUP_GRACE_NS };
@@ -204,12 +212,6 @@ int watcher_main(int argc, char **argv)
     if ((rc = watcher__sync_resync(&w)) < 0)
         log_warn("resync incomplete", "error", strerror(-rc), NULL);
 
-    uv_signal_init(&loop, &w.sig_term);
-    uv_signal_init(&loop, &w.sig_int);
-    w.sig_term.data = w.sig_int.data = &w;
-    uv_signal_start(&w.sig_term, on_signal, SIGTERM);
-    uv_signal_start(&w.sig_int, on_signal, SIGINT);
-
     log_info("watcher started", "segment", segname, "socket", sock, NULL);
     watcher__sync_start(&w);
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -225,6 +227,8 @@ out:
             kube_watcher_free(w.kw);
         if (w.ipc)
             ipc_server_close(w.ipc);
+        uv_close((uv_handle_t *)&w.sig_term, NULL);
+        uv_close((uv_handle_t *)&w.sig_int, NULL);
         uv_run(&loop, UV_RUN_DEFAULT);
     }
     if (loop_ok)

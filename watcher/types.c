@@ -37,6 +37,8 @@ const struct watcher_type watcher_types[] = {
     { "discovery.k8s.io/v1/endpointslices", "discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", "discovery.k8s.io/v1", "kubernetes.io/service-name", NULL, 0 },
     /* the RayCluster's dashboard Ingress (headGroupSpec.enableIngress) */
     { "networking.k8s.io/v1/ingresses", "networking.k8s.io", "v1", "ingresses", "Ingress", "networking.k8s.io/v1", CREATED_BY,                     NULL,         0 },
+    /* spec.networkPolicy's policies (gate RayClusterNetworkPolicy) */
+    { "networking.k8s.io/v1/networkpolicies", "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "networking.k8s.io/v1", CREATED_BY, NULL,   0 },
     /* gang scheduling (reconcilers/batchsched): Volcano's and scheduler-plugins'
      * PodGroups, Kubernetes WAS Workloads and PodGroups. Listed only where the API
      * is served (a missing CRD is retried with back-off, docs/batch-scheduling.md) */
@@ -57,6 +59,7 @@ const struct watcher_owner_rule watcher_owner_rules[] = {
     { "rbac.authorization.k8s.io/v1/roles",        "RayCluster", "ray.io/v1", "raycluster" },
     { "rbac.authorization.k8s.io/v1/rolebindings", "RayCluster", "ray.io/v1", "raycluster" },
     { "networking.k8s.io/v1/ingresses",            "RayCluster", "ray.io/v1", "raycluster" },
+    { "networking.k8s.io/v1/networkpolicies",      "RayCluster", "ray.io/v1", "raycluster" },
     { "ray.io/v1/rayclusters",       "RayJob",      "ray.io/v1",      "rayjob" },
     { "ray.io/v1/rayclusters",       "RayService",  "ray.io/v1",      "rayservice" },
     { "batch/v1/jobs",               "RayJob",      "ray.io/v1",      "rayjob" },

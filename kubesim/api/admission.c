@@ -211,9 +211,9 @@ static int list_configs(struct server *srv, const struct reg_resource *res, stru
     return 0;
 }
 
-int admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
-                       const char *ns, const char *name, const cJSON *obj, const cJSON *old,
-                       struct store_status *st)
+int api__admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
+                            const char *ns, const char *name, const cJSON *obj, const cJSON *old,
+                            struct store_status *st)
 {
     struct store_list l = { 0 };
     int rc = 0;
@@ -282,9 +282,9 @@ static bool any_hook(struct server *srv, const struct reg_resource *res, const c
     return hit;
 }
 
-int admission_validate_patch(struct server *srv, const struct reg_resource *res, const char *ns,
-                             const char *name, int type, const char *body, size_t len,
-                             const struct store_write_opts *w, struct store_status *st)
+int api__admission_validate_patch(struct server *srv, const struct reg_resource *res, const char *ns,
+                                  const char *name, int type, const char *body, size_t len,
+                                  const struct store_write_opts *w, struct store_status *st)
 {
     struct store_write_opts dry = { 0 };
     struct store_obj *old = NULL, *next = NULL;
@@ -307,8 +307,8 @@ int admission_validate_patch(struct server *srv, const struct reg_resource *res,
         rc = 0;
         goto out;
     }
-    rc = admission_validate(srv, res, created ? "CREATE" : "UPDATE", ns, name, next->json,
-                            created || !old ? NULL : old->json, st);
+    rc = api__admission_validate(srv, res, created ? "CREATE" : "UPDATE", ns, name, next->json,
+                                 created || !old ? NULL : old->json, st);
 out:
     if (old)
         store_obj_unref(old);

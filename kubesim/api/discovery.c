@@ -198,7 +198,7 @@ static int handle_registry_doc(struct server_req *req)
     return rc;
 }
 
-int server_handle_discovery(struct server_req *req)
+int api__handle_discovery(struct server_req *req)
 {
     struct server *s = req->srv;
     struct buf b = { 0 };

@@ -31,12 +31,12 @@ static const char *const kind_names[FK_COUNT] = {
     "429", "500", "503", "reset", "delay", "watchCut", "expired",
 };
 
-const char *faults_kind_name(enum faults_kind k)
+const char *api__faults_kind_name(enum faults_kind k)
 {
     return (unsigned)k < FK_COUNT ? kind_names[k] : "other";
 }
 
-size_t faults_verb_index(const char *verb)
+size_t api__faults_verb_index(const char *verb)
 {
     if (verb)
         for (size_t i = 0; i + 1 < FAULTS_NVERBS; i++)
@@ -65,7 +65,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -EINVAL;
 }
 
-int faults_parse_ulong(const char *v, unsigned long min, unsigned long max, unsigned long *out)
+int api__faults_parse_ulong(const char *v, unsigned long min, unsigned long max, unsigned long *out)
 {
     char *end;
     unsigned long long x;
@@ -136,17 +136,17 @@ static int set_key(struct faults_rule *r, unsigned *seen, const char *k, const c
                         "reset or delay)", v);
         *seen |= SEEN_ACTION;
     } else if (strcmp(k, "code") == 0) {
-        if (faults_parse_ulong(v, 0, 999, &u) < 0 || (u != 429 && u != 500 && u != 503))
+        if (api__faults_parse_ulong(v, 0, 999, &u) < 0 || (u != 429 && u != 500 && u != 503))
             return fail(err, errlen, "fault rule: code \"%.40s\" is not one of 429, 500, 503", v);
         r->code = (int)u;
         *seen |= SEEN_CODE;
     } else if (strcmp(k, "retry-after") == 0) {
-        if (faults_parse_ulong(v, 0, MAX_RETRY_AFTER, &u) < 0)
+        if (api__faults_parse_ulong(v, 0, MAX_RETRY_AFTER, &u) < 0)
             return fail(err, errlen, "fault rule: retry-after \"%.40s\" is not 0..3600 seconds", v);
         r->retry_after = (int)u;
         *seen |= SEEN_RETRY;
     } else if (strcmp(k, "ms") == 0) {
-        if (faults_parse_ulong(v, 1, MAX_DELAY_MS, &u) < 0)
+        if (api__faults_parse_ulong(v, 1, MAX_DELAY_MS, &u) < 0)
             return fail(err, errlen, "fault rule: ms \"%.40s\" is not 1..600000", v);
         r->delay_ms = (unsigned)u;
         *seen |= SEEN_MS;
@@ -160,12 +160,12 @@ static int set_key(struct faults_rule *r, unsigned *seen, const char *k, const c
         r->p = d;
         *seen |= SEEN_P;
     } else if (strcmp(k, "every") == 0) {
-        if (faults_parse_ulong(v, 1, MAX_EVERY, &u) < 0)
+        if (api__faults_parse_ulong(v, 1, MAX_EVERY, &u) < 0)
             return fail(err, errlen, "fault rule: every \"%.40s\" is not a positive count", v);
         r->every = u;
         *seen |= SEEN_EVERY;
     } else if (strcmp(k, "count") == 0) {
-        if (faults_parse_ulong(v, 0, MAX_COUNT, &u) < 0)
+        if (api__faults_parse_ulong(v, 0, MAX_COUNT, &u) < 0)
             return fail(err, errlen, "fault rule: count \"%.40s\" is not a count", v);
         r->count = u;
     } else {

@@ -196,7 +196,7 @@ static int prehook(void *arg, struct server_req *req)
     if (strncmp(req->path, ADMIN_PREFIX, sizeof(ADMIN_PREFIX) - 1) == 0)
         return SERVER_NEXT;   /* never fault the switch that turns faults off */
     atomic_fetch_add(&f->requests, 1);
-    atomic_fetch_add(&f->by_verb[faults_verb_index(req->verb)], 1);
+    atomic_fetch_add(&f->by_verb[api__faults_verb_index(req->verb)], 1);
     if (!req->verb || (atomic_load(&f->n_active) == 0 && atomic_load(&f->watch_cut_s) == 0 &&
                        atomic_load(&f->expire_next) <= 0) || !authenticated(f, req))
         return SERVER_NEXT;   /* the common case: nothing switched on */
@@ -285,7 +285,7 @@ static int get_status(struct faults *f, struct server_req *req)
     }
     rc |= buf_puts(&b, "},\"faults\":{");
     for (int k = 0; k < FK_COUNT; k++)
-        rc |= buf_printf(&b, "%s\"%s\":%lu", k ? "," : "", faults_kind_name((enum faults_kind)k),
+        rc |= buf_printf(&b, "%s\"%s\":%lu", k ? "," : "", api__faults_kind_name((enum faults_kind)k),
                          atomic_load(&f->injected[k]));
     rc |= buf_puts(&b, "},\"watch\":");
     rc |= watch_json(f, &b, "");
@@ -508,20 +508,20 @@ int faults_parse_flag(struct faults **fp, const char *flag, const char *value,
             return -EINVAL;
         }
     } else if (strcmp(flag, "fault-seed") == 0) {
-        if (faults_parse_ulong(value, 0, ULONG_MAX, &u) < 0) {
+        if (api__faults_parse_ulong(value, 0, ULONG_MAX, &u) < 0) {
             snprintf(err, errlen, "--fault-seed wants a non-negative integer, got \"%.40s\"",
                      value);
             return -EINVAL;
         }
         faults_set_seed(*fp, u);
     } else if (strcmp(flag, "watch-cut-seconds") == 0) {
-        if (faults_parse_ulong(value, 0, MAX_CUT_SECONDS, &u) < 0) {
+        if (api__faults_parse_ulong(value, 0, MAX_CUT_SECONDS, &u) < 0) {
             snprintf(err, errlen, "--watch-cut-seconds wants 0..86400, got \"%.40s\"", value);
             return -EINVAL;
         }
         atomic_store(&(*fp)->watch_cut_s, (unsigned)u);
     } else {
-        if (faults_parse_ulong(value, 0, MAX_WATCH_DELAY, &u) < 0) {
+        if (api__faults_parse_ulong(value, 0, MAX_WATCH_DELAY, &u) < 0) {
             snprintf(err, errlen, "--watch-delay-ms wants 0..600000, got \"%.40s\"", value);
             return -EINVAL;
         }

@@ -101,49 +101,49 @@ struct req_priv {
 };
 
 /* discovery.c: /version, /healthz..., /api, /apis, /apis/G, GV lists, OpenAPI. */
-int server_handle_discovery(struct server_req *req);
+int api__handle_discovery(struct server_req *req);
 /* resource.c: resource paths (all verbs but watch). */
-int server_handle_resource(struct server_req *req);
+int api__handle_resource(struct server_req *req);
 /* watch.c: a watch on res (ns "" = all namespaces); name non-empty adds a
  * metadata.name field selector. */
-int server_handle_watch(struct server_req *req, const struct reg_resource *res);
+int api__handle_watch(struct server_req *req, const struct reg_resource *res);
 /* watch.c: cancels every open watch (shutdown). */
-void server_watch_cancel_all(struct server *s);
+void api__watch_cancel_all(struct server *s);
 
 /* admission.c: calls the ValidatingWebhookConfigurations matching op ("CREATE",
  * "UPDATE") on res; 0 when every matching webhook allowed it (or failed with
  * failurePolicy Ignore), else -EPERM / -EIO with *st the answer to send. */
 struct store_status;
-int admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
-                       const char *ns, const char *name, const cJSON *obj, const cJSON *old,
-                       struct store_status *st);
+int api__admission_validate(struct server *srv, const struct reg_resource *res, const char *op,
+                            const char *ns, const char *name, const cJSON *obj, const cJSON *old,
+                            struct store_status *st);
 
 /* admission.c: a PATCH (type an enum store_patch_type) of the main resource reviewed
  * as kube-apiserver reviews it: the object the patch produces (a dry run against the
  * current object) as UPDATE, or CREATE when an apply patch creates it. 0 when admitted
  * (or nothing matches, or the patch itself fails: the real patch answers), else as
- * admission_validate. */
+ * api__admission_validate. */
 struct store_write_opts;
-int admission_validate_patch(struct server *srv, const struct reg_resource *res, const char *ns,
-                             const char *name, int type, const char *body, size_t len,
-                             const struct store_write_opts *w, struct store_status *st);
+int api__admission_validate_patch(struct server *srv, const struct reg_resource *res, const char *ns,
+                                  const char *name, int type, const char *body, size_t len,
+                                  const struct store_write_opts *w, struct store_status *st);
 
 /* resource.c helpers shared with watch.c */
 /* Answers a store failure (*st) as a Status and clears st. */
-int server_reply_store_status(struct server_req *req, struct store_status *st);
+int api__reply_store_status(struct server_req *req, struct store_status *st);
 /* "v1" or "G/V" of a resource into out. */
-void server_api_version(const struct reg_resource *res, char *out, size_t n);
+void api__api_version(const struct reg_resource *res, char *out, size_t n);
 /* Applies includeObject (None: rows without objects; Object: full objects) to the
  * Table rendered into b from offset start; Metadata/NULL leave it as rendered. */
-int server_table_include(struct buf *b, size_t start, const cJSON *const *items, size_t n,
-                         const char *include);
-/* server_proto.c: decodes a Kubernetes protobuf body ("k8s\0" envelope) of a v1
+int api__table_include(struct buf *b, size_t start, const cJSON *const *items, size_t n,
+                       const char *include);
+/* proto.c: decodes a Kubernetes protobuf body ("k8s\0" envelope) of a v1
  * ConfigMap, Secret, Namespace or ServiceAccount into JSON (*out, caller owns).
  * -EPROTONOSUPPORT for other kinds, -EINVAL for malformed input (err set). */
-int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, size_t errlen);
+int api__proto_decode(const char *body, size_t len, cJSON **out, char *err, size_t errlen);
 /* Registry lookup under the store's read lock. */
-const struct reg_resource *server_find_resource(struct server *s, const char *group,
-                                                const char *version, const char *plural);
+const struct reg_resource *api__find_resource(struct server *s, const char *group,
+                                              const char *version, const char *plural);
 
 /*
  * ---- what faults.c (the table) and faults_http.c (prehook, admin area) share: the table struct.
@@ -192,11 +192,11 @@ struct faults {
 };
 
 /* Index of verb in faults_verbs ("other" for NULL/unknown). */
-size_t faults_verb_index(const char *verb);
+size_t api__faults_verb_index(const char *verb);
 /* A decimal in [min, max] (no sign, no spaces): 0 or -EINVAL. */
-int faults_parse_ulong(const char *v, unsigned long min, unsigned long max, unsigned long *out);
+int api__faults_parse_ulong(const char *v, unsigned long min, unsigned long max, unsigned long *out);
 /* Name of a kind for JSON ("429", "reset", "watchCut", ...). */
-const char *faults_kind_name(enum faults_kind k);
+const char *api__faults_kind_name(enum faults_kind k);
 
 /* ---- protobuf body reader tables (proto.c, proto_tables.c) ---- */
 

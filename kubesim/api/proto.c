@@ -495,7 +495,7 @@ static int decode_msg(struct rd *r, const struct pmsg *m, cJSON *obj, int depth)
     return 0;
 }
 
-int server_proto_decode(const char *body, size_t len, cJSON **out, char *err, size_t errlen)
+int api__proto_decode(const char *body, size_t len, cJSON **out, char *err, size_t errlen)
 {
     struct rd r = { (const unsigned char *)body, (const unsigned char *)body + len };
     struct rd tm = { NULL, NULL }, raw = { NULL, NULL }, s;

@@ -24,8 +24,8 @@
 
 #define JSON "application/json"
 
-const struct reg_resource *server_find_resource(struct server *s, const char *group,
-                                                const char *version, const char *plural)
+const struct reg_resource *api__find_resource(struct server *s, const char *group,
+                                              const char *version, const char *plural)
 {
     const struct reg_resource *res;
     const struct registry *reg = store_registry_rdlock(s->store);
@@ -35,7 +35,7 @@ const struct reg_resource *server_find_resource(struct server *s, const char *gr
     return res;
 }
 
-void server_api_version(const struct reg_resource *res, char *out, size_t n)
+void api__api_version(const struct reg_resource *res, char *out, size_t n)
 {
     if (res->group[0])
         snprintf(out, n, "%s/%s", res->group, res->version);
@@ -43,7 +43,7 @@ void server_api_version(const struct reg_resource *res, char *out, size_t n)
         snprintf(out, n, "%s", res->version);
 }
 
-int server_reply_store_status(struct server_req *req, struct store_status *st)
+int api__reply_store_status(struct server_req *req, struct store_status *st)
 {
     char *body;
     int code = st->code >= 400 && st->code < 600 ? st->code : 500;
@@ -89,8 +89,8 @@ static void add_warnings(struct server_req *req, const cJSON *warnings)
     }
 }
 
-int server_table_include(struct buf *b, size_t start, const cJSON *const *items, size_t n,
-                         const char *include)
+int api__table_include(struct buf *b, size_t start, const cJSON *const *items, size_t n,
+                       const char *include)
 {
     cJSON *table, *rows, *row;
     char *txt;
@@ -129,7 +129,7 @@ static int reply_obj(struct server_req *req, int code, struct store_obj *o)
         snprintf(rv, sizeof(rv), "%llu", (unsigned long long)o->rv);
         rc = present_table(o->res, items, 1, rv, NULL, true, time(NULL), &b);
         if (rc == 0)
-            rc = server_table_include(&b, 0, items, 1, req->query->include_object);
+            rc = api__table_include(&b, 0, items, 1, req->query->include_object);
         if (rc == 0) {
             size_t len = b.len;
             rc = server_reply_take(req, code, JSON, buf_steal(&b), len);
@@ -155,7 +155,7 @@ enum body_media { BODY_JSON, BODY_YAML, BODY_PROTOBUF, BODY_UNSUPPORTED };
 
 /* The media type of a request body: JSON (also when no Content-Type is given, as
  * the apiserver assumes), YAML, protobuf (decoded for the few kinds kubectl 1.32+
- * generators send that way, see server_proto.c), or anything else (415). */
+ * generators send that way, see proto.c), or anything else (415). */
 static enum body_media body_media(const char *ct)
 {
     size_t n = strcspn(ct, ";");
@@ -201,7 +201,7 @@ static cJSON *parse_body_object(struct server_req *req)
     }
     if (media == BODY_PROTOBUF) {
         char err[200];
-        int rc = server_proto_decode(req->body, req->body_len, &o, err, sizeof(err));
+        int rc = api__proto_decode(req->body, req->body_len, &o, err, sizeof(err));
         if (rc == -EPROTONOSUPPORT) {
             server_reply_status(req, 415, "UnsupportedMediaType", err);
             return NULL;
@@ -334,7 +334,7 @@ static int render_list(const struct reg_resource *res, const struct store_list *
 {
     char gv[300];
 
-    server_api_version(res, gv, sizeof(gv));
+    api__api_version(res, gv, sizeof(gv));
     buf_printf(b, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%llu\"",
                res->list_kind, gv, (unsigned long long)l->rv);
     if (l->continue_token) {
@@ -366,7 +366,7 @@ static int render_list_table(const struct reg_resource *res, const struct store_
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)l->rv);
     rc = present_table(res, items, l->n, rv, l->continue_token, true, time(NULL), b);
     if (rc == 0)
-        rc = server_table_include(b, 0, items, l->n, include);
+        rc = api__table_include(b, 0, items, l->n, include);
     free(items);
     return rc;
 }
@@ -398,7 +398,7 @@ static int do_list(struct server_req *req, const struct reg_resource *res)
     if (list_opts(req, &c) < 0)
         goto out;
     if (store_list(req->srv->store, res, req->route->ns, &c.lo, &l, &st) < 0)
-        server_reply_store_status(req, &st);
+        api__reply_store_status(req, &st);
     else
         reply_list(req, res, &l, req->accept.table);
 out:
@@ -415,7 +415,7 @@ static int reply_scale(struct server_req *req, const struct reg_resource *res, i
     cJSON *scale = NULL;
 
     if (store_get_scale(req->srv->store, res, req->route->ns, req->route->name, &scale, &st) < 0)
-        return server_reply_store_status(req, &st);
+        return api__reply_store_status(req, &st);
     return reply_json_tree(req, code, scale);
 }
 
@@ -428,7 +428,7 @@ static int do_get(struct server_req *req, const struct reg_resource *res)
     if (strcmp(req->route->sub, "scale") == 0)
         return reply_scale(req, res, 200);
     if (store_get(req->srv->store, res, req->route->ns, req->route->name, &o, &st) < 0)
-        return server_reply_store_status(req, &st);
+        return api__reply_store_status(req, &st);
     rc = reply_obj(req, 200, o);
     store_obj_unref(o);
     return rc;
@@ -498,14 +498,14 @@ static int do_write_object(struct server_req *req, const struct reg_resource *re
             (void)store_get(req->srv->store, res, req->route->ns, req->route->name, &old, &st);
         store_status_clear(&st);
         memset(&st, 0, sizeof(st));
-        rc = admission_validate(req->srv, res, create ? "CREATE" : "UPDATE", req->route->ns,
-                                name ? name : req->route->name, obj, old ? old->json : NULL, &st);
+        rc = api__admission_validate(req->srv, res, create ? "CREATE" : "UPDATE", req->route->ns,
+                                     name ? name : req->route->name, obj, old ? old->json : NULL, &st);
         if (old)
             store_obj_unref(old);
         if (rc < 0) {
             cJSON_Delete(obj);
             add_warnings(req, c.w.warnings);
-            server_reply_store_status(req, &st);
+            api__reply_store_status(req, &st);
             goto out;
         }
     }
@@ -516,7 +516,7 @@ static int do_write_object(struct server_req *req, const struct reg_resource *re
                           req->route->sub, obj, &c.w, &o, &st);
     if (rc < 0) {
         add_warnings(req, c.w.warnings);
-        server_reply_store_status(req, &st);
+        api__reply_store_status(req, &st);
         goto out;
     }
     finish_write(req, res, create ? 201 : 200, &c, o);
@@ -556,17 +556,17 @@ static int do_patch(struct server_req *req, const struct reg_resource *res)
     if (write_opts(req, &c) < 0)
         return 0;
     if (!req->route->sub[0] && !c.w.dry_run &&
-        admission_validate_patch(req->srv, res, req->route->ns, req->route->name, type, req->body,
-                                 req->body_len, &c.w, &st) < 0) {
+        api__admission_validate_patch(req->srv, res, req->route->ns, req->route->name, type, req->body,
+                                      req->body_len, &c.w, &st) < 0) {
         add_warnings(req, c.w.warnings);
-        server_reply_store_status(req, &st);
+        api__reply_store_status(req, &st);
         goto out;
     }
     if (store_patch(req->srv->store, res, req->route->ns, req->route->name, req->route->sub,
                     (enum store_patch_type)type, req->body, req->body_len, &c.w, &o, &created,
                     &st) < 0) {
         add_warnings(req, c.w.warnings);
-        server_reply_store_status(req, &st);
+        api__reply_store_status(req, &st);
         goto out;
     }
     finish_write(req, res, created ? 201 : 200, &c, o);
@@ -689,7 +689,7 @@ static int do_delete(struct server_req *req, const struct reg_resource *res)
     warn_default_orphan(req, res, &c);
     if (store_delete(req->srv->store, res, req->route->ns, req->route->name, &c.o, &o, &gone,
                      &st) < 0) {
-        server_reply_store_status(req, &st);
+        api__reply_store_status(req, &st);
         goto out;
     }
     if (gone && !res->builtin) {
@@ -732,7 +732,7 @@ static int do_delete_collection(struct server_req *req, const struct reg_resourc
     all.continue_token = NULL;
     if (store_list(s->store, res, req->route->ns, &all, &l, &st) < 0 ||
         store_delete_collection(s->store, res, req->route->ns, &all, &dc.o, &st) < 0)
-        server_reply_store_status(req, &st);
+        api__reply_store_status(req, &st);
     else
         reply_list(req, res, &l, false);
 out:
@@ -757,13 +757,13 @@ static unsigned verb_bit(const char *verb)
     return 0;
 }
 
-int server_handle_resource(struct server_req *req)
+int api__handle_resource(struct server_req *req)
 {
     const struct route *r = req->route;
     const struct reg_resource *res;
     const char *verb = req->verb;
 
-    res = server_find_resource(req->srv, r->group, r->version, r->plural);
+    res = api__find_resource(req->srv, r->group, r->version, r->plural);
     /* Scope mismatches are "not found" on the real server (no route matches). */
     if (!res || (!res->namespaced && r->ns[0]) ||
         (res->namespaced && !r->ns[0] && r->name[0]) ||
@@ -781,7 +781,7 @@ int server_handle_resource(struct server_req *req)
         return reply_bad_request(req, req->query->err);
 
     if (strcmp(verb, "watch") == 0)
-        return server_handle_watch(req, res);
+        return api__handle_watch(req, res);
     if (strcmp(verb, "list") == 0)
         return do_list(req, res);
     if (strcmp(verb, "get") == 0)

@@ -344,9 +344,9 @@ static int dispatch(struct server *s, struct server_req *req)
                 if (strcmp(s->subs[i].plural, r->plural) == 0 &&
                     strcmp(s->subs[i].sub, r->sub) == 0)
                     return s->subs[i].fn(s->subs[i].arg, req);
-        return server_handle_resource(req);
+        return api__handle_resource(req);
     default:
-        return server_handle_discovery(req);
+        return api__handle_discovery(req);
     }
     return server_reply_status(req, 404, "NotFound",
                                "the server could not find the requested resource");
@@ -665,7 +665,7 @@ void server_stop(struct server *s)
         if (lfd != MHD_INVALID_SOCKET)
             close(lfd);
     }
-    server_watch_cancel_all(s);
+    api__watch_cancel_all(s);
     /* Give the streams a moment to send their terminating chunk: clients such as
      * client-node informers treat an abrupt close as fatal. */
     clock_gettime(CLOCK_REALTIME, &dl);

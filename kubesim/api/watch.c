@@ -49,7 +49,7 @@ static void render_bookmark(struct watch_stream *ws, const struct store_event *e
 {
     char gv[300];
 
-    server_api_version(ws->res, gv, sizeof(gv));
+    api__api_version(ws->res, gv, sizeof(gv));
     buf_printf(&ws->out, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":"
                "{\"resourceVersion\":\"%llu\"", ws->res->kind, gv, (unsigned long long)ev->rv);
     if (ev->initial_events_end)
@@ -73,7 +73,7 @@ static void render_event(struct watch_stream *ws, struct store_event *ev)
         const cJSON *items[1] = { ev->obj->json };
         size_t before = ws->out.len;
         if (present_table(ws->res, items, 1, NULL, NULL, false, time(NULL), &ws->out) < 0 ||
-            server_table_include(&ws->out, before, items, 1, ws->include) < 0) {
+            api__table_include(&ws->out, before, items, 1, ws->include) < 0) {
             ws->out.len = before;
             buf_append(&ws->out, ev->obj->bytes, ev->obj->len);
         }
@@ -169,7 +169,7 @@ static void watch_free(void *arg)
     free(ws);
 }
 
-void server_watch_cancel_all(struct server *s)
+void api__watch_cancel_all(struct server *s)
 {
     pthread_mutex_lock(&s->mu);
     for (struct watch_stream *ws = s->watches; ws; ws = ws->next)
@@ -221,7 +221,7 @@ static int check_watch_params(struct server_req *req)
     return 0;
 }
 
-int server_handle_watch(struct server_req *req, const struct reg_resource *res)
+int api__handle_watch(struct server_req *req, const struct reg_resource *res)
 {
     struct server *s = req->srv;
     const struct route_query *q = req->query;
@@ -270,7 +270,7 @@ int server_handle_watch(struct server_req *req, const struct reg_resource *res)
     wo.bookmarks = q->allow_bookmarks;
     if (store_watch_open(s->store, res, req->route->ns, &wo, &ws->w, &st) < 0) {
         if (st.code != 410) {
-            server_reply_store_status(req, &st);
+            api__reply_store_status(req, &st);
             goto fail;
         }
         /* too old: a 200 stream with one ERROR event, then a clean close */

@@ -6,7 +6,7 @@
  * ReplicaSet keeps spec.replicas Pods it controls, creating or deleting (not-ready and
  * newest first). Status: replicas, ready/available/updated counts, observedGeneration and
  * the Available condition. Level-triggered: events mark owners dirty and
- * cl_deploy_sync() recomputes each from the store.
+ * cluster__deploy_sync() recomputes each from the store.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,7 +38,7 @@ static void mark(char ***set, size_t *n, size_t *cap, const char *ns, const char
         (*n)++;
 }
 
-void cl_deploy_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+void cluster__deploy_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
     const cJSON *ref;
 
@@ -47,10 +47,10 @@ void cl_deploy_event(struct cluster *c, enum store_event_type type, struct store
         mark(&c->deploy_dirty, &c->ndeploy_dirty, &c->capdeploy_dirty, o->ns, o->name);
     } else if (o->res == c->r_rs) {
         mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, o->name);
-        if ((ref = cl_controller_ref(o->json, "apps/", "Deployment")))
+        if ((ref = cluster__controller_ref(o->json, "apps/", "Deployment")))
             mark(&c->deploy_dirty, &c->ndeploy_dirty, &c->capdeploy_dirty, o->ns,
                  kobj_str(ref, "name"));
-    } else if (o->res == c->r_pods && (ref = cl_controller_ref(o->json, "apps/", "ReplicaSet"))) {
+    } else if (o->res == c->r_pods && (ref = cluster__controller_ref(o->json, "apps/", "ReplicaSet"))) {
         mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, kobj_str(ref, "name"));
     }
 }
@@ -147,7 +147,7 @@ static void rs_sync(struct cluster *c, const char *key)
     for (size_t i = 0; i < pods.n; i++)
         if (!terminating(pods.items[i]->json)) {
             active++;
-            ready += cl_pod_ready(pods.items[i]->json);
+            ready += cluster__pod_ready(pods.items[i]->json);
         }
     for (long n = active; n < want; n++) {
         const cJSON *tmpl = kobj_get(spec, "template");
@@ -171,11 +171,11 @@ static void rs_sync(struct cluster *c, const char *key)
                                                                  : cJSON_CreateObject());
         if (store_create(c->store, c->r_pods, rs->ns, pod, &w, &out, &st) == 0) {
             snprintf(msg, sizeof(msg), "Created pod: %s", out->name);
-            cl_event(c, rs->json, "Normal", "SuccessfulCreate", msg, "replicaset-controller", NULL, NULL);
+            cluster__event(c, rs->json, "Normal", "SuccessfulCreate", msg, "replicaset-controller", NULL, NULL);
             active++;
         } else {
             snprintf(msg, sizeof(msg), "Error creating: %.500s", st.message);
-            cl_event(c, rs->json, "Warning", "FailedCreate", msg, "replicaset-controller", NULL, NULL);
+            cluster__event(c, rs->json, "Warning", "FailedCreate", msg, "replicaset-controller", NULL, NULL);
         }
         store_obj_unref(out);
         store_status_clear(&st);
@@ -187,14 +187,14 @@ static void rs_sync(struct cluster *c, const char *key)
             struct store_delete_opts dopt = { .grace_seconds = -1, .precondition_uid = pods.items[i]->uid };
             struct store_status st = { 0 };
             char msg[600];
-            if (terminating(p) || (pass == 0 && cl_pod_ready(p)))
+            if (terminating(p) || (pass == 0 && cluster__pod_ready(p)))
                 continue;
             if (store_delete(c->store, c->r_pods, pods.items[i]->ns, pods.items[i]->name, &dopt,
                              NULL, NULL, &st) == 0) {
                 snprintf(msg, sizeof(msg), "Deleted pod: %s", pods.items[i]->name);
-                cl_event(c, rs->json, "Normal", "SuccessfulDelete", msg, "replicaset-controller", NULL, NULL);
+                cluster__event(c, rs->json, "Normal", "SuccessfulDelete", msg, "replicaset-controller", NULL, NULL);
                 active--;
-                if (cl_pod_ready(p))
+                if (cluster__pod_ready(p))
                     ready--;
             }
             store_status_clear(&st);
@@ -289,7 +289,7 @@ static void deploy_sync(struct cluster *c, const char *key)
         cJSON_AddItemToObject(rspec, "template", t);
         if (store_create(c->store, c->r_rs, d->ns, rs, &w, NULL, &st) == 0) {
             snprintf(msg, sizeof(msg), "Scaled up replica set %s from 0 to %ld", name, want);
-            cl_event(c, d->json, "Normal", "ScalingReplicaSet", msg, MANAGER, NULL, NULL);
+            cluster__event(c, d->json, "Normal", "ScalingReplicaSet", msg, MANAGER, NULL, NULL);
         }
         store_status_clear(&st);
     }
@@ -318,7 +318,7 @@ out:
     store_obj_unref(d);
 }
 
-void cl_deploy_sync(struct cluster *c)
+void cluster__deploy_sync(struct cluster *c)
 {
     /* ReplicaSets first: the Deployments' status sums theirs */
     for (size_t i = 0; i < c->nrs_dirty; i++) {
@@ -333,7 +333,7 @@ void cl_deploy_sync(struct cluster *c)
     c->ndeploy_dirty = 0;
 }
 
-void cl_deploy_free(struct cluster *c)
+void cluster__deploy_free(struct cluster *c)
 {
     for (size_t i = 0; i < c->nrs_dirty; i++)
         free(c->rs_dirty[i]);

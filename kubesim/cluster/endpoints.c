@@ -1,5 +1,5 @@
 /*
- * cluster_endpoints.c - the endpoints and endpointslice controllers: every
+ * endpoints.c - the endpoints and endpointslice controllers: every
  * Service with a selector gets an Endpoints object (ready Pods in addresses,
  * others in notReadyAddresses) and one discovery.k8s.io/v1 EndpointSlice
  * labelled kubernetes.io/service-name, kept in sync after Pod or Service changes.
@@ -303,7 +303,7 @@ static char **pod_pairs(const char *ns, const cJSON *labels, size_t *n)
     return out;
 }
 
-void cl_endpoints_svc_forget(struct cluster *c, const char *key)
+void cluster__endpoints_svc_forget(struct cluster *c, const char *key)
 {
     struct cl_ep_index *x = epx(c);
 
@@ -311,7 +311,7 @@ void cl_endpoints_svc_forget(struct cluster *c, const char *key)
         entry_forget(&x->svcs, &x->svc_by_pair, key);
 }
 
-void cl_endpoints_index_free(struct cluster *c)
+void cluster__endpoints_index_free(struct cluster *c)
 {
     struct cl_ep_index *x = c->epx;
     struct ep_entry *e, *te;
@@ -437,7 +437,7 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
     put_if_changed(c, c->r_eps, s->obj->ns, slice_name, slice, slice_keys);
 }
 
-void cl_endpoints_drop(struct cluster *c, const char *ns, const char *name)
+void cluster__endpoints_drop(struct cluster *c, const char *ns, const char *name)
 {
     struct store_delete_opts o = { .grace_seconds = -1 };
     struct store_status st = { 0 };
@@ -447,7 +447,7 @@ void cl_endpoints_drop(struct cluster *c, const char *ns, const char *name)
     store_status_clear(&st);
 }
 
-void cl_endpoints_sync(struct cluster *c)
+void cluster__endpoints_sync(struct cluster *c)
 {
     struct cl_svc *s, *tmp;
 
@@ -509,7 +509,7 @@ static void pod_vs_bucket(struct cluster *c, const char *lkey, const char *key, 
             pod_vs_service(c, k->key, key, labels);
 }
 
-void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o)
+void cluster__endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o)
 {
     struct cl_ep_index *x = epx(c);
     const cJSON *labels = o ? kobj_get(kobj_get(o->json, "metadata"), "labels") : NULL;
@@ -561,7 +561,7 @@ static char *svc_pair(struct cl_ep_index *x, const struct cl_svc *s, const cJSON
     return best;
 }
 
-void cl_endpoints_svc(struct cluster *c, struct cl_svc *s)
+void cluster__endpoints_svc(struct cluster *c, struct cl_svc *s)
 {
     struct cl_ep_index *x = epx(c);
     const cJSON *sel = svc_selector(s);
@@ -569,7 +569,7 @@ void cl_endpoints_svc(struct cluster *c, struct cl_svc *s)
     struct ep_key *k, *tk;
     char **lk;
 
-    cl_endpoints_svc_free(s);
+    cluster__endpoints_svc_free(s);
     s->dirty = true;
     c->endpoints_dirty = true;
     if (!x)
@@ -594,7 +594,7 @@ void cl_endpoints_svc(struct cluster *c, struct cl_svc *s)
     }
 }
 
-void cl_endpoints_svc_free(struct cl_svc *s)
+void cluster__endpoints_svc_free(struct cl_svc *s)
 {
     struct cl_member *m, *tmp;
 

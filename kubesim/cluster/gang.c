@@ -6,16 +6,15 @@
  *
  * One call is one scheduling session, as Volcano runs them: every gang (a
  * Volcano PodGroup scheduling.volcano.sh/v1beta1, a scheduler-plugins PodGroup
- * scheduling.x-k8s.io/v1alpha1, a YuniKorn application's task groups, a WAS
- * PodGroup scheduling.k8s.io/v1alpha2, or a lone Pod) is taken in priority order (PriorityClass value, then age), enqueued
- * against its Queue (state Open, capability, the 1.2 overcommit of idle
- * resources), then placed on a trial copy of the nodes' free resources: when at
- * least minMember of its Pods are bound or placeable they are all bound, else none
- * is and each Pending Pod gets Volcano's FailedScheduling text. Volcano PodGroups
- * get the phases (Pending, Inqueue, Running, Completed), counts and conditions
- * Volcano writes, with its Unschedulable / Scheduled Events; the default Queue is
- * created and every Queue's status kept. Runs on the cluster thread only. What
- * is simulated and what is not: docs/batch-scheduling.md.
+ * scheduling.x-k8s.io/v1alpha1, a YuniKorn application's task groups, a KAI
+ * pod-grouper group, a WAS PodGroup scheduling.k8s.io/v1alpha2, or a lone Pod) is
+ * taken in priority order (PriorityClass value, then age), Volcano's enqueued
+ * against its Queue, then placed on a trial copy of the nodes' free resources: when
+ * at least minMember of its Pods are bound or placeable they are all bound, else
+ * none is and each Pending Pod gets the scheduler's FailedScheduling text. This file
+ * holds the session and the placement; Volcano's queues and PodGroup status are in
+ * gang_volcano.c, KAI's grouping in gang_kai.c. Runs on the cluster thread only.
+ * What is simulated and what is not: docs/batch-scheduling.md.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,51 +26,10 @@
 #include "kubesim/registry/registry.h"
 #include "util/util.h"
 
-#define VOLCANO_GROUP "scheduling.volcano.sh"
-#define SP_GROUP "scheduling.x-k8s.io"
-#define OVERCOMMIT 1.2   /* Volcano's overcommit plugin default factor */
-
-enum gkind { G_VOLCANO, G_SP, G_YUNIKORN, G_KAI, G_WAS };
-
 static const char *const component[] = { "volcano", "scheduler-plugins-scheduler", "yunikorn",
                                          "kai-scheduler", "default-scheduler" };
 
-struct gang {
-    char key[700];
-    enum gkind kind;
-    struct store_obj *pg;        /* the PodGroup (Volcano, scheduler-plugins), else NULL */
-    const char *ns, *name;
-    int64_t min;
-    struct cluster_res minres;
-    bool has_minres;
-    struct cluster_res reserve;  /* YuniKorn: the placeholders of members not created yet */
-    char queue[256];
-    char kai_pg[400];            /* KAI: the PodGroup's name (pg-TOPOWNER-UID) */
-    char kai_err[300];           /* KAI: why its pod-grouper made no PodGroup, else "" */
-    int64_t prio;
-    const char *ctime;
-    struct cl_pod **m;
-    size_t n, cap;
-    UT_hash_handle hh;
-};
-
-struct gqueue {
-    char name[256];
-    struct store_obj *obj;
-    bool owned;                  /* obj is a reference of ours (the default Queue just made) */
-    bool open;
-    bool has_cap[5];
-    struct cluster_res cap, allocated, inqueue;
-    struct cluster_res request;  /* its gangs' Pods, bound or waiting */
-    struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
-    struct cluster_res share_used; /* allocated, plus what this session bound */
-    bool has_deserved;
-    double weight;
-    int pending, inqueue_n, running, completed;
-    UT_hash_handle hh;
-};
-
-bool cl_gang_scheduler(const char *s)
+bool cluster__gang_scheduler(const char *s)
 {
     return s && (!strcmp(s, "volcano") || !strcmp(s, "scheduler-plugins-scheduler") ||
                  !strcmp(s, "yunikorn") || !strcmp(s, "kai-scheduler"));
@@ -87,12 +45,12 @@ static const char *was_group(const cJSON *pod)
     return (!s || !*s || !strcmp(s, "default-scheduler")) && g && *g ? g : NULL;
 }
 
-bool cl_gang_pod(const cJSON *pod)
+bool cluster__gang_pod(const cJSON *pod)
 {
-    return cl_gang_scheduler(kobj_str(kobj_get(pod, "spec"), "schedulerName")) || was_group(pod);
+    return cluster__gang_scheduler(kobj_str(kobj_get(pod, "spec"), "schedulerName")) || was_group(pod);
 }
 
-bool cl_gang_resource(const struct reg_resource *r)
+bool cluster__gang_resource(const struct reg_resource *r)
 {
     return r && ((!strcmp(r->group, VOLCANO_GROUP) &&
                   (!strcmp(r->plural, "podgroups") || !strcmp(r->plural, "queues"))) ||
@@ -103,8 +61,8 @@ bool cl_gang_resource(const struct reg_resource *r)
 
 /* ---- reading ----------------------------------------------------------------- */
 
-static const struct reg_resource *find(struct cluster *c, const char *g, const char *v,
-                                       const char *plural)
+const struct reg_resource *cluster__gang_find(struct cluster *c, const char *g, const char *v,
+                                              const char *plural)
 {
     const struct registry *r = store_registry_rdlock(c->store);
     const struct reg_resource *res = registry_find(r, g, v, plural);
@@ -112,7 +70,7 @@ static const struct reg_resource *find(struct cluster *c, const char *g, const c
     return res;
 }
 
-static int list_all(struct cluster *c, const struct reg_resource *r, struct store_list *l)
+int cluster__gang_list(struct cluster *c, const struct reg_resource *r, struct store_list *l)
 {
     struct store_list_opts lo = { 0 };
     struct store_status st = { 0 };
@@ -125,7 +83,7 @@ static int list_all(struct cluster *c, const struct reg_resource *r, struct stor
 }
 
 /* A ResourceList as Pod requests (cluster_pod_requests reads container requests). */
-static void reslist(const cJSON *list, struct cluster_res *out)
+void cluster__gang_reslist(const cJSON *list, struct cluster_res *out)
 {
     cJSON *pod = cJSON_CreateObject(), *spec, *cs, *ctr, *res;
     memset(out, 0, sizeof(*out));
@@ -143,7 +101,7 @@ out:
     cJSON_Delete(pod);
 }
 
-static bool pod_terminal(const cJSON *pod)
+bool cluster__gang_pod_terminal(const cJSON *pod)
 {
     const char *ph = kobj_str(kobj_get(pod, "status"), "phase");
     return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
@@ -155,13 +113,13 @@ static const char *pod_phase(const cJSON *pod)
     return ph ? ph : "";
 }
 
-static bool bound(const struct cl_pod *p)
+bool cluster__gang_bound(const struct cl_pod *p)
 {
     const char *n = kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
     return n && *n;
 }
 
-static int64_t priority_of(struct cluster *c, const char *pc_name)
+int64_t cluster__gang_priority(struct cluster *c, const char *pc_name)
 {
     struct store_obj *o = NULL;
     struct store_status st = { 0 };
@@ -173,7 +131,7 @@ static int64_t priority_of(struct cluster *c, const char *pc_name)
         return 2000001000;
     if (!strcmp(pc_name, "system-cluster-critical"))
         return 2000000000;
-    if ((r = find(c, "scheduling.k8s.io", "v1", "priorityclasses")) &&
+    if ((r = cluster__gang_find(c, "scheduling.k8s.io", "v1", "priorityclasses")) &&
         store_get(c->store, r, "", pc_name, &o, &st) == 0) {
         const cJSON *val = kobj_get(o->json, "value");
         v = cJSON_IsNumber(val) ? (int64_t)val->valuedouble : 0;
@@ -183,7 +141,7 @@ static int64_t priority_of(struct cluster *c, const char *pc_name)
     return v;
 }
 
-static void res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
+void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
 {
     a->cpu_m += sign * b->cpu_m;
     a->mem += sign * b->mem;
@@ -240,10 +198,10 @@ static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
     g->name = o->name;
     g->min = cJSON_IsNumber(mm) ? (int64_t)mm->valuedouble : (g->kind == G_WAS ? 1 : 0);
     g->has_minres = cJSON_IsObject(kobj_get(spec, "minResources"));
-    reslist(kobj_get(spec, "minResources"), &g->minres);
+    cluster__gang_reslist(kobj_get(spec, "minResources"), &g->minres);
     snprintf(g->queue, sizeof(g->queue), "%s",
              kobj_str(spec, "queue") && *kobj_str(spec, "queue") ? kobj_str(spec, "queue") : "default");
-    g->prio = priority_of(c, kobj_str(spec, "priorityClassName"));
+    g->prio = cluster__gang_priority(c, kobj_str(spec, "priorityClassName"));
     g->ctime = kobj_meta_str(o->json, "creationTimestamp");
 }
 
@@ -276,9 +234,9 @@ static void yunikorn_groups(struct gang *g)
         }
         g->min += have < want ? have : want;
         if (have < want) {
-            reslist(kobj_get(t, "minResource"), &one);
+            cluster__gang_reslist(kobj_get(t, "minResource"), &one);
             for (int64_t k = have; k < want; k++)
-                res_add(&g->reserve, &one, 1);
+                cluster__gang_res_add(&g->reserve, &one, 1);
         }
     }
     cJSON_Delete(arr);
@@ -292,9 +250,9 @@ static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, co
         return;
     p->sched_waiting = waiting;
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
-    cl_kubelet_set_cond(p, C_SCHED, false);
-    cl_kubelet_write(c, p);
-    cl_event(c, p->obj->json, "Warning", "FailedScheduling", msg, comp, NULL, NULL);
+    cluster__kubelet_set_cond(p, C_SCHED, false);
+    cluster__kubelet_write(c, p);
+    cluster__event(c, p->obj->json, "Warning", "FailedScheduling", msg, comp, NULL, NULL);
 }
 
 /* Sorts the gang's Pods: the head first, then by name (the order Volcano's task
@@ -319,263 +277,6 @@ static int gang_cmp(const void *a, const void *b)
     int t = strcmp(x->ctime ? x->ctime : "", y->ctime ? y->ctime : "");
     return t ? t : strcmp(x->key, y->key);
 }
-
-static void queues_load(struct cluster *c, const struct reg_resource *rq, struct gqueue **qs,
-                        struct store_list *ql)
-{
-    static const char *const dims[] = { "cpu", "memory", "nvidia.com/gpu", "google.com/tpu" };
-    if (list_all(c, rq, ql) < 0)
-        return;
-    for (size_t i = 0; i < ql->n; i++) {
-        struct gqueue *q = calloc(1, sizeof(*q));
-        const cJSON *capj = kobj_get(kobj_get(ql->items[i]->json, "spec"), "capability");
-        const char *state = kobj_str(kobj_get(ql->items[i]->json, "status"), "state");
-        if (!q)
-            continue;
-        snprintf(q->name, sizeof(q->name), "%s", ql->items[i]->name);
-        q->obj = ql->items[i];
-        q->open = !state || !*state || !strcmp(state, "Open");
-        const cJSON *wj = kobj_get(kobj_get(ql->items[i]->json, "spec"), "weight");
-        q->weight = cJSON_IsNumber(wj) && wj->valuedouble >= 1 ? wj->valuedouble : 1;
-        reslist(capj, &q->cap);
-        for (int d = 0; d < 4; d++)
-            q->has_cap[d] = kobj_get(capj, dims[d]) != NULL;
-        HASH_ADD_STR(*qs, name, q);
-    }
-}
-
-/* The default Queue Volcano's controller creates at start; this session already
- * treats it as there (Open, no capability). */
-static void ensure_default_queue(struct cluster *c, const struct reg_resource *rq,
-                                 struct gqueue **qs)
-{
-    struct gqueue *q = NULL;
-    struct store_write_opts w = { .field_manager = "volcano-controllers" };
-    struct store_status st = { 0 };
-    struct store_obj *made = NULL;
-    HASH_FIND_STR(*qs, "default", q);
-    if (q || !rq)
-        return;
-    cJSON *o = cJSON_Parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
-                           "\"metadata\":{\"name\":\"default\"},"
-                           "\"spec\":{\"reclaimable\":true,\"weight\":1}}");
-    /* store_create consumes o */
-    if (o && store_create(c->store, rq, "", o, &w, &made, &st) < 0)
-        log_debug("gang: default queue", "error", st.message, NULL);
-    store_status_clear(&st);
-    if (made && (q = calloc(1, sizeof(*q)))) {
-        snprintf(q->name, sizeof(q->name), "default");
-        q->obj = made;
-        q->owned = true;
-        q->open = true;
-        q->weight = 1;
-        HASH_ADD_STR(*qs, name, q);
-    } else {
-        store_obj_unref(made);
-    }
-}
-
-/* Volcano's proportion plugin: the nodes' resources shared among the queues with work
- * in proportion to their weights, each share capped by the queue's capability; a queue
- * whose request is met keeps just that and the rest goes round again to the others. A
- * gang's task is allocated only while its queue's allocated stays within that share. */
-static void queues_deserved(struct gqueue *qs, const struct cluster_res *total)
-{
-    struct gqueue *q, *qt;
-    double tot[4] = { (double)total->cpu_m, (double)total->mem, (double)total->gpu,
-                      (double)total->tpu };
-    double des[64][4] = { { 0 } };
-    bool met[64] = { false };
-    size_t n = 0, i;
-    HASH_ITER(hh, qs, q, qt) {
-        q->share_used = q->allocated;
-        q->has_deserved = false;
-        if (n < 64 && (q->request.cpu_m > 0 || q->request.mem > 0 || q->request.gpu > 0 ||
-                       q->request.tpu > 0))
-            q->has_deserved = true, n++;
-    }
-    for (int round = 0; round < 16; round++) {
-        double w = 0, rem[4], given = 0;
-        memcpy(rem, tot, sizeof(rem));
-        i = 0;
-        HASH_ITER(hh, qs, q, qt) {
-            if (!q->has_deserved)
-                continue;
-            for (int d = 0; d < 4; d++)
-                rem[d] -= des[i][d];
-            w += met[i] ? 0 : q->weight;
-            i++;
-        }
-        if (w <= 0)
-            break;
-        i = 0;
-        HASH_ITER(hh, qs, q, qt) {
-            if (!q->has_deserved)
-                continue;
-            if (!met[i]) {
-                int64_t req[4] = { q->request.cpu_m, q->request.mem, q->request.gpu, q->request.tpu };
-                int64_t cap[4] = { q->cap.cpu_m, q->cap.mem, q->cap.gpu, q->cap.tpu };
-                bool enough = true;
-                for (int d = 0; d < 4; d++) {
-                    double was = des[i][d];
-                    des[i][d] += (rem[d] > 0 ? rem[d] : 0) * q->weight / w;
-                    if (q->has_cap[d] && des[i][d] > (double)cap[d])
-                        des[i][d] = (double)cap[d];
-                    enough = enough && (double)req[d] <= des[i][d];
-                    given += des[i][d] - was;
-                }
-                if (enough) {   /* the request is met: keep only that */
-                    for (int d = 0; d < 4; d++)
-                        des[i][d] = des[i][d] < (double)req[d] ? des[i][d] : (double)req[d];
-                    met[i] = true;
-                }
-            }
-            i++;
-        }
-        if (given < 1)
-            break;
-    }
-    i = 0;
-    HASH_ITER(hh, qs, q, qt) {
-        if (!q->has_deserved)
-            continue;
-        q->deserved.cpu_m = (int64_t)des[i][0];
-        q->deserved.mem = (int64_t)des[i][1];
-        q->deserved.gpu = (int64_t)des[i][2];
-        q->deserved.tpu = (int64_t)des[i][3];
-        i++;
-    }
-}
-
-/* Would the queue stay within its share with req more allocated (dimensions req asks for)? */
-static bool within_share(const struct gqueue *q, const struct cluster_res *used,
-                         const struct cluster_res *req)
-{
-    if (!q || !q->has_deserved)
-        return true;
-    return (req->cpu_m <= 0 || used->cpu_m + req->cpu_m <= q->deserved.cpu_m) &&
-           (req->mem <= 0 || used->mem + req->mem <= q->deserved.mem) &&
-           (req->gpu <= 0 || used->gpu + req->gpu <= q->deserved.gpu) &&
-           (req->tpu <= 0 || used->tpu + req->tpu <= q->deserved.tpu);
-}
-
-/* ---- KAI ---------------------------------------------------------------------------- */
-
-#define KAI_PG_ANNOTATION "pod-group-name"
-
-/* The number in member k of a worker group (an integer or absent = dflt). */
-static int64_t kai_int(const cJSON *grp, const char *k, int64_t dflt)
-{
-    const cJSON *v = kobj_get(grp, k);
-    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
-}
-
-/* KAI's pod-grouper for a Pod of a RayCluster: one PodGroup per top owner (the
- * RayJob or RayService that controls the RayCluster, else the RayCluster), named
- * pg-NAME-UID, with the queue label and a minMember of the head plus, per worker
- * group not suspended, minReplicas (replicas when minReplicas is 0) times numOfHosts.
- * Its priority class: the Pod's, else the top owner's ray.io/priority-class-name or
- * priorityClassName label, else KAI's "train". A Pod no RayCluster controls is a
- * group of one, under its own name. g->name points into g->key. */
-static void kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
-{
-    const cJSON *ref = cl_controller_ref(pod, "ray.io/", "RayCluster"), *grp, *top = NULL;
-    const struct reg_resource *rrc = ref ? find(c, "ray.io", "v1", "rayclusters") : NULL;
-    struct store_obj *rc = NULL;
-    struct store_status st = { 0 };
-    const char *pc = kobj_str(kobj_get(pod, "spec"), "priorityClassName");
-    int gi = 0;
-
-    g->name = strchr(strchr(g->key, '/') + 1, '/') + 1;
-    g->min = 1;
-    snprintf(g->queue, sizeof(g->queue), "%s", kobj_label(pod, "kai.scheduler/queue"));
-    if (rrc && store_get(c->store, rrc, g->ns, kobj_str(ref, "name"), &rc, &st) == 0) {
-        top = cl_controller_ref(rc->json, "ray.io/", "RayJob");
-        if (!top)
-            top = cl_controller_ref(rc->json, "ray.io/", "RayService");
-        snprintf(g->kai_pg, sizeof(g->kai_pg), "pg-%s-%s",
-                 top ? kobj_str(top, "name") : rc->name, top ? kobj_str(top, "uid") : rc->uid);
-        cJSON_ArrayForEach(grp, kobj_get(kobj_get(rc->json, "spec"), "workerGroupSpecs")) {
-            int64_t want = kai_int(grp, "replicas", 0), min = kai_int(grp, "minReplicas", 0);
-            if (cJSON_IsTrue(kobj_get(grp, "suspended")) || (!want && !min)) {
-                gi++;
-                continue;
-            }
-            if (min > want) {
-                snprintf(g->kai_err, sizeof(g->kai_err), "ray-cluster replicas for a "
-                         "workerGroupsSpec can't be less than minReplicas. Given %lld replicas and "
-                         "%lld minReplicas. Please fix the replicas field for group number %d",
-                         (long long)want, (long long)min, gi);
-                break;
-            }
-            g->min += (min > 0 ? min : want) * kai_int(grp, "numOfHosts", 1);
-            gi++;
-        }
-        if (!pc || !*pc) {
-            /* the top owner's labels: a RayJob's are on the RayCluster it made too */
-            pc = kobj_label(rc->json, "ray.io/priority-class-name");
-            if (!pc)
-                pc = kobj_label(rc->json, "priorityClassName");
-        }
-    } else {
-        snprintf(g->kai_pg, sizeof(g->kai_pg), "pg-%s-%s", kobj_meta_str(pod, "name"),
-                 kobj_meta_str(pod, "uid") ? kobj_meta_str(pod, "uid") : "");
-    }
-    g->prio = priority_of(c, pc && *pc ? pc : "train");
-    store_obj_unref(rc);
-    store_status_clear(&st);
-}
-
-/* KAI's Queue (scheduling.run.ai/v2) when that type is served: the gang's queue must
- * exist and be a leaf. Returns NULL, or why not. Without the type, any name goes. */
-static const char *kai_queue_check(struct cluster *c, const struct gang *g, char *why, size_t cap)
-{
-    const struct reg_resource *rq = find(c, "scheduling.run.ai", "v2", "queues");
-    struct store_list l;
-    const char *res = NULL;
-    bool found = false;
-    if (!rq || list_all(c, rq, &l) < 0)
-        return NULL;
-    for (size_t i = 0; i < l.n; i++) {
-        const char *parent = kobj_str(kobj_get(l.items[i]->json, "spec"), "parentQueue");
-        if (!strcmp(l.items[i]->name, g->queue))
-            found = true;
-        else if (parent && !strcmp(parent, g->queue) && !res)
-            res = (snprintf(why, cap, "queue %.200s is not a leaf queue: Pods go to the queues "
-                            "under it", g->queue), why);
-    }
-    if (!found)
-        res = (snprintf(why, cap, "queue %.200s does not exist", g->queue), why);
-    store_list_free(&l);
-    return res;
-}
-
-/* The pod-group-name annotation KAI's pod-grouper puts on each member. */
-static void kai_annotate(struct cluster *c, const struct gang *g)
-{
-    for (size_t i = 0; i < g->n; i++) {
-        const char *have = kobj_annotation(g->m[i]->obj->json, KAI_PG_ANNOTATION);
-        struct store_write_opts w = { .field_manager = "pod-grouper" };
-        struct store_status st = { 0 };
-        char body[500];
-        if (have && !strcmp(have, g->kai_pg))
-            continue;
-        snprintf(body, sizeof(body), "{\"metadata\":{\"annotations\":{\"" KAI_PG_ANNOTATION
-                 "\":\"%s\"}}}", g->kai_pg);
-        if (store_patch(c->store, c->r_pods, g->m[i]->obj->ns, g->m[i]->obj->name, NULL,
-                        PATCH_MERGE, body, strlen(body), &w, NULL, NULL, &st) < 0)
-            log_debug("gang: pod-group-name", "pod", g->m[i]->key, "error", st.message, NULL);
-        store_status_clear(&st);
-    }
-}
-
-/* ---- one gang ----------------------------------------------------------------- */
-
-struct nodes {
-    struct cl_node **n;
-    struct cluster_res *used;   /* the session's view: bound plus placed so far */
-    size_t count;
-};
 
 /* Best node for p on the session's view; fills fits[] (count entries). */
 static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits)
@@ -620,13 +321,6 @@ static void fit_error(const unsigned *fits, size_t n, char *out, size_t cap)
         snprintf(out + off, cap - off, ".");
 }
 
-struct outcome {
-    int64_t scheduled, running, succeeded, failed, pending, placed;
-    bool ready, bound_now;
-    char fit[400];              /* the first unplaceable task's fit error */
-    char first_unfit[300];
-};
-
 static void fit_message(const struct gang *g, const struct outcome *o, bool origin, char *out,
                         size_t cap);
 
@@ -645,10 +339,10 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
     for (size_t i = 0; i < g->n; i++) {
         struct cl_pod *p = g->m[i];
         where[i] = -1;
-        if (!may_bind || bound(p) || pod_terminal(p->obj->json) ||
+        if (!may_bind || cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json) ||
             kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
             continue;
-        if (!within_share(q, &qused, &p->req)) {
+        if (!cluster__volcano_within_share(q, &qused, &p->req)) {
             /* "Queue <q> is overused when considering task": the task is left out */
             if (!o->fit[0])
                 snprintf(o->fit, sizeof(o->fit), "queue %.200s is overused", q->name);
@@ -657,8 +351,8 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         int best = place(p, ns, fits);
         if (best >= 0) {
             where[i] = best;
-            res_add(&ns->used[best], &p->req, 1);
-            res_add(&qused, &p->req, 1);
+            cluster__gang_res_add(&ns->used[best], &p->req, 1);
+            cluster__gang_res_add(&qused, &p->req, 1);
             o->placed++;
         } else if (!o->fit[0]) {
             fit_error(fits, ns->count, o->fit, sizeof(o->fit));
@@ -669,8 +363,8 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
     if (g->reserve.cpu_m || g->reserve.mem || g->reserve.gpu || g->reserve.tpu) {
         struct cluster_res free_ = { 0 };
         for (size_t i = 0; i < ns->count; i++) {
-            res_add(&free_, &ns->n[i]->alloc, 1);
-            res_add(&free_, &ns->used[i], -1);
+            cluster__gang_res_add(&free_, &ns->n[i]->alloc, 1);
+            cluster__gang_res_add(&free_, &ns->used[i], -1);
         }
         reserve_fits = free_.cpu_m >= g->reserve.cpu_m && free_.mem >= g->reserve.mem &&
                        free_.gpu >= g->reserve.gpu && free_.tpu >= g->reserve.tpu;
@@ -683,11 +377,11 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         for (size_t i = 0; i < g->n; i++) {
             if (where[i] < 0)
                 continue;
-            if (cl_bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
+            if (cluster__bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
                 o->scheduled++;
                 o->bound_now = true;
                 if (q)
-                    res_add(&q->share_used, &g->m[i]->req, 1);
+                    cluster__gang_res_add(&q->share_used, &g->m[i]->req, 1);
             }
         }
         o->ready = o->scheduled >= g->min;
@@ -704,11 +398,11 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         char msg[sizeof(((struct cl_pod *)0)->unsched_msg)], gang_msg[sizeof(msg)];
         o->placed = 0;   /* now "schedulable", in Volcano's words */
         for (size_t i = 0; i < g->n; i++)
-            o->placed += where[i] <= -2 && !bound(g->m[i]) && !pod_terminal(g->m[i]->obj->json);
+            o->placed += where[i] <= -2 && !cluster__gang_bound(g->m[i]) && !cluster__gang_pod_terminal(g->m[i]->obj->json);
         fit_message(g, o, false, gang_msg, sizeof(gang_msg));
         for (size_t i = 0; may_bind && g->kind == G_VOLCANO && i < g->n; i++) {
             struct cl_pod *p = g->m[i];
-            if (bound(p) || pod_terminal(p->obj->json))
+            if (cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json))
                 continue;
             if (where[i] <= -2)
                 snprintf(msg, sizeof(msg), "Pod %s/%s can possibly be assigned to %s, once "
@@ -769,7 +463,7 @@ static void count(const struct gang *g, struct outcome *o)
     for (size_t i = 0; i < g->n; i++) {
         const struct cl_pod *p = g->m[i];
         const char *ph = pod_phase(p->obj->json);
-        if (bound(p)) {
+        if (cluster__gang_bound(p)) {
             o->scheduled++;
             if (!strcmp(ph, "Running"))
                 o->running++;
@@ -777,190 +471,11 @@ static void count(const struct gang *g, struct outcome *o)
                 o->succeeded++;
             else if (!strcmp(ph, "Failed"))
                 o->failed++;
-        } else if (!pod_terminal(p->obj->json) &&
+        } else if (!cluster__gang_pod_terminal(p->obj->json) &&
                    !kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp")) {
             o->pending++;
         }
     }
-}
-
-/* Replaces (or appends) the condition of type in conds. */
-static void set_condition(cJSON *conds, const char *type, const char *reason, const char *msg,
-                          const char *tid, const char *now)
-{
-    cJSON *c = cJSON_CreateObject(), *e;
-    int i = 0;
-    cJSON_AddStringToObject(c, "type", type);
-    cJSON_AddStringToObject(c, "status", "True");
-    cJSON_AddStringToObject(c, "transitionID", tid);
-    cJSON_AddStringToObject(c, "lastTransitionTime", now);
-    cJSON_AddStringToObject(c, "reason", reason);
-    if (msg && *msg)
-        cJSON_AddStringToObject(c, "message", msg);
-    cJSON_ArrayForEach(e, conds) {
-        if (kobj_str(e, "type") && !strcmp(kobj_str(e, "type"), type)) {
-            cJSON_ReplaceItemInArray(conds, i, c);
-            return;
-        }
-        i++;
-    }
-    cJSON_AddItemToArray(conds, c);
-}
-
-static const char *cond_message(const cJSON *status, const char *type)
-{
-    const cJSON *e;
-    cJSON_ArrayForEach(e, kobj_get(status, "conditions"))
-        if (kobj_str(e, "type") && !strcmp(kobj_str(e, "type"), type))
-            return kobj_str(e, "message") ? kobj_str(e, "message") : "";
-    return NULL;
-}
-
-/* Writes the Volcano PodGroup's status (merge patch; the CRD has no /status)
- * when it changed, with the Events Volcano records. */
-static void volcano_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
-                           const char *phase, const struct outcome *o, const char *unsched_msg,
-                           const char *enq_reason)
-{
-    const cJSON *old = kobj_get(g->pg->json, "status");
-    const char *old_phase = kobj_str(old, "phase") ? kobj_str(old, "phase") : "";
-    cJSON *body = cJSON_CreateObject(), *st, *conds;
-    char tid[64], now[40];
-    bool changed;
-    struct store_write_opts w = { .field_manager = "volcano" };
-    struct store_status sst = { 0 };
-    time_t t = time(NULL);
-    struct tm tm;
-    if (!body)
-        return;
-    gmtime_r(&t, &tm);
-    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(tid, sizeof(tid), "kubesim-session-%lu", c->gang_session);
-    st = cJSON_AddObjectToObject(body, "status");
-    cJSON_AddStringToObject(st, "phase", phase);
-    conds = cJSON_Duplicate(kobj_get(old, "conditions"), 1);
-    if (!cJSON_IsArray(conds)) {
-        cJSON_Delete(conds);
-        conds = cJSON_CreateArray();
-    }
-    /* the condition counts the tasks short of minAvailable after the schedulable ones,
-     * the Event those not bound (as Volcano v1.14 writes them: "2/3" and "3/3") */
-    char cond_text[700];
-    int64_t short_ = g->min - o->scheduled - o->placed;
-    if (unsched_msg)
-        snprintf(cond_text, sizeof(cond_text), "%lld/%zu tasks in gang unschedulable: %s",
-                 (long long)(short_ > 0 ? short_ : 0), g->n, unsched_msg);
-    const char *old_un = cond_message(old, "Unschedulable");
-    bool new_unsched = unsched_msg && (!old_un || strcmp(old_un, cond_text));
-    bool new_sched = o->ready && !cond_message(old, "Scheduled");
-    if (new_unsched)
-        set_condition(conds, "Unschedulable", "NotEnoughResources", cond_text, tid, now);
-    if (new_sched)
-        set_condition(conds, "Scheduled", "tasks in gang are ready to be scheduled", "", tid, now);
-    if (cJSON_GetArraySize(conds))
-        cJSON_AddItemToObject(st, "conditions", conds);
-    else
-        cJSON_Delete(conds);
-    /* omitempty counts */
-    if (o->running) cJSON_AddNumberToObject(st, "running", (double)o->running);
-    if (o->succeeded) cJSON_AddNumberToObject(st, "succeeded", (double)o->succeeded);
-    if (o->failed) cJSON_AddNumberToObject(st, "failed", (double)o->failed);
-    {
-        const cJSON *r = kobj_get(old, "running"), *s = kobj_get(old, "succeeded"),
-                    *f = kobj_get(old, "failed");
-        changed = strcmp(old_phase, phase) || new_unsched || new_sched ||
-                  (cJSON_IsNumber(r) ? (int64_t)r->valuedouble : 0) != o->running ||
-                  (cJSON_IsNumber(s) ? (int64_t)s->valuedouble : 0) != o->succeeded ||
-                  (cJSON_IsNumber(f) ? (int64_t)f->valuedouble : 0) != o->failed;
-    }
-    if (changed) {
-        /* the counts a merge patch cannot drop by omission go as null */
-        if (!o->running && kobj_get(old, "running")) cJSON_AddNullToObject(st, "running");
-        if (!o->succeeded && kobj_get(old, "succeeded")) cJSON_AddNullToObject(st, "succeeded");
-        if (!o->failed && kobj_get(old, "failed")) cJSON_AddNullToObject(st, "failed");
-        char *text = cJSON_PrintUnformatted(body);
-        if (text && store_patch(c->store, rpg, g->ns, g->name, NULL, PATCH_MERGE, text,
-                                strlen(text), &w, NULL, NULL, &sst) < 0)
-            log_debug("gang: PodGroup status", "podgroup", g->name, "error", sst.message, NULL);
-        free(text);
-        store_status_clear(&sst);
-    }
-    cJSON_Delete(body);
-    if (new_unsched && enq_reason)
-        cl_event(c, g->pg->json, "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
-    if (new_unsched) {
-        char ev[700];
-        snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
-                 (long long)(g->min - o->scheduled > 0 ? g->min - o->scheduled : 0), g->n, unsched_msg);
-        cl_event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
-    }
-    if (strcmp(old_phase, phase) && (!strcmp(phase, "Running")) && o->bound_now)
-        cl_event(c, g->pg->json, "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
-}
-
-/* Volcano's enqueue (v1.14 checks no queue state here: a gang in a Closed queue is
- * Inqueue, and allocate gives it nothing): the queue must have room under its capability for
- * the gang's minResources, and the cluster's idle resources (times the overcommit
- * factor) must cover every Inqueue gang's. Returns NULL to enqueue, or the reason. */
-static const char *enqueue_check(const struct gang *g, struct gqueue *q, bool have_queues,
-                                 const struct cluster_res *idle, const struct cluster_res *inqueue,
-                                 char *why, size_t cap)
-{
-    static const char *const names[] = { "cpu", "memory", "nvidia.com/gpu", "google.com/tpu" };
-    if (!q && have_queues)
-        return snprintf(why, cap, "queue %s is not found", g->queue), why;
-    if (!g->has_minres)
-        return NULL;
-    /* what the gang still needs: its Pods already bound (a running gang whose
-     * minMember grew) count in the queue's allocated and the nodes' usage */
-    struct cluster_res rest = g->minres;
-    for (size_t k = 0; k < g->n; k++)
-        if (bound(g->m[k]) && !pod_terminal(g->m[k]->obj->json))
-            res_add(&rest, &g->m[k]->req, -1);
-    int64_t need[4] = { rest.cpu_m > 0 ? rest.cpu_m : 0, rest.mem > 0 ? rest.mem : 0,
-                        rest.gpu > 0 ? rest.gpu : 0, rest.tpu > 0 ? rest.tpu : 0 };
-    size_t off = 0;
-    why[0] = '\0';
-    for (int d = 0; q && d < 4; d++) {
-        int64_t used[4] = { q->allocated.cpu_m + q->inqueue.cpu_m, q->allocated.mem + q->inqueue.mem,
-                            q->allocated.gpu + q->inqueue.gpu, q->allocated.tpu + q->inqueue.tpu };
-        int64_t capv[4] = { q->cap.cpu_m, q->cap.mem, q->cap.gpu, q->cap.tpu };
-        if (q->has_cap[d] && need[d] > 0 && used[d] + need[d] > capv[d])
-            off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%sinsufficient %s",
-                                    off ? ", " : "queue resource quota insufficient: ", names[d]);
-    }
-    if (why[0])
-        return why;
-    int64_t idlev[4] = { idle->cpu_m, idle->mem, idle->gpu, idle->tpu };
-    int64_t inq[4] = { inqueue->cpu_m, inqueue->mem, inqueue->gpu, inqueue->tpu };
-    for (int d = 0; d < 4; d++)
-        if (need[d] > 0 && (double)(inq[d] + need[d]) > (double)idlev[d] * OVERCOMMIT)
-            off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%soverused %s",
-                                    off ? ", " : "resource in cluster is overused: ", names[d]);
-    return why[0] ? why : NULL;
-}
-
-static void queue_status(struct cluster *c, const struct reg_resource *rq, struct gqueue *q)
-{
-    const cJSON *old = kobj_get(q->obj->json, "status");
-    const char *state = kobj_str(old, "state");
-    struct store_write_opts w = { .field_manager = "volcano-controllers" };
-    struct store_status st = { 0 };
-    char body[300];
-    const cJSON *p = kobj_get(old, "pending"), *i = kobj_get(old, "inqueue"),
-                *r = kobj_get(old, "running"), *cm = kobj_get(old, "completed");
-    if (state && *state && (cJSON_IsNumber(p) ? p->valueint : 0) == q->pending &&
-        (cJSON_IsNumber(i) ? i->valueint : 0) == q->inqueue_n &&
-        (cJSON_IsNumber(r) ? r->valueint : 0) == q->running &&
-        (cJSON_IsNumber(cm) ? cm->valueint : 0) == q->completed)
-        return;
-    snprintf(body, sizeof(body), "{\"status\":{\"state\":\"%s\",\"pending\":%d,\"inqueue\":%d,"
-             "\"running\":%d,\"completed\":%d}}", state && *state ? state : "Open", q->pending,
-             q->inqueue_n, q->running, q->completed);
-    if (store_patch(c->store, rq, "", q->name, "status", PATCH_MERGE, body, strlen(body), &w,
-                    NULL, NULL, &st) < 0)
-        log_debug("gang: queue status", "queue", q->name, "error", st.message, NULL);
-    store_status_clear(&st);
 }
 
 /* ---- the session ------------------------------------------------------------------ */
@@ -976,7 +491,7 @@ static void collect_members(struct cluster *c, struct gang **all)
         if (wg) {
             /* a Pod naming a PodGroup that does not exist yet waits for it */
             g = gang_get(all, G_WAS, p->obj->ns, wg, false);
-        } else if (!cl_gang_scheduler(sched)) {
+        } else if (!cluster__gang_scheduler(sched)) {
             continue;
         } else if (!strcmp(sched, "volcano")) {
             const char *grp = kobj_annotation(pod, "scheduling.k8s.io/group-name");
@@ -1007,17 +522,17 @@ static void collect_members(struct cluster *c, struct gang **all)
         } else {
             const char *q = kobj_label(pod, "kai.scheduler/queue");
             if (!q || !*q) {
-                if (!bound(p) && !pod_terminal(pod))
+                if (!cluster__gang_bound(p) && !cluster__gang_pod_terminal(pod))
                     set_unsched(c, p, "the Pod has no kai.scheduler/queue label: KAI leaves it "
                                 "Pending", "kai-scheduler");
                 continue;
             }
-            const cJSON *rc = cl_controller_ref(pod, "ray.io/", "RayCluster");
+            const cJSON *rc = cluster__controller_ref(pod, "ray.io/", "RayCluster");
             const char *rcname = kobj_str(rc, "name");
             g = gang_get(all, G_KAI, p->obj->ns, rcname && *rcname ? rcname : p->obj->name, true);
             if (g && !g->ns) {
                 g->ns = p->obj->ns;
-                kai_gang_init(c, g, pod);
+                cluster__kai_gang_init(c, g, pod);
             }
         }
         if (g) {
@@ -1028,7 +543,7 @@ static void collect_members(struct cluster *c, struct gang **all)
     }
 }
 
-void cl_gang_pass(struct cluster *c)
+void cluster__gang_pass(struct cluster *c)
 {
     struct gang *all = NULL, *g, *tmp, **order = NULL;
     struct gqueue *qs = NULL, *q, *qt;
@@ -1039,29 +554,29 @@ void cl_gang_pass(struct cluster *c)
     size_t ng = 0, i = 0;
     if (!c->gang_dirty) {
         /* Volcano's controller makes the default Queue once its CRD is served */
-        if (c->gang_queue_crd || !find(c, VOLCANO_GROUP, "v1beta1", "queues"))
+        if (c->gang_queue_crd || !cluster__gang_find(c, VOLCANO_GROUP, "v1beta1", "queues"))
             return;
         c->gang_queue_crd = true;
     }
     c->gang_dirty = false;
     c->gang_session++;
-    const struct reg_resource *rpg = find(c, VOLCANO_GROUP, "v1beta1", "podgroups");
-    const struct reg_resource *rq = find(c, VOLCANO_GROUP, "v1beta1", "queues");
-    const struct reg_resource *rsp = find(c, SP_GROUP, "v1alpha1", "podgroups");
-    const struct reg_resource *rwas = find(c, "scheduling.k8s.io", "v1alpha2", "podgroups");
+    const struct reg_resource *rpg = cluster__gang_find(c, VOLCANO_GROUP, "v1beta1", "podgroups");
+    const struct reg_resource *rq = cluster__gang_find(c, VOLCANO_GROUP, "v1beta1", "queues");
+    const struct reg_resource *rsp = cluster__gang_find(c, SP_GROUP, "v1alpha1", "podgroups");
+    const struct reg_resource *rwas = cluster__gang_find(c, "scheduling.k8s.io", "v1alpha2", "podgroups");
     struct store_list wpg = { 0 };
 
-    queues_load(c, rq, &qs, &ql);
-    ensure_default_queue(c, rq, &qs);
-    if (list_all(c, rpg, &vpg) == 0)
+    cluster__volcano_queues_load(c, rq, &qs, &ql);
+    cluster__volcano_default_queue(c, rq, &qs);
+    if (cluster__gang_list(c, rpg, &vpg) == 0)
         for (i = 0; i < vpg.n; i++)
             if ((g = gang_get(&all, G_VOLCANO, vpg.items[i]->ns, vpg.items[i]->name, true)))
                 gang_from_pg(c, g, vpg.items[i]);
-    if (list_all(c, rsp, &spg) == 0)
+    if (cluster__gang_list(c, rsp, &spg) == 0)
         for (i = 0; i < spg.n; i++)
             if ((g = gang_get(&all, G_SP, spg.items[i]->ns, spg.items[i]->name, true)))
                 gang_from_pg(c, g, spg.items[i]);
-    if (list_all(c, rwas, &wpg) == 0)
+    if (cluster__gang_list(c, rwas, &wpg) == 0)
         for (i = 0; i < wpg.n; i++)
             if ((g = gang_get(&all, G_WAS, wpg.items[i]->ns, wpg.items[i]->name, true)))
                 gang_from_pg(c, g, wpg.items[i]);
@@ -1080,9 +595,9 @@ void cl_gang_pass(struct cluster *c)
         ns.used[i] = n->used;
         if (!cJSON_IsTrue(kobj_get(kobj_get(n->obj->json, "spec"), "unschedulable"))) {
             struct cluster_res free_ = n->alloc;
-            res_add(&free_, &n->used, -1);
-            res_add(&idle, &free_, 1);
-            res_add(&total, &n->alloc, 1);
+            cluster__gang_res_add(&free_, &n->used, -1);
+            cluster__gang_res_add(&idle, &free_, 1);
+            cluster__gang_res_add(&total, &n->alloc, 1);
         }
         i++;
     }
@@ -1096,21 +611,21 @@ void cl_gang_pass(struct cluster *c)
             HASH_FIND_STR(qs, g->queue, q);
             const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");
             for (size_t k = 0; q && k < g->n; k++) {
-                if (pod_terminal(g->m[k]->obj->json))
+                if (cluster__gang_pod_terminal(g->m[k]->obj->json))
                     continue;
-                if (bound(g->m[k]))
-                    res_add(&q->allocated, &g->m[k]->req, 1);
-                res_add(&q->request, &g->m[k]->req, 1);
+                if (cluster__gang_bound(g->m[k]))
+                    cluster__gang_res_add(&q->allocated, &g->m[k]->req, 1);
+                cluster__gang_res_add(&q->request, &g->m[k]->req, 1);
             }
             /* an Inqueue gang not yet running holds its minResources */
             if (q && ph && !strcmp(ph, "Inqueue")) {
-                res_add(&q->inqueue, &g->minres, 1);
-                res_add(&inqueue, &g->minres, 1);
+                cluster__gang_res_add(&q->inqueue, &g->minres, 1);
+                cluster__gang_res_add(&inqueue, &g->minres, 1);
             }
         }
     }
     qsort(order, ng, sizeof(*order), gang_cmp);
-    queues_deserved(qs, &total);
+    cluster__volcano_deserved(qs, &total);
 
     for (size_t k = 0; k < ng; k++) {
         struct outcome o;
@@ -1120,32 +635,36 @@ void cl_gang_pass(struct cluster *c)
         count(g, &o);
         o.ready = o.scheduled >= g->min;
         if (g->kind != G_VOLCANO || !g->pg) {
-            if (g->n == 0)
+            if (g->n == 0) {
+                cluster__gang_pg_status(c, g, &o, NULL);
                 continue;
+            }
             if (g->kind == G_KAI) {
-                const char *no = g->kai_err[0] ? g->kai_err : kai_queue_check(c, g, why, sizeof(why));
+                const char *no = g->kai_err[0] ? g->kai_err : cluster__kai_queue_check(c, g, why, sizeof(why));
                 if (no) {
                     for (size_t m = 0; m < g->n; m++)
-                        if (!bound(g->m[m]) && !pod_terminal(g->m[m]->obj->json))
+                        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
                             set_unsched(c, g->m[m], no, "kai-scheduler");
                     continue;
                 }
-                kai_annotate(c, g);
+                cluster__kai_annotate(c, g);
             }
             if (o.pending)
                 allocate(c, g, &ns, &o, true, NULL);
+            char ev[700];
+            ev[0] = '\0';
             if (o.pending && !o.bound_now) {
                 /* the gang's own FailedScheduling text, on each Pending Pod (all of
                  * them placeable counts as one short: the placeholders did not fit) */
                 int64_t short_ = g->min - o.scheduled - o.placed;
                 fit_message(g, &o, true, msg, sizeof(msg));
-                char ev[700];
                 snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
                          (long long)(short_ > 0 ? short_ : 1), g->n, msg);
                 for (size_t m = 0; m < g->n; m++)
-                    if (!bound(g->m[m]) && !pod_terminal(g->m[m]->obj->json))
+                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
                         set_unsched(c, g->m[m], ev, component[g->kind]);
             }
+            cluster__gang_pg_status(c, g, &o, ev[0] ? ev : NULL);
             continue;
         }
         /* a Volcano PodGroup */
@@ -1157,13 +676,13 @@ void cl_gang_pass(struct cluster *c)
                    !strcmp(phase, "Unknown") || !strcmp(phase, "Completed");
         const char *unsched_msg = NULL, *enq_reason = NULL;
         if (!o.ready && !inq) {
-            const char *reason = enqueue_check(g, q, rq != NULL, &idle, &inqueue, why, sizeof(why));
+            const char *reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &idle, &inqueue, why, sizeof(why));
             if (!reason) {
                 inq = true;
                 phase = "Inqueue";
                 if (q)
-                    res_add(&q->inqueue, &g->minres, 1);
-                res_add(&inqueue, &g->minres, 1);
+                    cluster__gang_res_add(&q->inqueue, &g->minres, 1);
+                cluster__gang_res_add(&inqueue, &g->minres, 1);
             } else if (g->n) {
                 enq_reason = reason;   /* the proportion / overcommit plugins' Normal Event */
             }
@@ -1177,7 +696,7 @@ void cl_gang_pass(struct cluster *c)
             unsched_msg = msg;
             if (!inq || !open)   /* no allocation tried: each waiting task gets the gang's text */
                 for (size_t m = 0; m < g->n; m++)
-                    if (!bound(g->m[m]) && !pod_terminal(g->m[m]->obj->json))
+                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
                         set_unsched(c, g->m[m], msg, "volcano");
         }
         /* getPodGroupPhase */
@@ -1186,7 +705,7 @@ void cl_gang_pass(struct cluster *c)
             phase = o.scheduled == completed ? "Completed" : "Running";
         else if (strcmp(phase, "Inqueue") != 0)
             phase = "Pending";
-        volcano_status(c, g, rpg, phase, &o, unsched_msg, enq_reason);
+        cluster__volcano_pg_status(c, g, rpg, phase, &o, unsched_msg, enq_reason);
         if (q) {
             if (!strcmp(phase, "Pending")) q->pending++;
             else if (!strcmp(phase, "Inqueue")) q->inqueue_n++;
@@ -1195,7 +714,7 @@ void cl_gang_pass(struct cluster *c)
         }
     }
     HASH_ITER(hh, qs, q, qt)
-        queue_status(c, rq, q);
+        cluster__volcano_queue_status(c, rq, q);
 out:
     HASH_ITER(hh, all, g, tmp) {
         HASH_DEL(all, g);

@@ -1,11 +1,11 @@
 /*
- * cluster_int.h - state shared by the cluster thread's parts (cluster_run.c: the
- * thread, queue, timers, nodes, scheduler loop and Events; cluster_kubelet.c: the
- * Pod lifecycle; cluster_endpoints.c: Endpoints/EndpointSlices). Everything here
+ * internal.h - state shared by the cluster thread's parts (run.c: the
+ * thread, queue, timers, nodes, scheduler loop and Events; kubelet.c: the
+ * Pod lifecycle; endpoints.c: Endpoints/EndpointSlices). Everything here
  * is touched by the cluster thread only, except the queue (under qlock).
  */
-#ifndef RAYOP_SIM_CLUSTER_INT_H
-#define RAYOP_SIM_CLUSTER_INT_H
+#ifndef RAYOP_KUBESIM_CLUSTER_INTERNAL_H
+#define RAYOP_KUBESIM_CLUSTER_INTERNAL_H
 
 #include <pthread.h>
 #include <time.h>
@@ -87,7 +87,7 @@ struct cl_svc {
 enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB,
        T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */ };
 
-/* cluster_jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
+/* jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
 struct cl_jpod {
     char *key;                   /* "ns/name" */
     struct store_obj *obj;       /* latest seen (an event or the controller's own write) */
@@ -166,97 +166,203 @@ struct cluster {
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
 };
 
-/* cluster_run.c */
-void cl_timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p);
+/* run.c */
+void cluster__timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p);
 /* The same for a timer not bound to a Pod (key may be NULL). */
-void cl_timer_add_key(struct cluster *c, uint64_t delay_ms, int kind, const char *key,
-                      unsigned long epoch);
-uint64_t cl_jitter(struct cluster *c, long base_ms);
-void cl_event(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
-              const char *message, const char *component, const char *host,
-              const char *field_path);
-/* The same, handing back the Event's name (for later count bumps). */
-void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
+void cluster__timer_add_key(struct cluster *c, uint64_t delay_ms, int kind, const char *key,
+                            unsigned long epoch);
+uint64_t cluster__jitter(struct cluster *c, long base_ms);
+void cluster__event(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
                     const char *message, const char *component, const char *host,
-                    const char *field_path, char *name_out, size_t name_len);
+                    const char *field_path);
+/* The same, handing back the Event's name (for later count bumps). */
+void cluster__event_named(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
+                          const char *message, const char *component, const char *host,
+                          const char *field_path, char *name_out, size_t name_len);
 /* Raises count and lastTimestamp of an Event, as the recorder aggregates repeats. */
-int cl_event_bump(struct cluster *c, const char *ns, const char *name, int count);
-struct cl_node *cl_node_find(struct cluster *c, const char *name);
+int cluster__event_bump(struct cluster *c, const char *ns, const char *name, int count);
+struct cl_node *cluster__node_find(struct cluster *c, const char *name);
 /* A Node committed or deleted: the node table and the scheduler's index follow. */
-void cl_node_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
-int cl_patch_status(struct cluster *c, const struct cl_pod *p, cJSON *status);
+void cluster__node_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 
 /* node_index.c: the nodes by free capacity, for the scheduler */
 /* (Re)places n after its alloc or used changed (and when it is new). */
-void cl_node_index_update(struct cluster *c, struct cl_node *n);
+void cluster__node_index_update(struct cluster *c, struct cl_node *n);
 /* Takes n out (before it is freed). */
-void cl_node_index_remove(struct cluster *c, struct cl_node *n);
+void cluster__node_index_remove(struct cluster *c, struct cl_node *n);
 /* The i-th emptiest node, NULL past the end. */
-struct cl_node *cl_node_index_at(const struct cluster *c, size_t i);
-void cl_node_index_free(struct cluster *c);
+struct cl_node *cluster__node_index_at(const struct cluster *c, size_t i);
+void cluster__node_index_free(struct cluster *c);
 
-/* cluster_pods.c */
+/* pods.c */
 /* Binds p to n (spec.nodeName), with the Scheduled Event of component. */
-int cl_bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component);
-void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
-void cl_schedule_pass(struct cluster *c);
-void cl_pods_free(struct cluster *c);
-void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component);
+void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+void cluster__schedule_pass(struct cluster *c);
+void cluster__pods_free(struct cluster *c);
+void cluster__svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 
 /* gang.c: the gang schedulers (Volcano, scheduler-plugins, YuniKorn, KAI). */
 /* True for a schedulerName the gang step owns (the default scheduler leaves it). */
-bool cl_gang_scheduler(const char *scheduler_name);
+bool cluster__gang_scheduler(const char *scheduler_name);
 /* True for a Pod the gang step places: a gang scheduler's, or a default-scheduler Pod
  * in a workload-aware PodGroup (spec.schedulingGroup, KubernetesWAS). */
-bool cl_gang_pod(const cJSON *pod);
+bool cluster__gang_pod(const cJSON *pod);
 /* True for a resource whose changes the gang step watches (PodGroups, Queues). */
-bool cl_gang_resource(const struct reg_resource *r);
+bool cluster__gang_resource(const struct reg_resource *r);
 /* One scheduling session over every gang, when anything it reads changed. */
-void cl_gang_pass(struct cluster *c);
-
-/* cluster_kubelet.c */
-void cl_kubelet_pod(struct cluster *c, struct cl_pod *p);
-void cl_kubelet_timer(struct cluster *c, struct cl_pod *p, int kind);
-void cl_kubelet_set_cond(struct cl_pod *p, int cond, bool v);
-/* Writes the status the kubelet derives from p's state (merge patch of /status). */
-int cl_kubelet_write(struct cluster *c, struct cl_pod *p);
-
-/* cluster_endpoints.c */
-void cl_endpoints_sync(struct cluster *c);
-void cl_endpoints_drop(struct cluster *c, const char *ns, const char *name);
-/* A Pod changed (o) or went (o NULL): update the memberships of the Services of ns. */
-void cl_endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o);
-/* A Service was added or changed: recompute its members from the Pod table. */
-void cl_endpoints_svc(struct cluster *c, struct cl_svc *s);
-void cl_endpoints_svc_free(struct cl_svc *s);
-/* Drops a deleted Service from the label index (before its cl_svc is freed). */
-void cl_endpoints_svc_forget(struct cluster *c, const char *key);
-/* Frees the label index (at cluster stop). */
-void cl_endpoints_index_free(struct cluster *c);
-
-/* deploy.c: the Deployment and ReplicaSet controllers */
-void cl_deploy_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
-void cl_deploy_sync(struct cluster *c);
-void cl_deploy_free(struct cluster *c);
-
-/* cluster_jobs.c: the Job and TTL-after-finished controllers */
-void cl_job_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
-/* Every Pod event, after cl_pod_event: O(1) for Pods no Job controls. */
-void cl_jobs_pod(struct cluster *c, enum store_event_type type, struct store_obj *o);
-void cl_jobs_timer(struct cluster *c, const char *key, unsigned long epoch);
-/* Syncs the Jobs that events or timers marked since the last call. */
-void cl_jobs_sync(struct cluster *c);
-void cl_jobs_free(struct cluster *c);
-/* The ownerReference with controller: true when it is of this kind (apiVersion
- * group api_group, e.g. "batch/"), else NULL. */
-const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const char *kind);
-
-/* The Pod's Ready condition is True. */
-bool cl_pod_ready(const cJSON *pod);
+void cluster__gang_pass(struct cluster *c);
 
 /*
- * ---- what the Job controller's two files share: the tables and writes of cluster_jobs.c that
- * the sync in cluster_jobs_sync.c uses, and a few JSON helpers. Cluster thread only; not for
+ * ---- what the gang step's files share (gang.c: the session and the placement;
+ * gang_volcano.c: Volcano's queues, enqueue and PodGroup status; gang_kai.c: KAI's
+ * pod-grouper and queues; gang_status.c: the other PodGroups' status). Cluster
+ * thread only; one session's data.
+ */
+
+#define VOLCANO_GROUP "scheduling.volcano.sh"
+#define SP_GROUP "scheduling.x-k8s.io"
+
+enum gkind { G_VOLCANO, G_SP, G_YUNIKORN, G_KAI, G_WAS };
+
+/* One gang of a session: a PodGroup's (or an application's, or a lone Pod's) members. */
+struct gang {
+    char key[700];
+    enum gkind kind;
+    struct store_obj *pg;        /* the PodGroup (Volcano, scheduler-plugins, WAS), else NULL */
+    const char *ns, *name;
+    int64_t min;
+    struct cluster_res minres;
+    bool has_minres;
+    struct cluster_res reserve;  /* YuniKorn: the placeholders of members not created yet */
+    char queue[256];
+    char kai_pg[400];            /* KAI: the PodGroup's name (pg-TOPOWNER-UID) */
+    char kai_err[300];           /* KAI: why its pod-grouper made no PodGroup, else "" */
+    int64_t prio;
+    const char *ctime;
+    struct cl_pod **m;
+    size_t n, cap;
+    UT_hash_handle hh;
+};
+
+/* A Volcano Queue as one session sees it. */
+struct gqueue {
+    char name[256];
+    struct store_obj *obj;
+    bool owned;                  /* obj is a reference of ours (the default Queue just made) */
+    bool open;
+    bool has_cap[5];
+    struct cluster_res cap, allocated, inqueue;
+    struct cluster_res request;  /* its gangs' Pods, bound or waiting */
+    struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
+    struct cluster_res share_used; /* allocated, plus what this session bound */
+    bool has_deserved;
+    double weight;
+    int pending, inqueue_n, running, completed;
+    UT_hash_handle hh;
+};
+
+/* The session's view of the nodes: what is bound plus what this session placed. */
+struct nodes {
+    struct cl_node **n;
+    struct cluster_res *used;
+    size_t count;
+};
+
+/* What one gang's Pods are at, and what placing them found. */
+struct outcome {
+    int64_t scheduled, running, succeeded, failed, pending, placed;
+    bool ready, bound_now;
+    char fit[400];              /* the first unplaceable task's fit error */
+    char first_unfit[300];
+};
+
+/* gang.c: reading helpers */
+const struct reg_resource *cluster__gang_find(struct cluster *c, const char *g, const char *v,
+                                              const char *plural);
+/* Every object of r (an empty list when r is NULL); 0 or a negative errno. */
+int cluster__gang_list(struct cluster *c, const struct reg_resource *r, struct store_list *l);
+/* A ResourceList ({"cpu":"2",...}) as requests. */
+void cluster__gang_reslist(const cJSON *list, struct cluster_res *out);
+void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign);
+bool cluster__gang_pod_terminal(const cJSON *pod);
+bool cluster__gang_bound(const struct cl_pod *p);
+/* The value of PriorityClass pc_name, 0 when there is none. */
+int64_t cluster__gang_priority(struct cluster *c, const char *pc_name);
+
+/* gang_volcano.c */
+void cluster__volcano_queues_load(struct cluster *c, const struct reg_resource *rq,
+                                  struct gqueue **qs, struct store_list *ql);
+void cluster__volcano_default_queue(struct cluster *c, const struct reg_resource *rq,
+                                    struct gqueue **qs);
+void cluster__volcano_deserved(struct gqueue *qs, const struct cluster_res *total);
+bool cluster__volcano_within_share(const struct gqueue *q, const struct cluster_res *used,
+                                   const struct cluster_res *req);
+const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *q,
+                                           bool have_queues, const struct cluster_res *idle,
+                                           const struct cluster_res *inqueue, char *why,
+                                           size_t cap);
+void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource *rq,
+                                   struct gqueue *q);
+void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
+                                const char *phase, const struct outcome *o,
+                                const char *unsched_msg, const char *enq_reason);
+
+/* gang_status.c: the scheduler-plugins and WAS PodGroup status (nothing for others) */
+void cluster__gang_pg_status(struct cluster *c, const struct gang *g, const struct outcome *o,
+                             const char *unsched_msg);
+
+/* gang_kai.c */
+void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod);
+/* NULL when the gang's KAI queue takes Pods, else why not (in why). */
+const char *cluster__kai_queue_check(struct cluster *c, const struct gang *g, char *why,
+                                     size_t cap);
+void cluster__kai_annotate(struct cluster *c, const struct gang *g);
+
+
+/* kubelet.c */
+void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p);
+void cluster__kubelet_timer(struct cluster *c, struct cl_pod *p, int kind);
+void cluster__kubelet_set_cond(struct cl_pod *p, int cond, bool v);
+/* Writes the status the kubelet derives from p's state (merge patch of /status). */
+int cluster__kubelet_write(struct cluster *c, struct cl_pod *p);
+
+/* endpoints.c */
+void cluster__endpoints_sync(struct cluster *c);
+void cluster__endpoints_drop(struct cluster *c, const char *ns, const char *name);
+/* A Pod changed (o) or went (o NULL): update the memberships of the Services of ns. */
+void cluster__endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o);
+/* A Service was added or changed: recompute its members from the Pod table. */
+void cluster__endpoints_svc(struct cluster *c, struct cl_svc *s);
+void cluster__endpoints_svc_free(struct cl_svc *s);
+/* Drops a deleted Service from the label index (before its cl_svc is freed). */
+void cluster__endpoints_svc_forget(struct cluster *c, const char *key);
+/* Frees the label index (at cluster stop). */
+void cluster__endpoints_index_free(struct cluster *c);
+
+/* deploy.c: the Deployment and ReplicaSet controllers */
+void cluster__deploy_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+void cluster__deploy_sync(struct cluster *c);
+void cluster__deploy_free(struct cluster *c);
+
+/* jobs.c: the Job and TTL-after-finished controllers */
+void cluster__job_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+/* Every Pod event, after cluster__pod_event: O(1) for Pods no Job controls. */
+void cluster__jobs_pod(struct cluster *c, enum store_event_type type, struct store_obj *o);
+void cluster__jobs_timer(struct cluster *c, const char *key, unsigned long epoch);
+/* Syncs the Jobs that events or timers marked since the last call. */
+void cluster__jobs_sync(struct cluster *c);
+void cluster__jobs_free(struct cluster *c);
+/* The ownerReference with controller: true when it is of this kind (apiVersion
+ * group api_group, e.g. "batch/"), else NULL. */
+const cJSON *cluster__controller_ref(const cJSON *obj, const char *api_group, const char *kind);
+
+/* The Pod's Ready condition is True. */
+bool cluster__pod_ready(const cJSON *pod);
+
+/*
+ * ---- what the Job controller's two files share: the tables and writes of jobs.c that
+ * the sync in jobs_sync.c uses, and a few JSON helpers. Cluster thread only; not for
  * the rest of kubesim.
  */
 
@@ -264,33 +370,33 @@ bool cl_pod_ready(const cJSON *pod);
 #define INDEX_KEY "batch.kubernetes.io/job-completion-index"
 #define COMPONENT "job-controller"
 
-bool cl_job_has_finalizer(const cJSON *obj, const char *f);
-bool cl_job_deleting(const cJSON *obj);
-const cJSON *cl_job_cond_find(const cJSON *status, const char *type);
-bool cl_job_cond_true(const cJSON *status, const char *type);
+bool cluster__job_has_finalizer(const cJSON *obj, const char *f);
+bool cluster__job_deleting(const cJSON *obj);
+const cJSON *cluster__job_cond_find(const cJSON *status, const char *type);
+bool cluster__job_cond_true(const cJSON *status, const char *type);
 /* Sets (or with v NULL removes) a string member. */
-void cl_job_set_str(cJSON *o, const char *k, const char *v);
-bool cl_job_uid_in(const cJSON *arr, const char *uid);
+void cluster__job_set_str(cJSON *o, const char *k, const char *v);
+bool cluster__job_uid_in(const cJSON *arr, const char *uid);
 
-/* Queues j for the next cl_jobs_sync (NULL is fine). */
-void cl_job_mark(struct cluster *c, struct cl_job *j);
+/* Queues j for the next cluster__jobs_sync (NULL is fine). */
+void cluster__job_mark(struct cluster *c, struct cl_job *j);
 /* Records o as j's Pod unless the table holds a newer version. */
-void cl_jpod_set(struct cluster *c, struct cl_job *j, struct store_obj *o);
-void cl_jpod_free(struct cluster *c, struct cl_jpod *jp);
+void cluster__jpod_set(struct cluster *c, struct cl_job *j, struct store_obj *o);
+void cluster__jpod_free(struct cluster *c, struct cl_jpod *jp);
 /* Arms a T_JOB timer unless an earlier one is due first. */
-void cl_job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms);
+void cluster__job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms);
 
 /* Writes: 0 or a negative errno; failures are logged or recorded as Events. */
-int cl_job_drop_finalizer(struct cluster *c, struct store_obj *pod, struct store_obj **out);
-int cl_job_pod_delete(struct cluster *c, struct cl_job *j, struct cl_jpod *jp);
+int cluster__job_drop_finalizer(struct cluster *c, struct store_obj *pod, struct store_obj **out);
+int cluster__job_pod_delete(struct cluster *c, struct cl_job *j, struct cl_jpod *jp);
 /* A Pod from the template (index -1 for NonIndexed), recorded in j on success. */
-int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index);
+int cluster__job_pod_create(struct cluster *c, struct cl_job *j, long index);
 /* PUT of /status; j->obj becomes the stored object. */
-int cl_job_status_write(struct cluster *c, struct cl_job *j, cJSON *status);
+int cluster__job_status_write(struct cluster *c, struct cl_job *j, cJSON *status);
 /* A finished Job: delete it once ttlSecondsAfterFinished passed, else wake then. */
-void cl_job_ttl(struct cluster *c, struct cl_job *j);
+void cluster__job_ttl(struct cluster *c, struct cl_job *j);
 
-/* cluster_jobs_sync.c */
-void cl_job_sync(struct cluster *c, struct cl_job *j);
+/* jobs_sync.c */
+void cluster__job_sync(struct cluster *c, struct cl_job *j);
 
 #endif

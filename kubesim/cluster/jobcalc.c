@@ -1,6 +1,6 @@
 /*
- * cluster_jobcalc.c - the arithmetic of the simulated Job controller
- * (cluster_jobs.c) as pure functions, so tests/unit/kubesim/test_cluster_jobs.c can check
+ * jobcalc.c - the arithmetic of the simulated Job controller
+ * (jobs.c) as pure functions, so tests/unit/kubesim/test_cluster_jobs.c can check
  * them without a store: how many Pods a Job wants running, the Pod-failure
  * back-off before a replacement is created, and the completed-indexes interval
  * text of Indexed Jobs ("0-2,4,7-9"), which is also parsed back from the Job's

@@ -1,16 +1,16 @@
 /*
- * cluster_jobs.c - kubesim's batch/v1 Job controller and TTL-after-finished
+ * jobs.c - kubesim's batch/v1 Job controller and TTL-after-finished
  * controller, on the cluster thread like the scheduler and kubelet: the Job and
  * Job-Pod tables fed by store events, the controller's writes (Pods from the
  * template, deletions, tracking-finalizer removal, PUT of the Job's /status), the
- * TTL-after-finished deletion and the entry points cluster_run.c calls. The sync
+ * TTL-after-finished deletion and the entry points run.c calls. The sync
  * itself (kubernetes pkg/controller/job syncJob, as of 1.33) is in
- * cluster_jobs_sync.c, its arithmetic in cluster_jobcalc.c.
+ * jobs_sync.c, its arithmetic in jobcalc.c.
  *
  * Bookkeeping: every Pod event looks the Pod up in c->jpods by key and its
  * controller reference in c->jobs_uid, so Pods no Job owns cost two hash probes.
  * A Job touched by an event or timer is synced once per cluster turn
- * (cl_jobs_sync). Behaviour and gaps: docs/kubesim-cluster.md ("Jobs").
+ * (cluster__jobs_sync). Behaviour and gaps: docs/kubesim-cluster.md ("Jobs").
  */
 #include <errno.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@
 
 #define MANAGER "kube-controller-manager"
 
-const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const char *kind)
+const cJSON *cluster__controller_ref(const cJSON *obj, const char *api_group, const char *kind)
 {
     const cJSON *r = kobj_controller_ref(obj);
     const char *k = kobj_str(r, "kind"), *av = kobj_str(r, "apiVersion");
@@ -30,7 +30,7 @@ const cJSON *cl_controller_ref(const cJSON *obj, const char *api_group, const ch
     return k && av && !strcmp(k, kind) && !strncmp(av, api_group, strlen(api_group)) ? r : NULL;
 }
 
-bool cl_job_has_finalizer(const cJSON *obj, const char *f)
+bool cluster__job_has_finalizer(const cJSON *obj, const char *f)
 {
     const cJSON *x;
 
@@ -40,12 +40,12 @@ bool cl_job_has_finalizer(const cJSON *obj, const char *f)
     return false;
 }
 
-bool cl_job_deleting(const cJSON *obj)
+bool cluster__job_deleting(const cJSON *obj)
 {
     return kobj_get(kobj_get(obj, "metadata"), "deletionTimestamp") != NULL;
 }
 
-const cJSON *cl_job_cond_find(const cJSON *status, const char *type)
+const cJSON *cluster__job_cond_find(const cJSON *status, const char *type)
 {
     const cJSON *cd;
 
@@ -55,20 +55,20 @@ const cJSON *cl_job_cond_find(const cJSON *status, const char *type)
     return NULL;
 }
 
-bool cl_job_cond_true(const cJSON *status, const char *type)
+bool cluster__job_cond_true(const cJSON *status, const char *type)
 {
-    const char *s = kobj_str(cl_job_cond_find(status, type), "status");
+    const char *s = kobj_str(cluster__job_cond_find(status, type), "status");
     return s && !strcmp(s, "True");
 }
 
-void cl_job_set_str(cJSON *o, const char *k, const char *v)
+void cluster__job_set_str(cJSON *o, const char *k, const char *v)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(o, k);
     if (v)
         cJSON_AddStringToObject(o, k, v);
 }
 
-bool cl_job_uid_in(const cJSON *arr, const char *uid)
+bool cluster__job_uid_in(const cJSON *arr, const char *uid)
 {
     const cJSON *x;
 
@@ -80,7 +80,7 @@ bool cl_job_uid_in(const cJSON *arr, const char *uid)
 
 /* ---- tables ----------------------------------------------------------------------- */
 
-void cl_job_mark(struct cluster *c, struct cl_job *j)
+void cluster__job_mark(struct cluster *c, struct cl_job *j)
 {
     if (!j || j->dirty)
         return;
@@ -98,7 +98,7 @@ void cl_job_mark(struct cluster *c, struct cl_job *j)
     j->dirty = true;
 }
 
-void cl_jpod_free(struct cluster *c, struct cl_jpod *jp)
+void cluster__jpod_free(struct cluster *c, struct cl_jpod *jp)
 {
     HASH_DELETE(hh, c->jpods, jp);
     if (jp->job)
@@ -109,7 +109,7 @@ void cl_jpod_free(struct cluster *c, struct cl_jpod *jp)
 }
 
 /* Records o as j's Pod (newer than what the table holds). */
-void cl_jpod_set(struct cluster *c, struct cl_job *j, struct store_obj *o)
+void cluster__jpod_set(struct cluster *c, struct cl_job *j, struct store_obj *o)
 {
     char key[600];
     struct cl_jpod *jp;
@@ -119,7 +119,7 @@ void cl_jpod_set(struct cluster *c, struct cl_job *j, struct store_obj *o)
     if (jp && !strcmp(jp->obj->uid, o->uid) && o->rv < jp->obj->rv)
         return;
     if (jp && jp->job != j) {
-        cl_job_mark(c, jp->job);
+        cluster__job_mark(c, jp->job);
         HASH_DELETE(hj, jp->job->pods, jp);
         jp->job = NULL;
     }
@@ -152,7 +152,7 @@ static struct cl_job *job_by_uid(struct cluster *c, const char *uid)
 
 /* Drops the tracking finalizer the way the controller does (a strategic merge
  * patch with $deleteFromPrimitiveList). 0 when it is gone (or the Pod is). */
-int cl_job_drop_finalizer(struct cluster *c, struct store_obj *pod, struct store_obj **out)
+int cluster__job_drop_finalizer(struct cluster *c, struct store_obj *pod, struct store_obj **out)
 {
     static const char body[] =
         "{\"metadata\":{\"$deleteFromPrimitiveList/finalizers\":[\"" TRACKING_FIN "\"]}}";
@@ -177,11 +177,11 @@ static void orphan_finalizer(struct cluster *c, struct store_obj *pod)
 {
     struct store_obj *out = NULL;
 
-    if (cl_job_has_finalizer(pod->json, TRACKING_FIN) && cl_job_drop_finalizer(c, pod, &out) == 0)
+    if (cluster__job_has_finalizer(pod->json, TRACKING_FIN) && cluster__job_drop_finalizer(c, pod, &out) == 0)
         store_obj_unref(out);
 }
 
-int cl_job_pod_delete(struct cluster *c, struct cl_job *j, struct cl_jpod *jp)
+int cluster__job_pod_delete(struct cluster *c, struct cl_job *j, struct cl_jpod *jp)
 {
     struct store_delete_opts o = { .grace_seconds = -1, .precondition_uid = jp->obj->uid };
     struct store_status st = { 0 };
@@ -192,14 +192,14 @@ int cl_job_pod_delete(struct cluster *c, struct cl_job *j, struct cl_jpod *jp)
     rc = store_delete(c->store, c->r_pods, jp->obj->ns, jp->obj->name, &o, &out, NULL, &st);
     if (rc == 0) {
         if (out && out->res == c->r_pods)
-            cl_jpod_set(c, j, out);
+            cluster__jpod_set(c, j, out);
         snprintf(msg, sizeof(msg), "Deleted pod: %s", jp->obj->name);
-        cl_event(c, j->obj->json, "Normal", "SuccessfulDelete", msg, COMPONENT, NULL, NULL);
+        cluster__event(c, j->obj->json, "Normal", "SuccessfulDelete", msg, COMPONENT, NULL, NULL);
     } else if (st.code == 404) {
         rc = 0;
     } else {
         snprintf(msg, sizeof(msg), "Error deleting: %.300s", st.message);
-        cl_event(c, j->obj->json, "Warning", "FailedDelete", msg, COMPONENT, NULL, NULL);
+        cluster__event(c, j->obj->json, "Warning", "FailedDelete", msg, COMPONENT, NULL, NULL);
     }
     store_obj_unref(out);
     store_status_clear(&st);
@@ -232,7 +232,7 @@ static void add_index_env(cJSON *containers)
 }
 
 /* A Pod from the template, owned by the Job; index -1 for NonIndexed Jobs. */
-int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index)
+int cluster__job_pod_create(struct cluster *c, struct cl_job *j, long index)
 {
     const cJSON *job = j->obj->json, *tmpl = kobj_get(kobj_get(job, "spec"), "template");
     const cJSON *tmd = kobj_get(tmpl, "metadata");
@@ -263,15 +263,15 @@ int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index)
     if (index >= 0) {
         if (!an)
             an = cJSON_CreateObject();
-        cl_job_set_str(an, INDEX_KEY, ix);
-        cl_job_set_str(lb, INDEX_KEY, ix);
+        cluster__job_set_str(an, INDEX_KEY, ix);
+        cluster__job_set_str(lb, INDEX_KEY, ix);
     }
     cJSON_AddItemToObject(md, "labels", lb);
     if (an)
         cJSON_AddItemToObject(md, "annotations", an);
     fin = cJSON_IsArray(kobj_get(tmd, "finalizers"))
               ? cJSON_Duplicate(kobj_get(tmd, "finalizers"), true) : cJSON_CreateArray();
-    if (!cl_job_uid_in(fin, TRACKING_FIN))
+    if (!cluster__job_uid_in(fin, TRACKING_FIN))
         cJSON_AddItemToArray(fin, cJSON_CreateString(TRACKING_FIN));
     cJSON_AddItemToObject(md, "finalizers", fin);
     refs = cJSON_AddArrayToObject(md, "ownerReferences");
@@ -289,19 +289,19 @@ int cl_job_pod_create(struct cluster *c, struct cl_job *j, long index)
     if (index >= 0) {
         char host[80];
         snprintf(host, sizeof(host), "%.*s-%ld", 52, name, index);
-        cl_job_set_str(spec, "hostname", host);
+        cluster__job_set_str(spec, "hostname", host);
         add_index_env(cJSON_GetObjectItemCaseSensitive(spec, "containers"));
         add_index_env(cJSON_GetObjectItemCaseSensitive(spec, "initContainers"));
     }
     cJSON_AddItemToObject(pod, "spec", spec);
     rc = store_create(c->store, c->r_pods, j->obj->ns, pod, &w, &out, &st);
     if (rc == 0) {
-        cl_jpod_set(c, j, out);
+        cluster__jpod_set(c, j, out);
         snprintf(msg, sizeof(msg), "Created pod: %s", out->name);
-        cl_event(c, j->obj->json, "Normal", "SuccessfulCreate", msg, COMPONENT, NULL, NULL);
+        cluster__event(c, j->obj->json, "Normal", "SuccessfulCreate", msg, COMPONENT, NULL, NULL);
     } else {
         snprintf(msg, sizeof(msg), "Error creating: %.1000s", st.message);
-        cl_event(c, j->obj->json, "Warning", "FailedCreate", msg, COMPONENT, NULL, NULL);
+        cluster__event(c, j->obj->json, "Warning", "FailedCreate", msg, COMPONENT, NULL, NULL);
     }
     store_obj_unref(out);
     store_status_clear(&st);
@@ -342,7 +342,7 @@ static cJSON *status_ordered(const cJSON *status)
 /* PUT of /status with the Job's whole object as last seen: a conflict (someone
  * changed the Job meanwhile) ends the sync; the event that came with the change
  * syncs it again. */
-int cl_job_status_write(struct cluster *c, struct cl_job *j, cJSON *status)
+int cluster__job_status_write(struct cluster *c, struct cl_job *j, cJSON *status)
 {
     cJSON *obj = cJSON_Duplicate(j->obj->json, true);
     struct store_write_opts w = { .field_manager = MANAGER };
@@ -369,33 +369,33 @@ int cl_job_status_write(struct cluster *c, struct cl_job *j, cJSON *status)
 }
 
 /* Arms a T_JOB timer unless an earlier one is already due first. */
-void cl_job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms)
+void cluster__job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms)
 {
     uint64_t due = util_now_ms() + delay_ms;
 
     if (j->wake_ms && j->wake_ms <= due && j->wake_ms > util_now_ms())
         return;
     j->wake_ms = due;
-    cl_timer_add_key(c, delay_ms, T_JOB, j->key, j->epoch);
+    cluster__timer_add_key(c, delay_ms, T_JOB, j->key, j->epoch);
 }
 
 /* ---- TTL after finished --------------------------------------------------------------- */
 
-void cl_job_ttl(struct cluster *c, struct cl_job *j)
+void cluster__job_ttl(struct cluster *c, struct cl_job *j)
 {
     const cJSON *job = j->obj->json;
     const cJSON *ttl = kobj_get(kobj_get(job, "spec"), "ttlSecondsAfterFinished");
     const cJSON *status = kobj_get(job, "status");
-    const cJSON *cd = cl_job_cond_true(status, "Complete") ? cl_job_cond_find(status, "Complete")
-                                                    : cl_job_cond_find(status, "Failed");
+    const cJSON *cd = cluster__job_cond_true(status, "Complete") ? cluster__job_cond_find(status, "Complete")
+                                                    : cluster__job_cond_find(status, "Failed");
     const char *ts = kobj_str(cd, "lastTransitionTime");
     time_t fin, now = time(NULL);
 
-    if (!cJSON_IsNumber(ttl) || ttl->valuedouble < 0 || cl_job_deleting(job) || !ts ||
+    if (!cJSON_IsNumber(ttl) || ttl->valuedouble < 0 || cluster__job_deleting(job) || !ts ||
         util_parse_time(ts, &fin) < 0)
         return;
     if (now < fin + (time_t)ttl->valuedouble) {
-        cl_job_wake(c, j, (uint64_t)(fin + (time_t)ttl->valuedouble - now) * 1000);
+        cluster__job_wake(c, j, (uint64_t)(fin + (time_t)ttl->valuedouble - now) * 1000);
         return;
     }
     /* the real TTL controller deletes in the foreground: the Pods go first */
@@ -424,7 +424,7 @@ static void job_free(struct cluster *c, struct cl_job *j, bool orphan_pods)
             orphan_finalizer(c, jp->obj);
         jp->job = NULL;
         HASH_DELETE(hj, j->pods, jp);
-        cl_jpod_free(c, jp);
+        cluster__jpod_free(c, jp);
     }
     HASH_DELETE(hh, c->jobs, j);
     HASH_DELETE(hu, c->jobs_uid, j);
@@ -434,7 +434,7 @@ static void job_free(struct cluster *c, struct cl_job *j, bool orphan_pods)
     free(j);
 }
 
-void cl_job_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+void cluster__job_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
     char key[600];
     struct cl_job *j = NULL;
@@ -466,10 +466,10 @@ void cl_job_event(struct cluster *c, enum store_event_type type, struct store_ob
         store_obj_unref(j->obj);
     }
     j->obj = store_obj_ref(o);
-    cl_job_mark(c, j);
+    cluster__job_mark(c, j);
 }
 
-void cl_jobs_pod(struct cluster *c, enum store_event_type type, struct store_obj *o)
+void cluster__jobs_pod(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
     char key[600];
     struct cl_jpod *jp = NULL;
@@ -480,27 +480,27 @@ void cl_jobs_pod(struct cluster *c, enum store_event_type type, struct store_obj
     HASH_FIND(hh, c->jpods, key, strlen(key), jp);
     if (type == EV_DELETED) {
         if (jp && !strcmp(jp->obj->uid, o->uid)) {
-            cl_job_mark(c, jp->job);
-            cl_jpod_free(c, jp);
+            cluster__job_mark(c, jp->job);
+            cluster__jpod_free(c, jp);
         }
         return;
     }
-    ref = cl_controller_ref(o->json, "batch/", "Job");
+    ref = cluster__controller_ref(o->json, "batch/", "Job");
     j = ref ? job_by_uid(c, kobj_str(ref, "uid")) : NULL;
     if (!j) {
         if (jp) {
-            cl_job_mark(c, jp->job);
-            cl_jpod_free(c, jp);
+            cluster__job_mark(c, jp->job);
+            cluster__jpod_free(c, jp);
         }
         /* no Job of ours controls it (anymore): nobody will count it */
         orphan_finalizer(c, o);
         return;
     }
-    cl_jpod_set(c, j, o);
-    cl_job_mark(c, j);
+    cluster__jpod_set(c, j, o);
+    cluster__job_mark(c, j);
 }
 
-void cl_jobs_timer(struct cluster *c, const char *key, unsigned long epoch)
+void cluster__jobs_timer(struct cluster *c, const char *key, unsigned long epoch)
 {
     struct cl_job *j = NULL;
 
@@ -509,10 +509,10 @@ void cl_jobs_timer(struct cluster *c, const char *key, unsigned long epoch)
         return;
     if (j->wake_ms <= util_now_ms())
         j->wake_ms = 0;
-    cl_job_mark(c, j);
+    cluster__job_mark(c, j);
 }
 
-void cl_jobs_sync(struct cluster *c)
+void cluster__jobs_sync(struct cluster *c)
 {
     /* syncing writes; the events come back next turn (then no-ops unless changed) */
     size_t n = c->njob_dirty;
@@ -525,14 +525,14 @@ void cl_jobs_sync(struct cluster *c)
         HASH_FIND(hh, c->jobs, keys[i], strlen(keys[i]), j);
         if (j) {
             j->dirty = false;
-            cl_job_sync(c, j);
+            cluster__job_sync(c, j);
         }
         free(keys[i]);
     }
     free(keys);
 }
 
-void cl_jobs_free(struct cluster *c)
+void cluster__jobs_free(struct cluster *c)
 {
     struct cl_job *j, *tj;
     struct cl_jpod *jp, *tp;
@@ -540,7 +540,7 @@ void cl_jobs_free(struct cluster *c)
     HASH_ITER(hh, c->jobs, j, tj)
         job_free(c, j, false);
     HASH_ITER(hh, c->jpods, jp, tp)
-        cl_jpod_free(c, jp);
+        cluster__jpod_free(c, jp);
     for (size_t i = 0; i < c->njob_dirty; i++)
         free(c->job_dirty[i]);
     free(c->job_dirty);

@@ -1,11 +1,11 @@
 /*
- * cluster_jobs_sync.c - one sync of a Job, after kubernetes pkg/controller/job
+ * jobs_sync.c - one sync of a Job, after kubernetes pkg/controller/job
  * syncJob (1.33): count the Job's Pods, decide whether it failed (backoffLimit,
  * OnFailure restarts, activeDeadlineSeconds) or succeeded, create or delete Pods
  * towards parallelism/completions (suspend, the Pod failure back-off, Indexed
  * completion), then count finished Pods through uncountedTerminatedPods and the
  * tracking finalizer and add the interim and terminal conditions. Tables and
- * writes are in cluster_jobs.c; runs on the cluster thread only.
+ * writes are in jobs.c; runs on the cluster thread only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -68,7 +68,7 @@ static void set_now(cJSON *o, const char *k)
     char ts[32];
 
     util_format_time(time(NULL), ts);
-    cl_job_set_str(o, k, ts);
+    cluster__job_set_str(o, k, ts);
 }
 
 /* ensureJobConditionStatus: a condition of that type gets these values (times
@@ -77,7 +77,7 @@ static bool cond_set(cJSON *status, const char *type, const char *st, const char
                      const char *message)
 {
     cJSON *conds = cJSON_GetObjectItemCaseSensitive(status, "conditions"), *cd;
-    const cJSON *old = cl_job_cond_find(status, type);
+    const cJSON *old = cluster__job_cond_find(status, type);
 
     if (old && !strcmp(kobj_str(old, "status") ? kobj_str(old, "status") : "", st) &&
         !strcmp(kobj_str(old, "reason") ? kobj_str(old, "reason") : "", reason) &&
@@ -93,13 +93,13 @@ static bool cond_set(cJSON *status, const char *type, const char *st, const char
     if (!cd) {
         cd = cJSON_CreateObject();
         cJSON_AddItemToArray(conds, cd);
-        cl_job_set_str(cd, "type", type);
+        cluster__job_set_str(cd, "type", type);
     }
-    cl_job_set_str(cd, "status", st);
+    cluster__job_set_str(cd, "status", st);
     set_now(cd, "lastProbeTime");
     set_now(cd, "lastTransitionTime");
-    cl_job_set_str(cd, "reason", reason[0] ? reason : NULL);
-    cl_job_set_str(cd, "message", message[0] ? message : NULL);
+    cluster__job_set_str(cd, "reason", reason[0] ? reason : NULL);
+    cluster__job_set_str(cd, "message", message[0] ? message : NULL);
     return true;
 }
 
@@ -138,7 +138,7 @@ static bool pod_failed(const struct jsync *x, const cJSON *pod)
     if (!strcmp(ph, "Failed"))
         return true;
     /* a deleted Pod counts as failed unless only Failed Pods are replaced */
-    return !x->only_failed && cl_job_deleting(pod) && strcmp(ph, "Succeeded");
+    return !x->only_failed && cluster__job_deleting(pod) && strcmp(ph, "Succeeded");
 }
 
 static bool pod_terminal(const cJSON *pod)
@@ -149,7 +149,7 @@ static bool pod_terminal(const cJSON *pod)
 
 static bool pod_active(const cJSON *pod)
 {
-    return !pod_terminal(pod) && !cl_job_deleting(pod);
+    return !pod_terminal(pod) && !cluster__job_deleting(pod);
 }
 
 static bool index_valid(const struct jsync *x, long ix)
@@ -172,8 +172,8 @@ static void count_pods(struct jsync *x, long *new_succ, long *new_fail, long *re
 
         if (pod_active(p)) {
             x->active++;
-            x->ready += cl_pod_ready(p);
-        } else if (cl_job_deleting(p) && !pod_terminal(p)) {
+            x->ready += cluster__pod_ready(p);
+        } else if (cluster__job_deleting(p) && !pod_terminal(p)) {
             x->terminating++;
         }
         if (x->indexed && !strcmp(ph, "Succeeded") && index_valid(x, ix))
@@ -184,9 +184,9 @@ static void count_pods(struct jsync *x, long *new_succ, long *new_fail, long *re
             cJSON_ArrayForEach(cs, kobj_get(kobj_get(p, "status"), "initContainerStatuses"))
                 *restarts += num_or(cs, "restartCount", 0);
         }
-        if (!cl_job_has_finalizer(p, TRACKING_FIN) ||
-            cl_job_uid_in(kobj_get(unc, "succeeded"), jp->obj->uid) ||
-            cl_job_uid_in(kobj_get(unc, "failed"), jp->obj->uid) ||
+        if (!cluster__job_has_finalizer(p, TRACKING_FIN) ||
+            cluster__job_uid_in(kobj_get(unc, "succeeded"), jp->obj->uid) ||
+            cluster__job_uid_in(kobj_get(unc, "failed"), jp->obj->uid) ||
             (x->indexed && !index_valid(x, ix)))
             continue;
         if (!strcmp(ph, "Succeeded"))
@@ -206,12 +206,12 @@ static void decide_finish(struct jsync *x, long restarts)
                       !strcmp(kobj_str(kobj_get(kobj_get(x->spec, "template"), "spec"),
                                       "restartPolicy"), "OnFailure");
 
-    if (cl_job_cond_true(x->st, "SuccessCriteriaMet")) {
+    if (cluster__job_cond_true(x->st, "SuccessCriteriaMet")) {
         x->finish = FIN_SUCCESS;
         return;
     }
-    if (cl_job_cond_true(x->st, "FailureTarget")) {
-        ft = cl_job_cond_find(x->st, "FailureTarget");
+    if (cluster__job_cond_true(x->st, "FailureTarget")) {
+        ft = cluster__job_cond_find(x->st, "FailureTarget");
         x->finish = FIN_FAIL;
         x->reason = kobj_str(ft, "reason") ? kobj_str(ft, "reason") : "";
         x->message = kobj_str(ft, "message") ? kobj_str(ft, "message") : "";
@@ -231,7 +231,7 @@ static void decide_finish(struct jsync *x, long restarts)
         x->reason = "DeadlineExceeded";
         x->message = "Job was active longer than specified deadline";
     } else {
-        cl_job_wake(x->c, x->j, (uint64_t)((time_t)ads->valuedouble - (now - t0)) * 1000);
+        cluster__job_wake(x->c, x->j, (uint64_t)((time_t)ads->valuedouble - (now - t0)) * 1000);
     }
 }
 
@@ -249,18 +249,18 @@ static void delete_some(struct jsync *x, long n, bool drop_finalizer)
                 break;
             if (!pod_active(jp->obj->json))
                 continue;
-            ready = cl_pod_ready(jp->obj->json);
+            ready = cluster__pod_ready(jp->obj->json);
             if (ready != (pass == 1))
                 continue;
-            if (drop_finalizer && cl_job_has_finalizer(jp->obj->json, TRACKING_FIN)) {
-                if (cl_job_drop_finalizer(x->c, jp->obj, &out) < 0)
+            if (drop_finalizer && cluster__job_has_finalizer(jp->obj->json, TRACKING_FIN)) {
+                if (cluster__job_drop_finalizer(x->c, jp->obj, &out) < 0)
                     continue;
                 if (out) {
-                    cl_jpod_set(x->c, x->j, out);
+                    cluster__jpod_set(x->c, x->j, out);
                     store_obj_unref(out);
                 }
             }
-            if (cl_job_pod_delete(x->c, x->j, jp) < 0)
+            if (cluster__job_pod_delete(x->c, x->j, jp) < 0)
                 continue;
             n--;
             x->active--;
@@ -276,10 +276,10 @@ static void delete_some(struct jsync *x, long n, bool drop_finalizer)
  * flood FailedCreate Events. */
 static int create_one(struct jsync *x, long index)
 {
-    if (cl_job_pod_create(x->c, x->j, index) < 0) {
+    if (cluster__job_pod_create(x->c, x->j, index) < 0) {
         long ms = 1000L << (x->j->create_errors < 6 ? x->j->create_errors : 6);
         x->j->create_errors++;
-        cl_job_wake(x->c, x->j, (uint64_t)(ms > 60000 ? 60000 : ms));
+        cluster__job_wake(x->c, x->j, (uint64_t)(ms > 60000 ? 60000 : ms));
         return -1;
     }
     x->j->create_errors = 0;
@@ -296,13 +296,13 @@ static void manage(struct jsync *x)
     if (x->suspended) {
         delete_some(x, x->active, true);
         if (cond_set(x->st, "Suspended", "True", "JobSuspended", "Job suspended"))
-            cl_event(x->c, x->j->obj->json, "Normal", "Suspended", "Job suspended", COMPONENT,
-                     NULL, NULL);
+            cluster__event(x->c, x->j->obj->json, "Normal", "Suspended", "Job suspended", COMPONENT,
+                           NULL, NULL);
         return;
     }
-    if (cl_job_cond_find(x->st, "Suspended") &&
+    if (cluster__job_cond_find(x->st, "Suspended") &&
         cond_set(x->st, "Suspended", "False", "JobResumed", "Job resumed")) {
-        cl_event(x->c, x->j->obj->json, "Normal", "Resumed", "Job resumed", COMPONENT, NULL, NULL);
+        cluster__event(x->c, x->j->obj->json, "Normal", "Resumed", "Job resumed", COMPONENT, NULL, NULL);
         /* activeDeadlineSeconds counts from the resume */
         set_now(x->st, "startTime");
     }
@@ -318,7 +318,7 @@ static void manage(struct jsync *x)
     if (x->j->fail_streak > 0) {
         uint64_t due = x->j->last_fail_ms + (uint64_t)cluster_job_backoff_ms(x->j->fail_streak);
         if (due > now) {
-            cl_job_wake(x->c, x->j, due - now);
+            cluster__job_wake(x->c, x->j, due - now);
             return;
         }
     }
@@ -371,7 +371,7 @@ static void flush_uncounted(struct jsync *x)
             next = u->next;
             HASH_ITER(hj, x->j->pods, jp, tmp)
                 if (cJSON_IsString(u) && !strcmp(jp->obj->uid, u->valuestring) &&
-                    cl_job_has_finalizer(jp->obj->json, TRACKING_FIN))
+                    cluster__job_has_finalizer(jp->obj->json, TRACKING_FIN))
                     held = true;
             if (held)
                 continue;
@@ -402,41 +402,41 @@ static int track(struct jsync *x, const cJSON *old_status)
         bool failed = pod_failed(x, p), succ = !strcmp(phase_of(p), "Succeeded");
         long ix = x->indexed ? pod_index(p) : -1;
 
-        if (!cl_job_has_finalizer(p, TRACKING_FIN))
+        if (!cluster__job_has_finalizer(p, TRACKING_FIN))
             continue;
         if (!(x->deleting || x->finish != FIN_NONE || succ || failed))
             continue;
         rm[nrm++] = jp;
-        if (succ && !cl_job_uid_in(kobj_get(unc, "failed"), uid)) {
-            if (!x->indexed && !cl_job_uid_in(kobj_get(unc, "succeeded"), uid))
+        if (succ && !cluster__job_uid_in(kobj_get(unc, "failed"), uid)) {
+            if (!x->indexed && !cluster__job_uid_in(kobj_get(unc, "succeeded"), uid))
                 uid_add(unc, "succeeded", uid);
         } else if ((failed || x->finish == FIN_FAIL) &&
-                   !cl_job_uid_in(kobj_get(unc, "failed"), uid) &&
+                   !cluster__job_uid_in(kobj_get(unc, "failed"), uid) &&
                    (!x->indexed || index_valid(x, ix))) {
             uid_add(unc, "failed", uid);
         }
     }
     if (x->indexed) {
         char *txt = cluster_job_indexes_format(x->idx, x->completions);
-        cl_job_set_str(x->st, "completedIndexes", txt && txt[0] ? txt : NULL);
+        cluster__job_set_str(x->st, "completedIndexes", txt && txt[0] ? txt : NULL);
         set_num(x->st, "succeeded", cluster_job_indexes_count(x->idx, x->completions), true);
         free(txt);
     }
     if (x->finish == FIN_FAIL)
         cond_set(x->st, "FailureTarget", "True", x->reason, x->message);
-    if (x->finish == FIN_SUCCESS && !cl_job_cond_true(x->st, "SuccessCriteriaMet"))
+    if (x->finish == FIN_SUCCESS && !cluster__job_cond_true(x->st, "SuccessCriteriaMet"))
         cond_set(x->st, "SuccessCriteriaMet", "True", "CompletionsReached",
                  "Reached expected number of succeeded pods");
-    if (!json_equal(x->st, old_status) && (rc = cl_job_status_write(x->c, x->j, x->st)) < 0)
+    if (!json_equal(x->st, old_status) && (rc = cluster__job_status_write(x->c, x->j, x->st)) < 0)
         goto out;
     for (size_t i = 0; i < nrm; i++) {
         struct store_obj *o = NULL;
-        if (cl_job_drop_finalizer(x->c, rm[i]->obj, &o) < 0)
+        if (cluster__job_drop_finalizer(x->c, rm[i]->obj, &o) < 0)
             continue;
-        if (!o || cl_job_has_finalizer(o->json, TRACKING_FIN))
-            cl_jpod_free(x->c, rm[i]);   /* gone: 404, or the patch was its removal */
+        if (!o || cluster__job_has_finalizer(o->json, TRACKING_FIN))
+            cluster__jpod_free(x->c, rm[i]);   /* gone: 404, or the patch was its removal */
         else
-            cl_jpod_set(x->c, x->j, o);
+            cluster__jpod_set(x->c, x->j, o);
         store_obj_unref(o);
     }
 out:
@@ -462,7 +462,7 @@ static bool enact_finished(struct jsync *x)
     return true;
 }
 
-void cl_job_sync(struct cluster *c, struct cl_job *j)
+void cluster__job_sync(struct cluster *c, struct cl_job *j)
 {
     const cJSON *job = j->obj->json, *old = kobj_get(job, "status");
     struct jsync x = { .c = c, .j = j, .spec = kobj_get(job, "spec") };
@@ -470,8 +470,8 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
     long new_succ, new_fail, restarts;
     cJSON *old_status = NULL;
 
-    if (cl_job_cond_true(old, "Complete") || cl_job_cond_true(old, "Failed")) {
-        cl_job_ttl(c, j);
+    if (cluster__job_cond_true(old, "Complete") || cluster__job_cond_true(old, "Failed")) {
+        cluster__job_ttl(c, j);
         return;
     }
     x.st = cJSON_IsObject(old) ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
@@ -480,7 +480,7 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
         goto out;
     x.indexed = mode && !strcmp(mode, "Indexed");
     x.suspended = cJSON_IsTrue(kobj_get(x.spec, "suspend"));
-    x.deleting = cl_job_deleting(job);
+    x.deleting = cluster__job_deleting(job);
     rpp = kobj_str(x.spec, "podReplacementPolicy");
     x.only_failed = (rpp && !strcmp(rpp, "Failed")) || kobj_get(x.spec, "podFailurePolicy");
     x.completions = cJSON_IsNumber(kobj_get(x.spec, "completions"))
@@ -526,8 +526,8 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
         struct cl_jpod *jp, *tmp;
         HASH_ITER(hj, j->pods, jp, tmp)
             if (pod_active(jp->obj->json)) {
-                bool ready = cl_pod_ready(jp->obj->json);
-                if (cl_job_pod_delete(c, j, jp) == 0) {
+                bool ready = cluster__pod_ready(jp->obj->json);
+                if (cluster__job_pod_delete(c, j, jp) == 0) {
                     x.active--;
                     x.terminating++;
                     x.ready -= ready;
@@ -548,20 +548,20 @@ void cl_job_sync(struct cluster *c, struct cl_job *j)
     cJSON_Delete(old_status);
     old_status = cJSON_Duplicate(x.st, true);
     flush_uncounted(&x);
-    if (enact_finished(&x) && cl_job_status_write(c, j, x.st) == 0) {
+    if (enact_finished(&x) && cluster__job_status_write(c, j, x.st) == 0) {
         if (x.finish == FIN_SUCCESS) {
             if (x.completions >= 0 && num_or(x.st, "succeeded", 0) > x.completions)
-                cl_event(c, j->obj->json, "Warning", "TooManySucceededPods",
-                         "Too many succeeded pods running after completion count reached",
-                         COMPONENT, NULL, NULL);
-            cl_event(c, j->obj->json, "Normal", "Completed", "Job completed", COMPONENT, NULL,
-                     NULL);
+                cluster__event(c, j->obj->json, "Warning", "TooManySucceededPods",
+                               "Too many succeeded pods running after completion count reached",
+                               COMPONENT, NULL, NULL);
+            cluster__event(c, j->obj->json, "Normal", "Completed", "Job completed", COMPONENT, NULL,
+                           NULL);
         } else {
-            cl_event(c, j->obj->json, "Warning", x.reason, x.message, COMPONENT, NULL, NULL);
+            cluster__event(c, j->obj->json, "Warning", x.reason, x.message, COMPONENT, NULL, NULL);
         }
-        cl_job_ttl(c, j);
+        cluster__job_ttl(c, j);
     } else if (old_status && !json_equal(x.st, old_status)) {
-        cl_job_status_write(c, j, x.st);
+        cluster__job_status_write(c, j, x.st);
     }
 out:
     cJSON_Delete(old_status);

@@ -1,5 +1,5 @@
 /*
- * cluster_kubelet.c - the simulated kubelet: plays each Pod bound to one of our
+ * kubelet.c - the simulated kubelet: plays each Pod bound to one of our
  * nodes through Pending -> Running -> Ready (or a failure chosen by a kubesim.io/
  * annotation), restarts containers per restartPolicy with a crash-loop back-off,
  * and removes deleted Pods after min(grace period, --pod-stop-ms). The Pod's whole
@@ -33,7 +33,7 @@ static const char *const cond_names[C_N] = {
     "Initialized", "PodReadyToStartContainers", "ContainersReady", "Ready", "PodScheduled",
 };
 
-void cl_kubelet_set_cond(struct cl_pod *p, int cond, bool v)
+void cluster__kubelet_set_cond(struct cl_pod *p, int cond, bool v)
 {
     if (p->cond[cond] != v || !p->cond_time[cond]) {
         p->cond[cond] = v;
@@ -87,8 +87,8 @@ static void cl_kubelet_exit_plan(struct cluster *c, struct cl_pod *p)
 {
     if (p->exit_after_ms > 0 || p->fail_kind == FAIL_IMAGEPULL)
         return;   /* kubesim.io/ annotations decided */
-    if (c->o.job_pod_ms > 0 && cl_controller_ref(p->obj->json, "batch/", "Job"))
-        p->exit_after_ms = (long)cl_jitter(c, c->o.job_pod_ms);
+    if (c->o.job_pod_ms > 0 && cluster__controller_ref(p->obj->json, "batch/", "Job"))
+        p->exit_after_ms = (long)cluster__jitter(c, c->o.job_pod_ms);
 }
 
 static const char *restart_policy(const struct cl_pod *p)
@@ -302,7 +302,7 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
         cJSON_AddItemToObject(s, "qosClass", cJSON_Duplicate(kobj_get(old, "qosClass"), true));
     if (!bound)
         return s;
-    n = cl_node_find(cl, host);
+    n = cluster__node_find(cl, host);
     if (n && n->ip[0]) {
         cJSON_AddStringToObject(s, "hostIP", n->ip);
         ips = cJSON_AddArrayToObject(s, "hostIPs");
@@ -328,7 +328,7 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
     return s;
 }
 
-int cl_kubelet_write(struct cluster *c, struct cl_pod *p)
+int cluster__kubelet_write(struct cluster *c, struct cl_pod *p)
 {
     cJSON *body = cJSON_CreateObject();
     struct store_write_opts w = { .field_manager = "kubelet" };
@@ -367,7 +367,7 @@ static void container_events(struct cluster *c, struct cl_pod *p, const char *re
         snprintf(msg, sizeof(msg), fmt, by_image ? (image ? image : "") : (name ? name : ""),
                  p->obj->name, p->obj->ns, p->obj->uid);
         snprintf(fp, sizeof(fp), "spec.containers{%s}", name ? name : "");
-        cl_event(c, p->obj->json, type, reason, msg, "kubelet", node_name(p), fp);
+        cluster__event(c, p->obj->json, type, reason, msg, "kubelet", node_name(p), fp);
     }
 }
 
@@ -379,13 +379,13 @@ static void backoff_event(struct cluster *c, struct cl_pod *p)
     const char *name = kobj_str(ct ? ct->child : NULL, "name");
     char msg[700], fp[300];
 
-    if (p->backoff_ev[0] && cl_event_bump(c, p->obj->ns, p->backoff_ev, ++p->backoff_count) == 0)
+    if (p->backoff_ev[0] && cluster__event_bump(c, p->obj->ns, p->backoff_ev, ++p->backoff_count) == 0)
         return;
     snprintf(msg, sizeof(msg), "Back-off restarting failed container %s in pod %s_%s(%s)",
              name ? name : "", p->obj->name, p->obj->ns, p->obj->uid);
     snprintf(fp, sizeof(fp), "spec.containers{%s}", name ? name : "");
-    cl_event_named(c, p->obj->json, "Warning", "BackOff", msg, "kubelet", node_name(p), fp,
-                   p->backoff_ev, sizeof(p->backoff_ev));
+    cluster__event_named(c, p->obj->json, "Warning", "BackOff", msg, "kubelet", node_name(p), fp,
+                         p->backoff_ev, sizeof(p->backoff_ev));
     p->backoff_count = 1;
 }
 
@@ -404,22 +404,22 @@ static void start_container(struct cluster *c, struct cl_pod *p, bool restart)
     assign_ip(c, p);
     if (!p->start_time)
         p->start_time = time(NULL);
-    cl_kubelet_set_cond(p, C_READYTOSTART, true);
-    cl_kubelet_set_cond(p, C_INIT, true);
-    cl_kubelet_set_cond(p, C_CONTAINERS, false);
-    cl_kubelet_set_cond(p, C_READY, false);
+    cluster__kubelet_set_cond(p, C_READYTOSTART, true);
+    cluster__kubelet_set_cond(p, C_INIT, true);
+    cluster__kubelet_set_cond(p, C_CONTAINERS, false);
+    cluster__kubelet_set_cond(p, C_READY, false);
     if (p->fail_kind == FAIL_IMAGEPULL) {
         p->stage = ST_PULLFAIL;
         p->last_reason = "ErrImagePull";
-        cl_kubelet_write(c, p);
+        cluster__kubelet_write(c, p);
         container_events(c, p, "Pulling", "Normal", "Pulling image \"%s\"");
         container_events(c, p, "Failed", "Warning", "Failed to pull image \"%s\": not found");
-        cl_timer_add(c, 1000, T_PULL, p);
+        cluster__timer_add(c, 1000, T_PULL, p);
         return;
     }
     p->stage = ST_RUNNING;
     p->run_since = time(NULL);
-    cl_kubelet_write(c, p);
+    cluster__kubelet_write(c, p);
     container_events(c, p, "Pulled", "Normal", "Container image \"%s\" already present on machine");
     container_events(c, p, "Created", "Normal", "Created container: %s");
     container_events(c, p, "Started", "Normal", "Started container %s");
@@ -428,19 +428,19 @@ static void start_container(struct cluster *c, struct cl_pod *p, bool restart)
     p->side_name[0] = '\0';
     if (c->o.ray && ray_submitter_start(c->o.ray, p->obj->json)) {
         /* a Ray submitter: the Ray runtime decides when it exits, and how (kubesim/ray/ray.h) */
-        cl_timer_add(c, RAY_POLL_MS, T_RAY, p);
+        cluster__timer_add(c, RAY_POLL_MS, T_RAY, p);
     } else {
         if (c->o.ray && ray_submitter_sidecar(c->o.ray, p->obj->uid, p->side_name,
                                               sizeof(p->side_name))) {
             /* a sidecar submitter: only its container ends, the Pod runs on */
             p->side_started = time(NULL);
-            cl_timer_add(c, RAY_POLL_MS, T_RAY_SIDE, p);
+            cluster__timer_add(c, RAY_POLL_MS, T_RAY_SIDE, p);
         }
         if (p->exit_after_ms > 0)
-            cl_timer_add(c, (uint64_t)p->exit_after_ms, T_EXIT, p);
+            cluster__timer_add(c, (uint64_t)p->exit_after_ms, T_EXIT, p);
     }
     if (p->fail_kind != FAIL_NEVERREADY)
-        cl_timer_add(c, cl_jitter(c, c->o.pod_ready_ms), T_READY, p);
+        cluster__timer_add(c, cluster__jitter(c, c->o.pod_ready_ms), T_READY, p);
 }
 
 static void container_exit(struct cluster *c, struct cl_pod *p)
@@ -457,19 +457,19 @@ static void container_exit(struct cluster *c, struct cl_pod *p)
     p->term_finished = time(NULL);
     p->has_last = true;
     restart = !strcmp(rp, "Always") || (!strcmp(rp, "OnFailure") && code != 0);
-    cl_kubelet_set_cond(p, C_CONTAINERS, false);
-    cl_kubelet_set_cond(p, C_READY, false);
+    cluster__kubelet_set_cond(p, C_CONTAINERS, false);
+    cluster__kubelet_set_cond(p, C_READY, false);
     if (!restart) {
         p->stage = ST_DONE;
-        cl_kubelet_write(c, p);
+        cluster__kubelet_write(c, p);
         return;
     }
     p->restarts++;
     p->epoch = ++c->next_epoch;   /* the old run's READY/EXIT timers must not fire */
     p->stage = ST_BACKOFF;
-    cl_kubelet_write(c, p);
+    cluster__kubelet_write(c, p);
     backoff_event(c, p);
-    cl_timer_add(c, (uint64_t)backoff_ms(p->restarts), T_RESTART, p);
+    cluster__timer_add(c, (uint64_t)backoff_ms(p->restarts), T_RESTART, p);
 }
 
 static void delete_now(struct cluster *c, struct cl_pod *p)
@@ -483,12 +483,12 @@ static void delete_now(struct cluster *c, struct cl_pod *p)
     store_status_clear(&st);
 }
 
-void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
+void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p)
 {
     const char *node = node_name(p);
     const cJSON *md = kobj_get(p->obj->json, "metadata");
 
-    if (!node || !node[0] || !cl_node_find(c, node))
+    if (!node || !node[0] || !cluster__node_find(c, node))
         return;
     if (c->o.runtime && (p->real || runtime_claims(c->o.runtime, p->obj->json))) {
         /* real processes (kubesim/runtime): it writes the status and removes the Pod */
@@ -498,7 +498,7 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
                 runtime_pod_delete(c->o.runtime, p->obj->uid,
                                    cJSON_IsNumber(g) ? (long)(cJSON_GetNumberValue(g) * 1000) : 30000);
             else if (!p->deleting)
-                cl_timer_add(c, 0, T_DELETE, p);
+                cluster__timer_add(c, 0, T_DELETE, p);
             p->deleting = true;
             return;
         }
@@ -525,7 +525,7 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
             ms = c->o.pod_stop_ms;
         if (p->stage == ST_RUNNING || p->stage == ST_READY)
             container_events(c, p, "Killing", "Normal", "Stopping container %s");
-        cl_timer_add(c, (uint64_t)(ms < 0 ? 0 : ms), T_DELETE, p);
+        cluster__timer_add(c, (uint64_t)(ms < 0 ? 0 : ms), T_DELETE, p);
         return;
     }
     if (p->stage != ST_NONE)
@@ -538,10 +538,10 @@ void cl_kubelet_pod(struct cluster *c, struct cl_pod *p)
     parse_annotations(p);
     cl_kubelet_exit_plan(c, p);
     p->stage = ST_BOUND;
-    cl_timer_add(c, cl_jitter(c, c->o.pod_start_ms), T_START, p);
+    cluster__timer_add(c, cluster__jitter(c, c->o.pod_start_ms), T_START, p);
 }
 
-void cl_kubelet_timer(struct cluster *c, struct cl_pod *p, int kind)
+void cluster__kubelet_timer(struct cluster *c, struct cl_pod *p, int kind)
 {
     if (p->deleting && kind != T_DELETE)
         return;
@@ -556,9 +556,9 @@ void cl_kubelet_timer(struct cluster *c, struct cl_pod *p, int kind)
         if (p->stage != ST_RUNNING)
             break;
         p->stage = ST_READY;
-        cl_kubelet_set_cond(p, C_CONTAINERS, true);
-        cl_kubelet_set_cond(p, C_READY, true);
-        cl_kubelet_write(c, p);
+        cluster__kubelet_set_cond(p, C_CONTAINERS, true);
+        cluster__kubelet_set_cond(p, C_READY, true);
+        cluster__kubelet_write(c, p);
         break;
     case T_EXIT:
         container_exit(c, p);
@@ -568,7 +568,7 @@ void cl_kubelet_timer(struct cluster *c, struct cl_pod *p, int kind)
         if (p->stage != ST_RUNNING && p->stage != ST_READY)
             break;
         if (!ray_submitter_poll(c->o.ray, p->obj->uid, &code)) {
-            cl_timer_add(c, RAY_POLL_MS, T_RAY, p);
+            cluster__timer_add(c, RAY_POLL_MS, T_RAY, p);
             break;
         }
         p->fail_kind = code ? FAIL_EXIT : FAIL_NONE;
@@ -581,20 +581,20 @@ void cl_kubelet_timer(struct cluster *c, struct cl_pod *p, int kind)
         if (p->stage != ST_RUNNING && p->stage != ST_READY)
             break;
         if (!ray_submitter_poll(c->o.ray, p->obj->uid, &code)) {
-            cl_timer_add(c, RAY_POLL_MS, T_RAY_SIDE, p);
+            cluster__timer_add(c, RAY_POLL_MS, T_RAY_SIDE, p);
             break;
         }
         p->side_done = true;
         p->side_exit = code;
         p->side_finished = time(NULL);
-        cl_kubelet_write(c, p);
+        cluster__kubelet_write(c, p);
         break;
     }
     case T_PULL:
         if (p->stage != ST_PULLFAIL)
             break;
         p->last_reason = "ImagePullBackOff";
-        cl_kubelet_write(c, p);
+        cluster__kubelet_write(c, p);
         container_events(c, p, "BackOff", "Normal", "Back-off pulling image \"%s\"");
         break;
     case T_DELETE:

@@ -53,7 +53,7 @@ static size_t lower_bound(const struct cluster *c, const struct cl_node *n)
     return lo;
 }
 
-void cl_node_index_remove(struct cluster *c, struct cl_node *n)
+void cluster__node_index_remove(struct cluster *c, struct cl_node *n)
 {
     size_t i;
 
@@ -67,16 +67,16 @@ void cl_node_index_remove(struct cluster *c, struct cl_node *n)
     n->indexed = false;
 }
 
-void cl_node_index_update(struct cluster *c, struct cl_node *n)
+void cluster__node_index_update(struct cluster *c, struct cl_node *n)
 {
     size_t i;
 
-    cl_node_index_remove(c, n);
+    cluster__node_index_remove(c, n);
     if (c->nfree_idx == c->capfree_idx) {
         size_t ncap = c->capfree_idx ? c->capfree_idx * 2 : 64;
         struct cl_node **nx = realloc(c->free_idx, ncap * sizeof(*nx));
         if (!nx)
-            return;   /* left out: cl_node_index_each still finds it through the table */
+            return;   /* left out: the scheduler still finds it in the node table */
         c->free_idx = nx;
         c->capfree_idx = ncap;
     }
@@ -89,12 +89,12 @@ void cl_node_index_update(struct cluster *c, struct cl_node *n)
     n->indexed = true;
 }
 
-struct cl_node *cl_node_index_at(const struct cluster *c, size_t i)
+struct cl_node *cluster__node_index_at(const struct cluster *c, size_t i)
 {
     return i < c->nfree_idx ? c->free_idx[i] : NULL;
 }
 
-void cl_node_index_free(struct cluster *c)
+void cluster__node_index_free(struct cluster *c)
 {
     free(c->free_idx);
     c->free_idx = NULL;

@@ -1,7 +1,7 @@
 /*
- * cluster_pods.c - the cluster thread's Pod and Service tables: every Pod event
+ * pods.c - the cluster thread's Pod and Service tables: every Pod event
  * updates the per-node accounting of requests, queues unbound Pods for the
- * scheduler and hands bound ones to the kubelet (cluster_kubelet.c); the
+ * scheduler and hands bound ones to the kubelet (kubelet.c); the
  * scheduling pass binds queued Pods or marks them Unschedulable until capacity
  * frees up. Runs on the cluster thread only.
  */
@@ -30,11 +30,11 @@ static void res_add(struct cluster_res *a, const struct cluster_res *b, int sign
 
 static void unaccount(struct cluster *c, struct cl_pod *p)
 {
-    struct cl_node *n = cl_node_find(c, p->acct_node);
+    struct cl_node *n = cluster__node_find(c, p->acct_node);
 
     if (n) {
         res_add(&n->used, &p->req, -1);
-        cl_node_index_update(c, n);
+        cluster__node_index_update(c, n);
     }
     if (p->acct_node)
         c->capacity_changed = true;
@@ -44,13 +44,13 @@ static void unaccount(struct cluster *c, struct cl_pod *p)
 
 static void account(struct cluster *c, struct cl_pod *p, const char *node)
 {
-    struct cl_node *n = cl_node_find(c, node);
+    struct cl_node *n = cluster__node_find(c, node);
 
     if (!(p->acct_node = strdup(node)))
         return;
     if (n) {
         res_add(&n->used, &p->req, 1);
-        cl_node_index_update(c, n);
+        cluster__node_index_update(c, n);
     }
 }
 
@@ -85,7 +85,7 @@ static void pod_free(struct cl_pod *p)
     free(p);
 }
 
-void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
     char key[600];
     struct cl_pod *p = NULL;
@@ -94,11 +94,11 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->pods, key, p);
-    bool gang = cl_gang_pod(o->json);
+    bool gang = cluster__gang_pod(o->json);
     if (gang)
         c->gang_dirty = true;   /* a gang member changed: the gang step looks again */
     if (type == EV_DELETED) {
-        cl_endpoints_pod(c, key, o->ns, NULL);
+        cluster__endpoints_pod(c, key, o->ns, NULL);
         if (p) {
             unaccount(c, p);
             HASH_DEL(c->pods, p);
@@ -128,7 +128,7 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
         store_obj_unref(p->obj);
     }
     p->obj = store_obj_ref(o);
-    cl_endpoints_pod(c, key, o->ns, o);
+    cluster__endpoints_pod(c, key, o->ns, o);
 
     /* resources stay taken from binding until the Pod ends */
     {
@@ -144,10 +144,10 @@ void cl_pod_event(struct cluster *c, enum store_event_type type, struct store_ob
         (!sched || !sched[0] || !strcmp(sched, "default-scheduler")) && !gang &&
         !kobj_get(kobj_get(o->json, "metadata"), "deletionTimestamp"))
         pending_push(c, p);
-    cl_kubelet_pod(c, p);
+    cluster__kubelet_pod(c, p);
 }
 
-void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+void cluster__svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
     char key[600];
     struct cl_svc *s = NULL;
@@ -155,10 +155,10 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->svcs, key, s);
     if (type == EV_DELETED) {
-        cl_endpoints_drop(c, o->ns, o->name);
+        cluster__endpoints_drop(c, o->ns, o->name);
         if (s) {
-            cl_endpoints_svc_forget(c, s->key);
-            cl_endpoints_svc_free(s);
+            cluster__endpoints_svc_forget(c, s->key);
+            cluster__endpoints_svc_free(s);
             HASH_DEL(c->svcs, s);
             store_obj_unref(s->obj);
             free(s->key);
@@ -178,10 +178,10 @@ void cl_svc_event(struct cluster *c, enum store_event_type type, struct store_ob
         store_obj_unref(s->obj);
     }
     s->obj = store_obj_ref(o);
-    cl_endpoints_svc(c, s);
+    cluster__endpoints_svc(c, s);
 }
 
-int cl_bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component)
+int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component)
 {
     struct store_write_opts w = { .field_manager = "kube-scheduler" };
     struct store_status st = { 0 };
@@ -197,17 +197,17 @@ int cl_bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const ch
         return rc;
     }
     account(c, p, n->name);
-    cl_kubelet_set_cond(p, C_SCHED, true);
+    cluster__kubelet_set_cond(p, C_SCHED, true);
     /* what the node's kubelet reports at once: created, not yet started */
-    cl_kubelet_set_cond(p, C_READYTOSTART, false);
-    cl_kubelet_set_cond(p, C_INIT, !kobj_get(kobj_get(p->obj->json, "spec"), "initContainers"));
-    cl_kubelet_set_cond(p, C_CONTAINERS, false);
-    cl_kubelet_set_cond(p, C_READY, false);
+    cluster__kubelet_set_cond(p, C_READYTOSTART, false);
+    cluster__kubelet_set_cond(p, C_INIT, !kobj_get(kobj_get(p->obj->json, "spec"), "initContainers"));
+    cluster__kubelet_set_cond(p, C_CONTAINERS, false);
+    cluster__kubelet_set_cond(p, C_READY, false);
     p->start_time = time(NULL);
     p->unsched_msg[0] = '\0';
-    cl_kubelet_write(c, p);
+    cluster__kubelet_write(c, p);
     snprintf(msg, sizeof(msg), "Successfully assigned %s to %s", p->key, n->name);
-    cl_event(c, p->obj->json, "Normal", "Scheduled", msg, component, NULL, NULL);
+    cluster__event(c, p->obj->json, "Normal", "Scheduled", msg, component, NULL, NULL);
     return 0;
 }
 
@@ -220,7 +220,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     size_t i = 0;
     char taint[160] = "", msg[sizeof(p->unsched_msg)];
 
-    for (size_t k = 0; (n = cl_node_index_at(c, k)); k++) {
+    for (size_t k = 0; (n = cluster__node_index_at(c, k)); k++) {
         c->sched_visited++;
         if (!cluster_node_fits(p->obj->json, &p->req, n->obj->json, &n->alloc, &n->used,
                                NULL, 0)) {
@@ -239,7 +239,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
                 best = n;   /* left out of the index (its allocation failed) */
         }
     }
-    if (best && cl_bind_pod(c, p, best, "default-scheduler") == 0)
+    if (best && cluster__bind_pod(c, p, best, "default-scheduler") == 0)
         return;
     if (best)
         return;   /* the write failed (conflict, deleted): the next event retries */
@@ -249,12 +249,12 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     if (!strcmp(msg, p->unsched_msg))
         return;
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
-    cl_kubelet_set_cond(p, C_SCHED, false);
-    cl_kubelet_write(c, p);
-    cl_event(c, p->obj->json, "Warning", "FailedScheduling", msg, "default-scheduler", NULL, NULL);
+    cluster__kubelet_set_cond(p, C_SCHED, false);
+    cluster__kubelet_write(c, p);
+    cluster__event(c, p->obj->json, "Warning", "FailedScheduling", msg, "default-scheduler", NULL, NULL);
 }
 
-void cl_schedule_pass(struct cluster *c)
+void cluster__schedule_pass(struct cluster *c)
 {
     struct cl_pod *p;
     unsigned *fits;
@@ -276,7 +276,7 @@ void cl_schedule_pass(struct cluster *c)
         c->nunsched = 0;
     }
     /* gangs first: a gang that fits takes its nodes before single Pods spread over them */
-    cl_gang_pass(c);
+    cluster__gang_pass(c);
     if (!c->npending)
         return;
     if (!(fits = calloc(nn + 1, sizeof(*fits))))
@@ -297,7 +297,7 @@ void cl_schedule_pass(struct cluster *c)
     free(fits);
 }
 
-void cl_pods_free(struct cluster *c)
+void cluster__pods_free(struct cluster *c)
 {
     struct cl_pod *p, *tp;
     struct cl_svc *s, *ts;
@@ -307,13 +307,13 @@ void cl_pods_free(struct cluster *c)
         pod_free(p);
     }
     HASH_ITER(hh, c->svcs, s, ts) {
-        cl_endpoints_svc_free(s);
+        cluster__endpoints_svc_free(s);
         HASH_DEL(c->svcs, s);
         store_obj_unref(s->obj);
         free(s->key);
         free(s);
     }
-    cl_endpoints_index_free(c);
+    cluster__endpoints_index_free(c);
     for (size_t i = 0; i < c->npending; i++)
         free(c->pending[i]);
     free(c->pending);

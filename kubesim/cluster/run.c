@@ -1,9 +1,9 @@
 /*
- * cluster_run.c - the simulated cluster's thread: flags, the work queue fed by
+ * run.c - the simulated cluster's thread: flags, the work queue fed by
  * store_subscribe (the committing thread only appends a reference), a timer heap,
  * the Node objects and their heartbeats, the Pod table with per-node resource
  * accounting, the scheduling pass and Event creation. Pod lifecycle lives in
- * cluster_kubelet.c, Service endpoints in cluster_endpoints.c.
+ * kubelet.c, Service endpoints in endpoints.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@ const char cluster_usage[] =
     "               (--nodes: default 3, 1 with --run-image; 0 = an API server only;\n"
     "               docs/kubesim-cluster.md)\n";
 
-bool cl_pod_ready(const cJSON *pod)
+bool cluster__pod_ready(const cJSON *pod)
 {
     const cJSON *cd;
 
@@ -176,7 +176,7 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
 
     if (!r || (r != c->r_pods && r != c->r_nodes && r != c->r_svc && r != c->r_jobs &&
                r != c->r_deploy && r != c->r_rs &&
-               !cl_gang_resource(r) && strcmp(r->plural, "customresourcedefinitions") != 0))
+               !cluster__gang_resource(r) && strcmp(r->plural, "customresourcedefinitions") != 0))
         return;   /* a CRD: the gang step looks for Volcano's Queue type */
     pthread_mutex_lock(&c->qlock);
     if (c->stop) {
@@ -207,13 +207,13 @@ static void heap_swap(struct cl_timer *h, size_t a, size_t b)
     h[b] = t;
 }
 
-void cl_timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p)
+void cluster__timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p)
 {
-    cl_timer_add_key(c, delay_ms, kind, p ? p->key : NULL, p ? p->epoch : 0);
+    cluster__timer_add_key(c, delay_ms, kind, p ? p->key : NULL, p ? p->epoch : 0);
 }
 
-void cl_timer_add_key(struct cluster *c, uint64_t delay_ms, int kind, const char *key,
-                      unsigned long epoch)
+void cluster__timer_add_key(struct cluster *c, uint64_t delay_ms, int kind, const char *key,
+                            unsigned long epoch)
 {
     size_t i;
 
@@ -255,7 +255,7 @@ static struct cl_timer heap_pop(struct cluster *c)
 }
 
 /* base * [0.8, 1.2): real start times are never uniform */
-uint64_t cl_jitter(struct cluster *c, long base_ms)
+uint64_t cluster__jitter(struct cluster *c, long base_ms)
 {
     c->rng = c->rng * 1103515245u + 12345u;
     return (uint64_t)base_ms * (800 + (c->rng >> 8) % 400) / 1000;
@@ -263,14 +263,14 @@ uint64_t cl_jitter(struct cluster *c, long base_ms)
 
 /* ---- Events ---------------------------------------------------------------------------- */
 
-void cl_event(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
-              const char *message, const char *component, const char *host,
-              const char *field_path)
+void cluster__event(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
+                    const char *message, const char *component, const char *host,
+                    const char *field_path)
 {
-    cl_event_named(c, obj, type, reason, message, component, host, field_path, NULL, 0);
+    cluster__event_named(c, obj, type, reason, message, component, host, field_path, NULL, 0);
 }
 
-int cl_event_bump(struct cluster *c, const char *ns, const char *name, int count)
+int cluster__event_bump(struct cluster *c, const char *ns, const char *name, int count)
 {
     struct store_write_opts w = { .field_manager = "kubelet" };
     struct store_status st = { 0 };
@@ -285,9 +285,9 @@ int cl_event_bump(struct cluster *c, const char *ns, const char *name, int count
     return rc;
 }
 
-void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
-                    const char *message, const char *component, const char *host,
-                    const char *field_path, char *name_out, size_t name_len)
+void cluster__event_named(struct cluster *c, const cJSON *obj, const char *type, const char *reason,
+                          const char *message, const char *component, const char *host,
+                          const char *field_path, char *name_out, size_t name_len)
 {
     const cJSON *md = kobj_get(obj, "metadata");
     const char *ns = kobj_str(md, "namespace");
@@ -342,7 +342,7 @@ void cl_event_named(struct cluster *c, const cJSON *obj, const char *type, const
 
 /* ---- nodes --------------------------------------------------------------------------- */
 
-struct cl_node *cl_node_find(struct cluster *c, const char *name)
+struct cl_node *cluster__node_find(struct cluster *c, const char *name)
 {
     struct cl_node *n = NULL;
 
@@ -481,13 +481,13 @@ static int nodes_create(struct cluster *c)
     return 0;
 }
 
-void cl_node_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+void cluster__node_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
-    struct cl_node *n = cl_node_find(c, o->name);
+    struct cl_node *n = cluster__node_find(c, o->name);
 
     if (type == EV_DELETED) {
         if (n) {
-            cl_node_index_remove(c, n);
+            cluster__node_index_remove(c, n);
             HASH_DEL(c->nodes, n);
             store_obj_unref(n->obj);
             free(n->name);
@@ -514,7 +514,7 @@ void cl_node_event(struct cluster *c, enum store_event_type type, struct store_o
             if (kobj_str(a, "type") && !strcmp(kobj_str(a, "type"), "InternalIP") && kobj_str(a, "address"))
                 snprintf(n->ip, sizeof(n->ip), "%s", kobj_str(a, "address"));
     }
-    cl_node_index_update(c, n);
+    cluster__node_index_update(c, n);
     c->capacity_changed = true;
 }
 
@@ -527,23 +527,23 @@ static void fire_timer(struct cluster *c, struct cl_timer *t)
     if (t->kind == T_HEARTBEAT) {
         for (int i = 0; i < c->o.nodes; i++)
             node_patch_status(c, i);
-        cl_timer_add(c, HEARTBEAT_MS, T_HEARTBEAT, NULL);
+        cluster__timer_add(c, HEARTBEAT_MS, T_HEARTBEAT, NULL);
         return;
     }
     if (t->kind == T_ENDPOINTS) {
         c->endpoints_timer = false;
-        cl_endpoints_sync(c);
+        cluster__endpoints_sync(c);
         return;
     }
     if (t->kind == T_JOB) {
         if (t->key)
-            cl_jobs_timer(c, t->key, t->epoch);
+            cluster__jobs_timer(c, t->key, t->epoch);
         return;
     }
     if (t->key)
         HASH_FIND_STR(c->pods, t->key, p);
     if (p && p->epoch == t->epoch)
-        cl_kubelet_timer(c, p, t->kind);
+        cluster__kubelet_timer(c, p, t->kind);
 }
 
 static void deadline_of(uint64_t due_ms, struct timespec *ts)
@@ -592,34 +592,34 @@ static void *cluster_main(void *arg)
         for (size_t i = 0; i < nbatch; i++) {
             struct store_obj *o = batch[i].obj;
             if (o->res == c->r_pods) {
-                cl_pod_event(c, batch[i].type, o);
-                cl_jobs_pod(c, batch[i].type, o);
-                cl_deploy_event(c, batch[i].type, o);
+                cluster__pod_event(c, batch[i].type, o);
+                cluster__jobs_pod(c, batch[i].type, o);
+                cluster__deploy_event(c, batch[i].type, o);
             } else if (o->res == c->r_deploy || o->res == c->r_rs)
-                cl_deploy_event(c, batch[i].type, o);
+                cluster__deploy_event(c, batch[i].type, o);
             else if (o->res == c->r_jobs)
-                cl_job_event(c, batch[i].type, o);
+                cluster__job_event(c, batch[i].type, o);
             else if (o->res == c->r_nodes)
-                cl_node_event(c, batch[i].type, o);
+                cluster__node_event(c, batch[i].type, o);
             else if (o->res == c->r_svc)
-                cl_svc_event(c, batch[i].type, o);
+                cluster__svc_event(c, batch[i].type, o);
             else
-                c->gang_dirty = true;   /* a PodGroup or Queue (cl_gang_resource) */
+                c->gang_dirty = true;   /* a PodGroup or Queue (cluster__gang_resource) */
             store_obj_unref(o);
         }
         nbatch = 0;
-        cl_schedule_pass(c);
+        cluster__schedule_pass(c);
         /* bounded so that a burst of timers does not starve the queue */
         for (int n = 0; n < 2000 && c->nheap && c->heap[0].due_ms <= util_now_ms(); n++) {
             struct cl_timer t = heap_pop(c);
             fire_timer(c, &t);
             free(t.key);
         }
-        cl_jobs_sync(c);
-        cl_deploy_sync(c);
+        cluster__jobs_sync(c);
+        cluster__deploy_sync(c);
         if (c->endpoints_dirty && !c->endpoints_timer) {
             c->endpoints_timer = true;
-            cl_timer_add(c, 50, T_ENDPOINTS, NULL);
+            cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
         }
     }
     free(batch);
@@ -696,7 +696,7 @@ int cluster_start(const struct cluster_opts *o, struct store *store, struct clus
     /* subscribe first: the nodes' own ADDED events then feed the node table */
     if ((rc = store_subscribe(store, on_commit, c)) < 0 || (rc = nodes_create(c)) < 0)
         goto fail;
-    cl_timer_add(c, HEARTBEAT_MS, T_HEARTBEAT, NULL);
+    cluster__timer_add(c, HEARTBEAT_MS, T_HEARTBEAT, NULL);
     if ((rc = replay_existing(c)) < 0)
         goto fail;
     if ((rc = -pthread_create(&c->thread, NULL, cluster_main, c)) < 0)
@@ -734,10 +734,10 @@ void cluster_stop(struct cluster *c)
         store_obj_unref(c->q[i].obj);
     c->qlen = 0;
     pthread_mutex_unlock(&c->qlock);
-    cl_jobs_free(c);
-    cl_deploy_free(c);
-    cl_pods_free(c);
-    cl_node_index_free(c);
+    cluster__jobs_free(c);
+    cluster__deploy_free(c);
+    cluster__pods_free(c);
+    cluster__node_index_free(c);
     HASH_ITER(hh, c->nodes, n, tn) {
         HASH_DEL(c->nodes, n);
         store_obj_unref(n->obj);

@@ -2,7 +2,7 @@
  * sched.c - the scheduler's arithmetic: Pod requests, Node allocatable, the filter plugins kubesim models (NodeUnschedulable,
  * TaintToleration, NodeSelector, NodeResourcesFit), LeastAllocated scoring and the
  * FailedScheduling message text. Pure functions on cJSON; the loop that uses them
- * is in cluster_run.c.
+ * is in run.c.
  */
 #include <errno.h>
 #include <math.h>

@@ -509,6 +509,24 @@ static int format_selector(const cJSON *sel, struct buf *b)
     return b->len > start ? 0 : buf_puts(b, "<none>");
 }
 
+/* kubectl's printNetworkPolicy */
+static const struct present_col netpol_cols[] = {
+    NAME_COL,
+    { "Pod-Selector", "string", "", "Selects the pods to which this NetworkPolicy object applies.", 0 },
+    AGE_COL,
+};
+
+static int netpol_cells(const cJSON *o, time_t now, cJSON *cells)
+{
+    struct buf b = { 0 };
+    int rc;
+
+    if ((rc = present__cell_name(cells, o)) ||
+        (rc = present__cell_buf(cells, &b, format_selector(json_get(o, "spec.podSelector"), &b))))
+        return rc;
+    return present__cell_age(cells, o, now);
+}
+
 static int job_cells(const cJSON *job, time_t now, cJSON *cells)
 {
     const cJSON *conds = json_get(job, "status.conditions"), *c;
@@ -571,6 +589,7 @@ static const struct present_printer printers[] = {
     PRINTER("", "Node", node_cols, node_cells),
     PRINTER("", "Namespace", ns_cols, ns_cells),
     PRINTER("batch", "Job", job_cols, job_cells),
+    PRINTER("networking.k8s.io", "NetworkPolicy", netpol_cols, netpol_cells),
 };
 
 const struct present_printer *present__builtin_printer(const struct reg_resource *res)

@@ -129,6 +129,9 @@ static const struct builtin_spec builtins[] = {
       "", "", false, "IngressClass", no_fields, SPECGEN, no_subs },
     { "networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", true, ALL, "ing", "", true,
       "Ingress", no_fields, SPECGEN, no_subs },
+    /* stored and validated, not enforced: kubesim has no pod network to filter */
+    { "networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", true, ALL,
+      "netpol", "", false, "NetworkPolicy", no_fields, SPECGEN, no_subs },
     { "policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget",
       true, ALL, "pdb", "", true, "PodDisruptionBudget", no_fields, SPECGEN, no_subs },
     { "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding",

@@ -25,7 +25,7 @@ static curl_socket_t open_in_node(void *arg, curlsocktype purpose, struct curl_s
 
     if (purpose != CURLSOCKTYPE_IPCXN || a->family != AF_INET)
         return CURL_SOCKET_BAD;
-    s = rt_node_socket(rt, SOCK_STREAM);
+    s = runtime__node_socket(rt, SOCK_STREAM);
     return s < 0 ? CURL_SOCKET_BAD : s;
 }
 
@@ -46,7 +46,7 @@ static int pod_ip(struct runtime *rt, const char *uid, char *ip, size_t len)
     return rc;
 }
 
-int rt_forward_check(const char *method, const char *path, const char *ctype, const char *accept)
+int runtime__forward_check(const char *method, const char *path, const char *ctype, const char *accept)
 {
     if (!method || !*method || strlen(method) > 16 || !path || path[0] != '/' ||
         strlen(path) > RUNTIME_HTTP_MAX_PATH)
@@ -86,7 +86,7 @@ int runtime_http(struct runtime *rt, const char *uid, int port, const struct run
         return rc;
     }
     if (port <= 0 || port > 65535 ||
-        rt_forward_check(req->method, req->path, req->ctype, req->accept) < 0) {
+        runtime__forward_check(req->method, req->path, req->ctype, req->accept) < 0) {
         snprintf(out->err, sizeof(out->err), "invalid proxy request");
         return -EINVAL;
     }

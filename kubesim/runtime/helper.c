@@ -225,7 +225,7 @@ static bool path_ok(const cJSON *v)
     return cJSON_IsString(v) && v->valuestring[0] == '/' && strlen(v->valuestring) < PATH_MAX;
 }
 
-int rt_spec_check(const cJSON *spec, char *err, size_t errlen)
+int runtime__spec_check(const cJSON *spec, char *err, size_t errlen)
 {
     const char *ids[] = { "sandbox", "join", "uid", "gid", "fsGroup" };
     const cJSON *argv = cJSON_GetObjectItemCaseSensitive(spec, "argv");
@@ -302,10 +302,10 @@ static int exec_main(int argc, char **argv)
 
     if (argc != 3)
         return 2;
-    if (rt_read_file(argv[2], 1 << 20, &text, &len) < 0 ||
+    if (runtime__read_file(argv[2], 1 << 20, &text, &len) < 0 ||
         !(spec = cJSON_ParseWithLength(text, len)))
         return fail("spec", EINVAL);
-    if (rt_spec_check(spec, why, sizeof(why)) < 0)
+    if (runtime__spec_check(spec, why, sizeof(why)) < 0)
         return fail(why, EINVAL);
     sandbox = (pid_t)jnum(spec, "sandbox", 0);
     target = (pid_t)jnum(spec, "join", 0);

@@ -123,14 +123,14 @@ struct runtime {
 };
 
 /* runtime.c */
-uint64_t rt_now_ms(void);
-bool rt_stopping(struct runtime *rt);   /* runtime_stop has begun */
-int rt_read_file(const char *path, size_t max, char **out, size_t *len);
-int rt_write_file(const char *path, const void *data, size_t len, mode_t mode);
-void rt_rm_rf(const char *path);
-long rt_jnum(const cJSON *o, const char *k, long def);
-void rt_event(struct runtime *rt, struct rt_pod *p, const char *type, const char *reason,
-              const char *field_path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+uint64_t runtime__now_ms(void);
+bool runtime__stopping(struct runtime *rt);   /* runtime_stop has begun */
+int runtime__read_file(const char *path, size_t max, char **out, size_t *len);
+int runtime__write_file(const char *path, const void *data, size_t len, mode_t mode);
+void runtime__rm_rf(const char *path);
+long runtime__jnum(const cJSON *o, const char *k, long def);
+void runtime__event(struct runtime *rt, struct rt_pod *p, const char *type, const char *reason,
+                    const char *field_path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* pod.c */
 #define RT_ENV_MAX_VALUE (128 * 1024)   /* Linux's MAX_ARG_STRLEN: one exec string */
@@ -138,80 +138,80 @@ void rt_event(struct runtime *rt, struct rt_pod *p, const char *type, const char
  * definition winning), appended to out: $(NAME) of a defined variable becomes its value,
  * $$ a literal $, anything else stays as written. -E2BIG past RT_ENV_MAX_VALUE bytes
  * (definitions that double each other grow exponentially). */
-int rt_env_expand(const cJSON *env, const char *in, struct buf *out);
+int runtime__env_expand(const cJSON *env, const char *in, struct buf *out);
 /* A downward-API fieldPath of p (metadata.name, metadata.labels['k'], status.podIP, ...)
  * appended to out; -EINVAL for a path the kubelet does not serve. */
-int rt_field_value(const struct rt_pod *p, const char *path, struct buf *out);
+int runtime__field_value(const struct rt_pod *p, const char *path, struct buf *out);
 /* tmpfs size= text for an emptyDir sizeLimit quantity ("0" = the tmpfs default). */
-void rt_size_text(const char *q, char *out, size_t len);
+void runtime__size_text(const char *q, char *out, size_t len);
 /* Files and directories of the Pod's volumes under p->dir; the Memory ones are listed in
  * memdirs ("DIR SIZE" pairs for the sandbox). -ENOENT: a Secret or ConfigMap it needs is
  * missing (the kubelet retries: FailedMount). */
-int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *err, size_t errlen);
+int runtime__pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *err, size_t errlen);
 /* Starts kubesim itself with argv (a helper) in a new session, stdout/stderr appended to log
  * (/dev/null when NULL), pass_fd as as_fd when pass_fd >= 0. *pid and a *pidfd. */
-int rt_spawn(struct runtime *rt, char *const *argv, const char *log, int pass_fd, int as_fd,
-             pid_t *pid, int *pidfd);
+int runtime__spawn(struct runtime *rt, char *const *argv, const char *log, int pass_fd, int as_fd,
+                   pid_t *pid, int *pidfd);
 /* Starts container c of p (its spec file, env, mounts); 0 or -errno with err set. */
-int rt_ctr_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, char *err, size_t errlen);
+int runtime__ctr_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, char *err, size_t errlen);
 /* Runs cmd (a JSON array) inside running container c, output discarded. */
-int rt_exec_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, const cJSON *cmd,
-                  pid_t *pid, int *pidfd);
+int runtime__exec_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, const cJSON *cmd,
+                        pid_t *pid, int *pidfd);
 /* The log file of run n of container c. */
-void rt_log_path(const struct rt_pod *p, const char *ctr, int n, char *out, size_t len);
+void runtime__log_path(const struct rt_pod *p, const char *ctr, int n, char *out, size_t len);
 
 /* helper.c */
 /* The exec helper's spec (written by pod.c) is well formed: argv a non-empty array of
  * strings, env "K=V" strings, mounts with absolute src/dst, ids in range. 0 or -EINVAL
  * with err set. */
-int rt_spec_check(const cJSON *spec, char *err, size_t errlen);
+int runtime__spec_check(const cJSON *spec, char *err, size_t errlen);
 
 /* net.c */
-int rt_net_start(struct runtime *rt);
-void rt_net_stop(struct runtime *rt);
+int runtime__net_start(struct runtime *rt);
+void runtime__net_stop(struct runtime *rt);
 /* The Pod's eth0 with p->ip, routed from the node namespace. */
-int rt_net_pod(struct runtime *rt, struct rt_pod *p, char *err, size_t errlen);
+int runtime__net_pod(struct runtime *rt, struct rt_pod *p, char *err, size_t errlen);
 /* A socket in the node namespace (reaches Pod IPs). */
-int rt_node_socket(struct runtime *rt, int type);
+int runtime__node_socket(struct runtime *rt, int type);
 /* Copies bytes both ways between a and b until either ends or the runtime stops; closes
  * both. */
-void rt_pump(struct runtime *rt, int a, int b);
-/* fn(arg) on a detached thread counted in rt->relays_active (rt_net_stop waits for them). */
-int rt_thread_detached(struct runtime *rt, void *(*fn)(void *), void *arg);
+void runtime__pump(struct runtime *rt, int a, int b);
+/* fn(arg) on a detached thread counted in rt->relays_active (runtime__net_stop waits for them). */
+int runtime__thread_detached(struct runtime *rt, void *(*fn)(void *), void *arg);
 
 /* svcproxy.c */
-int rt_svc_start(struct runtime *rt);
-void rt_svc_stop(struct runtime *rt);
-int rt_svc_endpoint(const cJSON *endpoints, const char *port_name, unsigned n, char *ip,
-                    size_t iplen, int *port);
+int runtime__svc_start(struct runtime *rt);
+void runtime__svc_stop(struct runtime *rt);
+int runtime__svc_endpoint(const cJSON *endpoints, const char *port_name, unsigned n, char *ip,
+                          size_t iplen, int *port);
 
 /* forward.c */
 /* A proxied request's method, path and headers are safe to put on the wire: 0 or -EINVAL. */
-int rt_forward_check(const char *method, const char *path, const char *ctype, const char *accept);
+int runtime__forward_check(const char *method, const char *path, const char *ctype, const char *accept);
 
 /* runtime.c */
 /* Index of the --run-image whose REPO the image "[registry/]path/REPO[:tag][@digest]"
  * names (its repository is REPO or ends in /REPO), or -1. */
-int rt_image_match(const struct runtime_opts *o, const char *image);
+int runtime__image_match(const struct runtime_opts *o, const char *image);
 
 /* probe.c */
 /* Applies one probe result to c; true when readiness changed or liveness gave up (*kill). */
-bool rt_probe_apply(struct rt_ctr *c, struct rt_probe *pr, bool ok, bool *kill);
+bool runtime__probe_apply(struct rt_ctr *c, struct rt_probe *pr, bool ok, bool *kill);
 /* The status code of an HTTP response's first line ("HTTP/1.1 200 OK"), of len bytes
  * (not NUL-terminated): 0, or -EPROTO. */
-int rt_http_status(const char *resp, size_t len, int *code);
+int runtime__http_status(const char *resp, size_t len, int *code);
 /* Runs the probes of c that are due; true when its readiness changed or the liveness probe
  * failed for good (then *kill is set). */
-bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint64_t now,
-                   bool *kill);
+bool runtime__probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint64_t now,
+                         bool *kill);
 /* The earliest time a probe of c is due (UINT64_MAX none). */
-uint64_t rt_probe_next(const struct rt_ctr *c);
-void rt_probe_reset(struct rt_ctr *c, uint64_t now);
-void rt_probe_cancel(struct rt_ctr *c);
+uint64_t runtime__probe_next(const struct rt_ctr *c);
+void runtime__probe_reset(struct rt_ctr *c, uint64_t now);
+void runtime__probe_cancel(struct rt_ctr *c);
 /* An exec probe's process ended with status: apply it. */
-bool rt_probe_exec_done(struct runtime *rt, struct rt_ctr *c, struct rt_probe *pr, int status,
-                        bool *kill);
-int rt_port_of(const struct rt_ctr *c, const cJSON *port);
+bool runtime__probe_exec_done(struct runtime *rt, struct rt_ctr *c, struct rt_probe *pr, int status,
+                              bool *kill);
+int runtime__port_of(const struct rt_ctr *c, const cJSON *port);
 
 
 #endif

@@ -4,7 +4,7 @@
  * on its loopback, and per Pod a veth pair from the node namespace to the Pod's eth0, which
  * holds the Pod IP (/32, default route via a link-local gateway on the node side, as
  * Calico does). kubesim reaches Pod IPs with sockets made in the node namespace
- * (rt_node_socket: probes); Pods reach kubesim through a TCP relay listening on
+ * (runtime__node_socket: probes); Pods reach kubesim through a TCP relay listening on
  * RUNTIME_SERVICE_IP:443 in the node namespace and connecting to 127.0.0.1:PORT on the host
  * side (TLS passes through untouched). The links are configured with iproute2's `ip -batch`
  * run in the namespace by nsenter.
@@ -45,7 +45,7 @@ static int ip_batch(struct runtime *rt, pid_t pid, const char *name, const char 
     snprintf(file, sizeof(file), "%s/ip-%s.batch", rt->dir, name);
     snprintf(log, sizeof(log), "%s/ip-%s.out", rt->dir, name);
     snprintf(pids, sizeof(pids), "%d", (int)pid);
-    if ((rc = rt_write_file(file, text, strlen(text), 0600)) < 0)
+    if ((rc = runtime__write_file(file, text, strlen(text), 0600)) < 0)
         return rc;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -61,7 +61,7 @@ static int ip_batch(struct runtime *rt, pid_t pid, const char *name, const char 
         ;
     rc = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
     if (rc < 0) {
-        rt_read_file(log, 300, &out, NULL);
+        runtime__read_file(log, 300, &out, NULL);
         snprintf(err, errlen, "network setup (ip -batch) failed: %s", out ? out : "");
         free(out);
     }
@@ -70,7 +70,7 @@ static int ip_batch(struct runtime *rt, pid_t pid, const char *name, const char 
     return rc;
 }
 
-int rt_node_socket(struct runtime *rt, int type)
+int runtime__node_socket(struct runtime *rt, int type)
 {
     int s, e;
 
@@ -83,7 +83,7 @@ int rt_node_socket(struct runtime *rt, int type)
     return s < 0 ? -e : s;
 }
 
-int rt_net_pod(struct runtime *rt, struct rt_pod *p, char *err, size_t errlen)
+int runtime__net_pod(struct runtime *rt, struct rt_pod *p, char *err, size_t errlen)
 {
     char node[600], pod[600], name[32];
     int rc;
@@ -107,14 +107,14 @@ int rt_net_pod(struct runtime *rt, struct rt_pod *p, char *err, size_t errlen)
 
 /* ---- the relay to the API server ----------------------------------------------------------- */
 
-void rt_pump(struct runtime *rt, int a, int b)
+void runtime__pump(struct runtime *rt, int a, int b)
 {
     char *buf = malloc(RELAY_BUF);
     struct pollfd fds[2] = { { .fd = a, .events = POLLIN }, { .fd = b, .events = POLLIN } };
 
     while (buf) {
         int n = poll(fds, 2, 500);
-        if (rt_stopping(rt) || n < 0)
+        if (runtime__stopping(rt) || n < 0)
             break;
         if (n == 0)
             continue;
@@ -148,7 +148,7 @@ static void *detached_main(void *arg)
     return NULL;
 }
 
-int rt_thread_detached(struct runtime *rt, void *(*fn)(void *), void *arg)
+int runtime__thread_detached(struct runtime *rt, void *(*fn)(void *), void *arg)
 {
     struct detached *d = malloc(sizeof(*d));
     pthread_attr_t at;
@@ -178,7 +178,7 @@ static void *relay_pump(void *arg)
 {
     struct relay_conn *rc = arg;
 
-    rt_pump(rc->rt, rc->a, rc->b);
+    runtime__pump(rc->rt, rc->a, rc->b);
     free(rc);
     return NULL;
 }
@@ -206,7 +206,7 @@ static void *relay_accept(void *arg)
             continue;
         }
         *rc = (struct relay_conn){ rt, a, b };
-        if (rt_thread_detached(rt, relay_pump, rc) < 0) {
+        if (runtime__thread_detached(rt, relay_pump, rc) < 0) {
             close(a);
             close(b);
             free(rc);
@@ -217,7 +217,7 @@ static void *relay_accept(void *arg)
 
 /* ---- node namespace ----------------------------------------------------------------------- */
 
-int rt_net_start(struct runtime *rt)
+int runtime__net_start(struct runtime *rt)
 {
     char *argv[] = { (char *)"kubesim", (char *)"__runtime-sandbox", (char *)"200",
                      (char *)"kubesim-node", NULL };
@@ -232,7 +232,7 @@ int rt_net_start(struct runtime *rt)
     if (pipe2(pfd, O_CLOEXEC) < 0)
         return -errno;
     snprintf(log, sizeof(log), "%s/node.log", rt->dir);
-    rc = rt_spawn(rt, argv, log, pfd[1], 200, &rt->node, &rt->node_fd);
+    rc = runtime__spawn(rt, argv, log, pfd[1], 200, &rt->node, &rt->node_fd);
     close(pfd[1]);
     pw.fd = pfd[0];
     pw.events = POLLIN;
@@ -274,7 +274,7 @@ int rt_net_start(struct runtime *rt)
     return 0;
 }
 
-void rt_net_stop(struct runtime *rt)
+void runtime__net_stop(struct runtime *rt)
 {
     if (rt->relay_lfd >= 0) {
         shutdown(rt->relay_lfd, SHUT_RDWR);

@@ -30,8 +30,8 @@ extern char **environ;
 
 /* ---- processes ------------------------------------------------------------------------- */
 
-int rt_spawn(struct runtime *rt, char *const *argv, const char *log, int pass_fd, int as_fd,
-             pid_t *pid, int *pidfd)
+int runtime__spawn(struct runtime *rt, char *const *argv, const char *log, int pass_fd, int as_fd,
+                   pid_t *pid, int *pidfd)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
@@ -87,7 +87,7 @@ static const char *bracket(const char *path, const char *prefix, char *key, size
     return prefix;
 }
 
-int rt_field_value(const struct rt_pod *p, const char *path, struct buf *out)
+int runtime__field_value(const struct rt_pod *p, const char *path, struct buf *out)
 {
     const cJSON *md = kobj_get(p->json, "metadata"), *spec = kobj_get(p->json, "spec");
     const char *v = NULL;
@@ -175,7 +175,7 @@ static int write_in(const char *dir, const char *rel, const void *data, size_t l
             mkdir(path, 0755);
             *s = '/';
         }
-    return rt_write_file(path, data, len, (mode_t)(mode < 0 ? 0644 : mode));
+    return runtime__write_file(path, data, len, (mode_t)(mode < 0 ? 0644 : mode));
 }
 
 /* Keys of a Secret/ConfigMap into dir (items: only those, at their paths). */
@@ -197,13 +197,13 @@ static int keys_to_dir(struct runtime *rt, const struct rt_pod *p, const char *d
                  name ? name : "");
         return -ENOENT;
     }
-    mode = rt_jnum(src, "defaultMode", mode);
+    mode = runtime__jnum(src, "defaultMode", mode);
     if (cJSON_GetArraySize(items) > 0) {
         cJSON_ArrayForEach(it, items) {
             buf_reset(&b);
             if (obj_key(o, secret, kobj_str(it, "key"), &b) == 0)
                 rc = write_in(dir, kobj_str(it, "path"), b.data ? b.data : "", b.len,
-                              rt_jnum(it, "mode", mode));
+                              runtime__jnum(it, "mode", mode));
             if (rc < 0)
                 break;
         }
@@ -237,10 +237,10 @@ static int downward_to_dir(const struct rt_pod *p, const char *dir, const cJSON 
 
     cJSON_ArrayForEach(it, items) {
         buf_reset(&b);
-        if (rt_field_value(p, kobj_str(kobj_get(it, "fieldRef"), "fieldPath"), &b) < 0)
+        if (runtime__field_value(p, kobj_str(kobj_get(it, "fieldRef"), "fieldPath"), &b) < 0)
             continue;   /* resourceFieldRef: not modelled */
         if ((rc = write_in(dir, kobj_str(it, "path"), b.data ? b.data : "", b.len,
-                           rt_jnum(it, "mode", mode))) < 0)
+                           runtime__jnum(it, "mode", mode))) < 0)
             break;
     }
     buf_free(&b);
@@ -267,7 +267,7 @@ static void vol_dir(const struct rt_pod *p, const char *name, char *out, size_t 
     snprintf(out, len, "%s/vol/%s", p->dir, name);
 }
 
-void rt_size_text(const char *q, char *out, size_t len)
+void runtime__size_text(const char *q, char *out, size_t len)
 {
     int64_t milli;
     if (q && kobj_quantity_parse(q, &milli) == 0 && milli > 0)
@@ -276,7 +276,7 @@ void rt_size_text(const char *q, char *out, size_t len)
         snprintf(out, len, "0");
 }
 
-int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *err, size_t errlen)
+int runtime__pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *err, size_t errlen)
 {
     const cJSON *spec = kobj_get(p->json, "spec"), *v, *s;
     char dir[1024], sub[1200];
@@ -301,7 +301,7 @@ int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *e
         if ((s = kobj_get(v, "emptyDir"))) {
             if (kobj_str(s, "medium") && !strcmp(kobj_str(s, "medium"), "Memory")) {
                 char size[32];
-                rt_size_text(kobj_str(s, "sizeLimit"), size, sizeof(size));
+                runtime__size_text(kobj_str(s, "sizeLimit"), size, sizeof(size));
                 cJSON_AddItemToArray(memdirs, cJSON_CreateString(dir));
                 cJSON_AddItemToArray(memdirs, cJSON_CreateString(size));
             }
@@ -310,10 +310,10 @@ int rt_pod_volumes(struct runtime *rt, struct rt_pod *p, cJSON *memdirs, char *e
         } else if ((s = kobj_get(v, "secret"))) {
             rc = keys_to_dir(rt, p, dir, s, true, 0644, err, errlen);
         } else if ((s = kobj_get(v, "downwardAPI"))) {
-            rc = downward_to_dir(p, dir, kobj_get(s, "items"), rt_jnum(s, "defaultMode", 0644));
+            rc = downward_to_dir(p, dir, kobj_get(s, "items"), runtime__jnum(s, "defaultMode", 0644));
         } else if ((s = kobj_get(v, "projected"))) {
             const cJSON *src;
-            long mode = rt_jnum(s, "defaultMode", 0644);
+            long mode = runtime__jnum(s, "defaultMode", 0644);
             cJSON_ArrayForEach(src, kobj_get(s, "sources")) {
                 const cJSON *x;
                 if ((x = kobj_get(src, "serviceAccountToken")))
@@ -382,7 +382,7 @@ static void env_set(struct env *e, const char *k, const char *v)
     buf_free(&b);
 }
 
-int rt_env_expand(const cJSON *env, const char *in, struct buf *out)
+int runtime__env_expand(const cJSON *env, const char *in, struct buf *out)
 {
     size_t start = out->len;
 
@@ -466,7 +466,7 @@ static void service_env(struct runtime *rt, const struct rt_pod *p, struct env *
         cJSON_ArrayForEach(pt, kobj_get(spec, "ports")) {
             const char *proto = kobj_str(pt, "protocol") ? kobj_str(pt, "protocol") : "TCP";
             const char *pn = kobj_str(pt, "name");
-            long port = rt_jnum(pt, "port", 0);
+            long port = runtime__jnum(pt, "port", 0);
             char lower[16], upper[16], pname[128];
             env_name(proto, false, lower, sizeof(lower));
             env_name(proto, true, upper, sizeof(upper));
@@ -557,14 +557,14 @@ static int build_env(struct runtime *rt, const struct rt_pod *p, const struct rt
         if (!name)
             continue;
         if (!vf) {
-            if (rt_env_expand(e->list, kobj_str(it, "value") ? kobj_str(it, "value") : "", &v) < 0) {
+            if (runtime__env_expand(e->list, kobj_str(it, "value") ? kobj_str(it, "value") : "", &v) < 0) {
                 snprintf(err, errlen, "env %s: the expanded value is over %d bytes", name,
                          RT_ENV_MAX_VALUE);
                 rc = -E2BIG;
                 goto out;
             }
         } else if ((ref = kobj_get(vf, "fieldRef"))) {
-            if (rt_field_value(p, kobj_str(ref, "fieldPath"), &v) < 0) {
+            if (runtime__field_value(p, kobj_str(ref, "fieldPath"), &v) < 0) {
                 snprintf(err, errlen, "env %s: unsupported fieldPath %s", name,
                          kobj_str(ref, "fieldPath") ? kobj_str(ref, "fieldPath") : "");
                 rc = -EINVAL;
@@ -600,8 +600,8 @@ out:
 /* runAsUser/runAsGroup: the container's securityContext over the Pod's. */
 static long sc_num(const struct rt_pod *p, const struct rt_ctr *c, const char *k)
 {
-    long v = rt_jnum(kobj_get(c->spec, "securityContext"), k, -1);
-    return v >= 0 ? v : rt_jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), k, -1);
+    long v = runtime__jnum(kobj_get(c->spec, "securityContext"), k, -1);
+    return v >= 0 ? v : runtime__jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), k, -1);
 }
 
 static bool has_mount_at(const cJSON *mounts, const char *path)
@@ -682,9 +682,9 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
         cJSON_AddNumberToObject(spec, "uid", (double)sc_num(p, c, "runAsUser"));
     if (sc_num(p, c, "runAsGroup") >= 0)
         cJSON_AddNumberToObject(spec, "gid", (double)sc_num(p, c, "runAsGroup"));
-    if (rt_jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), "fsGroup", -1) >= 0)
+    if (runtime__jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), "fsGroup", -1) >= 0)
         cJSON_AddNumberToObject(spec, "fsGroup",
-                                (double)rt_jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), "fsGroup", 0));
+                                (double)runtime__jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), "fsGroup", 0));
     if (kobj_str(c->spec, "workingDir"))
         cJSON_AddStringToObject(spec, "cwd", kobj_str(c->spec, "workingDir"));
     argv = cJSON_AddArrayToObject(spec, "argv");
@@ -696,7 +696,7 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
     }
     cJSON_ArrayForEach(it, kobj_get(c->spec, "command")) {
         buf_reset(&b);
-        if (rt_env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
+        if (runtime__env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
             snprintf(err, errlen, "container %s: an expanded command word is over %d bytes", c->name,
                      RT_ENV_MAX_VALUE);
             rc = -E2BIG;
@@ -706,7 +706,7 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
     }
     cJSON_ArrayForEach(it, kobj_get(c->spec, "args")) {
         buf_reset(&b);
-        if (rt_env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
+        if (runtime__env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
             snprintf(err, errlen, "container %s: an expanded args word is over %d bytes", c->name,
                      RT_ENV_MAX_VALUE);
             rc = -E2BIG;
@@ -731,14 +731,14 @@ static int spawn_spec(struct runtime *rt, const char *path, cJSON *spec, const c
 
     if (!txt)
         return -ENOMEM;
-    rc = rt_write_file(path, txt, strlen(txt), 0600);
+    rc = runtime__write_file(path, txt, strlen(txt), 0600);
     free(txt);
     if (rc < 0)
         return rc;
-    return rt_spawn(rt, argv, log, -1, -1, pid, pidfd);
+    return runtime__spawn(rt, argv, log, -1, -1, pid, pidfd);
 }
 
-int rt_ctr_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, char *err, size_t errlen)
+int runtime__ctr_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, char *err, size_t errlen)
 {
     cJSON *spec = cJSON_CreateObject();
     char path[1100], log[1100];
@@ -750,7 +750,7 @@ int rt_ctr_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, char *e
     if ((rc = build_spec(rt, p, c, spec, err, errlen)) < 0)
         goto out;
     snprintf(path, sizeof(path), "%s/spec-%s.json", p->dir, c->name);
-    rt_log_path(p, c->name, c->restarts, log, sizeof(log));
+    runtime__log_path(p, c->name, c->restarts, log, sizeof(log));
     unlink(log);
     if ((rc = spawn_spec(rt, path, spec, log, &c->pid, &c->pidfd)) < 0)
         snprintf(err, errlen, "starting %s: %s", c->name, strerror(-rc));
@@ -759,8 +759,8 @@ out:
     return rc;
 }
 
-int rt_exec_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, const cJSON *cmd,
-                  pid_t *pid, int *pidfd)
+int runtime__exec_spawn(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, const cJSON *cmd,
+                        pid_t *pid, int *pidfd)
 {
     cJSON *spec = cJSON_CreateObject(), *argv, *env;
     const cJSON *it;

@@ -21,7 +21,7 @@
 
 #include "kubesim/runtime/internal.h"
 
-int rt_port_of(const struct rt_ctr *c, const cJSON *port)
+int runtime__port_of(const struct rt_ctr *c, const cJSON *port)
 {
     const cJSON *p;
 
@@ -31,17 +31,17 @@ int rt_port_of(const struct rt_ctr *c, const cJSON *port)
         return -1;
     cJSON_ArrayForEach(p, kobj_get(c->spec, "ports"))
         if (kobj_str(p, "name") && !strcmp(kobj_str(p, "name"), port->valuestring))
-            return (int)rt_jnum(p, "containerPort", -1);
+            return (int)runtime__jnum(p, "containerPort", -1);
     return atoi(port->valuestring) > 0 ? atoi(port->valuestring) : -1;
 }
 
 static long tnum(const cJSON *spec, const char *k, long def, long min)
 {
-    long v = rt_jnum(spec, k, def);
+    long v = runtime__jnum(spec, k, def);
     return v < min ? min : v;
 }
 
-void rt_probe_reset(struct rt_ctr *c, uint64_t now)
+void runtime__probe_reset(struct rt_ctr *c, uint64_t now)
 {
     struct rt_probe *prs[2] = { &c->live, &c->rdy };
 
@@ -51,7 +51,7 @@ void rt_probe_reset(struct rt_ctr *c, uint64_t now)
     }
 }
 
-void rt_probe_cancel(struct rt_ctr *c)
+void runtime__probe_cancel(struct rt_ctr *c)
 {
     struct rt_probe *prs[2] = { &c->live, &c->rdy };
 
@@ -66,7 +66,7 @@ void rt_probe_cancel(struct rt_ctr *c)
         }
 }
 
-uint64_t rt_probe_next(const struct rt_ctr *c)
+uint64_t runtime__probe_next(const struct rt_ctr *c)
 {
     uint64_t n = UINT64_MAX;
     const struct rt_probe *prs[2] = { &c->live, &c->rdy };
@@ -89,7 +89,7 @@ static int probe_connect(struct runtime *rt, const char *ip, int port, int ms)
 {
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
     struct pollfd pw;
-    int s = rt_node_socket(rt, SOCK_STREAM | SOCK_NONBLOCK), err = 0;
+    int s = runtime__node_socket(rt, SOCK_STREAM | SOCK_NONBLOCK), err = 0;
     socklen_t el = sizeof(err);
 
     if (s < 0)
@@ -109,7 +109,7 @@ static int probe_connect(struct runtime *rt, const char *ip, int port, int ms)
     return s;
 }
 
-int rt_http_status(const char *resp, size_t len, int *code)
+int runtime__http_status(const char *resp, size_t len, int *code)
 {
     size_t i = 5;
 
@@ -133,7 +133,7 @@ static bool http_probe(struct runtime *rt, const char *ip, int port, const char 
                        char *why, size_t wl)
 {
     char req[1024], resp[256];
-    uint64_t end = rt_now_ms() + (uint64_t)ms;
+    uint64_t end = runtime__now_ms() + (uint64_t)ms;
     size_t got = 0;
     int s = probe_connect(rt, ip, port, ms), code = 0;
 
@@ -151,7 +151,7 @@ static bool http_probe(struct runtime *rt, const char *ip, int port, const char 
     }
     while (got < sizeof(resp) - 1 && !memchr(resp, '\n', got)) {
         struct pollfd pr = { .fd = s, .events = POLLIN };
-        uint64_t now = rt_now_ms();
+        uint64_t now = runtime__now_ms();
         ssize_t n;
         if (now >= end || poll(&pr, 1, (int)(end - now)) != 1)
             break;
@@ -160,7 +160,7 @@ static bool http_probe(struct runtime *rt, const char *ip, int port, const char 
         got += (size_t)n;
     }
     close(s);
-    if (rt_http_status(resp, got, &code) < 0) {
+    if (runtime__http_status(resp, got, &code) < 0) {
         snprintf(why, wl, "Get \"http://%s:%d%s\": context deadline exceeded (Client.Timeout "
                  "exceeded while awaiting headers)", ip, port, path);
         return false;
@@ -171,7 +171,7 @@ static bool http_probe(struct runtime *rt, const char *ip, int port, const char 
     return false;
 }
 
-bool rt_probe_apply(struct rt_ctr *c, struct rt_probe *pr, bool ok, bool *killp)
+bool runtime__probe_apply(struct rt_ctr *c, struct rt_probe *pr, bool ok, bool *killp)
 {
     long succ = tnum(pr->spec, "successThreshold", 1, 1);
     long fail = tnum(pr->spec, "failureThreshold", 3, 1);
@@ -206,12 +206,12 @@ static void unhealthy(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c,
 {
     char fp[128];
     snprintf(fp, sizeof(fp), "spec.containers{%s}", c->name);
-    rt_event(rt, p, "Warning", "Unhealthy", fp, "%s probe failed: %s",
-             pr == &c->live ? "Liveness" : "Readiness", why);
+    runtime__event(rt, p, "Warning", "Unhealthy", fp, "%s probe failed: %s",
+                   pr == &c->live ? "Liveness" : "Readiness", why);
 }
 
-bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint64_t now,
-                   bool *killp)
+bool runtime__probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint64_t now,
+                         bool *killp)
 {
     struct rt_probe *prs[2] = { &c->live, &c->rdy };
     bool changed = false;
@@ -237,11 +237,11 @@ bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint6
             continue;
         pr->next_ms = now + (uint64_t)tnum(pr->spec, "periodSeconds", 10, 1) * 1000;
         if ((h = kobj_get(pr->spec, "httpGet"))) {
-            int port = rt_port_of(c, kobj_get(h, "port"));
+            int port = runtime__port_of(c, kobj_get(h, "port"));
             const char *path = kobj_str(h, "path") ? kobj_str(h, "path") : "/";
             ok = port > 0 && http_probe(rt, p->ip, port, path, (int)timeout_ms, why, sizeof(why));
         } else if ((t = kobj_get(pr->spec, "tcpSocket"))) {
-            int port = rt_port_of(c, kobj_get(t, "port"));
+            int port = runtime__port_of(c, kobj_get(t, "port"));
             int s = port > 0 ? probe_connect(rt, p->ip, port, (int)timeout_ms) : -EINVAL;
             ok = s >= 0;
             if (ok)
@@ -249,7 +249,7 @@ bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint6
             else
                 snprintf(why, sizeof(why), "dial tcp %s:%d: connect: %s", p->ip, port, strerror(-s));
         } else if ((e = kobj_get(pr->spec, "exec"))) {
-            if (rt_exec_spawn(rt, p, c, kobj_get(e, "command"), &pr->exec_pid, &pr->exec_fd) == 0) {
+            if (runtime__exec_spawn(rt, p, c, kobj_get(e, "command"), &pr->exec_pid, &pr->exec_fd) == 0) {
                 pr->exec_deadline_ms = now + (uint64_t)timeout_ms;
                 continue;
             }
@@ -260,18 +260,18 @@ bool rt_probe_tick(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, uint6
         }
         if (!ok)
             unhealthy(rt, p, c, pr, why);
-        changed |= rt_probe_apply(c, pr, ok, killp);
+        changed |= runtime__probe_apply(c, pr, ok, killp);
     }
     return changed;
 }
 
-bool rt_probe_exec_done(struct runtime *rt, struct rt_ctr *c, struct rt_probe *pr, int status,
-                        bool *killp)
+bool runtime__probe_exec_done(struct runtime *rt, struct rt_ctr *c, struct rt_probe *pr, int status,
+                              bool *killp)
 {
     (void)rt;
     close(pr->exec_fd);
     pr->exec_fd = -1;
     pr->exec_pid = 0;
     *killp = false;
-    return rt_probe_apply(c, pr, status == 0, killp);
+    return runtime__probe_apply(c, pr, status == 0, killp);
 }

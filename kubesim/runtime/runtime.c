@@ -34,14 +34,14 @@
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
-uint64_t rt_now_ms(void)
+uint64_t runtime__now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-bool rt_stopping(struct runtime *rt)
+bool runtime__stopping(struct runtime *rt)
 {
     bool stop;
 
@@ -51,7 +51,7 @@ bool rt_stopping(struct runtime *rt)
     return stop;
 }
 
-long rt_jnum(const cJSON *o, const char *k, long def)
+long runtime__jnum(const cJSON *o, const char *k, long def)
 {
     const cJSON *v = kobj_get(o, k);
 
@@ -65,7 +65,7 @@ long rt_jnum(const cJSON *o, const char *k, long def)
     return (long)v->valuedouble;
 }
 
-int rt_read_file(const char *path, size_t max, char **out, size_t *len)
+int runtime__read_file(const char *path, size_t max, char **out, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
     struct buf b = { 0 };
@@ -97,7 +97,7 @@ int rt_read_file(const char *path, size_t max, char **out, size_t *len)
     return 0;
 }
 
-int rt_write_file(const char *path, const void *data, size_t len, mode_t mode)
+int runtime__write_file(const char *path, const void *data, size_t len, mode_t mode)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode), rc;
 
@@ -110,7 +110,7 @@ int rt_write_file(const char *path, const void *data, size_t len, mode_t mode)
     return rc < 0 ? rc : 0;
 }
 
-void rt_rm_rf(const char *path)
+void runtime__rm_rf(const char *path)
 {
     DIR *d = opendir(path);
     struct dirent *e;
@@ -125,7 +125,7 @@ void rt_rm_rf(const char *path)
             continue;
         snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
         if (e->d_type == DT_DIR)
-            rt_rm_rf(sub);
+            runtime__rm_rf(sub);
         else
             unlink(sub);
     }
@@ -133,8 +133,8 @@ void rt_rm_rf(const char *path)
     rmdir(path);
 }
 
-void rt_event(struct runtime *rt, struct rt_pod *p, const char *type, const char *reason,
-              const char *field_path, const char *fmt, ...)
+void runtime__event(struct runtime *rt, struct rt_pod *p, const char *type, const char *reason,
+                    const char *field_path, const char *fmt, ...)
 {
     cJSON *ev = cJSON_CreateObject(), *m, *io, *src;
     struct store_write_opts w = { .field_manager = "kubelet" };
@@ -217,7 +217,7 @@ int runtime_parse_flag(struct runtime_opts **o, const char *flag, const char *va
     return 0;
 }
 
-int rt_image_match(const struct runtime_opts *o, const char *image)
+int runtime__image_match(const struct runtime_opts *o, const char *image)
 {
     char repo[512];
     size_t n;
@@ -245,7 +245,7 @@ int rt_image_match(const struct runtime_opts *o, const char *image)
 
 static const char *image_root(const struct runtime *rt, const char *image)
 {
-    int i = rt_image_match(&rt->o, image);
+    int i = runtime__image_match(&rt->o, image);
     return i < 0 ? NULL : rt->o.root[i];
 }
 
@@ -485,10 +485,10 @@ static void field_path(const struct rt_ctr *c, char *out, size_t len)
 static void ctr_start(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c)
 {
     char err[400], fp[128];
-    uint64_t now = rt_now_ms();
+    uint64_t now = runtime__now_ms();
 
     field_path(c, fp, sizeof(fp));
-    if (rt_ctr_spawn(rt, p, c, err, sizeof(err)) < 0) {
+    if (runtime__ctr_spawn(rt, p, c, err, sizeof(err)) < 0) {
         /* as the kubelet's StartError: a terminated run with exit code 128, restarted with
          * back-off like a crash */
         c->has_last = true;
@@ -497,7 +497,7 @@ static void ctr_start(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c)
         snprintf(c->last_reason, sizeof(c->last_reason), "StartError");
         snprintf(c->last_msg, sizeof(c->last_msg), "%s", err);
         c->last_start = c->last_finish = time(NULL);
-        rt_event(rt, p, "Warning", "Failed", fp, "Error: %s", err);
+        runtime__event(rt, p, "Warning", "Failed", fp, "Error: %s", err);
         c->st = RC_BACKOFF;
         c->backoff_n++;
         c->due_ms = now + BACKOFF_MAX_MS;
@@ -512,13 +512,13 @@ static void ctr_start(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c)
     c->kill_ms = 0;
     c->liveness_kill = false;
     c->waiting_reason[0] = c->waiting_msg[0] = '\0';
-    rt_probe_reset(c, now);
+    runtime__probe_reset(c, now);
     if (!c->rdy.spec)
         c->ready = true;       /* no readiness probe: ready once started */
-    rt_event(rt, p, "Normal", "Pulled", fp, "Container image \"%s\" already present on machine",
-             kobj_str(c->spec, "image") ? kobj_str(c->spec, "image") : "");
-    rt_event(rt, p, "Normal", "Created", fp, "Created container: %s", c->name);
-    rt_event(rt, p, "Normal", "Started", fp, "Started container %s", c->name);
+    runtime__event(rt, p, "Normal", "Pulled", fp, "Container image \"%s\" already present on machine",
+                   kobj_str(c->spec, "image") ? kobj_str(c->spec, "image") : "");
+    runtime__event(rt, p, "Normal", "Created", fp, "Created container: %s", c->name);
+    runtime__event(rt, p, "Normal", "Started", fp, "Started container %s", c->name);
     p->dirty = true;
 }
 
@@ -562,7 +562,7 @@ static void ctr_signal(struct rt_ctr *c, int sig)
 
 static void ctr_exited(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, const siginfo_t *si)
 {
-    uint64_t now = rt_now_ms();
+    uint64_t now = runtime__now_ms();
     const char *rp = restart_policy(p);
     bool restart;
     long ran_ms = (long)(time(NULL) - c->started_at) * 1000;
@@ -572,7 +572,7 @@ static void ctr_exited(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, c
     c->pidfd = -1;
     kill(-c->pid, SIGKILL);     /* what the container left in its group goes with it */
     c->pid = 0;
-    rt_probe_cancel(c);
+    runtime__probe_cancel(c);
     if (c->has_last) {
         c->has_prev = true;
         c->prev_code = c->last_code;
@@ -620,9 +620,9 @@ static void ctr_exited(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, c
                  "back-off %lds restarting failed container=%s pod=%s_%s(%s)",
                  (ms + 999) / 1000, c->name, p->name, p->ns, p->uid);
         field_path(c, fp, sizeof(fp));
-        rt_event(rt, p, "Warning", "BackOff", fp,
-                 "Back-off restarting failed container %s in pod %s_%s(%s)", c->name, p->name,
-                 p->ns, p->uid);
+        runtime__event(rt, p, "Warning", "BackOff", fp,
+                       "Back-off restarting failed container %s in pod %s_%s(%s)", c->name, p->name,
+                       p->ns, p->uid);
     }
     c->backoff_n++;
 }
@@ -652,7 +652,7 @@ static int pod_setup(struct runtime *rt, struct rt_pod *p, char *err, size_t err
         snprintf(err, errlen, "cannot create %s: %s", p->dir, strerror(errno));
         goto out;
     }
-    if ((rc = rt_pod_volumes(rt, p, mem, err, errlen)) < 0)
+    if ((rc = runtime__pod_volumes(rt, p, mem, err, errlen)) < 0)
         goto out;
     if (pipe2(pfd, O_CLOEXEC) < 0) {
         rc = -errno;
@@ -670,7 +670,7 @@ static int pod_setup(struct runtime *rt, struct rt_pod *p, char *err, size_t err
     argv[n] = NULL;
     snprintf(log, sizeof(log), "%s/sandbox.log", p->dir);
     /* the sandbox gets the write end as fd 200 (a dup2 file action clears CLOEXEC) */
-    rc = rt_spawn(rt, argv, log, pfd[1], 200, &p->sandbox, &p->sandbox_fd);
+    rc = runtime__spawn(rt, argv, log, pfd[1], 200, &p->sandbox, &p->sandbox_fd);
     close(pfd[1]);
     pfd[1] = -1;
     if (rc < 0) {
@@ -681,13 +681,13 @@ static int pod_setup(struct runtime *rt, struct rt_pod *p, char *err, size_t err
     pw.events = POLLIN;
     if (poll(&pw, 1, 10000) != 1 || read(pfd[0], &ok, 1) != 1) {
         char *txt = NULL;
-        rt_read_file(log, 400, &txt, NULL);
+        runtime__read_file(log, 400, &txt, NULL);
         snprintf(err, errlen, "sandbox did not start: %s", txt ? txt : "");
         free(txt);
         rc = -EIO;
         goto out;
     }
-    rc = rt_net_pod(rt, p, err, errlen);
+    rc = runtime__net_pod(rt, p, err, errlen);
 out:
     if (pfd[0] >= 0)
         close(pfd[0]);
@@ -712,8 +712,8 @@ static void pod_start(struct runtime *rt, struct rt_pod *p)
         snprintf(err, sizeof(err), "sandbox setup failed");
     if (rc == -ENOENT && p->sandbox <= 0) {
         if (p->mount_fails++ % 30 == 0)   /* not an Event a second */
-            rt_event(rt, p, "Warning", "FailedMount", NULL, "%s", err);
-        p->mount_retry_ms = rt_now_ms() + MOUNT_RETRY_MS;
+            runtime__event(rt, p, "Warning", "FailedMount", NULL, "%s", err);
+        p->mount_retry_ms = runtime__now_ms() + MOUNT_RETRY_MS;
         p->dirty = true;
         return;
     }
@@ -723,8 +723,8 @@ static void pod_start(struct runtime *rt, struct rt_pod *p)
             snprintf(p->c[i].waiting_reason, sizeof(p->c[i].waiting_reason), "CreateContainerError");
             snprintf(p->c[i].waiting_msg, sizeof(p->c[i].waiting_msg), "%s", err);
         }
-        rt_event(rt, p, "Warning", "FailedCreatePodSandBox", NULL,
-                 "Failed to create pod sandbox: %s", err);
+        runtime__event(rt, p, "Warning", "FailedCreatePodSandBox", NULL,
+                       "Failed to create pod sandbox: %s", err);
         log_warn("runtime: pod cannot run", "pod", p->name, "error", err, NULL);
         p->dirty = true;
         return;
@@ -806,7 +806,7 @@ static void pod_finish(struct runtime *rt, struct rt_pod *p, bool remove_object)
         }
         p->sandbox = 0;
     }
-    rt_rm_rf(p->dir);
+    runtime__rm_rf(p->dir);
     if (remove_object) {
         struct store_delete_opts o = { .grace_seconds = 0, .precondition_uid = p->uid };
         struct store_status st = { 0 };
@@ -834,12 +834,12 @@ static void pod_terminate(struct runtime *rt, struct rt_pod *p, long grace_ms)
     if (p->deleting)
         return;
     p->deleting = true;
-    p->delete_ms = rt_now_ms() + (uint64_t)(grace_ms < 0 ? 0 : grace_ms);
+    p->delete_ms = runtime__now_ms() + (uint64_t)(grace_ms < 0 ? 0 : grace_ms);
     for (size_t i = 0; i < p->nc; i++) {
         struct rt_ctr *c = &p->c[i];
         if (c->st == RC_RUNNING) {
             field_path(c, fp, sizeof(fp));
-            rt_event(rt, p, "Normal", "Killing", fp, "Stopping container %s", c->name);
+            runtime__event(rt, p, "Normal", "Killing", fp, "Stopping container %s", c->name);
             ctr_signal(c, SIGTERM);
         } else if (c->st != RC_TERMINATED) {
             c->st = RC_TERMINATED;
@@ -864,7 +864,7 @@ static bool pod_running(const struct rt_pod *p)
 
 static uint64_t tick(struct runtime *rt)
 {
-    uint64_t now = rt_now_ms(), next = now + 1000;
+    uint64_t now = runtime__now_ms(), next = now + 1000;
     struct rt_pod *p, *nx;
 
     for (p = rt->pods; p; p = nx) {
@@ -893,16 +893,16 @@ static uint64_t tick(struct runtime *rt)
                 }
             }
             if (c->st == RC_RUNNING && !p->deleting && !c->kill_ms) {
-                if (rt_probe_tick(rt, p, c, now, &kill_it))
+                if (runtime__probe_tick(rt, p, c, now, &kill_it))
                     p->dirty = true;
                 if (kill_it) {
-                    long grace = rt_jnum(kobj_get(p->json, "spec"), "terminationGracePeriodSeconds", 30);
+                    long grace = runtime__jnum(kobj_get(p->json, "spec"), "terminationGracePeriodSeconds", 30);
                     c->liveness_kill = true;
                     ctr_signal(c, SIGTERM);
                     c->kill_ms = now + (uint64_t)grace * 1000 + 1;
                 }
-                if (rt_probe_next(c) < next)
-                    next = rt_probe_next(c);
+                if (runtime__probe_next(c) < next)
+                    next = runtime__probe_next(c);
             }
         }
         if (p->deleting) {
@@ -968,7 +968,7 @@ static void *rt_main(void *arg)
         uint64_t next, now;
         size_t n = 0;
 
-        if (rt_stopping(rt))
+        if (runtime__stopping(rt))
             break;
         take_commands(rt);
         next = tick(rt);
@@ -990,7 +990,7 @@ static void *rt_main(void *arg)
                         fds[n++].events = POLLIN;
                     }
             }
-        now = rt_now_ms();
+        now = runtime__now_ms();
         if (poll(fds, n, next > now ? (int)(next - now) : 0) <= 0)
             continue;
         for (size_t i = 1; i < n; i++) {
@@ -1003,13 +1003,13 @@ static void *rt_main(void *arg)
             if (who[i].pr) {
                 bool kill_it = false;
                 int status = si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
-                if (rt_probe_exec_done(rt, who[i].c, who[i].pr, status, &kill_it))
+                if (runtime__probe_exec_done(rt, who[i].c, who[i].pr, status, &kill_it))
                     who[i].p->dirty = true;
                 if (kill_it && !who[i].c->kill_ms) {
                     who[i].c->liveness_kill = true;
                     ctr_signal(who[i].c, SIGTERM);
-                    who[i].c->kill_ms = rt_now_ms() + 1000 *
-                        (uint64_t)rt_jnum(kobj_get(who[i].p->json, "spec"), "terminationGracePeriodSeconds", 30) + 1;
+                    who[i].c->kill_ms = runtime__now_ms() + 1000 *
+                        (uint64_t)runtime__jnum(kobj_get(who[i].p->json, "spec"), "terminationGracePeriodSeconds", 30) + 1;
                 }
             } else {
                 ctr_exited(rt, who[i].p, who[i].c, &si);
@@ -1021,7 +1021,7 @@ static void *rt_main(void *arg)
 
 /* ---- logs ------------------------------------------------------------------------------------ */
 
-void rt_log_path(const struct rt_pod *p, const char *ctr, int n, char *out, size_t len)
+void runtime__log_path(const struct rt_pod *p, const char *ctr, int n, char *out, size_t len)
 {
     snprintf(out, len, "%s/logs/%s.%d.log", p->dir, ctr, n);
 }
@@ -1049,7 +1049,7 @@ int runtime_log(struct runtime *rt, const char *uid, const char *container, bool
             if (previous)
                 n--;
             if (n >= 0) {
-                rt_log_path(p, c->name, n, path, sizeof(path));
+                runtime__log_path(p, c->name, n, path, sizeof(path));
                 rc = 0;
             }
             *running = c->st == RC_RUNNING && !previous;
@@ -1120,11 +1120,11 @@ int runtime_start(const struct runtime_opts *o, const struct runtime_conf *conf,
         goto fail;
     }
     rt->root = geteuid() == 0;
-    if (rt->root && (rc = rt_net_start(rt)) < 0) {
+    if (rt->root && (rc = runtime__net_start(rt)) < 0) {
         log_warn("runtime: no node network namespace; Pods will fail", "error", strerror(-rc), NULL);
         rt->root = false;
     }
-    if (rt->root && (rc = rt_svc_start(rt)) < 0)
+    if (rt->root && (rc = runtime__svc_start(rt)) < 0)
         log_warn("runtime: no Service proxy: Pods cannot reach ClusterIPs", "error", strerror(-rc), NULL);
     if ((rc = pthread_create(&rt->thread, NULL, rt_main, rt)) != 0) {
         rc = -rc;
@@ -1157,18 +1157,18 @@ void runtime_stop(struct runtime *rt)
             (void)0;
         pthread_join(rt->thread, NULL);
     }
-    rt_svc_stop(rt);
+    runtime__svc_stop(rt);
     /* the thread is gone: terminate what is left here, SIGTERM then SIGKILL */
     for (struct rt_pod *p = rt->pods; p; p = p->next)
         for (size_t i = 0; i < p->nc; i++)
             ctr_signal(&p->c[i], SIGTERM);
-    deadline = rt_now_ms() + STOP_GRACE_MS;
+    deadline = runtime__now_ms() + STOP_GRACE_MS;
     for (struct rt_pod *p = rt->pods; p; p = p->next)
         for (size_t i = 0; i < p->nc; i++) {
             struct rt_ctr *c = &p->c[i];
             if (c->st == RC_RUNNING && c->pidfd >= 0) {
                 struct pollfd pw = { .fd = c->pidfd, .events = POLLIN };
-                uint64_t now = rt_now_ms();
+                uint64_t now = runtime__now_ms();
                 siginfo_t si;
                 if (poll(&pw, 1, deadline > now ? (int)(deadline - now) : 0) != 1)
                     ctr_signal(c, SIGKILL);
@@ -1177,7 +1177,7 @@ void runtime_stop(struct runtime *rt)
                 close(c->pidfd);
                 c->st = RC_TERMINATED;
             }
-            rt_probe_cancel(c);
+            runtime__probe_cancel(c);
         }
     while (rt->pods)
         pod_finish(rt, rt->pods, false);
@@ -1186,9 +1186,9 @@ void runtime_stop(struct runtime *rt)
         cJSON_Delete(c->pod);
         free(c);
     }
-    rt_net_stop(rt);
+    runtime__net_stop(rt);
     if (rt->dir[0])
-        rt_rm_rf(rt->dir);
+        runtime__rm_rf(rt->dir);
     if (rt->wake[0] >= 0)
         close(rt->wake[0]);
     if (rt->wake[1] >= 0)

@@ -48,7 +48,7 @@ static void *conn_main(void *arg)
 {
     struct svc_conn *c = arg;
     struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)c->port) };
-    int b = rt_node_socket(c->rt, SOCK_STREAM | SOCK_NONBLOCK), err = 0;
+    int b = runtime__node_socket(c->rt, SOCK_STREAM | SOCK_NONBLOCK), err = 0;
     socklen_t el = sizeof(err);
     struct pollfd pw;
 
@@ -61,7 +61,7 @@ static void *conn_main(void *arg)
     if (poll(&pw, 1, SVC_CONNECT_MS) != 1 || getsockopt(b, SOL_SOCKET, SO_ERROR, &err, &el) < 0 ||
         err || fcntl(b, F_SETFL, fcntl(b, F_GETFL) & ~O_NONBLOCK) < 0)
         goto fail;
-    rt_pump(c->rt, c->a, b);    /* closes both */
+    runtime__pump(c->rt, c->a, b);    /* closes both */
     free(c);
     return NULL;
 fail:
@@ -74,8 +74,8 @@ fail:
 
 /* The n-th (mod their count) ready IPv4 address of an Endpoints object serving the Service
  * port named port_name ("" unnamed) over TCP, with the endpoint's port: 0, or -ENOENT. */
-int rt_svc_endpoint(const cJSON *endpoints, const char *port_name, unsigned n, char *ip,
-                    size_t iplen, int *port)
+int runtime__svc_endpoint(const cJSON *endpoints, const char *port_name, unsigned n, char *ip,
+                          size_t iplen, int *port)
 {
     const cJSON *ss, *pt, *a;
     int count = 0;
@@ -88,7 +88,7 @@ int rt_svc_endpoint(const cJSON *endpoints, const char *port_name, unsigned n, c
                 const char *pn = kobj_str(pt, "name");
                 const char *proto = kobj_str(pt, "protocol");
                 if (!strcmp(pn ? pn : "", port_name) && (!proto || !strcmp(proto, "TCP")))
-                    num = (int)rt_jnum(pt, "port", -1);
+                    num = (int)runtime__jnum(pt, "port", -1);
             }
             if (num <= 0 || num > 65535)
                 continue;
@@ -125,9 +125,9 @@ static void on_accept(struct runtime *rt, struct svc_listener *l)
         goto drop;
     c->rt = rt;
     c->a = a;
-    rc = rt_svc_endpoint(ep->json, l->port_name, l->next++, c->ip, sizeof(c->ip), &c->port);
+    rc = runtime__svc_endpoint(ep->json, l->port_name, l->next++, c->ip, sizeof(c->ip), &c->port);
     store_obj_unref(ep);
-    if (rc < 0 || rt_thread_detached(rt, conn_main, c) < 0)
+    if (rc < 0 || runtime__thread_detached(rt, conn_main, c) < 0)
         goto drop;
     store_status_clear(&st);
     return;
@@ -141,7 +141,7 @@ drop:
 static int listen_on(struct runtime *rt, const char *ip, int port)
 {
     struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    int one = 1, s = rt_node_socket(rt, SOCK_STREAM | SOCK_NONBLOCK), rc;
+    int one = 1, s = runtime__node_socket(rt, SOCK_STREAM | SOCK_NONBLOCK), rc;
 
     if (s < 0)
         return s;
@@ -177,7 +177,7 @@ static void add_service(struct runtime *rt, struct svc_listener **ls, size_t *n,
         return;
     cJSON_ArrayForEach(pt, kobj_get(spec, "ports")) {
         const char *proto = kobj_str(pt, "protocol"), *pn = kobj_str(pt, "name");
-        int port = (int)rt_jnum(pt, "port", -1);
+        int port = (int)runtime__jnum(pt, "port", -1);
         struct svc_listener *l;
         if ((proto && strcmp(proto, "TCP")) || port <= 0 || port > 65535)
             continue;
@@ -247,10 +247,10 @@ static void *svc_main(void *arg)
     size_t n = 0;
 
     for (;;) {
-        uint64_t now = rt_now_ms();
+        uint64_t now = runtime__now_ms();
         size_t nf = 0;
 
-        if (rt_stopping(rt))
+        if (runtime__stopping(rt))
             break;
         if (now >= next_sync) {
             sync_listeners(rt, &ls, &n);
@@ -283,7 +283,7 @@ static void *svc_main(void *arg)
     return NULL;
 }
 
-int rt_svc_start(struct runtime *rt)
+int runtime__svc_start(struct runtime *rt)
 {
     int rc;
 
@@ -295,7 +295,7 @@ int rt_svc_start(struct runtime *rt)
     return 0;
 }
 
-void rt_svc_stop(struct runtime *rt)
+void runtime__svc_stop(struct runtime *rt)
 {
     if (rt->svc_started) {
         /* rt->stop is set: the thread ends once woken */

@@ -5,7 +5,9 @@
  * Pod spec immutability on update, Service ports/type and clusterIP
  * immutability; for Jobs the pod template as ValidatePodTemplateSpec checks it
  * (labels, annotations, containers, Never/OnFailure restart policy, no ephemeral
- * containers), the selector matching the template, selector/template immutability.
+ * containers), the selector matching the template, selector/template immutability;
+ * for NetworkPolicies the policyTypes, the rules' ports (protocol, range, endPort) and
+ * peers (one kind each, an ipBlock's cidr).
  * Causes carry the field paths and messages of the validation packages of
  * k8s.io/kubernetes pkg/apis.
  */
@@ -294,7 +296,7 @@ static void check_has_label(const cJSON *labels, const char *key, const char *wa
 
 /* validateGeneratedSelector (RequirePrefixedLabels): without manualSelector the
  * template must carry the four generated labels with the Job's uid and name, and
- * the selector must select exactly such Pods. builtin_defaults.c adds them where
+ * the selector must select exactly such Pods. defaults.c adds them where
  * the user set none, so only a conflicting user value (or selector) fails here. */
 static void check_generated_selector(const cJSON *obj, cJSON *causes)
 {
@@ -386,8 +388,98 @@ static void check_job(const cJSON *obj, const cJSON *old, cJSON *causes)
     }
 }
 
-void builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
-                      cJSON *causes)
+/* ---- NetworkPolicy (ValidateNetworkPolicySpec, the parts a client meets) ---- */
+
+static void check_netpol_ports(const cJSON *ports, const char *base, cJSON *causes)
+{
+    const cJSON *p;
+    int i = 0;
+    cJSON_ArrayForEach(p, (cJSON_IsArray(ports) ? ports : NULL)) {
+        char f[200];
+        const char *proto = cJSON_GetStringValue(jget(p, "protocol"));
+        const cJSON *port = jget(p, "port"), *end = jget(p, "endPort");
+        if (proto && strcmp(proto, "TCP") && strcmp(proto, "UDP") && strcmp(proto, "SCTP")) {
+            snprintf(f, sizeof(f), "%s[%d].protocol", base, i);
+            status_cause_add(causes, "FieldValueNotSupported", f, "Unsupported value: \"%s\": "
+                             "supported values: \"SCTP\", \"TCP\", \"UDP\"", proto);
+        }
+        snprintf(f, sizeof(f), "%s[%d].port", base, i);
+        if (cJSON_IsNumber(port) && (port->valuedouble < 1 || port->valuedouble > 65535))
+            status_cause_add(causes, "FieldValueInvalid", f, "Invalid value: %d: must be between "
+                             "1 and 65535, inclusive", (int)port->valuedouble);
+        else if (cJSON_IsString(port))
+            schema_check_name(port->valuestring, NAME_LABEL_1123, f, causes);
+        if (end && !cJSON_IsNull(end)) {
+            snprintf(f, sizeof(f), "%s[%d].endPort", base, i);
+            if (!cJSON_IsNumber(port))
+                status_cause_add(causes, "FieldValueInvalid", f, "Invalid value: %d: may not be "
+                                 "specified when `port` is non-numeric",
+                                 cJSON_IsNumber(end) ? (int)end->valuedouble : 0);
+            else if (!cJSON_IsNumber(end) || end->valuedouble < port->valuedouble)
+                status_cause_add(causes, "FieldValueInvalid", f, "Invalid value: %d: must be "
+                                 "greater than or equal to `port`",
+                                 cJSON_IsNumber(end) ? (int)end->valuedouble : 0);
+        }
+        i++;
+    }
+}
+
+static void check_netpol_peers(const cJSON *peers, const char *base, cJSON *causes)
+{
+    const cJSON *p;
+    int i = 0;
+    cJSON_ArrayForEach(p, (cJSON_IsArray(peers) ? peers : NULL)) {
+        char f[200];
+        const cJSON *ipb = jget(p, "ipBlock");
+        int n = !!cJSON_IsObject(jget(p, "podSelector")) +
+                !!cJSON_IsObject(jget(p, "namespaceSelector")) + !!cJSON_IsObject(ipb);
+        snprintf(f, sizeof(f), "%s[%d]", base, i);
+        if (n == 0)
+            status_cause_add(causes, "FieldValueRequired", f, "Required value: must specify a "
+                             "peer");
+        else if (cJSON_IsObject(ipb) && n > 1)
+            status_cause_add(causes, "FieldValueForbidden", f, "Forbidden: may not specify both "
+                             "ipBlock and another peer");
+        if (cJSON_IsObject(ipb) && !cJSON_GetStringValue(jget(ipb, "cidr"))) {
+            snprintf(f, sizeof(f), "%s[%d].ipBlock.cidr", base, i);
+            status_cause_add(causes, "FieldValueRequired", f, "Required value");
+        }
+        i++;
+    }
+}
+
+static void check_netpol(const cJSON *obj, cJSON *causes)
+{
+    static const char *const dirs[] = { "ingress", "egress" }, *const peer[] = { "from", "to" };
+    const cJSON *spec = jget(obj, "spec"), *t, *rule;
+    int i = 0;
+    cJSON_ArrayForEach(t, (cJSON_IsArray(jget(spec, "policyTypes")) ? jget(spec, "policyTypes")
+                                                                     : NULL)) {
+        const char *v = cJSON_GetStringValue(t);
+        char f[64];
+        snprintf(f, sizeof(f), "spec.policyTypes[%d]", i++);
+        if (!v || (strcmp(v, "Ingress") && strcmp(v, "Egress")))
+            status_cause_add(causes, "FieldValueNotSupported", f, "Unsupported value: \"%s\": "
+                             "supported values: \"Egress\", \"Ingress\"", v ? v : "");
+    }
+    if (i > 2)
+        status_cause_add(causes, "FieldValueInvalid", "spec.policyTypes", "Invalid value: "
+                         "\"%d items\": may not specify more than two policyTypes", i);
+    for (size_t d = 0; d < 2; d++) {
+        i = 0;
+        cJSON_ArrayForEach(rule, (cJSON_IsArray(jget(spec, dirs[d])) ? jget(spec, dirs[d]) : NULL)) {
+            char f[96];
+            snprintf(f, sizeof(f), "spec.%s[%d].ports", dirs[d], i);
+            check_netpol_ports(jget(rule, "ports"), f, causes);
+            snprintf(f, sizeof(f), "spec.%s[%d].%s", dirs[d], i, peer[d]);
+            check_netpol_peers(jget(rule, peer[d]), f, causes);
+            i++;
+        }
+    }
+}
+
+void store__builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
+                             cJSON *causes)
 {
     if (is(res, "", "pods")) {
         check_pod_spec(jget(obj, "spec"), "spec", false, causes);
@@ -397,5 +489,7 @@ void builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJ
         check_service(obj, old, causes);
     } else if (is(res, "batch", "jobs")) {
         check_job(obj, old, causes);
+    } else if (is(res, "networking.k8s.io", "networkpolicies")) {
+        check_netpol(obj, causes);
     }
 }

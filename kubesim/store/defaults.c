@@ -1,5 +1,5 @@
 /*
- * builtin_defaults.c - the defaults the real API server (SetDefaults_* of
+ * defaults.c - the defaults the real API server (SetDefaults_* of
  * k8s.io/kubernetes pkg/apis/.../v1 plus admission plugins such as
  * DefaultTolerationSeconds and ServiceAccount) adds to built-in objects, limited
  * to what operators and clients read back: Pod, Service (with ClusterIP
@@ -203,8 +203,8 @@ static void pod_defaults(cJSON *obj, const cJSON *old)
 
 static bool ip_in_use(struct store *s, const char *ip)
 {
-    const struct reg_resource *r = store_find_builtin(s, "", "services");
-    struct stype *t = r ? store_type_get(s, r, false) : NULL;
+    const struct reg_resource *r = store__find_builtin(s, "", "services");
+    struct stype *t = r ? store__type_get(s, r, false) : NULL;
     struct sentry *e, *tmp;
 
     if (!t)
@@ -325,7 +325,7 @@ static void job_defaults(cJSON *obj, const cJSON *old)
      * read-path defaulting sees the generated ones too, so they show on the Job) */
     {
         const cJSON *tl = jget(jget(tmpl, "metadata"), "labels");
-        cJSON *md = store_meta(obj), *jl = jget(md, "labels");
+        cJSON *md = store__meta(obj), *jl = jget(md, "labels");
         if (cJSON_IsObject(tl) && tl->child && (!cJSON_IsObject(jl) || !jl->child)) {
             cJSON_DeleteItemFromObjectCaseSensitive(md, "labels");
             cJSON_AddItemToObject(md, "labels", cJSON_Duplicate(tl, true));
@@ -336,8 +336,31 @@ static void job_defaults(cJSON *obj, const cJSON *old)
         obj_child(obj, "status");
 }
 
-int builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
-                    const cJSON *old)
+/* SetDefaults_NetworkPolicy / _NetworkPolicyPort: policyTypes from the rules given, TCP
+ * for a port without a protocol; podSelector is a value field, always serialised. */
+static void netpol_defaults(cJSON *obj)
+{
+    cJSON *spec = obj_child(obj, "spec"), *rule, *port;
+    static const char *const dirs[] = { "ingress", "egress" };
+    obj_child(spec, "podSelector");
+    if (cJSON_GetArraySize(jget(spec, "policyTypes")) == 0) {
+        cJSON *pt = cJSON_CreateArray();
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "policyTypes");
+        cJSON_AddItemToArray(pt, cJSON_CreateString("Ingress"));
+        if (cJSON_GetArraySize(jget(spec, "egress")) > 0)
+            cJSON_AddItemToArray(pt, cJSON_CreateString("Egress"));
+        cJSON_AddItemToObject(spec, "policyTypes", pt);
+    }
+    for (size_t d = 0; d < 2; d++)
+        cJSON_ArrayForEach(rule, (cJSON_IsArray(jget(spec, dirs[d])) ? jget(spec, dirs[d]) : NULL))
+            cJSON_ArrayForEach(port, (cJSON_IsArray(jget(rule, "ports")) ? jget(rule, "ports")
+                                                                          : NULL))
+                if (cJSON_IsObject(port))
+                    def_str(port, "protocol", "TCP");
+}
+
+int store__builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
+                           const cJSON *old)
 {
     if (is(res, "", "pods"))
         pod_defaults(obj, old);
@@ -347,7 +370,7 @@ int builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
         job_defaults(obj, old);
     else if (is(res, "", "namespaces")) {
         cJSON *spec = obj_child(obj, "spec");
-        cJSON *labels = obj_child(store_meta(obj), "labels");
+        cJSON *labels = obj_child(store__meta(obj), "labels");
         const char *name = kobj_meta_str(obj, "name");
         if (!jget(spec, "finalizers") && !old) {
             cJSON *f = cJSON_AddArrayToObject(spec, "finalizers");
@@ -359,6 +382,8 @@ int builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
             cJSON_DeleteItemFromObjectCaseSensitive(labels, "kubernetes.io/metadata.name");
             cJSON_AddStringToObject(labels, "kubernetes.io/metadata.name", name);
         }
+    } else if (is(res, "networking.k8s.io", "networkpolicies")) {
+        netpol_defaults(obj);
     } else if (is(res, "", "secrets")) {
         def_str(obj, "type", "Opaque");
     } else if (is(res, "", "events")) {

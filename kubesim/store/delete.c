@@ -1,9 +1,9 @@
 /*
- * store_delete.c - DELETE of one object: preconditions, propagation policy
+ * delete.c - DELETE of one object: preconditions, propagation policy
  * (orphan/foregroundDeletion finalizers, the type's default policy), finalizers keeping an object with
  * deletionTimestamp, graceful Pod deletion, namespaces entering Terminating.
- * store_delete_entry() is shared with delete-collection, GC and the namespace
- * finalizer; the removal itself is store_commit_delete() (store.c).
+ * store__delete_entry() is shared with delete-collection, GC and the namespace
+ * finalizer; the removal itself is store__commit_delete() (store.c).
  */
 #include "kubesim/store/internal.h"
 
@@ -22,10 +22,10 @@ static bool is_res(const struct reg_resource *r, const char *group, const char *
 
 static void add_finalizer(cJSON *obj, const char *f)
 {
-    cJSON *md = store_meta(obj);
+    cJSON *md = store__meta(obj);
     cJSON *fin = jget(md, "finalizers");
 
-    if (store_has_finalizer(obj, f))
+    if (store__has_finalizer(obj, f))
         return;
     if (!cJSON_IsArray(fin)) {
         cJSON_DeleteItemFromObjectCaseSensitive(md, "finalizers");
@@ -36,7 +36,7 @@ static void add_finalizer(cJSON *obj, const char *f)
 
 static void drop_finalizer(cJSON *obj, const char *f)
 {
-    cJSON *fin = jget(store_meta(obj), "finalizers");
+    cJSON *fin = jget(store__meta(obj), "finalizers");
     int i = 0;
     cJSON *x;
 
@@ -65,8 +65,8 @@ static void set_gc_finalizers(const struct reg_resource *res, cJSON *obj, const 
     } else if (prop) {
         orphan = !strcmp(prop, "Orphan");
         foreground = !strcmp(prop, "Foreground");
-    } else if (store_has_finalizer(obj, "orphan") ||
-               store_has_finalizer(obj, "foregroundDeletion")) {
+    } else if (store__has_finalizer(obj, "orphan") ||
+               store__has_finalizer(obj, "foregroundDeletion")) {
         return;
     } else {
         orphan = (res->flags & REG_FLAG_ORPHAN_DEFAULT) != 0;
@@ -87,10 +87,10 @@ static long pod_grace(struct store *s, const cJSON *pod, long requested)
     const cJSON *spec = jget(pod, "spec");
     const char *node = cJSON_GetStringValue(jget(spec, "nodeName"));
     const char *phase = cJSON_GetStringValue(jget(jget(pod, "status"), "phase"));
-    const struct reg_resource *nr = store_find_builtin(s, "", "nodes");
+    const struct reg_resource *nr = store__find_builtin(s, "", "nodes");
     long g;
 
-    if (!node || !node[0] || !nr || !store_entry_find(store_type_get(s, nr, false), "", node))
+    if (!node || !node[0] || !nr || !store__entry_find(store__type_get(s, nr, false), "", node))
         return 0;
     if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")))
         return 0;
@@ -103,8 +103,8 @@ static long pod_grace(struct store *s, const cJSON *pod, long requested)
     return g < 0 ? 1 : g;
 }
 
-int store_delete_entry(struct store *s, struct sentry *e, const struct store_delete_opts *o,
-                       struct store_obj **out, bool *gone, struct store_status *st)
+int store__delete_entry(struct store *s, struct sentry *e, const struct store_delete_opts *o,
+                        struct store_obj **out, bool *gone, struct store_status *st)
 {
     const struct reg_resource *res = e->t->res;
     const cJSON *old = e->obj->json;
@@ -119,22 +119,22 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
     if (o && o->precondition_uid && o->precondition_uid[0] &&
         strcmp(o->precondition_uid, e->obj->uid)) {
         char q[256];
-        st_qualified(res, q, sizeof(q));
-        st_set(st, 409, "Conflict", "Operation cannot be fulfilled on %s \"%s\": "
-               "Precondition failed: UID in precondition: %s, UID in object meta: %s", q,
-               e->obj->name, o->precondition_uid, e->obj->uid);
-        st_details(st, res, e->obj->name, false);
+        store__status_qualified(res, q, sizeof(q));
+        store__status_set(st, 409, "Conflict", "Operation cannot be fulfilled on %s \"%s\": "
+                          "Precondition failed: UID in precondition: %s, UID in object meta: %s", q,
+                          e->obj->name, o->precondition_uid, e->obj->uid);
+        store__status_details(st, res, e->obj->name, false);
         return -EBUSY;
     }
     if (o && o->precondition_rv && o->precondition_rv[0] &&
         strtoull(o->precondition_rv, NULL, 10) != e->obj->rv) {
         char q[256];
-        st_qualified(res, q, sizeof(q));
-        st_set(st, 409, "Conflict", "Operation cannot be fulfilled on %s \"%s\": "
-               "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in "
-               "object meta: %llu", q, e->obj->name, o->precondition_rv,
-               (unsigned long long)e->obj->rv);
-        st_details(st, res, e->obj->name, false);
+        store__status_qualified(res, q, sizeof(q));
+        store__status_set(st, 409, "Conflict", "Operation cannot be fulfilled on %s \"%s\": "
+                          "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in "
+                          "object meta: %llu", q, e->obj->name, o->precondition_rv,
+                          (unsigned long long)e->obj->rv);
+        store__status_details(st, res, e->obj->name, false);
         return -EBUSY;
     }
     if (res->flags & REG_FLAG_GRACEFUL_DELETE)
@@ -142,7 +142,7 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
     nobj = cJSON_Duplicate(old, true);
     if (!nobj)
         return -ENOMEM;
-    md = store_meta(nobj);
+    md = store__meta(nobj);
     set_gc_finalizers(res, nobj, o ? o->propagation : NULL);
     if (is_ns && !deleting) {
         cJSON *status = jget(nobj, "status");
@@ -150,9 +150,9 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
             cJSON_DeleteItemFromObjectCaseSensitive(nobj, "status");
             status = cJSON_AddObjectToObject(nobj, "status");
         }
-        store_set_str(status, "phase", "Terminating");
+        store__set_str(status, "phase", "Terminating");
     }
-    if (store_finalizers_empty(res, nobj) && grace == 0) {
+    if (store__finalizers_empty(res, nobj) && grace == 0) {
         cJSON_Delete(nobj);
         if (o && o->dry_run) {
             *out = store_obj_ref(e->obj);
@@ -161,7 +161,7 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
         }
         *out = store_obj_ref(e->obj);
         *gone = true;
-        return store_commit_delete(s, e);
+        return store__commit_delete(s, e);
     }
     if (deleting) {
         /* a second DELETE keeps the timestamp; it may only shorten the grace period */
@@ -169,19 +169,19 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
         if (grace < og) {
             char ts[32];
             util_format_time(time(NULL) + grace, ts);
-            store_set_str(md, "deletionTimestamp", ts);
-            store_set_num(md, "deletionGracePeriodSeconds", (double)grace);
+            store__set_str(md, "deletionTimestamp", ts);
+            store__set_num(md, "deletionGracePeriodSeconds", (double)grace);
         }
     } else {
         char ts[32];
         double g = cJSON_GetNumberValue(jget(md, "generation"));
         util_format_time(time(NULL) + grace, ts);
-        store_set_str(md, "deletionTimestamp", ts);
-        store_set_num(md, "deletionGracePeriodSeconds", (double)grace);
+        store__set_str(md, "deletionTimestamp", ts);
+        store__set_num(md, "deletionGracePeriodSeconds", (double)grace);
         if (g > 0)
-            store_set_num(md, "generation", g + 1);
+            store__set_num(md, "generation", g + 1);
     }
-    if (store_same_object(nobj, old) || (o && o->dry_run)) {
+    if (store__same_object(nobj, old) || (o && o->dry_run)) {
         cJSON_Delete(nobj);
         *out = store_obj_ref(e->obj);
         return 0;
@@ -190,16 +190,16 @@ int store_delete_entry(struct store *s, struct sentry *e, const struct store_del
         char rvb[24];
         struct store_obj *no;
         snprintf(rvb, sizeof(rvb), "%llu", (unsigned long long)(s->rv + 1));
-        store_set_str(md, "resourceVersion", rvb);
-        no = store_obj_new(e->t->res, nobj);
+        store__set_str(md, "resourceVersion", rvb);
+        no = store__obj_new(e->t->res, nobj);
         if (!no)
             return -ENOMEM;
-        store_next_rv(s);
+        store__next_rv(s);
         *out = store_obj_ref(no);
-        rc = store_commit_put(s, e->t, e, no, NULL);
+        rc = store__commit_put(s, e->t, e, no, NULL);
     }
     if (!rc && is_ns)
-        gc_enqueue(s, GC_NAMESPACE, e->obj->name);
+        store__gc_enqueue(s, GC_NAMESPACE, e->obj->name);
     return rc;
 }
 
@@ -215,22 +215,22 @@ int store_delete(struct store *s, const struct reg_resource *res, const char *ns
     if (out)
         *out = NULL;
     pthread_rwlock_wrlock(&s->lock);
-    e = store_entry_find(store_type_get(s, res, false), res->namespaced ? ns : "", name);
+    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
     if (!e) {
-        st_not_found(st, res, name);
+        store__status_not_found(st, res, name);
         rc = -ENOENT;
         goto out;
     }
-    rc = store_delete_entry(s, e, o, &r, &g, st);
+    rc = store__delete_entry(s, e, o, &r, &g, st);
 out:
     pthread_rwlock_unlock(&s->lock);
     if (!rc && out)
-        *out = r ? store_obj_as(r, res) : NULL;
+        *out = r ? store__obj_as(r, res) : NULL;
     store_obj_unref(r);
     if (gone)
         *gone = g;
     if (rc == -ENOMEM)
-        st_set(st, 500, "InternalError", "out of memory");
-    store_notify_drain(s);
+        store__status_set(st, 500, "InternalError", "out of memory");
+    store__notify_drain(s);
     return rc;
 }

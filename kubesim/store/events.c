@@ -16,7 +16,7 @@
 
 #define jget cJSON_GetObjectItemCaseSensitive
 
-bool store_events_v1(const struct reg_resource *res)
+bool store__events_v1(const struct reg_resource *res)
 {
     return res && !strcmp(res->group, "events.k8s.io") && !strcmp(res->plural, "events");
 }
@@ -66,7 +66,7 @@ static const char *const renames[][2] = {
 };
 #define NRENAMES (sizeof(renames) / sizeof(renames[0]))
 
-void store_event_to_core(cJSON *obj)
+void store__event_to_core(cJSON *obj)
 {
     set_api_version(obj, "v1");
     for (size_t i = 0; i < NRENAMES; i++)
@@ -77,7 +77,7 @@ void store_event_to_core(cJSON *obj)
     ensure(obj, "eventTime", cJSON_CreateNull());
 }
 
-void store_event_to_v1(cJSON *obj)
+void store__event_to_v1(cJSON *obj)
 {
     set_api_version(obj, "events.k8s.io/v1");
     for (size_t i = 0; i < NRENAMES; i++)
@@ -93,17 +93,17 @@ void store_event_to_v1(cJSON *obj)
     ensure(obj, "eventTime", cJSON_CreateNull());
 }
 
-bool store_fields_match(const struct reg_resource *want, const struct fsel *f,
-                        const cJSON *stored)
+bool store__fields_match(const struct reg_resource *want, const struct fsel *f,
+                         const cJSON *stored)
 {
     if (!f)
         return true;
-    if (!store_events_v1(want))
+    if (!store__events_v1(want))
         return fsel_matches(f, stored);
     cJSON *v1 = cJSON_Duplicate(stored, 1);
     if (!v1)
         return false;
-    store_event_to_v1(v1);
+    store__event_to_v1(v1);
     bool ok = fsel_matches(f, v1);
     cJSON_Delete(v1);
     return ok;

@@ -42,7 +42,7 @@ struct gc_pending {                 /* queued (kind, id) pairs, for de-duplicati
 
 /* ---- dependents index ---- */
 
-int gc_index_add(struct store *s, struct sentry *e)
+int store__gc_index_add(struct store *s, struct sentry *e)
 {
     const cJSON *refs = jget(jget(e->obj->json, "metadata"), "ownerReferences");
     const cJSON *r;
@@ -84,7 +84,7 @@ int gc_index_add(struct store *s, struct sentry *e)
     return 0;
 }
 
-void gc_index_remove(struct store *s, struct sentry *e)
+void store__gc_index_remove(struct store *s, struct sentry *e)
 {
     for (size_t i = 0; i < e->n_owners; i++) {
         struct owner_deps *od;
@@ -110,7 +110,7 @@ void gc_index_remove(struct store *s, struct sentry *e)
 
 /* ---- queue ---- */
 
-void gc_enqueue(struct store *s, int kind, const char *id)
+void store__gc_enqueue(struct store *s, int kind, const char *id)
 {
     struct gc_pending *p;
     struct gc_item *it;
@@ -164,7 +164,7 @@ static void gc_write(struct store *s, struct sentry *e, cJSON *nj)
 {
     struct store_status st = { 0 };
 
-    if (store_write_prepared(s, e->t->res, e, NULL, nj, NULL, NULL, &st))
+    if (store__write_prepared(s, e->t->res, e, NULL, nj, NULL, NULL, &st))
         log_warn("store: GC update failed", "name", e->obj->name, "message", st.message,
                  NULL);
     store_status_clear(&st);
@@ -177,7 +177,7 @@ static void gc_delete(struct store *s, struct sentry *e, const char *propagation
     struct store_obj *r = NULL;
     bool gone;
 
-    if (store_delete_entry(s, e, &o, &r, &gone, &st))
+    if (store__delete_entry(s, e, &o, &r, &gone, &st))
         log_warn("store: GC delete failed", "message", st.message, NULL);
     store_obj_unref(r);
     store_status_clear(&st);
@@ -187,7 +187,7 @@ static void gc_delete(struct store *s, struct sentry *e, const char *propagation
 static void strip_refs(struct store *s, struct sentry *e, const char *only_uid)
 {
     cJSON *nj = cJSON_Duplicate(e->obj->json, true);
-    cJSON *refs = jget(store_meta(nj), "ownerReferences");
+    cJSON *refs = jget(store__meta(nj), "ownerReferences");
     int i = 0;
     cJSON *r = refs ? refs->child : NULL;
 
@@ -203,7 +203,7 @@ static void strip_refs(struct store *s, struct sentry *e, const char *only_uid)
         r = next;
     }
     if (refs && cJSON_GetArraySize(refs) == 0)
-        cJSON_DeleteItemFromObjectCaseSensitive(store_meta(nj), "ownerReferences");
+        cJSON_DeleteItemFromObjectCaseSensitive(store__meta(nj), "ownerReferences");
     gc_write(s, e, nj);
 }
 
@@ -233,7 +233,7 @@ static void process_dependent(struct store *s, struct sentry *e)
 static void drop_finalizer_write(struct store *s, struct sentry *e, const char *f)
 {
     cJSON *nj = cJSON_Duplicate(e->obj->json, true);
-    cJSON *fin = jget(store_meta(nj), "finalizers");
+    cJSON *fin = jget(store__meta(nj), "finalizers");
     int i = 0;
     cJSON *x;
 
@@ -303,12 +303,12 @@ static void process_owner(struct store *s, const char *uid)
             if (still_indexed(s, uid, deps[i]))
                 process_dependent(s, deps[i]);
     } else if (kobj_meta_str(owner->obj->json, "deletionTimestamp")) {
-        if (store_has_finalizer(owner->obj->json, "orphan")) {
+        if (store__has_finalizer(owner->obj->json, "orphan")) {
             for (size_t i = 0; i < n; i++)
                 if (still_indexed(s, uid, deps[i]))
                     strip_refs(s, deps[i], uid);
             drop_finalizer_write(s, owner, "orphan");
-        } else if (store_has_finalizer(owner->obj->json, "foregroundDeletion")) {
+        } else if (store__has_finalizer(owner->obj->json, "foregroundDeletion")) {
             size_t blocking = 0;
             for (size_t i = 0; i < n; i++) {
                 if (!still_indexed(s, uid, deps[i]))
@@ -330,8 +330,8 @@ static void process_owner(struct store *s, const char *uid)
 
 static void process_namespace(struct store *s, const char *name)
 {
-    const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
-    struct sentry *ns = nsr ? store_entry_find(store_type_get(s, nsr, false), "", name) : NULL;
+    const struct reg_resource *nsr = store__find_builtin(s, "", "namespaces");
+    struct sentry *ns = nsr ? store__entry_find(store__type_get(s, nsr, false), "", name) : NULL;
     size_t left = 0;
     cJSON *nj, *spec;
 
@@ -356,7 +356,7 @@ static void process_namespace(struct store *s, const char *name)
             left += t->res && t->res->namespaced && !strcmp(e->obj->ns, name);
     }
     if (left)
-        return;       /* re-queued when the last of them goes (store_commit_delete) */
+        return;       /* re-queued when the last of them goes (store__commit_delete) */
     nj = cJSON_Duplicate(ns->obj->json, true);
     spec = jget(nj, "spec");
     if (spec)
@@ -392,7 +392,7 @@ static uint64_t event_written_ms(const cJSON *ev)
     return best && (uint64_t)best * 1000u < now ? (uint64_t)best * 1000u : now;
 }
 
-void gc_event_written(struct store *s, const struct sentry *e)
+void store__gc_event_written(struct store *s, const struct sentry *e)
 {
     size_t n = strlen(e->key) + 1;
     struct ev_expiry *x = malloc(sizeof(*x) + n);
@@ -422,7 +422,7 @@ static int cmp_due(const void *a, const void *b)
     return x->due_ms < y->due_ms ? -1 : x->due_ms > y->due_ms;
 }
 
-void gc_events_replayed(struct store *s)
+void store__gc_events_replayed(struct store *s)
 {
     size_t n = atomic_load(&s->n_expiring), i = 0;
     struct ev_expiry **v = n ? malloc(n * sizeof(*v)) : NULL;
@@ -448,7 +448,7 @@ static void expire_events(struct store *s)
     bool any = false;
 
     pthread_rwlock_wrlock(&s->lock);
-    struct stype *t = s->res_events ? store_type_get(s, s->res_events, false) : NULL;
+    struct stype *t = s->res_events ? store__type_get(s, s->res_events, false) : NULL;
     while (s->exp_head && s->exp_head->due_ms <= now) {
         struct ev_expiry *x = s->exp_head;
         struct sentry *e = NULL;
@@ -466,7 +466,7 @@ static void expire_events(struct store *s)
     }
     pthread_rwlock_unlock(&s->lock);
     if (any)
-        store_notify_drain(s);
+        store__notify_drain(s);
 }
 
 static void free_expiries(struct store *s)
@@ -501,7 +501,7 @@ static void *gc_main(void *arg)
             pthread_mutex_lock(&s->gc_mu);
             next_expiry = wall_ms() + 1000;
         }
-        if (!s->gc_stop && !s->gq_head) {
+        if (!s->store__gc_stop && !s->gq_head) {
             s->gc_busy = false;
             pthread_cond_broadcast(&s->gc_cond);
             if (!atomic_load(&s->n_expiring)) {
@@ -520,7 +520,7 @@ static void *gc_main(void *arg)
             }
             continue;
         }
-        if (s->gc_stop)
+        if (s->store__gc_stop)
             break;
         it = s->gq_head;
         s->gq_head = it->next;
@@ -548,7 +548,7 @@ static void *gc_main(void *arg)
             process_namespace(s, it->id);
         }
         pthread_rwlock_unlock(&s->lock);
-        store_notify_drain(s);
+        store__notify_drain(s);
         free(it->id);
         free(it);
         pthread_mutex_lock(&s->gc_mu);
@@ -559,12 +559,12 @@ static void *gc_main(void *arg)
     return NULL;
 }
 
-int gc_start(struct store *s)
+int store__gc_start(struct store *s)
 {
     int rc;
 
     /* work found while replaying (dangling owners, terminating namespaces) is
-     * queued by gc_enqueue before the thread starts and handled first */
+     * queued by store__gc_enqueue before the thread starts and handled first */
     rc = pthread_create(&s->gc_thread, NULL, gc_main, s);
     if (rc)
         return -rc;
@@ -572,13 +572,13 @@ int gc_start(struct store *s)
     return 0;
 }
 
-void gc_stop(struct store *s)
+void store__gc_stop(struct store *s)
 {
     struct gc_pending *p, *tmp;
 
     if (s->gc_started) {
         pthread_mutex_lock(&s->gc_mu);
-        s->gc_stop = true;
+        s->store__gc_stop = true;
         pthread_cond_broadcast(&s->gc_cond);
         pthread_mutex_unlock(&s->gc_mu);
         pthread_join(s->gc_thread, NULL);
@@ -599,7 +599,7 @@ void gc_stop(struct store *s)
     }
 }
 
-int gc_wait_idle(struct store *s, int timeout_ms)
+int store__gc_wait_idle(struct store *s, int timeout_ms)
 {
     struct timespec ts;
     int rc = 0;

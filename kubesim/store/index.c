@@ -1,5 +1,5 @@
 /*
- * store_index.c - the label index of the store: objects by their "ray.io/cluster"
+ * index.c - the label index of the store: objects by their "ray.io/cluster"
  * label value, per type. KubeRay-style operators list and delete Pods, Services
  * and Jobs by `ray.io/cluster=NAME`; with the index such a LIST or DELETE of a
  * collection touches one cluster's objects instead of scanning the whole type.
@@ -31,7 +31,7 @@ static const char *cluster_of(const struct store_obj *o)
                                          "labels"), STORE_INDEXED_LABEL));
 }
 
-int store_index_add(struct stype *t, struct sentry *e)
+int store__index_add(struct stype *t, struct sentry *e)
 {
     const char *v = cluster_of(e->obj);
     struct label_bucket *b;
@@ -58,7 +58,7 @@ int store_index_add(struct stype *t, struct sentry *e)
     return 0;
 }
 
-void store_index_remove(struct stype *t, struct sentry *e)
+void store__index_remove(struct stype *t, struct sentry *e)
 {
     struct label_bucket *b = e->label_bucket;
     struct label_ref *r;
@@ -84,7 +84,7 @@ void store_index_remove(struct stype *t, struct sentry *e)
  * (malloc'd array of borrowed entries, possibly empty) and returns 1; returns 0
  * when the index cannot answer (the caller scans), -ENOMEM on failure.
  */
-int store_index_lookup(struct stype *t, const struct sel *sel, struct sentry ***out, size_t *n)
+int store__index_lookup(struct stype *t, const struct sel *sel, struct sentry ***out, size_t *n)
 {
     const char *v = sel ? sel_required_value(sel, STORE_INDEXED_LABEL) : NULL;
     struct label_bucket *b;
@@ -106,7 +106,7 @@ int store_index_lookup(struct stype *t, const struct sel *sel, struct sentry ***
     return 1;
 }
 
-void store_index_free(struct stype *t)
+void store__index_free(struct stype *t)
 {
     struct label_bucket *b, *bt;
     struct label_ref *r, *rt;

@@ -1,7 +1,7 @@
 /*
- * store_int.h - internals shared by the files of kubesim's object store
- * (store.c verbs, store_meta.c metadata rules, store_list.c, store_patch.c,
- * store_status.c, watch.c, gc.c, persist.c, builtin_*.c). Not a public header:
+ * internal.h - internals shared by the files of kubesim's object store
+ * (store.c verbs, meta.c metadata rules, list.c, patch.c,
+ * status.c, watch.c, gc.c, persist.c, builtin_*.c). Not a public header:
  * the server and cluster components use kubesim/store/store.h only.
  *
  * Locking, in order of acquisition:
@@ -13,8 +13,8 @@
  *   s->notify_mu subscriber dispatch, never held together with s->lock.
  *   s->gc_mu     the GC work queue; leaf lock.
  */
-#ifndef RAYOP_SIM_STORE_INT_H
-#define RAYOP_SIM_STORE_INT_H
+#ifndef RAYOP_KUBESIM_STORE_INTERNAL_H
+#define RAYOP_KUBESIM_STORE_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -33,7 +33,7 @@ struct gc_pending;
 struct label_bucket;
 struct sel;
 
-/* The one label the store indexes (store_index.c). */
+/* The one label the store indexes (index.c). */
 #define STORE_INDEXED_LABEL "ray.io/cluster"
 
 /* Dependents index: one per owner uid, a set of entries referencing it. */
@@ -136,7 +136,7 @@ struct store {
     struct gc_pending *gc_pending;      /* queued keys, to de-duplicate work */
     pthread_cond_t gc_cond;
     struct gc_item *gq_head, *gq_tail;
-    bool gc_stop;
+    bool store__gc_stop;
     bool gc_busy;
     pthread_t gc_thread;
     bool gc_started;
@@ -154,142 +154,142 @@ struct store {
     bool replaying;
 };
 
-/* ---- objects (store.c, store_json.c) ---- */
+/* ---- objects (store.c, json.c) ---- */
 /* Appends the compact JSON of json to out (cJSON_PrintUnformatted's output). */
-int store_json_print(const cJSON *json, struct buf *out);
+int store__json_print(const cJSON *json, struct buf *out);
 /* json copied into one block (json.c, packed trees): read-only, freed with free() on
  * the result. NULL on ENOMEM or for a tree with siblings at the root. */
-cJSON *store_json_pack(const cJSON *json);
+cJSON *store__json_pack(const cJSON *json);
 /* Takes ownership of json; serialises it and keeps it packed. NULL on ENOMEM. */
-struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json);
+struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json);
 /* A copy of o whose metadata.resourceVersion is rv (DELETED events, transitions). */
-struct store_obj *store_obj_with_rv(struct store_obj *o, uint64_t rv);
+struct store_obj *store__obj_with_rv(struct store_obj *o, uint64_t rv);
 /* o rendered as res (another version of the same CRD): apiVersion rewritten. */
-struct store_obj *store_obj_as(struct store_obj *o, const struct reg_resource *res);
+struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *res);
 
-struct stype *store_type_get(struct store *s, const struct reg_resource *res, bool create);
+struct stype *store__type_get(struct store *s, const struct reg_resource *res, bool create);
 
 /* ---- events.k8s.io/v1 kept as core/v1 Events (events.c) ---- */
 struct fsel;
-bool store_events_v1(const struct reg_resource *res);
-void store_event_to_core(cJSON *obj);   /* in place: events.k8s.io/v1 -> core/v1 */
-void store_event_to_v1(cJSON *obj);     /* in place: core/v1 -> events.k8s.io/v1 */
+bool store__events_v1(const struct reg_resource *res);
+void store__event_to_core(cJSON *obj);   /* in place: events.k8s.io/v1 -> core/v1 */
+void store__event_to_v1(cJSON *obj);     /* in place: core/v1 -> events.k8s.io/v1 */
 /* fsel_matches on a stored object as the version `want` presents it */
-bool store_fields_match(const struct reg_resource *want, const struct fsel *f,
-                        const cJSON *stored);
-void store_type_key(const struct reg_resource *res, char *out, size_t outlen);
-struct sentry *store_entry_find(struct stype *t, const char *ns, const char *name);
-const struct reg_resource *store_find_builtin(struct store *s, const char *group,
-                                              const char *plural);
+bool store__fields_match(const struct reg_resource *want, const struct fsel *f,
+                         const cJSON *stored);
+void store__type_key(const struct reg_resource *res, char *out, size_t outlen);
+struct sentry *store__entry_find(struct stype *t, const char *ns, const char *name);
+const struct reg_resource *store__find_builtin(struct store *s, const char *group,
+                                               const char *plural);
 
 /* Commit path (s->lock held for writing). Publishes obj (reference consumed) as
  * the new state of (t, key), or removes it when type is EV_DELETED; journals,
  * indexes, feeds watch rings, subscribers and GC. */
-int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
-                     struct store_obj *obj, struct sentry **out);
-int store_commit_delete(struct store *s, struct sentry *e);
-uint64_t store_next_rv(struct store *s);
-void store_notify_drain(struct store *s);
+int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
+                      struct store_obj *obj, struct sentry **out);
+int store__commit_delete(struct store *s, struct sentry *e);
+uint64_t store__next_rv(struct store *s);
+void store__notify_drain(struct store *s);
 
-/* The tail of PUT and PATCH (store_write.c, lock held): obj (consumed) is the
+/* The tail of PUT and PATCH (write.c, lock held): obj (consumed) is the
  * proposed new state of e. */
-int store_write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
-                         const char *sub, cJSON *obj, const struct store_write_opts *w,
-                         struct store_obj **out, struct store_status *st);
-/* PUT of /scale (store_patch.c): scale (consumed) is an autoscaling/v1 Scale. */
-int store_scale_update(struct store *s, const struct reg_resource *res, const char *ns,
-                       const char *name, cJSON *scale, const struct store_write_opts *w,
-                       struct store_obj **out, struct store_status *st);
+int store__write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
+                          const char *sub, cJSON *obj, const struct store_write_opts *w,
+                          struct store_obj **out, struct store_status *st);
+/* PUT of /scale (patch.c): scale (consumed) is an autoscaling/v1 Scale. */
+int store__scale_update(struct store *s, const struct reg_resource *res, const char *ns,
+                        const char *name, cJSON *scale, const struct store_write_opts *w,
+                        struct store_obj **out, struct store_status *st);
 /* (Un)registers the types of a CRD and, when removed, drops its objects (lock held). */
-void store_crd_changed(struct store *s, const cJSON *crd, bool removed);
+void store__crd_changed(struct store *s, const cJSON *crd, bool removed);
 
 /* Deletes e (lock held) honouring finalizers and grace as the DELETE verb does. */
-int store_delete_entry(struct store *s, struct sentry *e, const struct store_delete_opts *o,
-                       struct store_obj **out, bool *gone, struct store_status *st);
+int store__delete_entry(struct store *s, struct sentry *e, const struct store_delete_opts *o,
+                        struct store_obj **out, bool *gone, struct store_status *st);
 
-/* ---- label index (store_index.c), lock held ---- */
-int store_index_add(struct stype *t, struct sentry *e);
-void store_index_remove(struct stype *t, struct sentry *e);
-int store_index_lookup(struct stype *t, const struct sel *sel, struct sentry ***out,
-                       size_t *n);
-void store_index_free(struct stype *t);
+/* ---- label index (index.c), lock held ---- */
+int store__index_add(struct stype *t, struct sentry *e);
+void store__index_remove(struct stype *t, struct sentry *e);
+int store__index_lookup(struct stype *t, const struct sel *sel, struct sentry ***out,
+                        size_t *n);
+void store__index_free(struct stype *t);
 
-/* ---- status helpers (store_status.c) ---- */
-void st_set(struct store_status *st, int code, const char *reason, const char *fmt, ...)
+/* ---- status helpers (status.c) ---- */
+void store__status_set(struct store_status *st, int code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void st_details(struct store_status *st, const struct reg_resource *res, const char *name,
-                bool kind_is_kind);
-void st_not_found(struct store_status *st, const struct reg_resource *res, const char *name);
-void st_conflict(struct store_status *st, const struct reg_resource *res, const char *name);
-void st_already_exists(struct store_status *st, const struct reg_resource *res,
-                       const char *name);
+void store__status_details(struct store_status *st, const struct reg_resource *res, const char *name,
+                           bool kind_is_kind);
+void store__status_not_found(struct store_status *st, const struct reg_resource *res, const char *name);
+void store__status_conflict(struct store_status *st, const struct reg_resource *res, const char *name);
+void store__status_already_exists(struct store_status *st, const struct reg_resource *res,
+                                  const char *name);
 /* "plural.group" or "plural" for the core group. */
-void st_qualified(const struct reg_resource *res, char *out, size_t outlen);
+void store__status_qualified(const struct reg_resource *res, char *out, size_t outlen);
 /* Causes ({reason, message, field}, added with status_cause_add) become the 422:
  * its message is built from them as the server's ToAggregate does. */
-int st_invalid(struct store_status *st, const struct reg_resource *res, const char *name,
-               cJSON *causes);
+int store__status_invalid(struct store_status *st, const struct reg_resource *res, const char *name,
+                          cJSON *causes);
 
-/* ---- metadata (store_meta.c) ---- */
+/* ---- metadata (meta.c) ---- */
 /* The name rule of a resource; the checks are schema_check_name & co (schema/names.c). */
-enum name_rule store_name_rule(const struct reg_resource *res);
+enum name_rule store__name_rule(const struct reg_resource *res);
 /* Validates metadata of obj (labels, annotations, ownerReferences, finalizers). */
-void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resource *res,
-                      cJSON *causes);
-void store_random_uid(char out[37]);
-void store_random_suffix(char out[6]);
-void store_now(char out[32]);
-bool store_spec_changed(const struct reg_resource *res, const cJSON *a, const cJSON *b);
-bool store_has_finalizer(const cJSON *obj, const char *f);
-cJSON *store_meta(cJSON *obj);   /* metadata object, created when absent */
-void store_set_str(cJSON *o, const char *k, const char *v);   /* replace or add */
-void store_set_num(cJSON *o, const char *k, double v);
-bool store_finalizers_empty(const struct reg_resource *res, const cJSON *obj);
+void store__check_meta(const cJSON *obj, const cJSON *old, const struct reg_resource *res,
+                       cJSON *causes);
+void store__random_uid(char out[37]);
+void store__random_suffix(char out[6]);
+void store__now(char out[32]);
+bool store__spec_changed(const struct reg_resource *res, const cJSON *a, const cJSON *b);
+bool store__has_finalizer(const cJSON *obj, const char *f);
+cJSON *store__meta(cJSON *obj);   /* metadata object, created when absent */
+void store__set_str(cJSON *o, const char *k, const char *v);   /* replace or add */
+void store__set_num(cJSON *o, const char *k, double v);
+bool store__finalizers_empty(const struct reg_resource *res, const cJSON *obj);
 /* Equal apart from managedFields and resourceVersion (a no-op write). */
-bool store_same_object(const cJSON *a, const cJSON *b);
+bool store__same_object(const cJSON *a, const cJSON *b);
 
-/* 400 "field label not supported: x" unless every field is served (store_list.c). */
+/* 400 "field label not supported: x" unless every field is served (list.c). */
 struct fsel;
-int store_check_fields(const struct reg_resource *res, const struct fsel *f,
-                       struct store_status *st);
+int store__check_fields(const struct reg_resource *res, const struct fsel *f,
+                        struct store_status *st);
 
 /* ---- built-ins (builtin_*.c) ---- */
 /* Fills the defaults of built-in types (lock held: allocates Service IPs). */
-int builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
-                    const cJSON *old);
+int store__builtin_default(struct store *s, const struct reg_resource *res, cJSON *obj,
+                           const cJSON *old);
 /* Adds 422 causes for invalid built-in objects (old != NULL on update). */
-void builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
-                      cJSON *causes);
+void store__builtin_validate(const struct reg_resource *res, const cJSON *obj, const cJSON *old,
+                             cJSON *causes);
 
 /* ---- watch (watch.c) ---- */
-void watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv);
-void watch_type_free(struct stype *t);
+void store__watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv);
+void store__watch_type_free(struct stype *t);
 /* Appends an event (references taken); lock held. */
-void watch_append(struct store *s, struct stype *t, enum store_event_type type,
-                  struct store_obj *obj, struct store_obj *prev);
-void watch_type_end(struct stype *t);
+void store__watch_append(struct store *s, struct stype *t, enum store_event_type type,
+                         struct store_obj *obj, struct store_obj *prev);
+void store__watch_type_end(struct stype *t);
 
 /* ---- gc (gc.c) ---- */
-int gc_start(struct store *s);
-void gc_stop(struct store *s);
+int store__gc_start(struct store *s);
+void store__gc_stop(struct store *s);
 /* Schedules the expiry of Event e (just written, or replayed: then dated by its
  * own timestamps) event_ttl_ms on. Under s->lock (write) or during replay. */
-void gc_event_written(struct store *s, const struct sentry *e);
+void store__gc_event_written(struct store *s, const struct sentry *e);
 /* After replay: orders the expiries of the replayed Events by due time. */
-void gc_events_replayed(struct store *s);
-void gc_enqueue(struct store *s, int kind, const char *id);
+void store__gc_events_replayed(struct store *s);
+void store__gc_enqueue(struct store *s, int kind, const char *id);
 /* Index maintenance, lock held. */
-int gc_index_add(struct store *s, struct sentry *e);
-void gc_index_remove(struct store *s, struct sentry *e);
+int store__gc_index_add(struct store *s, struct sentry *e);
+void store__gc_index_remove(struct store *s, struct sentry *e);
 /* Waits until the GC queue is empty and idle (tests, close). */
-int gc_wait_idle(struct store *s, int timeout_ms);
+int store__gc_wait_idle(struct store *s, int timeout_ms);
 
 /* ---- persistence (persist.c) ---- */
-int persist_open(struct store *s, char *err, size_t errlen);
-void persist_close(struct store *s);
-int persist_put(struct store *s, const struct store_obj *o);
-int persist_delete(struct store *s, const struct store_obj *o, uint64_t rv);
+int store__persist_open(struct store *s, char *err, size_t errlen);
+void store__persist_close(struct store *s);
+int store__persist_put(struct store *s, const struct store_obj *o);
+int store__persist_delete(struct store *s, const struct store_obj *o, uint64_t rv);
 /* Replays a journal buffer into s (exposed for the fuzz target). */
-int persist_replay_buf(struct store *s, const char *data, size_t len, char *err, size_t errlen);
+int store__persist_replay_buf(struct store *s, const char *data, size_t len, char *err, size_t errlen);
 
 #endif

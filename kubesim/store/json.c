@@ -1,5 +1,5 @@
 /*
- * store_json.c - the compact serialiser behind every stored object's bytes.
+ * json.c - the compact serialiser behind every stored object's bytes.
  *
  * It writes what cJSON_PrintUnformatted writes, but integral numbers (nearly all
  * numbers in Kubernetes objects: ports, replicas, generation, grace periods) are
@@ -115,7 +115,7 @@ static int put_value(struct buf *b, const cJSON *item, int depth)
     }
 }
 
-int store_json_print(const cJSON *json, struct buf *out)
+int store__json_print(const cJSON *json, struct buf *out)
 {
     int rc = put_value(out, json, 0);
 
@@ -184,7 +184,7 @@ static void pack_fill(cJSON *m, const cJSON *n, struct pack *p)
         m->child->prev = prev;   /* cJSON keeps the last child there */
 }
 
-cJSON *store_json_pack(const cJSON *json)
+cJSON *store__json_pack(const cJSON *json)
 {
     size_t nodes = 0, bytes = 0;
     struct pack p;

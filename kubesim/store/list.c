@@ -1,5 +1,5 @@
 /*
- * store_list.c - LIST and DELETE of a collection: namespace/all-namespace scans
+ * list.c - LIST and DELETE of a collection: namespace/all-namespace scans
  * with label and field selectors, resourceVersion/resourceVersionMatch rules,
  * and limit/continue paging. Items come back sorted by "namespace/name" (the
  * etcd key order clients are used to); a continue token is base64url of
@@ -90,15 +90,15 @@ static char *b64url_decode(const char *in, size_t *outlen)
 
 static int list_invalid(struct store_status *st, const char *field, const char *msg)
 {
-    st_set(st, 422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: %s: %s", field, msg);
+    store__status_set(st, 422, "Invalid", "ListOptions.meta.k8s.io \"\" is invalid: %s: %s", field, msg);
     snprintf(st->group, sizeof(st->group), "meta.k8s.io");
     snprintf(st->kind, sizeof(st->kind), "ListOptions");
     return -EINVAL;
 }
 
 /* Field selectors may only name metadata.name, metadata.namespace and the type's labels. */
-int store_check_fields(const struct reg_resource *res, const struct fsel *f,
-                       struct store_status *st)
+int store__check_fields(const struct reg_resource *res, const struct fsel *f,
+                        struct store_status *st)
 {
     for (size_t i = 0, n = f ? fsel_count(f) : 0; i < n; i++) {
         const char *k = fsel_field(f, i);
@@ -106,7 +106,7 @@ int store_check_fields(const struct reg_resource *res, const struct fsel *f,
         for (const char *const *l = res->field_labels; !ok && l && *l; l++)
             ok = !strcmp(*l, k);
         if (!ok) {
-            st_set(st, 400, "BadRequest", "field label not supported: %s", k);
+            store__status_set(st, 400, "BadRequest", "field label not supported: %s", k);
             return -EINVAL;
         }
     }
@@ -149,13 +149,13 @@ static int check_list_rv(struct store *s, const struct store_list_opts *o,
     if (!has_rv || !strcmp(rv, "0"))
         return 0;
     if (parse_u64(rv, &n)) {
-        st_set(st, 400, "BadRequest", "invalid resource version: strconv.ParseUint: parsing "
-               "\"%.100s\": invalid syntax", rv);
+        store__status_set(st, 400, "BadRequest", "invalid resource version: strconv.ParseUint: parsing "
+                          "\"%.100s\": invalid syntax", rv);
         return -EINVAL;
     }
     if (n > s->rv) {
-        st_set(st, 504, "Timeout", "Too large resource version: %llu, current: %llu",
-               (unsigned long long)n, (unsigned long long)s->rv);
+        store__status_set(st, 504, "Timeout", "Too large resource version: %llu, current: %llu",
+                          (unsigned long long)n, (unsigned long long)s->rv);
         return -ETIMEDOUT;
     }
     /* Exact, or the legacy limit+rv form, needs that exact snapshot: only the
@@ -163,8 +163,8 @@ static int check_list_rv(struct store *s, const struct store_list_opts *o,
     if (n != s->rv && ((m && !strcmp(m, "Exact")) || (!(m && m[0]) && o->limit > 0 &&
                                                        !(o->continue_token &&
                                                          o->continue_token[0])))) {
-        st_set(st, 410, "Expired", "too old resource version: %llu (%llu)",
-               (unsigned long long)n, (unsigned long long)s->rv);
+        store__status_set(st, 410, "Expired", "too old resource version: %llu (%llu)",
+                          (unsigned long long)n, (unsigned long long)s->rv);
         return -ESTALE;
     }
     return 0;
@@ -183,7 +183,7 @@ static int decode_continue(const char *tok, uint64_t *rv, char **start,
 
     if (!j || !cJSON_IsNumber(jrv) || !js || !v || strcmp(v, "meta.k8s.io/v1") ||
         cJSON_GetNumberValue(jrv) < 0) {
-        st_set(st, 400, "BadRequest", "continue key is not valid: incorrect encoded start "
+        store__status_set(st, 400, "BadRequest", "continue key is not valid: incorrect encoded start "
                                       "resourceVersion (version meta.k8s.io/v1)");
         rc = -EINVAL;
         goto out;
@@ -230,7 +230,7 @@ static bool entry_matches(const struct reg_resource *want, const struct sentry *
     if (o->labels && !sel_matches(o->labels, cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(e->obj->json, "metadata"), "labels")))
         return false;
-    if (o->fields && !store_fields_match(want, o->fields, e->obj->json))
+    if (o->fields && !store__fields_match(want, o->fields, e->obj->json))
         return false;
     return true;
 }
@@ -290,7 +290,7 @@ static int collect(const struct reg_resource *want, struct stype *t, const char 
     *n = 0;
     if (!t || !t->n)
         return 0;
-    rc = store_index_lookup(t, o->labels, &idx, &ni);
+    rc = store__index_lookup(t, o->labels, &idx, &ni);
     if (rc < 0)
         return rc;
     v = malloc((rc ? ni : t->n) * sizeof(*v) + 1);
@@ -340,7 +340,7 @@ int store_list(struct store *s, const struct reg_resource *res, const char *ns,
     out->remaining = -1;
     if (!o)
         o = &none;
-    rc = store_check_fields(res, o->fields, st);
+    rc = store__check_fields(res, o->fields, st);
     if (rc)
         return rc;
     if (o->continue_token && o->continue_token[0]) {
@@ -352,7 +352,7 @@ int store_list(struct store *s, const struct reg_resource *res, const char *ns,
     rc = check_list_rv(s, o, st);
     if (rc)
         goto out;
-    rc = collect(res, store_type_get(s, res, false), res->namespaced ? ns : "", o, start, &v, &n);
+    rc = collect(res, store__type_get(s, res, false), res->namespaced ? ns : "", o, start, &v, &n);
     if (rc)
         goto out;
     take = o->limit > 0 && (size_t)o->limit < n ? (size_t)o->limit : n;
@@ -362,7 +362,7 @@ int store_list(struct store *s, const struct reg_resource *res, const char *ns,
         goto out;
     }
     for (size_t i = 0; i < take; i++) {
-        out->items[i] = store_obj_as(v[i]->obj, res);
+        out->items[i] = store__obj_as(v[i]->obj, res);
         if (!out->items[i]) {
             rc = -ENOMEM;
             goto out;
@@ -385,7 +385,7 @@ out:
     free(start);
     if (rc) {
         if (rc == -ENOMEM)
-            st_set(st, 500, "InternalError", "out of memory");
+            store__status_set(st, 500, "InternalError", "out of memory");
         store_list_free(out);
     }
     return rc;
@@ -414,17 +414,17 @@ int store_delete_collection(struct store *s, const struct reg_resource *res, con
 
     if (!lo)
         lo = &none;
-    rc = store_check_fields(res, lo->fields, st);
+    rc = store__check_fields(res, lo->fields, st);
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&s->lock);
-    rc = collect(res, store_type_get(s, res, false), res->namespaced ? ns : "", lo, NULL, &v, &n);
+    rc = collect(res, store__type_get(s, res, false), res->namespaced ? ns : "", lo, NULL, &v, &n);
     for (size_t i = 0; !rc && i < n; i++) {
         struct store_obj *r = NULL;
         bool gone;
         struct store_status est = { 0 };
         /* each item is deleted on its own; a precondition miss skips that item */
-        int erc = store_delete_entry(s, v[i], o, &r, &gone, &est);
+        int erc = store__delete_entry(s, v[i], o, &r, &gone, &est);
         store_obj_unref(r);
         store_status_clear(&est);
         if (erc == -ENOMEM)
@@ -433,7 +433,7 @@ int store_delete_collection(struct store *s, const struct reg_resource *res, con
     pthread_rwlock_unlock(&s->lock);
     free(v);
     if (rc == -ENOMEM)
-        st_set(st, 500, "InternalError", "out of memory");
-    store_notify_drain(s);
+        store__status_set(st, 500, "InternalError", "out of memory");
+    store__notify_drain(s);
     return rc;
 }

@@ -17,7 +17,7 @@
 
 #define jget cJSON_GetObjectItemCaseSensitive
 
-enum name_rule store_name_rule(const struct reg_resource *res)
+enum name_rule store__name_rule(const struct reg_resource *res)
 {
     if (!res->builtin)
         return NAME_SUBDOMAIN;
@@ -77,8 +77,8 @@ static bool str_in_array(const cJSON *arr, const char *s)
     return false;
 }
 
-void store_check_meta(const cJSON *obj, const cJSON *old, const struct reg_resource *res,
-                      cJSON *causes)
+void store__check_meta(const cJSON *obj, const cJSON *old, const struct reg_resource *res,
+                       cJSON *causes)
 {
     const cJSON *md = jget(obj, "metadata");
     const cJSON *fin;
@@ -135,7 +135,7 @@ static uint64_t rnd_next(void)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
-void store_random_uid(char out[37])
+void store__random_uid(char out[37])
 {
     static const char hex[] = "0123456789abcdef";
     uint8_t b[16];
@@ -155,7 +155,7 @@ void store_random_uid(char out[37])
     *p = 0;
 }
 
-void store_random_suffix(char out[6])
+void store__random_suffix(char out[6])
 {
     static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
 
@@ -164,14 +164,14 @@ void store_random_suffix(char out[6])
     out[5] = 0;
 }
 
-void store_now(char out[32])
+void store__now(char out[32])
 {
     util_format_time(time(NULL), out);
 }
 
 /* ---- small accessors ---- */
 
-cJSON *store_meta(cJSON *obj)
+cJSON *store__meta(cJSON *obj)
 {
     cJSON *md = jget(obj, "metadata");
 
@@ -182,7 +182,7 @@ cJSON *store_meta(cJSON *obj)
     return md;
 }
 
-bool store_has_finalizer(const cJSON *obj, const char *f)
+bool store__has_finalizer(const cJSON *obj, const char *f)
 {
     return str_in_array(jget(jget(obj, "metadata"),
                                             "finalizers"), f);
@@ -196,7 +196,7 @@ static bool ignored_top(const struct reg_resource *res, const char *k)
 
 /* Generation moves when anything outside metadata (and status, for types with a
  * status subresource) differs. */
-bool store_spec_changed(const struct reg_resource *res, const cJSON *a, const cJSON *b)
+bool store__spec_changed(const struct reg_resource *res, const cJSON *a, const cJSON *b)
 {
     const cJSON *x;
 
@@ -214,20 +214,20 @@ bool store_spec_changed(const struct reg_resource *res, const cJSON *a, const cJ
     return false;
 }
 
-void store_set_str(cJSON *o, const char *k, const char *v)
+void store__set_str(cJSON *o, const char *k, const char *v)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(o, k);
     cJSON_AddStringToObject(o, k, v);
 }
 
-void store_set_num(cJSON *o, const char *k, double v)
+void store__set_num(cJSON *o, const char *k, double v)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(o, k);
     cJSON_AddNumberToObject(o, k, v);
 }
 
 /* No metadata.finalizers (and, for Namespaces, no spec.finalizers) left. */
-bool store_finalizers_empty(const struct reg_resource *res, const cJSON *obj)
+bool store__finalizers_empty(const struct reg_resource *res, const cJSON *obj)
 {
     const cJSON *f = jget(jget(obj, "metadata"), "finalizers");
 
@@ -257,7 +257,7 @@ static int count_except(const cJSON *o, const char *const *skip)
 }
 
 /* a and b equal but for the members named in skip; a non-object counts as {} (as
- * store_meta makes it). */
+ * store__meta makes it). */
 static bool equal_except(const cJSON *a, const cJSON *b, const char *const *skip)
 {
     if (count_except(a, skip) != count_except(b, skip))
@@ -279,7 +279,7 @@ static bool equal_except(const cJSON *a, const cJSON *b, const char *const *skip
 
 /* Compared in place (this runs on every write: copying both objects to drop the two
  * members was a fifth of the simulated kubelet's write cost). */
-bool store_same_object(const cJSON *a, const cJSON *b)
+bool store__same_object(const cJSON *a, const cJSON *b)
 {
     static const char *const top[] = { "metadata", NULL };
     static const char *const md[] = { "managedFields", "resourceVersion", NULL };

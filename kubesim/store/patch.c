@@ -1,9 +1,9 @@
 /*
- * store_patch.c - PATCH (merge, JSON, strategic, server-side apply) and the
+ * patch.c - PATCH (merge, JSON, strategic, server-side apply) and the
  * /scale subresource (autoscaling/v1 Scale mapped through the CRD's scale paths).
  *
  * A patch is applied to the current object under the store's write lock and the
- * result goes through the same tail as PUT (store_write_prepared), so validation,
+ * result goes through the same tail as PUT (store__write_prepared), so validation,
  * status split, generation and no-op detection are identical. Because the lock is
  * held from read to write, there is no lost update to retry; an apply that finds
  * nothing creates, and retries once as a patch if a concurrent create won.
@@ -26,23 +26,23 @@ static int patch_error(struct store_status *st, const struct reg_resource *res,
 {
     switch (rc) {
     case -EEXIST:
-        st_set(st, 409, "Conflict", "%s", err[0] ? err : "Apply failed with conflicts");
-        st_details(st, res, name, false);
+        store__status_set(st, 409, "Conflict", "%s", err[0] ? err : "Apply failed with conflicts");
+        store__status_details(st, res, name, false);
         return -EBUSY;
     case -EPROTONOSUPPORT:
-        st_set(st, 415, "UnsupportedMediaType", "the body of the request was in an unknown "
-               "format - accepted media types include: application/json-patch+json, "
-               "application/merge-patch+json, application/apply-patch+yaml");
+        store__status_set(st, 415, "UnsupportedMediaType", "the body of the request was in an unknown "
+                          "format - accepted media types include: application/json-patch+json, "
+                          "application/merge-patch+json, application/apply-patch+yaml");
         return rc;
     case -E2BIG:
-        st_set(st, 413, "RequestEntityTooLarge", "%s", err[0] ? err : "too many operations");
+        store__status_set(st, 413, "RequestEntityTooLarge", "%s", err[0] ? err : "too many operations");
         return rc;
     case -ENOMEM:
-        st_set(st, 500, "InternalError", "out of memory");
+        store__status_set(st, 500, "InternalError", "out of memory");
         return rc;
     default:
-        st_set(st, 422, "Invalid", "%s", err[0] ? err : "the patch could not be applied");
-        st_details(st, res, name, true);
+        store__status_set(st, 422, "Invalid", "%s", err[0] ? err : "the patch could not be applied");
+        store__status_details(st, res, name, true);
         return -EINVAL;
     }
 }
@@ -53,7 +53,7 @@ static cJSON *parse_body(enum store_patch_type type, const char *body, size_t le
     cJSON *j;
 
     if (!body || len > PATCH_BODY_MAX) {
-        st_set(st, 413, "RequestEntityTooLarge", "the request body is too large");
+        store__status_set(st, 413, "RequestEntityTooLarge", "the request body is too large");
         return NULL;
     }
     j = cJSON_ParseWithLength(body, len);
@@ -62,24 +62,24 @@ static cJSON *parse_body(enum store_patch_type type, const char *body, size_t le
         char err[256] = "";
         int rc = yamljson_parse_one(body, len, &j, err, sizeof(err));
         if (rc == -E2BIG) {
-            st_set(st, 413, "RequestEntityTooLarge", "the request body is too large: %s", err);
+            store__status_set(st, 413, "RequestEntityTooLarge", "the request body is too large: %s", err);
             return NULL;
         }
         if (rc) {
-            st_set(st, 400, "BadRequest", "error decoding YAML: %s", err);
+            store__status_set(st, 400, "BadRequest", "error decoding YAML: %s", err);
             return NULL;
         }
     }
     if (!j) {
-        st_set(st, 400, "BadRequest", "error decoding patch: invalid JSON near offset %ld",
-               (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - body : 0));
+        store__status_set(st, 400, "BadRequest", "error decoding patch: invalid JSON near offset %ld",
+                          (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - body : 0));
         return NULL;
     }
     if (type == PATCH_JSON ? !cJSON_IsArray(j) : !cJSON_IsObject(j)) {
         cJSON_Delete(j);
-        st_set(st, 400, "BadRequest", type == PATCH_JSON ?
-               "error decoding patch: a JSON patch must be a list of operations" :
-               "error decoding patch: the patch must be a JSON object");
+        store__status_set(st, 400, "BadRequest", type == PATCH_JSON ?
+                          "error decoding patch: a JSON patch must be a list of operations" :
+                          "error decoding patch: the patch must be a JSON object");
         return NULL;
     }
     return j;
@@ -179,7 +179,7 @@ static cJSON *scale_of(const struct reg_resource *res, const struct store_obj *o
 
 static int no_scale(struct store_status *st)
 {
-    st_set(st, 404, "NotFound", "the server could not find the requested resource");
+    store__status_set(st, 404, "NotFound", "the server could not find the requested resource");
     return -ENOENT;
 }
 
@@ -198,7 +198,7 @@ int store_get_scale(struct store *s, const struct reg_resource *res, const char 
     *out = scale_of(res, o);
     store_obj_unref(o);
     if (!*out) {
-        st_set(st, 500, "InternalError", "out of memory");
+        store__status_set(st, 500, "InternalError", "out of memory");
         return -ENOMEM;
     }
     return 0;
@@ -216,7 +216,7 @@ static int scale_write(struct store *s, const struct reg_resource *res, struct s
 
     if (rv && rv[0] && strtoull(rv, NULL, 10) != e->obj->rv) {
         cJSON_Delete(scale);
-        st_conflict(st, res, e->obj->name);
+        store__status_conflict(st, res, e->obj->name);
         return -EBUSY;
     }
     if (!cJSON_IsNumber(rep) || rep->valuedouble < 0 || rep->valuedouble > 2147483647.0) {
@@ -225,22 +225,22 @@ static int scale_write(struct store *s, const struct reg_resource *res, struct s
                          "Invalid value: %g: must be greater than or equal to 0",
                          cJSON_IsNumber(rep) ? rep->valuedouble : -1.0);
         cJSON_Delete(scale);
-        return st_invalid(st, res, e->obj->name, causes);
+        return store__status_invalid(st, res, e->obj->name, causes);
     }
     nobj = cJSON_Duplicate(e->obj->json, true);
     rc = nobj ? path_set_number(nobj, res->scale_spec_path, rep->valuedouble) : -ENOMEM;
     cJSON_Delete(scale);
     if (rc) {
         cJSON_Delete(nobj);
-        st_set(st, 500, "InternalError", "cannot apply the scale");
+        store__status_set(st, 500, "InternalError", "cannot apply the scale");
         return rc;
     }
-    return store_write_prepared(s, res, e, NULL, nobj, w, out, st);
+    return store__write_prepared(s, res, e, NULL, nobj, w, out, st);
 }
 
-int store_scale_update(struct store *s, const struct reg_resource *res, const char *ns,
-                       const char *name, cJSON *scale, const struct store_write_opts *w,
-                       struct store_obj **out, struct store_status *st)
+int store__scale_update(struct store *s, const struct reg_resource *res, const char *ns,
+                        const char *name, cJSON *scale, const struct store_write_opts *w,
+                        struct store_obj **out, struct store_status *st)
 {
     struct sentry *e;
     int rc;
@@ -250,16 +250,16 @@ int store_scale_update(struct store *s, const struct reg_resource *res, const ch
         return no_scale(st);
     }
     pthread_rwlock_wrlock(&s->lock);
-    e = store_entry_find(store_type_get(s, res, false), res->namespaced ? ns : "", name);
+    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
     if (!e) {
         cJSON_Delete(scale);
-        st_not_found(st, res, name);
+        store__status_not_found(st, res, name);
         rc = -ENOENT;
     } else {
         rc = scale_write(s, res, e, scale, w, out, st);
     }
     pthread_rwlock_unlock(&s->lock);
-    store_notify_drain(s);
+    store__notify_drain(s);
     return rc;
 }
 
@@ -287,7 +287,7 @@ int store_patch(struct store *s, const struct reg_resource *res, const char *ns,
         return no_scale(st);
     if (!scale && subresource && subresource[0] &&
         (strcmp(subresource, "status") || !res->has_status)) {
-        st_set(st, 404, "NotFound", "the server could not find the requested resource");
+        store__status_set(st, 404, "NotFound", "the server could not find the requested resource");
         return -ENOENT;
     }
     patch = parse_body(type, body, len, st);
@@ -301,11 +301,11 @@ int store_patch(struct store *s, const struct reg_resource *res, const char *ns,
     }
 again:
     pthread_rwlock_wrlock(&s->lock);
-    e = store_entry_find(store_type_get(s, res, false), res->namespaced ? ns : "", name);
+    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
     if (!e) {
         pthread_rwlock_unlock(&s->lock);
         if (type != PATCH_APPLY || scale || (subresource && subresource[0]) || attempt++) {
-            st_not_found(st, res, name);
+            store__status_not_found(st, res, name);
             rc = -ENOENT;
             goto out;
         }
@@ -314,7 +314,7 @@ again:
             rc = patch_error(st, res, name, rc, err);
             goto out;
         }
-        cJSON *md = store_meta(next);
+        cJSON *md = store__meta(next);
         if (!jget(md, "name"))
             cJSON_AddStringToObject(md, "name", name);
         rc = store_create(s, res, ns, next, &wa, out, st);
@@ -344,14 +344,14 @@ again:
     /* an events.k8s.io/v1 patch names that version's fields: patch the object
      * as that version shows it, keep it as core/v1 (events.c) */
     const struct reg_resource *kept = e->obj->res;
-    bool convert = kept != res && store_events_v1(res);
+    bool convert = kept != res && store__events_v1(res);
     if (convert && !(cur = cJSON_Duplicate(e->obj->json, 1))) {
         pthread_rwlock_unlock(&s->lock);
         rc = -ENOMEM;
         goto out;
     }
     if (convert)
-        store_event_to_v1(cur);
+        store__event_to_v1(cur);
     rc = apply_one(res, type, convert ? cur : e->obj->json, patch, w, &next, err, sizeof(err));
     if (rc) {
         pthread_rwlock_unlock(&s->lock);
@@ -359,23 +359,23 @@ again:
         goto out;
     }
     if (convert)
-        store_event_to_core(next);
+        store__event_to_core(next);
     {
         /* a resourceVersion inside the patch is a precondition */
         const char *prv = kobj_meta_str(next, "resourceVersion");
         if (prv && prv[0] && strtoull(prv, NULL, 10) != e->obj->rv) {
             pthread_rwlock_unlock(&s->lock);
-            st_conflict(st, res, name);
+            store__status_conflict(st, res, name);
             rc = -EBUSY;
             goto out;
         }
     }
-    rc = store_write_prepared(s, convert ? kept : res, e, subresource, next,
-                              type == PATCH_APPLY ? &wa : w, out, st);
+    rc = store__write_prepared(s, convert ? kept : res, e, subresource, next,
+                               type == PATCH_APPLY ? &wa : w, out, st);
     next = NULL;
     pthread_rwlock_unlock(&s->lock);
     if (convert && rc == 0 && out && *out) {
-        struct store_obj *c = store_obj_as(*out, res);
+        struct store_obj *c = store__obj_as(*out, res);
         store_obj_unref(*out);
         if (!(*out = c))
             rc = -ENOMEM;
@@ -384,6 +384,6 @@ out:
     cJSON_Delete(patch);
     cJSON_Delete(cur);
     cJSON_Delete(next);
-    store_notify_drain(s);
+    store__notify_drain(s);
     return rc;
 }

@@ -44,7 +44,7 @@ static int put_record(struct buf *b, const struct store_obj *o)
     return rc ? -ENOMEM : 0;
 }
 
-int persist_put(struct store *s, const struct store_obj *o)
+int store__persist_put(struct store *s, const struct store_obj *o)
 {
     struct buf b = { 0 };
     int rc;
@@ -60,7 +60,7 @@ int persist_put(struct store *s, const struct store_obj *o)
     return rc;
 }
 
-int persist_delete(struct store *s, const struct store_obj *o, uint64_t rv)
+int store__persist_delete(struct store *s, const struct store_obj *o, uint64_t rv)
 {
     struct buf b = { 0 };
     int rc = 0;
@@ -118,15 +118,15 @@ static int replay_put(struct store *s, const struct reg_resource *res, const cJS
         return -EINVAL;
     }
     copy = cJSON_Duplicate(jobj, true);
-    o = copy ? store_obj_new(res, copy) : NULL;
+    o = copy ? store__obj_new(res, copy) : NULL;
     if (!o)
         return -ENOMEM;
-    t = store_type_get(s, res, true);
+    t = store__type_get(s, res, true);
     if (!t) {
         store_obj_unref(o);
         return -ENOMEM;
     }
-    old = store_entry_find(t, o->ns, o->name);
+    old = store__entry_find(t, o->ns, o->name);
     HASH_FIND(hu, s->by_uid, o->uid, strlen(o->uid), dup);
     if (dup && dup != old) {
         store_obj_unref(o);
@@ -135,13 +135,13 @@ static int replay_put(struct store *s, const struct reg_resource *res, const cJS
     }
     if (old && strcmp(old->obj->uid, o->uid)) {
         /* recreated under the same name: a new object */
-        store_commit_delete(s, old);
+        store__commit_delete(s, old);
         old = NULL;
     }
-    if (store_commit_put(s, t, old, o, NULL))
+    if (store__commit_put(s, t, old, o, NULL))
         return -ENOMEM;
     if (is_crd_res(res))
-        store_crd_changed(s, jobj, false);
+        store__crd_changed(s, jobj, false);
     return 0;
 }
 
@@ -189,12 +189,12 @@ static int replay_line(struct store *s, const char *line, size_t n, const char *
             *why = "delete record without ns or name";
             goto out;
         }
-        e = store_entry_find(store_type_get(s, res, false), ns, name);
+        e = store__entry_find(store__type_get(s, res, false), ns, name);
         if (e) {
             cJSON *crd = is_crd_res(res) ? cJSON_Duplicate(e->obj->json, true) : NULL;
-            store_commit_delete(s, e);
+            store__commit_delete(s, e);
             if (crd)
-                store_crd_changed(s, crd, true);
+                store__crd_changed(s, crd, true);
             cJSON_Delete(crd);
         }
         rc = 0;
@@ -206,7 +206,7 @@ out:
     return rc;
 }
 
-int persist_replay_buf(struct store *s, const char *data, size_t len, char *err, size_t errlen)
+int store__persist_replay_buf(struct store *s, const char *data, size_t len, char *err, size_t errlen)
 {
     size_t off = 0, lineno = 0;
     int rc = 0;
@@ -246,11 +246,11 @@ int persist_replay_buf(struct store *s, const char *data, size_t len, char *err,
         HASH_ITER(hh, t->objs, e, tmp) {
             const cJSON *j = e->obj->json;
             if (e->n_owners)
-                gc_enqueue(s, GC_DEPENDENT, e->obj->uid);
+                store__gc_enqueue(s, GC_DEPENDENT, e->obj->uid);
             if (kobj_meta_str(j, "deletionTimestamp")) {
-                gc_enqueue(s, GC_OWNER, e->obj->uid);
+                store__gc_enqueue(s, GC_OWNER, e->obj->uid);
                 if (t->res && !t->res->group[0] && !strcmp(t->res->plural, "namespaces"))
-                    gc_enqueue(s, GC_NAMESPACE, e->obj->name);
+                    store__gc_enqueue(s, GC_NAMESPACE, e->obj->name);
             }
         }
     }
@@ -288,7 +288,7 @@ static int replay_file(struct store *s, const char *path, char *err, size_t errl
         got += (size_t)r;
     }
     close(fd);
-    rc = persist_replay_buf(s, data, got, ferr, sizeof(ferr));
+    rc = store__persist_replay_buf(s, data, got, ferr, sizeof(ferr));
     if (rc)
         snprintf(err, errlen, "%s: %s", path, ferr);
     free(data);
@@ -357,7 +357,7 @@ static int compact(struct store *s)
     return 0;
 }
 
-int persist_open(struct store *s, char *err, size_t errlen)
+int store__persist_open(struct store *s, char *err, size_t errlen)
 {
     char path[4096];
     int rc;
@@ -382,7 +382,7 @@ int persist_open(struct store *s, char *err, size_t errlen)
     return rc;
 }
 
-void persist_close(struct store *s)
+void store__persist_close(struct store *s)
 {
     int rc;
 

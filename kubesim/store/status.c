@@ -1,5 +1,5 @@
 /*
- * store_status.c - metav1.Status objects as the real API server builds them
+ * status.c - metav1.Status objects as the real API server builds them
  * (apimachinery pkg/api/errors): the builders the store's verbs use to fill
  * struct store_status, and store_status_json, which the server writes as the
  * body of every failed request and of watch ERROR events.
@@ -73,7 +73,7 @@ char *store_status_json(const struct store_status *st)
     return buf_steal(&b);
 }
 
-void st_set(struct store_status *st, int code, const char *reason, const char *fmt, ...)
+void store__status_set(struct store_status *st, int code, const char *reason, const char *fmt, ...)
 {
     va_list ap;
 
@@ -86,7 +86,7 @@ void st_set(struct store_status *st, int code, const char *reason, const char *f
     va_end(ap);
 }
 
-void st_qualified(const struct reg_resource *res, char *out, size_t outlen)
+void store__status_qualified(const struct reg_resource *res, char *out, size_t outlen)
 {
     if (res->group[0])
         snprintf(out, outlen, "%s.%s", res->plural, res->group);
@@ -96,8 +96,8 @@ void st_qualified(const struct reg_resource *res, char *out, size_t outlen)
 
 /* details.kind is the plural resource for NotFound/Conflict/AlreadyExists and
  * the Kind for Invalid, as the errors package fills them. */
-void st_details(struct store_status *st, const struct reg_resource *res, const char *name,
-                bool kind_is_kind)
+void store__status_details(struct store_status *st, const struct reg_resource *res, const char *name,
+                           bool kind_is_kind)
 {
     if (!st || !res)
         return;
@@ -106,34 +106,34 @@ void st_details(struct store_status *st, const struct reg_resource *res, const c
     snprintf(st->kind, sizeof(st->kind), "%s", kind_is_kind ? res->kind : res->plural);
 }
 
-void st_not_found(struct store_status *st, const struct reg_resource *res, const char *name)
+void store__status_not_found(struct store_status *st, const struct reg_resource *res, const char *name)
 {
     char q[256];
 
-    st_qualified(res, q, sizeof(q));
-    st_set(st, 404, "NotFound", "%s \"%s\" not found", q, name);
-    st_details(st, res, name, false);
+    store__status_qualified(res, q, sizeof(q));
+    store__status_set(st, 404, "NotFound", "%s \"%s\" not found", q, name);
+    store__status_details(st, res, name, false);
 }
 
-void st_conflict(struct store_status *st, const struct reg_resource *res, const char *name)
+void store__status_conflict(struct store_status *st, const struct reg_resource *res, const char *name)
 {
     char q[256];
 
-    st_qualified(res, q, sizeof(q));
-    st_set(st, 409, "Conflict",
-           "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
-           "please apply your changes to the latest version and try again", q, name);
-    st_details(st, res, name, false);
+    store__status_qualified(res, q, sizeof(q));
+    store__status_set(st, 409, "Conflict",
+                      "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
+                      "please apply your changes to the latest version and try again", q, name);
+    store__status_details(st, res, name, false);
 }
 
-void st_already_exists(struct store_status *st, const struct reg_resource *res,
-                       const char *name)
+void store__status_already_exists(struct store_status *st, const struct reg_resource *res,
+                                  const char *name)
 {
     char q[256];
 
-    st_qualified(res, q, sizeof(q));
-    st_set(st, 409, "AlreadyExists", "%s \"%s\" already exists", q, name);
-    st_details(st, res, name, false);
+    store__status_qualified(res, q, sizeof(q));
+    store__status_set(st, 409, "AlreadyExists", "%s \"%s\" already exists", q, name);
+    store__status_details(st, res, name, false);
 }
 
 /*
@@ -141,8 +141,8 @@ void st_already_exists(struct store_status *st, const struct reg_resource *res,
  * `[a, b]` for several (apimachinery errors.NewInvalid + ToAggregate).
  * Takes ownership of causes.
  */
-int st_invalid(struct store_status *st, const struct reg_resource *res, const char *name,
-               cJSON *causes)
+int store__status_invalid(struct store_status *st, const struct reg_resource *res, const char *name,
+                          cJSON *causes)
 {
     struct buf b = { 0 };
     int n = cJSON_GetArraySize(causes);
@@ -171,9 +171,9 @@ int st_invalid(struct store_status *st, const struct reg_resource *res, const ch
     }
     if (n > 1)
         buf_puts(&b, "]");
-    st_set(st, 422, "Invalid", "%s", b.data ? b.data : "invalid");
+    store__status_set(st, 422, "Invalid", "%s", b.data ? b.data : "invalid");
     buf_free(&b);
-    st_details(st, res, name, true);
+    store__status_details(st, res, name, true);
     cJSON_Delete(st->causes);
     st->causes = causes;
     return -EINVAL;

@@ -3,7 +3,7 @@
  * snapshots, the per-type hash tables (uthash, keyed "ns/name"), the global uid
  * table, the single resourceVersion counter and the commit path every write goes
  * through (journal, indexes, watch rings, subscribers, GC queue), plus open/close,
- * GET and stats. The verbs live in store_write.c, store_list.c and store_patch.c.
+ * GET and stats. The verbs live in write.c, list.c and patch.c.
  *
  * Concurrency: one rwlock (s->lock). Reads take it shared; a write holds it
  * exclusively from reading the old state to publishing the new one, which is the
@@ -39,7 +39,7 @@ void store_obj_unref(struct store_obj *o)
 }
 
 /*
- * Objects are printed into a per-thread scratch buffer (store_json.c) and copied
+ * Objects are printed into a per-thread scratch buffer (json.c) and copied
  * once into an exact-size allocation that lives as long as the snapshot.
  */
 static pthread_key_t scratch_key;
@@ -71,7 +71,7 @@ static char *print_compact(const cJSON *json, size_t *len)
         }
     }
     buf_reset(sc);
-    if (store_json_print(json, sc) == 0 && (out = malloc(sc->len + 1))) {
+    if (store__json_print(json, sc) == 0 && (out = malloc(sc->len + 1))) {
         memcpy(out, sc->data, sc->len);
         out[sc->len] = 0;
         *len = sc->len;
@@ -104,14 +104,14 @@ static void compact_managed_fields(cJSON *json)
         if (!cJSON_IsObject(f))
             continue;
         buf_reset(&b);
-        if (store_json_print(f, &b) || buf_append(&b, "", 1) || !(raw = cJSON_CreateRaw(b.data)))
+        if (store__json_print(f, &b) || buf_append(&b, "", 1) || !(raw = cJSON_CreateRaw(b.data)))
             continue;
         cJSON_ReplaceItemInObjectCaseSensitive(e, "fieldsV1", raw);
     }
     buf_free(&b);
 }
 
-struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
+struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json)
 {
     struct store_obj *o = calloc(1, sizeof(*o));
     const cJSON *md;
@@ -131,7 +131,7 @@ struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
     }
     o->res = res;
     {
-        cJSON *packed = store_json_pack(json);
+        cJSON *packed = store__json_pack(json);
         if (packed) {
             cJSON_Delete(json);
             json = packed;
@@ -158,7 +158,7 @@ struct store_obj *store_obj_new(const struct reg_resource *res, cJSON *json)
 static void set_rv_string(cJSON *obj, uint64_t rv)
 {
     char b[24];
-    cJSON *md = store_meta(obj);
+    cJSON *md = store__meta(obj);
 
     snprintf(b, sizeof(b), "%llu", (unsigned long long)rv);
     if (cJSON_GetObjectItemCaseSensitive(md, "resourceVersion"))
@@ -167,29 +167,29 @@ static void set_rv_string(cJSON *obj, uint64_t rv)
         cJSON_AddStringToObject(md, "resourceVersion", b);
 }
 
-struct store_obj *store_obj_with_rv(struct store_obj *o, uint64_t rv)
+struct store_obj *store__obj_with_rv(struct store_obj *o, uint64_t rv)
 {
     cJSON *j = cJSON_Duplicate(o->json, true);
 
     if (!j)
         return NULL;
     set_rv_string(j, rv);
-    return store_obj_new(o->res, j);
+    return store__obj_new(o->res, j);
 }
 
-struct store_obj *store_obj_as(struct store_obj *o, const struct reg_resource *res)
+struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *res)
 {
     char av[300];
     cJSON *j;
 
-    if (o && o->res != res && (store_events_v1(res) || store_events_v1(o->res))) {
+    if (o && o->res != res && (store__events_v1(res) || store__events_v1(o->res))) {
         if (!(j = cJSON_Duplicate(o->json, true)))
             return NULL;
-        if (store_events_v1(res))
-            store_event_to_v1(j);
+        if (store__events_v1(res))
+            store__event_to_v1(j);
         else
-            store_event_to_core(j);
-        return store_obj_new(res, j);
+            store__event_to_core(j);
+        return store__obj_new(res, j);
     }
     if (!o || o->res == res || res->builtin)
         return store_obj_ref(o);
@@ -199,12 +199,12 @@ struct store_obj *store_obj_as(struct store_obj *o, const struct reg_resource *r
     snprintf(av, sizeof(av), "%s/%s", res->group, res->version);
     cJSON_DeleteItemFromObjectCaseSensitive(j, "apiVersion");
     cJSON_AddStringToObject(j, "apiVersion", av);
-    return store_obj_new(res, j);
+    return store__obj_new(res, j);
 }
 
 /* ---- types and entries ---- */
 
-void store_type_key(const struct reg_resource *res, char *out, size_t outlen)
+void store__type_key(const struct reg_resource *res, char *out, size_t outlen)
 {
     snprintf(out, outlen, "%s/%s", res->group, res->plural);
 }
@@ -212,7 +212,7 @@ void store_type_key(const struct reg_resource *res, char *out, size_t outlen)
 /* The version a CRD's objects are kept in. */
 static const struct reg_resource *storage_res(struct store *s, const struct reg_resource *res)
 {
-    if (store_events_v1(res) && s->res_events)
+    if (store__events_v1(res) && s->res_events)
         return s->res_events;
     if (res->builtin || res->storage)
         return res;
@@ -224,13 +224,13 @@ static const struct reg_resource *storage_res(struct store *s, const struct reg_
     return res;
 }
 
-struct stype *store_type_get(struct store *s, const struct reg_resource *res, bool create)
+struct stype *store__type_get(struct store *s, const struct reg_resource *res, bool create)
 {
     char key[512];
     struct stype *t;
 
     res = storage_res(s, res);
-    store_type_key(res, key, sizeof(key));
+    store__type_key(res, key, sizeof(key));
     HASH_FIND_STR(s->types, key, t);
     if (t) {
         if (t->res != res)      /* only after a CRD change: watchers read it */
@@ -245,7 +245,7 @@ struct stype *store_type_get(struct store *s, const struct reg_resource *res, bo
         return NULL;
     }
     t->res = res;
-    watch_type_init(t, s->window, s->start_rv);
+    store__watch_type_init(t, s->window, s->start_rv);
     if (!t->ring) {
         free(t->key);
         free(t);
@@ -255,7 +255,7 @@ struct stype *store_type_get(struct store *s, const struct reg_resource *res, bo
     return t;
 }
 
-struct sentry *store_entry_find(struct stype *t, const char *ns, const char *name)
+struct sentry *store__entry_find(struct stype *t, const char *ns, const char *name)
 {
     size_t nl = ns ? strlen(ns) : 0, ml = strlen(name);
     char key[600];
@@ -270,8 +270,8 @@ struct sentry *store_entry_find(struct stype *t, const char *ns, const char *nam
     return e;
 }
 
-const struct reg_resource *store_find_builtin(struct store *s, const char *group,
-                                              const char *plural)
+const struct reg_resource *store__find_builtin(struct store *s, const char *group,
+                                               const char *plural)
 {
     /* the hot ones are looked up on every create/delete: cached (built-ins never move) */
     if (!group[0] && !strcmp(plural, "namespaces") && s->res_namespaces)
@@ -288,7 +288,7 @@ const struct reg_resource *store_find_builtin(struct store *s, const char *group
 
 /* ---- commit path ---- */
 
-uint64_t store_next_rv(struct store *s)
+uint64_t store__next_rv(struct store *s)
 {
     return ++s->rv;
 }
@@ -321,7 +321,7 @@ static _Thread_local struct store *draining_store;
  * notify_mu drains everything; a subscriber that writes to the store from inside
  * its callback only queues (draining_store), the outer loop delivers it next.
  */
-void store_notify_drain(struct store *s)
+void store__notify_drain(struct store *s)
 {
     if (!s->n_subs || draining_store == s)
         return;
@@ -360,8 +360,8 @@ static bool refs_differ(const cJSON *a, const cJSON *b)
     return !json_equal(ra, rb);
 }
 
-int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
-                     struct store_obj *obj, struct sentry **out)
+int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
+                      struct store_obj *obj, struct sentry **out)
 {
     struct sentry *e = old;
     struct store_obj *prev = NULL;
@@ -386,29 +386,29 @@ int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
         s->objects++;
     } else {
         prev = e->obj;
-        gc_index_remove(s, e);
-        store_index_remove(t, e);
+        store__gc_index_remove(s, e);
+        store__index_remove(t, e);
         /* uid never changes, but the key string in the uid table belongs to the
          * old snapshot: re-key it on the new one. */
         HASH_DELETE(hu, s->by_uid, e);
         e->obj = obj;
         HASH_ADD_KEYPTR(hu, s->by_uid, obj->uid, strlen(obj->uid), e);
     }
-    if (gc_index_add(s, e) || store_index_add(t, e))
+    if (store__gc_index_add(s, e) || store__index_add(t, e))
         log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
     if (obj->res == s->res_events)
-        gc_event_written(s, e);   /* replayed ones too, dated by their own timestamps */
+        store__gc_event_written(s, e);   /* replayed ones too, dated by their own timestamps */
     if (!s->replaying) {
-        persist_put(s, obj);
-        watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
+        store__persist_put(s, obj);
+        store__watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
         notice_push(s, prev ? EV_MODIFIED : EV_ADDED, obj);
         if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj->json,
                 "metadata"), "ownerReferences") && (!prev || refs_differ(prev->json, obj->json)))
-            gc_enqueue(s, GC_DEPENDENT, obj->uid);
-        owned = store_has_finalizer(obj->json, "orphan") ||
-                store_has_finalizer(obj->json, "foregroundDeletion");
+            store__gc_enqueue(s, GC_DEPENDENT, obj->uid);
+        owned = store__has_finalizer(obj->json, "orphan") ||
+                store__has_finalizer(obj->json, "foregroundDeletion");
         if (owned && kobj_meta_str(obj->json, "deletionTimestamp"))
-            gc_enqueue(s, GC_OWNER, obj->uid);
+            store__gc_enqueue(s, GC_OWNER, obj->uid);
         atomic_store_explicit(&s->committed_rv, s->rv, memory_order_release);
     }
     store_obj_unref(prev);
@@ -417,7 +417,7 @@ int store_commit_put(struct store *s, struct stype *t, struct sentry *old,
     return 0;
 }
 
-int store_commit_delete(struct store *s, struct sentry *e)
+int store__commit_delete(struct store *s, struct sentry *e)
 {
     struct stype *t = e->t;
     struct store_obj *last = e->obj;
@@ -425,15 +425,15 @@ int store_commit_delete(struct store *s, struct sentry *e)
 
     HASH_DELETE(hh, t->objs, e);
     HASH_DELETE(hu, s->by_uid, e);
-    store_index_remove(t, e);
+    store__index_remove(t, e);
     t->n--;
     s->objects--;
     if (!s->replaying) {
-        uint64_t rv = store_next_rv(s);
-        struct store_obj *d = store_obj_with_rv(last, rv);
-        persist_delete(s, last, rv);
+        uint64_t rv = store__next_rv(s);
+        struct store_obj *d = store__obj_with_rv(last, rv);
+        store__persist_delete(s, last, rv);
         if (d) {
-            watch_append(s, t, EV_DELETED, d, last);
+            store__watch_append(s, t, EV_DELETED, d, last);
             notice_push(s, EV_DELETED, d);
             store_obj_unref(d);
         } else {
@@ -441,26 +441,26 @@ int store_commit_delete(struct store *s, struct sentry *e)
         }
         HASH_FIND_STR(s->owners, last->uid, od);
         if (od)
-            gc_enqueue(s, GC_OWNER, last->uid);
+            store__gc_enqueue(s, GC_OWNER, last->uid);
         for (size_t i = 0; i < e->n_owners; i++)
-            gc_enqueue(s, GC_OWNER, e->owners[i]);
+            store__gc_enqueue(s, GC_OWNER, e->owners[i]);
         if (last->ns[0]) {
-            const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
-            struct sentry *ns = nsr ? store_entry_find(store_type_get(s, nsr, false), "",
-                                                       last->ns) : NULL;
+            const struct reg_resource *nsr = store__find_builtin(s, "", "namespaces");
+            struct sentry *ns = nsr ? store__entry_find(store__type_get(s, nsr, false), "",
+                                                        last->ns) : NULL;
             if (ns && kobj_meta_str(ns->obj->json, "deletionTimestamp"))
-                gc_enqueue(s, GC_NAMESPACE, last->ns);
+                store__gc_enqueue(s, GC_NAMESPACE, last->ns);
         }
         atomic_store_explicit(&s->committed_rv, s->rv, memory_order_release);
     }
-    gc_index_remove(s, e);
+    store__gc_index_remove(s, e);
     free(e->key);
     free(e);
     /* however a CRD goes (DELETE, last finalizer, collection, GC), its types go too */
     if (!s->replaying && t->res && t->res->builtin &&
         !strcmp(t->res->group, "apiextensions.k8s.io") &&
         !strcmp(t->res->plural, "customresourcedefinitions"))
-        store_crd_changed(s, last->json, true);
+        store__crd_changed(s, last->json, true);
     store_obj_unref(last);
     return 0;
 }
@@ -471,8 +471,8 @@ static int bootstrap(struct store *s)
 {
     static const char *const names[] = { "default", "kube-system", "kube-public",
                                          "kube-node-lease" };
-    const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
-    const struct reg_resource *sar = store_find_builtin(s, "", "serviceaccounts");
+    const struct reg_resource *nsr = store__find_builtin(s, "", "namespaces");
+    const struct reg_resource *sar = store__find_builtin(s, "", "serviceaccounts");
     struct store_status st = { 0 };
     int rc;
 
@@ -524,9 +524,9 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
     s->bookmark_ms = o && o->bookmark_ms ? o->bookmark_ms : 1000;
     s->event_ttl_ms = o && o->event_ttl_ms ? o->event_ttl_ms : 3600u * 1000u;
     s->svc_next_ip = 2;    /* 10.96.0.1 is the `kubernetes` Service's, as in a real cluster */
-    s->res_namespaces = store_find_builtin(s, "", "namespaces");
-    s->res_nodes = store_find_builtin(s, "", "nodes");
-    s->res_events = store_find_builtin(s, "", "events");
+    s->res_namespaces = store__find_builtin(s, "", "namespaces");
+    s->res_nodes = store__find_builtin(s, "", "nodes");
+    s->res_events = store__find_builtin(s, "", "events");
     if (o && o->state_dir) {
         s->state_dir = strdup(o->state_dir);
         if (!s->state_dir) {
@@ -534,17 +534,17 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
             snprintf(err, errlen, "out of memory");
             goto fail;
         }
-        rc = persist_open(s, err, errlen);
+        rc = store__persist_open(s, err, errlen);
         if (rc)
             goto fail;
-        gc_events_replayed(s);
+        store__gc_events_replayed(s);
     }
     s->start_rv = s->rv;
     atomic_store(&s->committed_rv, s->rv);
     /* types materialised during replay must also refuse older watch positions */
     for (struct stype *t = s->types; t; t = t->hh.next)
         t->evicted_rv = s->start_rv;
-    rc = gc_start(s);
+    rc = store__gc_start(s);
     if (rc) {
         snprintf(err, errlen, "cannot start the garbage collector: %s", strerror(-rc));
         goto fail;
@@ -570,19 +570,19 @@ void store_close(struct store *s)
 
     if (!s)
         return;
-    gc_stop(s);
-    persist_close(s);
+    store__gc_stop(s);
+    store__persist_close(s);
     HASH_CLEAR(hu, s->by_uid);     /* its bookkeeping lives in the entries freed below */
     HASH_ITER(hh, s->types, t, tt) {
         HASH_ITER(hh, t->objs, e, et) {
             HASH_DELETE(hh, t->objs, e);
-            gc_index_remove(s, e);
+            store__gc_index_remove(s, e);
             store_obj_unref(e->obj);
             free(e->key);
             free(e);
         }
-        store_index_free(t);
-        watch_type_free(t);
+        store__index_free(t);
+        store__watch_type_free(t);
         HASH_DELETE(hh, s->types, t);
         free(t->key);
         free(t);
@@ -630,13 +630,13 @@ int store_get(struct store *s, const struct reg_resource *res, const char *ns,
     int rc = 0;
 
     pthread_rwlock_rdlock(&s->lock);
-    e = store_entry_find(store_type_get(s, res, false), res->namespaced ? ns : "", name);
+    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
     if (!e) {
-        st_not_found(st, res, name);
+        store__status_not_found(st, res, name);
         rc = -ENOENT;
         goto out;
     }
-    *out = store_obj_as(e->obj, res);
+    *out = store__obj_as(e->obj, res);
     if (!*out)
         rc = -ENOMEM;
 out:
@@ -679,5 +679,5 @@ void store_set_watch_delay_ms(struct store *s, unsigned ms)
 
 int store_wait_gc_idle(struct store *s, int timeout_ms)
 {
-    return gc_wait_idle(s, timeout_ms);
+    return store__gc_wait_idle(s, timeout_ms);
 }

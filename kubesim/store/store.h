@@ -44,7 +44,7 @@ struct store_obj {
     const char *name;
     const char *uid;
     int refs;               /* atomic; private to the store */
-    bool packed;            /* private: json is one block (store_json_pack) */
+    bool packed;            /* private: json is one block (store__json_pack) */
 };
 
 struct store_obj *store_obj_ref(struct store_obj *o);

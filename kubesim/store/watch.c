@@ -61,7 +61,7 @@ struct store_watch {
     size_t nb, ib;
 };
 
-void watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv)
+void store__watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv)
 {
     pthread_condattr_t ca;
 
@@ -75,7 +75,7 @@ void watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv)
     t->evicted_rv = evicted_rv;
 }
 
-void watch_type_free(struct stype *t)
+void store__watch_type_free(struct stype *t)
 {
     for (uint64_t q = t->head; q < t->tail; q++) {
         struct wev *ev = &t->ring[q % t->cap];
@@ -87,8 +87,8 @@ void watch_type_free(struct stype *t)
     pthread_cond_destroy(&t->wcond);
 }
 
-void watch_append(struct store *s, struct stype *t, enum store_event_type type,
-                  struct store_obj *obj, struct store_obj *prev)
+void store__watch_append(struct store *s, struct stype *t, enum store_event_type type,
+                         struct store_obj *obj, struct store_obj *prev)
 {
     struct wev *ev;
 
@@ -113,7 +113,7 @@ void watch_append(struct store *s, struct stype *t, enum store_event_type type,
 }
 
 /* The type stopped being served (its CRD was deleted): end its watches. */
-void watch_type_end(struct stype *t)
+void store__watch_type_end(struct stype *t)
 {
     pthread_mutex_lock(&t->wmu);
     t->gen++;
@@ -128,7 +128,7 @@ static bool watch_matches(const struct store_watch *w, const struct store_obj *o
     if (w->labels && !sel_matches(w->labels, cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(o->json, "metadata"), "labels")))
         return false;
-    if (w->fields && !store_fields_match(w->res, w->fields, o->json))
+    if (w->fields && !store__fields_match(w->res, w->fields, o->json))
         return false;
     return true;
 }
@@ -156,15 +156,15 @@ int store_watch_open(struct store *s, const struct reg_resource *res, const char
 
     if (!w || !(w->ns = strdup(res->namespaced && ns ? ns : ""))) {
         free(w);
-        st_set(st, 500, "InternalError", "out of memory");
+        store__status_set(st, 500, "InternalError", "out of memory");
         return -ENOMEM;
     }
-    rc = store_check_fields(res, o ? o->fields : NULL, st);
+    rc = store__check_fields(res, o ? o->fields : NULL, st);
     if (rc)
         goto fail;
     if (rvs && rvs[0] && parse_rv(rvs, &from)) {
-        st_set(st, 400, "BadRequest", "invalid resource version: strconv.ParseUint: parsing "
-               "\"%.100s\": invalid syntax", rvs);
+        store__status_set(st, 400, "BadRequest", "invalid resource version: strconv.ParseUint: parsing "
+                          "\"%.100s\": invalid syntax", rvs);
         rc = -EINVAL;
         goto fail;
     }
@@ -175,11 +175,11 @@ int store_watch_open(struct store *s, const struct reg_resource *res, const char
     w->bookmarks = o && o->bookmarks;
     w->next_bookmark_ms = util_now_ms() + s->bookmark_ms;
     pthread_rwlock_wrlock(&s->lock);
-    w->t = store_type_get(s, res, true);
+    w->t = store__type_get(s, res, true);
     if (!w->t) {
         pthread_rwlock_unlock(&s->lock);
         rc = -ENOMEM;
-        st_set(st, 500, "InternalError", "out of memory");
+        store__status_set(st, 500, "InternalError", "out of memory");
         goto fail;
     }
     if (synthetic) {
@@ -188,7 +188,7 @@ int store_watch_open(struct store *s, const struct reg_resource *res, const char
         if (!w->initial) {
             pthread_rwlock_unlock(&s->lock);
             rc = -ENOMEM;
-            st_set(st, 500, "InternalError", "out of memory");
+            store__status_set(st, 500, "InternalError", "out of memory");
             goto fail;
         }
         HASH_ITER(hh, w->t->objs, e, tmp) {
@@ -205,8 +205,8 @@ int store_watch_open(struct store *s, const struct reg_resource *res, const char
         w->pos = w->t->tail;
     } else if (from < w->t->evicted_rv) {
         w->expired = true;
-        st_set(&w->expired_st, 410, "Expired", "too old resource version: %llu (%llu)",
-               (unsigned long long)from, (unsigned long long)w->t->evicted_rv);
+        store__status_set(&w->expired_st, 410, "Expired", "too old resource version: %llu (%llu)",
+                          (unsigned long long)from, (unsigned long long)w->t->evicted_rv);
     } else {
         /* first event after `from`: rvs grow along the ring */
         uint64_t lo = w->t->head, hi = w->t->tail;
@@ -343,7 +343,7 @@ static int watch_convert(struct store_watch *w, struct wev *ev, struct store_eve
         } else if (old) {
             /* stopped matching: the previous content, at the new rv */
             out->type = EV_DELETED;
-            o = store_obj_with_rv(ev->prev, ev->rv);
+            o = store__obj_with_rv(ev->prev, ev->rv);
             if (!o)
                 return -ENOMEM;
         } else {
@@ -354,7 +354,7 @@ static int watch_convert(struct store_watch *w, struct wev *ev, struct store_eve
         return 0;
     }
     if (w->stored && w->res != w->stored && !w->res->builtin) {
-        struct store_obj *c = store_obj_as(o, w->res);
+        struct store_obj *c = store__obj_as(o, w->res);
         store_obj_unref(o);
         o = c;
         if (!o)
@@ -383,7 +383,7 @@ int store_watch_next(struct store_watch *w, int timeout_ms, struct store_event *
         struct store_obj *o = w->initial[w->i_initial];
         w->initial[w->i_initial++] = NULL;
         ev->type = EV_ADDED;
-        ev->obj = store_obj_as(o, w->res);
+        ev->obj = store__obj_as(o, w->res);
         ev->rv = o->rv;
         store_obj_unref(o);
         return ev->obj ? 0 : -ENOMEM;

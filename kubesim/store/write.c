@@ -1,9 +1,9 @@
 /*
- * store_write.c - the writing verbs: create, update (main, /status), delete and
+ * write.c - the writing verbs: create, update (main, /status), delete and
  * the shared preparation every write goes through (system metadata, generation,
  * status-subresource split, built-in defaulting/validation or CRD schema
  * validation with fieldValidation, finalizers and graceful deletion, CRD
- * registration). Patch (store_patch.c) reuses store_write_prepared().
+ * registration). Patch (patch.c) reuses store__write_prepared().
  */
 #include "kubesim/store/internal.h"
 #include "kubesim/patch/patch.h"
@@ -25,7 +25,7 @@ static bool is_res(const struct reg_resource *r, const char *group, const char *
 /* Copies key k of metadata from `from` into `to` (or removes it when absent). */
 static void copy_meta(cJSON *to, const cJSON *from, const char *k)
 {
-    cJSON *md = store_meta(to);
+    cJSON *md = store__meta(to);
     const cJSON *v = jget(jget(from, "metadata"), k);
 
     cJSON_DeleteItemFromObjectCaseSensitive(md, k);
@@ -74,23 +74,23 @@ static void set_api_version(cJSON *obj, const struct reg_resource *res)
 static int check_namespace(struct store *s, const struct reg_resource *res, const char *ns,
                            const char *name, struct store_status *st)
 {
-    const struct reg_resource *nsr = store_find_builtin(s, "", "namespaces");
+    const struct reg_resource *nsr = store__find_builtin(s, "", "namespaces");
     struct sentry *e;
     char q[256];
 
     if (!nsr)
         return 0;
-    e = store_entry_find(store_type_get(s, nsr, false), "", ns);
+    e = store__entry_find(store__type_get(s, nsr, false), "", ns);
     if (!e) {
-        st_not_found(st, nsr, ns);
+        store__status_not_found(st, nsr, ns);
         return -ENOENT;
     }
     if (kobj_meta_str(e->obj->json, "deletionTimestamp")) {
-        st_qualified(res, q, sizeof(q));
-        st_set(st, 403, "Forbidden",
-               "%s \"%s\" is forbidden: unable to create new content in namespace %s because "
-               "it is being terminated", q, name, ns);
-        st_details(st, res, name, false);
+        store__status_qualified(res, q, sizeof(q));
+        store__status_set(st, 403, "Forbidden",
+                          "%s \"%s\" is forbidden: unable to create new content in namespace %s because "
+                          "it is being terminated", q, name, ns);
+        store__status_details(st, res, name, false);
         return -EACCES;
     }
     return 0;
@@ -126,7 +126,7 @@ static int validate_custom(const struct reg_resource *res, cJSON *obj, const cJS
             buf_printf(&b, "%sunknown field \"%s\"", b.len > 23 ? ", " : "",
                        p[0] == '.' ? p + 1 : p);
         }
-        st_set(st, 400, "BadRequest", "%s", b.data ? b.data : "strict decoding error");
+        store__status_set(st, 400, "BadRequest", "%s", b.data ? b.data : "strict decoding error");
         buf_free(&b);
         rc = -EINVAL;
     } else if (n && !strcmp(fv, "Warn") && w && w->warnings) {
@@ -200,12 +200,12 @@ static int prepare_common(struct store *s, const struct reg_resource *res, cJSON
     if (!causes)
         return -ENOMEM;
     if (name && !old)
-        schema_check_name(name, store_name_rule(res), "metadata.name", causes);
+        schema_check_name(name, store__name_rule(res), "metadata.name", causes);
     if (res->builtin) {
-        rc = builtin_default(s, res, obj, old);
+        rc = store__builtin_default(s, res, obj, old);
         if (rc)
             goto fail;
-        builtin_validate(res, obj, old, causes);
+        store__builtin_validate(res, obj, old, causes);
         builtin_warnings(res, obj, old, w);
         if (is_crd(res)) {
             validate_crd(obj, causes);
@@ -217,9 +217,9 @@ static int prepare_common(struct store *s, const struct reg_resource *res, cJSON
         if (rc)
             goto fail;
     }
-    store_check_meta(obj, old, res, causes);
+    store__check_meta(obj, old, res, causes);
     if (cJSON_GetArraySize(causes))
-        return st_invalid(st, res, name ? name : "", causes);
+        return store__status_invalid(st, res, name ? name : "", causes);
     cJSON_Delete(causes);
     if (is_crd(res))
         registry_crd_set_status(obj);
@@ -236,7 +236,7 @@ static void record_managed(cJSON *obj, const cJSON *old, const struct reg_resour
 
     if (!w || !w->field_manager)
         return;
-    /* a create keeps fieldsV1 as text straight away: store_obj_new would print and
+    /* a create keeps fieldsV1 as text straight away: store__obj_new would print and
      * replace the tree anyway */
     (old ? patch_record_managed_fields : patch_record_managed_fields_raw)(
         obj, old, w->field_manager, "Update", av ? av : res->version,
@@ -260,9 +260,9 @@ static void crd_changed(struct store *s, const cJSON *crd, bool removed)
         if (t) {
             struct sentry *e, *tmp;
             HASH_ITER(hh, t->objs, e, tmp)
-                store_commit_delete(s, e);
+                store__commit_delete(s, e);
             t->res = NULL;
-            watch_type_end(t);
+            store__watch_type_end(t);
         }
         registry_remove_crd(s->reg, name);
         return;
@@ -276,14 +276,14 @@ static void crd_changed(struct store *s, const cJSON *crd, bool removed)
         for (size_t i = 0, n = registry_count(s->reg); i < n; i++) {
             const struct reg_resource *r = registry_at(s->reg, i);
             char key[512];
-            store_type_key(r, key, sizeof(key));
+            store__type_key(r, key, sizeof(key));
             if (r->storage && !strcmp(key, t->key))
                 t->res = r;
         }
     }
 }
 
-void store_crd_changed(struct store *s, const cJSON *crd, bool removed)
+void store__crd_changed(struct store *s, const cJSON *crd, bool removed)
 {
     crd_changed(s, crd, removed);
 }
@@ -296,7 +296,7 @@ static int require_object(cJSON *obj, struct store_status *st)
     if (cJSON_IsObject(obj))
         return 0;
     cJSON_Delete(obj);
-    st_set(st, 400, "BadRequest", "the request body must be a JSON object");
+    store__status_set(st, 400, "BadRequest", "the request body must be a JSON object");
     return -EINVAL;
 }
 
@@ -305,7 +305,7 @@ static int require_object(cJSON *obj, struct store_status *st)
 static int as_requested(int rc, const struct reg_resource *res, struct store_obj **out)
 {
     if (rc == 0 && out && *out) {
-        struct store_obj *c = store_obj_as(*out, res);
+        struct store_obj *c = store__obj_as(*out, res);
         store_obj_unref(*out);
         *out = c;
         if (!c)
@@ -318,9 +318,9 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
                  cJSON *obj, const struct store_write_opts *w, struct store_obj **out,
                  struct store_status *st)
 {
-    if (store_events_v1(res) && s->res_events) {
+    if (store__events_v1(res) && s->res_events) {
         if (cJSON_IsObject(obj))
-            store_event_to_core(obj);
+            store__event_to_core(obj);
         return as_requested(store_create(s, s->res_events, ns, obj, w, out, st), res, out);
     }
 
@@ -338,12 +338,12 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
     if ((rc = require_object(obj, st)))
         return rc;
     pthread_rwlock_wrlock(&s->lock);
-    t = store_type_get(s, res, true);
+    t = store__type_get(s, res, true);
     if (!t) {
         rc = -ENOMEM;
         goto out;
     }
-    md = store_meta(obj);
+    md = store__meta(obj);
     name = cJSON_GetStringValue(jget(md, "name"));
     gen_name = cJSON_GetStringValue(jget(md, "generateName"));
     bns = cJSON_GetStringValue(jget(md, "namespace"));
@@ -351,7 +351,7 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
         cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
         ns = "";
     } else if (bns && bns[0] && ns && ns[0] && strcmp(bns, ns)) {
-        st_set(st, 400, "BadRequest", "the namespace of the provided object does not match "
+        store__status_set(st, 400, "BadRequest", "the namespace of the provided object does not match "
                                       "the namespace sent on the request");
         rc = -EINVAL;
         goto out;
@@ -359,12 +359,12 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
         ns = bns && bns[0] ? bns : "default";
     }
     if (res->namespaced)
-        store_set_str(md, "namespace", ns);
+        store__set_str(md, "namespace", ns);
     ns = res->namespaced ? cJSON_GetStringValue(jget(md, "namespace")) : "";
     {
         const char *rvs = cJSON_GetStringValue(jget(md, "resourceVersion"));
         if (rvs && rvs[0]) {
-            st_set(st, 400, "BadRequest", "resourceVersion should not be set on objects to "
+            store__status_set(st, 400, "BadRequest", "resourceVersion should not be set on objects to "
                                           "be created");
             rc = -EINVAL;
             goto out;
@@ -374,7 +374,7 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
         cJSON *causes = cJSON_CreateArray();
         status_cause_add(causes, "FieldValueRequired", "metadata.name",
                          "Required value: name or generateName is required");
-        rc = st_invalid(st, res, "", causes);
+        rc = store__status_invalid(st, res, "", causes);
         goto out;
     }
     if (res->namespaced && !s->replaying) {
@@ -387,40 +387,40 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
             "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
             "resourceVersion", NULL }; *k; k++)
         cJSON_DeleteItemFromObjectCaseSensitive(md, *k);
-    store_random_uid(uid);
-    store_now(now);
-    store_set_str(md, "uid", uid);
-    store_set_str(md, "creationTimestamp", now);
+    store__random_uid(uid);
+    store__now(now);
+    store__set_str(md, "uid", uid);
+    store__set_str(md, "creationTimestamp", now);
     if (!(res->flags & REG_FLAG_NO_GENERATION))
-        store_set_num(md, "generation", 1);
+        store__set_num(md, "generation", 1);
     if (res->has_status)
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
     set_api_version(obj, t->res ? t->res : res);
     generated = !name || !name[0];
     if (generated) {
         char suf[6];
-        store_random_suffix(suf);
+        store__random_suffix(suf);
         snprintf(nm, sizeof(nm), "%.58s%s", gen_name, suf);
-        store_set_str(md, "name", nm);
+        store__set_str(md, "name", nm);
     }
     rc = prepare_common(s, res, obj, NULL, w, st);
     if (rc)
         goto out;
     snprintf(nm, sizeof(nm), "%s", cJSON_GetStringValue(jget(md, "name")));
-    for (int tries = 1; store_entry_find(t, ns, nm); tries++) {
+    for (int tries = 1; store__entry_find(t, ns, nm); tries++) {
         char suf[6];
         if (!generated || tries >= 8) {
-            st_already_exists(st, res, nm);
+            store__status_already_exists(st, res, nm);
             rc = -EEXIST;
             goto out;
         }
-        store_random_suffix(suf);
+        store__random_suffix(suf);
         snprintf(nm, sizeof(nm), "%.58s%s", gen_name, suf);
-        store_set_str(md, "name", nm);
+        store__set_str(md, "name", nm);
     }
     record_managed(obj, NULL, res, w, NULL);
     if (w && w->dry_run) {
-        o = store_obj_new(res, obj);
+        o = store__obj_new(res, obj);
         obj = NULL;
         rc = o ? 0 : -ENOMEM;
         if (out)
@@ -432,16 +432,16 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
     {
         char rvb[24];
         snprintf(rvb, sizeof(rvb), "%llu", (unsigned long long)(s->rv + 1));
-        store_set_str(md, "resourceVersion", rvb);
+        store__set_str(md, "resourceVersion", rvb);
     }
-    o = store_obj_new(t->res ? t->res : res, obj);
+    o = store__obj_new(t->res ? t->res : res, obj);
     obj = NULL;
     if (!o) {
         rc = -ENOMEM;
         goto out;
     }
-    store_next_rv(s);
-    rc = store_commit_put(s, t, NULL, store_obj_ref(o), &e);
+    store__next_rv(s);
+    rc = store__commit_put(s, t, NULL, store_obj_ref(o), &e);
     if (rc) {
         store_obj_unref(o);
         goto out;
@@ -449,14 +449,14 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
     if (is_crd(res))
         crd_changed(s, o->json, false);
     if (out)
-        *out = store_obj_as(o, res);
+        *out = store__obj_as(o, res);
     store_obj_unref(o);
 out:
     pthread_rwlock_unlock(&s->lock);
     cJSON_Delete(obj);
     if (rc == -ENOMEM)
-        st_set(st, 500, "InternalError", "out of memory");
-    store_notify_drain(s);
+        store__status_set(st, 500, "InternalError", "out of memory");
+    store__notify_drain(s);
     return rc;
 }
 
@@ -467,9 +467,9 @@ out:
  * new state of entry e. Applies the subresource split, immutable system fields,
  * defaults/validation, generation, no-op detection and finalizer-driven removal.
  */
-int store_write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
-                         const char *sub, cJSON *obj, const struct store_write_opts *w,
-                         struct store_obj **out, struct store_status *st)
+int store__write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
+                          const char *sub, cJSON *obj, const struct store_write_opts *w,
+                          struct store_obj **out, struct store_status *st)
 {
     const cJSON *old = e->obj->json;
     const char *name = e->obj->name;
@@ -497,13 +497,13 @@ int store_write_prepared(struct store *s, const struct reg_resource *res, struct
     } else if (res->has_status) {
         copy_top(obj, old, "status");
     }
-    md = store_meta(obj);
+    md = store__meta(obj);
     for (const char *const *k = (const char *const[]){ "uid", "creationTimestamp",
             "deletionTimestamp", "deletionGracePeriodSeconds", "generation", NULL }; *k; k++)
         copy_meta(obj, old, *k);
-    store_set_str(md, "name", name);
+    store__set_str(md, "name", name);
     if (res->namespaced)
-        store_set_str(md, "namespace", e->obj->ns);
+        store__set_str(md, "namespace", e->obj->ns);
     else
         cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
     set_api_version(obj, e->t->res ? e->t->res : res);
@@ -511,22 +511,22 @@ int store_write_prepared(struct store *s, const struct reg_resource *res, struct
     if (rc)
         goto out;
     if (!status_sub && !(res->flags & REG_FLAG_NO_GENERATION) &&
-        store_spec_changed(res, old, obj)) {
+        store__spec_changed(res, old, obj)) {
         double g = cJSON_GetNumberValue(jget(jget(old, "metadata"), "generation"));
-        store_set_num(md, "generation", (g > 0 ? g : 0) + 1);
+        store__set_num(md, "generation", (g > 0 ? g : 0) + 1);
     }
-    store_set_str(md, "resourceVersion", kobj_meta_str(old, "resourceVersion"));
+    store__set_str(md, "resourceVersion", kobj_meta_str(old, "resourceVersion"));
     if (!jget(md, "managedFields") && jget(jget(old, "metadata"), "managedFields"))
         copy_meta(obj, old, "managedFields");
-    if (store_same_object(obj, old)) {
+    if (store__same_object(obj, old)) {
         if (out)
-            *out = store_obj_as(e->obj, res);
+            *out = store__obj_as(e->obj, res);
         rc = 0;
         goto out;
     }
     record_managed(obj, old, res, w, sub);
     if (w && w->dry_run) {
-        struct store_obj *o = store_obj_new(res, obj);
+        struct store_obj *o = store__obj_new(res, obj);
         obj = NULL;
         if (out)
             *out = o;
@@ -535,13 +535,13 @@ int store_write_prepared(struct store *s, const struct reg_resource *res, struct
         rc = 0;
         goto out;
     }
-    if (kobj_meta_str(old, "deletionTimestamp") && store_finalizers_empty(res, obj)) {
+    if (kobj_meta_str(old, "deletionTimestamp") && store__finalizers_empty(res, obj)) {
         const cJSON *g = jget(jget(old, "metadata"), "deletionGracePeriodSeconds");
         if (!g || cJSON_GetNumberValue(g) == 0) {
             /* the write that drops the last finalizer is the removal */
             if (out)
                 *out = store_obj_ref(e->obj);
-            rc = store_commit_delete(s, e);
+            rc = store__commit_delete(s, e);
             goto out;
         }
     }
@@ -549,17 +549,17 @@ int store_write_prepared(struct store *s, const struct reg_resource *res, struct
         char rvb[24];
         struct store_obj *o;
         snprintf(rvb, sizeof(rvb), "%llu", (unsigned long long)(s->rv + 1));
-        store_set_str(md, "resourceVersion", rvb);
-        o = store_obj_new(e->t->res ? e->t->res : res, obj);
+        store__set_str(md, "resourceVersion", rvb);
+        o = store__obj_new(e->t->res ? e->t->res : res, obj);
         obj = NULL;
         if (!o) {
             rc = -ENOMEM;
             goto out;
         }
-        store_next_rv(s);
+        store__next_rv(s);
         if (out)
-            *out = store_obj_as(o, res);
-        rc = store_commit_put(s, e->t, e, o, NULL);
+            *out = store__obj_as(o, res);
+        rc = store__commit_put(s, e->t, e, o, NULL);
         if (!rc && is_crd(res))
             crd_changed(s, e->obj->json, false);
     }
@@ -567,7 +567,7 @@ out:
     cJSON_Delete(obj);
     cJSON_Delete(nobj);
     if (rc == -ENOMEM)
-        st_set(st, 500, "InternalError", "out of memory");
+        store__status_set(st, 500, "InternalError", "out of memory");
     return rc;
 }
 
@@ -584,16 +584,16 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
         *out = NULL;
     if ((rc = require_object(obj, st)))
         return rc;
-    if (store_events_v1(res) && s->res_events) {
-        store_event_to_core(obj);
+    if (store__events_v1(res) && s->res_events) {
+        store__event_to_core(obj);
         return as_requested(store_update(s, s->res_events, ns, name, subresource, obj, w, out,
                                          st), res, out);
     }
     if (subresource && !strcmp(subresource, "scale"))
-        return store_scale_update(s, res, ns, name, obj, w, out, st);
+        return store__scale_update(s, res, ns, name, obj, w, out, st);
     if (subresource && subresource[0] && (strcmp(subresource, "status") || !res->has_status)) {
         cJSON_Delete(obj);
-        st_set(st, 404, "NotFound", "the server could not find the requested resource");
+        store__status_set(st, 404, "NotFound", "the server could not find the requested resource");
         return -ENOENT;
     }
     pthread_rwlock_wrlock(&s->lock);
@@ -601,20 +601,20 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
     bns = kobj_meta_str(obj, "namespace");
     brv = kobj_meta_str(obj, "resourceVersion");
     if (bname && strcmp(bname, name)) {
-        st_set(st, 400, "BadRequest", "the name of the object (%s) does not match the name on "
-               "the URL (%s)", bname, name);
+        store__status_set(st, 400, "BadRequest", "the name of the object (%s) does not match the name on "
+                          "the URL (%s)", bname, name);
         rc = -EINVAL;
         goto out;
     }
     if (res->namespaced && bns && bns[0] && strcmp(bns, ns)) {
-        st_set(st, 400, "BadRequest", "the namespace of the provided object does not match "
+        store__status_set(st, 400, "BadRequest", "the namespace of the provided object does not match "
                                       "the namespace sent on the request");
         rc = -EINVAL;
         goto out;
     }
-    e = store_entry_find(store_type_get(s, res, false), res->namespaced ? ns : "", name);
+    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
     if (!e) {
-        st_not_found(st, res, name);
+        store__status_not_found(st, res, name);
         rc = -ENOENT;
         goto out;
     }
@@ -624,19 +624,19 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
             cJSON *causes = cJSON_CreateArray();
             status_cause_add(causes, "FieldValueInvalid", "metadata.resourceVersion",
                              "Invalid value: 0: must be specified for an update");
-            rc = st_invalid(st, res, name, causes);
+            rc = store__status_invalid(st, res, name, causes);
             goto out;
         }
     } else if (strtoull(brv, NULL, 10) != e->obj->rv) {
-        st_conflict(st, res, name);
+        store__status_conflict(st, res, name);
         rc = -EBUSY;
         goto out;
     }
-    rc = store_write_prepared(s, res, e, subresource, obj, w, out, st);
+    rc = store__write_prepared(s, res, e, subresource, obj, w, out, st);
     obj = NULL;
 out:
     pthread_rwlock_unlock(&s->lock);
     cJSON_Delete(obj);
-    store_notify_drain(s);
+    store__notify_drain(s);
     return rc;
 }

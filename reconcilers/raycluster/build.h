@@ -99,9 +99,8 @@ struct rc_invalid {
 
 /* The KubeRay feature gates (--feature-gates, pkg/features/features.go) that
  * change what validation accepts. All four are alpha and off by default; a
- * NULL gates pointer means all off. With a gate on, KubeRay builds extra
- * objects rayop does not build yet, so rc_validate still rejects the field,
- * but says rayop lacks it rather than that the gate is off. */
+ * NULL gates pointer means all off. With a gate off, a spec that needs it is
+ * rejected with KubeRay's message. */
 struct rc_gates {
     bool network_policy;       /* RayClusterNetworkPolicy: spec.networkPolicy */
     bool mtls;                 /* RayClusterMTLS: spec.tlsOptions */
@@ -218,6 +217,18 @@ int rc_auth_token_secret(const cJSON *rc, char *out, size_t cap);
  * the RayJob submitter). No-op unless authOptions.mode is "token". 0 or -ENOMEM. */
 int rc_auth_env_for(const cJSON *rc, cJSON *container);
 cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t n, int *err);
+
+/* spec.networkPolicy (gate RayClusterNetworkPolicy), as KubeRay's NetworkPolicyController:
+ * an array [NAME-head, NAME-workers-GROUP...] of NetworkPolicies (owned, labelled
+ * ray.io/cluster, ray.io/group, app.kubernetes.io/name and created-by), NULL when the
+ * field is absent (and *err < 0 on out of memory). rc_netpol_mode is the mode with its
+ * default; rc_netpol_normalize gives a port without protocol TCP, as the API server does. */
+#define RC_NETPOL_DENY_ALL     "DenyAll"
+#define RC_NETPOL_DENY_INGRESS "DenyAllIngress"
+#define RC_NETPOL_DENY_EGRESS  "DenyAllEgress"
+cJSON *rc_build_network_policies(const cJSON *rc, int *err);
+const char *rc_netpol_mode(const cJSON *rc);
+void rc_netpol_normalize(cJSON *np);
 
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
  * the ray.io/ft-enabled annotation), and the Redis cleanup Job run on deletion. */

@@ -68,6 +68,10 @@ bool rc_pod_terminating(const cJSON *pod);
  * the reconcile is finished (res filled), 0 to go on, or -errno. */
 int rc_reconcile_finalizer(struct rc_run *r, struct host_result *res);
 
+/* reconcile_netpol.c: spec.networkPolicy's NetworkPolicies (gate RayClusterNetworkPolicy).
+ * 0, or < 0 with what went wrong in msg; the cluster's status is not touched. */
+int rc_reconcile_netpol(struct rc_run *r, char *msg, size_t cap);
+
 /* metrics.c: provisioned-duration bookkeeping. */
 void rc_metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
                                     const cJSON *new_status);
@@ -208,6 +212,9 @@ void rc_auth_env(struct rcb *b, const cJSON *rc, cJSON *container);
 bool rc_is_dns1035_label(const char *s);
 /* The IsDNS1035Label error list joined by " " (as %v prints a []string, minus brackets). */
 const char *rc_dns1035_error(const char *s);
+/* validation.IsDNS1123Label's errors as Go's %v prints them without the brackets, NULL
+ * when s is a valid label. */
+const char *rc_dns1123_label_error(const char *s);
 /* 0 when valid; else 1 with apimachinery's messages, one per line, in err. */
 int rc_qualified_name_error(const char *s, char *err, size_t cap);
 int rc_label_value_error(const char *s, char *err, size_t cap);

@@ -3,8 +3,9 @@
  * (raycluster_controller.go rayClusterReconcile): skip clusters managed
  * elsewhere; validate (Warning Event, terminal until the spec changes); the
  * GCS FT finalizer and deletion (reconcile_delete.c); autoscaler RBAC; head,
- * headless and serve Services; Pods (reconcile_pods.c); then always the status
- * (status.c), written through /status only when it changed.
+ * headless and serve Services; Pods (reconcile_pods.c); the NetworkPolicies
+ * (reconcile_netpol.c); then always the status (status.c), written through
+ * /status only when it changed.
  *
  * Reads come from the shared cache; every create/delete/update goes through
  * the host's write helpers, which record the resourceVersions so the key is
@@ -620,6 +621,10 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     if (reconcile_rbac(&r) == 0 && reconcile_ingress(&r) == 0 && reconcile_auth_secret(&r) == 0 &&
         reconcile_services(&r) == 0)
         (void)rc_reconcile_pods(&r);
+    /* KubeRay's NetworkPolicy controller runs apart from the RayCluster's: its failure
+     * only retries, and does not stop the steps above */
+    char np_msg[512] = "";
+    int np = r.gone ? 0 : rc_reconcile_netpol(&r, np_msg, sizeof(np_msg));
     if (r.gone) {
         /* deleted on the API server, not yet in the cache: no status to write,
          * and the deletion's watch event brings the key back (file comment of
@@ -638,6 +643,10 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     int wrote = write_status(&r);
     if (r.err != RC_ERR_NONE) {
         set_message(res, r.err_msg);
+        res->outcome = HOST_ERROR;
+    } else if (np < 0) {
+        host_log(ctx, LOG_ERROR, "Error reconcile NetworkPolicies", "error", np_msg, NULL);
+        set_message(res, np_msg);
         res->outcome = HOST_ERROR;
     } else if (wrote < 0 && wrote != -ENOENT && wrote != -EAGAIN) {
         rc = wrote;

@@ -494,6 +494,52 @@ static int validate_history(const cJSON *rc, const struct rc_gates *g, struct ve
     return 0;
 }
 
+/* rules of one direction given while the mode leaves that direction open */
+static int netpol_rules_unused(const cJSON *rules, const char *what, const char *mode,
+                               struct verr *e)
+{
+    bool in_open = !strcmp(mode, RC_NETPOL_DENY_EGRESS);
+    bool out_open = !strcmp(mode, RC_NETPOL_DENY_INGRESS);
+    if (in_open && cJSON_GetArraySize(kobj_get(rules, "ingressRules")) > 0)
+        return fail(e, "networkPolicy.%s.ingressRules cannot be set when mode is \"%s\" "
+                       "(ingress is not restricted)", what, mode);
+    if (out_open && cJSON_GetArraySize(kobj_get(rules, "egressRules")) > 0)
+        return fail(e, "networkPolicy.%s.egressRules cannot be set when mode is \"%s\" "
+                       "(egress is not restricted)", what, mode);
+    return 0;
+}
+
+/* validateNetworkPolicy: rules only for the directions the mode denies; worker group
+ * names usable in a NetworkPolicy's name; per-group rules only for existing groups */
+static int validate_netpol(const cJSON *rc, struct verr *e)
+{
+    const cJSON *np = kobj_get(rc_spec(rc), "networkPolicy"), *g, *h;
+    const char *mode = rc_netpol_mode(rc), *bad;
+    char what[300];
+    int r;
+    if ((r = netpol_rules_unused(kobj_get(np, "head"), "head", mode, e)) < 0 ||
+        (r = netpol_rules_unused(kobj_get(np, "worker"), "worker", mode, e)) < 0)
+        return r;
+    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs"))
+        if ((bad = rc_dns1123_label_error(group_name(g))))
+            return fail(e, "worker group name \"%s\" must be a valid DNS1123 label when "
+                           "networkPolicy is enabled (it is embedded in the NetworkPolicy name): "
+                           "[%s]", group_name(g), bad);
+    cJSON_ArrayForEach(h, kobj_get(np, "workerGroups")) {
+        const char *want = group_name(h);
+        bool found = false;
+        snprintf(what, sizeof(what), "workerGroups[\"%s\"]", want);
+        if ((r = netpol_rules_unused(h, what, mode, e)) < 0)
+            return r;
+        cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs"))
+            found = found || !strcmp(group_name(g), want);
+        if (!found)
+            return fail(e, "networkPolicy.workerGroups[\"%s\"] does not match any group name in "
+                           "workerGroupSpecs", want);
+    }
+    return 0;
+}
+
 static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
     const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
@@ -512,12 +558,11 @@ static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr 
         return r;
     if ((r = validate_auth(rc, e)) < 0)
         return r;
-    if (field_set(spec, "networkPolicy")) {
-        if (g->network_policy)
-            return fail(e, "%s", NOT_IMPLEMENTED("spec.networkPolicy", "RayClusterNetworkPolicy"));
+    if (field_set(spec, "networkPolicy") && !g->network_policy)
         return fail(e, "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to "
                        "be enabled");
-    }
+    if (field_set(spec, "networkPolicy") && (r = validate_netpol(rc, e)) < 0)
+        return r;
     if (field_set(spec, "tlsOptions")) {
         if (g->mtls)
             return fail(e, "%s", NOT_IMPLEMENTED("spec.tlsOptions", "RayClusterMTLS"));

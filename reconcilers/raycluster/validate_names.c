@@ -54,6 +54,22 @@ const char *rc_dns1035_error(const char *s)
     return DNS1035_MSG;
 }
 
+#define DNS1123_LABEL_MSG "a lowercase RFC 1123 label must consist of lower case alphanumeric " \
+    "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  " \
+    "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+
+const char *rc_dns1123_label_error(const char *s)
+{
+    size_t n = strlen(s);
+    bool match = n > 0 && lower_alnum(s[0]) && lower_alnum(s[n - 1]);
+    for (size_t i = 0; match && i < n; i++)
+        match = lower_alnum(s[i]) || s[i] == '-';
+    if (n > 63)
+        return match ? "must be no more than 63 characters"
+                     : "must be no more than 63 characters " DNS1123_LABEL_MSG;
+    return match ? NULL : DNS1123_LABEL_MSG;
+}
+
 /* ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9] */
 static bool qname_part(const char *s, size_t n)
 {

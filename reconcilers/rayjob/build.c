@@ -295,6 +295,9 @@ static cJSON *default_submitter(const cJSON *rcs)
     return c;
 }
 
+/* An EnvVar as KubeRay's Go client sends it: core/v1 EnvVar's value is omitempty, so an
+ * empty value (the sidecar's RAY_DASHBOARD_ADDRESS before the status has a URL) is left
+ * out rather than sent as "". */
 static void add_env(cJSON *c, const char *name, const char *value)
 {
     cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
@@ -304,7 +307,8 @@ static void add_env(cJSON *c, const char *name, const char *value)
     }
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", name);
-    cJSON_AddStringToObject(e, "value", value);
+    if (value && *value)
+        cJSON_AddStringToObject(e, "value", value);
     cJSON_AddItemToArray(env, e);
 }
 

@@ -18,7 +18,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const PLURALS[][2] = { { "", "pods" }, { "", "services" },
-                                          { "batch", "jobs" } };
+                                          { "batch", "jobs" },
+                                          { "networking.k8s.io", "networkpolicies" } };
 
 /* Writes one body; returns the stored object's name or NULL (caller frees). */
 static char *write_one(struct store *s, const struct reg_resource *res, const char *body,
@@ -65,8 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         *nl++ = '\0';
     if (registry_new(&reg) || store_open(&o, reg, &s, err, sizeof(err)))
         goto out;
-    res = registry_find(store_registry_rdlock(s), PLURALS[data[0] % 3][0], "v1",
-                        PLURALS[data[0] % 3][1]);
+    res = registry_find(store_registry_rdlock(s), PLURALS[data[0] % 4][0], "v1",
+                        PLURALS[data[0] % 4][1]);
     store_registry_unlock(s);
     name = res ? write_one(s, res, text, NULL) : NULL;
     if (name && nl)

@@ -56,6 +56,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cJSON_Delete(rc_build_headless_service(rc, &o, &err));
     cJSON_Delete(rc_build_redis_cleanup_job(rc, &o, &err));
     cJSON_Delete(rc_build_head_ingress(rc, &o, &err));
+    {
+        cJSON *nps = rc_build_network_policies(rc, &err), *np;
+        cJSON_ArrayForEach(np, nps)
+            rc_netpol_normalize(np);
+        cJSON_Delete(nps);
+    }
     cJSON_Delete(rc_build_auth_secret(rc, data, size, &err));
     free(rc_build_ray_start_cmd(rc, NULL, &o));
     if (rc_build_autoscaler_rbac(rc, &sa, &role, &rb) == 0) {

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(body, "k8s\0", 4);
     memcpy(body + 4, data, size);
-    rc = server_proto_decode(body, size + 4, &o, err, sizeof(err));
+    rc = api__proto_decode(body, size + 4, &o, err, sizeof(err));
     if ((rc == 0) != (o != NULL))
         abort();
     if (o) {

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (store_open(&o, reg, &s, err, sizeof(err)))
         return 0;
-    (void)persist_replay_buf(s, (const char *)data, size, err, sizeof(err));
+    (void)store__persist_replay_buf(s, (const char *)data, size, err, sizeof(err));
     store_close(s);
     return 0;
 }

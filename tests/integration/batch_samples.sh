@@ -126,6 +126,10 @@ check "WAS: Workload gang minCount 3, owned by the RayCluster" \
 wait_until "WAS: Pods bound" 30 bound_is was 3
 check "WAS: Pods carry default-scheduler and spec.schedulingGroup" \
     [ "$(pods_of was | jq -r '[.items[] | .spec.schedulerName + "/" + .spec.schedulingGroup.podGroupName] | unique | join(",")')" = "default-scheduler/was-cluster" ]
+# the scheduler's status on the PodGroup: PodGroupScheduled True once the gang is bound
+pg_cond() { kcurl $WAS/podgroups/$1 | jq -r '.status.conditions[]? | select(.type=="PodGroupScheduled") | .status + "/" + .reason'; }
+pg_cond_is() { [ "$(pg_cond "$1")" = "$2" ]; }
+wait_until "WAS: the PodGroup says PodGroupScheduled True (reason Scheduled)" 20 pg_cond_is was-cluster True/Scheduled
 # a WAS gang too big for the nodes (head 1 CPU + 4 x 2 CPU > 8): all or nothing, so nothing
 kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
   "kind":"RayCluster","metadata":{"name":"wasbig","labels":{"ray.io/gang-scheduling-enabled":"true"}},
@@ -137,4 +141,6 @@ wait_until "WAS: the big cluster's 5 Pods exist" 30 npods_is wasbig 5
 gang_msg() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("wasbig-")) and (.message|contains("tasks in gang unschedulable")))' >/dev/null; }
 wait_until "WAS: the big gang's Pods say why they wait" 20 gang_msg
 check "WAS: a gang that cannot fit has zero Pods bound (the default scheduler alone would bind 4)" bound_is wasbig 0
+wait_until "WAS: the big gang's PodGroup says PodGroupScheduled False (reason Unschedulable)" 20 \
+    pg_cond_is wasbig-cluster False/Unschedulable
 exit "$(lib_failures)"

@@ -52,6 +52,10 @@ mkpod sub-ok rc-head-svc.default.svc.cluster.local:8265 rayjob-ok \
     "python /home/ray/samples/sample_code.py" k8sjob '{"env_vars":{"KUBESIM_JOB_SECONDS":"8"}}' >"$T/sub-ok.json"
 mkpod sub-bad rc-head-svc:8265 rayjob-bad "python bad.py" wait \
     '{"env_vars":{"KUBESIM_JOB_SECONDS":"1","KUBESIM_JOB_EXIT":"1"}}' >"$T/sub-bad.json"
+# KubeRay v1.5's wait loop: wget | grep, once against the cluster, once against nothing
+mkpod sub-wget rc-head-svc:8265 rayjob-wget "python w.py" wget \
+    '{"env_vars":{"KUBESIM_JOB_SECONDS":"1"}}' >"$T/sub-wget.json"
+mkpod sub-wget-nope nope-svc:8265 rayjob-nope "python w.py" wget >"$T/sub-wget-nope.json"
 post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"sub-nocluster"},
   "spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"rayproject/ray:2.52.0",
   "command":["ray","job","submit","--address","http://nope-svc:8265","--","python","x.py"]}]}}' >/dev/null
@@ -64,7 +68,7 @@ post $NS/pods '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"sub-lw"},
           "--","python","/home/ray/samples/sample_code.py"],
   "env":[{"name":"RAY_DASHBOARD_ADDRESS","value":"rc-head-svc.default.svc.cluster.local:8265"},
          {"name":"RAY_JOB_SUBMISSION_ID","value":"rayjob-lw"}]}]}}' >/dev/null
-for p in sub-ok sub-bad; do
+for p in sub-ok sub-bad sub-wget sub-wget-nope; do
     check "submitter Pod $p created" [ "$(kcode -X POST -H 'Content-Type: application/json' \
         -d @"$T/$p.json" $NS/pods)" = 201 ]
 done
@@ -188,6 +192,15 @@ wait_until "a submitter of a failing job (ray job submit, waiting) Failed" 20 ph
 check "its container exited 1" [ "$(exit_code sub-bad)" = 1 ]
 check "its log says the job failed" sh -c "curl -sS '$KUBESIM_URL$NS/pods/sub-bad/log' | \
     grep -q \"Job 'rayjob-bad' failed\""
+wait_until "the v1.5 sidecar-shaped submitter (wget | grep wait loop) Succeeded" 20 \
+    phase_is sub-wget Succeeded && ok "the v1.5 sidecar-shaped submitter (wget | grep wait loop) Succeeded"
+kcurl $NS/pods/sub-wget/log >"$T/sub-wget.log"
+check "... it submitted the job once the pipeline matched, and waited for it" \
+    sh -c "grep -q \"Job 'rayjob-wget' succeeded\" '$T/sub-wget.log' && ! grep -q 'command not found' '$T/sub-wget.log'"
+waiting_twice() { [ "$(kcurl $NS/pods/sub-wget-nope/log | grep -c 'Waiting for Ray Dashboard')" -ge 2 ]; }
+wait_until "a wget | grep loop against no dashboard keeps waiting" 20 waiting_twice &&
+    ok "a wget | grep loop against no dashboard keeps waiting"
+check "... its Pod still Running" phase_is sub-wget-nope Running
 wait_until "the light-weight submitter Pod Succeeded" 20 phase_is sub-lw Succeeded &&
     ok "the light-weight submitter Pod Succeeded"
 kcurl $NS/pods/sub-lw/log >"$T/sub-lw.log"

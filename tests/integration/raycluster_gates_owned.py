@@ -3,10 +3,9 @@
 # and the objects it owns but never updates, against kubesim:
 #  * spec.historyServerOptions with RayClusterHistoryServer on: head and worker Pods get
 #    the collector sidecar; bad collector options are refused with KubeRay's message;
-#  * a gated field (spec.networkPolicy) with its gate on is refused with
-#    rayop's "not implemented by rayop yet" message (status.reason + Warning
-#    Event); with the gate off (spec.tlsOptions, RayClusterMTLS not given) it is
-#    refused with KubeRay's gate message;
+#  * a gated field with its gate off (spec.tlsOptions, RayClusterMTLS not given) is
+#    refused with KubeRay's gate message (the NetworkPolicies of the gate on are
+#    raycluster_netpol.py's);
 #  * headGroupSpec.enableIngress: the dashboard Ingress (kubesim serves
 #    networking.k8s.io/v1) is created, owned by the cluster, to the head Service;
 #  * the autoscaler ServiceAccount/Role/RoleBinding, the token-auth Secret and
@@ -47,15 +46,6 @@ def main():
     def reason(name):
         return (env.get(env.rc_path(NS, name)) or {}).get("status", {}).get("reason", "")
 
-    # gate on: refused, saying rayop lacks it
-    env.req("POST", env.rc_path(NS), cluster("np", {"networkPolicy": {"mode": "DenyAll"}}))
-    check("networkPolicy with RayClusterNetworkPolicy=true refused as not implemented",
-          wait_until(15, lambda: "spec.networkPolicy is not implemented by rayop yet" in reason("np")),
-          reason("np"))
-    check("its Warning Event says so",
-          any("not implemented by rayop yet" in e.get("note", "")
-              for e in env.events(NS, "InvalidRayClusterSpec")))
-    check("no Pods for it", env.pods(NS, "np") == [])
     # RayClusterHistoryServer on: built, the collector sidecar on every Pod
     hs = cluster("hs", {"historyServerOptions": {"collectorOptions": {
         "image": "quay.io/kuberay/collector:nightly",

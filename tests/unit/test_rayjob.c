@@ -786,6 +786,30 @@ static void test_objects(void **state)
     assert_string_equal(rj_str(c, "metadata.annotations.ray\\.io/x"), "");
     cJSON_Delete(c);
     cJSON_Delete(rj);
+    /* the status has no dashboardURL yet: RAY_DASHBOARD_ADDRESS goes without a value, as Go's
+     * omitempty EnvVar sends it (not "value": "") */
+    rj = rayjob("\"submissionMode\":\"SidecarMode\"",
+                "\"jobDeploymentStatus\":\"Initializing\",\"jobId\":\"rj-abcde\"");
+    c = rj_build_cluster(rj, cJSON_GetObjectItem(rj, "status"), false, &err);
+    assert_non_null(c);
+    tspec = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(c, "spec"), "headGroupSpec"), "template"), "spec");
+    sub = cJSON_GetArrayItem(cJSON_GetObjectItem(tspec, "containers"), 1);
+    {
+        const cJSON *e, *addr = NULL, *id = NULL;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(sub, "env")) {
+            if (!strcmp(rj_str(e, "name"), "RAY_DASHBOARD_ADDRESS"))
+                addr = e;
+            if (!strcmp(rj_str(e, "name"), "RAY_JOB_SUBMISSION_ID"))
+                id = e;
+        }
+        assert_non_null(addr);
+        assert_null(cJSON_GetObjectItem(addr, "value"));
+        assert_non_null(id);
+        assert_string_equal(rj_str(id, "value"), "rj-abcde");
+    }
+    cJSON_Delete(c);
+    cJSON_Delete(rj);
     /* NAME-head-svc: the cluster's head Service under the RayJob's name and ownership */
     rj = rayjob("", RUNNING_ST);
     cJSON *cl = parse("{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"rj-vwxyz\","

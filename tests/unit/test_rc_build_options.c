@@ -303,6 +303,96 @@ static void test_history_collector(void **state)
     cJSON_Delete(rc);
 }
 
+/* spec.networkPolicy: KubeRay's NetworkPolicyController objects for its sample, then the
+ * modes, per-group rules, the K8sJobMode submitter and the dashboard-port fallback */
+static void test_network_policies(void **state)
+{
+    (void)state;
+    int err = 0;
+    cJSON *rc = rct_sample("ray-cluster.network-policy-deny-all.yaml");
+    cJSON *nps = rc_build_network_policies(rc, &err), *want;
+    assert_non_null(nps);
+    want = rct_fixture("netpol-deny-all.json");
+    rct_assert_json(nps, want, "NetworkPolicies of ray-cluster.network-policy-deny-all.yaml");
+    cJSON_Delete(want);
+    cJSON_Delete(nps);
+
+    cJSON *np = (cJSON *)jget(jget(rc, "spec"), "networkPolicy");
+    /* DenyAllIngress: no egress side at all; the workers keep only the intra-cluster rule */
+    cJSON_ReplaceItemInObject(np, "mode", cJSON_CreateString("DenyAllIngress"));
+    cJSON_DeleteItemFromObject((cJSON *)jget(np, "head"), "egressRules");
+    cJSON_DeleteItemFromObject(np, "worker");
+    nps = rc_build_network_policies(rc, &err);
+    assert_string_equal(rct_str_at(cJSON_GetArrayItem(nps, 0), "spec.policyTypes.0"), "Ingress");
+    assert_int_equal(cJSON_GetArraySize(jget(jget(cJSON_GetArrayItem(nps, 0), "spec"),
+                                             "policyTypes")), 1);
+    assert_null(jget(jget(cJSON_GetArrayItem(nps, 0), "spec"), "egress"));
+    assert_int_equal(cJSON_GetArraySize(jget(jget(cJSON_GetArrayItem(nps, 1), "spec"), "ingress")), 1);
+    cJSON_Delete(nps);
+
+    /* DenyAllEgress with a per-group entry: it replaces networkPolicy.worker for that group */
+    cJSON_ReplaceItemInObject(np, "mode", cJSON_CreateString("DenyAllEgress"));
+    cJSON_AddItemToObject(np, "worker", cJSON_Parse("{\"egressRules\":[{\"to\":[{\"ipBlock\":"
+                                                    "{\"cidr\":\"10.0.0.0/8\"}}]}]}"));
+    cJSON_AddItemToObject(np, "workerGroups", cJSON_Parse("[{\"groupName\":\"workergroup\","
+                          "\"egressRules\":[{\"to\":[{\"ipBlock\":{\"cidr\":\"0.0.0.0/0\"}}],"
+                          "\"ports\":[{\"port\":443}]}]}]"));
+    nps = rc_build_network_policies(rc, &err);
+    const cJSON *w = cJSON_GetArrayItem(nps, 1);
+    assert_string_equal(rct_str_at(w, "spec.policyTypes.0"), "Egress");
+    assert_null(jget(jget(w, "spec"), "ingress"));
+    assert_string_equal(rct_str_at(w, "spec.egress.1.to.0.ipBlock.cidr"), "0.0.0.0/0");
+    assert_null(rct_str_at(w, "spec.egress.1.ports.0.protocol"));   /* the server's default */
+    assert_null(cJSON_GetArrayItem(jget(jget(w, "spec"), "egress"), 2));
+    rc_netpol_normalize((cJSON *)w);
+    assert_string_equal(rct_str_at(w, "spec.egress.1.ports.0.protocol"), "TCP");
+    cJSON_Delete(nps);
+
+    /* a cluster of a K8sJobMode RayJob: its submitter may reach the head's dashboard port */
+    cJSON_ReplaceItemInObject(np, "mode", cJSON_CreateString("DenyAll"));
+    cJSON *meta = (cJSON *)jget(rc, "metadata");
+    cJSON_AddItemToObject(meta, "labels",
+                          cJSON_Parse("{\"ray.io/job-submission-mode\":\"K8sJobMode\"}"));
+    cJSON_AddItemToObject(meta, "ownerReferences", cJSON_Parse(
+        "[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"name\":\"job1\",\"uid\":\"u\","
+        "\"controller\":true}]"));
+    cJSON_AddStringToObject((cJSON *)jget(jget(jget(rc, "spec"), "headGroupSpec"), "rayStartParams"),
+                            "dashboard-port", "8300");
+    nps = rc_build_network_policies(rc, &err);
+    const cJSON *h = cJSON_GetArrayItem(nps, 0);
+    const cJSON *sub = cJSON_GetArrayItem(jget(jget(h, "spec"), "ingress"), 1);
+    const cJSON *ml = jget(jget(cJSON_GetArrayItem(jget(sub, "from"), 0), "podSelector"),
+                           "matchLabels");
+    assert_string_equal(cJSON_GetStringValue(jget(ml, "ray.io/originated-from-cr-name")), "job1");
+    assert_string_equal(cJSON_GetStringValue(jget(ml, "ray.io/originated-from-crd")), "RayJob");
+    assert_string_equal(rct_str_at(sub, "ports.0.protocol"), "TCP");
+    assert_int_equal(jget(cJSON_GetArrayItem(jget(sub, "ports"), 0), "port")->valueint, 8300);
+    /* workers get no submitter rule */
+    assert_null(cJSON_GetArrayItem(jget(jget(cJSON_GetArrayItem(nps, 1), "spec"), "ingress"), 1));
+    cJSON_Delete(nps);
+    /* not a number: KubeRay's default 8265 */
+    cJSON_ReplaceItemInObject((cJSON *)jget(jget(jget(rc, "spec"), "headGroupSpec"),
+                                            "rayStartParams"), "dashboard-port",
+                              cJSON_CreateString("x1"));
+    nps = rc_build_network_policies(rc, &err);
+    sub = cJSON_GetArrayItem(jget(jget(cJSON_GetArrayItem(nps, 0), "spec"), "ingress"), 1);
+    assert_int_equal(jget(cJSON_GetArrayItem(jget(sub, "ports"), 0), "port")->valueint, 8265);
+    cJSON_Delete(nps);
+    /* an HTTPMode job's cluster: no submitter Pod, no rule */
+    cJSON_ReplaceItemInObject((cJSON *)jget(meta, "labels"), "ray.io/job-submission-mode",
+                              cJSON_CreateString("HTTPMode"));
+    nps = rc_build_network_policies(rc, &err);
+    assert_null(cJSON_GetArrayItem(jget(jget(cJSON_GetArrayItem(nps, 0), "spec"), "ingress"), 1));
+    cJSON_Delete(nps);
+
+    /* no networkPolicy: nothing */
+    cJSON_DeleteItemFromObject((cJSON *)jget(rc, "spec"), "networkPolicy");
+    err = 0;
+    assert_null(rc_build_network_policies(rc, &err));
+    assert_int_equal(err, 0);
+    cJSON_Delete(rc);
+}
+
 static void test_ingress_and_auth_secret(void **state)
 {
     (void)state;
@@ -543,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_ingress_and_auth_secret),
         cmocka_unit_test(test_head_route),
         cmocka_unit_test(test_history_collector),
+        cmocka_unit_test(test_network_policies),
         cmocka_unit_test(test_operator_config),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),

@@ -402,9 +402,8 @@ static void test_managed_by_and_warning(void **state)
     cJSON_Delete(rc);
 }
 
-/* With its gate on, a gated field is still rejected (rayop builds none of its
- * objects yet) but the message says so instead of blaming the gate; the gate
- * of one feature does not let another through. */
+/* With its gate off, a gated field is rejected with KubeRay's message; with it on, the
+ * feature's own rules apply; the gate of one feature does not let another through. */
 static void test_gates(void **state)
 {
     (void)state;
@@ -412,10 +411,11 @@ static void test_gates(void **state)
         const char *path, *value, *gate_off_fragment, *gate_on_fragment;
         size_t gate;   /* which field of struct rc_gates */
     } cases[] = {
-        { "spec.networkPolicy", "{\"mode\":\"DenyAll\"}",
+        { "spec.networkPolicy", "{\"mode\":\"DenyAllEgress\",\"head\":{\"ingressRules\":[{}]}}",
           "requires the RayClusterNetworkPolicy feature gate to be enabled",
-          "spec.networkPolicy is not implemented by rayop yet (the RayClusterNetworkPolicy "
-          "feature gate is enabled", offsetof(struct rc_gates, network_policy) },
+          "networkPolicy.head.ingressRules cannot be set when mode is \"DenyAllEgress\" (ingress "
+          "is not restricted)",   /* built: its own rules */
+          offsetof(struct rc_gates, network_policy) },
         { "spec.tlsOptions", "{\"enabled\":true}",
           "requires the RayClusterMTLS feature gate to be enabled",
           "spec.tlsOptions is not implemented by rayop yet (the RayClusterMTLS",
@@ -448,6 +448,60 @@ static void test_gates(void **state)
             fail_msg("%s with its gate on: %s", cases[i].path, why.message);
         cJSON_Delete(rc);
     }
+}
+
+/* RayClusterNetworkPolicy on: validateNetworkPolicy's rules and messages */
+static void test_network_policy(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value, *msg;   /* msg NULL: valid */
+    } cases[] = {
+        { "{}", NULL },
+        { "{\"mode\":\"DenyAll\",\"head\":{\"ingressRules\":[{}],\"egressRules\":[{}]}}", NULL },
+        { "{\"mode\":\"DenyAllIngress\",\"head\":{\"egressRules\":[{}]}}",
+          "networkPolicy.head.egressRules cannot be set when mode is \"DenyAllIngress\" (egress "
+          "is not restricted)" },
+        { "{\"mode\":\"DenyAllEgress\",\"worker\":{\"ingressRules\":[{}]}}",
+          "networkPolicy.worker.ingressRules cannot be set when mode is \"DenyAllEgress\" "
+          "(ingress is not restricted)" },
+        { "{\"mode\":\"DenyAllIngress\",\"workerGroups\":[{\"groupName\":\"g1\","
+          "\"egressRules\":[{}]}]}",
+          "networkPolicy.workerGroups[\"g1\"].egressRules cannot be set when mode is "
+          "\"DenyAllIngress\" (egress is not restricted)" },
+        { "{\"workerGroups\":[{\"groupName\":\"nope\"}]}",
+          "networkPolicy.workerGroups[\"nope\"] does not match any group name in workerGroupSpecs" },
+        { "{\"workerGroups\":[{\"groupName\":\"g1\",\"ingressRules\":[{}]}]}", NULL },
+    };
+    struct rc_gates on;
+    memset(&on, 0, sizeof(on));
+    on.network_policy = true;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rc_invalid why;
+        cJSON *rc = base();
+        edit(rc, "spec.networkPolicy", cases[i].value);
+        memset(&why, 0, sizeof(why));
+        int r = rc_validate(rc, &on, &why);
+        if (!cases[i].msg) {
+            if (r != 0)
+                fail_msg("case %zu: %s", i, why.message);
+        } else {
+            assert_int_equal(r, -EINVAL);
+            if (!strstr(why.message, cases[i].msg))
+                fail_msg("case %zu: %s", i, why.message);
+        }
+        cJSON_Delete(rc);
+    }
+    /* group names go into policy names: DNS-1123 labels only */
+    cJSON *rc = base();
+    struct rc_invalid why;
+    edit(rc, "spec.networkPolicy", "{}");
+    edit(rc, "spec.workerGroupSpecs.0.groupName", "\"GPU_group\"");
+    assert_int_equal(rc_validate(rc, &on, &why), -EINVAL);
+    assert_non_null(strstr(why.message, "worker group name \"GPU_group\" must be a valid DNS1123 "
+                           "label when networkPolicy is enabled (it is embedded in the "
+                           "NetworkPolicy name): [a lowercase RFC 1123 label must consist of"));
+    cJSON_Delete(rc);
 }
 
 /* RayClusterHistoryServer on: validateCollectorOptions and the container-name rule,
@@ -686,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_managed_by_and_warning),
         cmocka_unit_test(test_gates),
         cmocka_unit_test(test_history_server),
+        cmocka_unit_test(test_network_policy),
         cmocka_unit_test(test_all_samples),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);

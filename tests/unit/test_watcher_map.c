@@ -143,6 +143,7 @@ static void test_owned_kinds(void **state)
         { "rbac.authorization.k8s.io/v1/roles", "RayCluster", "raycluster" },
         { "rbac.authorization.k8s.io/v1/rolebindings", "RayCluster", "raycluster" },
         { "networking.k8s.io/v1/ingresses", "RayCluster", "raycluster" },
+        { "networking.k8s.io/v1/networkpolicies", "RayCluster", "raycluster" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *o = obj("ns", "child", 1, NULL, cases[i].okind, "ray.io/v1", "owner", 1);

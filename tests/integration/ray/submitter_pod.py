@@ -4,7 +4,9 @@
 # the same word list joined with spaces, under ["/bin/bash", "-ce", "--"].
 #   submitter_pod.py NAME ADDRESS JOB_ID ENTRYPOINT MODE [RUNTIME_ENV_JSON]
 # MODE k8sjob: the status guard + `submit --no-wait` + `ray job logs --follow` (K8sJobMode);
-# MODE wait: `ray job submit` that waits for the job (the SidecarMode shape).
+# MODE wait: `ray job submit` that waits for the job (the SidecarMode shape);
+# MODE wget: the same, waiting for the dashboard the way KubeRay v1.5's SidecarMode does
+# (BaseWgetHealthCommand: `wget --tries 1 -T 10 -q -O- URL | grep success`).
 # A helper, not a test (tests/run.sh runs only tests/integration/*.sh and *.py):
 # kubesim_ray.sh calls it.
 import json
@@ -16,6 +18,8 @@ if not address.startswith("http://"):
     address = "http://" + address
 health = ('python -c "import urllib.request; r=urllib.request.urlopen(\'%s\', timeout=%d); '
           'exit(0 if b\'success\' in r.read() else 1)"' % (address + "/api/gcs_healthz", 10))
+if mode == "wget":
+    health = "wget --tries 1 -T %d -q -O- %s | grep success" % (10, address + "/api/gcs_healthz")
 cmd = ["until", health, ">/dev/null", "2>&1", ";", "do", "echo",
        json.dumps("Waiting for Ray Dashboard GCS to become healthy at " + address + " ..."),
        ";", "sleep", "2", ";", "done", ";"]

@@ -232,6 +232,12 @@ class Env:
                 and "rayop" in r.get("user_agent", "")]
 
 
+def load_sample(name):
+    """The RayCluster of KubeRay's sample NAME (SHARED/kuberay/samples)."""
+    with open(os.path.join(SHARED, "kuberay", "samples", name)) as f:
+        return next(d for d in yaml.safe_load_all(f) if d and d.get("kind") == "RayCluster")
+
+
 def desired_workers(rc):
     """KubeRay's desired worker Pods of a RayCluster (per group and total)."""
     per = {}

@@ -2,7 +2,7 @@
  * gang_testlib.h - a cluster thread without the thread, for the gang step's unit
  * tests (test_cluster_gang.c): a memory store with the batch schedulers' CRDs,
  * nodes, and a commit queue the test drains by hand, so that one session() is
- * exactly one cl_gang_pass over what the previous writes committed. The tests then
+ * exactly one cluster__gang_pass over what the previous writes committed. The tests then
  * read the outcome from the store (nodeName, PodGroup and Queue status, Events) as
  * a client would. Header-only, static functions.
  */
@@ -78,10 +78,10 @@ static void gt_pump(struct gt *t)
     for (size_t i = 0; i < n; i++) {
         struct store_obj *o = batch[i].obj;
         if (o->res == t->pods) {
-            cl_pod_event(c, batch[i].type, o);
+            cluster__pod_event(c, batch[i].type, o);
         } else if (o->res == t->nodes) {
-            cl_node_event(c, batch[i].type, o);
-        } else if (cl_gang_resource(o->res) || o->res == t->pc) {
+            cluster__node_event(c, batch[i].type, o);
+        } else if (cluster__gang_resource(o->res) || o->res == t->pc) {
             c->gang_dirty = true;
         }
         store_obj_unref(o);
@@ -162,8 +162,8 @@ static void gt_free(struct gt *t)
     struct cl_node *n, *tn;
 
     gt_pump(t);
-    cl_pods_free(t->c);
-    cl_node_index_free(t->c);
+    cluster__pods_free(t->c);
+    cluster__node_index_free(t->c);
     HASH_ITER(hh, t->c->nodes, n, tn) {
         HASH_DEL(t->c->nodes, n);
         store_obj_unref(n->obj);
@@ -188,7 +188,7 @@ static void gt_session(struct gt *t)
 {
     gt_pump(t);
     t->c->gang_dirty = true;
-    cl_gang_pass(t->c);
+    cluster__gang_pass(t->c);
     gt_pump(t);
 }
 

@@ -3,7 +3,8 @@
  * its members, Volcano's enqueue (overcommit, Queue state and capability, the
  * default Queue, Queue status), priority order between gangs, PodGroup phases,
  * counts and conditions with their Events, and the scheduler-plugins, YuniKorn,
- * KAI and Kubernetes WAS gang rules. */
+ * KAI and Kubernetes WAS gang rules with the scheduler-plugins and WAS PodGroup
+ * status. */
 #include "gang_testlib.h"
 
 #define FX(state) ((struct gt *)*(state))
@@ -340,11 +341,37 @@ static void test_scheduler_plugins(void **state)
     assert_int_equal(gt_bound(t, "sp", 0, 3), 0);
     assert_int_equal(gt_events(t, "default", "sp-2", "FailedScheduling",
                                "1/3 tasks in gang unschedulable", "scheduler-plugins-scheduler"), 1);
+    /* its controller's status: enough Pods, none bound yet */
+    cJSON *pg = gt_get(t, t->sppg, "default", "sp");
+    assert_string_equal(tl_str(pg, "status.phase"), "PreScheduling");
+    assert_non_null(tl_str(pg, "status.scheduleStartTime"));
+    assert_true(tl_num(pg, "status.scheduled") == -12345);   /* omitempty */
+    cJSON_Delete(pg);
     gt_patch(t, t->sppg, "default", "sp", NULL, "{\"spec\":{\"minMember\":2}}");
     gt_delete(t, t->pods, "default", "sp-2");
     gt_session(t);
     assert_int_equal(gt_bound(t, "sp", 0, 2), 2);
     assert_int_equal(gt_events(t, "default", "sp-0", "Scheduled", NULL, "scheduler-plugins-scheduler"), 1);
+    pg = gt_get(t, t->sppg, "default", "sp");
+    assert_string_equal(tl_str(pg, "status.phase"), "Scheduled");
+    assert_true(tl_num(pg, "status.scheduled") == 2);
+    cJSON_Delete(pg);
+    /* the kubelet's phases: Running once minMember run, Finished once they succeeded */
+    gt_patch(t, t->pods, "default", "sp-0", "status", "{\"status\":{\"phase\":\"Running\"}}");
+    gt_patch(t, t->pods, "default", "sp-1", "status", "{\"status\":{\"phase\":\"Running\"}}");
+    gt_session(t);
+    pg = gt_get(t, t->sppg, "default", "sp");
+    assert_string_equal(tl_str(pg, "status.phase"), "Running");
+    assert_true(tl_num(pg, "status.running") == 2);
+    cJSON_Delete(pg);
+    gt_patch(t, t->pods, "default", "sp-0", "status", "{\"status\":{\"phase\":\"Succeeded\"}}");
+    gt_patch(t, t->pods, "default", "sp-1", "status", "{\"status\":{\"phase\":\"Succeeded\"}}");
+    gt_session(t);
+    pg = gt_get(t, t->sppg, "default", "sp");
+    assert_string_equal(tl_str(pg, "status.phase"), "Finished");
+    assert_true(tl_num(pg, "status.succeeded") == 2);
+    assert_true(tl_num(pg, "status.running") == -12345);
+    cJSON_Delete(pg);
 }
 
 /* YuniKorn: the task groups' minMember among the Pods that exist, and room for the
@@ -528,11 +555,31 @@ static void test_was(void **state)
     assert_int_equal(gt_bound(t, "w", 0, 3), 0);   /* 3 x 3 CPUs on two 4-CPU nodes */
     assert_int_equal(gt_events(t, "default", "w-0", "FailedScheduling",
                                "tasks in gang unschedulable", "default-scheduler"), 1);
+    cJSON *c = gt_cond(t, t->waspg, "w", "PodGroupScheduled");
+    assert_non_null(c);
+    assert_string_equal(tl_str(c, "status"), "False");
+    assert_string_equal(tl_str(c, "reason"), "Unschedulable");
+    assert_non_null(strstr(tl_str(c, "message"), "tasks in gang unschedulable"));
+    assert_true(tl_num(c, "observedGeneration") == 1);
+    cJSON_Delete(c);
     gt_delete(t, t->pods, "default", "w-2");
     gt_patch(t, t->waspg, "default", "w", NULL,
              "{\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":2}}}}");
     gt_session(t);
     assert_int_equal(gt_bound(t, "w", 0, 2), 2);
+    c = gt_cond(t, t->waspg, "w", "PodGroupScheduled");
+    assert_non_null(c);
+    assert_string_equal(tl_str(c, "status"), "True");
+    assert_string_equal(tl_str(c, "reason"), "Scheduled");
+    assert_string_equal(tl_str(c, "message"), "");
+    assert_true(tl_num(c, "observedGeneration") == 2);
+    cJSON_Delete(c);
+    /* the initial decision stands: a member's eviction does not turn it back */
+    gt_delete(t, t->pods, "default", "w-1");
+    gt_session(t);
+    c = gt_cond(t, t->waspg, "w", "PodGroupScheduled");
+    assert_string_equal(tl_str(c, "status"), "True");
+    cJSON_Delete(c);
 }
 
 int main(void)

@@ -277,13 +277,13 @@ static void test_parse_flag(void **state)
 static void sched_pass(struct gt *t)
 {
     gt_pump(t);
-    cl_schedule_pass(t->c);
+    cluster__schedule_pass(t->c);
     gt_pump(t);
 }
 
 static int pods_on(struct gt *t, const char *node)
 {
-    struct cl_node *n = cl_node_find(t->c, node);
+    struct cl_node *n = cluster__node_find(t->c, node);
     assert_non_null(n);
     return (int)n->used.pods;
 }

@@ -33,27 +33,27 @@ static void test_image_match(void **state)
     (void)state;
     snprintf(o.repo[0], sizeof(o.repo[0]), "rayop");
     snprintf(o.repo[1], sizeof(o.repo[1]), "demo");
-    assert_int_equal(rt_image_match(&o, "rayop"), 0);
-    assert_int_equal(rt_image_match(&o, "rayop:0.1.0"), 0);
-    assert_int_equal(rt_image_match(&o, "registry.example.com/team/rayop@sha256:abcd"), 0);
-    assert_int_equal(rt_image_match(&o, "registry:5000/rayop"), 0);
-    assert_int_equal(rt_image_match(&o, "registry:5000/rayop:1"), 0);
-    assert_int_equal(rt_image_match(&o, "x/demo:1"), 1);
+    assert_int_equal(runtime__image_match(&o, "rayop"), 0);
+    assert_int_equal(runtime__image_match(&o, "rayop:0.1.0"), 0);
+    assert_int_equal(runtime__image_match(&o, "registry.example.com/team/rayop@sha256:abcd"), 0);
+    assert_int_equal(runtime__image_match(&o, "registry:5000/rayop"), 0);
+    assert_int_equal(runtime__image_match(&o, "registry:5000/rayop:1"), 0);
+    assert_int_equal(runtime__image_match(&o, "x/demo:1"), 1);
     /* a repository that merely ends in the name, or a registry named like it, is not it */
-    assert_int_equal(rt_image_match(&o, "notrayop"), -1);
-    assert_int_equal(rt_image_match(&o, "rayop-x"), -1);
-    assert_int_equal(rt_image_match(&o, "rayop/other"), -1);
-    assert_int_equal(rt_image_match(&o, ""), -1);
-    assert_int_equal(rt_image_match(&o, NULL), -1);
+    assert_int_equal(runtime__image_match(&o, "notrayop"), -1);
+    assert_int_equal(runtime__image_match(&o, "rayop-x"), -1);
+    assert_int_equal(runtime__image_match(&o, "rayop/other"), -1);
+    assert_int_equal(runtime__image_match(&o, ""), -1);
+    assert_int_equal(runtime__image_match(&o, NULL), -1);
     memset(longimg, 'a', sizeof(longimg) - 7);
     snprintf(longimg + sizeof(longimg) - 7, 7, "/rayop");
-    assert_int_equal(rt_image_match(&o, longimg), -1);   /* over the bound: refused */
+    assert_int_equal(runtime__image_match(&o, longimg), -1);   /* over the bound: refused */
 }
 
 static char *expand(const cJSON *env, const char *in, int *rc)
 {
     struct buf b = { 0 };
-    *rc = rt_env_expand(env, in, &b);
+    *rc = runtime__env_expand(env, in, &b);
     return buf_steal(&b);
 }
 
@@ -98,7 +98,7 @@ static void test_env_expand_bound(void **state)
         snprintf(def, sizeof(def), "$(V%d)$(V%d)", i - 1, i - 1);
         buf_reset(&v);
         buf_printf(&v, "V%d=", i);
-        rc = rt_env_expand(env, def, &v);
+        rc = runtime__env_expand(env, def, &v);
         if (rc == 0)
             cJSON_AddItemToArray(env, cJSON_CreateString(v.data));
     }
@@ -113,7 +113,7 @@ static void test_env_expand_bound(void **state)
 static char *field(const struct rt_pod *p, const char *path, int *rc)
 {
     struct buf b = { 0 };
-    *rc = rt_field_value(p, path, &b);
+    *rc = runtime__field_value(p, path, &b);
     if (!b.data)
         buf_puts(&b, "");
     return buf_steal(&b);
@@ -163,17 +163,17 @@ static void test_size_text(void **state)
     char out[32];
 
     (void)state;
-    rt_size_text("64Mi", out, sizeof(out));
+    runtime__size_text("64Mi", out, sizeof(out));
     assert_string_equal(out, "67108864");
-    rt_size_text("1G", out, sizeof(out));
+    runtime__size_text("1G", out, sizeof(out));
     assert_string_equal(out, "1000000000");
-    rt_size_text("1500m", out, sizeof(out));       /* 1.5 bytes: rounded up */
+    runtime__size_text("1500m", out, sizeof(out));       /* 1.5 bytes: rounded up */
     assert_string_equal(out, "2");
-    rt_size_text(NULL, out, sizeof(out));           /* no sizeLimit: tmpfs's default */
+    runtime__size_text(NULL, out, sizeof(out));           /* no sizeLimit: tmpfs's default */
     assert_string_equal(out, "0");
-    rt_size_text("lots", out, sizeof(out));
+    runtime__size_text("lots", out, sizeof(out));
     assert_string_equal(out, "0");
-    rt_size_text("-1Gi", out, sizeof(out));
+    runtime__size_text("-1Gi", out, sizeof(out));
     assert_string_equal(out, "0");
 }
 
@@ -188,28 +188,28 @@ static void test_probe_thresholds(void **state)
     c.rdy.spec = rdy;
     c.live.spec = live;
     /* readiness: two passes in a row to become ready */
-    assert_false(rt_probe_apply(&c, &c.rdy, true, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, true, &kill));
     assert_false(c.ready);
-    assert_false(rt_probe_apply(&c, &c.rdy, false, &kill));
-    assert_false(rt_probe_apply(&c, &c.rdy, true, &kill));
-    assert_true(rt_probe_apply(&c, &c.rdy, true, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, false, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, true, &kill));
+    assert_true(runtime__probe_apply(&c, &c.rdy, true, &kill));
     assert_true(c.ready);
     /* three failures in a row to become unready; a pass resets the count */
-    assert_false(rt_probe_apply(&c, &c.rdy, false, &kill));
-    assert_false(rt_probe_apply(&c, &c.rdy, false, &kill));
-    assert_false(rt_probe_apply(&c, &c.rdy, true, &kill));
-    assert_false(rt_probe_apply(&c, &c.rdy, false, &kill));
-    assert_false(rt_probe_apply(&c, &c.rdy, false, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, false, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, false, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, true, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, false, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, false, &kill));
     assert_true(c.ready);
-    assert_true(rt_probe_apply(&c, &c.rdy, false, &kill));
+    assert_true(runtime__probe_apply(&c, &c.rdy, false, &kill));
     assert_false(c.ready);
     assert_false(kill);
     /* liveness: the second failure in a row kills */
-    assert_false(rt_probe_apply(&c, &c.live, false, &kill));
+    assert_false(runtime__probe_apply(&c, &c.live, false, &kill));
     assert_false(kill);
-    assert_false(rt_probe_apply(&c, &c.live, true, &kill));
-    assert_false(rt_probe_apply(&c, &c.live, false, &kill));
-    assert_true(rt_probe_apply(&c, &c.live, false, &kill));
+    assert_false(runtime__probe_apply(&c, &c.live, true, &kill));
+    assert_false(runtime__probe_apply(&c, &c.live, false, &kill));
+    assert_true(runtime__probe_apply(&c, &c.live, false, &kill));
     assert_true(kill);
     cJSON_Delete(rdy);
     cJSON_Delete(live);
@@ -226,33 +226,33 @@ static void test_probe_defaults_and_ports(void **state)
     (void)state;
     c.spec = spec;
     p = cJSON_CreateString("http");
-    assert_int_equal(rt_port_of(&c, p), 8080);
+    assert_int_equal(runtime__port_of(&c, p), 8080);
     cJSON_SetValuestring(p, "9090");
-    assert_int_equal(rt_port_of(&c, p), 9090);
+    assert_int_equal(runtime__port_of(&c, p), 9090);
     cJSON_SetValuestring(p, "metrics");
-    assert_int_equal(rt_port_of(&c, p), -1);
+    assert_int_equal(runtime__port_of(&c, p), -1);
     cJSON_Delete(p);
     p = cJSON_CreateNumber(7);
-    assert_int_equal(rt_port_of(&c, p), 7);
+    assert_int_equal(runtime__port_of(&c, p), 7);
     cJSON_Delete(p);
-    assert_int_equal(rt_port_of(&c, NULL), -1);
+    assert_int_equal(runtime__port_of(&c, NULL), -1);
     /* no thresholds given: readiness flips on the first pass, failureThreshold 3 */
     c.rdy.spec = cJSON_CreateObject();
-    assert_true(rt_probe_apply(&c, &c.rdy, true, &kill));
-    assert_false(rt_probe_apply(&c, &c.rdy, false, &kill));
-    assert_false(rt_probe_apply(&c, &c.rdy, false, &kill));
-    assert_true(rt_probe_apply(&c, &c.rdy, false, &kill));
+    assert_true(runtime__probe_apply(&c, &c.rdy, true, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, false, &kill));
+    assert_false(runtime__probe_apply(&c, &c.rdy, false, &kill));
+    assert_true(runtime__probe_apply(&c, &c.rdy, false, &kill));
     cJSON_Delete((cJSON *)c.rdy.spec);
     /* out-of-range numbers are clamped (int32), never cast out of range */
-    assert_int_equal(rt_jnum(huge, "initialDelaySeconds", 0), 2147483647L);
-    assert_int_equal(rt_jnum(huge, "periodSeconds", 0), -5);
-    assert_int_equal(rt_jnum(huge, "missing", 42), 42);
+    assert_int_equal(runtime__jnum(huge, "initialDelaySeconds", 0), 2147483647L);
+    assert_int_equal(runtime__jnum(huge, "periodSeconds", 0), -5);
+    assert_int_equal(runtime__jnum(huge, "missing", 42), 42);
     c.live.spec = huge;
     c.rdy.spec = NULL;
     c.live.exec_fd = c.rdy.exec_fd = -1;    /* no exec probe in flight */
-    rt_probe_reset(&c, 1000);
+    runtime__probe_reset(&c, 1000);
     assert_true(c.live.next_ms >= 2147483647ull * 1000);
-    assert_int_equal(rt_probe_next(&c), c.live.next_ms);
+    assert_int_equal(runtime__probe_next(&c), c.live.next_ms);
     cJSON_Delete(huge);
     cJSON_Delete(spec);
 }
@@ -273,14 +273,14 @@ static void test_http_status(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         code = 0;
-        assert_int_equal(rt_http_status(ok[i][0], strlen(ok[i][0]), &code), 0);
+        assert_int_equal(runtime__http_status(ok[i][0], strlen(ok[i][0]), &code), 0);
         assert_int_equal(code, atoi(ok[i][1]));
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        if (rt_http_status(bad[i], strlen(bad[i]), &code) != -EPROTO)
+        if (runtime__http_status(bad[i], strlen(bad[i]), &code) != -EPROTO)
             fail_msg("status line \"%s\" accepted", bad[i]);
     /* the length bounds the read: a good line cut short is refused */
-    assert_int_equal(rt_http_status("HTTP/1.1 200 OK\r\n", 11, &code), -EPROTO);
+    assert_int_equal(runtime__http_status("HTTP/1.1 200 OK\r\n", 11, &code), -EPROTO);
 }
 
 static void test_svc_endpoint(void **state)
@@ -298,18 +298,18 @@ static void test_svc_endpoint(void **state)
 
     (void)state;
     for (unsigned n = 0; n < 4; n++) {   /* round robin over the ready addresses */
-        assert_int_equal(rt_svc_endpoint(ep, "web", n, ip, sizeof(ip), &port), 0);
+        assert_int_equal(runtime__svc_endpoint(ep, "web", n, ip, sizeof(ip), &port), 0);
         assert_string_equal(ip, want_ip[n]);
         assert_int_equal(port, want_port[n]);
     }
-    assert_int_equal(rt_svc_endpoint(ep, "dns", 0, ip, sizeof(ip), &port), -ENOENT);   /* UDP */
-    assert_int_equal(rt_svc_endpoint(ep, "admin", 0, ip, sizeof(ip), &port), -ENOENT); /* not ready */
-    assert_int_equal(rt_svc_endpoint(ep, "", 0, ip, sizeof(ip), &port), -ENOENT);      /* bad port */
-    assert_int_equal(rt_svc_endpoint(ep, "other", 0, ip, sizeof(ip), &port), -ENOENT);
-    assert_int_equal(rt_svc_endpoint(NULL, "web", 0, ip, sizeof(ip), &port), -ENOENT);
+    assert_int_equal(runtime__svc_endpoint(ep, "dns", 0, ip, sizeof(ip), &port), -ENOENT);   /* UDP */
+    assert_int_equal(runtime__svc_endpoint(ep, "admin", 0, ip, sizeof(ip), &port), -ENOENT); /* not ready */
+    assert_int_equal(runtime__svc_endpoint(ep, "", 0, ip, sizeof(ip), &port), -ENOENT);      /* bad port */
+    assert_int_equal(runtime__svc_endpoint(ep, "other", 0, ip, sizeof(ip), &port), -ENOENT);
+    assert_int_equal(runtime__svc_endpoint(NULL, "web", 0, ip, sizeof(ip), &port), -ENOENT);
     cJSON_Delete(ep);
     ep = J("{\"subsets\":[{\"addresses\":[{\"ip\":\"10.244.1.1\"}],\"ports\":[{\"port\":80}]}]}");
-    assert_int_equal(rt_svc_endpoint(ep, "", 7, ip, sizeof(ip), &port), 0);   /* unnamed port */
+    assert_int_equal(runtime__svc_endpoint(ep, "", 7, ip, sizeof(ip), &port), 0);   /* unnamed port */
     assert_string_equal(ip, "10.244.1.1");
     assert_int_equal(port, 80);
     cJSON_Delete(ep);
@@ -320,21 +320,21 @@ static void test_forward_check(void **state)
     char longpath[RUNTIME_HTTP_MAX_PATH + 2];
 
     (void)state;
-    assert_int_equal(rt_forward_check("GET", "/metrics?a=b%20c", NULL, NULL), 0);
-    assert_int_equal(rt_forward_check("POST", "/", "application/json", "*/*"), 0);
-    assert_int_equal(rt_forward_check("get", "/", NULL, NULL), -EINVAL);
-    assert_int_equal(rt_forward_check("GET /x HTTP/1.1\r\nHost", "/", NULL, NULL), -EINVAL);
-    assert_int_equal(rt_forward_check("", "/", NULL, NULL), -EINVAL);
-    assert_int_equal(rt_forward_check("GET", "metrics", NULL, NULL), -EINVAL);
-    assert_int_equal(rt_forward_check("GET", "/a b", NULL, NULL), -EINVAL);
-    assert_int_equal(rt_forward_check("GET", "/a\r\nX-Evil: 1", NULL, NULL), -EINVAL);
-    assert_int_equal(rt_forward_check("GET", "/", "text/plain\r\nX-Evil: 1", NULL), -EINVAL);
-    assert_int_equal(rt_forward_check("GET", "/", NULL, "a\nb"), -EINVAL);
-    assert_int_equal(rt_forward_check("GET", NULL, NULL, NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET", "/metrics?a=b%20c", NULL, NULL), 0);
+    assert_int_equal(runtime__forward_check("POST", "/", "application/json", "*/*"), 0);
+    assert_int_equal(runtime__forward_check("get", "/", NULL, NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET /x HTTP/1.1\r\nHost", "/", NULL, NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("", "/", NULL, NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET", "metrics", NULL, NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET", "/a b", NULL, NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET", "/a\r\nX-Evil: 1", NULL, NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET", "/", "text/plain\r\nX-Evil: 1", NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET", "/", NULL, "a\nb"), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET", NULL, NULL, NULL), -EINVAL);
     memset(longpath, 'a', sizeof(longpath) - 1);
     longpath[0] = '/';
     longpath[sizeof(longpath) - 1] = '\0';
-    assert_int_equal(rt_forward_check("GET", longpath, NULL, NULL), -EINVAL);
+    assert_int_equal(runtime__forward_check("GET", longpath, NULL, NULL), -EINVAL);
 }
 
 static void test_spec_check(void **state)
@@ -362,14 +362,14 @@ static void test_spec_check(void **state)
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         cJSON *s = J(good[i]);
         err[0] = '\0';
-        if (rt_spec_check(s, err, sizeof(err)) != 0)
+        if (runtime__spec_check(s, err, sizeof(err)) != 0)
             fail_msg("good spec %zu refused: %s", i, err);
         cJSON_Delete(s);
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cJSON *s = J(bad[i]);
         err[0] = '\0';
-        if (rt_spec_check(s, err, sizeof(err)) != -EINVAL || !err[0])
+        if (runtime__spec_check(s, err, sizeof(err)) != -EINVAL || !err[0])
             fail_msg("bad spec accepted: %s", bad[i]);
         cJSON_Delete(s);
     }

@@ -93,7 +93,7 @@ static cJSON *decode(const struct buf *b, int *rc)
 {
     cJSON *o = NULL;
     char err[256];
-    *rc = server_proto_decode(b->data, b->len, &o, err, sizeof(err));
+    *rc = api__proto_decode(b->data, b->len, &o, err, sizeof(err));
     return o;
 }
 

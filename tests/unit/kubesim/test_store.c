@@ -163,8 +163,8 @@ static void test_same_object(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *a = tl_json(cases[i].a), *b = tl_json(cases[i].b);
-        assert_int_equal(store_same_object(a, b), cases[i].same);
-        assert_int_equal(store_same_object(b, a), cases[i].same);
+        assert_int_equal(store__same_object(a, b), cases[i].same);
+        assert_int_equal(store__same_object(b, a), cases[i].same);
         cJSON_Delete(a);
         cJSON_Delete(b);
     }
@@ -182,7 +182,7 @@ static void test_json_pack(void **state)
     (void)state;
     assert_non_null(t);
     cJSON_AddItemToObject(t, "raw", cJSON_CreateRaw("{\"f:x\":{}}"));
-    p = store_json_pack(t);
+    p = store__json_pack(t);
     assert_non_null(p);
     assert_true(json_equal(t, p));
     a = cJSON_PrintUnformatted(t);
@@ -961,7 +961,7 @@ static void test_serialiser_matches_cjson(void **state)
         char *want;
         assert_non_null(j);
         want = cJSON_PrintUnformatted(j);
-        assert_int_equal(store_json_print(j, &b), 0);
+        assert_int_equal(store__json_print(j, &b), 0);
         assert_string_equal(b.data, want);
         assert_int_equal(b.len, strlen(want));
         cJSON_free(want);
