@@ -233,6 +233,23 @@ void rc_netpol_normalize(cJSON *np);
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
  * the ray.io/ft-enabled annotation), and the Redis cleanup Job run on deletion. */
 bool rc_gcs_ft_enabled(const cJSON *rc);
+/* The embedded RocksDB backend (gcsFaultToleranceOptions.backend rocksdb, gate
+ * GCSFaultToleranceEmbeddedStorage): the head gets RAY_gcs_storage=rocksdb,
+ * RAY_gcs_storage_path=/data/gcs and the volume gcs-storage mounted there, on the claim
+ * rc_gcs_pvc_name names (storage.claimName, else NAME-gcs-pvc). rc_build_gcs_pvc is the
+ * PVC KubeRay creates for it (BuildGCSStoragePVC): NULL when the backend is not rocksdb
+ * or the user brings the claim; owned by the cluster unless storage.deletionPolicy is
+ * Retain (rc_gcs_pvc_retain). rc_gcs_pvc_drift writes what an existing PVC differs in
+ * (size, an explicitly asked class, access modes) as KubeRay words it, "" when nothing. */
+#define RC_ENV_GCS_STORAGE      "RAY_gcs_storage"
+#define RC_ENV_GCS_STORAGE_PATH "RAY_gcs_storage_path"
+#define RC_GCS_STORAGE_VOLUME   "gcs-storage"
+#define RC_GCS_STORAGE_PATH     "/data/gcs"
+bool rc_gcs_ft_embedded(const cJSON *rc);
+int rc_gcs_pvc_name(const cJSON *rc, char *out, size_t cap);
+bool rc_gcs_pvc_retain(const cJSON *rc);
+cJSON *rc_build_gcs_pvc(const cJSON *rc, int *err);
+void rc_gcs_pvc_drift(const cJSON *want, const cJSON *have, char *out, size_t cap);
 cJSON *rc_build_redis_cleanup_job(const cJSON *rc, const struct rc_build_opts *o, int *err);
 
 /* The `ray start` command KubeRay generates from rayStartParams for the head

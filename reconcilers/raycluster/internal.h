@@ -199,7 +199,7 @@ void rc_autoscaler_container(struct rcb *b, const cJSON *rc, const struct rc_bui
                              cJSON *pod_spec);
 /* configureGCSFaultTolerance for node (head: group == NULL). */
 void rc_gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_meta,
-                         cJSON *container);
+                         cJSON *pod_spec, cJSON *container);
 /* SetContainerTokenAuthEnvVars. */
 void rc_auth_env(struct rcb *b, const cJSON *rc, cJSON *container);
 

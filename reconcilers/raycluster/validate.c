@@ -260,6 +260,51 @@ static bool field_set(const cJSON *spec, const char *key)
     return v && !cJSON_IsNull(v);
 }
 
+/* validateGcsFaultToleranceBackend, rocksdb: no Redis settings, a claim name alone, and
+ * none of the env, mount or volume KubeRay adds itself */
+static int validate_gcs_embedded(const cJSON *opts, const cJSON *head, struct verr *e)
+{
+    static const char *const redis_only[][2] = {
+        { "redisAddress", "RedisAddress" }, { "redisUsername", "RedisUsername" },
+        { "redisPassword", "RedisPassword" },
+        { "externalStorageNamespace", "ExternalStorageNamespace" },
+    };
+    const cJSON *st = kobj_get(opts, "storage"), *m, *hc = rc_group_container0(head);
+    const char *claim = kobj_str(st, "claimName");
+    for (size_t i = 0; i < sizeof(redis_only) / sizeof(redis_only[0]); i++) {
+        const cJSON *v = kobj_get(opts, redis_only[i][0]);
+        /* strings count when non-empty, credentials when present at all */
+        if (v && !cJSON_IsNull(v) && (!cJSON_IsString(v) || *v->valuestring))
+            return fail(e, "cannot set GcsFaultToleranceOptions.%s when backend is 'rocksdb'",
+                        redis_only[i][1]);
+    }
+    if (claim && *claim &&
+        ((kobj_get(st, "size") && !cJSON_IsNull(kobj_get(st, "size"))) ||
+         (kobj_get(st, "storageClassName") && !cJSON_IsNull(kobj_get(st, "storageClassName"))) ||
+         cJSON_GetArraySize(kobj_get(st, "accessModes")) > 0))
+        return fail(e, "GcsFaultToleranceOptions.Storage.ClaimName is mutually exclusive with "
+                       "size, storageClassName, and accessModes");
+    if (rc_env_exists(hc, RC_ENV_GCS_STORAGE) || rc_env_exists(hc, RC_ENV_GCS_STORAGE_PATH))
+        return fail(e, "cannot set `%s` or `%s` env var in head Pod when the embedded GCS FT "
+                       "backend is used - these are managed by KubeRay", RC_ENV_GCS_STORAGE,
+                    RC_ENV_GCS_STORAGE_PATH);
+    cJSON_ArrayForEach(m, kobj_get(hc, "volumeMounts")) {
+        const char *mp = kobj_str(m, "mountPath"), *n = kobj_str(m, "name");
+        if ((mp && !strcmp(mp, RC_GCS_STORAGE_PATH)) || (n && !strcmp(n, RC_GCS_STORAGE_VOLUME)))
+            return fail(e, "cannot set a volume mount named \"%s\" or mounted at %s in the head "
+                           "container when the embedded GCS FT backend is used - it is managed "
+                           "by KubeRay", RC_GCS_STORAGE_VOLUME, RC_GCS_STORAGE_PATH);
+    }
+    cJSON_ArrayForEach(m, rcj_path(head, "template", "spec", "volumes", NULL)) {
+        const char *n = kobj_str(m, "name");
+        if (n && !strcmp(n, RC_GCS_STORAGE_VOLUME))
+            return fail(e, "cannot set a volume named \"%s\" in the head Pod when the embedded "
+                           "GCS FT backend is used - it is managed by KubeRay",
+                        RC_GCS_STORAGE_VOLUME);
+    }
+    return 0;
+}
+
 static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
     const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
@@ -293,12 +338,11 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
                            "GcsFaultToleranceOptions is enabled - use "
                            "GcsFaultToleranceOptions.ExternalStorageNamespace instead");
         if (backend && !strcmp(backend, "rocksdb")) {
-            if (g->gcs_ft_embedded)
-                return fail(e, "%s", NOT_IMPLEMENTED("GcsFaultToleranceOptions.Backend: 'rocksdb'",
-                                                     "GCSFaultToleranceEmbeddedStorage"));
-            return fail(e, "the embedded RocksDB GCS fault tolerance backend "
-                           "(GcsFaultToleranceOptions.Backend: 'rocksdb') requires the "
-                           "GCSFaultToleranceEmbeddedStorage feature gate to be enabled");
+            if (!g->gcs_ft_embedded)
+                return fail(e, "the embedded RocksDB GCS fault tolerance backend "
+                               "(GcsFaultToleranceOptions.Backend: 'rocksdb') requires the "
+                               "GCSFaultToleranceEmbeddedStorage feature gate to be enabled");
+            return validate_gcs_embedded(opts, head, e);
         }
         if (kobj_get(opts, "storage") && !cJSON_IsNull(kobj_get(opts, "storage")))
             return fail(e, "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - "

@@ -393,6 +393,84 @@ static void test_network_policies(void **state)
     cJSON_Delete(rc);
 }
 
+/* gcsFaultToleranceOptions.backend rocksdb: configureEmbeddedFT on the head, KubeRay's PVC
+ * for its sample, then deletionPolicy, claimName, subPath, size and the drift text */
+static void test_gcs_embedded_storage(void **state)
+{
+    (void)state;
+    int err = 0;
+    char drift[512];
+    cJSON *rc = rct_sample("ray-cluster.embedded-gcs-ft.yaml");
+    cJSON *head = rc_build_head_pod(rc, NULL, &err), *pvc, *want;
+    assert_non_null(head);
+    const cJSON *ray = ray0(head), *vols = jget(jget(head, "spec"), "volumes");
+    assert_string_equal(rct_env_value(ray, "RAY_gcs_storage"), "rocksdb");
+    assert_string_equal(rct_env_value(ray, "RAY_gcs_storage_path"), "/data/gcs");
+    assert_null(rct_env_value(ray, "RAY_REDIS_ADDRESS"));
+    assert_null(rct_env_value(ray, "RAY_external_storage_namespace"));
+    assert_string_equal(cJSON_GetStringValue(jget(ann_map(head), "ray.io/ft-enabled")), "true");
+    assert_null(jget(ann_map(head), "ray.io/external-storage-namespace"));
+    /* the sample's own ray-logs mount first, then the store */
+    assert_string_equal(rct_str_at(ray, "volumeMounts.1.name"), "gcs-storage");
+    assert_string_equal(rct_str_at(ray, "volumeMounts.1.mountPath"), "/data/gcs");
+    assert_null(jget(cJSON_GetArrayItem(jget(ray, "volumeMounts"), 1), "subPath"));
+    assert_string_equal(rct_str_at(vols, "1.name"), "gcs-storage");
+    assert_string_equal(rct_str_at(vols, "1.persistentVolumeClaim.claimName"),
+                        "raycluster-embedded-gcs-ft-gcs-pvc");
+    cJSON_Delete(head);
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
+    assert_string_equal(rct_env_value(ray0(w), "RAY_gcs_rpc_server_reconnect_timeout_s"), "600");
+    assert_null(rct_env_value(ray0(w), "RAY_gcs_storage"));
+    cJSON_Delete(w);
+
+    pvc = rc_build_gcs_pvc(rc, &err);
+    want = rct_fixture("gcs-embedded-pvc.json");
+    rct_assert_json(pvc, want, "GCS storage PVC of ray-cluster.embedded-gcs-ft.yaml");
+    rc_gcs_pvc_drift(pvc, want, drift, sizeof(drift));
+    assert_string_equal(drift, "");
+    cJSON_Delete(want);
+
+    /* Retain: no owner; size canonical as Go prints it; class and modes as asked */
+    cJSON *st = (cJSON *)jget(jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage");
+    cJSON_ReplaceItemInObject(st, "size", cJSON_CreateString("2048Mi"));
+    cJSON_AddStringToObject(st, "deletionPolicy", "Retain");
+    cJSON_AddStringToObject(st, "storageClassName", "fast");
+    cJSON_AddItemToObject(st, "accessModes", cJSON_Parse("[\"ReadWriteMany\"]"));
+    cJSON *p2 = rc_build_gcs_pvc(rc, &err);
+    assert_null(jget(jget(p2, "metadata"), "ownerReferences"));
+    assert_string_equal(rct_str_at(p2, "spec.resources.requests.storage"), "2Gi");
+    assert_string_equal(rct_str_at(p2, "spec.storageClassName"), "fast");
+    assert_string_equal(rct_str_at(p2, "spec.accessModes.0"), "ReadWriteMany");
+    rc_gcs_pvc_drift(p2, pvc, drift, sizeof(drift));
+    assert_string_equal(drift, "requested size 2Gi != current 1Gi; storageClassName fast != "
+                               "current <default>; accessModes [ReadWriteMany] != current "
+                               "[ReadWriteOnce]");
+    cJSON_Delete(p2);
+    cJSON_Delete(pvc);
+
+    /* a claim of the user's: no PVC made, the volume names it, subPath kept */
+    cJSON_DeleteItemFromObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage");
+    cJSON_AddItemToObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage",
+                          cJSON_Parse("{\"claimName\":\"mine\",\"subPath\":\"gcs\"}"));
+    err = 0;
+    assert_null(rc_build_gcs_pvc(rc, &err));
+    assert_int_equal(err, 0);
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_string_equal(rct_str_at(jget(jget(head, "spec"), "volumes"),
+                                   "1.persistentVolumeClaim.claimName"), "mine");
+    assert_string_equal(rct_str_at(ray0(head), "volumeMounts.1.subPath"), "gcs");
+    cJSON_Delete(head);
+    /* the Redis backend: none of it */
+    cJSON_ReplaceItemInObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "backend",
+                              cJSON_CreateString("redis"));
+    assert_null(rc_build_gcs_pvc(rc, &err));
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_null(rct_env_value(ray0(head), "RAY_gcs_storage"));
+    assert_non_null(rct_env_value(ray0(head), "RAY_REDIS_ADDRESS"));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+}
+
 static void test_ingress_and_auth_secret(void **state)
 {
     (void)state;
@@ -634,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_head_route),
         cmocka_unit_test(test_history_collector),
         cmocka_unit_test(test_network_policies),
+        cmocka_unit_test(test_gcs_embedded_storage),
         cmocka_unit_test(test_operator_config),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),

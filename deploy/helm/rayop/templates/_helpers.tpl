@@ -118,7 +118,7 @@ for its per-kind leader election. Shared by the ClusterRole and the namespaced R
   verbs: [create, get, patch, update]
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
-  verbs: [delete, get, list, watch]
+  verbs: [create, delete, get, list, update, watch]
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [create, delete, get, list, patch, update, watch]
