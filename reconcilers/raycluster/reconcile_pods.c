@@ -29,7 +29,7 @@
  * says 2), so nothing is created until the cache has the spec the API has.
  *
  * The window of the Pod LIST belongs to writes made before this process
- * started, so it closes for good: the first LIST's resourceVersion is a fence,
+ * started, so it closes for good: the latest LIST's resourceVersion is a fence,
  * and once the cache's Pods have caught up with it (host_cache_seen) every
  * earlier write is in the cache and later ones are this process's own, which
  * the read-your-writes gate covers, for as long as the watcher connection lasts
@@ -224,20 +224,27 @@ static bool fence_passed(struct rc_run *r)
     if (host_cache_seen(r->ctx, "v1/pods", rv) != 1)
         return false;
     pthread_mutex_lock(&fence.mu);
-    if (fence.gen == gen)
+    passed = fence.gen == gen && strcmp(fence.rv, rv) == 0;   /* not moved up meanwhile */
+    if (passed)
         fence.passed = true;
     pthread_mutex_unlock(&fence.mu);
+    if (!passed)
+        return false;
     host_log(r->ctx, LOG_INFO, "the cache has every Pod written before this watcher "
              "connection; no more confirming LISTs", "resourceVersion", rv, NULL);
     return true;
 }
 
+/* Every confirming LIST moves the fence up to its rv, not only the first: a write
+ * the previous process had in flight can commit after our first LIST (its request
+ * was still on the server when it died), and a LIST that shows it must be waited
+ * for too (raycluster_crash.py saw a 25th worker created for 24 without this). */
 static void fence_set(uint64_t gen, const char *rv)
 {
     if (!rv || !*rv || strlen(rv) >= IPC_RV_MAX)
         return;
     pthread_mutex_lock(&fence.mu);
-    if (gen == fence.gen && !fence.rv[0])
+    if (gen == fence.gen && !fence.passed && (!fence.rv[0] || kobj_rv_cmp(rv, fence.rv) > 0))
         memcpy(fence.rv, rv, strlen(rv) + 1);
     pthread_mutex_unlock(&fence.mu);
 }
