@@ -83,7 +83,8 @@ struct cl_svc {
 };
 
 enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB,
-       T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */ };
+       T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */,
+       T_CERTMGR /* retry Certificates whose issuer was not ready */ };
 
 /* jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
 struct cl_jpod {
@@ -125,7 +126,7 @@ struct cluster {
     struct cluster_opts o;
     struct store *store;
     const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
-    const struct reg_resource *r_deploy, *r_rs;
+    const struct reg_resource *r_deploy, *r_rs, *r_secrets;
     pthread_t thread;
     bool started;
 
@@ -155,9 +156,19 @@ struct cluster {
     char **deploy_dirty, **rs_dirty; /* "ns/name" to sync (deploy.c) */
     size_t ndeploy_dirty, capdeploy_dirty, nrs_dirty, caprs_dirty;
     bool gang_dirty;             /* a gang Pod, PodGroup or Queue changed (gang.c) */
+    bool certmgr_dirty, certmgr_timer; /* a Certificate or Issuer changed (certmgr.c) */
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
 };
+
+/* certmgr.c: the tiny cert-manager (Certificates of selfSigned and ca Issuers) */
+bool cluster__certmgr_resource(const struct reg_resource *r);
+void cluster__certmgr_sync(struct cluster *c);
+bool cluster__certmgr_tls_wait(struct cluster *c, const cJSON *pod, const char *ip);
+/* the parts that read a Certificate's spec (fuzz_certmgr.c): Go's duration in seconds
+ * (dflt when not one), and a self-signed certificate issued for spec (0 or -EINVAL) */
+long cluster__certmgr_duration(const char *s, long dflt);
+int cluster__certmgr_selfsign(const cJSON *spec);
 
 /* run.c */
 void cluster__timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p);
