@@ -20,6 +20,8 @@ struct cl_node {
     struct store_obj *obj;
     struct cluster_res alloc, used;
     char ip[20];
+    int64_t free_key, free_pods; /* node_index.c: its rank keys while indexed */
+    bool indexed;                /* in cluster->free_idx */
     UT_hash_handle hh;
 };
 
@@ -147,6 +149,11 @@ struct cluster {
     unsigned ip_seq;
     char **pending;              /* pod keys waiting for the scheduler */
     size_t npending, cappending;
+    char **unsched;              /* pod keys found Unschedulable: retried when capacity frees */
+    size_t nunsched, capunsched;
+    struct cl_node **free_idx;   /* node_index.c: the nodes, emptiest first */
+    size_t nfree_idx, capfree_idx;
+    unsigned long sched_visited; /* nodes the scheduler looked at (tests: work per Pod) */
     bool capacity_changed;
     bool endpoints_dirty, endpoints_timer;
     struct cl_job *jobs, *jobs_uid;
@@ -186,6 +193,17 @@ void cluster__event_named(struct cluster *c, const cJSON *obj, const char *type,
 /* Raises count and lastTimestamp of an Event, as the recorder aggregates repeats. */
 int cluster__event_bump(struct cluster *c, const char *ns, const char *name, int count);
 struct cl_node *cluster__node_find(struct cluster *c, const char *name);
+/* A Node committed or deleted: the node table and the scheduler's index follow. */
+void cluster__node_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+
+/* node_index.c: the nodes by free capacity, for the scheduler */
+/* (Re)places n after its alloc or used changed (and when it is new). */
+void cluster__node_index_update(struct cluster *c, struct cl_node *n);
+/* Takes n out (before it is freed). */
+void cluster__node_index_remove(struct cluster *c, struct cl_node *n);
+/* The i-th emptiest node, NULL past the end. */
+struct cl_node *cluster__node_index_at(const struct cluster *c, size_t i);
+void cluster__node_index_free(struct cluster *c);
 
 /* pods.c */
 /* Binds p to n (spec.nodeName), with the Scheduled Event of component. */

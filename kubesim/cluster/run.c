@@ -482,12 +482,13 @@ static int nodes_create(struct cluster *c)
     return 0;
 }
 
-static void node_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
+void cluster__node_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
     struct cl_node *n = cluster__node_find(c, o->name);
 
     if (type == EV_DELETED) {
         if (n) {
+            cluster__node_index_remove(c, n);
             HASH_DEL(c->nodes, n);
             store_obj_unref(n->obj);
             free(n->name);
@@ -514,6 +515,7 @@ static void node_event(struct cluster *c, enum store_event_type type, struct sto
             if (kobj_str(a, "type") && !strcmp(kobj_str(a, "type"), "InternalIP") && kobj_str(a, "address"))
                 snprintf(n->ip, sizeof(n->ip), "%s", kobj_str(a, "address"));
     }
+    cluster__node_index_update(c, n);
     c->capacity_changed = true;
 }
 
@@ -604,7 +606,7 @@ static void *cluster_main(void *arg)
             else if (o->res == c->r_jobs)
                 cluster__job_event(c, batch[i].type, o);
             else if (o->res == c->r_nodes)
-                node_event(c, batch[i].type, o);
+                cluster__node_event(c, batch[i].type, o);
             else if (o->res == c->r_svc)
                 cluster__svc_event(c, batch[i].type, o);
             else if (cluster__certmgr_resource(o->res))
@@ -746,6 +748,7 @@ void cluster_stop(struct cluster *c)
     cluster__jobs_free(c);
     cluster__deploy_free(c);
     cluster__pods_free(c);
+    cluster__node_index_free(c);
     HASH_ITER(hh, c->nodes, n, tn) {
         HASH_DEL(c->nodes, n);
         store_obj_unref(n->obj);

@@ -569,9 +569,18 @@ static int write_status(struct rc_run *r)
     }
     const cJSON *old = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
     char changed[160];
+    /* KubeRay never writes a status whose only news is observedGeneration. Then a spec
+     * change no reconcile saw on its own (replicas 1 -> 3 -> 1 in the cache at once, or
+     * made while the operator restarted) leaves observedGeneration behind for good, and
+     * whoever waits for it to reach metadata.generation waits forever: write it. */
+    bool gen_behind = !json_equal(kobj_get(old, "observedGeneration"),
+                                  kobj_get(st, "observedGeneration"));
     if (rc_status_changes(old, st, changed, sizeof(changed)) == 0) {
-        cJSON_Delete(st);
-        return 0;
+        if (!gen_behind) {
+            cJSON_Delete(st);
+            return 0;
+        }
+        snprintf(changed, sizeof(changed), "observedGeneration");
     }
     /* Progress (a Pod running, another ready) is written at most once per
      * second of lastUpdateTime: Pods of a new cluster come up within moments of
@@ -579,7 +588,7 @@ static int write_status(struct rc_run *r)
      * moment later say nothing. A state change or a condition flip goes at
      * once; the rest waits for the next second's reconcile. */
     const char *lut = kobj_str(old, "lastUpdateTime");
-    if (lut && strcmp(lut, now) == 0 && rc_status_progress_only(old, st)) {
+    if (lut && strcmp(lut, now) == 0 && !gen_behind && rc_status_progress_only(old, st)) {
         uint64_t wait = ms_to_next_second();
         if (!r->requeue_ms || r->requeue_ms > wait)
             r->requeue_ms = wait;
