@@ -10,6 +10,7 @@
 #   PEER_JOBS      also create this many RayJobs (1 head + 1 worker, a short entrypoint) at
 #                  the same time: ray-project/kuberay#2646; the times stay those of the
 #                  PEER_CLUSTERS RayClusters (rayop then runs its rayjob controller too)
+#   PEER_RAYOP_ARGS more arguments for `rayop up` (e.g. "--log-level debug" when tracing)
 #   RC_IT_KEEP     a directory: keep kubesim's request log and the operators' logs there
 # Each run: a fresh namespace, the operator started watching it, N RayClusters created,
 # time until every one is "ready"; operator CPU seconds (utime+stime of all its
@@ -154,6 +155,7 @@ def start(env, op, ns):
             "--controllers", "raycluster,rayjob" if JOBS else "raycluster"]
     if not DEFAULTS:
         args += ["--workers=" + WORKERS, "--qps", str(QPS), "--burst", str(2 * QPS)]
+    args += os.environ.get("PEER_RAYOP_ARGS", "").split()
     return env.start("rayop-" + ns, args)
 
 

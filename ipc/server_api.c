@@ -62,6 +62,14 @@ int ipc_server_new(uv_loop_t *loop, const struct ipc_server_config *cfg, struct 
     return 0;
 }
 
+void ipc_server_end_grace(struct ipc_server *s)
+{
+    if (!s->grace_end_ns)
+        return;
+    s->grace_end_ns = 0;
+    ipc__dispatch_all(s);
+}
+
 int ipc_server_add_kind(struct ipc_server *s, const char *kind, const struct ipc_queue_config *qcfg)
 {
     if (!kind || ipc__find_kind(s, kind))

@@ -5,11 +5,21 @@
  * zap's console layout instead (tab-separated time, LEVEL, logger, message,
  * then the fields as one JSON object) for people reading a terminal; JSON stays
  * the default because tools parse it.
+ *
+ * Under `rayop up` a process writes into a pipe that up reads. If up dies
+ * (kill -9) its children still log while they stop (SIGTERM on the parent's
+ * death): those lines would meet EPIPE and be lost, and they are the ones that
+ * explain what a crash of the whole instance did. So a write that gets EPIPE
+ * moves stderr and stdout, once, to the file up named in RAYOP_LOG_ORPHANED
+ * (appended, 0600) and writes the line again there.
  */
 #include "util/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
@@ -25,6 +35,30 @@ void log_set_level(int level) { log_level = level; }
 void log_set_component(const char *component) { log_component = component; }
 int log_enabled(int level) { return level >= log_level; }
 void log_set_encoder(int encoder) { log_encoder = encoder; }
+
+/* The reader of our pipe is gone: 0 once stderr is RAYOP_LOG_ORPHANED's file
+ * (by this thread or another), -1 if there is none to go to. */
+static int log_reopen_orphaned(void)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int done;
+    int rc = 0;
+
+    pthread_mutex_lock(&mu);
+    if (!done) {
+        const char *path = getenv("RAYOP_LOG_ORPHANED");
+        int fd = path && *path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+        if (fd >= 0) {
+            dup2(fd, STDERR_FILENO);
+            dup2(fd, STDOUT_FILENO);
+            close(fd);
+        }
+        done = fd >= 0 ? 1 : -1;
+    }
+    rc = done > 0 ? 0 : -1;
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
 
 int log_parse_encoder(const char *name)
 {
@@ -93,6 +127,7 @@ void log_vwrite(int level, const char *msg, va_list ap)
     char tbuf[40];
     const char *k, *v;
     ssize_t off = 0;
+    bool moved = false;
 
     if (level < log_level)
         return;
@@ -129,6 +164,12 @@ emit:
         ssize_t n = write(STDERR_FILENO, b.data + off, b.len - off);
         if (n < 0 && errno == EINTR)
             continue;
+        /* a line up to PIPE_BUF goes into a pipe whole or not at all: resend all of it */
+        if (n < 0 && errno == EPIPE && !moved && log_reopen_orphaned() == 0) {
+            moved = true;
+            off = 0;
+            continue;
+        }
         if (n <= 0)
             break;
         off += n;

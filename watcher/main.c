@@ -196,6 +196,14 @@ int watcher_main(int argc, char **argv)
         log_error("cannot open cache segment", "name", segname, "error", strerror(-rc), NULL);
         goto out;
     }
+    /* The startup grace lets workers of a previous watcher re-adopt the keys they hold.
+     * Keys are only ever handed out of a segment whose types exist, so a segment without
+     * them is new: nobody can hold a key, and the grace would only delay the first
+     * reconcile (by 2 s whenever a kind has no controller, e.g. up --controllers). */
+    if (cache_type_lookup(w.cache, watcher_types[0].cache_type) < 0) {
+        ipc_server_end_grace(w.ipc);
+        log_info("new cache segment: no startup grace (no worker can hold a key)", NULL);
+    }
     if ((rc = watcher__sync_init(&w, (const char *const *)o.namespaces, o.nnamespaces)) < 0) {
         log_error("cannot set up types", "error", strerror(-rc), NULL);
         goto out;

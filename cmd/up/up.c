@@ -15,7 +15,8 @@
  * SIGTERM, the supervisor waits up to --shutdown-timeout-ms, then SIGKILLs.
  * Restart counts and pids go to <state-dir>/up.json (mode 0600, replaced
  * atomically) on every change, for `rayop status`. Children get SIGTERM when
- * up dies (PR_SET_PDEATHSIG), so a new up starts on a free state dir.
+ * up dies (PR_SET_PDEATHSIG), so a new up starts on a free state dir; what
+ * they log after that goes to <state-dir>/NAME.orphaned.log (appended).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -173,9 +174,14 @@ static int write_state(struct up *u)
     return rc;
 }
 
-static int start_proc(struct proc *p)
+static int start_proc(struct up *u, struct proc *p)
 {
     int fds[2];
+    char orphaned[PATH_MAX];
+    /* where the child's log lines go if up dies before it (util/log.c) */
+    if ((size_t)snprintf(orphaned, sizeof(orphaned), "%s/%s.orphaned.log", u->state_dir,
+                         p->name) >= sizeof(orphaned))
+        orphaned[0] = '\0';
     if (pipe2(fds, O_CLOEXEC) < 0)
         return -errno;
     pid_t parent = getpid();
@@ -202,6 +208,8 @@ static int start_proc(struct proc *p)
             _exit(1);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
+        if (orphaned[0])
+            setenv("RAYOP_LOG_ORPHANED", orphaned, 1);
         execv("/proc/self/exe", p->argv);
         _exit(127);
     }
@@ -636,7 +644,7 @@ int up_main(int argc, char **argv)
         log_warn("cannot create the state dir", "dir", u.state_dir, "error", strerror(errno), NULL);
     for (int i = 0; i < u.nprocs; i++) {
         u.procs[i].fd = -1;
-        if ((rc = start_proc(&u.procs[i])) < 0) {
+        if ((rc = start_proc(&u, &u.procs[i])) < 0) {
             log_error("cannot start", "proc", u.procs[i].name, "error", strerror(-rc), NULL);
             u.procs[i].due_ms = util_now_ms() + u.initial_ms;
         }
@@ -702,7 +710,7 @@ int up_main(int argc, char **argv)
             struct proc *q = &u.procs[i];
             if (q->pid == 0 && q->fd < 0 && q->due_ms && now >= q->due_ms) {
                 q->due_ms = 0;
-                if ((rc = start_proc(q)) < 0) {
+                if ((rc = start_proc(&u, q)) < 0) {
                     log_error("cannot start", "proc", q->name, "error", strerror(-rc), NULL);
                     q->due_ms = now + u.max_ms;
                     continue;

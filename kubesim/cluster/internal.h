@@ -20,6 +20,8 @@ struct cl_node {
     struct store_obj *obj;
     struct cluster_res alloc, used;
     char ip[20];
+    int64_t free_key, free_pods; /* node_index.c: its rank keys while indexed */
+    bool indexed;                /* in cluster->free_idx */
     UT_hash_handle hh;
 };
 
@@ -84,7 +86,8 @@ struct cl_svc {
 };
 
 enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB,
-       T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */ };
+       T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */,
+       T_CERTMGR /* retry Certificates whose issuer was not ready */ };
 
 /* jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
 struct cl_jpod {
@@ -126,7 +129,7 @@ struct cluster {
     struct cluster_opts o;
     struct store *store;
     const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
-    const struct reg_resource *r_deploy, *r_rs;
+    const struct reg_resource *r_deploy, *r_rs, *r_secrets;
     pthread_t thread;
     bool started;
 
@@ -147,6 +150,11 @@ struct cluster {
     unsigned ip_seq;
     char **pending;              /* pod keys waiting for the scheduler */
     size_t npending, cappending;
+    char **unsched;              /* pod keys found Unschedulable: retried when capacity frees */
+    size_t nunsched, capunsched;
+    struct cl_node **free_idx;   /* node_index.c: the nodes, emptiest first */
+    size_t nfree_idx, capfree_idx;
+    unsigned long sched_visited; /* nodes the scheduler looked at (tests: work per Pod) */
     bool capacity_changed;
     bool endpoints_dirty, endpoints_timer;
     struct cl_job *jobs, *jobs_uid;
@@ -156,9 +164,19 @@ struct cluster {
     char **deploy_dirty, **rs_dirty; /* "ns/name" to sync (deploy.c) */
     size_t ndeploy_dirty, capdeploy_dirty, nrs_dirty, caprs_dirty;
     bool gang_dirty;             /* a gang Pod, PodGroup or Queue changed (gang.c) */
+    bool certmgr_dirty, certmgr_timer; /* a Certificate or Issuer changed (certmgr.c) */
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
 };
+
+/* certmgr.c: the tiny cert-manager (Certificates of selfSigned and ca Issuers) */
+bool cluster__certmgr_resource(const struct reg_resource *r);
+void cluster__certmgr_sync(struct cluster *c);
+bool cluster__certmgr_tls_wait(struct cluster *c, const cJSON *pod, const char *ip);
+/* the parts that read a Certificate's spec (fuzz_certmgr.c): Go's duration in seconds
+ * (dflt when not one), and a self-signed certificate issued for spec (0 or -EINVAL) */
+long cluster__certmgr_duration(const char *s, long dflt);
+int cluster__certmgr_selfsign(const cJSON *spec);
 
 /* run.c */
 void cluster__timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p);
@@ -176,6 +194,17 @@ void cluster__event_named(struct cluster *c, const cJSON *obj, const char *type,
 /* Raises count and lastTimestamp of an Event, as the recorder aggregates repeats. */
 int cluster__event_bump(struct cluster *c, const char *ns, const char *name, int count);
 struct cl_node *cluster__node_find(struct cluster *c, const char *name);
+/* A Node committed or deleted: the node table and the scheduler's index follow. */
+void cluster__node_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+
+/* node_index.c: the nodes by free capacity, for the scheduler */
+/* (Re)places n after its alloc or used changed (and when it is new). */
+void cluster__node_index_update(struct cluster *c, struct cl_node *n);
+/* Takes n out (before it is freed). */
+void cluster__node_index_remove(struct cluster *c, struct cl_node *n);
+/* The i-th emptiest node, NULL past the end. */
+struct cl_node *cluster__node_index_at(const struct cluster *c, size_t i);
+void cluster__node_index_free(struct cluster *c);
 
 /* pods.c */
 /* Binds p to n (spec.nodeName), with the Scheduled Event of component. */

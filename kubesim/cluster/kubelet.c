@@ -417,6 +417,14 @@ static void start_container(struct cluster *c, struct cl_pod *p, bool restart)
     assign_ip(c, p);
     if (!p->start_time)
         p->start_time = time(NULL);
+    if (p->stage == ST_BOUND && cluster__certmgr_tls_wait(c, p->obj->json, p->ip)) {
+        /* KubeRay's wait-for-tls-ip-san init container: Pending, with its IP, until the
+         * certificate lists it */
+        if (!kobj_get(kobj_get(p->obj->json, "status"), "podIP"))
+            cluster__kubelet_write(c, p);
+        cluster__timer_add(c, 200, T_START, p);
+        return;
+    }
     cluster__kubelet_set_cond(p, C_READYTOSTART, true);
     cluster__kubelet_set_cond(p, C_INIT, true);
     cluster__kubelet_set_cond(p, C_CONTAINERS, false);

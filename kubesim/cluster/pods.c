@@ -32,8 +32,10 @@ static void unaccount(struct cluster *c, struct cl_pod *p)
 {
     struct cl_node *n = cluster__node_find(c, p->acct_node);
 
-    if (n)
+    if (n) {
         res_add(&n->used, &p->req, -1);
+        cluster__node_index_update(c, n);
+    }
     if (p->acct_node)
         c->capacity_changed = true;
     free(p->acct_node);
@@ -46,26 +48,33 @@ static void account(struct cluster *c, struct cl_pod *p, const char *node)
 
     if (!(p->acct_node = strdup(node)))
         return;
-    if (n)
+    if (n) {
         res_add(&n->used, &p->req, 1);
+        cluster__node_index_update(c, n);
+    }
+}
+
+/* Appends a strdup of key to a key list (a lost key on ENOMEM only delays a retry). */
+static bool keys_push(char ***list, size_t *n, size_t *cap, const char *key)
+{
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 256;
+        char **nl = realloc(*list, ncap * sizeof(*nl));
+        if (!nl)
+            return false;
+        *list = nl;
+        *cap = ncap;
+    }
+    if (!((*list)[*n] = strdup(key)))
+        return false;
+    (*n)++;
+    return true;
 }
 
 static void pending_push(struct cluster *c, struct cl_pod *p)
 {
-    if (p->queued)
-        return;
-    if (c->npending == c->cappending) {
-        size_t ncap = c->cappending ? c->cappending * 2 : 256;
-        char **np = realloc(c->pending, ncap * sizeof(*np));
-        if (!np)
-            return;
-        c->pending = np;
-        c->cappending = ncap;
-    }
-    if (!(c->pending[c->npending] = strdup(p->key)))
-        return;
-    c->npending++;
-    p->queued = true;
+    if (!p->queued && keys_push(&c->pending, &c->npending, &c->cappending, p->key))
+        p->queued = true;
 }
 
 static void pod_free(struct cl_pod *p)
@@ -202,26 +211,32 @@ int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, co
     return 0;
 }
 
+/* Places p on the emptiest node that passes every filter: the index is walked from the
+ * front, so a Pod that fits costs the nodes ahead of its own, not the whole table. Only
+ * when no node fits are they all asked why, for the FailedScheduling message. */
 static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, size_t cap)
 {
     struct cl_node *n, *tmp, *best = NULL;
-    int best_score = -1;
     size_t i = 0;
     char taint[160] = "", msg[sizeof(p->unsched_msg)];
 
-    HASH_ITER(hh, c->nodes, n, tmp) {
-        unsigned f = cluster_node_fits(p->obj->json, &p->req, n->obj->json, &n->alloc,
-                                       &n->used, taint[0] ? NULL : taint, sizeof(taint));
-        if (i < cap)
-            fits[i++] = f;
-        if (!f) {
-            /* ties (e.g. Pods without requests) go to the node with fewer Pods,
-             * where the real scheduler would pick at random among equals */
-            int sc = cluster_node_score(&p->req, &n->alloc, &n->used);
-            if (sc > best_score || (sc == best_score && n->used.pods < best->used.pods)) {
-                best = n;
-                best_score = sc;
-            }
+    for (size_t k = 0; (n = cluster__node_index_at(c, k)); k++) {
+        c->sched_visited++;
+        if (!cluster_node_fits(p->obj->json, &p->req, n->obj->json, &n->alloc, &n->used,
+                               NULL, 0)) {
+            best = n;
+            break;
+        }
+    }
+    if (!best) {
+        HASH_ITER(hh, c->nodes, n, tmp) {
+            unsigned f = cluster_node_fits(p->obj->json, &p->req, n->obj->json, &n->alloc,
+                                           &n->used, taint[0] ? NULL : taint, sizeof(taint));
+            c->sched_visited++;
+            if (i < cap)
+                fits[i++] = f;
+            if (!f && !best)
+                best = n;   /* left out of the index (its allocation failed) */
         }
     }
     if (best && cluster__bind_pod(c, p, best, "default-scheduler") == 0)
@@ -229,6 +244,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     if (best)
         return;   /* the write failed (conflict, deleted): the next event retries */
     p->unsched = true;
+    keys_push(&c->unsched, &c->nunsched, &c->capunsched, p->key);
     cluster_unsched_message(i, fits, taint, msg, sizeof(msg));
     if (!strcmp(msg, p->unsched_msg))
         return;
@@ -240,7 +256,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
 
 void cluster__schedule_pass(struct cluster *c)
 {
-    struct cl_pod *p, *tmp;
+    struct cl_pod *p;
     unsigned *fits;
     size_t nn = HASH_COUNT(c->nodes);
 
@@ -249,11 +265,15 @@ void cluster__schedule_pass(struct cluster *c)
     if (c->capacity_changed) {
         /* a node came or a Pod let go of its resources: try the waiting ones again */
         c->capacity_changed = false;
-        HASH_ITER(hh, c->pods, p, tmp)
-            if (p->unsched) {
+        for (size_t i = 0; i < c->nunsched; i++) {
+            HASH_FIND_STR(c->pods, c->unsched[i], p);
+            free(c->unsched[i]);
+            if (p && p->unsched) {
                 p->unsched = false;
                 pending_push(c, p);
             }
+        }
+        c->nunsched = 0;
     }
     /* gangs first: a gang that fits takes its nodes before single Pods spread over them */
     cluster__gang_pass(c);
@@ -297,4 +317,11 @@ void cluster__pods_free(struct cluster *c)
     for (size_t i = 0; i < c->npending; i++)
         free(c->pending[i]);
     free(c->pending);
+    c->pending = NULL;
+    c->npending = c->cappending = 0;
+    for (size_t i = 0; i < c->nunsched; i++)
+        free(c->unsched[i]);
+    free(c->unsched);
+    c->unsched = NULL;
+    c->nunsched = c->capunsched = 0;
 }

@@ -40,7 +40,7 @@ static char *secret_value(struct ray *r, const char *ns, const cJSON *ref)
     return out;
 }
 
-cJSON *ray_env_resolve(struct ray *r, const char *ns, const cJSON *env)
+cJSON *ray__env_resolve(struct ray *r, const char *ns, const cJSON *env)
 {
     cJSON *out = env ? cJSON_Duplicate(env, true) : NULL, *e;
 
@@ -63,7 +63,7 @@ static const cJSON *ray_container(const cJSON *pod)
     return cJSON_IsArray(cts) ? cts->child : NULL;
 }
 
-char *ray_pod_auth_token(struct ray *r, const cJSON *pod)
+char *ray__pod_auth_token(struct ray *r, const cJSON *pod)
 {
     const cJSON *md = kobj_get(pod, "metadata"), *e;
     const char *ns = kobj_str(md, "namespace"), *mode = NULL;
@@ -97,8 +97,8 @@ static bool open_path(const char *path)
     return false;
 }
 
-int ray_auth_check(const struct ray_cluster *c, const char *path, const char *authz,
-                   const char *x_ray_authz, struct ray_resp *out)
+int ray__auth_check(const struct ray_cluster *c, const char *path, const char *authz,
+                    const char *x_ray_authz, struct ray_resp *out)
 {
     const char *h = authz && *authz ? authz : x_ray_authz;
     size_t n;
@@ -106,12 +106,12 @@ int ray_auth_check(const struct ray_cluster *c, const char *path, const char *au
     if (!c->auth_token || open_path(path))
         return 0;
     if (!h || !*h)
-        return ray_resp_text(out, 401, "Unauthorized: Missing authentication token") < 0
+        return ray__resp_text(out, 401, "Unauthorized: Missing authentication token") < 0
                    ? -ENOMEM : 1;
     n = strlen(c->auth_token);
     if (strncmp(h, "Bearer ", 7) != 0 || !*c->auth_token || strlen(h + 7) != n ||
         memcmp(h + 7, c->auth_token, n) != 0)
-        return ray_resp_text(out, 403, "Forbidden: Invalid authentication token") < 0
+        return ray__resp_text(out, 403, "Forbidden: Invalid authentication token") < 0
                    ? -ENOMEM : 1;
     return 0;
 }

@@ -1,13 +1,13 @@
 /*
- * ray_cli.c - the commands a simulated Ray submitter container runs, played against the
- * simulated dashboards in-process (ray_resolve_host + ray_target_request, so an
+ * cli.c - the commands a simulated Ray submitter container runs, played against the
+ * simulated dashboards in-process (ray__resolve_host + ray__target_request, so an
  * unreachable address fails like a refused connection): `ray job submit|status|logs|
  * stop|delete|list` with the messages and exit codes of Ray's CLI
  * (python/ray/dashboard/modules/job/cli.py), KubeRay's light-weight /submitter
  * (ray-operator/rayjob-submitter/cmd/main.go) and KubeRay's python dashboard health
  * check. Notably `ray job logs --follow` exits 0 whatever the job's outcome, while
  * `ray job submit` without --no-wait exits 1 when the job FAILED.
- * The interpreter that calls these is ray_submitter_run.c.
+ * The interpreter that calls these is submitter_run.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,7 +21,7 @@
 /* A Python exception as the CLI dies with it (stderr). */
 static void py_error(struct ray_exec *x, bool quiet, const char *exc, const char *msg)
 {
-    ray_exec_printf(x, quiet,
+    ray__exec_printf(x, quiet,
         "Traceback (most recent call last):\n  File \"/home/ray/anaconda3/bin/ray\", "
         "line 8, in <module>\n    sys.exit(main())\n%s: %s\n", exc, msg);
 }
@@ -64,21 +64,21 @@ static int http(struct ray_exec *x, const char *address, const char *method, con
         }
         port = (int)p;
     }
-    ray_resolve_host(x->r, x->s->ns, x->s->pod, host, port, &t);
+    ray__resolve_host(x->r, x->s->ns, x->s->pod, host, port, &t);
     if (t.code) {
         snprintf(err, errlen, "%s", t.message);
         return -ECONNREFUSED;
     }
     /* Ray's CLI sends its token (AuthenticationTokenLoader: RAY_AUTH_TOKEN) when the
      * environment says token auth */
-    const char *mode = ray_exec_env(x, "RAY_AUTH_MODE"), *tok = ray_exec_env(x, "RAY_AUTH_TOKEN");
+    const char *mode = ray__exec_env(x, "RAY_AUTH_MODE"), *tok = ray__exec_env(x, "RAY_AUTH_TOKEN");
     struct buf authz = { 0 };
     if (mode && !strcmp(mode, "token") && tok && *tok && buf_printf(&authz, "Bearer %s", tok) < 0) {
         snprintf(err, errlen, "out of memory");
         return -ECONNREFUSED;
     }
-    rc = ray_target_request(x->r, &t, method, path, body, body ? strlen(body) : 0, authz.data,
-                            NULL, resp);
+    rc = ray__target_request(x->r, &t, method, path, body, body ? strlen(body) : 0, authz.data,
+                             NULL, resp);
     if (authz.data)
         explicit_bzero(authz.data, authz.cap);
     buf_free(&authz);
@@ -134,7 +134,7 @@ static int cli_parse(struct ray_exec *x, char *const *av, size_t ac, struct cli 
             if (!strcmp(c->sub, "submit"))
                 break;
             if (c->job) {
-                ray_exec_printf(x, qe,
+                ray__exec_printf(x, qe,
                     "Usage: ray job %s [OPTIONS] JOB_ID\nTry 'ray job %s --help' for "
                     "help.\n\nError: Got unexpected extra argument (%s)\n", c->sub, c->sub, a);
                 return 2;
@@ -161,7 +161,7 @@ static int cli_parse(struct ray_exec *x, char *const *av, size_t ac, struct cli 
         for (k = 0; valued[k] && strcmp(valued[k], name); k++)
             ;
         if (!valued[k]) {
-            ray_exec_printf(x, qe,
+            ray__exec_printf(x, qe,
                 "Usage: ray job %s [OPTIONS]\nTry 'ray job %s --help' for help.\n\n"
                 "Error: No such option: %s\n", c->sub, c->sub, name);
             return 2;
@@ -173,7 +173,7 @@ static int cli_parse(struct ray_exec *x, char *const *av, size_t ac, struct cli 
             val = av[i + 1];
             i += 2;
         } else {
-            ray_exec_printf(x, qe, "Error: Option '%s' requires an argument.\n", name);
+            ray__exec_printf(x, qe, "Error: Option '%s' requires an argument.\n", name);
             return 2;
         }
         if (!strcmp(name, "--address")) c->address = val;
@@ -192,7 +192,7 @@ static int cli_parse(struct ray_exec *x, char *const *av, size_t ac, struct cli 
         c->entry = av + i;
         c->nentry = ac - i;
         if (!c->nentry) {
-            ray_exec_printf(x, qe,
+            ray__exec_printf(x, qe,
                 "Usage: ray job submit [OPTIONS] ENTRYPOINT...\nTry 'ray job submit "
                 "--help' for help.\n\nError: Missing argument 'ENTRYPOINT...'.\n");
             return 2;
@@ -201,15 +201,15 @@ static int cli_parse(struct ray_exec *x, char *const *av, size_t ac, struct cli 
         c->job = av[i];
     }
     if (strcmp(c->sub, "submit") && strcmp(c->sub, "list") && !c->job) {
-        ray_exec_printf(x, qe,
+        ray__exec_printf(x, qe,
             "Usage: ray job %s [OPTIONS] JOB_ID\nTry 'ray job %s --help' for help.\n\n"
             "Error: Missing argument 'JOB_ID'.\n", c->sub, c->sub);
         return 2;
     }
     if (!c->address)
-        c->address = ray_exec_env(x, "RAY_API_SERVER_ADDRESS");
+        c->address = ray__exec_env(x, "RAY_API_SERVER_ADDRESS");
     if (!c->address)
-        c->address = ray_exec_env(x, "RAY_ADDRESS");
+        c->address = ray__exec_env(x, "RAY_ADDRESS");
     return 0;
 }
 
@@ -259,7 +259,7 @@ static int sdk_connect(struct ray_exec *x, const struct cli *c, bool qo, bool qe
         return 1;
     }
     free(resp.body);
-    ray_exec_printf(x, qo, "Job submission server address: %s%s\n",
+    ray__exec_printf(x, qo, "Job submission server address: %s%s\n",
         strncmp(c->address, "http", 4) ? "http://" : "", c->address);
     return 0;
 }
@@ -295,7 +295,7 @@ static void big(struct ray_exec *x, bool q, const char *msg)
 
     memset(dashes, '-', n);
     dashes[n] = '\0';
-    ray_exec_printf(x, q, "\n%s\n%s\n%s\n\n", dashes, msg, dashes);
+    ray__exec_printf(x, q, "\n%s\n%s\n%s\n\n", dashes, msg, dashes);
 }
 
 /* _log_job_status: prints the outcome; returns the status ("" on error, exit code in *rc). */
@@ -320,16 +320,16 @@ static void log_job_status(struct ray_exec *x, const struct cli *c, const char *
         snprintf(msg, sizeof(msg), "Job '%.300s' succeeded", id);
         big(x, qo, msg);
     } else if (st && !strcmp(st, "STOPPED")) {
-        ray_exec_printf(x, qo, "Job '%s' was stopped\n", id);
+        ray__exec_printf(x, qo, "Job '%s' was stopped\n", id);
     } else if (st && !strcmp(st, "FAILED")) {
         snprintf(msg, sizeof(msg), "Job '%.300s' failed", id);
         big(x, qo, msg);
         if (m)
-            ray_exec_printf(x, qo, "Status message: %s\n", m);
+            ray__exec_printf(x, qo, "Status message: %s\n", m);
     } else {
-        ray_exec_printf(x, qo, "Status for job '%s': %s\n", id, st ? st : "");
+        ray__exec_printf(x, qo, "Status for job '%s': %s\n", id, st ? st : "");
         if (m)
-            ray_exec_printf(x, qo, "Status message: %s\n", m);
+            ray__exec_printf(x, qo, "Status message: %s\n", m);
     }
     cJSON_Delete(j);
 }
@@ -363,7 +363,7 @@ static int follow_logs(struct ray_exec *x, const char *address, const char *id, 
         j = cJSON_Parse(resp.body);
         free(resp.body);
         st = kobj_str(j, "status");
-        end = st && ray_status_terminal(st);
+        end = st && ray__status_terminal(st);
         cJSON_Delete(j);
         snprintf(path, sizeof(path), "/api/jobs/%.300s/logs", id);
         if (http(x, address, "GET", path, NULL, &resp, err, sizeof(err)) == 0) {
@@ -372,13 +372,13 @@ static int follow_logs(struct ray_exec *x, const char *address, const char *id, 
         }
         txt = kobj_str(logs, "logs");
         if (txt && strlen(txt) > printed) {
-            ray_exec_write(x, qo, txt + printed, strlen(txt) - printed);
+            ray__exec_write(x, qo, txt + printed, strlen(txt) - printed);
             printed = strlen(txt);
         }
         cJSON_Delete(logs);
         if (end)
             return 0;
-        if (ray_exec_nap(x, FOLLOW_POLL_MS) < 0)
+        if (ray__exec_nap(x, FOLLOW_POLL_MS) < 0)
             return 143;
     }
 }
@@ -395,8 +395,8 @@ static int num_opt(struct ray_exec *x, cJSON *req, const char *opt, const char *
         return 0;
     d = strtod(opt, &end);
     if (end == opt || *end || (integer && d != (double)(long long)d)) {
-        ray_exec_printf(x, qe, "Error: Invalid value for '%s': '%s' is not a valid %s.\n", flag,
-                        opt, integer ? "integer" : "float");
+        ray__exec_printf(x, qe, "Error: Invalid value for '%s': '%s' is not a valid %s.\n", flag,
+                         opt, integer ? "integer" : "float");
         return 2;
     }
     cJSON_AddNumberToObject(req, key, d);
@@ -481,14 +481,14 @@ static int cli_submit(struct ray_exec *x, const struct cli *c, bool qo, bool qe)
     snprintf(status, sizeof(status), "%s", "");
     snprintf(msg, sizeof(msg), "Job '%.300s' submitted successfully", id ? id : "");
     big(x, qo, msg);
-    ray_exec_printf(x, qo, "Next steps\n  Query the logs of the job:\n    ray job logs %s\n"
+    ray__exec_printf(x, qo, "Next steps\n  Query the logs of the job:\n    ray job logs %s\n"
         "  Query the status of the job:\n    ray job status %s\n"
         "  Request the job to be stopped:\n    ray job stop %s\n\n", id, id, id);
     rc = 0;
     if (!c->no_wait) {
         char idc[300];
         snprintf(idc, sizeof(idc), "%s", id);
-        ray_exec_printf(x, qo, "Tailing logs until the job exits (disable with --no-wait):\n");
+        ray__exec_printf(x, qo, "Tailing logs until the job exits (disable with --no-wait):\n");
         if ((rc = follow_logs(x, c->address, idc, qo, qe)) == 0) {
             log_job_status(x, c, idc, qo, qe, status, sizeof(status), &rc);
             if (rc == 0 && !strcmp(status, "FAILED"))
@@ -524,7 +524,7 @@ static int cli_simple(struct ray_exec *x, const struct cli *c, const char *metho
     return 0;
 }
 
-int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe)
+int ray__cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe)
 {
     struct cli c;
     struct ray_resp resp = { 0 };
@@ -532,12 +532,12 @@ int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe
     int rc;
 
     if (ac < 3) {
-        ray_exec_printf(x, qe, "Usage: ray job [OPTIONS] COMMAND [ARGS]...\n");
+        ray__exec_printf(x, qe, "Usage: ray job [OPTIONS] COMMAND [ARGS]...\n");
         return ac < 2 ? 0 : 2;
     }
     if (strcmp(av[2], "submit") && strcmp(av[2], "status") && strcmp(av[2], "logs") &&
         strcmp(av[2], "stop") && strcmp(av[2], "delete") && strcmp(av[2], "list")) {
-        ray_exec_printf(x, qe,
+        ray__exec_printf(x, qe,
             "Usage: ray job [OPTIONS] COMMAND [ARGS]...\nTry 'ray job --help' for "
             "help.\n\nError: No such command '%s'.\n", av[2]);
         return 2;
@@ -561,56 +561,56 @@ int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe
         if ((rc = cli_simple(x, &c, "GET", "/api/jobs/%.300s/logs", qo, qe, &resp)) == 0) {
             cJSON *j = cJSON_Parse(resp.body);
             const char *l = kobj_str(j, "logs");
-            ray_exec_write(x, qo, l ? l : "", l ? strlen(l) : 0);
+            ray__exec_write(x, qo, l ? l : "", l ? strlen(l) : 0);
             cJSON_Delete(j);
         }
         free(resp.body);
         return rc;
     }
     if (!strcmp(c.sub, "stop")) {
-        ray_exec_printf(x, qo, "Attempting to stop job '%s'\n", c.job);
+        ray__exec_printf(x, qo, "Attempting to stop job '%s'\n", c.job);
         if ((rc = cli_simple(x, &c, "POST", "/api/jobs/%.300s/stop", qo, qe, &resp)) != 0)
             return rc;
         free(resp.body);
         if (c.no_wait)
             return 0;
-        ray_exec_printf(x, qo, "Waiting for job '%s' to exit (disable with --no-wait):\n", c.job);
+        ray__exec_printf(x, qo, "Waiting for job '%s' to exit (disable with --no-wait):\n", c.job);
         for (;;) {
             char body[600];
             int code;
             cJSON *j = job_get(x, &c, c.job, &code, body, sizeof(body));
             const char *st = kobj_str(j, "status");
-            if (st && ray_status_terminal(st)) {
+            if (st && ray__status_terminal(st)) {
                 cJSON_Delete(j);
                 log_job_status(x, &c, c.job, qo, qe, status, sizeof(status), &rc);
                 return rc;
             }
-            ray_exec_printf(x, qo, "Job has not exited yet. Status: %s\n", st ? st : "UNKNOWN");
+            ray__exec_printf(x, qo, "Job has not exited yet. Status: %s\n", st ? st : "UNKNOWN");
             cJSON_Delete(j);
-            if (!st || ray_exec_nap(x, 1000) < 0)
+            if (!st || ray__exec_nap(x, 1000) < 0)
                 return 1;
         }
     }
     if (!strcmp(c.sub, "delete")) {
         if ((rc = cli_simple(x, &c, "DELETE", "/api/jobs/%.300s", qo, qe, &resp)) == 0)
-            ray_exec_printf(x, qo, "Job '%s' deleted successfully\n", c.job);
+            ray__exec_printf(x, qo, "Job '%s' deleted successfully\n", c.job);
         free(resp.body);
         return rc;
     }
     /* list */
     if ((rc = cli_simple(x, &c, "GET", "/api/jobs/", qo, qe, &resp)) == 0) {
-        ray_exec_write(x, qo, resp.body, resp.len);
-        ray_exec_printf(x, qo, "\n");
+        ray__exec_write(x, qo, resp.body, resp.len);
+        ray__exec_printf(x, qo, "\n");
     }
     free(resp.body);
     return rc;
 }
 
 /* KubeRay's light-weight submitter (ray-operator/rayjob-submitter/cmd/main.go). */
-int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe)
+int ray__cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe)
 {
-    const char *addr = ray_exec_env(x, "RAY_DASHBOARD_ADDRESS");
-    const char *id = ray_exec_env(x, "RAY_JOB_SUBMISSION_ID");
+    const char *addr = ray__exec_env(x, "RAY_DASHBOARD_ADDRESS");
+    const char *id = ray__exec_env(x, "RAY_JOB_SUBMISSION_ID");
     cJSON *req = cJSON_CreateObject();
     struct buf entry = { 0 }, url = { 0 };
     char *const *words = NULL;
@@ -622,12 +622,12 @@ int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo,
     if (!req)
         return 1;
     if (!addr || !*addr) {
-        ray_exec_printf(x, qe,
+        ray__exec_printf(x, qe,
             "ERROR --  missing RAY_DASHBOARD_ADDRESS in environment variables\n");
         goto out;
     }
     if (!id || !*id) {
-        ray_exec_printf(x, qe,
+        ray__exec_printf(x, qe,
             "ERROR --  missing RAY_JOB_SUBMISSION_ID in environment variables\n");
         goto out;
     }
@@ -644,14 +644,14 @@ int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo,
         }
         if (!key) {
             if (a[0] == '-') {
-                ray_exec_printf(x, qe, "unknown flag: %s\n", a);
+                ray__exec_printf(x, qe, "unknown flag: %s\n", a);
                 rc = 2;
                 goto out;
             }
             break;
         }
         if (i + 1 >= ac) {
-            ray_exec_printf(x, qe, "flag needs an argument: %s\n", a);
+            ray__exec_printf(x, qe, "flag needs an argument: %s\n", a);
             rc = 2;
             goto out;
         }
@@ -661,7 +661,7 @@ int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo,
             cJSON *v = cJSON_Parse(av[i + 1]);
             if (!cJSON_IsObject(v)) {
                 cJSON_Delete(v);
-                ray_exec_printf(x, qe, "ERROR --  invalid character in %s\n", a);
+                ray__exec_printf(x, qe, "ERROR --  invalid character in %s\n", a);
                 goto out;
             }
             cJSON_AddItemToObject(req, key, v);
@@ -683,27 +683,27 @@ int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo,
                       : -ENOMEM;
         free(body);
         if (hr < 0) {
-            ray_exec_printf(x, qe, "ERROR --  Post \"%s/api/jobs/\": %s\n", url.data, err);
+            ray__exec_printf(x, qe, "ERROR --  Post \"%s/api/jobs/\": %s\n", url.data, err);
             goto out;
         }
     }
     if (resp.code < 200 || resp.code > 299) {
         if (strstr(resp.body, "Please use a different submission_id")) {
-            ray_exec_printf(x, qo,
+            ray__exec_printf(x, qo,
                 "INFO -- Job '%s' has already been submitted, tailing logs.\n", id);
         } else {
-            ray_exec_printf(x, qe, "ERROR --  SubmitJob fail: %d %s\n", resp.code, resp.body);
+            ray__exec_printf(x, qe, "ERROR --  SubmitJob fail: %d %s\n", resp.code, resp.body);
             free(resp.body);
             goto out;
         }
     } else {
-        ray_exec_printf(x, qo, "SUCC -- Job '%s' submitted successfully\n", id);
+        ray__exec_printf(x, qo, "SUCC -- Job '%s' submitted successfully\n", id);
     }
     free(resp.body);
-    ray_exec_printf(x, qo, "INFO -- Tailing logs until the job finishes:\n");
+    ray__exec_printf(x, qo, "INFO -- Tailing logs until the job finishes:\n");
     if (follow_logs(x, url.data, id, qo, qe) != 0)
         goto out;
-    ray_exec_printf(x, qo, "SUCC -- Job '%s' succeeded\n", id);
+    ray__exec_printf(x, qo, "SUCC -- Job '%s' succeeded\n", id);
     rc = 0;
 out:
     cJSON_Delete(req);
@@ -714,7 +714,7 @@ out:
 
 /* python -c "...urlopen('URL', timeout=N)... b'success' in r.read()..." (KubeRay's
  * BasePythonHealthCommand): 0 when URL answers 200 with "success". */
-int ray_cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe)
+int ray__cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe)
 {
     const char *code = ac >= 3 && !strcmp(av[1], "-c") ? av[2] : NULL, *u, *e;
     char url[512], err[300];
@@ -723,19 +723,19 @@ int ray_cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe)
     int rc;
 
     if (!code || !(u = strstr(code, "urlopen('")) || !(e = strchr(u + 9, '\''))) {
-        ray_exec_printf(x, qe, "bash: line 1: %s: command not found\n", av[0]);
+        ray__exec_printf(x, qe, "bash: line 1: %s: command not found\n", av[0]);
         return 127;
     }
     snprintf(url, sizeof(url), "%.*s", (int)(e - u - 9), u + 9);
     path = strstr(url, "://") ? strchr(strstr(url, "://") + 3, '/') : strchr(url, '/');
     if (http(x, url, "GET", path ? path : "/", NULL, &resp, err, sizeof(err)) < 0) {
-        ray_exec_printf(x, qe,
+        ray__exec_printf(x, qe,
             "urllib.error.URLError: <urlopen error [Errno 111] Connection refused>\n");
         return 1;
     }
     rc = resp.code == 200 && resp.body && strstr(resp.body, "success") ? 0 : 1;
     if (resp.code != 200)
-        ray_exec_printf(x, qe, "urllib.error.HTTPError: HTTP Error %d\n", resp.code);
+        ray__exec_printf(x, qe, "urllib.error.HTTPError: HTTP Error %d\n", resp.code);
     free(resp.body);
     return rc;
 }
@@ -746,7 +746,7 @@ int ray_cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe)
  * Exit codes as wget's: 0, 2 a usage error, 4 the network failed, 8 the server answered
  * with an error status. There is no time to wait for (the dashboards are in-process), so
  * --tries and -T are read and checked, not used. */
-int ray_cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe)
+int ray__cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe)
 {
     static const char *const valued[] = { "--tries", "-t", "--timeout", "-T", "-O",
                                           "--output-document", NULL };
@@ -762,7 +762,7 @@ int ray_cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool q
 
         if (a[0] != '-' || !a[1]) {
             if (url) {
-                ray_exec_printf(x, qe, "wget: only one URL is read here: %s\n", a);
+                ray__exec_printf(x, qe, "wget: only one URL is read here: %s\n", a);
                 return 2;
             }
             url = a;
@@ -781,8 +781,8 @@ int ray_cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool q
         for (k = 0; valued[k] && strcmp(valued[k], name); k++)
             ;
         if (!valued[k]) {
-            ray_exec_printf(x, qe, "wget: unrecognized option '%s'\nUsage: wget [OPTION]... "
-                            "[URL]...\n", a);
+            ray__exec_printf(x, qe, "wget: unrecognized option '%s'\nUsage: wget [OPTION]... "
+                             "[URL]...\n", a);
             return 2;
         }
         if (a[nl] == '=' || (a[1] != '-' && a[nl]))
@@ -790,7 +790,7 @@ int ray_cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool q
         else if (i + 1 < ac)
             val = av[++i];
         else {
-            ray_exec_printf(x, qe, "wget: option requires an argument -- '%s'\n", name);
+            ray__exec_printf(x, qe, "wget: option requires an argument -- '%s'\n", name);
             return 2;
         }
         if (!strcmp(name, "-O") || !strcmp(name, "--output-document")) {
@@ -799,34 +799,34 @@ int ray_cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool q
             char *end;
             double v = strtod(val, &end);
             if (end == val || *end || v < 0) {
-                ray_exec_printf(x, qe, "wget: %s: Invalid number '%s'.\n", name, val);
+                ray__exec_printf(x, qe, "wget: %s: Invalid number '%s'.\n", name, val);
                 return 2;
             }
         }
     }
     if (!url) {
-        ray_exec_printf(x, qe, "wget: missing URL\nUsage: wget [OPTION]... [URL]...\n");
+        ray__exec_printf(x, qe, "wget: missing URL\nUsage: wget [OPTION]... [URL]...\n");
         return 1;
     }
     path = strstr(url, "://") ? strchr(strstr(url, "://") + 3, '/') : strchr(url, '/');
     if (!quiet)
-        ray_exec_printf(x, qe, "--  %s\n", url);
+        ray__exec_printf(x, qe, "--  %s\n", url);
     if (http(x, url, "GET", path ? path : "/", NULL, &resp, err, sizeof(err)) < 0) {
         if (!quiet)
-            ray_exec_printf(x, qe, "Connecting to %s... failed: Connection refused.\n", url);
+            ray__exec_printf(x, qe, "Connecting to %s... failed: Connection refused.\n", url);
         return 4;
     }
     if (resp.code < 200 || resp.code > 299) {
         if (!quiet)
-            ray_exec_printf(x, qe, "HTTP request sent, awaiting response... %d\nERROR %d.\n",
-                            resp.code, resp.code);
+            ray__exec_printf(x, qe, "HTTP request sent, awaiting response... %d\nERROR %d.\n",
+                             resp.code, resp.code);
         free(resp.body);
         return 8;
     }
     if (!quiet)
-        ray_exec_printf(x, qe, "HTTP request sent, awaiting response... %d OK\n", resp.code);
+        ray__exec_printf(x, qe, "HTTP request sent, awaiting response... %d OK\n", resp.code);
     if (out && !strcmp(out, "-"))
-        ray_exec_stdout(x, qo, resp.body, strlen(resp.body));
+        ray__exec_stdout(x, qo, resp.body, strlen(resp.body));
     free(resp.body);
     return 0;
 }

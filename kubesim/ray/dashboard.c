@@ -1,8 +1,8 @@
 /*
- * ray_dashboard.c - the Ray dashboard's REST handlers as kubesim plays them: the Jobs
+ * dashboard.c - the Ray dashboard's REST handlers as kubesim plays them: the Jobs
  * API (submit, list, get, stop, delete, logs), /api/version, the health paths KubeRay
  * probes, /api/cluster_status and /api/component_activities; /api/serve/ goes to
- * ray_serve.c. A pure function of (cluster, time, request): the proxy, the submitter
+ * serve.c. A pure function of (cluster, time, request): the proxy, the submitter
  * and the fuzz target all call ray_dashboard_serve.
  *
  * Field names, messages and error shapes follow Ray's dashboard
@@ -21,7 +21,7 @@
 #define RAY_VERSION   "2.60.0" /* checked against real Ray: tests/integration/real_ray_contract.py */
 #define JOBS_API_VERSION "4"
 
-int ray_resp_text(struct ray_resp *out, int code, const char *text)
+int ray__resp_text(struct ray_resp *out, int code, const char *text)
 {
     out->code = code;
     out->ctype = "text/plain; charset=utf-8";
@@ -30,7 +30,7 @@ int ray_resp_text(struct ray_resp *out, int code, const char *text)
     return out->body ? 0 : -ENOMEM;
 }
 
-int ray_resp_json(struct ray_resp *out, int code, cJSON *body)
+int ray__resp_json(struct ray_resp *out, int code, cJSON *body)
 {
     out->code = code;
     out->ctype = "application/json";
@@ -49,7 +49,7 @@ static int traceback(struct ray_resp *out, int code, const char *where, const ch
     if (buf_printf(&b, "Traceback (most recent call last):\n  File \"%s\", in <module>\n%s\n",
                    where, exc) < 0)
         return -ENOMEM;
-    rc = ray_resp_text(out, code, b.data);
+    rc = ray__resp_text(out, code, b.data);
     buf_free(&b);
     return rc;
 }
@@ -67,12 +67,12 @@ static int agent_error(struct ray_resp *out, int agent_code, const char *exc)
 
 static int not_found(struct ray_resp *out)
 {
-    return ray_resp_text(out, 404, "404: Not Found");
+    return ray__resp_text(out, 404, "404: Not Found");
 }
 
 static int bad_method(struct ray_resp *out)
 {
-    return ray_resp_text(out, 405, "405: Method Not Allowed");
+    return ray__resp_text(out, 405, "405: Method Not Allowed");
 }
 
 /* ---- job rendering ---------------------------------------------------------------- */
@@ -95,9 +95,9 @@ static void add_dup(cJSON *o, const char *k, const cJSON *v)
 
 static cJSON *job_json(const struct ray_cluster *c, const struct ray_job *j, uint64_t now)
 {
-    const char *st = ray_job_status(j, now);
+    const char *st = ray__job_status(j, now);
     bool started = now >= j->start_ms && !(j->stop_ms && j->stop_ms < j->start_ms);
-    bool ended = ray_status_terminal(st);
+    bool ended = ray__status_terminal(st);
     cJSON *o = cJSON_CreateObject(), *di;
     char addr[64];
     struct buf msg = { 0 };
@@ -135,7 +135,7 @@ static cJSON *job_json(const struct ray_cluster *c, const struct ray_job *j, uin
     } else {
         struct buf logs = { 0 };
         size_t off;
-        ray_job_logs(c, j, now, &logs);
+        ray__job_logs(c, j, now, &logs);
         off = logs.len > 20000 ? logs.len - 20000 : 0;
         buf_printf(&msg, "Job entrypoint command failed with exit code %d, last available "
                    "logs (truncated to 20,000 chars):\n%s", j->exit_code,
@@ -213,14 +213,14 @@ static bool str_map(const cJSON *req, const char *k, bool values_str, bool value
 
 static double knob_num(const struct ray_job *j, const char *key, double def, double max)
 {
-    return ray_knob_seconds(ray_knob(j->runtime_env, j->metadata, key), def, max);
+    return ray__knob_seconds(ray__knob(j->runtime_env, j->metadata, key), def, max);
 }
 
 static void random_id(char *out, size_t n)
 {
     static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNPQRSTUVWXYZ123456789";
     static unsigned seed;
-    unsigned s = __atomic_add_fetch(&seed, 0x9e3779b9u, __ATOMIC_RELAXED) ^ (unsigned)ray_now_ms();
+    unsigned s = __atomic_add_fetch(&seed, 0x9e3779b9u, __ATOMIC_RELAXED) ^ (unsigned)ray__now_ms();
 
     for (size_t i = 0; i + 1 < n; i++) {
         s = s * 1103515245u + 12345u;
@@ -281,12 +281,12 @@ static int jobs_submit(struct ray_cluster *c, uint64_t now, const char *body, si
         snprintf(exc, sizeof(exc), "ValueError: Job with submission_id %.300s already exists. "
                  "Please use a different submission_id.", sid);
         cJSON_Delete(req);
-        ray_job_free(j);
+        ray__job_free(j);
         return agent_error(out, 400, exc);
     }
     if (HASH_COUNT(c->jobs) >= RAY_MAX_JOBS) {
         cJSON_Delete(req);
-        ray_job_free(j);
+        ray__job_free(j);
         return agent_error(out, 500, "RuntimeError: kubesim: too many jobs on this cluster");
     }
     if (!(j->id = strdup(sid)) || !(j->entrypoint = strdup(entry)))
@@ -312,14 +312,14 @@ static int jobs_submit(struct ray_cluster *c, uint64_t now, const char *body, si
         return -ENOMEM;
     cJSON_AddStringToObject(resp, "job_id", j->id);
     cJSON_AddStringToObject(resp, "submission_id", j->id);
-    return ray_resp_json(out, 200, resp);
+    return ray__resp_json(out, 200, resp);
 bad:
     cJSON_Delete(req);
-    ray_job_free(j);
+    ray__job_free(j);
     return traceback(out, 400, "job_head.py", err);
 nomem:
     cJSON_Delete(req);
-    ray_job_free(j);
+    ray__job_free(j);
     return -ENOMEM;
 }
 
@@ -348,7 +348,7 @@ static int jobs_list(struct ray_cluster *c, uint64_t now, struct ray_resp *out)
     for (unsigned i = 0; i < k; i++)
         cJSON_AddItemToArray(arr, job_json(c, v[i], now));
     free(v);
-    return ray_resp_json(out, 200, arr);
+    return ray__resp_json(out, 200, arr);
 }
 
 static int job_missing(struct ray_resp *out, const char *id)
@@ -356,7 +356,7 @@ static int job_missing(struct ray_resp *out, const char *id)
     char msg[400];
 
     snprintf(msg, sizeof(msg), "Job %.300s does not exist", id);
-    return ray_resp_text(out, 404, msg);
+    return ray__resp_text(out, 404, msg);
 }
 
 /* /api/jobs/ID[/op] */
@@ -380,26 +380,26 @@ static int jobs_one(struct ray_cluster *c, uint64_t now, const char *method, con
                 return job_missing(out, id);
             if (!(o = job_json(c, j, now)))
                 return -ENOMEM;
-            return ray_resp_json(out, 200, o);
+            return ray__resp_json(out, 200, o);
         }
         if (!strcmp(method, "DELETE")) {
             const char *st;
             cJSON *o;
             if (!j)
                 return job_missing(out, id);
-            st = ray_job_status(j, now);
-            if (!ray_status_terminal(st)) {
+            st = ray__job_status(j, now);
+            if (!ray__status_terminal(st)) {
                 char exc[512];
                 snprintf(exc, sizeof(exc), "RuntimeError: Attempted to delete job "
                          "'%.300s', but it is in a non-terminal state %s.", id, st);
                 return agent_error(out, 500, exc);
             }
             HASH_DEL(c->jobs, j);
-            ray_job_free(j);
+            ray__job_free(j);
             if (!(o = cJSON_CreateObject()))
                 return -ENOMEM;
             cJSON_AddBoolToObject(o, "deleted", true);
-            return ray_resp_json(out, 200, o);
+            return ray__resp_json(out, 200, o);
         }
         return bad_method(out);
     }
@@ -410,14 +410,14 @@ static int jobs_one(struct ray_cluster *c, uint64_t now, const char *method, con
             return bad_method(out);
         if (!j)
             return job_missing(out, id);
-        if (!ray_status_terminal(ray_job_status(j, now))) {
+        if (!ray__status_terminal(ray__job_status(j, now))) {
             j->stop_ms = now;
             stopped = true;
         }
         if (!(o = cJSON_CreateObject()))
             return -ENOMEM;
         cJSON_AddBoolToObject(o, "stopped", stopped);
-        return ray_resp_json(out, 200, o);
+        return ray__resp_json(out, 200, o);
     }
     if (!strcmp(op, "logs")) {
         struct buf b = { 0 };
@@ -426,19 +426,19 @@ static int jobs_one(struct ray_cluster *c, uint64_t now, const char *method, con
             return bad_method(out);
         if (!j)
             return job_missing(out, id);
-        if (ray_job_logs(c, j, now, &b) < 0 || !(o = cJSON_CreateObject())) {
+        if (ray__job_logs(c, j, now, &b) < 0 || !(o = cJSON_CreateObject())) {
             buf_free(&b);
             return -ENOMEM;
         }
         cJSON_AddStringToObject(o, "logs", b.data ? b.data : "");
         buf_free(&b);
-        return ray_resp_json(out, 200, o);
+        return ray__resp_json(out, 200, o);
     }
     if (!strcmp(op, "logs/tail")) {
         if (!j)
             return job_missing(out, id);
-        return ray_resp_text(out, 400, "No WebSocket UPGRADE hdr: None\n Can \"Upgrade\" only "
-                             "to \"WebSocket\".");
+        return ray__resp_text(out, 400, "No WebSocket UPGRADE hdr: None\n Can \"Upgrade\" only "
+                              "to \"WebSocket\".");
     }
     return not_found(out);
 }
@@ -455,7 +455,7 @@ static int version(struct ray_cluster *c, struct ray_resp *out)
     cJSON_AddStringToObject(o, "ray_version", RAY_VERSION);
     cJSON_AddStringToObject(o, "ray_commit", "kubesim");
     cJSON_AddStringToObject(o, "session_name", c->session);
-    return ray_resp_json(out, 200, o);
+    return ray__resp_json(out, 200, o);
 }
 
 static int cluster_status(struct ray_cluster *c, struct ray_resp *out)
@@ -483,7 +483,7 @@ static int cluster_status(struct ray_cluster *c, struct ray_resp *out)
              "---------------------------------------------------------------\nUsage:\n"
              " 0.0/%.1f CPU\n", c->workers, c->cpus);
     cJSON_AddStringToObject(d, "autoscalingStatus", text);
-    return ray_resp_json(out, 200, o);
+    return ray__resp_json(out, 200, o);
 }
 
 static int component_activities(struct ray_cluster *c, uint64_t now, struct ray_resp *out)
@@ -496,10 +496,10 @@ static int component_activities(struct ray_cluster *c, uint64_t now, struct ray_
     if (!o)
         return -ENOMEM;
     HASH_ITER(hh, c->jobs, j, jt) {
-        const char *st = ray_job_status(j, now);
-        uint64_t t = ray_status_terminal(st) ? (j->stop_ms && j->stop_ms < j->end_ms ?
-                                                j->stop_ms : j->end_ms) : now;
-        if (!ray_status_terminal(st))
+        const char *st = ray__job_status(j, now);
+        uint64_t t = ray__status_terminal(st) ? (j->stop_ms && j->stop_ms < j->end_ms ?
+                                                 j->stop_ms : j->end_ms) : now;
+        if (!ray__status_terminal(st))
             active = true;
         if (t > last)
             last = t;
@@ -512,7 +512,7 @@ static int component_activities(struct ray_cluster *c, uint64_t now, struct ray_
         cJSON_AddNumberToObject(drv, "last_activity_at", (double)last / 1000.0);
     else
         cJSON_AddNullToObject(drv, "last_activity_at");
-    return ray_resp_json(out, 200, o);
+    return ray__resp_json(out, 200, o);
 }
 
 int ray_dashboard_serve(struct ray_cluster *c, uint64_t now, const char *method,
@@ -520,14 +520,14 @@ int ray_dashboard_serve(struct ray_cluster *c, uint64_t now, const char *method,
 {
     memset(out, 0, sizeof(*out));
     if (len > RAY_MAX_BODY)
-        return ray_resp_text(out, 413, "Maximum request body size 1048576 exceeded");
+        return ray__resp_text(out, 413, "Maximum request body size 1048576 exceeded");
     if (!path || !*path)
         path = "/";
     if (!strcmp(path, "/api/version"))
         return strcmp(method, "GET") ? bad_method(out) : version(c, out);
     if (!strcmp(path, "/api/gcs_healthz") || !strcmp(path, "/api/local_raylet_healthz") ||
         !strcmp(path, "/api/healthz"))
-        return strcmp(method, "GET") ? bad_method(out) : ray_resp_text(out, 200, "success");
+        return strcmp(method, "GET") ? bad_method(out) : ray__resp_text(out, 200, "success");
     if (!strcmp(path, "/api/cluster_status"))
         return strcmp(method, "GET") ? bad_method(out) : cluster_status(c, out);
     if (!strcmp(path, "/api/component_activities"))
@@ -542,11 +542,11 @@ int ray_dashboard_serve(struct ray_cluster *c, uint64_t now, const char *method,
     if (!strncmp(path, "/api/jobs/", 10))
         return jobs_one(c, now, method, path + 10, out);
     if (!strncmp(path, "/api/serve/", 11))
-        return ray_serve_handle(c, now, method, path, body, len, out);
+        return ray__serve_handle(c, now, method, path, body, len, out);
     if (!strcmp(path, "/") && !strcmp(method, "GET")) {
-        int rc = ray_resp_text(out, 200, "<!doctype html><html lang=\"en\"><head><title>Ray "
-                               "Dashboard</title></head><body><div id=\"root\"></div></body>"
-                               "</html>");
+        int rc = ray__resp_text(out, 200, "<!doctype html><html lang=\"en\"><head><title>Ray "
+                                "Dashboard</title></head><body><div id=\"root\"></div></body>"
+                                "</html>");
         out->ctype = "text/html";
         return rc;
     }

@@ -276,14 +276,14 @@ static int on_gateway(void *arg, struct server_req *req)
         return server_reply_status(req, 404, "NotFound", "no HTTPRoute of this Gateway matches");
     struct ray_target t;
     struct ray_resp resp;
-    ray_resolve_service(r, ns, svc, port, &t);
+    ray__resolve_service(r, ns, svc, port, &t);
     server_reply_header(req, "X-Kubesim-Backend", svc);
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
     /* a Gateway passes Authorization on (unlike the API server's proxy) */
-    rc = ray_target_request(r, &t, req->method, path, req->body, req->body_len,
-                            server_req_header(req, "Authorization"),
-                            server_req_header(req, "X-Ray-Authorization"), &resp);
+    rc = ray__target_request(r, &t, req->method, path, req->body, req->body_len,
+                             server_req_header(req, "Authorization"),
+                             server_req_header(req, "X-Ray-Authorization"), &resp);
     if (rc < 0 || !resp.body) {
         free(resp.body);
         return server_reply_status(req, 503, "ServiceUnavailable", "error trying to reach the backend");
@@ -291,7 +291,7 @@ static int on_gateway(void *arg, struct server_req *req)
     return server_reply_take(req, resp.code, resp.ctype, resp.body, resp.len);
 }
 
-int ray_gateway_install(struct ray *r)
+int ray__gateway_install(struct ray *r)
 {
     pthread_t th;
     pthread_attr_t at;

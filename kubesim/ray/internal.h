@@ -1,17 +1,17 @@
 /*
- * ray_int.h - state shared by the simulated Ray runtime's parts:
- *   ray_runtime.c    clusters, jobs, Serve applications and their time-derived states
- *   ray_dashboard.c  the dashboard's REST handlers (pure: cluster + request -> answer)
- *   ray_serve.c      Serve REST API (applications PUT/GET/DELETE) and Serve's HTTP proxy
- *   ray_proxy.c      services/NAME/proxy and host resolution (Service -> Endpoints -> Pod)
- *   ray_submitter.c  the submitter command parser (pure, fuzzed)
- *   ray_submitter_run.c  plays a submitter container on its own thread (the bash part)
- *   ray_cli.c        the commands it runs: ray job ..., /submitter, the health check
+ * internal.h - state shared by the simulated Ray runtime's parts:
+ *   runtime.c        clusters, jobs, Serve applications and their time-derived states
+ *   dashboard.c      the dashboard's REST handlers (pure: cluster + request -> answer)
+ *   serve.c          Serve REST API (applications PUT/GET/DELETE) and Serve's HTTP proxy
+ *   proxy.c          services/NAME/proxy and host resolution (Service -> Endpoints -> Pod)
+ *   submitter.c      the submitter command parser (pure, fuzzed)
+ *   submitter_run.c  plays a submitter container on its own thread (the bash part)
+ *   cli.c            the commands it runs: ray job ..., /submitter, the health check
  *   pod_log.c        pods/NAME/log
  * Everything below struct ray is guarded by ray.mu.
  */
-#ifndef RAYOP_SIM_RAY_INT_H
-#define RAYOP_SIM_RAY_INT_H
+#ifndef RAYOP_KUBESIM_RAY_INTERNAL_H
+#define RAYOP_KUBESIM_RAY_INTERNAL_H
 
 #include <pthread.h>
 #include <uthash.h>
@@ -88,7 +88,7 @@ struct ray_cluster {
     UT_hash_handle hh;
 };
 
-struct ray_sub;                  /* ray_submitter_run.c */
+struct ray_sub;                  /* submitter_run.c */
 
 struct ray {
     struct store *store;
@@ -109,56 +109,56 @@ struct ray {
     void *http_arg;
 };
 
-/* ---- ray_runtime.c ---- */
-const char *ray_job_status(const struct ray_job *j, uint64_t now_ms);
-bool ray_status_terminal(const char *status);
+/* ---- runtime.c ---- */
+const char *ray__job_status(const struct ray_job *j, uint64_t now_ms);
+bool ray__status_terminal(const char *status);
 /* The driver log of j as of now_ms (what /logs returns); appended to out. */
-int ray_job_logs(const struct ray_cluster *c, const struct ray_job *j, uint64_t now_ms,
-                 struct buf *out);
+int ray__job_logs(const struct ray_cluster *c, const struct ray_job *j, uint64_t now_ms,
+                  struct buf *out);
 /* Reads KUBESIM_* knobs from runtime_env.env_vars or metadata: the string, or NULL. */
-const char *ray_knob(const cJSON *runtime_env, const cJSON *metadata, const char *key);
+const char *ray__knob(const cJSON *runtime_env, const cJSON *metadata, const char *key);
 /* A knob's value as a number of seconds in [0, max]: def when v is NULL, not a
  * number, negative or not finite; capped at max. */
-double ray_knob_seconds(const char *v, double def, double max);
-void ray_job_free(struct ray_job *j);
-void ray_app_free(struct ray_app *a);
-uint64_t ray_now_ms(void);      /* unix ms */
+double ray__knob_seconds(const char *v, double def, double max);
+void ray__job_free(struct ray_job *j);
+void ray__app_free(struct ray_app *a);
+uint64_t ray__now_ms(void);      /* unix ms */
 /* Finds (creating when new) the cluster of a Ready head Pod; drops a stale one (other
  * uid with the same head name, or a restarted container). A new cluster takes *token
- * (ray_pod_auth_token of pod, read before taking the lock) and sets it NULL. Under r->mu. */
-struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod, char **token);
+ * (ray__pod_auth_token of pod, read before taking the lock) and sets it NULL. Under r->mu. */
+struct ray_cluster *ray__cluster_for_head(struct ray *r, const cJSON *pod, char **token);
 
 /* ---- auth.c: Ray token authentication ---- */
 /* The token a head Pod's Ray container expects (RAY_AUTH_MODE=token; RAY_AUTH_TOKEN as a
  * value or Secret reference), "" when it cannot be read, NULL without token auth. Reads
  * the store: call without r->mu. Caller frees. */
-char *ray_pod_auth_token(struct ray *r, const cJSON *pod);
+char *ray__pod_auth_token(struct ray *r, const cJSON *pod);
 /* A copy of a container's env with secretKeyRef values filled in (store reads: call
  * without r->mu). NULL for NULL env or out of memory. */
-cJSON *ray_env_resolve(struct ray *r, const char *ns, const cJSON *env);
+cJSON *ray__env_resolve(struct ray *r, const char *ns, const cJSON *env);
 /* Ray's token_auth_middleware for a request to c: 0 to serve it, 1 with out set to the
  * 401/403 answer, -ENOMEM. authz / x_ray_authz are the header values (NULL if absent). */
-int ray_auth_check(const struct ray_cluster *c, const char *path, const char *authz,
-                   const char *x_ray_authz, struct ray_resp *out);
-void ray_cluster_drop(struct ray *r, const char *uid);
+int ray__auth_check(const struct ray_cluster *c, const char *path, const char *authz,
+                    const char *x_ray_authz, struct ray_resp *out);
+void ray__cluster_drop(struct ray *r, const char *uid);
 
-/* ---- ray_serve.c ---- */
-int ray_serve_handle(struct ray_cluster *c, uint64_t now_ms, const char *method,
-                     const char *path, const char *body, size_t len, struct ray_resp *out);
-const char *ray_app_status(const struct ray_app *a, uint64_t now_ms);
+/* ---- serve.c ---- */
+int ray__serve_handle(struct ray_cluster *c, uint64_t now_ms, const char *method,
+                      const char *path, const char *body, size_t len, struct ray_resp *out);
+const char *ray__app_status(const struct ray_app *a, uint64_t now_ms);
 /* The Serve HTTP proxy (port 8000 of every Ray node once Serve runs): /-/healthz,
  * /-/routes, and application routes by longest route_prefix. */
-int ray_serve_http(struct ray_cluster *c, uint64_t now_ms, const char *method,
-                   const char *path, struct ray_resp *out);
+int ray__serve_http(struct ray_cluster *c, uint64_t now_ms, const char *method,
+                    const char *path, struct ray_resp *out);
 /* Admin: sets (status "" clears) the forced status of an app. 0 or -ENOENT / -EINVAL. */
-int ray_serve_force(struct ray_cluster *c, const char *app, const char *status,
-                    const char *message);
+int ray__serve_force(struct ray_cluster *c, const char *app, const char *status,
+                     const char *message);
 
-/* ---- ray_dashboard.c ---- */
-int ray_resp_text(struct ray_resp *out, int code, const char *text);
-int ray_resp_json(struct ray_resp *out, int code, cJSON *body);   /* body consumed */
+/* ---- dashboard.c ---- */
+int ray__resp_text(struct ray_resp *out, int code, const char *text);
+int ray__resp_json(struct ray_resp *out, int code, cJSON *body);   /* body consumed */
 
-/* ---- ray_proxy.c ---- */
+/* ---- proxy.c ---- */
 /* Where a connection to HOST:PORT (or a Service port) lands. */
 struct ray_target {
     int code;                    /* 0 = reached a dashboard; else the HTTP error to answer */
@@ -171,22 +171,22 @@ struct ray_target {
     int pod_port;
 };
 /* Service ns/name, port (number, name or "" as in the proxy path) -> target. */
-void ray_resolve_service(struct ray *r, const char *ns, const char *name, const char *port,
-                         struct ray_target *t);
+void ray__resolve_service(struct ray *r, const char *ns, const char *name, const char *port,
+                          struct ray_target *t);
 /* A submitter's --address host (DNS name, Service or Pod IP, localhost = its own Pod
  * self) and port, seen from namespace ns -> target; failures are connection errors
  * (t->message as the CLI says). */
-void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const char *host,
-                      int port, struct ray_target *t);
+void ray__resolve_host(struct ray *r, const char *ns, const cJSON *self, const char *host,
+                       int port, struct ray_target *t);
 /* One dashboard request against a resolved target (locks r->mu). 0 or -ENOENT when
  * the cluster went in between (the caller answers as for a refused connection). */
 /* authz / x_ray_authz: the Authorization / X-Ray-Authorization header values the client
  * sent (NULL if none), checked when the cluster uses token auth. */
-int ray_target_request(struct ray *r, const struct ray_target *t, const char *method,
-                       const char *path, const char *body, size_t len, const char *authz,
-                       const char *x_ray_authz, struct ray_resp *out);
+int ray__target_request(struct ray *r, const struct ray_target *t, const char *method,
+                        const char *path, const char *body, size_t len, const char *authz,
+                        const char *x_ray_authz, struct ray_resp *out);
 
-/* ---- ray_submitter.c: a container's command as a script tree ---- */
+/* ---- submitter.c: a container's command as a script tree ---- */
 #define RAY_MAX_SCRIPT (256 * 1024)   /* bytes of script */
 #define RAY_MAX_ARGV   4096           /* command + args words */
 
@@ -211,20 +211,20 @@ struct ray_script {
     bool errexit;                /* bash -e */
 };
 
-/* Parses a bash script (the subset in ray_submitter.c) with $VAR from env (a container's
+/* Parses a bash script (the subset in submitter.c) with $VAR from env (a container's
  * env array; valueFrom entries expand to ""). 0 with *out (free with
- * ray_script_free_nodes), or -EINVAL/-E2BIG with err set, or -ENOMEM. */
-int ray_script_parse_text(const char *text, size_t len, const cJSON *env,
-                          struct ray_node **out, char *err, size_t errlen);
-/* A container's command/args as a script: 0 with *out (free with ray_script_free),
+ * ray__script_free_nodes), or -EINVAL/-E2BIG with err set, or -ENOMEM. */
+int ray__script_parse_text(const char *text, size_t len, const cJSON *env,
+                           struct ray_node **out, char *err, size_t errlen);
+/* A container's command/args as a script: 0 with *out (free with ray__script_free),
  * -ENOENT when it does not run `ray job ...` or /submitter, -EINVAL/-E2BIG with err set
  * for a command that cannot be read, -ENOMEM. */
-int ray_script_from_container(const cJSON *container, struct ray_script **out, char *err,
-                              size_t errlen);
-void ray_script_free(struct ray_script *s);
-void ray_script_free_nodes(struct ray_node *n);
+int ray__script_from_container(const cJSON *container, struct ray_script **out, char *err,
+                               size_t errlen);
+void ray__script_free(struct ray_script *s);
+void ray__script_free_nodes(struct ray_node *n);
 
-/* ---- ray_submitter_run.c: one running submitter container; ray_cli.c: its commands ---- */
+/* ---- submitter_run.c: one running submitter container; cli.c: its commands ---- */
 /* A submitter container (by Pod uid), its output and its run. Under ray.mu. */
 struct ray_sub {
     char *uid;                   /* the Pod's, hash key */
@@ -251,42 +251,42 @@ struct ray_exec {
 };
 
 /* Appends to the container's output unless quiet (its stream is redirected away). */
-void ray_exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len);
-void ray_exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
+void ray__exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len);
+void ray__exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Standard output of the commands that can sit on the left of a pipe (echo, wget, grep):
- * into the pipe when there is one, otherwise as ray_exec_write. */
-void ray_exec_stdout(struct ray_exec *x, bool quiet, const char *text, size_t len);
+ * into the pipe when there is one, otherwise as ray__exec_write. */
+void ray__exec_stdout(struct ray_exec *x, bool quiet, const char *text, size_t len);
 /* Sleeps ms unless the container is cancelled: 0, or -ECANCELED. */
-int ray_exec_nap(struct ray_exec *x, long ms);
+int ray__exec_nap(struct ray_exec *x, long ms);
 /* The container's env value of name, or NULL. */
-const char *ray_exec_env(const struct ray_exec *x, const char *name);
+const char *ray__exec_env(const struct ray_exec *x, const char *name);
 
-/* ray_cli.c: `ray job ...`, the light-weight /submitter, KubeRay's python health check.
+/* cli.c: `ray job ...`, the light-weight /submitter, KubeRay's python health check.
  * Each returns the command's exit status. */
-int ray_cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
-int ray_cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
-int ray_cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe);
+int ray__cli_ray(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
+int ray__cli_lightweight(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
+int ray__cli_python(struct ray_exec *x, char *const *av, size_t ac, bool qe);
 /* GNU wget's `wget [-q] [--tries N] [-T N] [-O FILE] URL` (KubeRay v1.5's probes and its
  * sidecar submitter's wait loop run `wget ... -O- URL | grep success`). */
-int ray_cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
+int ray__cli_wget(struct ray_exec *x, char *const *av, size_t ac, bool qo, bool qe);
 
-void ray_subs_free(struct ray *r);
+void ray__subs_free(struct ray *r);
 /* The Pod left the store: cancel and forget its submitter. Under r->mu. */
-void ray_submitter_gone(struct ray *r, const char *uid);
+void ray__submitter_gone(struct ray *r, const char *uid);
 /* Appends the output of Pod uid's submitter (if it runs in container) from byte from on
  * (previous: the run before the last restart) to out; *running tells whether more may
  * come. -ENOENT when the Pod has no submitter (or no previous run). Locks r->mu. */
-int ray_submitter_log(struct ray *r, const char *uid, const char *container, bool previous,
-                      size_t from,
-                      struct buf *out, bool *running);
+int ray__submitter_log(struct ray *r, const char *uid, const char *container, bool previous,
+                       size_t from,
+                       struct buf *out, bool *running);
 
 /* ---- pod_log.c ---- */
-int pod_log_install(struct ray *r);
+int ray__pod_log_install(struct ray *r);
 /* The routes of the dashboard proxy and the Serve admin API (proxy.c) and of the
  * Gateway routing (gateway.c), installed by ray_install. */
-int ray_proxy_install(struct ray *r);
-int ray_admin_install(struct ray *r);
-int ray_gateway_install(struct ray *r);
+int ray__proxy_install(struct ray *r);
+int ray__admin_install(struct ray *r);
+int ray__gateway_install(struct ray *r);
 
 #endif

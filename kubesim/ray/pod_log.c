@@ -3,7 +3,7 @@
  * behind the real API server answers it: container= (required when the Pod has several
  * containers; init containers may be named too), previous=, tailLines=, limitBytes=,
  * follow= (a chunked stream until the container ends or the Pod goes). What a container
- * "printed": a Ray submitter's output (ray_submitter_run.c), a short `ray start` log for
+ * "printed": a Ray submitter's output (submitter_run.c), a short `ray start` log for
  * Ray head/worker containers, nothing for any other container. Errors use the real
  * messages (400 for a container that is waiting to start, an unknown container, or no
  * previous run).
@@ -156,8 +156,8 @@ static ssize_t stream_read(void *arg, char *buf, size_t max)
             size_t before = ls->pending.len;
             int rc = ls->source ? ls->r->log_fn(ls->r->log_arg, ls->uid, ls->container, false,
                                                 ls->off, &ls->pending, &running)
-                                : ray_submitter_log(ls->r, ls->uid, ls->container, false, ls->off,
-                                                    &ls->pending, &running);
+                                : ray__submitter_log(ls->r, ls->uid, ls->container, false, ls->off,
+                                                     &ls->pending, &running);
             if (rc < 0)
                 return SERVER_STREAM_END;
             ls->off += ls->pending.len - before;
@@ -297,7 +297,7 @@ static int on_log(void *arg, struct server_req *req)
                                &running) == 0) {
         ls->source = true;
         ls->off = ls->pending.len;
-    } else if (ray_submitter_log(r, pod->uid, container, previous, 0, &ls->pending, &running) == 0) {
+    } else if (ray__submitter_log(r, pod->uid, container, previous, 0, &ls->pending, &running) == 0) {
         ls->submitter = true;
         ls->off = ls->pending.len;
     } else {
@@ -329,7 +329,7 @@ void ray_set_log_source(struct ray *r, ray_log_source_fn fn, void *arg)
     }
 }
 
-int pod_log_install(struct ray *r)
+int ray__pod_log_install(struct ray *r)
 {
     int rc = server_add_subresource(r->srv, "pods", "log", on_log, r);
 

@@ -1,5 +1,5 @@
 /*
- * ray_proxy.c - how requests reach a simulated dashboard:
+ * proxy.c - how requests reach a simulated dashboard:
  *   - services/[SCHEME:]NAME[:PORT]/proxy/PATH, resolved as the real API server does
  *     (pkg/registry/core/service/storage ResourceLocation): a numeric PORT names the
  *     Service port with that number, any other PORT is a port name ("" matches an
@@ -8,7 +8,7 @@
  *   - pods/[SCHEME:]NAME[:PORT]/proxy/PATH (the API server's pod proxy, which KubeRay's
  *     --use-kubernetes-proxy uses for the head's Serve /-/healthz): the Pod's IP and PORT;
  *   - a submitter's --address HOST:PORT (Service DNS name, clusterIP or Pod IP), which
- *     kube-proxy would route (ray_resolve_host);
+ *     kube-proxy would route (ray__resolve_host);
  *   - the admin route /kubesim/ray/ (list clusters, force a Serve application status).
  * The endpoint must be a Ready, non-terminating Ray head Pod and the port its dashboard
  * port (the container port named "dashboard", else 8265), or any Ready Ray node's Serve
@@ -153,9 +153,9 @@ static void reach_pod(struct ray *r, const cJSON *pod, const char *ip, int port,
         return;
     }
     t->workers = count_workers(r, pod);
-    char *token = ray_pod_auth_token(r, pod);
+    char *token = ray__pod_auth_token(r, pod);
     pthread_mutex_lock(&r->mu);
-    c = r->stopping ? NULL : ray_cluster_for_head(r, pod, &token);
+    c = r->stopping ? NULL : ray__cluster_for_head(r, pod, &token);
     if (c)
         snprintf(t->uid, sizeof(t->uid), "%s", c->uid);
     pthread_mutex_unlock(&r->mu);
@@ -183,8 +183,8 @@ static struct store_obj *get_obj(struct ray *r, const struct reg_resource *res, 
     return o;
 }
 
-void ray_resolve_service(struct ray *r, const char *ns, const char *name, const char *port,
-                         struct ray_target *t)
+void ray__resolve_service(struct ray *r, const char *ns, const char *name, const char *port,
+                          struct ray_target *t)
 {
     struct store_obj *svc = NULL, *ep = NULL, *pod = NULL;
     const cJSON *sp, *ss, *pt, *addr = NULL;
@@ -280,8 +280,8 @@ static struct store_obj *find_by_field(struct ray *r, const struct reg_resource 
     return hit;
 }
 
-void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const char *host,
-                      int port, struct ray_target *t)
+void ray__resolve_host(struct ray *r, const char *ns, const cJSON *self, const char *host,
+                       int port, struct ray_target *t)
 {
     struct in_addr ia;
     char name[254], *dot, num[16];
@@ -304,7 +304,7 @@ void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const ch
     if (inet_pton(AF_INET, host, &ia) == 1) {
         struct store_obj *o = find_by_field(r, r->r_svc, "spec", "clusterIP", host);
         if (o) {
-            ray_resolve_service(r, o->ns, o->name, num, t);
+            ray__resolve_service(r, o->ns, o->name, num, t);
             store_obj_unref(o);
             return;
         }
@@ -330,14 +330,14 @@ void ray_resolve_host(struct ray *r, const char *ns, const cJSON *self, const ch
         }
         ns = dot + 1;
     }
-    ray_resolve_service(r, ns, name, num, t);
+    ray__resolve_service(r, ns, name, num, t);
     if (t->code == 404)
         fail(t, 503, "ServiceUnavailable", "dial tcp: lookup %s: no such host", host, NULL);
 }
 
-int ray_target_request(struct ray *r, const struct ray_target *t, const char *method,
-                       const char *path, const char *body, size_t len, const char *authz,
-                       const char *x_ray_authz, struct ray_resp *out)
+int ray__target_request(struct ray *r, const struct ray_target *t, const char *method,
+                        const char *path, const char *body, size_t len, const char *authz,
+                        const char *x_ray_authz, struct ray_resp *out)
 {
     struct ray_cluster *c = NULL;
     int rc;
@@ -358,13 +358,13 @@ int ray_target_request(struct ray *r, const struct ray_target *t, const char *me
     if (!t->serve)
         c->dash_asked++;
     if (t->serve) {
-        rc = ray_serve_http(c, ray_now_ms(), method, path, out);
+        rc = ray__serve_http(c, ray__now_ms(), method, path, out);
     } else {
         c->workers = t->workers;
         c->cpus = 1 + t->workers;
-        rc = ray_auth_check(c, path, authz, x_ray_authz, out);
+        rc = ray__auth_check(c, path, authz, x_ray_authz, out);
         if (rc == 0)
-            rc = ray_dashboard_serve(c, ray_now_ms(), method, path, body, len, out);
+            rc = ray_dashboard_serve(c, ray__now_ms(), method, path, body, len, out);
         else if (rc == 1)
             rc = 0;
     }
@@ -470,15 +470,15 @@ static int on_proxy(void *arg, struct server_req *req)
         snprintf(msg, sizeof(msg), "invalid service request \"%.300s\"", rt->name);
         return server_reply_status(req, 400, "BadRequest", msg);
     }
-    ray_resolve_service(r, rt->ns, name, port, &t);
+    ray__resolve_service(r, rt->ns, name, port, &t);
     path = rt->rest && rt->rest[0] ? rt->rest : "/";
     if ((rc = forward(r, req, &t, path)) != -ENOENT)
         return rc;
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
     /* the API server consumes Authorization; only X-Ray-Authorization reaches Ray */
-    rc = ray_target_request(r, &t, req->method, path, req->body, req->body_len, NULL,
-                            server_req_header(req, "X-Ray-Authorization"), &resp);
+    rc = ray__target_request(r, &t, req->method, path, req->body, req->body_len, NULL,
+                             server_req_header(req, "X-Ray-Authorization"), &resp);
     if (rc == -ENOENT)
         return server_reply_status(req, 503, "ServiceUnavailable",
                                    "error trying to reach service: connection refused");
@@ -548,9 +548,9 @@ static int on_pod_proxy(void *arg, struct server_req *req)
         return rc;
     if (t.code)
         return server_reply_status(req, t.code, t.reason, t.message);
-    rc = ray_target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,
-                            req->body_len, NULL, server_req_header(req, "X-Ray-Authorization"),
-                            &resp);
+    rc = ray__target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,
+                             req->body_len, NULL, server_req_header(req, "X-Ray-Authorization"),
+                             &resp);
     if (rc == -ENOENT)
         return server_reply_status(req, 503, "ServiceUnavailable",
                                    "error trying to reach service: connection refused");
@@ -650,7 +650,7 @@ static int on_admin(void *arg, struct server_req *req)
         if (!strcmp(c->ns, ns) && (!strcmp(c->name, cl) || !strcmp(c->head, cl)))
             hit = c;
     if (hit)
-        rc = ray_serve_force(hit, app, kobj_str(body, "status"), kobj_str(body, "message"));
+        rc = ray__serve_force(hit, app, kobj_str(body, "status"), kobj_str(body, "message"));
     pthread_mutex_unlock(&r->mu);
     cJSON_Delete(body);
     if (rc == -EINVAL)
@@ -661,7 +661,7 @@ static int on_admin(void *arg, struct server_req *req)
     return server_reply(req, 200, "application/json", "{}", 2);
 }
 
-int ray_proxy_install(struct ray *r)
+int ray__proxy_install(struct ray *r)
 {
     int rc = server_add_subresource(r->srv, "services", "proxy", on_proxy, r);
 
@@ -670,7 +670,7 @@ int ray_proxy_install(struct ray *r)
     return rc < 0 ? rc : 0;
 }
 
-int ray_admin_install(struct ray *r)
+int ray__admin_install(struct ray *r)
 {
     int rc = server_add_route(r->srv, "/kubesim/ray/", on_admin, r);
 

@@ -18,8 +18,8 @@
  * (computed when asked), so no timer thread exists. Behaviour and knobs:
  * docs/kubesim-ray.md.
  */
-#ifndef RAYOP_SIM_RAY_H
-#define RAYOP_SIM_RAY_H
+#ifndef RAYOP_KUBESIM_RAY_H
+#define RAYOP_KUBESIM_RAY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * ray_runtime.c - the simulated Ray runtime's state: one ray_cluster per Ready head
+ * runtime.c - the simulated Ray runtime's state: one ray_cluster per Ready head
  * Pod (keyed by the Pod's uid), its submitted jobs and Serve applications, and the
  * lifecycle glue (install, store subscription, teardown).
  *
@@ -19,7 +19,7 @@
 #include "kubesim/api/server.h"
 #include "kubesim/store/store.h"
 
-uint64_t ray_now_ms(void)
+uint64_t ray__now_ms(void)
 {
     struct timespec ts;
 
@@ -27,12 +27,12 @@ uint64_t ray_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-bool ray_status_terminal(const char *s)
+bool ray__status_terminal(const char *s)
 {
     return !strcmp(s, "SUCCEEDED") || !strcmp(s, "FAILED") || !strcmp(s, "STOPPED");
 }
 
-const char *ray_job_status(const struct ray_job *j, uint64_t now)
+const char *ray__job_status(const struct ray_job *j, uint64_t now)
 {
     if (j->stop_ms && j->stop_ms < j->end_ms && now >= j->stop_ms)
         return "STOPPED";
@@ -43,14 +43,14 @@ const char *ray_job_status(const struct ray_job *j, uint64_t now)
     return j->exit_code == 0 ? "SUCCEEDED" : "FAILED";
 }
 
-const char *ray_knob(const cJSON *runtime_env, const cJSON *metadata, const char *key)
+const char *ray__knob(const cJSON *runtime_env, const cJSON *metadata, const char *key)
 {
     const char *v = kobj_str(kobj_get(runtime_env, "env_vars"), key);
 
     return v ? v : kobj_str(metadata, key);
 }
 
-double ray_knob_seconds(const char *v, double def, double max)
+double ray__knob_seconds(const char *v, double def, double max)
 {
     char *end;
     double d;
@@ -63,7 +63,7 @@ double ray_knob_seconds(const char *v, double def, double max)
     return d > max ? max : d;
 }
 
-void ray_job_free(struct ray_job *j)
+void ray__job_free(struct ray_job *j)
 {
     if (!j)
         return;
@@ -75,7 +75,7 @@ void ray_job_free(struct ray_job *j)
     free(j);
 }
 
-void ray_app_free(struct ray_app *a)
+void ray__app_free(struct ray_app *a)
 {
     if (!a)
         return;
@@ -97,8 +97,8 @@ static void log_ts(uint64_t ms, char out[64])
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
 }
 
-int ray_job_logs(const struct ray_cluster *c, const struct ray_job *j, uint64_t now,
-                 struct buf *out)
+int ray__job_logs(const struct ray_cluster *c, const struct ray_job *j, uint64_t now,
+                  struct buf *out)
 {
     uint64_t until = now, run_ms;
     char ts[64];
@@ -167,7 +167,7 @@ struct ray_cluster *ray_cluster_new(const char *ns, const char *name, const char
     snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
     snprintf(c->head, sizeof(c->head), "%s", name ? name : "");
     snprintf(c->head_ip, sizeof(c->head_ip), "%s", head_ip ? head_ip : "");
-    c->created_ms = ray_now_ms();
+    c->created_ms = ray__now_ms();
     hexid(c->name, (unsigned)c->created_ms, c->node_id, sizeof(c->node_id));
     gmtime_r(&now, &tm);
     snprintf(c->session, sizeof(c->session), "session_%04d-%02d-%02d_%02d-%02d-%02d_000000_1",
@@ -185,11 +185,11 @@ void ray_cluster_free(struct ray_cluster *c)
         return;
     HASH_ITER(hh, c->jobs, j, jt) {
         HASH_DEL(c->jobs, j);
-        ray_job_free(j);
+        ray__job_free(j);
     }
     HASH_ITER(hh, c->apps, a, at) {
         HASH_DEL(c->apps, a);
-        ray_app_free(a);
+        ray__app_free(a);
     }
     free(c->uid);
     if (c->auth_token) {
@@ -207,7 +207,7 @@ static int head_restarts(const cJSON *pod)
     return cJSON_IsNumber(n) ? n->valueint : 0;
 }
 
-void ray_cluster_drop(struct ray *r, const char *uid)
+void ray__cluster_drop(struct ray *r, const char *uid)
 {
     struct ray_cluster *c = NULL;
 
@@ -220,7 +220,7 @@ void ray_cluster_drop(struct ray *r, const char *uid)
     ray_cluster_free(c);
 }
 
-struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod, char **token)
+struct ray_cluster *ray__cluster_for_head(struct ray *r, const cJSON *pod, char **token)
 {
     const cJSON *md = kobj_get(pod, "metadata");
     const char *uid = kobj_str(md, "uid"), *name = kobj_str(md, "name");
@@ -234,7 +234,7 @@ struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod, char *
     HASH_FIND_STR(r->clusters, uid, c);
     if (c && c->restarts != restarts) {
         /* the head container restarted: a new Ray cluster without the old one's state */
-        ray_cluster_drop(r, uid);
+        ray__cluster_drop(r, uid);
         c = NULL;
     }
     if (c && c->auth_token && !*c->auth_token && *token && **token) {
@@ -248,7 +248,7 @@ struct ray_cluster *ray_cluster_for_head(struct ray *r, const cJSON *pod, char *
         return c;
     HASH_ITER(hh, r->clusters, o, ot)
         if (!strcmp(o->ns, ns) && !strcmp(o->head, name))
-            ray_cluster_drop(r, o->uid);
+            ray__cluster_drop(r, o->uid);
     if (!(c = ray_cluster_new(ns, cname ? cname : name, ip)))
         return NULL;
     free(c->uid);
@@ -277,8 +277,8 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
         return;
     pthread_mutex_lock(&r->mu);
     if (!r->stopping) {
-        ray_cluster_drop(r, o->uid);
-        ray_submitter_gone(r, o->uid);
+        ray__cluster_drop(r, o->uid);
+        ray__submitter_gone(r, o->uid);
     }
     pthread_mutex_unlock(&r->mu);
 }
@@ -310,8 +310,8 @@ int ray_install(struct server *srv, struct store *store, struct ray **out)
         rc = -ENOENT;
         goto fail;
     }
-    if ((rc = ray_proxy_install(r)) < 0 || (rc = pod_log_install(r)) < 0 ||
-        (rc = ray_admin_install(r)) < 0 || (rc = ray_gateway_install(r)) < 0)
+    if ((rc = ray__proxy_install(r)) < 0 || (rc = ray__pod_log_install(r)) < 0 ||
+        (rc = ray__admin_install(r)) < 0 || (rc = ray__gateway_install(r)) < 0)
         goto fail;
     if ((rc = store_subscribe(store, on_commit, r)) < 0)
         goto fail;
@@ -347,7 +347,7 @@ void ray_free(struct ray *r)
         HASH_DEL(r->clusters, c);
         ray_cluster_free(c);
     }
-    ray_subs_free(r);
+    ray__subs_free(r);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);

@@ -1,5 +1,5 @@
 /*
- * ray_serve.c - the Serve REST API of the simulated dashboard (/api/serve/applications/):
+ * serve.c - the Serve REST API of the simulated dashboard (/api/serve/applications/):
  * PUT a declarative multi-application config (ServeDeploySchema), GET the instance
  * details (ServeInstanceDetails with per-application and per-deployment status), DELETE
  * all applications. Field names follow Ray's python/ray/serve/schema.py, which is what
@@ -41,10 +41,10 @@ static uint64_t app_deploy_ms(const cJSON *cfg)
     const char *v = kobj_str(kobj_get(kobj_get(cfg, "runtime_env"), "env_vars"),
                              "KUBESIM_SERVE_DEPLOY_SECONDS");
 
-    return (uint64_t)(ray_knob_seconds(v, RAY_APP_DEPLOY_MS / 1000.0, 3600) * 1000);
+    return (uint64_t)(ray__knob_seconds(v, RAY_APP_DEPLOY_MS / 1000.0, 3600) * 1000);
 }
 
-const char *ray_app_status(const struct ray_app *a, uint64_t now)
+const char *ray__app_status(const struct ray_app *a, uint64_t now)
 {
     if (now < a->deployed_ms + a->deploy_ms)
         return "DEPLOYING";
@@ -53,8 +53,8 @@ const char *ray_app_status(const struct ray_app *a, uint64_t now)
     return a->target;
 }
 
-int ray_serve_force(struct ray_cluster *c, const char *app, const char *status,
-                    const char *message)
+int ray__serve_force(struct ray_cluster *c, const char *app, const char *status,
+                     const char *message)
 {
     struct ray_app *a = NULL;
 
@@ -177,7 +177,7 @@ static void add_topology(cJSON *app, const char *app_name, const cJSON *deps)
 static cJSON *app_json(const struct ray_cluster *c, const struct ray_app *a, uint64_t now)
 {
     cJSON *o = cJSON_CreateObject(), *deps;
-    const char *st = ray_app_status(a, now), *rp = kobj_str(a->config, "route_prefix");
+    const char *st = ray__app_status(a, now), *rp = kobj_str(a->config, "route_prefix");
     const cJSON *d;
     char msg[600] = "", dname[128];
     unsigned k = 0;
@@ -270,7 +270,7 @@ static int serve_get(struct ray_cluster *c, uint64_t now, struct ray_resp *out)
         cJSON_AddArrayToObject(o, "target_groups");
         cJSON_AddNullToObject(o, "controller_health_metrics");
         cJSON_AddFalseToObject(o, "restores_unset_config_options");
-        return ray_resp_json(out, 200, o);
+        return ray__resp_json(out, 200, o);
     }
     actor_info(cJSON_AddObjectToObject(o, "controller_info"), c, "SERVE_CONTROLLER_ACTOR", 0);
     cJSON_AddStringToObject(o, "proxy_location", "EveryNode");
@@ -304,7 +304,7 @@ static int serve_get(struct ray_cluster *c, uint64_t now, struct ray_resp *out)
     add_target_groups(o, c, pname);
     add_health_metrics(o, c, now);
     cJSON_AddFalseToObject(o, "restores_unset_config_options");
-    return ray_resp_json(out, 200, o);
+    return ray__resp_json(out, 200, o);
 }
 
 /* ---- PUT / DELETE ------------------------------------------------------------------------ */
@@ -315,7 +315,7 @@ static int invalid(struct ray_resp *out, const char *field, const char *what)
 
     snprintf(msg, sizeof(msg), "1 validation error for ServeDeploySchema\n%.200s\n  %.300s",
              field, what);
-    return ray_resp_text(out, 400, msg);
+    return ray__resp_text(out, 400, msg);
 }
 
 static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size_t len,
@@ -327,7 +327,7 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
 
     if (!cJSON_IsObject(cfg)) {
         cJSON_Delete(cfg);
-        return ray_resp_text(out, 400, "Expecting value: the request body is not a JSON object");
+        return ray__resp_text(out, 400, "Expecting value: the request body is not a JSON object");
     }
     apps = cJSON_GetObjectItemCaseSensitive(cfg, "applications");
     if (!cJSON_IsArray(apps)) {
@@ -379,7 +379,7 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
                 keep = true;
         if (!keep) {
             HASH_DEL(c->apps, a);
-            ray_app_free(a);
+            ray__app_free(a);
         }
     }
     cJSON_ArrayForEach(e, apps) {
@@ -410,7 +410,7 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
     c->serve_started = true;
     c->has_target_capacity = tc && cJSON_IsNumber(tc);
     c->target_capacity = c->has_target_capacity ? (int)tc->valuedouble : 0;
-    rc = ray_resp_text(out, 200, "");
+    rc = ray__resp_text(out, 200, "");
 out:
     cJSON_Delete(cfg);
     return rc;
@@ -418,8 +418,8 @@ out:
 
 /* ---- Serve's HTTP proxy (port 8000) ------------------------------------------------------ */
 
-int ray_serve_http(struct ray_cluster *c, uint64_t now, const char *method, const char *path,
-                   struct ray_resp *out)
+int ray__serve_http(struct ray_cluster *c, uint64_t now, const char *method, const char *path,
+                    struct ray_resp *out)
 {
     struct ray_app *a, *at, *best = NULL;
     size_t best_len = 0;
@@ -427,18 +427,18 @@ int ray_serve_http(struct ray_cluster *c, uint64_t now, const char *method, cons
 
     memset(out, 0, sizeof(*out));
     if (!strcmp(path, "/-/healthz"))
-        return ray_resp_text(out, 200, "success");
+        return ray__resp_text(out, 200, "success");
     if (!strcmp(path, "/-/routes")) {
         cJSON *o = cJSON_CreateObject();
         if (!o)
             return -ENOMEM;
         HASH_ITER(hh, c->apps, a, at)
-            if (strcmp(ray_app_status(a, now), "DEPLOYING") &&
-                strcmp(ray_app_status(a, now), "DEPLOY_FAILED")) {
+            if (strcmp(ray__app_status(a, now), "DEPLOYING") &&
+                strcmp(ray__app_status(a, now), "DEPLOY_FAILED")) {
                 const char *rp = kobj_str(a->config, "route_prefix");
                 cJSON_AddStringToObject(o, rp ? rp : "/", a->name);
             }
-        return ray_resp_json(out, 200, o);
+        return ray__resp_json(out, 200, o);
     }
     /* the application whose route_prefix is the longest prefix of path */
     HASH_ITER(hh, c->apps, a, at) {
@@ -456,24 +456,24 @@ int ray_serve_http(struct ray_cluster *c, uint64_t now, const char *method, cons
             best_len = n;
         }
     }
-    if (!best || !strcmp(ray_app_status(best, now), "DEPLOYING") ||
-        !strcmp(ray_app_status(best, now), "DEPLOY_FAILED")) {
+    if (!best || !strcmp(ray__app_status(best, now), "DEPLOYING") ||
+        !strcmp(ray__app_status(best, now), "DEPLOY_FAILED")) {
         snprintf(msg, sizeof(msg), "Path '%.400s' not found. Ping http://.../-/routes for "
                  "available routes.", path);
-        return ray_resp_text(out, 404, msg);
+        return ray__resp_text(out, 404, msg);
     }
     snprintf(msg, sizeof(msg), "kubesim: %s %.300s served by application '%.200s'\n", method,
              path, best->name);
-    return ray_resp_text(out, 200, msg);
+    return ray__resp_text(out, 200, msg);
 }
 
-int ray_serve_handle(struct ray_cluster *c, uint64_t now, const char *method,
-                     const char *path, const char *body, size_t len, struct ray_resp *out)
+int ray__serve_handle(struct ray_cluster *c, uint64_t now, const char *method,
+                      const char *path, const char *body, size_t len, struct ray_resp *out)
 {
     struct ray_app *a, *at;
 
     if (strcmp(path, "/api/serve/applications/") && strcmp(path, "/api/serve/applications"))
-        return ray_resp_text(out, 404, "404: Not Found");
+        return ray__resp_text(out, 404, "404: Not Found");
     if (!strcmp(method, "GET"))
         return serve_get(c, now, out);
     if (!strcmp(method, "PUT"))
@@ -481,9 +481,9 @@ int ray_serve_handle(struct ray_cluster *c, uint64_t now, const char *method,
     if (!strcmp(method, "DELETE")) {
         HASH_ITER(hh, c->apps, a, at) {
             HASH_DEL(c->apps, a);
-            ray_app_free(a);
+            ray__app_free(a);
         }
-        return ray_resp_text(out, 200, "");
+        return ray__resp_text(out, 200, "");
     }
-    return ray_resp_text(out, 405, "405: Method Not Allowed");
+    return ray__resp_text(out, 405, "405: Method Not Allowed");
 }

@@ -1,6 +1,6 @@
 /*
- * ray_submitter.c - reads a container's command into a small script tree the
- * submitter player (ray_submitter_run.c) executes. Pure and bounded: it is fed
+ * submitter.c - reads a container's command into a small script tree the
+ * submitter player (submitter_run.c) executes. Pure and bounded: it is fed
  * outside bytes (any Pod's command, args and env) and fuzzed
  * (tests/fuzz/fuzz_ray_submitter.c).
  *
@@ -259,16 +259,16 @@ static int lex(struct lexer *lx)
 
 /* ---- parser ---------------------------------------------------------------------------- */
 
-void ray_script_free_nodes(struct ray_node *n)
+void ray__script_free_nodes(struct ray_node *n)
 {
     while (n) {
         struct ray_node *next = n->next;
         for (size_t i = 0; i < n->argc; i++)
             free(n->argv[i]);
         free(n->argv);
-        ray_script_free_nodes(n->cond);
-        ray_script_free_nodes(n->body);
-        ray_script_free_nodes(n->els);
+        ray__script_free_nodes(n->cond);
+        ray__script_free_nodes(n->body);
+        ray__script_free_nodes(n->els);
         free(n);
         n = next;
     }
@@ -434,7 +434,7 @@ nomem:
         rc = -E2BIG;
     }
 fail:
-    ray_script_free_nodes(n);
+    ray__script_free_nodes(n);
     return rc;
 }
 
@@ -483,12 +483,12 @@ static int parse_list(struct parser *ps, struct ray_node **out)
         if (peek(ps)->type == T_EOF || is_terminator(peek(ps)))
             break;
         if ((rc = parse_and_or(ps, out, &tail)) < 0) {
-            ray_script_free_nodes(*out);
+            ray__script_free_nodes(*out);
             *out = NULL;
             return rc;
         }
         if (peek(ps)->type != T_SEMI && peek(ps)->type != T_EOF && !is_terminator(peek(ps))) {
-            ray_script_free_nodes(*out);
+            ray__script_free_nodes(*out);
             *out = NULL;
             return perr(ps, "a separator was expected");
         }
@@ -496,8 +496,8 @@ static int parse_list(struct parser *ps, struct ray_node **out)
     return 0;
 }
 
-int ray_script_parse_text(const char *text, size_t len, const cJSON *env,
-                          struct ray_node **out, char *err, size_t errlen)
+int ray__script_parse_text(const char *text, size_t len, const cJSON *env,
+                           struct ray_node **out, char *err, size_t errlen)
 {
     struct lexer lx = { .s = text, .end = text + len, .env = env, .err = err, .errlen = errlen };
     struct parser ps = { .err = err, .errlen = errlen };
@@ -515,7 +515,7 @@ int ray_script_parse_text(const char *text, size_t len, const cJSON *env,
     if ((rc = parse_list(&ps, out)) < 0)
         goto out;
     if (peek(&ps)->type != T_EOF) {
-        ray_script_free_nodes(*out);
+        ray__script_free_nodes(*out);
         *out = NULL;
         rc = perr(&ps, "unexpected keyword");
     }
@@ -558,7 +558,7 @@ static int argv_script(const char *const *av, size_t n, struct buf *b)
     return rc ? -ENOMEM : 0;
 }
 
-int ray_script_from_container(const cJSON *ct, struct ray_script **out, char *err, size_t errlen)
+int ray__script_from_container(const cJSON *ct, struct ray_script **out, char *err, size_t errlen)
 {
     const cJSON *lists[2] = { kobj_get(ct, "command"), kobj_get(ct, "args") }, *w;
     const char **av = NULL, *base;
@@ -618,8 +618,8 @@ int ray_script_from_container(const cJSON *ct, struct ray_script **out, char *er
         goto out;
     }
     s->errexit = errexit;
-    rc = ray_script_parse_text(script.data ? script.data : "", script.len, kobj_get(ct, "env"),
-                               &s->list, err, errlen);
+    rc = ray__script_parse_text(script.data ? script.data : "", script.len, kobj_get(ct, "env"),
+                                &s->list, err, errlen);
     if (rc == 0 && !runs_ray_job(s->list))
         rc = -ENOENT;
     if (rc == 0) {
@@ -629,16 +629,16 @@ int ray_script_from_container(const cJSON *ct, struct ray_script **out, char *er
 out:
     if (rc == -ENOENT && err && errlen)
         snprintf(err, errlen, "not a Ray submitter command");
-    ray_script_free(s);
+    ray__script_free(s);
     buf_free(&script);
     free(av);
     return rc;
 }
 
-void ray_script_free(struct ray_script *s)
+void ray__script_free(struct ray_script *s)
 {
     if (!s)
         return;
-    ray_script_free_nodes(s->list);
+    ray__script_free_nodes(s->list);
     free(s);
 }

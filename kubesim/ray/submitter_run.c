@@ -1,7 +1,7 @@
 /*
- * ray_submitter_run.c - plays a Ray submitter container: one thread per running
- * container executes its script tree (ray_submitter.c) the way bash (with -e when given)
- * would, the Ray commands themselves being ray_cli.c. Output goes to the container's log
+ * submitter_run.c - plays a Ray submitter container: one thread per running
+ * container executes its script tree (submitter.c) the way bash (with -e when given)
+ * would, the Ray commands themselves being cli.c. Output goes to the container's log
  * (pods/log, pod_log.c); the kubelet polls ray_submitter_poll for the exit code.
  */
 #include <errno.h>
@@ -29,7 +29,7 @@ static void sub_free(struct ray_sub *s)
     free(s->uid);
     cJSON_Delete(s->pod);
     cJSON_Delete(s->env);
-    ray_script_free(s->script);
+    ray__script_free(s->script);
     buf_free(&s->log);
     buf_free(&s->prev);
     free(s);
@@ -37,7 +37,7 @@ static void sub_free(struct ray_sub *s)
 
 /* ---- output, sleeping --------------------------------------------------------------- */
 
-void ray_exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len)
+void ray__exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len)
 {
     if (quiet || !len)
         return;
@@ -48,7 +48,7 @@ void ray_exec_write(struct ray_exec *x, bool quiet, const char *text, size_t len
     pthread_mutex_unlock(&x->r->mu);
 }
 
-void ray_exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
+void ray__exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
 {
     char small[2048];
     va_list ap;
@@ -61,15 +61,15 @@ void ray_exec_printf(struct ray_exec *x, bool quiet, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    ray_exec_write(x, false, small, (size_t)n < sizeof(small) ? (size_t)n : sizeof(small) - 1);
+    ray__exec_write(x, false, small, (size_t)n < sizeof(small) ? (size_t)n : sizeof(small) - 1);
 }
 
-void ray_exec_stdout(struct ray_exec *x, bool quiet, const char *text, size_t len)
+void ray__exec_stdout(struct ray_exec *x, bool quiet, const char *text, size_t len)
 {
     if (quiet || !len)
         return;
     if (!x->pipe_out) {
-        ray_exec_write(x, false, text, len);
+        ray__exec_write(x, false, text, len);
         return;
     }
     /* a pipe holds what the log would: the same bound */
@@ -78,7 +78,7 @@ void ray_exec_stdout(struct ray_exec *x, bool quiet, const char *text, size_t le
 }
 
 /* Sleeps ms unless the container is cancelled: 0, or -ECANCELED. */
-int ray_exec_nap(struct ray_exec *x, long ms)
+int ray__exec_nap(struct ray_exec *x, long ms)
 {
     struct timespec dl;
     int rc = 0;
@@ -94,7 +94,7 @@ int ray_exec_nap(struct ray_exec *x, long ms)
     return rc;
 }
 
-const char *ray_exec_env(const struct ray_exec *x, const char *name)
+const char *ray__exec_env(const struct ray_exec *x, const char *name)
 {
     const cJSON *e;
 
@@ -137,7 +137,7 @@ static int run_grep(struct ray_exec *x, char *const *av, size_t ac, bool qo, boo
             else if (*f == 'E')
                 cflags |= REG_EXTENDED;
             else if (*f != 'F' && *f != 'G') {
-                ray_exec_printf(x, qe, "grep: invalid option -- '%c'\n", *f);
+                ray__exec_printf(x, qe, "grep: invalid option -- '%c'\n", *f);
                 return 2;
             }
         }
@@ -145,15 +145,15 @@ static int run_grep(struct ray_exec *x, char *const *av, size_t ac, bool qo, boo
     if (!pat && i < ac)
         pat = av[i++];
     if (!pat) {
-        ray_exec_printf(x, qe, "Usage: grep [OPTION]... PATTERNS [FILE]...\n");
+        ray__exec_printf(x, qe, "Usage: grep [OPTION]... PATTERNS [FILE]...\n");
         return 2;
     }
     if (i < ac) {
-        ray_exec_printf(x, qe, "grep: %s: No such file or directory\n", av[i]);
+        ray__exec_printf(x, qe, "grep: %s: No such file or directory\n", av[i]);
         return 2;
     }
     if (regcomp(&re, pat, cflags) != 0) {
-        ray_exec_printf(x, qe, "grep: Unmatched ( or \\(\n");
+        ray__exec_printf(x, qe, "grep: Unmatched ( or \\(\n");
         return 2;
     }
     p = x->pipe_in ? x->pipe_in : "";
@@ -172,8 +172,8 @@ static int run_grep(struct ray_exec *x, char *const *av, size_t ac, bool qo, boo
             rc = 0;
             if (quiet)
                 break;
-            ray_exec_stdout(x, qo, p, len);
-            ray_exec_stdout(x, qo, "\n", 1);
+            ray__exec_stdout(x, qo, p, len);
+            ray__exec_stdout(x, qo, "\n", 1);
         }
         p += len + (nl ? 1 : 0);
     }
@@ -201,11 +201,11 @@ static int run_cmd(struct ray_exec *x, const struct ray_node *n, bool qo, bool q
             i++;
         }
         for (size_t k = i; k < n->argc; k++) {
-            ray_exec_stdout(x, qo, k > i ? " " : "", k > i ? 1 : 0);
-            ray_exec_stdout(x, qo, av[k], strlen(av[k]));
+            ray__exec_stdout(x, qo, k > i ? " " : "", k > i ? 1 : 0);
+            ray__exec_stdout(x, qo, av[k], strlen(av[k]));
         }
         if (nl)
-            ray_exec_stdout(x, qo, "\n", 1);
+            ray__exec_stdout(x, qo, "\n", 1);
         return 0;
     }
     if (!strcmp(base, "sleep")) {
@@ -214,7 +214,7 @@ static int run_cmd(struct ray_exec *x, const struct ray_node *n, bool qo, bool q
             s = 0;
         if (s > 3600)
             s = 3600;
-        return ray_exec_nap(x, (long)(s * 1000)) < 0 ? 143 : 0;
+        return ray__exec_nap(x, (long)(s * 1000)) < 0 ? 143 : 0;
     }
     if (!strcmp(base, "exit")) {
         x->exited = true;
@@ -231,16 +231,16 @@ static int run_cmd(struct ray_exec *x, const struct ray_node *n, bool qo, bool q
         return 0;
     }
     if (!strcmp(base, "ray"))
-        return ray_cli_ray(x, av, n->argc, qo, qe);
+        return ray__cli_ray(x, av, n->argc, qo, qe);
     if (!strcmp(base, "submitter"))
-        return ray_cli_lightweight(x, av, n->argc, qo, qe);
+        return ray__cli_lightweight(x, av, n->argc, qo, qe);
     if (!strcmp(base, "python") || !strcmp(base, "python3"))
-        return ray_cli_python(x, av, n->argc, qe);
+        return ray__cli_python(x, av, n->argc, qe);
     if (!strcmp(base, "wget"))
-        return ray_cli_wget(x, av, n->argc, qo, qe);
+        return ray__cli_wget(x, av, n->argc, qo, qe);
     if (!strcmp(base, "grep"))
         return run_grep(x, av, n->argc, qo, qe);
-    ray_exec_printf(x, qe, "bash: line 1: %s: command not found\n", av[0]);
+    ray__exec_printf(x, qe, "bash: line 1: %s: command not found\n", av[0]);
     return 127;
 }
 
@@ -271,7 +271,7 @@ static int run_node(struct ray_exec *x, const struct ray_node *n, bool in_cond, 
             st = run_list(x, n->body, in_cond, qo, qe);
             if (x->exited)
                 return x->code;
-            if (ray_exec_nap(x, LOOP_MIN_MS) < 0) {
+            if (ray__exec_nap(x, LOOP_MIN_MS) < 0) {
                 x->exited = true;
                 x->code = 143;
                 return 143;
@@ -367,7 +367,7 @@ static void *run_thread(void *arg)
     s->done = true;
     s->running = false;
     s->code = code & 255;
-    ray_script_free(s->script);
+    ray__script_free(s->script);
     s->script = NULL;
     if (s->gone) {
         HASH_DEL(r->subs, s);
@@ -397,7 +397,7 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     if (!r || !uid || !ns)
         return false;
     cJSON_ArrayForEach(ct, cts) {
-        int rc = ray_script_from_container(ct, &script, err, sizeof(err));
+        int rc = ray__script_from_container(ct, &script, err, sizeof(err));
         if (rc == 0) {
             env = kobj_get(ct, "env");
             cname = kobj_str(ct, "name");
@@ -409,12 +409,12 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     }
     if (!script)
         return false;
-    cJSON *renv = ray_env_resolve(r, ns, env);   /* store reads: before r->mu */
+    cJSON *renv = ray__env_resolve(r, ns, env);   /* store reads: before r->mu */
     pthread_mutex_lock(&r->mu);
     HASH_FIND_STR(r->subs, uid, s);
     if (s && s->running) {
         pthread_mutex_unlock(&r->mu);
-        ray_script_free(script);
+        ray__script_free(script);
         cJSON_Delete(renv);
         return true;
     }
@@ -467,13 +467,13 @@ fail_run:
     s->running = false;
     s->done = true;
     s->code = 128;
-    ray_script_free(s->script);
+    ray__script_free(s->script);
     s->script = NULL;
     pthread_mutex_unlock(&r->mu);
     return true;
 fail:
     pthread_mutex_unlock(&r->mu);
-    ray_script_free(script);
+    ray__script_free(script);
     cJSON_Delete(renv);
     return false;
 }
@@ -523,7 +523,7 @@ void ray_submitter_cancel(struct ray *r, const char *uid)
 }
 
 /* The Pod is gone from the store: forget its submitter (now, or when its thread ends). */
-void ray_submitter_gone(struct ray *r, const char *uid)
+void ray__submitter_gone(struct ray *r, const char *uid)
 {
     struct ray_sub *s = NULL;
 
@@ -538,8 +538,8 @@ void ray_submitter_gone(struct ray *r, const char *uid)
     }
 }
 
-int ray_submitter_log(struct ray *r, const char *uid, const char *container, bool previous,
-                      size_t from, struct buf *out, bool *running)
+int ray__submitter_log(struct ray *r, const char *uid, const char *container, bool previous,
+                       size_t from, struct buf *out, bool *running)
 {
     struct ray_sub *s = NULL;
     int rc = 0;
@@ -558,7 +558,7 @@ int ray_submitter_log(struct ray *r, const char *uid, const char *container, boo
     return rc;
 }
 
-void ray_subs_free(struct ray *r)
+void ray__subs_free(struct ray *r)
 {
     struct ray_sub *s, *st;
 

@@ -230,9 +230,45 @@ cJSON *rc_build_network_policies(const cJSON *rc, int *err);
 const char *rc_netpol_mode(const cJSON *rc);
 void rc_netpol_normalize(cJSON *np);
 
+/* mTLS (tlsOptions.enabled, gate RayClusterMTLS), as KubeRay's RayClusterMTLSController and
+ * configureTLS. rc_tls_name names its objects (ray-head-cert-NAME, NAME-ca-secret-UID8...).
+ * rc_build_tls_objects returns [self-signed Issuer, CA Certificate, CA Issuer, head
+ * Certificate, worker Certificate], owned and labelled as KubeRay makes them, the leaf
+ * Certificates' ipAddresses the given Pod IPs with 127.0.0.1, sorted; NULL when TLS is off.
+ * The Pod builders add the ray-tls volume, env and mounts and the wait-for-tls-ip-san init
+ * container themselves. */
+#define RC_TLS_VOLUME         "ray-tls"
+#define RC_TLS_WAIT_CONTAINER "wait-for-tls-ip-san"
+enum rc_tls_obj {
+    RC_TLS_SELFSIGNED_ISSUER, RC_TLS_CA_CERT, RC_TLS_CA_ISSUER, RC_TLS_HEAD_CERT,
+    RC_TLS_WORKER_CERT, RC_TLS_HEAD_SECRET, RC_TLS_WORKER_SECRET, RC_TLS_CA_SECRET,
+};
+bool rc_tls_enabled(const cJSON *rc);
+int rc_tls_name(const cJSON *rc, enum rc_tls_obj which, char *out, size_t cap);
+cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
+                            const char *const *head_ips, size_t nhead,
+                            const char *const *worker_ips, size_t nworker, int *err);
+
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
  * the ray.io/ft-enabled annotation), and the Redis cleanup Job run on deletion. */
 bool rc_gcs_ft_enabled(const cJSON *rc);
+/* The embedded RocksDB backend (gcsFaultToleranceOptions.backend rocksdb, gate
+ * GCSFaultToleranceEmbeddedStorage): the head gets RAY_gcs_storage=rocksdb,
+ * RAY_gcs_storage_path=/data/gcs and the volume gcs-storage mounted there, on the claim
+ * rc_gcs_pvc_name names (storage.claimName, else NAME-gcs-pvc). rc_build_gcs_pvc is the
+ * PVC KubeRay creates for it (BuildGCSStoragePVC): NULL when the backend is not rocksdb
+ * or the user brings the claim; owned by the cluster unless storage.deletionPolicy is
+ * Retain (rc_gcs_pvc_retain). rc_gcs_pvc_drift writes what an existing PVC differs in
+ * (size, an explicitly asked class, access modes) as KubeRay words it, "" when nothing. */
+#define RC_ENV_GCS_STORAGE      "RAY_gcs_storage"
+#define RC_ENV_GCS_STORAGE_PATH "RAY_gcs_storage_path"
+#define RC_GCS_STORAGE_VOLUME   "gcs-storage"
+#define RC_GCS_STORAGE_PATH     "/data/gcs"
+bool rc_gcs_ft_embedded(const cJSON *rc);
+int rc_gcs_pvc_name(const cJSON *rc, char *out, size_t cap);
+bool rc_gcs_pvc_retain(const cJSON *rc);
+cJSON *rc_build_gcs_pvc(const cJSON *rc, int *err);
+void rc_gcs_pvc_drift(const cJSON *want, const cJSON *have, char *out, size_t cap);
 cJSON *rc_build_redis_cleanup_job(const cJSON *rc, const struct rc_build_opts *o, int *err);
 
 /* The `ray start` command KubeRay generates from rayStartParams for the head

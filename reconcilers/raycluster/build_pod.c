@@ -589,7 +589,7 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
             rcb_env_value(b, pb.ray, "RAY_enable_autoscaler_v2", "false");
         }
     }
-    rc_gcs_ft_configure(b, rc, pb.head, pb.meta, pb.ray);
+    rc_gcs_ft_configure(b, rc, pb.head, pb.meta, pb.spec, pb.ray);
     ensure_port(&pb, "metrics", 8080);
     if (!pb.head && rc_autoscaling_enabled(rc) && rc_autoscaling_v2(rc))
         rcb_set_str(b, pb.spec, "restartPolicy", "Never");
@@ -625,6 +625,7 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
                 rc_auth_env(b, rc, (cJSON *)ic);
         }
     }
+    rc_tls_configure(b, rc, pb.head, pb.spec, pb.ray);
     add_collector(&pb);   /* the last container of the template, as KubeRay appends it */
     operator_config(&pb);
     /* BuildPod. */

@@ -3,7 +3,9 @@
  * (raycluster_controller.go rayClusterReconcile): skip clusters managed
  * elsewhere; validate (Warning Event, terminal until the spec changes); the
  * GCS FT finalizer and deletion (reconcile_delete.c); autoscaler RBAC; head,
- * headless and serve Services; Pods (reconcile_pods.c); the NetworkPolicies
+ * headless and serve Services; the embedded GCS store's PVC; the mTLS PKI
+ * (reconcile_tls.c); Pods
+ * (reconcile_pods.c); the NetworkPolicies
  * (reconcile_netpol.c); then always the status (status.c), written through
  * /status only when it changed.
  *
@@ -405,6 +407,132 @@ static int reconcile_services(struct rc_run *r)
     return 0;
 }
 
+/* ---- embedded GCS storage PVC (reconcileGCSStoragePVC) ---------------------------- */
+
+static const struct kube_resource RC_RES_PVCS = { "", "v1", "persistentvolumeclaims", 1 };
+
+/* SetControllerReference / RemoveControllerReference on an existing PVC so that a changed
+ * deletionPolicy takes effect on it (reconcileGCSStoragePVCOwnerRef). */
+static int gcs_pvc_owner(struct rc_run *r, cJSON *pvc)
+{
+    bool retain = rc_gcs_pvc_retain(r->rc);
+    const char *ctl = kobj_controller_uid(pvc);
+    bool ours = ctl && !strcmp(ctl, r->uid);
+    struct kube_result kr = { 0 };
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(pvc, "metadata"), *refs, *ref;
+    int rc;
+    if (retain == !ours)
+        return 0;
+    if (!retain && ctl)
+        return rc_fail(r, RC_ERR_OTHER, "GCS storage PVC %s is already controlled by another "
+                       "object", rc_meta(pvc, "name"));
+    refs = cJSON_GetObjectItemCaseSensitive(md, "ownerReferences");
+    if (retain) {
+        for (ref = refs ? refs->child : NULL; ref; ref = ref->next)
+            if (cJSON_IsTrue(kobj_get(ref, "controller")) && kobj_str(ref, "uid") &&
+                !strcmp(kobj_str(ref, "uid"), r->uid)) {
+                cJSON_DetachItemViaPointer(refs, ref);
+                cJSON_Delete(ref);
+                break;
+            }
+    } else {
+        struct rcb b = { 0 };
+        cJSON *tmp = cJSON_CreateObject();
+        rcb_owner_ref(&b, tmp, r->rc);
+        ref = cJSON_DetachItemFromArray(rcj_path(tmp, "metadata", "ownerReferences", NULL)
+                                            ? (cJSON *)rcj_path(tmp, "metadata",
+                                                                "ownerReferences", NULL)
+                                            : NULL, 0);
+        cJSON_Delete(tmp);
+        if (!ref)
+            return rc_fail(r, RC_ERR_OTHER, "out of memory");
+        if (!cJSON_IsArray(refs)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(md, "ownerReferences");
+            refs = cJSON_AddArrayToObject(md, "ownerReferences");
+        }
+        cJSON_AddItemToArray(refs, ref);
+    }
+    rc = host_update(r->ctx, &RC_RES_PVCS, r->ns, pvc, &kr);
+    kube_result_release(&kr);
+    if (rc < 0)
+        return rc_fail(r, RC_ERR_OTHER, "GCS storage PVC %s: %s", rc_meta(pvc, "name"),
+                       kube_strerror(rc));
+    return 0;
+}
+
+/* The PVC of the embedded RocksDB backend: a user's claim is only checked for; ours is
+ * created when absent, and kept as it is when it exists (a Warning says how it differs
+ * from what is asked: a PVC cannot be reshaped in place), its owner reference following
+ * deletionPolicy. An existing NAME-gcs-pvc is adopted, as KubeRay does, so that a cluster
+ * recreated after a Retain delete finds its store again. */
+static int reconcile_gcs_pvc(struct rc_run *r)
+{
+    char name[300], drift[600], why[640];
+    struct kube_client *kc = host_kube(r->ctx);
+    struct kube_result kr = { 0 };
+    cJSON *want, *have = NULL;
+    int err = 0, rc;
+    if (!rc_gcs_ft_enabled(r->rc) || !rc_gcs_ft_embedded(r->rc))
+        return 0;
+    if (rc_gcs_pvc_name(r->rc, name, sizeof(name)) < 0)
+        return rc_fail(r, RC_ERR_OTHER, "GCS storage PVC name too long");
+    if (!kc)
+        return rc_fail(r, RC_ERR_OTHER, "no API connection");
+    if (!(want = rc_build_gcs_pvc(r->rc, &err))) {
+        if (err < 0)
+            return rc_fail(r, RC_ERR_OTHER, "building the GCS storage PVC: %s", strerror(-err));
+        /* storage.claimName: the user's, read live (it need not carry our labels) */
+        rc = kube_get(kc, &RC_RES_PVCS, r->ns, name, &kr);
+        kube_result_release(&kr);
+        if (rc == -ENOENT) {
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreatePVC", "Validate",
+                       "GcsFaultToleranceOptions.Storage.ClaimName \"%s\" not found in namespace "
+                       "%s; the head Pod will not start until it exists", name, r->ns);
+            return 0;
+        }
+        return rc < 0 ? rc_fail(r, RC_ERR_OTHER, "reading PVC %s: %s", name, kube_strerror(rc)) : 0;
+    }
+    rc = host_get(r->ctx, "v1/persistentvolumeclaims", r->ns, name, &have);
+    if (rc == -ENOENT) {
+        rc = host_create(r->ctx, &RC_RES_PVCS, r->ns, want, &kr);
+        if (rc == 0) {
+            host_log(r->ctx, LOG_INFO, "Created GCS storage PVC for embedded RocksDB backend",
+                     "name", name, NULL);
+            host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "CreatedPVC", "Create",
+                       "Created GCS storage PVC %s/%s", r->ns, name);
+        } else if (rc == -EEXIST) {
+            /* not cached (no ray.io/cluster label): adopted as it is, owner as asked */
+            kube_result_release(&kr);
+            if ((rc = kube_get(kc, &RC_RES_PVCS, r->ns, name, &kr)) == 0 && kr.body) {
+                have = kr.body;
+                kr.body = NULL;
+            }
+        } else {
+            host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreatePVC", "Create",
+                       "Failed to create GCS storage PVC %s/%s, %s", r->ns, name,
+                       kube_result_error(&kr, rc, why, sizeof(why)));
+        }
+        kube_result_release(&kr);
+        if (rc < 0 || !have) {
+            cJSON_Delete(want);
+            return rc < 0 ? rc_fail(r, RC_ERR_OTHER, "GCS storage PVC %s: %s", name,
+                                    kube_strerror(rc)) : 0;
+        }
+    } else if (rc < 0) {
+        cJSON_Delete(want);
+        return rc_fail(r, RC_ERR_OTHER, "reading PVC %s: %s", name, strerror(-rc));
+    }
+    rc_gcs_pvc_drift(want, have, drift, sizeof(drift));
+    if (drift[0])
+        host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreatePVC", "Update",
+                   "GCS storage PVC %s/%s already exists and cannot be reconfigured in place "
+                   "(%s); delete the PVC to recreate it with the new settings", r->ns, name, drift);
+    rc = gcs_pvc_owner(r, have);
+    cJSON_Delete(have);
+    cJSON_Delete(want);
+    return rc;
+}
+
 /* ---- status -------------------------------------------------------------------- */
 
 static void now_time(char out[32])
@@ -441,9 +569,18 @@ static int write_status(struct rc_run *r)
     }
     const cJSON *old = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
     char changed[160];
+    /* KubeRay never writes a status whose only news is observedGeneration. Then a spec
+     * change no reconcile saw on its own (replicas 1 -> 3 -> 1 in the cache at once, or
+     * made while the operator restarted) leaves observedGeneration behind for good, and
+     * whoever waits for it to reach metadata.generation waits forever: write it. */
+    bool gen_behind = !json_equal(kobj_get(old, "observedGeneration"),
+                                  kobj_get(st, "observedGeneration"));
     if (rc_status_changes(old, st, changed, sizeof(changed)) == 0) {
-        cJSON_Delete(st);
-        return 0;
+        if (!gen_behind) {
+            cJSON_Delete(st);
+            return 0;
+        }
+        snprintf(changed, sizeof(changed), "observedGeneration");
     }
     /* Progress (a Pod running, another ready) is written at most once per
      * second of lastUpdateTime: Pods of a new cluster come up within moments of
@@ -451,7 +588,7 @@ static int write_status(struct rc_run *r)
      * moment later say nothing. A state change or a condition flip goes at
      * once; the rest waits for the next second's reconcile. */
     const char *lut = kobj_str(old, "lastUpdateTime");
-    if (lut && strcmp(lut, now) == 0 && rc_status_progress_only(old, st)) {
+    if (lut && strcmp(lut, now) == 0 && !gen_behind && rc_status_progress_only(old, st)) {
         uint64_t wait = ms_to_next_second();
         if (!r->requeue_ms || r->requeue_ms > wait)
             r->requeue_ms = wait;
@@ -607,7 +744,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
         host_log(ctx, LOG_INFO, "Skipping RayCluster managed by a custom controller", NULL);
         goto out;
     }
-    if (validate(&r, res) == 1)
+    if (validate(&r, res) == 1 || rc_tls_precheck(&r, res) == 1)
         goto out;
     if ((rc = rc_reconcile_finalizer(&r, res)) != 0)
         goto out;   /* 1: finished (finalizer added, deletion in progress) */
@@ -617,10 +754,15 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     if ((rc = host_list_cluster(ctx, "v1/pods", r.ns, r.name, &r.pods)) < 0)
         goto out;
+    char tls_msg[512] = "";
+    int tls = 0;
     /* stops at the first failing step, as KubeRay; the status is computed anyway */
     if (reconcile_rbac(&r) == 0 && reconcile_ingress(&r) == 0 && reconcile_auth_secret(&r) == 0 &&
-        reconcile_services(&r) == 0)
+        reconcile_services(&r) == 0 && reconcile_gcs_pvc(&r) == 0) {
+        /* KubeRay's mTLS controller runs apart: its failure only retries */
+        tls = rc_reconcile_tls(&r, tls_msg, sizeof(tls_msg));
         (void)rc_reconcile_pods(&r);
+    }
     /* KubeRay's NetworkPolicy controller runs apart from the RayCluster's: its failure
      * only retries, and does not stop the steps above */
     char np_msg[512] = "";
@@ -643,6 +785,10 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     int wrote = write_status(&r);
     if (r.err != RC_ERR_NONE) {
         set_message(res, r.err_msg);
+        res->outcome = HOST_ERROR;
+    } else if (tls < 0) {
+        host_log(ctx, LOG_ERROR, "Error reconcile mTLS", "error", tls_msg, NULL);
+        set_message(res, tls_msg);
         res->outcome = HOST_ERROR;
     } else if (np < 0) {
         host_log(ctx, LOG_ERROR, "Error reconcile NetworkPolicies", "error", np_msg, NULL);

@@ -5,10 +5,10 @@
  * admission-time rules the RayCluster webhook / CRD enforce (unique worker group
  * names, managedBy values) and rayop's own numOfHosts >= 1.
  *
- * Feature gates are those of a default KubeRay install: RayJobDeletionPolicy on;
- * RayClusterNetworkPolicy, RayClusterMTLS, RayClusterHistoryServer and
- * GCSFaultToleranceEmbeddedStorage off, so specs that need them are rejected the
- * way KubeRay rejects them.
+ * Feature gates: RayJobDeletionPolicy on; RayClusterNetworkPolicy, RayClusterMTLS,
+ * RayClusterHistoryServer and GCSFaultToleranceEmbeddedStorage as struct rc_gates says
+ * (off by default, as in KubeRay): a spec that needs a gate that is off is rejected with
+ * KubeRay's message, and with it on the feature's own rules apply.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -248,16 +248,55 @@ static int validate_admission(const cJSON *rc, struct verr *e)
     return 0;
 }
 
-/* A gated field whose gate is on but whose objects rayop does not build yet:
- * ValidationFailed with this beats running a cluster without what was asked. */
-#define NOT_IMPLEMENTED(field, gate)                                                     \
-    field " is not implemented by rayop yet (the " gate " feature gate is enabled, but "   \
-          "rayop does not build the objects KubeRay builds for it)"
-
 static bool field_set(const cJSON *spec, const char *key)
 {
     const cJSON *v = kobj_get(spec, key);
     return v && !cJSON_IsNull(v);
+}
+
+/* validateGcsFaultToleranceBackend, rocksdb: no Redis settings, a claim name alone, and
+ * none of the env, mount or volume KubeRay adds itself */
+static int validate_gcs_embedded(const cJSON *opts, const cJSON *head, struct verr *e)
+{
+    static const char *const redis_only[][2] = {
+        { "redisAddress", "RedisAddress" }, { "redisUsername", "RedisUsername" },
+        { "redisPassword", "RedisPassword" },
+        { "externalStorageNamespace", "ExternalStorageNamespace" },
+    };
+    const cJSON *st = kobj_get(opts, "storage"), *m, *hc = rc_group_container0(head);
+    const char *claim = kobj_str(st, "claimName");
+    for (size_t i = 0; i < sizeof(redis_only) / sizeof(redis_only[0]); i++) {
+        const cJSON *v = kobj_get(opts, redis_only[i][0]);
+        /* strings count when non-empty, credentials when present at all */
+        if (v && !cJSON_IsNull(v) && (!cJSON_IsString(v) || *v->valuestring))
+            return fail(e, "cannot set GcsFaultToleranceOptions.%s when backend is 'rocksdb'",
+                        redis_only[i][1]);
+    }
+    if (claim && *claim &&
+        ((kobj_get(st, "size") && !cJSON_IsNull(kobj_get(st, "size"))) ||
+         (kobj_get(st, "storageClassName") && !cJSON_IsNull(kobj_get(st, "storageClassName"))) ||
+         cJSON_GetArraySize(kobj_get(st, "accessModes")) > 0))
+        return fail(e, "GcsFaultToleranceOptions.Storage.ClaimName is mutually exclusive with "
+                       "size, storageClassName, and accessModes");
+    if (rc_env_exists(hc, RC_ENV_GCS_STORAGE) || rc_env_exists(hc, RC_ENV_GCS_STORAGE_PATH))
+        return fail(e, "cannot set `%s` or `%s` env var in head Pod when the embedded GCS FT "
+                       "backend is used - these are managed by KubeRay", RC_ENV_GCS_STORAGE,
+                    RC_ENV_GCS_STORAGE_PATH);
+    cJSON_ArrayForEach(m, kobj_get(hc, "volumeMounts")) {
+        const char *mp = kobj_str(m, "mountPath"), *n = kobj_str(m, "name");
+        if ((mp && !strcmp(mp, RC_GCS_STORAGE_PATH)) || (n && !strcmp(n, RC_GCS_STORAGE_VOLUME)))
+            return fail(e, "cannot set a volume mount named \"%s\" or mounted at %s in the head "
+                           "container when the embedded GCS FT backend is used - it is managed "
+                           "by KubeRay", RC_GCS_STORAGE_VOLUME, RC_GCS_STORAGE_PATH);
+    }
+    cJSON_ArrayForEach(m, rcj_path(head, "template", "spec", "volumes", NULL)) {
+        const char *n = kobj_str(m, "name");
+        if (n && !strcmp(n, RC_GCS_STORAGE_VOLUME))
+            return fail(e, "cannot set a volume named \"%s\" in the head Pod when the embedded "
+                           "GCS FT backend is used - it is managed by KubeRay",
+                        RC_GCS_STORAGE_VOLUME);
+    }
+    return 0;
 }
 
 static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct verr *e)
@@ -293,12 +332,11 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
                            "GcsFaultToleranceOptions is enabled - use "
                            "GcsFaultToleranceOptions.ExternalStorageNamespace instead");
         if (backend && !strcmp(backend, "rocksdb")) {
-            if (g->gcs_ft_embedded)
-                return fail(e, "%s", NOT_IMPLEMENTED("GcsFaultToleranceOptions.Backend: 'rocksdb'",
-                                                     "GCSFaultToleranceEmbeddedStorage"));
-            return fail(e, "the embedded RocksDB GCS fault tolerance backend "
-                           "(GcsFaultToleranceOptions.Backend: 'rocksdb') requires the "
-                           "GCSFaultToleranceEmbeddedStorage feature gate to be enabled");
+            if (!g->gcs_ft_embedded)
+                return fail(e, "the embedded RocksDB GCS fault tolerance backend "
+                               "(GcsFaultToleranceOptions.Backend: 'rocksdb') requires the "
+                               "GCSFaultToleranceEmbeddedStorage feature gate to be enabled");
+            return validate_gcs_embedded(opts, head, e);
         }
         if (kobj_get(opts, "storage") && !cJSON_IsNull(kobj_get(opts, "storage")))
             return fail(e, "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - "
@@ -540,6 +578,78 @@ static int validate_netpol(const cJSON *rc, struct verr *e)
     return 0;
 }
 
+static const char *const tls_env[] = { "RAY_USE_TLS", "RAY_TLS_SERVER_CERT", "RAY_TLS_SERVER_KEY",
+                                       "RAY_TLS_CA_CERT" };
+
+/* validateNoConflictingTLSVolumeMount */
+static int tls_mount_conflict(const cJSON *c, const char *where, struct verr *e)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, kobj_get(c, "volumeMounts")) {
+        const char *n = kobj_str(m, "name"), *p = kobj_str(m, "mountPath");
+        if (n && !strcmp(n, RC_TLS_VOLUME))
+            return fail(e, "cannot use volume mount named \"%s\" in %s when tlsOptions is set - "
+                           "the operator manages TLS configuration automatically", RC_TLS_VOLUME,
+                        where);
+        if (p && !strcmp(p, "/etc/ray/tls"))
+            return fail(e, "cannot use volume mount at path \"/etc/ray/tls\" in %s when "
+                           "tlsOptions is set - the operator manages TLS configuration "
+                           "automatically", where);
+    }
+    return 0;
+}
+
+/* validateTLSOptions: none of the env or mounts the operator adds, anywhere it adds them */
+static int validate_tls(const cJSON *rc, struct verr *e)
+{
+    const cJSON *hc = rc_group_container0(rc_head_group(rc)), *g, *m;
+    const cJSON *ao = kobj_get(rc_spec(rc), "autoscalerOptions");
+    char where[300];
+    int r;
+    size_t i;
+    if (hc) {
+        for (i = 0; i < 4; i++)
+            if (rc_env_exists(hc, tls_env[i]))
+                return fail(e, "cannot set %s environment variable in head Pod when tlsOptions is "
+                               "set - the operator manages TLS configuration automatically",
+                            tls_env[i]);
+        if ((r = tls_mount_conflict(hc, "head Pod", e)) < 0)
+            return r;
+    }
+    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs")) {
+        const cJSON *wc = rc_group_container0(g);
+        if (!wc)
+            continue;
+        for (i = 0; i < 4; i++)
+            if (rc_env_exists(wc, tls_env[i]))
+                return fail(e, "cannot set %s environment variable in worker group \"%s\" when "
+                               "tlsOptions is set - the operator manages TLS configuration "
+                               "automatically", tls_env[i], group_name(g));
+        snprintf(where, sizeof(where), "worker group \"%s\"", group_name(g));
+        if ((r = tls_mount_conflict(wc, where, e)) < 0)
+            return r;
+    }
+    if (!cJSON_IsObject(ao))
+        return 0;
+    for (i = 0; i < 4; i++)
+        if (rc_env_exists(ao, tls_env[i]))
+            return fail(e, "cannot set %s environment variable in autoscalerOptions.env when "
+                           "tlsOptions is set - the operator manages TLS configuration for the "
+                           "autoscaler automatically", tls_env[i]);
+    cJSON_ArrayForEach(m, kobj_get(ao, "volumeMounts")) {
+        const char *n = kobj_str(m, "name"), *p = kobj_str(m, "mountPath");
+        if (n && !strcmp(n, RC_TLS_VOLUME))
+            return fail(e, "cannot use volume mount named \"%s\" in autoscalerOptions.volumeMounts "
+                           "when tlsOptions is set - the operator manages TLS configuration "
+                           "automatically", RC_TLS_VOLUME);
+        if (p && !strcmp(p, "/etc/ray/tls"))
+            return fail(e, "cannot use volume mount at path \"/etc/ray/tls\" in "
+                           "autoscalerOptions.volumeMounts when tlsOptions is set - the operator "
+                           "manages TLS configuration automatically");
+    }
+    return 0;
+}
+
 static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
     const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
@@ -563,11 +673,10 @@ static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr 
                        "be enabled");
     if (field_set(spec, "networkPolicy") && (r = validate_netpol(rc, e)) < 0)
         return r;
-    if (field_set(spec, "tlsOptions")) {
-        if (g->mtls)
-            return fail(e, "%s", NOT_IMPLEMENTED("spec.tlsOptions", "RayClusterMTLS"));
+    if (field_set(spec, "tlsOptions") && !g->mtls)
         return fail(e, "spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled");
-    }
+    if (rc_tls_enabled(rc) && (r = validate_tls(rc, e)) < 0)
+        return r;
     return 0;
 }
 

@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
     free(r.body);
-    if (ray_serve_http(c, t, method, path, &r) == 0 && (!r.body || strlen(r.body) != r.len))
+    if (ray__serve_http(c, t, method, path, &r) == 0 && (!r.body || strlen(r.body) != r.len))
         abort();
     free(r.body);
     /* keep the cluster bounded across runs */

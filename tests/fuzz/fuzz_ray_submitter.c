@@ -33,14 +33,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!env)
         env = cJSON_Parse("[{\"name\":\"RAY_DASHBOARD_ADDRESS\",\"value\":\"svc:8265\"},"
                           "{\"name\":\"X\"},{\"value\":\"y\"}]");
-    if (ray_script_parse_text((const char *)data, size, env, &n, err, sizeof(err)) == 0)
+    if (ray__script_parse_text((const char *)data, size, env, &n, err, sizeof(err)) == 0)
         (void)count(n);
-    ray_script_free_nodes(n);
+    ray__script_free_nodes(n);
     ct = cJSON_ParseWithLength((const char *)data, size);
     if (ct) {
-        if (ray_script_from_container(ct, &s, err, sizeof(err)) == 0)
+        if (ray__script_from_container(ct, &s, err, sizeof(err)) == 0)
             (void)count(s->list);
-        ray_script_free(s);
+        ray__script_free(s);
         cJSON_Delete(ct);
     }
     return 0;

@@ -62,6 +62,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rc_netpol_normalize(np);
         cJSON_Delete(nps);
     }
+    {
+        char drift[512];
+        cJSON *pvc = rc_build_gcs_pvc(rc, &err);
+        if (pvc)
+            rc_gcs_pvc_drift(pvc, rc, drift, sizeof(drift));
+        cJSON_Delete(pvc);
+    }
     cJSON_Delete(rc_build_auth_secret(rc, data, size, &err));
     free(rc_build_ray_start_cmd(rc, NULL, &o));
     if (rc_build_autoscaler_rbac(rc, &sa, &role, &rb) == 0) {

@@ -46,6 +46,9 @@ check "the segment survives up being killed" test -e "/dev/shm$seg"
 kids=$(jq -r '.procs[].pid' "$SD/up.json")
 kids_gone() { for p in $kids; do [ "$p" -gt 0 ] && kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
 wait_until "up's children ended with it" 30 kids_gone && ok "up's children ended with it (no orphans)"
+# what they logged while stopping had no reader left: it went to the state dir
+check "the watcher's last lines survive up's death" grep -q '"msg":"watcher exited"' "$SD/watcher.orphaned.log"
+check "the controller's too" grep -q '"component":"controller"' "$SD/raycluster.orphaned.log"
 gone() { ! "$RAYOP" clean --state-dir "$SD" 2>&1 | grep -q 'still serving'; }
 wait_until "rayop clean after the crash" 30 gone && ok "rayop clean after the crash"
 check "rayop clean removed the segment" test ! -e "/dev/shm$seg"

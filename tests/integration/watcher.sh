@@ -174,6 +174,12 @@ if wait_until "cache converged after kill -9" 30 converged; then
 fi
 check "restarted watcher resumed without a LIST" [ "$(rayop_lists_since "$mark")" -eq 0 ]
 check "restarted watcher re-attached the segment" grep -q '"cache segment re-attached"' "$WORK/watcher2.log"
+# the startup grace (keys held back so surviving workers re-adopt theirs) only where a
+# worker can hold a key: after a restart, not for a new segment
+check "a new segment starts without the grace" \
+    grep -q '"new cache segment: no startup grace' "$WORK/watcher1.log"
+check "a restarted watcher (segment re-attached) keeps the grace" \
+    sh -c "! grep -q 'no startup grace' '$WORK/watcher2.log'"
 check "restarted watcher resumed the pods watch from its stored rv" \
     grep -q '"resuming watch from stored resourceVersion","type":"v1/pods"' "$WORK/watcher2.log"
 

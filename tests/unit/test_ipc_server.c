@@ -502,6 +502,31 @@ static void test_startup_grace_ends_when_all_back(void **state)
     srv_stop(sv);
 }
 
+static void end_grace_cb(struct srv *sv, void *arg)
+{
+    (void)arg;
+    ipc_server_end_grace(sv->s);
+}
+
+/* A watcher with a new segment ends the grace itself: keys go out at once. */
+static void test_startup_grace_ended(void **state)
+{
+    (void)state;
+    atomic_store(&fake_ns, 1000ull * 1000000000ull);
+    next_cfg.now = fake_now;
+    next_cfg.startup_grace_ns = 2ull * 1000000000ull;
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *c = open_worker("w", 1);
+    add_key(sv, "ns/a");
+    struct ipc_key k;
+    assert_int_equal(ipc_client_pull(c, 100, &k), -ETIMEDOUT);  /* the grace holds it */
+    srv_call(sv, end_grace_cb, NULL);
+    assert_int_equal(ipc_client_pull(c, 5000, &k), 0);           /* the clock has not moved */
+    assert_string_equal(k.key, "ns/a");
+    ipc_client_close(c);
+    srv_stop(sv);
+}
+
 static void test_overdue_reported_not_stolen(void **state)
 {
     (void)state;
@@ -682,6 +707,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_frame_disconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_startup_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(test_startup_grace_ends_when_all_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_startup_grace_ended, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overdue_reported_not_stolen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_oldest_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_robin_across_workers, setup, teardown),

@@ -435,6 +435,15 @@ static void test_limiter_per_resource(void **state)
         kube_result_release(&res);
     }
     assert_int_equal(fc.nsleeps, 1);
+    /* writes on a resource are apart from its reads (the API reader is a client of its
+     * own): the Pods' read bucket is empty, its write bucket full */
+    for (int i = 0; i < 2; i++) {
+        cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p\"}}");
+        assert_int_equal(kube_create(c, &KUBE_RES_PODS, "ns", pod, &res), 0);
+        kube_result_release(&res);
+        cJSON_Delete(pod);
+    }
+    assert_int_equal(fc.nsleeps, 1);
     struct kube_request raw = { .method = "GET", .path = "/api/v1/namespaces/ns/pods/p" };
     for (int i = 0; i < 3; i++) {
         assert_int_equal(kube_raw(c, &raw, &res), 0);

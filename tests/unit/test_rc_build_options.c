@@ -393,6 +393,144 @@ static void test_network_policies(void **state)
     cJSON_Delete(rc);
 }
 
+/* gcsFaultToleranceOptions.backend rocksdb: configureEmbeddedFT on the head, KubeRay's PVC
+ * for its sample, then deletionPolicy, claimName, subPath, size and the drift text */
+static void test_gcs_embedded_storage(void **state)
+{
+    (void)state;
+    int err = 0;
+    char drift[512];
+    cJSON *rc = rct_sample("ray-cluster.embedded-gcs-ft.yaml");
+    cJSON *head = rc_build_head_pod(rc, NULL, &err), *pvc, *want;
+    assert_non_null(head);
+    const cJSON *ray = ray0(head), *vols = jget(jget(head, "spec"), "volumes");
+    assert_string_equal(rct_env_value(ray, "RAY_gcs_storage"), "rocksdb");
+    assert_string_equal(rct_env_value(ray, "RAY_gcs_storage_path"), "/data/gcs");
+    assert_null(rct_env_value(ray, "RAY_REDIS_ADDRESS"));
+    assert_null(rct_env_value(ray, "RAY_external_storage_namespace"));
+    assert_string_equal(cJSON_GetStringValue(jget(ann_map(head), "ray.io/ft-enabled")), "true");
+    assert_null(jget(ann_map(head), "ray.io/external-storage-namespace"));
+    /* the sample's own ray-logs mount first, then the store */
+    assert_string_equal(rct_str_at(ray, "volumeMounts.1.name"), "gcs-storage");
+    assert_string_equal(rct_str_at(ray, "volumeMounts.1.mountPath"), "/data/gcs");
+    assert_null(jget(cJSON_GetArrayItem(jget(ray, "volumeMounts"), 1), "subPath"));
+    assert_string_equal(rct_str_at(vols, "1.name"), "gcs-storage");
+    assert_string_equal(rct_str_at(vols, "1.persistentVolumeClaim.claimName"),
+                        "raycluster-embedded-gcs-ft-gcs-pvc");
+    cJSON_Delete(head);
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
+    assert_string_equal(rct_env_value(ray0(w), "RAY_gcs_rpc_server_reconnect_timeout_s"), "600");
+    assert_null(rct_env_value(ray0(w), "RAY_gcs_storage"));
+    cJSON_Delete(w);
+
+    pvc = rc_build_gcs_pvc(rc, &err);
+    want = rct_fixture("gcs-embedded-pvc.json");
+    rct_assert_json(pvc, want, "GCS storage PVC of ray-cluster.embedded-gcs-ft.yaml");
+    rc_gcs_pvc_drift(pvc, want, drift, sizeof(drift));
+    assert_string_equal(drift, "");
+    cJSON_Delete(want);
+
+    /* Retain: no owner; size canonical as Go prints it; class and modes as asked */
+    cJSON *st = (cJSON *)jget(jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage");
+    cJSON_ReplaceItemInObject(st, "size", cJSON_CreateString("2048Mi"));
+    cJSON_AddStringToObject(st, "deletionPolicy", "Retain");
+    cJSON_AddStringToObject(st, "storageClassName", "fast");
+    cJSON_AddItemToObject(st, "accessModes", cJSON_Parse("[\"ReadWriteMany\"]"));
+    cJSON *p2 = rc_build_gcs_pvc(rc, &err);
+    assert_null(jget(jget(p2, "metadata"), "ownerReferences"));
+    assert_string_equal(rct_str_at(p2, "spec.resources.requests.storage"), "2Gi");
+    assert_string_equal(rct_str_at(p2, "spec.storageClassName"), "fast");
+    assert_string_equal(rct_str_at(p2, "spec.accessModes.0"), "ReadWriteMany");
+    rc_gcs_pvc_drift(p2, pvc, drift, sizeof(drift));
+    assert_string_equal(drift, "requested size 2Gi != current 1Gi; storageClassName fast != "
+                               "current <default>; accessModes [ReadWriteMany] != current "
+                               "[ReadWriteOnce]");
+    cJSON_Delete(p2);
+    cJSON_Delete(pvc);
+
+    /* a claim of the user's: no PVC made, the volume names it, subPath kept */
+    cJSON_DeleteItemFromObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage");
+    cJSON_AddItemToObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "storage",
+                          cJSON_Parse("{\"claimName\":\"mine\",\"subPath\":\"gcs\"}"));
+    err = 0;
+    assert_null(rc_build_gcs_pvc(rc, &err));
+    assert_int_equal(err, 0);
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_string_equal(rct_str_at(jget(jget(head, "spec"), "volumes"),
+                                   "1.persistentVolumeClaim.claimName"), "mine");
+    assert_string_equal(rct_str_at(ray0(head), "volumeMounts.1.subPath"), "gcs");
+    cJSON_Delete(head);
+    /* the Redis backend: none of it */
+    cJSON_ReplaceItemInObject((cJSON *)jget(jget(rc, "spec"), "gcsFaultToleranceOptions"), "backend",
+                              cJSON_CreateString("redis"));
+    assert_null(rc_build_gcs_pvc(rc, &err));
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_null(rct_env_value(ray0(head), "RAY_gcs_storage"));
+    assert_non_null(rct_env_value(ray0(head), "RAY_REDIS_ADDRESS"));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+}
+
+/* tlsOptions.enabled: KubeRay's cert-manager objects for its sample (IP SANs sorted as
+ * strings, 127.0.0.1 always, duplicates and "" dropped), and configureTLS on the Pods */
+static void test_mtls(void **state)
+{
+    (void)state;
+    int err = 0;
+    char names[512];
+    cJSON *rc = rct_sample("ray-cluster.mtls.yaml");
+    const char *head_ips[] = { "10.0.0.5", "" }, *worker_ips[] = { "10.0.0.9", "10.0.0.10",
+                                                                   "10.0.0.9" };
+    cJSON *objs = rc_build_tls_objects(rc, NULL, head_ips, 2, worker_ips, 3, &err);
+    cJSON *want = rct_fixture("mtls-objects.json");
+    rct_assert_json(objs, want, "cert-manager objects of ray-cluster.mtls.yaml");
+    cJSON_Delete(want);
+    cJSON_Delete(objs);
+
+    cJSON *head = rc_build_head_pod(rc, NULL, &err);
+    const cJSON *ic = cJSON_GetArrayItem(jget(jget(head, "spec"), "initContainers"), 0);
+    assert_string_equal(jstr(ic, "name"), "wait-for-tls-ip-san");
+    assert_string_equal(jstr(ic, "image"), "rayproject/ray:2.55.1");
+    assert_non_null(strstr(rct_str_at(ic, "args.0"), "grep -qE \"IP Address:${POD_IP}([^0-9.]|$)\""));
+    env_names(ic, names, sizeof(names));
+    assert_string_equal(names, "POD_IP FQ_RAY_IP RAY_IP");
+    assert_string_equal(rct_str_at(ic, "resources.limits.cpu"), "50m");
+    assert_string_equal(rct_str_at(ic, "volumeMounts.0.mountPath"), "/etc/ray/tls");
+    assert_true(cJSON_IsTrue(jget(cJSON_GetArrayItem(jget(ic, "volumeMounts"), 0), "readOnly")));
+    const cJSON *v = cJSON_GetArrayItem(jget(jget(head, "spec"), "volumes"), 0);
+    assert_string_equal(jstr(v, "name"), "ray-tls");
+    assert_string_equal(rct_str_at(v, "secret.secretName"), "ray-head-secret-raycluster-mtls");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_USE_TLS"), "1");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_TLS_SERVER_CERT"), "/etc/ray/tls/tls.crt");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_TLS_SERVER_KEY"), "/etc/ray/tls/tls.key");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_TLS_CA_CERT"), "/etc/ray/tls/ca.crt");
+    cJSON_Delete(head);
+    /* a worker: the TLS wait first, then wait-gcs-ready, which gets the TLS env and mount */
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
+    const cJSON *ics = jget(jget(w, "spec"), "initContainers");
+    assert_string_equal(rct_str_at(ics, "0.name"), "wait-for-tls-ip-san");
+    assert_string_equal(rct_str_at(ics, "1.name"), "wait-gcs-ready");
+    assert_string_equal(rct_env_value(cJSON_GetArrayItem(ics, 1), "RAY_USE_TLS"), "1");
+    assert_string_equal(rct_str_at(jget(jget(w, "spec"), "volumes"), "0.secret.secretName"),
+                        "ray-worker-secret-raycluster-mtls");
+    cJSON_Delete(w);
+    /* the autoscaler sidecar talks to the GCS too */
+    cJSON_AddBoolToObject((cJSON *)jget(rc, "spec"), "enableInTreeAutoscaling", 1);
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_string_equal(rct_env_value(rct_container(head, "autoscaler"), "RAY_USE_TLS"), "1");
+    cJSON_Delete(head);
+    /* tlsOptions.enabled false: nothing */
+    cJSON_ReplaceItemInObject((cJSON *)jget(jget(rc, "spec"), "tlsOptions"), "enabled",
+                              cJSON_CreateFalse());
+    err = 0;
+    assert_null(rc_build_tls_objects(rc, NULL, NULL, 0, NULL, 0, &err));
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_null(jget(jget(head, "spec"), "initContainers"));
+    assert_null(rct_env_value(ray0(head), "RAY_USE_TLS"));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+}
+
 static void test_ingress_and_auth_secret(void **state)
 {
     (void)state;
@@ -634,6 +772,8 @@ int main(void)
         cmocka_unit_test(test_head_route),
         cmocka_unit_test(test_history_collector),
         cmocka_unit_test(test_network_policies),
+        cmocka_unit_test(test_gcs_embedded_storage),
+        cmocka_unit_test(test_mtls),
         cmocka_unit_test(test_operator_config),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),

@@ -417,13 +417,12 @@ static void test_gates(void **state)
           "is not restricted)",   /* built: its own rules */
           offsetof(struct rc_gates, network_policy) },
         { "spec.tlsOptions", "{\"enabled\":true}",
-          "requires the RayClusterMTLS feature gate to be enabled",
-          "spec.tlsOptions is not implemented by rayop yet (the RayClusterMTLS",
+          "requires the RayClusterMTLS feature gate to be enabled", NULL,   /* built: accepted */
           offsetof(struct rc_gates, mtls) },
-        { "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\"}",
+        { "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\",\"redisAddress\":\"r:6379\"}",
           "requires the GCSFaultToleranceEmbeddedStorage feature gate to be enabled",
-          "GcsFaultToleranceOptions.Backend: 'rocksdb' is not implemented by rayop yet (the "
-          "GCSFaultToleranceEmbeddedStorage", offsetof(struct rc_gates, gcs_ft_embedded) },
+          "cannot set GcsFaultToleranceOptions.RedisAddress when backend is 'rocksdb'",
+          offsetof(struct rc_gates, gcs_ft_embedded) },   /* built: its own rules */
         { "spec.historyServerOptions", "{}", "RayClusterHistoryServer feature gate is not enabled",
           "historyServerOptions.collectorOptions must be set",   /* built: its own rules */
           offsetof(struct rc_gates, history_server) },
@@ -442,10 +441,116 @@ static void test_gates(void **state)
         assert_int_equal(rc_validate(rc, &others, &why), -EINVAL);
         assert_non_null(strstr(why.message, cases[i].gate_off_fragment));
         memset(&why, 0, sizeof(why));
+        if (!cases[i].gate_on_fragment) {
+            if (rc_validate(rc, &on, &why) != 0)
+                fail_msg("%s with its gate on: %s", cases[i].path, why.message);
+            cJSON_Delete(rc);
+            continue;
+        }
         assert_int_equal(rc_validate(rc, &on, &why), -EINVAL);
         assert_string_equal(why.reason, "InvalidRayClusterSpec");
         if (!strstr(why.message, cases[i].gate_on_fragment))
             fail_msg("%s with its gate on: %s", cases[i].path, why.message);
+        cJSON_Delete(rc);
+    }
+}
+
+/* RayClusterMTLS on: validateTLSOptions' rules and messages */
+static void test_tls_options(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *value, *msg;
+    } cases[] = {
+        { "spec.headGroupSpec.template.spec.containers.0.env",
+          "[{\"name\":\"RAY_USE_TLS\",\"value\":\"1\"}]",
+          "cannot set RAY_USE_TLS environment variable in head Pod when tlsOptions is set - the "
+          "operator manages TLS configuration automatically" },
+        { "spec.headGroupSpec.template.spec.containers.0.volumeMounts",
+          "[{\"name\":\"certs\",\"mountPath\":\"/etc/ray/tls\"}]",
+          "cannot use volume mount at path \"/etc/ray/tls\" in head Pod when tlsOptions is set" },
+        { "spec.workerGroupSpecs.0.template.spec.containers.0.env",
+          "[{\"name\":\"RAY_TLS_CA_CERT\",\"value\":\"x\"}]",
+          "cannot set RAY_TLS_CA_CERT environment variable in worker group \"g1\" when tlsOptions "
+          "is set" },
+        { "spec.workerGroupSpecs.0.template.spec.containers.0.volumeMounts",
+          "[{\"name\":\"ray-tls\",\"mountPath\":\"/x\"}]",
+          "cannot use volume mount named \"ray-tls\" in worker group \"g1\" when tlsOptions is set" },
+        { "spec.autoscalerOptions", "{\"env\":[{\"name\":\"RAY_TLS_SERVER_KEY\",\"value\":\"k\"}]}",
+          "cannot set RAY_TLS_SERVER_KEY environment variable in autoscalerOptions.env when "
+          "tlsOptions is set - the operator manages TLS configuration for the autoscaler "
+          "automatically" },
+        { "spec.autoscalerOptions", "{\"volumeMounts\":[{\"name\":\"ray-tls\",\"mountPath\":\"/y\"}]}",
+          "cannot use volume mount named \"ray-tls\" in autoscalerOptions.volumeMounts when "
+          "tlsOptions is set" },
+    };
+    struct rc_gates on;
+    memset(&on, 0, sizeof(on));
+    on.mtls = true;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rc_invalid why;
+        cJSON *rc = base();
+        edit(rc, "spec.tlsOptions", "{\"enabled\":true}");
+        edit(rc, cases[i].path, cases[i].value);
+        assert_int_equal(rc_validate(rc, &on, &why), -EINVAL);
+        if (!strstr(why.message, cases[i].msg))
+            fail_msg("case %zu: %s", i, why.message);
+        /* tlsOptions.enabled false: the operator adds nothing, so nothing conflicts */
+        edit(rc, "spec.tlsOptions", "{\"enabled\":false}");
+        assert_int_equal(rc_validate(rc, &on, &why), 0);
+        cJSON_Delete(rc);
+    }
+}
+
+/* GCSFaultToleranceEmbeddedStorage on: validateGcsFaultToleranceBackend's rocksdb rules */
+static void test_gcs_embedded(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *value, *msg;   /* msg NULL: valid */
+    } cases[] = {
+        { "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\"}", NULL },
+        { "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\",\"storage\":{\"size\":\"2Gi\","
+          "\"deletionPolicy\":\"Retain\"}}", NULL },
+        { "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\",\"redisPassword\":{}}",
+          "cannot set GcsFaultToleranceOptions.RedisPassword when backend is 'rocksdb'" },
+        { "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\",\"externalStorageNamespace\":\"x\"}",
+          "cannot set GcsFaultToleranceOptions.ExternalStorageNamespace when backend is 'rocksdb'" },
+        { "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\",\"storage\":{\"claimName\":\"c\","
+          "\"accessModes\":[\"ReadWriteMany\"]}}",
+          "GcsFaultToleranceOptions.Storage.ClaimName is mutually exclusive with size, "
+          "storageClassName, and accessModes" },
+        { "spec.headGroupSpec.template.spec.containers.0.env",
+          "[{\"name\":\"RAY_gcs_storage_path\",\"value\":\"/x\"}]",
+          "cannot set `RAY_gcs_storage` or `RAY_gcs_storage_path` env var in head Pod when the "
+          "embedded GCS FT backend is used - these are managed by KubeRay" },
+        { "spec.headGroupSpec.template.spec.containers.0.volumeMounts",
+          "[{\"name\":\"data\",\"mountPath\":\"/data/gcs\"}]",
+          "cannot set a volume mount named \"gcs-storage\" or mounted at /data/gcs in the head "
+          "container when the embedded GCS FT backend is used - it is managed by KubeRay" },
+        { "spec.headGroupSpec.template.spec.volumes", "[{\"name\":\"gcs-storage\",\"emptyDir\":{}}]",
+          "cannot set a volume named \"gcs-storage\" in the head Pod when the embedded GCS FT "
+          "backend is used - it is managed by KubeRay" },
+    };
+    struct rc_gates on;
+    memset(&on, 0, sizeof(on));
+    on.gcs_ft_embedded = true;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rc_invalid why;
+        cJSON *rc = base();
+        if (strcmp(cases[i].path, "spec.gcsFaultToleranceOptions"))
+            edit(rc, "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\"}");
+        edit(rc, cases[i].path, cases[i].value);
+        memset(&why, 0, sizeof(why));
+        int r = rc_validate(rc, &on, &why);
+        if (!cases[i].msg) {
+            if (r != 0)
+                fail_msg("case %zu: %s", i, why.message);
+        } else {
+            assert_int_equal(r, -EINVAL);
+            if (!strstr(why.message, cases[i].msg))
+                fail_msg("case %zu: %s", i, why.message);
+        }
         cJSON_Delete(rc);
     }
 }
@@ -741,6 +846,8 @@ int main(void)
         cmocka_unit_test(test_gates),
         cmocka_unit_test(test_history_server),
         cmocka_unit_test(test_network_policy),
+        cmocka_unit_test(test_gcs_embedded),
+        cmocka_unit_test(test_tls_options),
         cmocka_unit_test(test_all_samples),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,8 @@
 #   leftovers     after the stop no shared-memory segment or socket of the instance is left
 # The report: faults by kind, kills by process, requests, convergence time, violations by
 # invariant (each with the object's timeline); the last line is "chaos: N violations".
+# Kept in the work dir when a run fails: up.log (every up's merged output), op-state/NAME.orphaned.log
+# (what each child logged after its up was killed), kubesim.log, requests.log, sim-state/.
 # Not a test itself (tests/run.sh runs only files directly in tests/integration/).
 import argparse
 import http.client

@@ -80,16 +80,8 @@ static void gt_pump(struct gt *t)
         struct store_obj *o = batch[i].obj;
         if (o->res == t->pods) {
             cluster__pod_event(c, batch[i].type, o);
-        } else if (o->res == t->nodes && batch[i].type != EV_DELETED) {
-            struct cl_node *nd = cluster__node_find(c, o->name);
-            if (!nd) {
-                assert_non_null(nd = calloc(1, sizeof(*nd)));
-                nd->name = strdup(o->name);
-                HASH_ADD_KEYPTR(hh, c->nodes, nd->name, strlen(nd->name), nd);
-            }
-            store_obj_unref(nd->obj);
-            nd->obj = store_obj_ref(o);
-            cluster_node_allocatable(o->json, &nd->alloc);
+        } else if (o->res == t->nodes) {
+            cluster__node_event(c, batch[i].type, o);
         } else if (cluster__gang_resource(o->res) || o->res == t->pc) {
             c->gang_dirty = true;
         }
@@ -173,6 +165,7 @@ static void gt_free(struct gt *t)
 
     gt_pump(t);
     cluster__pods_free(t->c);
+    cluster__node_index_free(t->c);
     HASH_ITER(hh, t->c->nodes, n, tn) {
         HASH_DEL(t->c->nodes, n);
         store_obj_unref(n->obj);

@@ -1,7 +1,9 @@
 /* test_cluster_sched.c - the simulated scheduler's pure parts: quantities, Pod
  * requests (limits standing in, init containers), node fit filters (resources,
  * nodeSelector, taints/tolerations, unschedulable), LeastAllocated spreading and
- * the FailedScheduling message. */
+ * the FailedScheduling message; and its loop on a store (gang_testlib.h): the nodes
+ * looked at per Pod placed, spreading through the free-capacity index, and the
+ * Unschedulable Pods retried when capacity frees. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a header of static helpers made for the gang tests: this file uses a few of them */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "gang_testlib.h"
+#pragma GCC diagnostic pop
 #include "kobj/quantity.h"
 #include "kubesim/cluster/cluster.h"
 
@@ -266,6 +273,96 @@ static void test_parse_flag(void **state)
     cluster_opts_free(o);
 }
 
+/* One default-scheduler pass over everything committed so far. */
+static void sched_pass(struct gt *t)
+{
+    gt_pump(t);
+    cluster__schedule_pass(t->c);
+    gt_pump(t);
+}
+
+static int pods_on(struct gt *t, const char *node)
+{
+    struct cl_node *n = cluster__node_find(t->c, node);
+    assert_non_null(n);
+    return (int)n->used.pods;
+}
+
+/* The scheduler's work per Pod placed does not grow with the nodes: each of 400 Pods
+ * that fit looks at one node (the front of the index), where scoring looked at all 200
+ * (80,000 visits); they still spread evenly, 2 a node. */
+static void test_sched_work_per_pod(void **state)
+{
+    struct gt *t = gt_new(200, "4");
+    char name[32];
+    (void)state;
+
+    for (int i = 0; i < 400; i++) {
+        snprintf(name, sizeof(name), "p-%d", i);
+        gt_pod(t, name, "default-scheduler", "100m", NULL);
+    }
+    t->c->sched_visited = 0;
+    sched_pass(t);
+    assert_int_equal(gt_bound(t, "p", 0, 400), 400);
+    assert_int_equal(t->c->sched_visited, 400);
+    for (int i = 1; i <= 200; i++) {
+        snprintf(name, sizeof(name), "n%d", i);
+        assert_int_equal(pods_on(t, name), 2);
+    }
+    /* the emptiest node takes the next Pod: p-7 and p-207 shared a node (Pods went round
+     * the nodes in one order twice); with both gone, the new Pod lands there */
+    gt_delete(t, t->pods, "default", "p-7");
+    gt_delete(t, t->pods, "default", "p-207");
+    gt_pod(t, "late", "default-scheduler", "100m", NULL);
+    t->c->sched_visited = 0;
+    sched_pass(t);
+    assert_int_equal(t->c->sched_visited, 1);
+    char late[64];
+    gt_field(t, t->pods, "default", "late", "spec.nodeName", late, sizeof(late));
+    assert_true(late[0]);
+    assert_int_equal(pods_on(t, late), 1);   /* the node that had lost a Pod */
+    gt_free(t);
+}
+
+/* A Pod that fits nowhere asks every node why (the message counts them all), and is
+ * looked at again only when capacity frees, not on every pass. */
+static void test_sched_unschedulable_retry(void **state)
+{
+    struct gt *t = gt_new(3, "2");
+    char msg[512];
+    (void)state;
+
+    gt_pod(t, "a", "default-scheduler", "1500m", NULL);
+    gt_pod(t, "b", "default-scheduler", "1500m", NULL);
+    gt_pod(t, "c", "default-scheduler", "1500m", NULL);
+    sched_pass(t);
+    assert_int_equal(t->c->nunsched, 0);
+    gt_pod(t, "big", "default-scheduler", "1", NULL);
+    t->c->sched_visited = 0;
+    sched_pass(t);
+    assert_int_equal(t->c->sched_visited, 6);   /* the index, then every node for the message */
+    cJSON *cond = gt_cond(t, t->pods, "big", "PodScheduled");
+    assert_non_null(cond);
+    snprintf(msg, sizeof(msg), "%s", tl_str(cond, "message") ? tl_str(cond, "message") : "");
+    cJSON_Delete(cond);
+    assert_string_equal(msg, "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes "
+                             "are available: 3 No preemption victims found for incoming pod.");
+    assert_int_equal(t->c->nunsched, 1);
+    /* nothing freed: an unrelated Pod event does not bring it back */
+    gt_patch(t, t->pods, "default", "a", NULL, "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}");
+    t->c->sched_visited = 0;
+    sched_pass(t);
+    assert_int_equal(t->c->sched_visited, 0);
+    /* a bound Pod goes: the waiting one is placed */
+    gt_delete(t, t->pods, "default", "b");
+    sched_pass(t);
+    char node[64];
+    gt_field(t, t->pods, "default", "big", "spec.nodeName", node, sizeof(node));
+    assert_true(node[0]);
+    assert_int_equal(t->c->nunsched, 0);
+    gt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +374,8 @@ int main(void)
         cmocka_unit_test(test_spreading),
         cmocka_unit_test(test_message),
         cmocka_unit_test(test_parse_flag),
+        cmocka_unit_test(test_sched_work_per_pod),
+        cmocka_unit_test(test_sched_unschedulable_retry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

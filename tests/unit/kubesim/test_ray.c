@@ -39,7 +39,7 @@ static cJSON *container(const char *command_json, const char *args_json, const c
 
 static int from_container(cJSON *ct, struct ray_script **s, char *err, size_t n)
 {
-    int rc = ray_script_from_container(ct, s, err, n);
+    int rc = ray__script_from_container(ct, s, err, n);
     cJSON_Delete(ct);
     return rc;
 }
@@ -98,7 +98,7 @@ static void test_kuberay_command(void **state)
     assert_string_equal(n->argv[2], "logs");
     assert_string_equal(n->argv[5], "--follow");
     assert_null(n->next);
-    ray_script_free(s);
+    ray__script_free(s);
 }
 
 static void test_argv_forms(void **state)
@@ -115,12 +115,12 @@ static void test_argv_forms(void **state)
     assert_int_equal(s->list->argc, 9);
     assert_string_equal(s->list->argv[7], "a b.py");
     assert_string_equal(s->list->argv[8], "it's");
-    ray_script_free(s);
+    ray__script_free(s);
     /* the light-weight submitter, env expansion in a bash script */
     assert_int_equal(from_container(container("[\"/submitter\"]",
         "[\"--runtime-env-json\",\"{}\",\"--\",\"python\",\"x.py\"]", NULL), &s, err, sizeof(err)), 0);
     assert_string_equal(s->list->argv[0], "/submitter");
-    ray_script_free(s);
+    ray__script_free(s);
     assert_int_equal(from_container(container("[\"sh\",\"-c\"]",
         "[\"ray job submit --address=http://$RAY_DASHBOARD_ADDRESS --submission-id=${ID}x -- 'a'\\\"b\\\" && echo ok || false\"]",
         "[{\"name\":\"RAY_DASHBOARD_ADDRESS\",\"value\":\"svc:8265\"},{\"name\":\"ID\",\"value\":\"j1\"}]"),
@@ -130,7 +130,7 @@ static void test_argv_forms(void **state)
     assert_string_equal(s->list->argv[6], "ab");
     assert_int_equal(s->list->next->join, RJ_AND);
     assert_int_equal(s->list->next->next->join, RJ_OR);
-    ray_script_free(s);
+    ray__script_free(s);
     /* elif/else nest under one fi; comments are skipped */
     assert_int_equal(from_container(container("[\"bash\",\"-c\"]",
         "[\"# submit\\nif false; then echo a; elif true; then ray job list; else echo c; fi\"]", NULL),
@@ -138,7 +138,7 @@ static void test_argv_forms(void **state)
     assert_int_equal(s->list->kind, RN_IF);
     assert_int_equal(s->list->els->kind, RN_IF);
     assert_string_equal(s->list->els->els->argv[1], "c");
-    ray_script_free(s);
+    ray__script_free(s);
     /* KubeRay v1.5's sidecar wait: a pipe joins wget to grep (the redirections are grep's),
      * a newline after '|' continues the pipeline */
     assert_int_equal(from_container(container("[\"/bin/bash\",\"-ce\",\"--\"]",
@@ -154,7 +154,7 @@ static void test_argv_forms(void **state)
     assert_true(s->list->cond->next->quiet_out && s->list->cond->next->quiet_err);
     assert_null(s->list->cond->next->next);
     assert_int_equal(s->list->next->join, RJ_SEQ);
-    ray_script_free(s);
+    ray__script_free(s);
 }
 
 static void test_not_submitters_and_errors(void **state)
@@ -188,7 +188,7 @@ static void test_not_submitters_and_errors(void **state)
         buf_puts(&deep, "; fi");
     {
         struct ray_node *n = NULL;
-        assert_int_equal(ray_script_parse_text(deep.data, deep.len, NULL, &n, err, sizeof(err)), -E2BIG);
+        assert_int_equal(ray__script_parse_text(deep.data, deep.len, NULL, &n, err, sizeof(err)), -E2BIG);
         assert_null(n);
     }
     buf_free(&deep);
@@ -342,26 +342,26 @@ static void test_serve(void **state)
     }
     cJSON_Delete(j);
     /* Serve's HTTP proxy: health, routes (only deployed apps), longest route_prefix */
-    assert_int_equal(ray_serve_http(c, t0 + 5000, "GET", "/-/healthz", &r), 0);
+    assert_int_equal(ray__serve_http(c, t0 + 5000, "GET", "/-/healthz", &r), 0);
     assert_string_equal(r.body, "success");
     free(r.body);
-    assert_int_equal(ray_serve_http(c, t0 + 5000, "GET", "/-/routes", &r), 0);
+    assert_int_equal(ray__serve_http(c, t0 + 5000, "GET", "/-/routes", &r), 0);
     assert_string_equal(r.body, "{\"/a\":\"a\"}");
     free(r.body);
-    assert_int_equal(ray_serve_http(c, t0 + 5000, "POST", "/a/predict", &r), 0);
+    assert_int_equal(ray__serve_http(c, t0 + 5000, "POST", "/a/predict", &r), 0);
     assert_int_equal(r.code, 200);
     assert_non_null(strstr(r.body, "application 'a'"));
     free(r.body);
-    assert_int_equal(ray_serve_http(c, t0 + 5000, "GET", "/ab", &r), 0);
+    assert_int_equal(ray__serve_http(c, t0 + 5000, "GET", "/ab", &r), 0);
     assert_int_equal(r.code, 404);
     free(r.body);
-    assert_int_equal(ray_serve_http(c, t0 + 10, "GET", "/a", &r), 0);
+    assert_int_equal(ray__serve_http(c, t0 + 10, "GET", "/a", &r), 0);
     assert_int_equal(r.code, 404);   /* still DEPLOYING */
     free(r.body);
     /* forced unhealthy, then a re-PUT without b: a keeps its state (same config), b goes */
-    assert_int_equal(ray_serve_force(c, "a", "UNHEALTHY", "boom"), 0);
-    assert_int_equal(ray_serve_force(c, "a", "BOGUS", NULL), -EINVAL);
-    assert_int_equal(ray_serve_force(c, "zz", "UNHEALTHY", NULL), -ENOENT);
+    assert_int_equal(ray__serve_force(c, "a", "UNHEALTHY", "boom"), 0);
+    assert_int_equal(ray__serve_force(c, "a", "BOGUS", NULL), -EINVAL);
+    assert_int_equal(ray__serve_force(c, "zz", "UNHEALTHY", NULL), -ENOENT);
     free(call(c, t0 + 6000, "PUT", "/api/serve/applications/", "{\"applications\":[{\"name\":\"a\","
               "\"import_path\":\"m:app\",\"route_prefix\":\"/a\"}]}").body);
     r = call(c, t0 + 6001, "GET", "/api/serve/applications/", NULL);
