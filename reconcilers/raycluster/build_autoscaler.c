@@ -121,6 +121,8 @@ void rc_autoscaler_container(struct rcb *b, const cJSON *rc, const struct rc_bui
     rcb_set(b, c, "resources", rcb_fixed_resources(b, "500m", "512Mi"));
     if (rc_auth_token_enabled(rc))
         rc_auth_env(b, rc, c);
+    if (rc_tls_enabled(rc))
+        rc_tls_container(b, c);
     if (!cJSON_IsObject(ao))
         return;
     /* mergeAutoscalerOverrides */

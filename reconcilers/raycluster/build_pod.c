@@ -625,6 +625,7 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
                 rc_auth_env(b, rc, (cJSON *)ic);
         }
     }
+    rc_tls_configure(b, rc, pb.head, pb.spec, pb.ray);
     add_collector(&pb);   /* the last container of the template, as KubeRay appends it */
     operator_config(&pb);
     /* BuildPod. */

@@ -35,6 +35,7 @@ struct rc_run {
     char err_msg[512];
     uint64_t requeue_ms;        /* > 0: ask for a requeue after this long */
     bool gone;                  /* the API server has no such cluster (found before creating) */
+    bool tls_ready;             /* rc_tls_secrets_ready passed in this reconcile */
 };
 
 /* Records the first error of the reconcile (later ones keep the first, as
@@ -71,6 +72,15 @@ int rc_reconcile_finalizer(struct rc_run *r, struct host_result *res);
 /* reconcile_netpol.c: spec.networkPolicy's NetworkPolicies (gate RayClusterNetworkPolicy).
  * 0, or < 0 with what went wrong in msg; the cluster's status is not touched. */
 int rc_reconcile_netpol(struct rc_run *r, char *msg, size_t cap);
+
+/* reconcile_tls.c: tlsOptions (gate RayClusterMTLS). rc_tls_precheck: 1 when the cluster
+ * asks for TLS and cert-manager is not served (refused, res filled), 0 to go on.
+ * rc_reconcile_tls: the cert-manager PKI; 0, or < 0 with msg set (the status is not
+ * touched). rc_tls_secrets_ready: before creating Pods, 0 when both leaf certificates are
+ * ready and their Secrets complete, else rc_fail(). */
+int rc_tls_precheck(struct rc_run *r, struct host_result *res);
+int rc_reconcile_tls(struct rc_run *r, char *msg, size_t cap);
+int rc_tls_secrets_ready(struct rc_run *r);
 
 /* metrics.c: provisioned-duration bookkeeping. */
 void rc_metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
@@ -198,6 +208,9 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
 void rc_autoscaler_container(struct rcb *b, const cJSON *rc, const struct rc_build_opts *o,
                              cJSON *pod_spec);
 /* configureGCSFaultTolerance for node (head: group == NULL). */
+/* configureTLS on a Pod template (build_tls.c); SetContainerTLSConfig on one container. */
+void rc_tls_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_spec, cJSON *ray);
+void rc_tls_container(struct rcb *b, cJSON *c);
 void rc_gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_meta,
                          cJSON *pod_spec, cJSON *container);
 /* SetContainerTokenAuthEnvVars. */

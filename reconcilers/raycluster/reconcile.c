@@ -3,7 +3,8 @@
  * (raycluster_controller.go rayClusterReconcile): skip clusters managed
  * elsewhere; validate (Warning Event, terminal until the spec changes); the
  * GCS FT finalizer and deletion (reconcile_delete.c); autoscaler RBAC; head,
- * headless and serve Services; the embedded GCS store's PVC; Pods
+ * headless and serve Services; the embedded GCS store's PVC; the mTLS PKI
+ * (reconcile_tls.c); Pods
  * (reconcile_pods.c); the NetworkPolicies
  * (reconcile_netpol.c); then always the status (status.c), written through
  * /status only when it changed.
@@ -743,7 +744,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
         host_log(ctx, LOG_INFO, "Skipping RayCluster managed by a custom controller", NULL);
         goto out;
     }
-    if (validate(&r, res) == 1)
+    if (validate(&r, res) == 1 || rc_tls_precheck(&r, res) == 1)
         goto out;
     if ((rc = rc_reconcile_finalizer(&r, res)) != 0)
         goto out;   /* 1: finished (finalizer added, deletion in progress) */
@@ -753,10 +754,15 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     if ((rc = host_list_cluster(ctx, "v1/pods", r.ns, r.name, &r.pods)) < 0)
         goto out;
+    char tls_msg[512] = "";
+    int tls = 0;
     /* stops at the first failing step, as KubeRay; the status is computed anyway */
     if (reconcile_rbac(&r) == 0 && reconcile_ingress(&r) == 0 && reconcile_auth_secret(&r) == 0 &&
-        reconcile_services(&r) == 0 && reconcile_gcs_pvc(&r) == 0)
+        reconcile_services(&r) == 0 && reconcile_gcs_pvc(&r) == 0) {
+        /* KubeRay's mTLS controller runs apart: its failure only retries */
+        tls = rc_reconcile_tls(&r, tls_msg, sizeof(tls_msg));
         (void)rc_reconcile_pods(&r);
+    }
     /* KubeRay's NetworkPolicy controller runs apart from the RayCluster's: its failure
      * only retries, and does not stop the steps above */
     char np_msg[512] = "";
@@ -779,6 +785,10 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     int wrote = write_status(&r);
     if (r.err != RC_ERR_NONE) {
         set_message(res, r.err_msg);
+        res->outcome = HOST_ERROR;
+    } else if (tls < 0) {
+        host_log(ctx, LOG_ERROR, "Error reconcile mTLS", "error", tls_msg, NULL);
+        set_message(res, tls_msg);
         res->outcome = HOST_ERROR;
     } else if (np < 0) {
         host_log(ctx, LOG_ERROR, "Error reconcile NetworkPolicies", "error", np_msg, NULL);

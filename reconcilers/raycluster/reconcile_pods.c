@@ -459,6 +459,8 @@ static int reconcile_head(struct rc_run *r, const char *hash)
         }
         if ((rc = confirm_count(r, RC_LABEL_NODE_TYPE, RC_NODE_HEAD, 0)) < 0)
             goto out;
+        if ((rc = rc_tls_secrets_ready(r)) < 0)
+            goto out;
         int err = 0;
         cJSON *pod = rc_build_head_pod(r->rc, &r->bo, &err);
         if (!pod) {
@@ -573,6 +575,8 @@ static int create_workers(struct rc_run *r, const cJSON *g, const char *group, i
 {
     int rc = confirm_count(r, RC_LABEL_GROUP, group, cached);
     int idx = -1;
+    if (rc == 0)
+        rc = rc_tls_secrets_ready(r);
     for (int i = 0; rc == 0 && i < replicas; i++) {
         idx = next_index(used, nused, idx + 1);
         char rname[300];

@@ -5,10 +5,10 @@
  * admission-time rules the RayCluster webhook / CRD enforce (unique worker group
  * names, managedBy values) and rayop's own numOfHosts >= 1.
  *
- * Feature gates are those of a default KubeRay install: RayJobDeletionPolicy on;
- * RayClusterNetworkPolicy, RayClusterMTLS, RayClusterHistoryServer and
- * GCSFaultToleranceEmbeddedStorage off, so specs that need them are rejected the
- * way KubeRay rejects them.
+ * Feature gates: RayJobDeletionPolicy on; RayClusterNetworkPolicy, RayClusterMTLS,
+ * RayClusterHistoryServer and GCSFaultToleranceEmbeddedStorage as struct rc_gates says
+ * (off by default, as in KubeRay): a spec that needs a gate that is off is rejected with
+ * KubeRay's message, and with it on the feature's own rules apply.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -247,12 +247,6 @@ static int validate_admission(const cJSON *rc, struct verr *e)
     }
     return 0;
 }
-
-/* A gated field whose gate is on but whose objects rayop does not build yet:
- * ValidationFailed with this beats running a cluster without what was asked. */
-#define NOT_IMPLEMENTED(field, gate)                                                     \
-    field " is not implemented by rayop yet (the " gate " feature gate is enabled, but "   \
-          "rayop does not build the objects KubeRay builds for it)"
 
 static bool field_set(const cJSON *spec, const char *key)
 {
@@ -584,6 +578,78 @@ static int validate_netpol(const cJSON *rc, struct verr *e)
     return 0;
 }
 
+static const char *const tls_env[] = { "RAY_USE_TLS", "RAY_TLS_SERVER_CERT", "RAY_TLS_SERVER_KEY",
+                                       "RAY_TLS_CA_CERT" };
+
+/* validateNoConflictingTLSVolumeMount */
+static int tls_mount_conflict(const cJSON *c, const char *where, struct verr *e)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, kobj_get(c, "volumeMounts")) {
+        const char *n = kobj_str(m, "name"), *p = kobj_str(m, "mountPath");
+        if (n && !strcmp(n, RC_TLS_VOLUME))
+            return fail(e, "cannot use volume mount named \"%s\" in %s when tlsOptions is set - "
+                           "the operator manages TLS configuration automatically", RC_TLS_VOLUME,
+                        where);
+        if (p && !strcmp(p, "/etc/ray/tls"))
+            return fail(e, "cannot use volume mount at path \"/etc/ray/tls\" in %s when "
+                           "tlsOptions is set - the operator manages TLS configuration "
+                           "automatically", where);
+    }
+    return 0;
+}
+
+/* validateTLSOptions: none of the env or mounts the operator adds, anywhere it adds them */
+static int validate_tls(const cJSON *rc, struct verr *e)
+{
+    const cJSON *hc = rc_group_container0(rc_head_group(rc)), *g, *m;
+    const cJSON *ao = kobj_get(rc_spec(rc), "autoscalerOptions");
+    char where[300];
+    int r;
+    size_t i;
+    if (hc) {
+        for (i = 0; i < 4; i++)
+            if (rc_env_exists(hc, tls_env[i]))
+                return fail(e, "cannot set %s environment variable in head Pod when tlsOptions is "
+                               "set - the operator manages TLS configuration automatically",
+                            tls_env[i]);
+        if ((r = tls_mount_conflict(hc, "head Pod", e)) < 0)
+            return r;
+    }
+    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs")) {
+        const cJSON *wc = rc_group_container0(g);
+        if (!wc)
+            continue;
+        for (i = 0; i < 4; i++)
+            if (rc_env_exists(wc, tls_env[i]))
+                return fail(e, "cannot set %s environment variable in worker group \"%s\" when "
+                               "tlsOptions is set - the operator manages TLS configuration "
+                               "automatically", tls_env[i], group_name(g));
+        snprintf(where, sizeof(where), "worker group \"%s\"", group_name(g));
+        if ((r = tls_mount_conflict(wc, where, e)) < 0)
+            return r;
+    }
+    if (!cJSON_IsObject(ao))
+        return 0;
+    for (i = 0; i < 4; i++)
+        if (rc_env_exists(ao, tls_env[i]))
+            return fail(e, "cannot set %s environment variable in autoscalerOptions.env when "
+                           "tlsOptions is set - the operator manages TLS configuration for the "
+                           "autoscaler automatically", tls_env[i]);
+    cJSON_ArrayForEach(m, kobj_get(ao, "volumeMounts")) {
+        const char *n = kobj_str(m, "name"), *p = kobj_str(m, "mountPath");
+        if (n && !strcmp(n, RC_TLS_VOLUME))
+            return fail(e, "cannot use volume mount named \"%s\" in autoscalerOptions.volumeMounts "
+                           "when tlsOptions is set - the operator manages TLS configuration "
+                           "automatically", RC_TLS_VOLUME);
+        if (p && !strcmp(p, "/etc/ray/tls"))
+            return fail(e, "cannot use volume mount at path \"/etc/ray/tls\" in "
+                           "autoscalerOptions.volumeMounts when tlsOptions is set - the operator "
+                           "manages TLS configuration automatically");
+    }
+    return 0;
+}
+
 static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
     const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
@@ -607,11 +673,10 @@ static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr 
                        "be enabled");
     if (field_set(spec, "networkPolicy") && (r = validate_netpol(rc, e)) < 0)
         return r;
-    if (field_set(spec, "tlsOptions")) {
-        if (g->mtls)
-            return fail(e, "%s", NOT_IMPLEMENTED("spec.tlsOptions", "RayClusterMTLS"));
+    if (field_set(spec, "tlsOptions") && !g->mtls)
         return fail(e, "spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled");
-    }
+    if (rc_tls_enabled(rc) && (r = validate_tls(rc, e)) < 0)
+        return r;
     return 0;
 }
 
