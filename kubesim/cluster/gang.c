@@ -543,6 +543,40 @@ static void collect_members(struct cluster *c, struct gang **all)
     }
 }
 
+/* Volcano's allocate takes the queue that ranks first (spec.priority, then the smallest
+ * share of its deserved resources, which each binding raises), then that queue's first
+ * gang. order[k..n) is in gang order; when order[k] is a Volcano gang, the first gang of
+ * the best queue among the Volcano gangs left is brought to k, the others keep their
+ * order (the other schedulers' gangs keep their places). */
+static void pick_next(struct gang **order, size_t k, size_t n)
+{
+    struct gang *g = order[k];
+    struct gqueue *best = NULL;
+    double best_share = 0;
+    size_t at = k;
+    if (g->kind != G_VOLCANO || !g->pg || !g->q)
+        return;
+    for (size_t i = k; i < n; i++) {
+        struct gqueue *q = order[i]->q;
+        double sh;
+        if (order[i]->kind != G_VOLCANO || !order[i]->pg || !q || q == best)
+            continue;
+        sh = cluster__volcano_share(q);
+        if (!best || q->priority > best->priority ||
+            (q->priority == best->priority && sh < best_share)) {
+            best = q;
+            best_share = sh;
+            at = i;
+        }
+    }
+    /* at is the first gang of its queue (the scan meets each queue's first gang first) */
+    if (at != k) {
+        g = order[at];
+        memmove(&order[k + 1], &order[k], (at - k) * sizeof(*order));
+        order[k] = g;
+    }
+}
+
 void cluster__gang_pass(struct cluster *c)
 {
     struct gang *all = NULL, *g, *tmp, **order = NULL;
@@ -609,9 +643,18 @@ void cluster__gang_pass(struct cluster *c)
             yunikorn_groups(g);
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
+            g->q = q;
             const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");
-            for (size_t k = 0; q && k < g->n; k++) {
-                if (cluster__gang_pod_terminal(g->m[k]->obj->json))
+            for (size_t k = 0; k < g->n; k++) {
+                const cJSON *pod = g->m[k]->obj->json;
+                /* a Pod on its way out is Releasing: no longer the queue's */
+                bool going = kobj_get(kobj_get(pod, "metadata"), "deletionTimestamp") != NULL;
+                const char *pph = kobj_str(kobj_get(pod, "status"), "phase");
+                if (cluster__gang_bound(g->m[k]) && !going && !(pph && !strcmp(pph, "Failed"))) {
+                    g->ready++;
+                    cluster__gang_res_add(&g->alloc, &g->m[k]->req, 1);
+                }
+                if (!q || cluster__gang_pod_terminal(pod) || going)
                     continue;
                 if (cluster__gang_bound(g->m[k]))
                     cluster__gang_res_add(&q->allocated, &g->m[k]->req, 1);
@@ -630,6 +673,7 @@ void cluster__gang_pass(struct cluster *c)
     for (size_t k = 0; k < ng; k++) {
         struct outcome o;
         char why[300], msg[600];
+        pick_next(order, k, ng);
         g = order[k];
         memset(&o, 0, sizeof(o));
         count(g, &o);
@@ -676,7 +720,8 @@ void cluster__gang_pass(struct cluster *c)
                    !strcmp(phase, "Unknown") || !strcmp(phase, "Completed");
         const char *unsched_msg = NULL, *enq_reason = NULL;
         if (!o.ready && !inq) {
-            const char *reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &idle, &inqueue, why, sizeof(why));
+            const char *reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &total, &idle, &inqueue, why,
+                                                                sizeof(why));
             if (!reason) {
                 inq = true;
                 phase = "Inqueue";
@@ -699,13 +744,17 @@ void cluster__gang_pass(struct cluster *c)
                     if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
                         set_unsched(c, g->m[m], msg, "volcano");
         }
-        /* getPodGroupPhase */
+        /* getPodGroupPhase: some running while the gang cannot be placed is Unknown */
         int64_t completed = o.succeeded + o.failed;
-        if (o.scheduled >= g->min)
+        if (o.running && unsched_msg)
+            phase = "Unknown";
+        else if (o.scheduled >= g->min)
             phase = o.scheduled == completed ? "Completed" : "Running";
         else if (strcmp(phase, "Inqueue") != 0)
             phase = "Pending";
         cluster__volcano_pg_status(c, g, rpg, phase, &o, unsched_msg, enq_reason);
+        g->phase = phase;
+        g->scheduled = o.scheduled;
         if (q) {
             if (!strcmp(phase, "Pending")) q->pending++;
             else if (!strcmp(phase, "Inqueue")) q->inqueue_n++;
@@ -713,6 +762,12 @@ void cluster__gang_pass(struct cluster *c)
             else if (!strcmp(phase, "Completed")) q->completed++;
         }
     }
+    /* the actions after allocate, as the scheduler's configuration lists them */
+    unsigned acts = cluster__volcano_actions(c);
+    if (acts & VOLCANO_PREEMPT)
+        cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_PREEMPT);
+    if (acts & VOLCANO_RECLAIM)
+        cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_RECLAIM);
     HASH_ITER(hh, qs, q, qt)
         cluster__volcano_queue_status(c, rq, q);
 out:

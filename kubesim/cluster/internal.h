@@ -45,6 +45,7 @@ struct cl_pod {
     struct cluster_res req;
     bool queued, unsched, deleting;
     bool sched_waiting;          /* PodScheduled reason Schedulable: it fits, its gang does not (gang.c) */
+    bool disrupted;              /* DisruptionTarget: a gang scheduler evicted it (gang_volcano.c) */
     bool real;                   /* handed to the runtime (kubesim/runtime) */
     char unsched_msg[512];
     enum cl_stage stage;
@@ -253,6 +254,14 @@ struct gang {
     const char *ctime;
     struct cl_pod **m;
     size_t n, cap;
+    /* Volcano, for preempt and reclaim: the queue, the phase this session gave the
+     * PodGroup, its bound members, and its running members less the victims taken */
+    struct gqueue *q;
+    const char *phase;
+    int64_t scheduled, ready;
+    struct cluster_res alloc;    /* its running members' requests (the drf plugin's share) */
+    int64_t scratch_n;           /* a victim choice's count-down (gang_volcano.c) */
+    struct cluster_res scratch;
     UT_hash_handle hh;
 };
 
@@ -268,6 +277,9 @@ struct gqueue {
     struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
     struct cluster_res share_used; /* allocated, plus what this session bound */
     bool has_deserved;
+    bool reclaimable;            /* spec.reclaimable (default true) */
+    int64_t priority;            /* spec.priority: queues are ordered by it, then by share */
+    struct cluster_res scratch;  /* a victim choice's count-down (gang_volcano.c) */
     double weight;
     int pending, inqueue_n, running, completed;
     UT_hash_handle hh;
@@ -310,9 +322,24 @@ void cluster__volcano_deserved(struct gqueue *qs, const struct cluster_res *tota
 bool cluster__volcano_within_share(const struct gqueue *q, const struct cluster_res *used,
                                    const struct cluster_res *req);
 const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *q,
-                                           bool have_queues, const struct cluster_res *idle,
+                                           bool have_queues, const struct cluster_res *total,
+                                           const struct cluster_res *idle,
                                            const struct cluster_res *inqueue, char *why,
                                            size_t cap);
+/* The share the proportion plugin orders queues by: the largest of used/deserved. */
+double cluster__volcano_share(const struct gqueue *q);
+/* The actions of a volcano-scheduler.conf (its top-level "actions:" line) that kubesim
+ * acts on beyond enqueue and allocate; bounded, outside bytes. */
+#define VOLCANO_PREEMPT 1u
+#define VOLCANO_RECLAIM 2u
+unsigned cluster__volcano_actions_parse(const char *conf, size_t len);
+/* The same, from the ConfigMap volcano-system/volcano-scheduler-configmap (0 without). */
+unsigned cluster__volcano_actions(struct cluster *c);
+/* Volcano's preempt (action VOLCANO_PREEMPT: lower-priority gangs of the same queue) or
+ * reclaim (VOLCANO_RECLAIM: gangs of other queues above their share) for the starving
+ * Inqueue gangs of order: victims are evicted only when the whole gang then fits. */
+void cluster__volcano_evict(struct cluster *c, struct gang **order, size_t n, struct gqueue *qs,
+                            struct nodes *ns, unsigned action);
 void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource *rq,
                                    struct gqueue *q);
 void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,

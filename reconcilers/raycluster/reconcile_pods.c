@@ -29,7 +29,7 @@
  * says 2), so nothing is created until the cache has the spec the API has.
  *
  * The window of the Pod LIST belongs to writes made before this process
- * started, so it closes for good: the first LIST's resourceVersion is a fence,
+ * started, so it closes for good: the latest LIST's resourceVersion is a fence,
  * and once the cache's Pods have caught up with it (host_cache_seen) every
  * earlier write is in the cache and later ones are this process's own, which
  * the read-your-writes gate covers, for as long as the watcher connection lasts
@@ -37,6 +37,12 @@
  * next connection). From then on no reconcile lists Pods
  * (before, a burst of new clusters cost one LIST each); the GET of the cluster
  * stays, as the cluster's spec can change under the cache at any time.
+ *
+ * What is left between that GET and the create's commit is one request's time:
+ * creates are made in one attempt (host_create_once), as a create the client
+ * retried after a 429 or a refused connection would commit after a wait the GET
+ * does not cover. A create sent without an answer (a reset) may exist: the fence
+ * starts over, so the next count is a live LIST.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -218,20 +224,27 @@ static bool fence_passed(struct rc_run *r)
     if (host_cache_seen(r->ctx, "v1/pods", rv) != 1)
         return false;
     pthread_mutex_lock(&fence.mu);
-    if (fence.gen == gen)
+    passed = fence.gen == gen && strcmp(fence.rv, rv) == 0;   /* not moved up meanwhile */
+    if (passed)
         fence.passed = true;
     pthread_mutex_unlock(&fence.mu);
+    if (!passed)
+        return false;
     host_log(r->ctx, LOG_INFO, "the cache has every Pod written before this watcher "
              "connection; no more confirming LISTs", "resourceVersion", rv, NULL);
     return true;
 }
 
+/* Every confirming LIST moves the fence up to its rv, not only the first: a write
+ * the previous process had in flight can commit after our first LIST (its request
+ * was still on the server when it died), and a LIST that shows it must be waited
+ * for too (raycluster_crash.py saw a 25th worker created for 24 without this). */
 static void fence_set(uint64_t gen, const char *rv)
 {
     if (!rv || !*rv || strlen(rv) >= IPC_RV_MAX)
         return;
     pthread_mutex_lock(&fence.mu);
-    if (gen == fence.gen && !fence.rv[0])
+    if (gen == fence.gen && !fence.passed && (!fence.rv[0] || kobj_rv_cmp(rv, fence.rv) > 0))
         memcpy(fence.rv, rv, strlen(rv) + 1);
     pthread_mutex_unlock(&fence.mu);
 }
@@ -357,7 +370,21 @@ static int create_pod(struct rc_run *r, cJSON *pod, bool head)
     int rc = confirm_cluster(r);
     if (rc < 0)
         return rc;
-    rc = host_create(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
+    /* one attempt: a create the client retried after a 429 or a refused connection
+     * would commit later than the GET above vouches for (the soak saw one commit 158 ms
+     * later, after the group was scaled down); the next reconcile reads again instead */
+    rc = host_create_once(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
+    if (rc < 0 && kr.http_code == 0 && rc != -ECONNREFUSED)
+        rc_pods_fence_reset();   /* sent, no answer: it may exist; the next count is a LIST */
+    if (rc == -EAGAIN || rc == -ECONNREFUSED) {
+        /* what the client used to retry: no Warning Event for it */
+        host_log(r->ctx, LOG_INFO, "API server busy; the Pod is created after the cluster is "
+                 "read again", "error", kube_strerror(rc), NULL);
+        kube_result_release(&kr);
+        return rc_fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
+                       "creating a %s Pod: %s (retried)", head ? "head" : "worker",
+                       kube_strerror(rc));
+    }
     if (rc < 0) {
         char why[640];
         kube_result_error(&kr, rc, why, sizeof(why));
