@@ -375,15 +375,15 @@ static int create_pod(struct rc_run *r, cJSON *pod, bool head)
      * later, after the group was scaled down); the next reconcile reads again instead */
     rc = host_create_once(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
     if (rc < 0 && kr.http_code == 0 && rc != -ECONNREFUSED)
-        rc_pods_fence_reset();   /* sent, no answer: it may exist; the next count is a LIST */
+        raycluster__pods_fence_reset();   /* sent, no answer: it may exist; the next count is a LIST */
     if (rc == -EAGAIN || rc == -ECONNREFUSED) {
         /* what the client used to retry: no Warning Event for it */
         host_log(r->ctx, LOG_INFO, "API server busy; the Pod is created after the cluster is "
                  "read again", "error", kube_strerror(rc), NULL);
         kube_result_release(&kr);
-        return rc_fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
-                       "creating a %s Pod: %s (retried)", head ? "head" : "worker",
-                       kube_strerror(rc));
+        return raycluster__fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
+                                "creating a %s Pod: %s (retried)", head ? "head" : "worker",
+                                kube_strerror(rc));
     }
     if (rc < 0) {
         char why[640];
