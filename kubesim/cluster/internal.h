@@ -228,8 +228,8 @@ void cluster__gang_pass(struct cluster *c);
 /*
  * ---- what the gang step's files share (gang.c: the session and the placement;
  * gang_volcano.c: Volcano's queues, enqueue and PodGroup status; gang_kai.c: KAI's
- * pod-grouper and queues; gang_status.c: the other PodGroups' status). Cluster
- * thread only; one session's data.
+ * pod-grouper and queues; gang_yunikorn.c: YuniKorn's queues; gang_status.c: the other
+ * PodGroups' status). Cluster thread only; one session's data.
  */
 
 #define VOLCANO_GROUP "scheduling.volcano.sh"
@@ -250,6 +250,7 @@ struct gang {
     char queue[256];
     char kai_pg[400];            /* KAI: the PodGroup's name (pg-TOPOWNER-UID) */
     char kai_err[300];           /* KAI: why its pod-grouper made no PodGroup, else "" */
+    cJSON *kai_obj;              /* KAI: the PodGroup its pod-grouper wants (owned), or NULL */
     int64_t prio;
     const char *ctime;
     struct cl_pod **m;
@@ -280,6 +281,10 @@ struct gqueue {
     bool reclaimable;            /* spec.reclaimable (default true) */
     int64_t priority;            /* spec.priority: queues are ordered by it, then by share */
     struct cluster_res scratch;  /* a victim choice's count-down (gang_volcano.c) */
+    /* KAI (gang_kai.c): cap/has_cap are the limits, weight the over-quota weight */
+    struct cluster_res quota;    /* -1 in a dimension: unlimited */
+    char parent[256];
+    bool leaf;                   /* no queue names it as parent */
     double weight;
     int pending, inqueue_n, running, completed;
     UT_hash_handle hh;
@@ -346,6 +351,14 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
                                 const char *phase, const struct outcome *o,
                                 const char *unsched_msg, const char *enq_reason);
 
+/* gang_yunikorn.c: the queues of yunikorn/yunikorn-configs (NULL without), each
+ * YuniKorn gang's q set; freed by the caller (HASH_DEL, free). */
+struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, size_t n);
+/* NULL when the application's waiting Pods and placeholders fit under its queue's and
+ * its parents' max, else why not (in why). */
+const char *cluster__yunikorn_max_check(const struct gang *g, struct gqueue *qs, char *why,
+                                        size_t cap);
+
 /* gang_status.c: the scheduler-plugins and WAS PodGroup status (nothing for others) */
 void cluster__gang_pg_status(struct cluster *c, const struct gang *g, const struct outcome *o,
                              const char *unsched_msg);
@@ -356,6 +369,20 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
 const char *cluster__kai_queue_check(struct cluster *c, const struct gang *g, char *why,
                                      size_t cap);
 void cluster__kai_annotate(struct cluster *c, const struct gang *g);
+/* The PodGroup (scheduling.run.ai/v2alpha2, when served) made or brought up to date as
+ * the pod-grouper does; returns the stored object (a reference) or NULL. */
+struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g);
+/* Its status: the UnschedulableOnNodePool condition with msg, or none (msg NULL). */
+void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg);
+/* KAI's Queues (scheduling.run.ai/v2) with their limits and fair share among the KAI
+ * gangs of all[0, n) (each gang's q set); NULL without the type. Freed by the caller
+ * (HASH_DEL, free). */
+struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
+                                   const struct cluster_res *total);
+/* NULL when the gang's Pending Pods fit under its queue's and its parents' limits, else
+ * KAI's message (in why). */
+const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, char *why,
+                                     size_t cap);
 
 
 /* kubelet.c */

@@ -690,6 +690,163 @@ static void test_kai_queues(void **state)
     assert_int_equal(gt_bound(t, "leaf", 0, 1), 1);
 }
 
+/* YuniKorn's queues from yunikorn/yunikorn-configs: an application that with the
+ * placeholders of its members still to come would take root.capped over its max waits
+ * with nothing bound; a larger max lets it run. A queue the config does not name has
+ * no limit. */
+static void test_yunikorn_queues(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *nsr = tl_res(t->s, "", "v1", "namespaces");
+    char meta[600];
+    const char *tg = "[{\\\"name\\\":\\\"w\\\",\\\"minMember\\\":3,\\\"minResource\\\":"
+                     "{\\\"cpu\\\":\\\"1\\\"}}]";
+    const char *conf = "{\"metadata\":{\"name\":\"yunikorn-configs\"},\"data\":{\"queues.yaml\":"
+        "\"partitions:\\n  - name: default\\n    queues:\\n      - name: root\\n        queues:\\n"
+        "          - name: capped\\n            resources:\\n              max: {vcore: %s, memory: 8Gi}\\n\"}}";
+
+    store_obj_unref(tl_create(t->s, nsr, "", tl_json("{\"metadata\":{\"name\":\"yunikorn\"}}")));
+    store_obj_unref(tl_create(t->s, t->cms, "yunikorn", tl_json(conf, "2")));
+    /* two members of 1 CPU now, a third to come (its placeholder holds 1 CPU): 3 > 2 */
+    for (int i = 0; i < 2; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "ya-%d", i);
+        snprintf(meta, sizeof(meta), ",\"labels\":{\"applicationId\":\"ya\",\"queue\":\"root.capped\"},"
+                 "\"annotations\":{\"yunikorn.apache.org/task-groups\":\"%s\","
+                 "\"yunikorn.apache.org/task-group-name\":\"w\"}", tg);
+        gt_pod(t, name, "yunikorn", "1", meta);
+    }
+    gt_pod(t, "free-0", "yunikorn", "3", ",\"labels\":{\"applicationId\":\"free\",\"queue\":\"root.other\"}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ya", 0, 2), 0);
+    assert_int_equal(gt_events(t, "default", "ya-0", "FailedScheduling",
+                               "queue root.capped has not enough headroom for the application: "
+                               "vcore max 2000, used 0, asked 3000", "yunikorn"), 1);
+    assert_int_equal(gt_bound(t, "free", 0, 1), 1);
+    gt_delete(t, t->cms, "yunikorn", "yunikorn-configs");
+    store_obj_unref(tl_create(t->s, t->cms, "yunikorn", tl_json(conf, "3")));
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ya", 0, 2), 2);
+}
+
+/* KAI's Queue type and PodGroup type, as KAI's CRDs serve them. */
+static const struct reg_resource *kai_types(struct gt *t, const struct reg_resource **pgs)
+{
+    *pgs = gt_crd(t->s, GT_CRD("podgroups", "PodGroup", "scheduling.run.ai", "v2alpha2",
+                               "Namespaced", ",\"subresources\":{\"status\":{}}"),
+                  "scheduling.run.ai", "v2alpha2", "podgroups");
+    return gt_crd(t->s, GT_CRD("queues", "Queue", "scheduling.run.ai", "v2", "Cluster",
+                               ",\"subresources\":{\"status\":{}}"),
+                  "scheduling.run.ai", "v2", "queues");
+}
+
+/* A Ray Pod of cluster rc (uid) in group grp (ray.io/group), queue team-a. */
+static void kai_ray_pod(struct gt *t, const char *name, const char *uid, const char *grp,
+                        const char *cpu)
+{
+    char meta[700];
+    snprintf(meta, sizeof(meta), ",\"labels\":{\"kai.scheduler/queue\":\"team-a\",\"ray.io/group\":"
+             "\"%s\"},\"ownerReferences\":[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\","
+             "\"name\":\"rc\",\"uid\":\"%s\",\"controller\":true}]", grp, uid);
+    gt_pod(t, name, "kai-scheduler", cpu, meta);
+}
+
+/* KAI's pod-grouper writes the PodGroup object (scheduling.run.ai/v2alpha2) for a Ray
+ * cluster, with a sub-group per Ray group; the queue's limit holds the gang back with
+ * KAI's message, on the Pods and in the PodGroup's scheduling conditions. */
+static void test_kai_podgroup(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *pgs, *kq;
+    char want[300], uid[64];
+
+    gt_ray_crds(t);
+    kq = kai_types(t, &pgs);
+    store_obj_unref(tl_create(t->s, kq, "", tl_json(
+        "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"team-a\"},"
+        "\"spec\":{\"resources\":{\"cpu\":{\"quota\":0,\"limit\":4000,\"overQuotaWeight\":1},"
+        "\"memory\":{\"quota\":-1,\"limit\":-1},\"gpu\":{\"quota\":-1,\"limit\":-1}}}}")));
+    struct store_obj *rc = tl_create(t->s, t->rayclusters, "default", tl_json(
+        "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"rc\","
+        "\"labels\":{\"kai.scheduler/queue\":\"team-a\",\"app\":\"demo\"},\"annotations\":"
+        "{\"note\":\"x\"}},\"spec\":{\"workerGroupSpecs\":[{\"groupName\":\"w\",\"replicas\":2}]}}"));
+    snprintf(uid, sizeof(uid), "%s", rc->uid);
+    store_obj_unref(rc);
+    kai_ray_pod(t, "rc-0", uid, "headgroup", "1");
+    kai_ray_pod(t, "rc-1", uid, "w", "2");
+    kai_ray_pod(t, "rc-2", uid, "w", "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rc", 0, 3), 0);
+    assert_int_equal(gt_events(t, "default", "rc-1", "FailedScheduling",
+                               "team-a quota has reached the allowable limit of CPU cores. Limit is "
+                               "4 cores, currently 0 cores allocated and workload requested 5 cores",
+                               "kai-scheduler"), 1);
+    snprintf(want, sizeof(want), "pg-rc-%s", uid);
+    cJSON *pg = gt_get(t, pgs, "default", want);
+    assert_non_null(pg);
+    assert_string_equal(tl_str(pg, "spec.queue"), "team-a");
+    assert_string_equal(tl_str(pg, "spec.priorityClassName"), "train");
+    assert_true(tl_num(pg, "spec.minMember") == 3);
+    assert_string_equal(tl_str(pg, "metadata.labels.app"), "demo");
+    assert_string_equal(tl_str(pg, "metadata.annotations.note"), "x");
+    snprintf(want, sizeof(want), "name: rc\nuid: %s\ngroup: ray.io\nversion: v1\nkind: RayCluster\n", uid);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "metadata"), "annotations"), "kai.scheduler/top-owner-metadata")), want);
+    cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "metadata"), "ownerReferences"), 0);
+    assert_string_equal(tl_str(ref, "kind"), "RayCluster");
+    assert_string_equal(tl_str(ref, "uid"), uid);
+    assert_null(cJSON_GetObjectItemCaseSensitive(ref, "controller"));
+    char *subs = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "spec"), "subGroups"));
+    assert_string_equal(subs, "[{\"name\":\"headgroup\",\"minMember\":1},{\"name\":\"w\",\"minMember\":2}]");
+    free(subs);
+    cJSON *sc = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "status"), "schedulingConditions"), 0);
+    assert_non_null(sc);
+    assert_string_equal(tl_str(sc, "type"), "UnschedulableOnNodePool");
+    assert_string_equal(tl_str(sc, "reason"), "Unschedulable");
+    assert_non_null(strstr(tl_str(sc, "message"), "quota has reached the allowable limit"));
+    cJSON_Delete(pg);
+
+    /* a higher limit: the gang runs, its Pods carry their sub-group, the condition goes */
+    gt_patch(t, kq, "", "team-a", NULL, "{\"spec\":{\"resources\":{\"cpu\":{\"limit\":8000}}}}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rc", 0, 3), 3);
+    cJSON *p2 = gt_get(t, t->pods, "default", "rc-2");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(p2, "metadata"), "labels"), "kai.scheduler/subgroup-name")), "w");
+    cJSON_Delete(p2);
+    snprintf(want, sizeof(want), "pg-rc-%s", uid);
+    pg = gt_get(t, pgs, "default", want);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "status"), "schedulingConditions")), 0);
+    cJSON_Delete(pg);
+}
+
+/* KAI's fair share orders the queues: qa uses half its share (2 of 4 CPUs), qb none, so
+ * qb's gang (4 CPUs) goes before qa's a2 (2 CPUs), which in gang order would take the
+ * empty node and leave b nowhere. */
+static void test_kai_fair_share(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *pgs, *kq = kai_types(t, &pgs);
+
+    for (int i = 0; i < 2; i++)
+        store_obj_unref(tl_create(t->s, kq, "", tl_json(
+            "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"%s\"},"
+            "\"spec\":{\"resources\":{\"cpu\":{\"quota\":0,\"limit\":-1,\"overQuotaWeight\":1}}}}",
+            i ? "qb" : "qa")));
+    kai_pod(t, "a1-0", NULL, NULL, "2", "qa");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "a1", 0, 1), 1);
+    kai_pod(t, "a2-0", NULL, NULL, "2", "qa");
+    kai_pod(t, "b-0", NULL, NULL, "4", "qb");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "b", 0, 1), 1);
+    assert_int_equal(gt_bound(t, "a2", 0, 1), 1);
+}
+
 /* Kubernetes WAS: default-scheduler Pods naming a v1alpha2 PodGroup wait for it and
  * are placed by its gang minCount. */
 static void test_was(void **state)
@@ -760,6 +917,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_yunikorn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai_queues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_yunikorn_queues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kai_podgroup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kai_fair_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_was, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
