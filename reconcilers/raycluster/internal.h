@@ -82,6 +82,10 @@ int rc_tls_precheck(struct rc_run *r, struct host_result *res);
 int rc_reconcile_tls(struct rc_run *r, char *msg, size_t cap);
 int rc_tls_secrets_ready(struct rc_run *r);
 
+/* platform.c: what start-up found (1/0), asked now when the start hook did not run. */
+int rc_platform_openshift(struct rc_run *r);
+int rc_platform_cert_manager(struct rc_run *r);
+
 /* metrics.c: provisioned-duration bookkeeping. */
 void rc_metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
                                     const cJSON *new_status);
