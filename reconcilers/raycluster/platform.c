@@ -87,8 +87,10 @@ static int known(struct rc_run *r, const int *what)
 {
     char why[512];
     int rc;
+    /* the client first: it waits for the start hook, which takes platform_mu */
+    struct kube_client *kc = host_kube(r->ctx);
     pthread_mutex_lock(&platform_mu);
-    if (*what < 0 && (rc = detect(host_kube(r->ctx), why, sizeof(why))) < 0) {
+    if (*what < 0 && (rc = detect(kc, why, sizeof(why))) < 0) {
         pthread_mutex_unlock(&platform_mu);
         host_log(r->ctx, LOG_ERROR, "unable to detect cluster type (OpenShift vs Kubernetes)",
                  "error", why, NULL);
