@@ -582,7 +582,8 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
                 continue;
             }
         }
-        bool again = is_retryable(rq, (int)cc, (int)code) && res->attempts <= c->opts.max_retries;
+        bool again = !rq->once && is_retryable(rq, (int)cc, (int)code) &&
+                     res->attempts <= c->opts.max_retries;
         kube__metrics_attempt(&c->metrics, rq->method, cc == CURLE_OK ? code : 0, took, limiter_s,
                               again);
         if (!again)

@@ -207,6 +207,7 @@ struct kube_http {
     const char *body;
     size_t body_len;
     int idempotent;
+    int once;                       /* no retry at all (kube_create_once) */
     int parse_json;
     int want_raw;
     size_t max_response;            /* 0: client default */

@@ -45,6 +45,7 @@ struct cl_pod {
     struct cluster_res req;
     bool queued, unsched, deleting;
     bool sched_waiting;          /* PodScheduled reason Schedulable: it fits, its gang does not (gang.c) */
+    bool disrupted;              /* DisruptionTarget: a gang scheduler evicted it (gang_volcano.c) */
     bool real;                   /* handed to the runtime (kubesim/runtime) */
     char unsched_msg[512];
     enum cl_stage stage;
@@ -249,10 +250,19 @@ struct gang {
     char queue[256];
     char kai_pg[400];            /* KAI: the PodGroup's name (pg-TOPOWNER-UID) */
     char kai_err[300];           /* KAI: why its pod-grouper made no PodGroup, else "" */
+    cJSON *kai_obj;              /* KAI: the PodGroup its pod-grouper wants (owned), or NULL */
     int64_t prio;
     const char *ctime;
     struct cl_pod **m;
     size_t n, cap;
+    /* Volcano, for preempt and reclaim: the queue, the phase this session gave the
+     * PodGroup, its bound members, and its running members less the victims taken */
+    struct gqueue *q;
+    const char *phase;
+    int64_t scheduled, ready;
+    struct cluster_res alloc;    /* its running members' requests (the drf plugin's share) */
+    int64_t scratch_n;           /* a victim choice's count-down (gang_volcano.c) */
+    struct cluster_res scratch;
     UT_hash_handle hh;
 };
 
@@ -268,6 +278,13 @@ struct gqueue {
     struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
     struct cluster_res share_used; /* allocated, plus what this session bound */
     bool has_deserved;
+    bool reclaimable;            /* spec.reclaimable (default true) */
+    int64_t priority;            /* spec.priority: queues are ordered by it, then by share */
+    struct cluster_res scratch;  /* a victim choice's count-down (gang_volcano.c) */
+    /* KAI (gang_kai.c): cap/has_cap are the limits, weight the over-quota weight */
+    struct cluster_res quota;    /* -1 in a dimension: unlimited */
+    char parent[256];
+    bool leaf;                   /* no queue names it as parent */
     double weight;
     int pending, inqueue_n, running, completed;
     UT_hash_handle hh;
@@ -310,9 +327,24 @@ void cluster__volcano_deserved(struct gqueue *qs, const struct cluster_res *tota
 bool cluster__volcano_within_share(const struct gqueue *q, const struct cluster_res *used,
                                    const struct cluster_res *req);
 const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *q,
-                                           bool have_queues, const struct cluster_res *idle,
+                                           bool have_queues, const struct cluster_res *total,
+                                           const struct cluster_res *idle,
                                            const struct cluster_res *inqueue, char *why,
                                            size_t cap);
+/* The share the proportion plugin orders queues by: the largest of used/deserved. */
+double cluster__volcano_share(const struct gqueue *q);
+/* The actions of a volcano-scheduler.conf (its top-level "actions:" line) that kubesim
+ * acts on beyond enqueue and allocate; bounded, outside bytes. */
+#define VOLCANO_PREEMPT 1u
+#define VOLCANO_RECLAIM 2u
+unsigned cluster__volcano_actions_parse(const char *conf, size_t len);
+/* The same, from the ConfigMap volcano-system/volcano-scheduler-configmap (0 without). */
+unsigned cluster__volcano_actions(struct cluster *c);
+/* Volcano's preempt (action VOLCANO_PREEMPT: lower-priority gangs of the same queue) or
+ * reclaim (VOLCANO_RECLAIM: gangs of other queues above their share) for the starving
+ * Inqueue gangs of order: victims are evicted only when the whole gang then fits. */
+void cluster__volcano_evict(struct cluster *c, struct gang **order, size_t n, struct gqueue *qs,
+                            struct nodes *ns, unsigned action);
 void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource *rq,
                                    struct gqueue *q);
 void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
@@ -329,6 +361,20 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
 const char *cluster__kai_queue_check(struct cluster *c, const struct gang *g, char *why,
                                      size_t cap);
 void cluster__kai_annotate(struct cluster *c, const struct gang *g);
+/* The PodGroup (scheduling.run.ai/v2alpha2, when served) made or brought up to date as
+ * the pod-grouper does; returns the stored object (a reference) or NULL. */
+struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g);
+/* Its status: the UnschedulableOnNodePool condition with msg, or none (msg NULL). */
+void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg);
+/* KAI's Queues (scheduling.run.ai/v2) with their limits and fair share among the KAI
+ * gangs of all[0, n) (each gang's q set); NULL without the type. Freed by the caller
+ * (HASH_DEL, free). */
+struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
+                                   const struct cluster_res *total);
+/* NULL when the gang's Pending Pods fit under its queue's and its parents' limits, else
+ * KAI's message (in why). */
+const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, char *why,
+                                     size_t cap);
 
 
 /* kubelet.c */

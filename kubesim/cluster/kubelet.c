@@ -298,6 +298,19 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
         add_cond(conds, p, C_SCHED, p->cond[C_SCHED] ? NULL :
                  p->sched_waiting ? "Schedulable" : "Unschedulable",
                  p->cond[C_SCHED] ? NULL : p->unsched_msg);
+    if (p->disrupted) {
+        /* a gang scheduler's eviction (gang_volcano.c), kept as the kubelet keeps
+         * conditions it does not own */
+        cJSON *d = cJSON_CreateObject();
+        char dmsg[300];
+        cJSON_AddItemToArray(conds, d);
+        cJSON_AddStringToObject(d, "type", "DisruptionTarget");
+        cJSON_AddStringToObject(d, "status", "True");
+        cJSON_AddStringToObject(d, "reason", "PreemptionByScheduler");
+        snprintf(dmsg, sizeof(dmsg), "%.200s: preempting to accommodate a higher priority pod",
+                 kobj_str(spec, "schedulerName") ? kobj_str(spec, "schedulerName") : "");
+        cJSON_AddStringToObject(d, "message", dmsg);
+    }
     if (kobj_get(old, "qosClass"))
         cJSON_AddItemToObject(s, "qosClass", cJSON_Duplicate(kobj_get(old, "qosClass"), true));
     if (!bound)

@@ -206,6 +206,16 @@ int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char 
     return after_write(ctx, r, rc, res, "create");
 }
 
+int host_create_once(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                     const cJSON *obj, struct kube_result *res)
+{
+    struct kube_client *kc = host_kube(ctx);
+    if (!kc)
+        return -ENOTCONN;
+    int rc = kube_create_once(kc, r, ns, obj, res);
+    return after_write(ctx, r, rc, res, "create");
+}
+
 int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res)
 {

@@ -202,7 +202,7 @@ cJSON *rc_build_head_route(const cJSON *rc, int *err);
 
 /* The token Secret KubeRay creates for authOptions.mode "token" (no secretName, no
  * enableK8sTokenAuth): the same condition under which the Pods reference it
- * (rc_auth_token_enabled). Name CheckName(NAME) ("" in out when no Secret is wanted);
+ * (raycluster__auth_token_enabled). Name CheckName(NAME) ("" in out when no Secret is wanted);
  * the token is base64 of the n random bytes the caller draws (KubeRay: 32 from
  * crypto/rand), stored as data.auth_token (so base64 once more, as the API server
  * stores KubeRay's stringData). NULL when not wanted. A credential: never log the

@@ -40,7 +40,7 @@ static const char wait_script[] =
 
 bool rc_tls_enabled(const cJSON *rc)
 {
-    return cJSON_IsTrue(kobj_get(kobj_get(rc_spec(rc), "tlsOptions"), "enabled"));
+    return cJSON_IsTrue(kobj_get(kobj_get(raycluster__spec(rc), "tlsOptions"), "enabled"));
 }
 
 int rc_tls_name(const cJSON *rc, enum rc_tls_obj which, char *out, size_t cap)
@@ -54,9 +54,9 @@ int rc_tls_name(const cJSON *rc, enum rc_tls_obj which, char *out, size_t cap)
     const char *uid = kobj_str(kobj_get(rc, "metadata"), "uid");
     int n;
     if (which == RC_TLS_CA_SECRET)   /* NAME-ca-secret-UID[:8] */
-        n = snprintf(out, cap, "%s-ca-secret-%.8s", rc_name(rc), uid ? uid : "");
+        n = snprintf(out, cap, "%s-ca-secret-%.8s", raycluster__name(rc), uid ? uid : "");
     else if ((unsigned)which < sizeof(prefix) / sizeof(prefix[0]) && prefix[which])
-        n = snprintf(out, cap, "%s-%s", prefix[which], rc_name(rc));
+        n = snprintf(out, cap, "%s-%s", prefix[which], raycluster__name(rc));
     else
         return -EINVAL;
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
@@ -64,7 +64,7 @@ int rc_tls_name(const cJSON *rc, enum rc_tls_obj which, char *out, size_t cap)
 
 /* SetContainerTLSConfig: the four env vars (unless set) and the mount (unless one of that
  * name or path exists) */
-void rc_tls_container(struct rcb *b, cJSON *c)
+void raycluster__tls_container(struct rcb *b, cJSON *c)
 {
     static const char *const env[][2] = {
         { "RAY_USE_TLS", "1" }, { "RAY_TLS_SERVER_CERT", TLS_DIR "/tls.crt" },
@@ -73,8 +73,8 @@ void rc_tls_container(struct rcb *b, cJSON *c)
     const cJSON *m;
     cJSON *nm;
     for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
-        if (!rc_env_exists(c, env[i][0]))
-            rcb_env_value(b, c, env[i][0], env[i][1]);
+        if (!raycluster__env_exists(c, env[i][0]))
+            raycluster__build_env_value(b, c, env[i][0], env[i][1]);
     cJSON_ArrayForEach(m, kobj_get(c, "volumeMounts")) {
         const char *n = kobj_str(m, "name"), *p = kobj_str(m, "mountPath");
         if ((n && !strcmp(n, RC_TLS_VOLUME)) || (p && !strcmp(p, TLS_DIR)))
@@ -84,10 +84,10 @@ void rc_tls_container(struct rcb *b, cJSON *c)
         b->err = b->err ? b->err : -ENOMEM;
         return;
     }
-    rcb_append(b, rcb_arr(b, c, "volumeMounts"), nm);
-    rcb_set_str(b, nm, "name", RC_TLS_VOLUME);
-    rcb_set_str(b, nm, "mountPath", TLS_DIR);
-    rcb_set_bool(b, nm, "readOnly", true);
+    raycluster__build_append(b, raycluster__build_arr(b, c, "volumeMounts"), nm);
+    raycluster__build_set_str(b, nm, "name", RC_TLS_VOLUME);
+    raycluster__build_set_str(b, nm, "mountPath", TLS_DIR);
+    raycluster__build_set_bool(b, nm, "readOnly", true);
 }
 
 static bool has_named(const cJSON *arr, const char *name)
@@ -100,7 +100,7 @@ static bool has_named(const cJSON *arr, const char *name)
 }
 
 /* configureTLS */
-void rc_tls_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_spec, cJSON *ray)
+void raycluster__tls_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_spec, cJSON *ray)
 {
     char secret[300];
     cJSON *v, *ic, *m;
@@ -113,14 +113,14 @@ void rc_tls_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_spec
             b->err = -ENOMEM;
             return;
         }
-        rcb_append(b, rcb_arr(b, pod_spec, "volumes"), v);
-        rcb_set_str(b, v, "name", RC_TLS_VOLUME);
-        rcb_set_str(b, rcb_obj(b, v, "secret"), "secretName", secret);
+        raycluster__build_append(b, raycluster__build_arr(b, pod_spec, "volumes"), v);
+        raycluster__build_set_str(b, v, "name", RC_TLS_VOLUME);
+        raycluster__build_set_str(b, raycluster__build_obj(b, v, "secret"), "secretName", secret);
     }
-    rc_tls_container(b, ray);
+    raycluster__tls_container(b, ray);
     cJSON_ArrayForEach(ic, ics)
         if (kobj_str(ic, "name") && !strcmp(kobj_str(ic, "name"), RC_WAIT_GCS_CONTAINER))
-            rc_tls_container(b, ic);
+            raycluster__tls_container(b, ic);
     if (has_named(ics, RC_TLS_WAIT_CONTAINER) || b->err)
         return;
     /* prepended, so that it runs before wait-gcs-ready */
@@ -128,35 +128,35 @@ void rc_tls_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_spec
         b->err = -ENOMEM;
         return;
     }
-    cJSON *arr = rcb_arr(b, pod_spec, "initContainers");
+    cJSON *arr = raycluster__build_arr(b, pod_spec, "initContainers");
     if (b->err || !cJSON_InsertItemInArray(arr, 0, ic)) {
         cJSON_Delete(ic);
         b->err = b->err ? b->err : -ENOMEM;
         return;
     }
-    rcb_set_str(b, ic, "name", RC_TLS_WAIT_CONTAINER);
+    raycluster__build_set_str(b, ic, "name", RC_TLS_WAIT_CONTAINER);
     if (kobj_str(ray, "image"))
-        rcb_set_str(b, ic, "image", kobj_str(ray, "image"));
+        raycluster__build_set_str(b, ic, "image", kobj_str(ray, "image"));
     {
         static const char *const sh[] = { "sh", "-c" };
         const char *args[] = { wait_script };
-        rcb_set(b, ic, "command", rcb_str_array(b, sh, 2));
-        rcb_set(b, ic, "args", rcb_str_array(b, args, 1));
+        raycluster__build_set(b, ic, "command", raycluster__build_str_array(b, sh, 2));
+        raycluster__build_set(b, ic, "args", raycluster__build_str_array(b, args, 1));
     }
     if (kobj_str(ray, "imagePullPolicy"))
-        rcb_set_str(b, ic, "imagePullPolicy", kobj_str(ray, "imagePullPolicy"));
+        raycluster__build_set_str(b, ic, "imagePullPolicy", kobj_str(ray, "imagePullPolicy"));
     if (kobj_get(ray, "securityContext") && !cJSON_IsNull(kobj_get(ray, "securityContext")))
-        rcb_set(b, ic, "securityContext", rcb_dup(b, kobj_get(ray, "securityContext")));
-    rcb_env_fieldref(b, ic, "POD_IP", "status.podIP");
+        raycluster__build_set(b, ic, "securityContext", raycluster__build_dup(b, kobj_get(ray, "securityContext")));
+    raycluster__build_env_fieldref(b, ic, "POD_IP", "status.podIP");
     if (!(m = cJSON_CreateObject())) {
         b->err = -ENOMEM;
         return;
     }
-    rcb_append(b, rcb_arr(b, ic, "volumeMounts"), m);
-    rcb_set_str(b, m, "name", RC_TLS_VOLUME);
-    rcb_set_str(b, m, "mountPath", TLS_DIR);
-    rcb_set_bool(b, m, "readOnly", true);
-    rcb_set(b, ic, "resources", rcb_fixed_resources(b, "50m", "64Mi"));
+    raycluster__build_append(b, raycluster__build_arr(b, ic, "volumeMounts"), m);
+    raycluster__build_set_str(b, m, "name", RC_TLS_VOLUME);
+    raycluster__build_set_str(b, m, "mountPath", TLS_DIR);
+    raycluster__build_set_bool(b, m, "readOnly", true);
+    raycluster__build_set(b, ic, "resources", raycluster__build_fixed_resources(b, "50m", "64Mi"));
 }
 
 /* ---- the cert-manager objects ---- */
@@ -167,25 +167,25 @@ static cJSON *cm_object(struct rcb *b, const cJSON *rc, const char *kind, enum r
     char name[300];
     cJSON *meta, *o, *l;
     rc_tls_name(rc, which, name, sizeof(name));
-    o = rcb_object(b, "cert-manager.io/v1", kind, name, rc_namespace(rc), &meta);
-    l = rcb_obj(b, meta, "labels");
-    rcb_set_str(b, l, RC_LABEL_APP_NAME, RC_APP_NAME);
-    rcb_set_str(b, l, RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    rcb_set_str(b, l, "app.kubernetes.io/component", component);
-    rcb_set_str(b, l, RC_LABEL_CLUSTER, rc_name(rc));
-    rcb_owner_ref(b, o, rc);
-    *spec = rcb_obj(b, o, "spec");
+    o = raycluster__build_object(b, "cert-manager.io/v1", kind, name, raycluster__namespace(rc), &meta);
+    l = raycluster__build_obj(b, meta, "labels");
+    raycluster__build_set_str(b, l, RC_LABEL_APP_NAME, RC_APP_NAME);
+    raycluster__build_set_str(b, l, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    raycluster__build_set_str(b, l, "app.kubernetes.io/component", component);
+    raycluster__build_set_str(b, l, RC_LABEL_CLUSTER, raycluster__name(rc));
+    raycluster__build_owner_ref(b, o, rc);
+    *spec = raycluster__build_obj(b, o, "spec");
     return o;
 }
 
 static void issuer_ref(struct rcb *b, cJSON *spec, const cJSON *rc, enum rc_tls_obj which)
 {
     char name[300];
-    cJSON *r = rcb_obj(b, spec, "issuerRef");
+    cJSON *r = raycluster__build_obj(b, spec, "issuerRef");
     rc_tls_name(rc, which, name, sizeof(name));
-    rcb_set_str(b, r, "name", name);
-    rcb_set_str(b, r, "kind", "Issuer");
-    rcb_set_str(b, r, "group", "cert-manager.io");
+    raycluster__build_set_str(b, r, "name", name);
+    raycluster__build_set_str(b, r, "kind", "Issuer");
+    raycluster__build_set_str(b, r, "group", "cert-manager.io");
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -212,7 +212,7 @@ static cJSON *ip_list(struct rcb *b, const char *const *ips, size_t n)
     for (size_t i = 0; i < k; i++)
         if (u == 0 || strcmp(all[u - 1], all[i]))
             all[u++] = all[i];
-    arr = rcb_str_array(b, all, u);
+    arr = raycluster__build_str_array(b, all, u);
     free(all);
     return arr;
 }
@@ -234,37 +234,37 @@ cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
         goto out;
     }
     /* 0: the self-signed Issuer */
-    rcb_append(&b, all, x = cm_object(&b, rc, "Issuer", RC_TLS_SELFSIGNED_ISSUER,
-                                      "selfsigned-issuer", &spec));
-    rcb_obj(&b, spec, "selfSigned");
+    raycluster__build_append(&b, all, x = cm_object(&b, rc, "Issuer", RC_TLS_SELFSIGNED_ISSUER,
+                                                    "selfsigned-issuer", &spec));
+    raycluster__build_obj(&b, spec, "selfSigned");
     /* 1: the CA Certificate */
-    rcb_append(&b, all, x = cm_object(&b, rc, "Certificate", RC_TLS_CA_CERT, "ca-certificate",
-                                      &spec));
+    raycluster__build_append(&b, all, x = cm_object(&b, rc, "Certificate", RC_TLS_CA_CERT, "ca-certificate",
+                                                    &spec));
     rc_tls_name(rc, RC_TLS_CA_SECRET, name, sizeof(name));
-    rcb_set_str(&b, spec, "secretName", name);
-    rcb_set_bool(&b, spec, "isCA", true);
-    snprintf(fqdn, sizeof(fqdn), "ray-ca-%s", rc_name(rc));
-    rcb_set_str(&b, spec, "commonName", fqdn);
-    rcb_set_str(&b, rcb_obj(&b, spec, "privateKey"), "algorithm", "RSA");
-    rcb_set_num(&b, rcb_obj(&b, spec, "privateKey"), "size", 4096);
-    rcb_set_str(&b, spec, "duration", "87600h0m0s");   /* 3650 days as Go prints it */
-    rcb_set_str(&b, spec, "renewBefore", "720h0m0s");
-    rcb_set(&b, spec, "usages", rcb_str_array(&b, ca_usages, 2));
+    raycluster__build_set_str(&b, spec, "secretName", name);
+    raycluster__build_set_bool(&b, spec, "isCA", true);
+    snprintf(fqdn, sizeof(fqdn), "ray-ca-%s", raycluster__name(rc));
+    raycluster__build_set_str(&b, spec, "commonName", fqdn);
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, spec, "privateKey"), "algorithm", "RSA");
+    raycluster__build_set_num(&b, raycluster__build_obj(&b, spec, "privateKey"), "size", 4096);
+    raycluster__build_set_str(&b, spec, "duration", "87600h0m0s");   /* 3650 days as Go prints it */
+    raycluster__build_set_str(&b, spec, "renewBefore", "720h0m0s");
+    raycluster__build_set(&b, spec, "usages", raycluster__build_str_array(&b, ca_usages, 2));
     issuer_ref(&b, spec, rc, RC_TLS_SELFSIGNED_ISSUER);
     /* 2: the CA Issuer */
-    rcb_append(&b, all, x = cm_object(&b, rc, "Issuer", RC_TLS_CA_ISSUER, "ca-issuer", &spec));
-    rcb_set_str(&b, rcb_obj(&b, spec, "ca"), "secretName", name);
+    raycluster__build_append(&b, all, x = cm_object(&b, rc, "Issuer", RC_TLS_CA_ISSUER, "ca-issuer", &spec));
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, spec, "ca"), "secretName", name);
     /* 3, 4: the head and worker leaf Certificates */
     for (int head = 1; head >= 0; head--) {
         const char *dns[2] = { "localhost", fqdn };
         size_t ndns = 1;
-        rcb_append(&b, all, x = cm_object(&b, rc, "Certificate",
-                                          head ? RC_TLS_HEAD_CERT : RC_TLS_WORKER_CERT,
-                                          head ? "head-certificate" : "worker-certificate", &spec));
+        raycluster__build_append(&b, all, x = cm_object(&b, rc, "Certificate",
+                                                        head ? RC_TLS_HEAD_CERT : RC_TLS_WORKER_CERT,
+                                                        head ? "head-certificate" : "worker-certificate", &spec));
         rc_tls_name(rc, head ? RC_TLS_HEAD_SECRET : RC_TLS_WORKER_SECRET, name, sizeof(name));
-        rcb_set_str(&b, spec, "secretName", name);
-        rcb_set_str(&b, spec, "duration", "2160h0m0s");
-        rcb_set_str(&b, spec, "renewBefore", "360h0m0s");
+        raycluster__build_set_str(&b, spec, "secretName", name);
+        raycluster__build_set_str(&b, spec, "duration", "2160h0m0s");
+        raycluster__build_set_str(&b, spec, "renewBefore", "360h0m0s");
         if (head) {
             /* GenerateFQDNServiceName, after "localhost" in sort order */
             if (rc_head_service_fqdn(rc, o, fqdn, sizeof(fqdn)) < 0)
@@ -277,10 +277,10 @@ cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
                 }
             }
         }
-        rcb_set(&b, spec, "dnsNames", rcb_str_array(&b, dns, ndns));
-        rcb_set(&b, spec, "ipAddresses", head ? ip_list(&b, head_ips, nhead)
+        raycluster__build_set(&b, spec, "dnsNames", raycluster__build_str_array(&b, dns, ndns));
+        raycluster__build_set(&b, spec, "ipAddresses", head ? ip_list(&b, head_ips, nhead)
                                               : ip_list(&b, worker_ips, nworker));
-        rcb_set(&b, spec, "usages", rcb_str_array(&b, leaf_usages, 4));
+        raycluster__build_set(&b, spec, "usages", raycluster__build_str_array(&b, leaf_usages, 4));
         issuer_ref(&b, spec, rc, RC_TLS_CA_ISSUER);
     }
     (void)x;

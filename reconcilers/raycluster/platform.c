@@ -101,12 +101,12 @@ static int known(struct rc_run *r, const int *what)
     return rc;
 }
 
-int rc_platform_openshift(struct rc_run *r)
+int raycluster__platform_openshift(struct rc_run *r)
 {
     return known(r, &platform_openshift);
 }
 
-int rc_platform_cert_manager(struct rc_run *r)
+int raycluster__platform_cert_manager(struct rc_run *r)
 {
     return known(r, &platform_cert_manager);
 }

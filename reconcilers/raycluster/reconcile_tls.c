@@ -35,17 +35,17 @@ static bool tls_wanted(struct rc_run *r)
     return host_feature_enabled(r->ctx, "RayClusterMTLS", false) && rc_tls_enabled(r->rc);
 }
 
-int rc_tls_precheck(struct rc_run *r, struct host_result *res)
+int raycluster__tls_precheck(struct rc_run *r, struct host_result *res)
 {
     char msg[512];
     int served;
     if (!tls_wanted(r))
         return 0;
-    if ((served = rc_platform_cert_manager(r)) > 0)
+    if ((served = raycluster__platform_cert_manager(r)) > 0)
         return 0;
     if (served < 0)
-        return rc_fail(r, RC_ERR_OTHER, "telling whether cert-manager is installed: %s",
-                       kube_strerror(served));
+        return raycluster__fail(r, RC_ERR_OTHER, "telling whether cert-manager is installed: %s",
+                                kube_strerror(served));
     snprintf(msg, sizeof(msg), "The RayCluster spec is invalid %s/%s: tlsOptions requires "
              "cert-manager, but cert-manager is not installed", r->ns, r->name);
     host_log(r->ctx, LOG_ERROR, "cert-manager not available for mTLS", NULL);
@@ -86,7 +86,7 @@ static int get_live(struct rc_run *r, const struct kube_resource *res, const cha
     return rc;
 }
 
-int rc_tls_secrets_ready(struct rc_run *r)
+int raycluster__tls_secrets_ready(struct rc_run *r)
 {
     static const enum rc_tls_obj certs[] = { RC_TLS_HEAD_CERT, RC_TLS_WORKER_CERT };
     static const enum rc_tls_obj secrets[] = { RC_TLS_HEAD_SECRET, RC_TLS_WORKER_SECRET };
@@ -99,25 +99,25 @@ int rc_tls_secrets_ready(struct rc_run *r)
     for (size_t i = 0; i < 2; i++) {
         rc_tls_name(r->rc, certs[i], name, sizeof(name));
         if ((rc = get_live(r, &RES_CERTS, name, &o)) < 0)
-            return rc_fail(r, RC_ERR_OTHER, "mTLS secrets not ready: certificate %s not found: %s",
-                           name, kube_strerror(rc));
+            return raycluster__fail(r, RC_ERR_OTHER, "mTLS secrets not ready: certificate %s not found: %s",
+                                    name, kube_strerror(rc));
         bool ready = cert_ready(o);
         long gen = (long)cJSON_GetNumberValue(kobj_get(kobj_get(o, "metadata"), "generation"));
         cJSON_Delete(o);
         if (!ready)
-            return rc_fail(r, RC_ERR_OTHER, "mTLS secrets not ready: certificate %s is not ready "
-                           "at current generation %ld", name, gen);
+            return raycluster__fail(r, RC_ERR_OTHER, "mTLS secrets not ready: certificate %s is not ready "
+                                    "at current generation %ld", name, gen);
     }
     for (size_t i = 0; i < 2; i++) {
         rc_tls_name(r->rc, secrets[i], name, sizeof(name));
         if ((rc = get_live(r, &KUBE_RES_SECRETS, name, &o)) < 0)
-            return rc_fail(r, RC_ERR_OTHER, "mTLS secrets not ready: secret %s not found: %s",
-                           name, kube_strerror(rc));
+            return raycluster__fail(r, RC_ERR_OTHER, "mTLS secrets not ready: secret %s not found: %s",
+                                    name, kube_strerror(rc));
         for (size_t k = 0; k < 3; k++)
             if (!kobj_get(kobj_get(o, "data"), keys[k])) {
                 cJSON_Delete(o);
-                return rc_fail(r, RC_ERR_OTHER, "mTLS secrets not ready: secret %s missing "
-                               "required key %s", name, keys[k]);
+                return raycluster__fail(r, RC_ERR_OTHER, "mTLS secrets not ready: secret %s missing "
+                                        "required key %s", name, keys[k]);
             }
         cJSON_Delete(o);
     }
@@ -303,7 +303,7 @@ static void expiry_check(struct rc_run *r, const cJSON *cert)
                    (double)(until - time(NULL)) / 3600.0);
 }
 
-int rc_reconcile_tls(struct rc_run *r, char *msg, size_t cap)
+int raycluster__reconcile_tls(struct rc_run *r, char *msg, size_t cap)
 {
     static const char *const steps[] = { "self-signed issuer", "CA certificate", "CA issuer",
                                          "head certificate", "worker certificate" };
@@ -311,7 +311,7 @@ int rc_reconcile_tls(struct rc_run *r, char *msg, size_t cap)
     size_t nh, nw;
     int err = 0, rc = 0, i = 0;
     cJSON *objs, *o;
-    if (!tls_wanted(r) || rc_platform_cert_manager(r) <= 0)
+    if (!tls_wanted(r) || raycluster__platform_cert_manager(r) <= 0)
         return 0;
     nh = pod_ips(r->pods, RC_NODE_HEAD, hips, sizeof(hips) / sizeof(hips[0]));
     nw = pod_ips(r->pods, RC_NODE_WORKER, wips, sizeof(wips) / sizeof(wips[0]));

@@ -82,6 +82,14 @@ kcurl -X POST -H 'Content-Type: application/json' /apis/apiextensions.k8s.io/v1/
   "storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object",
   "x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
 wait_until "KAI Queue type served" 20 kcurl -f /apis/scheduling.run.ai/v2/queues
+# and its PodGroup type (scheduling.run.ai/v2alpha2), which the pod-grouper writes
+kcurl -X POST -H 'Content-Type: application/json' /apis/apiextensions.k8s.io/v1/customresourcedefinitions \
+  -d '{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":
+  "podgroups.scheduling.run.ai"},"spec":{"group":"scheduling.run.ai","names":{"plural":"podgroups","singular":
+  "podgroup","kind":"PodGroup","listKind":"PodGroupList"},"scope":"Namespaced","versions":[{"name":"v2alpha2",
+  "served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object",
+  "x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
+wait_until "KAI PodGroup type served" 20 kcurl -f /apis/scheduling.run.ai/v2alpha2/podgroups
 controllers --batch-scheduler kai-scheduler
 kubectl apply -f "$SAMPLES/ray-cluster.kai-scheduler.yaml" >/dev/null 2>"$WORK/apply.err" || \
     not_ok "apply ray-cluster.kai-scheduler.yaml" "$(cat "$WORK/apply.err")"
@@ -89,6 +97,10 @@ wait_until "kai cluster sample: 3 Pods bound" 40 bound_is raycluster-sample 3 &&
     ok "ray-cluster.kai-scheduler.yaml reconciled and gang-scheduled"
 check "kai cluster sample: Pods carry kai-scheduler, queue team-a and their PodGroup pg-raycluster-sample-UID" \
     [ "$(pods_of raycluster-sample | jq -r '[.items[] | [.spec.schedulerName, .metadata.labels["kai.scheduler/queue"], (.metadata.annotations["pod-group-name"] // "" | startswith("pg-raycluster-sample-") | tostring)] | join(",")] | unique | join(";")')" = "kai-scheduler,team-a,true" ]
+kai_pg() { kcurl /apis/scheduling.run.ai/v2alpha2/namespaces/default/podgroups | jq -c --arg p "pg-$1-" \
+    '[.items[] | select(.metadata.name|startswith($p)) | [.spec.minMember, .spec.queue, .metadata.ownerReferences[0].kind, [.spec.subGroups[]?.name]]][0]'; }
+check "kai cluster sample: the pod-grouper's PodGroup (minMember 3, queue team-a, owned by the RayCluster, a sub-group per Ray group)" \
+    [ "$(kai_pg raycluster-sample)" = '[3,"team-a","RayCluster",["headgroup","worker"]]' ]
 kai_cluster() {   # NAME QUEUE WORKERS WORKER_CPU
     kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
   "kind":"RayCluster","metadata":{"name":"'$1'","labels":{"kai.scheduler/queue":"'$2'"}},
@@ -109,7 +121,16 @@ check "kai: a gang that cannot fit has zero Pods bound" bound_is kaibig 0
 kai_cluster kaiparent department-1 1 1
 wait_until "kai: a cluster in a parent queue is told so" 30 pod_said kaiparent "not a leaf queue"
 check "kai: nothing of it is bound" bound_is kaiparent 0
-for c in raycluster-sample kaibig kaiparent; do kcurl -X DELETE $NSP/rayclusters/$c >/dev/null; done
+# a queue's limit: 2 CPUs for a gang of 3 (head 1 + a 2-CPU worker)
+kcurl -X POST -H 'Content-Type: application/json' /apis/scheduling.run.ai/v2/queues -d '{"apiVersion":
+  "scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"capped"},"spec":{"parentQueue":"department-1",
+  "resources":{"cpu":{"quota":0,"limit":2000,"overQuotaWeight":1},"memory":{"quota":-1,"limit":-1},
+  "gpu":{"quota":-1,"limit":-1}}}}' >/dev/null
+kai_cluster kaicap capped 1 2
+wait_until "kai: a gang over its queue's limit is told so, in KAI's words" 30 pod_said kaicap \
+    "capped quota has reached the allowable limit of CPU cores. Limit is 2 cores, currently 0 cores allocated and workload requested 3 cores"
+check "kai: nothing of it is bound" bound_is kaicap 0
+for c in raycluster-sample kaibig kaiparent kaicap; do kcurl -X DELETE $NSP/rayclusters/$c >/dev/null; done
 
 # ---- Kubernetes WAS (feature gate KubernetesWAS) ----
 controllers --feature-gates KubernetesWAS=true
