@@ -516,17 +516,14 @@ static void collect_members(struct cluster *c, struct gang **all)
             const char *app = kobj_label(pod, "applicationId");
             g = gang_get(all, G_YUNIKORN, p->obj->ns, app && *app ? app : p->obj->name, true);
             if (g && !g->ns) {
+                const char *yq = kobj_label(pod, "queue");
+                if (!yq || !*yq)
+                    yq = kobj_annotation(pod, "yunikorn.apache.org/queue");
                 g->ns = p->obj->ns;
                 g->name = app && *app ? app : p->obj->name;
+                snprintf(g->queue, sizeof(g->queue), "%s", yq && *yq ? yq : "root.default");
             }
         } else {
-            const char *q = kobj_label(pod, "kai.scheduler/queue");
-            if (!q || !*q) {
-                if (!cluster__gang_bound(p) && !cluster__gang_pod_terminal(pod))
-                    set_unsched(c, p, "the Pod has no kai.scheduler/queue label: KAI leaves it "
-                                "Pending", "kai-scheduler");
-                continue;
-            }
             const cJSON *rc = cluster__controller_ref(pod, "ray.io/", "RayCluster");
             const char *rcname = kobj_str(rc, "name");
             g = gang_get(all, G_KAI, p->obj->ns, rcname && *rcname ? rcname : p->obj->name, true);
@@ -543,9 +540,10 @@ static void collect_members(struct cluster *c, struct gang **all)
     }
 }
 
-/* What a KAI gang just bound counts in its queue and those above it (limits, order).
- * Bound this session: accounted on a node, not yet seen with a nodeName. */
-static void kai_charge(struct gang *g, struct gqueue *kqs)
+/* What a KAI gang or YuniKorn application just bound counts in its queue and those
+ * above it (limits, order). Bound this session: accounted on a node, not yet seen with
+ * a nodeName. */
+static void queue_charge(struct gang *g, struct gqueue *kqs)
 {
     for (size_t m = 0; g->q && m < g->n; m++) {
         struct cl_pod *p = g->m[m];
@@ -601,7 +599,7 @@ static void pick_next(struct gang **order, size_t k, size_t n)
 void cluster__gang_pass(struct cluster *c)
 {
     struct gang *all = NULL, *g, *tmp, **order = NULL;
-    struct gqueue *qs = NULL, *kqs = NULL, *q, *qt;
+    struct gqueue *qs = NULL, *kqs = NULL, *yqs = NULL, *q, *qt;
     struct store_list vpg = { 0 }, spg = { 0 }, ql = { 0 };
     struct nodes ns = { 0 };
     struct cluster_res idle = { 0 }, inqueue = { 0 }, total = { 0 };
@@ -691,6 +689,7 @@ void cluster__gang_pass(struct cluster *c)
     qsort(order, ng, sizeof(*order), gang_cmp);
     cluster__volcano_deserved(qs, &total);
     kqs = cluster__kai_queues(c, order, ng, &total);
+    yqs = cluster__yunikorn_queues(c, order, ng);
 
     for (size_t k = 0; k < ng; k++) {
         struct outcome o;
@@ -707,9 +706,15 @@ void cluster__gang_pass(struct cluster *c)
             }
             struct store_obj *kpg = NULL;
             if (g->kind == G_KAI) {
-                const char *no = g->kai_err[0] ? g->kai_err : cluster__kai_queue_check(c, g, why, sizeof(why));
-                if (!no)
+                if (!g->kai_err[0])
                     kpg = cluster__kai_podgroup(c, g);
+                /* the scheduler goes by the PodGroup's queue (a user may have moved it) */
+                const char *pq = kpg ? kobj_str(kobj_get(kpg->json, "spec"), "queue") : NULL;
+                if (pq && *pq && strcmp(pq, g->queue)) {
+                    snprintf(g->queue, sizeof(g->queue), "%s", pq);
+                    HASH_FIND_STR(kqs, g->queue, g->q);
+                }
+                const char *no = g->kai_err[0] ? g->kai_err : cluster__kai_queue_check(c, g, why, sizeof(why));
                 if (!no && o.pending)
                     no = cluster__kai_limit_check(g, kqs, why, sizeof(why));
                 if (no) {
@@ -723,10 +728,18 @@ void cluster__gang_pass(struct cluster *c)
                 }
                 cluster__kai_annotate(c, g);
             }
+            const char *full = g->kind == G_YUNIKORN && o.pending
+                                   ? cluster__yunikorn_max_check(g, yqs, why, sizeof(why)) : NULL;
+            if (full) {
+                for (size_t m = 0; m < g->n; m++)
+                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
+                        set_unsched(c, g->m[m], full, "yunikorn");
+                continue;
+            }
             if (o.pending)
                 allocate(c, g, &ns, &o, true, NULL);
-            if (g->kind == G_KAI && o.bound_now)
-                kai_charge(g, kqs);
+            if (o.bound_now)
+                queue_charge(g, g->kind == G_KAI ? kqs : yqs);
             char ev[700];
             ev[0] = '\0';
             if (o.pending && !o.bound_now) {
@@ -821,6 +834,10 @@ out:
     }
     HASH_ITER(hh, kqs, q, qt) {
         HASH_DEL(kqs, q);
+        free(q);
+    }
+    HASH_ITER(hh, yqs, q, qt) {
+        HASH_DEL(yqs, q);
         free(q);
     }
     store_list_free(&vpg);

@@ -129,7 +129,7 @@ struct cluster {
     struct cluster_opts o;
     struct store *store;
     const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
-    const struct reg_resource *r_deploy, *r_rs, *r_secrets;
+    const struct reg_resource *r_deploy, *r_rs, *r_secrets, *r_pvcs;
     pthread_t thread;
     bool started;
 
@@ -228,8 +228,8 @@ void cluster__gang_pass(struct cluster *c);
 /*
  * ---- what the gang step's files share (gang.c: the session and the placement;
  * gang_volcano.c: Volcano's queues, enqueue and PodGroup status; gang_kai.c: KAI's
- * pod-grouper and queues; gang_status.c: the other PodGroups' status). Cluster
- * thread only; one session's data.
+ * pod-grouper and queues; gang_yunikorn.c: YuniKorn's queues; gang_status.c: the other
+ * PodGroups' status). Cluster thread only; one session's data.
  */
 
 #define VOLCANO_GROUP "scheduling.volcano.sh"
@@ -350,6 +350,14 @@ void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource 
 void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
                                 const char *phase, const struct outcome *o,
                                 const char *unsched_msg, const char *enq_reason);
+
+/* gang_yunikorn.c: the queues of yunikorn/yunikorn-configs (NULL without), each
+ * YuniKorn gang's q set; freed by the caller (HASH_DEL, free). */
+struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, size_t n);
+/* NULL when the application's waiting Pods and placeholders fit under its queue's and
+ * its parents' max, else why not (in why). */
+const char *cluster__yunikorn_max_check(const struct gang *g, struct gqueue *qs, char *why,
+                                        size_t cap);
 
 /* gang_status.c: the scheduler-plugins and WAS PodGroup status (nothing for others) */
 void cluster__gang_pg_status(struct cluster *c, const struct gang *g, const struct outcome *o,

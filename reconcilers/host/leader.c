@@ -264,19 +264,18 @@ static bool pod_leads_other(struct host_leader *le, struct kube_client *kc)
     return host__lease_leads_other(hp, le->cfg.nkinds, self, le->cfg.identity);
 }
 
-/* Should we give our Lease to a peer Pod that leads fewer kinds? The peers are the live
- * Pods sharing our Pod's app.kubernetes.io/name and /instance labels (the Deployment's);
- * without those labels, or on any API error, we keep leading. */
-static bool should_yield(struct host_leader *le, struct kube_client *kc)
+/* The live Pods sharing our Pod's app.kubernetes.io/name and /instance labels (the
+ * Deployment's), ours included: names into *peers, borrowed from list (the caller
+ * releases it). 0 peers without POD_NAME, without those labels, or on an API error. */
+static size_t list_peers(struct host_leader *le, struct kube_client *kc, struct kube_result *list,
+                         const char **peers, size_t cap)
 {
-    char holders[HOST_MAX_KINDS][HOST_LEASE_HOLDER_MAX], sel[600], pns[64];
-    const char *hp[HOST_MAX_KINDS], *peers[64];
+    char sel[600], pns[64];
     const char *env_ns = getenv("POD_NAMESPACE"), *name, *inst;
-    struct kube_result pod = { 0 }, list = { 0 };
+    struct kube_result pod = { 0 };
     struct kube_list_opts lo = { 0 };
     const cJSON *lb, *it;
-    size_t self, npeers = 0;
-    bool yield = false;
+    size_t npeers = 0;
 
     snprintf(pns, sizeof(pns), "%s", env_ns && *env_ns ? env_ns : le->cfg.ns);
     if (!getenv("POD_NAME") ||
@@ -289,26 +288,53 @@ static bool should_yield(struct host_leader *le, struct kube_client *kc)
         goto out;
     snprintf(sel, sizeof(sel), "app.kubernetes.io/name=%s,app.kubernetes.io/instance=%s", name, inst);
     lo.label_selector = sel;
-    if (kube_list(kc, &KUBE_RES_PODS, pns, &lo, &list) < 0)
+    if (kube_list(kc, &KUBE_RES_PODS, pns, &lo, list) < 0)
         goto out;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list.body, "items")) {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list->body, "items")) {
         const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
         const char *ph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(it, "status"), "phase"));
         const char *pn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
-        if (pn && ph && !strcmp(ph, "Running") && npeers < 64 &&
+        if (pn && ph && !strcmp(ph, "Running") && npeers < cap &&
             !cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp"))
             peers[npeers++] = pn;
     }
+out:
+    kube_result_release(&pod);
+    return npeers;
+}
+
+/* Should we give our Lease to a peer Pod that leads fewer kinds? Without peers (see
+ * list_peers), or on any API error, we keep leading. */
+static bool should_yield(struct host_leader *le, struct kube_client *kc)
+{
+    char holders[HOST_MAX_KINDS][HOST_LEASE_HOLDER_MAX];
+    const char *hp[HOST_MAX_KINDS], *peers[64];
+    struct kube_result list = { 0 };
+    size_t self, npeers = list_peers(le, kc, &list, peers, 64);
+    bool yield = false;
+
     if (npeers < 2 || kind_holders(le, kc, holders, &self) < 0)
         goto out;
     for (size_t i = 0; i < le->cfg.nkinds; i++)
         hp[i] = holders[i];
     yield = host__lease_should_yield(hp, le->cfg.nkinds, self, le->cfg.identity, peers, npeers);
 out:
-    kube_result_release(&pod);
     kube_result_release(&list);
     return yield;
+}
+
+/* A head start for another Pod only makes sense if there is one: a single Pod (rayop up
+ * on a machine, one replica) takes a free Lease at once. Without that, every start of
+ * the whole instance left two of the four kinds unreconciled for two retry periods (4 s;
+ * seen after each kill -9 of rayop up in the chaos soak). */
+static bool has_peer(struct host_leader *le, struct kube_client *kc)
+{
+    const char *peers[2];
+    struct kube_result list = { 0 };
+    bool any = list_peers(le, kc, &list, peers, 2) >= 2;
+    kube_result_release(&list);
+    return any;
 }
 
 /* One tryAcquireOrRenew. 1 we hold the Lease, 0 someone else does, < 0 the
@@ -355,7 +381,7 @@ static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, 
         rc = 0;
         goto out;
     } else if (a != HOST_LEASE_RENEW && atomic_load(&le->state) == HOST_LEADER_WAITING &&
-               pod_leads_other(le, kc)) {
+               pod_leads_other(le, kc) && has_peer(le, kc)) {
         /* free, but our Pod leads another kind: give a Pod that leads none the first
          * chance, for two retry periods */
         if (!le->free_since_ms)

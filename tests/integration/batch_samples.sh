@@ -6,10 +6,12 @@
 # 4 CPU: the Volcano cluster's gang runs in its queue, the Volcano RayJob waits on
 # the queue's capability until the cluster is gone, then completes; the YuniKorn
 # cluster and RayJob run with their task groups (the submitter's held by a
-# placeholder). KAI's sample (its Queues served by a schema-less CRD) runs in its leaf
-# queue; a KAI gang too big for the nodes, and one in a parent queue, get nothing. Then
-# the KubernetesWAS gate: Workload and PodGroup scheduling.k8s.io/v1alpha2 served by
-# kubesim and the Pods' schedulingGroup.
+# placeholder); a YuniKorn application over its queue's max (yunikorn-configs) waits.
+# KAI's sample (its Queue and PodGroup types served by schema-less CRDs) runs in its leaf
+# queue with the pod-grouper's PodGroup; a KAI gang too big for the nodes, one in a parent
+# queue and one over its queue's limit get nothing. Then the KubernetesWAS gate: Workload
+# and PodGroup scheduling.k8s.io/v1alpha2 served by kubesim, the Pods' schedulingGroup and
+# the PodGroupScheduled condition.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gang.sh"
 
@@ -72,6 +74,28 @@ wait_until "yunikorn job sample: the RayJob completes" 60 rj_is rayjob-yunikorn-
     && ok "ray-job.yunikorn-scheduler.yaml reconciled and completed"
 check "yunikorn job sample: the submitter ran in task group submittergroup" \
     [ "$(kcurl "/api/v1/namespaces/default/pods?labelSelector=batch.kubernetes.io/job-name=rayjob-yunikorn-0" | jq -r '.items[0] | .spec.schedulerName + "/" + .metadata.annotations["yunikorn.apache.org/task-group-name"]')" = yunikorn/submittergroup ]
+# YuniKorn's queues (ConfigMap yunikorn/yunikorn-configs): root.capped holds 2 CPUs, a gang of
+# head 1 + worker 2 asks 3; the sample's root.test, not named there, has no limit
+kubectl create namespace yunikorn >/dev/null
+kubectl -n yunikorn create configmap yunikorn-configs --from-literal=queues.yaml='partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: capped
+            resources:
+              max: {vcore: 2, memory: 16Gi}' >/dev/null
+kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
+  "kind":"RayCluster","metadata":{"name":"ykcap","labels":{"ray.io/gang-scheduling-enabled":"true",
+  "yunikorn.apache.org/app-id":"ykcap","yunikorn.apache.org/queue":"root.capped"}},
+  "spec":{"headGroupSpec":{"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-head",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}},"workerGroupSpecs":[{"groupName":"w",
+  "replicas":1,"minReplicas":1,"maxReplicas":1,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"2","memory":"1Gi"}}}]}}}]}}' >/dev/null
+yk_said() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("ykcap-")) and (.message|contains("queue root.capped has not enough headroom")))' >/dev/null; }
+wait_until "yunikorn: an application over its queue's max is told so" 30 yk_said
+check "yunikorn: nothing of it is bound" bound_is ykcap 0
+kcurl -X DELETE $NSP/rayclusters/ykcap >/dev/null
 
 # ---- KAI ----
 # KAI's Queue type (scheduling.run.ai/v2), schema-less: the sample creates two queues

@@ -654,8 +654,8 @@ static void test_kai(void **state)
                                  "metadata.annotations.pod-group-name", buf, sizeof(buf)), want);
 }
 
-/* KAI's queues: a Pod without the queue label stays Pending; with KAI's Queue type
- * served, the queue must exist and be a leaf. */
+/* KAI's queues: a Pod without the queue label goes to the pod-grouper's default-queue;
+ * with KAI's Queue type served, the queue must exist and be a leaf. */
 static void test_kai_queues(void **state)
 {
     struct gt *t = FX(state);
@@ -663,9 +663,7 @@ static void test_kai_queues(void **state)
     gt_pod(t, "nolabel-0", "kai-scheduler", "1", NULL);
     kai_pod(t, "any-0", NULL, NULL, "1", "whatever");   /* no Queue type: any name goes */
     gt_session(t);
-    assert_int_equal(gt_bound(t, "nolabel", 0, 1), 0);
-    assert_int_equal(gt_events(t, "default", "nolabel-0", "FailedScheduling",
-                               "no kai.scheduler/queue label", "kai-scheduler"), 1);
+    assert_int_equal(gt_bound(t, "nolabel", 0, 1), 1);   /* the pod-grouper's default-queue */
     assert_int_equal(gt_bound(t, "any", 0, 1), 1);
 
     const struct reg_resource *kq = gt_crd(t->s, GT_CRD("queues", "Queue", "scheduling.run.ai", "v2",
@@ -680,7 +678,11 @@ static void test_kai_queues(void **state)
     kai_pod(t, "parent-0", NULL, NULL, "1", "dept");
     kai_pod(t, "ghost-0", NULL, NULL, "1", "ghost");
     kai_pod(t, "leaf-0", NULL, NULL, "1", "team-a");
+    gt_pod(t, "nolabel2-0", "kai-scheduler", "1", NULL);
     gt_session(t);
+    assert_int_equal(gt_bound(t, "nolabel2", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "nolabel2-0", "FailedScheduling",
+                               "queue default-queue does not exist", "kai-scheduler"), 1);
     assert_int_equal(gt_bound(t, "parent", 0, 1), 0);
     assert_int_equal(gt_events(t, "default", "parent-0", "FailedScheduling",
                                "queue dept is not a leaf queue", "kai-scheduler"), 1);
@@ -688,6 +690,45 @@ static void test_kai_queues(void **state)
     assert_int_equal(gt_events(t, "default", "ghost-0", "FailedScheduling",
                                "queue ghost does not exist", "kai-scheduler"), 1);
     assert_int_equal(gt_bound(t, "leaf", 0, 1), 1);
+}
+
+/* YuniKorn's queues from yunikorn/yunikorn-configs: an application that with the
+ * placeholders of its members still to come would take root.capped over its max waits
+ * with nothing bound; a larger max lets it run. A queue the config does not name has
+ * no limit. */
+static void test_yunikorn_queues(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *nsr = tl_res(t->s, "", "v1", "namespaces");
+    char meta[600];
+    const char *tg = "[{\\\"name\\\":\\\"w\\\",\\\"minMember\\\":3,\\\"minResource\\\":"
+                     "{\\\"cpu\\\":\\\"1\\\"}}]";
+    const char *conf = "{\"metadata\":{\"name\":\"yunikorn-configs\"},\"data\":{\"queues.yaml\":"
+        "\"partitions:\\n  - name: default\\n    queues:\\n      - name: root\\n        queues:\\n"
+        "          - name: capped\\n            resources:\\n              max: {vcore: %s, memory: 8Gi}\\n\"}}";
+
+    store_obj_unref(tl_create(t->s, nsr, "", tl_json("{\"metadata\":{\"name\":\"yunikorn\"}}")));
+    store_obj_unref(tl_create(t->s, t->cms, "yunikorn", tl_json(conf, "2")));
+    /* two members of 1 CPU now, a third to come (its placeholder holds 1 CPU): 3 > 2 */
+    for (int i = 0; i < 2; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "ya-%d", i);
+        snprintf(meta, sizeof(meta), ",\"labels\":{\"applicationId\":\"ya\",\"queue\":\"root.capped\"},"
+                 "\"annotations\":{\"yunikorn.apache.org/task-groups\":\"%s\","
+                 "\"yunikorn.apache.org/task-group-name\":\"w\"}", tg);
+        gt_pod(t, name, "yunikorn", "1", meta);
+    }
+    gt_pod(t, "free-0", "yunikorn", "3", ",\"labels\":{\"applicationId\":\"free\",\"queue\":\"root.other\"}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ya", 0, 2), 0);
+    assert_int_equal(gt_events(t, "default", "ya-0", "FailedScheduling",
+                               "queue root.capped has not enough headroom for the application: "
+                               "vcore max 2000, used 0, asked 3000", "yunikorn"), 1);
+    assert_int_equal(gt_bound(t, "free", 0, 1), 1);
+    gt_delete(t, t->cms, "yunikorn", "yunikorn-configs");
+    store_obj_unref(tl_create(t->s, t->cms, "yunikorn", tl_json(conf, "3")));
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ya", 0, 2), 2);
 }
 
 /* KAI's Queue type and PodGroup type, as KAI's CRDs serve them. */
@@ -878,6 +919,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_yunikorn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai_queues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_yunikorn_queues, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai_podgroup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai_fair_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_was, setup, teardown),
