@@ -117,6 +117,79 @@ static void test_merge_does_not_modify_inputs(void **state)
     cJSON_Delete(out);
 }
 
+/* Exact text: member order is part of what a merge keeps. */
+static void merge_text(const char *target, const char *patch, const char *want)
+{
+    cJSON *out = NULL;
+    char err[256], *txt;
+    assert_int_equal(run(MERGE, target, patch, NULL, &out, err, sizeof(err)), 0);
+    txt = cJSON_PrintUnformatted(out);
+    assert_string_equal(txt, want);
+    free(txt);
+    cJSON_Delete(out);
+}
+
+static void test_merge_order_and_repeats(void **state)
+{
+    (void)state;
+    /* target's members in place, new ones after in patch order */
+    merge_text("{\"a\":1,\"b\":{\"x\":1,\"y\":2},\"c\":3}", "{\"z\":9,\"b\":{\"y\":null,\"w\":4},\"a\":0}",
+               "{\"a\":0,\"b\":{\"x\":1,\"w\":4},\"c\":3,\"z\":9}");
+    /* a repeated name in the target: the first is the one patched or removed */
+    merge_text("{\"a\":1,\"a\":2}", "{\"a\":5}", "{\"a\":5,\"a\":2}");
+    merge_text("{\"a\":1,\"a\":2}", "{\"a\":null}", "{\"a\":2}");
+    /* a repeated name in the patch: each applies in turn */
+    merge_text("{\"a\":{\"x\":1}}", "{\"a\":{\"y\":2},\"a\":{\"x\":null}}", "{\"a\":{\"y\":2}}");
+    merge_text("{}", "{\"n\":{\"a\":null,\"b\":1}}", "{\"n\":{\"b\":1}}");
+}
+
+static size_t merge_allocs;
+
+static void *counting_malloc(size_t n)
+{
+    merge_allocs++;
+    return malloc(n);
+}
+
+/* A status patch onto a Pod-like object copies the object once: each member once,
+ * merged where the patch names it (it used to copy the object, then the patched member
+ * again at each level). */
+static void test_merge_copies_once(void **state)
+{
+    cJSON_Hooks hooks = { counting_malloc, free };
+    cJSON *t, *p, *out = NULL;
+    char big[16384], err[64];
+    size_t off, whole;
+    (void)state;
+
+    off = (size_t)snprintf(big, sizeof(big), "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"c\":[");
+    for (int i = 0; i < 40; i++)
+        off += (size_t)snprintf(big + off, sizeof(big) - off, "%s{\"n\":\"c%d\",\"i\":\"img\"}",
+                                i ? "," : "", i);
+    off += (size_t)snprintf(big + off, sizeof(big) - off, "]},\"status\":{\"phase\":\"Pending\","
+                            "\"conditions\":[");
+    for (int i = 0; i < 40; i++)
+        off += (size_t)snprintf(big + off, sizeof(big) - off, "%s{\"type\":\"T%d\",\"status\":\"False\"}",
+                                i ? "," : "", i);
+    snprintf(big + off, sizeof(big) - off, "],\"x\":{\"a\":{\"b\":1}}}}");
+    assert_non_null(t = cJSON_Parse(big));
+    assert_non_null(p = cJSON_Parse("{\"status\":{\"phase\":\"Running\",\"x\":{\"a\":{\"b\":2}}}}"));
+    cJSON_InitHooks(&hooks);
+    merge_allocs = 0;
+    cJSON *copy = cJSON_Duplicate(t, true);
+    whole = merge_allocs;
+    merge_allocs = 0;
+    assert_int_equal(patch_merge(t, p, &out, err, sizeof(err)), 0);
+    cJSON_InitHooks(NULL);
+    assert_true(merge_allocs <= whole + 16);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "status"),
+                                                                 "phase")), "Running");
+    cJSON_Delete(copy);
+    cJSON_Delete(out);
+    cJSON_Delete(t);
+    cJSON_Delete(p);
+}
+
 /* ---- RFC 6902 ---- */
 
 static void test_json_patch_ops(void **state)
@@ -609,6 +682,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge_rfc7386),
         cmocka_unit_test(test_merge_does_not_modify_inputs),
+        cmocka_unit_test(test_merge_order_and_repeats),
+        cmocka_unit_test(test_merge_copies_once),
         cmocka_unit_test(test_json_patch_ops),
         cmocka_unit_test(test_json_patch_errors),
         cmocka_unit_test(test_json_patch_op_cap),
