@@ -604,7 +604,7 @@ static void *cluster_main(void *arg)
             else if (o->res == c->r_svc)
                 cluster__svc_event(c, batch[i].type, o);
             else
-                c->gang_dirty = true;   /* a PodGroup or Queue (cluster__gang_resource) */
+                c->gang_dirty = c->gang_seen = true;   /* a PodGroup or Queue (cluster__gang_resource) */
             store_obj_unref(o);
         }
         nbatch = 0;

@@ -12,6 +12,7 @@
 
 #include "kobj/json_equal.h"
 #include "kubesim/patch/patch.h"
+#include "kubesim/patch/internal.h"
 
 /* Asserts that JSON texts a and b are structurally equal. */
 static void assert_json(const cJSON *got, const char *want)
@@ -638,6 +639,55 @@ static void test_record_managed_fields(void **state)
     cJSON_Delete(st);
 }
 
+/* An update's ownership record looks only where the object changed: a status write's
+ * candidate paths hold nothing of spec, and every path it names is under status, a
+ * label that changed, or what is new; the entries it then writes are the same as before
+ * (the creator keeps spec and the labels it set, the writer owns what it changed). */
+static void test_record_managed_fields_changed_only(void **state)
+{
+    (void)state;
+    cJSON *old = cJSON_Parse("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"1\","
+                             "\"b\":\"2\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\","
+                             "\"ports\":[{\"containerPort\":80}]}],\"tolerations\":[{\"key\":\"k\"}]},"
+                             "\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"Ready\","
+                             "\"status\":\"False\"}]}}");
+    struct fs_keys keys = { "Pod", NULL };
+    struct fs_set set = { 0 };
+    assert_non_null(old);
+    assert_int_equal(patch_record_managed_fields(old, NULL, "creator", "Update", "v1", NULL), 0);
+    cJSON *nw = cJSON_Duplicate(old, true);
+    cJSON *status = cJSON_GetObjectItem(nw, "status");
+    cJSON_ReplaceItemInObject(status, "phase", cJSON_CreateString("Running"));
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(nw, "metadata"), "labels"), "b",
+                              cJSON_CreateString("3"));
+    cJSON_AddStringToObject(status, "podIP", "10.0.0.1");
+    assert_int_equal(patch__fs_changed(nw, old, &keys, &set), 0);
+    assert_true(set.n > 0);
+    for (size_t i = 0; i < set.n; i++) {
+        const char *p = set.v[i].p;
+        if (!strncmp(p, "f:spec", 6) || strstr(p, "f:a") || strstr(p, "f:name"))
+            fail_msg("unchanged path %s among the candidates", p);
+    }
+    patch__fs_free(&set);
+    assert_int_equal(patch_record_managed_fields(nw, old, "kubelet", "Update", "v1", "status"), 0);
+    assert_json(cJSON_GetObjectItem(mf_entry(nw, "kubelet", "Update"), "fieldsV1"),
+                "{\"f:metadata\":{\"f:labels\":{\"f:b\":{}}},"
+                "\"f:status\":{\"f:phase\":{},\"f:podIP\":{}}}");
+    const cJSON *cr = cJSON_GetObjectItem(mf_entry(nw, "creator", "Update"), "fieldsV1");
+    cJSON *want = cJSON_Parse("{\"f:metadata\":{\"f:labels\":{\".\":{},\"f:a\":{}}},\"f:spec\":{"
+                              "\"f:containers\":{\"k:{\\\"name\\\":\\\"c\\\"}\":{\".\":{},\"f:image\":{},"
+                              "\"f:name\":{},\"f:ports\":{\"k:{\\\"containerPort\\\":80}\":{\".\":{},\"f:containerPort\":{}}}}},\"f:tolerations\":{}},"
+                              "\"f:status\":{\"f:conditions\":{\"k:{\\\"type\\\":\\\"Ready\\\"}\":{\".\":{},"
+                              "\"f:status\":{},\"f:type\":{}}}}}");
+    if (!cr || !patch__json_equal(cr, want)) {
+        char *got = cJSON_PrintUnformatted(cr);
+        fail_msg("creator's fields: %s", got ? got : "(none)");
+    }
+    cJSON_Delete(want);
+    cJSON_Delete(old);
+    cJSON_Delete(nw);
+}
+
 /* A chain of n nested objects, each with two members: {"a":{...},"b":1}. */
 static cJSON *nested(int n, int leaf)
 {
@@ -698,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_apply_reapply_change_and_removal),
         cmocka_unit_test(test_apply_conflicts),
         cmocka_unit_test(test_record_managed_fields),
+        cmocka_unit_test(test_record_managed_fields_changed_only),
         cmocka_unit_test(test_json_equal_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
