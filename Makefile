@@ -16,6 +16,7 @@
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
 #   make chaos      the chaos soak, CHAOS_SECONDS (600) from CHAOS_SEED (1) (not in CI;
 #                   make test runs its 35 s smoke, tests/integration/chaos_smoke.py)
+#   make chaos-asan the soak on ASan/UBSan builds, CHAOS_SECONDS (240)
 #   make demo       the README's main job (SCHEDULER=volcano: under Volcano gang scheduling)
 #   make diff-kuberay   rayop vs the real KubeRay, object by object (docs/kuberay-differences.md)
 #   make peers      the real peers (kube-apiserver, etcd, kwok, helm, Ray venv) into .peers/
@@ -69,7 +70,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS) $(TOOL_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz chaos unit-bins bench-bins fuzz-bins bench bench-sim kubesim-scale demo peers proto-tables diff-kuberay clean
+.PHONY: all deps test fuzz chaos chaos-asan unit-bins bench-bins fuzz-bins bench bench-sim kubesim-scale demo peers proto-tables diff-kuberay clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -130,6 +131,22 @@ fuzz: deps
 chaos: deps all
 	RAYOP_SHARED=$${RAYOP_SHARED:-$(CURDIR)/../shared} python3 tests/integration/chaos/chaos.py \
 		--seconds $${CHAOS_SECONDS:-600} --seed $${CHAOS_SEED:-1}
+
+# The same soak on ASan/UBSan builds of rayop and kubesim (CHAOS_SECONDS defaults to 240:
+# the sanitizers make everything 2-3x slower); a sanitizer report anywhere is a violation.
+# The two binaries go to build/asan/soak/, leaving bin/ as it is.
+chaos-asan: deps
+	$(MAKE) -j$(NPROC) MODE=asan build/asan/soak/rayop build/asan/soak/kubesim
+	RAYOP_SHARED=$${RAYOP_SHARED:-$(CURDIR)/../shared} python3 tests/integration/chaos/chaos.py \
+		--seconds $${CHAOS_SECONDS:-240} --seed $${CHAOS_SEED:-1} \
+		--rayop build/asan/soak/rayop --kubesim build/asan/soak/kubesim
+
+$(B)/soak/rayop: $(B)/cmd/rayop_main.o $(LIBRAYOP) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_MODE) $^ -o $@ $(LDLIBS)
+$(B)/soak/kubesim: $(B)/kubesim/main/kubesim_main.o $(LIBSIM) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_MODE) $^ -o $@ $(LDLIBS)
 
 bench: deps all $(BENCH_BINS)
 	sh bench/run.sh

@@ -325,6 +325,11 @@ verdict "live segment bytes per object / JSON bytes per Pod" "$(awk -v a="${live
 verdict "cache_bench bytes per Pod (record+slot+index) / JSON bytes" "$(awk -v v="${pct_rec:-}" 'BEGIN { if (v != "") printf "%.3f", v / 100 }')" x "<=" 0.333
 
 # ---- 4. controller restart -> first reconcile ----
+# Two figures. The target is for the restart itself, so its runs pass
+# --enable-leader-election=false: with leader election on (the default since
+# KubeRay's default changed) the controller first acquires its Lease, a write
+# round trip to the API server that the earlier figures did not include. The
+# default is measured too, beside it, without a target.
 echo
 echo "4. controller restart -> first reconcile with $NPODS Pods cached (rayop controller test;"
 echo "   in-process time from main() entry, as logged by the controller; median of 5)"
@@ -340,23 +345,31 @@ queued() {
     "$RAYOP" status --state-dir "$STATE" -o json |
         jq -e '.queues.kinds[] | select(.kind == "raycluster") | .depth >= 1' >/dev/null
 }
-times=(); walls=()
-for run in 1 2 3 4 5; do
-    spec_bump c3
-    wait_until "c3 bump queued" 10 queued || break
-    t0=$(now_ns)
-    "$RAYOP_TEST" controller test --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
-        --metrics-addr 0 --health-probe-bind-address 0 2>"$WORK/ctl$run.log" &
-    CPID=$!
-    _LIB_PIDS="$_LIB_PIDS $CPID"
-    wait_fast 20000 grep -q '"msg":"first reconcile"' "$WORK/ctl$run.log" || { echo "  run $run: no first reconcile"; break; }
-    walls+=("$(( ($(now_ns) - t0) / 1000000 ))")
-    times+=("$(grep '"msg":"first reconcile"' "$WORK/ctl$run.log" | jq -r .sinceStartMs)")
-    kill -TERM "$CPID"; wait "$CPID" 2>/dev/null
-done
-med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (${#times[@]} + 1) / 2 ))p")
-echo "  in-process ms: ${times[*]}; wall ms incl. fork/exec and 10 ms log polling: ${walls[*]}"
-verdict "restart -> first reconcile, median of ${#times[@]}" "$med" ms "<" 50
+# restart_runs TAG [controller flags]: 5 restarts; sets med (median in-process ms)
+restart_runs() {
+    local tag=$1 run
+    shift
+    times=(); walls=()
+    for run in 1 2 3 4 5; do
+        spec_bump c3
+        wait_until "c3 bump queued" 10 queued || break
+        t0=$(now_ns)
+        "$RAYOP_TEST" controller test --kubeconfig "$KUBECONFIG" --state-dir "$STATE" \
+            --metrics-addr 0 --health-probe-bind-address 0 "$@" 2>"$WORK/ctl-$tag$run.log" &
+        CPID=$!
+        _LIB_PIDS="$_LIB_PIDS $CPID"
+        wait_fast 20000 grep -q '"msg":"first reconcile"' "$WORK/ctl-$tag$run.log" || { echo "  run $run: no first reconcile"; break; }
+        walls+=("$(( ($(now_ns) - t0) / 1000000 ))")
+        times+=("$(grep '"msg":"first reconcile"' "$WORK/ctl-$tag$run.log" | jq -r .sinceStartMs)")
+        kill -TERM "$CPID"; wait "$CPID" 2>/dev/null
+    done
+    med=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(( (${#times[@]} + 1) / 2 ))p")
+    echo "  $tag: in-process ms: ${times[*]}; wall ms incl. fork/exec and 10 ms log polling: ${walls[*]}"
+}
+restart_runs "leader election off" --enable-leader-election=false
+verdict "restart -> first reconcile (leader election off), median of ${#times[@]}" "$med" ms "<" 50
+restart_runs "leader election on (default)"
+echo "  restart -> first reconcile with leader election on (Lease acquired first), median of ${#times[@]}: ${med:-n/a} ms (no target)"
 
 echo
 echo "core bench: $MISSES target(s) missed; loadavg at end $(cut -d' ' -f1-3 /proc/loadavg)"

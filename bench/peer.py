@@ -169,12 +169,19 @@ def stop(p):
         p.wait()
 
 
-def requests(env, ua, ns):
-    """(requests by verb, requests by "verb resource[/subresource]")"""
+def reqlog_lines(env):
+    with open(env.reqlog) as f:
+        return sum(1 for _ in f)
+
+
+def requests(env, ua, ns, since=0):
+    """(requests by verb, requests by "verb resource[/subresource]") of ua in namespace ns or
+    cluster-wide, from line since of the request log on (this run's: an earlier run's
+    cluster-wide requests are not this one's)"""
     c, by_res = collections.Counter(), collections.Counter()
     with open(env.reqlog) as f:
-        for line in f:
-            if ua not in line:
+        for i, line in enumerate(f):
+            if i < since or ua not in line:
                 continue
             try:
                 r = json.loads(line)
@@ -191,6 +198,7 @@ def requests(env, ua, ns):
 
 def run_one(env, op, ns):
     env.req("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    since = reqlog_lines(env)
     p = start(env, op, ns)
     s = Sampler(p.pid)
     s.start()
@@ -224,7 +232,7 @@ def run_one(env, op, ns):
     s.join()
     pods = len(env.items("/api/v1/namespaces/%s/pods" % ns))
     stop(p)
-    req, by_res = requests(env, UA[op], ns)
+    req, by_res = requests(env, UA[op], ns, since)
     r = {"ready_s": ready if ok else None, "ready_p50_s": pct(list(ready_at.values()), 0.5),
          "ready_p99_s": pct(list(ready_at.values()), 0.99), "cpu_s": s.cpu_total(), "mem_mib": s.peak,
          "requests": sum(req.values()), "by_verb": dict(req), "by_resource": dict(by_res), "pods": pods, "create_failed": bad}

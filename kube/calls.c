@@ -177,8 +177,8 @@ static const char *obj_meta(const cJSON *obj, const char *key)
     return v && *v ? v : NULL;
 }
 
-int kube_create(struct kube_client *c, const struct kube_resource *r, const char *ns,
-                const cJSON *obj, struct kube_result *res)
+static int create(struct kube_client *c, const struct kube_resource *r, const char *ns,
+                  const cJSON *obj, int once, struct kube_result *res)
 {
     char *path, *body;
     int rc;
@@ -193,11 +193,31 @@ int kube_create(struct kube_client *c, const struct kube_resource *r, const char
         free(path);
         return -ENOMEM;
     }
+    if (path == NULL) {
+        free(body);
+        return run(c, r, "POST", NULL, NULL, NULL, 0, 0, res);   /* the -EINVAL Status */
+    }
     /* POST is not idempotent: a retry after a lost response would 409. */
-    rc = run(c, r, "POST", path, "application/json", body, strlen(body), 0, res);
+    struct kube_http rq = {
+        .method = "POST", .path = path, .content_type = "application/json", .body = body,
+        .body_len = strlen(body), .once = once, .parse_json = 1, .res = r,
+    };
+    rc = kube__do(c, &rq, res);
     free(body);
     free(path);
     return rc;
+}
+
+int kube_create(struct kube_client *c, const struct kube_resource *r, const char *ns,
+                const cJSON *obj, struct kube_result *res)
+{
+    return create(c, r, ns, obj, 0, res);
+}
+
+int kube_create_once(struct kube_client *c, const struct kube_resource *r, const char *ns,
+                     const cJSON *obj, struct kube_result *res)
+{
+    return create(c, r, ns, obj, 1, res);
 }
 
 static int put(struct kube_client *c, const struct kube_resource *r, const char *ns,

@@ -481,7 +481,7 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
 
     memset(res, 0, sizeof(*res));
     s.max = rq->max_response ? rq->max_response : c->opts.max_response_bytes;
-    struct kube_limiter *lim = kube__limiter_for(c, rq->res);
+    struct kube_limiter *lim = kube__limiter_for(c, rq->res, strcmp(rq->method, "GET") == 0);
     for (;;) {
         uint64_t wait = kube__limiter_reserve(lim, kube__now(c));
         limiter_s = (double)wait / 1e9;
@@ -582,7 +582,8 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
                 continue;
             }
         }
-        bool again = is_retryable(rq, (int)cc, (int)code) && res->attempts <= c->opts.max_retries;
+        bool again = !rq->once && is_retryable(rq, (int)cc, (int)code) &&
+                     res->attempts <= c->opts.max_retries;
         kube__metrics_attempt(&c->metrics, rq->method, cc == CURLE_OK ? code : 0, took, limiter_s,
                               again);
         if (!again)

@@ -80,16 +80,18 @@ uint64_t kube__limiter_reserve(struct kube_limiter *l, uint64_t now_ns);
 
 /* One bucket per API resource (group + plural), as client-go gives each
  * RESTClient its own (see limiter.c). */
-#define KUBE_LIMITERS_MAX 32
+#define KUBE_LIMITERS_MAX 64
 struct kube_limiter_slot {
-    char key[128];             /* "group/plural" */
+    char key[128];             /* "group/plural", "+r" appended for the readers' bucket */
     struct kube_limiter l;
 };
 struct kube_client;
 struct kube_resource;
-/* The bucket requests on r take: r's own, or the client's shared one for raw
- * requests (r NULL) and past KUBE_LIMITERS_MAX resources. Never NULL. */
-struct kube_limiter *kube__limiter_for(struct kube_client *c, const struct kube_resource *r);
+/* The bucket requests on r take: r's own for writes, another of r's for reads (GET, LIST,
+ * WATCH: controller-runtime's uncached API reader is a client of its own), or the client's
+ * shared one for raw requests (r NULL) and past KUBE_LIMITERS_MAX buckets. Never NULL. */
+struct kube_limiter *kube__limiter_for(struct kube_client *c, const struct kube_resource *r,
+                                       bool read);
 
 /* ---- status.c ------------------------------------------------------------- */
 
@@ -205,6 +207,7 @@ struct kube_http {
     const char *body;
     size_t body_len;
     int idempotent;
+    int once;                       /* no retry at all (kube_create_once) */
     int parse_json;
     int want_raw;
     size_t max_response;            /* 0: client default */

@@ -252,6 +252,13 @@ int kube_list(struct kube_client *c, const struct kube_resource *r, const char *
               const struct kube_list_opts *o, struct kube_result *res);
 int kube_create(struct kube_client *c, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res);
+/* kube_create in a single attempt: no retry after a 429 or a refused connection.
+ * For a create that is only right as long as a read made just before it still
+ * holds (a RayCluster's Pods follow a GET of the cluster): a retry after a wait
+ * would act on that read when it may be stale, so the caller reads again and
+ * tries again itself. */
+int kube_create_once(struct kube_client *c, const struct kube_resource *r, const char *ns,
+                     const cJSON *obj, struct kube_result *res);
 /* PUT to metadata.name of obj; retried only when obj carries a resourceVersion. */
 int kube_update(struct kube_client *c, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res);

@@ -3,6 +3,13 @@
  * thread of a client, as client-go's flowcontrol limiter is shared by a
  * rest.Config's clients.
  *
+ * Buckets are per resource and, within one, apart for reads and writes: what
+ * --qps means to KubeRay, whose controller-runtime client makes one client-go
+ * RESTClient (one bucket) per GroupVersionKind, and whose manager reads live
+ * through the API reader, a client of its own (client.New: its own RESTClients
+ * and buckets). rayop's live reads (the GET and LIST that confirm the cache
+ * before a create) are the API reader's; its writes are the client's.
+ *
  * It works by reservation, like golang.org/x/time/rate's Reserve: a caller
  * always takes a token, the balance may go negative, and the caller sleeps
  * for however long the deficit takes to refill. Callers are thus served in
@@ -48,14 +55,15 @@ uint64_t kube__limiter_reserve(struct kube_limiter *l, uint64_t now_ns)
     return wait;
 }
 
-struct kube_limiter *kube__limiter_for(struct kube_client *c, const struct kube_resource *r)
+struct kube_limiter *kube__limiter_for(struct kube_client *c, const struct kube_resource *r,
+                                       bool read)
 {
     char key[sizeof(c->lims[0].key)];
     struct kube_limiter *l = &c->limiter;
 
     if (r == NULL || r->plural == NULL ||
-        (size_t)snprintf(key, sizeof(key), "%s/%s", r->group ? r->group : "", r->plural) >=
-            sizeof(key))
+        (size_t)snprintf(key, sizeof(key), "%s/%s%s", r->group ? r->group : "", r->plural,
+                         read ? "+r" : "") >= sizeof(key))
         return l;
     pthread_mutex_lock(&c->lim_mu);
     for (size_t i = 0; i < c->nlims; i++) {

@@ -474,7 +474,7 @@ int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, con
     curl_easy_setopt(w->easy, CURLOPT_PRIVATE, (char *)w);
     /* Watches count against the client's QPS limiter like any request, but the
      * loop must not block: a held-back watch waits for the gate timer. */
-    uint64_t wait = kube__limiter_reserve(kube__limiter_for(c, r), kube__now(c));
+    uint64_t wait = kube__limiter_reserve(kube__limiter_for(c, r, true), kube__now(c));
     if (wait > 0) {
         atomic_fetch_add(&c->st_throttled_ns, wait);
         uv_update_time(wd->loop);

@@ -18,6 +18,7 @@
 
 #define WATCHER_MAX_NAMESPACES 1024
 #define WATCHER_LIST_PAGES     2     /* pages a list thread may run ahead of the loop */
+#define WATCHER_TYPES_MAX      32    /* rows of watcher_types (checked at start) */
 
 struct seen_key;
 
@@ -76,6 +77,10 @@ struct watcher {
     char metrics_dir[600];       /* STATE_DIR/metrics: the controllers' snapshots */
     const char *server;          /* the API server URL, for the messages that need it */
     int unreachable;             /* "cannot reach the API server" logged, not yet recovered */
+    /* optional.c: per type, the watch for its CRD while the type is absent, and whether
+     * the server refused such a watch (then: slow relists) */
+    struct kube_watch *crd_watch[WATCHER_TYPES_MAX];
+    int crd_refused[WATCHER_TYPES_MAX];
 };
 
 /* Sync engine (sync.c). */
@@ -91,6 +96,13 @@ int watcher__metrics_pool(const char *dir, const char *own, size_t own_len, stru
 /* HTTP endpoint (http.c): addr like ":8080", "127.0.0.1:0"; "0" or "" = off. */
 int watcher__http_start(struct watcher *w, const char *addr);
 void watcher__http_stop(struct watcher *w);
+
+/* Lists s again (sync.c's start_list), for optional.c. */
+void watcher__sync_relist(struct wstream *s);
+/* Optional types (optional.c): s's type is not served (404). Marks it absent and waits
+ * for its CRD (or relists on a slow back-off) instead of the normal retry. */
+void watcher__optional_absent(struct wstream *s);
+void watcher__optional_stop(struct watcher *w);
 
 /* ipc read-your-writes oracle: the cache's rv of type >= rv. */
 int watcher__sync_seen(void *ud, const char *type, const char *rv);

@@ -283,6 +283,12 @@ static void report_success(struct wstream *s)
     s->last_err = 0;
 }
 
+/* Not one of KubeRay's own types: a 404 means an optional API (optional.c). */
+static bool optional_type(const struct wstream *s)
+{
+    return strcmp(watcher_types[s->t].group, "ray.io") != 0;
+}
+
 static void schedule_retry(struct wstream *s)
 {
     s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : BACKOFF_MIN_MS;
@@ -348,6 +354,11 @@ static void on_end(struct kube_watch *kw, int err, const struct kube_status *st,
         return;
     }
     report_failure(s, "watch ended", err, st ? st->message : NULL);
+    if (err == -ENOENT && optional_type(s)) {
+        watcher__optional_absent(s);   /* its CRD went: wait for it to come back */
+        log_all_synced(s->w);
+        return;
+    }
     if (err == -ENOENT)
         s->need_list = 1; /* resource not served (CRD missing): list when it appears */
     schedule_retry(s);
@@ -556,7 +567,10 @@ static void list_after(uv_work_t *req, int status)
         s->absent = s->list_rc == -ENOENT;
         if (s->absent)
             log_all_synced(w);
-        schedule_retry(s);
+        if (s->absent && optional_type(s))
+            watcher__optional_absent(s);
+        else
+            schedule_retry(s);
         return;
     }
     s->absent = 0;
@@ -594,6 +608,11 @@ static void start_list(struct wstream *s)
     }
 }
 
+void watcher__sync_relist(struct wstream *s)
+{
+    start_list(s);
+}
+
 /* ---- lifecycle ------------------------------------------------------------------- */
 
 static void check_cb(uv_check_t *h)
@@ -609,6 +628,8 @@ static void check_cb(uv_check_t *h)
 int watcher__sync_init(struct watcher *w, const char *const *namespaces, size_t nns)
 {
     size_t per = nns ? nns : 1;
+    if (watcher_ntypes > WATCHER_TYPES_MAX)
+        return -E2BIG;
     w->streams = calloc(watcher_ntypes * per, sizeof(*w->streams));
     if (!w->streams)
         return -ENOMEM;
@@ -679,6 +700,7 @@ static void maybe_close_async(struct watcher *w)
 void watcher__sync_stop(struct watcher *w)
 {
     w->stopping = 1;
+    watcher__optional_stop(w);
     for (size_t i = 0; i < w->nstreams; i++) {
         struct wstream *s = &w->streams[i];
         pthread_mutex_lock(&s->mu);

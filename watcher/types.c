@@ -41,7 +41,7 @@ const struct watcher_type watcher_types[] = {
     { "networking.k8s.io/v1/networkpolicies", "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "networking.k8s.io/v1", CREATED_BY, NULL,   0 },
     /* gang scheduling (reconcilers/batchsched): Volcano's and scheduler-plugins'
      * PodGroups, Kubernetes WAS Workloads and PodGroups. Listed only where the API
-     * is served (a missing CRD is retried with back-off, docs/batch-scheduling.md) */
+     * is served (a missing CRD is watched for: optional.c, docs/watcher.md) */
     { "scheduling.volcano.sh/v1beta1/podgroups", "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", "scheduling.volcano.sh/v1beta1", NULL, NULL, 0 },
     { "scheduling.x-k8s.io/v1alpha1/podgroups", "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", "scheduling.x-k8s.io/v1alpha1", NULL, NULL, 0 },
     { "scheduling.k8s.io/v1alpha2/workloads", "scheduling.k8s.io", "v1alpha2", "workloads", "Workload", "scheduling.k8s.io/v1alpha2", "ray.io/cluster", NULL, 0 },

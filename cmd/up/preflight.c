@@ -16,7 +16,7 @@
 #include "cmd/up/internal.h"
 #include "kube/kube.h"
 #include "reconcilers/host/host.h"
-#include "reconcilers/host/internal.h"
+#include "reconcilers/host/opts.h"
 #include "watcher/opts.h"
 
 bool up__in_pod(void)

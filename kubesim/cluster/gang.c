@@ -516,8 +516,12 @@ static void collect_members(struct cluster *c, struct gang **all)
             const char *app = kobj_label(pod, "applicationId");
             g = gang_get(all, G_YUNIKORN, p->obj->ns, app && *app ? app : p->obj->name, true);
             if (g && !g->ns) {
+                const char *yq = kobj_label(pod, "queue");
+                if (!yq || !*yq)
+                    yq = kobj_annotation(pod, "yunikorn.apache.org/queue");
                 g->ns = p->obj->ns;
                 g->name = app && *app ? app : p->obj->name;
+                snprintf(g->queue, sizeof(g->queue), "%s", yq && *yq ? yq : "root.default");
             }
         } else {
             const char *q = kobj_label(pod, "kai.scheduler/queue");
@@ -543,10 +547,66 @@ static void collect_members(struct cluster *c, struct gang **all)
     }
 }
 
+/* What a KAI gang or YuniKorn application just bound counts in its queue and those
+ * above it (limits, order). Bound this session: accounted on a node, not yet seen with
+ * a nodeName. */
+static void queue_charge(struct gang *g, struct gqueue *kqs)
+{
+    for (size_t m = 0; g->q && m < g->n; m++) {
+        struct cl_pod *p = g->m[m];
+        if (!p->acct_node || cluster__gang_bound(p))
+            continue;
+        int depth = 0;   /* a parent cycle ends at the bound */
+        for (struct gqueue *q = g->q; q && depth++ < 16;) {
+            struct gqueue *up = NULL;
+            cluster__gang_res_add(&q->allocated, &p->req, 1);
+            cluster__gang_res_add(&q->share_used, &p->req, 1);
+            if (q->parent[0])
+                HASH_FIND_STR(kqs, q->parent, up);
+            q = up != q ? up : NULL;
+        }
+    }
+}
+
+/* Volcano's allocate takes the queue that ranks first (spec.priority, then the smallest
+ * share of its deserved resources, which each binding raises), then that queue's first
+ * gang; KAI's likewise by priority, then by allocated over fair share. order[k..n) is in
+ * gang order; when order[k] is a gang in a queue, the first gang of the best queue among
+ * the gangs of the same scheduler left is brought to k, the others keep their order
+ * (the other schedulers' gangs keep their places). */
+static void pick_next(struct gang **order, size_t k, size_t n)
+{
+    struct gang *g = order[k];
+    struct gqueue *best = NULL;
+    double best_share = 0;
+    size_t at = k;
+    if (!g->q)
+        return;
+    for (size_t i = k; i < n; i++) {
+        struct gqueue *q = order[i]->q;
+        double sh;
+        if (order[i]->kind != g->kind || !q || q == best)
+            continue;
+        sh = cluster__volcano_share(q);
+        if (!best || q->priority > best->priority ||
+            (q->priority == best->priority && sh < best_share)) {
+            best = q;
+            best_share = sh;
+            at = i;
+        }
+    }
+    /* at is the first gang of its queue (the scan meets each queue's first gang first) */
+    if (at != k) {
+        g = order[at];
+        memmove(&order[k + 1], &order[k], (at - k) * sizeof(*order));
+        order[k] = g;
+    }
+}
+
 void cluster__gang_pass(struct cluster *c)
 {
     struct gang *all = NULL, *g, *tmp, **order = NULL;
-    struct gqueue *qs = NULL, *q, *qt;
+    struct gqueue *qs = NULL, *kqs = NULL, *yqs = NULL, *q, *qt;
     struct store_list vpg = { 0 }, spg = { 0 }, ql = { 0 };
     struct nodes ns = { 0 };
     struct cluster_res idle = { 0 }, inqueue = { 0 }, total = { 0 };
@@ -609,9 +669,18 @@ void cluster__gang_pass(struct cluster *c)
             yunikorn_groups(g);
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
+            g->q = q;
             const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");
-            for (size_t k = 0; q && k < g->n; k++) {
-                if (cluster__gang_pod_terminal(g->m[k]->obj->json))
+            for (size_t k = 0; k < g->n; k++) {
+                const cJSON *pod = g->m[k]->obj->json;
+                /* a Pod on its way out is Releasing: no longer the queue's */
+                bool going = kobj_get(kobj_get(pod, "metadata"), "deletionTimestamp") != NULL;
+                const char *pph = kobj_str(kobj_get(pod, "status"), "phase");
+                if (cluster__gang_bound(g->m[k]) && !going && !(pph && !strcmp(pph, "Failed"))) {
+                    g->ready++;
+                    cluster__gang_res_add(&g->alloc, &g->m[k]->req, 1);
+                }
+                if (!q || cluster__gang_pod_terminal(pod) || going)
                     continue;
                 if (cluster__gang_bound(g->m[k]))
                     cluster__gang_res_add(&q->allocated, &g->m[k]->req, 1);
@@ -626,10 +695,13 @@ void cluster__gang_pass(struct cluster *c)
     }
     qsort(order, ng, sizeof(*order), gang_cmp);
     cluster__volcano_deserved(qs, &total);
+    kqs = cluster__kai_queues(c, order, ng, &total);
+    yqs = cluster__yunikorn_queues(c, order, ng);
 
     for (size_t k = 0; k < ng; k++) {
         struct outcome o;
         char why[300], msg[600];
+        pick_next(order, k, ng);
         g = order[k];
         memset(&o, 0, sizeof(o));
         count(g, &o);
@@ -639,18 +711,36 @@ void cluster__gang_pass(struct cluster *c)
                 cluster__gang_pg_status(c, g, &o, NULL);
                 continue;
             }
+            struct store_obj *kpg = NULL;
             if (g->kind == G_KAI) {
                 const char *no = g->kai_err[0] ? g->kai_err : cluster__kai_queue_check(c, g, why, sizeof(why));
+                if (!no)
+                    kpg = cluster__kai_podgroup(c, g);
+                if (!no && o.pending)
+                    no = cluster__kai_limit_check(g, kqs, why, sizeof(why));
                 if (no) {
                     for (size_t m = 0; m < g->n; m++)
                         if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
                             set_unsched(c, g->m[m], no, "kai-scheduler");
+                    if (kpg)
+                        cluster__kai_pg_status(c, kpg, no);
+                    store_obj_unref(kpg);
                     continue;
                 }
                 cluster__kai_annotate(c, g);
             }
+            const char *full = g->kind == G_YUNIKORN && o.pending
+                                   ? cluster__yunikorn_max_check(g, yqs, why, sizeof(why)) : NULL;
+            if (full) {
+                for (size_t m = 0; m < g->n; m++)
+                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
+                        set_unsched(c, g->m[m], full, "yunikorn");
+                continue;
+            }
             if (o.pending)
                 allocate(c, g, &ns, &o, true, NULL);
+            if (o.bound_now)
+                queue_charge(g, g->kind == G_KAI ? kqs : yqs);
             char ev[700];
             ev[0] = '\0';
             if (o.pending && !o.bound_now) {
@@ -665,6 +755,9 @@ void cluster__gang_pass(struct cluster *c)
                         set_unsched(c, g->m[m], ev, component[g->kind]);
             }
             cluster__gang_pg_status(c, g, &o, ev[0] ? ev : NULL);
+            if (kpg)
+                cluster__kai_pg_status(c, kpg, ev[0] ? ev : NULL);
+            store_obj_unref(kpg);
             continue;
         }
         /* a Volcano PodGroup */
@@ -676,7 +769,8 @@ void cluster__gang_pass(struct cluster *c)
                    !strcmp(phase, "Unknown") || !strcmp(phase, "Completed");
         const char *unsched_msg = NULL, *enq_reason = NULL;
         if (!o.ready && !inq) {
-            const char *reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &idle, &inqueue, why, sizeof(why));
+            const char *reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &total, &idle, &inqueue, why,
+                                                                sizeof(why));
             if (!reason) {
                 inq = true;
                 phase = "Inqueue";
@@ -699,13 +793,17 @@ void cluster__gang_pass(struct cluster *c)
                     if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
                         set_unsched(c, g->m[m], msg, "volcano");
         }
-        /* getPodGroupPhase */
+        /* getPodGroupPhase: some running while the gang cannot be placed is Unknown */
         int64_t completed = o.succeeded + o.failed;
-        if (o.scheduled >= g->min)
+        if (o.running && unsched_msg)
+            phase = "Unknown";
+        else if (o.scheduled >= g->min)
             phase = o.scheduled == completed ? "Completed" : "Running";
         else if (strcmp(phase, "Inqueue") != 0)
             phase = "Pending";
         cluster__volcano_pg_status(c, g, rpg, phase, &o, unsched_msg, enq_reason);
+        g->phase = phase;
+        g->scheduled = o.scheduled;
         if (q) {
             if (!strcmp(phase, "Pending")) q->pending++;
             else if (!strcmp(phase, "Inqueue")) q->inqueue_n++;
@@ -713,12 +811,19 @@ void cluster__gang_pass(struct cluster *c)
             else if (!strcmp(phase, "Completed")) q->completed++;
         }
     }
+    /* the actions after allocate, as the scheduler's configuration lists them */
+    unsigned acts = cluster__volcano_actions(c);
+    if (acts & VOLCANO_PREEMPT)
+        cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_PREEMPT);
+    if (acts & VOLCANO_RECLAIM)
+        cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_RECLAIM);
     HASH_ITER(hh, qs, q, qt)
         cluster__volcano_queue_status(c, rq, q);
 out:
     HASH_ITER(hh, all, g, tmp) {
         HASH_DEL(all, g);
         store_obj_unref(g->pg);
+        cJSON_Delete(g->kai_obj);
         free(g->m);
         free(g);
     }
@@ -726,6 +831,14 @@ out:
         HASH_DEL(qs, q);
         if (q->owned)
             store_obj_unref(q->obj);
+        free(q);
+    }
+    HASH_ITER(hh, kqs, q, qt) {
+        HASH_DEL(kqs, q);
+        free(q);
+    }
+    HASH_ITER(hh, yqs, q, qt) {
+        HASH_DEL(yqs, q);
         free(q);
     }
     store_list_free(&vpg);

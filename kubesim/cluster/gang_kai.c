@@ -4,14 +4,19 @@
  * priority, the pod-group-name annotation) and the check that the queue takes Pods.
  * Cluster thread only. What is simulated: docs/batch-scheduling.md.
  */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kubesim/cluster/internal.h"
 #include "kubesim/registry/registry.h"
 #include "util/util.h"
 
 #define KAI_PG_ANNOTATION "pod-group-name"
+#define KAI_SUBGROUP_LABEL "kai.scheduler/subgroup-name"
 
 /* The number in member k of a worker group (an integer or absent = dflt). */
 static int64_t kai_int(const cJSON *grp, const char *k, int64_t dflt)
@@ -20,20 +25,86 @@ static int64_t kai_int(const cJSON *grp, const char *k, int64_t dflt)
     return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : dflt;
 }
 
+/* The labels or annotations of o, copied (an empty object when it has none). */
+static cJSON *meta_copy(const cJSON *o, const char *k)
+{
+    const cJSON *m = kobj_get(kobj_get(o, "metadata"), k);
+    return cJSON_IsObject(m) ? cJSON_Duplicate(m, 1) : cJSON_CreateObject();
+}
+
+/* The PodGroup the pod-grouper writes for top owner top (a RayJob, RayService,
+ * RayCluster or the Pod itself): named pg-NAME-UID, owned by top (not as controller),
+ * with top's labels and annotations plus kai.scheduler/top-owner-metadata, the queue
+ * (top's kai.scheduler/queue label, else the Pod's, else default-queue), minMember,
+ * the priority class and the sub-groups (subs, taken over; NULL for none). */
+static cJSON *kai_pg_build(const struct gang *g, const cJSON *top, const cJSON *pod,
+                           const char *pc, cJSON *subs)
+{
+    cJSON *o = cJSON_CreateObject(), *md, *ann, *ref, *spec;
+    const char *av = kobj_str(top, "apiVersion") ? kobj_str(top, "apiVersion") : "v1";
+    const char *kind = kobj_str(top, "kind") ? kobj_str(top, "kind") : "Pod";
+    const char *slash = strchr(av, '/');
+    const char *q = kobj_label(top, "kai.scheduler/queue");
+    char tom[600];
+    if (!q)
+        q = kobj_label(pod, "kai.scheduler/queue");
+    cJSON_AddStringToObject(o, "apiVersion", "scheduling.run.ai/v2alpha2");
+    cJSON_AddStringToObject(o, "kind", "PodGroup");
+    md = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(md, "name", g->kai_pg);
+    cJSON_AddStringToObject(md, "namespace", g->ns);
+    cJSON_AddItemToObject(md, "labels", meta_copy(top, "labels"));
+    ann = meta_copy(top, "annotations");
+    /* yaml.v3's rendering of the top owner's name, uid, group, version and kind */
+    snprintf(tom, sizeof(tom), "name: %.200s\nuid: %.64s\ngroup: %.*s\nversion: %.40s\nkind: %.60s\n",
+             kobj_meta_str(top, "name") ? kobj_meta_str(top, "name") : "",
+             kobj_meta_str(top, "uid") ? kobj_meta_str(top, "uid") : "",
+             slash ? (int)(slash - av) : 0, av, slash ? slash + 1 : av, kind);
+    cJSON_DeleteItemFromObjectCaseSensitive(ann, "kai.scheduler/top-owner-metadata");
+    cJSON_AddStringToObject(ann, "kai.scheduler/top-owner-metadata", tom);
+    cJSON_AddItemToObject(md, "annotations", ann);
+    ref = cJSON_CreateObject();
+    cJSON_AddStringToObject(ref, "apiVersion", av);
+    cJSON_AddStringToObject(ref, "kind", kind);
+    cJSON_AddStringToObject(ref, "name", kobj_meta_str(top, "name") ? kobj_meta_str(top, "name") : "");
+    cJSON_AddStringToObject(ref, "uid", kobj_meta_str(top, "uid") ? kobj_meta_str(top, "uid") : "");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(md, "ownerReferences"), ref);
+    spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON_AddNumberToObject(spec, "minMember", (double)g->min);
+    cJSON_AddStringToObject(spec, "queue", q && *q ? q : "default-queue");
+    cJSON_AddStringToObject(spec, "priorityClassName", pc);
+    if (cJSON_GetArraySize(subs) > 0)   /* omitempty */
+        cJSON_AddItemToObject(spec, "subGroups", subs);
+    else
+        cJSON_Delete(subs);
+    cJSON_AddObjectToObject(spec, "topologyConstraint");
+    return o;
+}
+
+static void kai_sub(cJSON *subs, const char *name, int64_t min)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", name);
+    cJSON_AddNumberToObject(e, "minMember", (double)min);
+    cJSON_AddItemToArray(subs, e);
+}
+
 /* KAI's pod-grouper for a Pod of a RayCluster: one PodGroup per top owner (the
  * RayJob or RayService that controls the RayCluster, else the RayCluster), named
  * pg-NAME-UID, with the queue label and a minMember of the head plus, per worker
- * group not suspended, minReplicas (replicas when minReplicas is 0) times numOfHosts.
- * Its priority class: the Pod's, else the top owner's ray.io/priority-class-name or
- * priorityClassName label, else KAI's "train". A Pod no RayCluster controls is a
- * group of one, under its own name. g->name points into g->key. */
+ * group not suspended, minReplicas (replicas when minReplicas is 0) times numOfHosts,
+ * one sub-group each (the head's "headgroup" of 1). Its priority class: the Pod's,
+ * else the top owner's ray.io/priority-class-name or priorityClassName label, else
+ * KAI's "train". A Pod no RayCluster controls is a group of one, under its own name.
+ * g->name points into g->key; g->kai_obj is the PodGroup to write. */
 void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
 {
     const cJSON *ref = cluster__controller_ref(pod, "ray.io/", "RayCluster"), *grp, *top = NULL;
     const struct reg_resource *rrc = ref ? cluster__gang_find(c, "ray.io", "v1", "rayclusters") : NULL;
-    struct store_obj *rc = NULL;
+    struct store_obj *rc = NULL, *topo = NULL;
     struct store_status st = { 0 };
     const char *pc = kobj_str(kobj_get(pod, "spec"), "priorityClassName");
+    cJSON *subs = NULL;
     int gi = 0;
 
     g->name = strchr(strchr(g->key, '/') + 1, '/') + 1;
@@ -45,8 +116,11 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
             top = cluster__controller_ref(rc->json, "ray.io/", "RayService");
         snprintf(g->kai_pg, sizeof(g->kai_pg), "pg-%s-%s",
                  top ? kobj_str(top, "name") : rc->name, top ? kobj_str(top, "uid") : rc->uid);
+        subs = cJSON_CreateArray();
+        kai_sub(subs, "headgroup", 1);
         cJSON_ArrayForEach(grp, kobj_get(kobj_get(rc->json, "spec"), "workerGroupSpecs")) {
             int64_t want = kai_int(grp, "replicas", 0), min = kai_int(grp, "minReplicas", 0);
+            char gname[100];
             if (cJSON_IsTrue(kobj_get(grp, "suspended")) || (!want && !min)) {
                 gi++;
                 continue;
@@ -58,7 +132,13 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
                          (long long)want, (long long)min, gi);
                 break;
             }
-            g->min += (min > 0 ? min : want) * kai_int(grp, "numOfHosts", 1);
+            int64_t n = (min > 0 ? min : want) * kai_int(grp, "numOfHosts", 1);
+            g->min += n;
+            if (kobj_str(grp, "groupName") && *kobj_str(grp, "groupName"))
+                snprintf(gname, sizeof(gname), "%.99s", kobj_str(grp, "groupName"));
+            else
+                snprintf(gname, sizeof(gname), "worker-group-%d", gi);
+            kai_sub(subs, gname, n);
             gi++;
         }
         if (!pc || !*pc) {
@@ -67,11 +147,25 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
             if (!pc)
                 pc = kobj_label(rc->json, "priorityClassName");
         }
+        if (top) {
+            const char *kind = kobj_str(top, "kind");
+            const struct reg_resource *rt = cluster__gang_find(
+                c, "ray.io", "v1", kind && !strcmp(kind, "RayJob") ? "rayjobs" : "rayservices");
+            store_status_clear(&st);
+            if (rt && store_get(c->store, rt, g->ns, kobj_str(top, "name"), &topo, &st) != 0)
+                topo = NULL;
+        }
     } else {
         snprintf(g->kai_pg, sizeof(g->kai_pg), "pg-%s-%s", kobj_meta_str(pod, "name"),
                  kobj_meta_str(pod, "uid") ? kobj_meta_str(pod, "uid") : "");
     }
-    g->prio = cluster__gang_priority(c, pc && *pc ? pc : "train");
+    pc = pc && *pc ? pc : "train";
+    g->prio = cluster__gang_priority(c, pc);
+    if (!g->kai_err[0])
+        g->kai_obj = kai_pg_build(g, topo ? topo->json : rc ? rc->json : pod, pod, pc, subs);
+    else
+        cJSON_Delete(subs);
+    store_obj_unref(topo);
     store_obj_unref(rc);
     store_status_clear(&st);
 }
@@ -101,21 +195,331 @@ const char *cluster__kai_queue_check(struct cluster *c, const struct gang *g, ch
     return res;
 }
 
-/* The pod-group-name annotation KAI's pod-grouper puts on each member. */
+/* The pod-group-name annotation KAI's pod-grouper puts on each member, and the
+ * kai.scheduler/subgroup-name label (the Pod's ray.io/group) when the PodGroup has
+ * sub-groups. */
 void cluster__kai_annotate(struct cluster *c, const struct gang *g)
 {
+    bool subs = cJSON_GetArraySize(kobj_get(kobj_get(g->kai_obj, "spec"), "subGroups")) > 0;
     for (size_t i = 0; i < g->n; i++) {
-        const char *have = kobj_annotation(g->m[i]->obj->json, KAI_PG_ANNOTATION);
+        const cJSON *pod = g->m[i]->obj->json;
+        const char *have = kobj_annotation(pod, KAI_PG_ANNOTATION);
+        const char *grp = kobj_label(pod, "ray.io/group");
+        const char *sub = kobj_label(pod, KAI_SUBGROUP_LABEL);
         struct store_write_opts w = { .field_manager = "pod-grouper" };
         struct store_status st = { 0 };
-        char body[500];
-        if (have && !strcmp(have, g->kai_pg))
+        char body[700];
+        bool want_sub = subs && grp && (!sub || strcmp(sub, grp));
+        if (have && !strcmp(have, g->kai_pg) && !want_sub)
             continue;
         snprintf(body, sizeof(body), "{\"metadata\":{\"annotations\":{\"" KAI_PG_ANNOTATION
-                 "\":\"%s\"}}}", g->kai_pg);
+                 "\":\"%s\"}%s%.200s%s}}", g->kai_pg,
+                 want_sub ? ",\"labels\":{\"" KAI_SUBGROUP_LABEL "\":\"" : "",
+                 want_sub ? grp : "", want_sub ? "\"}" : "");
         if (store_patch(c->store, c->r_pods, g->m[i]->obj->ns, g->m[i]->obj->name, NULL,
                         PATCH_MERGE, body, strlen(body), &w, NULL, NULL, &st) < 0)
             log_debug("gang: pod-group-name", "pod", g->m[i]->key, "error", st.message, NULL);
         store_status_clear(&st);
     }
+}
+
+/* ---- the PodGroup object ---------------------------------------------------------- */
+
+/* The pod-grouper's update of an existing PodGroup: labels, annotations, minMember,
+ * priority class and (only if it has them already) sub-groups follow; the queue stays
+ * as it is (a user may have moved it). Returns the merge patch, or NULL when nothing
+ * differs. */
+static cJSON *kai_pg_diff(const cJSON *have, const cJSON *want)
+{
+    static const char *const mk[] = { "labels", "annotations" };
+    static const char *const sk[] = { "minMember", "priorityClassName", "subGroups" };
+    cJSON *patch = cJSON_CreateObject(), *md = NULL, *spec = NULL;
+    bool any = false;
+    for (int i = 0; i < 2; i++) {
+        const cJSON *h = kobj_get(kobj_get(have, "metadata"), mk[i]);
+        const cJSON *w = kobj_get(kobj_get(want, "metadata"), mk[i]);
+        const cJSON *e;
+        cJSON_ArrayForEach(e, w) {   /* the pod-grouper adds; it does not take away */
+            const cJSON *hv = kobj_get(h, e->string);
+            if (hv && cJSON_Compare(hv, e, 1))
+                continue;
+            if (!md)
+                md = cJSON_AddObjectToObject(patch, "metadata");
+            cJSON *sub = kobj_get(md, mk[i]) ? (cJSON *)kobj_get(md, mk[i])
+                                             : cJSON_AddObjectToObject(md, mk[i]);
+            cJSON_AddItemToObject(sub, e->string, cJSON_Duplicate(e, 1));
+            any = true;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        const cJSON *h = kobj_get(kobj_get(have, "spec"), sk[i]);
+        const cJSON *w = kobj_get(kobj_get(want, "spec"), sk[i]);
+        if (i == 2 && cJSON_GetArraySize(h) == 0)
+            continue;   /* made without sub-groups: kept without */
+        if ((!h && !w) || (h && w && cJSON_Compare(h, w, 1)))
+            continue;
+        if (!spec)
+            spec = cJSON_AddObjectToObject(patch, "spec");
+        cJSON_AddItemToObject(spec, sk[i], w ? cJSON_Duplicate(w, 1) : cJSON_CreateNull());
+        any = true;
+    }
+    if (!any) {
+        cJSON_Delete(patch);
+        return NULL;
+    }
+    return patch;
+}
+
+struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g)
+{
+    const struct reg_resource *r = cluster__gang_find(c, "scheduling.run.ai", "v2alpha2",
+                                                      "podgroups");
+    struct store_write_opts w = { .field_manager = "pod-grouper" };
+    struct store_status st = { 0 };
+    struct store_obj *have = NULL, *out = NULL;
+    cJSON *patch;
+    if (!r || !g->kai_obj)
+        return NULL;
+    if (store_get(c->store, r, g->ns, g->kai_pg, &have, &st) != 0) {
+        store_status_clear(&st);
+        /* store_create consumes the object */
+        if (store_create(c->store, r, g->ns, cJSON_Duplicate(g->kai_obj, 1), &w, &out, &st) < 0)
+            log_debug("gang: KAI PodGroup", "podgroup", g->kai_pg, "error", st.message, NULL);
+        store_status_clear(&st);
+        return out;
+    }
+    if ((patch = kai_pg_diff(have->json, g->kai_obj))) {
+        char *text = cJSON_PrintUnformatted(patch);
+        if (text && store_patch(c->store, r, g->ns, g->kai_pg, NULL, PATCH_MERGE, text,
+                                strlen(text), &w, &out, NULL, &st) == 0) {
+            store_obj_unref(have);
+            have = out;
+        } else {
+            log_debug("gang: KAI PodGroup", "podgroup", g->kai_pg, "error", st.message, NULL);
+        }
+        free(text);
+        cJSON_Delete(patch);
+    }
+    store_status_clear(&st);
+    return have;
+}
+
+void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg)
+{
+    const struct reg_resource *r = cluster__gang_find(c, "scheduling.run.ai", "v2alpha2",
+                                                      "podgroups");
+    const cJSON *old = kobj_get(kobj_get(pg->json, "status"), "schedulingConditions");
+    const cJSON *first = cJSON_GetArrayItem(old, 0);
+    struct store_write_opts w = { .field_manager = "kai-scheduler" };
+    struct store_status st = { 0 };
+    char now[40], *text;
+    cJSON *body, *list, *e;
+    time_t t = time(NULL);
+    struct tm tm;
+    if (!r || (!msg && !first) ||
+        (msg && first && kobj_str(first, "message") && !strcmp(kobj_str(first, "message"), msg)))
+        return;
+    gmtime_r(&t, &tm);
+    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    body = cJSON_CreateObject();
+    list = cJSON_AddArrayToObject(cJSON_AddObjectToObject(body, "status"), "schedulingConditions");
+    if (msg) {
+        e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "type", "UnschedulableOnNodePool");
+        cJSON_AddStringToObject(e, "nodePool", "default");
+        cJSON_AddStringToObject(e, "reason", "Unschedulable");
+        cJSON_AddStringToObject(e, "message", msg);
+        cJSON_AddStringToObject(e, "lastTransitionTime", now);
+        cJSON_AddStringToObject(e, "status", "True");
+        cJSON_AddItemToArray(list, e);
+    }
+    text = cJSON_PrintUnformatted(body);
+    /* the status subresource when the CRD has one, else the object */
+    if (text && store_patch(c->store, r, pg->ns, pg->name, "status", PATCH_MERGE, text,
+                            strlen(text), &w, NULL, NULL, &st) < 0) {
+        store_status_clear(&st);
+        if (store_patch(c->store, r, pg->ns, pg->name, NULL, PATCH_MERGE, text, strlen(text), &w,
+                        NULL, NULL, &st) < 0)
+            log_debug("gang: KAI PodGroup status", "podgroup", pg->name, "error", st.message, NULL);
+    }
+    free(text);
+    cJSON_Delete(body);
+    store_status_clear(&st);
+}
+
+/* ---- queues: limits and fair share ------------------------------------------------ */
+
+/* KAI's units: CPU in millicores, memory in MB (10^6 bytes), GPUs in units; -1 is
+ * unlimited. An absent entry is taken as unlimited too (see docs/batch-scheduling.md). */
+static void kai_res(const cJSON *res, const char *k, struct cluster_res *out, bool *has)
+{
+    static const char *const dims[] = { "cpu", "memory", "gpu" };
+    for (int d = 0; d < 3; d++) {
+        const cJSON *v = kobj_get(kobj_get(res, dims[d]), k);
+        double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        int64_t val = x < 0 ? -1 : d == 1 ? (int64_t)(x * 1e6) : d == 2 ? (int64_t)x : (int64_t)x;
+        if (d == 0) out->cpu_m = val;
+        else if (d == 1) out->mem = val;
+        else out->gpu = val;
+        if (has)
+            has[d] = val >= 0;
+    }
+}
+
+static int64_t *dim(struct cluster_res *r, int d)
+{
+    return d == 0 ? &r->cpu_m : d == 1 ? &r->mem : &r->gpu;
+}
+
+struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
+                                   const struct cluster_res *total)
+{
+    const struct reg_resource *rq = cluster__gang_find(c, "scheduling.run.ai", "v2", "queues");
+    struct gqueue *qs = NULL, *q, *qt, *p, *pt;
+    struct store_list l;
+    if (!rq || cluster__gang_list(c, rq, &l) < 0)
+        return NULL;
+    for (size_t i = 0; i < l.n; i++) {
+        const cJSON *spec = kobj_get(l.items[i]->json, "spec");
+        const cJSON *res = kobj_get(spec, "resources"), *pr = kobj_get(spec, "priority");
+        const cJSON *wt = kobj_get(kobj_get(res, "cpu"), "overQuotaWeight");
+        if (!(q = calloc(1, sizeof(*q))))
+            continue;
+        snprintf(q->name, sizeof(q->name), "%s", l.items[i]->name);
+        snprintf(q->parent, sizeof(q->parent), "%s",
+                 kobj_str(spec, "parentQueue") ? kobj_str(spec, "parentQueue") : "");
+        q->priority = cJSON_IsNumber(pr) ? (int64_t)pr->valuedouble : 100;
+        q->weight = cJSON_IsNumber(wt) && wt->valuedouble > 0 ? wt->valuedouble : 1;
+        q->open = true;
+        kai_res(res, "quota", &q->quota, NULL);
+        kai_res(res, "limit", &q->cap, q->has_cap);
+        q->has_deserved = true;
+        HASH_ADD_STR(qs, name, q);
+    }
+    store_list_free(&l);
+    HASH_ITER(hh, qs, q, qt) {
+        q->leaf = true;
+        HASH_ITER(hh, qs, p, pt)
+            q->leaf = q->leaf && strcmp(p->parent, q->name) != 0;
+    }
+    /* usage: bound Pods count as allocated, all live Pods as requested, in the leaf
+     * queue and every queue above it */
+    for (size_t k = 0; k < n; k++) {
+        struct gang *g = all[k];
+        if (g->kind != G_KAI)
+            continue;
+        HASH_FIND_STR(qs, g->queue, q);
+        g->q = q;
+        for (size_t m = 0; q && m < g->n; m++) {
+            const struct cl_pod *pod = g->m[m];
+            if (cluster__gang_pod_terminal(pod->obj->json) ||
+                kobj_get(kobj_get(pod->obj->json, "metadata"), "deletionTimestamp"))
+                continue;
+            /* a parent cycle in the user's queues ends at the depth bound */
+            int depth = 0;
+            for (p = q; p && depth++ < 16; ) {
+                if (cluster__gang_bound(pod))
+                    cluster__gang_res_add(&p->allocated, &pod->req, 1);
+                cluster__gang_res_add(&p->request, &pod->req, 1);
+                struct gqueue *up = NULL;
+                if (p->parent[0])
+                    HASH_FIND_STR(qs, p->parent, up);
+                p = up != p ? up : NULL;
+            }
+        }
+    }
+    /* fair share, per resource over the queues that ask: first each its quota (all it
+     * asks when the quota is unlimited), then what is left by priority, higher first,
+     * and within one priority in proportion to the over-quota weights, never beyond a
+     * queue's request or limit (KAI does this level by level down the hierarchy;
+     * kubesim over the leaves at once) */
+    for (int d = 0; d < 3; d++) {
+        double left = (double)*dim((struct cluster_res *)total, d);
+        HASH_ITER(hh, qs, q, qt) {
+            double req = (double)*dim(&q->request, d), quota = (double)*dim(&q->quota, d);
+            double fs = quota < 0 || quota > req ? req : quota;
+            if (!q->leaf)
+                continue;
+            *dim(&q->deserved, d) = (int64_t)fs;
+            left -= fs;
+        }
+        for (int round = 0; round < 16 && left >= 1; round++) {
+            int64_t best = INT64_MIN;
+            double wsum = 0, given = 0;
+            HASH_ITER(hh, qs, q, qt) {   /* the highest priority that still wants more */
+                double room = (double)*dim(&q->request, d) - (double)*dim(&q->deserved, d);
+                if (q->has_cap[d])
+                    room = fmin(room, (double)*dim(&q->cap, d) - (double)*dim(&q->deserved, d));
+                if (q->leaf && room >= 1 && q->priority > best)
+                    best = q->priority;
+            }
+            if (best == INT64_MIN)
+                break;
+            HASH_ITER(hh, qs, q, qt)
+                if (q->leaf && q->priority == best)
+                    wsum += q->weight;
+            HASH_ITER(hh, qs, q, qt) {
+                if (!q->leaf || q->priority != best)
+                    continue;
+                double room = (double)*dim(&q->request, d) - (double)*dim(&q->deserved, d);
+                if (q->has_cap[d])
+                    room = fmin(room, (double)*dim(&q->cap, d) - (double)*dim(&q->deserved, d));
+                double add = fmin(left * q->weight / wsum, room > 0 ? room : 0);
+                *dim(&q->deserved, d) += (int64_t)add;
+                given += (double)(int64_t)add;
+            }
+            left -= given;
+            if (given < 1)
+                break;
+        }
+    }
+    HASH_ITER(hh, qs, q, qt)
+        q->share_used = q->allocated;
+    return qs;
+}
+
+/* HumanizeResource: up to 3 decimals, trailing zeros dropped. */
+static void humanize(double v, char *out, size_t cap)
+{
+    size_t n;
+    snprintf(out, cap, "%.3f", v);
+    n = strlen(out);
+    while (n > 0 && out[n - 1] == '0')
+        out[--n] = '\0';
+    if (n > 0 && out[n - 1] == '.')
+        out[--n] = '\0';
+}
+
+const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, char *why,
+                                     size_t cap)
+{
+    static const char *const what[] = { "CPU cores", "memory", "GPUs" };
+    static const char *const unit[] = { "cores", "GB", "GPUs" };
+    static const double scale[] = { 1000, 1e9, 1 };
+    struct cluster_res need = { 0 };
+    struct gqueue *q = g->q;
+    for (size_t m = 0; m < g->n; m++)
+        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json) &&
+            !kobj_get(kobj_get(g->m[m]->obj->json, "metadata"), "deletionTimestamp"))
+            cluster__gang_res_add(&need, &g->m[m]->req, 1);
+    for (int depth = 0; q && depth < 16; depth++) {
+        for (int d = 0; d < 3; d++) {
+            int64_t nd = *dim(&need, d), al = *dim(&q->allocated, d), lim = *dim(&q->cap, d);
+            char a[32], b[32], r[32];
+            if (!q->has_cap[d] || nd <= 0 || al + nd <= lim)
+                continue;
+            humanize((double)lim / scale[d], a, sizeof(a));
+            humanize((double)al / scale[d], b, sizeof(b));
+            humanize((double)nd / scale[d], r, sizeof(r));
+            snprintf(why, cap, "%.200s quota has reached the allowable limit of %s. Limit is %s "
+                     "%s, currently %s %s allocated and workload requested %s %s", q->name,
+                     what[d], a, unit[d], b, unit[d], r, unit[d]);
+            return why;
+        }
+        struct gqueue *up = NULL;
+        if (q->parent[0])
+            HASH_FIND_STR(kqs, q->parent, up);
+        q = up != q ? up : NULL;
+    }
+    return NULL;
 }

@@ -32,8 +32,11 @@ void cluster__volcano_queues_load(struct cluster *c, const struct reg_resource *
         snprintf(q->name, sizeof(q->name), "%s", ql->items[i]->name);
         q->obj = ql->items[i];
         q->open = !state || !*state || !strcmp(state, "Open");
-        const cJSON *wj = kobj_get(kobj_get(ql->items[i]->json, "spec"), "weight");
+        const cJSON *spec = kobj_get(ql->items[i]->json, "spec");
+        const cJSON *wj = kobj_get(spec, "weight"), *pj = kobj_get(spec, "priority");
         q->weight = cJSON_IsNumber(wj) && wj->valuedouble >= 1 ? wj->valuedouble : 1;
+        q->priority = cJSON_IsNumber(pj) ? (int64_t)pj->valuedouble : 0;
+        q->reclaimable = !cJSON_IsFalse(kobj_get(spec, "reclaimable"));
         cluster__gang_reslist(capj, &q->cap);
         for (int d = 0; d < 4; d++)
             q->has_cap[d] = kobj_get(capj, dims[d]) != NULL;
@@ -65,6 +68,7 @@ void cluster__volcano_default_queue(struct cluster *c, const struct reg_resource
         q->obj = made;
         q->owned = true;
         q->open = true;
+        q->reclaimable = true;
         q->weight = 1;
         HASH_ADD_STR(*qs, name, q);
     } else {
@@ -273,10 +277,12 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
 
 /* Volcano's enqueue (v1.14 checks no queue state here: a gang in a Closed queue is
  * Inqueue, and allocate gives it nothing): the queue must have room under its capability for
- * the gang's minResources, and the cluster's idle resources (times the overcommit
- * factor) must cover every Inqueue gang's. Returns NULL to enqueue, or the reason. */
+ * the gang's minResources, and the overcommit plugin's idle (the nodes' allocatable
+ * times the factor, less what is in use) must cover every Inqueue gang's. Returns NULL
+ * to enqueue, or the reason. */
 const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *q,
-                                           bool have_queues, const struct cluster_res *idle,
+                                           bool have_queues, const struct cluster_res *total,
+                                           const struct cluster_res *idle,
                                            const struct cluster_res *inqueue, char *why,
                                            size_t cap)
 {
@@ -305,10 +311,13 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
     }
     if (why[0])
         return why;
+    /* the overcommit plugin's idle: the nodes' total times the factor, less what is used */
     int64_t idlev[4] = { idle->cpu_m, idle->mem, idle->gpu, idle->tpu };
+    const int64_t totv[4] = { total->cpu_m, total->mem, total->gpu, total->tpu };
     int64_t inq[4] = { inqueue->cpu_m, inqueue->mem, inqueue->gpu, inqueue->tpu };
     for (int d = 0; d < 4; d++)
-        if (need[d] > 0 && (double)(inq[d] + need[d]) > (double)idlev[d] * OVERCOMMIT)
+        if (need[d] > 0 && (double)(inq[d] + need[d]) >
+                               (double)totv[d] * OVERCOMMIT - (double)(totv[d] - idlev[d]))
             off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%soverused %s",
                                     off ? ", " : "resource in cluster is overused: ", names[d]);
     return why[0] ? why : NULL;
@@ -337,4 +346,399 @@ void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource 
                     NULL, NULL, &st) < 0)
         log_debug("gang: queue status", "queue", q->name, "error", st.message, NULL);
     store_status_clear(&st);
+}
+
+/* helpers.Share per dimension, the largest: used/deserved, 1 for use without a share. */
+double cluster__volcano_share(const struct gqueue *q)
+{
+    const int64_t used[4] = { q->share_used.cpu_m, q->share_used.mem, q->share_used.gpu,
+                              q->share_used.tpu };
+    const int64_t des[4] = { q->deserved.cpu_m, q->deserved.mem, q->deserved.gpu,
+                             q->deserved.tpu };
+    double res = 0;
+    for (int d = 0; d < 4; d++) {
+        double s = des[d] > 0 ? (double)used[d] / (double)des[d] : used[d] > 0 ? 1 : 0;
+        res = s > res ? s : res;
+    }
+    return res;
+}
+
+/* ---- the scheduler's configuration ------------------------------------------------- */
+
+#define CONF_MAX (64 * 1024)   /* the actions line is near the top; the rest is not read */
+
+static bool conf_sep(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '"' || ch == '\'' || ch == ',' ||
+           ch == '[' || ch == ']' || ch == '\0';
+}
+
+unsigned cluster__volcano_actions_parse(const char *conf, size_t len)
+{
+    unsigned acts = 0;
+    size_t i = 0;
+    if (!conf)
+        return 0;
+    if (len > CONF_MAX)
+        len = CONF_MAX;
+    while (i < len) {
+        size_t e = i, p;
+        while (e < len && conf[e] != '\n')
+            e++;
+        /* a top-level key only: "actions:" at the start of the line */
+        if (e - i >= 8 && !memcmp(conf + i, "actions:", 8)) {
+            for (p = i + 8; p < e;) {
+                size_t start;
+                while (p < e && conf_sep(conf[p]))
+                    p++;
+                if (p < e && conf[p] == '#')
+                    break;
+                start = p;
+                while (p < e && !conf_sep(conf[p]) && conf[p] != '#')
+                    p++;
+                if (p - start == 7 && !memcmp(conf + start, "reclaim", 7))
+                    acts |= VOLCANO_RECLAIM;
+                else if (p - start == 7 && !memcmp(conf + start, "preempt", 7))
+                    acts |= VOLCANO_PREEMPT;
+            }
+            return acts;
+        }
+        i = e + 1;
+    }
+    return 0;
+}
+
+unsigned cluster__volcano_actions(struct cluster *c)
+{
+    const struct reg_resource *r = cluster__gang_find(c, "", "v1", "configmaps");
+    struct store_obj *o = NULL;
+    struct store_status st = { 0 };
+    unsigned acts = 0;
+    if (r && store_get(c->store, r, "volcano-system", "volcano-scheduler-configmap", &o, &st) == 0) {
+        const char *conf = kobj_str(kobj_get(o->json, "data"), "volcano-scheduler.conf");
+        acts = conf ? cluster__volcano_actions_parse(conf, strlen(conf)) : 0;
+        store_obj_unref(o);
+    }
+    store_status_clear(&st);
+    return acts;
+}
+
+/* ---- preempt and reclaim ------------------------------------------------------------ */
+
+/* cluster_node_fits bits about room (pods, cpu, memory, GPUs, TPUs), not about the node
+ * taking the Pod at all */
+#define FIT_RESOURCES 0xf8u
+
+/* volcano.sh/preemptable (annotation, else label), as strconv.ParseBool reads it;
+ * absent means preemptable. */
+static bool preemptable(const cJSON *pod)
+{
+    static const char *const yes[] = { "1", "t", "T", "true", "TRUE", "True" };
+    const char *v = kobj_annotation(pod, "volcano.sh/preemptable");
+    if (!v)
+        v = kobj_label(pod, "volcano.sh/preemptable");
+    if (!v)
+        return true;
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+        if (!strcmp(v, yes[i]))
+            return true;
+    return false;
+}
+
+static bool deleting(const struct cl_pod *p)
+{
+    return kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp") != NULL;
+}
+
+static bool running(const struct cl_pod *p)
+{
+    const char *ph = kobj_str(kobj_get(p->obj->json, "status"), "phase");
+    return cluster__gang_bound(p) && ph && !strcmp(ph, "Running") && !deleting(p);
+}
+
+static bool res_le(const struct cluster_res *a, const struct cluster_res *b)
+{
+    return a->cpu_m <= b->cpu_m && a->mem <= b->mem && a->gpu <= b->gpu && a->tpu <= b->tpu;
+}
+
+/* The proportion plugin's overused: deserved <= allocated in every dimension. */
+static bool overused(const struct gqueue *q)
+{
+    return q->has_deserved && res_le(&q->deserved, &q->share_used);
+}
+
+struct cand {
+    struct cl_pod *p;
+    struct gang *g;
+};
+
+/* Victims first: the lowest job priority, then the youngest job, then the last task. */
+static int cand_cmp(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->g->prio != y->g->prio)
+        return x->g->prio < y->g->prio ? -1 : 1;
+    int t = strcmp(y->g->ctime ? y->g->ctime : "", x->g->ctime ? x->g->ctime : "");
+    return t ? t : strcmp(y->p->key, x->p->key);
+}
+
+struct evict_run {
+    struct cluster *c;
+    struct gang **order;
+    size_t ng;
+    struct nodes *ns;
+    unsigned action;
+    struct cluster_res total;        /* the nodes' allocatable (the drf plugin's shares) */
+    struct cluster_res *releasing;   /* per node: what deleting Pods give back (FutureIdle) */
+    struct cand *victims;            /* chosen this session; [0, committed) are evicted */
+    size_t nvictims;
+    struct cand *cands, *picked;
+};
+
+static bool is_victim(const struct evict_run *r, const struct cl_pod *p)
+{
+    for (size_t i = 0; i < r->nvictims; i++)
+        if (r->victims[i].p == p)
+            return true;
+    return false;
+}
+
+/* The session's use of node i with the releasing Pods counted as gone. */
+static struct cluster_res future_used(const struct evict_run *r, size_t i)
+{
+    struct cluster_res u = r->ns->used[i];
+    cluster__gang_res_add(&u, &r->releasing[i], -1);
+    return u;
+}
+
+static double drf_share(const struct cluster_res *a, const struct cluster_res *total)
+{
+    const int64_t v[4] = { a->cpu_m, a->mem, a->gpu, a->tpu };
+    const int64_t t[4] = { total->cpu_m, total->mem, total->gpu, total->tpu };
+    double res = 0;
+    for (int d = 0; d < 4; d++) {
+        double sh = t[d] > 0 ? (double)v[d] / (double)t[d] : 0;
+        res = sh > res ? sh : res;
+    }
+    return res;
+}
+
+/* Volcano's tiers over the candidates cands[0, nc) for preemptor p of gang g; the
+ * victims go to picked, their number is returned. Tier 1 (priority for preempt, gang,
+ * conformance): a lower-priority job's task (preempt), from a job that keeps minMember
+ * running. When tier 1 lets none go, tier 2 decides: for reclaim the proportion plugin
+ * (tasks of a queue above its deserved share), for preempt the drf plugin (tasks of a
+ * job whose dominant share, less the task, stays at or above the preemptor's with it).
+ * Each plugin counts down, per job or queue, the victims it already let go (the
+ * gangs' and queues' scratch fields). */
+static size_t tiers(struct evict_run *r, const struct gang *g, const struct cl_pod *p, size_t nc)
+{
+    size_t np = 0;
+    for (size_t k = 0; k < nc; k++) {
+        r->cands[k].g->scratch_n = r->cands[k].g->ready;
+        r->cands[k].g->scratch = r->cands[k].g->alloc;
+        r->cands[k].g->q->scratch = r->cands[k].g->q->share_used;
+    }
+    for (size_t k = 0; k < nc; k++) {
+        struct gang *v = r->cands[k].g;
+        bool gang_ok = v->scratch_n > v->min;
+        if (gang_ok)
+            v->scratch_n--;
+        if (gang_ok && (r->action != VOLCANO_PREEMPT || v->prio < g->prio))
+            r->picked[np++] = r->cands[k];
+    }
+    if (np)
+        return np;
+    if (r->action == VOLCANO_RECLAIM) {
+        for (size_t k = 0; k < nc; k++) {
+            struct gqueue *vq = r->cands[k].g->q;
+            if (!res_le(&vq->scratch, &vq->deserved)) {
+                cluster__gang_res_add(&vq->scratch, &r->cands[k].p->req, -1);
+                r->picked[np++] = r->cands[k];
+            }
+        }
+        return np;
+    }
+    struct cluster_res mine = g->alloc;
+    cluster__gang_res_add(&mine, &p->req, 1);
+    double ls = drf_share(&mine, &r->total);
+    for (size_t k = 0; k < nc; k++) {
+        struct gang *v = r->cands[k].g;
+        cluster__gang_res_add(&v->scratch, &r->cands[k].p->req, -1);
+        double rs = drf_share(&v->scratch, &r->total);
+        if (ls < rs || ls - rs <= 1e-6)
+            r->picked[np++] = r->cands[k];
+    }
+    return np;
+}
+
+/* Tries node i for task p of gang g: victims taken until p fits. True when it does
+ * (p is then counted on the node). Victims stay taken even when it does not, as in
+ * Volcano's statement. */
+static bool evict_on_node(struct evict_run *r, struct gang *g, struct cl_pod *p, size_t i)
+{
+    struct cl_node *node = r->ns->n[i];
+    struct cluster_res fu = future_used(r, i);
+    size_t nc = 0, np;
+    unsigned f = cluster_node_fits(p->obj->json, &p->req, node->obj->json, &node->alloc, &fu,
+                                   NULL, 0);
+    if (f & ~FIT_RESOURCES)
+        return false;
+    if (!f)
+        goto place;
+    for (size_t k = 0; k < r->ng; k++) {
+        struct gang *v = r->order[k];
+        if (v == g || v->kind != G_VOLCANO || !v->pg || !v->q)
+            continue;
+        if (r->action == VOLCANO_RECLAIM ? v->q == g->q || !v->q->reclaimable : v->q != g->q)
+            continue;
+        for (size_t m = 0; m < v->n; m++) {
+            const char *on = kobj_str(kobj_get(v->m[m]->obj->json, "spec"), "nodeName");
+            if (running(v->m[m]) && on && !strcmp(on, node->name) &&
+                preemptable(v->m[m]->obj->json) && !is_victim(r, v->m[m]))
+                r->cands[nc++] = (struct cand){ v->m[m], v };
+        }
+    }
+    if (!nc)
+        return false;
+    qsort(r->cands, nc, sizeof(*r->cands), cand_cmp);
+    np = tiers(r, g, p, nc);
+    for (size_t k = 0; k < np && f; k++) {
+        struct cand *v = &r->picked[k];
+        v->g->ready--;
+        cluster__gang_res_add(&v->g->alloc, &v->p->req, -1);
+        cluster__gang_res_add(&v->g->q->share_used, &v->p->req, -1);
+        cluster__gang_res_add(&r->releasing[i], &v->p->req, 1);
+        r->victims[r->nvictims++] = *v;
+        fu = future_used(r, i);
+        f = cluster_node_fits(p->obj->json, &p->req, node->obj->json, &node->alloc, &fu, NULL, 0);
+    }
+    if (f)
+        return false;
+place:
+    cluster__gang_res_add(&r->ns->used[i], &p->req, 1);
+    cluster__gang_res_add(&g->q->share_used, &p->req, 1);
+    cluster__gang_res_add(&g->alloc, &p->req, 1);
+    return true;
+}
+
+/* What Volcano's evictor does: the Pod's Evict Event and DisruptionTarget condition,
+ * then its deletion (with its grace period); the PodGroup's Normal Evict Event. */
+static void evict_pod(struct cluster *c, const struct cand *v, const char *why)
+{
+    struct store_delete_opts o = { .grace_seconds = -1, .precondition_uid = v->p->obj->uid };
+    struct store_status st = { 0 };
+    char msg[100];
+    snprintf(msg, sizeof(msg), "Pod is evicted, because of %s", why);
+    cluster__event(c, v->p->obj->json, "Warning", "Evict", msg, "volcano", NULL, NULL);
+    v->p->disrupted = true;
+    cluster__kubelet_write(c, v->p);
+    if (store_delete(c->store, c->r_pods, v->p->obj->ns, v->p->obj->name, &o, NULL, NULL, &st) < 0 &&
+        st.code != 404)
+        log_debug("gang: evict", "pod", v->p->key, "error", st.message, NULL);
+    store_status_clear(&st);
+    cluster__event(c, v->g->pg->json, "Normal", "Evict", why, "volcano", NULL, NULL);
+}
+
+/* One gang as preemptor: its Pending tasks in order while it starves. */
+static void evict_for(struct evict_run *r, struct gang *g, struct gqueue *qs)
+{
+    size_t nq = HASH_COUNT(qs), k = 0, nv0 = r->nvictims;
+    struct cluster_res *used0 = malloc((r->ns->count + 1) * sizeof(*used0));
+    struct cluster_res *rel0 = malloc((r->ns->count + 1) * sizeof(*rel0));
+    struct cluster_res *share0 = malloc((nq + 1) * sizeof(*share0));
+    int64_t *ready0 = malloc((r->ng + 1) * sizeof(*ready0));
+    struct cluster_res *alloc0 = malloc((r->ng + 1) * sizeof(*alloc0));
+    struct gqueue *q, *qt;
+    int64_t pipelined = 0;
+    if (!used0 || !rel0 || !share0 || !ready0 || !alloc0)
+        goto out;
+    memcpy(used0, r->ns->used, r->ns->count * sizeof(*used0));
+    memcpy(rel0, r->releasing, r->ns->count * sizeof(*rel0));
+    HASH_ITER(hh, qs, q, qt)
+        share0[k++] = q->share_used;
+    for (k = 0; k < r->ng; k++) {
+        ready0[k] = r->order[k]->ready;
+        alloc0[k] = r->order[k]->alloc;
+    }
+    for (size_t m = 0; m < g->n && g->scheduled + pipelined < g->min; m++) {
+        struct cl_pod *p = g->m[m];
+        const char *pol = kobj_str(kobj_get(p->obj->json, "spec"), "preemptionPolicy");
+        if (cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json) || deleting(p) ||
+            (pol && !strcmp(pol, "Never")))
+            continue;
+        /* reclaim: the preemptor's queue must have room for it within its share */
+        if (r->action == VOLCANO_RECLAIM &&
+            !cluster__volcano_within_share(g->q, &g->q->share_used, &p->req))
+            continue;
+        for (size_t i = 0; i < r->ns->count; i++)
+            if (evict_on_node(r, g, p, i)) {
+                pipelined++;
+                break;
+            }
+    }
+    if (g->scheduled + pipelined >= g->min && r->nvictims > nv0) {
+        for (size_t v = nv0; v < r->nvictims; v++)
+            evict_pod(r->c, &r->victims[v], r->action == VOLCANO_RECLAIM ? "reclaim" : "preempt");
+        goto out;
+    }
+    /* the gang would still not run: nothing is evicted (Volcano discards the statement) */
+    r->nvictims = nv0;
+    memcpy(r->ns->used, used0, r->ns->count * sizeof(*used0));
+    memcpy(r->releasing, rel0, r->ns->count * sizeof(*rel0));
+    k = 0;
+    HASH_ITER(hh, qs, q, qt)
+        q->share_used = share0[k++];
+    for (k = 0; k < r->ng; k++) {
+        r->order[k]->ready = ready0[k];
+        r->order[k]->alloc = alloc0[k];
+    }
+out:
+    free(alloc0);
+    free(used0);
+    free(rel0);
+    free(share0);
+    free(ready0);
+}
+
+void cluster__volcano_evict(struct cluster *c, struct gang **order, size_t n, struct gqueue *qs,
+                            struct nodes *ns, unsigned action)
+{
+    struct evict_run r = { .c = c, .order = order, .ng = n, .ns = ns, .action = action };
+    struct cl_pod *p, *pt;
+    size_t members = 0;
+    for (size_t k = 0; k < n; k++)
+        members += order[k]->n;
+    r.releasing = calloc(ns->count + 1, sizeof(*r.releasing));
+    r.victims = calloc(members + 1, sizeof(*r.victims));
+    r.cands = calloc(members + 1, sizeof(*r.cands));
+    r.picked = calloc(members + 1, sizeof(*r.picked));
+    if (!r.releasing || !r.victims || !r.cands || !r.picked)
+        goto out;
+    for (size_t i = 0; i < ns->count; i++)
+        cluster__gang_res_add(&r.total, &ns->n[i]->alloc, 1);
+    /* Pods already on their way out count as free (Volcano's FutureIdle), so a
+     * preemptor waiting for its victims to end takes no more */
+    HASH_ITER(hh, c->pods, p, pt) {
+        if (!p->acct_node || !deleting(p))
+            continue;
+        for (size_t i = 0; i < ns->count; i++)
+            if (!strcmp(ns->n[i]->name, p->acct_node))
+                cluster__gang_res_add(&r.releasing[i], &p->req, 1);
+    }
+    for (size_t k = 0; k < n; k++) {
+        struct gang *g = order[k];
+        /* an Inqueue gang (not Pending) short of minMember, in an Open queue */
+        if (g->kind != G_VOLCANO || !g->pg || !g->q || !g->q->open || !g->phase ||
+            !strcmp(g->phase, "Pending") || g->scheduled >= g->min)
+            continue;
+        if (action == VOLCANO_RECLAIM && overused(g->q))
+            continue;
+        evict_for(&r, g, qs);
+    }
+out:
+    free(r.releasing);
+    free(r.victims);
+    free(r.cands);
+    free(r.picked);
 }

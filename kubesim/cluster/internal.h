@@ -45,6 +45,7 @@ struct cl_pod {
     struct cluster_res req;
     bool queued, unsched, deleting;
     bool sched_waiting;          /* PodScheduled reason Schedulable: it fits, its gang does not (gang.c) */
+    bool disrupted;              /* DisruptionTarget: a gang scheduler evicted it (gang_volcano.c) */
     bool real;                   /* handed to the runtime (kubesim/runtime) */
     char unsched_msg[512];
     enum cl_stage stage;
@@ -85,7 +86,8 @@ struct cl_svc {
 };
 
 enum { T_START, T_READY, T_EXIT, T_RESTART, T_PULL, T_DELETE, T_HEARTBEAT, T_ENDPOINTS, T_JOB,
-       T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */ };
+       T_RAY /* poll a Ray submitter's exit */, T_RAY_SIDE /* ... a sidecar submitter's */,
+       T_CERTMGR /* retry Certificates whose issuer was not ready */ };
 
 /* jobs.c: a Pod a Job controls, in the Job's set and in the table by key. */
 struct cl_jpod {
@@ -127,7 +129,7 @@ struct cluster {
     struct cluster_opts o;
     struct store *store;
     const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
-    const struct reg_resource *r_deploy, *r_rs;
+    const struct reg_resource *r_deploy, *r_rs, *r_secrets;
     pthread_t thread;
     bool started;
 
@@ -167,9 +169,19 @@ struct cluster {
     size_t ndeploy_dirty, capdeploy_dirty, nrs_dirty, caprs_dirty;
     bool gang_dirty;             /* a gang Pod, PodGroup or Queue changed (gang.c) */
     bool gang_seen;              /* any was ever seen: capacity changes concern the gang step */
+    bool certmgr_dirty, certmgr_timer; /* a Certificate or Issuer changed (certmgr.c) */
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
 };
+
+/* certmgr.c: the tiny cert-manager (Certificates of selfSigned and ca Issuers) */
+bool cluster__certmgr_resource(const struct reg_resource *r);
+void cluster__certmgr_sync(struct cluster *c);
+bool cluster__certmgr_tls_wait(struct cluster *c, const cJSON *pod, const char *ip);
+/* the parts that read a Certificate's spec (fuzz_certmgr.c): Go's duration in seconds
+ * (dflt when not one), and a self-signed certificate issued for spec (0 or -EINVAL) */
+long cluster__certmgr_duration(const char *s, long dflt);
+int cluster__certmgr_selfsign(const cJSON *spec);
 
 /* run.c */
 void cluster__timer_add(struct cluster *c, uint64_t delay_ms, int kind, const struct cl_pod *p);
@@ -223,8 +235,8 @@ void cluster__gang_pass(struct cluster *c);
 /*
  * ---- what the gang step's files share (gang.c: the session and the placement;
  * gang_volcano.c: Volcano's queues, enqueue and PodGroup status; gang_kai.c: KAI's
- * pod-grouper and queues; gang_status.c: the other PodGroups' status). Cluster
- * thread only; one session's data.
+ * pod-grouper and queues; gang_yunikorn.c: YuniKorn's queues; gang_status.c: the other
+ * PodGroups' status). Cluster thread only; one session's data.
  */
 
 #define VOLCANO_GROUP "scheduling.volcano.sh"
@@ -245,10 +257,19 @@ struct gang {
     char queue[256];
     char kai_pg[400];            /* KAI: the PodGroup's name (pg-TOPOWNER-UID) */
     char kai_err[300];           /* KAI: why its pod-grouper made no PodGroup, else "" */
+    cJSON *kai_obj;              /* KAI: the PodGroup its pod-grouper wants (owned), or NULL */
     int64_t prio;
     const char *ctime;
     struct cl_pod **m;
     size_t n, cap;
+    /* Volcano, for preempt and reclaim: the queue, the phase this session gave the
+     * PodGroup, its bound members, and its running members less the victims taken */
+    struct gqueue *q;
+    const char *phase;
+    int64_t scheduled, ready;
+    struct cluster_res alloc;    /* its running members' requests (the drf plugin's share) */
+    int64_t scratch_n;           /* a victim choice's count-down (gang_volcano.c) */
+    struct cluster_res scratch;
     UT_hash_handle hh;
 };
 
@@ -264,6 +285,13 @@ struct gqueue {
     struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
     struct cluster_res share_used; /* allocated, plus what this session bound */
     bool has_deserved;
+    bool reclaimable;            /* spec.reclaimable (default true) */
+    int64_t priority;            /* spec.priority: queues are ordered by it, then by share */
+    struct cluster_res scratch;  /* a victim choice's count-down (gang_volcano.c) */
+    /* KAI (gang_kai.c): cap/has_cap are the limits, weight the over-quota weight */
+    struct cluster_res quota;    /* -1 in a dimension: unlimited */
+    char parent[256];
+    bool leaf;                   /* no queue names it as parent */
     double weight;
     int pending, inqueue_n, running, completed;
     UT_hash_handle hh;
@@ -306,14 +334,37 @@ void cluster__volcano_deserved(struct gqueue *qs, const struct cluster_res *tota
 bool cluster__volcano_within_share(const struct gqueue *q, const struct cluster_res *used,
                                    const struct cluster_res *req);
 const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *q,
-                                           bool have_queues, const struct cluster_res *idle,
+                                           bool have_queues, const struct cluster_res *total,
+                                           const struct cluster_res *idle,
                                            const struct cluster_res *inqueue, char *why,
                                            size_t cap);
+/* The share the proportion plugin orders queues by: the largest of used/deserved. */
+double cluster__volcano_share(const struct gqueue *q);
+/* The actions of a volcano-scheduler.conf (its top-level "actions:" line) that kubesim
+ * acts on beyond enqueue and allocate; bounded, outside bytes. */
+#define VOLCANO_PREEMPT 1u
+#define VOLCANO_RECLAIM 2u
+unsigned cluster__volcano_actions_parse(const char *conf, size_t len);
+/* The same, from the ConfigMap volcano-system/volcano-scheduler-configmap (0 without). */
+unsigned cluster__volcano_actions(struct cluster *c);
+/* Volcano's preempt (action VOLCANO_PREEMPT: lower-priority gangs of the same queue) or
+ * reclaim (VOLCANO_RECLAIM: gangs of other queues above their share) for the starving
+ * Inqueue gangs of order: victims are evicted only when the whole gang then fits. */
+void cluster__volcano_evict(struct cluster *c, struct gang **order, size_t n, struct gqueue *qs,
+                            struct nodes *ns, unsigned action);
 void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource *rq,
                                    struct gqueue *q);
 void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct reg_resource *rpg,
                                 const char *phase, const struct outcome *o,
                                 const char *unsched_msg, const char *enq_reason);
+
+/* gang_yunikorn.c: the queues of yunikorn/yunikorn-configs (NULL without), each
+ * YuniKorn gang's q set; freed by the caller (HASH_DEL, free). */
+struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, size_t n);
+/* NULL when the application's waiting Pods and placeholders fit under its queue's and
+ * its parents' max, else why not (in why). */
+const char *cluster__yunikorn_max_check(const struct gang *g, struct gqueue *qs, char *why,
+                                        size_t cap);
 
 /* gang_status.c: the scheduler-plugins and WAS PodGroup status (nothing for others) */
 void cluster__gang_pg_status(struct cluster *c, const struct gang *g, const struct outcome *o,
@@ -325,6 +376,20 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
 const char *cluster__kai_queue_check(struct cluster *c, const struct gang *g, char *why,
                                      size_t cap);
 void cluster__kai_annotate(struct cluster *c, const struct gang *g);
+/* The PodGroup (scheduling.run.ai/v2alpha2, when served) made or brought up to date as
+ * the pod-grouper does; returns the stored object (a reference) or NULL. */
+struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g);
+/* Its status: the UnschedulableOnNodePool condition with msg, or none (msg NULL). */
+void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg);
+/* KAI's Queues (scheduling.run.ai/v2) with their limits and fair share among the KAI
+ * gangs of all[0, n) (each gang's q set); NULL without the type. Freed by the caller
+ * (HASH_DEL, free). */
+struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
+                                   const struct cluster_res *total);
+/* NULL when the gang's Pending Pods fit under its queue's and its parents' limits, else
+ * KAI's message (in why). */
+const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, char *why,
+                                     size_t cap);
 
 
 /* kubelet.c */

@@ -298,6 +298,19 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
         add_cond(conds, p, C_SCHED, p->cond[C_SCHED] ? NULL :
                  p->sched_waiting ? "Schedulable" : "Unschedulable",
                  p->cond[C_SCHED] ? NULL : p->unsched_msg);
+    if (p->disrupted) {
+        /* a gang scheduler's eviction (gang_volcano.c), kept as the kubelet keeps
+         * conditions it does not own */
+        cJSON *d = cJSON_CreateObject();
+        char dmsg[300];
+        cJSON_AddItemToArray(conds, d);
+        cJSON_AddStringToObject(d, "type", "DisruptionTarget");
+        cJSON_AddStringToObject(d, "status", "True");
+        cJSON_AddStringToObject(d, "reason", "PreemptionByScheduler");
+        snprintf(dmsg, sizeof(dmsg), "%.200s: preempting to accommodate a higher priority pod",
+                 kobj_str(spec, "schedulerName") ? kobj_str(spec, "schedulerName") : "");
+        cJSON_AddStringToObject(d, "message", dmsg);
+    }
     if (kobj_get(old, "qosClass"))
         cJSON_AddItemToObject(s, "qosClass", cJSON_Duplicate(kobj_get(old, "qosClass"), true));
     if (!bound)
@@ -404,6 +417,14 @@ static void start_container(struct cluster *c, struct cl_pod *p, bool restart)
     assign_ip(c, p);
     if (!p->start_time)
         p->start_time = time(NULL);
+    if (p->stage == ST_BOUND && cluster__certmgr_tls_wait(c, p->obj->json, p->ip)) {
+        /* KubeRay's wait-for-tls-ip-san init container: Pending, with its IP, until the
+         * certificate lists it */
+        if (!kobj_get(kobj_get(p->obj->json, "status"), "podIP"))
+            cluster__kubelet_write(c, p);
+        cluster__timer_add(c, 200, T_START, p);
+        return;
+    }
     cluster__kubelet_set_cond(p, C_READYTOSTART, true);
     cluster__kubelet_set_cond(p, C_INIT, true);
     cluster__kubelet_set_cond(p, C_CONTAINERS, false);

@@ -176,7 +176,8 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
 
     if (!r || (r != c->r_pods && r != c->r_nodes && r != c->r_svc && r != c->r_jobs &&
                r != c->r_deploy && r != c->r_rs &&
-               !cluster__gang_resource(r) && strcmp(r->plural, "customresourcedefinitions") != 0))
+               !cluster__gang_resource(r) && !cluster__certmgr_resource(r) &&
+               strcmp(r->plural, "customresourcedefinitions") != 0))
         return;   /* a CRD: the gang step looks for Volcano's Queue type */
     pthread_mutex_lock(&c->qlock);
     if (c->stop) {
@@ -535,6 +536,11 @@ static void fire_timer(struct cluster *c, struct cl_timer *t)
         cluster__endpoints_sync(c);
         return;
     }
+    if (t->kind == T_CERTMGR) {
+        c->certmgr_timer = false;
+        c->certmgr_dirty = true;
+        return;
+    }
     if (t->kind == T_JOB) {
         if (t->key)
             cluster__jobs_timer(c, t->key, t->epoch);
@@ -603,8 +609,12 @@ static void *cluster_main(void *arg)
                 cluster__node_event(c, batch[i].type, o);
             else if (o->res == c->r_svc)
                 cluster__svc_event(c, batch[i].type, o);
+            else if (cluster__certmgr_resource(o->res))
+                c->certmgr_dirty = true;
+            else if (cluster__gang_resource(o->res))
+                c->gang_dirty = c->gang_seen = true;   /* a PodGroup or Queue */
             else
-                c->gang_dirty = c->gang_seen = true;   /* a PodGroup or Queue (cluster__gang_resource) */
+                c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
             store_obj_unref(o);
         }
         nbatch = 0;
@@ -617,6 +627,8 @@ static void *cluster_main(void *arg)
         }
         cluster__jobs_sync(c);
         cluster__deploy_sync(c);
+        if (c->certmgr_dirty)
+            cluster__certmgr_sync(c);
         if (c->endpoints_dirty && !c->endpoints_timer) {
             c->endpoints_timer = true;
             cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
@@ -637,6 +649,7 @@ static int find_res(struct cluster *c)
     c->r_eps = registry_find(r, "discovery.k8s.io", "v1", "endpointslices");
     c->r_events = registry_find(r, "", "v1", "events");
     c->r_jobs = registry_find(r, "batch", "v1", "jobs");
+    c->r_secrets = registry_find(r, "", "v1", "secrets");
     c->r_deploy = registry_find(r, "apps", "v1", "deployments");
     c->r_rs = registry_find(r, "apps", "v1", "replicasets");
     store_registry_unlock(c->store);

@@ -103,14 +103,14 @@ int host_ctx_init(struct host_ctx *ctx, const struct host_kind *kind, const char
     return 0;
 }
 
-void host_kube_slot_init(struct host_kube_slot *s)
+void host__kube_slot_init(struct host_kube_slot *s)
 {
     memset(s, 0, sizeof(*s));
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cond, NULL);
 }
 
-void host_kube_slot_set(struct host_kube_slot *s, struct kube_client *c)
+void host__kube_slot_set(struct host_kube_slot *s, struct kube_client *c)
 {
     pthread_mutex_lock(&s->mu);
     s->client = c;
@@ -119,7 +119,7 @@ void host_kube_slot_set(struct host_kube_slot *s, struct kube_client *c)
     pthread_mutex_unlock(&s->mu);
 }
 
-void host_kube_slot_destroy(struct host_kube_slot *s)
+void host__kube_slot_destroy(struct host_kube_slot *s)
 {
     pthread_cond_destroy(&s->cond);
     pthread_mutex_destroy(&s->mu);
@@ -206,6 +206,16 @@ int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char 
     return after_write(ctx, r, rc, res, "create");
 }
 
+int host_create_once(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                     const cJSON *obj, struct kube_result *res)
+{
+    struct kube_client *kc = host_kube(ctx);
+    if (!kc)
+        return -ENOTCONN;
+    int rc = kube_create_once(kc, r, ns, obj, res);
+    return after_write(ctx, r, rc, res, "create");
+}
+
 int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res)
 {
@@ -250,8 +260,8 @@ int host_delete(struct host_ctx *ctx, const struct kube_resource *r, const char 
     return after_write(ctx, r, rc, res, "delete");
 }
 
-void host_outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
-                         struct ipc_outcome *out)
+void host__outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
+                          struct ipc_outcome *out)
 {
     memset(out, 0, sizeof(*out));
     out->n_written = ctx ? ctx->n_written : 0;

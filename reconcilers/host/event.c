@@ -84,8 +84,8 @@ static const char *str_or(const cJSON *obj, const char *field, const char *dflt)
     return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-void host_event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
-                         char *instance, size_t icap)
+void host__event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
+                          char *instance, size_t icap)
 {
     char host[128] = "";
     if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
@@ -101,7 +101,7 @@ static cJSON *event_build(const struct host_ctx *ctx, const cJSON *obj, const ch
                           const char *note, const char *when)
 {
     char rc_name[128], inst[320];
-    host_event_reporter(ctx, rc_name, sizeof(rc_name), inst, sizeof(inst));
+    host__event_reporter(ctx, rc_name, sizeof(rc_name), inst, sizeof(inst));
     cJSON *e = cJSON_CreateObject();
     cJSON *m = cJSON_AddObjectToObject(e, "metadata");
     cJSON *r = cJSON_AddObjectToObject(e, "regarding");
@@ -439,7 +439,7 @@ int host_event(struct host_ctx *ctx, const cJSON *obj, const char *type, const c
     return rc;
 }
 
-void host_event_forget_all(void)
+void host__event_forget_all(void)
 {
     pthread_mutex_lock(&ev.mu);
     memset(ev.slots, 0, sizeof(ev.slots));

@@ -121,7 +121,7 @@ static void reconcile_one(struct host *h, const struct ipc_key *k)
         rc = h->kind->reconcile(&ctx, &res);
     }
     uint64_t dur = util_now_ns() - t0;
-    host_outcome_to_ipc(rc, &res, &ctx, &oc);
+    host__outcome_to_ipc(rc, &res, &ctx, &oc);
     if (oc.kind == IPC_OUTCOME_ERROR && rc < 0)
         host_log(&ctx, LOG_ERROR, "Reconciler error", "error",
                  oc.message ? oc.message : kube_strerror(rc), NULL);
@@ -131,8 +131,8 @@ static void reconcile_one(struct host *h, const struct ipc_key *k)
     int drc = ipc_client_done(h->ipc, k, &oc);
     if (drc < 0 && drc != -ESTALE)
         log_warn("reporting the outcome failed", "key", k->key, "error", strerror(-drc), NULL);
-    host_metrics_observe(&h->metrics, host_metrics_result_of(&oc, rc, &res),
-                         oc.kind == IPC_OUTCOME_TERMINAL, dur, k->wait_ms * 1000000ull);
+    host__metrics_observe(&h->metrics, host__metrics_result_of(&oc, rc, &res),
+                          oc.kind == IPC_OUTCOME_TERMINAL, dur, k->wait_ms * 1000000ull);
 }
 
 static void *worker(void *arg)
@@ -157,9 +157,9 @@ static void *worker(void *arg)
             (void)ipc_client_done(h->ipc, &k, &oc);
             break;
         }
-        host_metrics_active(&h->metrics, 1);
+        host__metrics_active(&h->metrics, 1);
         reconcile_one(h, &k);
-        host_metrics_active(&h->metrics, -1);
+        host__metrics_active(&h->metrics, -1);
     }
     pthread_mutex_lock(&h->mu);
     atomic_fetch_sub(&h->running, 1);
@@ -188,7 +188,7 @@ static void *kube_init(void *arg)
         log_error("cannot create the API client", "error", strerror(-rc), NULL);
     else
         log_stage(h, "api client");
-    host_kube_slot_set(&h->kube_slot, rc < 0 ? NULL : h->kube);
+    host__kube_slot_set(&h->kube_slot, rc < 0 ? NULL : h->kube);
     if (rc < 0) {
         atomic_store(&h->kube_failed, true);
         kill(getpid(), SIGTERM);
@@ -205,7 +205,7 @@ static int ready(void *arg)
     pthread_mutex_unlock(&h->kube_slot.mu);
     /* a standby waiting for the lease is ready, as in controller-runtime
      * (its probes do not depend on leadership); it has no queue connection yet */
-    bool queue_ok = host_leader_get_state(h->leader) == HOST_LEADER_WAITING ||
+    bool queue_ok = host__leader_get_state(h->leader) == HOST_LEADER_WAITING ||
                     (atomic_load(&h->ipc_open) && ipc_client_connected(h->ipc));
     return kube_ok && queue_ok && host_view_synced(h->view, h->kind->cache_types);
 }
@@ -259,8 +259,8 @@ static int start_leader(struct host *h)
         c->kinds[c->nkinds++] = h->kinds[i].name;
     /* KubeRay's operator Lease (main.go LeaderElectionID): the migration guard */
     snprintf(c->guard, sizeof(c->guard), "ray-operator-leader");
-    host_leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
-    if ((rc = host_leader_identity(c->identity, sizeof(c->identity))) < 0) {
+    host__leader_namespace(h->o.leader_namespace, c->ns, sizeof(c->ns));
+    if ((rc = host__leader_identity(c->identity, sizeof(c->identity))) < 0) {
         log_error("no leader election identity (set POD_NAME)", "error", strerror(-rc), NULL);
         return rc;
     }
@@ -270,7 +270,7 @@ static int start_leader(struct host *h)
     c->retry_ms = c->lease_s * 2000 / 15;
     if (c->retry_ms < 100)
         c->retry_ms = 100;
-    if ((rc = host_leader_start(c, &h->kube_slot, leader_lost, h, &h->leader)) < 0) {
+    if ((rc = host__leader_start(c, &h->kube_slot, leader_lost, h, &h->leader)) < 0) {
         log_error("cannot start leader election", "error", strerror(-rc), NULL);
         return rc;
     }
@@ -286,7 +286,7 @@ static int wait_leadership(struct host *h, const sigset_t *set)
     if (!h->leader)
         return 0;
     for (;;) {
-        if (host_leader_wait(h->leader, 200) == HOST_LEADER_LEADING)
+        if (host__leader_wait(h->leader, 200) == HOST_LEADER_LEADING)
             return 0;
         int sig = sigtimedwait(set, NULL, &zero);
         if (sig > 0)
@@ -354,7 +354,7 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     h.start_ns = util_now_ns();
     pthread_mutex_init(&h.mu, NULL);
     pthread_cond_init(&h.cond, NULL);
-    host_kube_slot_init(&h.kube_slot);
+    host__kube_slot_init(&h.kube_slot);
     int rc = host_opts_parse(&h.o, argc, argv), exit_code = 1, sig = 0;
     char err[256] = "", segname[CACHE_SEGNAME_MAX], sock[PATH_MAX];
     char mdir[600] = "", mfile[96] = "";
@@ -442,7 +442,7 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
         goto out;
     }
     log_stage(&h, "cache view");
-    host_metrics_init(&h.metrics, h.kind->name, h.kind->queue, h.o.workers);
+    host__metrics_init(&h.metrics, h.kind->name, h.kind->queue, h.o.workers);
     /* KubeRay emits its kuberay_* metrics only with --enable-metrics */
     h.metrics.kind_metrics = h.o.enable_metrics ? h.kind->metrics : NULL;
     h.metrics.kind_view = h.view;
@@ -454,8 +454,8 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     /* without an election connect first: the restart -> first reconcile path */
     if (!h.leader && (rc = open_queue(&h, sock)) < 0)
         goto out_ipc;
-    if ((rc = host_http_start(h.o.metrics_addr, h.o.probe_addr, &h.metrics, ready, &h,
-                              &h.http)) < 0)
+    if ((rc = host__http_start(h.o.metrics_addr, h.o.probe_addr, &h.metrics, ready, &h,
+                               &h.http)) < 0)
         goto out_ipc;
     log_stage(&h, "http");
     /* a standby does not connect to the queue: the watcher hands keys only to
@@ -488,7 +488,7 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     if (nthreads == h.o.workers) {
         for (;;) {
             /* this process's figures for the one /metrics endpoint (the watcher's) */
-            int erc = host_metrics_export(&h.metrics, mdir, mfile);
+            int erc = host__metrics_export(&h.metrics, mdir, mfile);
             if (erc < 0 && !export_warned) {
                 log_warn("cannot write the metrics snapshot", "dir", mdir, "error", strerror(-erc), NULL);
                 export_warned = true;
@@ -499,10 +499,10 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
                 break;
             struct ipc_status st;
             if (ipc_client_status(h.ipc, 1000, &st) == 0) {
-                host_metrics_set_status(&h.metrics, &st);
+                host__metrics_set_status(&h.metrics, &st);
                 ipc_status_free(&st);
             } else {
-                host_metrics_set_status(&h.metrics, NULL);
+                host__metrics_set_status(&h.metrics, NULL);
             }
         }
         log_info("signal received; draining", "signal", strsignal(sig), NULL);
@@ -520,17 +520,17 @@ int host_main_controller(int argc, char **argv, const struct host_kind *kinds, s
     exit_code = sig > 0 && !atomic_load(&h.kube_failed) && !atomic_load(&h.leader_lost) ? 0 : 1;
     free(threads);
 out_ipc:
-    host_http_stop(h.http);
+    host__http_stop(h.http);
     ipc_client_close(h.ipc);   /* hands back keys delivered but not pulled */
     /* after the keys are handed back: the standby may take over at once */
-    host_leader_stop(h.leader, !atomic_load(&h.leader_lost));
+    host__leader_stop(h.leader, !atomic_load(&h.leader_lost));
 out_metrics:
     if (mfile[0]) {   /* a clean exit takes its figures out of the pool */
         char p[700];
         snprintf(p, sizeof(p), "%s/%s", mdir, mfile);
         unlink(p);
     }
-    host_metrics_destroy(&h.metrics);
+    host__metrics_destroy(&h.metrics);
 out:
     if (kube_started)
         pthread_join(h.kube_thread, NULL);
@@ -539,7 +539,7 @@ out:
     kube_client_free(h.kube);
     kube_config_free(h.kcfg);
     host_opts_free(&h.o);
-    host_kube_slot_destroy(&h.kube_slot);
+    host__kube_slot_destroy(&h.kube_slot);
     if (atomic_load(&h.kube_config_bad))
         exit_code = UTIL_EXIT_CONFIG;
     if (exit_code == 0)

@@ -155,6 +155,10 @@ struct kube_client *host_kube(struct host_ctx *ctx);
 
 int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res);
+/* host_create without the client's retries (kube_create_once): the caller re-reads
+ * what the create depends on and tries again itself. */
+int host_create_once(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
+                     const cJSON *obj, struct kube_result *res);
 int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res);
 int host_update_status(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,

@@ -59,7 +59,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return host_http_reply(conn, 405, "text/plain", "method not allowed\n", 19);
     if (a->which != 1 && strcmp(url, "/metrics") == 0) {
         struct buf b = { 0 };
-        if (host_metrics_text(h->m, &b) < 0) {
+        if (host__metrics_text(h->m, &b) < 0) {
             buf_free(&b);
             return host_http_reply(conn, 500, "text/plain", "out of memory\n", 14);
         }
@@ -124,8 +124,8 @@ static int start_one(struct host_http *h, int slot, int which, const char *addr)
     return 0;
 }
 
-int host_http_start(const char *metrics_addr, const char *probe_addr, struct host_metrics *m,
-                    host_ready_fn ready, void *ready_arg, struct host_http **out)
+int host__http_start(const char *metrics_addr, const char *probe_addr, struct host_metrics *m,
+                     host_ready_fn ready, void *ready_arg, struct host_http **out)
 {
     struct host_http *h = calloc(1, sizeof(*h));
     if (!h)
@@ -153,19 +153,19 @@ int host_http_start(const char *metrics_addr, const char *probe_addr, struct hos
             rc = start_one(h, 1, 1, probe_addr);
     }
     if (rc < 0) {
-        host_http_stop(h);
+        host__http_stop(h);
         return rc;
     }
     *out = h;
     return 0;
 }
 
-int host_http_port(struct host_http *h, int which)
+int host__http_port(struct host_http *h, int which)
 {
     return h && which >= 0 && which < 2 ? h->port[which] : -1;
 }
 
-void host_http_stop(struct host_http *h)
+void host__http_stop(struct host_http *h)
 {
     if (!h)
         return;

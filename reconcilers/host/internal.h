@@ -11,6 +11,8 @@
 
 #include "ipc/ipc.h"
 #include "reconcilers/host/host.h"
+#include "reconcilers/host/http.h"
+#include "reconcilers/host/opts.h"
 
 struct buf;
 
@@ -26,9 +28,9 @@ struct host_kube_slot {
     bool done;
     struct kube_client *client;   /* NULL if creation failed */
 };
-void host_kube_slot_init(struct host_kube_slot *s);
-void host_kube_slot_set(struct host_kube_slot *s, struct kube_client *c);
-void host_kube_slot_destroy(struct host_kube_slot *s);
+void host__kube_slot_init(struct host_kube_slot *s);
+void host__kube_slot_set(struct host_kube_slot *s, struct kube_client *c);
+void host__kube_slot_destroy(struct host_kube_slot *s);
 
 /* ---- metrics (metrics.c) ---------------------------------------------------- */
 
@@ -68,63 +70,22 @@ struct host_metrics {
     struct host_kube_slot *kube_slot;
 };
 
-void host_metrics_init(struct host_metrics *m, const char *controller, const char *queue,
-                       int max_workers);
-void host_metrics_destroy(struct host_metrics *m);
-enum host_mresult host_metrics_result_of(const struct ipc_outcome *oc, int rc,
-                                         const struct host_result *res);
-void host_metrics_observe(struct host_metrics *m, enum host_mresult r, bool terminal,
-                          uint64_t reconcile_ns, uint64_t wait_ns);
-void host_metrics_active(struct host_metrics *m, int delta);
+void host__metrics_init(struct host_metrics *m, const char *controller, const char *queue,
+                        int max_workers);
+void host__metrics_destroy(struct host_metrics *m);
+enum host_mresult host__metrics_result_of(const struct ipc_outcome *oc, int rc,
+                                          const struct host_result *res);
+void host__metrics_observe(struct host_metrics *m, enum host_mresult r, bool terminal,
+                           uint64_t reconcile_ns, uint64_t wait_ns);
+void host__metrics_active(struct host_metrics *m, int delta);
 /* Copies queue kind's figures out of a STATUS reply (NULL st: STATUS failed). */
-void host_metrics_set_status(struct host_metrics *m, const struct ipc_status *st);
+void host__metrics_set_status(struct host_metrics *m, const struct ipc_status *st);
 /* Appends the Prometheus text exposition (format 0.0.4). 0 or -ENOMEM. */
-int host_metrics_text(struct host_metrics *m, struct buf *out);
-/* Writes host_metrics_text to DIR/NAME (0600, through a temporary file and rename),
+int host__metrics_text(struct host_metrics *m, struct buf *out);
+/* Writes host__metrics_text to DIR/NAME (0600, through a temporary file and rename),
  * where the watcher's one /metrics endpoint pools every process's figures. DIR is
  * created (0700) if missing. 0 or a negative errno. */
-int host_metrics_export(struct host_metrics *m, const char *dir, const char *name);
-
-/* ---- options (opts.c) ------------------------------------------------------- */
-
-#define HOST_MAX_NAMESPACES 1024
-
-struct host_opts {
-    const char *kind;
-    const char *kubeconfig, *context, *state_dir, *config_file;
-    char *namespaces[HOST_MAX_NAMESPACES];   /* owned */
-    size_t nnamespaces;
-    double qps;
-    int burst;
-    int workers;
-    char metrics_addr[128];
-    char probe_addr[128];
-    bool supervised;        /* --supervised (set by rayop up): the two addresses above are up's
-                             * to give, so --config does not replace them */
-    bool leader_election;
-    char leader_namespace[64];               /* --leader-election-namespace, "" : default */
-    int leader_lease_s;                      /* --leader-lease-seconds (15) */
-    bool use_kubernetes_proxy;
-    bool enable_metrics;              /* --enable-metrics: the kinds' kuberay_* metrics */
-    char feature_gates[512];
-    char batch_scheduler[64];                /* --batch-scheduler / batchScheduler */
-    bool enable_batch_scheduler;             /* --enable-batch-scheduler (legacy: volcano) */
-    char log_encoder[16];                    /* json | console */
-    int log_level;                           /* -1: unchanged */
-    cJSON *config_json;                      /* the --config file as JSON (owned), NULL if none */
-    int drain_timeout_ms;                    /* SIGTERM: finish in-flight work within */
-    int connect_timeout_ms;
-};
-
-/* Parses argv (argv[0] "controller", argv[1] kind). 0, 1 for --help (usage
- * printed), or -EINVAL after printing the reason. host_opts_free releases. */
-int host_opts_parse(struct host_opts *o, int argc, char **argv);
-void host_opts_free(struct host_opts *o);
-/* Applies a KubeRay Configuration file (config.ray.io/v1alpha1) to o.
- * Bounded: 1 MiB, depth 8. 0 or negative errno with err filled. */
-int host_opts_load_config(struct host_opts *o, const char *path, char *err, size_t errlen);
-/* Splits "host:port" / ":port" / "0" (disabled: *port = -1). 0 or -EINVAL. */
-int host_parse_addr(const char *s, char *host, size_t hostcap, int *port);
+int host__metrics_export(struct host_metrics *m, const char *dir, const char *name);
 
 /* ---- leader election (leader.c) --------------------------------------------- */
 
@@ -140,7 +101,7 @@ struct host_lease_record {
     char acquire_time[40], renew_time[40];    /* MicroTime strings as stored */
 };
 /* 0, or -EINVAL for a Lease that is not an object / an oversized holder. */
-int host_lease_record_from_json(const cJSON *lease, struct host_lease_record *rec);
+int host__lease_record_from_json(const cJSON *lease, struct host_lease_record *rec);
 
 enum host_lease_action {
     HOST_LEASE_CREATE,      /* no Lease: create it holding it */
@@ -156,13 +117,13 @@ enum host_lease_action {
  * leads none gets it first; a leader yields its kind when its Pod leads at least two kinds
  * more than some peer and the kind is the last one (in holders' order) it leads, so that
  * one kind moves at a time. */
-bool host_lease_leads_other(const char *const *holders, size_t nkinds, size_t kind,
-                            const char *me);
-bool host_lease_should_yield(const char *const *holders, size_t nkinds, size_t kind,
-                             const char *me, const char *const *peers, size_t npeers);
-enum host_lease_action host_lease_decide(const struct host_lease_record *rec, bool exists,
-                                         const char *identity, uint64_t observed_ms,
-                                         uint64_t now_ms);
+bool host__lease_leads_other(const char *const *holders, size_t nkinds, size_t kind,
+                             const char *me);
+bool host__lease_should_yield(const char *const *holders, size_t nkinds, size_t kind,
+                              const char *me, const char *const *peers, size_t npeers);
+enum host_lease_action host__lease_decide(const struct host_lease_record *rec, bool exists,
+                                          const char *identity, uint64_t observed_ms,
+                                          uint64_t now_ms);
 
 struct host_leader_config {
     char name[254];                           /* Lease name: rayop-KIND-leader */
@@ -182,20 +143,20 @@ struct host_leader;
 typedef void (*host_leader_lost_fn)(void *arg);
 
 /* $POD_NAME, else the hostname. 0 or negative errno. */
-int host_leader_identity(char *out, size_t cap);
+int host__leader_identity(char *out, size_t cap);
 /* flag if set, else the in-cluster service account namespace file, else "default". */
-void host_leader_namespace(const char *flag, char *out, size_t cap);
+void host__leader_namespace(const char *flag, char *out, size_t cap);
 /* Starts the election thread (it waits for the API client in slot). on_lost
- * runs on that thread once, when leadership is lost. host_leader_stop frees. */
-int host_leader_start(const struct host_leader_config *cfg, struct host_kube_slot *slot,
-                      host_leader_lost_fn on_lost, void *arg, struct host_leader **out);
+ * runs on that thread once, when leadership is lost. host__leader_stop frees. */
+int host__leader_start(const struct host_leader_config *cfg, struct host_kube_slot *slot,
+                       host_leader_lost_fn on_lost, void *arg, struct host_leader **out);
 /* NULL le (election off) reads as leading. */
-enum host_leader_state host_leader_get_state(struct host_leader *le);
+enum host_leader_state host__leader_get_state(struct host_leader *le);
 /* Waits up to timeout_ms while WAITING; returns the state. */
-enum host_leader_state host_leader_wait(struct host_leader *le, int timeout_ms);
+enum host_leader_state host__leader_wait(struct host_leader *le, int timeout_ms);
 /* Stops the thread; with release and the Lease held, gives it up (holder
  * cleared, leaseDurationSeconds 1) so a standby takes over at once. Frees le. */
-void host_leader_stop(struct host_leader *le, bool release);
+void host__leader_stop(struct host_leader *le, bool release);
 
 /* ---- HTTP endpoints (http.c) ------------------------------------------------ */
 
@@ -203,25 +164,21 @@ struct host_http;
 typedef int (*host_ready_fn)(void *arg);   /* 1 ready, 0 not */
 /* Starts /metrics on metrics_addr and /healthz, /readyz on probe_addr (either
  * may be "0" = off; both may be the same address). Bound ports are logged. */
-/* One MHD answer (body copied). Shared with `rayop webhook`. */
-struct MHD_Connection;
-enum MHD_Result host_http_reply(struct MHD_Connection *conn, unsigned code, const char *type,
-                                const char *body, size_t len);
-int host_http_start(const char *metrics_addr, const char *probe_addr, struct host_metrics *m,
-                    host_ready_fn ready, void *ready_arg, struct host_http **out);
+int host__http_start(const char *metrics_addr, const char *probe_addr, struct host_metrics *m,
+                     host_ready_fn ready, void *ready_arg, struct host_http **out);
 /* Port actually bound (useful with port 0), -1 if off. */
-int host_http_port(struct host_http *h, int which /* 0 metrics, 1 probes */);
-void host_http_stop(struct host_http *h);
+int host__http_port(struct host_http *h, int which /* 0 metrics, 1 probes */);
+void host__http_stop(struct host_http *h);
 
 /* ---- used inside host/ and by its unit tests; not for kinds ---- */
 
 /* reportingController / reportingInstance of ctx's kind (event.c). */
-void host_event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
-                         char *instance, size_t icap);
+void host__event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
+                          char *instance, size_t icap);
 /* Forgets every remembered series (event.c). */
-void host_event_forget_all(void);
+void host__event_forget_all(void);
 /* Maps a result to the ipc outcome reported to the queue (ctx.c). */
-void host_outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
-                         struct ipc_outcome *out);
+void host__outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
+                          struct ipc_outcome *out);
 
 #endif

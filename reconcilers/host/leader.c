@@ -62,9 +62,9 @@ struct host_leader {
 
 /* ---- the pure decision ----------------------------------------------------- */
 
-enum host_lease_action host_lease_decide(const struct host_lease_record *rec, bool exists,
-                                         const char *identity, uint64_t observed_ms,
-                                         uint64_t now_ms)
+enum host_lease_action host__lease_decide(const struct host_lease_record *rec, bool exists,
+                                          const char *identity, uint64_t observed_ms,
+                                          uint64_t now_ms)
 {
     if (!exists)
         return HOST_LEASE_CREATE;
@@ -78,7 +78,7 @@ enum host_lease_action host_lease_decide(const struct host_lease_record *rec, bo
     return HOST_LEASE_WAIT;
 }
 
-int host_lease_record_from_json(const cJSON *lease, struct host_lease_record *rec)
+int host__lease_record_from_json(const cJSON *lease, struct host_lease_record *rec)
 {
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(lease, "spec"), *v;
     memset(rec, 0, sizeof(*rec));
@@ -107,8 +107,8 @@ int host_lease_record_from_json(const cJSON *lease, struct host_lease_record *re
     return 0;
 }
 
-bool host_lease_leads_other(const char *const *holders, size_t nkinds, size_t kind,
-                            const char *me)
+bool host__lease_leads_other(const char *const *holders, size_t nkinds, size_t kind,
+                             const char *me)
 {
     for (size_t i = 0; i < nkinds; i++)
         if (i != kind && holders[i] && !strcmp(holders[i], me))
@@ -116,8 +116,8 @@ bool host_lease_leads_other(const char *const *holders, size_t nkinds, size_t ki
     return false;
 }
 
-bool host_lease_should_yield(const char *const *holders, size_t nkinds, size_t kind,
-                             const char *me, const char *const *peers, size_t npeers)
+bool host__lease_should_yield(const char *const *holders, size_t nkinds, size_t kind,
+                              const char *me, const char *const *peers, size_t npeers)
 {
     size_t mine = 0, fewest = SIZE_MAX;
 
@@ -143,7 +143,7 @@ bool host_lease_should_yield(const char *const *holders, size_t nkinds, size_t k
 
 /* ---- identity and namespace ------------------------------------------------ */
 
-int host_leader_identity(char *out, size_t cap)
+int host__leader_identity(char *out, size_t cap)
 {
     const char *pod = getenv("POD_NAME");
     if (pod && *pod)
@@ -154,7 +154,7 @@ int host_leader_identity(char *out, size_t cap)
     return out[0] ? 0 : -ENOENT;
 }
 
-void host_leader_namespace(const char *flag, char *out, size_t cap)
+void host__leader_namespace(const char *flag, char *out, size_t cap)
 {
     char buf[256];
     size_t n = 0;
@@ -241,7 +241,7 @@ static int kind_holders(struct host_leader *le, struct kube_client *kc,
             *self = i;
         holders[i][0] = '\0';
         rc = kube_get(kc, &KUBE_RES_LEASES, le->cfg.ns, name, &res);
-        if (rc == 0 && host_lease_record_from_json(res.body, &rec) == 0)
+        if (rc == 0 && host__lease_record_from_json(res.body, &rec) == 0)
             snprintf(holders[i], HOST_LEASE_HOLDER_MAX, "%s", rec.holder);
         kube_result_release(&res);
         if (rc < 0 && rc != -ENOENT)
@@ -261,22 +261,21 @@ static bool pod_leads_other(struct host_leader *le, struct kube_client *kc)
         return false;
     for (size_t i = 0; i < le->cfg.nkinds; i++)
         hp[i] = holders[i];
-    return host_lease_leads_other(hp, le->cfg.nkinds, self, le->cfg.identity);
+    return host__lease_leads_other(hp, le->cfg.nkinds, self, le->cfg.identity);
 }
 
-/* Should we give our Lease to a peer Pod that leads fewer kinds? The peers are the live
- * Pods sharing our Pod's app.kubernetes.io/name and /instance labels (the Deployment's);
- * without those labels, or on any API error, we keep leading. */
-static bool should_yield(struct host_leader *le, struct kube_client *kc)
+/* The live Pods sharing our Pod's app.kubernetes.io/name and /instance labels (the
+ * Deployment's), ours included: names into *peers, borrowed from list (the caller
+ * releases it). 0 peers without POD_NAME, without those labels, or on an API error. */
+static size_t list_peers(struct host_leader *le, struct kube_client *kc, struct kube_result *list,
+                         const char **peers, size_t cap)
 {
-    char holders[HOST_MAX_KINDS][HOST_LEASE_HOLDER_MAX], sel[600], pns[64];
-    const char *hp[HOST_MAX_KINDS], *peers[64];
+    char sel[600], pns[64];
     const char *env_ns = getenv("POD_NAMESPACE"), *name, *inst;
-    struct kube_result pod = { 0 }, list = { 0 };
+    struct kube_result pod = { 0 };
     struct kube_list_opts lo = { 0 };
     const cJSON *lb, *it;
-    size_t self, npeers = 0;
-    bool yield = false;
+    size_t npeers = 0;
 
     snprintf(pns, sizeof(pns), "%s", env_ns && *env_ns ? env_ns : le->cfg.ns);
     if (!getenv("POD_NAME") ||
@@ -289,26 +288,53 @@ static bool should_yield(struct host_leader *le, struct kube_client *kc)
         goto out;
     snprintf(sel, sizeof(sel), "app.kubernetes.io/name=%s,app.kubernetes.io/instance=%s", name, inst);
     lo.label_selector = sel;
-    if (kube_list(kc, &KUBE_RES_PODS, pns, &lo, &list) < 0)
+    if (kube_list(kc, &KUBE_RES_PODS, pns, &lo, list) < 0)
         goto out;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list.body, "items")) {
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list->body, "items")) {
         const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
         const char *ph = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(it, "status"), "phase"));
         const char *pn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
-        if (pn && ph && !strcmp(ph, "Running") && npeers < 64 &&
+        if (pn && ph && !strcmp(ph, "Running") && npeers < cap &&
             !cJSON_GetObjectItemCaseSensitive(md, "deletionTimestamp"))
             peers[npeers++] = pn;
     }
+out:
+    kube_result_release(&pod);
+    return npeers;
+}
+
+/* Should we give our Lease to a peer Pod that leads fewer kinds? Without peers (see
+ * list_peers), or on any API error, we keep leading. */
+static bool should_yield(struct host_leader *le, struct kube_client *kc)
+{
+    char holders[HOST_MAX_KINDS][HOST_LEASE_HOLDER_MAX];
+    const char *hp[HOST_MAX_KINDS], *peers[64];
+    struct kube_result list = { 0 };
+    size_t self, npeers = list_peers(le, kc, &list, peers, 64);
+    bool yield = false;
+
     if (npeers < 2 || kind_holders(le, kc, holders, &self) < 0)
         goto out;
     for (size_t i = 0; i < le->cfg.nkinds; i++)
         hp[i] = holders[i];
-    yield = host_lease_should_yield(hp, le->cfg.nkinds, self, le->cfg.identity, peers, npeers);
+    yield = host__lease_should_yield(hp, le->cfg.nkinds, self, le->cfg.identity, peers, npeers);
 out:
-    kube_result_release(&pod);
     kube_result_release(&list);
     return yield;
+}
+
+/* A head start for another Pod only makes sense if there is one: a single Pod (rayop up
+ * on a machine, one replica) takes a free Lease at once. Without that, every start of
+ * the whole instance left two of the four kinds unreconciled for two retry periods (4 s;
+ * seen after each kill -9 of rayop up in the chaos soak). */
+static bool has_peer(struct host_leader *le, struct kube_client *kc)
+{
+    const char *peers[2];
+    struct kube_result list = { 0 };
+    bool any = list_peers(le, kc, &list, peers, 2) >= 2;
+    kube_result_release(&list);
+    return any;
 }
 
 /* One tryAcquireOrRenew. 1 we hold the Lease, 0 someone else does, < 0 the
@@ -328,7 +354,7 @@ static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, 
     if (exists) {
         obj = res.body;
         res.body = NULL;
-        if ((rc = host_lease_record_from_json(obj, &rec)) < 0)
+        if ((rc = host__lease_record_from_json(obj, &rec)) < 0)
             goto out;
         /* the record changed since we last looked: restart its expiry clock */
         snprintf(observed, sizeof(observed), "%s|%s|%d|%s", rec.holder, rec.renew_time,
@@ -344,8 +370,8 @@ static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, 
             goto out;
         }
     }
-    enum host_lease_action a = host_lease_decide(&rec, exists, le->cfg.identity,
-                                                 le->observed_ms, now);
+    enum host_lease_action a = host__lease_decide(&rec, exists, le->cfg.identity,
+                                                  le->observed_ms, now);
     if (release) {
         rc = 0;
         if (a != HOST_LEASE_RENEW)
@@ -355,7 +381,7 @@ static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, 
         rc = 0;
         goto out;
     } else if (a != HOST_LEASE_RENEW && atomic_load(&le->state) == HOST_LEADER_WAITING &&
-               pod_leads_other(le, kc)) {
+               pod_leads_other(le, kc) && has_peer(le, kc)) {
         /* free, but our Pod leads another kind: give a Pod that leads none the first
          * chance, for two retry periods */
         if (!le->free_since_ms)
@@ -410,7 +436,7 @@ static int guard_held(struct host_leader *le, struct kube_client *kc, char *hold
         rc = 0;
         goto out;
     }
-    if (rc < 0 || (rc = host_lease_record_from_json(res.body, &rec)) < 0)
+    if (rc < 0 || (rc = host__lease_record_from_json(res.body, &rec)) < 0)
         goto out;
     snprintf(observed, sizeof(observed), "%s|%s|%d|%s", rec.holder, rec.renew_time,
              rec.transitions, res.resource_version);
@@ -419,7 +445,7 @@ static int guard_held(struct host_leader *le, struct kube_client *kc, char *hold
         le->guard_observed_ms = now;
     }
     /* held when it would make us wait for it, were it ours */
-    rc = host_lease_decide(&rec, true, le->cfg.identity, le->guard_observed_ms, now) ==
+    rc = host__lease_decide(&rec, true, le->cfg.identity, le->guard_observed_ms, now) ==
          HOST_LEASE_WAIT;
     if (rc)
         snprintf(holder, cap, "%s", rec.holder);
@@ -528,8 +554,8 @@ static void *leader_thread(void *arg)
     return NULL;
 }
 
-int host_leader_start(const struct host_leader_config *cfg, struct host_kube_slot *slot,
-                      host_leader_lost_fn on_lost, void *arg, struct host_leader **out)
+int host__leader_start(const struct host_leader_config *cfg, struct host_kube_slot *slot,
+                       host_leader_lost_fn on_lost, void *arg, struct host_leader **out)
 {
     struct host_leader *le = calloc(1, sizeof(*le));
     int rc;
@@ -545,7 +571,7 @@ int host_leader_start(const struct host_leader_config *cfg, struct host_kube_slo
     log_info("attempting to acquire leader lease", "lease", cfg->name, "namespace", cfg->ns,
              "identity", cfg->identity, NULL);
     if ((rc = -pthread_create(&le->thread, NULL, leader_thread, le)) < 0) {
-        host_leader_stop(le, false);
+        host__leader_stop(le, false);
         return rc;
     }
     le->started = true;
@@ -553,12 +579,12 @@ int host_leader_start(const struct host_leader_config *cfg, struct host_kube_slo
     return 0;
 }
 
-enum host_leader_state host_leader_get_state(struct host_leader *le)
+enum host_leader_state host__leader_get_state(struct host_leader *le)
 {
     return le ? (enum host_leader_state)atomic_load(&le->state) : HOST_LEADER_LEADING;
 }
 
-enum host_leader_state host_leader_wait(struct host_leader *le, int timeout_ms)
+enum host_leader_state host__leader_wait(struct host_leader *le, int timeout_ms)
 {
     struct timespec until;
     int st;
@@ -573,7 +599,7 @@ enum host_leader_state host_leader_wait(struct host_leader *le, int timeout_ms)
     return (enum host_leader_state)st;
 }
 
-void host_leader_stop(struct host_leader *le, bool release)
+void host__leader_stop(struct host_leader *le, bool release)
 {
     if (!le)
         return;

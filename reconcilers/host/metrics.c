@@ -35,8 +35,8 @@ static const char *const result_names[HOST_M_NRESULTS] = {
     "success", "error", "requeue", "requeue_after",
 };
 
-void host_metrics_init(struct host_metrics *m, const char *controller, const char *queue,
-                       int max_workers)
+void host__metrics_init(struct host_metrics *m, const char *controller, const char *queue,
+                        int max_workers)
 {
     memset(m, 0, sizeof(*m));
     pthread_mutex_init(&m->mu, NULL);
@@ -45,13 +45,13 @@ void host_metrics_init(struct host_metrics *m, const char *controller, const cha
     m->max_workers = max_workers;
 }
 
-void host_metrics_destroy(struct host_metrics *m)
+void host__metrics_destroy(struct host_metrics *m)
 {
     pthread_mutex_destroy(&m->mu);
 }
 
-enum host_mresult host_metrics_result_of(const struct ipc_outcome *oc, int rc,
-                                         const struct host_result *res)
+enum host_mresult host__metrics_result_of(const struct ipc_outcome *oc, int rc,
+                                          const struct host_result *res)
 {
     if (rc < 0 || (res && (res->outcome == HOST_ERROR || res->outcome == HOST_TERMINAL)))
         return HOST_M_ERROR;
@@ -72,8 +72,8 @@ static void hist_add(struct ipc_hist *h, uint64_t ns)
     h->sum_ns += ns;
 }
 
-void host_metrics_observe(struct host_metrics *m, enum host_mresult r, bool terminal,
-                          uint64_t reconcile_ns, uint64_t wait_ns)
+void host__metrics_observe(struct host_metrics *m, enum host_mresult r, bool terminal,
+                           uint64_t reconcile_ns, uint64_t wait_ns)
 {
     double s = (double)reconcile_ns / 1e9;
     int i = 0;
@@ -93,14 +93,14 @@ void host_metrics_observe(struct host_metrics *m, enum host_mresult r, bool term
     pthread_mutex_unlock(&m->mu);
 }
 
-void host_metrics_active(struct host_metrics *m, int delta)
+void host__metrics_active(struct host_metrics *m, int delta)
 {
     pthread_mutex_lock(&m->mu);
     m->active_workers += delta;
     pthread_mutex_unlock(&m->mu);
 }
 
-void host_metrics_set_status(struct host_metrics *m, const struct ipc_status *st)
+void host__metrics_set_status(struct host_metrics *m, const struct ipc_status *st)
 {
     pthread_mutex_lock(&m->mu);
     if (!st) {
@@ -119,7 +119,7 @@ void host_metrics_set_status(struct host_metrics *m, const struct ipc_status *st
     pthread_mutex_unlock(&m->mu);
 }
 
-int host_metrics_text(struct host_metrics *m, struct buf *out)
+int host__metrics_text(struct host_metrics *m, struct buf *out)
 {
     struct host_metrics s;
     /* snapshot under the lock, format outside it */
@@ -188,7 +188,7 @@ int host_metrics_text(struct host_metrics *m, struct buf *out)
         rc |= buf_printf(out, "# HELP leader_election_master_status Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.\n"
                               "# TYPE leader_election_master_status gauge\n"
                               "leader_election_master_status{name=\"%s\"} %d\n",
-                         s.leader_name, host_leader_get_state(s.leader) == HOST_LEADER_LEADING);
+                         s.leader_name, host__leader_get_state(s.leader) == HOST_LEADER_LEADING);
     if (s.kind_metrics && s.kind_metrics(s.kind_view, out) < 0)
         rc = 1;
     if (s.kube_slot) {
@@ -203,7 +203,7 @@ int host_metrics_text(struct host_metrics *m, struct buf *out)
     return rc ? -ENOMEM : 0;
 }
 
-int host_metrics_export(struct host_metrics *m, const char *dir, const char *name)
+int host__metrics_export(struct host_metrics *m, const char *dir, const char *name)
 {
     char path[600], tmp[620];
     struct buf b = { 0 };
@@ -213,7 +213,7 @@ int host_metrics_export(struct host_metrics *m, const char *dir, const char *nam
         return -ENAMETOOLONG;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return -errno;
-    if ((rc = host_metrics_text(m, &b)) < 0)
+    if ((rc = host__metrics_text(m, &b)) < 0)
         goto out;
     if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
         rc = -errno;

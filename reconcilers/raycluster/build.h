@@ -202,7 +202,7 @@ cJSON *rc_build_head_route(const cJSON *rc, int *err);
 
 /* The token Secret KubeRay creates for authOptions.mode "token" (no secretName, no
  * enableK8sTokenAuth): the same condition under which the Pods reference it
- * (rc_auth_token_enabled). Name CheckName(NAME) ("" in out when no Secret is wanted);
+ * (raycluster__auth_token_enabled). Name CheckName(NAME) ("" in out when no Secret is wanted);
  * the token is base64 of the n random bytes the caller draws (KubeRay: 32 from
  * crypto/rand), stored as data.auth_token (so base64 once more, as the API server
  * stores KubeRay's stringData). NULL when not wanted. A credential: never log the
@@ -229,6 +229,25 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
 cJSON *rc_build_network_policies(const cJSON *rc, int *err);
 const char *rc_netpol_mode(const cJSON *rc);
 void rc_netpol_normalize(cJSON *np);
+
+/* mTLS (tlsOptions.enabled, gate RayClusterMTLS), as KubeRay's RayClusterMTLSController and
+ * configureTLS. rc_tls_name names its objects (ray-head-cert-NAME, NAME-ca-secret-UID8...).
+ * rc_build_tls_objects returns [self-signed Issuer, CA Certificate, CA Issuer, head
+ * Certificate, worker Certificate], owned and labelled as KubeRay makes them, the leaf
+ * Certificates' ipAddresses the given Pod IPs with 127.0.0.1, sorted; NULL when TLS is off.
+ * The Pod builders add the ray-tls volume, env and mounts and the wait-for-tls-ip-san init
+ * container themselves. */
+#define RC_TLS_VOLUME         "ray-tls"
+#define RC_TLS_WAIT_CONTAINER "wait-for-tls-ip-san"
+enum rc_tls_obj {
+    RC_TLS_SELFSIGNED_ISSUER, RC_TLS_CA_CERT, RC_TLS_CA_ISSUER, RC_TLS_HEAD_CERT,
+    RC_TLS_WORKER_CERT, RC_TLS_HEAD_SECRET, RC_TLS_WORKER_SECRET, RC_TLS_CA_SECRET,
+};
+bool rc_tls_enabled(const cJSON *rc);
+int rc_tls_name(const cJSON *rc, enum rc_tls_obj which, char *out, size_t cap);
+cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
+                            const char *const *head_ips, size_t nhead,
+                            const char *const *worker_ips, size_t nworker, int *err);
 
 /* GCS fault tolerance: true when the cluster uses it (gcsFaultToleranceOptions or
  * the ray.io/ft-enabled annotation), and the Redis cleanup Job run on deletion. */

@@ -17,31 +17,31 @@
 
 int rc_auth_secret_name(const cJSON *rc, char *out, size_t cap)
 {
-    const cJSON *auth = kobj_get(rc_spec(rc), "authOptions");
+    const cJSON *auth = kobj_get(raycluster__spec(rc), "authOptions");
     const char *sn = kobj_str(auth, "secretName");
     if (cap == 0)
         return -ENAMETOOLONG;
     out[0] = '\0';
     /* Only for mode "token" (the Pods reference the Secret exactly then), unless the
      * API server checks tokens (enableK8sTokenAuth) or the user names a Secret. */
-    if (!rc_auth_token_enabled(rc) || rc_k8s_token_auth(rc) || (sn && *sn))
+    if (!raycluster__auth_token_enabled(rc) || raycluster__k8s_token_auth(rc) || (sn && *sn))
         return 0;
-    rc_check_name(rc_name(rc), out, cap);
+    raycluster__check_name(raycluster__name(rc), out, cap);
     return 0;
 }
 
 int rc_auth_token_secret(const cJSON *rc, char *out, size_t cap)
 {
-    const char *sn = kobj_str(kobj_get(rc_spec(rc), "authOptions"), "secretName");
+    const char *sn = kobj_str(kobj_get(raycluster__spec(rc), "authOptions"), "secretName");
     if (cap == 0)
         return -ENAMETOOLONG;
     out[0] = '\0';
-    if (!rc_auth_token_enabled(rc))
+    if (!raycluster__auth_token_enabled(rc))
         return 0;
     if (sn && *sn)
         snprintf(out, cap, "%s", sn);
     else
-        rc_check_name(rc_name(rc), out, cap);
+        raycluster__check_name(raycluster__name(rc), out, cap);
     return 0;
 }
 
@@ -85,12 +85,12 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
             *err = -ENOMEM;
         return NULL;
     }
-    s = rcb_object(&b, "v1", "Secret", name, rc_namespace(rc), &meta);
-    rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CLUSTER, rc_name(rc));
+    s = raycluster__build_object(&b, "v1", "Secret", name, raycluster__namespace(rc), &meta);
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, meta, "labels"), RC_LABEL_CLUSTER, raycluster__name(rc));
     /* rayop: the watcher caches Secrets by this label (KubeRay sets only ray.io/cluster). */
-    rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    rcb_set_str(&b, rcb_obj(&b, s, "data"), "auth_token", text);
-    rcb_owner_ref(&b, s, rc);
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, s, "data"), "auth_token", text);
+    raycluster__build_owner_ref(&b, s, rc);
     /* The token is a credential: wipe the copy we made before freeing it. */
     explicit_bzero(text, strlen(text));
     free(text);
@@ -110,33 +110,33 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
 static cJSON *head_access_object(struct rcb *b, const cJSON *rc, const char *api, const char *kind,
                                  const char *suffix, int max, const char *skip, cJSON **meta)
 {
-    const cJSON *anns = rcj_path(rc, "metadata", "annotations", NULL), *a;
+    const cJSON *anns = raycluster__json_path(rc, "metadata", "annotations", NULL), *a;
     char name[300], tmp[300], id[300];
     cJSON *obj, *labels;
-    snprintf(tmp, sizeof(tmp), "%s-%s", rc_name(rc), suffix);
+    snprintf(tmp, sizeof(tmp), "%s-%s", raycluster__name(rc), suffix);
     if (max >= 0 && (int)strlen(tmp) > max)
         tmp[max] = '\0';
-    rc_check_name(tmp, name, sizeof(name));
-    snprintf(tmp, sizeof(tmp), "%s-head", rc_name(rc));
-    rc_check_label(tmp, id, sizeof(id));
-    obj = rcb_object(b, api, kind, name, rc_namespace(rc), meta);
-    labels = rcb_obj(b, *meta, "labels");
-    rcb_set_str(b, labels, RC_LABEL_CLUSTER, rc_name(rc));
-    rcb_set_str(b, labels, RC_LABEL_IDENTIFIER, id);
-    rcb_set_str(b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
-    rcb_set_str(b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    raycluster__check_name(tmp, name, sizeof(name));
+    snprintf(tmp, sizeof(tmp), "%s-head", raycluster__name(rc));
+    raycluster__check_label(tmp, id, sizeof(id));
+    obj = raycluster__build_object(b, api, kind, name, raycluster__namespace(rc), meta);
+    labels = raycluster__build_obj(b, *meta, "labels");
+    raycluster__build_set_str(b, labels, RC_LABEL_CLUSTER, raycluster__name(rc));
+    raycluster__build_set_str(b, labels, RC_LABEL_IDENTIFIER, id);
+    raycluster__build_set_str(b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
+    raycluster__build_set_str(b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
     cJSON_ArrayForEach(a, (cJSON_IsObject(anns) ? anns : NULL))
         if (a->string && cJSON_IsString(a) && (!skip || strcmp(a->string, skip)))
-            rcb_set_str(b, rcb_obj(b, *meta, "annotations"), a->string, a->valuestring);
+            raycluster__build_set_str(b, raycluster__build_obj(b, *meta, "annotations"), a->string, a->valuestring);
     return obj;
 }
 
 cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int *err)
 {
     struct rcb b = { 0 };
-    const cJSON *head = rc_head_group(rc);
+    const cJSON *head = raycluster__head_group(rc);
     const cJSON *io = kobj_get(head, "ingressOptions");
-    const cJSON *anns = rcj_path(rc, "metadata", "annotations", NULL);
+    const cJSON *anns = raycluster__json_path(rc, "metadata", "annotations", NULL);
     const char *path = kobj_str(io, "path"), *ptype = kobj_str(io, "pathType");
     const char *host = kobj_str(io, "host");
     const char *klass = kobj_str(anns, "kubernetes.io/ingress.class");
@@ -144,7 +144,7 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
     cJSON *ing, *meta, *spec, *rule, *p, *backend;
     int r;
     (void)o;
-    if (!rcj_bool(head, "enableIngress", false))
+    if (!raycluster__json_bool(head, "enableIngress", false))
         return NULL;
     if ((r = rc_head_service_name(rc, svc, sizeof(svc))) < 0) {
         if (err)
@@ -154,29 +154,29 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
     /* every cluster annotation but the ingress class, which becomes ingressClassName */
     ing = head_access_object(&b, rc, "networking.k8s.io/v1", "Ingress", "head-ingress", -1,
                              "kubernetes.io/ingress.class", &meta);
-    spec = rcb_obj(&b, ing, "spec");
+    spec = raycluster__build_obj(&b, ing, "spec");
     if (klass)
-        rcb_set_str(&b, spec, "ingressClassName", klass);
+        raycluster__build_set_str(&b, spec, "ingressClassName", klass);
     if (!b.err && !(rule = cJSON_CreateObject()))
         b.err = -ENOMEM;
     if (!b.err) {
-        rcb_append(&b, rcb_arr(&b, spec, "rules"), rule);
+        raycluster__build_append(&b, raycluster__build_arr(&b, spec, "rules"), rule);
         if (host)
-            rcb_set_str(&b, rule, "host", host);
+            raycluster__build_set_str(&b, rule, "host", host);
         if (!b.err && !(p = cJSON_CreateObject()))
             b.err = -ENOMEM;
         if (!b.err) {
-            rcb_append(&b, rcb_arr(&b, rcb_obj(&b, rule, "http"), "paths"), p);
-            rcb_set_str(&b, p, "path", path ? path : "/");
-            rcb_set_str(&b, p, "pathType", ptype ? ptype : "Prefix");
-            backend = rcb_obj(&b, rcb_obj(&b, p, "backend"), "service");
-            rcb_set_str(&b, backend, "name", svc);
-            rcb_set_num(&b, rcb_obj(&b, backend, "port"), "number", rc_dashboard_port(rc));
+            raycluster__build_append(&b, raycluster__build_arr(&b, raycluster__build_obj(&b, rule, "http"), "paths"), p);
+            raycluster__build_set_str(&b, p, "path", path ? path : "/");
+            raycluster__build_set_str(&b, p, "pathType", ptype ? ptype : "Prefix");
+            backend = raycluster__build_obj(&b, raycluster__build_obj(&b, p, "backend"), "service");
+            raycluster__build_set_str(&b, backend, "name", svc);
+            raycluster__build_set_num(&b, raycluster__build_obj(&b, backend, "port"), "number", rc_dashboard_port(rc));
         }
     }
     if (cJSON_IsArray(kobj_get(io, "tls")) && cJSON_GetArraySize(kobj_get(io, "tls")) > 0)
-        rcb_set(&b, spec, "tls", rcb_dup(&b, kobj_get(io, "tls")));
-    rcb_owner_ref(&b, ing, rc);
+        raycluster__build_set(&b, spec, "tls", raycluster__build_dup(&b, kobj_get(io, "tls")));
+    raycluster__build_owner_ref(&b, ing, rc);
     if (b.err) {
         cJSON_Delete(ing);
         if (err)
@@ -189,11 +189,11 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
 cJSON *rc_build_head_route(const cJSON *rc, int *err)
 {
     struct rcb b = { 0 };
-    const cJSON *head = rc_head_group(rc);
+    const cJSON *head = raycluster__head_group(rc);
     char svc[300];
     cJSON *route, *meta, *spec, *to;
     int r;
-    if (!rcj_bool(head, "enableIngress", false))
+    if (!raycluster__json_bool(head, "enableIngress", false))
         return NULL;
     if ((r = rc_head_service_name(rc, svc, sizeof(svc))) < 0) {
         if (err)
@@ -204,15 +204,15 @@ cJSON *rc_build_head_route(const cJSON *rc, int *err)
      * label of the host OpenShift makes from the Route's name; every cluster annotation,
      * the way a user tunes the Route (KubeRay copies them all) */
     route = head_access_object(&b, rc, "route.openshift.io/v1", "Route", "head-route",
-                               51 - (int)strlen(rc_namespace(rc)), NULL, &meta);
-    spec = rcb_obj(&b, route, "spec");
-    to = rcb_obj(&b, spec, "to");
-    rcb_set_str(&b, to, "kind", "Service");
-    rcb_set_str(&b, to, "name", svc);
-    rcb_set_num(&b, to, "weight", 100);
-    rcb_set_num(&b, rcb_obj(&b, spec, "port"), "targetPort", rc_dashboard_port(rc));
-    rcb_set_str(&b, spec, "wildcardPolicy", "None");
-    rcb_owner_ref(&b, route, rc);
+                               51 - (int)strlen(raycluster__namespace(rc)), NULL, &meta);
+    spec = raycluster__build_obj(&b, route, "spec");
+    to = raycluster__build_obj(&b, spec, "to");
+    raycluster__build_set_str(&b, to, "kind", "Service");
+    raycluster__build_set_str(&b, to, "name", svc);
+    raycluster__build_set_num(&b, to, "weight", 100);
+    raycluster__build_set_num(&b, raycluster__build_obj(&b, spec, "port"), "targetPort", rc_dashboard_port(rc));
+    raycluster__build_set_str(&b, spec, "wildcardPolicy", "None");
+    raycluster__build_owner_ref(&b, route, rc);
     if (b.err) {
         cJSON_Delete(route);
         if (err)

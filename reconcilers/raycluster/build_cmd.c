@@ -40,7 +40,7 @@ static bool is_gpu_key(const char *k)
     return false;
 }
 
-bool rc_is_gpu_resource(const char *key)
+bool raycluster__is_gpu_resource(const char *key)
 {
     return is_gpu_key(key);
 }
@@ -73,7 +73,7 @@ static char *resources_json(const cJSON *map)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         char num[64];
-        rc_format_float(items[i]->valuedouble, num, sizeof(num));
+        raycluster__format_float(items[i]->valuedouble, num, sizeof(num));
         if ((i && buf_puts(&out, ",") < 0) || buf_append_json_string(&out, items[i]->string) < 0 ||
             buf_puts(&out, ":") < 0 || buf_puts(&out, num) < 0)
             goto fail;
@@ -92,7 +92,7 @@ static int set_int_param(struct rc_params *p, const char *k, int64_t v)
 {
     char s[32];
     snprintf(s, sizeof(s), "%lld", (long long)v);
-    return rc_params_set(p, k, s);
+    return raycluster__params_set(p, k, s);
 }
 
 /* updateRayStartParamsResources: the group's top-level resources override the flags. */
@@ -105,12 +105,12 @@ static int apply_group_resources(struct rc_params *p, const cJSON *res)
         return -ENOMEM;
     cJSON_ArrayForEach(e, (cJSON_IsObject(res) ? res : NULL)) {
         int64_t milli;
-        if (!e->string || rc_quantity_milli(e, &milli) < 0)
+        if (!e->string || raycluster__quantity_milli(e, &milli) < 0)
             continue; /* KubeRay logs and skips an unparsable quantity */
         if (!strcasecmp(e->string, "cpu"))
-            r = set_int_param(p, "num-cpus", rc_milli_ceil(milli));
+            r = set_int_param(p, "num-cpus", raycluster__milli_ceil(milli));
         else if (!strcasecmp(e->string, "memory"))
-            r = set_int_param(p, "memory", rc_milli_ceil(milli));
+            r = set_int_param(p, "memory", raycluster__milli_ceil(milli));
         else {
             char lower[256];
             size_t i;
@@ -119,7 +119,7 @@ static int apply_group_resources(struct rc_params *p, const cJSON *res)
                                                                                : e->string[i]);
             lower[i] = '\0';
             if (is_gpu_key(lower))
-                r = set_int_param(p, "num-gpus", rc_milli_ceil(milli));
+                r = set_int_param(p, "num-gpus", raycluster__milli_ceil(milli));
             else if (!cJSON_GetObjectItemCaseSensitive(custom, e->string) &&
                      !cJSON_AddNumberToObject(custom, e->string, (double)milli / 1000.0))
                 r = -ENOMEM;
@@ -129,7 +129,7 @@ static int apply_group_resources(struct rc_params *p, const cJSON *res)
     }
     if (cJSON_GetArraySize(custom) > 0) {
         char *j = resources_json(custom);
-        r = j ? rc_params_set(p, "resources", j) : -ENOMEM;
+        r = j ? raycluster__params_set(p, "resources", j) : -ENOMEM;
         free(j);
     }
 out:
@@ -164,66 +164,66 @@ static int apply_group_labels(struct rc_params *p, const cJSON *labels)
         if (buf_printf(&out, "%s%s=%s", i ? "," : "", keys[i],
                        cJSON_GetObjectItemCaseSensitive(labels, keys[i])->valuestring) < 0)
             goto out;
-    r = rc_params_set(p, "labels", out.data);
+    r = raycluster__params_set(p, "labels", out.data);
 out:
     buf_free(&out);
     free(keys);
     return r;
 }
 
-int rc_params_for_node(const cJSON *rc, const cJSON *group, const struct rc_build_opts *o,
-                       struct rc_params *p)
+int raycluster__params_for_node(const cJSON *rc, const cJSON *group, const struct rc_build_opts *o,
+                                struct rc_params *p)
 {
     bool head = group == NULL;
-    const cJSON *g = head ? rc_head_group(rc) : group;
+    const cJSON *g = head ? raycluster__head_group(rc) : group;
     char port[64], fqdn[512], addr[600];
     int r;
     memset(p, 0, sizeof(*p));
-    if ((r = rc_params_load(p, kobj_get(g, "rayStartParams"))) < 0 ||
+    if ((r = raycluster__params_load(p, kobj_get(g, "rayStartParams"))) < 0 ||
         (r = apply_group_resources(p, kobj_get(g, "resources"))) < 0 ||
         (r = apply_group_labels(p, kobj_get(g, "labels"))) < 0)
         goto fail;
-    rc_head_port_str(rc, port, sizeof(port));
-    if (!head && !rc_params_get(p, "address")) {
+    raycluster__head_port_str(rc, port, sizeof(port));
+    if (!head && !raycluster__params_get(p, "address")) {
         if ((r = rc_head_service_fqdn(rc, o, fqdn, sizeof(fqdn))) < 0)
             goto fail;
         snprintf(addr, sizeof(addr), "%s:%s", fqdn, port);
-        if ((r = rc_params_set(p, "address", addr)) < 0)
+        if ((r = raycluster__params_set(p, "address", addr)) < 0)
             goto fail;
     }
-    if (head && !rc_params_get(p, "dashboard-host") &&
-        (r = rc_params_set(p, "dashboard-host", "0.0.0.0")) < 0)
+    if (head && !raycluster__params_get(p, "dashboard-host") &&
+        (r = raycluster__params_set(p, "dashboard-host", "0.0.0.0")) < 0)
         goto fail;
-    if (!rc_params_get(p, "metrics-export-port") &&
-        (r = rc_params_set(p, "metrics-export-port", "8080")) < 0)
+    if (!raycluster__params_get(p, "metrics-export-port") &&
+        (r = raycluster__params_set(p, "metrics-export-port", "8080")) < 0)
         goto fail;
-    if ((r = rc_params_set(p, "block", "true")) < 0)
+    if ((r = raycluster__params_set(p, "block", "true")) < 0)
         goto fail;
-    if (!rc_params_get(p, "dashboard-agent-listen-port") &&
-        (r = rc_params_set(p, "dashboard-agent-listen-port", "52365")) < 0)
+    if (!raycluster__params_get(p, "dashboard-agent-listen-port") &&
+        (r = raycluster__params_set(p, "dashboard-agent-listen-port", "52365")) < 0)
         goto fail;
-    if (head && rc_autoscaling_enabled(rc) && (r = rc_params_set(p, "no-monitor", "true")) < 0)
+    if (head && rc_autoscaling_enabled(rc) && (r = raycluster__params_set(p, "no-monitor", "true")) < 0)
         goto fail;
     if (head && rc_gcs_ft_enabled(rc)) {
         /* configureRedisFT points the flags at the env vars it injects. */
-        const cJSON *ft = kobj_get(rc_spec(rc), "gcsFaultToleranceOptions");
+        const cJSON *ft = kobj_get(raycluster__spec(rc), "gcsFaultToleranceOptions");
         if (cJSON_IsObject(ft) && kobj_get(ft, "redisUsername") &&
-            (r = rc_params_set(p, "redis-username", "$REDIS_USERNAME")) < 0)
+            (r = raycluster__params_set(p, "redis-username", "$REDIS_USERNAME")) < 0)
             goto fail;
         if (cJSON_IsObject(ft) && kobj_get(ft, "redisPassword") &&
-            (r = rc_params_set(p, "redis-password", "$REDIS_PASSWORD")) < 0)
+            (r = raycluster__params_set(p, "redis-password", "$REDIS_PASSWORD")) < 0)
             goto fail;
     }
     return 0;
 fail:
-    rc_params_free(p);
+    raycluster__params_free(p);
     return r;
 }
 
 /* getResourcesMap: the "resources" flag as a JSON object of numbers (quotes trimmed). */
 static cJSON *params_resources_map(const struct rc_params *p, bool *bad)
 {
-    const char *s = rc_params_get(p, "resources");
+    const char *s = raycluster__params_get(p, "resources");
     const cJSON *e;
     cJSON *m;
     *bad = false;
@@ -282,10 +282,10 @@ static int add_accelerators(struct rc_params *p, const cJSON *limits)
         }
     for (size_t i = 0; i < n; i++) {
         int64_t milli;
-        if (rc_quantity_milli(keys[i], &milli) < 0)
+        if (raycluster__quantity_milli(keys[i], &milli) < 0)
             continue;
-        if (!rc_params_get(p, "num-gpus") && is_gpu_key(keys[i]->string) && milli != 0 &&
-            (r = set_int_param(p, "num-gpus", rc_milli_ceil(milli))) < 0)
+        if (!raycluster__params_get(p, "num-gpus") && is_gpu_key(keys[i]->string) && milli != 0 &&
+            (r = set_int_param(p, "num-gpus", raycluster__milli_ceil(milli))) < 0)
             goto out;
         for (size_t a = 0; !added && a < 2; a++) {
             if (strcmp(keys[i]->string, accel[a][0]) || milli == 0)
@@ -300,7 +300,7 @@ static int add_accelerators(struct rc_params *p, const cJSON *limits)
                     r = -ENOMEM;
                     goto out;
                 }
-                r = rc_params_set(p, "resources", j);
+                r = raycluster__params_set(p, "resources", j);
                 free(j);
                 if (r < 0)
                     goto out;
@@ -314,27 +314,27 @@ out:
     return r;
 }
 
-char *rc_ray_start_from_params(struct rc_params *p, bool head, const cJSON *container)
+char *raycluster__ray_start_from_params(struct rc_params *p, bool head, const cJSON *container)
 {
     const cJSON *res = kobj_get(container, "resources");
     const cJSON *lim = kobj_get(res, "limits"), *req = kobj_get(res, "requests");
     int64_t milli;
     char *flags, *cmd;
-    if (!rc_params_get(p, "num-cpus")) {
-        if (rc_quantity_milli(kobj_get(lim, "cpu"), &milli) == 0 && milli != 0) {
-            if (set_int_param(p, "num-cpus", rc_milli_ceil(milli)) < 0)
+    if (!raycluster__params_get(p, "num-cpus")) {
+        if (raycluster__quantity_milli(kobj_get(lim, "cpu"), &milli) == 0 && milli != 0) {
+            if (set_int_param(p, "num-cpus", raycluster__milli_ceil(milli)) < 0)
                 return NULL;
-        } else if (rc_quantity_milli(kobj_get(req, "cpu"), &milli) == 0 && milli != 0) {
-            if (set_int_param(p, "num-cpus", rc_milli_ceil(milli)) < 0)
+        } else if (raycluster__quantity_milli(kobj_get(req, "cpu"), &milli) == 0 && milli != 0) {
+            if (set_int_param(p, "num-cpus", raycluster__milli_ceil(milli)) < 0)
                 return NULL;
         }
     }
-    if (!rc_params_get(p, "memory") && rc_quantity_milli(kobj_get(lim, "memory"), &milli) == 0 &&
-        milli != 0 && set_int_param(p, "memory", rc_milli_ceil(milli)) < 0)
+    if (!raycluster__params_get(p, "memory") && raycluster__quantity_milli(kobj_get(lim, "memory"), &milli) == 0 &&
+        milli != 0 && set_int_param(p, "memory", raycluster__milli_ceil(milli)) < 0)
         return NULL;
     if (add_accelerators(p, lim) < 0)
         return NULL;
-    if (!(flags = rc_params_render(p)))
+    if (!(flags = raycluster__params_render(p)))
         return NULL;
     cmd = malloc(strlen(flags) + 32);
     if (cmd)
@@ -346,11 +346,11 @@ char *rc_ray_start_from_params(struct rc_params *p, bool head, const cJSON *cont
 char *rc_build_ray_start_cmd(const cJSON *rc, const cJSON *group, const struct rc_build_opts *o)
 {
     struct rc_params p;
-    const cJSON *g = group ? group : rc_head_group(rc);
+    const cJSON *g = group ? group : raycluster__head_group(rc);
     char *cmd;
-    if (rc_params_for_node(rc, group, o, &p) < 0)
+    if (raycluster__params_for_node(rc, group, o, &p) < 0)
         return NULL;
-    cmd = rc_ray_start_from_params(&p, group == NULL, rc_group_container0(g));
-    rc_params_free(&p);
+    cmd = raycluster__ray_start_from_params(&p, group == NULL, raycluster__group_container0(g));
+    raycluster__params_free(&p);
     return cmd;
 }

@@ -19,7 +19,7 @@
 bool rc_gcs_ft_enabled(const cJSON *rc)
 {
     const char *a = kobj_annotation(rc, RC_ANN_FT_ENABLED);
-    const cJSON *opts = kobj_get(rc_spec(rc), "gcsFaultToleranceOptions");
+    const cJSON *opts = kobj_get(raycluster__spec(rc), "gcsFaultToleranceOptions");
     return (a && !strcasecmp(a, "true")) || (opts && !cJSON_IsNull(opts));
 }
 
@@ -32,30 +32,30 @@ static void env_credential(struct rcb *b, cJSON *container, const char *name, co
         b->err = -ENOMEM;
         return;
     }
-    rcb_append(b, rcb_arr(b, container, "env"), e);
-    rcb_set_str(b, e, "name", name);
+    raycluster__build_append(b, raycluster__build_arr(b, container, "env"), e);
+    raycluster__build_set_str(b, e, "name", name);
     if (v && *v)
-        rcb_set_str(b, e, "value", v);
+        raycluster__build_set_str(b, e, "value", v);
     if (cJSON_IsObject(kobj_get(cred, "valueFrom")))
-        rcb_set(b, e, "valueFrom", rcb_dup(b, kobj_get(cred, "valueFrom")));
+        raycluster__build_set(b, e, "valueFrom", raycluster__build_dup(b, kobj_get(cred, "valueFrom")));
 }
 
 bool rc_gcs_ft_embedded(const cJSON *rc)
 {
-    const char *be = kobj_str(kobj_get(rc_spec(rc), "gcsFaultToleranceOptions"), "backend");
+    const char *be = kobj_str(kobj_get(raycluster__spec(rc), "gcsFaultToleranceOptions"), "backend");
     return be && !strcmp(be, "rocksdb");
 }
 
 static const cJSON *gcs_storage(const cJSON *rc)
 {
-    return kobj_get(kobj_get(rc_spec(rc), "gcsFaultToleranceOptions"), "storage");
+    return kobj_get(kobj_get(raycluster__spec(rc), "gcsFaultToleranceOptions"), "storage");
 }
 
 int rc_gcs_pvc_name(const cJSON *rc, char *out, size_t cap)
 {
     const char *claim = kobj_str(gcs_storage(rc), "claimName");
     int n = claim && *claim ? snprintf(out, cap, "%s", claim)
-                            : snprintf(out, cap, "%s-gcs-pvc", rc_name(rc));
+                            : snprintf(out, cap, "%s-gcs-pvc", raycluster__name(rc));
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
@@ -99,20 +99,20 @@ cJSON *rc_build_gcs_pvc(const cJSON *rc, int *err)
             *err = -EINVAL;
         return NULL;
     }
-    pvc = rcb_object(&b, "v1", "PersistentVolumeClaim", name, rc_namespace(rc), &meta);
-    rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CLUSTER, rc_name(rc));
+    pvc = raycluster__build_object(&b, "v1", "PersistentVolumeClaim", name, raycluster__namespace(rc), &meta);
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, meta, "labels"), RC_LABEL_CLUSTER, raycluster__name(rc));
     if (!rc_gcs_pvc_retain(rc))
-        rcb_owner_ref(&b, pvc, rc);
-    spec = rcb_obj(&b, pvc, "spec");
+        raycluster__build_owner_ref(&b, pvc, rc);
+    spec = raycluster__build_obj(&b, pvc, "spec");
     if (cJSON_GetArraySize(modes) > 0) {
-        rcb_set(&b, spec, "accessModes", rcb_dup(&b, modes));
+        raycluster__build_set(&b, spec, "accessModes", raycluster__build_dup(&b, modes));
     } else {
         static const char *const rwo[] = { "ReadWriteOnce" };
-        rcb_set(&b, spec, "accessModes", rcb_str_array(&b, rwo, 1));
+        raycluster__build_set(&b, spec, "accessModes", raycluster__build_str_array(&b, rwo, 1));
     }
     if (sc)
-        rcb_set_str(&b, spec, "storageClassName", sc);
-    rcb_set_str(&b, rcb_obj(&b, rcb_obj(&b, spec, "resources"), "requests"), "storage", size);
+        raycluster__build_set_str(&b, spec, "storageClassName", sc);
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, raycluster__build_obj(&b, spec, "resources"), "requests"), "storage", size);
     if (b.err < 0) {
         cJSON_Delete(pvc);
         if (err)
@@ -183,42 +183,42 @@ static void configure_embedded(struct rcb *b, const cJSON *rc, cJSON *pod_spec, 
     const char *sub = kobj_str(gcs_storage(rc), "subPath");
     char claim[300];
     cJSON *m = NULL, *v = NULL;
-    if (!rc_env_exists(container, RC_ENV_GCS_STORAGE))
-        rcb_env_value(b, container, RC_ENV_GCS_STORAGE, "rocksdb");
-    if (!rc_env_exists(container, RC_ENV_GCS_STORAGE_PATH))
-        rcb_env_value(b, container, RC_ENV_GCS_STORAGE_PATH, RC_GCS_STORAGE_PATH);
+    if (!raycluster__env_exists(container, RC_ENV_GCS_STORAGE))
+        raycluster__build_env_value(b, container, RC_ENV_GCS_STORAGE, "rocksdb");
+    if (!raycluster__env_exists(container, RC_ENV_GCS_STORAGE_PATH))
+        raycluster__build_env_value(b, container, RC_ENV_GCS_STORAGE_PATH, RC_GCS_STORAGE_PATH);
     if (!(m = cJSON_CreateObject()) || !(v = cJSON_CreateObject())) {
         cJSON_Delete(m);
         b->err = -ENOMEM;
         return;
     }
-    rcb_set_str(b, m, "name", RC_GCS_STORAGE_VOLUME);
-    rcb_set_str(b, m, "mountPath", RC_GCS_STORAGE_PATH);
+    raycluster__build_set_str(b, m, "name", RC_GCS_STORAGE_VOLUME);
+    raycluster__build_set_str(b, m, "mountPath", RC_GCS_STORAGE_PATH);
     if (sub && *sub)
-        rcb_set_str(b, m, "subPath", sub);
-    rcb_append(b, rcb_arr(b, container, "volumeMounts"), m);
+        raycluster__build_set_str(b, m, "subPath", sub);
+    raycluster__build_append(b, raycluster__build_arr(b, container, "volumeMounts"), m);
     rc_gcs_pvc_name(rc, claim, sizeof(claim));
-    rcb_set_str(b, v, "name", RC_GCS_STORAGE_VOLUME);
-    rcb_set_str(b, rcb_obj(b, v, "persistentVolumeClaim"), "claimName", claim);
-    rcb_append(b, rcb_arr(b, pod_spec, "volumes"), v);
+    raycluster__build_set_str(b, v, "name", RC_GCS_STORAGE_VOLUME);
+    raycluster__build_set_str(b, raycluster__build_obj(b, v, "persistentVolumeClaim"), "claimName", claim);
+    raycluster__build_append(b, raycluster__build_arr(b, pod_spec, "volumes"), v);
 }
 
-void rc_gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_meta,
-                         cJSON *pod_spec, cJSON *container)
+void raycluster__gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_meta,
+                                  cJSON *pod_spec, cJSON *container)
 {
     bool ft = rc_gcs_ft_enabled(rc);
-    const cJSON *opts = kobj_get(rc_spec(rc), "gcsFaultToleranceOptions");
+    const cJSON *opts = kobj_get(raycluster__spec(rc), "gcsFaultToleranceOptions");
     if (b->err)
         return;
     if (head)
-        rcb_set_str(b, rcb_obj(b, pod_meta, "annotations"), RC_ANN_FT_ENABLED,
-                    ft ? "true" : "false");
+        raycluster__build_set_str(b, raycluster__build_obj(b, pod_meta, "annotations"), RC_ANN_FT_ENABLED,
+                                  ft ? "true" : "false");
     if (!ft)
         return;
     if (!head) {
         /* Workers wait for a restarted GCS up to 600 s instead of Ray's 60 s. */
-        if (!rc_env_exists(container, "RAY_gcs_rpc_server_reconnect_timeout_s"))
-            rcb_env_value(b, container, "RAY_gcs_rpc_server_reconnect_timeout_s", "600");
+        if (!raycluster__env_exists(container, "RAY_gcs_rpc_server_reconnect_timeout_s"))
+            raycluster__build_env_value(b, container, "RAY_gcs_rpc_server_reconnect_timeout_s", "600");
         return;
     }
     if (rc_gcs_ft_embedded(rc)) {
@@ -233,21 +233,21 @@ void rc_gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_m
         ns = ann;
     if (opt_ns && *opt_ns)
         ns = opt_ns;
-    rcb_set_str(b, rcb_obj(b, pod_meta, "annotations"), RC_ANN_EXTERNAL_STORAGE_NS, ns ? ns : "");
-    if (!rc_env_exists(container, "RAY_external_storage_namespace"))
-        rcb_env_value(b, container, "RAY_external_storage_namespace", ns ? ns : "");
+    raycluster__build_set_str(b, raycluster__build_obj(b, pod_meta, "annotations"), RC_ANN_EXTERNAL_STORAGE_NS, ns ? ns : "");
+    if (!raycluster__env_exists(container, "RAY_external_storage_namespace"))
+        raycluster__build_env_value(b, container, "RAY_external_storage_namespace", ns ? ns : "");
     if (cJSON_IsObject(opts)) {
         const char *addr = kobj_str(opts, "redisAddress");
-        rcb_env_value(b, container, "RAY_REDIS_ADDRESS", addr ? addr : "");
+        raycluster__build_env_value(b, container, "RAY_REDIS_ADDRESS", addr ? addr : "");
         if (kobj_get(opts, "redisUsername") && !cJSON_IsNull(kobj_get(opts, "redisUsername")))
             env_credential(b, container, "REDIS_USERNAME", kobj_get(opts, "redisUsername"));
         if (kobj_get(opts, "redisPassword") && !cJSON_IsNull(kobj_get(opts, "redisPassword")))
             env_credential(b, container, "REDIS_PASSWORD", kobj_get(opts, "redisPassword"));
-    } else if (!rc_env_exists(container, "REDIS_PASSWORD")) {
+    } else if (!raycluster__env_exists(container, "REDIS_PASSWORD")) {
         /* A password given inline in rayStartParams also reaches the cleanup Job. */
-        const char *pw = kobj_str(kobj_get(rc_head_group(rc), "rayStartParams"), "redis-password");
+        const char *pw = kobj_str(kobj_get(raycluster__head_group(rc), "rayStartParams"), "redis-password");
         if (pw)
-            rcb_env_value(b, container, "REDIS_PASSWORD", pw);
+            raycluster__build_env_value(b, container, "REDIS_PASSWORD", pw);
     }
 }
 
@@ -284,14 +284,14 @@ cJSON *rc_build_redis_cleanup_job(const cJSON *rc, const struct rc_build_opts *o
         o = &dflt;
     }
     /* buildHeadPod, without the upgrade hash createHeadPod adds. */
-    if (!(pod = rc_pod_build(rc, NULL, NULL, 0, 0, o, &e))) {
+    if (!(pod = raycluster__pod_build(rc, NULL, NULL, 0, 0, o, &e))) {
         if (err)
             *err = e;
         return NULL;
     }
     meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
     spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
-    rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_NODE_TYPE, RC_NODE_REDIS_CLEANUP);
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, meta, "labels"), RC_LABEL_NODE_TYPE, RC_NODE_REDIS_CLEANUP);
     /* Only the Ray container. */
     containers = cJSON_GetObjectItemCaseSensitive(spec, "containers");
     while (cJSON_GetArraySize(containers) > 1)
@@ -299,37 +299,37 @@ cJSON *rc_build_redis_cleanup_job(const cJSON *rc, const struct rc_build_opts *o
     ray = cJSON_GetArrayItem(containers, 0);
     {
         const char *shell[3] = { "/bin/bash", o->enable_login_shell ? "-cl" : "-c", "--" };
-        const char *arg = rc_env_exists(ray, "REDIS_USERNAME") ? CLEANUP_PREFIX CLEANUP_WITH_USER
+        const char *arg = raycluster__env_exists(ray, "REDIS_USERNAME") ? CLEANUP_PREFIX CLEANUP_WITH_USER
                                                                : CLEANUP_PREFIX CLEANUP_NO_USER;
-        rcb_set(&b, ray, "command", rcb_str_array(&b, shell, 3));
-        rcb_set(&b, ray, "args", rcb_str_array(&b, &arg, 1));
+        raycluster__build_set(&b, ray, "command", raycluster__build_str_array(&b, shell, 3));
+        raycluster__build_set(&b, ray, "args", raycluster__build_str_array(&b, &arg, 1));
     }
     cJSON_DeleteItemFromObjectCaseSensitive(ray, "livenessProbe");
     cJSON_DeleteItemFromObjectCaseSensitive(ray, "readinessProbe");
-    rcb_env_value(&b, ray, "RAY_redis_db_connect_retries", "120");
-    rcb_env_value(&b, ray, "RAY_redis_db_connect_wait_milliseconds", "500");
-    rcb_set(&b, ray, "resources", rcb_fixed_resources(&b, "200m", "256Mi"));
-    rcb_set_str(&b, spec, "restartPolicy", "Never");
+    raycluster__build_env_value(&b, ray, "RAY_redis_db_connect_retries", "120");
+    raycluster__build_env_value(&b, ray, "RAY_redis_db_connect_wait_milliseconds", "500");
+    raycluster__build_set(&b, ray, "resources", raycluster__build_fixed_resources(&b, "200m", "256Mi"));
+    raycluster__build_set_str(&b, spec, "restartPolicy", "Never");
     if (b.err)
         goto out;
 
-    snprintf(tmp, sizeof(tmp), "%s-redis-cleanup", rc_name(rc));
-    rc_check_label(tmp, name, sizeof(name));
-    job = rcb_object(&b, "batch/v1", "Job", name, rc_namespace(rc), &jm);
-    rcb_set(&b, jm, "labels", rcb_dup(&b, kobj_get(meta, "labels")));
-    rcb_set(&b, jm, "annotations", rcb_dup(&b, kobj_get(meta, "annotations")));
-    cJSON *js = rcb_obj(&b, job, "spec");
-    rcb_set_num(&b, js, "backoffLimit", 0);
-    rcb_set_num(&b, js, "activeDeadlineSeconds", 300);
-    tmpl = rcb_obj(&b, js, "template");
+    snprintf(tmp, sizeof(tmp), "%s-redis-cleanup", raycluster__name(rc));
+    raycluster__check_label(tmp, name, sizeof(name));
+    job = raycluster__build_object(&b, "batch/v1", "Job", name, raycluster__namespace(rc), &jm);
+    raycluster__build_set(&b, jm, "labels", raycluster__build_dup(&b, kobj_get(meta, "labels")));
+    raycluster__build_set(&b, jm, "annotations", raycluster__build_dup(&b, kobj_get(meta, "annotations")));
+    cJSON *js = raycluster__build_obj(&b, job, "spec");
+    raycluster__build_set_num(&b, js, "backoffLimit", 0);
+    raycluster__build_set_num(&b, js, "activeDeadlineSeconds", 300);
+    tmpl = raycluster__build_obj(&b, js, "template");
     /* The template carries the head Pod's whole metadata, as KubeRay's does. */
     if (!b.err) {
         cJSON_DetachItemViaPointer(pod, meta);
-        rcb_set(&b, tmpl, "metadata", meta);
+        raycluster__build_set(&b, tmpl, "metadata", meta);
         cJSON_DetachItemViaPointer(pod, spec);
-        rcb_set(&b, tmpl, "spec", spec);
+        raycluster__build_set(&b, tmpl, "spec", spec);
     }
-    rcb_owner_ref(&b, job, rc);
+    raycluster__build_owner_ref(&b, job, rc);
 out:
     cJSON_Delete(pod);
     if (b.err) {

@@ -57,21 +57,21 @@ int rc_head_service_name(const cJSON *rc, char *out, size_t cap)
 {
     /* No shortening: KubeRay v1.7 limits cluster names to 53 characters instead,
      * so NAME-head-svc always fits a 63-character DNS label. */
-    const char *custom = kobj_str(rcj_path(rc_head_group(rc), "headService", "metadata", NULL),
+    const char *custom = kobj_str(raycluster__json_path(raycluster__head_group(rc), "headService", "metadata", NULL),
                                  "name");
     if (custom && *custom)
         return put(out, cap, "%s%s", custom, "");
-    return put(out, cap, "%s%s", rc_name(rc), "-head-svc");
+    return put(out, cap, "%s%s", raycluster__name(rc), "-head-svc");
 }
 
 int rc_headless_service_name(const cJSON *rc, char *out, size_t cap)
 {
-    return put(out, cap, "%s%s", rc_name(rc), "-headless");
+    return put(out, cap, "%s%s", raycluster__name(rc), "-headless");
 }
 
 int rc_serve_service_name(const cJSON *rc, char *out, size_t cap)
 {
-    return put(out, cap, "%s%s", rc_name(rc), "-serve-svc");
+    return put(out, cap, "%s%s", raycluster__name(rc), "-serve-svc");
 }
 
 int rc_head_service_fqdn(const cJSON *rc, const struct rc_build_opts *o, char *out, size_t cap)
@@ -80,7 +80,7 @@ int rc_head_service_fqdn(const cJSON *rc, const struct rc_build_opts *o, char *o
     int n, r;
     if ((r = rc_head_service_name(rc, svc, sizeof(svc))) < 0)
         return r;
-    n = snprintf(out, cap, "%s.%s.svc.%s", svc, rc_namespace(rc),
+    n = snprintf(out, cap, "%s.%s.svc.%s", svc, raycluster__namespace(rc),
                  o && o->cluster_domain[0] ? o->cluster_domain : "cluster.local");
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
@@ -89,10 +89,10 @@ int rc_head_service_fqdn(const cJSON *rc, const struct rc_build_opts *o, char *o
 static int head_container_port(const cJSON *rc, const char *name, int dflt)
 {
     const cJSON *p;
-    cJSON_ArrayForEach(p, kobj_get(rc_group_container0(rc_head_group(rc)), "ports")) {
+    cJSON_ArrayForEach(p, kobj_get(raycluster__group_container0(raycluster__head_group(rc)), "ports")) {
         const char *n = kobj_str(p, "name");
-        if (n && !strcmp(n, name) && rcj_has_int(p, "containerPort"))
-            return (int)rcj_int(p, "containerPort", dflt);
+        if (n && !strcmp(n, name) && raycluster__json_has_int(p, "containerPort"))
+            return (int)raycluster__json_int(p, "containerPort", dflt);
     }
     return dflt;
 }
@@ -102,13 +102,13 @@ int rc_dashboard_port(const cJSON *rc)
     return head_container_port(rc, "dashboard", 8265);
 }
 
-void rc_head_port_str(const cJSON *rc, char *out, size_t cap)
+void raycluster__head_port_str(const cJSON *rc, char *out, size_t cap)
 {
-    const cJSON *v = kobj_get(kobj_get(rc_head_group(rc), "rayStartParams"), "port");
+    const cJSON *v = kobj_get(kobj_get(raycluster__head_group(rc), "rayStartParams"), "port");
     if (cJSON_IsString(v))
         snprintf(out, cap, "%s", v->valuestring);
     else if (cJSON_IsNumber(v))
-        rc_format_float(v->valuedouble, out, cap);
+        raycluster__format_float(v->valuedouble, out, cap);
     else
         snprintf(out, cap, "6379");
 }
@@ -117,31 +117,31 @@ int rc_head_port(const cJSON *rc)
 {
     char s[64], *end;
     long v;
-    rc_head_port_str(rc, s, sizeof(s));
+    raycluster__head_port_str(rc, s, sizeof(s));
     v = strtol(s, &end, 10);
     return *s && !*end && v > 0 && v < 65536 ? (int)v : 6379;
 }
 
 int64_t rc_worker_desired_replicas(const cJSON *group)
 {
-    int64_t min = rcj_int(group, "minReplicas", 0);
-    int64_t max = rcj_int(group, "maxReplicas", 2147483647);
-    int64_t hosts = rc_group_num_hosts(group);
+    int64_t min = raycluster__json_int(group, "minReplicas", 0);
+    int64_t max = raycluster__json_int(group, "maxReplicas", 2147483647);
+    int64_t hosts = raycluster__group_num_hosts(group);
     int64_t n;
-    if (rcj_bool(group, "suspend", false))
+    if (raycluster__json_bool(group, "suspend", false))
         return 0;
-    if (!rcj_has_int(group, "replicas") || rcj_int(group, "replicas", 0) < min)
+    if (!raycluster__json_has_int(group, "replicas") || raycluster__json_int(group, "replicas", 0) < min)
         n = min;
-    else if (rcj_int(group, "replicas", 0) > max)
+    else if (raycluster__json_int(group, "replicas", 0) > max)
         n = max;
     else
-        n = rcj_int(group, "replicas", 0);
+        n = raycluster__json_int(group, "replicas", 0);
     return n * hosts;
 }
 
 bool rc_managed_elsewhere(const cJSON *rc)
 {
-    const char *m = kobj_str(rc_spec(rc), "managedBy");
+    const char *m = kobj_str(raycluster__spec(rc), "managedBy");
     return m && strcmp(m, RC_MANAGED_BY_KUBERAY) != 0;
 }
 
@@ -181,7 +181,7 @@ int rc_spec_hash(const cJSON *rc, char *out, size_t cap)
     int ret;
     if (cap < 33)
         return -ENAMETOOLONG;
-    spec = rc_spec(rc) ? cJSON_Duplicate(rc_spec(rc), 1) : cJSON_CreateObject();
+    spec = raycluster__spec(rc) ? cJSON_Duplicate(raycluster__spec(rc), 1) : cJSON_CreateObject();
     if (!spec)
         return -ENOMEM;
     /* GenerateHashWithoutReplicasAndWorkersToDelete: what an autoscaler or a queueing

@@ -22,7 +22,7 @@
 
 const char *rc_netpol_mode(const cJSON *rc)
 {
-    const char *m = kobj_str(kobj_get(rc_spec(rc), "networkPolicy"), "mode");
+    const char *m = kobj_str(kobj_get(raycluster__spec(rc), "networkPolicy"), "mode");
     return m ? m : RC_NETPOL_DENY_ALL;
 }
 
@@ -34,10 +34,10 @@ static cJSON *peer(struct rcb *b, const char *k1, const char *v1, const char *k2
         b->err = -ENOMEM;
         return NULL;
     }
-    cJSON *ml = rcb_obj(b, rcb_obj(b, p, "podSelector"), "matchLabels");
-    rcb_set_str(b, ml, k1, v1);
+    cJSON *ml = raycluster__build_obj(b, raycluster__build_obj(b, p, "podSelector"), "matchLabels");
+    raycluster__build_set_str(b, ml, k1, v1);
     if (k2)
-        rcb_set_str(b, ml, k2, v2);
+        raycluster__build_set_str(b, ml, k2, v2);
     return p;
 }
 
@@ -49,14 +49,14 @@ static cJSON *cluster_rule(struct rcb *b, const cJSON *rc, const char *dir)
         b->err = -ENOMEM;
         return NULL;
     }
-    rcb_append(b, rcb_arr(b, r, dir), peer(b, RC_LABEL_CLUSTER, rc_name(rc), NULL, NULL));
+    raycluster__build_append(b, raycluster__build_arr(b, r, dir), peer(b, RC_LABEL_CLUSTER, raycluster__name(rc), NULL, NULL));
     return r;
 }
 
 /* getHeadPort: rayStartParams["dashboard-port"] when it parses as an int32, else 8265 */
 static int head_dashboard_port(const cJSON *rc)
 {
-    const char *s = kobj_str(kobj_get(rc_head_group(rc), "rayStartParams"), "dashboard-port");
+    const char *s = kobj_str(kobj_get(raycluster__head_group(rc), "rayStartParams"), "dashboard-port");
     char *end;
     long v;
     if (!s || !*s)
@@ -91,7 +91,7 @@ static void append_rules(struct rcb *b, cJSON *arr, const cJSON *user)
 {
     const cJSON *r;
     cJSON_ArrayForEach(r, (cJSON_IsArray(user) ? user : NULL))
-        rcb_append(b, arr, rcb_dup(b, r));
+        raycluster__build_append(b, arr, raycluster__build_dup(b, r));
 }
 
 /* workerGroupCustomRules: the group's own entry, else networkPolicy.worker */
@@ -109,7 +109,7 @@ static const cJSON *group_rules(const cJSON *np, const char *group)
 /* One policy. group NULL: the head's. custom: the user's NetworkPolicyRules or NULL. */
 static cJSON *policy(struct rcb *b, const cJSON *rc, const char *group, const cJSON *custom)
 {
-    const char *mode = rc_netpol_mode(rc), *cname = rc_name(rc);
+    const char *mode = rc_netpol_mode(rc), *cname = raycluster__name(rc);
     bool deny_in = !strcmp(mode, RC_NETPOL_DENY_ALL) || !strcmp(mode, RC_NETPOL_DENY_INGRESS);
     bool deny_out = !strcmp(mode, RC_NETPOL_DENY_ALL) || !strcmp(mode, RC_NETPOL_DENY_EGRESS);
     char name[320];
@@ -118,42 +118,42 @@ static cJSON *policy(struct rcb *b, const cJSON *rc, const char *group, const cJ
         snprintf(name, sizeof(name), "%s-workers-%s", cname, group);
     else
         snprintf(name, sizeof(name), "%s-head", cname);
-    np = rcb_object(b, "networking.k8s.io/v1", "NetworkPolicy", name, rc_namespace(rc), &meta);
-    labels = rcb_obj(b, meta, "labels");
-    rcb_set_str(b, labels, RC_LABEL_CLUSTER, cname);
-    rcb_set_str(b, labels, RC_LABEL_GROUP, group ? group : RC_HEAD_GROUP_NAME);
-    rcb_set_str(b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
-    rcb_set_str(b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    rcb_owner_ref(b, np, rc);
-    spec = rcb_obj(b, np, "spec");
-    ml = rcb_obj(b, rcb_obj(b, spec, "podSelector"), "matchLabels");
-    rcb_set_str(b, ml, RC_LABEL_CLUSTER, cname);
-    rcb_set_str(b, ml, RC_LABEL_NODE_TYPE, group ? RC_NODE_WORKER : RC_NODE_HEAD);
+    np = raycluster__build_object(b, "networking.k8s.io/v1", "NetworkPolicy", name, raycluster__namespace(rc), &meta);
+    labels = raycluster__build_obj(b, meta, "labels");
+    raycluster__build_set_str(b, labels, RC_LABEL_CLUSTER, cname);
+    raycluster__build_set_str(b, labels, RC_LABEL_GROUP, group ? group : RC_HEAD_GROUP_NAME);
+    raycluster__build_set_str(b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
+    raycluster__build_set_str(b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    raycluster__build_owner_ref(b, np, rc);
+    spec = raycluster__build_obj(b, np, "spec");
+    ml = raycluster__build_obj(b, raycluster__build_obj(b, spec, "podSelector"), "matchLabels");
+    raycluster__build_set_str(b, ml, RC_LABEL_CLUSTER, cname);
+    raycluster__build_set_str(b, ml, RC_LABEL_NODE_TYPE, group ? RC_NODE_WORKER : RC_NODE_HEAD);
     if (group)
-        rcb_set_str(b, ml, RC_LABEL_GROUP, group);
-    types = rcb_arr(b, spec, "policyTypes");
+        raycluster__build_set_str(b, ml, RC_LABEL_GROUP, group);
+    types = raycluster__build_arr(b, spec, "policyTypes");
     if (deny_in) {
-        cJSON *in = rcb_arr(b, spec, "ingress");
+        cJSON *in = raycluster__build_arr(b, spec, "ingress");
         const char *job = group ? NULL : k8s_job_owner(rc);
-        rcb_append(b, types, cJSON_CreateString("Ingress"));
-        rcb_append(b, in, cluster_rule(b, rc, "from"));
+        raycluster__build_append(b, types, cJSON_CreateString("Ingress"));
+        raycluster__build_append(b, in, cluster_rule(b, rc, "from"));
         if (job) {
             cJSON *r = cJSON_CreateObject(), *port = cJSON_CreateObject();
             if (!r || !port)
                 b->err = -ENOMEM;
-            rcb_append(b, rcb_arr(b, r, "from"),
-                       peer(b, RC_LABEL_ORIGINATED_CR_NAME, job, RC_LABEL_ORIGINATED_CRD, "RayJob"));
-            rcb_set_str(b, port, "protocol", "TCP");
-            rcb_set_num(b, port, "port", head_dashboard_port(rc));
-            rcb_append(b, rcb_arr(b, r, "ports"), port);
-            rcb_append(b, in, r);
+            raycluster__build_append(b, raycluster__build_arr(b, r, "from"),
+                                     peer(b, RC_LABEL_ORIGINATED_CR_NAME, job, RC_LABEL_ORIGINATED_CRD, "RayJob"));
+            raycluster__build_set_str(b, port, "protocol", "TCP");
+            raycluster__build_set_num(b, port, "port", head_dashboard_port(rc));
+            raycluster__build_append(b, raycluster__build_arr(b, r, "ports"), port);
+            raycluster__build_append(b, in, r);
         }
         append_rules(b, in, kobj_get(custom, "ingressRules"));
     }
     if (deny_out) {
-        cJSON *out = rcb_arr(b, spec, "egress");
-        rcb_append(b, types, cJSON_CreateString("Egress"));
-        rcb_append(b, out, cluster_rule(b, rc, "to"));
+        cJSON *out = raycluster__build_arr(b, spec, "egress");
+        raycluster__build_append(b, types, cJSON_CreateString("Egress"));
+        raycluster__build_append(b, out, cluster_rule(b, rc, "to"));
         append_rules(b, out, kobj_get(custom, "egressRules"));
     }
     return np;
@@ -161,7 +161,7 @@ static cJSON *policy(struct rcb *b, const cJSON *rc, const char *group, const cJ
 
 cJSON *rc_build_network_policies(const cJSON *rc, int *err)
 {
-    const cJSON *np = kobj_get(rc_spec(rc), "networkPolicy"), *g;
+    const cJSON *np = kobj_get(raycluster__spec(rc), "networkPolicy"), *g;
     struct rcb b = { 0 };
     cJSON *all;
     if (!cJSON_IsObject(np))
@@ -170,10 +170,10 @@ cJSON *rc_build_network_policies(const cJSON *rc, int *err)
         b.err = -ENOMEM;
         goto out;
     }
-    rcb_append(&b, all, policy(&b, rc, NULL, kobj_get(np, "head")));
-    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs")) {
+    raycluster__build_append(&b, all, policy(&b, rc, NULL, kobj_get(np, "head")));
+    cJSON_ArrayForEach(g, kobj_get(raycluster__spec(rc), "workerGroupSpecs")) {
         const char *gn = kobj_str(g, "groupName");
-        rcb_append(&b, all, policy(&b, rc, gn ? gn : "", group_rules(np, gn ? gn : "")));
+        raycluster__build_append(&b, all, policy(&b, rc, gn ? gn : "", group_rules(np, gn ? gn : "")));
     }
 out:
     if (b.err < 0) {

@@ -44,7 +44,7 @@ static void pod_labels(struct podb *pb)
     struct rcb *b = &pb->b;
     const char *type = pb->head ? RC_NODE_HEAD : RC_NODE_WORKER;
     const char *gname = pb->head ? RC_HEAD_GROUP_NAME : kobj_str(pb->group, "groupName");
-    const cJSON *srcs[2] = { rcj_path(pb->group, "template", "metadata", "labels", NULL),
+    const cJSON *srcs[2] = { raycluster__json_path(pb->group, "template", "metadata", "labels", NULL),
                              kobj_get(pb->group, "labels") };
     char id[300], tmp[300];
     cJSON *labels = cJSON_CreateObject();
@@ -52,23 +52,23 @@ static void pod_labels(struct podb *pb)
         b->err = -ENOMEM;
         return;
     }
-    rcb_set(b, pb->meta, "labels", labels);
-    snprintf(tmp, sizeof(tmp), "%s-%s", rc_name(pb->rc), type);
-    rc_check_label(tmp, id, sizeof(id));
-    rcb_set_str(b, labels, RC_LABEL_IS_RAY_NODE, "yes");
-    rcb_set_str(b, labels, RC_LABEL_CLUSTER, rc_name(pb->rc));
-    rcb_set_str(b, labels, RC_LABEL_NODE_TYPE, type);
-    rcb_set_str(b, labels, RC_LABEL_GROUP, gname ? gname : "");
-    rcb_set_str(b, labels, RC_LABEL_IDENTIFIER, id);
-    rcb_set_str(b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
-    rcb_set_str(b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    raycluster__build_set(b, pb->meta, "labels", labels);
+    snprintf(tmp, sizeof(tmp), "%s-%s", raycluster__name(pb->rc), type);
+    raycluster__check_label(tmp, id, sizeof(id));
+    raycluster__build_set_str(b, labels, RC_LABEL_IS_RAY_NODE, "yes");
+    raycluster__build_set_str(b, labels, RC_LABEL_CLUSTER, raycluster__name(pb->rc));
+    raycluster__build_set_str(b, labels, RC_LABEL_NODE_TYPE, type);
+    raycluster__build_set_str(b, labels, RC_LABEL_GROUP, gname ? gname : "");
+    raycluster__build_set_str(b, labels, RC_LABEL_IDENTIFIER, id);
+    raycluster__build_set_str(b, labels, RC_LABEL_APP_NAME, RC_APP_NAME);
+    raycluster__build_set_str(b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
     for (int i = 0; i < 2; i++) {
         const cJSON *l;
         cJSON_ArrayForEach(l, (cJSON_IsObject(srcs[i]) ? srcs[i] : NULL)) {
             if (!l->string || !cJSON_IsString(l) || !strcmp(l->string, RC_LABEL_NODE_TYPE) ||
                 !strcmp(l->string, RC_LABEL_GROUP) || !strcmp(l->string, RC_LABEL_CLUSTER))
                 continue; /* not overridable */
-            rcb_set_str(b, labels, l->string, l->valuestring);
+            raycluster__build_set_str(b, labels, l->string, l->valuestring);
         }
     }
 }
@@ -101,21 +101,21 @@ static void add_wait_gcs_ready(struct podb *pb)
         return;
     }
     snprintf(arg, n, script, pb->fqdn, pb->port, pb->fqdn, pb->port);
-    rcb_append(b, rcb_arr(b, pb->spec, "initContainers"), c);
-    rcb_set_str(b, c, "name", RC_WAIT_GCS_CONTAINER);
+    raycluster__build_append(b, raycluster__build_arr(b, pb->spec, "initContainers"), c);
+    raycluster__build_set_str(b, c, "name", RC_WAIT_GCS_CONTAINER);
     if (kobj_str(pb->ray, "image"))
-        rcb_set_str(b, c, "image", kobj_str(pb->ray, "image"));
+        raycluster__build_set_str(b, c, "image", kobj_str(pb->ray, "image"));
     if (kobj_str(pb->ray, "imagePullPolicy"))
-        rcb_set_str(b, c, "imagePullPolicy", kobj_str(pb->ray, "imagePullPolicy"));
-    rcb_set(b, c, "command", rcb_str_array(b, cmd, 3));
-    rcb_set(b, c, "args", rcb_str_array(b, (const char *const *)&arg, 1));
+        raycluster__build_set_str(b, c, "imagePullPolicy", kobj_str(pb->ray, "imagePullPolicy"));
+    raycluster__build_set(b, c, "command", raycluster__build_str_array(b, cmd, 3));
+    raycluster__build_set(b, c, "args", raycluster__build_str_array(b, (const char *const *)&arg, 1));
     if (kobj_get(pb->ray, "securityContext"))
-        rcb_set(b, c, "securityContext", rcb_dup(b, kobj_get(pb->ray, "securityContext")));
+        raycluster__build_set(b, c, "securityContext", raycluster__build_dup(b, kobj_get(pb->ray, "securityContext")));
     if (kobj_get(pb->ray, "env"))
-        rcb_set(b, c, "env", rcb_dup(b, kobj_get(pb->ray, "env")));
+        raycluster__build_set(b, c, "env", raycluster__build_dup(b, kobj_get(pb->ray, "env")));
     if (kobj_get(pb->ray, "volumeMounts"))
-        rcb_set(b, c, "volumeMounts", rcb_dup(b, kobj_get(pb->ray, "volumeMounts")));
-    rcb_set(b, c, "resources", rcb_fixed_resources(b, "200m", "256Mi"));
+        raycluster__build_set(b, c, "volumeMounts", raycluster__build_dup(b, kobj_get(pb->ray, "volumeMounts")));
+    raycluster__build_set(b, c, "resources", raycluster__build_fixed_resources(b, "200m", "256Mi"));
     free(arg);
 }
 
@@ -134,9 +134,9 @@ static void ensure_port(struct podb *pb, const char *name, int port)
         b->err = b->err ? b->err : -ENOMEM;
         return;
     }
-    rcb_append(b, rcb_arr(b, pb->ray, "ports"), np);
-    rcb_set_str(b, np, "name", name);
-    rcb_set_num(b, np, "containerPort", port);
+    raycluster__build_append(b, raycluster__build_arr(b, pb->ray, "ports"), np);
+    raycluster__build_set_str(b, np, "name", name);
+    raycluster__build_set_num(b, np, "containerPort", port);
 }
 
 static bool mounted_at(const cJSON *container, const char *path)
@@ -172,26 +172,26 @@ static void add_empty_dir(struct podb *pb, cJSON *container, const char *vol, co
             b->err = -ENOMEM;
             return;
         }
-        rcb_append(b, rcb_arr(b, pb->spec, "volumes"), nv);
-        rcb_set_str(b, nv, "name", vol);
-        cJSON *ed = rcb_obj(b, nv, "emptyDir");
+        raycluster__build_append(b, raycluster__build_arr(b, pb->spec, "volumes"), nv);
+        raycluster__build_set_str(b, nv, "name", vol);
+        cJSON *ed = raycluster__build_obj(b, nv, "emptyDir");
         if (memory) {
             const cJSON *res = kobj_get(container, "resources");
             const cJSON *size = kobj_get(kobj_get(res, "limits"), "memory");
             if (!size)
                 size = kobj_get(kobj_get(res, "requests"), "memory");
-            rcb_set_str(b, ed, "medium", "Memory");
+            raycluster__build_set_str(b, ed, "medium", "Memory");
             if (size)
-                rcb_set(b, ed, "sizeLimit", rcb_dup(b, size));
+                raycluster__build_set(b, ed, "sizeLimit", raycluster__build_dup(b, size));
         }
     }
     if (!(m = cJSON_CreateObject())) {
         b->err = -ENOMEM;
         return;
     }
-    rcb_append(b, rcb_arr(b, container, "volumeMounts"), m);
-    rcb_set_str(b, m, "mountPath", path);
-    rcb_set_str(b, m, "name", vol);
+    raycluster__build_append(b, raycluster__build_arr(b, container, "volumeMounts"), m);
+    raycluster__build_set_str(b, m, "mountPath", path);
+    raycluster__build_set_str(b, m, "name", vol);
 }
 
 /* " %s " for every element of command then args (convertCmdToString). */
@@ -240,8 +240,8 @@ static void rewrite_command(struct podb *pb, const char *ray_start)
     }
     snprintf(arg, n, "%s%sulimit -n ${RAY_START_ULIMIT_OPEN_FILES:-65536}; %s", cmd,
              *cmd ? " && " : "", ray_start);
-    rcb_set(b, pb->ray, "command", rcb_str_array(b, shell, 3));
-    rcb_set(b, pb->ray, "args", rcb_str_array(b, (const char *const *)&arg, 1));
+    raycluster__build_set(b, pb->ray, "command", raycluster__build_str_array(b, shell, 3));
+    raycluster__build_set(b, pb->ray, "args", raycluster__build_str_array(b, (const char *const *)&arg, 1));
     free(arg);
     free(cmd);
 }
@@ -253,7 +253,7 @@ static void rewrite_command(struct podb *pb, const char *ray_start)
  * ray-logs volume and receives Ray's events on port 8084. */
 static const cJSON *collector_options(const cJSON *rc)
 {
-    const cJSON *co = kobj_get(kobj_get(rc_spec(rc), "historyServerOptions"), "collectorOptions");
+    const cJSON *co = kobj_get(kobj_get(raycluster__spec(rc), "historyServerOptions"), "collectorOptions");
     return cJSON_IsObject(co) ? co : NULL;
 }
 
@@ -279,37 +279,37 @@ static void add_collector(struct podb *pb)
         b->err = -ENOMEM;
         return;
     }
-    rcb_append(b, rcb_arr(b, pb->spec, "containers"), c);
-    rcb_set_str(b, c, "name", RC_COLLECTOR_CONTAINER);
-    rcb_set_str(b, c, "image", kobj_str(co, "image") ? kobj_str(co, "image") : "");
+    raycluster__build_append(b, raycluster__build_arr(b, pb->spec, "containers"), c);
+    raycluster__build_set_str(b, c, "name", RC_COLLECTOR_CONTAINER);
+    raycluster__build_set_str(b, c, "image", kobj_str(co, "image") ? kobj_str(co, "image") : "");
     v = kobj_str(co, "imagePullPolicy");
-    rcb_set_str(b, c, "imagePullPolicy", v ? v : "IfNotPresent");
+    raycluster__build_set_str(b, c, "imagePullPolicy", v ? v : "IfNotPresent");
     if (cJSON_IsObject(kobj_get(co, "resources"))) {
-        rcb_set(b, c, "resources", rcb_dup(b, kobj_get(co, "resources")));
+        raycluster__build_set(b, c, "resources", raycluster__build_dup(b, kobj_get(co, "resources")));
     } else {
-        cJSON *res = rcb_obj(b, c, "resources");
-        rcb_set(b, res, "limits", rcb_fixed_resources(b, "200m", "256Mi"));
-        rcb_set(b, res, "requests", rcb_fixed_resources(b, "50m", "64Mi"));
+        cJSON *res = raycluster__build_obj(b, c, "resources");
+        raycluster__build_set(b, res, "limits", raycluster__build_fixed_resources(b, "200m", "256Mi"));
+        raycluster__build_set(b, res, "requests", raycluster__build_fixed_resources(b, "50m", "64Mi"));
     }
-    rcb_arr(b, c, "env");
-    rcb_env_fieldref(b, c, "POD_IP", "status.podIP");
-    rcb_env_value(b, c, "RAY_CLUSTER_NAME", rc_name(pb->rc));
-    rcb_env_value(b, c, "RAY_CLUSTER_NAMESPACE", rc_namespace(pb->rc));
-    rcb_env_value(b, c, "RAY_ROLE", pb->head ? "Head" : "Worker");
-    rcb_env_value(b, c, "EVENTS_PORT", "8084");
+    raycluster__build_arr(b, c, "env");
+    raycluster__build_env_fieldref(b, c, "POD_IP", "status.podIP");
+    raycluster__build_env_value(b, c, "RAY_CLUSTER_NAME", raycluster__name(pb->rc));
+    raycluster__build_env_value(b, c, "RAY_CLUSTER_NAMESPACE", raycluster__namespace(pb->rc));
+    raycluster__build_env_value(b, c, "RAY_ROLE", pb->head ? "Head" : "Worker");
+    raycluster__build_env_value(b, c, "EVENTS_PORT", "8084");
     if (*pb->fqdn)
-        rcb_env_value(b, c, "FQ_RAY_IP", pb->fqdn);
+        raycluster__build_env_value(b, c, "FQ_RAY_IP", pb->fqdn);
     if ((v = kobj_str(labels, RC_LABEL_ORIGINATED_CRD)) && *v)
-        rcb_env_value(b, c, "OWNER_KIND", v);
+        raycluster__build_env_value(b, c, "OWNER_KIND", v);
     if ((v = kobj_str(labels, RC_LABEL_ORIGINATED_CR_NAME)) && *v)
-        rcb_env_value(b, c, "OWNER_NAME", v);
-    if (pb->head && !rc_env_exists(co, "RAY_DASHBOARD_ADDRESS"))
-        rcb_env_value(b, c, "RAY_DASHBOARD_ADDRESS", "http://localhost:8265");
+        raycluster__build_env_value(b, c, "OWNER_NAME", v);
+    if (pb->head && !raycluster__env_exists(co, "RAY_DASHBOARD_ADDRESS"))
+        raycluster__build_env_value(b, c, "RAY_DASHBOARD_ADDRESS", "http://localhost:8265");
     cJSON_ArrayForEach(e, kobj_get(co, "env"))
-        rcb_append(b, rcb_arr(b, c, "env"), rcb_dup(b, e));
+        raycluster__build_append(b, raycluster__build_arr(b, c, "env"), raycluster__build_dup(b, e));
     /* it asks the dashboard, so it needs the Ray container's credentials */
-    if (rc_auth_token_enabled(pb->rc))
-        rc_auth_env(b, pb->rc, c);
+    if (raycluster__auth_token_enabled(pb->rc))
+        raycluster__auth_env(b, pb->rc, c);
 }
 
 /* the Ray container's side of the collector: Ray's events exported to it */
@@ -329,8 +329,8 @@ static void collector_ray_env(struct podb *pb)
     if (!collector_options(pb->rc) || !collector_find(pb->spec))
         return;
     for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-        if (!rc_env_exists(pb->ray, kv[i][0]))
-            rcb_env_value(&pb->b, pb->ray, kv[i][0], kv[i][1] ? kv[i][1] : types);
+        if (!raycluster__env_exists(pb->ray, kv[i][0]))
+            raycluster__build_env_value(&pb->b, pb->ray, kv[i][0], kv[i][1] ? kv[i][1] : types);
 }
 
 static void ray_env(struct podb *pb, const char *ray_start)
@@ -338,54 +338,54 @@ static void ray_env(struct podb *pb, const char *ray_start)
     struct rcb *b = &pb->b;
     cJSON *c = pb->ray;
     char ip[256], addr[600], tags[128];
-    const char *crd = rc_creator_crd(pb->rc);
+    const char *crd = raycluster__creator_crd(pb->rc);
     const cJSON *d;
     snprintf(ip, sizeof(ip), "%.*s", (int)strcspn(pb->fqdn, "."), pb->fqdn);
-    rcb_arr(b, c, "env");
+    raycluster__build_arr(b, c, "env");
     /* The operator config's defaultContainerEnvs come first, unless the user set them. */
     cJSON_ArrayForEach(d, (cJSON_IsArray(pb->o->default_container_envs) ?
                            pb->o->default_container_envs : NULL)) {
         const char *n = kobj_str(d, "name");
-        if (n && !rc_env_exists(c, n))
-            rcb_append(b, rcb_arr(b, c, "env"), rcb_dup(b, d));
+        if (n && !raycluster__env_exists(c, n))
+            raycluster__build_append(b, raycluster__build_arr(b, c, "env"), raycluster__build_dup(b, d));
     }
     if (!pb->head) {
-        rcb_env_value(b, c, "FQ_RAY_IP", pb->fqdn);
-        rcb_env_value(b, c, "RAY_IP", ip);
+        raycluster__build_env_value(b, c, "FQ_RAY_IP", pb->fqdn);
+        raycluster__build_env_value(b, c, "RAY_IP", ip);
     }
-    rcb_env_fieldref(b, c, "RAY_CLUSTER_NAME", "metadata.labels['" RC_LABEL_CLUSTER "']");
-    rcb_env_fieldref(b, c, "RAY_CLUSTER_NAMESPACE", "metadata.namespace");
-    rcb_env_fieldref(b, c, "RAY_CLOUD_INSTANCE_ID", "metadata.name");
-    rcb_env_fieldref(b, c, "RAY_NODE_TYPE_NAME", "metadata.labels['" RC_LABEL_GROUP "']");
-    rcb_env_value(b, c, "KUBERAY_GEN_RAY_START_CMD", ray_start);
-    if (!rc_env_exists(c, "RAY_PORT"))
-        rcb_env_value(b, c, "RAY_PORT", pb->port);
+    raycluster__build_env_fieldref(b, c, "RAY_CLUSTER_NAME", "metadata.labels['" RC_LABEL_CLUSTER "']");
+    raycluster__build_env_fieldref(b, c, "RAY_CLUSTER_NAMESPACE", "metadata.namespace");
+    raycluster__build_env_fieldref(b, c, "RAY_CLOUD_INSTANCE_ID", "metadata.name");
+    raycluster__build_env_fieldref(b, c, "RAY_NODE_TYPE_NAME", "metadata.labels['" RC_LABEL_GROUP "']");
+    raycluster__build_env_value(b, c, "KUBERAY_GEN_RAY_START_CMD", ray_start);
+    if (!raycluster__env_exists(c, "RAY_PORT"))
+        raycluster__build_env_value(b, c, "RAY_PORT", pb->port);
     if (!strcmp(crd, "RayService")) {
-        if (!rc_env_exists(c, "RAY_timeout_ms_task_wait_for_death_info"))
-            rcb_env_value(b, c, "RAY_timeout_ms_task_wait_for_death_info", "0");
-        if (!rc_env_exists(c, "RAY_gcs_server_request_timeout_seconds"))
-            rcb_env_value(b, c, "RAY_gcs_server_request_timeout_seconds", "5");
-        if (!rc_env_exists(c, "RAY_SERVE_KV_TIMEOUT_S"))
-            rcb_env_value(b, c, "RAY_SERVE_KV_TIMEOUT_S", "5");
+        if (!raycluster__env_exists(c, "RAY_timeout_ms_task_wait_for_death_info"))
+            raycluster__build_env_value(b, c, "RAY_timeout_ms_task_wait_for_death_info", "0");
+        if (!raycluster__env_exists(c, "RAY_gcs_server_request_timeout_seconds"))
+            raycluster__build_env_value(b, c, "RAY_gcs_server_request_timeout_seconds", "5");
+        if (!raycluster__env_exists(c, "RAY_SERVE_KV_TIMEOUT_S"))
+            raycluster__build_env_value(b, c, "RAY_SERVE_KV_TIMEOUT_S", "5");
     }
-    if (!rc_env_exists(c, "RAY_ADDRESS")) {
+    if (!raycluster__env_exists(c, "RAY_ADDRESS")) {
         snprintf(addr, sizeof(addr), "%s:%s", pb->head ? "127.0.0.1" : pb->fqdn, pb->port);
-        rcb_env_value(b, c, "RAY_ADDRESS", addr);
+        raycluster__build_env_value(b, c, "RAY_ADDRESS", addr);
     }
-    if (!rc_env_exists(c, "RAY_USAGE_STATS_KUBERAY_IN_USE"))
-        rcb_env_value(b, c, "RAY_USAGE_STATS_KUBERAY_IN_USE", "1");
+    if (!raycluster__env_exists(c, "RAY_USAGE_STATS_KUBERAY_IN_USE"))
+        raycluster__build_env_value(b, c, "RAY_USAGE_STATS_KUBERAY_IN_USE", "1");
     if (pb->head) {
         snprintf(tags, sizeof(tags), "kuberay_version=%s;kuberay_crd=%s", RC_KUBERAY_VERSION, crd);
-        rcb_env_value(b, c, "RAY_USAGE_STATS_EXTRA_TAGS", tags);
+        raycluster__build_env_value(b, c, "RAY_USAGE_STATS_EXTRA_TAGS", tags);
     }
-    if (!rc_env_exists(c, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"))
-        rcb_env_value(b, c, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1");
+    if (!raycluster__env_exists(c, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"))
+        raycluster__build_env_value(b, c, "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1");
     collector_ray_env(pb);
 }
 
 static int param_port(const struct rc_params *p, const char *k, int dflt)
 {
-    const char *s = rc_params_get(p, k);
+    const char *s = raycluster__params_get(p, k);
     char *end;
     long v;
     if (!s)
@@ -406,18 +406,18 @@ static cJSON *probe(struct rcb *b, bool http, int agent_port, const char *cmd, i
         return NULL;
     }
     if (http) {
-        cJSON *h = rcb_obj(b, p, "httpGet");
-        rcb_set_str(b, h, "path", "/api/healthz");
-        rcb_set_num(b, h, "port", agent_port);
+        cJSON *h = raycluster__build_obj(b, p, "httpGet");
+        raycluster__build_set_str(b, h, "path", "/api/healthz");
+        raycluster__build_set_num(b, h, "port", agent_port);
     } else {
         const char *argv[3] = { "bash", "-c", cmd };
-        rcb_set(b, rcb_obj(b, p, "exec"), "command", rcb_str_array(b, argv, 3));
+        raycluster__build_set(b, raycluster__build_obj(b, p, "exec"), "command", raycluster__build_str_array(b, argv, 3));
     }
-    rcb_set_num(b, p, "initialDelaySeconds", delay);
-    rcb_set_num(b, p, "timeoutSeconds", timeout);
-    rcb_set_num(b, p, "periodSeconds", 5);
-    rcb_set_num(b, p, "successThreshold", 1);
-    rcb_set_num(b, p, "failureThreshold", failure);
+    raycluster__build_set_num(b, p, "initialDelaySeconds", delay);
+    raycluster__build_set_num(b, p, "timeoutSeconds", timeout);
+    raycluster__build_set_num(b, p, "periodSeconds", 5);
+    raycluster__build_set_num(b, p, "successThreshold", 1);
+    raycluster__build_set_num(b, p, "failureThreshold", failure);
     return p;
 }
 
@@ -425,10 +425,10 @@ static cJSON *probe(struct rcb *b, bool http, int agent_port, const char *cmd, i
 static void add_probes(struct podb *pb)
 {
     struct rcb *b = &pb->b;
-    const char *ver = kobj_str(rc_spec(pb->rc), "rayVersion");
+    const char *ver = kobj_str(raycluster__spec(pb->rc), "rayVersion");
     int cmp = -1, agent = param_port(&pb->params, "dashboard-agent-listen-port", 52365);
-    bool http = ver && rc_version_cmp(ver, "2.53.0", &cmp) == 0 && cmp >= 0;
-    bool serve_worker = !pb->head && !strcmp(rc_creator_crd(pb->rc), "RayService");
+    bool http = ver && raycluster__version_cmp(ver, "2.53.0", &cmp) == 0 && cmp >= 0;
+    bool serve_worker = !pb->head && !strcmp(raycluster__creator_crd(pb->rc), "RayService");
     char cmd[1024];
     int n = snprintf(cmd, sizeof(cmd),
                      "wget --tries 1 -T 2 -q -O- http://localhost:%d/api/local_raylet_healthz | "
@@ -438,26 +438,26 @@ static void add_probes(struct podb *pb)
                       " && wget --tries 1 -T 10 -q -O- http://localhost:%d/api/gcs_healthz | "
                       "grep success", param_port(&pb->params, "dashboard-port", 8265));
     if (!kobj_get(pb->ray, "livenessProbe") || cJSON_IsNull(kobj_get(pb->ray, "livenessProbe")))
-        rcb_set(b, pb->ray, "livenessProbe",
-                probe(b, http, agent, cmd, 30, pb->head ? 5 : 2, 120));
+        raycluster__build_set(b, pb->ray, "livenessProbe",
+                              probe(b, http, agent, cmd, 30, pb->head ? 5 : 2, 120));
     if (!kobj_get(pb->ray, "readinessProbe") || cJSON_IsNull(kobj_get(pb->ray, "readinessProbe"))) {
         if (serve_worker) {
             int serve = 8000;
             const cJSON *p;
             cJSON_ArrayForEach(p, kobj_get(pb->ray, "ports")) {
                 const char *pn = kobj_str(p, "name");
-                if (pn && !strcmp(pn, "serve") && rcj_has_int(p, "containerPort")) {
-                    serve = (int)rcj_int(p, "containerPort", 8000);
+                if (pn && !strcmp(pn, "serve") && raycluster__json_has_int(p, "containerPort")) {
+                    serve = (int)raycluster__json_int(p, "containerPort", 8000);
                     break;
                 }
             }
             snprintf(cmd + n, sizeof(cmd) - (size_t)n,
                      " && wget --tries 1 -T 10 -q -O- http://localhost:%d/-/healthz | grep success",
                      serve);
-            rcb_set(b, pb->ray, "readinessProbe", probe(b, false, agent, cmd, 10, 2, 1));
+            raycluster__build_set(b, pb->ray, "readinessProbe", probe(b, false, agent, cmd, 10, 2, 1));
         } else {
-            rcb_set(b, pb->ray, "readinessProbe",
-                    probe(b, http, agent, cmd, 10, pb->head ? 5 : 2, 10));
+            raycluster__build_set(b, pb->ray, "readinessProbe",
+                                  probe(b, http, agent, cmd, 10, pb->head ? 5 : 2, 10));
         }
     }
 }
@@ -472,15 +472,15 @@ static void operator_config(struct podb *pb)
     const cJSON *maps[2] = { pb->o->default_pod_annotations, pb->o->default_pod_labels };
     const char *keys[2] = { "annotations", "labels" };
     cJSON_ArrayForEach(e, (cJSON_IsArray(side) ? side : NULL))
-        rcb_append(b, rcb_arr(b, pb->spec, "containers"), rcb_dup(b, e));
+        raycluster__build_append(b, raycluster__build_arr(b, pb->spec, "containers"), raycluster__build_dup(b, e));
     for (int i = 0; i < 2; i++) {
         cJSON *dst;
         if (!cJSON_IsObject(maps[i]) || cJSON_GetArraySize(maps[i]) == 0)
             continue;
-        dst = rcb_obj(b, pb->meta, keys[i]);
+        dst = raycluster__build_obj(b, pb->meta, keys[i]);
         cJSON_ArrayForEach(e, maps[i]) {
             if (e->string && cJSON_IsString(e) && !cJSON_GetObjectItemCaseSensitive(dst, e->string))
-                rcb_set_str(b, dst, e->string, e->valuestring);
+                raycluster__build_set_str(b, dst, e->string, e->valuestring);
         }
     }
 }
@@ -505,33 +505,33 @@ static int podb_init(struct podb *pb, const cJSON *rc, const cJSON *group,
     memset(pb, 0, sizeof(*pb));
     pb->rc = rc;
     pb->head = group == NULL;
-    pb->group = group ? group : rc_head_group(rc);
+    pb->group = group ? group : raycluster__head_group(rc);
     pb->o = o ? o : dflt;
-    if (!rc_group_container0(pb->group))
+    if (!raycluster__group_container0(pb->group))
         return -EINVAL;
     if ((r = rc_head_service_fqdn(rc, pb->o, pb->fqdn, sizeof(pb->fqdn))) < 0)
         return r;
-    rc_head_port_str(rc, pb->port, sizeof(pb->port));
+    raycluster__head_port_str(rc, pb->port, sizeof(pb->port));
     tmpl = kobj_get(pb->group, "template");
     if (!(pb->pod = cJSON_CreateObject()))
         return -ENOMEM;
-    rcb_set_str(&pb->b, pb->pod, "apiVersion", "v1");
-    rcb_set_str(&pb->b, pb->pod, "kind", "Pod");
-    rcb_set(&pb->b, pb->pod, "metadata",
-            rcb_dup(&pb->b, cJSON_IsObject(kobj_get(tmpl, "metadata")) ? kobj_get(tmpl, "metadata")
+    raycluster__build_set_str(&pb->b, pb->pod, "apiVersion", "v1");
+    raycluster__build_set_str(&pb->b, pb->pod, "kind", "Pod");
+    raycluster__build_set(&pb->b, pb->pod, "metadata",
+                          raycluster__build_dup(&pb->b, cJSON_IsObject(kobj_get(tmpl, "metadata")) ? kobj_get(tmpl, "metadata")
                                                                       : NULL));
-    rcb_set(&pb->b, pb->pod, "spec", rcb_dup(&pb->b, kobj_get(tmpl, "spec")));
+    raycluster__build_set(&pb->b, pb->pod, "spec", raycluster__build_dup(&pb->b, kobj_get(tmpl, "spec")));
     if (pb->b.err)
         return pb->b.err;
     pb->meta = cJSON_GetObjectItemCaseSensitive(pb->pod, "metadata");
     pb->spec = cJSON_GetObjectItemCaseSensitive(pb->pod, "spec");
     pb->ray = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pb->spec, "containers"), 0);
-    return rc_params_for_node(rc, group, pb->o, &pb->params);
+    return raycluster__params_for_node(rc, group, pb->o, &pb->params);
 }
 
 /* DefaultHeadPodTemplate / DefaultWorkerPodTemplate then BuildPod. */
-cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_name,
-                    int replica_index, int host_index, const struct rc_build_opts *o, int *err)
+cJSON *raycluster__pod_build(const cJSON *rc, const cJSON *group, const char *replica_name,
+                             int replica_index, int host_index, const struct rc_build_opts *o, int *err)
 {
     struct rc_build_opts dflt;
     struct podb pb;
@@ -548,15 +548,15 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
     }
     /* Name and namespace. */
     if (pb.head) {
-        pod_name(rc_name(rc), RC_NODE_HEAD, !pb.o->use_deterministic_head_name, name, sizeof(name));
-        rcb_set_str(b, pb.meta, pb.o->use_deterministic_head_name ? "name" : "generateName", name);
+        pod_name(raycluster__name(rc), RC_NODE_HEAD, !pb.o->use_deterministic_head_name, name, sizeof(name));
+        raycluster__build_set_str(b, pb.meta, pb.o->use_deterministic_head_name ? "name" : "generateName", name);
     } else {
-        snprintf(tmp, sizeof(tmp), "%s-%s", rc_name(rc), kobj_str(group, "groupName") ?
+        snprintf(tmp, sizeof(tmp), "%s-%s", raycluster__name(rc), kobj_str(group, "groupName") ?
                  kobj_str(group, "groupName") : "");
         pod_name(tmp, RC_NODE_WORKER, true, name, sizeof(name));
-        rcb_set_str(b, pb.meta, "generateName", name);
+        raycluster__build_set_str(b, pb.meta, "generateName", name);
     }
-    rcb_set_str(b, pb.meta, "namespace", rc_namespace(rc));
+    raycluster__build_set_str(b, pb.meta, "namespace", raycluster__namespace(rc));
     if (!pb.head && pb.o->enable_init_container_injection)
         add_wait_gcs_ready(&pb);
     if (!pb.head)
@@ -566,37 +566,37 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
     if (!pb.head) {
         /* RayMultiHostIndexing (beta, on by default). */
         snprintf(tmp, sizeof(tmp), "%d", replica_index);
-        rcb_set_str(b, labels, RC_LABEL_REPLICA_INDEX, tmp);
-        if (rc_group_num_hosts(group) > 1) {
-            rcb_set_str(b, labels, RC_LABEL_REPLICA_NAME, replica_name ? replica_name : "");
+        raycluster__build_set_str(b, labels, RC_LABEL_REPLICA_INDEX, tmp);
+        if (raycluster__group_num_hosts(group) > 1) {
+            raycluster__build_set_str(b, labels, RC_LABEL_REPLICA_NAME, replica_name ? replica_name : "");
             snprintf(tmp, sizeof(tmp), "%d", host_index);
-            rcb_set_str(b, labels, RC_LABEL_HOST_INDEX, tmp);
+            raycluster__build_set_str(b, labels, RC_LABEL_HOST_INDEX, tmp);
         }
     }
-    ann = rcb_obj(b, pb.meta, "annotations");
+    ann = raycluster__build_obj(b, pb.meta, "annotations");
     ov = kobj_annotation(rc, RC_ANN_OVERWRITE_CMD);
     if (ov && !strcasecmp(ov, "true"))
-        rcb_set_str(b, ann, RC_ANN_OVERWRITE_CMD, "true");
+        raycluster__build_set_str(b, ann, RC_ANN_OVERWRITE_CMD, "true");
     if (pb.head && rc_autoscaling_enabled(rc)) {
         const char *sa = kobj_str(pb.spec, "serviceAccountName");
-        rc_check_name(sa && *sa ? sa : rc_name(rc), tmp, sizeof(tmp));
-        rcb_set_str(b, pb.spec, "serviceAccountName", tmp);
-        rc_autoscaler_container(b, rc, pb.o, pb.spec);
-        if (rc_autoscaling_v2(rc)) {
-            rcb_env_value(b, pb.ray, "RAY_enable_autoscaler_v2", "true");
-            rcb_set_str(b, pb.spec, "restartPolicy", "Never");
-        } else if (rc_autoscaling_v1_explicit(rc)) {
-            rcb_env_value(b, pb.ray, "RAY_enable_autoscaler_v2", "false");
+        raycluster__check_name(sa && *sa ? sa : raycluster__name(rc), tmp, sizeof(tmp));
+        raycluster__build_set_str(b, pb.spec, "serviceAccountName", tmp);
+        raycluster__autoscaler_container(b, rc, pb.o, pb.spec);
+        if (raycluster__autoscaling_v2(rc)) {
+            raycluster__build_env_value(b, pb.ray, "RAY_enable_autoscaler_v2", "true");
+            raycluster__build_set_str(b, pb.spec, "restartPolicy", "Never");
+        } else if (raycluster__autoscaling_v1_explicit(rc)) {
+            raycluster__build_env_value(b, pb.ray, "RAY_enable_autoscaler_v2", "false");
         }
     }
-    rc_gcs_ft_configure(b, rc, pb.head, pb.meta, pb.spec, pb.ray);
+    raycluster__gcs_ft_configure(b, rc, pb.head, pb.meta, pb.spec, pb.ray);
     ensure_port(&pb, "metrics", 8080);
-    if (!pb.head && rc_autoscaling_enabled(rc) && rc_autoscaling_v2(rc))
-        rcb_set_str(b, pb.spec, "restartPolicy", "Never");
-    if (rc_auth_token_enabled(rc)) {
+    if (!pb.head && rc_autoscaling_enabled(rc) && raycluster__autoscaling_v2(rc))
+        raycluster__build_set_str(b, pb.spec, "restartPolicy", "Never");
+    if (raycluster__auth_token_enabled(rc)) {
         const cJSON *ic;
-        rc_auth_env(b, rc, pb.ray);
-        if (rc_k8s_token_auth(rc)) {
+        raycluster__auth_env(b, rc, pb.ray);
+        if (raycluster__k8s_token_auth(rc)) {
             bool have = false;
             const cJSON *v;
             cJSON_ArrayForEach(v, kobj_get(pb.spec, "volumes")) {
@@ -608,12 +608,12 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
                 cJSON *nv = cJSON_CreateObject(), *src, *proj;
                 if (!nv)
                     b->err = -ENOMEM;
-                rcb_append(b, rcb_arr(b, pb.spec, "volumes"), nv);
-                rcb_set_str(b, nv, "name", "ray-token");
-                src = rcb_arr(b, rcb_obj(b, nv, "projected"), "sources");
+                raycluster__build_append(b, raycluster__build_arr(b, pb.spec, "volumes"), nv);
+                raycluster__build_set_str(b, nv, "name", "ray-token");
+                src = raycluster__build_arr(b, raycluster__build_obj(b, nv, "projected"), "sources");
                 if (!b->err && (proj = cJSON_CreateObject())) {
-                    rcb_append(b, src, proj);
-                    rcb_set_str(b, rcb_obj(b, proj, "serviceAccountToken"), "path", "token");
+                    raycluster__build_append(b, src, proj);
+                    raycluster__build_set_str(b, raycluster__build_obj(b, proj, "serviceAccountToken"), "path", "token");
                 } else if (!b->err) {
                     b->err = -ENOMEM;
                 }
@@ -622,15 +622,16 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
         cJSON_ArrayForEach(ic, kobj_get(pb.spec, "initContainers")) {
             const char *icn = kobj_str(ic, "name");
             if (icn && !strcmp(icn, RC_WAIT_GCS_CONTAINER))
-                rc_auth_env(b, rc, (cJSON *)ic);
+                raycluster__auth_env(b, rc, (cJSON *)ic);
         }
     }
+    raycluster__tls_configure(b, rc, pb.head, pb.spec, pb.ray);
     add_collector(&pb);   /* the last container of the template, as KubeRay appends it */
     operator_config(&pb);
     /* BuildPod. */
-    if (!strcmp(rc_creator_crd(rc), "RayService"))
-        rcb_set_str(b, labels, RC_LABEL_SERVE, pb.head ? "false" : "true");
-    if (!rc_params_get(&pb.params, "plasma-directory"))
+    if (!strcmp(raycluster__creator_crd(rc), "RayService"))
+        raycluster__build_set_str(b, labels, RC_LABEL_SERVE, pb.head ? "false" : "true");
+    if (!raycluster__params_get(&pb.params, "plasma-directory"))
         add_empty_dir(&pb, pb.ray, "shared-mem", "/dev/shm", true);
     if (pb.head && rc_autoscaling_enabled(rc)) {
         cJSON *c;
@@ -652,7 +653,7 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
     }
     if (b->err)
         goto out;
-    if (!(ray_start = rc_ray_start_from_params(&pb.params, pb.head, pb.ray))) {
+    if (!(ray_start = raycluster__ray_start_from_params(&pb.params, pb.head, pb.ray))) {
         b->err = -ENOMEM;
         goto out;
     }
@@ -664,21 +665,21 @@ cJSON *rc_pod_build(const cJSON *rc, const cJSON *group, const char *replica_nam
         cJSON_ArrayForEach(ic, kobj_get(pb.spec, "initContainers")) {
             if (!cJSON_IsObject(ic))
                 continue;
-            rcb_env_value(b, ic, "FQ_RAY_IP", pb.fqdn);
-            rcb_env_value(b, ic, "RAY_IP", ip);
+            raycluster__build_env_value(b, ic, "FQ_RAY_IP", pb.fqdn);
+            raycluster__build_env_value(b, ic, "RAY_IP", ip);
         }
     }
     ray_env(&pb, ray_start);
     if (pb.o->enable_probes_injection)
         add_probes(&pb);
     scheduler_metadata(&pb);
-    rcb_owner_ref(b, pb.pod, rc);
+    raycluster__build_owner_ref(b, pb.pod, rc);
     /* Go's omitempty drops the empty annotations map initTemplateAnnotations makes. */
     if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(pb.meta, "annotations")) == 0)
         cJSON_DeleteItemFromObjectCaseSensitive(pb.meta, "annotations");
 out:
     free(ray_start);
-    rc_params_free(&pb.params);
+    raycluster__params_free(&pb.params);
     if (b->err) {
         cJSON_Delete(pb.pod);
         if (err)
@@ -690,7 +691,7 @@ out:
 
 cJSON *rc_build_head_pod(const cJSON *rc, const struct rc_build_opts *o, int *err)
 {
-    cJSON *pod = rc_pod_build(rc, NULL, NULL, 0, 0, o, err);
+    cJSON *pod = raycluster__pod_build(rc, NULL, NULL, 0, 0, o, err);
     char hash[40];
     int r;
     struct rcb b = { 0 };
@@ -703,9 +704,9 @@ cJSON *rc_build_head_pod(const cJSON *rc, const struct rc_build_opts *o, int *er
             *err = r;
         return NULL;
     }
-    cJSON *ann = rcb_obj(&b, rcb_obj(&b, pod, "metadata"), "annotations");
-    rcb_set_str(&b, ann, RC_ANN_UPGRADE_HASH, hash);
-    rcb_set_str(&b, ann, RC_ANN_KUBERAY_VERSION, RC_KUBERAY_VERSION);
+    cJSON *ann = raycluster__build_obj(&b, raycluster__build_obj(&b, pod, "metadata"), "annotations");
+    raycluster__build_set_str(&b, ann, RC_ANN_UPGRADE_HASH, hash);
+    raycluster__build_set_str(&b, ann, RC_ANN_KUBERAY_VERSION, RC_KUBERAY_VERSION);
     if (b.err) {
         cJSON_Delete(pod);
         if (err)
@@ -724,5 +725,5 @@ cJSON *rc_build_worker_pod(const cJSON *rc, const cJSON *group, const char *repl
             *err = -EINVAL;
         return NULL;
     }
-    return rc_pod_build(rc, group, replica_name, replica_index, host_index, o, err);
+    return raycluster__pod_build(rc, group, replica_name, replica_index, host_index, o, err);
 }

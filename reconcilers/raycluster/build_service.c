@@ -31,7 +31,7 @@ static int service_ports(const cJSON *rc, struct svc_port **out, size_t *n)
         { "client", 10001 }, { "dashboard", 8265 }, { "gcs-server", 6379 },
         { "metrics", 8080 }, { "serve", 8000 },
     };
-    const cJSON *ports = kobj_get(rc_group_container0(rc_head_group(rc)), "ports"), *p;
+    const cJSON *ports = kobj_get(raycluster__group_container0(raycluster__head_group(rc)), "ports"), *p;
     size_t cap = (size_t)(cJSON_IsArray(ports) ? cJSON_GetArraySize(ports) : 0) + 6, k = 0;
     struct svc_port *v = calloc(cap, sizeof(*v));
     bool metrics = false;
@@ -41,9 +41,9 @@ static int service_ports(const cJSON *rc, struct svc_port **out, size_t *n)
         struct svc_port sp;
         const char *name = kobj_str(p, "name");
         size_t i;
-        if (!rcj_has_int(p, "containerPort"))
+        if (!raycluster__json_has_int(p, "containerPort"))
             continue;
-        sp.port = (int)rcj_int(p, "containerPort", 0);
+        sp.port = (int)raycluster__json_int(p, "containerPort", 0);
         if (name && *name)
             snprintf(sp.name, sizeof(sp.name), "%s", name);
         else
@@ -87,11 +87,11 @@ static void add_port(struct rcb *b, cJSON *ports, const struct svc_port *sp, boo
         b->err = -ENOMEM;
         return;
     }
-    rcb_append(b, ports, p);
-    rcb_set_str(b, p, "name", sp->name);
-    rcb_set_num(b, p, "port", sp->port);
+    raycluster__build_append(b, ports, p);
+    raycluster__build_set_str(b, p, "name", sp->name);
+    raycluster__build_set_num(b, p, "port", sp->port);
     if (app_protocol)
-        rcb_set_str(b, p, "appProtocol", "tcp");
+        raycluster__build_set_str(b, p, "appProtocol", "tcp");
 }
 
 static void copy_string_map(struct rcb *b, cJSON *dst, const cJSON *src)
@@ -99,12 +99,12 @@ static void copy_string_map(struct rcb *b, cJSON *dst, const cJSON *src)
     const cJSON *e;
     cJSON_ArrayForEach(e, (cJSON_IsObject(src) ? src : NULL))
         if (e->string && cJSON_IsString(e))
-            rcb_set_str(b, dst, e->string, e->valuestring);
+            raycluster__build_set_str(b, dst, e->string, e->valuestring);
 }
 
 static cJSON *finish(struct rcb *b, cJSON *svc, const cJSON *rc, int *err)
 {
-    rcb_owner_ref(b, svc, rc);
+    raycluster__build_owner_ref(b, svc, rc);
     if (b->err) {
         cJSON_Delete(svc);
         if (err)
@@ -118,12 +118,12 @@ cJSON *rc_build_head_service(const cJSON *rc, const struct rc_build_opts *o, int
 {
     struct rc_build_opts dflt;
     struct rcb b = { 0 };
-    const cJSON *head = rc_head_group(rc);
+    const cJSON *head = raycluster__head_group(rc);
     const cJSON *custom = kobj_get(head, "headService");
     const char *type = kobj_str(head, "serviceType");
-    const char *app = kobj_str(rcj_path(head, "template", "metadata", "labels", NULL),
+    const char *app = kobj_str(raycluster__json_path(head, "template", "metadata", "labels", NULL),
                               RC_LABEL_APP_NAME);
-    const cJSON *user_ann = kobj_get(rc_spec(rc), "headServiceAnnotations");
+    const cJSON *user_ann = kobj_get(raycluster__spec(rc), "headServiceAnnotations");
     struct svc_port *ports = NULL;
     size_t nports = 0;
     char name[300], id[300], tmp[300];
@@ -133,7 +133,7 @@ cJSON *rc_build_head_service(const cJSON *rc, const struct rc_build_opts *o, int
         rc_build_opts_default(&dflt);
         o = &dflt;
     }
-    if (!rc_group_container0(head)) {
+    if (!raycluster__group_container0(head)) {
         if (err)
             *err = -EINVAL;
         return NULL;
@@ -148,44 +148,44 @@ cJSON *rc_build_head_service(const cJSON *rc, const struct rc_build_opts *o, int
             *err = r;
         return NULL;
     }
-    svc = cJSON_IsObject(custom) ? rcb_dup(&b, custom) : rcb_dup(&b, NULL);
-    rcb_set_str(&b, svc, "apiVersion", "v1");
-    rcb_set_str(&b, svc, "kind", "Service");
-    meta = rcb_obj(&b, svc, "metadata");
-    spec = rcb_obj(&b, svc, "spec");
+    svc = cJSON_IsObject(custom) ? raycluster__build_dup(&b, custom) : raycluster__build_dup(&b, NULL);
+    raycluster__build_set_str(&b, svc, "apiVersion", "v1");
+    raycluster__build_set_str(&b, svc, "kind", "Service");
+    meta = raycluster__build_obj(&b, svc, "metadata");
+    spec = raycluster__build_obj(&b, svc, "spec");
     /* The selector: HeadServiceLabels, app.kubernetes.io/name taken from the head
      * template when it sets one. The Service's own labels are the same set. */
-    snprintf(tmp, sizeof(tmp), "%s-head", rc_name(rc));
-    rc_check_label(tmp, id, sizeof(id));
+    snprintf(tmp, sizeof(tmp), "%s-head", raycluster__name(rc));
+    raycluster__check_label(tmp, id, sizeof(id));
     if (!b.err && !(sel = cJSON_CreateObject()))
         b.err = -ENOMEM;
     if (!b.err) {
-        rcb_set(&b, spec, "selector", sel);
-        rcb_set_str(&b, sel, RC_LABEL_CLUSTER, rc_name(rc));
-        rcb_set_str(&b, sel, RC_LABEL_NODE_TYPE, RC_NODE_HEAD);
-        rcb_set_str(&b, sel, RC_LABEL_IDENTIFIER, id);
-        rcb_set_str(&b, sel, RC_LABEL_APP_NAME, app ? app : RC_APP_NAME);
-        rcb_set_str(&b, sel, RC_LABEL_CREATED_BY, RC_CREATED_BY);
-        labels = rcb_obj(&b, meta, "labels");
+        raycluster__build_set(&b, spec, "selector", sel);
+        raycluster__build_set_str(&b, sel, RC_LABEL_CLUSTER, raycluster__name(rc));
+        raycluster__build_set_str(&b, sel, RC_LABEL_NODE_TYPE, RC_NODE_HEAD);
+        raycluster__build_set_str(&b, sel, RC_LABEL_IDENTIFIER, id);
+        raycluster__build_set_str(&b, sel, RC_LABEL_APP_NAME, app ? app : RC_APP_NAME);
+        raycluster__build_set_str(&b, sel, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+        labels = raycluster__build_obj(&b, meta, "labels");
         copy_string_map(&b, labels, sel);
     }
     if (cJSON_IsObject(user_ann) && cJSON_GetArraySize(user_ann) > 0)
-        copy_string_map(&b, rcb_obj(&b, meta, "annotations"), user_ann);
-    arr = rcb_arr(&b, spec, "ports");
+        copy_string_map(&b, raycluster__build_obj(&b, meta, "annotations"), user_ann);
+    arr = raycluster__build_arr(&b, spec, "ports");
     for (size_t i = 0; i < nports; i++)
         add_port(&b, arr, &ports[i], true);
     free(ports);
     if (!kobj_str(meta, "name") || !*kobj_str(meta, "name"))
-        rcb_set_str(&b, meta, "name", name);
-    rcb_set_str(&b, meta, "namespace", rc_namespace(rc));
+        raycluster__build_set_str(&b, meta, "name", name);
+    raycluster__build_set_str(&b, meta, "namespace", raycluster__namespace(rc));
     if ((!kobj_str(spec, "type") || !*kobj_str(spec, "type")) && type && *type)
-        rcb_set_str(&b, spec, "type", type);
+        raycluster__build_set_str(&b, spec, "type", type);
     if (!cJSON_IsObject(custom) && !o->enable_head_cluster_ip_service &&
         (!type || !*type || !strcmp(type, "ClusterIP"))) {
         /* Headless, and published before the head is ready: workers and drivers
          * resolve the head through it while it starts. */
-        rcb_set_str(&b, spec, "clusterIP", "None");
-        rcb_set_bool(&b, spec, "publishNotReadyAddresses", true);
+        raycluster__build_set_str(&b, spec, "clusterIP", "None");
+        raycluster__build_set_bool(&b, spec, "publishNotReadyAddresses", true);
     }
     return finish(&b, svc, rc, err);
 }
@@ -194,7 +194,7 @@ cJSON *rc_build_serve_service(const cJSON *rc, const struct rc_build_opts *o, in
 {
     struct rcb b = { 0 };
     const char *on = kobj_annotation(rc, RC_ANN_ENABLE_SERVE_SERVICE);
-    const char *type = kobj_str(rc_head_group(rc), "serviceType");
+    const char *type = kobj_str(raycluster__head_group(rc), "serviceType");
     struct svc_port *ports = NULL;
     size_t nports = 0, nserve = 0;
     char name[300], tmp[300];
@@ -203,7 +203,7 @@ cJSON *rc_build_serve_service(const cJSON *rc, const struct rc_build_opts *o, in
     (void)o;
     if (!on || strcmp(on, "true"))
         return NULL;
-    if (!rc_group_container0(rc_head_group(rc))) {
+    if (!raycluster__group_container0(raycluster__head_group(rc))) {
         if (err)
             *err = -EINVAL;
         return NULL;
@@ -223,22 +223,22 @@ cJSON *rc_build_serve_service(const cJSON *rc, const struct rc_build_opts *o, in
             *err = -ENOENT;
         return NULL;
     }
-    svc = rcb_object(&b, "v1", "Service", name, rc_namespace(rc), &meta);
-    labels = rcb_obj(&b, meta, "labels");
-    snprintf(tmp, sizeof(tmp), "%s-serve", rc_name(rc));
-    rcb_set_str(&b, labels, RC_LABEL_ORIGINATED_CR_NAME, rc_name(rc));
-    rcb_set_str(&b, labels, RC_LABEL_ORIGINATED_CRD, "RayCluster");
-    rcb_set_str(&b, labels, RC_LABEL_SERVE, tmp);
-    rcb_set_str(&b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    spec = rcb_obj(&b, svc, "spec");
-    rcb_set_str(&b, rcb_obj(&b, spec, "selector"), RC_LABEL_CLUSTER, rc_name(rc));
-    arr = rcb_arr(&b, spec, "ports");
+    svc = raycluster__build_object(&b, "v1", "Service", name, raycluster__namespace(rc), &meta);
+    labels = raycluster__build_obj(&b, meta, "labels");
+    snprintf(tmp, sizeof(tmp), "%s-serve", raycluster__name(rc));
+    raycluster__build_set_str(&b, labels, RC_LABEL_ORIGINATED_CR_NAME, raycluster__name(rc));
+    raycluster__build_set_str(&b, labels, RC_LABEL_ORIGINATED_CRD, "RayCluster");
+    raycluster__build_set_str(&b, labels, RC_LABEL_SERVE, tmp);
+    raycluster__build_set_str(&b, labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    spec = raycluster__build_obj(&b, svc, "spec");
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, spec, "selector"), RC_LABEL_CLUSTER, raycluster__name(rc));
+    arr = raycluster__build_arr(&b, spec, "ports");
     for (size_t i = 0; i < nports; i++)
         if (serving_port(ports[i].name))
             add_port(&b, arr, &ports[i], false);
     free(ports);
     if (type && *type)
-        rcb_set_str(&b, spec, "type", type);
+        raycluster__build_set_str(&b, spec, "type", type);
     return finish(&b, svc, rc, err);
 }
 
@@ -251,8 +251,8 @@ cJSON *rc_build_headless_service(const cJSON *rc, const struct rc_build_opts *o,
     cJSON *svc, *meta, *spec, *sel;
     int r;
     (void)o;
-    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs"))
-        multi |= rc_group_num_hosts(g) > 1;
+    cJSON_ArrayForEach(g, kobj_get(raycluster__spec(rc), "workerGroupSpecs"))
+        multi |= raycluster__group_num_hosts(g) > 1;
     if (!multi)
         return NULL;
     if ((r = rc_headless_service_name(rc, name, sizeof(name))) < 0) {
@@ -260,15 +260,15 @@ cJSON *rc_build_headless_service(const cJSON *rc, const struct rc_build_opts *o,
             *err = r;
         return NULL;
     }
-    svc = rcb_object(&b, "v1", "Service", name, rc_namespace(rc), &meta);
-    rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_HEADLESS_SVC, rc_name(rc));
-    rcb_set_str(&b, rcb_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
-    spec = rcb_obj(&b, svc, "spec");
-    rcb_set_str(&b, spec, "clusterIP", "None");
-    sel = rcb_obj(&b, spec, "selector");
-    rcb_set_str(&b, sel, RC_LABEL_CLUSTER, rc_name(rc));
-    rcb_set_str(&b, sel, RC_LABEL_NODE_TYPE, RC_NODE_WORKER);
-    rcb_set_str(&b, spec, "type", "ClusterIP");
-    rcb_set_bool(&b, spec, "publishNotReadyAddresses", true);
+    svc = raycluster__build_object(&b, "v1", "Service", name, raycluster__namespace(rc), &meta);
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, meta, "labels"), RC_LABEL_HEADLESS_SVC, raycluster__name(rc));
+    raycluster__build_set_str(&b, raycluster__build_obj(&b, meta, "labels"), RC_LABEL_CREATED_BY, RC_CREATED_BY);
+    spec = raycluster__build_obj(&b, svc, "spec");
+    raycluster__build_set_str(&b, spec, "clusterIP", "None");
+    sel = raycluster__build_obj(&b, spec, "selector");
+    raycluster__build_set_str(&b, sel, RC_LABEL_CLUSTER, raycluster__name(rc));
+    raycluster__build_set_str(&b, sel, RC_LABEL_NODE_TYPE, RC_NODE_WORKER);
+    raycluster__build_set_str(&b, spec, "type", "ClusterIP");
+    raycluster__build_set_bool(&b, spec, "publishNotReadyAddresses", true);
     return finish(&b, svc, rc, err);
 }

@@ -38,7 +38,7 @@ static void pod_add(const cJSON *group, int64_t n, struct total *cpu, struct tot
                     struct total *gpu, struct total *tpu)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, rcj_path(group, "template", "spec", "containers", NULL)) {
+    cJSON_ArrayForEach(c, raycluster__json_path(group, "template", "spec", "containers", NULL)) {
         const cJSON *res = kobj_get(c, "resources");
         const cJSON *req = kobj_get(res, "requests"), *lim = kobj_get(res, "limits");
         const cJSON *srcs[2] = { cJSON_IsObject(req) ? req : NULL, cJSON_IsObject(lim) ? lim : NULL };
@@ -50,7 +50,7 @@ static void pod_add(const cJSON *group, int64_t n, struct total *cpu, struct tot
                 if (!e->string || (s == 1 && srcs[0] &&
                                    cJSON_GetObjectItemCaseSensitive(srcs[0], e->string)))
                     continue; /* a request wins over its limit */
-                if (rc_quantity_milli(e, &milli) < 0)
+                if (raycluster__quantity_milli(e, &milli) < 0)
                     continue;
                 if (!strcmp(e->string, "cpu"))
                     t = cpu;
@@ -60,7 +60,7 @@ static void pod_add(const cJSON *group, int64_t n, struct total *cpu, struct tot
                     t = tpu;
                 if (t)
                     add(t, milli, n, quantity_format(e));
-                if (rc_is_gpu_resource(e->string))
+                if (raycluster__is_gpu_resource(e->string))
                     add(gpu, milli, n, quantity_format(e));
             }
         }
@@ -113,12 +113,12 @@ int rc_desired_resources(const cJSON *rc, struct rc_resources *out)
     const cJSON *g;
     if (!out)
         return -EINVAL;
-    pod_add(rc_head_group(rc), 1, &cpu, &mem, &gpu, &tpu);
-    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs")) {
-        if (rcj_bool(g, "suspend", false))
+    pod_add(raycluster__head_group(rc), 1, &cpu, &mem, &gpu, &tpu);
+    cJSON_ArrayForEach(g, kobj_get(raycluster__spec(rc), "workerGroupSpecs")) {
+        if (raycluster__json_bool(g, "suspend", false))
             continue;
         /* Spec replicas as written (not clamped to min/max), as KubeRay counts them. */
-        int64_t n = rcj_int(g, "replicas", 0) * rc_group_num_hosts(g);
+        int64_t n = raycluster__json_int(g, "replicas", 0) * raycluster__group_num_hosts(g);
         pod_add(g, n, &cpu, &mem, &gpu, &tpu);
     }
     format_quantity(&cpu, out->cpu, sizeof(out->cpu));

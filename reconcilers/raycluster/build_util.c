@@ -16,7 +16,7 @@
 
 /* ---- reading ---- */
 
-const cJSON *rcj_path(const cJSON *o, ...)
+const cJSON *raycluster__json_path(const cJSON *o, ...)
 {
     va_list ap;
     const char *k;
@@ -27,7 +27,7 @@ const cJSON *rcj_path(const cJSON *o, ...)
     return o;
 }
 
-bool rcj_bool(const cJSON *o, const char *key, bool dflt)
+bool raycluster__json_bool(const cJSON *o, const char *key, bool dflt)
 {
     const cJSON *v = kobj_get(o, key);
     if (cJSON_IsBool(v))
@@ -35,96 +35,96 @@ bool rcj_bool(const cJSON *o, const char *key, bool dflt)
     return dflt;
 }
 
-bool rcj_has_int(const cJSON *o, const char *key)
+bool raycluster__json_has_int(const cJSON *o, const char *key)
 {
     const cJSON *v = kobj_get(o, key);
     return cJSON_IsNumber(v) && v->valuedouble >= -2147483648.0 && v->valuedouble <= 2147483647.0;
 }
 
-int64_t rcj_int(const cJSON *o, const char *key, int64_t dflt)
+int64_t raycluster__json_int(const cJSON *o, const char *key, int64_t dflt)
 {
     const cJSON *v = kobj_get(o, key);
-    if (!rcj_has_int(o, key))
+    if (!raycluster__json_has_int(o, key))
         return dflt;
     return (int64_t)v->valuedouble;
 }
 
-const char *rc_name(const cJSON *rc)
+const char *raycluster__name(const cJSON *rc)
 {
     const char *n = kobj_str(kobj_get(rc, "metadata"), "name");
     return n ? n : "";
 }
 
-const char *rc_namespace(const cJSON *rc)
+const char *raycluster__namespace(const cJSON *rc)
 {
     const char *n = kobj_str(kobj_get(rc, "metadata"), "namespace");
     return n && *n ? n : "default";
 }
 
-const cJSON *rc_spec(const cJSON *rc)
+const cJSON *raycluster__spec(const cJSON *rc)
 {
     return kobj_get(rc, "spec");
 }
 
-const cJSON *rc_head_group(const cJSON *rc)
+const cJSON *raycluster__head_group(const cJSON *rc)
 {
-    return kobj_get(rc_spec(rc), "headGroupSpec");
+    return kobj_get(raycluster__spec(rc), "headGroupSpec");
 }
 
-const cJSON *rc_group_container0(const cJSON *group)
+const cJSON *raycluster__group_container0(const cJSON *group)
 {
-    const cJSON *c = rcj_path(group, "template", "spec", "containers", NULL);
+    const cJSON *c = raycluster__json_path(group, "template", "spec", "containers", NULL);
     c = cJSON_IsArray(c) ? cJSON_GetArrayItem(c, 0) : NULL;
     return cJSON_IsObject(c) ? c : NULL;
 }
 
 bool rc_autoscaling_enabled(const cJSON *rc)
 {
-    return rcj_bool(rc_spec(rc), "enableInTreeAutoscaling", false);
+    return raycluster__json_bool(raycluster__spec(rc), "enableInTreeAutoscaling", false);
 }
 
 static bool autoscaler_version_is(const cJSON *rc, const char *v)
 {
-    const char *s = kobj_str(kobj_get(rc_spec(rc), "autoscalerOptions"), "version");
+    const char *s = kobj_str(kobj_get(raycluster__spec(rc), "autoscalerOptions"), "version");
     return s && !strcmp(s, v);
 }
 
-bool rc_autoscaling_v2(const cJSON *rc)
+bool raycluster__autoscaling_v2(const cJSON *rc)
 {
     return autoscaler_version_is(rc, "v2");
 }
 
-bool rc_autoscaling_v1_explicit(const cJSON *rc)
+bool raycluster__autoscaling_v1_explicit(const cJSON *rc)
 {
     return autoscaler_version_is(rc, "v1");
 }
 
-bool rc_auth_token_enabled(const cJSON *rc)
+bool raycluster__auth_token_enabled(const cJSON *rc)
 {
-    const char *m = kobj_str(kobj_get(rc_spec(rc), "authOptions"), "mode");
+    const char *m = kobj_str(kobj_get(raycluster__spec(rc), "authOptions"), "mode");
     return m && !strcmp(m, "token");
 }
 
-bool rc_k8s_token_auth(const cJSON *rc)
+bool raycluster__k8s_token_auth(const cJSON *rc)
 {
-    const cJSON *a = kobj_get(rc_spec(rc), "authOptions");
-    return rcj_bool(a, "enableK8sTokenAuth", false);
+    const cJSON *a = kobj_get(raycluster__spec(rc), "authOptions");
+    return raycluster__json_bool(a, "enableK8sTokenAuth", false);
 }
 
-const char *rc_creator_crd(const cJSON *rc)
+const char *raycluster__creator_crd(const cJSON *rc)
 {
-    const char *v = kobj_str(rcj_path(rc, "metadata", "labels", NULL), RC_LABEL_ORIGINATED_CRD);
+    const char *v = kobj_str(raycluster__json_path(rc, "metadata", "labels", NULL), RC_LABEL_ORIGINATED_CRD);
     if (v && (!strcmp(v, "RayJob") || !strcmp(v, "RayService")))
         return v;
     return "RayCluster";
 }
 
-int64_t rc_group_num_hosts(const cJSON *group)
+int64_t raycluster__group_num_hosts(const cJSON *group)
 {
-    return rcj_int(group, "numOfHosts", 1);
+    return raycluster__json_int(group, "numOfHosts", 1);
 }
 
-const cJSON *rc_env_find(const cJSON *container, const char *name)
+const cJSON *raycluster__env_find(const cJSON *container, const char *name)
 {
     const cJSON *e;
     cJSON_ArrayForEach(e, kobj_get(container, "env")) {
@@ -135,9 +135,9 @@ const cJSON *rc_env_find(const cJSON *container, const char *name)
     return NULL;
 }
 
-bool rc_env_exists(const cJSON *container, const char *name)
+bool raycluster__env_exists(const cJSON *container, const char *name)
 {
-    return rc_env_find(container, name) != NULL;
+    return raycluster__env_find(container, name) != NULL;
 }
 
 /* ---- building ---- */
@@ -161,21 +161,21 @@ static cJSON *child(struct rcb *b, cJSON *parent, const char *key, bool array)
         return v;
     if (!(v = array ? cJSON_CreateArray() : cJSON_CreateObject()))
         return oom(b);
-    rcb_set(b, parent, key, v);
+    raycluster__build_set(b, parent, key, v);
     return b->err ? NULL : v;
 }
 
-cJSON *rcb_obj(struct rcb *b, cJSON *parent, const char *key)
+cJSON *raycluster__build_obj(struct rcb *b, cJSON *parent, const char *key)
 {
     return child(b, parent, key, false);
 }
 
-cJSON *rcb_arr(struct rcb *b, cJSON *parent, const char *key)
+cJSON *raycluster__build_arr(struct rcb *b, cJSON *parent, const char *key)
 {
     return child(b, parent, key, true);
 }
 
-void rcb_set(struct rcb *b, cJSON *o, const char *key, cJSON *val)
+void raycluster__build_set(struct rcb *b, cJSON *o, const char *key, cJSON *val)
 {
     if (b->err || !o || !val) {
         if (!val)
@@ -196,28 +196,28 @@ void rcb_set(struct rcb *b, cJSON *o, const char *key, cJSON *val)
     }
 }
 
-void rcb_set_str(struct rcb *b, cJSON *o, const char *key, const char *val)
+void raycluster__build_set_str(struct rcb *b, cJSON *o, const char *key, const char *val)
 {
     if (b->err)
         return;
-    rcb_set(b, o, key, cJSON_CreateString(val ? val : ""));
+    raycluster__build_set(b, o, key, cJSON_CreateString(val ? val : ""));
 }
 
-void rcb_set_num(struct rcb *b, cJSON *o, const char *key, double val)
+void raycluster__build_set_num(struct rcb *b, cJSON *o, const char *key, double val)
 {
     if (b->err)
         return;
-    rcb_set(b, o, key, cJSON_CreateNumber(val));
+    raycluster__build_set(b, o, key, cJSON_CreateNumber(val));
 }
 
-void rcb_set_bool(struct rcb *b, cJSON *o, const char *key, bool val)
+void raycluster__build_set_bool(struct rcb *b, cJSON *o, const char *key, bool val)
 {
     if (b->err)
         return;
-    rcb_set(b, o, key, cJSON_CreateBool(val));
+    raycluster__build_set(b, o, key, cJSON_CreateBool(val));
 }
 
-cJSON *rcb_dup(struct rcb *b, const cJSON *src)
+cJSON *raycluster__build_dup(struct rcb *b, const cJSON *src)
 {
     cJSON *d;
     if (b->err)
@@ -226,7 +226,7 @@ cJSON *rcb_dup(struct rcb *b, const cJSON *src)
     return d ? d : oom(b);
 }
 
-void rcb_append(struct rcb *b, cJSON *arr, cJSON *item)
+void raycluster__build_append(struct rcb *b, cJSON *arr, cJSON *item)
 {
     if (b->err || !arr || !item) {
         if (!item)
@@ -240,7 +240,7 @@ void rcb_append(struct rcb *b, cJSON *arr, cJSON *item)
     }
 }
 
-cJSON *rcb_str_array(struct rcb *b, const char *const *vals, size_t n)
+cJSON *raycluster__build_str_array(struct rcb *b, const char *const *vals, size_t n)
 {
     cJSON *a;
     if (b->err)
@@ -248,47 +248,47 @@ cJSON *rcb_str_array(struct rcb *b, const char *const *vals, size_t n)
     if (!(a = cJSON_CreateArray()))
         return oom(b);
     for (size_t i = 0; i < n; i++)
-        rcb_append(b, a, cJSON_CreateString(vals[i]));
+        raycluster__build_append(b, a, cJSON_CreateString(vals[i]));
     return a;
 }
 
-cJSON *rcb_object(struct rcb *b, const char *api_version, const char *kind, const char *name,
-                  const char *ns, cJSON **meta)
+cJSON *raycluster__build_object(struct rcb *b, const char *api_version, const char *kind, const char *name,
+                                const char *ns, cJSON **meta)
 {
-    cJSON *o = rcb_dup(b, NULL);
-    rcb_set_str(b, o, "apiVersion", api_version);
-    rcb_set_str(b, o, "kind", kind);
-    *meta = rcb_obj(b, o, "metadata");
-    rcb_set_str(b, *meta, "name", name);
-    rcb_set_str(b, *meta, "namespace", ns);
+    cJSON *o = raycluster__build_dup(b, NULL);
+    raycluster__build_set_str(b, o, "apiVersion", api_version);
+    raycluster__build_set_str(b, o, "kind", kind);
+    *meta = raycluster__build_obj(b, o, "metadata");
+    raycluster__build_set_str(b, *meta, "name", name);
+    raycluster__build_set_str(b, *meta, "namespace", ns);
     return o;
 }
 
 /* A new {"name": name} appended to the container's env; NULL after an error. */
 static cJSON *env_entry(struct rcb *b, cJSON *container, const char *name)
 {
-    cJSON *env = rcb_arr(b, container, "env"), *e;
+    cJSON *env = raycluster__build_arr(b, container, "env"), *e;
     if (b->err)
         return NULL;
     if (!(e = cJSON_CreateObject()))
         return oom(b);
-    rcb_append(b, env, e);
-    rcb_set_str(b, e, "name", name);
+    raycluster__build_append(b, env, e);
+    raycluster__build_set_str(b, e, "name", name);
     return b->err ? NULL : e;
 }
 
-void rcb_env_value(struct rcb *b, cJSON *container, const char *name, const char *value)
+void raycluster__build_env_value(struct rcb *b, cJSON *container, const char *name, const char *value)
 {
-    rcb_set_str(b, env_entry(b, container, name), "value", value);
+    raycluster__build_set_str(b, env_entry(b, container, name), "value", value);
 }
 
-void rcb_env_fieldref(struct rcb *b, cJSON *container, const char *name, const char *path)
+void raycluster__build_env_fieldref(struct rcb *b, cJSON *container, const char *name, const char *path)
 {
     cJSON *e = env_entry(b, container, name);
-    rcb_set_str(b, rcb_obj(b, rcb_obj(b, e, "valueFrom"), "fieldRef"), "fieldPath", path);
+    raycluster__build_set_str(b, raycluster__build_obj(b, raycluster__build_obj(b, e, "valueFrom"), "fieldRef"), "fieldPath", path);
 }
 
-void rcb_owner_ref(struct rcb *b, cJSON *obj, const cJSON *rc)
+void raycluster__build_owner_ref(struct rcb *b, cJSON *obj, const cJSON *rc)
 {
     cJSON *refs, *r;
     const char *uid = kobj_str(kobj_get(rc, "metadata"), "uid");
@@ -298,32 +298,32 @@ void rcb_owner_ref(struct rcb *b, cJSON *obj, const cJSON *rc)
         oom(b);
         return;
     }
-    rcb_set(b, rcb_obj(b, obj, "metadata"), "ownerReferences", refs);
+    raycluster__build_set(b, raycluster__build_obj(b, obj, "metadata"), "ownerReferences", refs);
     if (b->err || !(r = cJSON_CreateObject())) {
         oom(b);
         return;
     }
-    rcb_append(b, refs, r);
-    rcb_set_str(b, r, "apiVersion", "ray.io/v1");
-    rcb_set_str(b, r, "kind", "RayCluster");
-    rcb_set_str(b, r, "name", rc_name(rc));
-    rcb_set_str(b, r, "uid", uid ? uid : "");
-    rcb_set_bool(b, r, "controller", true);
-    rcb_set_bool(b, r, "blockOwnerDeletion", true);
+    raycluster__build_append(b, refs, r);
+    raycluster__build_set_str(b, r, "apiVersion", "ray.io/v1");
+    raycluster__build_set_str(b, r, "kind", "RayCluster");
+    raycluster__build_set_str(b, r, "name", raycluster__name(rc));
+    raycluster__build_set_str(b, r, "uid", uid ? uid : "");
+    raycluster__build_set_bool(b, r, "controller", true);
+    raycluster__build_set_bool(b, r, "blockOwnerDeletion", true);
 }
 
-cJSON *rcb_fixed_resources(struct rcb *b, const char *cpu, const char *mem)
+cJSON *raycluster__build_fixed_resources(struct rcb *b, const char *cpu, const char *mem)
 {
     cJSON *res;
     if (b->err)
         return NULL;
     if (!(res = cJSON_CreateObject()))
         return oom(b);
-    cJSON *lim = rcb_obj(b, res, "limits"), *req = rcb_obj(b, res, "requests");
-    rcb_set_str(b, lim, "cpu", cpu);
-    rcb_set_str(b, lim, "memory", mem);
-    rcb_set_str(b, req, "cpu", cpu);
-    rcb_set_str(b, req, "memory", mem);
+    cJSON *lim = raycluster__build_obj(b, res, "limits"), *req = raycluster__build_obj(b, res, "requests");
+    raycluster__build_set_str(b, lim, "cpu", cpu);
+    raycluster__build_set_str(b, lim, "memory", mem);
+    raycluster__build_set_str(b, req, "cpu", cpu);
+    raycluster__build_set_str(b, req, "memory", mem);
     return res;
 }
 
@@ -337,7 +337,7 @@ static void clip_tail(const char *s, size_t max, char *out, size_t cap)
     snprintf(out, cap, "%s", s);
 }
 
-void rc_check_name(const char *s, char *out, size_t cap)
+void raycluster__check_name(const char *s, char *out, size_t cap)
 {
     if (cap == 0)
         return;
@@ -349,7 +349,7 @@ void rc_check_name(const char *s, char *out, size_t cap)
         out[0] = 'r';
 }
 
-void rc_check_label(const char *s, char *out, size_t cap)
+void raycluster__check_label(const char *s, char *out, size_t cap)
 {
     if (cap == 0)
         return;
@@ -361,26 +361,26 @@ void rc_check_label(const char *s, char *out, size_t cap)
 
 /* ---- quantities ---- */
 
-int rc_quantity_milli(const cJSON *v, int64_t *milli)
+int raycluster__quantity_milli(const cJSON *v, int64_t *milli)
 {
     char tmp[64];
     if (cJSON_IsString(v))
         return kobj_quantity_parse(v->valuestring, milli);
     if (cJSON_IsNumber(v)) {
-        rc_format_float(v->valuedouble, tmp, sizeof(tmp));
+        raycluster__format_float(v->valuedouble, tmp, sizeof(tmp));
         return kobj_quantity_parse(tmp, milli);
     }
     return -EINVAL;
 }
 
-int64_t rc_milli_ceil(int64_t milli)
+int64_t raycluster__milli_ceil(int64_t milli)
 {
     if (milli >= 0)
         return milli / 1000 + (milli % 1000 != 0);
     return milli / 1000;
 }
 
-void rc_format_float(double v, char *out, size_t cap)
+void raycluster__format_float(double v, char *out, size_t cap)
 {
     /* strconv.FormatFloat(v, 'f' or 'e', -1, 64) as encoding/json picks it. */
     double a = fabs(v);
@@ -427,7 +427,7 @@ void rc_format_float(double v, char *out, size_t cap)
 
 /* ---- rayStartParams ---- */
 
-int rc_params_set(struct rc_params *p, const char *k, const char *v)
+int raycluster__params_set(struct rc_params *p, const char *k, const char *v)
 {
     char *nv;
     for (size_t i = 0; i < p->n; i++) {
@@ -458,7 +458,7 @@ int rc_params_set(struct rc_params *p, const char *k, const char *v)
     return 0;
 }
 
-const char *rc_params_get(const struct rc_params *p, const char *k)
+const char *raycluster__params_get(const struct rc_params *p, const char *k)
 {
     for (size_t i = 0; i < p->n; i++)
         if (!strcmp(p->kv[i].k, k))
@@ -466,7 +466,7 @@ const char *rc_params_get(const struct rc_params *p, const char *k)
     return NULL;
 }
 
-void rc_params_free(struct rc_params *p)
+void raycluster__params_free(struct rc_params *p)
 {
     for (size_t i = 0; i < p->n; i++) {
         free(p->kv[i].k);
@@ -476,7 +476,7 @@ void rc_params_free(struct rc_params *p)
     memset(p, 0, sizeof(*p));
 }
 
-int rc_params_load(struct rc_params *p, const cJSON *map)
+int raycluster__params_load(struct rc_params *p, const cJSON *map)
 {
     const cJSON *e;
     int rc;
@@ -490,11 +490,11 @@ int rc_params_load(struct rc_params *p, const cJSON *map)
         else if (cJSON_IsBool(e))
             v = cJSON_IsTrue(e) ? "true" : "false";
         else if (cJSON_IsNumber(e)) {
-            rc_format_float(e->valuedouble, tmp, sizeof(tmp));
+            raycluster__format_float(e->valuedouble, tmp, sizeof(tmp));
             v = tmp;
         } else
             continue; /* the CRD types the map as strings; anything else never reaches us */
-        if ((rc = rc_params_set(p, e->string, v)) < 0)
+        if ((rc = raycluster__params_set(p, e->string, v)) < 0)
             return rc;
     }
     return 0;
@@ -510,7 +510,7 @@ static bool ieq(const char *a, const char *b)
     return strcasecmp(a, b) == 0;
 }
 
-char *rc_params_render(const struct rc_params *p)
+char *raycluster__params_render(const struct rc_params *p)
 {
     struct rc_kv *sorted = NULL;
     size_t len = 1;

@@ -35,8 +35,8 @@ static struct {
     int n;
 } durs = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-void rc_metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
-                                    const cJSON *new_status)
+void raycluster__metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
+                                             const cJSON *new_status)
 {
     if (rc_cond_true(old_status, "RayClusterProvisioned") ||
         !rc_cond_true(new_status, "RayClusterProvisioned"))
@@ -61,7 +61,7 @@ void rc_metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
     pthread_mutex_unlock(&durs.mu);
 }
 
-void rc_metrics_forget(const char *ns, const char *name)
+void raycluster__metrics_forget(const char *ns, const char *name)
 {
     pthread_mutex_lock(&durs.mu);
     for (int i = 0; i < durs.n; i++)

@@ -3,7 +3,8 @@
  * (raycluster_controller.go rayClusterReconcile): skip clusters managed
  * elsewhere; validate (Warning Event, terminal until the spec changes); the
  * GCS FT finalizer and deletion (reconcile_delete.c); autoscaler RBAC; head,
- * headless and serve Services; the embedded GCS store's PVC; Pods
+ * headless and serve Services; the embedded GCS store's PVC; the mTLS PKI
+ * (reconcile_tls.c); Pods
  * (reconcile_pods.c); the NetworkPolicies
  * (reconcile_netpol.c); then always the status (status.c), written through
  * /status only when it changed.
@@ -108,7 +109,7 @@ static int reconcile_rbac(struct rc_run *r)
     cJSON *sa = NULL, *role = NULL, *binding = NULL;
     int rc = rc_build_autoscaler_rbac(r->rc, &sa, &role, &binding);
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "building the autoscaler RBAC objects: %s", strerror(-rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "building the autoscaler RBAC objects: %s", strerror(-rc));
     if (sa)
         rc = create_absent(r, RC_CACHE_SERVICEACCOUNTS, &RC_RES_SERVICEACCOUNTS, sa, "CreatedServiceAccount",
                              "FailedToCreateServiceAccount", "service account");
@@ -121,7 +122,7 @@ static int reconcile_rbac(struct rc_run *r)
     cJSON_Delete(role);
     cJSON_Delete(binding);
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "autoscaler RBAC: %s", kube_strerror(rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "autoscaler RBAC: %s", kube_strerror(rc));
     return 0;
 }
 
@@ -223,7 +224,7 @@ static int reconcile_route(struct rc_run *r)
     struct kube_client *kc = host_kube(r->ctx);
     cJSON *route = rc_build_head_route(r->rc, &err);
     if (!route)
-        return err < 0 ? rc_fail(r, RC_ERR_OTHER, "building the head Route: %s", strerror(-err))
+        return err < 0 ? raycluster__fail(r, RC_ERR_OTHER, "building the head Route: %s", strerror(-err))
                        : 0;
     const char *name = rc_meta(route, "name");
     snprintf(sel, sizeof(sel), "%s=%s", RC_LABEL_CLUSTER, r->name);
@@ -251,7 +252,7 @@ out:
     kube_result_release(&kr);
     cJSON_Delete(route);
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "head Route: %s", kube_strerror(rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "head Route: %s", kube_strerror(rc));
     return 0;
 }
 
@@ -261,17 +262,17 @@ out:
 static int reconcile_ingress(struct rc_run *r)
 {
     int err = 0, os;
-    if (!rcj_bool(rc_head_group(r->rc), "enableIngress", false))
+    if (!raycluster__json_bool(raycluster__head_group(r->rc), "enableIngress", false))
         return 0;
     /* shouldCreateOpenShiftRoute */
     if (!ingress_on_openshift() && (os = openshift(r)) != 0)
         return os > 0 ? reconcile_route(r)
-                      : rc_fail(r, RC_ERR_OTHER, "telling whether this is OpenShift: %s",
-                                kube_strerror(os));
+                      : raycluster__fail(r, RC_ERR_OTHER, "telling whether this is OpenShift: %s",
+                                         kube_strerror(os));
     cJSON *ing = rc_build_head_ingress(r->rc, &r->bo, &err), *have = NULL;
     struct kube_result kr = { 0 };
     if (!ing)
-        return err < 0 ? rc_fail(r, RC_ERR_OTHER, "building the head Ingress: %s", strerror(-err))
+        return err < 0 ? raycluster__fail(r, RC_ERR_OTHER, "building the head Ingress: %s", strerror(-err))
                        : 0;
     const char *name = rc_meta(ing, "name");
     int rc = host_get(r->ctx, RC_CACHE_INGRESSES, r->ns, name, &have);
@@ -317,7 +318,7 @@ static int reconcile_ingress(struct rc_run *r)
     cJSON_Delete(have);
     cJSON_Delete(ing);
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "head Ingress: %s", kube_strerror(rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "head Ingress: %s", kube_strerror(rc));
     return 0;
 }
 
@@ -336,9 +337,9 @@ static int reconcile_auth_secret(struct rc_run *r)
         return 0;
     /* cached first: no random token is drawn for a Secret that exists */
     if ((rc = cached(r, RC_CACHE_SECRETS, name)) != 0)
-        return rc < 0 ? rc_fail(r, RC_ERR_OTHER, "reading the auth Secret: %s", strerror(-rc)) : 0;
+        return rc < 0 ? raycluster__fail(r, RC_ERR_OTHER, "reading the auth Secret: %s", strerror(-rc)) : 0;
     if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        return rc_fail(r, RC_ERR_OTHER, "no randomness for the auth token");
+        return raycluster__fail(r, RC_ERR_OTHER, "no randomness for the auth token");
     rc = -ENOMEM;
     if ((s = rc_build_auth_secret(r->rc, raw, sizeof(raw), &rc)))
         rc = create_absent(r, RC_CACHE_SECRETS, &KUBE_RES_SECRETS, s, NULL, NULL, "secret");
@@ -352,7 +353,7 @@ static int reconcile_auth_secret(struct rc_run *r)
         cJSON_Delete(s);
     }
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "auth Secret: %s", kube_strerror(rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "auth Secret: %s", kube_strerror(rc));
     return 0;
 }
 
@@ -367,7 +368,7 @@ static int ensure_service(struct rc_run *r, cJSON *svc)
     if (rc == 0)
         return 0;
     if (rc != -ENOENT)
-        return rc_fail(r, RC_ERR_OTHER, "reading Service %s: %s", name, strerror(-rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "reading Service %s: %s", name, strerror(-rc));
     struct kube_result kr = { 0 };
     rc = host_create(r->ctx, &KUBE_RES_SERVICES, r->ns, svc, &kr);
     char why[640];
@@ -378,7 +379,7 @@ static int ensure_service(struct rc_run *r, cJSON *svc)
     if (rc < 0) {
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
                    "Failed creating service %s/%s, %s", r->ns, name, why);
-        return rc_fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, why);
+        return raycluster__fail(r, RC_ERR_OTHER, "creating Service %s: %s", name, why);
     }
     host_log(r->ctx, LOG_INFO, "Created service for RayCluster", "service", name, NULL);
     host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "CreatedService", "Create",
@@ -395,7 +396,7 @@ static int reconcile_services(struct rc_run *r)
         int err = 0;
         cJSON *svc = builders[i](r->rc, &r->bo, &err);
         if (!svc && err < 0)
-            return rc_fail(r, RC_ERR_OTHER, "building a Service: %s", strerror(-err));
+            return raycluster__fail(r, RC_ERR_OTHER, "building a Service: %s", strerror(-err));
         if (!svc)
             continue;
         int rc = ensure_service(r, svc);
@@ -423,8 +424,8 @@ static int gcs_pvc_owner(struct rc_run *r, cJSON *pvc)
     if (retain == !ours)
         return 0;
     if (!retain && ctl)
-        return rc_fail(r, RC_ERR_OTHER, "GCS storage PVC %s is already controlled by another "
-                       "object", rc_meta(pvc, "name"));
+        return raycluster__fail(r, RC_ERR_OTHER, "GCS storage PVC %s is already controlled by another "
+                                "object", rc_meta(pvc, "name"));
     refs = cJSON_GetObjectItemCaseSensitive(md, "ownerReferences");
     if (retain) {
         for (ref = refs ? refs->child : NULL; ref; ref = ref->next)
@@ -437,14 +438,14 @@ static int gcs_pvc_owner(struct rc_run *r, cJSON *pvc)
     } else {
         struct rcb b = { 0 };
         cJSON *tmp = cJSON_CreateObject();
-        rcb_owner_ref(&b, tmp, r->rc);
-        ref = cJSON_DetachItemFromArray(rcj_path(tmp, "metadata", "ownerReferences", NULL)
-                                            ? (cJSON *)rcj_path(tmp, "metadata",
-                                                                "ownerReferences", NULL)
+        raycluster__build_owner_ref(&b, tmp, r->rc);
+        ref = cJSON_DetachItemFromArray(raycluster__json_path(tmp, "metadata", "ownerReferences", NULL)
+                                            ? (cJSON *)raycluster__json_path(tmp, "metadata",
+                                                                             "ownerReferences", NULL)
                                             : NULL, 0);
         cJSON_Delete(tmp);
         if (!ref)
-            return rc_fail(r, RC_ERR_OTHER, "out of memory");
+            return raycluster__fail(r, RC_ERR_OTHER, "out of memory");
         if (!cJSON_IsArray(refs)) {
             cJSON_DeleteItemFromObjectCaseSensitive(md, "ownerReferences");
             refs = cJSON_AddArrayToObject(md, "ownerReferences");
@@ -454,8 +455,8 @@ static int gcs_pvc_owner(struct rc_run *r, cJSON *pvc)
     rc = host_update(r->ctx, &RC_RES_PVCS, r->ns, pvc, &kr);
     kube_result_release(&kr);
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "GCS storage PVC %s: %s", rc_meta(pvc, "name"),
-                       kube_strerror(rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "GCS storage PVC %s: %s", rc_meta(pvc, "name"),
+                                kube_strerror(rc));
     return 0;
 }
 
@@ -474,12 +475,12 @@ static int reconcile_gcs_pvc(struct rc_run *r)
     if (!rc_gcs_ft_enabled(r->rc) || !rc_gcs_ft_embedded(r->rc))
         return 0;
     if (rc_gcs_pvc_name(r->rc, name, sizeof(name)) < 0)
-        return rc_fail(r, RC_ERR_OTHER, "GCS storage PVC name too long");
+        return raycluster__fail(r, RC_ERR_OTHER, "GCS storage PVC name too long");
     if (!kc)
-        return rc_fail(r, RC_ERR_OTHER, "no API connection");
+        return raycluster__fail(r, RC_ERR_OTHER, "no API connection");
     if (!(want = rc_build_gcs_pvc(r->rc, &err))) {
         if (err < 0)
-            return rc_fail(r, RC_ERR_OTHER, "building the GCS storage PVC: %s", strerror(-err));
+            return raycluster__fail(r, RC_ERR_OTHER, "building the GCS storage PVC: %s", strerror(-err));
         /* storage.claimName: the user's, read live (it need not carry our labels) */
         rc = kube_get(kc, &RC_RES_PVCS, r->ns, name, &kr);
         kube_result_release(&kr);
@@ -489,7 +490,7 @@ static int reconcile_gcs_pvc(struct rc_run *r)
                        "%s; the head Pod will not start until it exists", name, r->ns);
             return 0;
         }
-        return rc < 0 ? rc_fail(r, RC_ERR_OTHER, "reading PVC %s: %s", name, kube_strerror(rc)) : 0;
+        return rc < 0 ? raycluster__fail(r, RC_ERR_OTHER, "reading PVC %s: %s", name, kube_strerror(rc)) : 0;
     }
     rc = host_get(r->ctx, "v1/persistentvolumeclaims", r->ns, name, &have);
     if (rc == -ENOENT) {
@@ -514,12 +515,12 @@ static int reconcile_gcs_pvc(struct rc_run *r)
         kube_result_release(&kr);
         if (rc < 0 || !have) {
             cJSON_Delete(want);
-            return rc < 0 ? rc_fail(r, RC_ERR_OTHER, "GCS storage PVC %s: %s", name,
-                                    kube_strerror(rc)) : 0;
+            return rc < 0 ? raycluster__fail(r, RC_ERR_OTHER, "GCS storage PVC %s: %s", name,
+                                             kube_strerror(rc)) : 0;
         }
     } else if (rc < 0) {
         cJSON_Delete(want);
-        return rc_fail(r, RC_ERR_OTHER, "reading PVC %s: %s", name, strerror(-rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "reading PVC %s: %s", name, strerror(-rc));
     }
     rc_gcs_pvc_drift(want, have, drift, sizeof(drift));
     if (drift[0])
@@ -608,7 +609,7 @@ static int write_status(struct rc_run *r)
         const cJSON *ns_state = cJSON_GetObjectItemCaseSensitive(st, "state");
         host_log(r->ctx, LOG_INFO, "updateRayClusterStatus", "state",
                  cJSON_IsString(ns_state) ? ns_state->valuestring : "", "changed", changed, NULL);
-        rc_metrics_observe_provisioned(r->rc, old, st);
+        raycluster__metrics_observe_provisioned(r->rc, old, st);
     } else {
         host_log(r->ctx, LOG_INFO, "Error updating status", "error", kube_strerror(rc), NULL);
     }
@@ -727,7 +728,7 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     r.ctx = ctx;
     int rc = host_get(ctx, RC_CACHE_TYPE, ctx->ns, ctx->name, &r.rc);
     if (rc == -ENOENT) {
-        rc_metrics_forget(ctx->ns, ctx->name);
+        raycluster__metrics_forget(ctx->ns, ctx->name);
         return 0;
     }
     if (rc < 0)
@@ -743,9 +744,9 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
         host_log(ctx, LOG_INFO, "Skipping RayCluster managed by a custom controller", NULL);
         goto out;
     }
-    if (validate(&r, res) == 1)
+    if (validate(&r, res) == 1 || raycluster__tls_precheck(&r, res) == 1)
         goto out;
-    if ((rc = rc_reconcile_finalizer(&r, res)) != 0)
+    if ((rc = raycluster__reconcile_finalizer(&r, res)) != 0)
         goto out;   /* 1: finished (finalizer added, deletion in progress) */
     if (*rc_meta(r.rc, "deletionTimestamp")) {
         host_log(ctx, LOG_INFO, "RayCluster is being deleted, just ignore", NULL);
@@ -753,14 +754,19 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     if ((rc = host_list_cluster(ctx, "v1/pods", r.ns, r.name, &r.pods)) < 0)
         goto out;
+    char tls_msg[512] = "";
+    int tls = 0;
     /* stops at the first failing step, as KubeRay; the status is computed anyway */
     if (reconcile_rbac(&r) == 0 && reconcile_ingress(&r) == 0 && reconcile_auth_secret(&r) == 0 &&
-        reconcile_services(&r) == 0 && reconcile_gcs_pvc(&r) == 0)
-        (void)rc_reconcile_pods(&r);
+        reconcile_services(&r) == 0 && reconcile_gcs_pvc(&r) == 0) {
+        /* KubeRay's mTLS controller runs apart: its failure only retries */
+        tls = raycluster__reconcile_tls(&r, tls_msg, sizeof(tls_msg));
+        (void)raycluster__reconcile_pods(&r);
+    }
     /* KubeRay's NetworkPolicy controller runs apart from the RayCluster's: its failure
      * only retries, and does not stop the steps above */
     char np_msg[512] = "";
-    int np = r.gone ? 0 : rc_reconcile_netpol(&r, np_msg, sizeof(np_msg));
+    int np = r.gone ? 0 : raycluster__reconcile_netpol(&r, np_msg, sizeof(np_msg));
     if (r.gone) {
         /* deleted on the API server, not yet in the cache: no status to write,
          * and the deletion's watch event brings the key back (file comment of
@@ -779,6 +785,10 @@ int rc_reconcile(struct host_ctx *ctx, struct host_result *res)
     int wrote = write_status(&r);
     if (r.err != RC_ERR_NONE) {
         set_message(res, r.err_msg);
+        res->outcome = HOST_ERROR;
+    } else if (tls < 0) {
+        host_log(ctx, LOG_ERROR, "Error reconcile mTLS", "error", tls_msg, NULL);
+        set_message(res, tls_msg);
         res->outcome = HOST_ERROR;
     } else if (np < 0) {
         host_log(ctx, LOG_ERROR, "Error reconcile NetworkPolicies", "error", np_msg, NULL);

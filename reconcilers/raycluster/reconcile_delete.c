@@ -113,7 +113,7 @@ static int cleanup_on_delete(struct rc_run *r, struct host_result *res)
         if (t && (strcmp(t, RC_NODE_HEAD) == 0 || strcmp(t, RC_NODE_WORKER) == 0)) {
             heads += strcmp(t, RC_NODE_HEAD) == 0;
             struct kube_result kr = { 0 };
-            if (!rc_pod_terminating(p) &&
+            if (!raycluster__pod_terminating(p) &&
                 (rc = host_delete(r->ctx, &KUBE_RES_PODS, r->ns, rc_meta(p, "name"), NULL, &kr)) < 0 &&
                 rc != -ENOENT) {
                 kube_result_release(&kr);
@@ -193,7 +193,7 @@ out:
     return rc;
 }
 
-int rc_reconcile_finalizer(struct rc_run *r, struct host_result *res)
+int raycluster__reconcile_finalizer(struct rc_run *r, struct host_result *res)
 {
     bool deleting = *rc_meta(r->rc, "deletionTimestamp") != '\0';
     const char *env = getenv("ENABLE_GCS_FT_REDIS_CLEANUP");

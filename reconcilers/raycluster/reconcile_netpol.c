@@ -168,7 +168,7 @@ static int delete_stale(struct rc_run *r, const cJSON *want, char *msg, size_t c
     return rc;
 }
 
-int rc_reconcile_netpol(struct rc_run *r, char *msg, size_t cap)
+int raycluster__reconcile_netpol(struct rc_run *r, char *msg, size_t cap)
 {
     int err = 0, rc = 0;
     const cJSON *np;

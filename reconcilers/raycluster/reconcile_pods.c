@@ -29,7 +29,7 @@
  * says 2), so nothing is created until the cache has the spec the API has.
  *
  * The window of the Pod LIST belongs to writes made before this process
- * started, so it closes for good: the first LIST's resourceVersion is a fence,
+ * started, so it closes for good: the latest LIST's resourceVersion is a fence,
  * and once the cache's Pods have caught up with it (host_cache_seen) every
  * earlier write is in the cache and later ones are this process's own, which
  * the read-your-writes gate covers, for as long as the watcher connection lasts
@@ -37,6 +37,12 @@
  * next connection). From then on no reconcile lists Pods
  * (before, a burst of new clusters cost one LIST each); the GET of the cluster
  * stays, as the cluster's spec can change under the cache at any time.
+ *
+ * What is left between that GET and the create's commit is one request's time:
+ * creates are made in one attempt (host_create_once), as a create the client
+ * retried after a 429 or a refused connection would commit after a wait the GET
+ * does not cover. A create sent without an answer (a reset) may exist: the fence
+ * starts over, so the next count is a live LIST.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -95,7 +101,7 @@ static int pods_where(const cJSON *pods, const char *key, const char *value,
     return 0;
 }
 
-bool rc_pod_terminating(const cJSON *pod)
+bool raycluster__pod_terminating(const cJSON *pod)
 {
     return *rc_meta(pod, "deletionTimestamp") != '\0';
 }
@@ -151,15 +157,15 @@ static int delete_pod(struct rc_run *r, const char *name)
     return rc == -ENOENT ? 0 : rc;
 }
 
-int rc_delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e)
+int raycluster__delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e)
 {
     const cJSON *p;
     cJSON_ArrayForEach(p, pods) {
-        if (rc_pod_terminating(p))
+        if (raycluster__pod_terminating(p))
             continue;
         int rc = delete_pod(r, rc_meta(p, "name"));
         if (rc < 0)
-            return rc_fail(r, e, "deleting Pod %s: %s", rc_meta(p, "name"), kube_strerror(rc));
+            return raycluster__fail(r, e, "deleting Pod %s: %s", rc_meta(p, "name"), kube_strerror(rc));
     }
     return 0;
 }
@@ -169,15 +175,15 @@ static int delete_podv(struct rc_run *r, const struct podv *v, const char *group
 {
     for (int i = 0; i < v->n; i++) {
         const char *name = rc_meta(v->p[i], "name");
-        if (rc_pod_terminating(v->p[i]))
+        if (raycluster__pod_terminating(v->p[i]))
             continue;
         int rc = delete_pod(r, name);
         if (rc < 0) {
             host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToDeleteWorkerPod", "Delete",
                        "Failed deleting worker Pod %s/%s for group %s, %s", r->ns, name, group,
                        kube_strerror(rc));
-            return rc_fail(r, RC_ERR_DELETE_WORKER, "deleting worker Pod %s: %s", name,
-                           kube_strerror(rc));
+            return raycluster__fail(r, RC_ERR_DELETE_WORKER, "deleting worker Pod %s: %s", name,
+                                    kube_strerror(rc));
         }
         host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "DeletedWorkerPod", "Delete",
                    "Deleted worker Pod %s/%s for group %s: %s", r->ns, name, group, reason);
@@ -218,25 +224,32 @@ static bool fence_passed(struct rc_run *r)
     if (host_cache_seen(r->ctx, "v1/pods", rv) != 1)
         return false;
     pthread_mutex_lock(&fence.mu);
-    if (fence.gen == gen)
+    passed = fence.gen == gen && strcmp(fence.rv, rv) == 0;   /* not moved up meanwhile */
+    if (passed)
         fence.passed = true;
     pthread_mutex_unlock(&fence.mu);
+    if (!passed)
+        return false;
     host_log(r->ctx, LOG_INFO, "the cache has every Pod written before this watcher "
              "connection; no more confirming LISTs", "resourceVersion", rv, NULL);
     return true;
 }
 
+/* Every confirming LIST moves the fence up to its rv, not only the first: a write
+ * the previous process had in flight can commit after our first LIST (its request
+ * was still on the server when it died), and a LIST that shows it must be waited
+ * for too (raycluster_crash.py saw a 25th worker created for 24 without this). */
 static void fence_set(uint64_t gen, const char *rv)
 {
     if (!rv || !*rv || strlen(rv) >= IPC_RV_MAX)
         return;
     pthread_mutex_lock(&fence.mu);
-    if (gen == fence.gen && !fence.rv[0])
+    if (gen == fence.gen && !fence.passed && (!fence.rv[0] || kobj_rv_cmp(rv, fence.rv) > 0))
         memcpy(fence.rv, rv, strlen(rv) + 1);
     pthread_mutex_unlock(&fence.mu);
 }
 
-void rc_pods_fence_reset(void)
+void raycluster__pods_fence_reset(void)
 {
     pthread_mutex_lock(&fence.mu);
     fence.rv[0] = '\0';
@@ -247,7 +260,7 @@ void rc_pods_fence_reset(void)
 
 static int64_t generation_of(const cJSON *obj)
 {
-    return rcj_int(kobj_get(obj, "metadata"), "generation", 0);
+    return raycluster__json_int(kobj_get(obj, "metadata"), "generation", 0);
 }
 
 /* The live half of the check in the file comment: 0 when the API server has
@@ -277,7 +290,7 @@ static int live_cluster(struct rc_run *r, struct kube_client *kc)
 
 /* The cluster's Pods as the API server has them (one LIST per reconcile, kept
  * in r->live), to confirm the cache's count before creating (file comment).
- * 0 or rc_fail(). */
+ * 0 or raycluster__fail(). */
 static int live_pods(struct rc_run *r)
 {
     if (r->live || r->live_skipped)
@@ -306,7 +319,7 @@ static int live_pods(struct rc_run *r)
     }
     kube_result_release(&kr);
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "listing the Pods of %s: %s", r->name, kube_strerror(rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "listing the Pods of %s: %s", r->name, kube_strerror(rc));
     return 0;
 }
 
@@ -328,25 +341,25 @@ static int confirm_count(struct rc_run *r, const char *key, const char *value, i
         snprintf(b, sizeof(b), "%d", live);
         host_log(r->ctx, LOG_INFO, "cache behind the API server; not creating Pods yet",
                  "label", key, "value", value, "cached", a, "live", b, NULL);
-        return rc_fail(r, RC_ERR_OTHER, "the cache has %d Pods with %s=%s, the API server %d; "
-                       "waiting for the cache", cached, key, value, live);
+        return raycluster__fail(r, RC_ERR_OTHER, "the cache has %d Pods with %s=%s, the API server %d; "
+                                "waiting for the cache", cached, key, value, live);
     }
     return 0;
 }
 
 /* 0 when the API server still has the cluster as cached (file comment), else
- * rc_fail(): nothing may be created. */
+ * raycluster__fail(): nothing may be created. */
 static int confirm_cluster(struct rc_run *r)
 {
     struct kube_client *kc = host_kube(r->ctx);
     int rc = kc ? live_cluster(r, kc) : -ENOTCONN;
     if (rc == -ENOENT)
-        return rc_fail(r, RC_ERR_OTHER, "RayCluster %s is gone from the API server", r->name);
+        return raycluster__fail(r, RC_ERR_OTHER, "RayCluster %s is gone from the API server", r->name);
     if (rc == -EAGAIN)
-        return rc_fail(r, RC_ERR_OTHER, "the cached spec of %s is older than the API server's; "
-                       "waiting for the cache", r->name);
+        return raycluster__fail(r, RC_ERR_OTHER, "the cached spec of %s is older than the API server's; "
+                                "waiting for the cache", r->name);
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "reading RayCluster %s: %s", r->name, kube_strerror(rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "reading RayCluster %s: %s", r->name, kube_strerror(rc));
     return 0;
 }
 
@@ -357,7 +370,21 @@ static int create_pod(struct rc_run *r, cJSON *pod, bool head)
     int rc = confirm_cluster(r);
     if (rc < 0)
         return rc;
-    rc = host_create(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
+    /* one attempt: a create the client retried after a 429 or a refused connection
+     * would commit later than the GET above vouches for (the soak saw one commit 158 ms
+     * later, after the group was scaled down); the next reconcile reads again instead */
+    rc = host_create_once(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
+    if (rc < 0 && kr.http_code == 0 && rc != -ECONNREFUSED)
+        raycluster__pods_fence_reset();   /* sent, no answer: it may exist; the next count is a LIST */
+    if (rc == -EAGAIN || rc == -ECONNREFUSED) {
+        /* what the client used to retry: no Warning Event for it */
+        host_log(r->ctx, LOG_INFO, "API server busy; the Pod is created after the cluster is "
+                 "read again", "error", kube_strerror(rc), NULL);
+        kube_result_release(&kr);
+        return raycluster__fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
+                                "creating a %s Pod: %s (retried)", head ? "head" : "worker",
+                                kube_strerror(rc));
+    }
     if (rc < 0) {
         char why[640];
         kube_result_error(&kr, rc, why, sizeof(why));
@@ -369,8 +396,8 @@ static int create_pod(struct rc_run *r, cJSON *pod, bool head)
                        "Failed to create worker Pod for the cluster %s/%s, %s", r->ns, r->name,
                        why);
         kube_result_release(&kr);
-        return rc_fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
-                       "creating a %s Pod: %s", head ? "head" : "worker", why);
+        return raycluster__fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
+                                "creating a %s Pod: %s", head ? "head" : "worker", why);
     }
     const char *name = rc_meta(kr.body, "name");
     host_log(r->ctx, LOG_INFO, head ? "Created head Pod for RayCluster"
@@ -406,7 +433,7 @@ static int reconcile_head(struct rc_run *r, const char *hash)
         goto out;
     if (heads.n == 1) {
         const cJSON *h = heads.p[0];
-        if (!rc_pod_terminating(h) && should_delete_pod(h, RC_NODE_HEAD, why, sizeof(why))) {
+        if (!raycluster__pod_terminating(h) && should_delete_pod(h, RC_NODE_HEAD, why, sizeof(why))) {
             const char *name = rc_meta(h, "name");
             host_log(r->ctx, LOG_INFO, "reconcilePods: deleting the head Pod", "pod", name,
                      "reason", why, NULL);
@@ -414,13 +441,13 @@ static int reconcile_head(struct rc_run *r, const char *hash)
                 host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToDeleteHeadPod", "Delete",
                            "Failed deleting head Pod %s/%s; Pod status: %s, %s", r->ns, name,
                            rc_pod_phase(h), kube_strerror(rc));
-                rc = rc_fail(r, RC_ERR_DELETE_HEAD, "deleting head Pod %s: %s", name,
-                             kube_strerror(rc));
+                rc = raycluster__fail(r, RC_ERR_DELETE_HEAD, "deleting head Pod %s: %s", name,
+                                      kube_strerror(rc));
                 goto out;
             }
             host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "DeletedHeadPod", "Delete",
                        "Deleted head Pod %s/%s; Pod status: %s", r->ns, name, rc_pod_phase(h));
-            rc = rc_fail(r, RC_ERR_OTHER, "%s", why);
+            rc = raycluster__fail(r, RC_ERR_OTHER, "%s", why);
         }
     } else if (heads.n == 0) {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
@@ -432,10 +459,12 @@ static int reconcile_head(struct rc_run *r, const char *hash)
         }
         if ((rc = confirm_count(r, RC_LABEL_NODE_TYPE, RC_NODE_HEAD, 0)) < 0)
             goto out;
+        if ((rc = raycluster__tls_secrets_ready(r)) < 0)
+            goto out;
         int err = 0;
         cJSON *pod = rc_build_head_pod(r->rc, &r->bo, &err);
         if (!pod) {
-            rc = rc_fail(r, RC_ERR_CREATE_HEAD, "building the head Pod: %s", strerror(-err));
+            rc = raycluster__fail(r, RC_ERR_CREATE_HEAD, "building the head Pod: %s", strerror(-err));
             goto out;
         }
         set_annotation(pod, RC_ANN_UPGRADE_HASH, hash);
@@ -443,8 +472,8 @@ static int reconcile_head(struct rc_run *r, const char *hash)
         rc = create_pod(r, pod, true);
         cJSON_Delete(pod);
     } else {
-        rc = rc_fail(r, RC_ERR_OTHER, "%d head pods found. Please delete extra head pods",
-                     heads.n);
+        rc = raycluster__fail(r, RC_ERR_OTHER, "%d head pods found. Please delete extra head pods",
+                              heads.n);
     }
 out:
     podv_free(&heads);
@@ -546,6 +575,8 @@ static int create_workers(struct rc_run *r, const cJSON *g, const char *group, i
 {
     int rc = confirm_count(r, RC_LABEL_GROUP, group, cached);
     int idx = -1;
+    if (rc == 0)
+        rc = raycluster__tls_secrets_ready(r);
     for (int i = 0; rc == 0 && i < replicas; i++) {
         idx = next_index(used, nused, idx + 1);
         char rname[300];
@@ -556,8 +587,8 @@ static int create_workers(struct rc_run *r, const cJSON *g, const char *group, i
             cJSON *pod = rc_build_worker_pod(r->rc, g, hosts > 1 ? rname : NULL, idx, h,
                                              &r->bo, &err);
             if (!pod)
-                return rc_fail(r, RC_ERR_CREATE_WORKER, "building a worker Pod of %s: %s",
-                               group, strerror(-err));
+                return raycluster__fail(r, RC_ERR_CREATE_WORKER, "building a worker Pod of %s: %s",
+                                        group, strerror(-err));
             rc = create_pod(r, pod, false);
             cJSON_Delete(pod);
         }
@@ -569,7 +600,7 @@ static int create_workers(struct rc_run *r, const cJSON *g, const char *group, i
  * then Pods not running, then the rest, in cache order. */
 static int victim_rank(const cJSON *p)
 {
-    return rc_pod_terminating(p) ? 0 : strcmp(rc_pod_phase(p), "Running") != 0 ? 1 : 2;
+    return raycluster__pod_terminating(p) ? 0 : strcmp(rc_pod_phase(p), "Running") != 0 ? 1 : 2;
 }
 
 static int reconcile_single_host(struct rc_run *r, const cJSON *g, const char *group,
@@ -579,7 +610,7 @@ static int reconcile_single_host(struct rc_run *r, const cJSON *g, const char *g
     int unhealthy = 0, rc;
     for (int i = 0; i < pods->n; i++) {
         const cJSON *p = pods->p[i];
-        if (rc_pod_terminating(p) || !should_delete_pod(p, RC_NODE_WORKER, why, sizeof(why)))
+        if (raycluster__pod_terminating(p) || !should_delete_pod(p, RC_NODE_WORKER, why, sizeof(why)))
             continue;
         unhealthy++;
         struct podv one = { .p = &pods->p[i], .n = 1, .cap = 1 };
@@ -587,7 +618,7 @@ static int reconcile_single_host(struct rc_run *r, const cJSON *g, const char *g
             return rc;
     }
     if (unhealthy)
-        return rc_fail(r, RC_ERR_OTHER, "delete %d unhealthy worker Pods", unhealthy);
+        return raycluster__fail(r, RC_ERR_OTHER, "delete %d unhealthy worker Pods", unhealthy);
 
     /* workersToDelete always go, whatever replicas says (the autoscaler's request) */
     const cJSON *wtd = cJSON_GetObjectItemCaseSensitive(
@@ -667,7 +698,7 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
             nrep++;
         }
         count[j]++;
-        if (!rc_pod_terminating(pods->p[i]) &&
+        if (!raycluster__pod_terminating(pods->p[i]) &&
             should_delete_pod(pods->p[i], RC_NODE_WORKER, why, sizeof(why)))
             bad[j] = 1;
     }
@@ -683,8 +714,8 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
                 rc = -ENOMEM;
         }
         if (rc == 0 && (rc = delete_podv(r, &del, group, "cleanup of incomplete multi-host group")) == 0)
-            rc = rc_fail(r, RC_ERR_OTHER, "cleaned up incomplete replica group %s, requeueing",
-                         names[j]);
+            rc = raycluster__fail(r, RC_ERR_OTHER, "cleaned up incomplete replica group %s, requeueing",
+                                  names[j]);
         goto out;
     }
     /* unhealthy replicas and those named in workersToDelete go whole */
@@ -711,8 +742,8 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
     if (rc < 0)
         goto out;
     if (explicit) {
-        rc = rc_fail(r, RC_ERR_OTHER, "deleted %d worker Pods based on ScaleStrategy, requeueing",
-                     del.n);
+        rc = raycluster__fail(r, RC_ERR_OTHER, "deleted %d worker Pods based on ScaleStrategy, requeueing",
+                              del.n);
         goto out;
     }
     int valid = 0, *used = idx, nused = 0;
@@ -724,8 +755,8 @@ static int reconcile_multi_host(struct rc_run *r, const cJSON *g, const char *gr
         }
     int desired_pods = (int)rc_worker_desired_replicas(g);
     if (desired_pods % hosts != 0) {
-        rc = rc_fail(r, RC_ERR_OTHER, "desired worker pods (%d) is not a multiple of NumOfHosts "
-                     "(%d) for group %s", desired_pods, hosts, group);
+        rc = raycluster__fail(r, RC_ERR_OTHER, "desired worker pods (%d) is not a multiple of NumOfHosts "
+                              "(%d) for group %s", desired_pods, hosts, group);
         goto out;
     }
     int diff = desired_pods / hosts - valid;
@@ -766,14 +797,14 @@ static int reconcile_group(struct rc_run *r, const cJSON *g)
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "suspend"))) {
         int active = 0;
         for (int i = 0; i < pods.n; i++)
-            active += !rc_pod_terminating(pods.p[i]);
+            active += !raycluster__pod_terminating(pods.p[i]);
         for (int i = 0; rc == 0 && i < pods.n; i++)
-            if (!rc_pod_terminating(pods.p[i]) && (rc = delete_pod(r, rc_meta(pods.p[i], "name"))) < 0) {
+            if (!raycluster__pod_terminating(pods.p[i]) && (rc = delete_pod(r, rc_meta(pods.p[i], "name"))) < 0) {
                 host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToDeleteWorkerPodCollection",
                            "Delete", "Failed deleting worker Pods for suspended group %s in "
                            "RayCluster %s/%s, %s", group, r->ns, r->name, kube_strerror(rc));
-                rc = rc_fail(r, RC_ERR_DELETE_WORKER, "deleting Pods of suspended group %s: %s",
-                             group, kube_strerror(rc));
+                rc = raycluster__fail(r, RC_ERR_DELETE_WORKER, "deleting Pods of suspended group %s: %s",
+                                      group, kube_strerror(rc));
             }
         if (rc == 0 && active)
             host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "DeletedWorkerPod", "Delete",
@@ -796,10 +827,10 @@ static int delete_all(struct rc_run *r, const char *why_event)
     int active = 0;
     const cJSON *p;
     cJSON_ArrayForEach(p, r->pods)
-        active += !rc_pod_terminating(p);
+        active += !raycluster__pod_terminating(p);
     if (!active)
         return 0;
-    int rc = rc_delete_pods(r, r->pods, RC_ERR_DELETE_ALL);
+    int rc = raycluster__delete_pods(r, r->pods, RC_ERR_DELETE_ALL);
     if (rc < 0) {
         host_event(r->ctx, r->rc, HOST_EVENT_WARNING, "FailedToDeletePodCollection", "Delete",
                    "Failed deleting Pods %s for RayCluster %s/%s, %s", why_event, r->ns, r->name,
@@ -811,12 +842,12 @@ static int delete_all(struct rc_run *r, const char *why_event)
     return 0;
 }
 
-int rc_reconcile_pods(struct rc_run *r)
+int raycluster__reconcile_pods(struct rc_run *r)
 {
     char hash[64] = "";
     int rc = rc_spec_hash(r->rc, hash, sizeof(hash));
     if (rc < 0)
-        return rc_fail(r, RC_ERR_OTHER, "hashing the spec: %s", strerror(-rc));
+        return raycluster__fail(r, RC_ERR_OTHER, "hashing the spec: %s", strerror(-rc));
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(r->rc, "spec");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(r->rc, "status");
     if (rc_cond_true(st, "RayClusterSuspending"))
@@ -835,7 +866,7 @@ int rc_reconcile_pods(struct rc_run *r)
         char msg[400];
         if ((rc = batchsched_submit(r->ctx, (enum batchsched_kind)r->bo.batch_scheduler, &parent,
                                     msg, sizeof(msg))) < 0)
-            return rc_fail(r, RC_ERR_OTHER, "%s", msg[0] ? msg : strerror(-rc));
+            return raycluster__fail(r, RC_ERR_OTHER, "%s", msg[0] ? msg : strerror(-rc));
     }
     if ((rc = reconcile_head(r, hash)) < 0)
         return rc;

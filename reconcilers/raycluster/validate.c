@@ -5,10 +5,10 @@
  * admission-time rules the RayCluster webhook / CRD enforce (unique worker group
  * names, managedBy values) and rayop's own numOfHosts >= 1.
  *
- * Feature gates are those of a default KubeRay install: RayJobDeletionPolicy on;
- * RayClusterNetworkPolicy, RayClusterMTLS, RayClusterHistoryServer and
- * GCSFaultToleranceEmbeddedStorage off, so specs that need them are rejected the
- * way KubeRay rejects them.
+ * Feature gates: RayJobDeletionPolicy on; RayClusterNetworkPolicy, RayClusterMTLS,
+ * RayClusterHistoryServer and GCSFaultToleranceEmbeddedStorage as struct rc_gates says
+ * (off by default, as in KubeRay): a spec that needs a gate that is off is rejected with
+ * KubeRay's message, and with it on the feature's own rules apply.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -42,7 +42,7 @@ static const char *group_name(const cJSON *g)
 
 static int containers_count(const cJSON *group)
 {
-    const cJSON *c = rcj_path(group, "template", "spec", "containers", NULL);
+    const cJSON *c = raycluster__json_path(group, "template", "spec", "containers", NULL);
     return cJSON_IsArray(c) ? cJSON_GetArraySize(c) : 0;
 }
 
@@ -61,22 +61,22 @@ static bool param_set(const cJSON *group, const char *k)
 
 static int validate_metadata(const cJSON *rc, struct verr *e)
 {
-    const char *name = rc_name(rc);
+    const char *name = raycluster__name(rc);
     if (strlen(name) > RC_MAX_NAME_LEN)
         return fail(e, "RayCluster name should be no more than %d characters", RC_MAX_NAME_LEN);
-    if (!rc_is_dns1035_label(name))
+    if (!raycluster__is_dns1035_label(name))
         return fail(e, "RayCluster name should be a valid DNS1035 label: [%s]",
-                    rc_dns1035_error(name));
+                    raycluster__dns1035_error(name));
     return 0;
 }
 
 int rc_dns1035_check(const char *name, char *msg, size_t cap)
 {
-    if (rc_is_dns1035_label(name)) {
+    if (raycluster__is_dns1035_label(name)) {
         snprintf(msg, cap, "%s", "");
         return 0;
     }
-    snprintf(msg, cap, "[%s]", rc_dns1035_error(name));
+    snprintf(msg, cap, "[%s]", raycluster__dns1035_error(name));
     return -EINVAL;
 }
 
@@ -116,7 +116,7 @@ static int validate_group_labels(const char *gname, const cJSON *group, struct v
         if (!l->string)
             continue;
         /* One entry per apimachinery error, joined by "; " as KubeRay joins them. */
-        if (rc_qualified_name_error(l->string, kerr, sizeof(kerr)))
+        if (raycluster__qualified_name_error(l->string, kerr, sizeof(kerr)))
             for (char *m = kerr, *nl; m && w < sizeof(e->msg); m = nl ? nl + 1 : NULL) {
                 if ((nl = strchr(m, '\n')))
                     *nl = '\0';
@@ -126,7 +126,7 @@ static int validate_group_labels(const char *gname, const cJSON *group, struct v
             }
         if (w >= sizeof(e->msg))
             break;
-        if (rc_label_value_error(val, verr_, sizeof(verr_)))
+        if (raycluster__label_value_error(val, verr_, sizeof(verr_)))
             for (char *m = verr_, *nl; m && w < sizeof(e->msg); m = nl ? nl + 1 : NULL) {
                 if ((nl = strchr(m, '\n')))
                     *nl = '\0';
@@ -143,7 +143,7 @@ static int validate_group_labels(const char *gname, const cJSON *group, struct v
 /* The head Pod env var RAY_enable_autoscaler_v2 set to "1" or "true". */
 static const char *head_v2_env_on(const cJSON *rc)
 {
-    const char *v = kobj_str(rc_env_find(rc_group_container0(rc_head_group(rc)),
+    const char *v = kobj_str(raycluster__env_find(raycluster__group_container0(raycluster__head_group(rc)),
                                         "RAY_enable_autoscaler_v2"), "value");
     return v && (!strcmp(v, "1") || !strcmp(v, "true")) ? v : NULL;
 }
@@ -152,11 +152,11 @@ static int validate_idle_timeout(const cJSON *rc, const cJSON *g, struct verr *e
 {
     if (!kobj_get(g, "idleTimeoutSeconds"))
         return 0;
-    int64_t t = rcj_int(g, "idleTimeoutSeconds", 0);
+    int64_t t = raycluster__json_int(g, "idleTimeoutSeconds", 0);
     if (t < 0)
         return fail(e, "worker group %s: idleTimeoutSeconds must be non-negative, got %lld",
                     group_name(g), (long long)t);
-    if (rc_autoscaling_v2(rc) || head_v2_env_on(rc))
+    if (raycluster__autoscaling_v2(rc) || head_v2_env_on(rc))
         return 0;
     return fail(e, "worker group %s: idleTimeoutSeconds is set, but autoscaler v2 is not enabled. "
                    "Please set .spec.autoscalerOptions.version to 'v2' (or set "
@@ -166,21 +166,21 @@ static int validate_idle_timeout(const cJSON *rc, const cJSON *g, struct verr *e
 
 static int validate_priority(const cJSON *rc, const cJSON *g, struct verr *e)
 {
-    int64_t prio = rcj_int(g, "priority", 0);
-    const char *ver = kobj_str(rc_spec(rc), "rayVersion");
+    int64_t prio = raycluster__json_int(g, "priority", 0);
+    const char *ver = kobj_str(raycluster__spec(rc), "rayVersion");
     int cmp;
     if (prio == 0)
         return 0;
     if (!ver || !*ver)
         return fail(e, "worker group %s: priority is set, but RayVersion was not specified. Ray "
                        "version 2.56.0 or later is required", group_name(g));
-    if (rc_version_cmp(ver, "2.56.0", &cmp) < 0)
+    if (raycluster__version_cmp(ver, "2.56.0", &cmp) < 0)
         return fail(e, "worker group %s: priority is set, but RayVersion format is invalid: %s, "
                        "could not parse \"%s\" as version", group_name(g), ver, ver);
     if (cmp < 0)
         return fail(e, "worker group %s: priority is set, but minimum Ray version is 2.56.0, got %s",
                     group_name(g), ver);
-    if (rc_autoscaling_v2(rc) || head_v2_env_on(rc))
+    if (raycluster__autoscaling_v2(rc) || head_v2_env_on(rc))
         return 0;
     return fail(e, "worker group %s: priority is set to %lld, but autoscaler v2 is not enabled. "
                    "Priority is only supported with autoscaler v2 enabled", group_name(g),
@@ -189,21 +189,21 @@ static int validate_priority(const cJSON *rc, const cJSON *g, struct verr *e)
 
 static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
 {
-    const cJSON *groups = kobj_get(rc_spec(rc), "workerGroupSpecs"), *g;
+    const cJSON *groups = kobj_get(raycluster__spec(rc), "workerGroupSpecs"), *g;
     int r;
     cJSON_ArrayForEach(g, (cJSON_IsArray(groups) ? groups : NULL)) {
         const char *gn = group_name(g);
         if (containers_count(g) == 0)
             return fail(e, "workerGroupSpec should have at least one container");
-        if (!autoscaling && (!rcj_has_int(g, "minReplicas") || !rcj_has_int(g, "maxReplicas")))
+        if (!autoscaling && (!raycluster__json_has_int(g, "minReplicas") || !raycluster__json_has_int(g, "maxReplicas")))
             return fail(e, "worker group %s must set both minReplicas and maxReplicas when "
                            "autoscaling is disabled", gn);
-        int64_t mn = rcj_int(g, "minReplicas", 0), mx = rcj_int(g, "maxReplicas", 0);
-        if (rcj_has_int(g, "minReplicas") && mn < 0)
+        int64_t mn = raycluster__json_int(g, "minReplicas", 0), mx = raycluster__json_int(g, "maxReplicas", 0);
+        if (raycluster__json_has_int(g, "minReplicas") && mn < 0)
             return fail(e, "worker group %s has negative minReplicas %lld", gn, (long long)mn);
-        if (rcj_has_int(g, "maxReplicas") && mx < 0)
+        if (raycluster__json_has_int(g, "maxReplicas") && mx < 0)
             return fail(e, "worker group %s has negative maxReplicas %lld", gn, (long long)mx);
-        if (rcj_has_int(g, "minReplicas") && rcj_has_int(g, "maxReplicas") && mn > mx)
+        if (raycluster__json_has_int(g, "minReplicas") && raycluster__json_has_int(g, "maxReplicas") && mn > mx)
             return fail(e, "worker group %s has minReplicas %lld greater than maxReplicas %lld", gn,
                         (long long)mn, (long long)mx);
         if ((r = validate_group_resources(gn, g, e)) < 0 ||
@@ -212,9 +212,9 @@ static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
             return r;
         /* rayop: a group of zero hosts per replica would never get a Pod; KubeRay lets
          * it through silently. */
-        if (rc_group_num_hosts(g) < 1)
+        if (raycluster__group_num_hosts(g) < 1)
             return fail(e, "worker group %s has numOfHosts %lld; it must be at least 1", gn,
-                        (long long)rc_group_num_hosts(g));
+                        (long long)raycluster__group_num_hosts(g));
     }
     return 0;
 }
@@ -223,13 +223,13 @@ static int validate_workers(const cJSON *rc, bool autoscaling, struct verr *e)
  * violated; rayop may receive such objects from an API server without the webhook. */
 static int validate_admission(const cJSON *rc, struct verr *e)
 {
-    const cJSON *groups = kobj_get(rc_spec(rc), "workerGroupSpecs"), *g, *h;
-    const char *mb = kobj_str(rc_spec(rc), "managedBy");
+    const cJSON *groups = kobj_get(raycluster__spec(rc), "workerGroupSpecs"), *g, *h;
+    const char *mb = kobj_str(raycluster__spec(rc), "managedBy");
     int i = 0;
     if (mb && strcmp(mb, RC_MANAGED_BY_KUBERAY) && strcmp(mb, RC_MANAGED_BY_MULTIKUEUE))
         return fail(e, "spec.managedBy: Invalid value: \"%s\": the managedBy field value must be "
                        "either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'", mb);
-    if (!cJSON_IsObject(rc_head_group(rc)))
+    if (!cJSON_IsObject(raycluster__head_group(rc)))
         return fail(e, "spec.headGroupSpec: Required value");
     cJSON_ArrayForEach(g, (cJSON_IsArray(groups) ? groups : NULL)) {
         int j = 0;
@@ -248,12 +248,6 @@ static int validate_admission(const cJSON *rc, struct verr *e)
     return 0;
 }
 
-/* A gated field whose gate is on but whose objects rayop does not build yet:
- * ValidationFailed with this beats running a cluster without what was asked. */
-#define NOT_IMPLEMENTED(field, gate)                                                     \
-    field " is not implemented by rayop yet (the " gate " feature gate is enabled, but "   \
-          "rayop does not build the objects KubeRay builds for it)"
-
 static bool field_set(const cJSON *spec, const char *key)
 {
     const cJSON *v = kobj_get(spec, key);
@@ -269,7 +263,7 @@ static int validate_gcs_embedded(const cJSON *opts, const cJSON *head, struct ve
         { "redisPassword", "RedisPassword" },
         { "externalStorageNamespace", "ExternalStorageNamespace" },
     };
-    const cJSON *st = kobj_get(opts, "storage"), *m, *hc = rc_group_container0(head);
+    const cJSON *st = kobj_get(opts, "storage"), *m, *hc = raycluster__group_container0(head);
     const char *claim = kobj_str(st, "claimName");
     for (size_t i = 0; i < sizeof(redis_only) / sizeof(redis_only[0]); i++) {
         const cJSON *v = kobj_get(opts, redis_only[i][0]);
@@ -284,7 +278,7 @@ static int validate_gcs_embedded(const cJSON *opts, const cJSON *head, struct ve
          cJSON_GetArraySize(kobj_get(st, "accessModes")) > 0))
         return fail(e, "GcsFaultToleranceOptions.Storage.ClaimName is mutually exclusive with "
                        "size, storageClassName, and accessModes");
-    if (rc_env_exists(hc, RC_ENV_GCS_STORAGE) || rc_env_exists(hc, RC_ENV_GCS_STORAGE_PATH))
+    if (raycluster__env_exists(hc, RC_ENV_GCS_STORAGE) || raycluster__env_exists(hc, RC_ENV_GCS_STORAGE_PATH))
         return fail(e, "cannot set `%s` or `%s` env var in head Pod when the embedded GCS FT "
                        "backend is used - these are managed by KubeRay", RC_ENV_GCS_STORAGE,
                     RC_ENV_GCS_STORAGE_PATH);
@@ -295,7 +289,7 @@ static int validate_gcs_embedded(const cJSON *opts, const cJSON *head, struct ve
                            "container when the embedded GCS FT backend is used - it is managed "
                            "by KubeRay", RC_GCS_STORAGE_VOLUME, RC_GCS_STORAGE_PATH);
     }
-    cJSON_ArrayForEach(m, rcj_path(head, "template", "spec", "volumes", NULL)) {
+    cJSON_ArrayForEach(m, raycluster__json_path(head, "template", "spec", "volumes", NULL)) {
         const char *n = kobj_str(m, "name");
         if (n && !strcmp(n, RC_GCS_STORAGE_VOLUME))
             return fail(e, "cannot set a volume named \"%s\" in the head Pod when the embedded "
@@ -307,14 +301,14 @@ static int validate_gcs_embedded(const cJSON *opts, const cJSON *head, struct ve
 
 static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
-    const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
-    const cJSON *hc = rc_group_container0(head);
+    const cJSON *spec = raycluster__spec(rc), *head = raycluster__head_group(rc);
+    const cJSON *hc = raycluster__group_container0(head);
     const cJSON *opts = kobj_get(spec, "gcsFaultToleranceOptions");
     const char *ft = kobj_annotation(rc, RC_ANN_FT_ENABLED);
     if (ft && *ft && opts)
         return fail(e, "ray.io/ft-enabled annotation and GcsFaultToleranceOptions are both set. "
                        "Please use only GcsFaultToleranceOptions to configure GCS fault tolerance");
-    if (!rc_gcs_ft_enabled(rc) && rc_env_exists(hc, "RAY_REDIS_ADDRESS"))
+    if (!rc_gcs_ft_enabled(rc) && raycluster__env_exists(hc, "RAY_REDIS_ADDRESS"))
         return fail(e, "RAY_REDIS_ADDRESS is set which implicitly enables GCS fault tolerance, but "
                        "GcsFaultToleranceOptions is not set. Please set GcsFaultToleranceOptions "
                        "to enable GCS fault tolerance");
@@ -324,11 +318,11 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
             return fail(e, "cannot set `redis-password` in rayStartParams when "
                            "GcsFaultToleranceOptions is enabled - use "
                            "GcsFaultToleranceOptions.RedisPassword instead");
-        if (rc_env_exists(hc, "REDIS_PASSWORD"))
+        if (raycluster__env_exists(hc, "REDIS_PASSWORD"))
             return fail(e, "cannot set `REDIS_PASSWORD` env var in head Pod when "
                            "GcsFaultToleranceOptions is enabled - use "
                            "GcsFaultToleranceOptions.RedisPassword instead");
-        if (rc_env_exists(hc, "RAY_REDIS_ADDRESS"))
+        if (raycluster__env_exists(hc, "RAY_REDIS_ADDRESS"))
             return fail(e, "cannot set `RAY_REDIS_ADDRESS` env var in head Pod when "
                            "GcsFaultToleranceOptions is enabled - use "
                            "GcsFaultToleranceOptions.RedisAddress instead");
@@ -348,7 +342,7 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
             return fail(e, "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - "
                            "it only applies to the 'rocksdb' backend");
     }
-    if (param_set(head, "redis-username") || rc_env_exists(hc, "REDIS_USERNAME"))
+    if (param_set(head, "redis-username") || raycluster__env_exists(hc, "REDIS_USERNAME"))
         return fail(e, "cannot set redis username in rayStartParams or environment variables - "
                        "use GcsFaultToleranceOptions.RedisUsername instead");
     return 0;
@@ -356,9 +350,9 @@ static int validate_gcs_ft(const cJSON *rc, const struct rc_gates *g, struct ver
 
 static int validate_autoscaler(const cJSON *rc, bool autoscaling, struct verr *e)
 {
-    const cJSON *spec = rc_spec(rc), *g;
+    const cJSON *spec = raycluster__spec(rc), *g;
     const cJSON *aopts = kobj_get(spec, "autoscalerOptions");
-    const cJSON *hc = rc_group_container0(rc_head_group(rc));
+    const cJSON *hc = raycluster__group_container0(raycluster__head_group(rc));
     const char *v2env = head_v2_env_on(rc);
     if (!autoscaling && v2env)
         return fail(e, "environment variable RAY_enable_autoscaler_v2 cannot be set to '%s' when "
@@ -366,31 +360,31 @@ static int validate_autoscaler(const cJSON *rc, bool autoscaling, struct verr *e
                        "to use autoscaler v2", v2env);
     if (autoscaling) {
         cJSON_ArrayForEach(g, kobj_get(spec, "workerGroupSpecs")) {
-            if (rcj_bool(g, "suspend", false))
+            if (raycluster__json_bool(g, "suspend", false))
                 return fail(e, "worker group %s cannot be suspended with Autoscaler enabled",
                             group_name(g));
         }
-        if (kobj_str(aopts, "version") && rc_env_exists(hc, "RAY_enable_autoscaler_v2"))
+        if (kobj_str(aopts, "version") && raycluster__env_exists(hc, "RAY_enable_autoscaler_v2"))
             return fail(e, "both .spec.autoscalerOptions.version and head Pod env var "
                            "RAY_enable_autoscaler_v2 are set, please only use the former");
-        if (rc_autoscaling_v2(rc)) {
-            const char *rp = kobj_str(rcj_path(rc_head_group(rc), "template", "spec", NULL),
+        if (raycluster__autoscaling_v2(rc)) {
+            const char *rp = kobj_str(raycluster__json_path(raycluster__head_group(rc), "template", "spec", NULL),
                                      "restartPolicy");
             if (rp && *rp && strcmp(rp, "Never"))
                 return fail(e, "restartPolicy for head Pod should be Never or unset when using "
                                "autoscaler V2");
             cJSON_ArrayForEach(g, kobj_get(spec, "workerGroupSpecs")) {
-                rp = kobj_str(rcj_path(g, "template", "spec", NULL), "restartPolicy");
+                rp = kobj_str(raycluster__json_path(g, "template", "spec", NULL), "restartPolicy");
                 if (rp && *rp && strcmp(rp, "Never"))
                     return fail(e, "restartPolicy for worker group %s should be Never or unset "
                                    "when using autoscaler V2", group_name(g));
             }
         }
     }
-    if (kobj_get(aopts, "idleTimeoutSeconds") && rcj_int(aopts, "idleTimeoutSeconds", 0) < 0)
+    if (kobj_get(aopts, "idleTimeoutSeconds") && raycluster__json_int(aopts, "idleTimeoutSeconds", 0) < 0)
         return fail(e, "autoscalerOptions.idleTimeoutSeconds must be non-negative, got %lld",
-                    (long long)rcj_int(aopts, "idleTimeoutSeconds", 0));
-    if (rc_env_exists(aopts, "KUBERAY_GEN_AUTOSCALER_START_CMD"))
+                    (long long)raycluster__json_int(aopts, "idleTimeoutSeconds", 0));
+    if (raycluster__env_exists(aopts, "KUBERAY_GEN_AUTOSCALER_START_CMD"))
         return fail(e, "autoscalerOptions.env must not contain KUBERAY_GEN_AUTOSCALER_START_CMD: "
                        "it is managed by KubeRay and injected automatically into the autoscaler "
                        "container");
@@ -399,11 +393,11 @@ static int validate_autoscaler(const cJSON *rc, bool autoscaling, struct verr *e
 
 static int validate_auth(const cJSON *rc, struct verr *e)
 {
-    const cJSON *auth = kobj_get(rc_spec(rc), "authOptions");
-    const char *ver = kobj_str(rc_spec(rc), "rayVersion");
+    const cJSON *auth = kobj_get(raycluster__spec(rc), "authOptions");
+    const char *ver = kobj_str(raycluster__spec(rc), "rayVersion");
     int cmp;
-    if (!rc_auth_token_enabled(rc)) {
-        if (rc_k8s_token_auth(rc))
+    if (!raycluster__auth_token_enabled(rc)) {
+        if (raycluster__k8s_token_auth(rc))
             return fail(e, "authOptions.enableK8sTokenAuth is enabled but authOptions.mode not "
                            "set to 'token'");
         return 0;
@@ -411,14 +405,14 @@ static int validate_auth(const cJSON *rc, struct verr *e)
     if (!ver || !*ver)
         return fail(e, "authOptions.mode is 'token' but RayVersion was not specified. Ray version "
                        "2.52.0 or later is required");
-    if (rc_version_cmp(ver, "2.52.0", &cmp) < 0)
+    if (raycluster__version_cmp(ver, "2.52.0", &cmp) < 0)
         return fail(e, "authOptions.mode is 'token' but RayVersion format is invalid: %s, could "
                        "not parse \"%s\" as version", ver, ver);
     if (cmp < 0)
         return fail(e, "authOptions.mode is 'token' but minimum Ray version is 2.52.0, got %s", ver);
-    if (rc_k8s_token_auth(rc)) {
+    if (raycluster__k8s_token_auth(rc)) {
         const char *sn = kobj_str(auth, "secretName");
-        rc_version_cmp(ver, "2.55.0", &cmp);
+        raycluster__version_cmp(ver, "2.55.0", &cmp);
         if (cmp < 0)
             return fail(e, "authOptions.enableK8sTokenAuth is enabled but minimum Ray version is "
                            "2.55.0, got %s", ver);
@@ -515,7 +509,7 @@ static int validate_collector(const cJSON *co, struct verr *e)
  * options, and no user container already named like the collector */
 static int validate_history(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
-    const cJSON *co = kobj_get(kobj_get(rc_spec(rc), "historyServerOptions"), "collectorOptions");
+    const cJSON *co = kobj_get(kobj_get(raycluster__spec(rc), "historyServerOptions"), "collectorOptions");
     const cJSON *grp, *c;
     int r;
     if (!g->history_server)
@@ -524,12 +518,12 @@ static int validate_history(const cJSON *rc, const struct rc_gates *g, struct ve
         return fail(e, "historyServerOptions.collectorOptions must be set");
     if ((r = validate_collector(co, e)) < 0)
         return r;
-    cJSON_ArrayForEach(c, kobj_get(kobj_get(kobj_get(rc_head_group(rc), "template"), "spec"),
+    cJSON_ArrayForEach(c, kobj_get(kobj_get(kobj_get(raycluster__head_group(rc), "template"), "spec"),
                                    "containers"))
         if (kobj_str(c, "name") && !strcmp(kobj_str(c, "name"), RC_COLLECTOR_CONTAINER))
             return fail(e, "head pod template must not define a container with name '%s' when "
                            "history server collector options are enabled", RC_COLLECTOR_CONTAINER);
-    cJSON_ArrayForEach(grp, kobj_get(rc_spec(rc), "workerGroupSpecs"))
+    cJSON_ArrayForEach(grp, kobj_get(raycluster__spec(rc), "workerGroupSpecs"))
         cJSON_ArrayForEach(c, kobj_get(kobj_get(kobj_get(grp, "template"), "spec"), "containers"))
             if (kobj_str(c, "name") && !strcmp(kobj_str(c, "name"), RC_COLLECTOR_CONTAINER))
                 return fail(e, "worker group %s pod template must not define a container with "
@@ -557,15 +551,15 @@ static int netpol_rules_unused(const cJSON *rules, const char *what, const char 
  * names usable in a NetworkPolicy's name; per-group rules only for existing groups */
 static int validate_netpol(const cJSON *rc, struct verr *e)
 {
-    const cJSON *np = kobj_get(rc_spec(rc), "networkPolicy"), *g, *h;
+    const cJSON *np = kobj_get(raycluster__spec(rc), "networkPolicy"), *g, *h;
     const char *mode = rc_netpol_mode(rc), *bad;
     char what[300];
     int r;
     if ((r = netpol_rules_unused(kobj_get(np, "head"), "head", mode, e)) < 0 ||
         (r = netpol_rules_unused(kobj_get(np, "worker"), "worker", mode, e)) < 0)
         return r;
-    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs"))
-        if ((bad = rc_dns1123_label_error(group_name(g))))
+    cJSON_ArrayForEach(g, kobj_get(raycluster__spec(rc), "workerGroupSpecs"))
+        if ((bad = raycluster__dns1123_label_error(group_name(g))))
             return fail(e, "worker group name \"%s\" must be a valid DNS1123 label when "
                            "networkPolicy is enabled (it is embedded in the NetworkPolicy name): "
                            "[%s]", group_name(g), bad);
@@ -575,7 +569,7 @@ static int validate_netpol(const cJSON *rc, struct verr *e)
         snprintf(what, sizeof(what), "workerGroups[\"%s\"]", want);
         if ((r = netpol_rules_unused(h, what, mode, e)) < 0)
             return r;
-        cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs"))
+        cJSON_ArrayForEach(g, kobj_get(raycluster__spec(rc), "workerGroupSpecs"))
             found = found || !strcmp(group_name(g), want);
         if (!found)
             return fail(e, "networkPolicy.workerGroups[\"%s\"] does not match any group name in "
@@ -584,9 +578,81 @@ static int validate_netpol(const cJSON *rc, struct verr *e)
     return 0;
 }
 
+static const char *const tls_env[] = { "RAY_USE_TLS", "RAY_TLS_SERVER_CERT", "RAY_TLS_SERVER_KEY",
+                                       "RAY_TLS_CA_CERT" };
+
+/* validateNoConflictingTLSVolumeMount */
+static int tls_mount_conflict(const cJSON *c, const char *where, struct verr *e)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, kobj_get(c, "volumeMounts")) {
+        const char *n = kobj_str(m, "name"), *p = kobj_str(m, "mountPath");
+        if (n && !strcmp(n, RC_TLS_VOLUME))
+            return fail(e, "cannot use volume mount named \"%s\" in %s when tlsOptions is set - "
+                           "the operator manages TLS configuration automatically", RC_TLS_VOLUME,
+                        where);
+        if (p && !strcmp(p, "/etc/ray/tls"))
+            return fail(e, "cannot use volume mount at path \"/etc/ray/tls\" in %s when "
+                           "tlsOptions is set - the operator manages TLS configuration "
+                           "automatically", where);
+    }
+    return 0;
+}
+
+/* validateTLSOptions: none of the env or mounts the operator adds, anywhere it adds them */
+static int validate_tls(const cJSON *rc, struct verr *e)
+{
+    const cJSON *hc = raycluster__group_container0(raycluster__head_group(rc)), *g, *m;
+    const cJSON *ao = kobj_get(raycluster__spec(rc), "autoscalerOptions");
+    char where[300];
+    int r;
+    size_t i;
+    if (hc) {
+        for (i = 0; i < 4; i++)
+            if (raycluster__env_exists(hc, tls_env[i]))
+                return fail(e, "cannot set %s environment variable in head Pod when tlsOptions is "
+                               "set - the operator manages TLS configuration automatically",
+                            tls_env[i]);
+        if ((r = tls_mount_conflict(hc, "head Pod", e)) < 0)
+            return r;
+    }
+    cJSON_ArrayForEach(g, kobj_get(raycluster__spec(rc), "workerGroupSpecs")) {
+        const cJSON *wc = raycluster__group_container0(g);
+        if (!wc)
+            continue;
+        for (i = 0; i < 4; i++)
+            if (raycluster__env_exists(wc, tls_env[i]))
+                return fail(e, "cannot set %s environment variable in worker group \"%s\" when "
+                               "tlsOptions is set - the operator manages TLS configuration "
+                               "automatically", tls_env[i], group_name(g));
+        snprintf(where, sizeof(where), "worker group \"%s\"", group_name(g));
+        if ((r = tls_mount_conflict(wc, where, e)) < 0)
+            return r;
+    }
+    if (!cJSON_IsObject(ao))
+        return 0;
+    for (i = 0; i < 4; i++)
+        if (raycluster__env_exists(ao, tls_env[i]))
+            return fail(e, "cannot set %s environment variable in autoscalerOptions.env when "
+                           "tlsOptions is set - the operator manages TLS configuration for the "
+                           "autoscaler automatically", tls_env[i]);
+    cJSON_ArrayForEach(m, kobj_get(ao, "volumeMounts")) {
+        const char *n = kobj_str(m, "name"), *p = kobj_str(m, "mountPath");
+        if (n && !strcmp(n, RC_TLS_VOLUME))
+            return fail(e, "cannot use volume mount named \"%s\" in autoscalerOptions.volumeMounts "
+                           "when tlsOptions is set - the operator manages TLS configuration "
+                           "automatically", RC_TLS_VOLUME);
+        if (p && !strcmp(p, "/etc/ray/tls"))
+            return fail(e, "cannot use volume mount at path \"/etc/ray/tls\" in "
+                           "autoscalerOptions.volumeMounts when tlsOptions is set - the operator "
+                           "manages TLS configuration automatically");
+    }
+    return 0;
+}
+
 static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr *e)
 {
-    const cJSON *spec = rc_spec(rc), *head = rc_head_group(rc);
+    const cJSON *spec = raycluster__spec(rc), *head = raycluster__head_group(rc);
     bool autoscaling = rc_autoscaling_enabled(rc);
     int r;
     if ((r = validate_admission(rc, e)) < 0)
@@ -607,19 +673,18 @@ static int validate_spec(const cJSON *rc, const struct rc_gates *g, struct verr 
                        "be enabled");
     if (field_set(spec, "networkPolicy") && (r = validate_netpol(rc, e)) < 0)
         return r;
-    if (field_set(spec, "tlsOptions")) {
-        if (g->mtls)
-            return fail(e, "%s", NOT_IMPLEMENTED("spec.tlsOptions", "RayClusterMTLS"));
+    if (field_set(spec, "tlsOptions") && !g->mtls)
         return fail(e, "spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled");
-    }
+    if (rc_tls_enabled(rc) && (r = validate_tls(rc, e)) < 0)
+        return r;
     return 0;
 }
 
 static int validate_upgrade(const cJSON *rc, struct verr *e)
 {
-    const cJSON *us = kobj_get(rc_spec(rc), "upgradeStrategy");
+    const cJSON *us = kobj_get(raycluster__spec(rc), "upgradeStrategy");
     const char *t = kobj_str(us, "type");
-    const char *creator = rc_creator_crd(rc);
+    const char *creator = raycluster__creator_crd(rc);
     if (!t)
         return 0;
     if (strcmp(t, "Recreate") && strcmp(t, "None"))
@@ -633,7 +698,7 @@ static int validate_upgrade(const cJSON *rc, struct verr *e)
 static bool condition_true(const cJSON *rc, const char *type)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, rcj_path(rc, "status", "conditions", NULL)) {
+    cJSON_ArrayForEach(c, raycluster__json_path(rc, "status", "conditions", NULL)) {
         const char *t = kobj_str(c, "type"), *s = kobj_str(c, "status");
         if (t && s && !strcmp(t, type) && !strcmp(s, "True"))
             return true;
@@ -654,7 +719,7 @@ int rc_validate(const cJSON *rc, const struct rc_gates *gates, struct rc_invalid
     static const struct rc_gates all_off;
     const struct rc_gates *g = gates ? gates : &all_off;
     struct verr e = { { 0 } };
-    const char *ns = rc_namespace(rc), *name = rc_name(rc);
+    const char *ns = raycluster__namespace(rc), *name = raycluster__name(rc);
     const char *reason = NULL, *fmt = NULL;
     if (!cJSON_IsObject(rc)) {
         reason = RC_REASON_INVALID_SPEC;
@@ -688,10 +753,10 @@ int rc_validate_warning(const cJSON *rc, struct rc_invalid *why)
     const cJSON *g;
     char names[400] = "";
     size_t w = 0;
-    if (!rc_autoscaling_enabled(rc) || !rc_autoscaling_v1_explicit(rc))
+    if (!rc_autoscaling_enabled(rc) || !raycluster__autoscaling_v1_explicit(rc))
         return 0;
-    cJSON_ArrayForEach(g, kobj_get(rc_spec(rc), "workerGroupSpecs")) {
-        const char *rp = kobj_str(rcj_path(g, "template", "spec", NULL), "restartPolicy");
+    cJSON_ArrayForEach(g, kobj_get(raycluster__spec(rc), "workerGroupSpecs")) {
+        const char *rp = kobj_str(raycluster__json_path(g, "template", "spec", NULL), "restartPolicy");
         if (rp && *rp && strcmp(rp, "Never") && w < sizeof(names))
             w += (size_t)snprintf(names + w, sizeof(names) - w, "%s%s", w ? ", " : "",
                                   group_name(g));
@@ -702,7 +767,7 @@ int rc_validate_warning(const cJSON *rc, struct rc_invalid *why)
         snprintf(why->reason, sizeof(why->reason), "%s", RC_REASON_INVALID_SPEC);
         snprintf(why->message, sizeof(why->message),
                  "RayCluster spec warning %s/%s: restartPolicy for worker groups [%s] should be "
-                 "Never or unset when using autoscaler V1", rc_namespace(rc), rc_name(rc), names);
+                 "Never or unset when using autoscaler V1", raycluster__namespace(rc), raycluster__name(rc), names);
     }
     return 1;
 }

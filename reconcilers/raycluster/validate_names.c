@@ -36,7 +36,7 @@ static bool alnum(char c)
     return isalnum((unsigned char)c) != 0;
 }
 
-bool rc_is_dns1035_label(const char *s)
+bool raycluster__is_dns1035_label(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || !lower_alnum(s[n - 1]))
@@ -47,7 +47,7 @@ bool rc_is_dns1035_label(const char *s)
     return true;
 }
 
-const char *rc_dns1035_error(const char *s)
+const char *raycluster__dns1035_error(const char *s)
 {
     if (strlen(s) > 63)
         return "must be no more than 63 characters " DNS1035_MSG;
@@ -58,7 +58,7 @@ const char *rc_dns1035_error(const char *s)
     "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  " \
     "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 
-const char *rc_dns1123_label_error(const char *s)
+const char *raycluster__dns1123_label_error(const char *s)
 {
     size_t n = strlen(s);
     bool match = n > 0 && lower_alnum(s[0]) && lower_alnum(s[n - 1]);
@@ -110,7 +110,7 @@ static void add(char *err, size_t cap, size_t *w, const char *prefix, const char
         *w += (size_t)n;
 }
 
-int rc_qualified_name_error(const char *s, char *err, size_t cap)
+int raycluster__qualified_name_error(const char *s, char *err, size_t cap)
 {
     const char *slash = strchr(s, '/');
     const char *name = s;
@@ -143,7 +143,7 @@ int rc_qualified_name_error(const char *s, char *err, size_t cap)
     return w ? 1 : 0;
 }
 
-int rc_label_value_error(const char *s, char *err, size_t cap)
+int raycluster__label_value_error(const char *s, char *err, size_t cap)
 {
     size_t n = strlen(s), w = 0;
     err[0] = '\0';
@@ -184,7 +184,7 @@ static int parse_generic(const char *s, unsigned long long comp[8], int *ncomp)
     return n >= 2 ? 0 : -EINVAL;
 }
 
-int rc_version_cmp(const char *ver, const char *want, int *cmp)
+int raycluster__version_cmp(const char *ver, const char *want, int *cmp)
 {
     unsigned long long a[8] = { 0 }, b[8] = { 0 };
     int na = 0, nb = 0;

@@ -55,7 +55,7 @@ static const cJSON *submitter_podspec(const cJSON *rj, cJSON **hold)
     return NULL;
 }
 
-int rj_batch_submit(struct host_ctx *ctx, const cJSON *rj, char *msg, size_t msglen)
+int rayjob__batch_submit(struct host_ctx *ctx, const cJSON *rj, char *msg, size_t msglen)
 {
     enum batchsched_kind k = kind_of(ctx);
     cJSON *hold;
@@ -76,7 +76,7 @@ int rj_batch_submit(struct host_ctx *ctx, const cJSON *rj, char *msg, size_t msg
     return rc;
 }
 
-int rj_batch_child(struct host_ctx *ctx, const cJSON *rj, cJSON *obj, bool submitter_job)
+int rayjob__batch_child(struct host_ctx *ctx, const cJSON *rj, cJSON *obj, bool submitter_job)
 {
     enum batchsched_kind k = kind_of(ctx);
     cJSON *hold;
@@ -100,7 +100,7 @@ int rj_batch_child(struct host_ctx *ctx, const cJSON *rj, cJSON *obj, bool submi
     return rc;
 }
 
-void rj_batch_cleanup(struct host_ctx *ctx, const cJSON *rj, const cJSON *cluster)
+void rayjob__batch_cleanup(struct host_ctx *ctx, const cJSON *rj, const cJSON *cluster)
 {
     enum batchsched_kind k = kind_of(ctx);
     char msg[400];

@@ -23,7 +23,7 @@
 #include "reconcilers/rayjob/internal.h"
 #include "kobj/json_equal.h"
 
-int rj_st_set(cJSON *st, const char *key, const char *val)
+int rayjob__st_set(cJSON *st, const char *key, const char *val)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(st, key);
     if (!val || !*val)
@@ -31,14 +31,14 @@ int rj_st_set(cJSON *st, const char *key, const char *val)
     return cJSON_AddStringToObject(st, key, val) ? 0 : -ENOMEM;
 }
 
-int rj_st_time(cJSON *st, const char *key, int64_t ms)
+int rayjob__st_time(cJSON *st, const char *key, int64_t ms)
 {
     char t[32];
     rj_format_time(ms, t);
-    return rj_st_set(st, key, t);
+    return rayjob__st_set(st, key, t);
 }
 
-int rj_st_obj(cJSON *st, const char *key, const cJSON *val)
+int rayjob__st_obj(cJSON *st, const char *key, const cJSON *val)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(st, key);
     if (!val)
@@ -75,8 +75,8 @@ static void go_datetime(int64_t ms, char out[48])
     strftime(out, 48, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-void rj_plan_event(struct rj_plan *p, const char *type, const char *reason, const char *action,
-                   const char *fmt, ...)
+void rayjob__plan_event(struct rj_plan *p, const char *type, const char *reason, const char *action,
+                        const char *fmt, ...)
 {
     if (p->nevents >= (int)(sizeof(p->events) / sizeof(p->events[0])))
         return;
@@ -90,7 +90,7 @@ void rj_plan_event(struct rj_plan *p, const char *type, const char *reason, cons
     va_end(ap);
 }
 
-void rj_plan_requeue(struct rj_plan *p, int64_t ms)
+void rayjob__plan_requeue(struct rj_plan *p, int64_t ms)
 {
     p->requeue = true;
     p->requeue_ms = ms < 0 ? 0 : ms;
@@ -100,7 +100,7 @@ static void plan_error(struct rj_plan *p, int err, const char *msg)
 {
     p->error = err;
     snprintf(p->error_msg, sizeof(p->error_msg), "%s", msg);
-    rj_plan_requeue(p, RJ_REQUEUE_MS);
+    rayjob__plan_requeue(p, RJ_REQUEUE_MS);
 }
 
 bool rj_wants_job_info(const cJSON *rayjob)
@@ -117,7 +117,7 @@ static bool to_suspending(const cJSON *rj, cJSON *st)
     const char *d = rj_str(st, "jobDeploymentStatus");
     if (!rj_bool(rj, "spec.suspend") || (strcmp(d, "Running") != 0 && strcmp(d, "Initializing") != 0))
         return false;
-    rj_st_set(st, "jobDeploymentStatus", "Suspending");
+    rayjob__st_set(st, "jobDeploymentStatus", "Suspending");
     return true;
 }
 
@@ -136,9 +136,9 @@ static bool fail_deadline(const struct rj_in *in, cJSON *st, const char *field,
     go_time(start, t);
     snprintf(msg, sizeof(msg), "The RayJob has passed the %s. StartTime: %s. %s: %lld", field, t,
              what, (long long)secs);
-    rj_st_set(st, "jobDeploymentStatus", "Failed");
-    rj_st_set(st, "reason", reason);
-    rj_st_set(st, "message", msg);
+    rayjob__st_set(st, "jobDeploymentStatus", "Failed");
+    rayjob__st_set(st, "reason", reason);
+    rayjob__st_set(st, "message", msg);
     return true;
 }
 
@@ -163,10 +163,10 @@ static bool grace_period(const struct rj_in *in, cJSON *st)
     int64_t end = rj_parse_time_ms(rj_str(st, "rayJobInfo.endTime"));
     if (end < 0 || in->now_ms < end + (int64_t)in->cfg.grace_period_s * 1000)
         return false;
-    rj_st_set(st, "jobDeploymentStatus", strcmp(js, "FAILED") == 0 ? "Failed" : "Complete");
-    rj_st_set(st, "reason", "JobDeploymentStatusTransitionGracePeriodExceeded");
-    rj_st_set(st, "message", "JobDeploymentStatus does not transition to Complete or Failed "
-              "within the grace period after JobStatus reaches a terminal state.");
+    rayjob__st_set(st, "jobDeploymentStatus", strcmp(js, "FAILED") == 0 ? "Failed" : "Complete");
+    rayjob__st_set(st, "reason", "JobDeploymentStatusTransitionGracePeriodExceeded");
+    rayjob__st_set(st, "message", "JobDeploymentStatus does not transition to Complete or Failed "
+                   "within the grace period after JobStatus reaches a terminal state.");
     return true;
 }
 
@@ -181,9 +181,9 @@ static bool status_check_timeout(const struct rj_in *in, cJSON *st)
     go_datetime(since, t);
     snprintf(msg, sizeof(msg), "Job status checks have been failing since %s; exceeded timeout of %ds",
              t, in->cfg.status_check_timeout_s);
-    rj_st_set(st, "jobDeploymentStatus", "Failed");
-    rj_st_set(st, "reason", "JobStatusCheckTimeoutExceeded");
-    rj_st_set(st, "message", msg);
+    rayjob__st_set(st, "jobDeploymentStatus", "Failed");
+    rayjob__st_set(st, "reason", "JobStatusCheckTimeoutExceeded");
+    rayjob__st_set(st, "message", msg);
     return true;
 }
 
@@ -192,7 +192,7 @@ static bool record_check_failure(const struct rj_in *in, cJSON *st)
 {
     if (*rj_str(st, "jobStatusCheckFailureStartTime"))
         return false;
-    rj_st_time(st, "jobStatusCheckFailureStartTime", in->now_ms);
+    rayjob__st_time(st, "jobStatusCheckFailureStartTime", in->now_ms);
     return true;
 }
 
@@ -206,9 +206,9 @@ static bool need_cluster(const struct rj_in *in, struct rj_plan *p)
     const char *name = rj_str(p->status, "rayClusterName");
     if (rj_has_selector(in->rayjob)) {
         char msg[256];
-        rj_plan_event(p, HOST_EVENT_WARNING, "RayClusterNotFound", "Validate",
-                      "RayCluster %s/%s set in the clusterSelector is not found. It must be "
-                      "created manually", ns, name);
+        rayjob__plan_event(p, HOST_EVENT_WARNING, "RayClusterNotFound", "Validate",
+                           "RayCluster %s/%s set in the clusterSelector is not found. It must be "
+                           "created manually", ns, name);
         snprintf(msg, sizeof(msg), "clusterSelector mode is enabled, but RayCluster %s/%s is not "
                  "found", ns, name);
         plan_error(p, -ENOENT, msg);
@@ -234,17 +234,17 @@ static void init_status(const struct rj_in *in, cJSON *st)
     if (strcmp(rj_mode(rj), "InteractiveMode") != 0 && !*rj_str(st, "jobId")) {
         const char *id = rj_str(rj, "spec.jobId");
         snprintf(buf, sizeof(buf), "%s-%s", name, in->suffix_job);
-        rj_st_set(st, "jobId", *id ? id : buf);
+        rayjob__st_set(st, "jobId", *id ? id : buf);
     }
     if (!*rj_str(st, "rayClusterName")) {
         const cJSON *cs = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(rj, "spec"), "clusterSelector");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(cs, "ray.io/cluster");
         snprintf(buf, sizeof(buf), "%s-%s", name, in->suffix_cluster);
-        rj_st_set(st, "rayClusterName", cJSON_IsString(c) && *c->valuestring ? c->valuestring : buf);
+        rayjob__st_set(st, "rayClusterName", cJSON_IsString(c) && *c->valuestring ? c->valuestring : buf);
     }
-    rj_st_set(st, "jobDeploymentStatus", "Initializing");
-    rj_st_time(st, "startTime", in->now_ms);
+    rayjob__st_set(st, "jobDeploymentStatus", "Initializing");
+    rayjob__st_time(st, "startTime", in->now_ms);
 }
 
 static enum flow state_new(const struct rj_in *in, struct rj_plan *p)
@@ -273,22 +273,22 @@ static enum flow state_initializing(const struct rj_in *in, struct rj_plan *p)
     if (!*rj_str(st, "dashboardURL")) {
         const cJSON *cst = cluster_status(in);
         if (strcmp(rj_str(cst, "state"), "ready") != 0) {
-            rj_st_obj(st, "rayClusterStatus", cst);
+            rayjob__st_obj(st, "rayClusterStatus", cst);
             return BREAK;
         }
         if (!in->dashboard_url || !*in->dashboard_url) {
             plan_error(p, -ENOENT, "Failed to get the dashboard URL after the RayCluster is ready");
             return RETURN;
         }
-        rj_st_set(st, "dashboardURL", in->dashboard_url);
+        rayjob__st_set(st, "dashboardURL", in->dashboard_url);
     }
     if (strcmp(mode, "InteractiveMode") == 0) {
-        rj_st_set(st, "jobDeploymentStatus", "Waiting");
+        rayjob__st_set(st, "jobDeploymentStatus", "Waiting");
         return BREAK;
     }
     if (strcmp(mode, "K8sJobMode") == 0 && !in->submitter)
         p->actions |= RJ_CREATE_SUBMITTER;
-    rj_st_set(st, "jobDeploymentStatus", "Running");
+    rayjob__st_set(st, "jobDeploymentStatus", "Running");
     return BREAK;
 }
 
@@ -298,11 +298,11 @@ static enum flow state_waiting(const struct rj_in *in, struct rj_plan *p)
         return BREAK;
     const char *id = rj_str(in->rayjob, "spec.jobId");
     if (!*id) {
-        rj_plan_requeue(p, RJ_REQUEUE_MS);
+        rayjob__plan_requeue(p, RJ_REQUEUE_MS);
         return RETURN;
     }
-    rj_st_set(p->status, "jobId", id);
-    rj_st_set(p->status, "jobDeploymentStatus", "Running");
+    rayjob__st_set(p->status, "jobId", id);
+    rayjob__st_set(p->status, "jobDeploymentStatus", "Running");
     return BREAK;
 }
 
@@ -318,12 +318,12 @@ static bool check_submitter(const struct rj_in *in, struct rj_plan *p, int64_t *
     *error = false;
     if (strcmp(rj_mode(in->rayjob), "SidecarMode") == 0) {
         if (!in->head_pod) {
-            rj_st_set(st, "jobDeploymentStatus", "Failed");
-            rj_st_set(st, "reason", "AppFailed");
-            rj_st_set(st, "message", "Ray head pod not found.");
+            rayjob__st_set(st, "jobDeploymentStatus", "Failed");
+            rayjob__st_set(st, "reason", "AppFailed");
+            rayjob__st_set(st, "message", "Ray head pod not found.");
             return true;
         }
-        return rj_check_sidecar(in, p, finished_ms);
+        return rayjob__check_sidecar(in, p, finished_ms);
     }
     if (!in->submitter) {
         plan_error(p, -ENOENT, "Failed to get the submitter Kubernetes Job for RayJob");
@@ -340,14 +340,14 @@ static bool check_submitter(const struct rj_in *in, struct rj_plan *p, int64_t *
             continue;
         if (strcmp(type, "Failed") == 0 && !failed) {
             failed = true;
-            rj_st_set(st, "jobDeploymentStatus", "Failed");
+            rayjob__st_set(st, "jobDeploymentStatus", "Failed");
             if (app_failed) {
-                rj_st_set(st, "reason", "AppFailed");
+                rayjob__st_set(st, "reason", "AppFailed");
             } else {
                 snprintf(msg, sizeof(msg), "Job submission has failed. Reason: %s. Message: %s",
                          rj_str(c, "reason"), rj_str(c, "message"));
-                rj_st_set(st, "reason", "SubmissionFailed");
-                rj_st_set(st, "message", msg);
+                rayjob__st_set(st, "reason", "SubmissionFailed");
+                rayjob__st_set(st, "message", msg);
             }
         }
         if ((strcmp(type, "Complete") == 0 || strcmp(type, "Failed") == 0) && *finished_ms < 0)
@@ -365,10 +365,10 @@ static bool submitter_finished_timeout(const struct rj_in *in, cJSON *st, int64_
     go_datetime(finished, t);
     snprintf(msg, sizeof(msg), "The RayJob submitter finished at %s but the ray job did not reach "
              "terminal state within %ds", t, RJ_SUBMITTER_FINISHED_TIMEOUT_S);
-    rj_st_set(st, "jobStatus", "FAILED");
-    rj_st_set(st, "jobDeploymentStatus", "Failed");
-    rj_st_set(st, "reason", "JobDeploymentStatusTransitionGracePeriodExceeded");
-    rj_st_set(st, "message", msg);
+    rayjob__st_set(st, "jobStatus", "FAILED");
+    rayjob__st_set(st, "jobDeploymentStatus", "Failed");
+    rayjob__st_set(st, "reason", "JobDeploymentStatusTransitionGracePeriodExceeded");
+    rayjob__st_set(st, "message", msg);
     return true;
 }
 
@@ -397,29 +397,29 @@ static enum flow state_running(const struct rj_in *in, struct rj_plan *p)
     if (rc == -EINPROGRESS) {
         /* the dashboard has not answered yet (a slow head): nothing is known, nothing
          * failed; the answer is taken by a later reconcile */
-        rj_plan_requeue(p, RJ_DASH_PENDING_MS);
+        rayjob__plan_requeue(p, RJ_DASH_PENDING_MS);
         return RETURN;
     }
     p->info_used = true;
     if (rc == -ENOENT) {
         if (strcmp(mode, "HTTPMode") == 0) {
             p->actions |= RJ_SUBMIT_HTTP;   /* rj_after_submit decides the status */
-            rj_plan_requeue(p, RJ_REQUEUE_MS);
+            rayjob__plan_requeue(p, RJ_REQUEUE_MS);
             return RETURN;
         }
         if (finished >= 0) {
-            rj_st_set(st, "jobDeploymentStatus", "Failed");
-            rj_st_set(st, "reason", "AppFailed");
-            rj_st_set(st, "message", "Submitter completed but Ray job not found in RayCluster.");
+            rayjob__st_set(st, "jobDeploymentStatus", "Failed");
+            rayjob__st_set(st, "reason", "AppFailed");
+            rayjob__st_set(st, "message", "Submitter completed but Ray job not found in RayCluster.");
             return BREAK;
         }
-        rj_plan_requeue(p, RJ_REQUEUE_MS);
+        rayjob__plan_requeue(p, RJ_REQUEUE_MS);
         return RETURN;
     }
     if (rc < 0) {
         if (record_check_failure(in, st))
             return BREAK;
-        rj_plan_requeue(p, RJ_REQUEUE_MS);
+        rayjob__plan_requeue(p, RJ_REQUEUE_MS);
         return RETURN;
     }
     const struct dash_job_info *info = in->info;
@@ -433,20 +433,20 @@ static enum flow state_running(const struct rj_in *in, struct rj_plan *p)
             reason = "AppFailed";
         }
     }
-    rj_st_obj(st, "rayClusterStatus", cluster_status(in));
-    rj_st_set(st, "jobStatus", info->status);
-    rj_st_set(st, "jobDeploymentStatus", deploy);
-    rj_st_set(st, "reason", reason);
-    rj_st_set(st, "message", info->message);
+    rayjob__st_obj(st, "rayClusterStatus", cluster_status(in));
+    rayjob__st_set(st, "jobStatus", info->status);
+    rayjob__st_set(st, "jobDeploymentStatus", deploy);
+    rayjob__st_set(st, "reason", reason);
+    rayjob__st_set(st, "message", info->message);
     cJSON *ji = cJSON_GetObjectItemCaseSensitive(st, "rayJobInfo");
     if (!cJSON_IsObject(ji)) {
         cJSON_DeleteItemFromObjectCaseSensitive(st, "rayJobInfo");
         ji = cJSON_AddObjectToObject(st, "rayJobInfo");
     }
     if (ji && info->start_time_ms)
-        rj_st_time(ji, "startTime", (int64_t)info->start_time_ms);
+        rayjob__st_time(ji, "startTime", (int64_t)info->start_time_ms);
     if (ji && info->end_time_ms)
-        rj_st_time(ji, "endTime", (int64_t)info->end_time_ms);
+        rayjob__st_time(ji, "endTime", (int64_t)info->end_time_ms);
     return BREAK;
 }
 
@@ -467,7 +467,7 @@ static enum flow state_releasing(const struct rj_in *in, struct rj_plan *p, bool
     }
     if (!gone) {
         /* wait for the deletions before moving on, so nothing leaks */
-        rj_plan_requeue(p, RJ_REQUEUE_MS);
+        rayjob__plan_requeue(p, RJ_REQUEUE_MS);
         return RETURN;
     }
     static const char *const reset[] = { "rayClusterStatus", "rayClusterName", "dashboardURL",
@@ -475,7 +475,7 @@ static enum flow state_releasing(const struct rj_in *in, struct rj_plan *p, bool
                                          "jobStatusCheckFailureStartTime", "jobStatus" };
     for (size_t i = 0; i < sizeof(reset) / sizeof(reset[0]); i++)
         cJSON_DeleteItemFromObjectCaseSensitive(st, reset[i]);
-    rj_st_set(st, "jobDeploymentStatus", retrying ? "" : "Suspended");
+    rayjob__st_set(st, "jobDeploymentStatus", retrying ? "" : "Suspended");
     return BREAK;
 }
 
@@ -483,7 +483,7 @@ static enum flow state_suspended(const struct rj_in *in, struct rj_plan *p)
 {
     if (!rj_bool(in->rayjob, "spec.suspend")) {
         cJSON_DeleteItemFromObjectCaseSensitive(p->status, "jobStatus");
-        rj_st_set(p->status, "jobDeploymentStatus", "");
+        rayjob__st_set(p->status, "jobDeploymentStatus", "");
         return BREAK;
     }
     return RETURN;   /* stays suspended; no requeue */
@@ -508,7 +508,7 @@ static void backoff(const struct rj_in *in, cJSON *st)
     const char *reason = rj_str(st, "reason");
     if (strcmp(reason, "DeadlineExceeded") == 0 || strcmp(reason, "JobStatusCheckTimeoutExceeded") == 0)
         return;
-    rj_st_set(st, "jobDeploymentStatus", "Retrying");
+    rayjob__st_set(st, "jobDeploymentStatus", "Retrying");
 }
 
 /* utils.InconsistentRayClusterStatus on the JSON form. */
@@ -542,7 +542,7 @@ static void keep_if_changed(const struct rj_in *in, struct rj_plan *p)
     if (!changed)
         return;
     if (rj_deploy_terminal(rj_str(st, "jobDeploymentStatus")))
-        rj_st_time(st, "endTime", in->now_ms);
+        rayjob__st_time(st, "endTime", in->now_ms);
     int64_t gen;
     if (rj_int(in->rayjob, "metadata.generation", &gen) == 0)
         st_int(st, "observedGeneration", gen);
@@ -558,7 +558,7 @@ static void deleting(const struct rj_in *in, struct rj_plan *p)
     cJSON_ArrayForEach(f, fins)
         if (cJSON_IsString(f) && strcmp(f->valuestring, RJ_FINALIZER) == 0)
             p->actions |= RJ_REMOVE_FINALIZER;
-    rj_plan_requeue(p, RJ_REQUEUE_MS);
+    rayjob__plan_requeue(p, RJ_REQUEUE_MS);
 }
 
 int rj_decide(const struct rj_in *in, struct rj_plan *p)
@@ -574,12 +574,12 @@ int rj_decide(const struct rj_in *in, struct rj_plan *p)
     }
     struct rj_invalid why;
     if (rj_validate(in->rayjob, &in->cfg, &why) < 0) {
-        rj_plan_event(p, HOST_EVENT_WARNING, why.reason, "Validate", "%s/%s: %s",
-                      rj_str(in->rayjob, "metadata.namespace"),
-                      rj_str(in->rayjob, "metadata.name"), why.message);
-        rj_st_set(p->status, "jobDeploymentStatus", "ValidationFailed");
-        rj_st_set(p->status, "reason", "ValidationFailed");
-        rj_st_set(p->status, "message", why.message);
+        rayjob__plan_event(p, HOST_EVENT_WARNING, why.reason, "Validate", "%s/%s: %s",
+                           rj_str(in->rayjob, "metadata.namespace"),
+                           rj_str(in->rayjob, "metadata.name"), why.message);
+        rayjob__st_set(p->status, "jobDeploymentStatus", "ValidationFailed");
+        rayjob__st_set(p->status, "reason", "ValidationFailed");
+        rayjob__st_set(p->status, "message", why.message);
         keep_if_changed(in, p);
         return 0;   /* no requeue: the next spec change brings it back */
     }
@@ -598,16 +598,16 @@ int rj_decide(const struct rj_in *in, struct rj_plan *p)
     else if (strcmp(d, "Suspended") == 0)
         f = state_suspended(in, p);
     else if (rj_deploy_terminal(d))
-        f = rj_terminal(in, p);
+        f = rayjob__terminal(in, p);
     else {
-        rj_plan_requeue(p, RJ_REQUEUE_MS);   /* unknown (e.g. ValidationFailed) */
+        rayjob__plan_requeue(p, RJ_REQUEUE_MS);   /* unknown (e.g. ValidationFailed) */
         f = RETURN;
     }
     if (f == RETURN)
         return 0;   /* nothing written: KubeRay returns before updateRayJobStatus */
     backoff(in, p->status);
     keep_if_changed(in, p);
-    rj_plan_requeue(p, RJ_REQUEUE_MS);
+    rayjob__plan_requeue(p, RJ_REQUEUE_MS);
     return 0;
 }
 
@@ -622,7 +622,7 @@ int rj_after_submit(const struct rj_in *in, struct rj_plan *p, int rc)
     bool write;
     if (rc == -EINPROGRESS) {
         /* the submission is still out: its answer is taken by a later reconcile */
-        rj_plan_requeue(p, RJ_DASH_PENDING_MS);
+        rayjob__plan_requeue(p, RJ_DASH_PENDING_MS);
         return 0;
     }
     if (rc < 0) {
@@ -638,7 +638,7 @@ int rj_after_submit(const struct rj_in *in, struct rj_plan *p, int rc)
         backoff(in, p->status);
         keep_if_changed(in, p);
     }
-    rj_plan_requeue(p, RJ_REQUEUE_MS);
+    rayjob__plan_requeue(p, RJ_REQUEUE_MS);
     return 0;
 }
 

@@ -28,7 +28,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct series *tab;
 static size_t ntab;
 
-void rj_metrics_forget(const char *ns, const char *name)
+void rayjob__metrics_forget(const char *ns, const char *name)
 {
     pthread_mutex_lock(&mu);
     for (size_t i = 0; i < ntab;) {
@@ -41,7 +41,7 @@ void rj_metrics_forget(const char *ns, const char *name)
 }
 
 /* emitRayJobExecutionDuration */
-void rj_metrics_observe(const cJSON *rj, const char *old_deploy, const cJSON *st, int64_t now_ms)
+void rayjob__metrics_observe(const cJSON *rj, const char *old_deploy, const cJSON *st, int64_t now_ms)
 {
     const char *d = rj_str(st, "jobDeploymentStatus");
     if (rj_deploy_terminal(old_deploy) || !(rj_deploy_terminal(d) || strcmp(d, "Retrying") == 0))

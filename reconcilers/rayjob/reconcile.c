@@ -521,7 +521,7 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         return rc == -ENOENT ? RAYJOB_GONE : rc;
     if (a & RJ_CREATE_CLUSTER) {
         cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
-        if (c && (rc = rj_batch_child(ctx, o->rj, c, false)) < 0) {
+        if (c && (rc = rayjob__batch_child(ctx, o->rj, c, false)) < 0) {
             cJSON_Delete(c);
             return rc;
         }
@@ -533,7 +533,7 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
     }
     if (a & RJ_CREATE_SUBMITTER) {
         cJSON *j = rj_build_submitter(o->rj, o->cluster, p->status, &err);
-        if (j && (rc = rj_batch_child(ctx, o->rj, j, true)) < 0) {
+        if (j && (rc = rayjob__batch_child(ctx, o->rj, j, true)) < 0) {
             cJSON_Delete(j);
             return rc;
         }
@@ -602,7 +602,7 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     int rc = host_get(ctx, T_RAYJOBS, ctx->ns, ctx->name, &o.rj);
     if (rc == -ENOENT) {
         host_log(ctx, LOG_INFO, "RayJob resource not found.", NULL);
-        rj_metrics_forget(ctx->ns, ctx->name);
+        rayjob__metrics_forget(ctx->ns, ctx->name);
         return 0;
     }
     if (rc < 0)
@@ -624,7 +624,7 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     char old_deploy[32];
     snprintf(old_deploy, sizeof(old_deploy), "%s", rj_str(o.rj, "status.jobDeploymentStatus"));
     if (strcmp(old_deploy, "Initializing") == 0 &&
-        (rc = rj_batch_submit(ctx, o.rj, res->message, sizeof(res->message))) < 0)
+        (rc = rayjob__batch_submit(ctx, o.rj, res->message, sizeof(res->message))) < 0)
         goto out;   /* KubeRay: nothing else happens until the scheduler takes it */
     if ((rc = run_actions(ctx, &o, &plan)) < 0)
         goto requeue;
@@ -645,7 +645,7 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
         if (!strcmp(old_deploy, "Complete") || !strcmp(old_deploy, "Failed") ||
             ((!strcmp(old_deploy, "Suspending") || !strcmp(old_deploy, "Retrying")) &&
              plan.write_status && (!strcmp(nd, "Suspended") || !strcmp(nd, "New"))))
-            rj_batch_cleanup(ctx, o.rj, o.cluster);
+            rayjob__batch_cleanup(ctx, o.rj, o.cluster);
     }
     if (plan.error < 0) {
         rc = plan.error;
@@ -655,7 +655,7 @@ int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res)
     if (plan.write_status) {
         if ((rc = write_status(ctx, &o, &plan)) < 0)
             goto requeue;
-        rj_metrics_observe(o.rj, old_deploy, plan.status, o.in.now_ms);
+        rayjob__metrics_observe(o.rj, old_deploy, plan.status, o.in.now_ms);
     }
     if (plan.requeue) {
         res->outcome = HOST_REQUEUE_AFTER;

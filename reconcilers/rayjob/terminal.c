@@ -72,7 +72,7 @@ static int64_t end_ms(const struct rj_in *in)
 /* requeueDelayFor: until t, plus 2 s. */
 static void requeue_at(struct rj_plan *p, const struct rj_in *in, int64_t t)
 {
-    rj_plan_requeue(p, t - in->now_ms + 2000);
+    rayjob__plan_requeue(p, t - in->now_ms + 2000);
 }
 
 static enum flow deletion_rules(const struct rj_in *in, struct rj_plan *p, const cJSON *rules)
@@ -131,7 +131,7 @@ static enum flow legacy_policy(const struct rj_in *in, struct rj_plan *p, const 
     return RETURN;
 }
 
-enum flow rj_terminal(const struct rj_in *in, struct rj_plan *p)
+enum flow rayjob__terminal(const struct rj_in *in, struct rj_plan *p)
 {
     const cJSON *rj = in->rayjob;
     if (rj_has_selector(rj))
@@ -158,7 +158,7 @@ enum flow rj_terminal(const struct rj_in *in, struct rj_plan *p)
     return RETURN;
 }
 
-bool rj_check_sidecar(const struct rj_in *in, struct rj_plan *p, int64_t *finished_ms)
+bool rayjob__check_sidecar(const struct rj_in *in, struct rj_plan *p, int64_t *finished_ms)
 {
     cJSON *st = p->status;
     const cJSON *cs, *statuses = cJSON_GetObjectItemCaseSensitive(
@@ -197,12 +197,12 @@ bool rj_check_sidecar(const struct rj_in *in, struct rj_plan *p, int64_t *finish
         }
     }
     if (failed) {
-        rj_st_set(st, "jobDeploymentStatus", "Failed");
+        rayjob__st_set(st, "jobDeploymentStatus", "Failed");
         if (strcmp(rj_str(st, "jobStatus"), "FAILED") == 0) {
-            rj_st_set(st, "reason", "AppFailed");
+            rayjob__st_set(st, "reason", "AppFailed");
         } else {
-            rj_st_set(st, "reason", "SubmissionFailed");
-            rj_st_set(st, "message", msg);
+            rayjob__st_set(st, "reason", "SubmissionFailed");
+            rayjob__st_set(st, "message", msg);
         }
     }
     if (term)

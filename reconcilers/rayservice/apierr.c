@@ -8,7 +8,7 @@
 #include "kube/kube.h"
 #include "reconcilers/rayservice/internal.h"
 
-const char *rs_api_error(struct rsr *r, const struct kube_result *kr, int rc)
+const char *rayservice__api_error(struct rsr *r, const struct kube_result *kr, int rc)
 {
     r->err_rc = rc;
     return kube_result_error(kr, rc, r->err, sizeof(r->err));

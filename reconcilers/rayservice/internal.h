@@ -39,43 +39,43 @@ struct rsr {
     int64_t generation;
     int requeue_ms;            /* 0: RS_REQUEUE_MS */
     int err_rc;                /* the failed write err describes (0: none) */
-    char err[640];             /* its API server words: rs_api_error */
+    char err[640];             /* its API server words: rayservice__api_error */
 };
 
 /* serve_io.c: the dashboard side of one cluster (reconcileServe) and the head Pod's
  * ray.io/serve label (updateHeadPodServeLabel). */
-int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps);
-int rs_head_serve_label(struct rsr *r, const cJSON *cluster);
+int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps);
+int rayservice__head_serve_label(struct rsr *r, const cJSON *cluster);
 
 struct dash_target;
 /* The cluster's dashboard (head Service through the API server proxy with
  * --use-kubernetes-proxy, else its FQDN) and the PUT of serveConfigV2 to it with
  * target_capacity (< 0: none). */
-int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
-int rs_dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t); /* no token */
-int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                  int target_capacity, const char *op, char *err, size_t n);
+int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
+int rayservice__dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t); /* no token */
+int rayservice__put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
+                           int target_capacity, const char *op, char *err, size_t n);
 
 /* how long a reconcile waits for a dashboard answer (dash_async_call) before it
  * requeues and takes the answer later */
 #define RS_ASYNC_WAIT_MS 250
 
 /* upgrade.c: incremental upgrade (Gateway, HTTPRoute, target_capacity, rollback). */
-int rs_incremental_rollback(struct rsr *r);
-int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route);
-int rs_incremental_capacity(struct rsr *r, const cJSON *cluster);
-void rs_incremental_weights(struct rsr *r, const cJSON *route);
+int rayservice__incremental_rollback(struct rsr *r);
+int rayservice__incremental_objects(struct rsr *r, bool pending_ready, cJSON **route);
+int rayservice__incremental_capacity(struct rsr *r, const cJSON *cluster);
+void rayservice__incremental_weights(struct rsr *r, const cJSON *route);
 
 /* apierr.c: the API server's words for a failed write, message and field causes
  * ("Service \"x\" is invalid: spec.type: Unsupported value: ..."), not just
  * kube_strerror's "invalid". Kept in r->err for the requeue message; kr may be NULL. */
-const char *rs_api_error(struct rsr *r, const struct kube_result *kr, int rc);
+const char *rayservice__api_error(struct rsr *r, const struct kube_result *kr, int rc);
 
 /* reconcile.c helpers used by the other files */
-void rs_event(struct rsr *r, const char *type, const char *reason, const char *action,
-              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-cJSON *rs_service_status(struct rsr *r, const char *which);   /* active/pending object */
-int rs_target_capacity(const cJSON *svc_status);               /* -1 if unset */
-int rs_patch_annotation(struct rsr *r, const cJSON *cluster, const char *key, const char *val);
+void rayservice__event(struct rsr *r, const char *type, const char *reason, const char *action,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+cJSON *rayservice__service_status(struct rsr *r, const char *which);   /* active/pending object */
+int rayservice__target_capacity(const cJSON *svc_status);               /* -1 if unset */
+int rayservice__patch_annotation(struct rsr *r, const cJSON *cluster, const char *key, const char *val);
 
 #endif

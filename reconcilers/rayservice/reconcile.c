@@ -28,8 +28,8 @@ const struct kube_resource RS_RES_ENDPOINTSLICES = { "discovery.k8s.io", "v1", "
 const struct kube_resource RS_RES_GATEWAYS = { "gateway.networking.k8s.io", "v1", "gateways", 1 };
 const struct kube_resource RS_RES_HTTPROUTES = { "gateway.networking.k8s.io", "v1", "httproutes", 1 };
 
-void rs_event(struct rsr *r, const char *type, const char *reason, const char *action,
-              const char *fmt, ...)
+void rayservice__event(struct rsr *r, const char *type, const char *reason, const char *action,
+                       const char *fmt, ...)
 {
     char note[1024];
     va_list ap;
@@ -39,7 +39,7 @@ void rs_event(struct rsr *r, const char *type, const char *reason, const char *a
     host_event(r->ctx, r->rs, type, reason, action, "%s", note);
 }
 
-cJSON *rs_service_status(struct rsr *r, const char *which)
+cJSON *rayservice__service_status(struct rsr *r, const char *which)
 {
     cJSON *s = cJSON_GetObjectItemCaseSensitive(r->st, which);
     if (!cJSON_IsObject(s)) {
@@ -49,7 +49,7 @@ cJSON *rs_service_status(struct rsr *r, const char *which)
     return s;
 }
 
-int rs_target_capacity(const cJSON *s)
+int rayservice__target_capacity(const cJSON *s)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "targetCapacity");
     return cJSON_IsNumber(v) ? (int)v->valuedouble : -1;
@@ -79,7 +79,7 @@ static const char *annotation(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-int rs_patch_annotation(struct rsr *r, const cJSON *cluster, const char *key, const char *val)
+int rayservice__patch_annotation(struct rsr *r, const cJSON *cluster, const char *key, const char *val)
 {
     struct kube_result kr = { 0 };
     cJSON *p = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(p, "metadata");
@@ -138,7 +138,7 @@ static int patch_finalizer(struct rsr *r, bool add)
                     &po, &kr);
     host_log(r->ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
              add ? "Adding finalizer to RayService" : "No RayClusters exist, removing finalizer",
-             "finalizer", RS_FINALIZER, "error", rc < 0 ? rs_api_error(r, &kr, rc) : NULL, NULL);
+             "finalizer", RS_FINALIZER, "error", rc < 0 ? rayservice__api_error(r, &kr, rc) : NULL, NULL);
 out:
     kube_result_release(&kr);
     free(text);
@@ -177,7 +177,7 @@ static int cleanup_clusters(struct rsr *r, bool *left)
         if (!deleting && at < 0) {
             char ts[32];
             rs_format_time(r->now_ms + delay_s * 1000, ts);
-            if ((rc = rs_patch_annotation(r, c, RS_ANN_DELETE_AFTER, ts)) < 0 && rc != -ENOENT)
+            if ((rc = rayservice__patch_annotation(r, c, RS_ANN_DELETE_AFTER, ts)) < 0 && rc != -ENOENT)
                 goto out;
             host_log(r->ctx, LOG_INFO, "Scheduled dangling RayCluster for deletion",
                      "rayClusterName", name, "deletionTimestamp", ts, NULL);
@@ -189,17 +189,17 @@ static int cleanup_clusters(struct rsr *r, bool *left)
         struct kube_delete_opts d = { .propagation = "Background", .grace_seconds = -1 };
         rc = host_delete(r->ctx, &KUBE_RES_RAYCLUSTERS, r->ctx->ns, name, &d, &kr);
         if (rc < 0 && rc != -ENOENT)
-            rs_event(r, HOST_EVENT_WARNING, "FailedToDeleteRayCluster", "Delete",
-                     "Failed to delete the RayCluster %s/%s: %s", r->ctx->ns, name,
-                     rs_api_error(r, &kr, rc));
+            rayservice__event(r, HOST_EVENT_WARNING, "FailedToDeleteRayCluster", "Delete",
+                              "Failed to delete the RayCluster %s/%s: %s", r->ctx->ns, name,
+                              rayservice__api_error(r, &kr, rc));
         kube_result_release(&kr);
         if (rc < 0 && rc != -ENOENT)
             goto out;
         host_log(r->ctx, LOG_INFO, "reconcileRayCluster", "delete Ray cluster", name, "reason",
                  deleting ? "RayService is being deleted. Deleting RayCluster"
                           : "Deletion timestamp has passed. Deleting cluster immediately.", NULL);
-        rs_event(r, HOST_EVENT_NORMAL, "DeletedRayCluster", "Delete", "Deleted the RayCluster %s/%s",
-                 r->ctx->ns, name);
+        rayservice__event(r, HOST_EVENT_NORMAL, "DeletedRayCluster", "Delete", "Deleted the RayCluster %s/%s",
+                          r->ctx->ns, name);
     }
     rc = 0;
 out:
@@ -247,17 +247,17 @@ static int delete_owned(struct rsr *r)
             struct kube_delete_opts d = { .propagation = "Background", .grace_seconds = -1 };
             rc = host_delete(r->ctx, kinds[k].res, r->ctx->ns, name, &d, &kr);
             if (rc < 0 && rc != -ENOENT)
-                rs_api_error(r, &kr, rc);
+                rayservice__api_error(r, &kr, rc);
             kube_result_release(&kr);
             if (rc < 0 && rc != -ENOENT) {
-                rs_event(r, HOST_EVENT_WARNING, kinds[k].fail, "Delete",
-                         "Failed to delete the %s %s/%s during suspend: %s", kinds[k].what,
-                         r->ctx->ns, name, r->err);
+                rayservice__event(r, HOST_EVENT_WARNING, kinds[k].fail, "Delete",
+                                  "Failed to delete the %s %s/%s during suspend: %s", kinds[k].what,
+                                  r->ctx->ns, name, r->err);
                 cJSON_Delete(list);
                 return rc;
             }
-            rs_event(r, HOST_EVENT_NORMAL, kinds[k].ok, "Delete", "Deleted the %s %s/%s during suspend",
-                     kinds[k].what, r->ctx->ns, name);
+            rayservice__event(r, HOST_EVENT_NORMAL, kinds[k].ok, "Delete", "Deleted the %s %s/%s during suspend",
+                              kinds[k].what, r->ctx->ns, name);
         }
         cJSON_Delete(list);
         list = NULL;
@@ -409,14 +409,14 @@ static int create_cluster(struct rsr *r, const char *name, cJSON **out)
     if (rc == -EEXIST)
         rc = 0;   /* an earlier reconcile made it; the cache had not shown it yet */
     if (rc < 0) {
-        rs_event(r, HOST_EVENT_WARNING, "FailedToCreateRayCluster", "Create",
-                 "Failed to create the RayCluster %s/%s: %s", r->ctx->ns, name,
-                 rs_api_error(r, &kr, rc));
+        rayservice__event(r, HOST_EVENT_WARNING, "FailedToCreateRayCluster", "Create",
+                          "Failed to create the RayCluster %s/%s: %s", r->ctx->ns, name,
+                          rayservice__api_error(r, &kr, rc));
         cJSON_Delete(c);
     } else {
         if (kr.http_code)
-            rs_event(r, HOST_EVENT_NORMAL, "CreatedRayCluster", "Create", "Created the RayCluster %s/%s",
-                     r->ctx->ns, name);
+            rayservice__event(r, HOST_EVENT_NORMAL, "CreatedRayCluster", "Create", "Created the RayCluster %s/%s",
+                              r->ctx->ns, name);
         host_log(r->ctx, LOG_INFO, "Created RayCluster for RayService", "clusterName", name, NULL);
         if (kr.body) {
             cJSON_Delete(c);
@@ -462,12 +462,12 @@ static int update_cluster(struct rsr *r, cJSON **cluster, const char *which)
     cJSON_Delete(goal);
     rc = host_update(r->ctx, &KUBE_RES_RAYCLUSTERS, r->ctx->ns, cur, &kr);
     if (rc < 0)
-        rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateRayCluster", "Update",
-                 "Failed to update the %s RayCluster %s/%s: %s", which, r->ctx->ns, name,
-                 rs_api_error(r, &kr, rc));
+        rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateRayCluster", "Update",
+                          "Failed to update the %s RayCluster %s/%s: %s", which, r->ctx->ns, name,
+                          rayservice__api_error(r, &kr, rc));
     else {
-        rs_event(r, HOST_EVENT_NORMAL, "UpdatedRayCluster", "Update", "Updated the %s RayCluster %s/%s",
-                 which, r->ctx->ns, name);
+        rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedRayCluster", "Update", "Updated the %s RayCluster %s/%s",
+                          which, r->ctx->ns, name);
         if (kr.body) {
             cJSON_Delete(*cluster);
             *cluster = kr.body;
@@ -540,16 +540,16 @@ static int reconcile_service(struct rsr *r, const cJSON *cluster, bool serve, cJ
     if (rc == -ENOENT) {
         rc = host_create(r->ctx, &KUBE_RES_SERVICES, r->ctx->ns, svc, &kr);
         if (rc == 0) {
-            rs_event(r, HOST_EVENT_NORMAL, "CreatedService", "Create", "Created the service %s/%s",
-                     r->ctx->ns, name);
+            rayservice__event(r, HOST_EVENT_NORMAL, "CreatedService", "Create", "Created the service %s/%s",
+                              r->ctx->ns, name);
             *out = kr.body;
             kr.body = NULL;
             goto out;
         }
         if (rc != -EEXIST) {
-            rs_event(r, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
-                     "Failed to create the service %s/%s, %s", r->ctx->ns, name,
-                     rs_api_error(r, &kr, rc));
+            rayservice__event(r, HOST_EVENT_WARNING, "FailedToCreateService", "Create",
+                              "Failed to create the service %s/%s, %s", r->ctx->ns, name,
+                              rayservice__api_error(r, &kr, rc));
             goto out;
         }
         kube_result_release(&kr);
@@ -579,14 +579,14 @@ static int reconcile_service(struct rsr *r, const cJSON *cluster, bool serve, cJ
     cJSON_AddStringToObject(labels, RC_LABEL_CREATED_BY, RC_CREATED_BY);
     rc = host_update(r->ctx, &KUBE_RES_SERVICES, r->ctx->ns, old, &kr);
     if (rc < 0) {
-        rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
-                 "Failed to update the service %s/%s, %s", r->ctx->ns, name,
-                 rs_api_error(r, &kr, rc));
+        rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
+                          "Failed to update the service %s/%s, %s", r->ctx->ns, name,
+                          rayservice__api_error(r, &kr, rc));
     } else {
         host_log(r->ctx, LOG_INFO, "Update Kubernetes Service", "serviceType",
                  serve ? "serveService" : "headService", "rayCluster", want, NULL);
-        rs_event(r, HOST_EVENT_NORMAL, "UpdatedService", "Update", "Updated the service %s/%s",
-                 r->ctx->ns, name);
+        rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedService", "Update", "Updated the service %s/%s",
+                          r->ctx->ns, name);
         *out = kr.body;
         kr.body = NULL;
     }
@@ -646,12 +646,12 @@ static void init_timeout(struct rsr *r)
              "%llds. Time spent initializing: %llds", (long long)(t / 1000),
              (long long)((r->now_ms - since) / 1000));
     host_log(r->ctx, LOG_INFO, "RayService initializing timeout exceeded", NULL);
-    cJSON_DeleteItemFromObjectCaseSensitive(rs_service_status(r, "activeServiceStatus"), "rayClusterName");
-    cJSON_DeleteItemFromObjectCaseSensitive(rs_service_status(r, "pendingServiceStatus"), "rayClusterName");
+    cJSON_DeleteItemFromObjectCaseSensitive(rayservice__service_status(r, "activeServiceStatus"), "rayClusterName");
+    cJSON_DeleteItemFromObjectCaseSensitive(rayservice__service_status(r, "pendingServiceStatus"), "rayClusterName");
     cond(r, "Ready", "False", "InitializingTimeout", msg);
-    rs_event(r, HOST_EVENT_WARNING, "RayServiceInitializingTimeout", "Reconcile",
-             "RayService initializing timeout exceeded after %llds (configured timeout: %llds)",
-             (long long)((r->now_ms - since) / 1000), (long long)(t / 1000));
+    rayservice__event(r, HOST_EVENT_WARNING, "RayServiceInitializingTimeout", "Reconcile",
+                      "RayService initializing timeout exceeded after %llds (configured timeout: %llds)",
+                      (long long)((r->now_ms - since) / 1000), (long long)(t / 1000));
 }
 
 static void conditions(struct rsr *r)
@@ -707,7 +707,7 @@ static bool promote(struct rsr *r, const cJSON *head, const cJSON *serve)
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(r->st, "pendingServiceStatus");
             const cJSON *tr = cJSON_GetObjectItemCaseSensitive(p, "trafficRoutedPercent");
             if (!rs_cond_true(r->st, "RollbackInProgress") && r->pending &&
-                rs_target_capacity(a) == 0 && cJSON_IsNumber(tr) && tr->valuedouble == 100)
+                rayservice__target_capacity(a) == 0 && cJSON_IsNumber(tr) && tr->valuedouble == 100)
                 should = true;
         } else if (!*active_name(r) && *pend) {
             should = true;
@@ -733,25 +733,25 @@ static int calculate_status(struct rsr *r, const cJSON *head, const cJSON *serve
 {
     bool pending_serving = false;
     set_observed(r);
-    cJSON *a = rs_service_status(r, "activeServiceStatus");
-    cJSON *p = rs_service_status(r, "pendingServiceStatus");
+    cJSON *a = rayservice__service_status(r, "activeServiceStatus");
+    cJSON *p = rayservice__service_status(r, "pendingServiceStatus");
     put_obj(a, "rayClusterStatus", r->active ? cJSON_Duplicate(json_get(r->active, "status"), 1) : NULL);
     put_obj(p, "rayClusterStatus", r->pending ? cJSON_Duplicate(json_get(r->pending, "status"), 1) : NULL);
     put_obj(a, "applicationStatuses", active_apps && active_apps->child ? cJSON_Duplicate(active_apps, 1) : NULL);
     put_obj(p, "applicationStatuses", pending_apps && pending_apps->child ? cJSON_Duplicate(pending_apps, 1) : NULL);
     if (head && serve) {
         if (rs_incremental(r->rs, &r->gates))
-            rs_incremental_weights(r, route);
+            rayservice__incremental_weights(r, route);
         pending_serving = promote(r, head, serve);
     }
     if (rs_cond_true(r->st, "RollbackInProgress")) {
-        a = rs_service_status(r, "activeServiceStatus");
-        p = rs_service_status(r, "pendingServiceStatus");
+        a = rayservice__service_status(r, "activeServiceStatus");
+        p = rayservice__service_status(r, "pendingServiceStatus");
         const cJSON *at = cJSON_GetObjectItemCaseSensitive(a, "trafficRoutedPercent");
         const cJSON *pt = cJSON_GetObjectItemCaseSensitive(p, "trafficRoutedPercent");
         bool healthy = r->pending && rs_cond_true(json_get(r->pending, "status"), "HeadPodReady");
-        if (rs_target_capacity(a) == 100 && cJSON_IsNumber(at) && at->valuedouble == 100 &&
-            (!healthy || (rs_target_capacity(p) == 0 && cJSON_IsNumber(pt) && pt->valuedouble == 0))) {
+        if (rayservice__target_capacity(a) == 100 && cJSON_IsNumber(at) && at->valuedouble == 100 &&
+            (!healthy || (rayservice__target_capacity(p) == 0 && cJSON_IsNumber(pt) && pt->valuedouble == 0))) {
             host_log(r->ctx, LOG_INFO, "Rollback to original cluster is complete. Cleaning up pending "
                      "cluster from prior upgrade.", NULL);
             put_obj(r->st, "pendingServiceStatus", cJSON_CreateObject());
@@ -770,7 +770,7 @@ static int calculate_status(struct rsr *r, const cJSON *head, const cJSON *serve
         cJSON_AddStringToObject(np, "rayClusterName", name);
         if (rs_incremental(r->rs, &r->gates)) {
             if (!*active_name(r)) {
-                if (rs_target_capacity(cJSON_GetObjectItemCaseSensitive(r->st, "activeServiceStatus")) < 0)
+                if (rayservice__target_capacity(cJSON_GetObjectItemCaseSensitive(r->st, "activeServiceStatus")) < 0)
                     cJSON_AddNumberToObject(np, "targetCapacity", 100);
             } else {
                 cJSON_AddNumberToObject(np, "targetCapacity", 0);
@@ -820,7 +820,7 @@ static int write_status(struct rsr *r)
     host_log(r->ctx, rc < 0 ? LOG_WARN : LOG_INFO,
              rc < 0 ? "Failed to update RayService status" : "Updated RayService status",
              "serviceStatus", rs_str(r->st, "serviceStatus"), "activeCluster", active_name(r),
-             "pendingCluster", pending_name(r), "error", rc < 0 ? rs_api_error(r, &kr, rc) : NULL, NULL);
+             "pendingCluster", pending_name(r), "error", rc < 0 ? rayservice__api_error(r, &kr, rc) : NULL, NULL);
     kube_result_release(&kr);
     return rc;
 }
@@ -851,8 +851,8 @@ static int reconcile(struct rsr *r, struct host_result *res)
     }
     if (rs_validate(r->rs, &r->gates, &why) < 0) {
         host_log(r->ctx, LOG_ERROR, why.message, NULL);
-        rs_event(r, HOST_EVENT_WARNING, why.reason, "Validate", "%s/%s: %s", r->ctx->ns,
-                 r->ctx->name, why.message);
+        rayservice__event(r, HOST_EVENT_WARNING, why.reason, "Validate", "%s/%s: %s", r->ctx->ns,
+                          r->ctx->name, why.message);
         cond(r, "Ready", "False", "ValidationFailed", why.message);
         put_obj(r->st, "lastUpdateTime", cJSON_CreateString(r->now));
         struct kube_result kr = { 0 };
@@ -891,25 +891,25 @@ static int reconcile(struct rsr *r, struct host_result *res)
         goto out;
     if (rs_incremental(r->rs, &r->gates) && rs_cond_true(r->st, "UpgradeInProgress")) {
         if (!r->active)
-            rs_event(r, HOST_EVENT_WARNING, "RollbackImpossible", "Reconcile",
-                     "Active cluster not found, rollback cannot be initiated");
-        else if (r->pending && (rc = rs_incremental_rollback(r)) < 0)
+            rayservice__event(r, HOST_EVENT_WARNING, "RollbackImpossible", "Reconcile",
+                              "Active cluster not found, rollback cannot be initiated");
+        else if (r->pending && (rc = rayservice__incremental_rollback(r)) < 0)
             goto out;
     }
-    if ((rc = rs_head_serve_label(r, r->active)) < 0 || (rc = rs_head_serve_label(r, r->pending)) < 0)
+    if ((rc = rayservice__head_serve_label(r, r->active)) < 0 || (rc = rayservice__head_serve_label(r, r->pending)) < 0)
         goto out;
     if (r->pending) {
         host_log(r->ctx, LOG_INFO, "Reconciling the Serve applications for pending cluster",
                  "clusterName", rs_str(r->pending, "metadata.name"), NULL);
-        if ((rc = rs_reconcile_serve(r, r->pending, &pending_ready, &pending_apps)) < 0)
+        if ((rc = rayservice__reconcile_serve(r, r->pending, &pending_ready, &pending_apps)) < 0)
             goto out;
     }
     if (r->active && ((!r->pending && !should_prepare(r, r->active, NULL, false)) ||
                       (r->pending && rs_incremental(r->rs, &r->gates)))) {
-        if ((rc = rs_reconcile_serve(r, r->active, &active_ready, &active_apps)) < 0)
+        if ((rc = rayservice__reconcile_serve(r, r->active, &active_ready, &active_apps)) < 0)
             goto out;
     }
-    if (rs_incremental(r->rs, &r->gates) && (rc = rs_incremental_objects(r, pending_ready, &route)) < 0)
+    if (rs_incremental(r->rs, &r->gates) && (rc = rayservice__incremental_objects(r, pending_ready, &route)) < 0)
         goto out;
     if (pending_ready || active_ready) {
         const cJSON *target = r->active;

@@ -57,7 +57,7 @@ static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_targ
         rc = dash_target_token_from_secret(t, sec);
     if (rc < 0)
         host_log(r->ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
-                 "error", rs_api_error(r, &kr, rc), NULL);
+                 "error", rayservice__api_error(r, &kr, rc), NULL);
     cJSON_Delete(sec);
     kube_result_release(&kr);
     return rc;
@@ -66,15 +66,15 @@ static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_targ
 /* The cluster's dashboard: its head Service through the API server's proxy with
  * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT; with the cluster's Ray
  * token when it uses token auth. */
-int rs_dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
 {
-    int rc = rs_dashboard_target(r, cluster, t);
+    int rc = rayservice__dashboard_target(r, cluster, t);
     if (rc == 0 && (rc = dashboard_token(r, cluster, t)) < 0)
         dash_target_wipe(t);
     return rc;
 }
 
-int rs_dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+int rayservice__dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t)
 {
     char svc[254], url[600];
     int rc;
@@ -125,8 +125,8 @@ static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_tar
     return rc;
 }
 
-int rs_put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                  int target_capacity, const char *op, char *err, size_t n)
+int rayservice__put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
+                           int target_capacity, const char *op, char *err, size_t n)
 {
     char key[600];
     const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
@@ -181,7 +181,7 @@ static bool adopt_running(const struct rsr *r, const cJSON *cluster, const char 
     return true;
 }
 
-int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps)
+int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps)
 {
     const char *cname = rs_str(cluster, "metadata.name");
     const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
@@ -198,7 +198,7 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
                  "redundant custom resource status updates.", "clusterName", cname, NULL);
         return 0;
     }
-    if ((rc = rs_dashboard(r, cluster, &t)) < 0)
+    if ((rc = rayservice__dashboard(r, cluster, &t)) < 0)
         return rc;
     bool active = !strcmp(cname, rs_str(r->st, "activeServiceStatus.rayClusterName"));
     bool incr = rs_incremental(r->rs, &r->gates);
@@ -221,7 +221,7 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
                  "clusterName", cname, NULL);
         rs_memo_put(key, cname, cfg);
         if (config_hash(cfg, hash) == 0)
-            rs_patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
+            rayservice__patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
     }
     if ((rc = get_status(r, cluster, &t, apps, ready, err, sizeof(err))) == -EINPROGRESS) {
         /* a slow dashboard: keep what the status says, look again soon (async.c) */
@@ -248,9 +248,9 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
         if (incr) {
             const cJSON *s = active ? json_get(r->st, "activeServiceStatus")
                                     : json_get(r->st, "pendingServiceStatus");
-            tc = rs_target_capacity(s);
+            tc = rayservice__target_capacity(s);
         }
-        rc = rs_put_config(r, cluster, &t, tc, "put", err, sizeof(err));
+        rc = rayservice__put_config(r, cluster, &t, tc, "put", err, sizeof(err));
         if (rc == -EINPROGRESS) {
             *ready = false;
             r->requeue_ms = 300;
@@ -258,21 +258,21 @@ int rs_reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON *
             goto out;
         }
         if (rc < 0) {
-            rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateServeApplications", "Update",
-                     "Failed to update serve applications to the RayCluster %s/%s: %s", r->ctx->ns,
-                     cname, err);
+            rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateServeApplications", "Update",
+                              "Failed to update serve applications to the RayCluster %s/%s: %s", r->ctx->ns,
+                              cname, err);
             goto out;
         }
         rs_memo_put(key, cname, cfg);
         if (*cfg && config_hash(cfg, hash) == 0)
-            rs_patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
-        rs_event(r, HOST_EVENT_NORMAL, "UpdatedServeApplications", "Update",
-                 "Updated serve applications to the RayCluster %s/%s", r->ctx->ns, cname);
+            rayservice__patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
+        rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedServeApplications", "Update",
+                          "Updated serve applications to the RayCluster %s/%s", r->ctx->ns, cname);
         /* Deliberately stricter than KubeRay: what was read before this PUT says nothing
          * about the config just sent, so the cluster is not "ready" until the next read. */
         *ready = false;
     }
-    if (incr && upgrading && (rc = rs_incremental_capacity(r, cluster)) < 0)
+    if (incr && upgrading && (rc = rayservice__incremental_capacity(r, cluster)) < 0)
         goto out;
     rc = 0;
 out:
@@ -328,7 +328,7 @@ static int proxy_healthy(struct rsr *r, const cJSON *cluster, const cJSON *pod, 
     return ok;
 }
 
-int rs_head_serve_label(struct rsr *r, const cJSON *cluster)
+int rayservice__head_serve_label(struct rsr *r, const cJSON *cluster)
 {
     cJSON *pods = NULL;
     int rc;
@@ -372,13 +372,13 @@ int rs_head_serve_label(struct rsr *r, const cJSON *cluster)
         rc = host_patch(r->ctx, &KUBE_RES_PODS, r->ctx->ns, rs_str(head, "metadata.name"), patch,
                         (size_t)n, &po, &kr);
         if (rc < 0)
-            rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateHeadPodServeLabel", "Update",
-                     "Failed to update the serve label to \"%s\" for the Head Pod %s/%s: %s", want,
-                     r->ctx->ns, rs_str(head, "metadata.name"), rs_api_error(r, &kr, rc));
+            rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateHeadPodServeLabel", "Update",
+                              "Failed to update the serve label to \"%s\" for the Head Pod %s/%s: %s", want,
+                              r->ctx->ns, rs_str(head, "metadata.name"), rayservice__api_error(r, &kr, rc));
         else
-            rs_event(r, HOST_EVENT_NORMAL, "UpdatedHeadPodServeLabel", "Update",
-                     "Updated the serve label to \"%s\" for the Head Pod %s/%s", want, r->ctx->ns,
-                     rs_str(head, "metadata.name"));
+            rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedHeadPodServeLabel", "Update",
+                              "Updated the serve label to \"%s\" for the Head Pod %s/%s", want, r->ctx->ns,
+                              rs_str(head, "metadata.name"));
         kube_result_release(&kr);
     } else {
         rc = 0;

@@ -47,7 +47,7 @@ static void cond(struct rsr *r, const char *type, const char *st, const char *re
     rs_cond_set(r->st, type, st, reason, msg, og, r->now);
 }
 
-int rs_incremental_rollback(struct rsr *r)
+int rayservice__incremental_rollback(struct rsr *r)
 {
     char want[33];
     int rc = rs_cluster_hash(json_get(r->rs, "spec.rayClusterConfig"), -1, want);
@@ -131,12 +131,12 @@ static int gateway(struct rsr *r)
     if (rc == -ENOENT) {
         rc = kube_create(kc, &RS_RES_GATEWAYS, r->ctx->ns, want, &kr);
         if (rc < 0)
-            rs_event(r, HOST_EVENT_WARNING, "FailedToCreateGateway", "Create",
-                     "Failed to create Gateway for RayService %s/%s: %s", r->ctx->ns, name,
-                     rs_api_error(r, &kr, rc));
+            rayservice__event(r, HOST_EVENT_WARNING, "FailedToCreateGateway", "Create",
+                              "Failed to create Gateway for RayService %s/%s: %s", r->ctx->ns, name,
+                              rayservice__api_error(r, &kr, rc));
         else
-            rs_event(r, HOST_EVENT_NORMAL, "CreatedGateway", "Create", "Created Gateway for RayService %s/%s",
-                     r->ctx->ns, name);
+            rayservice__event(r, HOST_EVENT_NORMAL, "CreatedGateway", "Create", "Created Gateway for RayService %s/%s",
+                              r->ctx->ns, name);
     } else if (rc == 0) {
         const cJSON *ws = json_get(want, "spec"), *os = json_get(old, "spec");
         const cJSON *wl = cJSON_GetArrayItem(json_get(ws, "listeners"), 0);
@@ -149,12 +149,12 @@ static int gateway(struct rsr *r)
             cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", cJSON_Duplicate(ws, 1));
             rc = kube_update(kc, &RS_RES_GATEWAYS, r->ctx->ns, old, &kr);
             if (rc < 0)
-                rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateGateway", "Update",
-                         "Failed to update the Gateway %s/%s: %s", r->ctx->ns, name,
-                         rs_api_error(r, &kr, rc));
+                rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateGateway", "Update",
+                                  "Failed to update the Gateway %s/%s: %s", r->ctx->ns, name,
+                                  rayservice__api_error(r, &kr, rc));
             else
-                rs_event(r, HOST_EVENT_NORMAL, "UpdatedGateway", "Update", "Updated the Gateway %s/%s",
-                         r->ctx->ns, name);
+                rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedGateway", "Update", "Updated the Gateway %s/%s",
+                                  r->ctx->ns, name);
         }
     }
     kube_result_release(&kr);
@@ -166,8 +166,8 @@ static int gateway(struct rsr *r)
 /* calculateTrafficRoutedPercent */
 static void weights(struct rsr *r, bool pending_ready, int *aw, int *pw)
 {
-    cJSON *a = rs_service_status(r, "activeServiceStatus");
-    cJSON *p = rs_service_status(r, "pendingServiceStatus");
+    cJSON *a = rayservice__service_status(r, "activeServiceStatus");
+    cJSON *p = rayservice__service_status(r, "pendingServiceStatus");
     bool rolling = rs_cond_true(r->st, "RollbackInProgress");
     int ptc = num(p, "targetCapacity", 0), atc = num(a, "targetCapacity", 100);
     int step = opt(r->rs, "stepSizePercent", 0), interval = opt(r->rs, "intervalSeconds", 1);
@@ -211,7 +211,7 @@ static bool route_equal(const cJSON *a, const cJSON *b)
     return true;
 }
 
-int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route)
+int rayservice__incremental_objects(struct rsr *r, bool pending_ready, cJSON **route)
 {
     int rc, aw, pw, err = 0;
     *route = NULL;
@@ -233,12 +233,12 @@ int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route)
     if (rc == -ENOENT) {
         rc = kube_create(kc, &RS_RES_HTTPROUTES, r->ctx->ns, want, &kr);
         if (rc < 0)
-            rs_event(r, HOST_EVENT_WARNING, "FailedToCreateHTTPRoute", "Create",
-                     "Failed to create the HTTPRoute for RayService %s/%s: %s", r->ctx->ns, name,
-                     rs_api_error(r, &kr, rc));
+            rayservice__event(r, HOST_EVENT_WARNING, "FailedToCreateHTTPRoute", "Create",
+                              "Failed to create the HTTPRoute for RayService %s/%s: %s", r->ctx->ns, name,
+                              rayservice__api_error(r, &kr, rc));
         else {
-            rs_event(r, HOST_EVENT_NORMAL, "CreatedHTTPRoute", "Create", "Created HTTPRoute for RayService %s/%s",
-                     r->ctx->ns, name);
+            rayservice__event(r, HOST_EVENT_NORMAL, "CreatedHTTPRoute", "Create", "Created HTTPRoute for RayService %s/%s",
+                              r->ctx->ns, name);
             *route = want;
             want = NULL;
         }
@@ -247,12 +247,12 @@ int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route)
             cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", cJSON_Duplicate(json_get(want, "spec"), 1));
             rc = kube_update(kc, &RS_RES_HTTPROUTES, r->ctx->ns, old, &kr);
             if (rc < 0)
-                rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateHTTPRoute", "Update",
-                         "Failed to update the HTTPRoute %s/%s: %s", r->ctx->ns, name,
-                         rs_api_error(r, &kr, rc));
+                rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateHTTPRoute", "Update",
+                                  "Failed to update the HTTPRoute %s/%s: %s", r->ctx->ns, name,
+                                  rayservice__api_error(r, &kr, rc));
             else
-                rs_event(r, HOST_EVENT_NORMAL, "UpdatedHTTPRoute", "Update", "Updated the HTTPRoute %s/%s",
-                         r->ctx->ns, name);
+                rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedHTTPRoute", "Update", "Updated the HTTPRoute %s/%s",
+                                  r->ctx->ns, name);
         }
         *route = old;
         old = NULL;
@@ -264,7 +264,7 @@ int rs_incremental_objects(struct rsr *r, bool pending_ready, cJSON **route)
 }
 
 /* GetWeightsFromHTTPRoute, then TrafficRoutedPercent / LastTrafficMigratedTime */
-void rs_incremental_weights(struct rsr *r, const cJSON *route)
+void rayservice__incremental_weights(struct rsr *r, const cJSON *route)
 {
     const char *an = rs_str(r->st, "activeServiceStatus.rayClusterName");
     const char *pn = rs_str(r->st, "pendingServiceStatus.rayClusterName");
@@ -277,8 +277,8 @@ void rs_incremental_weights(struct rsr *r, const cJSON *route)
         if (*pn && strstr(n, pn))
             pw = num(b, "weight", 0);
     }
-    cJSON *a = rs_service_status(r, "activeServiceStatus");
-    cJSON *p = rs_service_status(r, "pendingServiceStatus");
+    cJSON *a = rayservice__service_status(r, "activeServiceStatus");
+    cJSON *p = rayservice__service_status(r, "pendingServiceStatus");
     if (aw >= 0) {
         if (aw != num(a, "trafficRoutedPercent", -1)) {
             cJSON_DeleteItemFromObjectCaseSensitive(a, "lastTrafficMigratedTime");
@@ -363,7 +363,7 @@ out:
     return need;
 }
 
-int rs_incremental_capacity(struct rsr *r, const cJSON *cluster)
+int rayservice__incremental_capacity(struct rsr *r, const cJSON *cluster)
 {
     const char *why;
     bool need = need_capacity_update(r, &why);
@@ -371,8 +371,8 @@ int rs_incremental_capacity(struct rsr *r, const cJSON *cluster)
              need ? "true" : "false", "reason", why, NULL);
     if (!need)
         return 0;
-    cJSON *a = rs_service_status(r, "activeServiceStatus");
-    cJSON *p = rs_service_status(r, "pendingServiceStatus");
+    cJSON *a = rayservice__service_status(r, "activeServiceStatus");
+    cJSON *p = rayservice__service_status(r, "pendingServiceStatus");
     if (num(a, "targetCapacity", -1) < 0)
         set_num(a, "targetCapacity", 100);
     if (num(p, "targetCapacity", -1) < 0)
@@ -404,21 +404,21 @@ int rs_incremental_capacity(struct rsr *r, const cJSON *cluster)
     struct dash_target t;
     char err[512] = "";
     int rc;
-    if ((rc = rs_dashboard(r, cluster, &t)) == 0)
-        rc = rs_put_config(r, cluster, &t, goal, "capacity", err, sizeof(err));
+    if ((rc = rayservice__dashboard(r, cluster, &t)) == 0)
+        rc = rayservice__put_config(r, cluster, &t, goal, "capacity", err, sizeof(err));
     dash_target_wipe(&t);
     if (rc == -EINPROGRESS) {
         r->requeue_ms = 300;
         return 0;
     }
     if (rc < 0) {
-        rs_event(r, HOST_EVENT_WARNING, "FailedToUpdateTargetCapacity", "Update",
-                 "Failed to update target_capacity of serve applications to the RayCluster %s/%s: %s",
-                 r->ctx->ns, cname, *err ? err : kube_strerror(rc));
+        rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateTargetCapacity", "Update",
+                          "Failed to update target_capacity of serve applications to the RayCluster %s/%s: %s",
+                          r->ctx->ns, cname, *err ? err : kube_strerror(rc));
         return rc;
     }
     set_num(is_active ? a : p, "targetCapacity", goal);
-    rs_event(r, HOST_EVENT_NORMAL, "UpdatedServeTargetCapacity", "Update",
-             "Updated target_capacity of serve applications to to the RayCluster %s/%s", r->ctx->ns, cname);
+    rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedServeTargetCapacity", "Update",
+                      "Updated target_capacity of serve applications to to the RayCluster %s/%s", r->ctx->ns, cname);
     return 0;
 }

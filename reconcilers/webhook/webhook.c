@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 
 #include "reconcilers/host/host.h"
-#include "reconcilers/host/internal.h"
+#include "reconcilers/host/http.h"
 #include "reconcilers/webhook/webhook.h"
 #include "util/util.h"
 

@@ -72,6 +72,28 @@ wait_until "yunikorn job sample: the RayJob completes" 60 rj_is rayjob-yunikorn-
     && ok "ray-job.yunikorn-scheduler.yaml reconciled and completed"
 check "yunikorn job sample: the submitter ran in task group submittergroup" \
     [ "$(kcurl "/api/v1/namespaces/default/pods?labelSelector=batch.kubernetes.io/job-name=rayjob-yunikorn-0" | jq -r '.items[0] | .spec.schedulerName + "/" + .metadata.annotations["yunikorn.apache.org/task-group-name"]')" = yunikorn/submittergroup ]
+# YuniKorn's queues (ConfigMap yunikorn/yunikorn-configs): root.capped holds 2 CPUs, a gang of
+# head 1 + worker 2 asks 3; the sample's root.test, not named there, has no limit
+kubectl create namespace yunikorn >/dev/null
+kubectl -n yunikorn create configmap yunikorn-configs --from-literal=queues.yaml='partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: capped
+            resources:
+              max: {vcore: 2, memory: 16Gi}' >/dev/null
+kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
+  "kind":"RayCluster","metadata":{"name":"ykcap","labels":{"ray.io/gang-scheduling-enabled":"true",
+  "yunikorn.apache.org/app-id":"ykcap","yunikorn.apache.org/queue":"root.capped"}},
+  "spec":{"headGroupSpec":{"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-head",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}},"workerGroupSpecs":[{"groupName":"w",
+  "replicas":1,"minReplicas":1,"maxReplicas":1,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
+  "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"2","memory":"1Gi"}}}]}}}]}}' >/dev/null
+yk_said() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("ykcap-")) and (.message|contains("queue root.capped has not enough headroom")))' >/dev/null; }
+wait_until "yunikorn: an application over its queue's max is told so" 30 yk_said
+check "yunikorn: nothing of it is bound" bound_is ykcap 0
+kcurl -X DELETE $NSP/rayclusters/ykcap >/dev/null
 
 # ---- KAI ----
 # KAI's Queue type (scheduling.run.ai/v2), schema-less: the sample creates two queues
@@ -82,6 +104,14 @@ kcurl -X POST -H 'Content-Type: application/json' /apis/apiextensions.k8s.io/v1/
   "storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object",
   "x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
 wait_until "KAI Queue type served" 20 kcurl -f /apis/scheduling.run.ai/v2/queues
+# and its PodGroup type (scheduling.run.ai/v2alpha2), which the pod-grouper writes
+kcurl -X POST -H 'Content-Type: application/json' /apis/apiextensions.k8s.io/v1/customresourcedefinitions \
+  -d '{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":
+  "podgroups.scheduling.run.ai"},"spec":{"group":"scheduling.run.ai","names":{"plural":"podgroups","singular":
+  "podgroup","kind":"PodGroup","listKind":"PodGroupList"},"scope":"Namespaced","versions":[{"name":"v2alpha2",
+  "served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object",
+  "x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
+wait_until "KAI PodGroup type served" 20 kcurl -f /apis/scheduling.run.ai/v2alpha2/podgroups
 controllers --batch-scheduler kai-scheduler
 kubectl apply -f "$SAMPLES/ray-cluster.kai-scheduler.yaml" >/dev/null 2>"$WORK/apply.err" || \
     not_ok "apply ray-cluster.kai-scheduler.yaml" "$(cat "$WORK/apply.err")"
@@ -89,6 +119,10 @@ wait_until "kai cluster sample: 3 Pods bound" 40 bound_is raycluster-sample 3 &&
     ok "ray-cluster.kai-scheduler.yaml reconciled and gang-scheduled"
 check "kai cluster sample: Pods carry kai-scheduler, queue team-a and their PodGroup pg-raycluster-sample-UID" \
     [ "$(pods_of raycluster-sample | jq -r '[.items[] | [.spec.schedulerName, .metadata.labels["kai.scheduler/queue"], (.metadata.annotations["pod-group-name"] // "" | startswith("pg-raycluster-sample-") | tostring)] | join(",")] | unique | join(";")')" = "kai-scheduler,team-a,true" ]
+kai_pg() { kcurl /apis/scheduling.run.ai/v2alpha2/namespaces/default/podgroups | jq -c --arg p "pg-$1-" \
+    '[.items[] | select(.metadata.name|startswith($p)) | [.spec.minMember, .spec.queue, .metadata.ownerReferences[0].kind, [.spec.subGroups[]?.name]]][0]'; }
+check "kai cluster sample: the pod-grouper's PodGroup (minMember 3, queue team-a, owned by the RayCluster, a sub-group per Ray group)" \
+    [ "$(kai_pg raycluster-sample)" = '[3,"team-a","RayCluster",["headgroup","worker"]]' ]
 kai_cluster() {   # NAME QUEUE WORKERS WORKER_CPU
     kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVersion":"ray.io/v1",
   "kind":"RayCluster","metadata":{"name":"'$1'","labels":{"kai.scheduler/queue":"'$2'"}},
@@ -109,7 +143,16 @@ check "kai: a gang that cannot fit has zero Pods bound" bound_is kaibig 0
 kai_cluster kaiparent department-1 1 1
 wait_until "kai: a cluster in a parent queue is told so" 30 pod_said kaiparent "not a leaf queue"
 check "kai: nothing of it is bound" bound_is kaiparent 0
-for c in raycluster-sample kaibig kaiparent; do kcurl -X DELETE $NSP/rayclusters/$c >/dev/null; done
+# a queue's limit: 2 CPUs for a gang of 3 (head 1 + a 2-CPU worker)
+kcurl -X POST -H 'Content-Type: application/json' /apis/scheduling.run.ai/v2/queues -d '{"apiVersion":
+  "scheduling.run.ai/v2","kind":"Queue","metadata":{"name":"capped"},"spec":{"parentQueue":"department-1",
+  "resources":{"cpu":{"quota":0,"limit":2000,"overQuotaWeight":1},"memory":{"quota":-1,"limit":-1},
+  "gpu":{"quota":-1,"limit":-1}}}}' >/dev/null
+kai_cluster kaicap capped 1 2
+wait_until "kai: a gang over its queue's limit is told so, in KAI's words" 30 pod_said kaicap \
+    "capped quota has reached the allowable limit of CPU cores. Limit is 2 cores, currently 0 cores allocated and workload requested 3 cores"
+check "kai: nothing of it is bound" bound_is kaicap 0
+for c in raycluster-sample kaibig kaiparent kaicap; do kcurl -X DELETE $NSP/rayclusters/$c >/dev/null; done
 
 # ---- Kubernetes WAS (feature gate KubernetesWAS) ----
 controllers --feature-gates KubernetesWAS=true

@@ -123,37 +123,37 @@ static void test_outcome_mapping(void **state)
     assert_int_equal(host_ctx_init(&ctx, test_kind(), "ns/a", NULL, NULL), 0);
     assert_int_equal(host_ctx_record_write(&ctx, "v1/pods", "12"), 0);
 
-    host_outcome_to_ipc(0, &r, &ctx, &oc);
+    host__outcome_to_ipc(0, &r, &ctx, &oc);
     assert_int_equal(oc.kind, IPC_OUTCOME_OK);
     assert_int_equal(oc.n_written, 1);
     assert_ptr_equal(oc.written, ctx.written);
-    assert_int_equal(host_metrics_result_of(&oc, 0, &r), HOST_M_SUCCESS);
+    assert_int_equal(host__metrics_result_of(&oc, 0, &r), HOST_M_SUCCESS);
 
-    host_outcome_to_ipc(-EIO, &r, &ctx, &oc);   /* an error return wins over OK */
+    host__outcome_to_ipc(-EIO, &r, &ctx, &oc);   /* an error return wins over OK */
     assert_int_equal(oc.kind, IPC_OUTCOME_ERROR);
     assert_non_null(oc.message);
     assert_int_equal(oc.n_written, 1);          /* writes before the error still gate */
-    assert_int_equal(host_metrics_result_of(&oc, -EIO, &r), HOST_M_ERROR);
+    assert_int_equal(host__metrics_result_of(&oc, -EIO, &r), HOST_M_ERROR);
 
-    host_outcome_to_ipc(-ESTALE, &r, &ctx, &oc);  /* a 409, not "Stale file handle" */
+    host__outcome_to_ipc(-ESTALE, &r, &ctx, &oc);  /* a 409, not "Stale file handle" */
     assert_int_equal(oc.kind, IPC_OUTCOME_ERROR);
     assert_string_equal(oc.message, "conflict (stale resourceVersion)");
 
     r.outcome = HOST_REQUEUE_AFTER;
     r.after_ms = 1500;
-    host_outcome_to_ipc(0, &r, &ctx, &oc);
+    host__outcome_to_ipc(0, &r, &ctx, &oc);
     assert_int_equal(oc.kind, IPC_OUTCOME_REQUEUE_AFTER);
     assert_int_equal(oc.after_ns, 1500000000ull);
-    assert_int_equal(host_metrics_result_of(&oc, 0, &r), HOST_M_REQUEUE_AFTER);
+    assert_int_equal(host__metrics_result_of(&oc, 0, &r), HOST_M_REQUEUE_AFTER);
 
     r.outcome = HOST_REQUEUE;
-    host_outcome_to_ipc(0, &r, &ctx, &oc);
+    host__outcome_to_ipc(0, &r, &ctx, &oc);
     assert_int_equal(oc.kind, IPC_OUTCOME_ERROR);  /* rate-limited re-add */
-    assert_int_equal(host_metrics_result_of(&oc, 0, &r), HOST_M_REQUEUE);
+    assert_int_equal(host__metrics_result_of(&oc, 0, &r), HOST_M_REQUEUE);
 
     r.outcome = HOST_TERMINAL;
     snprintf(r.message, sizeof(r.message), "bad spec");
-    host_outcome_to_ipc(-EINVAL, &r, &ctx, &oc);
+    host__outcome_to_ipc(-EINVAL, &r, &ctx, &oc);
     assert_int_equal(oc.kind, IPC_OUTCOME_TERMINAL);
     assert_string_equal(oc.message, "bad spec");
 }

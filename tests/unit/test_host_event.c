@@ -51,7 +51,7 @@ static int sim_setup(void **state)
     if (kube_config_parse(kc, strlen(kc), NULL, NULL, &s->cfg, err, sizeof(err)) < 0 ||
         kube_client_new(s->cfg, NULL, &s->kube) < 0)
         return -1;
-    host_event_forget_all();
+    host__event_forget_all();
     *state = s;
     return 0;
 }
@@ -202,20 +202,20 @@ static void test_kind_metrics_appended(void **state)
     (void)state;
     struct host_metrics m;
     struct buf b = { 0 };
-    host_metrics_init(&m, "raycluster", "raycluster", 1);
-    assert_int_equal(host_metrics_text(&m, &b), 0);
+    host__metrics_init(&m, "raycluster", "raycluster", 1);
+    assert_int_equal(host__metrics_text(&m, &b), 0);
     assert_null(strstr(b.data ? b.data : "", "kind_metric"));
     buf_reset(&b);
     m.kind_metrics = kind_metrics;
     m.kind_view = (struct host_view *)0x1;
-    assert_int_equal(host_metrics_text(&m, &b), 0);
+    assert_int_equal(host__metrics_text(&m, &b), 0);
     assert_non_null(b.data);
     const char *at = strstr(b.data, "kind_metric{a=\"b\"} 3\n");
     assert_non_null(at);
     /* after the host's own lines */
     assert_true(at > strstr(b.data, "rayop_host_status_errors_total"));
     buf_free(&b);
-    host_metrics_destroy(&m);
+    host__metrics_destroy(&m);
 }
 
 int main(void)

@@ -62,14 +62,14 @@ static void test_counters_and_results(void **state)
     (void)state;
     struct host_metrics m;
     struct buf b = { 0 };
-    host_metrics_init(&m, "raycluster", "raycluster", 3);
-    host_metrics_observe(&m, HOST_M_SUCCESS, false, 2000000, 1000);          /* 2 ms */
-    host_metrics_observe(&m, HOST_M_SUCCESS, false, 30000000, 1000);         /* 30 ms */
-    host_metrics_observe(&m, HOST_M_ERROR, false, 700000000, 1000);          /* 0.7 s */
-    host_metrics_observe(&m, HOST_M_ERROR, true, 1000, 1000);
-    host_metrics_observe(&m, HOST_M_REQUEUE_AFTER, false, 90000000000ull, 5); /* 90 s: +Inf */
-    host_metrics_active(&m, 2);
-    assert_int_equal(host_metrics_text(&m, &b), 0);
+    host__metrics_init(&m, "raycluster", "raycluster", 3);
+    host__metrics_observe(&m, HOST_M_SUCCESS, false, 2000000, 1000);          /* 2 ms */
+    host__metrics_observe(&m, HOST_M_SUCCESS, false, 30000000, 1000);         /* 30 ms */
+    host__metrics_observe(&m, HOST_M_ERROR, false, 700000000, 1000);          /* 0.7 s */
+    host__metrics_observe(&m, HOST_M_ERROR, true, 1000, 1000);
+    host__metrics_observe(&m, HOST_M_REQUEUE_AFTER, false, 90000000000ull, 5); /* 90 s: +Inf */
+    host__metrics_active(&m, 2);
+    assert_int_equal(host__metrics_text(&m, &b), 0);
     const char *t = b.data;
     assert_true(sample(t, "controller_runtime_reconcile_total{controller=\"raycluster\",result=\"success\"}") == 2);
     assert_true(sample(t, "controller_runtime_reconcile_total{controller=\"raycluster\",result=\"error\"}") == 2);
@@ -94,7 +94,7 @@ static void test_counters_and_results(void **state)
     assert_true(sample(t, "workqueue_depth{name=\"raycluster\"}") < 0);
     assert_well_formed(t);
     buf_free(&b);
-    host_metrics_destroy(&m);
+    host__metrics_destroy(&m);
 }
 
 static void test_queue_figures_from_status(void **state)
@@ -111,10 +111,10 @@ static void test_queue_figures_from_status(void **state)
     qs[1].adds_total = 120;
     qs[1].retries_total = 7;
     struct ipc_status st = { .pid = 1, .n_queues = 2, .queues = qs };
-    host_metrics_init(&m, "test", "raycluster", 1);
-    host_metrics_set_status(&m, &st);
-    host_metrics_set_status(&m, NULL);    /* a failed refresh keeps the last figures */
-    assert_int_equal(host_metrics_text(&m, &b), 0);
+    host__metrics_init(&m, "test", "raycluster", 1);
+    host__metrics_set_status(&m, &st);
+    host__metrics_set_status(&m, NULL);    /* a failed refresh keeps the last figures */
+    assert_int_equal(host__metrics_text(&m, &b), 0);
     assert_true(sample(b.data, "workqueue_depth{name=\"raycluster\"}") == 4);
     assert_true(sample(b.data, "workqueue_adds_total{name=\"raycluster\"}") == 120);
     assert_true(sample(b.data, "workqueue_retries_total{name=\"raycluster\"}") == 7);
@@ -123,7 +123,7 @@ static void test_queue_figures_from_status(void **state)
     assert_non_null(strstr(b.data, "# TYPE workqueue_depth gauge\n"));
     assert_non_null(strstr(b.data, "# TYPE controller_runtime_reconcile_time_seconds histogram\n"));
     buf_free(&b);
-    host_metrics_destroy(&m);
+    host__metrics_destroy(&m);
 }
 
 /* One HTTP/1.0 GET; returns the status code, body in out (caller frees). */
@@ -165,10 +165,10 @@ static void test_http_endpoints(void **state)
     struct host_http *h;
     char *body;
     log_set_level(LOG_ERROR);
-    host_metrics_init(&m, "test", "raycluster", 1);
-    host_metrics_observe(&m, HOST_M_SUCCESS, false, 1000, 1000);
-    assert_int_equal(host_http_start("127.0.0.1:0", "127.0.0.1:0", &m, ready_cb, NULL, &h), 0);
-    int mp = host_http_port(h, 0), pp = host_http_port(h, 1);
+    host__metrics_init(&m, "test", "raycluster", 1);
+    host__metrics_observe(&m, HOST_M_SUCCESS, false, 1000, 1000);
+    assert_int_equal(host__http_start("127.0.0.1:0", "127.0.0.1:0", &m, ready_cb, NULL, &h), 0);
+    int mp = host__http_port(h, 0), pp = host__http_port(h, 1);
     assert_true(mp > 0 && pp > 0 && mp != pp);
 
     assert_int_equal(http_get(mp, "/metrics", &body), 200);
@@ -186,14 +186,14 @@ static void test_http_endpoints(void **state)
     free(body);
     assert_int_equal(http_get(pp, "/nope", &body), 404);
     free(body);
-    host_http_stop(h);
+    host__http_stop(h);
 
     /* "0" turns a listener off; a bad address is an error */
-    assert_int_equal(host_http_start("0", "0", &m, ready_cb, NULL, &h), 0);
-    assert_int_equal(host_http_port(h, 0), -1);
-    host_http_stop(h);
-    assert_int_equal(host_http_start("nonsense", "0", &m, ready_cb, NULL, &h), -EINVAL);
-    host_metrics_destroy(&m);
+    assert_int_equal(host__http_start("0", "0", &m, ready_cb, NULL, &h), 0);
+    assert_int_equal(host__http_port(h, 0), -1);
+    host__http_stop(h);
+    assert_int_equal(host__http_start("nonsense", "0", &m, ready_cb, NULL, &h), -EINVAL);
+    host__metrics_destroy(&m);
     log_set_level(LOG_INFO);
 }
 

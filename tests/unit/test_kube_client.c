@@ -230,6 +230,21 @@ static void test_429_retry_after_is_honoured(void **state)
     assert_int_equal(kube_create(f->c, &KUBE_RES_PODS, "ns", obj, &res), 0);
     assert_int_equal(res.attempts, 2);
     assert_int_equal(f->fc.sleeps[1], 2000000000ull);
+    kube_result_release(&res);
+
+    /* kube_create_once: the 429 comes back to the caller, no wait, no second POST */
+    ts_push(&f->srv, 429, "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"code\":429}",
+            NULL, NULL, 0);
+    ts_push(&f->srv, 201, "{}", NULL, NULL, 0);
+    int posts = ts_nlog(&f->srv);
+    assert_int_equal(kube_create_once(f->c, &KUBE_RES_PODS, "ns", obj, &res), -EAGAIN);
+    assert_int_equal(res.attempts, 1);
+    assert_int_equal(res.http_code, 429);
+    assert_int_equal(f->fc.nsleeps, 2);
+    assert_int_equal(ts_nlog(&f->srv), posts + 1);
+    kube_result_release(&res);
+    assert_int_equal(kube_create_once(f->c, &KUBE_RES_PODS, "ns", obj, &res), 0);
+    assert_int_equal(res.attempts, 1);
     cJSON_Delete(obj);
     kube_result_release(&res);
 }
@@ -433,6 +448,15 @@ static void test_limiter_per_resource(void **state)
         kube_result_release(&res);
         assert_int_equal(kube_get(c, &KUBE_RES_RAYCLUSTERS, "ns", "p", &res), 0);
         kube_result_release(&res);
+    }
+    assert_int_equal(fc.nsleeps, 1);
+    /* writes on a resource are apart from its reads (the API reader is a client of its
+     * own): the Pods' read bucket is empty, its write bucket full */
+    for (int i = 0; i < 2; i++) {
+        cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p\"}}");
+        assert_int_equal(kube_create(c, &KUBE_RES_PODS, "ns", pod, &res), 0);
+        kube_result_release(&res);
+        cJSON_Delete(pod);
     }
     assert_int_equal(fc.nsleeps, 1);
     struct kube_request raw = { .method = "GET", .path = "/api/v1/namespaces/ns/pods/p" };

@@ -471,6 +471,66 @@ static void test_gcs_embedded_storage(void **state)
     cJSON_Delete(rc);
 }
 
+/* tlsOptions.enabled: KubeRay's cert-manager objects for its sample (IP SANs sorted as
+ * strings, 127.0.0.1 always, duplicates and "" dropped), and configureTLS on the Pods */
+static void test_mtls(void **state)
+{
+    (void)state;
+    int err = 0;
+    char names[512];
+    cJSON *rc = rct_sample("ray-cluster.mtls.yaml");
+    const char *head_ips[] = { "10.0.0.5", "" }, *worker_ips[] = { "10.0.0.9", "10.0.0.10",
+                                                                   "10.0.0.9" };
+    cJSON *objs = rc_build_tls_objects(rc, NULL, head_ips, 2, worker_ips, 3, &err);
+    cJSON *want = rct_fixture("mtls-objects.json");
+    rct_assert_json(objs, want, "cert-manager objects of ray-cluster.mtls.yaml");
+    cJSON_Delete(want);
+    cJSON_Delete(objs);
+
+    cJSON *head = rc_build_head_pod(rc, NULL, &err);
+    const cJSON *ic = cJSON_GetArrayItem(jget(jget(head, "spec"), "initContainers"), 0);
+    assert_string_equal(jstr(ic, "name"), "wait-for-tls-ip-san");
+    assert_string_equal(jstr(ic, "image"), "rayproject/ray:2.55.1");
+    assert_non_null(strstr(rct_str_at(ic, "args.0"), "grep -qE \"IP Address:${POD_IP}([^0-9.]|$)\""));
+    env_names(ic, names, sizeof(names));
+    assert_string_equal(names, "POD_IP FQ_RAY_IP RAY_IP");
+    assert_string_equal(rct_str_at(ic, "resources.limits.cpu"), "50m");
+    assert_string_equal(rct_str_at(ic, "volumeMounts.0.mountPath"), "/etc/ray/tls");
+    assert_true(cJSON_IsTrue(jget(cJSON_GetArrayItem(jget(ic, "volumeMounts"), 0), "readOnly")));
+    const cJSON *v = cJSON_GetArrayItem(jget(jget(head, "spec"), "volumes"), 0);
+    assert_string_equal(jstr(v, "name"), "ray-tls");
+    assert_string_equal(rct_str_at(v, "secret.secretName"), "ray-head-secret-raycluster-mtls");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_USE_TLS"), "1");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_TLS_SERVER_CERT"), "/etc/ray/tls/tls.crt");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_TLS_SERVER_KEY"), "/etc/ray/tls/tls.key");
+    assert_string_equal(rct_env_value(ray0(head), "RAY_TLS_CA_CERT"), "/etc/ray/tls/ca.crt");
+    cJSON_Delete(head);
+    /* a worker: the TLS wait first, then wait-gcs-ready, which gets the TLS env and mount */
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), NULL, 0, 0, NULL, &err);
+    const cJSON *ics = jget(jget(w, "spec"), "initContainers");
+    assert_string_equal(rct_str_at(ics, "0.name"), "wait-for-tls-ip-san");
+    assert_string_equal(rct_str_at(ics, "1.name"), "wait-gcs-ready");
+    assert_string_equal(rct_env_value(cJSON_GetArrayItem(ics, 1), "RAY_USE_TLS"), "1");
+    assert_string_equal(rct_str_at(jget(jget(w, "spec"), "volumes"), "0.secret.secretName"),
+                        "ray-worker-secret-raycluster-mtls");
+    cJSON_Delete(w);
+    /* the autoscaler sidecar talks to the GCS too */
+    cJSON_AddBoolToObject((cJSON *)jget(rc, "spec"), "enableInTreeAutoscaling", 1);
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_string_equal(rct_env_value(rct_container(head, "autoscaler"), "RAY_USE_TLS"), "1");
+    cJSON_Delete(head);
+    /* tlsOptions.enabled false: nothing */
+    cJSON_ReplaceItemInObject((cJSON *)jget(jget(rc, "spec"), "tlsOptions"), "enabled",
+                              cJSON_CreateFalse());
+    err = 0;
+    assert_null(rc_build_tls_objects(rc, NULL, NULL, 0, NULL, 0, &err));
+    head = rc_build_head_pod(rc, NULL, &err);
+    assert_null(jget(jget(head, "spec"), "initContainers"));
+    assert_null(rct_env_value(ray0(head), "RAY_USE_TLS"));
+    cJSON_Delete(head);
+    cJSON_Delete(rc);
+}
+
 static void test_ingress_and_auth_secret(void **state)
 {
     (void)state;
@@ -713,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_history_collector),
         cmocka_unit_test(test_network_policies),
         cmocka_unit_test(test_gcs_embedded_storage),
+        cmocka_unit_test(test_mtls),
         cmocka_unit_test(test_operator_config),
         cmocka_unit_test(test_spec_hash_and_replicas),
         cmocka_unit_test(test_opts_from_env),

@@ -417,8 +417,7 @@ static void test_gates(void **state)
           "is not restricted)",   /* built: its own rules */
           offsetof(struct rc_gates, network_policy) },
         { "spec.tlsOptions", "{\"enabled\":true}",
-          "requires the RayClusterMTLS feature gate to be enabled",
-          "spec.tlsOptions is not implemented by rayop yet (the RayClusterMTLS",
+          "requires the RayClusterMTLS feature gate to be enabled", NULL,   /* built: accepted */
           offsetof(struct rc_gates, mtls) },
         { "spec.gcsFaultToleranceOptions", "{\"backend\":\"rocksdb\",\"redisAddress\":\"r:6379\"}",
           "requires the GCSFaultToleranceEmbeddedStorage feature gate to be enabled",
@@ -442,10 +441,63 @@ static void test_gates(void **state)
         assert_int_equal(rc_validate(rc, &others, &why), -EINVAL);
         assert_non_null(strstr(why.message, cases[i].gate_off_fragment));
         memset(&why, 0, sizeof(why));
+        if (!cases[i].gate_on_fragment) {
+            if (rc_validate(rc, &on, &why) != 0)
+                fail_msg("%s with its gate on: %s", cases[i].path, why.message);
+            cJSON_Delete(rc);
+            continue;
+        }
         assert_int_equal(rc_validate(rc, &on, &why), -EINVAL);
         assert_string_equal(why.reason, "InvalidRayClusterSpec");
         if (!strstr(why.message, cases[i].gate_on_fragment))
             fail_msg("%s with its gate on: %s", cases[i].path, why.message);
+        cJSON_Delete(rc);
+    }
+}
+
+/* RayClusterMTLS on: validateTLSOptions' rules and messages */
+static void test_tls_options(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *value, *msg;
+    } cases[] = {
+        { "spec.headGroupSpec.template.spec.containers.0.env",
+          "[{\"name\":\"RAY_USE_TLS\",\"value\":\"1\"}]",
+          "cannot set RAY_USE_TLS environment variable in head Pod when tlsOptions is set - the "
+          "operator manages TLS configuration automatically" },
+        { "spec.headGroupSpec.template.spec.containers.0.volumeMounts",
+          "[{\"name\":\"certs\",\"mountPath\":\"/etc/ray/tls\"}]",
+          "cannot use volume mount at path \"/etc/ray/tls\" in head Pod when tlsOptions is set" },
+        { "spec.workerGroupSpecs.0.template.spec.containers.0.env",
+          "[{\"name\":\"RAY_TLS_CA_CERT\",\"value\":\"x\"}]",
+          "cannot set RAY_TLS_CA_CERT environment variable in worker group \"g1\" when tlsOptions "
+          "is set" },
+        { "spec.workerGroupSpecs.0.template.spec.containers.0.volumeMounts",
+          "[{\"name\":\"ray-tls\",\"mountPath\":\"/x\"}]",
+          "cannot use volume mount named \"ray-tls\" in worker group \"g1\" when tlsOptions is set" },
+        { "spec.autoscalerOptions", "{\"env\":[{\"name\":\"RAY_TLS_SERVER_KEY\",\"value\":\"k\"}]}",
+          "cannot set RAY_TLS_SERVER_KEY environment variable in autoscalerOptions.env when "
+          "tlsOptions is set - the operator manages TLS configuration for the autoscaler "
+          "automatically" },
+        { "spec.autoscalerOptions", "{\"volumeMounts\":[{\"name\":\"ray-tls\",\"mountPath\":\"/y\"}]}",
+          "cannot use volume mount named \"ray-tls\" in autoscalerOptions.volumeMounts when "
+          "tlsOptions is set" },
+    };
+    struct rc_gates on;
+    memset(&on, 0, sizeof(on));
+    on.mtls = true;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rc_invalid why;
+        cJSON *rc = base();
+        edit(rc, "spec.tlsOptions", "{\"enabled\":true}");
+        edit(rc, cases[i].path, cases[i].value);
+        assert_int_equal(rc_validate(rc, &on, &why), -EINVAL);
+        if (!strstr(why.message, cases[i].msg))
+            fail_msg("case %zu: %s", i, why.message);
+        /* tlsOptions.enabled false: the operator adds nothing, so nothing conflicts */
+        edit(rc, "spec.tlsOptions", "{\"enabled\":false}");
+        assert_int_equal(rc_validate(rc, &on, &why), 0);
         cJSON_Delete(rc);
     }
 }
@@ -795,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_history_server),
         cmocka_unit_test(test_network_policy),
         cmocka_unit_test(test_gcs_embedded),
+        cmocka_unit_test(test_tls_options),
         cmocka_unit_test(test_all_samples),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);

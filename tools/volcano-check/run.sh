@@ -7,7 +7,8 @@
 # and sets every Queue Open (Volcano's controller does both; it is not run here), then plays the
 # scenarios tests/unit/kubesim/test_cluster_gang.c plays against kubesim, scaled to 64-CPU nodes,
 # and prints what the scheduler wrote: Pods bound, PodGroup phase and Unschedulable condition, the
-# Events. Not part of make test (it needs Go and minutes); run it by hand:
+# Events; last, restarted with the preempt and reclaim actions, the reclaim and preempt scenarios
+# (Evict Events). Not part of make test (it needs Go and minutes); run it by hand:
 #
 #   tools/volcano-check/run.sh [DIR]     DIR keeps the logs (default: a fresh temporary folder)
 #
@@ -143,3 +144,61 @@ for q in light heavy; do
 done
 sleep 15
 report light heavy
+
+# reclaim and preempt (kubesim reads the same actions from the ConfigMap
+# volcano-system/volcano-scheduler-configmap): the scheduler restarted with both actions on
+kill "$VCPID" 2>/dev/null || true
+wait "$VCPID" 2>/dev/null || true
+clean() {
+	$K delete pods --all --wait=false >/dev/null
+	$K delete podgroups --all >/dev/null
+	for _ in $(seq 60); do wait_gone && break; sleep 1; done
+}
+clean
+sed -i 's/^actions: .*/actions: "enqueue, allocate, preempt, reclaim, backfill"/' "$DIR/scheduler.conf"
+"$VC" --kubeconfig "$KUBECONFIG" --scheduler-conf "$DIR/scheduler.conf" --leader-elect=false \
+	--listen-address "127.0.0.1:$port" -v 3 >"$DIR/vc-scheduler-reclaim.log" 2>&1 &
+VCPID=$!
+evicted() { # GROUP: the Pods of GROUP that got Volcano's Evict Event
+	$K get events -o json | jq -r --arg g "$1-" '[.items[] | select((.involvedObject.name|startswith($g))
+		and .reason == "Evict") | "   evict \(.involvedObject.kind) \(.involvedObject.name) \(.type): \(.message)"] | unique | .[]'
+}
+# reclaim (test_reclaim): queue ra has the whole cluster (4 x 32 CPU, minMember 1) while rb has no
+# work; rb's gang of 2 x 32 CPU (minMember 2) comes: equal weights deserve 64 each, ra is over
+# its share and its tasks beyond minMember are reclaimable
+queue ra Open "" 1
+queue rb Open "" 1
+pg ra 1 ', queue: ra'; pods ra 4 32
+sleep 8
+pg rb 2 ', queue: rb'; pods rb 2 32
+sleep 20
+report ra rb; evicted ra
+# the gang rule protects minMember (test_reclaim_gang): rc holds the cluster with minMember 4
+clean
+queue rc Open "" 1
+queue rd Open "" 1
+pg rc 4 ', queue: rc'; pods rc 4 32
+sleep 8
+pg rd 2 ', queue: rd'; pods rd 2 32
+sleep 20
+report rc rd; evicted rc
+# preempt within a queue (test_preempt): a higher PriorityClass takes tasks of a lower one
+clean
+$K apply -f - >/dev/null <<-Y
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+Y
+pg low 1; pods low 4 32
+sleep 8
+pg high 2 ', priorityClassName: high'; pods high 2 32
+sleep 20
+report low high; evicted low
+# preempt with equal priority (test_preempt): the priority plugin lets nothing go, drf decides
+clean
+pg low 1; pods low 4 32
+sleep 8
+pg same 2; pods same 2 32
+sleep 20
+report low same; evicted low

@@ -21,6 +21,8 @@
 #   memory        each process's PSS over the second half grows < 10 % (processes that lived
 #                 through it; reported, judged only for runs of 4 minutes or more)
 #   leftovers     after the stop no shared-memory segment or socket of the instance is left
+#   sanitizer     no ASan/UBSan/LSan report in any process's output (--rayop/--kubesim take
+#                 a sanitizer build; the release build simply has none to print)
 # The report: faults by kind, kills by process, requests, convergence time, violations by
 # invariant (each with the object's timeline); the last line is "chaos: N violations".
 # Kept in the work dir when a run fails: up.log (every up's merged output), op-state/NAME.orphaned.log
@@ -51,7 +53,11 @@ NS = "default"
 RCP = "/apis/ray.io/v1/namespaces/%s/rayclusters" % NS
 RJP = "/apis/ray.io/v1/namespaces/%s/rayjobs" % NS
 KINDS = ("watcher", "raycluster", "rayjob", "rayservice", "raycronjob", "up")
-INVARIANTS = ("overshoot", "orphan", "duplicate-job", "converge", "exits", "memory", "leftovers")
+INVARIANTS = ("overshoot", "orphan", "duplicate-job", "converge", "exits", "memory", "leftovers",
+              "sanitizer")
+# what an ASan/UBSan/LSan build prints when it finds something (any log of the run)
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                   "WARNING: AddressSanitizer")
 
 
 def log(msg):
@@ -714,6 +720,7 @@ class Soak:
         self.check_memory()
         t_stop = time.monotonic()
         self.stop_and_check_leftovers()
+        self.check_sanitizer()
         log("phases: set-up %.1f s, replay %.1f s, stop %.1f s" % (self.t_setup, t_stop - t_calm - conv,
                                                                  time.monotonic() - t_stop))
         self.report(fired, conv, left, time.monotonic() - t0)
@@ -762,6 +769,23 @@ class Soak:
                 name, pid, a / 1024, b / 1024, half[-1][0] - half[0][0], 100 * g))
             if self.seconds >= 240 and g >= 0.10:
                 self.violate("memory", self.mem_report[-1])
+
+    def check_sanitizer(self):
+        """Sanitizer reports in the logs of every process of the run (after the stop, so that
+        leak reports at exit are in)."""
+        logs = [os.path.join(self.work, "up.log"), os.path.join(self.work, "kubesim.log")]
+        logs += [os.path.join(self.sd, f) for f in sorted(os.listdir(self.sd)) if f.endswith(".orphaned.log")]
+        for path in logs:
+            try:
+                with open(path, errors="replace") as f:
+                    lines = f.readlines()
+            except OSError:
+                continue
+            for i, line in enumerate(lines):
+                if any(m in line for m in SANITIZER_MARKS):
+                    self.violate("sanitizer", "%s line %d: %s\n%s" % (
+                        os.path.basename(path), i + 1, line.strip()[:300],
+                        "".join("    " + l[:200] for l in lines[i + 1:i + 12])))
 
     def stop_and_check_leftovers(self):
         seg = subprocess.run([self.rayop, "clean", "--state-dir", self.sd, "--print-segment"],
@@ -818,10 +842,12 @@ def main():
     ap.add_argument("--kubesim-restart-s", type=float,
                     default=float(os.environ.get("CHAOS_KUBESIM_RESTART_S", "60")))
     ap.add_argument("--calm", action="store_true", help="churn only: no kills, no faults")
+    ap.add_argument("--rayop", help="the rayop binary (default bin/rayop; e.g. an ASan/UBSan build)")
+    ap.add_argument("--kubesim", help="the kubesim binary (default bin/kubesim)")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     s = Soak(a.seconds, a.seed, a.scale, kubesim_restart_s=a.kubesim_restart_s,
-             calm=a.calm)
+             calm=a.calm, rayop=a.rayop, kubesim=a.kubesim)
     return 1 if s.run_and_clean(a.keep) else 0
 
 

@@ -35,6 +35,7 @@ struct gt {
     struct cluster *c;
     const struct reg_resource *pods, *nodes, *events, *vpg, *queues, *sppg, *pc, *waspg;
     const struct reg_resource *rayclusters, *rayjobs;   /* gt_ray_crds */
+    const struct reg_resource *cms;
     pthread_mutex_t lock;        /* the store's GC thread may commit too */
     struct gt_item *q;
     size_t qn, qcap;
@@ -136,6 +137,7 @@ static struct gt *gt_new(int nodes, const char *cpu)
     t->events = t->c->r_events = tl_res(t->s, "", "v1", "events");
     t->pc = tl_res(t->s, "scheduling.k8s.io", "v1", "priorityclasses");
     t->waspg = tl_res(t->s, "scheduling.k8s.io", "v1alpha2", "podgroups");
+    t->cms = tl_res(t->s, "", "v1", "configmaps");
     t->vpg = gt_crd(t->s, GT_CRD("podgroups", "PodGroup", "scheduling.volcano.sh", "v1beta1",
                                  "Namespaced", ""),
                     "scheduling.volcano.sh", "v1beta1", "podgroups");
@@ -249,6 +251,55 @@ static cJSON *gt_get(struct gt *t, const struct reg_resource *r, const char *ns,
     }
     store_status_clear(&st);
     return j;
+}
+
+/* A Volcano Queue of weight w (Open: the gang step treats an empty state so). */
+static void gt_queue(struct gt *t, const char *name, int w)
+{
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+        "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"weight\":%d}}", name, w)));
+}
+
+/* The scheduler's configuration as Volcano's chart installs it, with these actions. */
+static void gt_volcano_conf(struct gt *t, const char *actions)
+{
+    const struct reg_resource *nsr = tl_res(t->s, "", "v1", "namespaces");
+    cJSON *have = gt_get(t, nsr, "", "volcano-system");
+
+    if (!have)
+        store_obj_unref(tl_create(t->s, nsr, "", tl_json("{\"metadata\":{\"name\":\"volcano-system\"}}")));
+    cJSON_Delete(have);
+    store_obj_unref(tl_create(t->s, t->cms, "volcano-system", tl_json(
+        "{\"metadata\":{\"name\":\"volcano-scheduler-configmap\"},\"data\":"
+        "{\"volcano-scheduler.conf\":\"actions: \\\"%s\\\"\\ntiers:\\n- plugins:\\n"
+        "  - name: priority\\n  - name: gang\\n\"}}", actions)));
+}
+
+/* The Pods NAME-from .. NAME-(from+n-1) run (the kubelet's phase). */
+static void gt_running(struct gt *t, const char *prefix, int from, int n)
+{
+    char name[128];
+
+    for (int i = from; i < from + n; i++) {
+        snprintf(name, sizeof(name), "%s-%d", prefix, i);
+        gt_patch(t, t->pods, "default", name, "status", "{\"status\":{\"phase\":\"Running\"}}");
+    }
+}
+
+/* How many of the Pods NAME-from .. NAME-(from+n-1) are being deleted. */
+static int gt_deleting(struct gt *t, const char *prefix, int from, int n)
+{
+    char name[128];
+    int k = 0;
+
+    for (int i = from; i < from + n; i++) {
+        snprintf(name, sizeof(name), "%s-%d", prefix, i);
+        cJSON *p = gt_get(t, t->pods, "default", name);
+        k += p && tl_str(p, "metadata.deletionTimestamp") != NULL;
+        cJSON_Delete(p);
+    }
+    return k;
 }
 
 /* How many of the Pods NAME-from .. NAME-(from+n-1) have a node. */

@@ -304,6 +304,164 @@ static void test_queue_weight(void **state)
     assert_int_equal(gt_bound(t, "a-light", 0, 4), 4);
 }
 
+/* Volcano's allocate takes the queue with the smallest share first: qa already uses
+ * half its share, so qb's younger gang (4 CPUs) goes before qa's a2 (2 CPUs). In gang
+ * order a2 would take the empty node and b would fit nowhere. */
+static void test_queue_order(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_queue(t, "qa", 1);
+    gt_queue(t, "qb", 1);
+    gt_volcano_pg(t, "a1", 1, ",\"queue\":\"qa\"");
+    gt_volcano_pods(t, "a1", 0, 1, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "a1", 0, 1), 1);
+    gt_volcano_pg(t, "a2", 1, ",\"queue\":\"qa\"");
+    gt_volcano_pods(t, "a2", 0, 1, "2");
+    gt_volcano_pg(t, "b", 1, ",\"queue\":\"qb\"");
+    gt_volcano_pods(t, "b", 0, 1, "4");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "b", 0, 1), 1);
+    assert_int_equal(gt_bound(t, "a2", 0, 1), 1);
+}
+
+/* Volcano's reclaim (tools/volcano-check plays the same): queue ra took the whole
+ * cluster while rb had no work; rb's gang comes, the equal weights deserve 4 CPUs each,
+ * and ra's tasks beyond its minMember are evicted until rb's gang fits - only once the
+ * scheduler's configuration lists the reclaim action, and no more than that. */
+static void test_reclaim(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+
+    gt_queue(t, "ra", 1);
+    gt_queue(t, "rb", 1);
+    gt_volcano_pg(t, "ra", 1, ",\"queue\":\"ra\"");
+    gt_volcano_pods(t, "ra", 0, 4, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ra", 0, 4), 4);
+    gt_running(t, "ra", 0, 4);
+    gt_volcano_pg(t, "rb", 2, ",\"queue\":\"rb\"");
+    gt_volcano_pods(t, "rb", 0, 2, "2");
+    gt_session(t);
+    /* Volcano's default actions (enqueue, allocate, backfill) evict nothing */
+    assert_int_equal(gt_deleting(t, "ra", 0, 4), 0);
+    assert_int_equal(gt_bound(t, "rb", 0, 2), 0);
+
+    gt_volcano_conf(t, "enqueue, allocate, reclaim, backfill");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "ra", 0, 4), 2);
+    assert_int_equal(gt_events(t, "default", "ra", "Evict", "reclaim", "volcano"), 2);
+    int evicted = 0;
+    for (int i = 0; i < 4; i++) {
+        snprintf(buf, sizeof(buf), "ra-%d", i);
+        evicted += gt_events(t, "default", buf, "Evict", "Pod is evicted, because of reclaim",
+                             "volcano");
+        cJSON *d = gt_cond(t, t->pods, buf, "DisruptionTarget");
+        if (d) {
+            assert_string_equal(tl_str(d, "reason"), "PreemptionByScheduler");
+            assert_string_equal(tl_str(d, "message"),
+                                "volcano: preempting to accommodate a higher priority pod");
+            cJSON_Delete(d);
+        }
+    }
+    assert_int_equal(evicted, 2);
+    /* the victims are still going: rb waits, and nothing more is taken for it */
+    assert_int_equal(gt_bound(t, "rb", 0, 2), 0);
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "ra", 0, 4), 2);
+    for (int i = 0; i < 4; i++) {   /* the kubelet ends the victims */
+        snprintf(buf, sizeof(buf), "ra-%d", i);
+        if (gt_deleting(t, "ra", i, 1))
+            gt_delete(t, t->pods, "default", buf);
+    }
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rb", 0, 2), 2);
+}
+
+/* The gang plugin lets no task of a job at minMember go, but its empty answer ends the
+ * first tier and the proportion plugin decides in the second: a queue above its
+ * share loses tasks even below minMember. The real Volcano v1.14.1 did this
+ * (tools/volcano-check: its PodGroup went Unknown, 2 Running of minAvailable 4). */
+static void test_reclaim_tier2(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+
+    gt_volcano_conf(t, "enqueue, allocate, reclaim, backfill");
+    gt_queue(t, "rc", 1);
+    gt_queue(t, "rd", 1);
+    gt_volcano_pg(t, "rc", 4, ",\"queue\":\"rc\"");
+    gt_volcano_pods(t, "rc", 0, 4, "2");
+    gt_session(t);
+    gt_running(t, "rc", 0, 4);
+    gt_volcano_pg(t, "rd", 2, ",\"queue\":\"rd\"");
+    gt_volcano_pods(t, "rd", 0, 2, "2");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "rc", 0, 4), 2);
+    for (int i = 0; i < 4; i++) {
+        snprintf(buf, sizeof(buf), "rc-%d", i);
+        if (gt_deleting(t, "rc", i, 1))
+            gt_delete(t, t->pods, "default", buf);
+    }
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rd", 0, 2), 2);
+    /* some of rc runs, the rest cannot: Volcano's Unknown phase */
+    assert_string_equal(gt_field(t, t->vpg, "default", "rc", "status.phase", buf, sizeof(buf)),
+                        "Unknown");
+}
+
+/* Volcano's preempt within one queue. Tier 1 (priority, gang) lets a higher-priority
+ * job take tasks beyond minMember; when it lets none go, the drf plugin decides in tier
+ * 2, so a job of equal priority takes from one with a larger share too. The real
+ * Volcano v1.14.1 did exactly this (tools/volcano-check: "same" evicted low-0 and
+ * low-1 and ran). */
+static void test_preempt(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_volcano_conf(t, "enqueue, allocate, preempt, backfill");
+    gt_volcano_pg(t, "low", 1, NULL);
+    gt_volcano_pods(t, "low", 0, 4, "2");
+    gt_session(t);
+    gt_running(t, "low", 0, 4);
+    gt_volcano_pg(t, "same", 2, NULL);
+    gt_volcano_pods(t, "same", 0, 2, "2");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "low", 0, 4), 2);
+    assert_int_equal(gt_events(t, "default", "low", "Evict", "preempt", "volcano"), 2);
+    assert_int_equal(gt_bound(t, "same", 0, 2), 0);   /* until the victims are gone */
+    /* a reclaim-only configuration leaves a queue's own jobs alone */
+    gt_delete(t, t->cms, "volcano-system", "volcano-scheduler-configmap");
+    gt_volcano_conf(t, "enqueue, allocate, reclaim, backfill");
+    gt_volcano_pg(t, "third", 1, NULL);
+    gt_volcano_pods(t, "third", 0, 1, "2");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "low", 0, 4), 2);
+}
+
+/* The actions kubesim reads from volcano-scheduler.conf. */
+static void test_volcano_conf(void **state)
+{
+    (void)state;
+    static const struct { const char *conf; unsigned want; } cases[] = {
+        { "actions: \"enqueue, allocate, backfill\"\n", 0 },
+        { "actions: \"enqueue, allocate, preempt, reclaim, backfill\"\ntiers: []\n",
+          VOLCANO_PREEMPT | VOLCANO_RECLAIM },
+        { "tiers:\n- plugins: [{name: gang}]\nactions: 'reclaim'\n", VOLCANO_RECLAIM },
+        { "  actions: \"reclaim\"\n", 0 },                 /* not the top-level key */
+        { "actions: \"allocate\" # reclaim later\n", 0 },  /* a comment */
+        { "actions: \"reclaimx, preempt\"", VOLCANO_PREEMPT },
+        { "", 0 },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal(cluster__volcano_actions_parse(cases[i].conf, strlen(cases[i].conf)),
+                         cases[i].want);
+    /* bounded by the length given, not by a terminator */
+    assert_int_equal(cluster__volcano_actions_parse("actions: \"reclaim\"", 12), 0);
+}
+
 /* Of two gangs that fit alone but not together, the higher PriorityClass wins, though
  * the other is older and first by name. */
 static void test_priority(void **state)
@@ -532,6 +690,163 @@ static void test_kai_queues(void **state)
     assert_int_equal(gt_bound(t, "leaf", 0, 1), 1);
 }
 
+/* YuniKorn's queues from yunikorn/yunikorn-configs: an application that with the
+ * placeholders of its members still to come would take root.capped over its max waits
+ * with nothing bound; a larger max lets it run. A queue the config does not name has
+ * no limit. */
+static void test_yunikorn_queues(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *nsr = tl_res(t->s, "", "v1", "namespaces");
+    char meta[600];
+    const char *tg = "[{\\\"name\\\":\\\"w\\\",\\\"minMember\\\":3,\\\"minResource\\\":"
+                     "{\\\"cpu\\\":\\\"1\\\"}}]";
+    const char *conf = "{\"metadata\":{\"name\":\"yunikorn-configs\"},\"data\":{\"queues.yaml\":"
+        "\"partitions:\\n  - name: default\\n    queues:\\n      - name: root\\n        queues:\\n"
+        "          - name: capped\\n            resources:\\n              max: {vcore: %s, memory: 8Gi}\\n\"}}";
+
+    store_obj_unref(tl_create(t->s, nsr, "", tl_json("{\"metadata\":{\"name\":\"yunikorn\"}}")));
+    store_obj_unref(tl_create(t->s, t->cms, "yunikorn", tl_json(conf, "2")));
+    /* two members of 1 CPU now, a third to come (its placeholder holds 1 CPU): 3 > 2 */
+    for (int i = 0; i < 2; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "ya-%d", i);
+        snprintf(meta, sizeof(meta), ",\"labels\":{\"applicationId\":\"ya\",\"queue\":\"root.capped\"},"
+                 "\"annotations\":{\"yunikorn.apache.org/task-groups\":\"%s\","
+                 "\"yunikorn.apache.org/task-group-name\":\"w\"}", tg);
+        gt_pod(t, name, "yunikorn", "1", meta);
+    }
+    gt_pod(t, "free-0", "yunikorn", "3", ",\"labels\":{\"applicationId\":\"free\",\"queue\":\"root.other\"}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ya", 0, 2), 0);
+    assert_int_equal(gt_events(t, "default", "ya-0", "FailedScheduling",
+                               "queue root.capped has not enough headroom for the application: "
+                               "vcore max 2000, used 0, asked 3000", "yunikorn"), 1);
+    assert_int_equal(gt_bound(t, "free", 0, 1), 1);
+    gt_delete(t, t->cms, "yunikorn", "yunikorn-configs");
+    store_obj_unref(tl_create(t->s, t->cms, "yunikorn", tl_json(conf, "3")));
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ya", 0, 2), 2);
+}
+
+/* KAI's Queue type and PodGroup type, as KAI's CRDs serve them. */
+static const struct reg_resource *kai_types(struct gt *t, const struct reg_resource **pgs)
+{
+    *pgs = gt_crd(t->s, GT_CRD("podgroups", "PodGroup", "scheduling.run.ai", "v2alpha2",
+                               "Namespaced", ",\"subresources\":{\"status\":{}}"),
+                  "scheduling.run.ai", "v2alpha2", "podgroups");
+    return gt_crd(t->s, GT_CRD("queues", "Queue", "scheduling.run.ai", "v2", "Cluster",
+                               ",\"subresources\":{\"status\":{}}"),
+                  "scheduling.run.ai", "v2", "queues");
+}
+
+/* A Ray Pod of cluster rc (uid) in group grp (ray.io/group), queue team-a. */
+static void kai_ray_pod(struct gt *t, const char *name, const char *uid, const char *grp,
+                        const char *cpu)
+{
+    char meta[700];
+    snprintf(meta, sizeof(meta), ",\"labels\":{\"kai.scheduler/queue\":\"team-a\",\"ray.io/group\":"
+             "\"%s\"},\"ownerReferences\":[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\","
+             "\"name\":\"rc\",\"uid\":\"%s\",\"controller\":true}]", grp, uid);
+    gt_pod(t, name, "kai-scheduler", cpu, meta);
+}
+
+/* KAI's pod-grouper writes the PodGroup object (scheduling.run.ai/v2alpha2) for a Ray
+ * cluster, with a sub-group per Ray group; the queue's limit holds the gang back with
+ * KAI's message, on the Pods and in the PodGroup's scheduling conditions. */
+static void test_kai_podgroup(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *pgs, *kq;
+    char want[300], uid[64];
+
+    gt_ray_crds(t);
+    kq = kai_types(t, &pgs);
+    store_obj_unref(tl_create(t->s, kq, "", tl_json(
+        "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"team-a\"},"
+        "\"spec\":{\"resources\":{\"cpu\":{\"quota\":0,\"limit\":4000,\"overQuotaWeight\":1},"
+        "\"memory\":{\"quota\":-1,\"limit\":-1},\"gpu\":{\"quota\":-1,\"limit\":-1}}}}")));
+    struct store_obj *rc = tl_create(t->s, t->rayclusters, "default", tl_json(
+        "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"rc\","
+        "\"labels\":{\"kai.scheduler/queue\":\"team-a\",\"app\":\"demo\"},\"annotations\":"
+        "{\"note\":\"x\"}},\"spec\":{\"workerGroupSpecs\":[{\"groupName\":\"w\",\"replicas\":2}]}}"));
+    snprintf(uid, sizeof(uid), "%s", rc->uid);
+    store_obj_unref(rc);
+    kai_ray_pod(t, "rc-0", uid, "headgroup", "1");
+    kai_ray_pod(t, "rc-1", uid, "w", "2");
+    kai_ray_pod(t, "rc-2", uid, "w", "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rc", 0, 3), 0);
+    assert_int_equal(gt_events(t, "default", "rc-1", "FailedScheduling",
+                               "team-a quota has reached the allowable limit of CPU cores. Limit is "
+                               "4 cores, currently 0 cores allocated and workload requested 5 cores",
+                               "kai-scheduler"), 1);
+    snprintf(want, sizeof(want), "pg-rc-%s", uid);
+    cJSON *pg = gt_get(t, pgs, "default", want);
+    assert_non_null(pg);
+    assert_string_equal(tl_str(pg, "spec.queue"), "team-a");
+    assert_string_equal(tl_str(pg, "spec.priorityClassName"), "train");
+    assert_true(tl_num(pg, "spec.minMember") == 3);
+    assert_string_equal(tl_str(pg, "metadata.labels.app"), "demo");
+    assert_string_equal(tl_str(pg, "metadata.annotations.note"), "x");
+    snprintf(want, sizeof(want), "name: rc\nuid: %s\ngroup: ray.io\nversion: v1\nkind: RayCluster\n", uid);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "metadata"), "annotations"), "kai.scheduler/top-owner-metadata")), want);
+    cJSON *ref = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "metadata"), "ownerReferences"), 0);
+    assert_string_equal(tl_str(ref, "kind"), "RayCluster");
+    assert_string_equal(tl_str(ref, "uid"), uid);
+    assert_null(cJSON_GetObjectItemCaseSensitive(ref, "controller"));
+    char *subs = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "spec"), "subGroups"));
+    assert_string_equal(subs, "[{\"name\":\"headgroup\",\"minMember\":1},{\"name\":\"w\",\"minMember\":2}]");
+    free(subs);
+    cJSON *sc = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "status"), "schedulingConditions"), 0);
+    assert_non_null(sc);
+    assert_string_equal(tl_str(sc, "type"), "UnschedulableOnNodePool");
+    assert_string_equal(tl_str(sc, "reason"), "Unschedulable");
+    assert_non_null(strstr(tl_str(sc, "message"), "quota has reached the allowable limit"));
+    cJSON_Delete(pg);
+
+    /* a higher limit: the gang runs, its Pods carry their sub-group, the condition goes */
+    gt_patch(t, kq, "", "team-a", NULL, "{\"spec\":{\"resources\":{\"cpu\":{\"limit\":8000}}}}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rc", 0, 3), 3);
+    cJSON *p2 = gt_get(t, t->pods, "default", "rc-2");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(p2, "metadata"), "labels"), "kai.scheduler/subgroup-name")), "w");
+    cJSON_Delete(p2);
+    snprintf(want, sizeof(want), "pg-rc-%s", uid);
+    pg = gt_get(t, pgs, "default", want);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(pg, "status"), "schedulingConditions")), 0);
+    cJSON_Delete(pg);
+}
+
+/* KAI's fair share orders the queues: qa uses half its share (2 of 4 CPUs), qb none, so
+ * qb's gang (4 CPUs) goes before qa's a2 (2 CPUs), which in gang order would take the
+ * empty node and leave b nowhere. */
+static void test_kai_fair_share(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *pgs, *kq = kai_types(t, &pgs);
+
+    for (int i = 0; i < 2; i++)
+        store_obj_unref(tl_create(t->s, kq, "", tl_json(
+            "{\"apiVersion\":\"scheduling.run.ai/v2\",\"kind\":\"Queue\",\"metadata\":{\"name\":\"%s\"},"
+            "\"spec\":{\"resources\":{\"cpu\":{\"quota\":0,\"limit\":-1,\"overQuotaWeight\":1}}}}",
+            i ? "qb" : "qa")));
+    kai_pod(t, "a1-0", NULL, NULL, "2", "qa");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "a1", 0, 1), 1);
+    kai_pod(t, "a2-0", NULL, NULL, "2", "qa");
+    kai_pod(t, "b-0", NULL, NULL, "4", "qb");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "b", 0, 1), 1);
+    assert_int_equal(gt_bound(t, "a2", 0, 1), 1);
+}
+
 /* Kubernetes WAS: default-scheduler Pods naming a v1alpha2 PodGroup wait for it and
  * are placed by its gang minCount. */
 static void test_was(void **state)
@@ -592,11 +907,19 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_capability, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_weight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preempt, setup, teardown),
+        cmocka_unit_test(test_volcano_conf),
         cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_plugins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_yunikorn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai_queues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_yunikorn_queues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kai_podgroup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kai_fair_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_was, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
