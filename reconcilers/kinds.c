@@ -19,7 +19,8 @@ static const char *const rs_types[] = { "ray.io/v1/rayservices", RC_TYPE, "v1/se
 
 const struct host_kind reconcilers_kinds[] = {
     { "raycluster", "raycluster", rc_types, rc_reconcile,
-      "RayCluster (reconcilers/raycluster: Pods, Services, status, events)", rc_metrics },
+      "RayCluster (reconcilers/raycluster: Pods, Services, status, events)", rc_metrics,
+      rc_platform_start },
     { "rayjob", "rayjob", rj_types, rayjob_reconcile,
       "RayJob (reconcilers/rayjob: RayCluster, submitter, dashboard, status, events)",
       rayjob_metrics },

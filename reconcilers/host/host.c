@@ -188,6 +188,9 @@ static void *kube_init(void *arg)
         log_error("cannot create the API client", "error", strerror(-rc), NULL);
     else
         log_stage(h, "api client");
+    /* before the slot is set: every reconcile's first API call waits for it */
+    if (rc >= 0 && h->kind->start && (rc = h->kind->start(h->kube)) < 0)
+        log_error("start-up check failed; stopping", "error", strerror(-rc), NULL);
     host__kube_slot_set(&h->kube_slot, rc < 0 ? NULL : h->kube);
     if (rc < 0) {
         atomic_store(&h->kube_failed, true);

@@ -100,6 +100,9 @@ struct host_kind {
     host_reconcile_fn reconcile;
     const char *about;                /* one line for --help */
     host_metrics_fn metrics;          /* optional: the kind's own /metrics lines */
+    /* optional: asked of the API server once the client exists, before any reconcile can
+     * write (KubeRay's start-up checks); < 0 stops the process, exit status 1 */
+    int (*start)(struct kube_client *kc);
 };
 
 /* The kind called name in kinds[0..nkinds), or NULL. */

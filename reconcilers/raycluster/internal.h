@@ -82,6 +82,10 @@ int raycluster__tls_precheck(struct rc_run *r, struct host_result *res);
 int raycluster__reconcile_tls(struct rc_run *r, char *msg, size_t cap);
 int raycluster__tls_secrets_ready(struct rc_run *r);
 
+/* platform.c: what start-up found (1/0), asked now when the start hook did not run. */
+int raycluster__platform_openshift(struct rc_run *r);
+int raycluster__platform_cert_manager(struct rc_run *r);
+
 /* metrics.c: provisioned-duration bookkeeping. */
 void raycluster__metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
                                              const cJSON *new_status);

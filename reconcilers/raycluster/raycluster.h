@@ -23,6 +23,9 @@
 /* The kind's reconcile and /metrics functions (registered in host/kinds.c). */
 int rc_reconcile(struct host_ctx *ctx, struct host_result *res);
 int rc_metrics(struct host_view *view, struct buf *out);
+/* The start-up checks (platform.c): OpenShift and cert-manager served? < 0 when the API
+ * groups could not be read (the controller stops, as KubeRay does). */
+int rc_platform_start(struct kube_client *kc);
 
 /* The RayCluster feature gates of this process (--feature-gates; build.h
  * struct rc_gates). The RayJob and RayCronJob controllers validate cluster

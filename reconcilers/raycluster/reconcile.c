@@ -17,7 +17,6 @@
  * idle cluster after 300 s (RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,42 +169,6 @@ static bool ingress_adopt(cJSON *have, const cJSON *want)
 
 static const struct kube_resource RC_RES_ROUTES = { "route.openshift.io", "v1", "routes", 1 };
 
-/* KubeRay's IsOpenShiftCluster: the API server serves one of OpenShift's groups. Asked once
- * per process (KubeRay asks at start-up), the first time a cluster wants an Ingress; a
- * failed discovery is asked again next time. 1 yes, 0 no, < 0 unknown. */
-static int openshift(struct rc_run *r)
-{
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static int known = -1;
-    static const char *const groups[] = { "route.openshift.io", "security.openshift.io",
-                                          "config.openshift.io" };
-    struct kube_request q = { .method = "GET", .path = "/apis", .idempotent = 1,
-                              .parse_json = 1 };
-    struct kube_result kr = { 0 };
-    struct kube_client *kc;
-    int rc;
-    pthread_mutex_lock(&mu);
-    if (known >= 0 || !(kc = host_kube(r->ctx))) {
-        rc = known >= 0 ? known : -ENOTCONN;
-        goto out;
-    }
-    if ((rc = kube_raw(kc, &q, &kr)) == 0) {
-        const cJSON *g;
-        known = 0;
-        cJSON_ArrayForEach(g, kobj_get(kr.body, "groups"))
-            for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
-                if (kobj_str(g, "name") && !strcmp(kobj_str(g, "name"), groups[i]))
-                    known = 1;
-        rc = known;
-        host_log(r->ctx, LOG_INFO, known ? "OpenShift API groups served: the head is exposed "
-                 "with a Route" : "not OpenShift: the head is exposed with an Ingress", NULL);
-    }
-out:
-    pthread_mutex_unlock(&mu);
-    kube_result_release(&kr);
-    return rc;
-}
-
 /* KubeRay's ShouldUseIngressOnOpenShift */
 static bool ingress_on_openshift(void)
 {
@@ -265,7 +228,7 @@ static int reconcile_ingress(struct rc_run *r)
     if (!raycluster__json_bool(raycluster__head_group(r->rc), "enableIngress", false))
         return 0;
     /* shouldCreateOpenShiftRoute */
-    if (!ingress_on_openshift() && (os = openshift(r)) != 0)
+    if (!ingress_on_openshift() && (os = raycluster__platform_openshift(r)) != 0)
         return os > 0 ? reconcile_route(r)
                       : raycluster__fail(r, RC_ERR_OTHER, "telling whether this is OpenShift: %s",
                                          kube_strerror(os));

@@ -11,6 +11,7 @@
  * retry), and no Pod is created until both leaf Certificates are Ready at their current
  * generation and their Secrets hold tls.crt, tls.key and ca.crt (checkMTLSSecretsReady).
  *
+ * Whether cert-manager is served is asked at start-up (platform.c), as KubeRay does.
  * cert-manager's objects and the Secrets it writes are read live (they are not cached:
  * only TLS clusters pay for them). KubeRay runs the PKI as its own controller; here it is
  * a step of the RayCluster reconcile, before the Pods, whose failure only retries.
@@ -34,43 +35,13 @@ static bool tls_wanted(struct rc_run *r)
     return host_feature_enabled(r->ctx, "RayClusterMTLS", false) && rc_tls_enabled(r->rc);
 }
 
-/* certManagerAPIAvailable, asked once per process (KubeRay asks at start-up); a failed
- * discovery is asked again next time. 1 served, 0 not, < 0 unknown. */
-static int cert_manager_served(struct rc_run *r)
-{
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    static int known = -1;
-    struct kube_request q = { .method = "GET", .path = "/apis/cert-manager.io/v1",
-                              .idempotent = 1, .parse_json = 1 };
-    struct kube_result kr = { 0 };
-    struct kube_client *kc;
-    int rc;
-    pthread_mutex_lock(&mu);
-    if (known >= 0 || !(kc = host_kube(r->ctx))) {
-        rc = known >= 0 ? known : -ENOTCONN;
-        goto out;
-    }
-    rc = kube_raw(kc, &q, &kr);
-    if (rc == 0 || rc == -ENOENT) {
-        known = rc == 0;
-        rc = known;
-        host_log(r->ctx, LOG_INFO, known ? "cert-manager.io/v1 served: mTLS certificates are "
-                 "issued by cert-manager" : "cert-manager API not found; RayClusters with "
-                 "tlsOptions are refused", NULL);
-    }
-out:
-    pthread_mutex_unlock(&mu);
-    kube_result_release(&kr);
-    return rc;
-}
-
 int raycluster__tls_precheck(struct rc_run *r, struct host_result *res)
 {
     char msg[512];
     int served;
     if (!tls_wanted(r))
         return 0;
-    if ((served = cert_manager_served(r)) > 0)
+    if ((served = raycluster__platform_cert_manager(r)) > 0)
         return 0;
     if (served < 0)
         return raycluster__fail(r, RC_ERR_OTHER, "telling whether cert-manager is installed: %s",
@@ -340,7 +311,7 @@ int raycluster__reconcile_tls(struct rc_run *r, char *msg, size_t cap)
     size_t nh, nw;
     int err = 0, rc = 0, i = 0;
     cJSON *objs, *o;
-    if (!tls_wanted(r) || cert_manager_served(r) <= 0)
+    if (!tls_wanted(r) || raycluster__platform_cert_manager(r) <= 0)
         return 0;
     nh = pod_ips(r->pods, RC_NODE_HEAD, hips, sizeof(hips) / sizeof(hips[0]));
     nw = pod_ips(r->pods, RC_NODE_WORKER, wips, sizeof(wips) / sizeof(wips[0]));
