@@ -57,11 +57,6 @@ static void real_sleep(void *arg, uint64_t ns)
         ;
 }
 
-uint64_t kube__now(struct kube_client *c)
-{
-    return c->opts.clock.now_ns(c->opts.clock.arg);
-}
-
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *arg)
 {
     struct kube_client *c = arg;

@@ -218,7 +218,12 @@ struct kube_http {
 
 /* Runs rq with limiter, retries and error mapping; fills res (zeroed first). */
 int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_result *res);
-uint64_t kube__now(struct kube_client *c);
+/* The client's clock (opts.clock: real time, or a test's), in ns. Inline so that
+ * limiter.c, which reads it, does not call back into client.c. */
+static inline uint64_t kube__now(struct kube_client *c)
+{
+    return c->opts.clock.now_ns(c->opts.clock.arg);
+}
 uint64_t kube__backoff_ns(struct kube_client *c, int attempt);
 /* Percent-encodes s (all but RFC 3986 unreserved characters) onto b. */
 int kube__append_escaped(struct buf *b, const char *s);

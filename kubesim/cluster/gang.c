@@ -524,13 +524,6 @@ static void collect_members(struct cluster *c, struct gang **all)
                 snprintf(g->queue, sizeof(g->queue), "%s", yq && *yq ? yq : "root.default");
             }
         } else {
-            const char *q = kobj_label(pod, "kai.scheduler/queue");
-            if (!q || !*q) {
-                if (!cluster__gang_bound(p) && !cluster__gang_pod_terminal(pod))
-                    set_unsched(c, p, "the Pod has no kai.scheduler/queue label: KAI leaves it "
-                                "Pending", "kai-scheduler");
-                continue;
-            }
             const cJSON *rc = cluster__controller_ref(pod, "ray.io/", "RayCluster");
             const char *rcname = kobj_str(rc, "name");
             g = gang_get(all, G_KAI, p->obj->ns, rcname && *rcname ? rcname : p->obj->name, true);
@@ -713,9 +706,15 @@ void cluster__gang_pass(struct cluster *c)
             }
             struct store_obj *kpg = NULL;
             if (g->kind == G_KAI) {
-                const char *no = g->kai_err[0] ? g->kai_err : cluster__kai_queue_check(c, g, why, sizeof(why));
-                if (!no)
+                if (!g->kai_err[0])
                     kpg = cluster__kai_podgroup(c, g);
+                /* the scheduler goes by the PodGroup's queue (a user may have moved it) */
+                const char *pq = kpg ? kobj_str(kobj_get(kpg->json, "spec"), "queue") : NULL;
+                if (pq && *pq && strcmp(pq, g->queue)) {
+                    snprintf(g->queue, sizeof(g->queue), "%s", pq);
+                    HASH_FIND_STR(kqs, g->queue, g->q);
+                }
+                const char *no = g->kai_err[0] ? g->kai_err : cluster__kai_queue_check(c, g, why, sizeof(why));
                 if (!no && o.pending)
                     no = cluster__kai_limit_check(g, kqs, why, sizeof(why));
                 if (no) {

@@ -109,7 +109,11 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
 
     g->name = strchr(strchr(g->key, '/') + 1, '/') + 1;
     g->min = 1;
-    snprintf(g->queue, sizeof(g->queue), "%s", kobj_label(pod, "kai.scheduler/queue"));
+    /* the pod-grouper's queue: the Pod's label, else default-queue (the top owner's
+     * label first once the PodGroup is built) */
+    snprintf(g->queue, sizeof(g->queue), "%s",
+             kobj_label(pod, "kai.scheduler/queue") ? kobj_label(pod, "kai.scheduler/queue")
+                                                     : "default-queue");
     if (rrc && store_get(c->store, rrc, g->ns, kobj_str(ref, "name"), &rc, &st) == 0) {
         top = cluster__controller_ref(rc->json, "ray.io/", "RayJob");
         if (!top)
@@ -161,10 +165,13 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
     }
     pc = pc && *pc ? pc : "train";
     g->prio = cluster__gang_priority(c, pc);
-    if (!g->kai_err[0])
+    if (!g->kai_err[0]) {
         g->kai_obj = kai_pg_build(g, topo ? topo->json : rc ? rc->json : pod, pod, pc, subs);
-    else
+        snprintf(g->queue, sizeof(g->queue), "%s",
+                 kobj_str(kobj_get(g->kai_obj, "spec"), "queue"));
+    } else {
         cJSON_Delete(subs);
+    }
     store_obj_unref(topo);
     store_obj_unref(rc);
     store_status_clear(&st);

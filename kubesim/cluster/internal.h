@@ -129,7 +129,7 @@ struct cluster {
     struct cluster_opts o;
     struct store *store;
     const struct reg_resource *r_pods, *r_nodes, *r_svc, *r_ep, *r_eps, *r_events, *r_jobs;
-    const struct reg_resource *r_deploy, *r_rs, *r_secrets;
+    const struct reg_resource *r_deploy, *r_rs, *r_secrets, *r_pvcs;
     pthread_t thread;
     bool started;
 

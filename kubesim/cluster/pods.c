@@ -210,6 +210,27 @@ int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, co
     return 0;
 }
 
+/* VolumeBinding's PreFilter: the first persistentVolumeClaim volume whose claim does not
+ * exist (the Pod is unschedulable until it does), NULL when all are there. */
+static const char *missing_claim(struct cluster *c, const cJSON *pod)
+{
+    const cJSON *v;
+    cJSON_ArrayForEach(v, kobj_get(kobj_get(pod, "spec"), "volumes")) {
+        const char *claim = kobj_str(kobj_get(v, "persistentVolumeClaim"), "claimName");
+        struct store_obj *o = NULL;
+        struct store_status st = { 0 };
+        if (!claim || !c->r_pvcs)
+            continue;
+        int rc = store_get(c->store, c->r_pvcs, kobj_str(kobj_get(pod, "metadata"), "namespace"),
+                           claim, &o, &st);
+        store_obj_unref(o);
+        store_status_clear(&st);
+        if (rc == -ENOENT)
+            return claim;
+    }
+    return NULL;
+}
+
 /* Places p on the emptiest node that passes every filter: the index is walked from the
  * front, so a Pod that fits costs the nodes ahead of its own, not the whole table. Only
  * when no node fits are they all asked why, for the FailedScheduling message. */
@@ -218,6 +239,14 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     struct cl_node *n, *tmp, *best = NULL;
     size_t i = 0;
     char taint[160] = "", msg[sizeof(p->unsched_msg)];
+    const char *claim = missing_claim(c, p->obj->json);
+    if (claim) {
+        size_t nn = HASH_COUNT(c->nodes);
+        snprintf(msg, sizeof(msg), "0/%zu nodes are available: persistentvolumeclaim \"%.200s\" not "
+                 "found. preemption: 0/%zu nodes are available: %zu Preemption is not helpful for "
+                 "scheduling.", nn, claim, nn, nn);
+        goto unschedulable;
+    }
 
     for (size_t k = 0; (n = cluster__node_index_at(c, k)); k++) {
         c->sched_visited++;
@@ -242,9 +271,10 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
         return;
     if (best)
         return;   /* the write failed (conflict, deleted): the next event retries */
+    cluster_unsched_message(i, fits, taint, msg, sizeof(msg));
+unschedulable:
     p->unsched = true;
     cluster__keys_push(&c->unsched, &c->nunsched, &c->capunsched, p->key);
-    cluster_unsched_message(i, fits, taint, msg, sizeof(msg));
     if (!strcmp(msg, p->unsched_msg))
         return;
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);

@@ -175,7 +175,7 @@ static void on_commit(void *arg, enum store_event_type type, struct store_obj *o
     const struct reg_resource *r = obj ? obj->res : NULL;
 
     if (!r || (r != c->r_pods && r != c->r_nodes && r != c->r_svc && r != c->r_jobs &&
-               r != c->r_deploy && r != c->r_rs &&
+               r != c->r_deploy && r != c->r_rs && r != c->r_pvcs &&
                !cluster__gang_resource(r) && !cluster__certmgr_resource(r) &&
                strcmp(r->plural, "customresourcedefinitions") != 0))
         return;   /* a CRD: the gang step looks for Volcano's Queue type */
@@ -609,7 +609,11 @@ static void *cluster_main(void *arg)
                 cluster__node_event(c, batch[i].type, o);
             else if (o->res == c->r_svc)
                 cluster__svc_event(c, batch[i].type, o);
-            else if (cluster__certmgr_resource(o->res))
+            else if (o->res == c->r_pvcs) {
+                /* a claim that came may let a Pod waiting for it be scheduled */
+                if (batch[i].type == EV_ADDED)
+                    c->capacity_changed = true;
+            } else if (cluster__certmgr_resource(o->res))
                 c->certmgr_dirty = true;
             else if (cluster__gang_resource(o->res))
                 c->gang_dirty = c->gang_seen = true;   /* a PodGroup or Queue */
@@ -650,6 +654,7 @@ static int find_res(struct cluster *c)
     c->r_events = registry_find(r, "", "v1", "events");
     c->r_jobs = registry_find(r, "batch", "v1", "jobs");
     c->r_secrets = registry_find(r, "", "v1", "secrets");
+    c->r_pvcs = registry_find(r, "", "v1", "persistentvolumeclaims");
     c->r_deploy = registry_find(r, "apps", "v1", "deployments");
     c->r_rs = registry_find(r, "apps", "v1", "replicasets");
     store_registry_unlock(c->store);

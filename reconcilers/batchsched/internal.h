@@ -45,6 +45,7 @@ int32_t batchsched__cluster_params(const cJSON *cluster_spec, struct bs_reslist 
 /* CalculateDesiredReplicas (clamped) of a RayCluster spec. */
 int32_t batchsched__desired_workers(const cJSON *cluster_spec);
 
+/* meta.c */
 /* A builder's failure path: frees obj, sets *err (when err is not NULL) to code, NULL. */
 cJSON *batchsched__build_fail(cJSON *obj, int code, int *err);
 /* metadata.NAME (labels / annotations) of obj, created when absent; NULL on ENOMEM. */

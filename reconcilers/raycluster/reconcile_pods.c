@@ -34,7 +34,9 @@
  * earlier write is in the cache and later ones are this process's own, which
  * the read-your-writes gate covers, for as long as the watcher connection lasts
  * (a restarted watcher's gate does not know them: the fence starts over on the
- * next connection). From then on no reconcile lists Pods
+ * next connection) and as long as the cache has this process's own newest Pod
+ * write (a read-your-writes wait that expired hands a key out before it does: the
+ * count is then a LIST again). From then on no reconcile lists Pods
  * (before, a burst of new clusters cost one LIST each); the GET of the cluster
  * stays, as the cluster's spec can change under the cache at any time.
  *
@@ -149,10 +151,46 @@ static bool should_delete_pod(const cJSON *pod, const char *node_type, char *why
 }
 
 /* One Pod delete; NotFound is success (already gone). */
+/* The newest Pod write (create or delete) of this process: its resourceVersion. */
+static struct {
+    pthread_mutex_t mu;
+    char rv[IPC_RV_MAX];
+} own_write = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void own_write_note(const char *rv)
+{
+    if (!rv || !*rv || strlen(rv) >= IPC_RV_MAX)
+        return;
+    pthread_mutex_lock(&own_write.mu);
+    if (!own_write.rv[0] || kobj_rv_cmp(rv, own_write.rv) > 0)
+        memcpy(own_write.rv, rv, strlen(rv) + 1);
+    pthread_mutex_unlock(&own_write.mu);
+}
+
+/* true when the cache has this process's own Pod writes. The read-your-writes gate
+ * makes that so before a key comes back, unless its wait expired (5 s: the API server
+ * was restarting, the watch down): the key is then handed out anyway, and a count
+ * from the cache would miss the Pod we just created (the chaos soak saw a third
+ * worker for two that way, after a kubesim restart). Then the count is a LIST again. */
+static bool own_writes_seen(struct rc_run *r)
+{
+    char rv[IPC_RV_MAX];
+    pthread_mutex_lock(&own_write.mu);
+    memcpy(rv, own_write.rv, sizeof(rv));
+    pthread_mutex_unlock(&own_write.mu);
+    if (!rv[0] || host_cache_seen(r->ctx, "v1/pods", rv) == 1)
+        return true;
+    host_log(r->ctx, LOG_INFO, "the cache is behind this process's own Pod writes; confirming "
+             "with a LIST", "resourceVersion", rv, NULL);
+    return false;
+}
+
 static int delete_pod(struct rc_run *r, const char *name)
 {
     struct kube_result kr = { 0 };
     int rc = host_delete(r->ctx, &KUBE_RES_PODS, r->ns, name, NULL, &kr);
+    if (rc == 0)
+        own_write_note(kr.resource_version);
     kube_result_release(&kr);
     return rc == -ENOENT ? 0 : rc;
 }
@@ -298,7 +336,7 @@ static int live_pods(struct rc_run *r)
     struct kube_client *kc = host_kube(r->ctx);
     if (!kc)
         return -ENOTCONN;
-    if (fence_passed(r)) {
+    if (fence_passed(r) && own_writes_seen(r)) {
         r->live_skipped = true;   /* the cache has every Pod the LIST would show */
         return 0;
     }
@@ -399,6 +437,7 @@ static int create_pod(struct rc_run *r, cJSON *pod, bool head)
         return raycluster__fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
                                 "creating a %s Pod: %s", head ? "head" : "worker", why);
     }
+    own_write_note(kr.resource_version);
     const char *name = rc_meta(kr.body, "name");
     host_log(r->ctx, LOG_INFO, head ? "Created head Pod for RayCluster"
                                     : "Created worker Pod for RayCluster", "pod", name, NULL);

@@ -23,34 +23,6 @@
 #include "reconcilers/rayjob/internal.h"
 #include "kobj/json_equal.h"
 
-int rayjob__st_set(cJSON *st, const char *key, const char *val)
-{
-    cJSON_DeleteItemFromObjectCaseSensitive(st, key);
-    if (!val || !*val)
-        return 0;   /* omitempty */
-    return cJSON_AddStringToObject(st, key, val) ? 0 : -ENOMEM;
-}
-
-int rayjob__st_time(cJSON *st, const char *key, int64_t ms)
-{
-    char t[32];
-    rj_format_time(ms, t);
-    return rayjob__st_set(st, key, t);
-}
-
-int rayjob__st_obj(cJSON *st, const char *key, const cJSON *val)
-{
-    cJSON_DeleteItemFromObjectCaseSensitive(st, key);
-    if (!val)
-        return 0;
-    cJSON *c = cJSON_Duplicate(val, 1);
-    if (!c || !cJSON_AddItemToObject(st, key, c)) {
-        cJSON_Delete(c);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
 static int st_int(cJSON *st, const char *key, int64_t v)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(st, key);
@@ -73,27 +45,6 @@ static void go_datetime(int64_t ms, char out[48])
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(out, 48, "%Y-%m-%d %H:%M:%S", &tm);
-}
-
-void rayjob__plan_event(struct rj_plan *p, const char *type, const char *reason, const char *action,
-                        const char *fmt, ...)
-{
-    if (p->nevents >= (int)(sizeof(p->events) / sizeof(p->events[0])))
-        return;
-    struct rj_event *e = &p->events[p->nevents++];
-    va_list ap;
-    e->type = type;
-    e->action = action;
-    snprintf(e->reason, sizeof(e->reason), "%s", reason);
-    va_start(ap, fmt);
-    vsnprintf(e->message, sizeof(e->message), fmt, ap);
-    va_end(ap);
-}
-
-void rayjob__plan_requeue(struct rj_plan *p, int64_t ms)
-{
-    p->requeue = true;
-    p->requeue_ms = ms < 0 ? 0 : ms;
 }
 
 static void plan_error(struct rj_plan *p, int err, const char *msg)

@@ -6,10 +6,12 @@
 # 4 CPU: the Volcano cluster's gang runs in its queue, the Volcano RayJob waits on
 # the queue's capability until the cluster is gone, then completes; the YuniKorn
 # cluster and RayJob run with their task groups (the submitter's held by a
-# placeholder). KAI's sample (its Queues served by a schema-less CRD) runs in its leaf
-# queue; a KAI gang too big for the nodes, and one in a parent queue, get nothing. Then
-# the KubernetesWAS gate: Workload and PodGroup scheduling.k8s.io/v1alpha2 served by
-# kubesim and the Pods' schedulingGroup.
+# placeholder); a YuniKorn application over its queue's max (yunikorn-configs) waits.
+# KAI's sample (its Queue and PodGroup types served by schema-less CRDs) runs in its leaf
+# queue with the pod-grouper's PodGroup; a KAI gang too big for the nodes, one in a parent
+# queue and one over its queue's limit get nothing. Then the KubernetesWAS gate: Workload
+# and PodGroup scheduling.k8s.io/v1alpha2 served by kubesim, the Pods' schedulingGroup and
+# the PodGroupScheduled condition.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gang.sh"
 

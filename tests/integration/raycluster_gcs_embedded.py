@@ -7,7 +7,8 @@
 #  * deletionPolicy Retain: the PVC has no owner and outlives the cluster; a cluster of the
 #    same name adopts it; switching the policy back gives it the owner reference;
 #  * a size changed after the PVC exists: a Warning says it cannot be reconfigured in place;
-#  * storage.claimName of a PVC that does not exist: FailedToCreatePVC Warning, no PVC made.
+#  * storage.claimName of a PVC that does not exist: FailedToCreatePVC Warning, no PVC made;
+#    kubesim keeps the head Pod unschedulable until the claim exists, as a real scheduler.
 # deadline: 60
 import os
 import sys
@@ -104,6 +105,24 @@ def main():
           wait_until(15, lambda: any('ClaimName "missing-claim" not found in namespace default'
                                      in (e.get("note") or "") for e in env.events(NS, "FailedToCreatePVC")))
           and env.get(PVC + "/missing-claim") is None and env.get(PVC + "/byo-gcs-pvc") is None)
+
+    def byo_head():
+        return next((x for x in env.pods(NS, "byo")
+                     if x["metadata"].get("labels", {}).get("ray.io/node-type") == "head"), {})
+
+    def unschedulable():
+        return any(c.get("type") == "PodScheduled" and c.get("status") == "False" and
+                   'persistentvolumeclaim "missing-claim" not found' in (c.get("message") or "")
+                   for c in byo_head().get("status", {}).get("conditions", []))
+    check("kubesim keeps its head Pod Pending: persistentvolumeclaim \"missing-claim\" not found",
+          wait_until(20, unschedulable), byo_head().get("status"))
+    env.req("POST", PVC, {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                          "metadata": {"name": "missing-claim"},
+                          "spec": {"accessModes": ["ReadWriteOnce"],
+                                   "resources": {"requests": {"storage": "1Gi"}}}})
+    check("once the claim exists the head Pod is scheduled and runs",
+          wait_until(20, lambda: byo_head().get("status", {}).get("phase") == "Running"),
+          byo_head().get("status"))
     return rclib.exit_code()
 
 

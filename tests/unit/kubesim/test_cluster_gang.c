@@ -654,8 +654,8 @@ static void test_kai(void **state)
                                  "metadata.annotations.pod-group-name", buf, sizeof(buf)), want);
 }
 
-/* KAI's queues: a Pod without the queue label stays Pending; with KAI's Queue type
- * served, the queue must exist and be a leaf. */
+/* KAI's queues: a Pod without the queue label goes to the pod-grouper's default-queue;
+ * with KAI's Queue type served, the queue must exist and be a leaf. */
 static void test_kai_queues(void **state)
 {
     struct gt *t = FX(state);
@@ -663,9 +663,7 @@ static void test_kai_queues(void **state)
     gt_pod(t, "nolabel-0", "kai-scheduler", "1", NULL);
     kai_pod(t, "any-0", NULL, NULL, "1", "whatever");   /* no Queue type: any name goes */
     gt_session(t);
-    assert_int_equal(gt_bound(t, "nolabel", 0, 1), 0);
-    assert_int_equal(gt_events(t, "default", "nolabel-0", "FailedScheduling",
-                               "no kai.scheduler/queue label", "kai-scheduler"), 1);
+    assert_int_equal(gt_bound(t, "nolabel", 0, 1), 1);   /* the pod-grouper's default-queue */
     assert_int_equal(gt_bound(t, "any", 0, 1), 1);
 
     const struct reg_resource *kq = gt_crd(t->s, GT_CRD("queues", "Queue", "scheduling.run.ai", "v2",
@@ -680,7 +678,11 @@ static void test_kai_queues(void **state)
     kai_pod(t, "parent-0", NULL, NULL, "1", "dept");
     kai_pod(t, "ghost-0", NULL, NULL, "1", "ghost");
     kai_pod(t, "leaf-0", NULL, NULL, "1", "team-a");
+    gt_pod(t, "nolabel2-0", "kai-scheduler", "1", NULL);
     gt_session(t);
+    assert_int_equal(gt_bound(t, "nolabel2", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "nolabel2-0", "FailedScheduling",
+                               "queue default-queue does not exist", "kai-scheduler"), 1);
     assert_int_equal(gt_bound(t, "parent", 0, 1), 0);
     assert_int_equal(gt_events(t, "default", "parent-0", "FailedScheduling",
                                "queue dept is not a leaf queue", "kai-scheduler"), 1);
