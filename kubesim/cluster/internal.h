@@ -266,7 +266,7 @@ struct gang {
      * PodGroup, its bound members, and its running members less the victims taken */
     struct gqueue *q;
     const char *phase;
-    int64_t scheduled, ready;
+    int64_t scheduled, ready, pipelined;
     struct cluster_res alloc;    /* its running members' requests (the drf plugin's share) */
     int64_t scratch_n;           /* a victim choice's count-down (gang_volcano.c) */
     struct cluster_res scratch;
@@ -301,12 +301,14 @@ struct gqueue {
 struct nodes {
     struct cl_node **n;
     struct cluster_res *used;
+    struct cluster_res *releasing;   /* Pods being deleted there (Volcano's FutureIdle) */
     size_t count;
 };
 
 /* What one gang's Pods are at, and what placing them found. */
 struct outcome {
     int64_t scheduled, running, succeeded, failed, pending, placed;
+    int64_t pipelined;          /* Volcano: placed on resources still being released */
     bool ready, bound_now;
     char fit[400];              /* the first unplaceable task's fit error */
     char first_unfit[300];

@@ -478,18 +478,29 @@ static void test_status_oldest_wait(void **state)
     srv_stop(sv);
 }
 
-/* Once every kind has a worker again the grace ends: no wait for the clock. */
-static void test_startup_grace_ends_when_all_back(void **state)
+/* A server in its 2 s startup grace (fake clock) with one raycluster worker, c, and key
+ * ns/a held back from it. */
+static struct srv *start_in_grace(struct ipc_client **c)
 {
-    (void)state;
+    struct ipc_key k;
+
     atomic_store(&fake_ns, 1000ull * 1000000000ull);
     next_cfg.now = fake_now;
     next_cfg.startup_grace_ns = 2ull * 1000000000ull;
     struct srv *sv = srv_start_at(sock_path, 0);
-    struct ipc_client *c = open_worker("w", 1);
+    *c = open_worker("w", 1);
     add_key(sv, "ns/a");
+    assert_int_equal(ipc_client_pull(*c, 100, &k), -ETIMEDOUT);  /* the grace holds it */
+    return sv;
+}
+
+/* Once every kind has a worker again the grace ends: no wait for the clock. */
+static void test_startup_grace_ends_when_all_back(void **state)
+{
+    (void)state;
+    struct ipc_client *c;
+    struct srv *sv = start_in_grace(&c);   /* rayjob has nobody yet */
     struct ipc_key k;
-    assert_int_equal(ipc_client_pull(c, 100, &k), -ETIMEDOUT);  /* rayjob has nobody yet */
     struct ipc_client_config cc = {.path = sock_path, .kind = "rayjob", .worker = "j",
                                    .capacity = 1, .connect_timeout_ms = 5000};
     struct ipc_client *j = NULL;
@@ -512,14 +523,9 @@ static void end_grace_cb(struct srv *sv, void *arg)
 static void test_startup_grace_ended(void **state)
 {
     (void)state;
-    atomic_store(&fake_ns, 1000ull * 1000000000ull);
-    next_cfg.now = fake_now;
-    next_cfg.startup_grace_ns = 2ull * 1000000000ull;
-    struct srv *sv = srv_start_at(sock_path, 0);
-    struct ipc_client *c = open_worker("w", 1);
-    add_key(sv, "ns/a");
+    struct ipc_client *c;
+    struct srv *sv = start_in_grace(&c);
     struct ipc_key k;
-    assert_int_equal(ipc_client_pull(c, 100, &k), -ETIMEDOUT);  /* the grace holds it */
     srv_call(sv, end_grace_cb, NULL);
     assert_int_equal(ipc_client_pull(c, 5000, &k), 0);           /* the clock has not moved */
     assert_string_equal(k.key, "ns/a");
