@@ -278,15 +278,19 @@ static int gang_cmp(const void *a, const void *b)
     return t ? t : strcmp(x->key, y->key);
 }
 
-/* Best node for p on the session's view; fills fits[] (count entries). */
-static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits)
+/* Best node for p on the session's view (with future, counting the Pods being deleted
+ * as gone); fills fits[] (count entries). */
+static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits, bool future)
 {
     int best = -1, best_score = -1;
     for (size_t i = 0; i < ns->count; i++) {
+        struct cluster_res u = ns->used[i];
+        if (future && ns->releasing)
+            cluster__gang_res_add(&u, &ns->releasing[i], -1);
         fits[i] = cluster_node_fits(p->obj->json, &p->req, ns->n[i]->obj->json, &ns->n[i]->alloc,
-                                    &ns->used[i], NULL, 0);
+                                    &u, NULL, 0);
         if (!fits[i]) {
-            int sc = cluster_node_score(&p->req, &ns->n[i]->alloc, &ns->used[i]);
+            int sc = cluster_node_score(&p->req, &ns->n[i]->alloc, &u);
             if (sc > best_score) {
                 best = (int)i;
                 best_score = sc;
@@ -332,8 +336,9 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
     struct cluster_res qused = q ? q->share_used : (struct cluster_res){ 0 };
     unsigned *fits = calloc(ns->count + 1, sizeof(*fits));
     int *where = calloc(g->n + 1, sizeof(*where));
+    bool *piped = calloc(g->n + 1, sizeof(*piped));
     struct cluster_res *save = malloc((ns->count + 1) * sizeof(*save));
-    if (!fits || !where || !save)
+    if (!fits || !where || !piped || !save)
         goto out;
     memcpy(save, ns->used, ns->count * sizeof(*save));
     for (size_t i = 0; i < g->n; i++) {
@@ -348,15 +353,22 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
                 snprintf(o->fit, sizeof(o->fit), "queue %.200s is overused", q->name);
             continue;
         }
-        int best = place(p, ns, fits);
+        int best = place(p, ns, fits, false);
+        if (best < 0 && !o->fit[0]) {
+            fit_error(fits, ns->count, o->fit, sizeof(o->fit));
+            snprintf(o->first_unfit, sizeof(o->first_unfit), "%s", p->obj->name);
+        }
+        /* Volcano pipelines a task that fits once the Pods being deleted are gone */
+        if (best < 0 && g->kind == G_VOLCANO && (best = place(p, ns, fits, true)) >= 0)
+            piped[i] = true;
         if (best >= 0) {
             where[i] = best;
             cluster__gang_res_add(&ns->used[best], &p->req, 1);
             cluster__gang_res_add(&qused, &p->req, 1);
-            o->placed++;
-        } else if (!o->fit[0]) {
-            fit_error(fits, ns->count, o->fit, sizeof(o->fit));
-            snprintf(o->first_unfit, sizeof(o->first_unfit), "%s", p->obj->name);
+            if (piped[i])
+                o->pipelined++;
+            else
+                o->placed++;
         }
     }
     bool reserve_fits = true;
@@ -375,7 +387,7 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
     }
     if (may_bind && reserve_fits && o->scheduled + o->placed >= g->min && o->placed > 0) {
         for (size_t i = 0; i < g->n; i++) {
-            if (where[i] < 0)
+            if (where[i] < 0 || piped[i])
                 continue;
             if (cluster__bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
                 o->scheduled++;
@@ -387,8 +399,14 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         o->ready = o->scheduled >= g->min;
         goto out;
     }
+    /* pipelined: the gang has its members once the Pods being deleted are gone; nothing
+     * is bound yet, the places stay taken for this session, as Volcano keeps them */
+    bool pipelined = may_bind && o->pipelined && o->scheduled + o->placed + o->pipelined >= g->min;
     /* not enough for the gang: nothing is bound, the trial is undone */
-    memcpy(ns->used, save, ns->count * sizeof(*save));
+    if (!pipelined) {
+        memcpy(ns->used, save, ns->count * sizeof(*save));
+        o->pipelined = 0;
+    }
     for (size_t i = 0; i < g->n; i++)
         if (where[i] >= 0)
             where[i] = -(where[i] + 2);   /* "could be placed", for the message */
@@ -398,16 +416,18 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         char msg[sizeof(((struct cl_pod *)0)->unsched_msg)], gang_msg[sizeof(msg)];
         o->placed = 0;   /* now "schedulable", in Volcano's words */
         for (size_t i = 0; i < g->n; i++)
-            o->placed += where[i] <= -2 && !cluster__gang_bound(g->m[i]) && !cluster__gang_pod_terminal(g->m[i]->obj->json);
-        fit_message(g, o, false, gang_msg, sizeof(gang_msg));
+            o->placed += where[i] <= -2 && !piped[i] && !cluster__gang_bound(g->m[i]) &&
+                         !cluster__gang_pod_terminal(g->m[i]->obj->json);
+        fit_message(g, o, pipelined, gang_msg, sizeof(gang_msg));
         for (size_t i = 0; may_bind && g->kind == G_VOLCANO && i < g->n; i++) {
             struct cl_pod *p = g->m[i];
             if (cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json))
                 continue;
             if (where[i] <= -2)
                 snprintf(msg, sizeof(msg), "Pod %s/%s can possibly be assigned to %s, once "
-                         "minAvailable is satisfied", p->obj->ns, p->obj->name,
-                         ns->n[-where[i] - 2]->name);
+                         "%sminAvailable is satisfied", p->obj->ns, p->obj->name,
+                         ns->n[-where[i] - 2]->name,
+                         pipelined && piped[i] ? "resource is released and " : "");
             else
                 snprintf(msg, sizeof(msg), "%s", gang_msg);
             set_unsched(c, p, msg, component[g->kind]);
@@ -416,6 +436,7 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
 out:
     free(fits);
     free(where);
+    free(piped);
     free(save);
 }
 
@@ -426,11 +447,14 @@ out:
 static void fit_message(const struct gang *g, const struct outcome *o, bool origin, char *out,
                         size_t cap)
 {
-    char hist[4][64];
+    char hist[5][64];
     int nh = 0;
     size_t off;
-    if (o->pending)
-        snprintf(hist[nh++], sizeof(hist[0]), "%lld Pending", (long long)o->pending);
+    int64_t pending = o->pending - o->pipelined;
+    if (pending > 0)
+        snprintf(hist[nh++], sizeof(hist[0]), "%lld Pending", (long long)pending);
+    if (o->pipelined)
+        snprintf(hist[nh++], sizeof(hist[0]), "%lld Pipelined", (long long)o->pipelined);
     if (o->running)
         snprintf(hist[nh++], sizeof(hist[0]), "%lld Running", (long long)o->running);
     if (o->scheduled - o->running - o->succeeded - o->failed > 0)
@@ -441,8 +465,8 @@ static void fit_message(const struct gang *g, const struct outcome *o, bool orig
     off = (size_t)snprintf(out, cap, "%s", o->ready ? "pod group is ready" : "pod group is not ready");
     for (int i = 0; i < nh && off < cap; i++)
         off += (size_t)snprintf(out + off, cap - off, ", %s", hist[i]);
-    if (o->pending && off < cap) {
-        int64_t un = o->pending - o->placed;
+    if (pending > 0 && off < cap) {
+        int64_t un = pending - o->placed;
         if (o->placed && un)
             off += (size_t)snprintf(out + off, cap - off, "; Pending: %lld Schedulable, %lld Unschedulable",
                                     (long long)o->placed, (long long)un);
@@ -639,8 +663,9 @@ void cluster__gang_pass(struct cluster *c)
     ns.count = HASH_COUNT(c->nodes);
     ns.n = calloc(ns.count + 1, sizeof(*ns.n));
     ns.used = calloc(ns.count + 1, sizeof(*ns.used));
+    ns.releasing = calloc(ns.count + 1, sizeof(*ns.releasing));
     order = calloc(HASH_COUNT(all) + 1, sizeof(*order));
-    if (!ns.n || !ns.used || !order)
+    if (!ns.n || !ns.used || !ns.releasing || !order)
         goto out;
     i = 0;
     HASH_ITER(hh, c->nodes, n, nt) {
@@ -653,6 +678,17 @@ void cluster__gang_pass(struct cluster *c)
             cluster__gang_res_add(&total, &n->alloc, 1);
         }
         i++;
+    }
+    {
+        /* Pods on their way out: Volcano counts them as free in the future (FutureIdle) */
+        struct cl_pod *p, *pt;
+        HASH_ITER(hh, c->pods, p, pt) {
+            if (!p->acct_node || !kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+                continue;
+            for (size_t k = 0; k < ns.count; k++)
+                if (!strcmp(ns.n[k]->name, p->acct_node))
+                    cluster__gang_res_add(&ns.releasing[k], &p->req, 1);
+        }
     }
     HASH_ITER(hh, all, g, tmp) {
         order[ng++] = g;
@@ -785,7 +821,8 @@ void cluster__gang_pass(struct cluster *c)
         if (inq && open && o.pending)
             allocate(c, g, &ns, &o, true, q);
         if (!o.ready && g->n) {   /* a PodGroup without Pods yet has nothing to say */
-            fit_message(g, &o, false, msg, sizeof(msg));
+            /* pipelined, Volcano says why the tasks do not fit now ("Origin reason") */
+            fit_message(g, &o, o.pipelined > 0, msg, sizeof(msg));
             unsched_msg = msg;
             if (!inq || !open)   /* no allocation tried: each waiting task gets the gang's text */
                 for (size_t m = 0; m < g->n; m++)
@@ -803,6 +840,7 @@ void cluster__gang_pass(struct cluster *c)
         cluster__volcano_pg_status(c, g, rpg, phase, &o, unsched_msg, enq_reason);
         g->phase = phase;
         g->scheduled = o.scheduled;
+        g->pipelined = o.pipelined;
         if (q) {
             if (!strcmp(phase, "Pending")) q->pending++;
             else if (!strcmp(phase, "Inqueue")) q->inqueue_n++;
@@ -846,5 +884,6 @@ out:
     store_list_free(&ql);
     free(ns.n);
     free(ns.used);
+    free(ns.releasing);
     free(order);
 }

@@ -267,8 +267,10 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
         cluster__event(c, g->pg->json, "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
     if (new_unsched) {
         char ev[700];
+        /* counting the tasks neither bound nor pipelined */
+        int64_t left = g->min - o->scheduled - o->pipelined;
         snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
-                 (long long)(g->min - o->scheduled > 0 ? g->min - o->scheduled : 0), g->n, unsched_msg);
+                 (long long)(left > 0 ? left : 0), g->n, unsched_msg);
         cluster__event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
     }
     if (strcmp(old_phase, phase) && (!strcmp(phase, "Running")) && o->bound_now)
@@ -705,7 +707,6 @@ void cluster__volcano_evict(struct cluster *c, struct gang **order, size_t n, st
                             struct nodes *ns, unsigned action)
 {
     struct evict_run r = { .c = c, .order = order, .ng = n, .ns = ns, .action = action };
-    struct cl_pod *p, *pt;
     size_t members = 0;
     for (size_t k = 0; k < n; k++)
         members += order[k]->n;
@@ -719,18 +720,14 @@ void cluster__volcano_evict(struct cluster *c, struct gang **order, size_t n, st
         cluster__gang_res_add(&r.total, &ns->n[i]->alloc, 1);
     /* Pods already on their way out count as free (Volcano's FutureIdle), so a
      * preemptor waiting for its victims to end takes no more */
-    HASH_ITER(hh, c->pods, p, pt) {
-        if (!p->acct_node || !deleting(p))
-            continue;
-        for (size_t i = 0; i < ns->count; i++)
-            if (!strcmp(ns->n[i]->name, p->acct_node))
-                cluster__gang_res_add(&r.releasing[i], &p->req, 1);
-    }
+    if (ns->releasing)
+        memcpy(r.releasing, ns->releasing, ns->count * sizeof(*r.releasing));
     for (size_t k = 0; k < n; k++) {
         struct gang *g = order[k];
-        /* an Inqueue gang (not Pending) short of minMember, in an Open queue */
+        /* an Inqueue gang (not Pending) short of minMember, counting its tasks pipelined
+         * on what is being released (JobStarving), in an Open queue */
         if (g->kind != G_VOLCANO || !g->pg || !g->q || !g->q->open || !g->phase ||
-            !strcmp(g->phase, "Pending") || g->scheduled >= g->min)
+            !strcmp(g->phase, "Pending") || g->scheduled + g->pipelined >= g->min)
             continue;
         if (action == VOLCANO_RECLAIM && overused(g->q))
             continue;

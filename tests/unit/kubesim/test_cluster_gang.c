@@ -371,6 +371,20 @@ static void test_reclaim(void **state)
     assert_int_equal(gt_bound(t, "rb", 0, 2), 0);
     gt_session(t);
     assert_int_equal(gt_deleting(t, "ra", 0, 4), 2);
+    /* rb is pipelined on what is being released, in the real Volcano v1.14.1's words */
+    cJSON *un = gt_cond(t, t->vpg, "rb", "Unschedulable");
+    assert_non_null(un);
+    assert_string_equal(tl_str(un, "message"), "2/2 tasks in gang unschedulable: pod group is not "
+                        "ready, 2 Pipelined, 2 minAvailable. Origin reason is rb-0: 0/2 nodes are "
+                        "unavailable: 2 Insufficient cpu.");
+    cJSON_Delete(un);
+    assert_int_equal(gt_events(t, "default", "rb", "Unschedulable", "0/2 tasks in gang unschedulable: "
+                               "pod group is not ready, 2 Pipelined, 2 minAvailable", "volcano"), 1);
+    assert_int_equal(gt_events(t, "default", "rb-1", "FailedScheduling", "once resource is released "
+                               "and minAvailable is satisfied", "volcano"), 1);
+    gt_session(t);   /* stable */
+    assert_int_equal(gt_events(t, "default", "rb", "Unschedulable", "2 Pipelined", "volcano"), 1);
+    assert_int_equal(gt_deleting(t, "ra", 0, 4), 2);
     for (int i = 0; i < 4; i++) {   /* the kubelet ends the victims */
         snprintf(buf, sizeof(buf), "ra-%d", i);
         if (gt_deleting(t, "ra", i, 1))
