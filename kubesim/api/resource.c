@@ -469,6 +469,7 @@ static int finish_write(struct server_req *req, const struct reg_resource *res, 
     }
     if (!o)
         return server_reply_status(req, 500, "InternalError", "the store returned no object");
+    req->rv = o->rv;   /* which write made which object version: the chaos soak's judge */
     code = server_reply(req, code, JSON, o->bytes, o->len);
     store_obj_unref(o);
     return code;

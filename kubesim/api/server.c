@@ -254,6 +254,8 @@ static void request_log_write(struct server *s, struct req_priv *p)
     log_kv(&b, "query", p->rawquery.data ? p->rawquery.data : "");
     log_kv(&b, "user_agent", req->user_agent);
     buf_printf(&b, ",\"code\":%d,\"duration_ms\":%.3f", p->reset ? 0 : p->code, ms);
+    if (req->rv)
+        buf_printf(&b, ",\"rv\":%llu", (unsigned long long)req->rv);
     if (p->route.kind == ROUTE_RESOURCE) {
         log_kv(&b, "resource", p->route.plural);
         log_kv(&b, "subresource", p->route.sub);

@@ -244,6 +244,9 @@ assert not missing, missing
 l = [x for x in lines if x["verb"] == "create" and x["resource"] == "configmaps"][0]
 assert l["code"] == 201 and l["method"] == "POST" and l["namespace"] == "default"
 assert "duration_ms" in l and "user_agent" in l and "time" in l and "query" in l
+assert isinstance(l.get("rv"), int) and l["rv"] > 0, l   # the version the create made
+g = [x for x in lines if x["verb"] == "get" and x.get("resource") == "configmaps"][0]
+assert "rv" not in g, g
 ' "$KUBESIM_REQLOG"
 
 # ---- SIGTERM ends open watches cleanly and exits 0 ---------------------------------------------
