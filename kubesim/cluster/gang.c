@@ -856,6 +856,7 @@ void cluster__gang_pass(struct cluster *c)
         cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_RECLAIM);
     HASH_ITER(hh, qs, q, qt)
         cluster__volcano_queue_status(c, rq, q);
+    cluster__kai_queue_status(c, kqs);
 out:
     HASH_ITER(hh, all, g, tmp) {
         HASH_DEL(all, g);
@@ -872,6 +873,7 @@ out:
     }
     HASH_ITER(hh, kqs, q, qt) {
         HASH_DEL(kqs, q);
+        store_obj_unref(q->obj);
         free(q);
     }
     HASH_ITER(hh, yqs, q, qt) {

@@ -388,6 +388,8 @@ void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char 
  * (HASH_DEL, free). */
 struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
                                    const struct cluster_res *total);
+/* Each KAI Queue's status: allocated, requested, childQueues (when changed). */
+void cluster__kai_queue_status(struct cluster *c, struct gqueue *kqs);
 /* NULL when the gang's Pending Pods fit under its queue's and its parents' limits, else
  * KAI's message (in why). */
 const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, char *why,
