@@ -26,6 +26,8 @@
 #include "kubesim/cluster/internal.h"
 #include "util/util.h"
 
+static void svc_mark(struct cluster *c, struct cl_svc *s);
+
 #define ENDPOINTS_MAX 1000
 
 static bool labels_match(const cJSON *selector, const cJSON *labels)
@@ -316,6 +318,11 @@ void cluster__endpoints_index_free(struct cluster *c)
     struct cl_ep_index *x = c->epx;
     struct ep_entry *e, *te;
 
+    for (size_t i = 0; i < c->nep_dirty; i++)
+        free(c->ep_dirty[i]);
+    free(c->ep_dirty);
+    c->ep_dirty = NULL;
+    c->nep_dirty = c->capep_dirty = 0;
     if (!x)
         return;
     HASH_ITER(hh, x->svcs, e, te)
@@ -451,12 +458,44 @@ void cluster__endpoints_sync(struct cluster *c)
 {
     struct cl_svc *s, *tmp;
 
+    char **keys = c->ep_dirty;
+    size_t n = c->nep_dirty;
+
     c->endpoints_dirty = false;
-    HASH_ITER(hh, c->svcs, s, tmp)
-        if (s->dirty) {
+    /* the Services marked since the last sync, not a walk of all of them: 10,000
+     * RayClusters have as many Services, and this runs every 50 ms while Pods change */
+    c->ep_dirty = NULL;
+    c->nep_dirty = c->capep_dirty = 0;
+    for (size_t i = 0; i < n; i++) {
+        c->ep_visited++;
+        HASH_FIND_STR(c->svcs, keys[i], s);
+        free(keys[i]);
+        if (s && s->dirty) {
             s->dirty = false;
             sync_service(c, s);
         }
+    }
+    free(keys);
+    if (c->ep_dirty_lost) {
+        /* a mark that could not be listed (out of memory): look at them all once */
+        c->ep_dirty_lost = false;
+        HASH_ITER(hh, c->svcs, s, tmp) {
+            c->ep_visited++;
+            if (s->dirty) {
+                s->dirty = false;
+                sync_service(c, s);
+            }
+        }
+    }
+}
+
+/* Marks s for the next sync (once: a marked Service is listed already). */
+static void svc_mark(struct cluster *c, struct cl_svc *s)
+{
+    if (!s->dirty && !cluster__keys_push(&c->ep_dirty, &c->nep_dirty, &c->capep_dirty, s->key))
+        c->ep_dirty_lost = true;
+    s->dirty = true;
+    c->endpoints_dirty = true;
 }
 
 static const cJSON *svc_selector(const struct cl_svc *s)
@@ -483,8 +522,7 @@ static void member_set(struct cluster *c, struct cl_svc *s, const char *key, boo
     } else if (!in) {
         return;   /* neither before nor now: nothing to resync */
     }
-    s->dirty = true;
-    c->endpoints_dirty = true;
+    svc_mark(c, s);
 }
 
 /* Re-decides key's membership in the Service indexed as skey. */
@@ -570,8 +608,7 @@ void cluster__endpoints_svc(struct cluster *c, struct cl_svc *s)
     char **lk;
 
     cluster__endpoints_svc_free(s);
-    s->dirty = true;
-    c->endpoints_dirty = true;
+    svc_mark(c, s);
     if (!x)
         return;
     entry_forget(&x->svcs, &x->svc_by_pair, s->key);

@@ -152,6 +152,10 @@ struct cluster {
     size_t npending, cappending;
     char **unsched;              /* pod keys found Unschedulable: retried when capacity frees */
     size_t nunsched, capunsched;
+    char **ep_dirty;             /* endpoints.c: keys of the Services marked dirty */
+    size_t nep_dirty, capep_dirty;
+    bool ep_dirty_lost;          /* a mark missed the list (ENOMEM): the next sync scans */
+    unsigned long ep_visited;    /* Services a sync looked at (tests: work per change) */
     struct cl_node **free_idx;   /* node_index.c: the nodes, emptiest first */
     size_t nfree_idx, capfree_idx;
     unsigned long sched_visited; /* nodes the scheduler looked at (tests: work per Pod) */
@@ -164,6 +168,7 @@ struct cluster {
     char **deploy_dirty, **rs_dirty; /* "ns/name" to sync (deploy.c) */
     size_t ndeploy_dirty, capdeploy_dirty, nrs_dirty, caprs_dirty;
     bool gang_dirty;             /* a gang Pod, PodGroup or Queue changed (gang.c) */
+    bool gang_seen;              /* any was ever seen: capacity changes concern the gang step */
     bool certmgr_dirty, certmgr_timer; /* a Certificate or Issuer changed (certmgr.c) */
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
@@ -207,6 +212,8 @@ struct cl_node *cluster__node_index_at(const struct cluster *c, size_t i);
 void cluster__node_index_free(struct cluster *c);
 
 /* pods.c */
+/* Appends a copy of key to a growing list of keys; false (nothing added) on ENOMEM. */
+bool cluster__keys_push(char ***list, size_t *n, size_t *cap, const char *key);
 /* Binds p to n (spec.nodeName), with the Scheduled Event of component. */
 int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component);
 void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
@@ -353,7 +360,10 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
                                 const char *phase, const struct outcome *o,
                                 const char *unsched_msg, const char *enq_reason);
 
-/* gang_yunikorn.c: the queues of yunikorn/yunikorn-configs (NULL without), each
+/* gang_yunikorn.c: the application's task groups: g->min becomes the members they
+ * count among the existing Pods, g->reserve the placeholders of those to come. */
+void cluster__yunikorn_groups(struct gang *g);
+/* The queues of yunikorn/yunikorn-configs (NULL without), each
  * YuniKorn gang's q set; freed by the caller (HASH_DEL, free). */
 struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, size_t n);
 /* NULL when the application's waiting Pods and placeholders fit under its queue's and
@@ -381,6 +391,8 @@ void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char 
  * (HASH_DEL, free). */
 struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
                                    const struct cluster_res *total);
+/* Each KAI Queue's status: allocated, requested, childQueues (when changed). */
+void cluster__kai_queue_status(struct cluster *c, struct gqueue *kqs);
 /* NULL when the gang's Pending Pods fit under its queue's and its parents' limits, else
  * KAI's message (in why). */
 const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, char *why,

@@ -54,8 +54,7 @@ static void account(struct cluster *c, struct cl_pod *p, const char *node)
     }
 }
 
-/* Appends a strdup of key to a key list (a lost key on ENOMEM only delays a retry). */
-static bool keys_push(char ***list, size_t *n, size_t *cap, const char *key)
+bool cluster__keys_push(char ***list, size_t *n, size_t *cap, const char *key)
 {
     if (*n == *cap) {
         size_t ncap = *cap ? *cap * 2 : 256;
@@ -73,7 +72,7 @@ static bool keys_push(char ***list, size_t *n, size_t *cap, const char *key)
 
 static void pending_push(struct cluster *c, struct cl_pod *p)
 {
-    if (!p->queued && keys_push(&c->pending, &c->npending, &c->cappending, p->key))
+    if (!p->queued && cluster__keys_push(&c->pending, &c->npending, &c->cappending, p->key))
         p->queued = true;
 }
 
@@ -96,7 +95,7 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
     HASH_FIND_STR(c->pods, key, p);
     bool gang = cluster__gang_pod(o->json);
     if (gang)
-        c->gang_dirty = true;   /* a gang member changed: the gang step looks again */
+        c->gang_dirty = c->gang_seen = true;   /* a gang member changed: the gang step looks again */
     if (type == EV_DELETED) {
         cluster__endpoints_pod(c, key, o->ns, NULL);
         if (p) {
@@ -211,9 +210,6 @@ int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, co
     return 0;
 }
 
-/* Places p on the emptiest node that passes every filter: the index is walked from the
- * front, so a Pod that fits costs the nodes ahead of its own, not the whole table. Only
- * when no node fits are they all asked why, for the FailedScheduling message. */
 /* VolumeBinding's PreFilter: the first persistentVolumeClaim volume whose claim does not
  * exist (the Pod is unschedulable until it does), NULL when all are there. */
 static const char *missing_claim(struct cluster *c, const cJSON *pod)
@@ -235,6 +231,9 @@ static const char *missing_claim(struct cluster *c, const cJSON *pod)
     return NULL;
 }
 
+/* Places p on the emptiest node that passes every filter: the index is walked from the
+ * front, so a Pod that fits costs the nodes ahead of its own, not the whole table. Only
+ * when no node fits are they all asked why, for the FailedScheduling message. */
 static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, size_t cap)
 {
     struct cl_node *n, *tmp, *best = NULL;
@@ -275,7 +274,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     cluster_unsched_message(i, fits, taint, msg, sizeof(msg));
 unschedulable:
     p->unsched = true;
-    keys_push(&c->unsched, &c->nunsched, &c->capunsched, p->key);
+    cluster__keys_push(&c->unsched, &c->nunsched, &c->capunsched, p->key);
     if (!strcmp(msg, p->unsched_msg))
         return;
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
@@ -290,7 +289,10 @@ void cluster__schedule_pass(struct cluster *c)
     unsigned *fits;
     size_t nn = HASH_COUNT(c->nodes);
 
-    if (c->capacity_changed)
+    /* freed capacity concerns the gang step only once there are gangs: its session
+     * walks every Pod, which a cluster of default-scheduler Pods need not pay for each
+     * Pod that ends */
+    if (c->capacity_changed && c->gang_seen)
         c->gang_dirty = true;
     if (c->capacity_changed) {
         /* a node came or a Pod let go of its resources: try the waiting ones again */

@@ -615,8 +615,10 @@ static void *cluster_main(void *arg)
                     c->capacity_changed = true;
             } else if (cluster__certmgr_resource(o->res))
                 c->certmgr_dirty = true;
+            else if (cluster__gang_resource(o->res))
+                c->gang_dirty = c->gang_seen = true;   /* a PodGroup or Queue */
             else
-                c->gang_dirty = true;   /* a PodGroup or Queue (cluster__gang_resource) */
+                c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
             store_obj_unref(o);
         }
         nbatch = 0;

@@ -537,7 +537,11 @@ static int record_mf(cJSON *obj, const cJSON *old, const char *manager,
         if (rc == -ENOMEM)
             goto out;
     }
-    if ((rc = patch__fs_from_object(obj, &keys, &all)) == -ENOMEM)
+    /* an update looks only where obj differs from old: the rest changes no owner (a
+     * name holding the path separator makes paths ambiguous: look everywhere then) */
+    if ((rc = old && !has_sep_name(obj, 0) && !has_sep_name(old, 0)
+                  ? patch__fs_changed(obj, old, &keys, &all)
+                  : patch__fs_from_object(obj, &keys, &all)) == -ENOMEM)
         goto out;
     if ((self = mf_find_or_add(&l, manager, operation ? operation : "Update",
                                subresource)) < 0) {

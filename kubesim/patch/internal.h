@@ -80,6 +80,12 @@ int patch__fs_sort_parents_first(struct fs_set *s);
 void patch__fs_free(struct fs_set *s);
 /* Field set of a whole object (server-owned metadata skipped). */
 int patch__fs_from_object(const cJSON *obj, const struct fs_keys *k, struct fs_set *out);
+/* The paths of patch__fs_from_object(obj) that may differ from old: a member of an object
+ * equal to the member of that name in old's object at the same place is left out with
+ * all below it (every path there resolves to equal nodes in both). What an update's
+ * ownership record looks at: a status write of a Pod no longer walks its spec. */
+int patch__fs_changed(const cJSON *obj, const cJSON *old, const struct fs_keys *k,
+                      struct fs_set *out);
 int patch__fs_from_fieldsv1(const cJSON *f, struct fs_set *out);
 cJSON *patch__fs_to_fieldsv1(const struct fs_set *s); /* caller owns; NULL = ENOMEM */
 /* Appends the compact JSON text of patch__fs_to_fieldsv1(s) to out without building the

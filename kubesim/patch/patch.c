@@ -23,14 +23,16 @@ bool patch__json_equal(const cJSON *a, const cJSON *b)
 
 /* ---- RFC 7386 ----------------------------------------------------------------- */
 
-/* Returns the merge of patch onto target (either may be NULL), caller owns; NULL = ENOMEM. */
-static cJSON *merge_value(const cJSON *target, const cJSON *patch)
+/* The merge applied member by member onto a whole copy of target: the rule, kept for a
+ * patch object whose keys repeat (each occurrence applies in turn) or that is too large
+ * for the pairwise key check below. Caller owns; NULL = ENOMEM. */
+static cJSON *merge_value(const cJSON *target, const cJSON *patch);
+
+static cJSON *merge_in_turn(const cJSON *target, const cJSON *patch)
 {
     cJSON *res;
     const cJSON *m;
 
-    if (!cJSON_IsObject(patch))
-        return cJSON_Duplicate(patch, true);
     res = cJSON_IsObject(target) ? cJSON_Duplicate(target, true) : cJSON_CreateObject();
     if (!res)
         return NULL;
@@ -46,6 +48,75 @@ static cJSON *merge_value(const cJSON *target, const cJSON *patch)
         if (!v)
             goto nomem;
         if (patch__set_member(res, cur, m->string, v))
+            goto nomem;
+    }
+    return res;
+nomem:
+    cJSON_Delete(res);
+    return NULL;
+}
+
+#define MERGE_PAIRWISE_MAX 64   /* patch members per object checked for repeats pairwise */
+
+/* A repeated key in a patch object, or more members than are worth checking. */
+static bool merge_needs_turns(const cJSON *patch)
+{
+    int n = 0;
+
+    for (const cJSON *a = patch->child; a; a = a->next) {
+        if (++n > MERGE_PAIRWISE_MAX || !a->string)
+            return true;
+        for (const cJSON *b = a->next; b; b = b->next)
+            if (b->string && !strcmp(a->string, b->string))
+                return true;
+    }
+    return false;
+}
+
+static bool merge_add(cJSON *res, const char *name, cJSON *v)
+{
+    if (v && cJSON_AddItemToObject(res, name, v))
+        return true;
+    cJSON_Delete(v);
+    return false;
+}
+
+/*
+ * Returns the merge of patch onto target (either may be NULL), caller owns; NULL = ENOMEM.
+ * Each member of target is copied once, merged where the patch names it. Copying the
+ * whole target and then each patched member again, level by level, made a status write
+ * to a Pod copy its status twice and the Pod once more (issue 18). The result is the
+ * same: target's members in order (the first of a repeated name is the one patched or
+ * removed), then the patch's new members in patch order.
+ */
+static cJSON *merge_value(const cJSON *target, const cJSON *patch)
+{
+    const cJSON *t, *m;
+    cJSON *res;
+
+    if (!cJSON_IsObject(patch))
+        return cJSON_Duplicate(patch, true);
+    if (merge_needs_turns(patch))
+        return merge_in_turn(target, patch);
+    if (!(res = cJSON_CreateObject()))
+        return NULL;
+    if (cJSON_IsObject(target)) {
+        cJSON_ArrayForEach(t, target) {
+            m = t->string ? cJSON_GetObjectItemCaseSensitive(patch, t->string) : NULL;
+            if (m && cJSON_GetObjectItemCaseSensitive(target, t->string) != t)
+                m = NULL;   /* a later member of a repeated name: left as it was */
+            if (m && cJSON_IsNull(m))
+                continue;
+            if (!merge_add(res, t->string ? t->string : "",
+                           m ? merge_value(t, m) : cJSON_Duplicate(t, true)))
+                goto nomem;
+        }
+    }
+    cJSON_ArrayForEach(m, patch) {
+        if (cJSON_IsNull(m) ||
+            (cJSON_IsObject(target) && cJSON_GetObjectItemCaseSensitive(target, m->string)))
+            continue;
+        if (!merge_add(res, m->string, merge_value(NULL, m)))
             goto nomem;
     }
     return res;

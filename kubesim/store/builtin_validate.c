@@ -137,12 +137,15 @@ static bool tolerations_only_added(const cJSON *now, const cJSON *before)
 static void check_pod_update(const cJSON *obj, const cJSON *old, cJSON *causes)
 {
     const cJSON *spec = jget(obj, "spec"), *ospec = jget(old, "spec");
-    cJSON *a = cJSON_Duplicate(spec, true);
     const cJSON *tg = jget(spec, "terminationGracePeriodSeconds");
     const cJSON *otg = jget(ospec, "terminationGracePeriodSeconds");
+    cJSON *a;
     bool ok;
 
-    if (!a)
+    /* most updates (every status write) leave spec alone: nothing to copy and compare */
+    if (json_equal(spec, ospec))
+        return;
+    if (!(a = cJSON_Duplicate(spec, true)))
         return;
     neutralise_mutable(a, ospec);
     ok = json_equal(a, ospec) &&

@@ -113,10 +113,13 @@ static void compact_managed_fields(cJSON *json)
 
 struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json)
 {
-    struct store_obj *o = calloc(1, sizeof(*o));
+    /* malloc, not calloc: glibc's calloc skips the thread cache (one per write) */
+    struct store_obj *o = malloc(sizeof(*o));
     const cJSON *md;
     const char *rv;
 
+    if (o)
+        memset(o, 0, sizeof(*o));
     if (!o || !json) {
         free(o);
         cJSON_Delete(json);

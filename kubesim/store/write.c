@@ -5,6 +5,7 @@
  * validation with fieldValidation, finalizers and graceful deletion, CRD
  * registration). Patch (patch.c) reuses store__write_prepared().
  */
+#include "kobj/json_equal.h"
 #include "kubesim/store/internal.h"
 #include "kubesim/patch/patch.h"
 #include "kubesim/schema/schema.h"
@@ -40,6 +41,42 @@ static void copy_top(cJSON *to, const cJSON *from, const char *k)
     cJSON_DeleteItemFromObjectCaseSensitive(to, k);
     if (v)
         cJSON_AddItemToObject(to, k, cJSON_Duplicate(v, true));
+}
+
+/*
+ * The start of a /status write's object: old's members but status, each taken from obj
+ * when obj holds it unchanged (moved out, not copied: a merge patch leaves all but
+ * status as it found them, and copying the whole Pod again was a quarter of a kubelet
+ * status write, issue 18), else copied from old. *same_md tells that metadata came from
+ * obj whole, so its labels, annotations and managedFields are already obj's.
+ */
+static cJSON *status_base(const cJSON *old, cJSON *obj, bool *same_md)
+{
+    cJSON *n = cJSON_CreateObject();
+    const cJSON *t;
+
+    *same_md = false;
+    if (!n)
+        return NULL;
+    cJSON_ArrayForEach(t, old) {
+        cJSON *mine;
+        if (!t->string || !strcmp(t->string, "status"))
+            continue;
+        mine = cJSON_GetObjectItemCaseSensitive(obj, t->string);
+        if (mine && json_equal(mine, t)) {
+            mine = cJSON_DetachItemViaPointer(obj, mine);
+            if (!strcmp(t->string, "metadata"))
+                *same_md = true;
+        } else {
+            mine = cJSON_Duplicate(t, true);
+        }
+        if (!mine || !cJSON_AddItemToObject(n, t->string, mine)) {
+            cJSON_Delete(mine);
+            cJSON_Delete(n);
+            return NULL;
+        }
+    }
+    return n;
 }
 
 /* Puts key k with string v first in obj (apiVersion and kind lead, as served). */
@@ -480,17 +517,22 @@ int store__write_prepared(struct store *s, const struct reg_resource *res, struc
     if (status_sub) {
         /* /status: everything but status (and, for built-ins, labels and
          * annotations as the pod/service status strategies allow) comes from old */
-        nobj = cJSON_Duplicate(old, true);
+        bool same_md = false;
+        nobj = status_base(old, obj, &same_md);
         if (!nobj) {
             rc = -ENOMEM;
             goto out;
         }
-        copy_top(nobj, obj, "status");
-        if (res->builtin) {
-            copy_meta(nobj, obj, "labels");
-            copy_meta(nobj, obj, "annotations");
+        cJSON *stv = cJSON_DetachItemFromObjectCaseSensitive(obj, "status");
+        if (stv)
+            cJSON_AddItemToObject(nobj, "status", stv);
+        if (!same_md) {
+            if (res->builtin) {
+                copy_meta(nobj, obj, "labels");
+                copy_meta(nobj, obj, "annotations");
+            }
+            copy_meta(nobj, obj, "managedFields");
         }
-        copy_meta(nobj, obj, "managedFields");
         cJSON_Delete(obj);
         obj = nobj;
         nobj = NULL;

@@ -176,7 +176,7 @@ int rs_validate(const cJSON *rs, const struct rs_gates *g, struct rs_invalid *wh
             cJSON_AddItemToObject(md, "annotations",
                                   cJSON_Duplicate(json_get(rs, "metadata.annotations"), 1));
         cJSON_AddItemToObject(rc, "spec", spec ? cJSON_Duplicate(spec, 1) : cJSON_CreateObject());
-        if (rc_validate(rc, NULL, &rcw) < 0 && strcmp(rcw.reason, RC_REASON_INVALID_SPEC) == 0) {
+        if (rc_validate(rc, g ? g->cluster : NULL, &rcw) < 0 && strcmp(rcw.reason, RC_REASON_INVALID_SPEC) == 0) {
             /* keep the inner text: "The RayCluster spec is invalid NS/NAME: X" -> X */
             const char *inner = strstr(rcw.message, ": ");
             snprintf(why->reason, sizeof(why->reason), "%s", S);

@@ -1,7 +1,9 @@
 /* fuzz_patch.c - every patch flavour on fuzzed JSON, and a create's fieldsV1 printed
  * straight from the object against the field set. Input: one mode byte, then the
  * target document, a NUL byte, then the patch. Any input must give a result or an
- * error; results must be well-formed and the inputs untouched. */
+ * error; results must be well-formed and the inputs untouched, and an update's candidate
+ * paths for managedFields must leave out only unchanged fields. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,49 @@ static void check_direct_print(const cJSON *obj, const char *kind)
     patch__fs_free(&set);
     buf_free(&a);
     buf_free(&b);
+}
+
+/* A member name repeated in one object, or holding the path separator, anywhere in j. */
+static bool repeats_names(const cJSON *j)
+{
+    for (const cJSON *a = j ? j->child : NULL; a; a = a->next) {
+        if (a->string && strchr(a->string, FS_SEP))
+            return true;
+        if (cJSON_IsObject(j) && a->string)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (b->string && !strcmp(a->string, b->string))
+                    return true;
+        if (repeats_names(a))
+            return true;
+    }
+    return false;
+}
+
+/* What an update's ownership record leaves out (patch__fs_changed) is what it would have
+ * found unchanged: every path of the object not among the candidates resolves in both
+ * objects, to equal values (a "." entry: it exists in old). Objects with a repeated
+ * member name or one holding FS_SEP are left out: their paths do not name one node
+ * (record_mf looks everywhere for the latter). */
+static void check_changed_paths(const cJSON *obj, const cJSON *old)
+{
+    struct fs_keys k = { "Pod", NULL };
+    struct fs_set all = { 0 }, ch = { 0 };
+
+    if (repeats_names(obj) || repeats_names(old))
+        return;
+    if (patch__fs_from_object(obj, &k, &all) == 0 && patch__fs_changed(obj, old, &k, &ch) == 0) {
+        for (size_t i = 0; i < all.n; i++) {
+            const cJSON *now, *was;
+            if (patch__fs_has(&ch, all.v[i].p))
+                continue;
+            now = patch__fs_resolve(obj, all.v[i].p);
+            was = patch__fs_resolve(old, all.v[i].p);
+            if (!was || (!all.v[i].self && (!now || !patch__json_equal(now, was))))
+                abort();
+        }
+    }
+    patch__fs_free(&all);
+    patch__fs_free(&ch);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -85,6 +130,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         char *s = cJSON_PrintUnformatted(out);
         free(s);
+        if (cJSON_IsObject(out) && cJSON_IsObject(target))
+            check_changed_paths(out, target);
         /* apply again on its own result: managedFields written must read back */
         if (mode % 5 == 3 && cJSON_IsObject(out)) {
             cJSON *again = NULL;

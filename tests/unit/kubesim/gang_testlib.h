@@ -82,6 +82,8 @@ static void gt_pump(struct gt *t)
             cluster__pod_event(c, batch[i].type, o);
         } else if (o->res == t->nodes) {
             cluster__node_event(c, batch[i].type, o);
+        } else if (c->r_svc && o->res == c->r_svc) {
+            cluster__svc_event(c, batch[i].type, o);
         } else if (cluster__gang_resource(o->res) || o->res == t->pc) {
             c->gang_dirty = true;
         }

@@ -12,6 +12,7 @@
 
 #include "kobj/json_equal.h"
 #include "kubesim/patch/patch.h"
+#include "kubesim/patch/internal.h"
 
 /* Asserts that JSON texts a and b are structurally equal. */
 static void assert_json(const cJSON *got, const char *want)
@@ -115,6 +116,79 @@ static void test_merge_does_not_modify_inputs(void **state)
     cJSON_Delete(t);
     cJSON_Delete(p);
     cJSON_Delete(out);
+}
+
+/* Exact text: member order is part of what a merge keeps. */
+static void merge_text(const char *target, const char *patch, const char *want)
+{
+    cJSON *out = NULL;
+    char err[256], *txt;
+    assert_int_equal(run(MERGE, target, patch, NULL, &out, err, sizeof(err)), 0);
+    txt = cJSON_PrintUnformatted(out);
+    assert_string_equal(txt, want);
+    free(txt);
+    cJSON_Delete(out);
+}
+
+static void test_merge_order_and_repeats(void **state)
+{
+    (void)state;
+    /* target's members in place, new ones after in patch order */
+    merge_text("{\"a\":1,\"b\":{\"x\":1,\"y\":2},\"c\":3}", "{\"z\":9,\"b\":{\"y\":null,\"w\":4},\"a\":0}",
+               "{\"a\":0,\"b\":{\"x\":1,\"w\":4},\"c\":3,\"z\":9}");
+    /* a repeated name in the target: the first is the one patched or removed */
+    merge_text("{\"a\":1,\"a\":2}", "{\"a\":5}", "{\"a\":5,\"a\":2}");
+    merge_text("{\"a\":1,\"a\":2}", "{\"a\":null}", "{\"a\":2}");
+    /* a repeated name in the patch: each applies in turn */
+    merge_text("{\"a\":{\"x\":1}}", "{\"a\":{\"y\":2},\"a\":{\"x\":null}}", "{\"a\":{\"y\":2}}");
+    merge_text("{}", "{\"n\":{\"a\":null,\"b\":1}}", "{\"n\":{\"b\":1}}");
+}
+
+static size_t merge_allocs;
+
+static void *counting_malloc(size_t n)
+{
+    merge_allocs++;
+    return malloc(n);
+}
+
+/* A status patch onto a Pod-like object copies the object once: each member once,
+ * merged where the patch names it (it used to copy the object, then the patched member
+ * again at each level). */
+static void test_merge_copies_once(void **state)
+{
+    cJSON_Hooks hooks = { counting_malloc, free };
+    cJSON *t, *p, *out = NULL;
+    char big[16384], err[64];
+    size_t off, whole;
+    (void)state;
+
+    off = (size_t)snprintf(big, sizeof(big), "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"c\":[");
+    for (int i = 0; i < 40; i++)
+        off += (size_t)snprintf(big + off, sizeof(big) - off, "%s{\"n\":\"c%d\",\"i\":\"img\"}",
+                                i ? "," : "", i);
+    off += (size_t)snprintf(big + off, sizeof(big) - off, "]},\"status\":{\"phase\":\"Pending\","
+                            "\"conditions\":[");
+    for (int i = 0; i < 40; i++)
+        off += (size_t)snprintf(big + off, sizeof(big) - off, "%s{\"type\":\"T%d\",\"status\":\"False\"}",
+                                i ? "," : "", i);
+    snprintf(big + off, sizeof(big) - off, "],\"x\":{\"a\":{\"b\":1}}}}");
+    assert_non_null(t = cJSON_Parse(big));
+    assert_non_null(p = cJSON_Parse("{\"status\":{\"phase\":\"Running\",\"x\":{\"a\":{\"b\":2}}}}"));
+    cJSON_InitHooks(&hooks);
+    merge_allocs = 0;
+    cJSON *copy = cJSON_Duplicate(t, true);
+    whole = merge_allocs;
+    merge_allocs = 0;
+    assert_int_equal(patch_merge(t, p, &out, err, sizeof(err)), 0);
+    cJSON_InitHooks(NULL);
+    assert_true(merge_allocs <= whole + 16);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(out, "status"),
+                                                                 "phase")), "Running");
+    cJSON_Delete(copy);
+    cJSON_Delete(out);
+    cJSON_Delete(t);
+    cJSON_Delete(p);
 }
 
 /* ---- RFC 6902 ---- */
@@ -565,6 +639,55 @@ static void test_record_managed_fields(void **state)
     cJSON_Delete(st);
 }
 
+/* An update's ownership record looks only where the object changed: a status write's
+ * candidate paths hold nothing of spec, and every path it names is under status, a
+ * label that changed, or what is new; the entries it then writes are the same as before
+ * (the creator keeps spec and the labels it set, the writer owns what it changed). */
+static void test_record_managed_fields_changed_only(void **state)
+{
+    (void)state;
+    cJSON *old = cJSON_Parse("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"labels\":{\"a\":\"1\","
+                             "\"b\":\"2\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\","
+                             "\"ports\":[{\"containerPort\":80}]}],\"tolerations\":[{\"key\":\"k\"}]},"
+                             "\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"Ready\","
+                             "\"status\":\"False\"}]}}");
+    struct fs_keys keys = { "Pod", NULL };
+    struct fs_set set = { 0 };
+    assert_non_null(old);
+    assert_int_equal(patch_record_managed_fields(old, NULL, "creator", "Update", "v1", NULL), 0);
+    cJSON *nw = cJSON_Duplicate(old, true);
+    cJSON *status = cJSON_GetObjectItem(nw, "status");
+    cJSON_ReplaceItemInObject(status, "phase", cJSON_CreateString("Running"));
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(cJSON_GetObjectItem(nw, "metadata"), "labels"), "b",
+                              cJSON_CreateString("3"));
+    cJSON_AddStringToObject(status, "podIP", "10.0.0.1");
+    assert_int_equal(patch__fs_changed(nw, old, &keys, &set), 0);
+    assert_true(set.n > 0);
+    for (size_t i = 0; i < set.n; i++) {
+        const char *p = set.v[i].p;
+        if (!strncmp(p, "f:spec", 6) || strstr(p, "f:a") || strstr(p, "f:name"))
+            fail_msg("unchanged path %s among the candidates", p);
+    }
+    patch__fs_free(&set);
+    assert_int_equal(patch_record_managed_fields(nw, old, "kubelet", "Update", "v1", "status"), 0);
+    assert_json(cJSON_GetObjectItem(mf_entry(nw, "kubelet", "Update"), "fieldsV1"),
+                "{\"f:metadata\":{\"f:labels\":{\"f:b\":{}}},"
+                "\"f:status\":{\"f:phase\":{},\"f:podIP\":{}}}");
+    const cJSON *cr = cJSON_GetObjectItem(mf_entry(nw, "creator", "Update"), "fieldsV1");
+    cJSON *want = cJSON_Parse("{\"f:metadata\":{\"f:labels\":{\".\":{},\"f:a\":{}}},\"f:spec\":{"
+                              "\"f:containers\":{\"k:{\\\"name\\\":\\\"c\\\"}\":{\".\":{},\"f:image\":{},"
+                              "\"f:name\":{},\"f:ports\":{\"k:{\\\"containerPort\\\":80}\":{\".\":{},\"f:containerPort\":{}}}}},\"f:tolerations\":{}},"
+                              "\"f:status\":{\"f:conditions\":{\"k:{\\\"type\\\":\\\"Ready\\\"}\":{\".\":{},"
+                              "\"f:status\":{},\"f:type\":{}}}}}");
+    if (!cr || !patch__json_equal(cr, want)) {
+        char *got = cJSON_PrintUnformatted(cr);
+        fail_msg("creator's fields: %s", got ? got : "(none)");
+    }
+    cJSON_Delete(want);
+    cJSON_Delete(old);
+    cJSON_Delete(nw);
+}
+
 /* A chain of n nested objects, each with two members: {"a":{...},"b":1}. */
 static cJSON *nested(int n, int leaf)
 {
@@ -609,6 +732,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_merge_rfc7386),
         cmocka_unit_test(test_merge_does_not_modify_inputs),
+        cmocka_unit_test(test_merge_order_and_repeats),
+        cmocka_unit_test(test_merge_copies_once),
         cmocka_unit_test(test_json_patch_ops),
         cmocka_unit_test(test_json_patch_errors),
         cmocka_unit_test(test_json_patch_op_cap),
@@ -623,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_apply_reapply_change_and_removal),
         cmocka_unit_test(test_apply_conflicts),
         cmocka_unit_test(test_record_managed_fields),
+        cmocka_unit_test(test_record_managed_fields_changed_only),
         cmocka_unit_test(test_json_equal_deep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,67 @@
+/* test_cluster_endpoints.c - the simulated endpoints controller's work follows what
+ * changed: a Pod change syncs the Services that select it, not every Service (the sync
+ * ran every 50 ms over 10,000 Services at 10,000 RayClusters), and the Endpoints it
+ * writes still name the ready Pods. Uses the cluster thread without the thread
+ * (gang_testlib.h). */
+/* a header of static helpers made for the gang tests: this file uses a few of them */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "gang_testlib.h"
+#pragma GCC diagnostic pop
+
+#define NSVC 300
+
+static void sync_now(struct gt *t)
+{
+    gt_pump(t);
+    cluster__endpoints_sync(t->c);
+    gt_pump(t);
+}
+
+static void test_sync_follows_change(void **state)
+{
+    struct gt *t = gt_new(1, "64");
+    const struct reg_resource *svcs = tl_res(t->s, "", "v1", "services");
+    char name[64], ip[64];
+    (void)state;
+
+    t->c->r_svc = svcs;
+    t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
+    t->c->r_eps = tl_res(t->s, "discovery.k8s.io", "v1", "endpointslices");
+    for (int i = 0; i < NSVC; i++) {
+        store_obj_unref(tl_create(t->s, svcs, "default", tl_json(
+            "{\"metadata\":{\"name\":\"s%d\"},\"spec\":{\"selector\":{\"app\":\"a%d\"},"
+            "\"ports\":[{\"port\":80}]}}", i, i)));
+        snprintf(name, sizeof(name), "p%d", i);
+        store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"a%d\"}},\"spec\":{\"nodeName\":"
+            "\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}", name, i)));
+    }
+    t->c->ep_visited = 0;
+    sync_now(t);
+    assert_int_equal(t->c->ep_visited, NSVC);   /* each new Service once */
+    t->c->ep_visited = 0;
+    sync_now(t);
+    assert_int_equal(t->c->ep_visited, 0);      /* nothing changed: nothing looked at */
+    /* one Pod becomes ready: its Service alone */
+    gt_patch(t, t->pods, "default", "p7", "status", "{\"status\":{\"phase\":\"Running\",\"podIP\":"
+             "\"10.1.0.7\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    t->c->ep_visited = 0;
+    sync_now(t);
+    assert_int_equal(t->c->ep_visited, 1);
+    cJSON *ep = gt_get(t, tl_res(t->s, "", "v1", "endpoints"), "default", "s7");
+    const cJSON *addr = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+        cJSON_GetObjectItem(ep, "subsets"), 0), "addresses"), 0);
+    snprintf(ip, sizeof(ip), "%s", tl_str(addr, "ip") ? tl_str(addr, "ip") : "");
+    cJSON_Delete(ep);
+    assert_string_equal(ip, "10.1.0.7");
+    gt_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sync_follows_change),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
