@@ -360,7 +360,10 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
                                 const char *phase, const struct outcome *o,
                                 const char *unsched_msg, const char *enq_reason);
 
-/* gang_yunikorn.c: the queues of yunikorn/yunikorn-configs (NULL without), each
+/* gang_yunikorn.c: the application's task groups: g->min becomes the members they
+ * count among the existing Pods, g->reserve the placeholders of those to come. */
+void cluster__yunikorn_groups(struct gang *g);
+/* The queues of yunikorn/yunikorn-configs (NULL without), each
  * YuniKorn gang's q set; freed by the caller (HASH_DEL, free). */
 struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, size_t n);
 /* NULL when the application's waiting Pods and placeholders fit under its queue's and
