@@ -429,6 +429,7 @@ static int do_get(struct server_req *req, const struct reg_resource *res)
         return reply_scale(req, res, 200);
     if (store_get(req->srv->store, res, req->route->ns, req->route->name, &o, &st) < 0)
         return api__reply_store_status(req, &st);
+    req->rv = o->rv;   /* the version a reader saw, for the request log */
     rc = reply_obj(req, 200, o);
     store_obj_unref(o);
     return rc;

@@ -58,7 +58,8 @@ struct server_req {
     const char *body;          /* NUL-terminated; "" when none */
     size_t body_len;
     const char *verb;          /* audit verb for the request log; handlers may set it */
-    uint64_t rv;               /* resourceVersion a write produced, for the request log (0: none) */
+    uint64_t rv;               /* resourceVersion a write produced or a GET returned, for the
+                                * request log (0: none) */
     const char *header_accept;
     void *conn;                /* struct MHD_Connection *, for handlers that need more headers */
     void *priv;                /* server internals */

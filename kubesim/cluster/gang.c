@@ -12,8 +12,10 @@
  * against its Queue, then placed on a trial copy of the nodes' free resources: when
  * at least minMember of its Pods are bound or placeable they are all bound, else
  * none is and each Pending Pod gets the scheduler's FailedScheduling text. This file
- * holds the session and the placement; Volcano's queues and PodGroup status are in
- * gang_volcano.c, KAI's grouping in gang_kai.c. Runs on the cluster thread only.
+ * holds the session and the placement; Volcano's queues, PodGroup status, preempt and
+ * reclaim are in gang_volcano.c, KAI's pod-grouper and queues in gang_kai.c,
+ * YuniKorn's task groups and queues in gang_yunikorn.c, the scheduler-plugins and WAS
+ * PodGroup status in gang_status.c. Runs on the cluster thread only.
  * What is simulated and what is not: docs/batch-scheduling.md.
  */
 #include <errno.h>
@@ -203,43 +205,6 @@ static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
              kobj_str(spec, "queue") && *kobj_str(spec, "queue") ? kobj_str(spec, "queue") : "default");
     g->prio = cluster__gang_priority(c, kobj_str(spec, "priorityClassName"));
     g->ctime = kobj_meta_str(o->json, "creationTimestamp");
-}
-
-/* YuniKorn gangs with placeholders: the application's task groups (the
- * task-groups annotation) ask for minMember Pods each; the members that exist must
- * all be placeable and the resources of those that do not exist yet (YuniKorn holds
- * them with placeholder Pods) must fit in what is left. g->min becomes the members
- * the task groups count among the existing Pods. */
-static void yunikorn_groups(struct gang *g)
-{
-    const char *tg = g->n ? kobj_annotation(g->m[0]->obj->json, "yunikorn.apache.org/task-groups") : NULL;
-    cJSON *arr = tg ? cJSON_Parse(tg) : NULL;
-    const cJSON *t;
-    g->min = 0;
-    memset(&g->reserve, 0, sizeof(g->reserve));
-    if (!cJSON_IsArray(arr)) {
-        g->min = g->n ? 1 : 0;   /* no gang: each Pod on its own */
-        cJSON_Delete(arr);
-        return;
-    }
-    cJSON_ArrayForEach(t, arr) {
-        const cJSON *mm = kobj_get(t, "minMember");
-        const char *name = kobj_str(t, "name");
-        int64_t want = cJSON_IsNumber(mm) && mm->valuedouble > 0 ? (int64_t)mm->valuedouble : 0, have = 0;
-        struct cluster_res one;
-        for (size_t i = 0; name && i < g->n; i++) {
-            const char *n = kobj_annotation(g->m[i]->obj->json, "yunikorn.apache.org/task-group-name");
-            if (n && !strcmp(n, name))
-                have++;
-        }
-        g->min += have < want ? have : want;
-        if (have < want) {
-            cluster__gang_reslist(kobj_get(t, "minResource"), &one);
-            for (int64_t k = have; k < want; k++)
-                cluster__gang_res_add(&g->reserve, &one, 1);
-        }
-    }
-    cJSON_Delete(arr);
 }
 
 static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, const char *comp)
@@ -695,7 +660,7 @@ void cluster__gang_pass(struct cluster *c)
         if (g->n > 1)
             qsort(g->m, g->n, sizeof(*g->m), member_cmp);
         if (g->kind == G_YUNIKORN)
-            yunikorn_groups(g);
+            cluster__yunikorn_groups(g);
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
             g->q = q;
@@ -856,6 +821,7 @@ void cluster__gang_pass(struct cluster *c)
         cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_RECLAIM);
     HASH_ITER(hh, qs, q, qt)
         cluster__volcano_queue_status(c, rq, q);
+    cluster__kai_queue_status(c, kqs);
 out:
     HASH_ITER(hh, all, g, tmp) {
         HASH_DEL(all, g);
@@ -872,6 +838,7 @@ out:
     }
     HASH_ITER(hh, kqs, q, qt) {
         HASH_DEL(kqs, q);
+        store_obj_unref(q->obj);
         free(q);
     }
     HASH_ITER(hh, yqs, q, qt) {

@@ -393,6 +393,8 @@ struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t 
         if (!(q = calloc(1, sizeof(*q))))
             continue;
         snprintf(q->name, sizeof(q->name), "%s", l.items[i]->name);
+        q->obj = store_obj_ref(l.items[i]);
+        q->owned = true;
         snprintf(q->parent, sizeof(q->parent), "%s",
                  kobj_str(spec, "parentQueue") ? kobj_str(spec, "parentQueue") : "");
         q->priority = cJSON_IsNumber(pr) ? (int64_t)pr->valuedouble : 100;
@@ -529,4 +531,89 @@ const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, c
         q = up != q ? up : NULL;
     }
     return NULL;
+}
+
+/* A quantity as the API prints it: cpu in cores or millicores, memory with a binary
+ * suffix when it divides, GPUs in units. */
+static void quantity(int d, int64_t v, char *out, size_t cap)
+{
+    static const char *const sfx[] = { "Gi", "Mi", "Ki" };
+    static const int64_t div[] = { 1ll << 30, 1ll << 20, 1ll << 10 };
+    if (d == 0) {
+        if (v % 1000)
+            snprintf(out, cap, "%lldm", (long long)v);
+        else
+            snprintf(out, cap, "%lld", (long long)(v / 1000));
+        return;
+    }
+    for (int k = 0; d == 1 && v && k < 3; k++)
+        if (v % div[k] == 0) {
+            snprintf(out, cap, "%lld%s", (long long)(v / div[k]), sfx[k]);
+            return;
+        }
+    snprintf(out, cap, "%lld", (long long)v);
+}
+
+static cJSON *res_list(const struct cluster_res *r)
+{
+    static const char *const names[] = { "cpu", "memory", "nvidia.com/gpu" };
+    const int64_t v[3] = { r->cpu_m, r->mem, r->gpu };
+    cJSON *o = cJSON_CreateObject();
+    char q[48];
+    for (int d = 0; d < 3; d++) {
+        if (!v[d])
+            continue;
+        quantity(d, v[d], q, sizeof(q));
+        cJSON_AddStringToObject(o, names[d], q);
+    }
+    return o;
+}
+
+/* What KAI's queue controller keeps in a Queue's status: allocated, requested and the
+ * child queues (written when they change). */
+void cluster__kai_queue_status(struct cluster *c, struct gqueue *kqs)
+{
+    const struct reg_resource *rq = cluster__gang_find(c, "scheduling.run.ai", "v2", "queues");
+    struct gqueue *q, *qt, *ch, *cht;
+    HASH_ITER(hh, kqs, q, qt) {
+        struct store_write_opts w = { .field_manager = "queue-controller" };
+        struct store_status st = { 0 };
+        const cJSON *old = kobj_get(q->obj ? q->obj->json : NULL, "status");
+        cJSON *body = cJSON_CreateObject(), *sts = cJSON_AddObjectToObject(body, "status");
+        cJSON *kids = cJSON_CreateArray();
+        bool same = true;
+        char *text;
+        HASH_ITER(hh, kqs, ch, cht)
+            if (!strcmp(ch->parent, q->name))
+                cJSON_AddItemToArray(kids, cJSON_CreateString(ch->name));
+        cJSON_AddItemToObject(sts, "allocated", res_list(&q->allocated));
+        cJSON_AddItemToObject(sts, "requested", res_list(&q->request));
+        if (cJSON_GetArraySize(kids))
+            cJSON_AddItemToObject(sts, "childQueues", kids);
+        else
+            cJSON_Delete(kids);
+        static const char *const keys[] = { "allocated", "requested", "childQueues" };
+        for (int k = 0; k < 3; k++) {
+            const cJSON *a = kobj_get(old, keys[k]), *b = kobj_get(sts, keys[k]);
+            bool empty_a = !a || !cJSON_GetArraySize(a), empty_b = !b || !cJSON_GetArraySize(b);
+            if (!(empty_a && empty_b) && !(a && b && cJSON_Compare(a, b, 1))) {
+                same = false;
+                /* a merge patch drops what is gone only when told so */
+                if (!b)
+                    cJSON_AddNullToObject(sts, keys[k]);
+            }
+        }
+        if (!same && rq && (text = cJSON_PrintUnformatted(body))) {
+            if (store_patch(c->store, rq, "", q->name, "status", PATCH_MERGE, text, strlen(text),
+                            &w, NULL, NULL, &st) < 0) {
+                store_status_clear(&st);
+                if (store_patch(c->store, rq, "", q->name, NULL, PATCH_MERGE, text, strlen(text),
+                                &w, NULL, NULL, &st) < 0)
+                    log_debug("gang: KAI queue status", "queue", q->name, "error", st.message, NULL);
+            }
+            free(text);
+        }
+        store_status_clear(&st);
+        cJSON_Delete(body);
+    }
 }

@@ -1,7 +1,8 @@
 /*
- * gang_yunikorn.c - YuniKorn's queues in kubesim's gang step (gang.c): the queue tree of
- * the ConfigMap yunikorn/yunikorn-configs, key queues.yaml (its first partition), read
- * each session. A queue's resources.max caps what the applications in it and in the
+ * gang_yunikorn.c - YuniKorn in kubesim's gang step (gang.c): an application's task
+ * groups (the members that exist and the placeholders of those to come), and the queue
+ * tree of the ConfigMap yunikorn/yunikorn-configs, key queues.yaml (its first
+ * partition), read each session. A queue's resources.max caps what the applications in it and in the
  * queues under it hold (placeholders of members not created yet included);
  * resources.guaranteed orders the queues (the least used against its guarantee first).
  * An application's queue is its Pods' queue label (yunikorn.apache.org/queue
@@ -19,6 +20,43 @@
 #include "util/util.h"
 
 #define YK_DEPTH 16   /* queue nesting taken from the config */
+
+/* YuniKorn gangs with placeholders: the application's task groups (the
+ * task-groups annotation) ask for minMember Pods each; the members that exist must
+ * all be placeable and the resources of those that do not exist yet (YuniKorn holds
+ * them with placeholder Pods) must fit in what is left. g->min becomes the members
+ * the task groups count among the existing Pods. */
+void cluster__yunikorn_groups(struct gang *g)
+{
+    const char *tg = g->n ? kobj_annotation(g->m[0]->obj->json, "yunikorn.apache.org/task-groups") : NULL;
+    cJSON *arr = tg ? cJSON_Parse(tg) : NULL;
+    const cJSON *t;
+    g->min = 0;
+    memset(&g->reserve, 0, sizeof(g->reserve));
+    if (!cJSON_IsArray(arr)) {
+        g->min = g->n ? 1 : 0;   /* no gang: each Pod on its own */
+        cJSON_Delete(arr);
+        return;
+    }
+    cJSON_ArrayForEach(t, arr) {
+        const cJSON *mm = kobj_get(t, "minMember");
+        const char *name = kobj_str(t, "name");
+        int64_t want = cJSON_IsNumber(mm) && mm->valuedouble > 0 ? (int64_t)mm->valuedouble : 0, have = 0;
+        struct cluster_res one;
+        for (size_t i = 0; name && i < g->n; i++) {
+            const char *n = kobj_annotation(g->m[i]->obj->json, "yunikorn.apache.org/task-group-name");
+            if (n && !strcmp(n, name))
+                have++;
+        }
+        g->min += have < want ? have : want;
+        if (have < want) {
+            cluster__gang_reslist(kobj_get(t, "minResource"), &one);
+            for (int64_t k = have; k < want; k++)
+                cluster__gang_res_add(&g->reserve, &one, 1);
+        }
+    }
+    cJSON_Delete(arr);
+}
 
 /* YuniKorn's resource names as a Kubernetes ResourceList (vcore is cpu). */
 static void yk_res(const cJSON *res, struct cluster_res *out, bool *has)

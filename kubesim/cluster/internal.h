@@ -360,7 +360,10 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
                                 const char *phase, const struct outcome *o,
                                 const char *unsched_msg, const char *enq_reason);
 
-/* gang_yunikorn.c: the queues of yunikorn/yunikorn-configs (NULL without), each
+/* gang_yunikorn.c: the application's task groups: g->min becomes the members they
+ * count among the existing Pods, g->reserve the placeholders of those to come. */
+void cluster__yunikorn_groups(struct gang *g);
+/* The queues of yunikorn/yunikorn-configs (NULL without), each
  * YuniKorn gang's q set; freed by the caller (HASH_DEL, free). */
 struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, size_t n);
 /* NULL when the application's waiting Pods and placeholders fit under its queue's and
@@ -388,6 +391,8 @@ void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char 
  * (HASH_DEL, free). */
 struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
                                    const struct cluster_res *total);
+/* Each KAI Queue's status: allocated, requested, childQueues (when changed). */
+void cluster__kai_queue_status(struct cluster *c, struct gqueue *kqs);
 /* NULL when the gang's Pending Pods fit under its queue's and its parents' limits, else
  * KAI's message (in why). */
 const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, char *why,

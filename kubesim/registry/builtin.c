@@ -1,11 +1,12 @@
 /*
- * registry_builtin.c - the built-in API types kubesim serves, with the discovery
+ * builtin.c - the built-in API types kubesim serves, with the discovery
  * data a real 1.3x API server publishes for them (names, short names, categories,
  * verbs, subresources) and the behaviour switches the store needs (field selector
  * labels, graceful deletion, generation rules, strategic-merge table name).
  *
  * The table is plain data so it can be checked against `kubectl api-resources` of a
- * real cluster line by line.
+ * real cluster line by line. registry_new() starts every registry from it; the
+ * table operations it uses are registry.c's, which calls nothing here.
  */
 #include "kubesim/registry/internal.h"
 
@@ -216,12 +217,30 @@ out:
     return rc;
 }
 
-int registry__add_builtins(struct registry *r)
+static int add_builtins(struct registry *r)
 {
     for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
         int rc = add_one(r, &builtins[i]);
         if (rc < 0)
             return rc;
     }
+    return 0;
+}
+
+int registry_new(struct registry **out)
+{
+    struct registry *r;
+    int rc;
+
+    *out = NULL;
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    rc = add_builtins(r);
+    if (rc < 0) {
+        registry_free(r);
+        return rc;
+    }
+    *out = r;
     return 0;
 }

@@ -20,8 +20,6 @@ struct registry {
 void registry__resource_free(struct reg_resource *res);
 /* Inserts res after the last resource of its group (or at the end); takes ownership. */
 int registry__insert(struct registry *r, struct reg_resource *res);
-/* Adds every built-in type; called once by registry_new. */
-int registry__add_builtins(struct registry *r);
 /* Copies a NULL-terminated array of strings from a comma-separated list ("po,pod").
  * Returns a heap array (caller frees with registry__strv_free) or NULL on ENOMEM. */
 char **registry__strv_split(const char *csv);

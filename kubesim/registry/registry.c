@@ -142,24 +142,6 @@ int registry__insert(struct registry *r, struct reg_resource *res)
     return 0;
 }
 
-int registry_new(struct registry **out)
-{
-    struct registry *r;
-    int rc;
-
-    *out = NULL;
-    r = calloc(1, sizeof(*r));
-    if (!r)
-        return -ENOMEM;
-    rc = registry__add_builtins(r);
-    if (rc < 0) {
-        registry_free(r);
-        return rc;
-    }
-    *out = r;
-    return 0;
-}
-
 void registry_free(struct registry *r)
 {
     if (!r)

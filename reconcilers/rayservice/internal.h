@@ -8,6 +8,7 @@
 
 #include "dashboard/dashboard.h"
 #include "reconcilers/host/host.h"
+#include "reconcilers/raycluster/build.h"
 #include "reconcilers/rayservice/rayservice.h"
 
 #define T_RAYSERVICES "ray.io/v1/rayservices"
@@ -34,6 +35,7 @@ struct rsr {
     cJSON *orig;               /* a copy of the status as read */
     cJSON *active, *pending;   /* cached RayClusters (owned), NULL if absent */
     struct rs_gates gates;
+    struct rc_gates cluster_gates;   /* gates.cluster points here */
     int64_t now_ms;
     char now[32];
     int64_t generation;

@@ -100,8 +100,12 @@ struct rs_invalid {
     char reason[40];                 /* InvalidRayServiceMetadata / InvalidRayServiceSpec */
     char message[1024];
 };
+struct rc_gates;
 struct rs_gates {
     bool incremental_upgrade;        /* RayServiceIncrementalUpgrade (beta, default on) */
+    /* the RayCluster gates the cluster spec is validated with, as KubeRay's
+     * ValidateRayClusterSpec reads the same process-wide gates (NULL: all off) */
+    const struct rc_gates *cluster;
 };
 int rs_validate(const cJSON *rs, const struct rs_gates *g, struct rs_invalid *why);
 /* ValidateRayServiceMetadata alone (name length, DNS-1035, the initializing-timeout

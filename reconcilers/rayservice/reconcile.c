@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "reconcilers/raycluster/build.h"
+#include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/rayservice/internal.h"
 #include "util/json.h"
 #include "util/util.h"
@@ -965,6 +966,8 @@ int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res)
     }
     r.orig = cJSON_Duplicate(r.st, 1);
     r.gates.incremental_upgrade = host_feature_enabled(ctx, "RayServiceIncrementalUpgrade", true);
+    rc_gates_from_host(ctx, &r.cluster_gates);
+    r.gates.cluster = &r.cluster_gates;
     r.now_ms = host_wall_ms();
     rs_format_time(r.now_ms, r.now);
     rs_int(r.rs, "metadata.generation", &r.generation);

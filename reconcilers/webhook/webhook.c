@@ -75,25 +75,6 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    struct buf b = { 0 };
-    char chunk[4096];
-    size_t n;
-    if (!f)
-        return NULL;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && b.len < (1u << 20))
-        if (buf_append(&b, chunk, n) < 0)
-            break;
-    fclose(f);
-    if (buf_append(&b, "", 1) < 0) {
-        buf_free(&b);
-        return NULL;
-    }
-    return buf_steal(&b);
-}
-
 static void usage(FILE *f)
 {
     fputs("usage: rayop webhook [--webhook-addr ADDR] [--cert-dir DIR] [--log-level L]\n"
@@ -140,10 +121,14 @@ int webhook_main(int argc, char **argv)
         fprintf(stderr, "rayop webhook: bad --webhook-addr %s\n", addr);
         return 2;
     }
+    /* a serving certificate and key are a few KiB; 1 MiB bounds what is read */
+    size_t len;
     snprintf(path, sizeof(path), "%s/tls.crt", dir);
-    cert = read_all(path);
+    if (util_read_file(path, 1u << 20, &cert, &len) < 0)
+        cert = NULL;
     snprintf(path, sizeof(path), "%s/tls.key", dir);
-    key = read_all(path);
+    if (util_read_file(path, 1u << 20, &key, &len) < 0)
+        key = NULL;
     if (!cert || !key) {
         log_error("no serving certificate (tls.crt, tls.key)", "dir", dir, NULL);
         goto out;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "reconcilers/batchsched/batchsched.h"
+#include "tests/fuzz/fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,10 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int err = 0;
     int32_t mm;
     cJSON *obj, *res = NULL;
-    if (size < 1 || size > 65536 || !(s = malloc(size)))
+    if (!(s = fuzz_text(data, size, 65536)))
         return 0;
-    memcpy(s, data + 1, size - 1);
-    s[size - 1] = '\0';
     obj = cJSON_ParseWithOpts(s, NULL, 0);
     free(s);
     if (!obj)

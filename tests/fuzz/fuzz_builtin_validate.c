@@ -14,6 +14,7 @@
 #include "kubesim/registry/registry.h"
 #include "kubesim/store/store.h"
 #include "util/util.h"
+#include "tests/fuzz/fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -54,13 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct reg_resource *res;
     char err[256], *text, *nl, *name;
 
-    if (size < 1 || size > (1u << 16))
-        return 0;
     log_set_level(LOG_ERROR + 1);
-    if (!(text = malloc(size)))
+    if (!(text = fuzz_text(data, size, 1u << 16)))
         return 0;
-    memcpy(text, data + 1, size - 1);
-    text[size - 1] = '\0';
     nl = strchr(text, '\n');
     if (nl)
         *nl++ = '\0';

@@ -11,6 +11,7 @@
 
 #include "kobj/quantity.h"
 #include "kubesim/cluster/cluster.h"
+#include "tests/fuzz/fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -19,12 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *s;
     int64_t m;
 
-    if (size < 1 || size > 65536)
+    if (!(s = fuzz_text(data, size, 65536)))
         return 0;
-    if (!(s = malloc(size)))
-        return 0;
-    memcpy(s, data + 1, size - 1);
-    s[size - 1] = '\0';
     if (data[0] == 0) {
         (void)kobj_quantity_parse(s, &m);
     } else {

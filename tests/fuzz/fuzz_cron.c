@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "reconcilers/raycronjob/cron.h"
+#include "tests/fuzz/fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,11 +18,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     if ((data[0] & 1) == 0) {
-        char *s = malloc(size);
+        char *s = fuzz_text(data, size, SIZE_MAX);
         if (!s)
             return 0;
-        memcpy(s, data + 1, size - 1);
-        s[size - 1] = '\0';
         struct cron_schedule cs;
         char err[256];
         struct tz *z = NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "reconcilers/raycluster/build.h"
+#include "tests/fuzz/fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,12 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *s;
     int err;
 
-    if (size < 1 || size > 65536)
+    if (!(s = fuzz_text(data, size, 65536)))
         return 0;
-    if (!(s = malloc(size)))
-        return 0;
-    memcpy(s, data + 1, size - 1);
-    s[size - 1] = '\0';
     rc = cJSON_ParseWithOpts(s, NULL, 0);
     free(s);
     if (!rc)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "kubesim/runtime/internal.h"
+#include "tests/fuzz/fuzz_input.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -91,12 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct buf b = { 0 };
     int code;
 
-    if (size < 1 || size > 65536)
+    if (!(s = fuzz_text(data, size, 65536)))
         return 0;
-    if (!(s = malloc(size)))
-        return 0;
-    memcpy(s, data + 1, size - 1);
-    s[size - 1] = '\0';
     switch (data[0] % 7) {
     case 0: {
         struct runtime_opts o = { .nimages = 3 };

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # kuberay_diff.py - a short run of tools/kuberay_diff.py (make diff-kuberay runs every
-# sample): three samples (a RayCluster, a RayJob to completion, a RayService to Ready)
-# under the real KubeRay v1.5.0 operator and under rayop on one kubesim; every object,
+# sample): four samples (a RayCluster, a RayJob to completion, a sidecar-mode RayJob - KubeRay
+# v1.5's sidecar waits with `wget ... | grep success` in kubesim's Pod sandbox - and a
+# RayService to Ready) under the real KubeRay v1.5.0 operator and under rayop on one kubesim; every object,
 # status field and Event compared, and every difference must be explained in
 # docs/kuberay-differences.md. Skipped when .peers/bin/kuberay-operator is missing.
 # deadline: 200
@@ -12,7 +13,7 @@ import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 KUBERAY = os.environ.get("KUBERAY_BIN") or os.path.join(ROOT, ".peers", "bin", "kuberay-operator")
-SAMPLES = "ray-cluster.sample.yaml,ray-job.sample.yaml,ray-service.sample.yaml"
+SAMPLES = "ray-cluster.sample.yaml,ray-job.sample.yaml,ray-job.sidecar-mode.yaml,ray-service.sample.yaml"
 
 
 def main():

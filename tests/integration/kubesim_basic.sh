@@ -245,8 +245,10 @@ l = [x for x in lines if x["verb"] == "create" and x["resource"] == "configmaps"
 assert l["code"] == 201 and l["method"] == "POST" and l["namespace"] == "default"
 assert "duration_ms" in l and "user_agent" in l and "time" in l and "query" in l
 assert isinstance(l.get("rv"), int) and l["rv"] > 0, l   # the version the create made
-g = [x for x in lines if x["verb"] == "get" and x.get("resource") == "configmaps"][0]
-assert "rv" not in g, g
+g = [x for x in lines if x["verb"] == "list" and x.get("resource") == "configmaps"][0]
+assert "rv" not in g, g   # a list has no one version
+g = [x for x in lines if x["verb"] == "get" and x.get("resource") == "configmaps" and x["code"] == 200][0]
+assert isinstance(g.get("rv"), int) and g["rv"] > 0, g   # the version the reader saw
 ' "$KUBESIM_REQLOG"
 
 # ---- SIGTERM ends open watches cleanly and exits 0 ---------------------------------------------

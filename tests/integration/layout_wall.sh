@@ -68,7 +68,6 @@ kubesim/api: discovery,resource,server,watch
 kubesim/cluster: certmgr,deploy,gang,gang_kai,gang_status,gang_volcano,gang_yunikorn,jobs,jobs_sync,kubelet,pods,run
 kubesim/present: printers,printers_misc,table
 kubesim/ray: auth,cli,dashboard,gateway,pod_log,proxy,runtime,serve,submitter_run
-kubesim/registry: builtin,registry
 kubesim/runtime: net,pod,probe,runtime,svcproxy
 kubesim/store: defaults,delete,gc,list,patch,persist,store,watch,write
 reconcilers/raycluster: build_cmd,build_gcsft,build_pod,build_status

@@ -19,15 +19,7 @@ from rclib import check, wait_until  # noqa: E402
 NS = "default"
 
 
-def cluster(name, replicas):
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
-            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
-                {"name": "ray-head", "image": "ray", "resources": {"requests": {"cpu": "100m"}}}]}}},
-                "workerGroupSpecs": [{"groupName": "g", "replicas": replicas, "minReplicas": 0,
-                                      "maxReplicas": 10, "rayStartParams": {},
-                                      "template": {"spec": {"containers": [
-                                          {"name": "w", "image": "ray",
-                                           "resources": {"requests": {"cpu": "100m"}}}]}}}]}}
+cluster = rclib.one_group_cluster
 
 
 def scale(env, n):

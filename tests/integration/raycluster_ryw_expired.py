@@ -20,15 +20,7 @@ NS = "default"
 DELAY_MS = 7000
 
 
-def cluster(name, replicas):
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
-            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
-                {"name": "ray-head", "image": "ray", "resources": {"requests": {"cpu": "100m"}}}]}}},
-                "workerGroupSpecs": [{"groupName": "g", "replicas": replicas, "minReplicas": 0,
-                                      "maxReplicas": 10, "rayStartParams": {},
-                                      "template": {"spec": {"containers": [
-                                          {"name": "w", "image": "ray",
-                                           "resources": {"requests": {"cpu": "100m"}}}]}}}]}}
+cluster = rclib.one_group_cluster
 
 
 def workers(env):

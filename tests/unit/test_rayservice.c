@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kobj/gotypes.h"
+#include "reconcilers/raycluster/build.h"
 #include "reconcilers/rayservice/rayservice.h"
 #include "util/json.h"
 
@@ -244,6 +245,21 @@ static void test_validation(void **state)
                                      "NewClusterWithIncrementalUpgrade");
     g.incremental_upgrade = false;   /* the gate off: the options are not checked */
     assert_int_equal(rs_validate(rs, &g, &why), 0);
+    cJSON_Delete(rs);
+
+    /* the cluster spec is validated with the process's RayCluster gates, as KubeRay's
+     * ValidateRayClusterSpec reads them: spec.networkPolicy is refused with the gate off
+     * (no gates given counts as off) and accepted with it on */
+    rs = rayservice("svc", "", "");
+    cJSON_AddItemToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(rs, "spec"), "rayClusterConfig"),
+                          "networkPolicy", cJSON_Parse("{\"mode\":\"DenyAllIngress\"}"));
+    assert_int_equal(rs_validate(rs, &g, &why), -EINVAL);
+    assert_string_equal(why.message, "The RayService spec is invalid: spec.networkPolicy requires the "
+                                     "RayClusterNetworkPolicy feature gate to be enabled");
+    struct rc_gates cg = { .network_policy = true };
+    g.cluster = &cg;
+    assert_int_equal(rs_validate(rs, &g, &why), 0);
+    g.cluster = NULL;
     cJSON_Delete(rs);
 
     rs = rayservice("svc", "\"ray.io/initializing-timeout\":\"1m30s\"", "");

@@ -196,9 +196,10 @@ pg high 2 ', priorityClassName: high'; pods high 2 32
 sleep 20
 report low high; evicted low
 # preempt with equal priority (test_preempt): the priority plugin lets nothing go, drf decides
+# (new names: the Events of the scenario before stay)
 clean
-pg low 1; pods low 4 32
+pg base 1; pods base 4 32
 sleep 8
 pg same 2; pods same 2 32
 sleep 20
-report low same; evicted low
+report base same; evicted base

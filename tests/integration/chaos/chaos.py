@@ -14,10 +14,10 @@
 #   overshoot     no Pod created while its group already had the desired count (replayed in
 #                 resourceVersion order from watches of Pods and RayClusters)
 #   orphan        no Pod created for a RayCluster already deleted or being deleted
-#                 (a create that raced with the change - its request started before the change's
-#                 request ended, by kubesim's request log - is reported apart, not counted: no
-#                 controller sees a change before it happens, and a create cannot be made
-#                 conditional on another object)
+#                 (a create that raced with the change - rayop's last live GET of the cluster
+#                 before the create returned a version older than the change, by kubesim's
+#                 request log - is reported apart, not counted: no controller sees a change
+#                 before it commits, and a create cannot be conditioned on another object)
 #   duplicate-job no Ray cluster ever ran more than one Ray job (one submission per attempt)
 #   converge      within 60 s of the end: every RayCluster's status current (observedGeneration)
 #                 and its Pods as desired, every RayJob finished, no key left in a queue
@@ -324,10 +324,11 @@ class Soak:
         self.violations.setdefault(inv, []).append(text)
 
     def request_times(self):
-        """From kubesim's request log (all its lives): {rv: (start, end)} of every write that
-        made an object version, and {RayCluster name: end} of its successful DELETE. Times are
-        wall-clock seconds; a line's time is when the answer went out."""
-        by_rv, deletes = {}, {}
+        """From kubesim's request log (all its lives): {rv: start} of every write that made an
+        object version, and {RayCluster name: [(end, rv or 0)]} of rayop's GETs of it in time
+        order (rv: the version the GET returned; 0 for a 404). Wall-clock seconds; a line's
+        time is when its answer went out."""
+        by_rv, gets = {}, {}
         try:
             with open(os.path.join(self.work, "requests.log")) as f:
                 for line in f:
@@ -337,34 +338,38 @@ class Soak:
                             tzinfo=datetime.timezone.utc).timestamp()
                     except (ValueError, KeyError):
                         continue
-                    if r.get("rv"):
-                        by_rv[r["rv"]] = (end - r.get("duration_ms", 0) / 1000.0, end)
-                    if r.get("verb") == "delete" and r.get("resource") == "rayclusters" and \
-                            r.get("code") in (200, 202) and r.get("name"):
-                        deletes[r["name"]] = end
+                    if r.get("verb") == "get" and r.get("resource") == "rayclusters" and \
+                            not r.get("subresource") and "rayop" in r.get("user_agent", "") and \
+                            r.get("code") in (200, 404):
+                        gets.setdefault(r.get("name"), []).append((end, r.get("rv") or 0))
+                    elif r.get("rv"):
+                        by_rv[r["rv"]] = end - r.get("duration_ms", 0) / 1000.0
         except OSError:
             pass
-        return by_rv, deletes
+        for v in gets.values():
+            v.sort()
+        return by_rv, gets
 
     def replay(self):
         """Pod creations checked against the RayCluster they belong to, in rv order. A create
-        that was sent before the change it contradicts had committed (kubesim's request log:
-        the create's request started before the change's ended) raced with it: no controller
-        can see a change that has not happened, and Kubernetes has no create conditioned on
-        another object, so those are counted apart (self.raced), not as violations."""
+        that raced with the change it contradicts is counted apart (self.raced), not as a
+        violation: the controller's last live read of the cluster before the create (kubesim's
+        request log) returned a version older than the change, i.e. it checked and the change
+        came after its check. No controller sees a change before it commits, and Kubernetes
+        has no create conditioned on another object; what it can do is read right before."""
         with self.lock:
             evs = sorted(self.events, key=lambda e: (e[0], e[1]))
             gaps = list(self.rc_gaps)
         self.unjudged = 0
         self.raced = []
-        req_rv, req_del = self.request_times()
+        req_start, req_gets = self.request_times()
 
-        def raced(create_rv, change_end):
-            t = req_rv.get(create_rv)
-            return t is not None and change_end is not None and t[0] < change_end
-        rcs = {}        # uid -> {"name", "desired", "deleted", "timeline"}
-        pods = {}       # uid -> summary
-        timeline = {}   # cluster name -> [text]
+        def raced(create_rv, cluster, change_rv):
+            start = req_start.get(create_rv)
+            if start is None or not change_rv:
+                return False
+            before = [g for g in req_gets.get(cluster, []) if g[0] <= start]
+            return bool(before) and 0 < before[-1][1] < change_rv
         found = []
 
         def note(name, text):
@@ -409,16 +414,15 @@ class Soak:
                 if rc is None or any(a < rv <= b for a, b in gaps):
                     self.unjudged += 1
                     continue   # its RayCluster unseen, or its events lost here: cannot judge
-                change_end = (req_rv.get(rc["rv"]) or (None, None))[1]
                 if rc["deleted"] and rc["deleted"] < rv:
                     v = ("orphan", s["cluster"], rv, "Pod %s created at rv %d for RayCluster %s "
                          "deleted at rv %d" % (s["name"], rv, rc["name"], rc["deleted"]))
-                    (self.raced if raced(rv, req_del.get(rc["name"])) else found).append(v)
+                    (self.raced if raced(rv, rc["name"], rc["deleted"]) else found).append(v)
                     continue
                 if rc["desired"] is None:
                     v = ("orphan", s["cluster"], rv, "Pod %s created at rv %d for RayCluster %s "
                          "that is suspended or being deleted" % (s["name"], rv, rc["name"]))
-                    (self.raced if rc["prev"] is not None and raced(rv, change_end) else found).append(v)
+                    (self.raced if rc["prev"] is not None and raced(rv, rc["name"], rc["rv"]) else found).append(v)
                     continue
                 same = [p for p in pods.values() if p["owner"] == s["owner"] and not p["gone"] and
                         p["type"] == s["type"] and (s["type"] == "head" or p["group"] == s["group"])]
@@ -430,7 +434,7 @@ class Soak:
                     # the spec asked for until then
                     ok_before = s["type"] == "worker" and rc["prev"] and \
                         len(same) <= rc["prev"].get(s["group"], 0)
-                    (self.raced if ok_before and raced(rv, change_end) else found).append(v)
+                    (self.raced if ok_before and raced(rv, rc["name"], rc["rv"]) else found).append(v)
         return found, timeline
 
     def check_jobs(self):
@@ -867,8 +871,8 @@ class Soak:
         log("watch relists (soak's own watches): %s" % ", ".join("%s %d" % (w.kind, w.relists) for w in self.watches))
         log("convergence: %.1f s after the chaos stopped%s" % (conv, "" if not left else " (NOT converged)"))
         log("Pod creations not judged (RayCluster watch gaps): %d" % self.unjudged)
-        log("Pod creations that raced with the change they contradict (sent before it committed; "
-            "not violations): %d" % len(self.raced))
+        log("Pod creations that raced with the change they contradict (rayop's live read right "
+            "before the create predates the change; not violations): %d" % len(self.raced))
         for inv, cluster, at, text in self.raced[:10]:
             log("  raced: %s: %s" % (inv, text))
         log("max Ray jobs on one cluster: %d (%d clusters seen)" % (max(self.jobs_seen.values() or [0]),

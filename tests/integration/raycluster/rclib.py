@@ -232,6 +232,18 @@ class Env:
                 and "rayop" in r.get("user_agent", "")]
 
 
+def one_group_cluster(name, replicas):
+    """A small RayCluster: a head and one worker group "g" of replicas (0..10), 100m CPU each."""
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
+            "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "ray", "resources": {"requests": {"cpu": "100m"}}}]}}},
+                "workerGroupSpecs": [{"groupName": "g", "replicas": replicas, "minReplicas": 0,
+                                      "maxReplicas": 10, "rayStartParams": {},
+                                      "template": {"spec": {"containers": [
+                                          {"name": "w", "image": "ray",
+                                           "resources": {"requests": {"cpu": "100m"}}}]}}}]}}
+
+
 def load_sample(name):
     """The RayCluster of KubeRay's sample NAME (SHARED/kuberay/samples)."""
     with open(os.path.join(SHARED, "kuberay", "samples", name)) as f:

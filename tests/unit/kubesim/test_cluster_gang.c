@@ -824,6 +824,11 @@ static void test_kai_podgroup(void **state)
     assert_string_equal(tl_str(sc, "reason"), "Unschedulable");
     assert_non_null(strstr(tl_str(sc, "message"), "quota has reached the allowable limit"));
     cJSON_Delete(pg);
+    /* the queue's status as KAI's queue controller keeps it */
+    cJSON *qo = gt_get(t, kq, "", "team-a");
+    assert_string_equal(tl_str(qo, "status.requested.cpu"), "5");
+    assert_null(tl_str(qo, "status.allocated.cpu"));
+    cJSON_Delete(qo);
 
     /* a higher limit: the gang runs, its Pods carry their sub-group, the condition goes */
     gt_patch(t, kq, "", "team-a", NULL, "{\"spec\":{\"resources\":{\"cpu\":{\"limit\":8000}}}}");
@@ -838,6 +843,9 @@ static void test_kai_podgroup(void **state)
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(pg, "status"), "schedulingConditions")), 0);
     cJSON_Delete(pg);
+    qo = gt_get(t, kq, "", "team-a");
+    assert_string_equal(tl_str(qo, "status.allocated.cpu"), "5");
+    cJSON_Delete(qo);
 }
 
 /* KAI's fair share orders the queues: qa uses half its share (2 of 4 CPUs), qb none, so
