@@ -133,3 +133,15 @@ bad:
     free(o);
     return -EINVAL;
 }
+
+bool kobj_dns1035_label(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}

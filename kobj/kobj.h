@@ -42,6 +42,11 @@ int kobj_rv_cmp(const char *a, const char *b);
 /* True when s is a non-empty string of decimal digits. */
 bool kobj_rv_numeric(const char *s);
 
+/* True when s is an RFC 1035 label, as apimachinery's IsDNS1035Label accepts it:
+ * [a-z]([-a-z0-9]*[a-z0-9])?, at most 63 characters (Service names, RayJob and
+ * RayService names, CRD plural names). */
+bool kobj_dns1035_label(const char *s);
+
 /* Standard base64 (RFC 4648 with padding, Go's base64.StdEncoding) of in[0..n) into
  * out, which has room for kobj_base64_len(n) bytes including the NUL. */
 #define kobj_base64_len(n) (((n) + 2) / 3 * 4 + 1)

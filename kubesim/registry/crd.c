@@ -34,19 +34,6 @@ static const char *shorten(const char *s, char out[80])
     return out;
 }
 
-/* RFC 1035 label: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63. */
-static bool is_dns1035_label(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
-            return false;
-    return true;
-}
-
 /* RFC 1123 subdomain: dot-separated labels of [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 253. */
 static bool is_dns1123_subdomain(const char *s)
 {
@@ -109,7 +96,7 @@ static int check_label(cJSON *causes, const char *field, const cJSON *v, bool re
                          shorten(v->valuestring, tmp));
     }
     lower_copy(v->valuestring, low, sizeof(low));
-    if (*v->valuestring && !is_dns1035_label(lower ? low : v->valuestring)) {
+    if (*v->valuestring && !kobj_dns1035_label(lower ? low : v->valuestring)) {
         *bad = 1;
         return status_cause_add(causes, "FieldValueInvalid", field,
                          "Invalid value: \"%s\": a DNS-1035 label must consist of lower case "

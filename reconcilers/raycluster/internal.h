@@ -224,9 +224,9 @@ void raycluster__auth_env(struct rcb *b, const cJSON *rc, cJSON *container);
  * ---- the syntax checks validate.c borrows from Kubernetes' apimachinery (IsDNS1035Label,
  * IsQualifiedName, IsValidLabelValue) and version.ParseGeneric, with the error texts they
  * produce.
+ * The label check itself is kobj_dns1035_label (kobj/kobj.h).
  */
 
-bool raycluster__is_dns1035_label(const char *s);
 /* The IsDNS1035Label error list joined by " " (as %v prints a []string, minus brackets). */
 const char *raycluster__dns1035_error(const char *s);
 /* validation.IsDNS1123Label's errors as Go's %v prints them without the brackets, NULL

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/internal.h"
 
 /* The error text of one failed rule (Go's error string). */
@@ -64,7 +65,7 @@ static int validate_metadata(const cJSON *rc, struct verr *e)
     const char *name = raycluster__name(rc);
     if (strlen(name) > RC_MAX_NAME_LEN)
         return fail(e, "RayCluster name should be no more than %d characters", RC_MAX_NAME_LEN);
-    if (!raycluster__is_dns1035_label(name))
+    if (!kobj_dns1035_label(name))
         return fail(e, "RayCluster name should be a valid DNS1035 label: [%s]",
                     raycluster__dns1035_error(name));
     return 0;
@@ -72,7 +73,7 @@ static int validate_metadata(const cJSON *rc, struct verr *e)
 
 int rc_dns1035_check(const char *name, char *msg, size_t cap)
 {
-    if (raycluster__is_dns1035_label(name)) {
+    if (kobj_dns1035_label(name)) {
         snprintf(msg, cap, "%s", "");
         return 0;
     }

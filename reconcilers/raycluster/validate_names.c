@@ -36,17 +36,6 @@ static bool alnum(char c)
     return isalnum((unsigned char)c) != 0;
 }
 
-bool raycluster__is_dns1035_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z') || !lower_alnum(s[n - 1]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!lower_alnum(s[i]) && s[i] != '-')
-            return false;
-    return true;
-}
-
 const char *raycluster__dns1035_error(const char *s)
 {
     if (strlen(s) > 63)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/rayjob/rayjob.h"
 #include "util/util.h"
@@ -29,17 +30,6 @@ static int fail(struct rj_invalid *why, const char *reason, const char *fmt, ...
 }
 
 #define SPEC(...) fail(why, "InvalidRayJobSpec", __VA_ARGS__)
-
-static bool dns1035_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z'))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return s[n - 1] != '-';
-}
 
 static bool autoscaling(const cJSON *rj)
 {
@@ -301,7 +291,7 @@ int rj_validate(const cJSON *rj, const struct rj_config *cfg, struct rj_invalid 
     if (strlen(name) > RJ_MAX_NAME)
         return fail(why, "InvalidRayJobMetadata", "The RayJob metadata is invalid: RayJob name "
                     "should be no more than %d characters", RJ_MAX_NAME);
-    if (!dns1035_label(name))
+    if (!kobj_dns1035_label(name))
         return fail(why, "InvalidRayJobMetadata", "The RayJob metadata is invalid: RayJob name "
                     "should be a valid DNS1035 label: [a DNS-1035 label must consist of lower case "
                     "alphanumeric characters or '-', start with an alphabetic character, and end "

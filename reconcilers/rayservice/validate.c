@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/rayservice/rayservice.h"
 #include "util/json.h"
@@ -71,17 +72,6 @@ int64_t rs_initializing_timeout_ms(const cJSON *rs)
     return sec > 0 ? (int64_t)sec * 1000 : -EINVAL;
 }
 
-static bool dns1035(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || !(s[0] >= 'a' && s[0] <= 'z'))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return s[n - 1] != '-';
-}
-
 #define FAIL(r, ...) do { \
         snprintf(why->reason, sizeof(why->reason), "%s", r); \
         snprintf(why->message, sizeof(why->message), __VA_ARGS__); \
@@ -123,7 +113,7 @@ int rs_validate_metadata(const cJSON *rs, struct rs_invalid *why)
     if (strlen(name) > RS_MAX_NAME)
         FAIL(M, "The RayService metadata is invalid: RayService name should be no more than %d "
                 "characters", RS_MAX_NAME);
-    if (!dns1035(name))
+    if (!kobj_dns1035_label(name))
         FAIL(M, "The RayService metadata is invalid: RayService name should be a valid DNS1035 "
                 "label: [a DNS-1035 label must consist of lower case alphanumeric characters or "
                 "'-', start with an alphabetic character, and end with an alphanumeric character "

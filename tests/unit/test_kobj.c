@@ -109,6 +109,29 @@ static void test_base64(void **state)
     }
 }
 
+/* apimachinery's IsDNS1035Label: [a-z]([-a-z0-9]*[a-z0-9])?, at most 63. */
+static void test_dns1035_label(void **state)
+{
+    (void)state;
+    char max[64], over[65];
+    memset(max, 'a', 63);
+    max[63] = '\0';
+    memset(over, 'a', 64);
+    over[64] = '\0';
+    assert_true(kobj_dns1035_label("a"));
+    assert_true(kobj_dns1035_label("raycluster-1"));
+    assert_true(kobj_dns1035_label("a-b-0"));
+    assert_true(kobj_dns1035_label(max));
+    assert_false(kobj_dns1035_label(""));
+    assert_false(kobj_dns1035_label(over));
+    assert_false(kobj_dns1035_label("1abc"));     /* must start with a letter */
+    assert_false(kobj_dns1035_label("abc-"));     /* must end alphanumeric */
+    assert_false(kobj_dns1035_label("-abc"));
+    assert_false(kobj_dns1035_label("Abc"));      /* lower case only */
+    assert_false(kobj_dns1035_label("a.b"));      /* a label, not a subdomain */
+    assert_false(kobj_dns1035_label("a_b"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +139,7 @@ int main(void)
         cmocka_unit_test(test_controller_ref),
         cmocka_unit_test(test_rv_cmp),
         cmocka_unit_test(test_base64),
+        cmocka_unit_test(test_dns1035_label),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
