@@ -75,6 +75,11 @@ def main():
     pods = len(env.items("/api/v1/namespaces/default/pods"))
     print("%s: %d of %d RayClusters ready %.1f s after the first create (%d Pods, %d Pod creates)" %
           ("ok" if ok else "TIMEOUT", n_ready, N, t_ready, pods, len(env.pod_creates())), flush=True)
+    if env.sim:
+        # issue 18: kubesim's memory with every cluster, Pod, Service and Event in it
+        rss, hwm = rss_mib(env.sim.pid, "VmHWM")
+        print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored" %
+              (rss, hwm, env.req("GET", "/kubesim/status")[1].get("objects", 0)), flush=True)
 
     # converged: a fresh controller whose idle requeue is 1 ms, so every key cycles
     env.procs["ctl"].terminate()
@@ -102,15 +107,15 @@ def main():
     return 0 if ok else 1
 
 
-def rss_mib(pid):
-    """(VmRSS, RssAnon) of a process in MiB, from /proc."""
+def rss_mib(pid, second="RssAnon"):
+    """(VmRSS, second: RssAnon or VmHWM) of a process in MiB, from /proc."""
     vals = {}
     with open("/proc/%d/status" % pid) as f:
         for line in f:
             k, _, v = line.partition(":")
-            if k in ("VmRSS", "RssAnon"):
+            if k in ("VmRSS", second):
                 vals[k] = int(v.split()[0]) / 1024.0
-    return vals.get("VmRSS", 0.0), vals.get("RssAnon", 0.0)
+    return vals.get("VmRSS", 0.0), vals.get(second, 0.0)
 
 
 if __name__ == "__main__":

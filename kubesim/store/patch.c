@@ -265,15 +265,18 @@ int store__scale_update(struct store *s, const struct reg_resource *res, const c
 
 /* ---- patch ---- */
 
-int store_patch(struct store *s, const struct reg_resource *res, const char *ns,
-                const char *name, const char *subresource, enum store_patch_type type,
-                const char *body, size_t len, const struct store_write_opts *w,
-                struct store_obj **out, bool *created, struct store_status *st)
+/* store_patch and store_patch_json: the body as text, or parsed already (parsed,
+ * consumed; then body is unused). */
+static int patch_any(struct store *s, const struct reg_resource *res, const char *ns,
+                     const char *name, const char *subresource, enum store_patch_type type,
+                     const char *body, size_t len, cJSON *parsed,
+                     const struct store_write_opts *w, struct store_obj **out, bool *created,
+                     struct store_status *st)
 {
     bool scale = subresource && !strcmp(subresource, "scale");
     struct store_write_opts wa = { 0 };
     char err[1024] = "";
-    cJSON *patch, *cur = NULL, *next = NULL;
+    cJSON *patch = parsed, *cur = NULL, *next = NULL;
     struct sentry *e;
     int rc, attempt = 0;
 
@@ -281,17 +284,27 @@ int store_patch(struct store *s, const struct reg_resource *res, const char *ns,
         *out = NULL;
     if (created)
         *created = false;
-    if (type == PATCH_STRATEGIC && (!res->builtin || !res->smp_kind))
-        return patch_error(st, res, name, -EPROTONOSUPPORT, err);
-    if (scale && (!res->has_scale || !res->scale_spec_path))
-        return no_scale(st);
+    if (type == PATCH_STRATEGIC && (!res->builtin || !res->smp_kind)) {
+        rc = patch_error(st, res, name, -EPROTONOSUPPORT, err);
+        goto out;
+    }
+    if (scale && (!res->has_scale || !res->scale_spec_path)) {
+        rc = no_scale(st);
+        goto out;
+    }
     if (!scale && subresource && subresource[0] &&
         (strcmp(subresource, "status") || !res->has_status)) {
         store__status_set(st, 404, "NotFound", "the server could not find the requested resource");
-        return -ENOENT;
+        rc = -ENOENT;
+        goto out;
     }
-    patch = parse_body(type, body, len, st);
-    if (!patch)
+    if (patch && (type == PATCH_JSON ? !cJSON_IsArray(patch) : !cJSON_IsObject(patch))) {
+        store__status_set(st, 400, "BadRequest", "error decoding patch: the patch has the "
+                          "wrong shape for its type");
+        rc = -EINVAL;
+        goto out;
+    }
+    if (!patch && !(patch = parse_body(type, body, len, st)))
         return -EINVAL;
     if (type == PATCH_APPLY) {
         /* patch_apply keeps managedFields itself (operation Apply): no Update entry */
@@ -386,4 +399,24 @@ out:
     cJSON_Delete(next);
     store__notify_drain(s);
     return rc;
+}
+
+int store_patch(struct store *s, const struct reg_resource *res, const char *ns,
+                const char *name, const char *subresource, enum store_patch_type type,
+                const char *body, size_t len, const struct store_write_opts *w,
+                struct store_obj **out, bool *created, struct store_status *st)
+{
+    return patch_any(s, res, ns, name, subresource, type, body, len, NULL, w, out, created, st);
+}
+
+int store_patch_json(struct store *s, const struct reg_resource *res, const char *ns,
+                     const char *name, const char *subresource, enum store_patch_type type,
+                     cJSON *patch, const struct store_write_opts *w, struct store_obj **out,
+                     bool *created, struct store_status *st)
+{
+    if (!patch) {
+        store__status_set(st, 500, "InternalError", "out of memory");
+        return -ENOMEM;
+    }
+    return patch_any(s, res, ns, name, subresource, type, NULL, 0, patch, w, out, created, st);
 }

@@ -150,6 +150,12 @@ int store_patch(struct store *s, const struct reg_resource *res, const char *ns,
                 const char *name, const char *subresource, enum store_patch_type type,
                 const char *body, size_t len, const struct store_write_opts *w,
                 struct store_obj **out, bool *created, struct store_status *st);
+/* The same with the patch parsed already (consumed, NULL = out of memory): the simulated
+ * cluster's status writes, which need not print a body for the store to parse again. */
+int store_patch_json(struct store *s, const struct reg_resource *res, const char *ns,
+                     const char *name, const char *subresource, enum store_patch_type type,
+                     cJSON *patch, const struct store_write_opts *w, struct store_obj **out,
+                     bool *created, struct store_status *st);
 /* *out gets the object as it stands after the call: with deletionTimestamp set
  * when finalizers or a grace period keep it (the server answers 200/202 with it),
  * or the last state when it is gone (*gone = true; CRs then answer a Success Status). */

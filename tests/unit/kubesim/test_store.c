@@ -1018,6 +1018,39 @@ static void test_status_write_copies_once(void **state)
     store_obj_unref(o);
 }
 
+/* A patch handed over parsed (the simulated kubelet's status writes) is applied as the
+ * same text would be; the wrong shape for its type is a 400, and nothing leaks. */
+static void test_patch_json_tree(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_write_opts w = { .field_manager = "kubelet" };
+    struct store_status st = { 0 };
+    struct store_obj *o = NULL;
+    (void)state;
+
+    store_obj_unref(tl_create(S, pods, "default", tl_pod("tree", NULL)));
+    assert_int_equal(store_patch_json(S, pods, "default", "tree", "status", PATCH_MERGE,
+                                      cJSON_Parse("{\"status\":{\"phase\":\"Running\"},"
+                                                  "\"spec\":{\"nodeName\":\"x\"}}"),
+                                      &w, &o, NULL, &st), 0);
+    assert_string_equal(tl_str(o->json, "status.phase"), "Running");
+    assert_null(tl_str(o->json, "spec.nodeName"));
+    store_obj_unref(o);
+    assert_int_equal(store_patch_json(S, pods, "default", "tree", "status", PATCH_MERGE,
+                                      cJSON_Parse("[1]"), &w, &o, NULL, &st), -EINVAL);
+    assert_int_equal(st.code, 400);
+    store_status_clear(&st);
+    assert_int_equal(store_patch_json(S, pods, "default", "nope", "status", PATCH_MERGE,
+                                      cJSON_Parse("{}"), &w, &o, NULL, &st), -ENOENT);
+    store_status_clear(&st);
+    assert_int_equal(store_patch_json(S, pods, "default", "tree", "bogus", PATCH_MERGE,
+                                      cJSON_Parse("{}"), &w, &o, NULL, &st), -ENOENT);
+    store_status_clear(&st);
+    assert_int_equal(store_patch_json(S, pods, "default", "tree", "status", PATCH_MERGE, NULL,
+                                      &w, &o, NULL, &st), -ENOMEM);
+    store_status_clear(&st);
+}
+
 static void test_serialiser_matches_cjson(void **state)
 {
     static const char *const docs[] = {
@@ -1190,6 +1223,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_apply_creates_then_patches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_patch_types_on_builtins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_write_copies_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_patch_json_tree, setup, teardown),
         cmocka_unit_test(test_serialiser_matches_cjson),
         cmocka_unit_test_setup_teardown(test_namespace_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_one_resource, setup, teardown),
