@@ -260,7 +260,7 @@ int host_events_start(void)
     return rc;
 }
 
-int host_events_flush(uint64_t timeout_ms)
+int host__events_flush(uint64_t timeout_ms)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -301,7 +301,7 @@ void host_events_stop(uint64_t timeout_ms)
     }
 }
 
-uint64_t host_events_dropped(void)
+uint64_t host__events_dropped(void)
 {
     pthread_mutex_lock(&wq.mu);
     uint64_t n = wq.dropped;

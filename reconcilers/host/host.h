@@ -224,11 +224,8 @@ int host_event(struct host_ctx *ctx, const cJSON *obj, const char *type, const c
 
 /* The Event writer thread (event.c): once started, host_event queues its write
  * (at most 1000; more are dropped and counted) and returns. host_events_stop
- * writes what is queued for up to timeout_ms, then drops the rest; flush waits
- * (up to timeout_ms) until the queue is empty: 0, or -ETIMEDOUT. */
+ * writes what is queued for up to timeout_ms, then drops the rest. */
 int host_events_start(void);
 void host_events_stop(uint64_t timeout_ms);
-int host_events_flush(uint64_t timeout_ms);
-uint64_t host_events_dropped(void);
 
 #endif

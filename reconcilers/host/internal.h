@@ -177,6 +177,10 @@ void host__event_reporter(const struct host_ctx *ctx, char *controller, size_t c
                           char *instance, size_t icap);
 /* Forgets every remembered series (event.c). */
 void host__event_forget_all(void);
+/* Waits (up to timeout_ms) until the Event writer's queue is empty: 0, or
+ * -ETIMEDOUT; and the number of Events dropped on a full queue (event.c). */
+int host__events_flush(uint64_t timeout_ms);
+uint64_t host__events_dropped(void);
 /* Maps a result to the ipc outcome reported to the queue (ctx.c). */
 void host__outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
                           struct ipc_outcome *out);

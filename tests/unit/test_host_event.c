@@ -163,7 +163,7 @@ static void test_event_writer_thread(void **state)
     for (int i = 0; i < 40; i++)
         assert_int_equal(host_event(&ctx, rc, HOST_EVENT_NORMAL, "CreatedWorkerPod", "Create",
                                     "Created worker Pod w%d", i), 0);
-    assert_int_equal(host_events_flush(30000), 0);
+    assert_int_equal(host__events_flush(30000), 0);
     cJSON *items = list_events(s);
     assert_int_equal(cJSON_GetArraySize(items), 41);
     int heads = 0;
@@ -179,10 +179,10 @@ static void test_event_writer_thread(void **state)
     }
     assert_int_equal(heads, 1);
     cJSON_Delete(items);
-    assert_int_equal(host_events_dropped(), 0);
+    assert_int_equal(host__events_dropped(), 0);
     assert_int_equal(ctx.n_written, 0);
     host_events_stop(1000);
-    assert_int_equal(host_events_flush(10), 0);   /* not running: nothing to wait for */
+    assert_int_equal(host__events_flush(10), 0);   /* not running: nothing to wait for */
     /* inline again: the write is there as soon as host_event returns */
     assert_int_equal(host_event(&ctx, rc, HOST_EVENT_WARNING, "Other", "Validate", "x"), 0);
     items = list_events(s);

@@ -370,6 +370,9 @@ class Soak:
                 return False
             before = [g for g in req_gets.get(cluster, []) if g[0] <= start]
             return bool(before) and 0 < before[-1][1] < change_rv
+        rcs = {}        # uid -> {"name", "desired", "prev", "rv", "deleted"}
+        pods = {}       # uid -> summary
+        timeline = {}   # cluster name -> [text]
         found = []
 
         def note(name, text):

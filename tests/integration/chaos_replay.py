@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+# chaos_replay.py - the chaos soak's judge (tests/integration/chaos/chaos.py, Soak.replay) on a
+# made-up history, without running anything: Pod creations replayed in resourceVersion order
+# against their RayCluster; a create the controller made on a live read older than the change
+# it contradicts is "raced" (counted apart), one made on a read that already showed the change
+# (or with no read) is a violation.
+# deadline: 30
+import datetime
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "chaos"))
+import chaos  # noqa: E402
+
+failures = 0
+
+
+def check(what, cond, detail=None):
+    global failures
+    print("%s - %s" % ("ok" if cond else "not ok", what), flush=True)
+    if not cond:
+        failures += 1
+        if detail is not None:
+            print("# %r" % (detail,), flush=True)
+
+
+def rc(name, uid, rv, replicas, gen=1):
+    return {"metadata": {"name": name, "uid": uid, "resourceVersion": str(rv), "generation": gen},
+            "spec": {"workerGroupSpecs": [{"groupName": "g", "replicas": replicas, "minReplicas": 0,
+                                           "maxReplicas": 10}]}}
+
+
+def pod(name, owner_uid, cluster, rv, kind="worker"):
+    return {"metadata": {"name": name, "uid": "u-" + name, "resourceVersion": str(rv),
+                         "labels": {"ray.io/cluster": cluster, "ray.io/group": "g",
+                                    "ray.io/node-type": kind},
+                         "ownerReferences": [{"kind": "RayCluster", "uid": owner_uid}]}}
+
+
+def t(sec):
+    return (datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc) +
+            datetime.timedelta(seconds=sec)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="chaos-replay.")
+    s = chaos.Soak.__new__(chaos.Soak)
+    s.lock, s.work, s.rc_gaps = threading.Lock(), work, []
+    ev = []
+
+    def add(rv, kind, typ, obj):
+        ev.append((rv, len(ev), kind, typ, obj, False))
+    log = []
+
+    def get(sec, name, rv, code=200):
+        log.append({"time": t(sec), "verb": "get", "resource": "rayclusters", "subresource": "",
+                    "name": name, "user_agent": "rayop/0.1", "code": code, "duration_ms": 0.1,
+                    **({"rv": rv} if rv else {})})
+
+    def create(sec, rv):
+        log.append({"time": t(sec), "verb": "create", "resource": "pods", "name": "",
+                    "user_agent": "rayop/0.1", "code": 201, "duration_ms": 1.0, "rv": rv})
+    # a: deleted at rv 12 while its Pod create was on the way: the GET before it saw rv 10
+    add(10, "rc", "ADDED", rc("a", "ua", 10, 1))
+    get(1.000, "a", 10)
+    add(12, "rc", "DELETED", rc("a", "ua", 12, 1))
+    create(1.002, 13)
+    add(13, "pod", "ADDED", pod("a-1", "ua", "a", 13))
+    # b: deleted at rv 22, and the GET before the create already said 404: a real orphan
+    add(20, "rc", "ADDED", rc("b", "ub", 20, 1))
+    add(22, "rc", "DELETED", rc("b", "ub", 22, 1))
+    get(2.000, "b", 0, 404)
+    create(2.002, 23)
+    add(23, "pod", "ADDED", pod("b-1", "ub", "b", 23))
+    # c: 2 workers, scaled 2 -> 1 at rv 34; a create on a read of rv 30 (2 wanted) raced
+    add(30, "rc", "ADDED", rc("c", "uc", 30, 2))
+    add(31, "pod", "ADDED", pod("c-1", "uc", "c", 31))
+    get(3.000, "c", 30)
+    add(34, "rc", "MODIFIED", rc("c", "uc", 34, 1, gen=2))
+    create(3.002, 35)
+    add(35, "pod", "ADDED", pod("c-2", "uc", "c", 35))
+    # d: the same, but the read before the create already had the scale-down (rv 44)
+    add(40, "rc", "ADDED", rc("d", "ud", 40, 2))
+    add(41, "pod", "ADDED", pod("d-1", "ud", "d", 41))
+    add(44, "rc", "MODIFIED", rc("d", "ud", 44, 1, gen=2))
+    get(4.000, "d", 44)
+    create(4.002, 45)
+    add(45, "pod", "ADDED", pod("d-2", "ud", "d", 45))
+    with open(os.path.join(work, "requests.log"), "w") as f:
+        for r in log:
+            f.write(json.dumps(r) + "\n")
+    s.events = ev
+    try:
+        found, timeline = s.replay()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    got = sorted((inv, cluster) for inv, cluster, _, _ in found)
+    raced = sorted((inv, cluster) for inv, cluster, _, _ in s.raced)
+    check("a create after a deletion, made on a read from before it, raced", ("orphan", "a") in raced, raced)
+    check("a create made after a read that said 404 is an orphan", ("orphan", "b") in got, got)
+    check("a create within the old count, made on a read from before the scale-down, raced",
+          ("overshoot", "c") in raced, raced)
+    check("a create made on a read that had the scale-down is an overshoot", ("overshoot", "d") in got, got)
+    check("nothing else judged", len(got) == 2 and len(raced) == 2, (got, raced))
+    check("the timeline names each cluster's events", len(timeline.get("c", [])) >= 4, timeline.get("c"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
