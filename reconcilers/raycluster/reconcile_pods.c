@@ -35,8 +35,8 @@
  * the read-your-writes gate covers, for as long as the watcher connection lasts
  * (a restarted watcher's gate does not know them: the fence starts over on the
  * next connection) and as long as the cache has this process's own newest Pod
- * write (a read-your-writes wait that expired hands a key out before it does: the
- * count is then a LIST again). From then on no reconcile lists Pods
+ * write for the cluster (a read-your-writes wait that expired hands a key out before
+ * it does: the count is then a LIST again). From then on no reconcile lists Pods
  * (before, a burst of new clusters cost one LIST each); the GET of the cluster
  * stays, as the cluster's spec can change under the cache at any time.
  *
@@ -54,6 +54,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+
+#include <uthash.h>
 
 #include "kobj/kobj.h"
 #include "reconcilers/batchsched/batchsched.h"
@@ -151,33 +153,64 @@ static bool should_delete_pod(const cJSON *pod, const char *node_type, char *why
 }
 
 /* One Pod delete; NotFound is success (already gone). */
-/* The newest Pod write (create or delete) of this process: its resourceVersion. */
+/* The newest Pod write (create or delete) of each cluster this process wrote Pods
+ * for: its resourceVersion, per "ns/name" key. Bounded: past OWN_WRITES_MAX keys the
+ * oldest entry goes (its cluster's writes are long in the cache by then). */
+#define OWN_WRITES_MAX 4096
+struct own_write {
+    UT_hash_handle hh;
+    char rv[IPC_RV_MAX];
+    char key[];
+};
 static struct {
     pthread_mutex_t mu;
-    char rv[IPC_RV_MAX];
-} own_write = { .mu = PTHREAD_MUTEX_INITIALIZER };
+    struct own_write *by_key;
+} own_writes = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static void own_write_note(const char *rv)
+static void own_write_note(struct rc_run *r, const char *rv)
 {
+    char key[IPC_KEY_MAX];
+    struct own_write *w;
     if (!rv || !*rv || strlen(rv) >= IPC_RV_MAX)
         return;
-    pthread_mutex_lock(&own_write.mu);
-    if (!own_write.rv[0] || kobj_rv_cmp(rv, own_write.rv) > 0)
-        memcpy(own_write.rv, rv, strlen(rv) + 1);
-    pthread_mutex_unlock(&own_write.mu);
+    snprintf(key, sizeof(key), "%s/%s", r->ns, r->name);
+    pthread_mutex_lock(&own_writes.mu);
+    HASH_FIND_STR(own_writes.by_key, key, w);
+    if (w) {
+        HASH_DEL(own_writes.by_key, w);   /* re-added below: the table stays in write order */
+    } else if ((w = calloc(1, sizeof(*w) + strlen(key) + 1))) {
+        memcpy(w->key, key, strlen(key) + 1);
+    }
+    if (w) {
+        if (!w->rv[0] || kobj_rv_cmp(rv, w->rv) > 0)
+            memcpy(w->rv, rv, strlen(rv) + 1);
+        HASH_ADD_STR(own_writes.by_key, key, w);
+        if (HASH_COUNT(own_writes.by_key) > OWN_WRITES_MAX) {
+            struct own_write *old = own_writes.by_key;
+            HASH_DEL(own_writes.by_key, old);
+            free(old);
+        }
+    }
+    pthread_mutex_unlock(&own_writes.mu);
 }
 
-/* true when the cache has this process's own Pod writes. The read-your-writes gate
- * makes that so before a key comes back, unless its wait expired (5 s: the API server
- * was restarting, the watch down): the key is then handed out anyway, and a count
- * from the cache would miss the Pod we just created (the chaos soak saw a third
- * worker for two that way, after a kubesim restart). Then the count is a LIST again. */
+/* true when the cache has this process's own Pod writes for this cluster. The
+ * read-your-writes gate makes that so before a key comes back, unless its wait
+ * expired (5 s: the API server was restarting, the watch down): the key is then
+ * handed out anyway, and a count from the cache would miss the Pod we just created
+ * (the chaos soak saw a third worker for two that way, after a kubesim restart).
+ * Then the count is a LIST again. Per cluster, so that with several workers one
+ * cluster's fresh writes do not send the others to the API server. */
 static bool own_writes_seen(struct rc_run *r)
 {
-    char rv[IPC_RV_MAX];
-    pthread_mutex_lock(&own_write.mu);
-    memcpy(rv, own_write.rv, sizeof(rv));
-    pthread_mutex_unlock(&own_write.mu);
+    char key[IPC_KEY_MAX], rv[IPC_RV_MAX] = "";
+    struct own_write *w;
+    snprintf(key, sizeof(key), "%s/%s", r->ns, r->name);
+    pthread_mutex_lock(&own_writes.mu);
+    HASH_FIND_STR(own_writes.by_key, key, w);
+    if (w)
+        memcpy(rv, w->rv, sizeof(rv));
+    pthread_mutex_unlock(&own_writes.mu);
     if (!rv[0] || host_cache_seen(r->ctx, "v1/pods", rv) == 1)
         return true;
     host_log(r->ctx, LOG_INFO, "the cache is behind this process's own Pod writes; confirming "
@@ -190,7 +223,7 @@ static int delete_pod(struct rc_run *r, const char *name)
     struct kube_result kr = { 0 };
     int rc = host_delete(r->ctx, &KUBE_RES_PODS, r->ns, name, NULL, &kr);
     if (rc == 0)
-        own_write_note(kr.resource_version);
+        own_write_note(r, kr.resource_version);
     kube_result_release(&kr);
     return rc == -ENOENT ? 0 : rc;
 }
@@ -437,7 +470,7 @@ static int create_pod(struct rc_run *r, cJSON *pod, bool head)
         return raycluster__fail(r, head ? RC_ERR_CREATE_HEAD : RC_ERR_CREATE_WORKER,
                                 "creating a %s Pod: %s", head ? "head" : "worker", why);
     }
-    own_write_note(kr.resource_version);
+    own_write_note(r, kr.resource_version);
     const char *name = rc_meta(kr.body, "name");
     host_log(r->ctx, LOG_INFO, head ? "Created head Pod for RayCluster"
                                     : "Created worker Pod for RayCluster", "pod", name, NULL);

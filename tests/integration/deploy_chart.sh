@@ -87,6 +87,18 @@ tmpl --set batchScheduler.enabled=true --set batchScheduler.name=yunikorn > /dev
     && not_ok "batchScheduler.enabled with a name refused" || ok "batchScheduler.enabled with a name refused"
 tmpl --set controllers.rayjob.reconcileConcurrency=4 | grep -A12 'name: rayjob$' | grep -q -- '--reconcile-concurrency=4' \
     && ok "per-kind reconcileConcurrency" || not_ok "per-kind reconcileConcurrency"
+crd_rule() { python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] in ("ClusterRole", "Role") and d["metadata"]["name"] == "rayop":
+        for r in d.get("rules", []):
+            if "customresourcedefinitions" in r.get("resources", []) and "watch" in r.get("verbs", []):
+                sys.exit(0)
+sys.exit(1)'; }
+tmpl | crd_rule && ok "the ClusterRole lets the watcher watch an optional type's CRD" \
+    || not_ok "the ClusterRole lets the watcher watch an optional type's CRD"
+tmpl --set singleNamespaceInstall=true | crd_rule && not_ok "namespaced RBAC asks nothing cluster-scoped" \
+    || ok "namespaced RBAC asks nothing cluster-scoped"
 tmpl --set batchScheduler.name=volcano | grep -q 'scheduling.volcano.sh' && ok "volcano podgroups rule with batchScheduler.name=volcano" \
     || not_ok "volcano podgroups rule with batchScheduler.name=volcano"
 if kubectl apply --dry-run=server -f "$out/helm.yaml" > "$out/hdry.out" 2>&1; then
