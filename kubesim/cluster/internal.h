@@ -211,9 +211,10 @@ void cluster__node_index_remove(struct cluster *c, struct cl_node *n);
 struct cl_node *cluster__node_index_at(const struct cluster *c, size_t i);
 void cluster__node_index_free(struct cluster *c);
 
-/* pods.c */
-/* Appends a copy of key to a growing list of keys; false (nothing added) on ENOMEM. */
+/* keys.c: appends a copy of key to a growing list of keys; false (nothing added) on ENOMEM. */
 bool cluster__keys_push(char ***list, size_t *n, size_t *cap, const char *key);
+
+/* pods.c */
 /* Binds p to n (spec.nodeName), with the Scheduled Event of component. */
 int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component);
 void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);

@@ -54,22 +54,6 @@ static void account(struct cluster *c, struct cl_pod *p, const char *node)
     }
 }
 
-bool cluster__keys_push(char ***list, size_t *n, size_t *cap, const char *key)
-{
-    if (*n == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 256;
-        char **nl = realloc(*list, ncap * sizeof(*nl));
-        if (!nl)
-            return false;
-        *list = nl;
-        *cap = ncap;
-    }
-    if (!((*list)[*n] = strdup(key)))
-        return false;
-    (*n)++;
-    return true;
-}
-
 static void pending_push(struct cluster *c, struct cl_pod *p)
 {
     if (!p->queued && cluster__keys_push(&c->pending, &c->npending, &c->cappending, p->key))

@@ -418,6 +418,20 @@ static int forward(struct ray *r, struct server_req *req, const struct ray_targe
     return rc;
 }
 
+/* Answers with what ray__target_request gave (rc, resp): the simulated Ray's reply,
+ * or the API server's errors for a target that is not listening and for ENOMEM. */
+static int reply_simulated(struct server_req *req, int rc, struct ray_resp *resp)
+{
+    if (rc == -ENOENT)
+        return server_reply_status(req, 503, "ServiceUnavailable",
+                                   "error trying to reach service: connection refused");
+    if (rc < 0 || !resp->body) {
+        free(resp->body);
+        return server_reply_status(req, 500, "InternalError", "kubesim: out of memory");
+    }
+    return server_reply_take(req, resp->code, resp->ctype, resp->body, resp->len);
+}
+
 void ray_set_http_source(struct ray *r, ray_http_source_fn fn, void *arg)
 {
     if (r) {
@@ -479,14 +493,7 @@ static int on_proxy(void *arg, struct server_req *req)
     /* the API server consumes Authorization; only X-Ray-Authorization reaches Ray */
     rc = ray__target_request(r, &t, req->method, path, req->body, req->body_len, NULL,
                              server_req_header(req, "X-Ray-Authorization"), &resp);
-    if (rc == -ENOENT)
-        return server_reply_status(req, 503, "ServiceUnavailable",
-                                   "error trying to reach service: connection refused");
-    if (rc < 0 || !resp.body) {
-        free(resp.body);
-        return server_reply_status(req, 500, "InternalError", "kubesim: out of memory");
-    }
-    return server_reply_take(req, resp.code, resp.ctype, resp.body, resp.len);
+    return reply_simulated(req, rc, &resp);
 }
 
 /* ---- pods/NAME/proxy ------------------------------------------------------------------------ */
@@ -551,14 +558,7 @@ static int on_pod_proxy(void *arg, struct server_req *req)
     rc = ray__target_request(r, &t, req->method, rt->rest && rt->rest[0] ? rt->rest : "/", req->body,
                              req->body_len, NULL, server_req_header(req, "X-Ray-Authorization"),
                              &resp);
-    if (rc == -ENOENT)
-        return server_reply_status(req, 503, "ServiceUnavailable",
-                                   "error trying to reach service: connection refused");
-    if (rc < 0 || !resp.body) {
-        free(resp.body);
-        return server_reply_status(req, 500, "InternalError", "kubesim: out of memory");
-    }
-    return server_reply_take(req, resp.code, resp.ctype, resp.body, resp.len);
+    return reply_simulated(req, rc, &resp);
 }
 
 /* ---- /kubesim/ray/ ------------------------------------------------------------------------ */
