@@ -122,18 +122,6 @@ cJSON *rc_build_gcs_pvc(const cJSON *rc, int *err)
     return pvc;
 }
 
-/* Go's %v of a []PersistentVolumeAccessMode: "[A B]" */
-static void modes_text(const cJSON *modes, char *out, size_t cap)
-{
-    const cJSON *m;
-    size_t w = (size_t)snprintf(out, cap, "[");
-    cJSON_ArrayForEach(m, modes)
-        if (cJSON_IsString(m) && w < cap)
-            w += (size_t)snprintf(out + w, cap - w, "%s%s", w > 1 ? " " : "", m->valuestring);
-    if (w < cap)
-        snprintf(out + w, cap - w, "]");
-}
-
 /* the same modes, each as often (equalAccessModes) */
 static bool same_modes(const cJSON *a, const cJSON *b)
 {
@@ -171,8 +159,8 @@ void rc_gcs_pvc_drift(const cJSON *want, const cJSON *have, char *out, size_t ca
         w += (size_t)snprintf(out + w, cap - w, "%sstorageClassName %s != current %s",
                               w ? "; " : "", wsc, hsc ? hsc : "<default>");
     if (!same_modes(kobj_get(ws, "accessModes"), kobj_get(hs, "accessModes")) && w < cap) {
-        modes_text(kobj_get(ws, "accessModes"), a, sizeof(a));
-        modes_text(kobj_get(hs, "accessModes"), b, sizeof(b));
+        raycluster__go_strings_text(kobj_get(ws, "accessModes"), a, sizeof(a));
+        raycluster__go_strings_text(kobj_get(hs, "accessModes"), b, sizeof(b));
         snprintf(out + w, cap - w, "%saccessModes %s != current %s", w ? "; " : "", a, b);
     }
 }

@@ -543,3 +543,14 @@ out:
     free(sorted);
     return out;
 }
+
+void raycluster__go_strings_text(const cJSON *arr, char *out, size_t cap)
+{
+    const cJSON *v;
+    size_t w = (size_t)snprintf(out, cap, "[");
+    cJSON_ArrayForEach(v, arr)
+        if (cJSON_IsString(v) && w < cap)
+            w += (size_t)snprintf(out + w, cap - w, "%s%s", w > 1 ? " " : "", v->valuestring);
+    if (w < cap)
+        snprintf(out + w, cap - w, "]");
+}

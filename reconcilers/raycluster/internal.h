@@ -146,6 +146,8 @@ cJSON *raycluster__build_object(struct rcb *b, const char *api_version, const ch
                                 const char *ns, cJSON **meta);
 void raycluster__build_append(struct rcb *b, cJSON *arr, cJSON *item);          /* takes item */
 cJSON *raycluster__build_str_array(struct rcb *b, const char *const *vals, size_t n);
+/* Go's %v of a []string (a JSON array of strings): "[a b c]", cut to cap. */
+void raycluster__go_strings_text(const cJSON *arr, char *out, size_t cap);
 /* Appends {"name":..,"value":..} / {"name":..,"valueFrom":{"fieldRef":{"fieldPath":..}}}. */
 void raycluster__build_env_value(struct rcb *b, cJSON *container, const char *name, const char *value);
 void raycluster__build_env_fieldref(struct rcb *b, cJSON *container, const char *name, const char *path);

@@ -184,18 +184,6 @@ static int secret_owned(struct rc_run *r, const cJSON *cert)
     return rc;
 }
 
-/* Go's %v of the []string of IPs: "[a b]" */
-static void ips_text(const cJSON *ips, char *out, size_t cap)
-{
-    const cJSON *ip;
-    size_t w = (size_t)snprintf(out, cap, "[");
-    cJSON_ArrayForEach(ip, ips)
-        if (cJSON_IsString(ip) && w < cap)
-            w += (size_t)snprintf(out + w, cap - w, "%s%s", w > 1 ? " " : "", ip->valuestring);
-    if (w < cap)
-        snprintf(out + w, cap - w, "]");
-}
-
 /* One object of the PKI: created when absent; a leaf Certificate whose labels or SANs
  * differ is updated. 0 or < 0. */
 static int ensure(struct rc_run *r, cJSON *want, bool issuer, bool leaf, bool head)
@@ -232,7 +220,7 @@ static int ensure(struct rc_run *r, cJSON *want, bool issuer, bool leaf, bool he
                                   cJSON_Duplicate(kobj_get(kobj_get(want, "metadata"),
                                                            "ownerReferences"), true));
         }
-        ips_text(kobj_get(ws, "ipAddresses"), ips, sizeof(ips));
+        raycluster__go_strings_text(kobj_get(ws, "ipAddresses"), ips, sizeof(ips));
         host_log(r->ctx, LOG_INFO, head ? "Updating head certificate" : "Updating worker certificate",
                  "certificate", name, "ipAddresses", ips, NULL);
         host_event(r->ctx, r->rc, HOST_EVENT_NORMAL, "MTLSCertificatesUpdated", "Update",
