@@ -226,7 +226,7 @@ cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
                                                "server auth", "client auth" };
     struct rcb b = { 0 };
     char name[300], fqdn[512];
-    cJSON *all, *spec, *x;
+    cJSON *all, *spec;
     if (!rc_tls_enabled(rc))
         return NULL;
     if (!(all = cJSON_CreateArray())) {
@@ -234,12 +234,12 @@ cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
         goto out;
     }
     /* 0: the self-signed Issuer */
-    raycluster__build_append(&b, all, x = cm_object(&b, rc, "Issuer", RC_TLS_SELFSIGNED_ISSUER,
-                                                    "selfsigned-issuer", &spec));
+    raycluster__build_append(&b, all, cm_object(&b, rc, "Issuer", RC_TLS_SELFSIGNED_ISSUER,
+                                                "selfsigned-issuer", &spec));
     raycluster__build_obj(&b, spec, "selfSigned");
     /* 1: the CA Certificate */
-    raycluster__build_append(&b, all, x = cm_object(&b, rc, "Certificate", RC_TLS_CA_CERT, "ca-certificate",
-                                                    &spec));
+    raycluster__build_append(&b, all, cm_object(&b, rc, "Certificate", RC_TLS_CA_CERT, "ca-certificate",
+                                                &spec));
     rc_tls_name(rc, RC_TLS_CA_SECRET, name, sizeof(name));
     raycluster__build_set_str(&b, spec, "secretName", name);
     raycluster__build_set_bool(&b, spec, "isCA", true);
@@ -252,15 +252,15 @@ cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
     raycluster__build_set(&b, spec, "usages", raycluster__build_str_array(&b, ca_usages, 2));
     issuer_ref(&b, spec, rc, RC_TLS_SELFSIGNED_ISSUER);
     /* 2: the CA Issuer */
-    raycluster__build_append(&b, all, x = cm_object(&b, rc, "Issuer", RC_TLS_CA_ISSUER, "ca-issuer", &spec));
+    raycluster__build_append(&b, all, cm_object(&b, rc, "Issuer", RC_TLS_CA_ISSUER, "ca-issuer", &spec));
     raycluster__build_set_str(&b, raycluster__build_obj(&b, spec, "ca"), "secretName", name);
     /* 3, 4: the head and worker leaf Certificates */
     for (int head = 1; head >= 0; head--) {
         const char *dns[2] = { "localhost", fqdn };
         size_t ndns = 1;
-        raycluster__build_append(&b, all, x = cm_object(&b, rc, "Certificate",
-                                                        head ? RC_TLS_HEAD_CERT : RC_TLS_WORKER_CERT,
-                                                        head ? "head-certificate" : "worker-certificate", &spec));
+        raycluster__build_append(&b, all, cm_object(&b, rc, "Certificate",
+                                                    head ? RC_TLS_HEAD_CERT : RC_TLS_WORKER_CERT,
+                                                    head ? "head-certificate" : "worker-certificate", &spec));
         rc_tls_name(rc, head ? RC_TLS_HEAD_SECRET : RC_TLS_WORKER_SECRET, name, sizeof(name));
         raycluster__build_set_str(&b, spec, "secretName", name);
         raycluster__build_set_str(&b, spec, "duration", "2160h0m0s");
@@ -283,7 +283,6 @@ cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
         raycluster__build_set(&b, spec, "usages", raycluster__build_str_array(&b, leaf_usages, 4));
         issuer_ref(&b, spec, rc, RC_TLS_CA_ISSUER);
     }
-    (void)x;
 out:
     if (b.err < 0) {
         cJSON_Delete(all);
