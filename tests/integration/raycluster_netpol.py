@@ -92,7 +92,7 @@ def main():
     cur["spec"]["workerGroupSpecs"] = cur["spec"]["workerGroupSpecs"][:1]
     env.req("PUT", env.rc_path(NS, name), cur)
     check("a removed worker group loses its policy (DeletedNetworkPolicy)",
-          wait_until(15, lambda: env.get(extra) is None) and env.events(NS, "DeletedNetworkPolicy") != [])
+          wait_until(15, lambda: env.get(extra) is None and env.events(NS, "DeletedNetworkPolicy") != []))
     cur = env.get(env.rc_path(NS, name))
     del cur["spec"]["networkPolicy"]
     env.req("PUT", env.rc_path(NS, name), cur)
