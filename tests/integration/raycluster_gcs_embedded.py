@@ -55,9 +55,8 @@ def main():
           and "RAY_REDIS_ADDRESS" not in envs, h["spec"])
 
     # drift: the size asked for changes after the PVC exists
-    cur = env.get(env.rc_path(NS, name))
-    cur["spec"]["gcsFaultToleranceOptions"]["storage"]["size"] = "2Gi"
-    env.req("PUT", env.rc_path(NS, name), cur)
+    check("size change accepted", env.update(env.rc_path(NS, name), lambda cur: cur["spec"][
+        "gcsFaultToleranceOptions"]["storage"].update(size="2Gi")) == 200)
     check("a changed size is reported, the PVC kept as it is",
           wait_until(15, lambda: any("cannot be reconfigured in place (requested size 2Gi != current 1Gi)"
                                      in (e.get("note") or "") for e in env.events(NS, "FailedToCreatePVC")))
@@ -89,9 +88,8 @@ def main():
         return o.get("metadata", {}).get("uid") == kuid and any(r.get("controller") for r in refs)
     check("a new cluster of that name (DeleteWithCluster) adopts it and becomes its owner",
           wait_until(20, adopted), env.get(kp))
-    cur = env.get(env.rc_path(NS, "keep"))
-    cur["spec"]["gcsFaultToleranceOptions"]["storage"]["deletionPolicy"] = "Retain"
-    env.req("PUT", env.rc_path(NS, "keep"), cur)
+    check("switch to Retain accepted", env.update(env.rc_path(NS, "keep"), lambda cur: cur["spec"][
+        "gcsFaultToleranceOptions"]["storage"].update(deletionPolicy="Retain")) == 200)
     check("switching to Retain drops the owner reference",
           wait_until(15, lambda: not (env.get(kp) or {}).get("metadata", {}).get("ownerReferences")),
           env.get(kp))

@@ -81,15 +81,16 @@ def main():
                 st.get("observedGeneration") == rc(name)["metadata"]["generation"])
 
     def set_group(name, **fields):
-        obj = rc(name)
-        g = obj["spec"]["workerGroupSpecs"][0]
-        for k, v in fields.items():
-            if v is None:
-                g.pop(k, None)
-            else:
-                g[k] = v
-        code, body = env.req("PUT", env.rc_path(NS, name), obj)
-        return code == 200
+        def mutate(obj):
+            g = obj["spec"]["workerGroupSpecs"][0]
+            for k, v in fields.items():
+                if v is None:
+                    g.pop(k, None)
+                else:
+                    g[k] = v
+        code = env.update(env.rc_path(NS, name), mutate)
+        if code != 200:
+            check("PUT %s %s (HTTP %d)" % (name, sorted(fields), code), False)
 
     # ---- create ----
     env.req("POST", env.rc_path(NS), cluster("life", 1))
@@ -201,22 +202,22 @@ def main():
 
     # ---- pod template changes: None keeps Pods, Recreate replaces them all ----
     names = sorted(p["metadata"]["name"] for p in env.pods(NS, "auto"))
-    obj = rc("auto")
-    obj["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.47.0"
-    # minReplicas 1 (= replicas) changes minWorkerReplicas, so the status write shows the
-    # generation was reconciled (observedGeneration alone never causes a write, as KubeRay)
-    obj["spec"]["workerGroupSpecs"][0]["minReplicas"] = 1
-    env.req("PUT", env.rc_path(NS, "auto"), obj)
-    gen = obj["metadata"]["generation"] + 1
+    def new_image(obj):
+        obj["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = \
+            "rayproject/ray:2.47.0"
+        # minReplicas 1 (= replicas) changes minWorkerReplicas, so the status write shows the
+        # generation was reconciled (observedGeneration alone never causes a write, as KubeRay)
+        obj["spec"]["workerGroupSpecs"][0]["minReplicas"] = 1
+    check("template change accepted", env.update(env.rc_path(NS, "auto"), new_image) == 200)
+    gen = rc("auto")["metadata"]["generation"]
     check("template change without upgradeStrategy: reconciled, no Pod touched (as KubeRay)",
           wait_until(20, lambda: status("auto").get("observedGeneration") == gen) and
           sorted(p["metadata"]["name"] for p in env.pods(NS, "auto")) == names)
     env.req("POST", env.rc_path(NS), cluster("recr", 1, {"upgradeStrategy": {"type": "Recreate"}}))
     check("Recreate cluster ready", wait_until(30, lambda: ready_with("recr", 1)))
     old = sorted(p["metadata"]["name"] for p in env.pods(NS, "recr"))
-    obj = rc("recr")
-    obj["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.47.0"
-    env.req("PUT", env.rc_path(NS, "recr"), obj)
+    check("head template change accepted", env.update(env.rc_path(NS, "recr"), lambda obj: obj["spec"][
+        "headGroupSpec"]["template"]["spec"]["containers"][0].update(image="rayproject/ray:2.47.0")) == 200)
 
     def recreated():
         pods = env.pods(NS, "recr")

@@ -80,22 +80,21 @@ def main():
                                      not in (None, uid)))
 
     # mode change, group removed, networkPolicy removed
-    cur = env.get(env.rc_path(NS, name))
-    cur["spec"]["networkPolicy"] = {"mode": "DenyAllIngress"}
-    cur["spec"]["workerGroupSpecs"].append(dict(cur["spec"]["workerGroupSpecs"][0], groupName="extra"))
-    env.req("PUT", env.rc_path(NS, name), cur)
+    def deny_all_ingress_and_extra(cur):
+        cur["spec"]["networkPolicy"] = {"mode": "DenyAllIngress"}
+        cur["spec"]["workerGroupSpecs"].append(dict(cur["spec"]["workerGroupSpecs"][0], groupName="extra"))
+    check("mode change and a new group accepted",
+          env.update(env.rc_path(NS, name), deny_all_ingress_and_extra) == 200)
     extra = NP + "/%s-workers-extra" % name
     check("DenyAllIngress: no egress side; a new group gets its policy",
           wait_until(15, lambda: (env.get(head) or {}).get("spec", {}).get("policyTypes") == ["Ingress"]
                      and "egress" not in env.get(head)["spec"] and env.get(extra)), env.get(head))
-    cur = env.get(env.rc_path(NS, name))
-    cur["spec"]["workerGroupSpecs"] = cur["spec"]["workerGroupSpecs"][:1]
-    env.req("PUT", env.rc_path(NS, name), cur)
+    check("group removal accepted", env.update(env.rc_path(NS, name), lambda cur: cur["spec"].update(
+        workerGroupSpecs=cur["spec"]["workerGroupSpecs"][:1])) == 200)
     check("a removed worker group loses its policy (DeletedNetworkPolicy)",
           wait_until(15, lambda: env.get(extra) is None and env.events(NS, "DeletedNetworkPolicy") != []))
-    cur = env.get(env.rc_path(NS, name))
-    del cur["spec"]["networkPolicy"]
-    env.req("PUT", env.rc_path(NS, name), cur)
+    check("networkPolicy removal accepted",
+          env.update(env.rc_path(NS, name), lambda cur: cur["spec"].pop("networkPolicy")) == 200)
     check("spec.networkPolicy removed: every policy deleted",
           wait_until(15, lambda: env.get(head) is None and env.get(wg) is None), env.items(NP))
 

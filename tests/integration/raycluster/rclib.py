@@ -202,6 +202,20 @@ class Env:
     def patch(self, path, body):
         return self.req("PATCH", path, body, "application/merge-patch+json")
 
+    def update(self, path, mutate, deadline_s=15):
+        """GET, mutate(obj) in place, PUT; again on 409. The controller writes the object's
+        status between a test's read and its write, so an unchecked read-modify-PUT can be
+        refused as a conflict and the change silently never made. Returns the last HTTP code."""
+        end = time.monotonic() + deadline_s
+        while True:
+            obj = self.get(path)
+            if obj is None:
+                return 404
+            mutate(obj)
+            code, _ = self.req("PUT", path, obj)
+            if code != 409 or time.monotonic() > end:
+                return code
+
     def rc_path(self, ns, name=""):
         return "/apis/ray.io/v1/namespaces/%s/rayclusters%s" % (ns, "/" + name if name else "")
 
