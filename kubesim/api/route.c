@@ -164,39 +164,29 @@ void route_parse_path(const char *path, struct route *r)
         }
         return;
     }
-    if (seg_is(&s[0], "api")) {
+    if (seg_is(&s[0], "api") || seg_is(&s[0], "apis")) {
+        /* /api/VERSION/... is the core group, /apis/GROUP/VERSION/... a named one: the same
+         * walk, with the version one segment further on */
+        bool core = seg_is(&s[0], "api");
+        int v = core ? 1 : 2;
+
         if (n == 1) {
-            r->kind = ROUTE_API;
+            r->kind = core ? ROUTE_API : ROUTE_APIS;
             return;
         }
-        if (!seg_copy(&s[1], r->version))
+        if (!core && !seg_copy(&s[1], r->group))
             return;
-        if (n == 2) {
-            r->kind = ROUTE_GROUP_VERSION;
-            return;
-        }
-        parse_resource(&s[2], n - 2, r);
-        return;
-    }
-    if (seg_is(&s[0], "apis")) {
-        if (n == 1) {
-            r->kind = ROUTE_APIS;
-            return;
-        }
-        if (!seg_copy(&s[1], r->group))
-            return;
-        if (n == 2) {
+        if (n == v) {
             r->kind = ROUTE_GROUP;
             return;
         }
-        if (!seg_copy(&s[2], r->version))
+        if (!seg_copy(&s[v], r->version))
             return;
-        if (n == 3) {
+        if (n == v + 1) {
             r->kind = ROUTE_GROUP_VERSION;
             return;
         }
-        parse_resource(&s[3], n - 3, r);
-        return;
+        parse_resource(&s[v + 1], n - v - 1, r);
     }
 }
 
