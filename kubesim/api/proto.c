@@ -149,18 +149,27 @@ static char *dup_base64(const struct rd *s)
     return out;
 }
 
-/* Adds a string (or base64 of bytes) to obj under key; replaces a previous one. */
-static int add_text(cJSON *obj, const char *key, const struct rd *s, bool base64)
+/* A JSON string of s's text, or of the base64 of its bytes. -EINVAL when the text has a NUL
+ * or is not valid UTF-8, -ENOMEM. */
+static int text_item(const struct rd *s, bool base64, cJSON **out)
 {
     char *t = base64 ? dup_base64(s) : dup_text(s);
-    cJSON *v;
 
     if (!t)
         return -EINVAL;
-    v = cJSON_CreateString(t);
+    *out = cJSON_CreateString(t);
     free(t);
-    if (!v)
-        return -ENOMEM;
+    return *out ? 0 : -ENOMEM;
+}
+
+/* Adds a string (or base64 of bytes) to obj under key; replaces a previous one. */
+static int add_text(cJSON *obj, const char *key, const struct rd *s, bool base64)
+{
+    cJSON *v;
+    int rc = text_item(s, base64, &v);
+
+    if (rc < 0)
+        return rc;
     cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
     cJSON_AddItemToObject(obj, key, v);
     return 0;
@@ -329,6 +338,7 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
     uint64_t v;
     cJSON *child, *arr;
     char *t;
+    int rc;
 
     switch (f->type) {
     case F_BOOL:
@@ -416,12 +426,8 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
             cJSON_AddItemToArray(arr, child);
             return decode_msg(&s, f->sub, child, depth + 1);
         }
-        if (!(t = dup_text(&s)))
-            return -EINVAL;
-        child = cJSON_CreateString(t);
-        free(t);
-        if (!child)
-            return -ENOMEM;
+        if ((rc = text_item(&s, false, &child)) < 0)
+            return rc;
         cJSON_AddItemToArray(arr, child);
         return 0;
     }
