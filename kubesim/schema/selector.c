@@ -250,6 +250,17 @@ static bool is_ws(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* The operator at lx->pos: two when an '=' follows it, else one. */
+static enum tok lex_eq_pair(struct lexer *lx, enum tok two, enum tok one)
+{
+    lx->pos++;
+    if (lx->s[lx->pos] != '=')
+        return one;
+    lx->pos++;
+    lx->litlen = 2;
+    return two;
+}
+
 static enum tok lex_next(struct lexer *lx)
 {
     const char *s = lx->s;
@@ -265,22 +276,8 @@ static enum tok lex_next(struct lexer *lx)
     case ',': lx->pos++; return T_COMMA;
     case '>': lx->pos++; return T_GT;
     case '<': lx->pos++; return T_LT;
-    case '=':
-        lx->pos++;
-        if (s[lx->pos] == '=') {
-            lx->pos++;
-            lx->litlen = 2;
-            return T_DEQ;
-        }
-        return T_EQ;
-    case '!':
-        lx->pos++;
-        if (s[lx->pos] == '=') {
-            lx->pos++;
-            lx->litlen = 2;
-            return T_NEQ;
-        }
-        return T_NOT;
+    case '=': return lex_eq_pair(lx, T_DEQ, T_EQ);
+    case '!': return lex_eq_pair(lx, T_NEQ, T_NOT);
     default:
         break;
     }
