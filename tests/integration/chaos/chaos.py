@@ -74,7 +74,8 @@ RJP = "/apis/ray.io/v1/namespaces/%s/rayjobs" % NS
 RSP = "/apis/ray.io/v1/namespaces/%s/rayservices" % NS
 SVCP = "/api/v1/namespaces/%s/services" % NS
 # after a kubesim restart the simulated Ray state is gone: how long the serve-switch
-# invariant leaves rayop to notice the lost applications and deploy them again
+# invariant leaves rayop to notice the lost applications and deploy them again (or, during an
+# upgrade, when the active cluster's Serve is not reconciled - as in KubeRay -, to switch)
 SERVE_RESTART_GRACE_S = 15
 KINDS = ("watcher", "raycluster", "rayjob", "rayservice", "raycronjob", "up")
 INVARIANTS = ("overshoot", "orphan", "duplicate-job", "serve-put", "serve-switch", "converge",
@@ -268,7 +269,7 @@ class Soak:
 
     def serve_init(self):
         """The RayService judges' state (also what chaos_replay.py sets up to test them)."""
-        self.sim_restarts_at = []   # time.time() of each kubesim restart
+        self.sim_restarts_at = []   # time.time() of each kubesim kill and of its return
         self.serve_puts = {}        # (ns, cluster, head uid) -> unchanged PUTs seen
         self.rs_tl = {}             # RayService -> [(time.time(), text)]
         self.rs_sel = {}            # RayService -> [cluster, switched after, last seen] (times)
@@ -309,13 +310,16 @@ class Soak:
         self.add_counts()
         self.sim.send_signal(signal.SIGKILL)
         self.sim.wait()
-        self.sim_restarts_at.append(time.time())
+        self.sim_restarts_at.append(time.time())   # judged from here, and again once back
         for _ in range(50):
             try:
                 self.start_kubesim()
                 break
             except RuntimeError:
                 time.sleep(0.1)   # the port is still held by the dying process
+        # the Ray state is lost from the kill on, and nothing can recover it before kubesim
+        # serves again (loading --state takes seconds on a loaded machine)
+        self.sim_restarts_at.append(time.time())
         self.kubesim_restarts += 1
 
     def start_up(self):
