@@ -151,14 +151,8 @@ static void heap_down(struct ipc_queue *q, size_t i)
 
 static int heap_push(struct ipc_queue *q, struct qent *e)
 {
-    if (q->heap_len == q->heap_cap) {
-        size_t nc = q->heap_cap ? q->heap_cap * 2 : 64;
-        struct qent **nh = realloc(q->heap, nc * sizeof(*nh));
-        if (!nh)
-            return -ENOMEM;
-        q->heap = nh;
-        q->heap_cap = nc;
-    }
+    if (util_array_grow(&q->heap, sizeof(*q->heap), q->heap_len, &q->heap_cap, 64) < 0)
+        return -ENOMEM;
     e->heap_idx = q->heap_len;
     q->heap[q->heap_len++] = e;
     heap_up(q, e->heap_idx);

@@ -16,6 +16,7 @@
 #include <gnutls/crypto.h>
 
 #include "kobj/gotypes.h"
+#include "kobj/kobj.h"
 #include "util/util.h"
 
 #define MAX_DEPTH 64
@@ -423,19 +424,12 @@ static int marshal_array(struct buf *b, int elem, const cJSON *v, int depth)
 /* an object's members in byte order of their names, as Go writes a map */
 static int marshal_map(struct buf *b, int elem, const cJSON *v, int depth)
 {
-    size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
-    const cJSON **m = n ? calloc(n, sizeof(*m)) : NULL, *c;
-    if (n && !m)
-        return -ENOMEM;
-    cJSON_ArrayForEach(c, v)
-        m[i++] = c;
-    for (size_t a = 1; a < n; a++)
-        for (size_t k = a; k > 0 && strcmp(m[k - 1]->string, m[k]->string) > 0; k--) {
-            const cJSON *tmp = m[k];
-            m[k] = m[k - 1];
-            m[k - 1] = tmp;
-        }
-    int rc = buf_puts(b, "{");
+    size_t n, i;
+    const cJSON **m;
+    int rc = kobj_members_sorted(v, &m, &n);
+    if (rc < 0)
+        return rc;
+    rc = buf_puts(b, "{");
     for (i = 0; rc == 0 && i < n; i++) {
         if (i)
             rc = buf_puts(b, ",");

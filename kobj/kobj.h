@@ -3,7 +3,8 @@
  * and dotted-path lookups, metadata, labels and annotations, the controller
  * ownerReference, resourceVersion order and base64. Linked by both sides of the wall
  * (the operator and kubesim) through libcommon.a; nothing here allocates except
- * kobj_base64_encode, and every lookup is NULL-safe and borrows from the object.
+ * kobj_base64_decode, kobj_members_sorted and kobj_set_copy, and every lookup is
+ * NULL-safe and borrows from the object.
  *
  * Siblings in kobj/: json_equal.h (deep equality), quantity.h (resource.Quantity),
  * yamljson.h (YAML to JSON), json_text.h (cJSON-identical string text). Dotted paths
@@ -22,6 +23,17 @@
 const cJSON *kobj_get(const cJSON *o, const char *key);
 /* The string member key of o, or NULL when absent or not a string. */
 const char *kobj_str(const cJSON *o, const char *key);
+
+/* The first element of array arr whose string member key equals value, or NULL:
+ * the volumeMount with a name, the env var with a name, the container at a path. */
+const cJSON *kobj_find(const cJSON *arr, const char *key, const char *value);
+/* The named members of object o in byte order of their names, as Go writes a map.
+ * *out is an array the caller frees (NULL when there are none), *n its length; the
+ * members are borrowed from o. 0 or -ENOMEM. */
+int kobj_members_sorted(const cJSON *o, const cJSON ***out, size_t *n);
+/* Replaces member name of o with a deep copy of item, or removes it when item is
+ * NULL. 0 or -ENOMEM. */
+int kobj_set_copy(cJSON *o, const char *name, const cJSON *item);
 
 /* metadata.<field> of obj as a string ("name", "namespace", "uid", ...), or NULL. */
 const char *kobj_meta_str(const cJSON *obj, const char *field);

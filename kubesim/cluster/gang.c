@@ -174,14 +174,8 @@ static struct gang *gang_get(struct gang **all, enum gkind k, const char *ns, co
 
 static int gang_add(struct gang *g, struct cl_pod *p)
 {
-    if (g->n == g->cap) {
-        size_t nc = g->cap ? g->cap * 2 : 8;
-        struct cl_pod **nm = realloc(g->m, nc * sizeof(*nm));
-        if (!nm)
-            return -ENOMEM;
-        g->m = nm;
-        g->cap = nc;
-    }
+    if (util_array_grow(&g->m, sizeof(*g->m), g->n, &g->cap, 8) < 0)
+        return -ENOMEM;
     g->m[g->n++] = p;
     return 0;
 }
