@@ -102,7 +102,7 @@ int ipc_key_check(const char *key, size_t len)
     return 0;
 }
 
-static void hist_observe(struct ipc_hist *h, uint64_t ns)
+void ipc_hist_observe(struct ipc_hist *h, uint64_t ns)
 {
     size_t i = 0;
     while (i < IPC_HIST_BUCKETS && ns > ipc_hist_bounds_ns[i])
@@ -502,7 +502,7 @@ int ipc_queue_get(struct ipc_queue *q, struct ipc_lease *out)
     e->got_ns = qnow(q);
     DL_APPEND2(q->proc, e, pprev, pnext);
     q->n_proc++;
-    hist_observe(&q->st.queue_duration, e->got_ns >= e->added_ns ? e->got_ns - e->added_ns : 0);
+    ipc_hist_observe(&q->st.queue_duration, e->got_ns >= e->added_ns ? e->got_ns - e->added_ns : 0);
     out->key = e->key;
     out->id = e->lease_id;
     out->requeues = e->failures;
@@ -559,7 +559,7 @@ int ipc_queue_done(struct ipc_queue *q, const char *key, uint64_t id,
     e->processing = 0;
     DL_DELETE2(q->proc, e, pprev, pnext);
     q->n_proc--;
-    hist_observe(&q->st.work_duration, now >= e->got_ns ? now - e->got_ns : 0);
+    ipc_hist_observe(&q->st.work_duration, now >= e->got_ns ? now - e->got_ns : 0);
     q->st.done_total[oc->kind]++;
 
     /* Gate before requeueing, so the requeue cannot slip into the ready FIFO. */

@@ -551,6 +551,34 @@ int gotypes_hash_text(const char *text, size_t len, char out[33])
     return 0;
 }
 
+static void drop(cJSON *o, const char *key)
+{
+    if (cJSON_IsObject(o))
+        cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+}
+
+static void drop_pod_scheduling(cJSON *group)
+{
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(group, "template"), "spec");
+    drop(spec, "tolerations");
+    drop(spec, "schedulingGates");
+}
+
+void gotypes_spec_mute(cJSON *spec)
+{
+    cJSON *g;
+    drop_pod_scheduling(cJSON_GetObjectItemCaseSensitive(spec, "headGroupSpec"));
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(spec, "workerGroupSpecs")) {
+        drop(g, "replicas");
+        drop(g, "minReplicas");
+        drop(g, "maxReplicas");
+        drop(cJSON_GetObjectItemCaseSensitive(g, "scaleStrategy"), "workersToDelete");
+        drop_pod_scheduling(g);
+    }
+    drop(spec, "upgradeStrategy");
+}
+
 int gotypes_spec_hash(const cJSON *spec, char out[33])
 {
     struct buf b = { 0 };

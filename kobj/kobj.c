@@ -107,6 +107,27 @@ const char *kobj_controller_uid(const cJSON *obj)
     return kobj_str(kobj_controller_ref(obj), "uid");
 }
 
+cJSON *kobj_controller_refs(const char *api_version, const char *kind, const cJSON *owner)
+{
+    const char *name = kobj_meta_str(owner, "name"), *uid = kobj_meta_str(owner, "uid");
+    cJSON *arr = cJSON_CreateArray(), *ref = cJSON_CreateObject();
+    if (!arr || !ref || !cJSON_AddItemToArray(arr, ref)) {
+        cJSON_Delete(arr);
+        cJSON_Delete(ref);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(ref, "apiVersion", api_version) ||
+        !cJSON_AddStringToObject(ref, "kind", kind) ||
+        !cJSON_AddStringToObject(ref, "name", name ? name : "") ||
+        !cJSON_AddStringToObject(ref, "uid", uid ? uid : "") ||
+        !cJSON_AddBoolToObject(ref, "controller", 1) ||
+        !cJSON_AddBoolToObject(ref, "blockOwnerDeletion", 1)) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
+}
+
 bool kobj_rv_numeric(const char *s)
 {
     return s && *s && s[strspn(s, "0123456789")] == '\0';

@@ -3,7 +3,7 @@
  * and dotted-path lookups, metadata, labels and annotations, the controller
  * ownerReference, resourceVersion order and base64. Linked by both sides of the wall
  * (the operator and kubesim) through libcommon.a; nothing here allocates except
- * kobj_base64_decode, kobj_members_sorted and kobj_set_copy, and every lookup is
+ * kobj_base64_decode, kobj_members_sorted, kobj_set_copy and kobj_controller_refs, and every lookup is
  * NULL-safe and borrows from the object.
  *
  * Siblings in kobj/: json_equal.h (deep equality), quantity.h (resource.Quantity),
@@ -45,6 +45,12 @@ const char *kobj_annotation(const cJSON *obj, const char *key);
 const cJSON *kobj_controller_ref(const cJSON *obj);
 /* Its uid, or NULL when there is no controller or it has no string uid. */
 const char *kobj_controller_uid(const cJSON *obj);
+
+/* The ownerReferences ctrl.SetControllerReference writes on what owner controls:
+ * [{apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true}], name
+ * and uid from owner's metadata ("" when absent). A new array the caller owns, or
+ * NULL when out of memory. */
+cJSON *kobj_controller_refs(const char *api_version, const char *kind, const cJSON *owner);
 
 /* Orders two resourceVersions: as numbers when both are decimal digits (leading zeros
  * ignored, any length), else bytewise. <0, 0, >0 as strcmp. The API server only

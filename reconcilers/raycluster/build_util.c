@@ -312,26 +312,10 @@ void raycluster__build_env_fieldref(struct rcb *b, cJSON *container, const char 
 
 void raycluster__build_owner_ref(struct rcb *b, cJSON *obj, const cJSON *rc)
 {
-    cJSON *refs, *r;
-    const char *uid = kobj_str(kobj_get(rc, "metadata"), "uid");
     if (b->err)
         return;
-    if (!(refs = cJSON_CreateArray())) {
-        oom(b);
-        return;
-    }
-    raycluster__build_set(b, raycluster__build_obj(b, obj, "metadata"), "ownerReferences", refs);
-    if (b->err || !(r = cJSON_CreateObject())) {
-        oom(b);
-        return;
-    }
-    raycluster__build_append(b, refs, r);
-    raycluster__build_set_str(b, r, "apiVersion", "ray.io/v1");
-    raycluster__build_set_str(b, r, "kind", "RayCluster");
-    raycluster__build_set_str(b, r, "name", raycluster__name(rc));
-    raycluster__build_set_str(b, r, "uid", uid ? uid : "");
-    raycluster__build_set_bool(b, r, "controller", true);
-    raycluster__build_set_bool(b, r, "blockOwnerDeletion", true);
+    raycluster__build_set(b, raycluster__build_obj(b, obj, "metadata"), "ownerReferences",
+                          kobj_controller_refs("ray.io/v1", "RayCluster", rc));
 }
 
 cJSON *raycluster__build_fixed_resources(struct rcb *b, const char *cpu, const char *mem)

@@ -191,6 +191,24 @@ static void test_set_copy(void **state)
     cJSON_Delete(o);
 }
 
+/* kobj_controller_refs: SetControllerReference's one reference, in its key order. */
+static void test_controller_refs(void **state)
+{
+    (void)state;
+    cJSON *owner = cJSON_Parse("{\"metadata\":{\"name\":\"rj\",\"uid\":\"u-1\"}}");
+    cJSON *refs = kobj_controller_refs("ray.io/v1", "RayJob", owner);
+    char *text = cJSON_PrintUnformatted(refs);
+    assert_string_equal(text, "[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayJob\",\"name\":\"rj\","
+                              "\"uid\":\"u-1\",\"controller\":true,\"blockOwnerDeletion\":true}]");
+    free(text);
+    cJSON_Delete(refs);
+    refs = kobj_controller_refs("ray.io/v1", "RayCluster", NULL);   /* no metadata: "" */
+    assert_string_equal(kobj_str(cJSON_GetArrayItem(refs, 0), "name"), "");
+    assert_string_equal(kobj_str(cJSON_GetArrayItem(refs, 0), "uid"), "");
+    cJSON_Delete(refs);
+    cJSON_Delete(owner);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_find),
         cmocka_unit_test(test_members_sorted),
         cmocka_unit_test(test_set_copy),
+        cmocka_unit_test(test_controller_refs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
