@@ -686,25 +686,19 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
         rc = -EINVAL;
         goto out;
     }
-    cJSON_ArrayForEach(it, kobj_get(c->spec, "command")) {
-        buf_reset(&b);
-        if (runtime__env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
-            snprintf(err, errlen, "container %s: an expanded command word is over %d bytes", c->name,
-                     RT_ENV_MAX_VALUE);
-            rc = -E2BIG;
-            goto out;
+    /* argv is command then args, each word with $(VAR) expanded */
+    for (int k = 0; k < 2; k++) {
+        const char *field = k ? "args" : "command";
+        cJSON_ArrayForEach(it, kobj_get(c->spec, field)) {
+            buf_reset(&b);
+            if (runtime__env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
+                snprintf(err, errlen, "container %s: an expanded %s word is over %d bytes",
+                         c->name, field, RT_ENV_MAX_VALUE);
+                rc = -E2BIG;
+                goto out;
+            }
+            cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
         }
-        cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
-    }
-    cJSON_ArrayForEach(it, kobj_get(c->spec, "args")) {
-        buf_reset(&b);
-        if (runtime__env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
-            snprintf(err, errlen, "container %s: an expanded args word is over %d bytes", c->name,
-                     RT_ENV_MAX_VALUE);
-            rc = -E2BIG;
-            goto out;
-        }
-        cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
     }
     cJSON_AddItemToObject(spec, "env", e.list);
     e.list = NULL;

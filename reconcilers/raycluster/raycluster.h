@@ -83,8 +83,9 @@ bool rc_status_differs(const cJSON *old_status, const cJSON *new_status);
 int rc_status_changes(const cJSON *old_status, const cJSON *new_status, char *out, size_t cap);
 /* true when new_status differs from old_status in progress only: worker counts,
  * the head Pod's details, a condition's reason or message - not in state, reason,
- * replica bounds or endpoints, and no condition appeared, went or flipped. Such
- * a change is written at most once a second (reconcile.c). */
+ * replica bounds or endpoints, no condition appeared, went or flipped, and the
+ * ready workers did not just reach the desired count. Such a change is written
+ * at most once a second (reconcile.c). */
 bool rc_status_progress_only(const cJSON *old_status, const cJSON *new_status);
 
 /* Condition helpers over a status "conditions" array (metav1.Condition). */

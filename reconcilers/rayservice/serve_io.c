@@ -89,8 +89,10 @@ static void call_key(struct rsr *r, const cJSON *cluster, const char *op, char *
     snprintf(out, n, "%s/%s\n%s\n%s", r->ctx->ns, r->ctx->name, rs_str(cluster, "metadata.name"), op);
 }
 
+/* The cluster's Serve applications; *runs: whether it runs exactly the PUT body want
+ * already (NULL: not asked). */
 static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                      cJSON **apps, bool *ready, char *err, size_t n)
+                      const char *want, bool *runs, cJSON **apps, bool *ready, char *err, size_t n)
 {
     struct dash_reply rep = { 0 };
     char key[600];
@@ -102,6 +104,8 @@ static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_tar
         rc = -EIO;
     } else if (rc == 0 && (rc = rs_serve_parse(rep.body, rep.len, apps, ready)) < 0) {
         util_format_err(err, n, "GetServeDetails: unreadable answer (%s)", kube_strerror(rc));
+    } else if (rc == 0) {
+        *runs = want && rs_serve_runs_config(rep.body, rep.len, want);
     } else if (rc < 0) {
         util_format_err(err, n, "GetServeDetails: %s", kube_strerror(rc));
     }
@@ -172,8 +176,9 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
     struct dash_target t;
     char key[320], err[512] = "", hash[41];
     const char *why = "";
-    char *memo = NULL;
-    int rc;
+    char *memo = NULL, *want = NULL;
+    bool runs = false;
+    int rc, tc = -1;
     *ready = false;
     *apps = NULL;
     /* the head must be ready (RayClusterStatusConditions, on by default in KubeRay) */
@@ -207,7 +212,16 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
         if (config_hash(cfg, hash) == 0)
             rayservice__patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
     }
-    if ((rc = get_status(r, cluster, &t, apps, ready, err, sizeof(err))) == -EINPROGRESS) {
+    if (incr) {
+        const cJSON *s = active ? json_get(r->st, "activeServiceStatus")
+                                : json_get(r->st, "pendingServiceStatus");
+        tc = rayservice__target_capacity(s);
+    }
+    /* what a PUT would send, to see whether the cluster runs it already (NULL: unknown) */
+    if (*cfg && rs_serve_config_json(cfg, strlen(cfg), tc, &want, err, sizeof(err)) < 0)
+        want = NULL;
+    err[0] = '\0';
+    if ((rc = get_status(r, cluster, &t, want, &runs, apps, ready, err, sizeof(err))) == -EINPROGRESS) {
         /* a slow dashboard: keep what the status says, look again soon (async.c) */
         host_log(r->ctx, LOG_INFO, "Serve status not answered yet; keeping the last one",
                  "clusterName", cname, NULL);
@@ -225,15 +239,21 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
         goto out;
     }
     bool need = rs_serve_need_submit(memo, cfg, *apps, &why);
+    if (need && runs) {
+        /* The cluster runs this very config: sent by this controller's previous life (killed
+         * before the cluster's hash annotation was written) or by another. Sending it again
+         * would change nothing; remember it instead. */
+        need = false;
+        why = "The cluster's applications already run the current V2 Serve config.";
+        rs_memo_put(key, cname, cfg);
+        if (config_hash(cfg, hash) == 0 &&
+            strcmp(rs_str(cJSON_GetObjectItemCaseSensitive(json_get(cluster, "metadata.annotations"),
+                                                           RS_ANN_SERVE_HASH), ""), hash) != 0)
+            rayservice__patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
+    }
     host_log(r->ctx, LOG_INFO, "checkIfNeedSubmitServeApplications", "shouldUpdate",
              need ? "true" : "false", "reason", why, "clusterName", cname, NULL);
     if (need && !skip) {
-        int tc = -1;
-        if (incr) {
-            const cJSON *s = active ? json_get(r->st, "activeServiceStatus")
-                                    : json_get(r->st, "pendingServiceStatus");
-            tc = rayservice__target_capacity(s);
-        }
         rc = rayservice__put_config(r, cluster, &t, tc, "put", err, sizeof(err));
         if (rc == -EINPROGRESS) {
             *ready = false;
@@ -262,6 +282,7 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
 out:
     dash_target_wipe(&t);
     free(memo);
+    free(want);
     return rc;
 }
 
