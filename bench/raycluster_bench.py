@@ -80,6 +80,7 @@ def main():
         rss, hwm = rss_mib(env.sim.pid, "VmHWM")
         print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored" %
               (rss, hwm, env.req("GET", "/kubesim/status")[1].get("objects", 0)), flush=True)
+        print_memory(env.req("GET", "/kubesim/memory")[1])
 
     # converged: a fresh controller whose idle requeue is 1 ms, so every key cycles
     env.procs["ctl"].terminate()
@@ -105,6 +106,23 @@ def main():
         print("%s RSS %.1f MiB (private %.1f MiB; the cache segment is shared memory)" %
               ((name,) + rss_mib(env.procs[name].pid)), flush=True)
     return 0 if ok else 1
+
+
+def print_memory(m):
+    """kubesim's bytes per stored type (text, trees, what only the watch window keeps)
+    and malloc's totals, from GET /kubesim/memory."""
+    if not isinstance(m, dict) or "total" not in m:
+        return
+    mib = 1 << 20
+    rows = sorted(m["types"].items(), key=lambda kv: -(kv[1]["textBytes"] + kv[1]["treeBytes"]))
+    for name, t in rows[:8] + [("total", m["total"])]:
+        print("  %-28s %7d objects  text %7.1f MiB  tree %7.1f MiB  window-only %6d (%.1f MiB)" %
+              (name, t["objects"], t["textBytes"] / mib, t["treeBytes"] / mib, t["ringOnlyObjects"],
+               (t["ringOnlyTextBytes"] + t["ringOnlyTreeBytes"]) / mib), flush=True)
+    a = m["malloc"]
+    print("  malloc: in use %.1f MiB, free in arenas %.1f MiB, mmapped %.1f MiB; RSS %.1f MiB" %
+          (a["inUseBytes"] / mib, a["freeBytes"] / mib, a["mmapBytes"] / mib, m["rssBytes"] / mib),
+          flush=True)
 
 
 def rss_mib(pid, second="RssAnon"):

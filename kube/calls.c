@@ -178,7 +178,7 @@ static const char *obj_meta(const cJSON *obj, const char *key)
 }
 
 static int create(struct kube_client *c, const struct kube_resource *r, const char *ns,
-                  const cJSON *obj, int once, struct kube_result *res)
+                  const cJSON *obj, int once, struct kube_ticket *t, struct kube_result *res)
 {
     char *path, *body;
     int rc;
@@ -189,6 +189,10 @@ static int create(struct kube_client *c, const struct kube_resource *r, const ch
     path = (r == NULL || !r->namespaced || ns != NULL) ? kube_resource_path(r, ns, NULL, NULL)
                                                         : NULL;
     body = cJSON_PrintUnformatted(obj);
+    if (body == NULL || path == NULL) {
+        if (t != NULL)
+            t->taken = 0;   /* spent on a call refused locally, as on one sent */
+    }
     if (body == NULL) {
         free(path);
         return -ENOMEM;
@@ -200,7 +204,7 @@ static int create(struct kube_client *c, const struct kube_resource *r, const ch
     /* POST is not idempotent: a retry after a lost response would 409. */
     struct kube_http rq = {
         .method = "POST", .path = path, .content_type = "application/json", .body = body,
-        .body_len = strlen(body), .once = once, .parse_json = 1, .res = r,
+        .body_len = strlen(body), .once = once, .parse_json = 1, .res = r, .ticket = t,
     };
     rc = kube__do(c, &rq, res);
     free(body);
@@ -211,13 +215,13 @@ static int create(struct kube_client *c, const struct kube_resource *r, const ch
 int kube_create(struct kube_client *c, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res)
 {
-    return create(c, r, ns, obj, 0, res);
+    return create(c, r, ns, obj, 0, NULL, res);
 }
 
 int kube_create_once(struct kube_client *c, const struct kube_resource *r, const char *ns,
-                     const cJSON *obj, struct kube_result *res)
+                     const cJSON *obj, struct kube_ticket *t, struct kube_result *res)
 {
-    return create(c, r, ns, obj, 1, res);
+    return create(c, r, ns, obj, 1, t, res);
 }
 
 static int put(struct kube_client *c, const struct kube_resource *r, const char *ns,

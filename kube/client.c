@@ -477,9 +477,15 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
     memset(res, 0, sizeof(*res));
     s.max = rq->max_response ? rq->max_response : c->opts.max_response_bytes;
     struct kube_limiter *lim = kube__limiter_for(c, rq->res, strcmp(rq->method, "GET") == 0);
+    /* a ticket taken for this bucket pays for the first attempt only: a retry (401 token
+     * reload) waits on the bucket like any request */
+    bool paid = rq->ticket != NULL && rq->ticket->taken && rq->ticket->res == rq->res;
+    if (rq->ticket != NULL)
+        rq->ticket->taken = 0;
     for (;;) {
-        uint64_t wait = kube__limiter_reserve(lim, kube__now(c));
-        limiter_s = (double)wait / 1e9;
+        uint64_t wait = paid ? 0 : kube__limiter_reserve(lim, kube__now(c));
+        limiter_s = paid ? rq->ticket->waited_s : (double)wait / 1e9;
+        paid = false;
         if (wait > 0) {
             atomic_fetch_add(&c->st_throttled_ns, wait);
             c->opts.clock.sleep_ns(c->opts.clock.arg, wait);

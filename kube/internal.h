@@ -214,6 +214,7 @@ struct kube_http {
     long timeout_ms;                /* 0: client default */
     const char *extra_header;       /* one more "Name: value" line, or NULL */
     const struct kube_resource *res; /* its limiter bucket; NULL: the shared one */
+    struct kube_ticket *ticket;     /* a token taken ahead for the first attempt, or NULL */
 };
 
 /* Runs rq with limiter, retries and error mapping; fills res (zeroed first). */

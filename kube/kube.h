@@ -252,13 +252,26 @@ int kube_list(struct kube_client *c, const struct kube_resource *r, const char *
               const struct kube_list_opts *o, struct kube_result *res);
 int kube_create(struct kube_client *c, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res);
+/* A write token of r's bucket taken ahead of the call it pays for. A create that
+ * is only right while a read made just before it holds waits for its token
+ * first, then reads, then creates: the rate limiter's wait falls before the
+ * read, not between the read and the create (at --qps a Pod create can wait
+ * seconds for its token). Zero-initialise; kube_ticket_take fills it. */
+struct kube_ticket {
+    const struct kube_resource *res;
+    double waited_s;           /* how long the take waited, for the client's metrics */
+    int taken;                 /* 1 until a call spends it */
+};
+/* Takes one token of r's write bucket for t, sleeping until it is due. */
+void kube_ticket_take(struct kube_client *c, const struct kube_resource *r, struct kube_ticket *t);
 /* kube_create in a single attempt: no retry after a 429 or a refused connection.
  * For a create that is only right as long as a read made just before it still
  * holds (a RayCluster's Pods follow a GET of the cluster): a retry after a wait
  * would act on that read when it may be stale, so the caller reads again and
- * tries again itself. */
+ * tries again itself. t (NULL, or taken for r before the read) pays for the
+ * request, which then does not wait on the bucket; it is spent either way. */
 int kube_create_once(struct kube_client *c, const struct kube_resource *r, const char *ns,
-                     const cJSON *obj, struct kube_result *res);
+                     const cJSON *obj, struct kube_ticket *t, struct kube_result *res);
 /* PUT to metadata.name of obj; retried only when obj carries a resourceVersion. */
 int kube_update(struct kube_client *c, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res);

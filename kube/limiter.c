@@ -10,6 +10,9 @@
  * and buckets). rayop's live reads (the GET and LIST that confirm the cache
  * before a create) are the API reader's; its writes are the client's.
  *
+ * A ticket (kube_ticket_take) is a write token taken ahead of the request it
+ * pays for, so that a create checked by a read waits before that read.
+ *
  * It works by reservation, like golang.org/x/time/rate's Reserve: a caller
  * always takes a token, the balance may go negative, and the caller sleeps
  * for however long the deficit takes to refill. Callers are thus served in
@@ -53,6 +56,19 @@ uint64_t kube__limiter_reserve(struct kube_limiter *l, uint64_t now_ns)
         wait = (uint64_t)(-l->tokens / l->qps * 1e9);
     pthread_mutex_unlock(&l->mu);
     return wait;
+}
+
+void kube_ticket_take(struct kube_client *c, const struct kube_resource *r, struct kube_ticket *t)
+{
+    uint64_t wait = kube__limiter_reserve(kube__limiter_for(c, r, false), kube__now(c));
+
+    if (wait > 0) {
+        atomic_fetch_add(&c->st_throttled_ns, wait);
+        c->opts.clock.sleep_ns(c->opts.clock.arg, wait);
+    }
+    t->res = r;
+    t->waited_s = (double)wait / 1e9;
+    t->taken = 1;
 }
 
 struct kube_limiter *kube__limiter_for(struct kube_client *c, const struct kube_resource *r,

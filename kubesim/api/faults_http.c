@@ -461,6 +461,11 @@ static int admin(void *arg, struct server_req *req)
             return not_allowed(req);
         return get_status(f, req);
     }
+    if (strcmp(what, "memory") == 0) {
+        if (strcmp(m, "GET") != 0)
+            return not_allowed(req);
+        return reply_json(req, 200, &b, store_memory_json(f->store, &b));
+    }
     if (strcmp(what, "faults") == 0) {
         if (strcmp(m, "GET") == 0)
             return get_faults(f, req);

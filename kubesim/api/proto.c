@@ -17,6 +17,7 @@
 #include "kubesim/api/internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,15 @@ static int rd_bytes(struct rd *r, struct rd *sub)
     return 0;
 }
 
+/* Steps over a fixed64 (n = 8) or fixed32 (n = 4) value. */
+static int rd_fixed(struct rd *r, ptrdiff_t n)
+{
+    if (r->end - r->p < n)
+        return -EINVAL;
+    r->p += n;
+    return 0;
+}
+
 static int rd_skip(struct rd *r, unsigned wire)
 {
     uint64_t v;
@@ -67,17 +77,9 @@ static int rd_skip(struct rd *r, unsigned wire)
 
     switch (wire) {
     case 0: return rd_varint(r, &v);
-    case 1:
-        if (r->end - r->p < 8)
-            return -EINVAL;
-        r->p += 8;
-        return 0;
+    case 1: return rd_fixed(r, 8);
     case 2: return rd_bytes(r, &sub);
-    case 5:
-        if (r->end - r->p < 4)
-            return -EINVAL;
-        r->p += 4;
-        return 0;
+    case 5: return rd_fixed(r, 4);
     default: return -EINVAL;   /* groups (3, 4) are not used by Kubernetes */
     }
 }

@@ -174,14 +174,8 @@ static struct gang *gang_get(struct gang **all, enum gkind k, const char *ns, co
 
 static int gang_add(struct gang *g, struct cl_pod *p)
 {
-    if (g->n == g->cap) {
-        size_t nc = g->cap ? g->cap * 2 : 8;
-        struct cl_pod **nm = realloc(g->m, nc * sizeof(*nm));
-        if (!nm)
-            return -ENOMEM;
-        g->m = nm;
-        g->cap = nc;
-    }
+    if (util_array_grow(&g->m, sizeof(*g->m), g->n, &g->cap, 8) < 0)
+        return -ENOMEM;
     g->m[g->n++] = p;
     return 0;
 }
@@ -564,24 +558,21 @@ static void collect_members(struct cluster *c, struct gang **all)
             g = gang_get(all, G_WAS, p->obj->ns, wg, false);
         } else if (!cluster__gang_scheduler(sched)) {
             continue;
-        } else if (!strcmp(sched, "volcano")) {
-            const char *grp = kobj_annotation(pod, "scheduling.k8s.io/group-name");
-            /* a Pod naming a PodGroup that does not exist waits for it; a Pod naming
+        } else if (!strcmp(sched, "volcano") || !strcmp(sched, "scheduler-plugins-scheduler")) {
+            /* Both name a PodGroup, Volcano by annotation and scheduler-plugins by label.
+             * A Pod naming a PodGroup that does not exist waits for it; a Pod naming
              * none is a gang of one (Volcano's controller would make it a PodGroup) */
-            g = grp && *grp ? gang_get(all, G_VOLCANO, p->obj->ns, grp, false)
-                            : gang_get(all, G_VOLCANO, p->obj->ns, p->obj->name, true);
+            bool vc = !strcmp(sched, "volcano");
+            enum gkind k = vc ? G_VOLCANO : G_SP;
+            const char *grp = vc ? kobj_annotation(pod, "scheduling.k8s.io/group-name")
+                                 : kobj_label(pod, "scheduling.x-k8s.io/pod-group");
+            g = grp && *grp ? gang_get(all, k, p->obj->ns, grp, false)
+                            : gang_get(all, k, p->obj->ns, p->obj->name, true);
             if (g && !g->ns) {
                 g->ns = p->obj->ns;
                 g->name = p->obj->name;
-                snprintf(g->queue, sizeof(g->queue), "default");
-            }
-        } else if (!strcmp(sched, "scheduler-plugins-scheduler")) {
-            const char *grp = kobj_label(pod, "scheduling.x-k8s.io/pod-group");
-            g = grp && *grp ? gang_get(all, G_SP, p->obj->ns, grp, false)
-                            : gang_get(all, G_SP, p->obj->ns, p->obj->name, true);
-            if (g && !g->ns) {
-                g->ns = p->obj->ns;
-                g->name = p->obj->name;
+                if (vc)
+                    snprintf(g->queue, sizeof(g->queue), "default");
             }
         } else if (!strcmp(sched, "yunikorn")) {
             const char *app = kobj_label(pod, "applicationId");

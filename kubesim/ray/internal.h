@@ -82,6 +82,10 @@ struct ray_cluster {
                                            delay): /kubesim/ray/clusters shows them, so a test
                                            sees a call still out */
     int target_capacity;
+    unsigned serve_puts;         /* Serve config PUTs accepted */
+    unsigned serve_puts_same;    /* ... of them, ones that changed nothing: every application
+                                    and target_capacity as deployed (/kubesim/ray/ shows both,
+                                    the chaos soak's "no PUT without a change" invariant) */
     uint64_t serve_started_ms;   /* when the Serve controller first started */
     char *auth_token;            /* RAY_AUTH_MODE=token: the token requests must carry
                                     ("" = none can); NULL: no auth. A credential. */

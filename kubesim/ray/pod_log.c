@@ -37,28 +37,32 @@ static const char *qarg(struct server_req *req, const char *k)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, k);
 }
 
+/* The entry named name in pod's section.lists[0], else in section.lists[1]: a container or its
+ * status, whether a regular or an init one. */
+static const cJSON *find_named(const cJSON *pod, const char *section, const char *const lists[2],
+                               const char *name)
+{
+    const cJSON *it;
+
+    for (int i = 0; i < 2; i++)
+        cJSON_ArrayForEach(it, kobj_get(kobj_get(pod, section), lists[i]))
+            if (kobj_str(it, "name") && !strcmp(kobj_str(it, "name"), name))
+                return it;
+    return NULL;
+}
+
 static const cJSON *find_status(const cJSON *pod, const char *container)
 {
     static const char *const lists[] = { "containerStatuses", "initContainerStatuses" };
-    const cJSON *cs;
 
-    for (int i = 0; i < 2; i++)
-        cJSON_ArrayForEach(cs, kobj_get(kobj_get(pod, "status"), lists[i]))
-            if (kobj_str(cs, "name") && !strcmp(kobj_str(cs, "name"), container))
-                return cs;
-    return NULL;
+    return find_named(pod, "status", lists, container);
 }
 
 static const cJSON *find_container(const cJSON *pod, const char *container)
 {
     static const char *const lists[] = { "containers", "initContainers" };
-    const cJSON *ct;
 
-    for (int i = 0; i < 2; i++)
-        cJSON_ArrayForEach(ct, kobj_get(kobj_get(pod, "spec"), lists[i]))
-            if (kobj_str(ct, "name") && !strcmp(kobj_str(ct, "name"), container))
-                return ct;
-    return NULL;
+    return find_named(pod, "spec", lists, container);
 }
 
 /* A few lines of `ray start` for Ray node containers (the first container of a Pod

@@ -563,10 +563,27 @@ static int on_pod_proxy(void *arg, struct server_req *req)
 
 /* ---- /kubesim/ray/ ------------------------------------------------------------------------ */
 
+/* Each application's status, when it was (re)deployed and its config: what a test needs to
+ * judge a RayService's Service switch without asking every dashboard in turn. */
+static void add_app_states(cJSON *o, const struct ray_cluster *c, uint64_t now)
+{
+    cJSON *apps = cJSON_AddObjectToObject(o, "appStates"), *e;
+    const struct ray_app *a, *at;
+
+    HASH_ITER(hh, c->apps, a, at) {
+        if (!apps || !(e = cJSON_AddObjectToObject(apps, a->name)))
+            return;
+        cJSON_AddStringToObject(e, "status", ray__app_status(a, now));
+        cJSON_AddNumberToObject(e, "deployedMs", (double)a->deployed_ms);
+        cJSON_AddItemToObject(e, "config", cJSON_Duplicate(a->config, true));
+    }
+}
+
 static int admin_list(struct ray *r, struct server_req *req)
 {
     cJSON *arr = cJSON_CreateArray();
     struct ray_cluster *c, *ct;
+    uint64_t now = ray__now_ms();
     char *txt;
 
     if (!arr)
@@ -581,6 +598,9 @@ static int admin_list(struct ray *r, struct server_req *req)
         cJSON_AddStringToObject(o, "headIP", c->head_ip);
         cJSON_AddNumberToObject(o, "jobs", HASH_COUNT(c->jobs));
         cJSON_AddNumberToObject(o, "applications", HASH_COUNT(c->apps));
+        cJSON_AddNumberToObject(o, "servePuts", c->serve_puts);
+        cJSON_AddNumberToObject(o, "servePutsUnchanged", c->serve_puts_same);
+        add_app_states(o, c, now);
         cJSON_AddNumberToObject(o, "dashboardAsked", c->dash_asked);
         cJSON_AddNumberToObject(o, "dashboardAnswered", c->dash_answered);
         cJSON_AddItemToArray(arr, o);

@@ -12,6 +12,8 @@
  * config is unchanged keeps that application's state, as Serve does. A config's
  * target_capacity (0..100, what KubeRay's incremental upgrade steps) is reported back by
  * GET and scales each deployment's target_num_replicas (rounded up), as Serve scales them.
+ * A PUT that changes nothing at all is counted apart (serve_puts_same): a controller that
+ * re-sends what runs is doing work Ray did not need, and a test can see it.
  */
 #include <errno.h>
 #include <math.h>
@@ -318,6 +320,27 @@ static int invalid(struct ray_resp *out, const char *field, const char *what)
     return ray__resp_text(out, 400, msg);
 }
 
+/* Whether a validated config changes nothing on c: Serve running, the same applications
+ * with equal configs, the same target_capacity. */
+static bool serve_put_unchanged(const struct ray_cluster *c, const cJSON *apps, const cJSON *tc)
+{
+    const cJSON *e;
+    struct ray_app *a;
+    bool has_tc = tc && cJSON_IsNumber(tc);
+
+    if (!c->serve_started || c->has_target_capacity != has_tc ||
+        (has_tc && c->target_capacity != (int)tc->valuedouble) ||
+        (unsigned)cJSON_GetArraySize(apps) != HASH_COUNT(c->apps))
+        return false;
+    cJSON_ArrayForEach(e, apps) {
+        a = NULL;
+        HASH_FIND_STR(c->apps, kobj_str(e, "name"), a);
+        if (!a || !json_equal(a->config, e))
+            return false;
+    }
+    return true;
+}
+
 static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size_t len,
                      struct ray_resp *out)
 {
@@ -371,6 +394,9 @@ static int serve_put(struct ray_cluster *c, uint64_t now, const char *body, size
                 goto out;
             }
     }
+    c->serve_puts++;
+    if (serve_put_unchanged(c, apps, tc))
+        c->serve_puts_same++;
     /* applications no longer in the config are deleted */
     HASH_ITER(hh, c->apps, a, at) {
         bool keep = false;

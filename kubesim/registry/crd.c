@@ -689,6 +689,18 @@ static int set_condition(cJSON *conds, const char *type, const char *reason, con
     return 0;
 }
 
+/* parent's member key as an object (array false) or an array; a member of another type is
+ * replaced by an empty one, at the end. NULL when out of memory. */
+static cJSON *member_of_type(cJSON *parent, const char *key, bool array)
+{
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(parent, key);
+
+    if (array ? cJSON_IsArray(m) : cJSON_IsObject(m))
+        return m;
+    cJSON_DeleteItemFromObjectCaseSensitive(parent, key);
+    return array ? cJSON_AddArrayToObject(parent, key) : cJSON_AddObjectToObject(parent, key);
+}
+
 int registry_crd_set_status(cJSON *crd)
 {
     cJSON *spec, *status, *accepted, *conds, *stored, *it;
@@ -700,12 +712,8 @@ int registry_crd_set_status(cJSON *crd)
     versions = cJSON_GetObjectItemCaseSensitive(spec, "versions");
     if (!cJSON_IsObject(crd) || !cJSON_IsObject(names) || !cJSON_IsArray(versions))
         return -EINVAL;
-    status = cJSON_GetObjectItemCaseSensitive(crd, "status");
-    if (!cJSON_IsObject(status)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(crd, "status");
-        if (!(status = cJSON_AddObjectToObject(crd, "status")))
-            return -ENOMEM;
-    }
+    if (!(status = member_of_type(crd, "status", false)))
+        return -ENOMEM;
     util_format_time(time(NULL), now);
     /* acceptedNames: the names with the defaults filled in, as the server reports them. */
     cJSON_DeleteItemFromObjectCaseSensitive(status, "acceptedNames");
@@ -725,23 +733,15 @@ int registry_crd_set_status(cJSON *crd)
         if (!cJSON_AddStringToObject(accepted, "listKind", lk))
             return -ENOMEM;
     }
-    conds = cJSON_GetObjectItemCaseSensitive(status, "conditions");
-    if (!cJSON_IsArray(conds)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(status, "conditions");
-        if (!(conds = cJSON_AddArrayToObject(status, "conditions")))
-            return -ENOMEM;
-    }
+    if (!(conds = member_of_type(status, "conditions", true)))
+        return -ENOMEM;
     if (set_condition(conds, "NamesAccepted", "NoConflicts", "no conflicts found", now) < 0 ||
         set_condition(conds, "Established", "InitialNamesAccepted",
                       "the initial names have been accepted", now) < 0)
         return -ENOMEM;
     /* storedVersions only grows: a version once stored may still exist in etcd. */
-    stored = cJSON_GetObjectItemCaseSensitive(status, "storedVersions");
-    if (!cJSON_IsArray(stored)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(status, "storedVersions");
-        if (!(stored = cJSON_AddArrayToObject(status, "storedVersions")))
-            return -ENOMEM;
-    }
+    if (!(stored = member_of_type(status, "storedVersions", true)))
+        return -ENOMEM;
     cJSON_ArrayForEach(v, versions) {
         const char *vn = kobj_str(v, "name");
         bool have = false;

@@ -155,32 +155,31 @@ void registry_free(struct registry *r)
     free(r);
 }
 
-const struct reg_resource *registry_find(const struct registry *r, const char *group,
-                                         const char *version, const char *plural)
+/* The served resource of group/version whose plural (by_kind false) or kind (true) is name. */
+static const struct reg_resource *find_by(const struct registry *r, const char *group,
+                                          const char *version, const char *name, bool by_kind)
 {
-    if (!r || !group || !version || !plural)
+    if (!r || !group || !version || !name)
         return NULL;
     for (size_t i = 0; i < r->n; i++) {
         const struct reg_resource *res = r->items[i];
-        if (strcmp(res->plural, plural) == 0 && strcmp(res->version, version) == 0 &&
-            strcmp(res->group, group) == 0)
+        if (strcmp(by_kind ? res->kind : res->plural, name) == 0 &&
+            strcmp(res->version, version) == 0 && strcmp(res->group, group) == 0)
             return res;
     }
     return NULL;
 }
 
+const struct reg_resource *registry_find(const struct registry *r, const char *group,
+                                         const char *version, const char *plural)
+{
+    return find_by(r, group, version, plural, false);
+}
+
 const struct reg_resource *registry_find_kind(const struct registry *r, const char *group,
                                               const char *version, const char *kind)
 {
-    if (!r || !group || !version || !kind)
-        return NULL;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct reg_resource *res = r->items[i];
-        if (strcmp(res->kind, kind) == 0 && strcmp(res->version, version) == 0 &&
-            strcmp(res->group, group) == 0)
-            return res;
-    }
-    return NULL;
+    return find_by(r, group, version, kind, true);
 }
 
 /* Moves every resource of crd_name to the retired list. */

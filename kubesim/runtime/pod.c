@@ -604,14 +604,6 @@ static long sc_num(const struct rt_pod *p, const struct rt_ctr *c, const char *k
     return v >= 0 ? v : runtime__jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), k, -1);
 }
 
-static bool has_mount_at(const cJSON *mounts, const char *path)
-{
-    const cJSON *m;
-    cJSON_ArrayForEach(m, mounts)
-        if (kobj_str(m, "mountPath") && !strcmp(kobj_str(m, "mountPath"), path))
-            return true;
-    return false;
-}
 
 static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJSON *spec,
                       char *err, size_t errlen)
@@ -668,7 +660,7 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
         cJSON_AddItemToArray(mounts, o);
     }
     if (!cJSON_IsFalse(kobj_get(kobj_get(p->json, "spec"), "automountServiceAccountToken")) &&
-        !has_mount_at(kobj_get(c->spec, "volumeMounts"), SA_DIR)) {
+        !kobj_find(kobj_get(c->spec, "volumeMounts"), "mountPath", SA_DIR)) {
         cJSON *o = cJSON_CreateObject();
         vol_dir(p, SA_VOLUME, src, sizeof(src));
         cJSON_AddStringToObject(o, "src", src);
@@ -694,25 +686,19 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
         rc = -EINVAL;
         goto out;
     }
-    cJSON_ArrayForEach(it, kobj_get(c->spec, "command")) {
-        buf_reset(&b);
-        if (runtime__env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
-            snprintf(err, errlen, "container %s: an expanded command word is over %d bytes", c->name,
-                     RT_ENV_MAX_VALUE);
-            rc = -E2BIG;
-            goto out;
+    /* argv is command then args, each word with $(VAR) expanded */
+    for (int k = 0; k < 2; k++) {
+        const char *field = k ? "args" : "command";
+        cJSON_ArrayForEach(it, kobj_get(c->spec, field)) {
+            buf_reset(&b);
+            if (runtime__env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
+                snprintf(err, errlen, "container %s: an expanded %s word is over %d bytes",
+                         c->name, field, RT_ENV_MAX_VALUE);
+                rc = -E2BIG;
+                goto out;
+            }
+            cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
         }
-        cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
-    }
-    cJSON_ArrayForEach(it, kobj_get(c->spec, "args")) {
-        buf_reset(&b);
-        if (runtime__env_expand(e.list, cJSON_IsString(it) ? it->valuestring : "", &b) < 0) {
-            snprintf(err, errlen, "container %s: an expanded args word is over %d bytes", c->name,
-                     RT_ENV_MAX_VALUE);
-            rc = -E2BIG;
-            goto out;
-        }
-        cJSON_AddItemToArray(argv, cJSON_CreateString(b.data));
     }
     cJSON_AddItemToObject(spec, "env", e.list);
     e.list = NULL;

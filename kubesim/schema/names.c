@@ -71,6 +71,7 @@ bool schema_check_name(const char *name, enum name_rule r, const char *field, cJ
 {
     size_t n = strlen(name);
     size_t max = r == NAME_SUBDOMAIN ? 253 : 63;
+    const char *why = NULL;
     bool ok = true;
 
     if (n > max) {
@@ -81,26 +82,19 @@ bool schema_check_name(const char *name, enum name_rule r, const char *field, cJ
     }
     switch (r) {
     case NAME_SUBDOMAIN:
-        if (!subdomain_ok(name)) {
-            status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
-                             name, SUBDOMAIN_MSG);
-            ok = false;
-        }
+        why = subdomain_ok(name) ? NULL : SUBDOMAIN_MSG;
         break;
     case NAME_LABEL_1123:
-        if (!label_ok(name, n, false)) {
-            status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
-                             name, LABEL1123_MSG);
-            ok = false;
-        }
+        why = label_ok(name, n, false) ? NULL : LABEL1123_MSG;
         break;
     case NAME_LABEL_1035:
-        if (!label_ok(name, n, true)) {
-            status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
-                             name, LABEL1035_MSG);
-            ok = false;
-        }
+        why = label_ok(name, n, true) ? NULL : LABEL1035_MSG;
         break;
+    }
+    if (why) {
+        status_cause_add(causes, "FieldValueInvalid", field, "Invalid value: \"%.300s\": %s",
+                         name, why);
+        ok = false;
     }
     return ok;
 }

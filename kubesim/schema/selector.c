@@ -44,20 +44,27 @@ static bool is_alnum(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-/* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])? of at most 63 characters. */
+/* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?: the character rule that label keys' name part and
+ * label values share; the callers check the length first. */
+static bool qualified_chars_ok(const char *s, size_t n)
+{
+    if (!is_alnum(s[0]) || !is_alnum(s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    return true;
+}
+
+/* A name part: the character rule above, 1 to 63 characters. */
 static const char *check_name_part(const char *s, size_t n)
 {
     if (n == 0)
         return "name part must be non-empty";
     if (n > 63)
         return "name part must be no more than 63 characters";
-    if (!is_alnum(s[0]) || !is_alnum(s[n - 1]))
-        goto bad;
-    for (size_t i = 0; i < n; i++)
-        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-            goto bad;
-    return NULL;
-bad:
+    if (qualified_chars_ok(s, n))
+        return NULL;
     return "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
            "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
            "or '123-abc', regex used for validation is "
@@ -114,13 +121,8 @@ static const char *check_value(const char *v)
         return NULL;
     if (n > 63)
         return "must be no more than 63 characters";
-    if (!is_alnum(v[0]) || !is_alnum(v[n - 1]))
-        goto bad;
-    for (size_t i = 0; i < n; i++)
-        if (!is_alnum(v[i]) && v[i] != '-' && v[i] != '_' && v[i] != '.')
-            goto bad;
-    return NULL;
-bad:
+    if (qualified_chars_ok(v, n))
+        return NULL;
     return "a valid label must be an empty string or consist of alphanumeric characters, "
            "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
            "'MyValue',  or 'my_value',  or '12345', regex used for validation is "

@@ -277,18 +277,24 @@ static bool same_keys(const struct snode *n, const cJSON *a, const cJSON *b)
     return true;
 }
 
+/* minItems/maxItems and minProperties/maxProperties. The apiserver words the too-many cause
+ * "items" for both; only the too-few one names what it counts. A bound of -1 is unset. */
+static void check_size(struct vctx *c, int size, long long min, long long max, const char *what)
+{
+    if (max >= 0 && size > max)
+        add_cause(c, "FieldValueTooMany", "Too many: %d: must have at most %lld items", size, max);
+    if (min >= 0 && size < min)
+        add_cause(c, "FieldValueInvalid", "Invalid value: %d: %s in body should have at least "
+                  "%lld %s", size, c->path, min, what);
+}
+
 static int walk_array(struct vctx *c, const struct snode *n, cJSON *v, const cJSON *old,
                       int depth)
 {
     int size = cJSON_GetArraySize(v), i = 0, rc;
     cJSON *e;
 
-    if (n->max_items >= 0 && size > n->max_items)
-        add_cause(c, "FieldValueTooMany", "Too many: %d: must have at most %lld items", size,
-                  (long long)n->max_items);
-    if (n->min_items >= 0 && size < n->min_items)
-        add_cause(c, "FieldValueInvalid", "Invalid value: %d: %s in body should have at least "
-                  "%lld items", size, c->path, (long long)n->min_items);
+    check_size(c, size, n->min_items, n->max_items, "items");
     cJSON_ArrayForEach(e, v) {
         const cJSON *olde = NULL, *o;
         size_t save = push_index(c, i, NULL);
@@ -377,13 +383,7 @@ static int walk_object(struct vctx *c, const struct snode *n, cJSON *v, const cJ
         add_cause(c, "FieldValueRequired", "Required value");
         pop(c, save);
     }
-    int nprops = cJSON_GetArraySize(v);
-    if (n->max_props >= 0 && nprops > n->max_props)
-        add_cause(c, "FieldValueTooMany", "Too many: %d: must have at most %lld items", nprops,
-                  (long long)n->max_props);
-    if (n->min_props >= 0 && nprops < n->min_props)
-        add_cause(c, "FieldValueInvalid", "Invalid value: %d: %s in body should have at least "
-                  "%lld properties", nprops, c->path, (long long)n->min_props);
+    check_size(c, cJSON_GetArraySize(v), n->min_props, n->max_props, "properties");
     cJSON_ArrayForEach(m, v) {
         if (!m->string || root_meta(depth, m->string))
             continue;

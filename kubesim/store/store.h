@@ -211,6 +211,11 @@ int store_subscribe(struct store *s, store_subscriber_fn fn, void *arg);
 /* ---- stats for /kubesim/status ------------------------------------------------ */
 struct store_stats { size_t objects; size_t watchers; uint64_t rv; uint64_t events; };
 void store_get_stats(struct store *s, struct store_stats *out);
+/* Appends a JSON object to out: per type, the bytes of the stored objects' text and
+ * trees and of the snapshots only the watch ring keeps, and malloc's totals
+ * (GET /kubesim/memory). Walks every object under the read lock: a diagnostic. */
+struct buf;
+int store_memory_json(struct store *s, struct buf *out);
 
 /* ---- fault injection and test hooks -------------------------------------------- */
 

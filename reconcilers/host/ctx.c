@@ -207,13 +207,22 @@ int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char 
 }
 
 int host_create_once(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
-                     const cJSON *obj, struct kube_result *res)
+                     const cJSON *obj, struct kube_ticket *t, struct kube_result *res)
 {
     struct kube_client *kc = host_kube(ctx);
     if (!kc)
         return -ENOTCONN;
-    int rc = kube_create_once(kc, r, ns, obj, res);
+    int rc = kube_create_once(kc, r, ns, obj, t, res);
     return after_write(ctx, r, rc, res, "create");
+}
+
+int host_ticket_take(struct host_ctx *ctx, const struct kube_resource *r, struct kube_ticket *t)
+{
+    struct kube_client *kc = host_kube(ctx);
+    if (!kc)
+        return -ENOTCONN;
+    kube_ticket_take(kc, r, t);
+    return 0;
 }
 
 int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,

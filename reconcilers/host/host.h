@@ -159,9 +159,12 @@ struct kube_client *host_kube(struct host_ctx *ctx);
 int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res);
 /* host_create without the client's retries (kube_create_once): the caller re-reads
- * what the create depends on and tries again itself. */
+ * what the create depends on and tries again itself. t: a token taken with
+ * host_ticket_take before that read, or NULL. */
 int host_create_once(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
-                     const cJSON *obj, struct kube_result *res);
+                     const cJSON *obj, struct kube_ticket *t, struct kube_result *res);
+/* kube_ticket_take on the context's client: -ENOTCONN without one. */
+int host_ticket_take(struct host_ctx *ctx, const struct kube_resource *r, struct kube_ticket *t);
 int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res);
 int host_update_status(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,

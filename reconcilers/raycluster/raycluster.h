@@ -27,6 +27,14 @@ int rc_metrics(struct host_view *view, struct buf *out);
  * groups could not be read (the controller stops, as KubeRay does). */
 int rc_platform_start(struct kube_client *kc);
 
+/* A token-auth cluster's Ray token into t, as KubeRay's dashboard client sends it
+ * (dashboard.c): read from the cluster's Secret (rc_auth_token_secret), whose copy is
+ * wiped. 0, also when the cluster does not use token auth; else -errno, logged here,
+ * with *kr holding the API server's answer when it gave one (the caller releases it). */
+struct dash_target;
+int rc_dashboard_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_target *t,
+                       struct kube_result *kr);
+
 /* The RayCluster feature gates of this process (--feature-gates; build.h
  * struct rc_gates). The RayJob and RayCronJob controllers validate cluster
  * specs with the same gates. */
@@ -75,8 +83,9 @@ bool rc_status_differs(const cJSON *old_status, const cJSON *new_status);
 int rc_status_changes(const cJSON *old_status, const cJSON *new_status, char *out, size_t cap);
 /* true when new_status differs from old_status in progress only: worker counts,
  * the head Pod's details, a condition's reason or message - not in state, reason,
- * replica bounds or endpoints, and no condition appeared, went or flipped. Such
- * a change is written at most once a second (reconcile.c). */
+ * replica bounds or endpoints, no condition appeared, went or flipped, and the
+ * ready workers did not just reach the desired count. Such a change is written
+ * at most once a second (reconcile.c). */
 bool rc_status_progress_only(const cJSON *old_status, const cJSON *new_status);
 
 /* Condition helpers over a status "conditions" array (metav1.Condition). */

@@ -548,8 +548,9 @@ static int write_status(struct rc_run *r)
     /* Progress (a Pod running, another ready) is written at most once per
      * second of lastUpdateTime: Pods of a new cluster come up within moments of
      * each other, and writing each step cost several writes per cluster that a
-     * moment later say nothing. A state change or a condition flip goes at
-     * once; the rest waits for the next second's reconcile. */
+     * moment later say nothing. A state change, a condition flip and the step
+     * that makes every desired worker ready (a scale-up served: what a client
+     * waits for) go at once; the rest waits for the next second's reconcile. */
     const char *lut = kobj_str(old, "lastUpdateTime");
     if (lut && strcmp(lut, now) == 0 && !gen_behind && rc_status_progress_only(old, st)) {
         uint64_t wait = ms_to_next_second();

@@ -41,7 +41,9 @@
  * stays, as the cluster's spec can change under the cache at any time.
  *
  * What is left between that GET and the create's commit is one request's time:
- * creates are made in one attempt (host_create_once), as a create the client
+ * the create's rate-limit token is taken before the GET (host_ticket_take), so
+ * a create waiting at the QPS bound waits before it reads, and creates are made
+ * in one attempt (host_create_once), as a create the client
  * retried after a 429 or a refused connection would commit after a wait the GET
  * does not cover. A create sent without an answer (a reset) may exist: the fence
  * starts over, so the next count is a live LIST.
@@ -65,19 +67,14 @@
 /* A borrowed view of some Pods of r->pods. */
 struct podv {
     const cJSON **p;
-    int n, cap;
+    int n;
+    size_t cap;
 };
 
 static int podv_push(struct podv *v, const cJSON *pod)
 {
-    if (v->n == v->cap) {
-        int cap = v->cap ? v->cap * 2 : 16;
-        const cJSON **np = realloc(v->p, (size_t)cap * sizeof(*np));
-        if (!np)
-            return -ENOMEM;
-        v->p = np;
-        v->cap = cap;
-    }
+    if (util_array_grow(&v->p, sizeof(*v->p), (size_t)v->n, &v->cap, 16) < 0)
+        return -ENOMEM;
     v->p[v->n++] = pod;
     return 0;
 }
@@ -438,13 +435,18 @@ static int confirm_cluster(struct rc_run *r)
 static int create_pod(struct rc_run *r, cJSON *pod, bool head)
 {
     struct kube_result kr = { 0 };
-    int rc = confirm_cluster(r);
+    struct kube_ticket t = { 0 };
+    /* the create's rate-limit token first: at the QPS bound it can take seconds, and
+     * the GET below must be the last word before the create, not before that wait */
+    int rc = host_ticket_take(r->ctx, &KUBE_RES_PODS, &t);
     if (rc < 0)
+        return raycluster__fail(r, RC_ERR_OTHER, "creating a Pod: %s", kube_strerror(rc));
+    if ((rc = confirm_cluster(r)) < 0)
         return rc;
     /* one attempt: a create the client retried after a 429 or a refused connection
      * would commit later than the GET above vouches for (the soak saw one commit 158 ms
      * later, after the group was scaled down); the next reconcile reads again instead */
-    rc = host_create_once(r->ctx, &KUBE_RES_PODS, r->ns, pod, &kr);
+    rc = host_create_once(r->ctx, &KUBE_RES_PODS, r->ns, pod, &t, &kr);
     if (rc < 0 && kr.http_code == 0 && rc != -ECONNREFUSED)
         raycluster__pods_fence_reset();   /* sent, no answer: it may exist; the next count is a LIST */
     if (rc == -EAGAIN || rc == -ECONNREFUSED) {

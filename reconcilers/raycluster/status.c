@@ -487,6 +487,12 @@ static bool str_eq(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+static double count_of(const cJSON *st, const char *k)
+{
+    const cJSON *v = kobj_get(st, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
 bool rc_status_progress_only(const cJSON *old, const cJSON *st)
 {
     static const char *const firm[] = {
@@ -496,6 +502,11 @@ bool rc_status_progress_only(const cJSON *old, const cJSON *st)
     for (size_t i = 0; i < sizeof(firm) / sizeof(firm[0]); i++)
         if (!json_equal(norm(old, firm[i]), norm(st, firm[i])))
             return false;
+    /* the step that makes every desired worker ready is the one a client waits for (a
+     * scale-up is served): it is news, not progress; the steps before it coalesce */
+    double ready = count_of(st, "readyWorkerReplicas");
+    if (ready == count_of(st, "desiredWorkerReplicas") && ready != count_of(old, "readyWorkerReplicas"))
+        return false;
     const cJSON *oc = kobj_get(old, "conditions"), *nc = kobj_get(st, "conditions"), *c, *o;
     if (cJSON_GetArraySize(oc) != cJSON_GetArraySize(nc))
         return false;

@@ -3,7 +3,10 @@
 # made-up history, without running anything: Pod creations replayed in resourceVersion order
 # against their RayCluster; a create the controller made on a live read older than the change
 # it contradicts is "raced" (counted apart), one made on a read that already showed the change
-# (or with no read) is a violation.
+# (or with no read) is a violation. Then the RayService judges on made-up polls: serve-switch
+# (a switch to a cluster whose application was deployed before the switch and is not RUNNING,
+# or that has none, is a violation; one redeployed in place after it is not; the seconds after
+# a kubesim restart are not judged) and serve-put (a PUT that changed nothing, once).
 # deadline: 30
 import datetime
 import json
@@ -107,7 +110,73 @@ def main():
     check("a create made on a read that had the scale-down is an overshoot", ("overshoot", "d") in got, got)
     check("nothing else judged", len(got) == 2 and len(raced) == 2, (got, raced))
     check("the timeline names each cluster's events", len(timeline.get("c", [])) >= 4, timeline.get("c"))
+    serve_judges()
     return 1 if failures else 0
+
+
+def svc(rs, cluster):
+    return {"metadata": {"name": rs + "-serve-svc", "ownerReferences": [{"kind": "RayService", "name": rs}]},
+            "spec": {"selector": {"ray.io/cluster": cluster, "ray.io/serve": "true"}}}
+
+
+def ray(cluster, status=None, deployed=0.0, puts=1, same=0):
+    apps = {"app": {"status": status, "deployedMs": deployed * 1000, "config": {}}} if status else {}
+    return {"namespace": "default", "cluster": cluster, "headPodUID": "h-" + cluster, "appStates": apps,
+            "servePuts": puts, "servePutsUnchanged": same}
+
+
+def serve_judges():
+    s = chaos.Soak.__new__(chaos.Soak)
+    s.lock, s.violations = threading.Lock(), {}
+    s.serve_init()
+    for rs in ("s1", "s2", "s3", "s4"):
+        s.rs_note(rs, "created")
+
+    def poll(at, svcs, clusters):
+        s.serve_judge(at, {"items": svcs}, clusters)
+
+    def bad():
+        return sorted(v.split(":")[0] for v in s.violations.get("serve-switch", []))
+    poll(100.0, [svc("s1", "s1-a"), svc("s2", "s2-a")], [ray("s1-a", "RUNNING", 90), ray("s2-a", "RUNNING", 90)])
+    check("serve-switch: clusters whose applications run are fine", bad() == [], bad())
+    # s1-a redeployed in place (a config upgrade) while selected: Serve keeps serving
+    poll(101.0, [svc("s1", "s1-a"), svc("s2", "s2-a")], [ray("s1-a", "DEPLOYING", 100.5), ray("s2-a", "RUNNING", 90)])
+    check("serve-switch: an application redeployed after the switch may be DEPLOYING", bad() == [], bad())
+    # s1 switches to s1-b whose application was deployed at 100.8, before the last poll that
+    # saw s1-a: it was not RUNNING when the Service went to it
+    poll(102.0, [svc("s1", "s1-b"), svc("s2", "s2-b"), svc("s3", "s3-a")],
+         [ray("s1-b", "DEPLOYING", 100.8), ray("s2-b", "RUNNING", 95)])
+    check("serve-switch: a switch to a DEPLOYING application, and to a cluster without one, are "
+          "violations", bad() == ["RayService s1", "RayService s3"], bad())
+    poll(102.2, [svc("s1", "s1-b"), svc("s2", "s2-b"), svc("s3", "s3-a")],
+         [ray("s1-b", "DEPLOYING", 100.8), ray("s2-b", "RUNNING", 95)])
+    check("serve-switch: one violation per switch", len(bad()) == 2, bad())
+    s.sim_restarts_at = [110.0]
+    poll(112.0, [svc("s4", "s4-a")], [])
+    check("serve-switch: not judged within the grace after a kubesim restart",
+          len(bad()) == 2 and s.serve_unjudged == 1, (bad(), s.serve_unjudged))
+    poll(110.0 + chaos.SERVE_RESTART_GRACE_S + 1, [svc("s4", "s4-a")], [])
+    check("serve-switch: applications still lost after the grace are a violation",
+          bad() == ["RayService s1", "RayService s3", "RayService s4"], bad())
+    check("serve-switch: the violation prints the RayService's timeline",
+          "created" in s.violations["serve-switch"][0] and "selects s1-b" in s.violations["serve-switch"][0],
+          s.violations["serve-switch"][0])
+
+    class Api:
+        answer = []
+
+        def get(self, path):
+            return self.answer
+    s.api, s.jobs_seen = Api(), {}
+    s.api.answer = [ray("s1-b", "RUNNING", 100, puts=2, same=0)]
+    s.check_jobs()
+    check("serve-put: PUTs that changed something are fine", not s.violations.get("serve-put"))
+    s.api.answer = [ray("s1-b", "RUNNING", 100, puts=3, same=1)]
+    s.check_jobs()
+    s.check_jobs()
+    check("serve-put: a PUT that changed nothing is a violation, once, named by RayService",
+          len(s.violations.get("serve-put", [])) == 1 and "RayService s1" in s.violations["serve-put"][0],
+          s.violations.get("serve-put"))
 
 
 if __name__ == "__main__":

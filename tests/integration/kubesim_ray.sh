@@ -147,6 +147,12 @@ check "the application is DEPLOYING first" [ "$(app status)" = DEPLOYING ]
 wait_until "the application goes RUNNING" 10 app_running &&
     ok "the application goes RUNNING"
 check "its deployments are HEALTHY" [ "$(app deployments.FruitMarket.status)" = HEALTHY ]
+check "/kubesim/ray/ shows the application RUNNING with its config" \
+    [ "$(kcurl /kubesim/ray/ | json_get 0.appStates.fruit.status) $(kcurl /kubesim/ray/ | json_get 0.appStates.fruit.config.route_prefix)" = "RUNNING /fruit" ]
+check "the same config again is 200 and counted as a PUT that changed nothing" [ "$(kcode -X PUT -d '
+  {"applications":[{"name":"fruit","import_path":"fruit.deployment_graph","route_prefix":"/fruit",
+    "deployments":[{"name":"MangoStand","num_replicas":1},{"name":"FruitMarket","num_replicas":2}]}]}' \
+    $PX/api/serve/applications/) $(kcurl /kubesim/ray/ | json_get 0.servePuts) $(kcurl /kubesim/ray/ | json_get 0.servePutsUnchanged)" = "200 2 1" ]
 check "FruitMarket runs 2 replicas" [ "$(app deployments.FruitMarket.replicas.1.state)" = RUNNING ]
 check "Serve's proxy answers /-/healthz through the service proxy" [ "$(kcurl $SV/-/healthz)" = success ]
 check "/-/routes maps /fruit to fruit" [ "$(kcurl $SV/-/routes | json_get /fruit)" = fruit ]

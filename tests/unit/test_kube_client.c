@@ -237,13 +237,13 @@ static void test_429_retry_after_is_honoured(void **state)
             NULL, NULL, 0);
     ts_push(&f->srv, 201, "{}", NULL, NULL, 0);
     int posts = ts_nlog(&f->srv);
-    assert_int_equal(kube_create_once(f->c, &KUBE_RES_PODS, "ns", obj, &res), -EAGAIN);
+    assert_int_equal(kube_create_once(f->c, &KUBE_RES_PODS, "ns", obj, NULL, &res), -EAGAIN);
     assert_int_equal(res.attempts, 1);
     assert_int_equal(res.http_code, 429);
     assert_int_equal(f->fc.nsleeps, 2);
     assert_int_equal(ts_nlog(&f->srv), posts + 1);
     kube_result_release(&res);
-    assert_int_equal(kube_create_once(f->c, &KUBE_RES_PODS, "ns", obj, &res), 0);
+    assert_int_equal(kube_create_once(f->c, &KUBE_RES_PODS, "ns", obj, NULL, &res), 0);
     assert_int_equal(res.attempts, 1);
     cJSON_Delete(obj);
     kube_result_release(&res);
@@ -465,6 +465,54 @@ static void test_limiter_per_resource(void **state)
         kube_result_release(&res);
     }
     assert_int_equal(fc.nsleeps, 2);
+    kube_client_free(c);
+}
+
+/* A ticket moves a create's token wait ahead of the read that vouches for the create
+ * (a RayCluster's Pod follows a GET of the cluster): the create itself then does not
+ * wait, so nothing sleeps between the read and the write. */
+static void test_ticket_waits_before_the_read(void **state)
+{
+    struct fixture *f = *state;
+    struct kube_result res = { 0 };
+    struct kube_client *c;
+    struct fake_clock fc = { .now = 5000000000ull };
+    struct kube_client_opts o = { .qps = 10, .burst = 1 };
+    o.clock.now_ns = fake_now;
+    o.clock.sleep_ns = fake_sleep;
+    o.clock.arg = &fc;
+    assert_int_equal(kube_client_new(f->cfg, &o, &c), 0);
+    cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"p\"}}");
+    assert_int_equal(kube_create(c, &KUBE_RES_PODS, "ns", pod, &res), 0);   /* the burst */
+    kube_result_release(&res);
+    assert_int_equal(fc.nsleeps, 0);
+
+    struct kube_ticket t = { 0 };
+    kube_ticket_take(c, &KUBE_RES_PODS, &t);        /* the bucket is empty: waits here */
+    assert_int_equal(fc.nsleeps, 1);
+    assert_int_equal(fc.sleeps[0], 100000000ull);
+    assert_true(t.taken);
+    assert_int_equal(kube_get(c, &KUBE_RES_RAYCLUSTERS, "ns", "rc", &res), 0);
+    kube_result_release(&res);
+    int before = ts_nlog(&f->srv);
+    assert_int_equal(kube_create_once(c, &KUBE_RES_PODS, "ns", pod, &t, &res), 0);
+    kube_result_release(&res);
+    assert_int_equal(fc.nsleeps, 1);                /* no wait between the GET and the POST */
+    assert_int_equal(ts_nlog(&f->srv), before + 1);
+    assert_string_equal(f->srv.log[before].method, "POST");
+    assert_false(t.taken);                          /* spent */
+
+    /* a spent ticket, or one of another bucket, pays for nothing: the create waits */
+    assert_int_equal(kube_create_once(c, &KUBE_RES_PODS, "ns", pod, &t, &res), 0);
+    kube_result_release(&res);
+    assert_int_equal(fc.nsleeps, 2);
+    kube_ticket_take(c, &KUBE_RES_SERVICES, &t);
+    assert_int_equal(fc.nsleeps, 2);                /* the Services' bucket is full */
+    assert_int_equal(kube_create_once(c, &KUBE_RES_PODS, "ns", pod, &t, &res), 0);
+    kube_result_release(&res);
+    assert_int_equal(fc.nsleeps, 3);
+    assert_false(t.taken);
+    cJSON_Delete(pod);
     kube_client_free(c);
 }
 
@@ -801,6 +849,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limiter_per_resource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limiter_rates_on_fake_clock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ticket_waits_before_the_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_keepalive_reuses_connections, setup, teardown),
         cmocka_unit_test_setup_teardown(test_response_size_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_each_follows_continue, setup, teardown),

@@ -393,6 +393,25 @@ static void test_progress_only(void **state)
     cJSON *f = parse("{\"state\":\"\",\"desiredWorkerReplicas\":4,"
                      "\"conditions\":[{\"type\":\"HeadPodReady\",\"status\":\"False\"}]}");
     assert_false(rc_status_progress_only(a, f));
+    /* the step on which every desired worker is ready is written at once (a scale-up
+     * 1 -> 2 is served when the second worker is Ready: its status must say so then);
+     * the steps before it, and the counts moving once there, coalesce */
+    cJSON *g = parse("{\"state\":\"ready\",\"desiredWorkerReplicas\":2,\"readyWorkerReplicas\":1,"
+                     "\"availableWorkerReplicas\":1}");
+    cJSON *h = parse("{\"state\":\"ready\",\"desiredWorkerReplicas\":2,\"readyWorkerReplicas\":1,"
+                     "\"availableWorkerReplicas\":2}");
+    cJSON *i = parse("{\"state\":\"ready\",\"desiredWorkerReplicas\":2,\"readyWorkerReplicas\":2,"
+                     "\"availableWorkerReplicas\":2}");
+    assert_true(rc_status_progress_only(g, h));
+    assert_false(rc_status_progress_only(h, i));
+    assert_false(rc_status_progress_only(g, i));
+    cJSON *j = parse("{\"state\":\"ready\",\"desiredWorkerReplicas\":2,\"readyWorkerReplicas\":2,"
+                     "\"availableWorkerReplicas\":3}");
+    assert_true(rc_status_progress_only(i, j));
+    cJSON_Delete(g);
+    cJSON_Delete(h);
+    cJSON_Delete(i);
+    cJSON_Delete(j);
     cJSON_Delete(a);
     cJSON_Delete(b);
     cJSON_Delete(c);

@@ -5,7 +5,8 @@
 # One kubesim (--nodes 50 --state DIR) and one `rayop up`; from a fixed seed, for the run:
 #   churn   RayClusters created, scaled up and down (workersToDelete too), suspended, resumed,
 #           deleted; RayJobs (K8sJobMode, HTTPMode, SidecarMode; some failing, some with
-#           backoffLimit, some deleted mid-run)
+#           backoffLimit, some deleted mid-run); RayServices (20 at scale 1) with Serve config
+#           upgrades (in place) and image upgrades (a new cluster, then the switch), some deleted
 #   faults  every 2-5 s a kill -9 of a random rayop process (watcher, a controller, the
 #           supervisor); 5 % of API requests answered 429/500/503 or reset; watch streams cut
 #           every 10 s; stale-cache windows (watch events held back 500 ms); 410 on resume;
@@ -19,11 +20,24 @@
 #                 request log - is reported apart, not counted: no controller sees a change
 #                 before it commits, and a create cannot be conditioned on another object)
 #   duplicate-job no Ray cluster ever ran more than one Ray job (one submission per attempt)
+#   serve-put     no Serve PUT without a config change or lost applications (kubesim counts
+#                 PUTs that change nothing on the cluster, polled every 100 ms)
+#   serve-switch  the serve Service never selects a cluster whose applications are not all
+#                 RUNNING: polled every 200 ms; an application (re)deployed after the switch
+#                 may be DEPLOYING (an in-place config upgrade: Serve keeps serving), and the
+#                 seconds after a kubesim restart are not judged (the simulated Ray state
+#                 does not survive it: the applications are lost until rayop PUTs again)
 #   converge      within 60 s of the end: every RayCluster's status current (observedGeneration)
-#                 and its Pods as desired, every RayJob finished, no key left in a queue
+#                 and its Pods as desired, every RayJob finished, every RayService Running
+#                 for its generation on one cluster that runs its current config, the serve
+#                 Service on it, no key left in a queue
 #   exits         no rayop process exited that the soak did not kill
-#   memory        each process's PSS over the second half grows < 10 % (processes that lived
-#                 through it; reported, judged only for runs of 4 minutes or more)
+#   memory        each process's PSS over the second half of the steady phase grows < 10 %:
+#                 after the chaos, --steady-seconds (CHAOS_STEADY_SECONDS, 240 by default; 0
+#                 for none) of the same churn and API faults (errors, resets, watch cuts and
+#                 delays, 410s) without kills or kubesim restarts, so that every process
+#                 lives through it (under kills none lives long enough to be judged); judged
+#                 when that half is 100 s or more, reported otherwise
 #   leftovers     after the stop no shared-memory segment or socket of the instance is left
 #   sanitizer     no ASan/UBSan/LSan report in any process's output (--rayop/--kubesim take
 #                 a sanitizer build; the release build simply has none to print)
@@ -57,9 +71,15 @@ if not os.path.isdir(os.path.join(SHARED, "kuberay")):
 NS = "default"
 RCP = "/apis/ray.io/v1/namespaces/%s/rayclusters" % NS
 RJP = "/apis/ray.io/v1/namespaces/%s/rayjobs" % NS
+RSP = "/apis/ray.io/v1/namespaces/%s/rayservices" % NS
+SVCP = "/api/v1/namespaces/%s/services" % NS
+# after a kubesim restart the simulated Ray state is gone: how long the serve-switch
+# invariant leaves rayop to notice the lost applications and deploy them again (or, during an
+# upgrade, when the active cluster's Serve is not reconciled - as in KubeRay -, to switch)
+SERVE_RESTART_GRACE_S = 15
 KINDS = ("watcher", "raycluster", "rayjob", "rayservice", "raycronjob", "up")
-INVARIANTS = ("overshoot", "orphan", "duplicate-job", "converge", "exits", "memory", "leftovers",
-              "sanitizer")
+INVARIANTS = ("overshoot", "orphan", "duplicate-job", "serve-put", "serve-switch", "converge",
+              "exits", "memory", "leftovers", "sanitizer")
 # what an ASan/UBSan/LSan build prints when it finds something (any log of the run)
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "WARNING: AddressSanitizer")
@@ -207,7 +227,10 @@ def pod_summary(p):
 
 class Soak:
     def __init__(self, seconds, seed, scale=1.0, work=None, rayop=None, kubesim=None,
-                 kubesim_restart_s=60, converge_s=60, calm=False, kill_up=True):
+                 kubesim_restart_s=60, converge_s=60, calm=False, kill_up=True, services=None,
+                 steady_s=0):
+        self.steady_s = steady_s
+        self.target_rs = max(1, int(20 * scale)) if services is None else services
         self.kill_up = kill_up   # False: kill -9 spares the supervisor
         self.calm = calm   # churn only: no kills, no injected faults (memory baselines)
         self.seconds, self.seed, self.scale = seconds, seed, scale
@@ -242,6 +265,18 @@ class Soak:
         self.jobs_seen = {}       # (ns, cluster uid or name) -> max jobs
         self.raced = []           # creations that raced with a change (replay)
         self.fired, self.sim_requests = {}, 0
+        self.serve_init()
+
+    def serve_init(self):
+        """The RayService judges' state (also what chaos_replay.py sets up to test them)."""
+        self.sim_restarts_at = []   # time.time() of each kubesim kill and of its return
+        self.serve_puts = {}        # (ns, cluster, head uid) -> unchanged PUTs seen
+        self.rs_tl = {}             # RayService -> [(time.time(), text)]
+        self.rs_sel = {}            # RayService -> [cluster, switched after, last seen] (times)
+        self.serve_polls = self.serve_judged = self.serve_unjudged = 0
+        self.serve_t_prev = 0.0     # when the last complete serve poll started
+        self.serve_bad = set()      # (RayService, cluster) already reported
+        self.rs_deleted = set()     # RayServices the churn deleted: their Services go with them
 
     # ---- processes ----
     FAULTS = ["verb=*,code=429,p=0.0125,retry-after=0", "verb=*,code=500,p=0.0125",
@@ -275,12 +310,16 @@ class Soak:
         self.add_counts()
         self.sim.send_signal(signal.SIGKILL)
         self.sim.wait()
+        self.sim_restarts_at.append(time.time())   # judged from here, and again once back
         for _ in range(50):
             try:
                 self.start_kubesim()
                 break
             except RuntimeError:
                 time.sleep(0.1)   # the port is still held by the dying process
+        # the Ray state is lost from the kill on, and nothing can recover it before kubesim
+        # serves again (loading --state takes seconds on a loaded machine)
+        self.sim_restarts_at.append(time.time())
         self.kubesim_restarts += 1
 
     def start_up(self):
@@ -441,6 +480,9 @@ class Soak:
         return found, timeline
 
     def check_jobs(self):
+        """Ray jobs per cluster (duplicate-job) and Serve PUTs that changed nothing (serve-put),
+        from kubesim's view of its simulated Ray clusters (reset by a kubesim restart: the
+        maxima are kept here)."""
         body = self.api.get("/kubesim/ray/")
         if not body:
             return
@@ -451,6 +493,98 @@ class Soak:
                 n = len(n)
             if n > self.jobs_seen.get(key, 0):
                 self.jobs_seen[key] = n
+            key = (c.get("namespace"), c.get("cluster"), c.get("headPodUID"))
+            same = c.get("servePutsUnchanged", 0) or 0
+            if same > self.serve_puts.get(key, 0):
+                self.serve_puts[key] = same
+                rs = self.rs_of_cluster(c.get("cluster", ""))
+                self.rs_note(rs, "cluster %s: Serve PUT #%d changed nothing (%d such)" % (
+                    c.get("cluster"), c.get("servePuts", 0), same))
+                self.violate("serve-put", "RayService %s: Serve PUT #%d to cluster %s changed nothing "
+                             "(%d such PUTs)\n%s" % (rs, c.get("servePuts", 0), c.get("cluster"), same,
+                                                     self.rs_timeline(rs)))
+
+    # ---- RayServices ----
+    def rs_of_cluster(self, cluster):
+        """The RayService a cluster belongs to (its name is RAYSERVICE-raycluster-xxxxx)."""
+        for name in self.rs_tl:
+            if cluster.startswith(name + "-"):
+                return name
+        return "?"
+
+    def rs_note(self, name, text):
+        with self.lock:
+            self.rs_tl.setdefault(name, []).append((time.time(), text))
+
+    def rs_timeline(self, name, n=25):
+        with self.lock:
+            tl = list(self.rs_tl.get(name, []))[-n:]
+        return "\n".join("    %s %s" % (datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+            "%H:%M:%S.%f")[:-3], x) for t, x in tl)
+
+    def serve_poll(self):
+        """serve-switch: every 200 ms, which cluster each RayService's serve Service selects,
+        and the state of that cluster's applications as kubesim's Ray has it. A failed read
+        skips the poll; the seconds after a kubesim restart are not judged."""
+        while not self.stopping.is_set():
+            t0 = time.time()
+            svcs = self.api.get(SVCP)
+            ray = self.api.get("/kubesim/ray/") if svcs is not None else None
+            if svcs is not None and ray is not None:
+                self.serve_judge(t0, svcs, ray)
+            self.stopping.wait(max(0.0, 0.2 - (time.time() - t0)))
+
+    def serve_judge(self, t0, svcs, ray):
+        self.serve_polls += 1
+        states = {c.get("cluster"): c for c in ray if c.get("namespace") == NS}
+        seen = set()
+        for svc in svcs.get("items", []):
+            m = svc.get("metadata", {})
+            owners = [o.get("name") for o in m.get("ownerReferences") or [] if o.get("kind") == "RayService"]
+            if not owners or not m.get("name", "").endswith("-serve-svc") or m.get("deletionTimestamp"):
+                continue
+            rs = owners[0]
+            if rs in self.rs_deleted:
+                continue
+            x = (svc.get("spec", {}).get("selector") or {}).get("ray.io/cluster", "")
+            seen.add(rs)
+            sel = self.rs_sel.get(rs)
+            if sel is None or sel[0] != x:
+                # the switch happened after the previous poll started (t_prev)
+                t_prev = self.serve_t_prev if sel is None else sel[2]
+                self.rs_sel[rs] = sel = [x, t_prev, t0]
+                self.rs_note(rs, "serve Service selects %s" % x)
+            sel[2] = t0
+            if self.sim_restarts_at and t0 - self.sim_restarts_at[-1] < SERVE_RESTART_GRACE_S:
+                self.serve_unjudged += 1
+                continue
+            self.serve_judged += 1
+            c = states.get(x)
+            apps = (c or {}).get("appStates") or {}
+            bad = []
+            if not apps:
+                bad.append("no Serve application%s" % ("" if c else " (kubesim knows no such Ray cluster)"))
+            for a, st in sorted(apps.items()):
+                # deployed before the switch and not RUNNING: the Service went to a cluster
+                # whose application was not ready
+                if st.get("status") != "RUNNING" and st.get("deployedMs", 0) / 1000.0 <= sel[1]:
+                    bad.append("application %s %s, deployed %.3f s before the switch" % (
+                        a, st.get("status"), sel[1] - st.get("deployedMs", 0) / 1000.0))
+            if bad:
+                key = (rs, x)
+                if key in self.serve_bad:
+                    continue   # one violation per switch
+                self.serve_bad.add(key)
+                self.rs_note(rs, "VIOLATION %s: %s" % (x, "; ".join(bad)))
+                self.violate("serve-switch", "RayService %s: the serve Service selects %s (switched "
+                             "after %s): %s\n%s" % (
+                                 rs, x, datetime.datetime.fromtimestamp(sel[1], datetime.timezone.utc).strftime(
+                                     "%H:%M:%S.%f")[:-3], "; ".join(bad), self.rs_timeline(rs)))
+        for rs in list(self.rs_sel):
+            if rs not in seen:
+                del self.rs_sel[rs]
+                self.rs_note(rs, "no serve Service")
+        self.serve_t_prev = t0
 
     # ---- memory ----
     def sample_mem_of(self, name, pid):
@@ -496,6 +630,73 @@ class Soak:
         if backoff:
             spec["backoffLimit"] = backoff
         return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name}, "spec": spec}
+
+    IMAGES = ("rayproject/ray:2.52.0", "rayproject/ray:2.52.1", "rayproject/ray:2.53.0")
+
+    @staticmethod
+    def serve_config(ver):
+        return ("applications:\n  - name: app\n    import_path: m.app\n    route_prefix: /app\n"
+                "    runtime_env:\n      env_vars:\n        KUBESIM_SERVE_DEPLOY_SECONDS: \"1\"\n"
+                "    deployments:\n      - name: D\n        num_replicas: 1\n        user_config: {v: %d}\n" % ver)
+
+    def service_obj(self, name, image, ver):
+        spec = self.cluster_obj("x", [("small", 1)])["spec"]
+        head = spec["headGroupSpec"]["template"]["spec"]["containers"][0]
+        head["image"] = image
+        head["ports"] = [{"containerPort": 6379, "name": "gcs-server"},
+                         {"containerPort": 8265, "name": "dashboard"},
+                         {"containerPort": 8000, "name": "serve"}]
+        spec["workerGroupSpecs"][0]["minReplicas"] = 1
+        return {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": name},
+                "spec": {"serveConfigV2": self.serve_config(ver), "rayClusterDeletionDelaySeconds": 3,
+                         "rayClusterConfig": spec}}
+
+    def rs_churn(self):
+        """RayServices: created up to target_rs, Serve config upgrades (in place), image
+        upgrades (a new cluster and a switch), a few deleted (and others created)."""
+        rng = random.Random(self.seed * 7919 + 2)
+        n = 0
+        live = {}   # name -> {"ver", "image"}
+        while not self.churn_stop.is_set():
+            r = rng.random()
+            if len(live) < self.target_rs and (r < 0.3 or not live):
+                n += 1
+                name = "s%d" % n
+                image = rng.choice(self.IMAGES)
+                code, _ = self.api.req("POST", RSP, self.service_obj(name, image, 1))
+                if code in (201, 409):
+                    live[name] = {"ver": 1, "image": image}
+                    self.rs_note(name, "created (%s, config v1)" % image)
+                    self.op("rayservice create")
+            elif live and r < 0.65:
+                name = rng.choice(sorted(live))
+                v = live[name]["ver"] + 1
+                code, _ = self.api.req("PATCH", RSP + "/" + name, [
+                    {"op": "replace", "path": "/spec/serveConfigV2", "value": self.serve_config(v)}],
+                    "application/json-patch+json")
+                if code == 200:
+                    live[name]["ver"] = v
+                    self.rs_note(name, "config upgrade to v%d" % v)
+                    self.op("rayservice config upgrade")
+            elif live and r < 0.95:
+                name = rng.choice(sorted(live))
+                image = rng.choice([i for i in self.IMAGES if i != live[name]["image"]])
+                code, _ = self.api.req("PATCH", RSP + "/" + name, [
+                    {"op": "replace", "path": "/spec/rayClusterConfig/headGroupSpec/template/spec/containers/0/image",
+                     "value": image}], "application/json-patch+json")
+                if code == 200:
+                    live[name]["image"] = image
+                    self.rs_note(name, "image upgrade to %s" % image)
+                    self.op("rayservice image upgrade")
+            elif live:
+                name = rng.choice(sorted(live))
+                code, _ = self.api.req("DELETE", RSP + "/" + name)
+                if code in (200, 202, 404):
+                    del live[name]
+                    self.rs_deleted.add(name)
+                    self.rs_note(name, "deleted")
+                    self.op("rayservice delete")
+            self.churn_stop.wait(rng.uniform(0.5, 2.5) / max(self.scale, 0.1))
 
     def churn(self):
         rng = random.Random(self.seed * 7919 + 1)
@@ -570,7 +771,10 @@ class Soak:
             self.churn_stop.wait(rng.uniform(0.02, 0.2) / max(self.scale, 0.1))
 
     # ---- faults ----
-    def faults_loop(self, t_end):
+    def faults_loop(self, t_end, kills=True):
+        """Until t_end: kills and kubesim restarts (unless kills is False), watch delay
+        windows and armed 410s (the API error rules and watch cuts are kubesim's own), memory
+        samples, the duplicate-job and serve-put checks."""
         rng = self.rng
         next_kill = time.monotonic() + rng.uniform(2, 5)
         next_sim = time.monotonic() + self.kubesim_restart_s
@@ -582,6 +786,8 @@ class Soak:
             now = time.monotonic()
             if self.calm:
                 next_kill = next_sim = next_delay = next_expire = t_end + 1
+            if not kills:
+                next_kill = next_sim = t_end + 1
             if now >= next_kill:
                 procs = self.procs()
                 if not self.kill_up:
@@ -688,6 +894,7 @@ class Soak:
             if st.get("jobDeploymentStatus") not in ("Complete", "Failed"):
                 left.append("RayJob %s %s/%s" % (rj["metadata"]["name"], st.get("jobDeploymentStatus"),
                                                  st.get("jobStatus")))
+        left += self.services_not_converged(rcs)
         q = self.queue_status()
         if q is None:
             left.append("rayop status unavailable")
@@ -697,6 +904,62 @@ class Soak:
                 if busy:
                     left.append("queue %s: depth %d, in flight %d, retrying %d" % (
                         k["kind"], k.get("depth", 0), k.get("inFlight", 0), k.get("retrying", 0)))
+        return left
+
+    def services_not_converged(self, rcs):
+        """Every RayService Running for its generation, no pending cluster, exactly one
+        RayCluster of its own, that cluster running the current Serve config (all RUNNING)
+        and the serve Service selecting it."""
+        rss, svcs, ray = self.api.get(RSP), self.api.get(SVCP), self.api.get("/kubesim/ray/")
+        if rss is None or svcs is None or ray is None:
+            return ["API unreachable (RayServices)"]
+        left = []
+        owned = {}
+        for rc in rcs.get("items", []):
+            for o in rc["metadata"].get("ownerReferences") or []:
+                if o.get("kind") == "RayService":
+                    owned.setdefault(o.get("name"), []).append(rc["metadata"]["name"])
+        sel = {}
+        for svc in svcs.get("items", []):
+            n = svc["metadata"]["name"]
+            if n.endswith("-serve-svc"):
+                sel[n[:-len("-serve-svc")]] = (svc.get("spec", {}).get("selector") or {}).get("ray.io/cluster")
+        apps = {c.get("cluster"): c.get("appStates") or {} for c in ray if c.get("namespace") == NS}
+        live = set()
+        for rs in rss.get("items", []):
+            m, st = rs["metadata"], rs.get("status", {})
+            name = m["name"]
+            live.add(name)
+            if m.get("deletionTimestamp"):
+                left.append("RayService %s still being deleted" % name)
+                continue
+            active = (st.get("activeServiceStatus") or {}).get("rayClusterName", "")
+            pending = (st.get("pendingServiceStatus") or {}).get("rayClusterName", "")
+            if st.get("observedGeneration") != m.get("generation") or st.get("serviceStatus") != "Running" \
+                    or pending or not active:
+                left.append("RayService %s: observedGeneration %s of %s, serviceStatus %s, active %r, "
+                            "pending %r" % (name, st.get("observedGeneration"), m.get("generation"),
+                                            st.get("serviceStatus"), active, pending))
+                continue
+            if owned.get(name, []) != [active]:
+                left.append("RayService %s: RayClusters %s, active %s" % (name, owned.get(name), active))
+            if sel.get(name) != active:
+                left.append("RayService %s: serve Service selects %s, active %s" % (name, sel.get(name), active))
+            try:
+                want = yaml.safe_load(rs["spec"]["serveConfigV2"])["applications"][0]
+            except (KeyError, IndexError, TypeError, yaml.YAMLError):
+                want = {}
+            got = apps.get(active, {}).get("app", {})
+            if got.get("status") != "RUNNING" or \
+                    (got.get("config") or {}).get("deployments", [{}])[0].get("user_config") != \
+                    want.get("deployments", [{}])[0].get("user_config"):
+                left.append("RayService %s: cluster %s runs %s %s, wants %s" % (
+                    name, active, got.get("status"),
+                    (got.get("config") or {}).get("deployments", [{}])[0].get("user_config"),
+                    want.get("deployments", [{}])[0].get("user_config")))
+        for name, clusters in owned.items():
+            if name not in live:
+                left.append("RayService %s is gone, its RayClusters %s are not" % (name, clusters))
         return left
 
     def queue_status(self):
@@ -724,6 +987,8 @@ class Soak:
         self.watches = [Watch(self, "/api/v1/namespaces/%s/pods" % NS, "pod"), Watch(self, RCP, "rc")]
         for w in self.watches:
             w.start()
+        if self.target_rs:
+            threading.Thread(target=self.serve_poll, daemon=True).start()
 
     def run(self):
         t0 = time.monotonic()
@@ -732,11 +997,20 @@ class Soak:
         log("seed %d, %d s of chaos, work dir %s" % (self.seed, self.seconds, self.work))
         churn = threading.Thread(target=self.churn, daemon=True)
         churn.start()
+        rs_churn = threading.Thread(target=self.rs_churn, daemon=True)
+        if self.target_rs:
+            rs_churn.start()
         t_end = time.monotonic() + self.seconds
         self.mid = time.monotonic() + self.seconds / 2
         self.faults_loop(t_end)
+        if self.steady_s > 0:
+            log("steady phase: %d s of churn and API faults without kills" % self.steady_s)
+            self.mid = time.monotonic() + self.steady_s / 2
+            self.faults_loop(time.monotonic() + self.steady_s, kills=False)
         self.churn_stop.set()
         churn.join()
+        if self.target_rs:
+            rs_churn.join()
         fired = self.fault_counts()
         self.api.req("DELETE", "/kubesim/faults")
         self.record_up_restarts()
@@ -809,12 +1083,15 @@ class Soak:
 
     def check_memory(self):
         self.mem_report = []
+        # the second half of the steady phase (every process lives through it), else of the
+        # run: there a process judged must have lived through 2 minutes of it (a kubesim
+        # restarted every 60 s replays its state and refills its watch windows in each life,
+        # which says nothing about growth)
+        span = 0.8 * self.steady_s / 2 if self.steady_s > 0 else 120
+        judged = self.steady_s / 2 >= 100 if self.steady_s > 0 else self.seconds >= 240
         for (name, pid), samples in sorted(self.mem.items()):
             half = [(t, v) for t, v in samples if t >= self.mid]
-            # a process judged must have lived through 2 minutes of the second half: a
-            # kubesim restarted every 60 s replays its state and refills its watch windows
-            # in each life, which says nothing about growth (--calm measures it)
-            if len(half) < 4 or half[-1][0] - half[0][0] < 120:
+            if len(half) < 4 or half[-1][0] - half[0][0] < span:
                 continue
             q = max(1, len(half) // 4)
             a = sum(v for _, v in half[:q]) / q
@@ -822,8 +1099,11 @@ class Soak:
             g = (b - a) / a if a else 0
             self.mem_report.append("%s pid %d: PSS %.1f -> %.1f MB over %.0f s (%+.1f %%)" % (
                 name, pid, a / 1024, b / 1024, half[-1][0] - half[0][0], 100 * g))
-            if self.seconds >= 240 and g >= 0.10:
+            if judged and g >= 0.10:
                 self.violate("memory", self.mem_report[-1])
+        if judged and self.steady_s > 0 and len(self.mem_report) < 2:
+            self.violate("memory", "only %d processes lived through the steady phase's second half"
+                         % len(self.mem_report))
 
     def check_sanitizer(self):
         """Sanitizer reports in the logs of every process of the run (after the stop, so that
@@ -864,7 +1144,8 @@ class Soak:
             self.sim.kill()
 
     def report(self, fired, conv, left, total):
-        log("---- chaos report (seed %d, %d s of chaos, %.0f s in all) ----" % (self.seed, self.seconds, total))
+        log("---- chaos report (seed %d, %d s of chaos, %d s steady, %.0f s in all) ----" % (
+            self.seed, self.seconds, self.steady_s, total))
         log("churn: " + ", ".join("%s %d" % kv for kv in sorted(self.ops.items())))
         log("faults: " + ", ".join("%s %d" % kv for kv in sorted(fired.items())) + ", " +
             ", ".join("%s %d" % kv for kv in sorted(self.faults.items())) +
@@ -880,6 +1161,10 @@ class Soak:
             log("  raced: %s: %s" % (inv, text))
         log("max Ray jobs on one cluster: %d (%d clusters seen)" % (max(self.jobs_seen.values() or [0]),
                                                                    len(self.jobs_seen)))
+        log("serve: %d polls of the serve Services, %d selections judged (%d not: within %d s of a "
+            "kubesim restart), %d clusters seen with Serve PUTs that changed nothing" % (
+                self.serve_polls, self.serve_judged, self.serve_unjudged, SERVE_RESTART_GRACE_S,
+                sum(1 for v in self.serve_puts.values() if v)))
         for m in self.mem_report:
             log("memory: " + m)
         n = 0
@@ -901,12 +1186,14 @@ def main():
     ap.add_argument("--kubesim-restart-s", type=float,
                     default=float(os.environ.get("CHAOS_KUBESIM_RESTART_S", "60")))
     ap.add_argument("--calm", action="store_true", help="churn only: no kills, no faults")
+    ap.add_argument("--steady-seconds", type=int, default=int(os.environ.get("CHAOS_STEADY_SECONDS", "240")),
+                    help="after the chaos: churn and API faults without kills, for the memory invariant")
     ap.add_argument("--rayop", help="the rayop binary (default bin/rayop; e.g. an ASan/UBSan build)")
     ap.add_argument("--kubesim", help="the kubesim binary (default bin/kubesim)")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     s = Soak(a.seconds, a.seed, a.scale, kubesim_restart_s=a.kubesim_restart_s,
-             calm=a.calm, rayop=a.rayop, kubesim=a.kubesim)
+             calm=a.calm, rayop=a.rayop, kubesim=a.kubesim, steady_s=a.steady_seconds)
     return 1 if s.run_and_clean(a.keep) else 0
 
 

@@ -323,6 +323,26 @@ static void test_serve(void **state)
     free(r.body);
     assert_int_equal((r = call(c, t0, "PUT", "/api/serve/applications/", cfg)).code, 200);
     free(r.body);
+    assert_int_equal(c->serve_puts, 1);
+    assert_int_equal(c->serve_puts_same, 0);
+    /* the same config again changes nothing: counted apart; a target_capacity is a change */
+    assert_int_equal((r = call(c, t0 + 1, "PUT", "/api/serve/applications/", cfg)).code, 200);
+    free(r.body);
+    assert_int_equal(c->serve_puts_same, 1);
+    {
+        char *tc = strdup(cfg);
+        assert_non_null(tc);
+        tc[strlen(tc) - 1] = '\0';
+        char with_tc[600];
+        snprintf(with_tc, sizeof(with_tc), "%s,\"target_capacity\":50}", tc);
+        free(tc);
+        assert_int_equal((r = call(c, t0 + 2, "PUT", "/api/serve/applications/", with_tc)).code, 200);
+        free(r.body);
+        assert_int_equal((r = call(c, t0 + 3, "PUT", "/api/serve/applications/", cfg)).code, 200);
+        free(r.body);
+    }
+    assert_int_equal(c->serve_puts, 4);
+    assert_int_equal(c->serve_puts_same, 1);
     r = call(c, t0 + 10, "GET", "/api/serve/applications/", NULL);
     j = cJSON_Parse(r.body);
     free(r.body);
@@ -364,6 +384,7 @@ static void test_serve(void **state)
     assert_int_equal(ray__serve_force(c, "zz", "UNHEALTHY", NULL), -ENOENT);
     free(call(c, t0 + 6000, "PUT", "/api/serve/applications/", "{\"applications\":[{\"name\":\"a\","
               "\"import_path\":\"m:app\",\"route_prefix\":\"/a\"}]}").body);
+    assert_int_equal(c->serve_puts_same, 1);   /* b went: a change */
     r = call(c, t0 + 6001, "GET", "/api/serve/applications/", NULL);
     assert_non_null(strstr(r.body, "\"status\":\"UNHEALTHY\""));
     assert_null(strstr(r.body, "\"b\":"));

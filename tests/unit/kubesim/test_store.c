@@ -1199,6 +1199,53 @@ static void test_events_one_resource(void **state)
     store_list_free(&l);
 }
 
+/* GET /kubesim/memory's breakdown: live objects per type with their bytes, and the
+ * older snapshots only the watch ring still holds. */
+static void test_memory_breakdown(void **state)
+{
+    const struct reg_resource *cm = tl_res(S, "", "v1", "configmaps");
+    static const char *const patches[] = { "{\"data\":{\"v\":\"1\"}}",
+                                           "{\"data\":{\"v\":\"2\"}}" };
+    struct store_status st = { 0 };
+    struct buf b = { 0 };
+    size_t text = 0;
+    cJSON *m, *t;
+
+    (void)state;
+    for (int i = 0; i < 3; i++)
+        store_obj_unref(tl_create(S, cm, "default", tl_json("{\"metadata\":{\"name\":\"m%d\"}}", i)));
+    for (int v = 0; v < 2; v++) {
+        struct store_obj *o = NULL;
+        assert_int_equal(store_patch(S, cm, "default", "m0", NULL, PATCH_MERGE, patches[v],
+                                     strlen(patches[v]), NULL, &o, NULL, &st), 0);
+        store_obj_unref(o);
+    }
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        struct store_obj *o = NULL;
+        snprintf(name, sizeof(name), "m%d", i);
+        assert_int_equal(store_get(S, cm, "default", name, &o, &st), 0);
+        text += o->len + 1 + sizeof(*o);
+        store_obj_unref(o);
+    }
+    assert_int_equal(store_memory_json(S, &b), 0);
+    assert_non_null(m = cJSON_Parse(b.data));
+    assert_non_null(t = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(m, "types"), "/configmaps"));
+    assert_int_equal(tl_num(t, "objects"), 3);
+    assert_int_equal(tl_num(t, "textBytes"), text);
+    /* the created m0 and its first patch are kept only by the ring */
+    assert_int_equal(tl_num(t, "ringEvents"), 5);
+    assert_int_equal(tl_num(t, "ringOnlyObjects"), 2);
+    assert_true(tl_num(t, "treeNodes") >= 3 * 6);    /* root, kind, apiVersion, metadata, ... */
+    assert_true(tl_num(t, "treeBytes") >= tl_num(t, "treeNodes") * sizeof(cJSON));
+    assert_true(tl_num(m, "total.objects") >= 3);
+    assert_true(tl_num(m, "malloc.inUseBytes") > 0);
+    assert_true(tl_num(m, "rssBytes") > 0);
+    cJSON_Delete(m);
+    buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1227,6 +1274,7 @@ int main(void)
         cmocka_unit_test(test_serialiser_matches_cjson),
         cmocka_unit_test_setup_teardown(test_namespace_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_one_resource, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_breakdown, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
