@@ -28,8 +28,8 @@ struct extent {
 
 struct offstack {
     uint64_t *v;
-    uint32_t n;
-    uint32_t cap;
+    size_t n;
+    size_t cap;
 };
 
 struct cache_wstate {
@@ -40,8 +40,8 @@ struct cache_wstate {
     uint64_t live;        /* allocated bytes (rounded) */
     struct offstack bins[NBINS];
     struct extent *large; /* free extents > BIN_MAX */
-    uint32_t nlarge;
-    uint32_t cap_large;
+    size_t nlarge;
+    size_t cap_large;
     struct buf rec;       /* record being built */
 };
 
@@ -58,25 +58,13 @@ static int push_free(struct cache_wstate *w, uint64_t off, uint64_t size)
         return 0;
     if (size <= BIN_MAX) {
         struct offstack *b = &w->bins[size / CACHE_ALIGN - 1];
-        if (b->n == b->cap) {
-            uint32_t cap = b->cap ? b->cap * 2 : 16;
-            uint64_t *v = realloc(b->v, cap * sizeof(*v));
-            if (!v)
-                return -ENOMEM;
-            b->v = v;
-            b->cap = cap;
-        }
+        if (util_array_grow(&b->v, sizeof(*b->v), b->n, &b->cap, 16) < 0)
+            return -ENOMEM;
         b->v[b->n++] = off;
         return 0;
     }
-    if (w->nlarge == w->cap_large) {
-        uint32_t cap = w->cap_large ? w->cap_large * 2 : 16;
-        struct extent *v = realloc(w->large, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        w->large = v;
-        w->cap_large = cap;
-    }
+    if (util_array_grow(&w->large, sizeof(*w->large), w->nlarge, &w->cap_large, 16) < 0)
+        return -ENOMEM;
     w->large[w->nlarge++] = (struct extent){ off, size };
     return 0;
 }

@@ -21,6 +21,60 @@ const char *kobj_str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+const cJSON *kobj_find(const cJSON *arr, const char *key, const char *value)
+{
+    const cJSON *e;
+    if (!value)
+        return NULL;
+    cJSON_ArrayForEach(e, arr) {
+        const char *v = kobj_str(e, key);
+        if (v && strcmp(v, value) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+int kobj_members_sorted(const cJSON *o, const cJSON ***out, size_t *n)
+{
+    const cJSON **m = NULL, *c;
+    size_t len = 0, cap = (size_t)cJSON_GetArraySize(o);
+
+    *out = NULL;
+    *n = 0;
+    if (!cJSON_IsObject(o) || cap == 0)
+        return 0;
+    if (!(m = calloc(cap, sizeof(*m))))
+        return -ENOMEM;
+    cJSON_ArrayForEach(c, o)
+        if (c->string)
+            m[len++] = c;
+    /* insertion sort: maps are small, and it keeps equal names (a repeated key in
+     * the input) in document order, as a stable sort would */
+    for (size_t a = 1; a < len; a++)
+        for (size_t k = a; k > 0 && strcmp(m[k - 1]->string, m[k]->string) > 0; k--) {
+            const cJSON *t = m[k];
+            m[k] = m[k - 1];
+            m[k - 1] = t;
+        }
+    *out = m;
+    *n = len;
+    return 0;
+}
+
+int kobj_set_copy(cJSON *o, const char *name, const cJSON *item)
+{
+    cJSON *c;
+    cJSON_DeleteItemFromObjectCaseSensitive(o, name);
+    if (!item)
+        return 0;
+    c = cJSON_Duplicate(item, 1);
+    if (!c || !cJSON_AddItemToObject(o, name, c)) {
+        cJSON_Delete(c);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 const char *kobj_meta_str(const cJSON *obj, const char *field)
 {
     return kobj_str(kobj_get(obj, "metadata"), field);
@@ -51,6 +105,27 @@ const cJSON *kobj_controller_ref(const cJSON *obj)
 const char *kobj_controller_uid(const cJSON *obj)
 {
     return kobj_str(kobj_controller_ref(obj), "uid");
+}
+
+cJSON *kobj_controller_refs(const char *api_version, const char *kind, const cJSON *owner)
+{
+    const char *name = kobj_meta_str(owner, "name"), *uid = kobj_meta_str(owner, "uid");
+    cJSON *arr = cJSON_CreateArray(), *ref = cJSON_CreateObject();
+    if (!arr || !ref || !cJSON_AddItemToArray(arr, ref)) {
+        cJSON_Delete(arr);
+        cJSON_Delete(ref);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(ref, "apiVersion", api_version) ||
+        !cJSON_AddStringToObject(ref, "kind", kind) ||
+        !cJSON_AddStringToObject(ref, "name", name ? name : "") ||
+        !cJSON_AddStringToObject(ref, "uid", uid ? uid : "") ||
+        !cJSON_AddBoolToObject(ref, "controller", 1) ||
+        !cJSON_AddBoolToObject(ref, "blockOwnerDeletion", 1)) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
 }
 
 bool kobj_rv_numeric(const char *s)

@@ -69,22 +69,5 @@ int batchsched__set_scheduler_name(cJSON *podlike, const char *name)
 
 cJSON *batchsched__controller_ref(const cJSON *owner, const char *kind)
 {
-    cJSON *arr = cJSON_CreateArray(), *ref = cJSON_CreateObject();
-    const cJSON *md = kobj_get(owner, "metadata");
-    if (!arr || !ref) {
-        cJSON_Delete(arr);
-        cJSON_Delete(ref);
-        return NULL;
-    }
-    cJSON_AddItemToArray(arr, ref);
-    if (!cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1") ||
-        !cJSON_AddStringToObject(ref, "kind", kind) ||
-        !cJSON_AddStringToObject(ref, "name", kobj_str(md, "name") ? kobj_str(md, "name") : "") ||
-        !cJSON_AddStringToObject(ref, "uid", kobj_str(md, "uid") ? kobj_str(md, "uid") : "") ||
-        !cJSON_AddBoolToObject(ref, "controller", 1) ||
-        !cJSON_AddBoolToObject(ref, "blockOwnerDeletion", 1)) {
-        cJSON_Delete(arr);
-        return NULL;
-    }
-    return arr;
+    return kobj_controller_refs("ray.io/v1", kind, owner);
 }

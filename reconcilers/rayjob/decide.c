@@ -22,6 +22,7 @@
 #include "reconcilers/host/host.h"
 #include "reconcilers/rayjob/internal.h"
 #include "kobj/json_equal.h"
+#include "kobj/kobj.h"
 
 static int st_int(cJSON *st, const char *key, int64_t v)
 {
@@ -224,7 +225,7 @@ static enum flow state_initializing(const struct rj_in *in, struct rj_plan *p)
     if (!*rj_str(st, "dashboardURL")) {
         const cJSON *cst = cluster_status(in);
         if (strcmp(rj_str(cst, "state"), "ready") != 0) {
-            rayjob__st_obj(st, "rayClusterStatus", cst);
+            kobj_set_copy(st, "rayClusterStatus", cst);
             return BREAK;
         }
         if (!in->dashboard_url || !*in->dashboard_url) {
@@ -384,7 +385,7 @@ static enum flow state_running(const struct rj_in *in, struct rj_plan *p)
             reason = "AppFailed";
         }
     }
-    rayjob__st_obj(st, "rayClusterStatus", cluster_status(in));
+    kobj_set_copy(st, "rayClusterStatus", cluster_status(in));
     rayjob__st_set(st, "jobStatus", info->status);
     rayjob__st_set(st, "jobDeploymentStatus", deploy);
     rayjob__st_set(st, "reason", reason);

@@ -33,7 +33,6 @@
 #define T_JOBS "batch/v1/jobs"
 #define T_PODS "v1/pods"
 #define T_SERVICES "v1/services"
-#define T_SECRETS "v1/secrets"
 
 static void load_config(struct host_ctx *ctx, struct rj_config *cfg)
 {
@@ -59,33 +58,12 @@ static int dashboard_url(const cJSON *cluster, char *out, size_t cap)
 
 /* A client of cluster's dashboard: through the API server's service proxy with
  * --use-kubernetes-proxy, else straight at url (status.dashboardURL). */
-/* A token-auth cluster's token (GetRayDashboardClientFunc): the Secret from the
- * cache when rayop made it (created-by), else read live (a user-named Secret is not
- * cached). The token is wiped from every buffer but t's. */
+/* A token-auth cluster's token (GetRayDashboardClientFunc), wiped from every buffer
+ * but t's. */
 static int target_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_target *t)
 {
-    char name[300];
-    cJSON *sec = NULL;
     struct kube_result kr = { 0 };
-    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
-    if (rc < 0 || !name[0])
-        return rc;
-    const char *ns = rj_str(cluster, "metadata.namespace");
-    rc = host_get(ctx, T_SECRETS, ns, name, &sec);
-    if (rc == -ENOENT) {
-        struct kube_client *kc = host_kube(ctx);
-        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, ns, name, &kr) : -ENOTCONN;
-        if (rc == 0) {
-            sec = kr.body;
-            kr.body = NULL;
-        }
-    }
-    if (rc == 0)
-        rc = dash_target_token_from_secret(t, sec);
-    if (rc < 0)
-        host_log(ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
-                 "error", kube_strerror(rc), NULL);
-    cJSON_Delete(sec);
+    int rc = rc_dashboard_token(ctx, cluster, t, &kr);
     kube_result_release(&kr);
     return rc;
 }

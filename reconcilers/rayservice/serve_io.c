@@ -19,6 +19,7 @@
 
 #include "dashboard/dashboard.h"
 #include "reconcilers/raycluster/build.h"
+#include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/rayservice/internal.h"
 #include "util/json.h"
 #include "util/util.h"
@@ -38,27 +39,10 @@ static int config_hash(const char *config, char out[41])
  * cache when rayop made it, else read live (a user-named Secret is not cached). */
 static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_target *t)
 {
-    char name[300];
-    cJSON *sec = NULL;
     struct kube_result kr = { 0 };
-    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
-    if (rc < 0 || !name[0])
-        return rc;
-    rc = host_get(r->ctx, "v1/secrets", r->ctx->ns, name, &sec);
-    if (rc == -ENOENT) {
-        struct kube_client *kc = host_kube(r->ctx);
-        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, r->ctx->ns, name, &kr) : -ENOTCONN;
-        if (rc == 0) {
-            sec = kr.body;
-            kr.body = NULL;
-        }
-    }
-    if (rc == 0)
-        rc = dash_target_token_from_secret(t, sec);
+    int rc = rc_dashboard_token(r->ctx, cluster, t, &kr);
     if (rc < 0)
-        host_log(r->ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
-                 "error", rayservice__api_error(r, &kr, rc), NULL);
-    cJSON_Delete(sec);
+        rayservice__api_error(r, &kr, rc);   /* kept for the reconcile's error message */
     kube_result_release(&kr);
     return rc;
 }
