@@ -47,7 +47,8 @@ struct cl_pod {
     bool sched_waiting;          /* PodScheduled reason Schedulable: it fits, its gang does not (gang.c) */
     bool disrupted;              /* DisruptionTarget: a gang scheduler evicted it (gang_volcano.c) */
     bool real;                   /* handed to the runtime (kubesim/runtime) */
-    char unsched_msg[512];
+    char unsched_msg[768];
+    uint64_t said;               /* hash of the last gang scheduler Event said of it (gang.c) */
     enum cl_stage stage;
     int restarts;
     int fail_kind;               /* FAIL_* */
@@ -172,6 +173,7 @@ struct cluster {
     bool certmgr_dirty, certmgr_timer; /* a Certificate or Issuer changed (certmgr.c) */
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
+    struct gang_note *gang_notes; /* what the gang step last said of a PodGroup (gang.c) */
 };
 
 /* certmgr.c: the tiny cert-manager (Certificates of selfSigned and ca Issuers) */
@@ -306,6 +308,16 @@ struct nodes {
     size_t count;
 };
 
+/* What the trial placement found for one member of a gang, for the texts of the
+ * schedulers that word it per Pod: whether it was tried, whether no node took it, how
+ * many members were placed before it, and per node its CLUSTER_FIT_* bits. */
+struct gang_try {
+    bool tried, unfit;
+    int64_t before;
+    unsigned *fits;              /* [nodes] */
+    char taint[160];             /* the first untolerated taint ("{key: value}") */
+};
+
 /* What one gang's Pods are at, and what placing them found. */
 struct outcome {
     int64_t scheduled, running, succeeded, failed, pending, placed;
@@ -313,7 +325,20 @@ struct outcome {
     bool ready, bound_now;
     char fit[400];              /* the first unplaceable task's fit error */
     char first_unfit[300];
+    struct gang_try *tries;     /* [g->n] when the caller asked for them, else NULL */
+    size_t nodes;               /* all nodes, the "0/N" of the texts */
 };
+
+/* gang.c: what the gang step says. A waiting Pod gets the Event (ev_type, ev_reason,
+ * msg) once per change of msg and, unless cond is NULL, PodScheduled=False with cond. */
+void cluster__gang_tell(struct cluster *c, struct cl_pod *p, const char *cond,
+                        const char *ev_type, const char *ev_reason, const char *msg,
+                        const char *comp);
+/* True when msg is new for key (a PodGroup's last Event), remembering it. */
+bool cluster__gang_note(struct cluster *c, const char *key, const char *msg);
+void cluster__gang_free(struct cluster *c);
+/* A Pod waits: neither bound, finished nor being deleted. */
+bool cluster__gang_waiting(const struct cl_pod *p);
 
 /* gang.c: reading helpers */
 const struct reg_resource *cluster__gang_find(struct cluster *c, const char *g, const char *v,
@@ -371,7 +396,26 @@ struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, si
  * its parents' max, else why not (in why). */
 const char *cluster__yunikorn_max_check(const struct gang *g, struct gqueue *qs, char *why,
                                         size_t cap);
+/* YuniKorn's texts: over its queue's max, the core's Informational Event on each Pod
+ * whose request does not fit the headroom (over true); else, the cluster being short,
+ * the shim's PodScheduled=False and PodUnschedulable Event. */
+void cluster__yunikorn_texts(struct cluster *c, const struct gang *g, struct gqueue *qs,
+                             const struct nodes *ns, bool over);
+/* The shim's Events when a task is submitted (once per Pod): Scheduling, and
+ * GangScheduling for a member of a task group. */
+void cluster__yunikorn_submit(struct cluster *c, const struct gang *g);
 
+/* gang_status.c: the kube-scheduler's texts for a waiting gang of scheduler-plugins
+ * (its coscheduling profile) and of WAS (the pod group cycle); the second returns the
+ * PodGroupScheduled=False message (in msg) or NULL when the cycle does not run. */
+void cluster__sp_texts(struct cluster *c, const struct gang *g, const struct outcome *o,
+                       const struct nodes *ns);
+/* The coscheduling PreFilter's resource check: true, with "resource gap: map[...]" in
+ * out, when the PodGroup's minResources (and minMember Pods) exceed what the nodes have
+ * left besides the group's own Pods. */
+bool cluster__sp_gap(const struct gang *g, const struct nodes *ns, char *out, size_t cap);
+const char *cluster__was_texts(struct cluster *c, const struct gang *g, const struct outcome *o,
+                               char *msg, size_t cap);
 /* gang_status.c: the scheduler-plugins and WAS PodGroup status (nothing for others) */
 void cluster__gang_pg_status(struct cluster *c, const struct gang *g, const struct outcome *o,
                              const char *unsched_msg);
@@ -385,8 +429,16 @@ void cluster__kai_annotate(struct cluster *c, const struct gang *g);
 /* The PodGroup (scheduling.run.ai/v2alpha2, when served) made or brought up to date as
  * the pod-grouper does; returns the stored object (a reference) or NULL. */
 struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g);
-/* Its status: the UnschedulableOnNodePool condition with msg, or none (msg NULL). */
+/* Its status: the UnschedulableOnNodePool condition with msg, or none (msg NULL); with
+ * msg also KAI's Normal Unschedulable Event on the PodGroup (once per change). */
 void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg);
+/* KAI's texts for a waiting gang: its Pods' (Warning Unschedulable), and the PodGroup's
+ * (returned in msg), job_err KAI's job fit error when set (queue, limit), else the
+ * placement's; NULL when the gang is not ready (fewer Pods than its sub-groups need:
+ * a NotReady Event on the PodGroup kpg, nothing on the Pods). */
+const char *cluster__kai_texts(struct cluster *c, const struct gang *g, const struct outcome *o,
+                               struct store_obj *kpg, const char *job_err, char *msg,
+                               size_t cap);
 /* KAI's Queues (scheduling.run.ai/v2) with their limits and fair share among the KAI
  * gangs of all[0, n) (each gang's q set); NULL without the type. Freed by the caller
  * (HASH_DEL, free). */

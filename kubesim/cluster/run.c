@@ -755,6 +755,7 @@ void cluster_stop(struct cluster *c)
     cluster__deploy_free(c);
     cluster__pods_free(c);
     cluster__node_index_free(c);
+    cluster__gang_free(c);
     HASH_ITER(hh, c->nodes, n, tn) {
         HASH_DEL(c->nodes, n);
         store_obj_unref(n->obj);
