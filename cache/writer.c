@@ -111,13 +111,16 @@ static int cmp_slot_off(const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y;
 }
 
-/* Live slot indexes sorted by record offset; *out malloc'd (caller frees). */
+/* Live slot indexes sorted by record offset, *out malloc'd (caller frees), with the
+ * free lists emptied: both callers (compaction, re-attach) rebuild them from this
+ * order. */
 static int live_by_offset(struct cache *c, uint32_t **out, uint32_t *n)
 {
     struct cache_wstate *w = c->w;
     uint32_t *v = malloc(((size_t)w->hw + 1) * sizeof(*v));
     if (!v)
         return -ENOMEM;
+    clear_free(w);
     uint32_t k = 0;
     for (uint32_t i = 0; i < w->hw; i++)
         if (LD(c->slots[i].type) != CACHE_SLOT_FREE)
@@ -143,7 +146,6 @@ static int compact(struct cache *c)
     int rc = live_by_offset(c, &order, &n);
     if (rc)
         return rc;
-    clear_free(w);
     uint64_t cursor = 0;
     for (uint32_t i = 0; i < n && !rc; i++) {
         struct cache_slot *s = &c->slots[order[i]];
@@ -632,7 +634,6 @@ int cache__writer_rebuild(struct cache *c)
     int rc = live_by_offset(c, &order, &n);
     if (rc)
         return rc;
-    clear_free(w);
     uint64_t end = 0;
     for (uint32_t k = 0; k < n; k++) {
         struct cache_slot *s = &c->slots[order[k]];

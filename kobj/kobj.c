@@ -107,6 +107,36 @@ const char *kobj_controller_uid(const cJSON *obj)
     return kobj_str(kobj_controller_ref(obj), "uid");
 }
 
+bool kobj_has_finalizer(const cJSON *obj, const char *finalizer)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, kobj_get(kobj_get(obj, "metadata"), "finalizers"))
+        if (cJSON_IsString(f) && strcmp(f->valuestring, finalizer) == 0)
+            return true;
+    return false;
+}
+
+char *kobj_finalizers_patch(const cJSON *obj, const char *finalizer, bool add)
+{
+    cJSON *p = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(p, "metadata");
+    cJSON *list = cJSON_AddArrayToObject(md, "finalizers");
+    const char *rv = kobj_meta_str(obj, "resourceVersion");
+    const cJSON *f;
+    char *text = NULL;
+    if (!list || !cJSON_AddStringToObject(md, "resourceVersion", rv ? rv : ""))
+        goto out;
+    cJSON_ArrayForEach(f, kobj_get(kobj_get(obj, "metadata"), "finalizers"))
+        if (cJSON_IsString(f) && strcmp(f->valuestring, finalizer) != 0 &&
+            !cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring)))
+            goto out;
+    if (add && !cJSON_AddItemToArray(list, cJSON_CreateString(finalizer)))
+        goto out;
+    text = cJSON_PrintUnformatted(p);
+out:
+    cJSON_Delete(p);
+    return text;
+}
+
 cJSON *kobj_controller_refs(const char *api_version, const char *kind, const cJSON *owner)
 {
     const char *name = kobj_meta_str(owner, "name"), *uid = kobj_meta_str(owner, "uid");

@@ -3,7 +3,8 @@
  * and dotted-path lookups, metadata, labels and annotations, the controller
  * ownerReference, resourceVersion order and base64. Linked by both sides of the wall
  * (the operator and kubesim) through libcommon.a; nothing here allocates except
- * kobj_base64_decode, kobj_members_sorted, kobj_set_copy and kobj_controller_refs, and every lookup is
+ * kobj_base64_decode, kobj_members_sorted, kobj_set_copy, kobj_controller_refs and
+ * kobj_finalizers_patch, and every lookup is
  * NULL-safe and borrows from the object.
  *
  * Siblings in kobj/: json_equal.h (deep equality), quantity.h (resource.Quantity),
@@ -45,6 +46,13 @@ const char *kobj_annotation(const cJSON *obj, const char *key);
 const cJSON *kobj_controller_ref(const cJSON *obj);
 /* Its uid, or NULL when there is no controller or it has no string uid. */
 const char *kobj_controller_uid(const cJSON *obj);
+
+/* True when obj's metadata.finalizers holds finalizer. */
+bool kobj_has_finalizer(const cJSON *obj, const char *finalizer);
+/* The JSON merge patch that adds (add) or removes finalizer on obj, as read: every
+ * other finalizer kept, guarded by obj's resourceVersion so that a concurrent change
+ * is a 409 and never lost. Text the caller frees, or NULL when out of memory. */
+char *kobj_finalizers_patch(const cJSON *obj, const char *finalizer, bool add);
 
 /* The ownerReferences ctrl.SetControllerReference writes on what owner controls:
  * [{apiVersion, kind, name, uid, controller: true, blockOwnerDeletion: true}], name

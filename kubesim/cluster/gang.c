@@ -143,6 +143,33 @@ int64_t cluster__gang_priority(struct cluster *c, const char *pc_name)
     return v;
 }
 
+void cluster__gang_queue_usage(struct gang **all, size_t n, enum gkind kind, struct gqueue *qs,
+                               void (*charge)(struct gqueue *q, const struct cl_pod *p))
+{
+    for (size_t k = 0; k < n; k++) {
+        struct gang *g = all[k];
+        struct gqueue *q = NULL;
+        if (g->kind != kind)
+            continue;
+        HASH_FIND_STR(qs, g->queue, q);
+        g->q = q;
+        for (size_t m = 0; q && m < g->n; m++) {
+            const struct cl_pod *p = g->m[m];
+            struct gqueue *up = q;
+            if (cluster__gang_pod_terminal(p->obj->json) ||
+                kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+                continue;
+            for (int d = 0; up && d < 16; d++) {
+                struct gqueue *next = NULL;
+                charge(up, p);
+                if (up->parent[0])
+                    HASH_FIND_STR(qs, up->parent, next);
+                up = next != up ? next : NULL;
+            }
+        }
+    }
+}
+
 void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
 {
     a->cpu_m += sign * b->cpu_m;

@@ -355,6 +355,11 @@ void cluster__gang_reslist(const cJSON *list, struct cluster_res *out);
 void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign);
 bool cluster__gang_pod_terminal(const cJSON *pod);
 bool cluster__gang_bound(const struct cl_pod *p);
+/* Charges each live Pod (not finished, not being deleted) of the gangs of kind to the queue
+ * of qs its gang names (kept in g->q) and to every queue above it, through charge. A parent
+ * cycle in user-written queues ends 16 levels up. */
+void cluster__gang_queue_usage(struct gang **all, size_t n, enum gkind kind, struct gqueue *qs,
+                               void (*charge)(struct gqueue *q, const struct cl_pod *p));
 /* The value of PriorityClass pc_name, 0 when there is none. */
 int64_t cluster__gang_priority(struct cluster *c, const char *pc_name);
 

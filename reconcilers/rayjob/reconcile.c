@@ -221,22 +221,10 @@ static int observe(struct host_ctx *ctx, struct observed *o)
  * object the server answers replaces o->rj so the status write uses its rv. */
 static int patch_finalizers(struct host_ctx *ctx, struct observed *o, bool add)
 {
-    const cJSON *fins = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(o->rj, "metadata"), "finalizers");
-    cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *list = cJSON_AddArrayToObject(md, "finalizers"), *f;
     struct kube_result kr = { 0 };
-    char *text = NULL;
+    char *text = kobj_finalizers_patch(o->rj, RJ_FINALIZER, add);
     int rc = -ENOMEM;
-    if (!list)
-        goto out;
-    cJSON_AddStringToObject(md, "resourceVersion", rj_str(o->rj, "metadata.resourceVersion"));
-    cJSON_ArrayForEach(f, fins)
-        if (cJSON_IsString(f) && strcmp(f->valuestring, RJ_FINALIZER) != 0)
-            cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
-    if (add)
-        cJSON_AddItemToArray(list, cJSON_CreateString(RJ_FINALIZER));
-    if (!(text = cJSON_PrintUnformatted(patch)))
+    if (!text)
         goto out;
     struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
     rc = host_patch(ctx, &KUBE_RES_RAYJOBS, ctx->ns, ctx->name, text, strlen(text), &po, &kr);
@@ -255,7 +243,6 @@ static int patch_finalizers(struct host_ctx *ctx, struct observed *o, bool add)
 out:
     kube_result_release(&kr);
     free(text);
-    cJSON_Delete(patch);
     return rc;
 }
 
@@ -284,13 +271,21 @@ static int stop_job(struct host_ctx *ctx, struct observed *o)
     return 0;
 }
 
-static int create_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
-                      cJSON *obj, int err, const char *ok_reason, const char *fail_reason,
-                      const char *what)
+/* Creates a child the RayJob owns (its RayCluster, or its submitter Job when
+ * submitter), as built (obj NULL: the build failed with err; obj is consumed), after
+ * tagging it for the batch scheduler. */
+static int create_child(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
+                        cJSON *obj, int err, bool submitter, const char *ok_reason,
+                        const char *fail_reason, const char *what)
 {
     struct kube_result kr = { 0 };
     const char *name = rj_str(obj, "metadata.name");
-    int rc = obj ? host_create(ctx, r, ctx->ns, obj, &kr) : (err ? err : -ENOMEM);
+    int rc = obj ? rayjob__batch_child(ctx, o->rj, obj, submitter) : 0;
+    if (rc < 0) {
+        cJSON_Delete(obj);
+        return rc;
+    }
+    rc = obj ? host_create(ctx, r, ctx->ns, obj, &kr) : (err ? err : -ENOMEM);
     if (rc == -EEXIST)
         rc = 0;   /* made by an earlier reconcile the cache had not shown yet */
     if (rc < 0)
@@ -301,6 +296,7 @@ static int create_obj(struct host_ctx *ctx, struct observed *o, const struct kub
         host_event(ctx, o->rj, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s", what,
                    ctx->ns, name);
     kube_result_release(&kr);
+    cJSON_Delete(obj);   /* name points into it */
     return rc;
 }
 
@@ -499,25 +495,15 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         return rc == -ENOENT ? RAYJOB_GONE : rc;
     if (a & RJ_CREATE_CLUSTER) {
         cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
-        if (c && (rc = rayjob__batch_child(ctx, o->rj, c, false)) < 0) {
-            cJSON_Delete(c);
-            return rc;
-        }
-        rc = create_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
-                        "FailedToCreateRayCluster", "RayCluster");
-        cJSON_Delete(c);
+        rc = create_child(ctx, o, &KUBE_RES_RAYCLUSTERS, c, err, false, "CreatedRayCluster",
+                          "FailedToCreateRayCluster", "RayCluster");
         if (rc < 0)
             return rc;
     }
     if (a & RJ_CREATE_SUBMITTER) {
         cJSON *j = rj_build_submitter(o->rj, o->cluster, p->status, &err);
-        if (j && (rc = rayjob__batch_child(ctx, o->rj, j, true)) < 0) {
-            cJSON_Delete(j);
-            return rc;
-        }
-        rc = create_obj(ctx, o, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
-                        "FailedToCreateRayJobSubmitter", "Kubernetes Job");
-        cJSON_Delete(j);
+        rc = create_child(ctx, o, &KUBE_RES_JOBS, j, err, true, "CreatedRayJobSubmitter",
+                          "FailedToCreateRayJobSubmitter", "Kubernetes Job");
         if (rc < 0)
             return rc;
     }

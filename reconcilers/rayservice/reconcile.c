@@ -109,30 +109,15 @@ out:
 
 static bool has_finalizer(const cJSON *rs)
 {
-    const cJSON *f;
-    cJSON_ArrayForEach(f, json_get(rs, "metadata.finalizers"))
-        if (cJSON_IsString(f) && !strcmp(f->valuestring, RS_FINALIZER))
-            return true;
-    return false;
+    return kobj_has_finalizer(rs, RS_FINALIZER);
 }
 
 static int patch_finalizer(struct rsr *r, bool add)
 {
-    cJSON *p = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(p, "metadata");
-    cJSON *list = cJSON_AddArrayToObject(md, "finalizers");
-    const cJSON *f;
     struct kube_result kr = { 0 };
-    char *text = NULL;
+    char *text = kobj_finalizers_patch(r->rs, RS_FINALIZER, add);
     int rc = -ENOMEM;
-    if (!list)
-        goto out;
-    cJSON_AddStringToObject(md, "resourceVersion", rs_str(r->rs, "metadata.resourceVersion"));
-    cJSON_ArrayForEach(f, json_get(r->rs, "metadata.finalizers"))
-        if (cJSON_IsString(f) && strcmp(f->valuestring, RS_FINALIZER))
-            cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
-    if (add)
-        cJSON_AddItemToArray(list, cJSON_CreateString(RS_FINALIZER));
-    if (!(text = cJSON_PrintUnformatted(p)))
+    if (!text)
         goto out;
     struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
     rc = host_patch(r->ctx, &KUBE_RES_RAYSERVICES, r->ctx->ns, r->ctx->name, text, strlen(text),
@@ -143,7 +128,6 @@ static int patch_finalizer(struct rsr *r, bool add)
 out:
     kube_result_release(&kr);
     free(text);
-    cJSON_Delete(p);
     return rc;
 }
 

@@ -209,6 +209,29 @@ static void test_controller_refs(void **state)
     cJSON_Delete(owner);
 }
 
+/* kobj_finalizers_patch keeps the other finalizers in order, adds or drops ours and
+ * carries the rv; kobj_has_finalizer finds only a string equal to the name. */
+static void test_finalizers(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_Parse("{\"metadata\":{\"resourceVersion\":\"42\","
+                           "\"finalizers\":[\"a\",\"ours\",1,\"b\"]}}");
+    char *add = kobj_finalizers_patch(o, "ours", true), *del = kobj_finalizers_patch(o, "ours", false);
+    assert_string_equal(add, "{\"metadata\":{\"finalizers\":[\"a\",\"b\",\"ours\"],"
+                             "\"resourceVersion\":\"42\"}}");
+    assert_string_equal(del, "{\"metadata\":{\"finalizers\":[\"a\",\"b\"],"
+                             "\"resourceVersion\":\"42\"}}");
+    assert_true(kobj_has_finalizer(o, "ours"));
+    assert_false(kobj_has_finalizer(o, "our"));
+    assert_false(kobj_has_finalizer(NULL, "ours"));
+    free(add);
+    free(del);
+    add = kobj_finalizers_patch(NULL, "ours", true);   /* nothing read: no rv */
+    assert_string_equal(add, "{\"metadata\":{\"finalizers\":[\"ours\"],\"resourceVersion\":\"\"}}");
+    free(add);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_members_sorted),
         cmocka_unit_test(test_set_copy),
         cmocka_unit_test(test_controller_refs),
+        cmocka_unit_test(test_finalizers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
