@@ -143,6 +143,33 @@ int64_t cluster__gang_priority(struct cluster *c, const char *pc_name)
     return v;
 }
 
+void cluster__gang_queue_usage(struct gang **all, size_t n, enum gkind kind, struct gqueue *qs,
+                               void (*charge)(struct gqueue *q, const struct cl_pod *p))
+{
+    for (size_t k = 0; k < n; k++) {
+        struct gang *g = all[k];
+        struct gqueue *q = NULL;
+        if (g->kind != kind)
+            continue;
+        HASH_FIND_STR(qs, g->queue, q);
+        g->q = q;
+        for (size_t m = 0; q && m < g->n; m++) {
+            const struct cl_pod *p = g->m[m];
+            struct gqueue *up = q;
+            if (cluster__gang_pod_terminal(p->obj->json) ||
+                kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+                continue;
+            for (int d = 0; up && d < 16; d++) {
+                struct gqueue *next = NULL;
+                charge(up, p);
+                if (up->parent[0])
+                    HASH_FIND_STR(qs, up->parent, next);
+                up = next != up ? next : NULL;
+            }
+        }
+    }
+}
+
 void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
 {
     a->cpu_m += sign * b->cpu_m;
@@ -377,7 +404,11 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         if (!may_bind || cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json) ||
             kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
             continue;
-        if (!cluster__volcano_within_share(q, &qused, &p->req)) {
+        struct cluster_res extra = qused;
+        if (q)
+            cluster__gang_res_add(&extra, &q->share_used, -1);
+        if (q && q->real_set ? !cluster__volcano_hier_fits(q, &extra, &p->req)
+                             : !cluster__volcano_within_share(q, &qused, &p->req)) {
             /* "Queue <q> is overused when considering task": the task is left out */
             if (!o->fit[0])
                 snprintf(o->fit, sizeof(o->fit), "queue %.200s is overused", q->name);
@@ -433,8 +464,9 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
             if (cluster__bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
                 o->scheduled++;
                 o->bound_now = true;
-                if (q)
-                    cluster__gang_res_add(&q->share_used, &g->m[i]->req, 1);
+                /* with the hierarchy, the ancestors' too */
+                for (struct gqueue *a = q; a; a = a->real_set ? a->up : NULL)
+                    cluster__gang_res_add(&a->share_used, &g->m[i]->req, 1);
             }
         }
         o->ready = o->scheduled >= g->min;
@@ -761,7 +793,14 @@ void cluster__gang_pass(struct cluster *c)
         }
     }
     qsort(order, ng, sizeof(*order), gang_cmp);
-    cluster__volcano_deserved(qs, &total);
+    /* the scheduler's configuration: the actions after allocate, and the capacity plugin
+     * with hierarchical queues in place of proportion's shares */
+    unsigned acts = cluster__volcano_actions(c);
+    bool hier = acts & VOLCANO_HIERARCHY, vblock = false;
+    if (hier)
+        vblock = cluster__volcano_hierarchy(qs, order, ng);
+    else
+        cluster__volcano_deserved(qs, &total);
     kqs = cluster__kai_queues(c, order, ng, &total);
     yqs = cluster__yunikorn_queues(c, order, ng);
 
@@ -858,14 +897,17 @@ void cluster__gang_pass(struct cluster *c)
         bool inq = !strcmp(phase, "Inqueue") || !strcmp(phase, "Running") ||
                    !strcmp(phase, "Unknown") || !strcmp(phase, "Completed");
         const char *unsched_msg = NULL, *enq_reason = NULL;
-        if (!o.ready && !inq) {
-            const char *reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &total, &idle, &inqueue, why,
-                                                                sizeof(why));
+        /* a job in a queue with children: the capacity plugin refuses the session */
+        if (!o.ready && !inq && !vblock) {
+            const char *reason = hier ? cluster__volcano_hier_enqueue(g, q, why, sizeof(why)) : NULL;
+            if (!reason)
+                reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &total, &idle, &inqueue, why,
+                                                        sizeof(why));
             if (!reason) {
                 inq = true;
                 phase = "Inqueue";
-                if (q)
-                    cluster__gang_res_add(&q->inqueue, &g->minres, 1);
+                for (struct gqueue *a = q; a; a = hier ? a->up : NULL)
+                    cluster__gang_res_add(&a->inqueue, &g->minres, 1);
                 cluster__gang_res_add(&inqueue, &g->minres, 1);
             } else if (g->n) {
                 enq_reason = reason;   /* the proportion / overcommit plugins' Normal Event */
@@ -873,7 +915,7 @@ void cluster__gang_pass(struct cluster *c)
         }
         /* a Closed queue takes gangs in but allocate gives them nothing */
         bool open = !q || q->open;
-        if (inq && open && o.pending)
+        if (inq && open && o.pending && !vblock)
             allocate(c, g, &ns, &o, true, q);
         if (!o.ready && g->n) {   /* a PodGroup without Pods yet has nothing to say */
             /* pipelined, Volcano says why the tasks do not fit now ("Origin reason") */
@@ -903,8 +945,10 @@ void cluster__gang_pass(struct cluster *c)
             else if (!strcmp(phase, "Completed")) q->completed++;
         }
     }
-    /* the actions after allocate, as the scheduler's configuration lists them */
-    unsigned acts = cluster__volcano_actions(c);
+    /* the actions after allocate, as the scheduler's configuration lists them (not with
+     * the capacity plugin's hierarchy: its reclaim is not simulated) */
+    if (hier)
+        acts &= ~(VOLCANO_PREEMPT | VOLCANO_RECLAIM);
     if (acts & VOLCANO_PREEMPT)
         cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_PREEMPT);
     if (acts & VOLCANO_RECLAIM)

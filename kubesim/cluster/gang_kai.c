@@ -388,6 +388,14 @@ static int64_t *dim(struct cluster_res *r, int d)
     return d == 0 ? &r->cpu_m : d == 1 ? &r->mem : &r->gpu;
 }
 
+/* KAI's usage: bound Pods count as allocated, all live Pods as requested. */
+static void kai_charge(struct gqueue *q, const struct cl_pod *p)
+{
+    if (cluster__gang_bound(p))
+        cluster__gang_res_add(&q->allocated, &p->req, 1);
+    cluster__gang_res_add(&q->request, &p->req, 1);
+}
+
 struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
                                    const struct cluster_res *total)
 {
@@ -421,32 +429,7 @@ struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t 
         HASH_ITER(hh, qs, p, pt)
             q->leaf = q->leaf && strcmp(p->parent, q->name) != 0;
     }
-    /* usage: bound Pods count as allocated, all live Pods as requested, in the leaf
-     * queue and every queue above it */
-    for (size_t k = 0; k < n; k++) {
-        struct gang *g = all[k];
-        if (g->kind != G_KAI)
-            continue;
-        HASH_FIND_STR(qs, g->queue, q);
-        g->q = q;
-        for (size_t m = 0; q && m < g->n; m++) {
-            const struct cl_pod *pod = g->m[m];
-            if (cluster__gang_pod_terminal(pod->obj->json) ||
-                kobj_get(kobj_get(pod->obj->json, "metadata"), "deletionTimestamp"))
-                continue;
-            /* a parent cycle in the user's queues ends at the depth bound */
-            int depth = 0;
-            for (p = q; p && depth++ < 16; ) {
-                if (cluster__gang_bound(pod))
-                    cluster__gang_res_add(&p->allocated, &pod->req, 1);
-                cluster__gang_res_add(&p->request, &pod->req, 1);
-                struct gqueue *up = NULL;
-                if (p->parent[0])
-                    HASH_FIND_STR(qs, p->parent, up);
-                p = up != p ? up : NULL;
-            }
-        }
-    }
+    cluster__gang_queue_usage(all, n, G_KAI, qs, kai_charge);
     /* fair share, per resource over the queues that ask: first each its quota (all it
      * asks when the quota is unlimited), then what is left by priority, higher first,
      * and within one priority in proportion to the over-quota weights, never beyond a

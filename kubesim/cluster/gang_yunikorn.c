@@ -110,12 +110,21 @@ static void yk_walk(struct gqueue **qs, const cJSON *list, const char *parent, i
     }
 }
 
+/* YuniKorn counts what is bound, both as allocated and as the share used. */
+static void yk_charge(struct gqueue *q, const struct cl_pod *p)
+{
+    if (!cluster__gang_bound(p))
+        return;
+    cluster__gang_res_add(&q->allocated, &p->req, 1);
+    cluster__gang_res_add(&q->share_used, &p->req, 1);
+}
+
 struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, size_t n)
 {
     const struct reg_resource *r = cluster__gang_find(c, "", "v1", "configmaps");
     struct store_obj *o = NULL;
     struct store_status st = { 0 };
-    struct gqueue *qs = NULL, *q;
+    struct gqueue *qs = NULL;
     cJSON *docs = NULL;
     char err[200];
     if (!r || store_get(c->store, r, "yunikorn", "yunikorn-configs", &o, &st) != 0)
@@ -126,28 +135,7 @@ struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, si
         goto out;
     }
     yk_walk(&qs, kobj_get(cJSON_GetArrayItem(kobj_get(docs, "partitions"), 0), "queues"), NULL, 0);
-    for (size_t k = 0; k < n; k++) {
-        struct gang *g = all[k];
-        if (g->kind != G_YUNIKORN)
-            continue;
-        HASH_FIND_STR(qs, g->queue, q);
-        g->q = q;
-        for (size_t m = 0; q && m < g->n; m++) {
-            const struct cl_pod *p = g->m[m];
-            if (!cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json) ||
-                kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
-                continue;
-            struct gqueue *up = q;
-            for (int d = 0; up && d < YK_DEPTH; d++) {
-                struct gqueue *next = NULL;
-                cluster__gang_res_add(&up->allocated, &p->req, 1);
-                cluster__gang_res_add(&up->share_used, &p->req, 1);
-                if (up->parent[0])
-                    HASH_FIND_STR(qs, up->parent, next);
-                up = next;
-            }
-        }
-    }
+    cluster__gang_queue_usage(all, n, G_YUNIKORN, qs, yk_charge);
 out:
     cJSON_Delete(docs);
     store_obj_unref(o);

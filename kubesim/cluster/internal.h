@@ -294,6 +294,11 @@ struct gqueue {
     /* KAI (gang_kai.c): cap/has_cap are the limits, weight the over-quota weight */
     struct cluster_res quota;    /* -1 in a dimension: unlimited */
     char parent[256];
+    /* Volcano's capacity plugin with enableHierarchy (gang_volcano.c): the parent, the
+     * guarantee, the realCapability the hierarchy leaves it, whether it has children */
+    struct gqueue *up;
+    struct cluster_res guarantee, real;
+    bool has_children, real_set;
     bool leaf;                   /* no queue names it as parent */
     double weight;
     int pending, inqueue_n, running, completed;
@@ -350,6 +355,11 @@ void cluster__gang_reslist(const cJSON *list, struct cluster_res *out);
 void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign);
 bool cluster__gang_pod_terminal(const cJSON *pod);
 bool cluster__gang_bound(const struct cl_pod *p);
+/* Charges each live Pod (not finished, not being deleted) of the gangs of kind to the queue
+ * of qs its gang names (kept in g->q) and to every queue above it, through charge. A parent
+ * cycle in user-written queues ends 16 levels up. */
+void cluster__gang_queue_usage(struct gang **all, size_t n, enum gkind kind, struct gqueue *qs,
+                               void (*charge)(struct gqueue *q, const struct cl_pod *p));
 /* The value of PriorityClass pc_name, 0 when there is none. */
 int64_t cluster__gang_priority(struct cluster *c, const char *pc_name);
 
@@ -366,12 +376,26 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
                                            const struct cluster_res *idle,
                                            const struct cluster_res *inqueue, char *why,
                                            size_t cap);
+/* Volcano's capacity plugin with enableHierarchy: each Queue's parent (spec.parent, else
+ * root), the allocated and inqueue of its descendants added up, and its realCapability
+ * (its capability, what it does not set taken from its parent, within its parent's
+ * realCapability less its siblings' guarantees). Returns true when a Volcano gang sits in
+ * a queue with children: the plugin then refuses the whole session, as Volcano's does. */
+bool cluster__volcano_hierarchy(struct gqueue *qs, struct gang **all, size_t n);
+/* The capacity plugin's checks along the queue and its ancestors: the job's
+ * minResources to enqueue (NULL, or "queue resource quota insufficient: ..." in why),
+ * and a task's request (with extra, what the trial already placed) to allocate. */
+const char *cluster__volcano_hier_enqueue(const struct gang *g, const struct gqueue *q,
+                                          char *why, size_t cap);
+bool cluster__volcano_hier_fits(const struct gqueue *q, const struct cluster_res *extra,
+                                const struct cluster_res *req);
 /* The share the proportion plugin orders queues by: the largest of used/deserved. */
 double cluster__volcano_share(const struct gqueue *q);
 /* The actions of a volcano-scheduler.conf (its top-level "actions:" line) that kubesim
  * acts on beyond enqueue and allocate; bounded, outside bytes. */
 #define VOLCANO_PREEMPT 1u
 #define VOLCANO_RECLAIM 2u
+#define VOLCANO_HIERARCHY 4u   /* the capacity plugin with enableHierarchy: true */
 unsigned cluster__volcano_actions_parse(const char *conf, size_t len);
 /* The same, from the ConfigMap volcano-system/volcano-scheduler-configmap (0 without). */
 unsigned cluster__volcano_actions(struct cluster *c);

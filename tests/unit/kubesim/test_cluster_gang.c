@@ -455,6 +455,36 @@ static void test_preempt(void **state)
     assert_int_equal(gt_deleting(t, "low", 0, 4), 2);
 }
 
+/* The conformance plugin in tier 1: a critical Pod is not a victim there; another of its
+ * job goes instead (without it the last task, a critical one, would). Tier 2 still sees
+ * every candidate, as Volcano's tiers do. */
+static void test_conformance(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_volcano_conf(t, "enqueue, allocate, preempt, backfill");
+    store_obj_unref(tl_create(t->s, t->pc, "", tl_json(
+        "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\","
+        "\"metadata\":{\"name\":\"high\"},\"value\":1000}")));
+    gt_volcano_pg(t, "low", 1, NULL);
+    gt_volcano_pods(t, "low", 0, 2, "2");
+    for (int i = 2; i < 4; i++)
+        store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
+            "{\"metadata\":{\"name\":\"low-%d\",\"annotations\":{\"scheduling.k8s.io/group-name\":"
+            "\"low\"}},\"spec\":{\"schedulerName\":\"volcano\",\"priorityClassName\":"
+            "\"system-cluster-critical\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\","
+            "\"resources\":{\"requests\":{\"cpu\":\"2\"}}}]}}", i)));
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "low", 0, 4), 4);
+    gt_running(t, "low", 0, 4);
+    /* one victim: on the first node, the normal Pod of the two (low-0 and low-2) */
+    gt_volcano_pg(t, "high", 1, ",\"priorityClassName\":\"high\"");
+    gt_volcano_pods(t, "high", 0, 1, "2");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "low", 0, 2), 1);
+    assert_int_equal(gt_deleting(t, "low", 2, 2), 0);
+}
+
 /* The actions kubesim reads from volcano-scheduler.conf. */
 static void test_volcano_conf(void **state)
 {
@@ -468,12 +498,78 @@ static void test_volcano_conf(void **state)
         { "actions: \"allocate\" # reclaim later\n", 0 },  /* a comment */
         { "actions: \"reclaimx, preempt\"", VOLCANO_PREEMPT },
         { "", 0 },
+        /* the capacity plugin with hierarchical queues, and only that plugin's key */
+        { "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: drf\n  - name: capacity\n"
+          "    enableHierarchy: true\n  - name: nodeorder\n", VOLCANO_HIERARCHY },
+        { "tiers:\n- plugins:\n  - name: \"capacity\"\n    enableHierarchy: true\r\n", VOLCANO_HIERARCHY },
+        { "tiers:\n- plugins:\n  - name: capacity\n  - name: drf\n    enableHierarchy: true\n", 0 },
+        { "tiers:\n- plugins:\n  - name: capacity\n    enableHierarchy: false\n", 0 },
+        { "tiers:\n- plugins:\n  - name: capacityx\n    enableHierarchy: true\n", 0 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         assert_int_equal(cluster__volcano_actions_parse(cases[i].conf, strlen(cases[i].conf)),
                          cases[i].want);
     /* bounded by the length given, not by a terminator */
     assert_int_equal(cluster__volcano_actions_parse("actions: \"reclaim\"", 12), 0);
+}
+
+/* Volcano's capacity plugin with enableHierarchy: a queue's capability bounds its
+ * descendants together (a child without one takes its parent's), enqueue and allocate
+ * check the queue and its ancestors, and a job in a queue with children makes the plugin
+ * refuse the whole session. */
+static void test_volcano_hierarchy(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *nsr = tl_res(t->s, "", "v1", "namespaces");
+    char buf[64];
+
+    store_obj_unref(tl_create(t->s, nsr, "", tl_json("{\"metadata\":{\"name\":\"volcano-system\"}}")));
+    store_obj_unref(tl_create(t->s, t->cms, "volcano-system", tl_json(
+        "{\"metadata\":{\"name\":\"volcano-scheduler-configmap\"},\"data\":"
+        "{\"volcano-scheduler.conf\":\"actions: \\\"enqueue, allocate, backfill\\\"\\ntiers:\\n"
+        "- plugins:\\n  - name: priority\\n  - name: gang\\n- plugins:\\n  - name: drf\\n"
+        "  - name: capacity\\n    enableHierarchy: true\\n\"}}")));
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+        "{\"name\":\"dept\"},\"spec\":{\"parent\":\"root\",\"capability\":{\"cpu\":\"4\"}}}")));
+    for (int i = 0; i < 2; i++)
+        store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+            "{\"name\":\"team-%c\"},\"spec\":{\"parent\":\"dept\"}}", 'a' + i)));
+    gt_volcano_pg(t, "a", 1, ",\"queue\":\"team-a\",\"minResources\":{\"cpu\":\"3\"}");
+    gt_volcano_pods(t, "a", 0, 1, "3");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "a", 0, 1), 1);
+    /* Volcano's scheduler makes the root Queue as it makes the default one */
+    assert_string_equal(gt_field(t, t->queues, "", "root", "metadata.name", buf, sizeof(buf)), "root");
+    /* 2 more CPUs in the sibling: the nodes have 5, the department 1 */
+    gt_volcano_pg(t, "b", 1, ",\"queue\":\"team-b\",\"minResources\":{\"cpu\":\"2\"}");
+    gt_volcano_pods(t, "b", 0, 1, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "b", 0, 1), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "b", "status.phase", buf, sizeof(buf)), "Pending");
+    assert_int_equal(gt_events(t, "default", "b", "Unschedulable",
+                               "queue resource quota insufficient: insufficient cpu", "volcano"), 1);
+    /* one CPU fits what the department has left */
+    gt_delete(t, t->vpg, "default", "b");
+    gt_delete(t, t->pods, "default", "b-0");
+    gt_volcano_pg(t, "c", 1, ",\"queue\":\"team-b\",\"minResources\":{\"cpu\":\"1\"}");
+    gt_volcano_pods(t, "c", 0, 1, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "c", 0, 1), 1);
+    /* a job in dept, which has children: nothing is scheduled, not even team-a's */
+    gt_volcano_pg(t, "d", 1, ",\"queue\":\"dept\"");
+    gt_volcano_pods(t, "d", 0, 1, "1");
+    gt_volcano_pg(t, "e", 1, ",\"queue\":\"default\"");
+    gt_volcano_pods(t, "e", 0, 1, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "d", 0, 1), 0);
+    assert_int_equal(gt_bound(t, "e", 0, 1), 0);
+    gt_delete(t, t->vpg, "default", "d");
+    gt_delete(t, t->pods, "default", "d-0");
+    gt_session(t);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "e", 0, 1), 1);
 }
 
 /* Of two gangs that fit alone but not together, the higher PriorityClass wins, though
@@ -1037,7 +1133,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
         cmocka_unit_test(test_volcano_conf),
+        cmocka_unit_test_setup_teardown(test_volcano_hierarchy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_plugins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_plugins_prefilter, setup, teardown),
