@@ -117,7 +117,7 @@ static const char *pod_phase(const cJSON *pod)
 
 bool cluster__gang_bound(const struct cl_pod *p)
 {
-    const char *n = kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
+    const char *n = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName");
     return n && *n;
 }
 
@@ -135,7 +135,7 @@ int64_t cluster__gang_priority(struct cluster *c, const char *pc_name)
         return 2000000000;
     if ((r = cluster__gang_find(c, "scheduling.k8s.io", "v1", "priorityclasses")) &&
         store_get(c->store, r, "", pc_name, &o, &st) == 0) {
-        const cJSON *val = kobj_get(o->json, "value");
+        const cJSON *val = kobj_get(store_obj_json(o), "value");
         v = cJSON_IsNumber(val) ? (int64_t)val->valuedouble : 0;
         store_obj_unref(o);
     }
@@ -188,7 +188,7 @@ static int gang_add(struct gang *g, struct cl_pod *p)
 
 static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
 {
-    const cJSON *spec = kobj_get(o->json, "spec"), *mm = kobj_get(spec, "minMember");
+    const cJSON *spec = kobj_get(store_obj_json(o), "spec"), *mm = kobj_get(spec, "minMember");
     if (g->kind == G_WAS) {
         const cJSON *gang = kobj_get(kobj_get(spec, "schedulingPolicy"), "gang");
         mm = gang ? kobj_get(gang, "minCount") : NULL;
@@ -204,7 +204,7 @@ static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
     snprintf(g->queue, sizeof(g->queue), "%s",
              kobj_str(spec, "queue") && *kobj_str(spec, "queue") ? kobj_str(spec, "queue") : "default");
     g->prio = cluster__gang_priority(c, kobj_str(spec, "priorityClassName"));
-    g->ctime = kobj_meta_str(o->json, "creationTimestamp");
+    g->ctime = kobj_meta_str(store_obj_json(o), "creationTimestamp");
 }
 
 static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, const char *comp)
@@ -217,7 +217,7 @@ static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, co
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
     cluster__kubelet_set_cond(p, C_SCHED, false);
     cluster__kubelet_write(c, p);
-    cluster__event(c, p->obj->json, "Warning", "FailedScheduling", msg, comp, NULL, NULL);
+    cluster__event(c, store_obj_json(p->obj), "Warning", "FailedScheduling", msg, comp, NULL, NULL);
 }
 
 /* Sorts the gang's Pods: the head first, then by name (the order Volcano's task
@@ -226,8 +226,8 @@ static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, co
 static int member_cmp(const void *a, const void *b)
 {
     const struct cl_pod *x = *(struct cl_pod *const *)a, *y = *(struct cl_pod *const *)b;
-    const char *tx = kobj_label(x->obj->json, "ray.io/node-type");
-    const char *ty = kobj_label(y->obj->json, "ray.io/node-type");
+    const char *tx = kobj_label(store_obj_json(x->obj), "ray.io/node-type");
+    const char *ty = kobj_label(store_obj_json(y->obj), "ray.io/node-type");
     int hx = tx && !strcmp(tx, "head"), hy = ty && !strcmp(ty, "head");
     if (hx != hy)
         return hy - hx;
@@ -252,7 +252,7 @@ static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits,
         struct cluster_res u = ns->used[i];
         if (future && ns->releasing)
             cluster__gang_res_add(&u, &ns->releasing[i], -1);
-        fits[i] = cluster_node_fits(p->obj->json, &p->req, ns->n[i]->obj->json, &ns->n[i]->alloc,
+        fits[i] = cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(ns->n[i]->obj), &ns->n[i]->alloc,
                                     &u, NULL, 0);
         if (!fits[i]) {
             int sc = cluster_node_score(&p->req, &ns->n[i]->alloc, &u);
@@ -309,8 +309,8 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
     for (size_t i = 0; i < g->n; i++) {
         struct cl_pod *p = g->m[i];
         where[i] = -1;
-        if (!may_bind || cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json) ||
-            kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+        if (!may_bind || cluster__gang_bound(p) || cluster__gang_pod_terminal(store_obj_json(p->obj)) ||
+            kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
             continue;
         if (!cluster__volcano_within_share(q, &qused, &p->req)) {
             /* "Queue <q> is overused when considering task": the task is left out */
@@ -382,11 +382,11 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         o->placed = 0;   /* now "schedulable", in Volcano's words */
         for (size_t i = 0; i < g->n; i++)
             o->placed += where[i] <= -2 && !piped[i] && !cluster__gang_bound(g->m[i]) &&
-                         !cluster__gang_pod_terminal(g->m[i]->obj->json);
+                         !cluster__gang_pod_terminal(store_obj_json(g->m[i]->obj));
         fit_message(g, o, pipelined, gang_msg, sizeof(gang_msg));
         for (size_t i = 0; may_bind && g->kind == G_VOLCANO && i < g->n; i++) {
             struct cl_pod *p = g->m[i];
-            if (cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json))
+            if (cluster__gang_bound(p) || cluster__gang_pod_terminal(store_obj_json(p->obj)))
                 continue;
             if (where[i] <= -2)
                 snprintf(msg, sizeof(msg), "Pod %s/%s can possibly be assigned to %s, once "
@@ -451,7 +451,7 @@ static void count(const struct gang *g, struct outcome *o)
 {
     for (size_t i = 0; i < g->n; i++) {
         const struct cl_pod *p = g->m[i];
-        const char *ph = pod_phase(p->obj->json);
+        const char *ph = pod_phase(store_obj_json(p->obj));
         if (cluster__gang_bound(p)) {
             o->scheduled++;
             if (!strcmp(ph, "Running"))
@@ -460,8 +460,8 @@ static void count(const struct gang *g, struct outcome *o)
                 o->succeeded++;
             else if (!strcmp(ph, "Failed"))
                 o->failed++;
-        } else if (!cluster__gang_pod_terminal(p->obj->json) &&
-                   !kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp")) {
+        } else if (!cluster__gang_pod_terminal(store_obj_json(p->obj)) &&
+                   !kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp")) {
             o->pending++;
         }
     }
@@ -473,7 +473,7 @@ static void collect_members(struct cluster *c, struct gang **all)
 {
     struct cl_pod *p, *tmp;
     HASH_ITER(hh, c->pods, p, tmp) {
-        const cJSON *pod = p->obj->json;
+        const cJSON *pod = store_obj_json(p->obj);
         const char *sched = kobj_str(kobj_get(pod, "spec"), "schedulerName");
         const char *wg = was_group(pod);
         struct gang *g = NULL;
@@ -636,7 +636,7 @@ void cluster__gang_pass(struct cluster *c)
     HASH_ITER(hh, c->nodes, n, nt) {
         ns.n[i] = n;
         ns.used[i] = n->used;
-        if (!cJSON_IsTrue(kobj_get(kobj_get(n->obj->json, "spec"), "unschedulable"))) {
+        if (!cJSON_IsTrue(kobj_get(kobj_get(store_obj_json(n->obj), "spec"), "unschedulable"))) {
             struct cluster_res free_ = n->alloc;
             cluster__gang_res_add(&free_, &n->used, -1);
             cluster__gang_res_add(&idle, &free_, 1);
@@ -648,7 +648,7 @@ void cluster__gang_pass(struct cluster *c)
         /* Pods on their way out: Volcano counts them as free in the future (FutureIdle) */
         struct cl_pod *p, *pt;
         HASH_ITER(hh, c->pods, p, pt) {
-            if (!p->acct_node || !kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+            if (!p->acct_node || !kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
                 continue;
             for (size_t k = 0; k < ns.count; k++)
                 if (!strcmp(ns.n[k]->name, p->acct_node))
@@ -664,9 +664,9 @@ void cluster__gang_pass(struct cluster *c)
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
             g->q = q;
-            const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");
+            const char *ph = kobj_str(kobj_get(store_obj_json(g->pg), "status"), "phase");
             for (size_t k = 0; k < g->n; k++) {
-                const cJSON *pod = g->m[k]->obj->json;
+                const cJSON *pod = store_obj_json(g->m[k]->obj);
                 /* a Pod on its way out is Releasing: no longer the queue's */
                 bool going = kobj_get(kobj_get(pod, "metadata"), "deletionTimestamp") != NULL;
                 const char *pph = kobj_str(kobj_get(pod, "status"), "phase");
@@ -710,7 +710,7 @@ void cluster__gang_pass(struct cluster *c)
                 if (!g->kai_err[0])
                     kpg = cluster__kai_podgroup(c, g);
                 /* the scheduler goes by the PodGroup's queue (a user may have moved it) */
-                const char *pq = kpg ? kobj_str(kobj_get(kpg->json, "spec"), "queue") : NULL;
+                const char *pq = kpg ? kobj_str(kobj_get(store_obj_json(kpg), "spec"), "queue") : NULL;
                 if (pq && *pq && strcmp(pq, g->queue)) {
                     snprintf(g->queue, sizeof(g->queue), "%s", pq);
                     HASH_FIND_STR(kqs, g->queue, g->q);
@@ -720,7 +720,7 @@ void cluster__gang_pass(struct cluster *c)
                     no = cluster__kai_limit_check(g, kqs, why, sizeof(why));
                 if (no) {
                     for (size_t m = 0; m < g->n; m++)
-                        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
+                        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)))
                             set_unsched(c, g->m[m], no, "kai-scheduler");
                     if (kpg)
                         cluster__kai_pg_status(c, kpg, no);
@@ -733,7 +733,7 @@ void cluster__gang_pass(struct cluster *c)
                                    ? cluster__yunikorn_max_check(g, yqs, why, sizeof(why)) : NULL;
             if (full) {
                 for (size_t m = 0; m < g->n; m++)
-                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
+                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)))
                         set_unsched(c, g->m[m], full, "yunikorn");
                 continue;
             }
@@ -751,7 +751,7 @@ void cluster__gang_pass(struct cluster *c)
                 snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
                          (long long)(short_ > 0 ? short_ : 1), g->n, msg);
                 for (size_t m = 0; m < g->n; m++)
-                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
+                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)))
                         set_unsched(c, g->m[m], ev, component[g->kind]);
             }
             cluster__gang_pg_status(c, g, &o, ev[0] ? ev : NULL);
@@ -762,7 +762,7 @@ void cluster__gang_pass(struct cluster *c)
         }
         /* a Volcano PodGroup */
         HASH_FIND_STR(qs, g->queue, q);
-        const char *phase = kobj_str(kobj_get(g->pg->json, "status"), "phase");
+        const char *phase = kobj_str(kobj_get(store_obj_json(g->pg), "status"), "phase");
         if (!phase || !*phase)
             phase = "Pending";
         bool inq = !strcmp(phase, "Inqueue") || !strcmp(phase, "Running") ||
@@ -791,7 +791,7 @@ void cluster__gang_pass(struct cluster *c)
             unsched_msg = msg;
             if (!inq || !open)   /* no allocation tried: each waiting task gets the gang's text */
                 for (size_t m = 0; m < g->n; m++)
-                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
+                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)))
                         set_unsched(c, g->m[m], msg, "volcano");
         }
         /* getPodGroupPhase: some running while the gang cannot be placed is Unknown */

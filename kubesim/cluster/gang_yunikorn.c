@@ -28,7 +28,7 @@
  * the task groups count among the existing Pods. */
 void cluster__yunikorn_groups(struct gang *g)
 {
-    const char *tg = g->n ? kobj_annotation(g->m[0]->obj->json, "yunikorn.apache.org/task-groups") : NULL;
+    const char *tg = g->n ? kobj_annotation(store_obj_json(g->m[0]->obj), "yunikorn.apache.org/task-groups") : NULL;
     cJSON *arr = tg ? cJSON_Parse(tg) : NULL;
     const cJSON *t;
     g->min = 0;
@@ -44,7 +44,7 @@ void cluster__yunikorn_groups(struct gang *g)
         int64_t want = cJSON_IsNumber(mm) && mm->valuedouble > 0 ? (int64_t)mm->valuedouble : 0, have = 0;
         struct cluster_res one;
         for (size_t i = 0; name && i < g->n; i++) {
-            const char *n = kobj_annotation(g->m[i]->obj->json, "yunikorn.apache.org/task-group-name");
+            const char *n = kobj_annotation(store_obj_json(g->m[i]->obj), "yunikorn.apache.org/task-group-name");
             if (n && !strcmp(n, name))
                 have++;
         }
@@ -117,7 +117,7 @@ struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, si
     char err[200];
     if (!r || store_get(c->store, r, "yunikorn", "yunikorn-configs", &o, &st) != 0)
         goto out;
-    const char *text = kobj_str(kobj_get(o->json, "data"), "queues.yaml");
+    const char *text = kobj_str(kobj_get(store_obj_json(o), "data"), "queues.yaml");
     if (!text || yamljson_parse_one(text, strlen(text), &docs, err, sizeof(err)) < 0) {
         log_debug("gang: yunikorn queues.yaml", "error", text ? err : "no queues.yaml", NULL);
         goto out;
@@ -131,8 +131,8 @@ struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, si
         g->q = q;
         for (size_t m = 0; q && m < g->n; m++) {
             const struct cl_pod *p = g->m[m];
-            if (!cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json) ||
-                kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+            if (!cluster__gang_bound(p) || cluster__gang_pod_terminal(store_obj_json(p->obj)) ||
+                kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
                 continue;
             struct gqueue *up = q;
             for (int d = 0; up && d < YK_DEPTH; d++) {
@@ -159,8 +159,8 @@ const char *cluster__yunikorn_max_check(const struct gang *g, struct gqueue *qs,
     struct cluster_res need = g->reserve;
     struct gqueue *q = g->q;
     for (size_t m = 0; m < g->n; m++)
-        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json) &&
-            !kobj_get(kobj_get(g->m[m]->obj->json, "metadata"), "deletionTimestamp"))
+        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)) &&
+            !kobj_get(kobj_get(store_obj_json(g->m[m]->obj), "metadata"), "deletionTimestamp"))
             cluster__gang_res_add(&need, &g->m[m]->req, 1);
     for (int depth = 0; q && depth < YK_DEPTH; depth++) {
         const int64_t nd[4] = { need.cpu_m, need.mem, need.gpu, need.tpu };

@@ -177,7 +177,7 @@ static void orphan_finalizer(struct cluster *c, struct store_obj *pod)
 {
     struct store_obj *out = NULL;
 
-    if (cluster__job_has_finalizer(pod->json, TRACKING_FIN) && cluster__job_drop_finalizer(c, pod, &out) == 0)
+    if (cluster__job_has_finalizer(store_obj_json(pod), TRACKING_FIN) && cluster__job_drop_finalizer(c, pod, &out) == 0)
         store_obj_unref(out);
 }
 
@@ -194,12 +194,12 @@ int cluster__job_pod_delete(struct cluster *c, struct cl_job *j, struct cl_jpod 
         if (out && out->res == c->r_pods)
             cluster__jpod_set(c, j, out);
         snprintf(msg, sizeof(msg), "Deleted pod: %s", jp->obj->name);
-        cluster__event(c, j->obj->json, "Normal", "SuccessfulDelete", msg, COMPONENT, NULL, NULL);
+        cluster__event(c, store_obj_json(j->obj), "Normal", "SuccessfulDelete", msg, COMPONENT, NULL, NULL);
     } else if (st.code == 404) {
         rc = 0;
     } else {
         snprintf(msg, sizeof(msg), "Error deleting: %.300s", st.message);
-        cluster__event(c, j->obj->json, "Warning", "FailedDelete", msg, COMPONENT, NULL, NULL);
+        cluster__event(c, store_obj_json(j->obj), "Warning", "FailedDelete", msg, COMPONENT, NULL, NULL);
     }
     store_obj_unref(out);
     store_status_clear(&st);
@@ -234,7 +234,7 @@ static void add_index_env(cJSON *containers)
 /* A Pod from the template, owned by the Job; index -1 for NonIndexed Jobs. */
 int cluster__job_pod_create(struct cluster *c, struct cl_job *j, long index)
 {
-    const cJSON *job = j->obj->json, *tmpl = kobj_get(kobj_get(job, "spec"), "template");
+    const cJSON *job = store_obj_json(j->obj), *tmpl = kobj_get(kobj_get(job, "spec"), "template");
     const cJSON *tmd = kobj_get(tmpl, "metadata");
     const char *name = j->obj->name;
     cJSON *pod = cJSON_CreateObject(), *md, *spec, *lb, *an, *fin, *refs, *ref;
@@ -298,10 +298,10 @@ int cluster__job_pod_create(struct cluster *c, struct cl_job *j, long index)
     if (rc == 0) {
         cluster__jpod_set(c, j, out);
         snprintf(msg, sizeof(msg), "Created pod: %s", out->name);
-        cluster__event(c, j->obj->json, "Normal", "SuccessfulCreate", msg, COMPONENT, NULL, NULL);
+        cluster__event(c, store_obj_json(j->obj), "Normal", "SuccessfulCreate", msg, COMPONENT, NULL, NULL);
     } else {
         snprintf(msg, sizeof(msg), "Error creating: %.1000s", st.message);
-        cluster__event(c, j->obj->json, "Warning", "FailedCreate", msg, COMPONENT, NULL, NULL);
+        cluster__event(c, store_obj_json(j->obj), "Warning", "FailedCreate", msg, COMPONENT, NULL, NULL);
     }
     store_obj_unref(out);
     store_status_clear(&st);
@@ -344,7 +344,7 @@ static cJSON *status_ordered(const cJSON *status)
  * syncs it again. */
 int cluster__job_status_write(struct cluster *c, struct cl_job *j, cJSON *status)
 {
-    cJSON *obj = cJSON_Duplicate(j->obj->json, true);
+    cJSON *obj = cJSON_Duplicate(store_obj_json(j->obj), true);
     struct store_write_opts w = { .field_manager = MANAGER };
     struct store_status st = { 0 };
     struct store_obj *out = NULL;
@@ -383,7 +383,7 @@ void cluster__job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms)
 
 void cluster__job_ttl(struct cluster *c, struct cl_job *j)
 {
-    const cJSON *job = j->obj->json;
+    const cJSON *job = store_obj_json(j->obj);
     const cJSON *ttl = kobj_get(kobj_get(job, "spec"), "ttlSecondsAfterFinished");
     const cJSON *status = kobj_get(job, "status");
     const cJSON *cd = cluster__job_cond_true(status, "Complete") ? cluster__job_cond_find(status, "Complete")
@@ -485,7 +485,7 @@ void cluster__jobs_pod(struct cluster *c, enum store_event_type type, struct sto
         }
         return;
     }
-    ref = cluster__controller_ref(o->json, "batch/", "Job");
+    ref = cluster__controller_ref(store_obj_json(o), "batch/", "Job");
     j = ref ? job_by_uid(c, kobj_str(ref, "uid")) : NULL;
     if (!j) {
         if (jp) {

@@ -84,7 +84,7 @@ static void sync_gateways(struct ray *r, const struct reg_resource *gw, const ch
     struct store_status st = { 0 };
     if (store_list(r->store, gw, "", &lo, &l, &st) == 0) {
         for (size_t i = 0; i < l.n; i++) {
-            const cJSON *o = l.items[i]->json, *md = kobj_get(o, "metadata");
+            const cJSON *o = store_obj_json(l.items[i]), *md = kobj_get(o, "metadata");
             const cJSON *conds = kobj_get(kobj_get(o, "status"), "conditions");
             if (cond_true(conds, "Accepted") && cond_true(conds, "Programmed"))
                 continue;
@@ -110,7 +110,7 @@ static void sync_routes(struct ray *r, const struct reg_resource *hr, const char
     struct store_status st = { 0 };
     if (store_list(r->store, hr, "", &lo, &l, &st) == 0) {
         for (size_t i = 0; i < l.n; i++) {
-            const cJSON *o = l.items[i]->json, *md = kobj_get(o, "metadata"), *rule, *b, *pr;
+            const cJSON *o = store_obj_json(l.items[i]), *md = kobj_get(o, "metadata"), *rule, *b, *pr;
             const char *ns = kobj_str(md, "namespace");
             long long gen = cJSON_IsNumber(kobj_get(md, "generation")) ? (long long)kobj_get(md, "generation")->valuedouble : 1;
             bool resolved = true;
@@ -222,7 +222,7 @@ static int on_gateway(void *arg, struct server_req *req)
     char svc[254] = "", port[16] = "";
     int rc = store_list(r->store, hr, ns, &lo, &l, &st);
     for (size_t i = 0; rc == 0 && i < l.n && !svc[0]; i++) {
-        const cJSON *o = l.items[i]->json, *pr, *rule, *b;
+        const cJSON *o = store_obj_json(l.items[i]), *pr, *rule, *b;
         bool attached = false;
         cJSON_ArrayForEach(pr, kobj_get(kobj_get(o, "spec"), "parentRefs"))
             if (kobj_str(pr, "name") && !strcmp(kobj_str(pr, "name"), gwname))

@@ -162,6 +162,12 @@ int store__json_print(const cJSON *json, struct buf *out);
 cJSON *store__json_pack(const cJSON *json);
 /* Takes ownership of json; serialises it and keeps it packed. NULL on ENOMEM. */
 struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json);
+/* A mutable copy of o's tree (caller deletes), parsed from the text when o keeps
+ * none. NULL on ENOMEM. */
+cJSON *store__obj_copy(const struct store_obj *o);
+/* A copy of o without its tree (parsed again if read): what the watch window keeps
+ * of a replaced object. NULL on ENOMEM. */
+struct store_obj *store__obj_text_only(struct store_obj *o);
 /* A copy of o whose metadata.resourceVersion is rv (DELETED events, transitions). */
 struct store_obj *store__obj_with_rv(struct store_obj *o, uint64_t rv);
 /* o rendered as res (another version of the same CRD): apiVersion rewritten. */

@@ -228,9 +228,9 @@ static bool entry_matches(const struct reg_resource *want, const struct sentry *
     if (ns && ns[0] && strcmp(e->obj->ns, ns))
         return false;
     if (o->labels && !sel_matches(o->labels, cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(e->obj->json, "metadata"), "labels")))
+            cJSON_GetObjectItemCaseSensitive(store_obj_json(e->obj), "metadata"), "labels")))
         return false;
-    if (o->fields && !store__fields_match(want, o->fields, e->obj->json))
+    if (o->fields && !store__fields_match(want, o->fields, store_obj_json(e->obj)))
         return false;
     return true;
 }

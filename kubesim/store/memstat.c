@@ -39,9 +39,12 @@ static void tree_measure(const cJSON *n, size_t *nodes, size_t *bytes)
 
 static void obj_measure(const struct store_obj *o, size_t *text, size_t *tree, size_t *nodes)
 {
+    /* the tree as it is: store_obj_json would parse the text-only ones */
+    const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
+
     *text += o->len + 1 + sizeof(*o);
-    if (o->json)
-        tree_measure(o->json, nodes, tree);
+    if (t)
+        tree_measure(t, nodes, tree);
 }
 
 static int ptr_cmp(const void *a, const void *b)

@@ -126,9 +126,9 @@ static bool watch_matches(const struct store_watch *w, const struct store_obj *o
     if (w->ns[0] && strcmp(w->ns, o->ns))
         return false;
     if (w->labels && !sel_matches(w->labels, cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(o->json, "metadata"), "labels")))
+            cJSON_GetObjectItemCaseSensitive(store_obj_json(o), "metadata"), "labels")))
         return false;
-    if (w->fields && !store__fields_match(w->res, w->fields, o->json))
+    if (w->fields && !store__fields_match(w->res, w->fields, store_obj_json(o)))
         return false;
     return true;
 }

@@ -174,7 +174,7 @@ static void test_watch_selector_transitions(void **state)
     next(w, &ev);
     assert_int_equal(ev.type, EV_DELETED);
     /* previous content, at the new rv */
-    assert_string_equal(tl_str(ev.obj->json, "metadata.labels.app"), "x");
+    assert_string_equal(tl_str(store_obj_json(ev.obj), "metadata.labels.app"), "x");
     assert_int_equal(ev.obj->rv, store_current_rv(S));
     store_event_clear(&ev);
     put_cm("u", "{\"app\":\"z\"}");          /* never matches */
