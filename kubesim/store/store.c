@@ -296,6 +296,28 @@ cJSON *store__obj_copy(const struct store_obj *o)
     return t ? cJSON_Duplicate(t, true) : cJSON_ParseWithLength(o->bytes, o->len);
 }
 
+const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp)
+{
+    const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
+
+    *tmp = NULL;
+    return t ? t : (*tmp = cJSON_ParseWithLength(o->bytes, o->len));
+}
+
+/* Both trees are at hand and carry equal labels. */
+static bool labels_same(const struct store_obj *a, const struct store_obj *b)
+{
+    const cJSON *ta = __atomic_load_n(&a->tree, __ATOMIC_ACQUIRE);
+    const cJSON *tb = __atomic_load_n(&b->tree, __ATOMIC_ACQUIRE);
+    const cJSON *la, *lb;
+
+    if (!ta || !tb)
+        return false;
+    la = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ta, "metadata"), "labels");
+    lb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tb, "metadata"), "labels");
+    return la && lb ? json_equal(la, lb) : la == lb;
+}
+
 /* A text-only type's snapshot drops the tree its writer built: called by the commit
  * before obj is published, when only the writing thread has used that tree. */
 static void obj_settle(struct store_obj *o)
@@ -469,7 +491,7 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
 {
     struct sentry *e = old;
     struct store_obj *prev = NULL;
-    bool owned, owner_gone, dependent;
+    bool owned, owner_gone, dependent, same_labels;
     const cJSON *j;
 
     if (!e) {
@@ -509,12 +531,14 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
                 (!prev || refs_differ(store_obj_json(prev), j));
     owned = store__has_finalizer(j, "orphan") || store__has_finalizer(j, "foregroundDeletion");
     owner_gone = owned && kobj_meta_str(j, "deletionTimestamp");
+    same_labels = prev && labels_same(prev, obj);
     /* Last use of the tree on this thread, and no other has seen obj yet (the lock is
      * held and it is not in a watch ring): a text-only type lets it go here. */
     obj_settle(obj);
     if (!s->replaying) {
         store__persist_put(s, obj);
-        store__watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
+        store__watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev, same_labels,
+                            &e->ring_seq);
         notice_push(s, prev ? EV_MODIFIED : EV_ADDED, obj);
         if (dependent)
             store__gc_enqueue(s, GC_DEPENDENT, obj->uid);
@@ -544,7 +568,7 @@ int store__commit_delete(struct store *s, struct sentry *e)
         struct store_obj *d = store__obj_with_rv(last, rv);
         store__persist_delete(s, last, rv);
         if (d) {
-            store__watch_append(s, t, EV_DELETED, d, last);
+            store__watch_append(s, t, EV_DELETED, d, last, false, &e->ring_seq);
             notice_push(s, EV_DELETED, d);
             store_obj_unref(d);
         } else {
