@@ -14,7 +14,8 @@
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
 #   make kubesim-scale   the simulated cluster alone at 40,000 Pods, ratios vs a baseline
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
-#   make chaos      the chaos soak, CHAOS_SECONDS (600) from CHAOS_SEED (1) (not in CI;
+#   make chaos      the chaos soak, CHAOS_SECONDS (600) from CHAOS_SEED (1), then
+#                   CHAOS_STEADY_SECONDS (240) without kills for the memory invariant (not in CI;
 #                   make test runs its 35 s smoke, tests/integration/chaos_smoke.py)
 #   make chaos-asan the soak on ASan/UBSan builds, CHAOS_SECONDS (240)
 #   make demo       the README's main job (SCHEDULER=volcano: under Volcano gang scheduling)
@@ -138,7 +139,7 @@ chaos: deps all
 chaos-asan: deps
 	$(MAKE) -j$(NPROC) MODE=asan build/asan/soak/rayop build/asan/soak/kubesim
 	RAYOP_SHARED=$${RAYOP_SHARED:-$(CURDIR)/../shared} python3 tests/integration/chaos/chaos.py \
-		--seconds $${CHAOS_SECONDS:-240} --seed $${CHAOS_SEED:-1} \
+		--seconds $${CHAOS_SECONDS:-240} --seed $${CHAOS_SEED:-1} --steady-seconds $${CHAOS_STEADY_SECONDS:-0} \
 		--rayop build/asan/soak/rayop --kubesim build/asan/soak/kubesim
 
 $(B)/soak/rayop: $(B)/cmd/rayop_main.o $(LIBRAYOP) $(LIBCOMMON)

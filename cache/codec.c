@@ -435,7 +435,7 @@ struct dec {
     const uint8_t *end;
     struct { const uint8_t *s; uint32_t n; } *refs;
     uint32_t nrefs;
-    uint32_t cap;
+    size_t cap;
 };
 
 static int dec_need(struct dec *d, size_t n)
@@ -455,14 +455,8 @@ static int dec_add_ref(struct dec *d, const uint8_t *s, uint32_t n)
 {
     if (n < CODEC_REF_MIN || d->nrefs >= CODEC_MAX_REFS)
         return 0;
-    if (d->nrefs == d->cap) {
-        uint32_t cap = d->cap ? d->cap * 2 : 64;
-        void *p = realloc(d->refs, cap * sizeof(*d->refs));
-        if (!p)
-            return -ENOMEM;
-        d->refs = p;
-        d->cap = cap;
-    }
+    if (util_array_grow(&d->refs, sizeof(*d->refs), d->nrefs, &d->cap, 64) < 0)
+        return -ENOMEM;
     d->refs[d->nrefs].s = s;
     d->refs[d->nrefs].n = n;
     d->nrefs++;

@@ -28,8 +28,8 @@ struct extent {
 
 struct offstack {
     uint64_t *v;
-    uint32_t n;
-    uint32_t cap;
+    size_t n;
+    size_t cap;
 };
 
 struct cache_wstate {
@@ -40,8 +40,8 @@ struct cache_wstate {
     uint64_t live;        /* allocated bytes (rounded) */
     struct offstack bins[NBINS];
     struct extent *large; /* free extents > BIN_MAX */
-    uint32_t nlarge;
-    uint32_t cap_large;
+    size_t nlarge;
+    size_t cap_large;
     struct buf rec;       /* record being built */
 };
 
@@ -58,25 +58,13 @@ static int push_free(struct cache_wstate *w, uint64_t off, uint64_t size)
         return 0;
     if (size <= BIN_MAX) {
         struct offstack *b = &w->bins[size / CACHE_ALIGN - 1];
-        if (b->n == b->cap) {
-            uint32_t cap = b->cap ? b->cap * 2 : 16;
-            uint64_t *v = realloc(b->v, cap * sizeof(*v));
-            if (!v)
-                return -ENOMEM;
-            b->v = v;
-            b->cap = cap;
-        }
+        if (util_array_grow(&b->v, sizeof(*b->v), b->n, &b->cap, 16) < 0)
+            return -ENOMEM;
         b->v[b->n++] = off;
         return 0;
     }
-    if (w->nlarge == w->cap_large) {
-        uint32_t cap = w->cap_large ? w->cap_large * 2 : 16;
-        struct extent *v = realloc(w->large, cap * sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        w->large = v;
-        w->cap_large = cap;
-    }
+    if (util_array_grow(&w->large, sizeof(*w->large), w->nlarge, &w->cap_large, 16) < 0)
+        return -ENOMEM;
     w->large[w->nlarge++] = (struct extent){ off, size };
     return 0;
 }
@@ -123,13 +111,16 @@ static int cmp_slot_off(const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y;
 }
 
-/* Live slot indexes sorted by record offset; *out malloc'd (caller frees). */
+/* Live slot indexes sorted by record offset, *out malloc'd (caller frees), with the
+ * free lists emptied: both callers (compaction, re-attach) rebuild them from this
+ * order. */
 static int live_by_offset(struct cache *c, uint32_t **out, uint32_t *n)
 {
     struct cache_wstate *w = c->w;
     uint32_t *v = malloc(((size_t)w->hw + 1) * sizeof(*v));
     if (!v)
         return -ENOMEM;
+    clear_free(w);
     uint32_t k = 0;
     for (uint32_t i = 0; i < w->hw; i++)
         if (LD(c->slots[i].type) != CACHE_SLOT_FREE)
@@ -155,7 +146,6 @@ static int compact(struct cache *c)
     int rc = live_by_offset(c, &order, &n);
     if (rc)
         return rc;
-    clear_free(w);
     uint64_t cursor = 0;
     for (uint32_t i = 0; i < n && !rc; i++) {
         struct cache_slot *s = &c->slots[order[i]];
@@ -296,6 +286,21 @@ static void chain_link(struct cache *c, enum chain ch, uint64_t h, uint32_t idx)
     atomic_store_explicit(head, idx + 1, memory_order_release);
 }
 
+/* A record's owner or label changed: moves slot idx (seq held odd by the caller) from
+ * the chain of hash old to that of hash now (0: no chain), storing now in the slot's
+ * hash field between the two. */
+static void chain_move(struct cache *c, enum chain ch, _Atomic uint64_t *field, uint64_t old,
+                       uint64_t now, uint32_t idx)
+{
+    if (old == now)
+        return;
+    if (old)
+        chain_unlink(c, ch, old, idx);
+    ST(*field, now);
+    if (now)
+        chain_link(c, ch, now, idx);
+}
+
 /* The writer reads its own data: no seq dance. Slot index + 1 or 0. */
 static uint32_t find_key(struct cache *c, uint32_t type, uint64_t h, const char *ns,
                          size_t nslen, const char *name, size_t namelen)
@@ -425,20 +430,8 @@ static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, 
         cache_seq_write_begin(&s->seq);
         ST(s->blob_off, off);
         ST(s->blob_len, len);
-        if (old_oh != oh) {
-            if (old_oh)
-                chain_unlink(c, CH_OWNER, old_oh, cur - 1);
-            ST(s->owner_hash, oh);
-            if (oh)
-                chain_link(c, CH_OWNER, oh, cur - 1);
-        }
-        if (old_lh != lh) {
-            if (old_lh)
-                chain_unlink(c, CH_LABEL, old_lh, cur - 1);
-            ST(s->label_hash, lh);
-            if (lh)
-                chain_link(c, CH_LABEL, lh, cur - 1);
-        }
+        chain_move(c, CH_OWNER, &s->owner_hash, old_oh, oh, cur - 1);
+        chain_move(c, CH_LABEL, &s->label_hash, old_lh, lh, cur - 1);
         cache_seq_write_end(&s->seq);
         /* the seq moved on: readers of the old record retry, so it may be reused */
         blob_free(c, old_off, old_len);
@@ -644,7 +637,6 @@ int cache__writer_rebuild(struct cache *c)
     int rc = live_by_offset(c, &order, &n);
     if (rc)
         return rc;
-    clear_free(w);
     uint64_t end = 0;
     for (uint32_t k = 0; k < n; k++) {
         struct cache_slot *s = &c->slots[order[k]];

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dashboard/dashboard.h"
+#include "kobj/kobj.h"
 
 bool dash_job_status_terminal(const char *s)
 {
@@ -161,19 +162,6 @@ int dash_parse_logs(const char *body, size_t len, char **logs)
     return rc;
 }
 
-/* Adds a deep copy of item under name when item is set. 0 or -ENOMEM. */
-static int add_copy(cJSON *o, const char *name, const cJSON *item)
-{
-    if (!item)
-        return 0;
-    cJSON *c = cJSON_Duplicate(item, 1);
-    if (!c || !cJSON_AddItemToObject(o, name, c)) {
-        cJSON_Delete(c);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
 char *dash_submit_body(const struct dash_submit *s)
 {
     char *text = NULL;
@@ -182,9 +170,9 @@ char *dash_submit_body(const struct dash_submit *s)
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
-    if (add_copy(o, "runtime_env", s->runtime_env) < 0 ||
-        add_copy(o, "metadata", s->metadata) < 0 ||
-        add_copy(o, "entrypoint_resources", s->resources) < 0 ||
+    if (kobj_set_copy(o, "runtime_env", s->runtime_env) < 0 ||
+        kobj_set_copy(o, "metadata", s->metadata) < 0 ||
+        kobj_set_copy(o, "entrypoint_resources", s->resources) < 0 ||
         !cJSON_AddStringToObject(o, "entrypoint", s->entrypoint) ||
         (s->submission_id && s->submission_id[0] &&
          !cJSON_AddStringToObject(o, "submission_id", s->submission_id)) ||

@@ -114,6 +114,9 @@ struct ipc_hist {
     uint64_t sum_ns;
 };
 extern const uint64_t ipc_hist_bounds_ns[IPC_HIST_BUCKETS];
+/* Counts one observation of ns nanoseconds (the queue's, and the controller's own
+ * histograms of the same buckets). */
+void ipc_hist_observe(struct ipc_hist *h, uint64_t ns);
 
 struct ipc_queue_stats {
     uint64_t depth;           /* ready to hand out now (workqueue_depth) */

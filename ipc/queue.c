@@ -102,7 +102,7 @@ int ipc_key_check(const char *key, size_t len)
     return 0;
 }
 
-static void hist_observe(struct ipc_hist *h, uint64_t ns)
+void ipc_hist_observe(struct ipc_hist *h, uint64_t ns)
 {
     size_t i = 0;
     while (i < IPC_HIST_BUCKETS && ns > ipc_hist_bounds_ns[i])
@@ -151,14 +151,8 @@ static void heap_down(struct ipc_queue *q, size_t i)
 
 static int heap_push(struct ipc_queue *q, struct qent *e)
 {
-    if (q->heap_len == q->heap_cap) {
-        size_t nc = q->heap_cap ? q->heap_cap * 2 : 64;
-        struct qent **nh = realloc(q->heap, nc * sizeof(*nh));
-        if (!nh)
-            return -ENOMEM;
-        q->heap = nh;
-        q->heap_cap = nc;
-    }
+    if (util_array_grow(&q->heap, sizeof(*q->heap), q->heap_len, &q->heap_cap, 64) < 0)
+        return -ENOMEM;
     e->heap_idx = q->heap_len;
     q->heap[q->heap_len++] = e;
     heap_up(q, e->heap_idx);
@@ -508,7 +502,7 @@ int ipc_queue_get(struct ipc_queue *q, struct ipc_lease *out)
     e->got_ns = qnow(q);
     DL_APPEND2(q->proc, e, pprev, pnext);
     q->n_proc++;
-    hist_observe(&q->st.queue_duration, e->got_ns >= e->added_ns ? e->got_ns - e->added_ns : 0);
+    ipc_hist_observe(&q->st.queue_duration, e->got_ns >= e->added_ns ? e->got_ns - e->added_ns : 0);
     out->key = e->key;
     out->id = e->lease_id;
     out->requeues = e->failures;
@@ -565,7 +559,7 @@ int ipc_queue_done(struct ipc_queue *q, const char *key, uint64_t id,
     e->processing = 0;
     DL_DELETE2(q->proc, e, pprev, pnext);
     q->n_proc--;
-    hist_observe(&q->st.work_duration, now >= e->got_ns ? now - e->got_ns : 0);
+    ipc_hist_observe(&q->st.work_duration, now >= e->got_ns ? now - e->got_ns : 0);
     q->st.done_total[oc->kind]++;
 
     /* Gate before requeueing, so the requeue cannot slip into the ready FIFO. */

@@ -16,6 +16,7 @@
 #include <gnutls/crypto.h>
 
 #include "kobj/gotypes.h"
+#include "kobj/kobj.h"
 #include "util/util.h"
 
 #define MAX_DEPTH 64
@@ -423,19 +424,12 @@ static int marshal_array(struct buf *b, int elem, const cJSON *v, int depth)
 /* an object's members in byte order of their names, as Go writes a map */
 static int marshal_map(struct buf *b, int elem, const cJSON *v, int depth)
 {
-    size_t n = (size_t)cJSON_GetArraySize(v), i = 0;
-    const cJSON **m = n ? calloc(n, sizeof(*m)) : NULL, *c;
-    if (n && !m)
-        return -ENOMEM;
-    cJSON_ArrayForEach(c, v)
-        m[i++] = c;
-    for (size_t a = 1; a < n; a++)
-        for (size_t k = a; k > 0 && strcmp(m[k - 1]->string, m[k]->string) > 0; k--) {
-            const cJSON *tmp = m[k];
-            m[k] = m[k - 1];
-            m[k - 1] = tmp;
-        }
-    int rc = buf_puts(b, "{");
+    size_t n, i;
+    const cJSON **m;
+    int rc = kobj_members_sorted(v, &m, &n);
+    if (rc < 0)
+        return rc;
+    rc = buf_puts(b, "{");
     for (i = 0; rc == 0 && i < n; i++) {
         if (i)
             rc = buf_puts(b, ",");
@@ -555,6 +549,34 @@ int gotypes_hash_text(const char *text, size_t len, char out[33])
     }
     out[32] = '\0';
     return 0;
+}
+
+static void drop(cJSON *o, const char *key)
+{
+    if (cJSON_IsObject(o))
+        cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+}
+
+static void drop_pod_scheduling(cJSON *group)
+{
+    cJSON *spec = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(group, "template"), "spec");
+    drop(spec, "tolerations");
+    drop(spec, "schedulingGates");
+}
+
+void gotypes_spec_mute(cJSON *spec)
+{
+    cJSON *g;
+    drop_pod_scheduling(cJSON_GetObjectItemCaseSensitive(spec, "headGroupSpec"));
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(spec, "workerGroupSpecs")) {
+        drop(g, "replicas");
+        drop(g, "minReplicas");
+        drop(g, "maxReplicas");
+        drop(cJSON_GetObjectItemCaseSensitive(g, "scaleStrategy"), "workersToDelete");
+        drop_pod_scheduling(g);
+    }
+    drop(spec, "upgradeStrategy");
 }
 
 int gotypes_spec_hash(const cJSON *spec, char out[33])

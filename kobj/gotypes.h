@@ -57,6 +57,11 @@ void gotypes_quantity(const char *s, char *out, size_t cap);
 /* KubeRay's GenerateJsonHash of already-marshalled text: SHA-1, base32 hex (32 characters,
  * no padding). 0 or -EIO. */
 int gotypes_hash_text(const char *text, size_t len, char out[33]);
+/* Removes from spec, a copy of a RayClusterSpec, what an autoscaler or a queueing
+ * controller changes (GenerateHashWithoutReplicasAndWorkersToDelete): every group's Pod
+ * tolerations and schedulingGates, the worker groups' replicas, minReplicas,
+ * maxReplicas and scaleStrategy.workersToDelete, and upgradeStrategy. */
+void gotypes_spec_mute(cJSON *spec);
 /* gotypes_marshal of spec as a RayClusterSpec, then gotypes_hash_text. Mute the fields the
  * caller's hash leaves out first. 0, -ENOMEM, -EIO. */
 int gotypes_spec_hash(const cJSON *spec, char out[33]);

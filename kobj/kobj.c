@@ -21,6 +21,60 @@ const char *kobj_str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+const cJSON *kobj_find(const cJSON *arr, const char *key, const char *value)
+{
+    const cJSON *e;
+    if (!value)
+        return NULL;
+    cJSON_ArrayForEach(e, arr) {
+        const char *v = kobj_str(e, key);
+        if (v && strcmp(v, value) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+int kobj_members_sorted(const cJSON *o, const cJSON ***out, size_t *n)
+{
+    const cJSON **m = NULL, *c;
+    size_t len = 0, cap = (size_t)cJSON_GetArraySize(o);
+
+    *out = NULL;
+    *n = 0;
+    if (!cJSON_IsObject(o) || cap == 0)
+        return 0;
+    if (!(m = calloc(cap, sizeof(*m))))
+        return -ENOMEM;
+    cJSON_ArrayForEach(c, o)
+        if (c->string)
+            m[len++] = c;
+    /* insertion sort: maps are small, and it keeps equal names (a repeated key in
+     * the input) in document order, as a stable sort would */
+    for (size_t a = 1; a < len; a++)
+        for (size_t k = a; k > 0 && strcmp(m[k - 1]->string, m[k]->string) > 0; k--) {
+            const cJSON *t = m[k];
+            m[k] = m[k - 1];
+            m[k - 1] = t;
+        }
+    *out = m;
+    *n = len;
+    return 0;
+}
+
+int kobj_set_copy(cJSON *o, const char *name, const cJSON *item)
+{
+    cJSON *c;
+    cJSON_DeleteItemFromObjectCaseSensitive(o, name);
+    if (!item)
+        return 0;
+    c = cJSON_Duplicate(item, 1);
+    if (!c || !cJSON_AddItemToObject(o, name, c)) {
+        cJSON_Delete(c);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 const char *kobj_meta_str(const cJSON *obj, const char *field)
 {
     return kobj_str(kobj_get(obj, "metadata"), field);
@@ -51,6 +105,110 @@ const cJSON *kobj_controller_ref(const cJSON *obj)
 const char *kobj_controller_uid(const cJSON *obj)
 {
     return kobj_str(kobj_controller_ref(obj), "uid");
+}
+
+const cJSON *kobj_condition_find(const cJSON *status, const char *type)
+{
+    return kobj_find(kobj_get(status, "conditions"), "type", type);
+}
+
+/* Replaces member k of o with the string v ("" for NULL). */
+static void set_str(cJSON *o, const char *k, const char *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+    cJSON_AddStringToObject(o, k, v ? v : "");
+}
+
+cJSON *kobj_condition_set(cJSON *status, const char *type, const char *st, const char *reason,
+                          const char *message, const char *now)
+{
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(status, "conditions");
+    if (!cJSON_IsArray(arr)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(status, "conditions");
+        if (!(arr = cJSON_AddArrayToObject(status, "conditions")))
+            return NULL;
+    }
+    cJSON *c = (cJSON *)kobj_condition_find(status, type);
+    if (!c) {
+        if (!(c = cJSON_CreateObject()))
+            return NULL;
+        cJSON_AddItemToArray(arr, c);
+        set_str(c, "type", type);
+        set_str(c, "status", st);
+        set_str(c, "lastTransitionTime", now);
+    } else {
+        const char *old = kobj_str(c, "status");
+        if (!old || strcmp(old, st) != 0) {
+            set_str(c, "status", st);
+            set_str(c, "lastTransitionTime", now);
+        }
+    }
+    set_str(c, "reason", reason);
+    set_str(c, "message", message);
+    return c;
+}
+
+void kobj_condition_remove(cJSON *status, const char *type)
+{
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(status, "conditions");
+    for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
+        const char *t = kobj_str(cJSON_GetArrayItem(arr, i), "type");
+        if (t && strcmp(t, type) == 0) {
+            cJSON_DeleteItemFromArray(arr, i);
+            return;
+        }
+    }
+}
+
+bool kobj_has_finalizer(const cJSON *obj, const char *finalizer)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, kobj_get(kobj_get(obj, "metadata"), "finalizers"))
+        if (cJSON_IsString(f) && strcmp(f->valuestring, finalizer) == 0)
+            return true;
+    return false;
+}
+
+char *kobj_finalizers_patch(const cJSON *obj, const char *finalizer, bool add)
+{
+    cJSON *p = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(p, "metadata");
+    cJSON *list = cJSON_AddArrayToObject(md, "finalizers");
+    const char *rv = kobj_meta_str(obj, "resourceVersion");
+    const cJSON *f;
+    char *text = NULL;
+    if (!list || !cJSON_AddStringToObject(md, "resourceVersion", rv ? rv : ""))
+        goto out;
+    cJSON_ArrayForEach(f, kobj_get(kobj_get(obj, "metadata"), "finalizers"))
+        if (cJSON_IsString(f) && strcmp(f->valuestring, finalizer) != 0 &&
+            !cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring)))
+            goto out;
+    if (add && !cJSON_AddItemToArray(list, cJSON_CreateString(finalizer)))
+        goto out;
+    text = cJSON_PrintUnformatted(p);
+out:
+    cJSON_Delete(p);
+    return text;
+}
+
+cJSON *kobj_controller_refs(const char *api_version, const char *kind, const cJSON *owner)
+{
+    const char *name = kobj_meta_str(owner, "name"), *uid = kobj_meta_str(owner, "uid");
+    cJSON *arr = cJSON_CreateArray(), *ref = cJSON_CreateObject();
+    if (!arr || !ref || !cJSON_AddItemToArray(arr, ref)) {
+        cJSON_Delete(arr);
+        cJSON_Delete(ref);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(ref, "apiVersion", api_version) ||
+        !cJSON_AddStringToObject(ref, "kind", kind) ||
+        !cJSON_AddStringToObject(ref, "name", name ? name : "") ||
+        !cJSON_AddStringToObject(ref, "uid", uid ? uid : "") ||
+        !cJSON_AddBoolToObject(ref, "controller", 1) ||
+        !cJSON_AddBoolToObject(ref, "blockOwnerDeletion", 1)) {
+        cJSON_Delete(arr);
+        return NULL;
+    }
+    return arr;
 }
 
 bool kobj_rv_numeric(const char *s)

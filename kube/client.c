@@ -275,6 +275,20 @@ int kube__errno_from_curl(int cc)
     }
 }
 
+/* The client certificate or key: inline PEM (kubeconfig's client-*-data) copied into
+ * the handle, else the file it names. */
+static void client_pem(CURL *h, CURLoption blob_opt, CURLoption type_opt, CURLoption file_opt,
+                       char *pem, size_t len, const char *file)
+{
+    if (pem != NULL) {
+        struct curl_blob blob = { pem, len, CURL_BLOB_COPY };
+        curl_easy_setopt(h, blob_opt, &blob);
+        curl_easy_setopt(h, type_opt, "PEM");
+    } else if (file != NULL) {
+        curl_easy_setopt(h, file_opt, file);
+    }
+}
+
 int kube__easy_setup(struct kube_client *c, void *easy, const char *path, struct buf *urlbuf)
 {
     const struct kube_config *cfg = c->cfg;
@@ -309,20 +323,10 @@ int kube__easy_setup(struct kube_client *c, void *easy, const char *path, struct
             curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file);
         }
     }
-    if (cfg->cert_pem != NULL) {
-        struct curl_blob blob = { cfg->cert_pem, cfg->cert_pem_len, CURL_BLOB_COPY };
-        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &blob);
-        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-    } else if (cfg->cert_file != NULL) {
-        curl_easy_setopt(h, CURLOPT_SSLCERT, cfg->cert_file);
-    }
-    if (cfg->key_pem != NULL) {
-        struct curl_blob blob = { cfg->key_pem, cfg->key_pem_len, CURL_BLOB_COPY };
-        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &blob);
-        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
-    } else if (cfg->key_file != NULL) {
-        curl_easy_setopt(h, CURLOPT_SSLKEY, cfg->key_file);
-    }
+    client_pem(h, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLCERTTYPE, CURLOPT_SSLCERT, cfg->cert_pem,
+               cfg->cert_pem_len, cfg->cert_file);
+    client_pem(h, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEYTYPE, CURLOPT_SSLKEY, cfg->key_pem,
+               cfg->key_pem_len, cfg->key_file);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <yaml.h>
 
 #include "kube/internal.h"
+#include "util/util.h"
 
 #define YAML_MAX_NODES 200000
 
@@ -31,14 +32,8 @@ void kube__ynode_free(struct ynode *n)
 
 static int ynode_add_kid(struct ynode *parent, struct ynode *kid)
 {
-    if (parent->n == parent->cap) {
-        size_t ncap = parent->cap ? parent->cap * 2 : 8;
-        struct ynode **k = realloc(parent->kids, ncap * sizeof(*k));
-        if (k == NULL)
-            return -ENOMEM;
-        parent->kids = k;
-        parent->cap = ncap;
-    }
+    if (util_array_grow(&parent->kids, sizeof(*parent->kids), parent->n, &parent->cap, 8) < 0)
+        return -ENOMEM;
     parent->kids[parent->n++] = kid;
     return 0;
 }

@@ -84,6 +84,75 @@ def load_samples(only=None):
     return sorted(out)
 
 
+# The simulated node pool. It must hold every Pod both operators create in whatever order
+# they come: kubesim spreads Pods (LeastAllocated), so with nodes just big enough the
+# samples' small Pods end up on every node, and a Pod needing most of a node (the deepseek
+# sample's 500Gi / 8-GPU workers) stays Pending for whichever operator created it later -
+# a load-made difference (a run at load average 88 had KubeRay's still Pending at its
+# deadline). pool_check() proves the pool holds them in any order. Memory stays under
+# kubesim's quantity clamp (10^12 bytes).
+POOL_NODES, POOL_CPU, POOL_MEM_GI, POOL_GPU = 128, 256, 900, 8
+QTY_RE = re.compile(r"^([0-9.]+)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
+QTY_MULT = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+            "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40}
+
+
+def qty(v):
+    m = QTY_RE.match(str(v))
+    return float(m.group(1)) * QTY_MULT[m.group(2)] if m else 0.0
+
+
+def sample_pods(docs):
+    """(cpu, memory bytes, gpus) of every Pod a sample's Ray resources ask for at their
+    replicas (Pods needing TPUs are left out: the pool has none, so they never bind)."""
+    out = []
+
+    def pod(tmpl, n):
+        cpu = mem = gpu = 0.0
+        for c in ((tmpl or {}).get("spec") or {}).get("containers") or []:
+            r = c.get("resources") or {}
+            rq, li = r.get("requests") or {}, r.get("limits") or {}
+            if "google.com/tpu" in rq or "google.com/tpu" in li:
+                return
+            cpu += qty(rq.get("cpu", li.get("cpu", 0)))
+            mem += qty(rq.get("memory", li.get("memory", 0)))
+            gpu += qty(rq.get("nvidia.com/gpu", li.get("nvidia.com/gpu", 0)))
+        out.extend([(cpu, mem, gpu)] * n)
+
+    for d in docs:
+        spec = d.get("spec") or {}
+        spec = {"RayCluster": spec, "RayJob": spec.get("rayClusterSpec"),
+                "RayService": spec.get("rayClusterConfig")}.get(d.get("kind"))
+        if not isinstance(spec, dict):
+            continue
+        pod((spec.get("headGroupSpec") or {}).get("template"), 1)
+        for g in spec.get("workerGroupSpecs") or []:
+            n = int(g.get("replicas", g.get("minReplicas", 0)) or 0) * int(g.get("numOfHosts", 1) or 1)
+            pod(g.get("template"), n)
+    return out
+
+
+def pool_check(samples):
+    """None when the pool holds every Pod of both operators in any order, else why not.
+    A node is ruled out for the largest Pod when its memory or CPU in use exceeds what that
+    Pod leaves free, or any of its GPUs is taken; at most total/threshold nodes can be
+    ruled out per resource (pigeonhole), at most one per GPU Pod for the GPUs. Fewer than
+    the pool's nodes ruled out leaves one with room. A margin of 2x covers what the
+    samples do not spell out (submitter Jobs, autoscaler sidecars, a second cluster)."""
+    pods = [p for _, docs in samples for p in sample_pods(docs)] * 2   # both operators
+    if not pods:
+        return None
+    cpu_max, mem_max = max(p[0] for p in pods), max(p[1] for p in pods)
+    cpu_room, mem_room = POOL_CPU - cpu_max, POOL_MEM_GI * 2 ** 30 - mem_max
+    if cpu_room <= 0 or mem_room <= 0 or max(p[2] for p in pods) > POOL_GPU:
+        return "a Pod larger than a node (%.0f CPU, %.0f Gi)" % (cpu_max, mem_max / 2 ** 30)
+    ruled = (2 * sum(p[0] for p in pods) / cpu_room + 2 * sum(p[1] for p in pods) / mem_room
+             + sum(1 for p in pods if p[2] > 0))
+    if ruled >= POOL_NODES:
+        return "up to %.0f of %d nodes could be too full for the largest Pod" % (ruled, POOL_NODES)
+    return None
+
+
 def load_rules():
     """Rows `| Kind | `field glob` | reason |` of docs/kuberay-differences.md."""
     rules = []
@@ -209,8 +278,9 @@ class Run:
     def __init__(self, samples, verbose=False):
         self.samples = samples
         self.verbose = verbose
-        self.env = rclib.Env(["--nodes", "64", "--node-gpu", "8", "--node-cpu", "64",
-                              "--node-memory", "512Gi", "--pod-start-ms", "100",
+        self.env = rclib.Env(["--nodes", str(POOL_NODES), "--node-gpu", str(POOL_GPU),
+                              "--node-cpu", str(POOL_CPU), "--node-memory", "%dGi" % POOL_MEM_GI,
+                              "--pod-start-ms", "100",
                               "--pod-ready-ms", "200", "--pod-stop-ms", "100"], name="kr-diff")
         self.inputs = set()
 
@@ -413,6 +483,11 @@ def main():
     only = set(s for s in a.samples.split(",") if s)
     samples = load_samples(only)
     rules = load_rules()
+    why = pool_check(samples)
+    if why:
+        print("kuberay_diff: the node pool cannot hold every Pod in any order: %s "
+              "(POOL_* in tools/kuberay_diff.py)" % why)
+        return 3
     run = Run(samples, a.verbose)
     run.start()
     run.apply()

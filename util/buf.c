@@ -1,5 +1,6 @@
 /*
- * buf.c - growable byte buffer used for building HTTP bodies, JSON and log lines.
+ * buf.c - growable byte buffer used for building HTTP bodies, JSON and log lines,
+ * and the one doubling rule every growable array in the tree uses.
  */
 #include "util/util.h"
 
@@ -138,4 +139,30 @@ size_t buf_sink_write(char *p, size_t size, size_t n, void *arg)
         return 0;   /* aborts the transfer */
     }
     return buf_append(&s->b, p, len) == 0 ? len : 0;
+}
+
+int util_array_grow(void *items, size_t elem, size_t n, size_t *cap, size_t first)
+{
+    void *p, *np;
+    size_t ncap;
+
+    if (n < *cap)
+        return 0;
+    ncap = *cap ? *cap : (first ? first : 1);
+    while (ncap <= n) {
+        if (ncap > SIZE_MAX / 2)
+            return -ENOMEM;
+        ncap *= 2;
+    }
+    if (ncap > SIZE_MAX / elem)
+        return -ENOMEM;
+    /* items points at a T*: copy it through memcpy rather than casting to void **,
+     * which would break the aliasing rules for T * != void *. */
+    memcpy(&p, items, sizeof(p));
+    np = realloc(p, ncap * elem);
+    if (!np)
+        return -ENOMEM;
+    memcpy(items, &np, sizeof(np));
+    *cap = ncap;
+    return 0;
 }

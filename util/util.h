@@ -68,6 +68,12 @@ struct buf_sink {
 };
 size_t buf_sink_write(char *p, size_t size, size_t n, void *sink);
 
+/* Makes room for element n of a growable array: when n == *cap, doubles *cap
+ * (to first when it is 0) and reallocates the array. items is the address of the
+ * array's pointer (e.g. &v->items), elem its element size. 0, or -ENOMEM with the
+ * array and *cap left as they were. */
+int util_array_grow(void *items, size_t elem, size_t n, size_t *cap, size_t first);
+
 /* ---- I/O and error text (io.c) ---------------------------------------------- */
 
 /* Writes all n bytes (retrying short writes and EINTR): 0, -errno, or -EIO when

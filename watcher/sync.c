@@ -508,14 +508,8 @@ static int sweep_visit(const struct cache_obj *o, void *arg)
     HASH_FIND_STR(sw->s->seen, key, k);
     if (k)
         return 0;
-    if (sw->n == sw->cap) {
-        size_t cap = sw->cap ? sw->cap * 2 : 64;
-        struct cache_key *g = realloc(sw->gone, cap * sizeof(*g));
-        if (!g)
-            return -ENOMEM;
-        sw->gone = g;
-        sw->cap = cap;
-    }
+    if (util_array_grow(&sw->gone, sizeof(*sw->gone), sw->n, &sw->cap, 64) < 0)
+        return -ENOMEM;
     snprintf(sw->gone[sw->n].ns, CACHE_NS_MAX, "%s", o->ns);
     snprintf(sw->gone[sw->n].name, CACHE_NAME_MAX, "%s", o->name);
     sw->n++;

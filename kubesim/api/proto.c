@@ -149,18 +149,27 @@ static char *dup_base64(const struct rd *s)
     return out;
 }
 
-/* Adds a string (or base64 of bytes) to obj under key; replaces a previous one. */
-static int add_text(cJSON *obj, const char *key, const struct rd *s, bool base64)
+/* A JSON string of s's text, or of the base64 of its bytes. -EINVAL when the text has a NUL
+ * or is not valid UTF-8, -ENOMEM. */
+static int text_item(const struct rd *s, bool base64, cJSON **out)
 {
     char *t = base64 ? dup_base64(s) : dup_text(s);
-    cJSON *v;
 
     if (!t)
         return -EINVAL;
-    v = cJSON_CreateString(t);
+    *out = cJSON_CreateString(t);
     free(t);
-    if (!v)
-        return -ENOMEM;
+    return *out ? 0 : -ENOMEM;
+}
+
+/* Adds a string (or base64 of bytes) to obj under key; replaces a previous one. */
+static int add_text(cJSON *obj, const char *key, const struct rd *s, bool base64)
+{
+    cJSON *v;
+    int rc = text_item(s, base64, &v);
+
+    if (rc < 0)
+        return rc;
     cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
     cJSON_AddItemToObject(obj, key, v);
     return 0;
@@ -250,6 +259,17 @@ static int decode_time(struct rd *r, cJSON *obj, const char *name, bool micro)
     return set_item(obj, name, cJSON_CreateString(buf));
 }
 
+/* obj's member name, where the fields of an embedded message (an object) or the items of a
+ * repeated field (array true) collect; added empty on the first. NULL when out of memory. */
+static cJSON *member_or_add(cJSON *obj, const char *name, bool array)
+{
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+    if (m)
+        return m;
+    return array ? cJSON_AddArrayToObject(obj, name) : cJSON_AddObjectToObject(obj, name);
+}
+
 /* A map entry {1: key, 2: value} into the object obj[f->name]: string, bytes
  * (base64), Quantity or message values. */
 static int decode_map_entry(struct rd *r, cJSON *obj, const struct pfield *f, int depth)
@@ -257,7 +277,7 @@ static int decode_map_entry(struct rd *r, cJSON *obj, const struct pfield *f, in
     static const unsigned char none[1];
     struct rd e, s[3] = { { NULL, NULL }, { none, none } };   /* a missing value is "" */
     struct rd *key = &s[0], val;
-    cJSON *map = cJSON_GetObjectItemCaseSensitive(obj, f->name), *child;
+    cJSON *map, *child;
     uint64_t u[3];
     char *k, *q;
     int rc;
@@ -267,7 +287,7 @@ static int decode_map_entry(struct rd *r, cJSON *obj, const struct pfield *f, in
     val = s[1];
     if (!key->p || !(k = dup_text(key)))
         return -EINVAL;
-    if (!map && !(map = cJSON_AddObjectToObject(obj, f->name))) {
+    if (!(map = member_or_add(obj, f->name, false))) {
         free(k);
         return -ENOMEM;
     }
@@ -329,6 +349,7 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
     uint64_t v;
     cJSON *child, *arr;
     char *t;
+    int rc;
 
     switch (f->type) {
     case F_BOOL:
@@ -399,16 +420,14 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
     case F_MSG:
         if (wire != 2 || rd_bytes(r, &s) < 0)
             return -EINVAL;
-        child = cJSON_GetObjectItemCaseSensitive(obj, f->name);
-        if (!child && !(child = cJSON_AddObjectToObject(obj, f->name)))
+        if (!(child = member_or_add(obj, f->name, false)))
             return -ENOMEM;
         return decode_msg(&s, f->sub, child, depth + 1);
     case F_REP_STRING:
     case F_REP_MSG:
         if (wire != 2 || rd_bytes(r, &s) < 0)
             return -EINVAL;
-        arr = cJSON_GetObjectItemCaseSensitive(obj, f->name);
-        if (!arr && !(arr = cJSON_AddArrayToObject(obj, f->name)))
+        if (!(arr = member_or_add(obj, f->name, true)))
             return -ENOMEM;
         if (f->type == F_REP_MSG) {
             if (!(child = cJSON_CreateObject()))
@@ -416,12 +435,8 @@ static int decode_field(struct rd *r, unsigned wire, const struct pfield *f, cJS
             cJSON_AddItemToArray(arr, child);
             return decode_msg(&s, f->sub, child, depth + 1);
         }
-        if (!(t = dup_text(&s)))
-            return -EINVAL;
-        child = cJSON_CreateString(t);
-        free(t);
-        if (!child)
-            return -ENOMEM;
+        if ((rc = text_item(&s, false, &child)) < 0)
+            return rc;
         cJSON_AddItemToArray(arr, child);
         return 0;
     }

@@ -460,10 +460,17 @@ static int check_body_identity(struct server_req *req, const struct reg_resource
     return 0;
 }
 
-static int finish_write(struct server_req *req, const struct reg_resource *res, int code,
-                        struct write_ctx *c, struct store_obj *o)
+/* The answer to a write the store made (rc 0: the object o, 201 when it was created) or
+ * refused (rc < 0: st), after the write's warnings. */
+static int finish_write(struct server_req *req, const struct reg_resource *res, int rc,
+                        bool created, struct write_ctx *c, struct store_obj *o,
+                        struct store_status *st)
 {
+    int code = created ? 201 : 200;
+
     add_warnings(req, c->w.warnings);
+    if (rc < 0)
+        return api__reply_store_status(req, st);
     if (strcmp(req->route->sub, "scale") == 0) {
         store_obj_unref(o);
         return reply_scale(req, res, code);
@@ -516,12 +523,7 @@ static int do_write_object(struct server_req *req, const struct reg_resource *re
     else
         rc = store_update(req->srv->store, res, req->route->ns, req->route->name,
                           req->route->sub, obj, &c.w, &o, &st);
-    if (rc < 0) {
-        add_warnings(req, c.w.warnings);
-        api__reply_store_status(req, &st);
-        goto out;
-    }
-    finish_write(req, res, create ? 201 : 200, &c, o);
+    finish_write(req, res, rc, create, &c, o, &st);
 out:
     write_done(&c);
     return 0;
@@ -541,7 +543,7 @@ static int do_patch(struct server_req *req, const struct reg_resource *res)
     struct store_status st = { 0 };
     struct store_obj *o = NULL;
     bool created = false;
-    int type = route_patch_type(req->content_type);
+    int type = route_patch_type(req->content_type), rc;
 
     if (type < 0 || (type == PATCH_STRATEGIC && !res->smp_kind)) {
         char msg[300];
@@ -564,14 +566,10 @@ static int do_patch(struct server_req *req, const struct reg_resource *res)
         api__reply_store_status(req, &st);
         goto out;
     }
-    if (store_patch(req->srv->store, res, req->route->ns, req->route->name, req->route->sub,
-                    (enum store_patch_type)type, req->body, req->body_len, &c.w, &o, &created,
-                    &st) < 0) {
-        add_warnings(req, c.w.warnings);
-        api__reply_store_status(req, &st);
-        goto out;
-    }
-    finish_write(req, res, created ? 201 : 200, &c, o);
+    rc = store_patch(req->srv->store, res, req->route->ns, req->route->name, req->route->sub,
+                     (enum store_patch_type)type, req->body, req->body_len, &c.w, &o, &created,
+                     &st);
+    finish_write(req, res, rc, created, &c, o, &st);
 out:
     write_done(&c);
     return 0;

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,15 +200,61 @@ void route_query_init(struct route_query *q)
     q->grace_seconds = -1;
 }
 
+/* The parameters of one plain type, by name and the struct field they land in. */
+struct qparam {
+    const char *key;
+    size_t off;
+};
+
+#define QPARAM(key, field) { key, offsetof(struct route_query, field) }
+
+/* Kept as given (an owned copy each). */
+static const struct qparam str_params[] = {
+    QPARAM("labelSelector", label_selector),
+    QPARAM("fieldSelector", field_selector),
+    QPARAM("continue", continue_token),
+    QPARAM("resourceVersion", resource_version),
+    QPARAM("resourceVersionMatch", rv_match),
+    QPARAM("fieldManager", field_manager),
+    QPARAM("fieldValidation", field_validation),
+    QPARAM("propagationPolicy", propagation),
+    QPARAM("includeObject", include_object),
+    QPARAM("preconditions.uid", precondition_uid),
+    QPARAM("preconditions.resourceVersion", precondition_rv),
+};
+
+/* strconv.ParseBool values. */
+static const struct qparam bool_params[] = {
+    QPARAM("watch", watch),
+    QPARAM("allowWatchBookmarks", allow_bookmarks),
+    QPARAM("force", force),
+};
+
+/* Whole numbers, 0 or more. */
+static const struct qparam long_params[] = {
+    QPARAM("limit", limit),
+    QPARAM("timeoutSeconds", timeout_seconds),
+    QPARAM("gracePeriodSeconds", grace_seconds),
+};
+
+#define NPARAMS(t) (sizeof(t) / sizeof((t)[0]))
+
+/* The field of q that key names in table t, or NULL. */
+static void *qparam_field(struct route_query *q, const struct qparam *t, size_t n,
+                          const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].key, key) == 0)
+            return (char *)q + t[i].off;
+    return NULL;
+}
+
 void route_query_free(struct route_query *q)
 {
-    char **strs[] = { &q->label_selector, &q->field_selector, &q->continue_token,
-                      &q->resource_version, &q->rv_match, &q->field_manager,
-                      &q->field_validation, &q->propagation, &q->include_object,
-                      &q->precondition_uid, &q->precondition_rv };
-    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
-        free(*strs[i]);
-        *strs[i] = NULL;
+    for (size_t i = 0; i < NPARAMS(str_params); i++) {
+        char **f = (char **)((char *)q + str_params[i].off);
+        free(*f);
+        *f = NULL;
     }
 }
 
@@ -273,6 +320,7 @@ static int set_str(char **field, const char *value)
 
 int route_query_set(struct route_query *q, const char *key, const char *value)
 {
+    void *f;
     bool b;
     long l;
 
@@ -287,26 +335,23 @@ int route_query_set(struct route_query *q, const char *key, const char *value)
         return 0;
     }
 
-    if (strcmp(key, "watch") == 0) {
+    if ((f = qparam_field(q, str_params, NPARAMS(str_params), key)))
+        return set_str(f, value);
+    if ((f = qparam_field(q, bool_params, NPARAMS(bool_params), key))) {
         if (parse_bool(value, &b) < 0)
             query_bad(q, key, value);
         else
-            q->watch = b;
-    } else if (strcmp(key, "allowWatchBookmarks") == 0) {
-        if (parse_bool(value, &b) < 0)
+            *(bool *)f = b;
+    } else if ((f = qparam_field(q, long_params, NPARAMS(long_params), key))) {
+        if (parse_long(value, &l) < 0 || l < 0)
             query_bad(q, key, value);
         else
-            q->allow_bookmarks = b;
+            *(long *)f = l;
     } else if (strcmp(key, "sendInitialEvents") == 0) {
         if (parse_bool(value, &b) < 0)
             query_bad(q, key, value);
         else
             q->send_initial_events = b ? ROUTE_TRUE : ROUTE_FALSE;
-    } else if (strcmp(key, "force") == 0) {
-        if (parse_bool(value, &b) < 0)
-            query_bad(q, key, value);
-        else
-            q->force = b;
     } else if (strcmp(key, "orphanDependents") == 0) {
         if (parse_bool(value, &b) < 0) {
             query_bad(q, key, value);
@@ -314,48 +359,11 @@ int route_query_set(struct route_query *q, const char *key, const char *value)
             q->orphan_dependents_set = true;
             q->orphan_dependents = b;
         }
-    } else if (strcmp(key, "limit") == 0) {
-        if (parse_long(value, &l) < 0 || l < 0)
-            query_bad(q, key, value);
-        else
-            q->limit = l;
-    } else if (strcmp(key, "timeoutSeconds") == 0) {
-        if (parse_long(value, &l) < 0 || l < 0)
-            query_bad(q, key, value);
-        else
-            q->timeout_seconds = l;
-    } else if (strcmp(key, "gracePeriodSeconds") == 0) {
-        if (parse_long(value, &l) < 0 || l < 0)
-            query_bad(q, key, value);
-        else
-            q->grace_seconds = l;
     } else if (strcmp(key, "dryRun") == 0) {
         if (strcmp(value, "All") == 0)
             q->dry_run = true;
         else if (*value)
             query_bad(q, key, value);
-    } else if (strcmp(key, "labelSelector") == 0) {
-        return set_str(&q->label_selector, value);
-    } else if (strcmp(key, "fieldSelector") == 0) {
-        return set_str(&q->field_selector, value);
-    } else if (strcmp(key, "continue") == 0) {
-        return set_str(&q->continue_token, value);
-    } else if (strcmp(key, "resourceVersion") == 0) {
-        return set_str(&q->resource_version, value);
-    } else if (strcmp(key, "resourceVersionMatch") == 0) {
-        return set_str(&q->rv_match, value);
-    } else if (strcmp(key, "fieldManager") == 0) {
-        return set_str(&q->field_manager, value);
-    } else if (strcmp(key, "fieldValidation") == 0) {
-        return set_str(&q->field_validation, value);
-    } else if (strcmp(key, "propagationPolicy") == 0) {
-        return set_str(&q->propagation, value);
-    } else if (strcmp(key, "includeObject") == 0) {
-        return set_str(&q->include_object, value);
-    } else if (strcmp(key, "preconditions.uid") == 0) {
-        return set_str(&q->precondition_uid, value);
-    } else if (strcmp(key, "preconditions.resourceVersion") == 0) {
-        return set_str(&q->precondition_rv, value);
     }
     return 0;
 }

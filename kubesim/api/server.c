@@ -34,6 +34,19 @@ static struct req_priv *priv_of(struct server_req *req)
     return req->priv;
 }
 
+/* Copies of a and b, both or neither: 0 or -ENOMEM. */
+static int dup_pair(char **da, const char *a, char **db, const char *b)
+{
+    *da = strdup(a);
+    *db = strdup(b);
+    if (*da && *db)
+        return 0;
+    free(*da);
+    free(*db);
+    *da = *db = NULL;
+    return -ENOMEM;
+}
+
 int server_reply_header(struct server_req *req, const char *name, const char *value)
 {
     struct req_priv *p = priv_of(req);
@@ -42,13 +55,8 @@ int server_reply_header(struct server_req *req, const char *name, const char *va
     if (p->n_headers >= SERVER_MAX_HEADERS)
         return -ENOSPC;
     h = &p->headers[p->n_headers];
-    h->name = strdup(name);
-    h->value = strdup(value);
-    if (!h->name || !h->value) {
-        free(h->name);
-        free(h->value);
+    if (dup_pair(&h->name, name, &h->value, value) < 0)
         return -ENOMEM;
-    }
     p->n_headers++;
     return 0;
 }
@@ -559,13 +567,8 @@ int server_add_subresource(struct server *s, const char *plural, const char *sub
     if (s->n_subs >= SERVER_MAX_EXT || !plural || !sub)
         return -EINVAL;
     e = &s->subs[s->n_subs];
-    e->plural = strdup(plural);
-    e->sub = strdup(sub);
-    if (!e->plural || !e->sub) {
-        free(e->plural);
-        free(e->sub);
+    if (dup_pair(&e->plural, plural, &e->sub, sub) < 0)
         return -ENOMEM;
-    }
     e->fn = fn;
     e->arg = arg;
     s->n_subs++;

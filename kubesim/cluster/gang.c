@@ -143,6 +143,33 @@ int64_t cluster__gang_priority(struct cluster *c, const char *pc_name)
     return v;
 }
 
+void cluster__gang_queue_usage(struct gang **all, size_t n, enum gkind kind, struct gqueue *qs,
+                               void (*charge)(struct gqueue *q, const struct cl_pod *p))
+{
+    for (size_t k = 0; k < n; k++) {
+        struct gang *g = all[k];
+        struct gqueue *q = NULL;
+        if (g->kind != kind)
+            continue;
+        HASH_FIND_STR(qs, g->queue, q);
+        g->q = q;
+        for (size_t m = 0; q && m < g->n; m++) {
+            const struct cl_pod *p = g->m[m];
+            struct gqueue *up = q;
+            if (cluster__gang_pod_terminal(store_obj_json(p->obj)) ||
+                kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
+                continue;
+            for (int d = 0; up && d < 16; d++) {
+                struct gqueue *next = NULL;
+                charge(up, p);
+                if (up->parent[0])
+                    HASH_FIND_STR(qs, up->parent, next);
+                up = next != up ? next : NULL;
+            }
+        }
+    }
+}
+
 void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign)
 {
     a->cpu_m += sign * b->cpu_m;
@@ -174,14 +201,8 @@ static struct gang *gang_get(struct gang **all, enum gkind k, const char *ns, co
 
 static int gang_add(struct gang *g, struct cl_pod *p)
 {
-    if (g->n == g->cap) {
-        size_t nc = g->cap ? g->cap * 2 : 8;
-        struct cl_pod **nm = realloc(g->m, nc * sizeof(*nm));
-        if (!nm)
-            return -ENOMEM;
-        g->m = nm;
-        g->cap = nc;
-    }
+    if (util_array_grow(&g->m, sizeof(*g->m), g->n, &g->cap, 8) < 0)
+        return -ENOMEM;
     g->m[g->n++] = p;
     return 0;
 }
@@ -207,18 +228,88 @@ static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
     g->ctime = kobj_meta_str(store_obj_json(o), "creationTimestamp");
 }
 
-static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, const char *comp)
+/* FNV-1a: what was last said of a Pod is kept as a hash, not a copy */
+static uint64_t said_hash(const char *a, const char *b)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *s = a; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+    for (const char *s = b; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h ? h : 1;
+}
+
+void cluster__gang_tell(struct cluster *c, struct cl_pod *p, const char *cond,
+                        const char *ev_type, const char *ev_reason, const char *msg,
+                        const char *comp)
 {
     /* Volcano's PodScheduled reason for a task that would fit once its gang does */
-    bool waiting = strstr(msg, "once minAvailable is satisfied") != NULL;
-    if (!strcmp(msg, p->unsched_msg) && waiting == p->sched_waiting)
+    bool waiting = cond && strstr(cond, "once minAvailable is satisfied") != NULL;
+    uint64_t h = said_hash(ev_reason, msg);
+    bool cond_new = cond && (strcmp(cond, p->unsched_msg) || waiting != p->sched_waiting);
+    if (!cond_new && h == p->said)
         return;
-    p->sched_waiting = waiting;
-    snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
-    cluster__kubelet_set_cond(p, C_SCHED, false);
-    cluster__kubelet_write(c, p);
-    cluster__event(c, store_obj_json(p->obj), "Warning", "FailedScheduling", msg, comp, NULL, NULL);
+    if (cond_new) {
+        p->sched_waiting = waiting;
+        snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", cond);
+        cluster__kubelet_set_cond(p, C_SCHED, false);
+        cluster__kubelet_write(c, p);
+    }
+    p->said = h;
+    cluster__event(c, store_obj_json(p->obj), ev_type, ev_reason, msg, comp, NULL, NULL);
 }
+
+/* Volcano's and the default scheduler's way: the Event and the condition say the same */
+static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, const char *comp)
+{
+    cluster__gang_tell(c, p, msg, "Warning", "FailedScheduling", msg, comp);
+}
+
+bool cluster__gang_waiting(const struct cl_pod *p)
+{
+    return !cluster__gang_bound(p) && !cluster__gang_pod_terminal(store_obj_json(p->obj)) &&
+           !kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp");
+}
+
+/* What was last said of a PodGroup, so that a session repeats no Event. */
+struct gang_note {
+    char *key;
+    uint64_t said;
+    UT_hash_handle hh;
+};
+
+void cluster__gang_free(struct cluster *c)
+{
+    struct gang_note *n, *t;
+    HASH_ITER(hh, c->gang_notes, n, t) {
+        HASH_DEL(c->gang_notes, n);
+        free(n->key);
+        free(n);
+    }
+}
+
+bool cluster__gang_note(struct cluster *c, const char *key, const char *msg)
+{
+    struct gang_note *n = NULL;
+    uint64_t h = said_hash(key, msg);
+    HASH_FIND_STR(c->gang_notes, key, n);
+    if (n && n->said == h)
+        return false;
+    if (!n) {
+        /* bounded: past it everything is forgotten (an Event may then be said again) */
+        if (HASH_COUNT(c->gang_notes) >= 8192)
+            cluster__gang_free(c);
+        if (!(n = calloc(1, sizeof(*n))) || !(n->key = strdup(key))) {
+            free(n);
+            return true;
+        }
+        HASH_ADD_KEYPTR(hh, c->gang_notes, n->key, strlen(n->key), n);
+    }
+    n->said = h;
+    return true;
+}
+
 
 /* Sorts the gang's Pods: the head first, then by name (the order Volcano's task
  * ordering gives equal-priority tasks of one job is creation, which the names of a
@@ -245,7 +336,8 @@ static int gang_cmp(const void *a, const void *b)
 
 /* Best node for p on the session's view (with future, counting the Pods being deleted
  * as gone); fills fits[] (count entries). */
-static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits, bool future)
+static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits, bool future,
+                 char *taint, size_t taint_cap)
 {
     int best = -1, best_score = -1;
     for (size_t i = 0; i < ns->count; i++) {
@@ -253,7 +345,7 @@ static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits,
         if (future && ns->releasing)
             cluster__gang_res_add(&u, &ns->releasing[i], -1);
         fits[i] = cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(ns->n[i]->obj), &ns->n[i]->alloc,
-                                    &u, NULL, 0);
+                                    &u, taint && !*taint ? taint : NULL, taint_cap);
         if (!fits[i]) {
             int sc = cluster_node_score(&p->req, &ns->n[i]->alloc, &u);
             if (sc > best_score) {
@@ -312,19 +404,34 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         if (!may_bind || cluster__gang_bound(p) || cluster__gang_pod_terminal(store_obj_json(p->obj)) ||
             kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
             continue;
-        if (!cluster__volcano_within_share(q, &qused, &p->req)) {
+        struct cluster_res extra = qused;
+        if (q)
+            cluster__gang_res_add(&extra, &q->share_used, -1);
+        if (q && q->real_set ? !cluster__volcano_hier_fits(q, &extra, &p->req)
+                             : !cluster__volcano_within_share(q, &qused, &p->req)) {
             /* "Queue <q> is overused when considering task": the task is left out */
             if (!o->fit[0])
                 snprintf(o->fit, sizeof(o->fit), "queue %.200s is overused", q->name);
             continue;
         }
-        int best = place(p, ns, fits, false);
+        struct gang_try *t = o->tries ? &o->tries[i] : NULL;
+        if (t)
+            t->taint[0] = '\0';
+        int best = place(p, ns, fits, false, t ? t->taint : NULL, t ? sizeof(t->taint) : 0);
         if (best < 0 && !o->fit[0]) {
             fit_error(fits, ns->count, o->fit, sizeof(o->fit));
             snprintf(o->first_unfit, sizeof(o->first_unfit), "%s", p->obj->name);
         }
+        if (t) {
+            /* what the schedulers that word it per Pod need: the trial up to here */
+            t->tried = true;
+            t->unfit = best < 0;
+            t->before = o->placed;
+            if (best < 0 && t->fits)
+                memcpy(t->fits, fits, ns->count * sizeof(*fits));
+        }
         /* Volcano pipelines a task that fits once the Pods being deleted are gone */
-        if (best < 0 && g->kind == G_VOLCANO && (best = place(p, ns, fits, true)) >= 0)
+        if (best < 0 && g->kind == G_VOLCANO && (best = place(p, ns, fits, true, NULL, 0)) >= 0)
             piped[i] = true;
         if (best >= 0) {
             where[i] = best;
@@ -357,8 +464,9 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
             if (cluster__bind_pod(c, g->m[i], ns->n[where[i]], component[g->kind]) == 0) {
                 o->scheduled++;
                 o->bound_now = true;
-                if (q)
-                    cluster__gang_res_add(&q->share_used, &g->m[i]->req, 1);
+                /* with the hierarchy, the ancestors' too */
+                for (struct gqueue *a = q; a; a = a->real_set ? a->up : NULL)
+                    cluster__gang_res_add(&a->share_used, &g->m[i]->req, 1);
             }
         }
         o->ready = o->scheduled >= g->min;
@@ -482,24 +590,21 @@ static void collect_members(struct cluster *c, struct gang **all)
             g = gang_get(all, G_WAS, p->obj->ns, wg, false);
         } else if (!cluster__gang_scheduler(sched)) {
             continue;
-        } else if (!strcmp(sched, "volcano")) {
-            const char *grp = kobj_annotation(pod, "scheduling.k8s.io/group-name");
-            /* a Pod naming a PodGroup that does not exist waits for it; a Pod naming
+        } else if (!strcmp(sched, "volcano") || !strcmp(sched, "scheduler-plugins-scheduler")) {
+            /* Both name a PodGroup, Volcano by annotation and scheduler-plugins by label.
+             * A Pod naming a PodGroup that does not exist waits for it; a Pod naming
              * none is a gang of one (Volcano's controller would make it a PodGroup) */
-            g = grp && *grp ? gang_get(all, G_VOLCANO, p->obj->ns, grp, false)
-                            : gang_get(all, G_VOLCANO, p->obj->ns, p->obj->name, true);
+            bool vc = !strcmp(sched, "volcano");
+            enum gkind k = vc ? G_VOLCANO : G_SP;
+            const char *grp = vc ? kobj_annotation(pod, "scheduling.k8s.io/group-name")
+                                 : kobj_label(pod, "scheduling.x-k8s.io/pod-group");
+            g = grp && *grp ? gang_get(all, k, p->obj->ns, grp, false)
+                            : gang_get(all, k, p->obj->ns, p->obj->name, true);
             if (g && !g->ns) {
                 g->ns = p->obj->ns;
                 g->name = p->obj->name;
-                snprintf(g->queue, sizeof(g->queue), "default");
-            }
-        } else if (!strcmp(sched, "scheduler-plugins-scheduler")) {
-            const char *grp = kobj_label(pod, "scheduling.x-k8s.io/pod-group");
-            g = grp && *grp ? gang_get(all, G_SP, p->obj->ns, grp, false)
-                            : gang_get(all, G_SP, p->obj->ns, p->obj->name, true);
-            if (g && !g->ns) {
-                g->ns = p->obj->ns;
-                g->name = p->obj->name;
+                if (vc)
+                    snprintf(g->queue, sizeof(g->queue), "default");
             }
         } else if (!strcmp(sched, "yunikorn")) {
             const char *app = kobj_label(pod, "applicationId");
@@ -688,13 +793,20 @@ void cluster__gang_pass(struct cluster *c)
         }
     }
     qsort(order, ng, sizeof(*order), gang_cmp);
-    cluster__volcano_deserved(qs, &total);
+    /* the scheduler's configuration: the actions after allocate, and the capacity plugin
+     * with hierarchical queues in place of proportion's shares */
+    unsigned acts = cluster__volcano_actions(c);
+    bool hier = acts & VOLCANO_HIERARCHY, vblock = false;
+    if (hier)
+        vblock = cluster__volcano_hierarchy(qs, order, ng);
+    else
+        cluster__volcano_deserved(qs, &total);
     kqs = cluster__kai_queues(c, order, ng, &total);
     yqs = cluster__yunikorn_queues(c, order, ng);
 
     for (size_t k = 0; k < ng; k++) {
         struct outcome o;
-        char why[300], msg[600];
+        char why[300], msg[1000];
         pick_next(order, k, ng);
         g = order[k];
         memset(&o, 0, sizeof(o));
@@ -706,6 +818,7 @@ void cluster__gang_pass(struct cluster *c)
                 continue;
             }
             struct store_obj *kpg = NULL;
+            const char *job_err = NULL;
             if (g->kind == G_KAI) {
                 if (!g->kai_err[0])
                     kpg = cluster__kai_podgroup(c, g);
@@ -715,67 +828,86 @@ void cluster__gang_pass(struct cluster *c)
                     snprintf(g->queue, sizeof(g->queue), "%s", pq);
                     HASH_FIND_STR(kqs, g->queue, g->q);
                 }
-                const char *no = g->kai_err[0] ? g->kai_err : cluster__kai_queue_check(c, g, why, sizeof(why));
-                if (!no && o.pending)
-                    no = cluster__kai_limit_check(g, kqs, why, sizeof(why));
-                if (no) {
+                if (g->kai_err[0]) {
+                    /* the pod-grouper made no PodGroup: it says so on each Pod */
                     for (size_t m = 0; m < g->n; m++)
-                        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)))
-                            set_unsched(c, g->m[m], no, "kai-scheduler");
-                    if (kpg)
-                        cluster__kai_pg_status(c, kpg, no);
-                    store_obj_unref(kpg);
+                        if (cluster__gang_waiting(g->m[m]))
+                            cluster__gang_tell(c, g->m[m], NULL, "Warning", "PodGrouperWarning",
+                                               g->kai_err, "pod-grouper");
                     continue;
                 }
-                cluster__kai_annotate(c, g);
+                job_err = cluster__kai_queue_check(c, g, why, sizeof(why));
+                if (!job_err && o.pending)
+                    job_err = cluster__kai_limit_check(g, kqs, why, sizeof(why));
+                if (!job_err)
+                    cluster__kai_annotate(c, g);
             }
-            const char *full = g->kind == G_YUNIKORN && o.pending
-                                   ? cluster__yunikorn_max_check(g, yqs, why, sizeof(why)) : NULL;
-            if (full) {
-                for (size_t m = 0; m < g->n; m++)
-                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)))
-                        set_unsched(c, g->m[m], full, "yunikorn");
-                continue;
-            }
-            if (o.pending)
+            if (g->kind == G_YUNIKORN)
+                cluster__yunikorn_submit(c, g);
+            bool over = (g->kind == G_YUNIKORN && o.pending &&
+                         cluster__yunikorn_max_check(g, yqs, why, sizeof(why)) != NULL) ||
+                        /* coscheduling's PreFilter: too few Pods, or minResources exceed the nodes */
+                        (g->kind == G_SP && o.pending && g->pg &&
+                         ((int64_t)g->n < g->min || cluster__sp_gap(g, &ns, why, sizeof(why))));
+            struct gang_try *tries = NULL;
+            unsigned *fitbuf = NULL;
+            if (o.pending && !job_err && !over) {
+                /* the per-Pod texts of these schedulers need what the trial found */
+                tries = calloc(g->n, sizeof(*tries));
+                fitbuf = calloc(g->n * ns.count + 1, sizeof(*fitbuf));
+                for (size_t m = 0; tries && fitbuf && m < g->n; m++)
+                    tries[m].fits = fitbuf + m * ns.count;
+                o.tries = fitbuf ? tries : NULL;
+                o.nodes = ns.count;
                 allocate(c, g, &ns, &o, true, NULL);
+            }
             if (o.bound_now)
                 queue_charge(g, g->kind == G_KAI ? kqs : yqs);
-            char ev[700];
-            ev[0] = '\0';
+            const char *said = NULL;
             if (o.pending && !o.bound_now) {
-                /* the gang's own FailedScheduling text, on each Pending Pod (all of
-                 * them placeable counts as one short: the placeholders did not fit) */
-                int64_t short_ = g->min - o.scheduled - o.placed;
-                fit_message(g, &o, true, msg, sizeof(msg));
-                snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
-                         (long long)(short_ > 0 ? short_ : 1), g->n, msg);
-                for (size_t m = 0; m < g->n; m++)
-                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)))
-                        set_unsched(c, g->m[m], ev, component[g->kind]);
+                o.nodes = ns.count;
+                if (g->kind == G_KAI)
+                    said = cluster__kai_texts(c, g, &o, kpg, job_err, msg, sizeof(msg));
+                else if (g->kind == G_YUNIKORN)
+                    cluster__yunikorn_texts(c, g, yqs, &ns, over);
+                else if (g->kind == G_SP)
+                    cluster__sp_texts(c, g, &o, &ns);
+                else if (g->kind == G_WAS)
+                    said = cluster__was_texts(c, g, &o, msg, sizeof(msg));
             }
-            cluster__gang_pg_status(c, g, &o, ev[0] ? ev : NULL);
-            if (kpg)
-                cluster__kai_pg_status(c, kpg, ev[0] ? ev : NULL);
+            free(tries);
+            free(fitbuf);
+            o.tries = NULL;
+            cluster__gang_pg_status(c, g, &o, g->kind == G_WAS ? said : NULL);
+            /* a gang that is not ready leaves the PodGroup's status as it was */
+            if (kpg && (said || !o.pending || o.bound_now))
+                cluster__kai_pg_status(c, kpg, said);
             store_obj_unref(kpg);
             continue;
         }
         /* a Volcano PodGroup */
         HASH_FIND_STR(qs, g->queue, q);
+        /* the scheduler cache leaves out a job whose Queue does not exist: no status, no
+         * Event, its Pods wait unspoken to (its admission webhook would have refused it) */
+        if (!q && rq)
+            continue;
         const char *phase = kobj_str(kobj_get(store_obj_json(g->pg), "status"), "phase");
         if (!phase || !*phase)
             phase = "Pending";
         bool inq = !strcmp(phase, "Inqueue") || !strcmp(phase, "Running") ||
                    !strcmp(phase, "Unknown") || !strcmp(phase, "Completed");
         const char *unsched_msg = NULL, *enq_reason = NULL;
-        if (!o.ready && !inq) {
-            const char *reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &total, &idle, &inqueue, why,
-                                                                sizeof(why));
+        /* a job in a queue with children: the capacity plugin refuses the session */
+        if (!o.ready && !inq && !vblock) {
+            const char *reason = hier ? cluster__volcano_hier_enqueue(g, q, why, sizeof(why)) : NULL;
+            if (!reason)
+                reason = cluster__volcano_enqueue_check(g, q, rq != NULL, &total, &idle, &inqueue, why,
+                                                        sizeof(why));
             if (!reason) {
                 inq = true;
                 phase = "Inqueue";
-                if (q)
-                    cluster__gang_res_add(&q->inqueue, &g->minres, 1);
+                for (struct gqueue *a = q; a; a = hier ? a->up : NULL)
+                    cluster__gang_res_add(&a->inqueue, &g->minres, 1);
                 cluster__gang_res_add(&inqueue, &g->minres, 1);
             } else if (g->n) {
                 enq_reason = reason;   /* the proportion / overcommit plugins' Normal Event */
@@ -783,7 +915,7 @@ void cluster__gang_pass(struct cluster *c)
         }
         /* a Closed queue takes gangs in but allocate gives them nothing */
         bool open = !q || q->open;
-        if (inq && open && o.pending)
+        if (inq && open && o.pending && !vblock)
             allocate(c, g, &ns, &o, true, q);
         if (!o.ready && g->n) {   /* a PodGroup without Pods yet has nothing to say */
             /* pipelined, Volcano says why the tasks do not fit now ("Origin reason") */
@@ -813,8 +945,10 @@ void cluster__gang_pass(struct cluster *c)
             else if (!strcmp(phase, "Completed")) q->completed++;
         }
     }
-    /* the actions after allocate, as the scheduler's configuration lists them */
-    unsigned acts = cluster__volcano_actions(c);
+    /* the actions after allocate, as the scheduler's configuration lists them (not with
+     * the capacity plugin's hierarchy: its reclaim is not simulated) */
+    if (hier)
+        acts &= ~(VOLCANO_PREEMPT | VOLCANO_RECLAIM);
     if (acts & VOLCANO_PREEMPT)
         cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_PREEMPT);
     if (acts & VOLCANO_RECLAIM)

@@ -1,8 +1,11 @@
 /*
  * gang_kai.c - what kubesim's gang step (gang.c) does as KAI: the pod-grouper's
  * grouping of a Ray cluster's Pods (one PodGroup per top owner, its minMember and
- * priority, the pod-group-name annotation) and the check that the queue takes Pods.
- * Cluster thread only. What is simulated: docs/batch-scheduling.md.
+ * priority, the pod-group-name annotation), the check that the queue takes Pods, and
+ * what KAI's status updater says of a gang that waits (its Pods' Unschedulable Events
+ * and condition, the PodGroup's Event and schedulingConditions, in the words of KAI's
+ * JobFitErrors and TasksFitErrors). Cluster thread only. What is simulated:
+ * docs/batch-scheduling.md.
  */
 #include <math.h>
 #include <stdint.h>
@@ -196,8 +199,8 @@ const char *cluster__kai_queue_check(struct cluster *c, const struct gang *g, ch
             res = (snprintf(why, cap, "queue %.200s is not a leaf queue: Pods go to the queues "
                             "under it", g->queue), why);
     }
-    if (!found)
-        res = (snprintf(why, cap, "queue %.200s does not exist", g->queue), why);
+    if (!found)   /* KAI's cluster_info: QueueDoesNotExist, as JobFitErrorsToMessage words it */
+        res = (snprintf(why, cap, "QueueDoesNotExist: Queue '%.200s' does not exist.", g->queue), why);
     store_list_free(&l);
     return res;
 }
@@ -323,6 +326,13 @@ void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char 
     cJSON *body, *list, *e;
     time_t t = time(NULL);
     struct tm tm;
+    char key[300];
+    snprintf(key, sizeof(key), "kai/%.140s/%.140s", pg->ns, pg->name);
+    /* markPodGroupUnschedulable: the Event each time it says so (kept to changes here) */
+    if (msg && cluster__gang_note(c, key, msg))
+        cluster__event(c, store_obj_json(pg), "Normal", "Unschedulable", msg, "kai-scheduler", NULL, NULL);
+    if (!msg)
+        cluster__gang_note(c, key, "");
     if (!r || (!msg && !first) ||
         (msg && first && kobj_str(first, "message") && !strcmp(kobj_str(first, "message"), msg)))
         return;
@@ -378,6 +388,14 @@ static int64_t *dim(struct cluster_res *r, int d)
     return d == 0 ? &r->cpu_m : d == 1 ? &r->mem : &r->gpu;
 }
 
+/* KAI's usage: bound Pods count as allocated, all live Pods as requested. */
+static void kai_charge(struct gqueue *q, const struct cl_pod *p)
+{
+    if (cluster__gang_bound(p))
+        cluster__gang_res_add(&q->allocated, &p->req, 1);
+    cluster__gang_res_add(&q->request, &p->req, 1);
+}
+
 struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t n,
                                    const struct cluster_res *total)
 {
@@ -411,32 +429,7 @@ struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t 
         HASH_ITER(hh, qs, p, pt)
             q->leaf = q->leaf && strcmp(p->parent, q->name) != 0;
     }
-    /* usage: bound Pods count as allocated, all live Pods as requested, in the leaf
-     * queue and every queue above it */
-    for (size_t k = 0; k < n; k++) {
-        struct gang *g = all[k];
-        if (g->kind != G_KAI)
-            continue;
-        HASH_FIND_STR(qs, g->queue, q);
-        g->q = q;
-        for (size_t m = 0; q && m < g->n; m++) {
-            const struct cl_pod *pod = g->m[m];
-            if (cluster__gang_pod_terminal(store_obj_json(pod->obj)) ||
-                kobj_get(kobj_get(store_obj_json(pod->obj), "metadata"), "deletionTimestamp"))
-                continue;
-            /* a parent cycle in the user's queues ends at the depth bound */
-            int depth = 0;
-            for (p = q; p && depth++ < 16; ) {
-                if (cluster__gang_bound(pod))
-                    cluster__gang_res_add(&p->allocated, &pod->req, 1);
-                cluster__gang_res_add(&p->request, &pod->req, 1);
-                struct gqueue *up = NULL;
-                if (p->parent[0])
-                    HASH_FIND_STR(qs, p->parent, up);
-                p = up != p ? up : NULL;
-            }
-        }
-    }
+    cluster__gang_queue_usage(all, n, G_KAI, qs, kai_charge);
     /* fair share, per resource over the queues that ask: first each its quota (all it
      * asks when the quota is unlimited), then what is left by priority, higher first,
      * and within one priority in proportion to the over-quota weights, never beyond a
@@ -520,8 +513,8 @@ const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, c
             humanize((double)lim / scale[d], a, sizeof(a));
             humanize((double)al / scale[d], b, sizeof(b));
             humanize((double)nd / scale[d], r, sizeof(r));
-            snprintf(why, cap, "%.200s quota has reached the allowable limit of %s. Limit is %s "
-                     "%s, currently %s %s allocated and workload requested %s %s", q->name,
+            snprintf(why, cap, "OverLimit: %.200s quota has reached the allowable limit of %s. Limit is %s "
+                     "%s, currently %s %s allocated and workload requested %s %s.", q->name,
                      what[d], a, unit[d], b, unit[d], r, unit[d]);
             return why;
         }
@@ -616,4 +609,164 @@ void cluster__kai_queue_status(struct cluster *c, struct gqueue *kqs)
         store_status_clear(&st);
         cJSON_Delete(body);
     }
+}
+
+/* ---- what KAI says of a waiting gang ------------------------------------------------ */
+
+/* The Pod's sub-group: the label the pod-grouper set, else its Ray group. */
+static const char *kai_subgroup(const cJSON *pod)
+{
+    const char *s = kobj_label(pod, KAI_SUBGROUP_LABEL);
+    return s ? s : kobj_label(pod, "ray.io/group");
+}
+
+/* TasksFitErrors.Error(): "no nodes with enough resources were found: 2 node(s) didn't
+ * have enough resources: CPU cores." - per node the predicates' reasons when one
+ * fails, else each resource short, counted over the nodes. */
+static void kai_task_error(const struct gang_try *t, size_t nodes, char *out, size_t cap)
+{
+    char why[8][200];
+    size_t count[8] = { 0 }, nr = 0, off;
+    char items[8][240];
+    snprintf(why[0], sizeof(why[0]), "node(s) were unschedulable");
+    snprintf(why[1], sizeof(why[1]), "node(s) had untolerated taint %s", t->taint[0] ? t->taint : "{}");
+    snprintf(why[2], sizeof(why[2]), "node(s) didn't match Pod's node affinity/selector");
+    snprintf(why[3], sizeof(why[3]), "Too many pods");
+    snprintf(why[4], sizeof(why[4]), "node(s) didn't have enough resources: CPU cores");
+    snprintf(why[5], sizeof(why[5]), "node(s) didn't have enough resources: memory");
+    snprintf(why[6], sizeof(why[6]), "node(s) didn't have enough resources: GPUs");
+    snprintf(why[7], sizeof(why[7]), "node(s) didn't have enough resources: google.com/tpu");
+    for (size_t i = 0; t->fits && i < nodes; i++) {
+        unsigned bits = t->fits[i];
+        if (bits & ~CLUSTER_FIT_RESOURCES)
+            bits &= ~CLUSTER_FIT_RESOURCES;   /* a predicate failed: its reasons only */
+        for (int b = 0; b < 8; b++)
+            count[b] += (bits >> b) & 1u;
+    }
+    for (int b = 0; b < 8; b++)
+        if (count[b])
+            snprintf(items[nr++], sizeof(items[0]), "%zu %.200s", count[b], why[b]);
+    qsort(items, nr, sizeof(items[0]), (int (*)(const void *, const void *))strcmp);
+    off = (size_t)snprintf(out, cap, "no nodes with enough resources were found");
+    for (size_t k = 0; k < nr && off < cap; k++)
+        off += (size_t)snprintf(out + off, cap - off, "%s%s", k ? ". \n" : ": ", items[k]);
+    if (nr && off < cap)
+        snprintf(out + off, cap - off, ".");
+}
+
+/* The sub-groups of the gang's PodGroup as the pod-grouper wrote them: name and
+ * minMember; none for a gang without (one default sub-group of g->min). */
+static size_t kai_subgroups(const struct gang *g, const char **name, int64_t *min, size_t cap)
+{
+    const cJSON *e;
+    size_t n = 0;
+    cJSON_ArrayForEach(e, kobj_get(kobj_get(g->kai_obj, "spec"), "subGroups")) {
+        if (n == cap)
+            break;
+        name[n] = kobj_str(e, "name");
+        min[n++] = kai_int(e, "minMember", 0);
+    }
+    return n;
+}
+
+const char *cluster__kai_texts(struct cluster *c, const struct gang *g, const struct outcome *o,
+                               struct store_obj *kpg, const char *job_err, char *msg,
+                               size_t cap)
+{
+    const char *name[32];
+    int64_t min[32];
+    size_t ns = kai_subgroups(g, name, min, 32), off;
+    char task[400], pod[sizeof(((struct cl_pod *)0)->unsched_msg)];
+    const struct gang_try *unfit = NULL;
+    const struct cl_pod *unfit_pod = NULL;
+    bool ready = true;
+
+    /* recordJobNotReadyEvent: fewer Pods than a sub-group needs; the Pods hear nothing */
+    off = (size_t)snprintf(msg, cap, "Job is not ready for scheduling.");
+    for (size_t k = 0; k < (ns ? ns : 1); k++) {
+        int64_t alive = 0, gated = 0, want = ns ? min[k] : g->min;
+        for (size_t m = 0; m < g->n; m++) {
+            const cJSON *pod_json = store_obj_json(g->m[m]->obj);
+            const char *sg = kai_subgroup(pod_json);
+            if (ns && (!sg || !name[k] || strcmp(sg, name[k])))
+                continue;
+            if (cluster__gang_pod_terminal(pod_json) ||
+                kobj_get(kobj_get(pod_json, "metadata"), "deletionTimestamp"))
+                continue;
+            alive++;
+            gated += cJSON_GetArraySize(kobj_get(kobj_get(pod_json, "spec"), "schedulingGates")) > 0;
+        }
+        if (alive - gated >= want || off >= cap)
+            continue;
+        ready = false;
+        if (ns)
+            off += (size_t)snprintf(msg + off, cap - off, " Waiting for %lld pods for SubGroup %s, "
+                                    "currently %lld exist, %lld are gated.", (long long)want,
+                                    name[k] ? name[k] : "", (long long)alive, (long long)gated);
+        else
+            off += (size_t)snprintf(msg + off, cap - off, " Waiting for %lld pods, currently %lld "
+                                    "exist, %lld are gated", (long long)want, (long long)alive,
+                                    (long long)gated);
+    }
+    if (!ready) {
+        char key[300];
+        snprintf(key, sizeof(key), "kai-notready/%.140s/%.140s", g->ns, g->kai_pg);
+        if (kpg && cluster__gang_note(c, key, msg))
+            cluster__event(c, store_obj_json(kpg), "Normal", "NotReady", msg, "kai-scheduler", NULL, NULL);
+        return NULL;
+    }
+
+    if (job_err) {
+        snprintf(msg, cap, "%s", job_err);
+    } else {
+        for (size_t m = 0; o->tries && m < g->n && !unfit; m++)
+            if (o->tries[m].unfit) {
+                unfit = &o->tries[m];
+                unfit_pod = g->m[m];
+            }
+        if (!unfit) {
+            /* all of it placeable yet not bound: nothing KAI would leave waiting */
+            snprintf(msg, cap, "Unable to schedule podgroup");
+            return msg;
+        }
+        kai_task_error(unfit, o->nodes, task, sizeof(task));
+        /* handleFailedTaskAllocation: the gang's words, or the one Pod's when its
+         * sub-group (the tasks allocated so far counted) has what it needs */
+        const char *sg = kai_subgroup(store_obj_json(unfit_pod->obj));
+        int64_t sg_min = g->min, sg_used = 0;
+        bool gang = !ns && g->min > 1;
+        for (size_t k = 0; k < ns; k++) {
+            gang = gang || min[k] > 1;
+            if (sg && name[k] && !strcmp(sg, name[k]))
+                sg_min = min[k];
+        }
+        for (size_t m = 0; m < g->n; m++) {
+            const char *s2 = kai_subgroup(store_obj_json(g->m[m]->obj));
+            bool same = !ns || (sg && s2 && !strcmp(sg, s2));
+            if (same && (cluster__gang_bound(g->m[m]) ||
+                         (o->tries[m].tried && !o->tries[m].unfit && o->tries[m].before < unfit->before)))
+                sg_used++;
+        }
+        if (!gang || sg_used >= sg_min)
+            snprintf(msg, cap, "PodSchedulingErrors: Resources were not found for pod %s/%s due to: "
+                     "%s.", unfit_pod->obj->ns, unfit_pod->obj->name, task);
+        else if (!ns)
+            snprintf(msg, cap, "PodSchedulingErrors: Resources were found for %lld pods while %lld "
+                     "are required for gang scheduling. Additional pods cannot be scheduled due "
+                     "to: %s.", (long long)unfit->before, (long long)sg_min, task);
+        else
+            snprintf(msg, cap, "PodSchedulingErrors: Resources were found for %lld pods from all "
+                     "sub-groups while sub-group %s requires %lld pods for gang scheduling. "
+                     "Additional pods cannot be scheduled in this sub-group due to: %s.",
+                     (long long)unfit->before, sg ? sg : "", (long long)sg_min, task);
+    }
+    for (size_t m = 0; m < g->n; m++) {
+        struct cl_pod *p = g->m[m];
+        if (!cluster__gang_waiting(p))
+            continue;
+        /* the Pod that failed has its own TasksFitErrors; the others the job's */
+        snprintf(pod, sizeof(pod), "%s", p == unfit_pod ? task : msg);
+        cluster__gang_tell(c, p, pod, "Warning", "Unschedulable", pod, "kai-scheduler");
+    }
+    return msg;
 }

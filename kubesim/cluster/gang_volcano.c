@@ -6,6 +6,7 @@
  * resources), and the PodGroup status, conditions and Events Volcano writes.
  * Cluster thread only. What is simulated: docs/batch-scheduling.md.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,40 +41,179 @@ void cluster__volcano_queues_load(struct cluster *c, const struct reg_resource *
         cluster__gang_reslist(capj, &q->cap);
         for (int d = 0; d < 4; d++)
             q->has_cap[d] = kobj_get(capj, dims[d]) != NULL;
+        cluster__gang_reslist(kobj_get(kobj_get(spec, "guarantee"), "resource"), &q->guarantee);
+        /* the queue controller puts a queue without a parent under root */
+        snprintf(q->parent, sizeof(q->parent), "%s",
+                 kobj_str(spec, "parent") && *kobj_str(spec, "parent") ? kobj_str(spec, "parent")
+                 : strcmp(q->name, "root") ? "root" : "");
         HASH_ADD_STR(*qs, name, q);
     }
 }
 
-/* The default Queue Volcano's controller creates at start; this session already
- * treats it as there (Open, no capability). */
-void cluster__volcano_default_queue(struct cluster *c, const struct reg_resource *rq,
-                                    struct gqueue **qs)
+/* The Queues Volcano's scheduler creates at start when missing: root (not reclaimable)
+ * and default; this session already treats them as there (Open, no capability). */
+static void make_queue(struct cluster *c, const struct reg_resource *rq, struct gqueue **qs,
+                       const char *name, bool reclaimable)
 {
     struct gqueue *q = NULL;
-    struct store_write_opts w = { .field_manager = "volcano-controllers" };
+    struct store_write_opts w = { .field_manager = "volcano-scheduler" };
     struct store_status st = { 0 };
     struct store_obj *made = NULL;
-    HASH_FIND_STR(*qs, "default", q);
+    char text[300];
+    HASH_FIND_STR(*qs, name, q);
     if (q || !rq)
         return;
-    cJSON *o = cJSON_Parse("{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
-                           "\"metadata\":{\"name\":\"default\"},"
-                           "\"spec\":{\"reclaimable\":true,\"weight\":1}}");
+    snprintf(text, sizeof(text), "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":"
+             "\"Queue\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"reclaimable\":%s,"
+             "\"weight\":1}}", name, reclaimable ? "true" : "false");
+    cJSON *o = cJSON_Parse(text);
     /* store_create consumes o */
     if (o && store_create(c->store, rq, "", o, &w, &made, &st) < 0)
-        log_debug("gang: default queue", "error", st.message, NULL);
+        log_debug("gang: volcano queue", "queue", name, "error", st.message, NULL);
     store_status_clear(&st);
     if (made && (q = calloc(1, sizeof(*q)))) {
-        snprintf(q->name, sizeof(q->name), "default");
+        snprintf(q->name, sizeof(q->name), "%s", name);
+        snprintf(q->parent, sizeof(q->parent), "%s", strcmp(name, "root") ? "root" : "");
         q->obj = made;
         q->owned = true;
         q->open = true;
-        q->reclaimable = true;
+        q->reclaimable = reclaimable;
         q->weight = 1;
         HASH_ADD_STR(*qs, name, q);
     } else {
         store_obj_unref(made);
     }
+}
+
+void cluster__volcano_default_queue(struct cluster *c, const struct reg_resource *rq,
+                                    struct gqueue **qs)
+{
+    make_queue(c, rq, qs, "root", false);
+    make_queue(c, rq, qs, "default", true);
+}
+
+/* ---- the capacity plugin's hierarchy ------------------------------------------------ */
+
+#define HIER_DEPTH 16                 /* parent links followed; a cycle ends there */
+#define HIER_INF (INT64_MAX / 4)      /* an unset capability: no limit */
+
+static int64_t *hdim(struct cluster_res *r, int d)
+{
+    return d == 0 ? &r->cpu_m : d == 1 ? &r->mem : d == 2 ? &r->gpu : &r->tpu;
+}
+
+bool cluster__volcano_hierarchy(struct gqueue *qs, struct gang **all, size_t n)
+{
+    struct gqueue *q, *qt;
+    bool blocked = false;
+    HASH_ITER(hh, qs, q, qt) {
+        q->up = NULL;
+        q->has_children = false;
+        q->has_deserved = false;   /* the capacity plugin replaces proportion's shares */
+    }
+    HASH_ITER(hh, qs, q, qt) {
+        if (q->parent[0])
+            HASH_FIND_STR(qs, q->parent, q->up);
+        if (q->up == q)
+            q->up = NULL;
+        if (q->up)
+            q->up->has_children = true;
+    }
+    /* the descendants' allocated and inqueue count in each ancestor */
+    HASH_ITER(hh, qs, q, qt) {
+        struct gqueue *a = q->up;
+        for (int depth = 0; a && depth < HIER_DEPTH; depth++, a = a->up) {
+            cluster__gang_res_add(&a->allocated, &q->allocated, 1);
+            cluster__gang_res_add(&a->inqueue, &q->inqueue, 1);
+        }
+    }
+    HASH_ITER(hh, qs, q, qt)
+        q->share_used = q->allocated;
+    /* realCapability top down: a queue is done once its parent is (bounded passes) */
+    bool done_any = true;
+    HASH_ITER(hh, qs, q, qt) {
+        q->real_set = !q->up;
+        if (!q->up)
+            for (int d = 0; d < 4; d++)
+                *hdim(&q->real, d) = q->has_cap[d] ? *hdim(&q->cap, d) : HIER_INF;
+    }
+    for (int pass = 0; done_any && pass < HIER_DEPTH; pass++) {
+        done_any = false;
+        HASH_ITER(hh, qs, q, qt) {
+            if (q->real_set || !q->up->real_set)
+                continue;
+            struct gqueue *p = q->up, *s, *st2;
+            struct cluster_res sibs = { 0 };
+            HASH_ITER(hh, qs, s, st2)
+                if (s->up == p)
+                    cluster__gang_res_add(&sibs, &s->guarantee, 1);
+            for (int d = 0; d < 4; d++) {
+                /* what the child does not set it takes from its parent */
+                int64_t capd = q->has_cap[d] ? *hdim(&q->cap, d) : *hdim(&p->real, d);
+                int64_t room = *hdim(&p->real, d) >= HIER_INF ? HIER_INF
+                               : *hdim(&p->real, d) - *hdim(&sibs, d);
+                if (room < 0)
+                    room = 0;
+                if (room < HIER_INF)
+                    room += *hdim(&q->guarantee, d);
+                *hdim(&q->real, d) = capd < room ? capd : room;
+            }
+            q->real_set = true;
+            done_any = true;
+        }
+    }
+    HASH_ITER(hh, qs, q, qt)
+        if (!q->real_set)   /* in a cycle: no room */
+            memset(&q->real, 0, sizeof(q->real));
+    for (size_t k = 0; k < n; k++)
+        if (all[k]->kind == G_VOLCANO && all[k]->pg && all[k]->q && all[k]->q->has_children)
+            blocked = true;
+    return blocked;
+}
+
+const char *cluster__volcano_hier_enqueue(const struct gang *g, const struct gqueue *q,
+                                          char *why, size_t cap)
+{
+    static const char *const names[] = { "cpu", "memory", "nvidia.com/gpu", "google.com/tpu" };
+    const int64_t need[4] = { g->minres.cpu_m, g->minres.mem, g->minres.gpu, g->minres.tpu };
+    bool shy[4] = { false };
+    size_t off = 0;
+    why[0] = '\0';
+    if (!g->has_minres)
+        return NULL;
+    /* from the root down to the queue, as Volcano walks the list; the first short one speaks */
+    const struct gqueue *path[HIER_DEPTH];
+    int np = 0;
+    for (const struct gqueue *a = q; a && np < HIER_DEPTH; a = a->up)
+        path[np++] = a;
+    for (int i = np - 1; i >= 0 && !off; i--) {
+        const struct gqueue *a = path[i];
+        const int64_t used[4] = { a->allocated.cpu_m + a->inqueue.cpu_m, a->allocated.mem + a->inqueue.mem,
+                                  a->allocated.gpu + a->inqueue.gpu, a->allocated.tpu + a->inqueue.tpu };
+        const int64_t real[4] = { a->real.cpu_m, a->real.mem, a->real.gpu, a->real.tpu };
+        for (int d = 0; d < 4; d++)
+            shy[d] = need[d] > 0 && need[d] + used[d] > real[d];
+        for (int d = 0; d < 4; d++)
+            if (shy[d])
+                off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%sinsufficient %s",
+                                        off ? ", " : "queue resource quota insufficient: ", names[d]);
+    }
+    return why[0] ? why : NULL;
+}
+
+bool cluster__volcano_hier_fits(const struct gqueue *q, const struct cluster_res *extra,
+                                const struct cluster_res *req)
+{
+    int depth = 0;
+    for (const struct gqueue *a = q; a && depth < HIER_DEPTH; a = a->up, depth++)
+        for (int d = 0; d < 4; d++) {
+            struct cluster_res u = a->share_used;
+            int64_t r = *hdim((struct cluster_res *)req, d);
+            cluster__gang_res_add(&u, extra, 1);
+            if (r > 0 && *hdim(&u, d) + r > *hdim((struct cluster_res *)&a->real, d))
+                return false;
+        }
+    return true;
 }
 
 /* Volcano's proportion plugin: the nodes' resources shared among the queues with work
@@ -289,8 +429,7 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
                                            size_t cap)
 {
     static const char *const names[] = { "cpu", "memory", "nvidia.com/gpu", "google.com/tpu" };
-    if (!q && have_queues)
-        return snprintf(why, cap, "queue %s is not found", g->queue), why;
+    (void)have_queues;   /* a job of a missing Queue never gets here (gang.c) */
     if (!g->has_minres)
         return NULL;
     /* what the gang still needs: its Pods already bound (a running gang whose
@@ -367,7 +506,7 @@ double cluster__volcano_share(const struct gqueue *q)
 
 /* ---- the scheduler's configuration ------------------------------------------------- */
 
-#define CONF_MAX (64 * 1024)   /* the actions line is near the top; the rest is not read */
+#define CONF_MAX (64 * 1024)   /* the scheduler's conf is small; past this is not read */
 
 static bool conf_sep(char ch)
 {
@@ -375,20 +514,34 @@ static bool conf_sep(char ch)
            ch == '[' || ch == ']' || ch == '\0';
 }
 
+/* The line [i, e) without its indent and a list dash: "name: capacity". */
+static size_t conf_trim(const char *conf, size_t i, size_t e, const char **out)
+{
+    while (i < e && (conf[i] == ' ' || conf[i] == '\t' || conf[i] == '-'))
+        i++;
+    while (e > i && (conf[e - 1] == ' ' || conf[e - 1] == '\t' || conf[e - 1] == '\r'))
+        e--;
+    *out = conf + i;
+    return e - i;
+}
+
 unsigned cluster__volcano_actions_parse(const char *conf, size_t len)
 {
     unsigned acts = 0;
     size_t i = 0;
+    bool in_capacity = false, seen_actions = false;
     if (!conf)
         return 0;
     if (len > CONF_MAX)
         len = CONF_MAX;
     while (i < len) {
-        size_t e = i, p;
+        size_t e = i, p, tl;
+        const char *t;
         while (e < len && conf[e] != '\n')
             e++;
         /* a top-level key only: "actions:" at the start of the line */
-        if (e - i >= 8 && !memcmp(conf + i, "actions:", 8)) {
+        if (!seen_actions && e - i >= 8 && !memcmp(conf + i, "actions:", 8)) {
+            seen_actions = true;
             for (p = i + 8; p < e;) {
                 size_t start;
                 while (p < e && conf_sep(conf[p]))
@@ -403,11 +556,25 @@ unsigned cluster__volcano_actions_parse(const char *conf, size_t len)
                 else if (p - start == 7 && !memcmp(conf + start, "preempt", 7))
                     acts |= VOLCANO_PREEMPT;
             }
-            return acts;
+        }
+        /* a tier's plugin: "- name: capacity" and, among its keys, "enableHierarchy: true" */
+        tl = conf_trim(conf, i, e, &t);
+        if (tl >= 5 && !memcmp(t, "name:", 5)) {
+            const char *v = t + 5;
+            size_t vl = tl - 5;
+            while (vl && (*v == ' ' || *v == '"' || *v == '\'')) {
+                v++;
+                vl--;
+            }
+            while (vl && (v[vl - 1] == '"' || v[vl - 1] == '\''))
+                vl--;
+            in_capacity = vl == 8 && !memcmp(v, "capacity", 8);
+        } else if (in_capacity && tl == 21 && !memcmp(t, "enableHierarchy: true", 21)) {
+            acts |= VOLCANO_HIERARCHY;
         }
         i = e + 1;
     }
-    return 0;
+    return acts;
 }
 
 unsigned cluster__volcano_actions(struct cluster *c)
@@ -528,11 +695,21 @@ static double drf_share(const struct cluster_res *a, const struct cluster_res *t
 /* Volcano's tiers over the candidates cands[0, nc) for preemptor p of gang g; the
  * victims go to picked, their number is returned. Tier 1 (priority for preempt, gang,
  * conformance): a lower-priority job's task (preempt), from a job that keeps minMember
- * running. When tier 1 lets none go, tier 2 decides: for reclaim the proportion plugin
+ * running, not a critical Pod. When tier 1 lets none go, tier 2 decides (over all the
+ * candidates again, critical ones included, as Volcano's tiers do): for reclaim the proportion plugin
  * (tasks of a queue above its deserved share), for preempt the drf plugin (tasks of a
  * job whose dominant share, less the task, stays at or above the preemptor's with it).
  * Each plugin counts down, per job or queue, the victims it already let go (the
  * gangs' and queues' scratch fields). */
+/* The conformance plugin's critical Pods: system-cluster-critical or system-node-critical
+ * priority classes, or anything in kube-system. */
+static bool critical(const struct cl_pod *p)
+{
+    const char *pc = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "priorityClassName");
+    return (pc && (!strcmp(pc, "system-cluster-critical") || !strcmp(pc, "system-node-critical"))) ||
+           (p->obj->ns && !strcmp(p->obj->ns, "kube-system"));
+}
+
 static size_t tiers(struct evict_run *r, const struct gang *g, const struct cl_pod *p, size_t nc)
 {
     size_t np = 0;
@@ -546,7 +723,8 @@ static size_t tiers(struct evict_run *r, const struct gang *g, const struct cl_p
         bool gang_ok = v->scratch_n > v->min;
         if (gang_ok)
             v->scratch_n--;
-        if (gang_ok && (r->action != VOLCANO_PREEMPT || v->prio < g->prio))
+        /* the tier's plugins agree: gang, priority (preempt), conformance (no critical Pod) */
+        if (gang_ok && (r->action != VOLCANO_PREEMPT || v->prio < g->prio) && !critical(r->cands[k].p))
             r->picked[np++] = r->cands[k];
     }
     if (np)

@@ -7,13 +7,16 @@
  * resources.guaranteed orders the queues (the least used against its guarantee first).
  * An application's queue is its Pods' queue label (yunikorn.apache.org/queue
  * annotation, else root.default); a queue the config does not name has no limit (YuniKorn
- * would create it under its parent). Cluster thread only. What is simulated:
- * docs/batch-scheduling.md.
+ * would create it under its parent). What a waiting application hears is what the
+ * core and the shim say (yunikorn-core's request events, the shim's pod condition).
+ * Cluster thread only. What is simulated: docs/batch-scheduling.md.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/quantity.h"
 #include "kobj/yamljson.h"
 #include "kubesim/cluster/internal.h"
 #include "kubesim/registry/registry.h"
@@ -107,12 +110,21 @@ static void yk_walk(struct gqueue **qs, const cJSON *list, const char *parent, i
     }
 }
 
+/* YuniKorn counts what is bound, both as allocated and as the share used. */
+static void yk_charge(struct gqueue *q, const struct cl_pod *p)
+{
+    if (!cluster__gang_bound(p))
+        return;
+    cluster__gang_res_add(&q->allocated, &p->req, 1);
+    cluster__gang_res_add(&q->share_used, &p->req, 1);
+}
+
 struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, size_t n)
 {
     const struct reg_resource *r = cluster__gang_find(c, "", "v1", "configmaps");
     struct store_obj *o = NULL;
     struct store_status st = { 0 };
-    struct gqueue *qs = NULL, *q;
+    struct gqueue *qs = NULL;
     cJSON *docs = NULL;
     char err[200];
     if (!r || store_get(c->store, r, "yunikorn", "yunikorn-configs", &o, &st) != 0)
@@ -123,28 +135,7 @@ struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, si
         goto out;
     }
     yk_walk(&qs, kobj_get(cJSON_GetArrayItem(kobj_get(docs, "partitions"), 0), "queues"), NULL, 0);
-    for (size_t k = 0; k < n; k++) {
-        struct gang *g = all[k];
-        if (g->kind != G_YUNIKORN)
-            continue;
-        HASH_FIND_STR(qs, g->queue, q);
-        g->q = q;
-        for (size_t m = 0; q && m < g->n; m++) {
-            const struct cl_pod *p = g->m[m];
-            if (!cluster__gang_bound(p) || cluster__gang_pod_terminal(store_obj_json(p->obj)) ||
-                kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
-                continue;
-            struct gqueue *up = q;
-            for (int d = 0; up && d < YK_DEPTH; d++) {
-                struct gqueue *next = NULL;
-                cluster__gang_res_add(&up->allocated, &p->req, 1);
-                cluster__gang_res_add(&up->share_used, &p->req, 1);
-                if (up->parent[0])
-                    HASH_FIND_STR(qs, up->parent, next);
-                up = next;
-            }
-        }
-    }
+    cluster__gang_queue_usage(all, n, G_YUNIKORN, qs, yk_charge);
 out:
     cJSON_Delete(docs);
     store_obj_unref(o);
@@ -182,4 +173,171 @@ const char *cluster__yunikorn_max_check(const struct gang *g, struct gqueue *qs,
         q = up;
     }
     return NULL;
+}
+
+/* ---- what YuniKorn says ------------------------------------------------------------- */
+
+/* A YuniKorn resource: its names sorted as Go prints a map. */
+enum { YR_EPH, YR_TPU, YR_MEM, YR_GPU, YR_PODS, YR_VCORE, YR_N };
+static const char *const yr_name[YR_N] = { "ephemeral-storage", "google.com/tpu", "memory",
+                                           "nvidia.com/gpu", "pods", "vcore" };
+struct yres {
+    int64_t v[YR_N];
+    bool has[YR_N];
+};
+
+/* The shim's resource of a Pod: pods 1, and what it requests. */
+static void yr_pod(const struct cl_pod *p, struct yres *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->has[YR_PODS] = true, r->v[YR_PODS] = 1;
+    r->has[YR_VCORE] = p->req.cpu_m > 0, r->v[YR_VCORE] = p->req.cpu_m;
+    r->has[YR_MEM] = p->req.mem > 0, r->v[YR_MEM] = p->req.mem;
+    r->has[YR_GPU] = p->req.gpu > 0, r->v[YR_GPU] = p->req.gpu;
+    r->has[YR_TPU] = p->req.tpu > 0, r->v[YR_TPU] = p->req.tpu;
+}
+
+static void yr_print(const struct yres *r, char *out, size_t cap)
+{
+    size_t off = (size_t)snprintf(out, cap, "map[");
+    bool any = false;
+    for (int k = 0; k < YR_N && off < cap; k++) {
+        if (!r->has[k])
+            continue;
+        off += (size_t)snprintf(out + off, cap - off, "%s%s:%" PRId64, any ? " " : "", yr_name[k],
+                                r->v[k]);
+        any = true;
+    }
+    if (off < cap)
+        snprintf(out + off, cap - off, "]");
+}
+
+/* ComponentWiseMin, permissive: a name only one side has keeps its value. */
+static void yr_min(struct yres *h, int k, int64_t v)
+{
+    if (!h->has[k] || v < h->v[k])
+        h->v[k] = v;
+    h->has[k] = true;
+}
+
+/* The queue's headroom (getHeadRoom): along the path to the root, each max less what
+ * is allocated, for the names the max sets; the root's max is the cluster's size. */
+static void yr_headroom(struct cluster *c, const struct gang *g, struct gqueue *qs, struct yres *h)
+{
+    static const int dims[4] = { YR_VCORE, YR_MEM, YR_GPU, YR_TPU };
+    struct gqueue *q = g->q;
+    struct cl_node *n, *nt;
+    struct cl_pod *p, *pt;
+    struct yres used;
+    memset(h, 0, sizeof(*h));
+    for (int depth = 0; q && depth < YK_DEPTH; depth++) {
+        const int64_t mx[4] = { q->cap.cpu_m, q->cap.mem, q->cap.gpu, q->cap.tpu };
+        const int64_t al[4] = { q->allocated.cpu_m, q->allocated.mem, q->allocated.gpu,
+                                q->allocated.tpu };
+        for (int d = 0; d < 4; d++)
+            if (q->has_cap[d])
+                yr_min(h, dims[d], mx[d] - al[d] > 0 ? mx[d] - al[d] : 0);
+        struct gqueue *up = NULL;
+        if (q->parent[0])
+            HASH_FIND_STR(qs, q->parent, up);
+        q = up;
+    }
+    /* the root: every node's allocatable, less what YuniKorn placed */
+    struct yres total = { 0 };
+    HASH_ITER(hh, c->nodes, n, nt) {
+        int64_t eph = 0;
+        const char *e = kobj_str(kobj_get(kobj_get(store_obj_json(n->obj), "status"), "allocatable"),
+                                 "ephemeral-storage");
+        total.v[YR_VCORE] += n->alloc.cpu_m;
+        total.v[YR_MEM] += n->alloc.mem;
+        total.v[YR_PODS] += n->alloc.pods;
+        total.v[YR_GPU] += n->alloc.gpu;
+        total.v[YR_TPU] += n->alloc.tpu;
+        if (e && kobj_quantity_parse(e, &eph) == 0) {
+            total.v[YR_EPH] += eph / 1000;
+            total.has[YR_EPH] = true;
+        }
+    }
+    total.has[YR_VCORE] = total.has[YR_MEM] = total.has[YR_PODS] = true;
+    total.has[YR_GPU] = total.v[YR_GPU] > 0;
+    total.has[YR_TPU] = total.v[YR_TPU] > 0;
+    memset(&used, 0, sizeof(used));
+    HASH_ITER(hh, c->pods, p, pt) {
+        const char *sn = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "schedulerName");
+        struct yres one;
+        if (!sn || strcmp(sn, "yunikorn") || !p->acct_node)
+            continue;
+        yr_pod(p, &one);
+        for (int k = 0; k < YR_N; k++)
+            used.v[k] += one.v[k];
+    }
+    for (int k = 0; k < YR_N; k++)
+        if (total.has[k])
+            yr_min(h, k, total.v[k] - used.v[k] > 0 ? total.v[k] - used.v[k] : 0);
+}
+
+void cluster__yunikorn_submit(struct cluster *c, const struct gang *g)
+{
+    char key[200], msg[700];
+    for (size_t m = 0; m < g->n; m++) {
+        const cJSON *pod = store_obj_json(g->m[m]->obj);
+        const char *uid = kobj_meta_str(pod, "uid"), *tg;
+        if (!cluster__gang_waiting(g->m[m]) || !uid)
+            continue;
+        snprintf(key, sizeof(key), "yk-submit/%.100s", uid);
+        if (!cluster__gang_note(c, key, "submitted"))
+            continue;
+        /* the shim's handleSubmitTaskEvent, once per task */
+        snprintf(msg, sizeof(msg), "%.300s/%.300s is queued and waiting for allocation",
+                 g->m[m]->obj->ns, g->m[m]->obj->name);
+        cluster__event(c, pod, "Normal", "Scheduling", msg, "yunikorn", NULL, NULL);
+        tg = kobj_annotation(pod, "yunikorn.apache.org/task-group-name");
+        if (tg && *tg) {
+            snprintf(msg, sizeof(msg), "Pod belongs to the taskGroup %.300s, it will be scheduled "
+                     "as a gang member", tg);
+            cluster__event(c, pod, "Normal", "GangScheduling", msg, "yunikorn", NULL, NULL);
+        }
+    }
+}
+
+void cluster__yunikorn_texts(struct cluster *c, const struct gang *g, struct gqueue *qs,
+                             const struct nodes *ns, bool over)
+{
+    char msg[900], req[180], avail[280];
+    struct yres h;
+    (void)ns;
+    if (over)
+        yr_headroom(c, g, qs, &h);
+    for (size_t m = 0; m < g->n; m++) {
+        struct cl_pod *p = g->m[m];
+        struct yres r;
+        bool fits = true;
+        if (!cluster__gang_waiting(p))
+            continue;
+        if (!over) {
+            /* the core's outstanding requests: the queue has room, the cluster has not */
+            snprintf(msg, sizeof(msg), "Task %s/%s is pending for the requested resources "
+                     "become available", p->obj->ns, p->obj->name);
+            cluster__gang_tell(c, p, "request is waiting for cluster resources become available",
+                               "Normal", "PodUnschedulable", msg, "yunikorn");
+            continue;
+        }
+        /* FitInMaxUndef: each name the headroom sets must hold the request */
+        yr_pod(p, &r);
+        for (int k = 0; k < YR_N; k++)
+            if (r.has[k] && h.has[k] && r.v[k] > h.v[k])
+                fits = false;
+        if (fits) {
+            for (int k = 0; k < YR_N; k++)
+                if (r.has[k] && h.has[k])
+                    h.v[k] -= r.v[k];
+            continue;
+        }
+        yr_print(&r, req, sizeof(req));
+        yr_print(&h, avail, sizeof(avail));
+        const char *uid = kobj_meta_str(store_obj_json(p->obj), "uid");
+        snprintf(msg, sizeof(msg), "Request '%.64s' does not fit in queue '%.200s' (requested "
+                 "%.180s, available %.280s)", uid ? uid : "", g->queue, req, avail);
+        cluster__gang_tell(c, p, NULL, "Normal", "Informational", msg, "yunikorn");
+    }
 }

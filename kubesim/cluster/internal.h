@@ -47,7 +47,8 @@ struct cl_pod {
     bool sched_waiting;          /* PodScheduled reason Schedulable: it fits, its gang does not (gang.c) */
     bool disrupted;              /* DisruptionTarget: a gang scheduler evicted it (gang_volcano.c) */
     bool real;                   /* handed to the runtime (kubesim/runtime) */
-    char unsched_msg[512];
+    char unsched_msg[768];
+    uint64_t said;               /* hash of the last gang scheduler Event said of it (gang.c) */
     enum cl_stage stage;
     int restarts;
     int fail_kind;               /* FAIL_* */
@@ -172,6 +173,7 @@ struct cluster {
     bool certmgr_dirty, certmgr_timer; /* a Certificate or Issuer changed (certmgr.c) */
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
+    struct gang_note *gang_notes; /* what the gang step last said of a PodGroup (gang.c) */
 };
 
 /* certmgr.c: the tiny cert-manager (Certificates of selfSigned and ca Issuers) */
@@ -292,6 +294,11 @@ struct gqueue {
     /* KAI (gang_kai.c): cap/has_cap are the limits, weight the over-quota weight */
     struct cluster_res quota;    /* -1 in a dimension: unlimited */
     char parent[256];
+    /* Volcano's capacity plugin with enableHierarchy (gang_volcano.c): the parent, the
+     * guarantee, the realCapability the hierarchy leaves it, whether it has children */
+    struct gqueue *up;
+    struct cluster_res guarantee, real;
+    bool has_children, real_set;
     bool leaf;                   /* no queue names it as parent */
     double weight;
     int pending, inqueue_n, running, completed;
@@ -306,6 +313,16 @@ struct nodes {
     size_t count;
 };
 
+/* What the trial placement found for one member of a gang, for the texts of the
+ * schedulers that word it per Pod: whether it was tried, whether no node took it, how
+ * many members were placed before it, and per node its CLUSTER_FIT_* bits. */
+struct gang_try {
+    bool tried, unfit;
+    int64_t before;
+    unsigned *fits;              /* [nodes] */
+    char taint[160];             /* the first untolerated taint ("{key: value}") */
+};
+
 /* What one gang's Pods are at, and what placing them found. */
 struct outcome {
     int64_t scheduled, running, succeeded, failed, pending, placed;
@@ -313,7 +330,20 @@ struct outcome {
     bool ready, bound_now;
     char fit[400];              /* the first unplaceable task's fit error */
     char first_unfit[300];
+    struct gang_try *tries;     /* [g->n] when the caller asked for them, else NULL */
+    size_t nodes;               /* all nodes, the "0/N" of the texts */
 };
+
+/* gang.c: what the gang step says. A waiting Pod gets the Event (ev_type, ev_reason,
+ * msg) once per change of msg and, unless cond is NULL, PodScheduled=False with cond. */
+void cluster__gang_tell(struct cluster *c, struct cl_pod *p, const char *cond,
+                        const char *ev_type, const char *ev_reason, const char *msg,
+                        const char *comp);
+/* True when msg is new for key (a PodGroup's last Event), remembering it. */
+bool cluster__gang_note(struct cluster *c, const char *key, const char *msg);
+void cluster__gang_free(struct cluster *c);
+/* A Pod waits: neither bound, finished nor being deleted. */
+bool cluster__gang_waiting(const struct cl_pod *p);
 
 /* gang.c: reading helpers */
 const struct reg_resource *cluster__gang_find(struct cluster *c, const char *g, const char *v,
@@ -325,6 +355,11 @@ void cluster__gang_reslist(const cJSON *list, struct cluster_res *out);
 void cluster__gang_res_add(struct cluster_res *a, const struct cluster_res *b, int sign);
 bool cluster__gang_pod_terminal(const cJSON *pod);
 bool cluster__gang_bound(const struct cl_pod *p);
+/* Charges each live Pod (not finished, not being deleted) of the gangs of kind to the queue
+ * of qs its gang names (kept in g->q) and to every queue above it, through charge. A parent
+ * cycle in user-written queues ends 16 levels up. */
+void cluster__gang_queue_usage(struct gang **all, size_t n, enum gkind kind, struct gqueue *qs,
+                               void (*charge)(struct gqueue *q, const struct cl_pod *p));
 /* The value of PriorityClass pc_name, 0 when there is none. */
 int64_t cluster__gang_priority(struct cluster *c, const char *pc_name);
 
@@ -341,12 +376,26 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
                                            const struct cluster_res *idle,
                                            const struct cluster_res *inqueue, char *why,
                                            size_t cap);
+/* Volcano's capacity plugin with enableHierarchy: each Queue's parent (spec.parent, else
+ * root), the allocated and inqueue of its descendants added up, and its realCapability
+ * (its capability, what it does not set taken from its parent, within its parent's
+ * realCapability less its siblings' guarantees). Returns true when a Volcano gang sits in
+ * a queue with children: the plugin then refuses the whole session, as Volcano's does. */
+bool cluster__volcano_hierarchy(struct gqueue *qs, struct gang **all, size_t n);
+/* The capacity plugin's checks along the queue and its ancestors: the job's
+ * minResources to enqueue (NULL, or "queue resource quota insufficient: ..." in why),
+ * and a task's request (with extra, what the trial already placed) to allocate. */
+const char *cluster__volcano_hier_enqueue(const struct gang *g, const struct gqueue *q,
+                                          char *why, size_t cap);
+bool cluster__volcano_hier_fits(const struct gqueue *q, const struct cluster_res *extra,
+                                const struct cluster_res *req);
 /* The share the proportion plugin orders queues by: the largest of used/deserved. */
 double cluster__volcano_share(const struct gqueue *q);
 /* The actions of a volcano-scheduler.conf (its top-level "actions:" line) that kubesim
  * acts on beyond enqueue and allocate; bounded, outside bytes. */
 #define VOLCANO_PREEMPT 1u
 #define VOLCANO_RECLAIM 2u
+#define VOLCANO_HIERARCHY 4u   /* the capacity plugin with enableHierarchy: true */
 unsigned cluster__volcano_actions_parse(const char *conf, size_t len);
 /* The same, from the ConfigMap volcano-system/volcano-scheduler-configmap (0 without). */
 unsigned cluster__volcano_actions(struct cluster *c);
@@ -371,7 +420,26 @@ struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, si
  * its parents' max, else why not (in why). */
 const char *cluster__yunikorn_max_check(const struct gang *g, struct gqueue *qs, char *why,
                                         size_t cap);
+/* YuniKorn's texts: over its queue's max, the core's Informational Event on each Pod
+ * whose request does not fit the headroom (over true); else, the cluster being short,
+ * the shim's PodScheduled=False and PodUnschedulable Event. */
+void cluster__yunikorn_texts(struct cluster *c, const struct gang *g, struct gqueue *qs,
+                             const struct nodes *ns, bool over);
+/* The shim's Events when a task is submitted (once per Pod): Scheduling, and
+ * GangScheduling for a member of a task group. */
+void cluster__yunikorn_submit(struct cluster *c, const struct gang *g);
 
+/* gang_status.c: the kube-scheduler's texts for a waiting gang of scheduler-plugins
+ * (its coscheduling profile) and of WAS (the pod group cycle); the second returns the
+ * PodGroupScheduled=False message (in msg) or NULL when the cycle does not run. */
+void cluster__sp_texts(struct cluster *c, const struct gang *g, const struct outcome *o,
+                       const struct nodes *ns);
+/* The coscheduling PreFilter's resource check: true, with "resource gap: map[...]" in
+ * out, when the PodGroup's minResources (and minMember Pods) exceed what the nodes have
+ * left besides the group's own Pods. */
+bool cluster__sp_gap(const struct gang *g, const struct nodes *ns, char *out, size_t cap);
+const char *cluster__was_texts(struct cluster *c, const struct gang *g, const struct outcome *o,
+                               char *msg, size_t cap);
 /* gang_status.c: the scheduler-plugins and WAS PodGroup status (nothing for others) */
 void cluster__gang_pg_status(struct cluster *c, const struct gang *g, const struct outcome *o,
                              const char *unsched_msg);
@@ -385,8 +453,16 @@ void cluster__kai_annotate(struct cluster *c, const struct gang *g);
 /* The PodGroup (scheduling.run.ai/v2alpha2, when served) made or brought up to date as
  * the pod-grouper does; returns the stored object (a reference) or NULL. */
 struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g);
-/* Its status: the UnschedulableOnNodePool condition with msg, or none (msg NULL). */
+/* Its status: the UnschedulableOnNodePool condition with msg, or none (msg NULL); with
+ * msg also KAI's Normal Unschedulable Event on the PodGroup (once per change). */
 void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg);
+/* KAI's texts for a waiting gang: its Pods' (Warning Unschedulable), and the PodGroup's
+ * (returned in msg), job_err KAI's job fit error when set (queue, limit), else the
+ * placement's; NULL when the gang is not ready (fewer Pods than its sub-groups need:
+ * a NotReady Event on the PodGroup kpg, nothing on the Pods). */
+const char *cluster__kai_texts(struct cluster *c, const struct gang *g, const struct outcome *o,
+                               struct store_obj *kpg, const char *job_err, char *msg,
+                               size_t cap);
 /* KAI's Queues (scheduling.run.ai/v2) with their limits and fair share among the KAI
  * gangs of all[0, n) (each gang's q set); NULL without the type. Freed by the caller
  * (HASH_DEL, free). */

@@ -181,26 +181,38 @@ static void orphan_finalizer(struct cluster *c, struct store_obj *pod)
         store_obj_unref(out);
 }
 
+/* The Job's Event for a Pod it created or deleted (rc 0), or failed to (st says why). */
+static void pod_write_event(struct cluster *c, struct cl_job *j, bool create, int rc,
+                            const char *pod, const struct store_status *st)
+{
+    char msg[1200];
+
+    if (rc == 0) {
+        snprintf(msg, sizeof(msg), "%s pod: %s", create ? "Created" : "Deleted", pod);
+        cluster__event(c, store_obj_json(j->obj), "Normal", create ? "SuccessfulCreate" : "SuccessfulDelete",
+                       msg, COMPONENT, NULL, NULL);
+    } else {
+        snprintf(msg, sizeof(msg), "Error %s: %.*s", create ? "creating" : "deleting",
+                 create ? 1000 : 300, st->message);
+        cluster__event(c, store_obj_json(j->obj), "Warning", create ? "FailedCreate" : "FailedDelete", msg,
+                       COMPONENT, NULL, NULL);
+    }
+}
+
 int cluster__job_pod_delete(struct cluster *c, struct cl_job *j, struct cl_jpod *jp)
 {
     struct store_delete_opts o = { .grace_seconds = -1, .precondition_uid = jp->obj->uid };
     struct store_status st = { 0 };
     struct store_obj *out = NULL;
-    char msg[400];
     int rc;
 
     rc = store_delete(c->store, c->r_pods, jp->obj->ns, jp->obj->name, &o, &out, NULL, &st);
-    if (rc == 0) {
-        if (out && out->res == c->r_pods)
-            cluster__jpod_set(c, j, out);
-        snprintf(msg, sizeof(msg), "Deleted pod: %s", jp->obj->name);
-        cluster__event(c, store_obj_json(j->obj), "Normal", "SuccessfulDelete", msg, COMPONENT, NULL, NULL);
-    } else if (st.code == 404) {
-        rc = 0;
-    } else {
-        snprintf(msg, sizeof(msg), "Error deleting: %.300s", st.message);
-        cluster__event(c, store_obj_json(j->obj), "Warning", "FailedDelete", msg, COMPONENT, NULL, NULL);
-    }
+    if (rc == 0 && out && out->res == c->r_pods)
+        cluster__jpod_set(c, j, out);
+    if (rc < 0 && st.code == 404)
+        rc = 0;   /* already gone: nothing to report */
+    else
+        pod_write_event(c, j, false, rc, jp->obj->name, &st);
     store_obj_unref(out);
     store_status_clear(&st);
     return rc;
@@ -241,7 +253,7 @@ int cluster__job_pod_create(struct cluster *c, struct cl_job *j, long index)
     struct store_write_opts w = { .field_manager = MANAGER };
     struct store_status st = { 0 };
     struct store_obj *out = NULL;
-    char gen[300], ix[24], msg[1200];
+    char gen[300], ix[24];
     int rc;
 
     if (!pod)
@@ -295,14 +307,9 @@ int cluster__job_pod_create(struct cluster *c, struct cl_job *j, long index)
     }
     cJSON_AddItemToObject(pod, "spec", spec);
     rc = store_create(c->store, c->r_pods, j->obj->ns, pod, &w, &out, &st);
-    if (rc == 0) {
+    if (rc == 0)
         cluster__jpod_set(c, j, out);
-        snprintf(msg, sizeof(msg), "Created pod: %s", out->name);
-        cluster__event(c, store_obj_json(j->obj), "Normal", "SuccessfulCreate", msg, COMPONENT, NULL, NULL);
-    } else {
-        snprintf(msg, sizeof(msg), "Error creating: %.1000s", st.message);
-        cluster__event(c, store_obj_json(j->obj), "Warning", "FailedCreate", msg, COMPONENT, NULL, NULL);
-    }
+    pod_write_event(c, j, true, rc, rc == 0 ? out->name : NULL, &st);
     store_obj_unref(out);
     store_status_clear(&st);
     return rc;

@@ -581,31 +581,25 @@ void cluster__kubelet_timer(struct cluster *c, struct cl_pod *p, int kind)
     case T_EXIT:
         container_exit(c, p);
         break;
-    case T_RAY: {
+    case T_RAY:        /* the submitter is the main container */
+    case T_RAY_SIDE: { /* ... or a sidecar beside it */
         int code;
         if (p->stage != ST_RUNNING && p->stage != ST_READY)
             break;
         if (!ray_submitter_poll(c->o.ray, p->obj->uid, &code)) {
-            cluster__timer_add(c, RAY_POLL_MS, T_RAY, p);
+            cluster__timer_add(c, RAY_POLL_MS, kind, p);
             break;
         }
-        p->fail_kind = code ? FAIL_EXIT : FAIL_NONE;
-        p->exit_code = code;
-        container_exit(c, p);
-        break;
-    }
-    case T_RAY_SIDE: {
-        int code;
-        if (p->stage != ST_RUNNING && p->stage != ST_READY)
-            break;
-        if (!ray_submitter_poll(c->o.ray, p->obj->uid, &code)) {
-            cluster__timer_add(c, RAY_POLL_MS, T_RAY_SIDE, p);
-            break;
+        if (kind == T_RAY) {
+            p->fail_kind = code ? FAIL_EXIT : FAIL_NONE;
+            p->exit_code = code;
+            container_exit(c, p);
+        } else {
+            p->side_done = true;
+            p->side_exit = code;
+            p->side_finished = time(NULL);
+            cluster__kubelet_write(c, p);
         }
-        p->side_done = true;
-        p->side_exit = code;
-        p->side_finished = time(NULL);
-        cluster__kubelet_write(c, p);
         break;
     }
     case T_PULL:

@@ -6,6 +6,7 @@
  * kubelet.c, Service endpoints in endpoints.c.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,13 +92,28 @@ static void add_flag_labels(cJSON *lb, const char *spec)
     }
 }
 
+/* The numeric flags: the field each sets and its ceiling (the floor is 0). */
+static const struct {
+    const char *name;
+    size_t off;
+    long max;
+} num_flags[] = {
+    { "nodes", offsetof(struct cluster_opts, nodes), MAX_NODES },
+    { "node-gpu", offsetof(struct cluster_opts, node_gpu), 1024 },
+    { "node-tpu", offsetof(struct cluster_opts, node_tpu), 1024 },
+    { "pod-start-ms", offsetof(struct cluster_opts, pod_start_ms), 3600000 },
+    { "pod-ready-ms", offsetof(struct cluster_opts, pod_ready_ms), 3600000 },
+    { "pod-stop-ms", offsetof(struct cluster_opts, pod_stop_ms), 3600000 },
+    { "job-pod-ms", offsetof(struct cluster_opts, job_pod_ms), 86400000 },
+};
+
 int cluster_parse_flag(struct cluster_opts **op, const char *flag, const char *value,
                        char *err, size_t errlen)
 {
     struct cluster_opts *o = *op;
     int64_t m;
-    long *num = NULL, max = 0;
-    char *str = NULL;
+    long max;
+    char *str;
 
     if (!o) {
         if (!(o = calloc(1, sizeof(*o))))
@@ -110,32 +126,18 @@ int cluster_parse_flag(struct cluster_opts **op, const char *flag, const char *v
         o->job_pod_ms = 1500;
         *op = o;
     }
-    if (!strcmp(flag, "nodes")) {
-        num = &o->nodes;
-        max = MAX_NODES;
-    } else if (!strcmp(flag, "node-gpu")) {
-        num = &o->node_gpu;
-        max = 1024;
-    } else if (!strcmp(flag, "node-tpu")) {
-        num = &o->node_tpu;
-        max = 1024;
-    } else if (!strcmp(flag, "pod-start-ms")) {
-        num = &o->pod_start_ms;
-        max = 3600000;
-    } else if (!strcmp(flag, "pod-ready-ms")) {
-        num = &o->pod_ready_ms;
-        max = 3600000;
-    } else if (!strcmp(flag, "pod-stop-ms")) {
-        num = &o->pod_stop_ms;
-        max = 3600000;
-    } else if (!strcmp(flag, "job-pod-ms")) {
-        num = &o->job_pod_ms;
-        max = 86400000;
-    } else if (!strcmp(flag, "node-cpu")) {
-        str = o->node_cpu;
-    } else if (!strcmp(flag, "node-memory")) {
-        str = o->node_memory;
-    } else if (!strcmp(flag, "node-labels")) {
+    for (size_t i = 0; i < sizeof(num_flags) / sizeof(num_flags[0]); i++) {
+        if (strcmp(flag, num_flags[i].name))
+            continue;
+        max = num_flags[i].max;
+        if (flag_num(value, 0, max, (long *)((char *)o + num_flags[i].off)) < 0) {
+            snprintf(err, errlen, "--%s wants a number from 0 to %ld, got \"%s\"", flag, max,
+                     value);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (!strcmp(flag, "node-labels")) {
         if (labels_valid(value) < 0) {
             snprintf(err, errlen, "--node-labels wants KEY=VALUE[,KEY=VALUE]... (at most %d, "
                      "keys non-empty, no spaces), got \"%.200s\"", MAX_NODE_LABELS, value);
@@ -143,22 +145,19 @@ int cluster_parse_flag(struct cluster_opts **op, const char *flag, const char *v
         }
         strcpy(o->node_labels, value);
         return 0;
-    } else {
-        return -ENOENT;
     }
-    if (num && flag_num(value, 0, max, num) < 0) {
-        snprintf(err, errlen, "--%s wants a number from 0 to %ld, got \"%s\"", flag, max, value);
+    if (!strcmp(flag, "node-cpu"))
+        str = o->node_cpu;
+    else if (!strcmp(flag, "node-memory"))
+        str = o->node_memory;
+    else
+        return -ENOENT;
+    if (strlen(value) >= sizeof(o->node_cpu) || kobj_quantity_parse(value, &m) < 0 || m <= 0) {
+        snprintf(err, errlen, "--%s wants a positive quantity (e.g. 8, 500m, 64Gi), got \"%s\"",
+                 flag, value);
         return -EINVAL;
     }
-    if (str) {
-        if (strlen(value) >= sizeof(o->node_cpu) || kobj_quantity_parse(value, &m) < 0 ||
-            m <= 0) {
-            snprintf(err, errlen, "--%s wants a positive quantity (e.g. 8, 500m, 64Gi), got \"%s\"",
-                     flag, value);
-            return -EINVAL;
-        }
-        strcpy(str, value);
-    }
+    strcpy(str, value);
     return 0;
 }
 
@@ -756,6 +755,7 @@ void cluster_stop(struct cluster *c)
     cluster__deploy_free(c);
     cluster__pods_free(c);
     cluster__node_index_free(c);
+    cluster__gang_free(c);
     HASH_ITER(hh, c->nodes, n, tn) {
         HASH_DEL(c->nodes, n);
         store_obj_unref(n->obj);

@@ -24,16 +24,17 @@ static void base64(struct buf *b, const unsigned char *p, size_t n)
 }
 
 /* JSON string escaping is valid YAML double-quoted scalar syntax. */
-static void yq(struct buf *b, const char *s)
+static int yq(struct buf *b, const char *s)
 {
-    buf_append_json_string(b, s);
+    return buf_append_json_string(b, s);
 }
 
 char *kubeconfig_render(const struct kubeconfig_opts *o)
 {
-    struct buf b = { 0 };
+    struct buf b = { 0 }, qn = { 0 }, qns = { 0 };
     const char *name = o->name ? o->name : "kubesim";
     const char *ns = o->ns ? o->ns : "default";
+    char *text = NULL;
 
     buf_puts(&b, "apiVersion: v1\nkind: Config\nclusters:\n- name: ");
     yq(&b, name);
@@ -47,18 +48,12 @@ char *kubeconfig_render(const struct kubeconfig_opts *o)
     } else {
         buf_puts(&b, "    insecure-skip-tls-verify: true\n");
     }
-    buf_puts(&b, "contexts:\n- name: ");
-    yq(&b, name);
-    buf_puts(&b, "\n  context:\n    cluster: ");
-    yq(&b, name);
-    buf_puts(&b, "\n    user: ");
-    yq(&b, name);
-    buf_puts(&b, "\n    namespace: ");
-    yq(&b, ns);
-    buf_puts(&b, "\ncurrent-context: ");
-    yq(&b, name);
-    buf_puts(&b, "\nusers:\n- name: ");
-    yq(&b, name);
+    /* one context, named like the cluster and the user */
+    if (yq(&qn, name) < 0 || yq(&qns, ns) < 0)
+        goto out;
+    buf_printf(&b, "contexts:\n- name: %s\n  context:\n    cluster: %s\n    user: %s\n"
+               "    namespace: %s\ncurrent-context: %s\nusers:\n- name: %s",
+               qn.data, qn.data, qn.data, qns.data, qn.data, qn.data);
     if (o->token && *o->token) {
         buf_puts(&b, "\n  user:\n    token: ");
         yq(&b, o->token);
@@ -66,11 +61,13 @@ char *kubeconfig_render(const struct kubeconfig_opts *o)
     } else {
         buf_puts(&b, "\n  user: {}\n");
     }
-    if (buf_puts(&b, "preferences: {}\n") < 0) {
-        buf_free(&b);
-        return NULL;
-    }
-    return buf_steal(&b);
+    if (buf_puts(&b, "preferences: {}\n") == 0)
+        text = buf_steal(&b);
+out:
+    buf_free(&b);
+    buf_free(&qn);
+    buf_free(&qns);
+    return text;
 }
 
 int kubeconfig_write(const char *path, const struct kubeconfig_opts *o)

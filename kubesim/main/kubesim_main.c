@@ -144,24 +144,17 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'T': a->token = optarg; break;
         case 's': a->state = optarg; break;
         case 'r': a->request_log = optarg; break;
-        case 'w':
-            if (parse_num(optarg, 1, 10000000, &a->watch_window) < 0) {
-                fprintf(stderr, "kubesim: --watch-window wants a positive number\n");
-                return -EINVAL;
-            }
-            break;
+        case 'w':   /* the server's positive numbers, each with its own ceiling */
         case 'b':
-            if (parse_num(optarg, 1, 3600000, &a->bookmark_ms) < 0) {
-                fprintf(stderr, "kubesim: --bookmark-interval-ms wants a positive number\n");
+        case 'E': {
+            long *num = c == 'w' ? &a->watch_window : c == 'b' ? &a->bookmark_ms : &a->event_ttl_s;
+            long max = c == 'w' ? 10000000 : c == 'b' ? 3600000 : 31536000;
+            if (parse_num(optarg, 1, max, num) < 0) {
+                fprintf(stderr, "kubesim: --%s wants a positive number\n", opts[idx].name);
                 return -EINVAL;
             }
             break;
-        case 'E':
-            if (parse_num(optarg, 1, 31536000, &a->event_ttl_s) < 0) {
-                fprintf(stderr, "kubesim: --event-ttl-seconds wants a positive number\n");
-                return -EINVAL;
-            }
-            break;
+        }
         case 'L':
             if ((lvl = log_parse_level(optarg)) < 0) {
                 fprintf(stderr, "kubesim: unknown --log-level \"%s\"\n", optarg);
@@ -169,26 +162,22 @@ static int parse_args(int argc, char **argv, struct args *a)
             }
             log_set_level(lvl);
             break;
-        case 'F':
-            if (faults_parse_flag(&a->faults, opts[idx].name, optarg, err, sizeof(err)) < 0) {
-                fprintf(stderr, "kubesim: %s\n", err);
-                return -EINVAL;
-            }
-            break;
+        case 'F':   /* the fault, cluster and runtime flags: each layer parses its own */
         case 'C':
-            if (!strcmp(opts[idx].name, "nodes"))
+        case 'R': {
+            const char *name = opts[idx].name;
+            int rc;
+            if (c == 'C' && !strcmp(name, "nodes"))
                 a->nodes_given = true;
-            if (cluster_parse_flag(&a->cluster, opts[idx].name, optarg, err, sizeof(err)) < 0) {
+            rc = c == 'F' ? faults_parse_flag(&a->faults, name, optarg, err, sizeof(err))
+               : c == 'C' ? cluster_parse_flag(&a->cluster, name, optarg, err, sizeof(err))
+                          : runtime_parse_flag(&a->runtime, name, optarg, err, sizeof(err));
+            if (rc < 0) {
                 fprintf(stderr, "kubesim: %s\n", err);
                 return -EINVAL;
             }
             break;
-        case 'R':
-            if (runtime_parse_flag(&a->runtime, opts[idx].name, optarg, err, sizeof(err)) < 0) {
-                fprintf(stderr, "kubesim: %s\n", err);
-                return -EINVAL;
-            }
-            break;
+        }
         case 'h':
             usage(stdout);
             exit(0);

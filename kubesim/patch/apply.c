@@ -309,8 +309,6 @@ static cJSON *ssa_merge(const cJSON *live, const cJSON *applied, const struct fs
             v = ssa_merge_list(cur, m, k, sub, depth + 1);
         else
             v = ssa_merge(cur, m, k, sub, depth + 1);
-        if (!v)
-            goto nomem;
         if (patch__set_member(res, cur, m->string, v))
             goto nomem;
     }

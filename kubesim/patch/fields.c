@@ -100,14 +100,8 @@ int patch__fs_add(struct fs_set *s, const char *p, bool self)
     }
     if (s->n >= FS_MAX_PATHS)
         return -E2BIG;
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 32;
-        struct fs_path *nv = realloc(s->v, ncap * sizeof(*nv));
-        if (!nv)
-            return -ENOMEM;
-        s->v = nv;
-        s->cap = ncap;
-    }
+    if (util_array_grow(&s->v, sizeof(*s->v), s->n, &s->cap, 32) < 0)
+        return -ENOMEM;
     if (!(s->v[s->n].p = strdup(p)))
         return -ENOMEM;
     s->v[s->n].self = self;

@@ -32,7 +32,8 @@ struct smp_rule patch__smp_rule(const char *smp_kind, const char *path);
 bool patch__path_push(char *path, size_t *len, const char *name);
 
 /* Stores v (ownership always taken) as member name of obj, replacing cur when non-NULL
- * (cur keeps its place and name). 0 or -ENOMEM. */
+ * (cur keeps its place and name). 0 or -ENOMEM, also for a NULL v, so that the result of a
+ * merge that ran out of memory can be passed straight in. */
 int patch__set_member(cJSON *obj, cJSON *cur, const char *name, cJSON *v);
 
 /* Deep structural equality that ignores object member order. */

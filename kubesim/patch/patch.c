@@ -44,10 +44,7 @@ static cJSON *merge_in_turn(const cJSON *target, const cJSON *patch)
             continue;
         }
         cJSON *cur = cJSON_GetObjectItemCaseSensitive(res, m->string);
-        cJSON *v = merge_value(cur, m);
-        if (!v)
-            goto nomem;
-        if (patch__set_member(res, cur, m->string, v))
+        if (patch__set_member(res, cur, m->string, merge_value(cur, m)))
             goto nomem;
     }
     return res;

@@ -222,6 +222,8 @@ int patch__set_member(cJSON *obj, cJSON *cur, const char *name, cJSON *v)
 {
     char *key;
 
+    if (!v)
+        return -ENOMEM;
     if (!cur) {
         if (!cJSON_AddItemToObject(obj, name, v))
             goto nomem;

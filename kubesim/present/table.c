@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,9 +40,24 @@ const char present_age_desc[] =
 
 /* ---- ages ---------------------------------------------------------------------- */
 
+/* apimachinery's duration.HumanDuration past two minutes: below `both` seconds an age shows
+ * its unit and the next smaller one (left out when 0), below `alone` its unit only. */
+struct age_step {
+    long long unit, sub;    /* seconds */
+    char name, sub_name;
+    long long both, alone;
+};
+
+static const struct age_step age_steps[] = {
+    { 60, 1, 'm', 's', 10 * 60, 180 * 60 },
+    { 3600, 60, 'h', 'm', 8 * 3600, 48 * 3600 },
+    { 86400, 3600, 'd', 'h', 8 * 86400, 2 * 365 * 86400LL },
+    { 365 * 86400LL, 86400, 'y', 'd', 8 * 365 * 86400LL, LLONG_MAX },
+};
+
 static void human_age(time_t then, time_t now, char *out)
 {
-    long long s = (long long)now - (long long)then, m, h, d;
+    long long s = (long long)now - (long long)then;
 
     if (then == 0) {
         snprintf(out, 48, "<unknown>");
@@ -57,50 +73,18 @@ static void human_age(time_t then, time_t now, char *out)
         snprintf(out, 48, "%llds", s);
         return;
     }
-    m = s / 60;
-    if (m < 10) {
-        if (s % 60)
-            snprintf(out, 48, "%lldm%llds", m, s % 60);
-        else
-            snprintf(out, 48, "%lldm", m);
-        return;
+    for (size_t i = 0; i < sizeof(age_steps) / sizeof(age_steps[0]); i++) {
+        const struct age_step *a = &age_steps[i];
+        long long rest = (s % a->unit) / a->sub;
+        if (s < a->both && rest) {
+            snprintf(out, 48, "%lld%c%lld%c", s / a->unit, a->name, rest, a->sub_name);
+            return;
+        }
+        if (s < a->alone) {
+            snprintf(out, 48, "%lld%c", s / a->unit, a->name);
+            return;
+        }
     }
-    if (m < 180) {
-        snprintf(out, 48, "%lldm", m);
-        return;
-    }
-    h = s / 3600;
-    if (h < 8) {
-        if (m % 60)
-            snprintf(out, 48, "%lldh%lldm", h, m % 60);
-        else
-            snprintf(out, 48, "%lldh", h);
-        return;
-    }
-    if (h < 48) {
-        snprintf(out, 48, "%lldh", h);
-        return;
-    }
-    d = h / 24;
-    if (h < 24 * 8) {
-        if (h % 24)
-            snprintf(out, 48, "%lldd%lldh", d, h % 24);
-        else
-            snprintf(out, 48, "%lldd", d);
-        return;
-    }
-    if (h < 24 * 365 * 2) {
-        snprintf(out, 48, "%lldd", d);
-        return;
-    }
-    if (h < 24 * 365 * 8) {
-        if (d % 365)
-            snprintf(out, 48, "%lldy%lldd", d / 365, d % 365);
-        else
-            snprintf(out, 48, "%lldy", d / 365);
-        return;
-    }
-    snprintf(out, 48, "%lldy", d / 365);
 }
 
 void present_human_age(time_t then, time_t now, char out[16])

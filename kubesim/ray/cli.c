@@ -10,6 +10,7 @@
  * The interpreter that calls these is submitter_run.c.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,11 +112,28 @@ struct cli {
 /* click's parsing of `ray job SUB ...`: 0, or 2 with the usage error printed. */
 static int cli_parse(struct ray_exec *x, char *const *av, size_t ac, struct cli *c, bool qe)
 {
-    static const char *const valued[] = {
-        "--address", "--submission-id", "--job-id", "--runtime-env", "--runtime-env-json",
-        "--working-dir", "--metadata-json", "--entrypoint-num-cpus", "--entrypoint-num-gpus",
-        "--entrypoint-memory", "--entrypoint-resources", "--entrypoint-label-selector",
-        "--headers", "--verify", "--log-style", "--log-color", NULL,
+    /* the options that take a value, and the field each sets (-1: accepted, not used) */
+    static const struct {
+        const char *name;
+        ptrdiff_t off;
+    } valued[] = {
+        { "--address", offsetof(struct cli, address) },
+        { "--submission-id", offsetof(struct cli, submission_id) },
+        { "--job-id", offsetof(struct cli, submission_id) },
+        { "--runtime-env", offsetof(struct cli, runtime_env_file) },
+        { "--runtime-env-json", offsetof(struct cli, runtime_env_json) },
+        { "--working-dir", offsetof(struct cli, working_dir) },
+        { "--metadata-json", offsetof(struct cli, metadata_json) },
+        { "--entrypoint-num-cpus", offsetof(struct cli, num_cpus) },
+        { "--entrypoint-num-gpus", offsetof(struct cli, num_gpus) },
+        { "--entrypoint-memory", offsetof(struct cli, memory) },
+        { "--entrypoint-resources", offsetof(struct cli, resources) },
+        { "--entrypoint-label-selector", -1 },
+        { "--headers", -1 },
+        { "--verify", -1 },
+        { "--log-style", -1 },
+        { "--log-color", -1 },
+        { NULL, -1 },
     };
     size_t i = 3;
 
@@ -158,9 +176,9 @@ static int cli_parse(struct ray_exec *x, char *const *av, size_t ac, struct cli 
             i++;
             continue;
         }
-        for (k = 0; valued[k] && strcmp(valued[k], name); k++)
+        for (k = 0; valued[k].name && strcmp(valued[k].name, name); k++)
             ;
-        if (!valued[k]) {
+        if (!valued[k].name) {
             ray__exec_printf(x, qe,
                 "Usage: ray job %s [OPTIONS]\nTry 'ray job %s --help' for help.\n\n"
                 "Error: No such option: %s\n", c->sub, c->sub, name);
@@ -176,17 +194,8 @@ static int cli_parse(struct ray_exec *x, char *const *av, size_t ac, struct cli 
             ray__exec_printf(x, qe, "Error: Option '%s' requires an argument.\n", name);
             return 2;
         }
-        if (!strcmp(name, "--address")) c->address = val;
-        else if (!strcmp(name, "--submission-id") || !strcmp(name, "--job-id"))
-            c->submission_id = val;
-        else if (!strcmp(name, "--runtime-env")) c->runtime_env_file = val;
-        else if (!strcmp(name, "--runtime-env-json")) c->runtime_env_json = val;
-        else if (!strcmp(name, "--working-dir")) c->working_dir = val;
-        else if (!strcmp(name, "--metadata-json")) c->metadata_json = val;
-        else if (!strcmp(name, "--entrypoint-num-cpus")) c->num_cpus = val;
-        else if (!strcmp(name, "--entrypoint-num-gpus")) c->num_gpus = val;
-        else if (!strcmp(name, "--entrypoint-memory")) c->memory = val;
-        else if (!strcmp(name, "--entrypoint-resources")) c->resources = val;
+        if (valued[k].off >= 0)
+            *(const char **)((char *)c + valued[k].off) = val;
     }
     if (!strcmp(c->sub, "submit")) {
         c->entry = av + i;

@@ -77,81 +77,92 @@ static bool service_exists(struct ray *r, const char *ns, const char *name)
     return ok;
 }
 
-static void sync_gateways(struct ray *r, const struct reg_resource *gw, const char *now)
+/* metadata.generation, 1 when unset. */
+static long long generation(const cJSON *md)
 {
-    struct store_list l = { 0 };
-    struct store_list_opts lo = { 0 };
-    struct store_status st = { 0 };
-    if (store_list(r->store, gw, "", &lo, &l, &st) == 0) {
-        for (size_t i = 0; i < l.n; i++) {
-            const cJSON *o = store_obj_json(l.items[i]), *md = kobj_get(o, "metadata");
-            const cJSON *conds = kobj_get(kobj_get(o, "status"), "conditions");
-            if (cond_true(conds, "Accepted") && cond_true(conds, "Programmed"))
-                continue;
-            long long gen = cJSON_IsNumber(kobj_get(md, "generation")) ? (long long)kobj_get(md, "generation")->valuedouble : 1;
-            cJSON *s = cJSON_CreateObject(), *cs = cJSON_AddArrayToObject(s, "conditions");
-            cJSON *addrs = cJSON_AddArrayToObject(s, "addresses"), *a = cJSON_CreateObject();
-            cJSON_AddStringToObject(a, "type", "IPAddress");
-            cJSON_AddStringToObject(a, "value", "10.250.0.1");
-            cJSON_AddItemToArray(addrs, a);
-            cJSON_AddItemToArray(cs, condition("Accepted", true, "Accepted", gen, now));
-            cJSON_AddItemToArray(cs, condition("Programmed", true, "Programmed", gen, now));
-            patch_status(r, gw, kobj_str(md, "namespace"), kobj_str(md, "name"), s);
-        }
-    }
-    store_list_free(&l);
-    store_status_clear(&st);
+    const cJSON *g = kobj_get(md, "generation");
+
+    return cJSON_IsNumber(g) ? (long long)g->valuedouble : 1;
 }
 
-static void sync_routes(struct ray *r, const struct reg_resource *hr, const char *now)
+/* A Gateway is Accepted and Programmed, with one address. */
+static void sync_gateway(struct ray *r, const struct reg_resource *gw, const cJSON *o,
+                         const char *now)
+{
+    const cJSON *md = kobj_get(o, "metadata");
+    const cJSON *conds = kobj_get(kobj_get(o, "status"), "conditions");
+    if (cond_true(conds, "Accepted") && cond_true(conds, "Programmed"))
+        return;
+    long long gen = generation(md);
+    cJSON *s = cJSON_CreateObject(), *cs = cJSON_AddArrayToObject(s, "conditions");
+    cJSON *addrs = cJSON_AddArrayToObject(s, "addresses"), *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "type", "IPAddress");
+    cJSON_AddStringToObject(a, "value", "10.250.0.1");
+    cJSON_AddItemToArray(addrs, a);
+    cJSON_AddItemToArray(cs, condition("Accepted", true, "Accepted", gen, now));
+    cJSON_AddItemToArray(cs, condition("Programmed", true, "Programmed", gen, now));
+    patch_status(r, gw, kobj_str(md, "namespace"), kobj_str(md, "name"), s);
+}
+
+/* An HTTPRoute has one status per parentRef: Accepted, and ResolvedRefs when every backend
+ * Service exists. */
+static void sync_route(struct ray *r, const struct reg_resource *hr, const cJSON *o,
+                       const char *now)
+{
+    const cJSON *md = kobj_get(o, "metadata"), *rule, *b, *pr;
+    const char *ns = kobj_str(md, "namespace");
+    long long gen = generation(md);
+    bool resolved = true;
+    cJSON_ArrayForEach(rule, kobj_get(kobj_get(o, "spec"), "rules"))
+        cJSON_ArrayForEach(b, kobj_get(rule, "backendRefs"))
+            if (!service_exists(r, kobj_str(b, "namespace") ? kobj_str(b, "namespace") : ns,
+                                kobj_str(b, "name")))
+                resolved = false;
+    /* up to date: one parent status per parentRef, of this generation and verdict */
+    bool fresh = true;
+    int nparents = 0;
+    cJSON_ArrayForEach(pr, kobj_get(kobj_get(o, "spec"), "parentRefs"))
+        nparents++;
+    const cJSON *ps = kobj_get(kobj_get(o, "status"), "parents"), *p;
+    if (cJSON_GetArraySize(ps) != nparents)
+        fresh = false;
+    cJSON_ArrayForEach(p, ps) {
+        const cJSON *c, *conds = kobj_get(p, "conditions");
+        if (!cond_true(conds, "Accepted") || cond_true(conds, "ResolvedRefs") != resolved)
+            fresh = false;
+        cJSON_ArrayForEach(c, conds)
+            if (!cJSON_IsNumber(kobj_get(c, "observedGeneration")) ||
+                (long long)kobj_get(c, "observedGeneration")->valuedouble != gen)
+                fresh = false;
+    }
+    if (fresh)
+        return;
+    cJSON *s = cJSON_CreateObject(), *parents = cJSON_AddArrayToObject(s, "parents");
+    cJSON_ArrayForEach(pr, kobj_get(kobj_get(o, "spec"), "parentRefs")) {
+        cJSON *e = cJSON_CreateObject(), *cs;
+        cJSON_AddItemToObject(e, "parentRef", cJSON_Duplicate(pr, true));
+        cJSON_AddStringToObject(e, "controllerName", GW_CONTROLLER);
+        cs = cJSON_AddArrayToObject(e, "conditions");
+        cJSON_AddItemToArray(cs, condition("Accepted", true, "Accepted", gen, now));
+        cJSON_AddItemToArray(cs, condition("ResolvedRefs", resolved,
+                                           resolved ? "ResolvedRefs" : "BackendNotFound", gen, now));
+        cJSON_AddItemToArray(parents, e);
+    }
+    patch_status(r, hr, ns, kobj_str(md, "name"), s);
+}
+
+/* Brings the status of every object of res, in all namespaces, up to date with sync. */
+static void sync_all(struct ray *r, const struct reg_resource *res, const char *now,
+                     void (*sync)(struct ray *, const struct reg_resource *, const cJSON *,
+                                  const char *))
 {
     struct store_list l = { 0 };
     struct store_list_opts lo = { 0 };
     struct store_status st = { 0 };
-    if (store_list(r->store, hr, "", &lo, &l, &st) == 0) {
-        for (size_t i = 0; i < l.n; i++) {
-            const cJSON *o = store_obj_json(l.items[i]), *md = kobj_get(o, "metadata"), *rule, *b, *pr;
-            const char *ns = kobj_str(md, "namespace");
-            long long gen = cJSON_IsNumber(kobj_get(md, "generation")) ? (long long)kobj_get(md, "generation")->valuedouble : 1;
-            bool resolved = true;
-            cJSON_ArrayForEach(rule, kobj_get(kobj_get(o, "spec"), "rules"))
-                cJSON_ArrayForEach(b, kobj_get(rule, "backendRefs"))
-                    if (!service_exists(r, kobj_str(b, "namespace") ? kobj_str(b, "namespace") : ns,
-                                        kobj_str(b, "name")))
-                        resolved = false;
-            /* up to date: one parent status per parentRef, of this generation and verdict */
-            bool fresh = true;
-            int nparents = 0;
-            cJSON_ArrayForEach(pr, kobj_get(kobj_get(o, "spec"), "parentRefs"))
-                nparents++;
-            const cJSON *ps = kobj_get(kobj_get(o, "status"), "parents"), *p;
-            if (cJSON_GetArraySize(ps) != nparents)
-                fresh = false;
-            cJSON_ArrayForEach(p, ps) {
-                const cJSON *c, *conds = kobj_get(p, "conditions");
-                if (!cond_true(conds, "Accepted") || cond_true(conds, "ResolvedRefs") != resolved)
-                    fresh = false;
-                cJSON_ArrayForEach(c, conds)
-                    if (!cJSON_IsNumber(kobj_get(c, "observedGeneration")) ||
-                        (long long)kobj_get(c, "observedGeneration")->valuedouble != gen)
-                        fresh = false;
-            }
-            if (fresh)
-                continue;
-            cJSON *s = cJSON_CreateObject(), *parents = cJSON_AddArrayToObject(s, "parents");
-            cJSON_ArrayForEach(pr, kobj_get(kobj_get(o, "spec"), "parentRefs")) {
-                cJSON *e = cJSON_CreateObject(), *cs;
-                cJSON_AddItemToObject(e, "parentRef", cJSON_Duplicate(pr, true));
-                cJSON_AddStringToObject(e, "controllerName", GW_CONTROLLER);
-                cs = cJSON_AddArrayToObject(e, "conditions");
-                cJSON_AddItemToArray(cs, condition("Accepted", true, "Accepted", gen, now));
-                cJSON_AddItemToArray(cs, condition("ResolvedRefs", resolved,
-                                                   resolved ? "ResolvedRefs" : "BackendNotFound", gen, now));
-                cJSON_AddItemToArray(parents, e);
-            }
-            patch_status(r, hr, ns, kobj_str(md, "name"), s);
-        }
-    }
+
+    if (store_list(r->store, res, "", &lo, &l, &st) == 0)
+        for (size_t i = 0; i < l.n; i++)
+            sync(r, res, store_obj_json(l.items[i]), now);
     store_list_free(&l);
     store_status_clear(&st);
 }
@@ -177,9 +188,9 @@ static void *controller(void *arg)
         strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
         find_types(r, &gw, &hr);
         if (gw)
-            sync_gateways(r, gw, now);
+            sync_all(r, gw, now, sync_gateway);
         if (hr)
-            sync_routes(r, hr, now);
+            sync_all(r, hr, now, sync_route);
         pthread_mutex_lock(&r->mu);
         if (r->stopping) {
             r->threads--;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kubesim/ray/internal.h"
+#include "util/util.h"
 
 #define MAX_TOKENS  4096
 #define MAX_DEPTH   16
@@ -111,14 +112,8 @@ static int push(struct lexer *lx, int type, struct buf *w, bool quoted)
         snprintf(lx->err, lx->errlen, "the command has more than %d words", MAX_TOKENS);
         return -E2BIG;
     }
-    if (lx->n == lx->cap) {
-        size_t cap = lx->cap ? lx->cap * 2 : 32;
-        struct tok *nt = realloc(lx->toks, cap * sizeof(*nt));
-        if (!nt)
-            return -ENOMEM;
-        lx->toks = nt;
-        lx->cap = cap;
-    }
+    if (util_array_grow(&lx->toks, sizeof(*lx->toks), lx->n, &lx->cap, 32) < 0)
+        return -ENOMEM;
     t = &lx->toks[lx->n++];
     memset(t, 0, sizeof(*t));
     t->type = type;

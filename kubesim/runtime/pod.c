@@ -604,14 +604,6 @@ static long sc_num(const struct rt_pod *p, const struct rt_ctr *c, const char *k
     return v >= 0 ? v : runtime__jnum(kobj_get(kobj_get(p->json, "spec"), "securityContext"), k, -1);
 }
 
-static bool has_mount_at(const cJSON *mounts, const char *path)
-{
-    const cJSON *m;
-    cJSON_ArrayForEach(m, mounts)
-        if (kobj_str(m, "mountPath") && !strcmp(kobj_str(m, "mountPath"), path))
-            return true;
-    return false;
-}
 
 static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJSON *spec,
                       char *err, size_t errlen)
@@ -668,7 +660,7 @@ static int build_spec(struct runtime *rt, struct rt_pod *p, struct rt_ctr *c, cJ
         cJSON_AddItemToArray(mounts, o);
     }
     if (!cJSON_IsFalse(kobj_get(kobj_get(p->json, "spec"), "automountServiceAccountToken")) &&
-        !has_mount_at(kobj_get(c->spec, "volumeMounts"), SA_DIR)) {
+        !kobj_find(kobj_get(c->spec, "volumeMounts"), "mountPath", SA_DIR)) {
         cJSON *o = cJSON_CreateObject();
         vol_dir(p, SA_VOLUME, src, sizeof(src));
         cJSON_AddStringToObject(o, "src", src);

@@ -143,17 +143,24 @@ static void check_qualified_key(const char *k, const char *field, cJSON *causes)
                          QNAME_MSG);
 }
 
+/* Whether metadata's labels or annotations (what) is an object to check; one that is set but
+ * is not an object gets a cause. */
+static bool is_map(const cJSON *m, const char *what, const char *field, cJSON *causes)
+{
+    if (cJSON_IsObject(m))
+        return true;
+    if (m)
+        status_cause_add(causes, "FieldValueInvalid", field,
+                         "Invalid value: \"%s\": must be an object of strings", what);
+    return false;
+}
+
 void schema_check_labels(const cJSON *labels, const char *field, cJSON *causes)
 {
     const cJSON *l;
 
-    if (!labels)
+    if (!is_map(labels, "labels", field, causes))
         return;
-    if (!cJSON_IsObject(labels)) {
-        status_cause_add(causes, "FieldValueInvalid", field,
-                         "Invalid value: \"labels\": must be an object of strings");
-        return;
-    }
     cJSON_ArrayForEach(l, labels) {
         const char *v = cJSON_GetStringValue(l);
         check_qualified_key(l->string, field, causes);
@@ -177,13 +184,8 @@ void schema_check_annotations(const cJSON *ann, const char *field, cJSON *causes
     const cJSON *a;
     size_t total = 0;
 
-    if (!ann)
+    if (!is_map(ann, "annotations", field, causes))
         return;
-    if (!cJSON_IsObject(ann)) {
-        status_cause_add(causes, "FieldValueInvalid", field,
-                         "Invalid value: \"annotations\": must be an object of strings");
-        return;
-    }
     cJSON_ArrayForEach(a, ann) {
         const char *v = cJSON_GetStringValue(a);
         char lower[320];

@@ -221,6 +221,23 @@ static int compile_props(struct cctx *c, struct snode *n, const cJSON *props, in
     return 0;
 }
 
+/* The structural type an OpenAPI "type" names; ST_ANY for one the apiserver does not accept. */
+static enum stype type_named(const char *t)
+{
+    static const struct {
+        const char *name;
+        enum stype type;
+    } types[] = {
+        { "object", ST_OBJECT }, { "array", ST_ARRAY }, { "string", ST_STRING },
+        { "integer", ST_INTEGER }, { "number", ST_NUMBER }, { "boolean", ST_BOOLEAN },
+    };
+
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (!strcmp(t, types[i].name))
+            return types[i].type;
+    return ST_ANY;
+}
+
 static int compile_node(struct cctx *c, const cJSON *j, int depth, const char *where,
                         struct snode **out)
 {
@@ -243,14 +260,7 @@ static int compile_node(struct cctx *c, const cJSON *j, int depth, const char *w
     n->min_len = n->max_len = n->min_items = n->max_items = n->min_props = n->max_props = -1;
 
     const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "type"));
-    if (!t) n->type = ST_ANY;
-    else if (!strcmp(t, "object")) n->type = ST_OBJECT;
-    else if (!strcmp(t, "array")) n->type = ST_ARRAY;
-    else if (!strcmp(t, "string")) n->type = ST_STRING;
-    else if (!strcmp(t, "integer")) n->type = ST_INTEGER;
-    else if (!strcmp(t, "number")) n->type = ST_NUMBER;
-    else if (!strcmp(t, "boolean")) n->type = ST_BOOLEAN;
-    else {
+    if (t && (n->type = type_named(t)) == ST_ANY) {
         cerr(c, "%s.type: Unsupported value: \"%s\"", where, t);
         return -EINVAL;
     }

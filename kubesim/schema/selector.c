@@ -44,31 +44,31 @@ static bool is_alnum(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-/* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?: the character rule that label keys' name part and
- * label values share; the callers check the length first. */
-static bool qualified_chars_ok(const char *s, size_t n)
-{
-    if (!is_alnum(s[0]) || !is_alnum(s[n - 1]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-            return false;
-    return true;
-}
-
-/* A name part: the character rule above, 1 to 63 characters. */
-static const char *check_name_part(const char *s, size_t n)
+/* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])? of at most 63 characters, the rule that label keys'
+ * name part and label values share; each words its own reasons (empty is NULL when allowed). */
+static const char *check_chars(const char *s, size_t n, const char *empty, const char *too_long,
+                               const char *bad)
 {
     if (n == 0)
-        return "name part must be non-empty";
+        return empty;
     if (n > 63)
-        return "name part must be no more than 63 characters";
-    if (qualified_chars_ok(s, n))
-        return NULL;
-    return "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-           "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  "
-           "or '123-abc', regex used for validation is "
-           "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+        return too_long;
+    if (!is_alnum(s[0]) || !is_alnum(s[n - 1]))
+        return bad;
+    for (size_t i = 0; i < n; i++)
+        if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return bad;
+    return NULL;
+}
+
+static const char *check_name_part(const char *s, size_t n)
+{
+    return check_chars(s, n, "name part must be non-empty",
+                       "name part must be no more than 63 characters",
+                       "name part must consist of alphanumeric characters, '-', '_' or '.', "
+                       "and must start and end with an alphanumeric character (e.g. 'MyName',  "
+                       "or 'my.name',  or '123-abc', regex used for validation is "
+                       "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')");
 }
 
 /* DNS-1123 subdomain: lowercase labels joined by dots, at most 253 characters. */
@@ -116,17 +116,11 @@ static const char *check_key(const char *key)
 
 static const char *check_value(const char *v)
 {
-    size_t n = strlen(v);
-    if (n == 0)
-        return NULL;
-    if (n > 63)
-        return "must be no more than 63 characters";
-    if (qualified_chars_ok(v, n))
-        return NULL;
-    return "a valid label must be an empty string or consist of alphanumeric characters, "
-           "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
-           "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-           "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    return check_chars(v, strlen(v), NULL, "must be no more than 63 characters",
+                       "a valid label must be an empty string or consist of alphanumeric "
+                       "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                       "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+                       "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')");
 }
 
 static bool parse_int64(const char *s, int64_t *out)
@@ -250,6 +244,17 @@ static bool is_ws(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* The operator at lx->pos: two when an '=' follows it, else one. */
+static enum tok lex_eq_pair(struct lexer *lx, enum tok two, enum tok one)
+{
+    lx->pos++;
+    if (lx->s[lx->pos] != '=')
+        return one;
+    lx->pos++;
+    lx->litlen = 2;
+    return two;
+}
+
 static enum tok lex_next(struct lexer *lx)
 {
     const char *s = lx->s;
@@ -265,22 +270,8 @@ static enum tok lex_next(struct lexer *lx)
     case ',': lx->pos++; return T_COMMA;
     case '>': lx->pos++; return T_GT;
     case '<': lx->pos++; return T_LT;
-    case '=':
-        lx->pos++;
-        if (s[lx->pos] == '=') {
-            lx->pos++;
-            lx->litlen = 2;
-            return T_DEQ;
-        }
-        return T_EQ;
-    case '!':
-        lx->pos++;
-        if (s[lx->pos] == '=') {
-            lx->pos++;
-            lx->litlen = 2;
-            return T_NEQ;
-        }
-        return T_NOT;
+    case '=': return lex_eq_pair(lx, T_DEQ, T_EQ);
+    case '!': return lex_eq_pair(lx, T_NEQ, T_NOT);
     default:
         break;
     }

@@ -215,9 +215,7 @@ int store_delete(struct store *s, const struct reg_resource *res, const char *ns
     if (out)
         *out = NULL;
     pthread_rwlock_wrlock(&s->lock);
-    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
-    if (!e) {
-        store__status_not_found(st, res, name);
+    if (!(e = store__entry_lookup(s, res, ns, name, st))) {
         rc = -ENOENT;
         goto out;
     }
@@ -229,8 +227,5 @@ out:
     store_obj_unref(r);
     if (gone)
         *gone = g;
-    if (rc == -ENOMEM)
-        store__status_set(st, 500, "InternalError", "out of memory");
-    store__notify_drain(s);
-    return rc;
+    return store__write_done(s, rc, st);
 }

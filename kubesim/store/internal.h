@@ -162,6 +162,9 @@ int store__json_print(const cJSON *json, struct buf *out);
 /* json copied into one block (json.c, packed trees): read-only, freed with free() on
  * the result. NULL on ENOMEM or for a tree with siblings at the root. */
 cJSON *store__json_pack(const cJSON *json);
+/* Adds to *nodes the nodes of the tree json and its siblings, and to *bytes the bytes their
+ * keys and strings take with their NULs: a packed tree is nodes * sizeof(cJSON) + bytes. */
+void store__json_measure(const cJSON *json, size_t *nodes, size_t *bytes);
 /* Takes ownership of json; serialises it and keeps it packed. NULL on ENOMEM. */
 struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json);
 /* A mutable copy of o's tree (caller deletes), parsed from the text when o keeps
@@ -191,6 +194,10 @@ bool store__fields_match(const struct reg_resource *want, const struct fsel *f,
                          const cJSON *stored);
 void store__type_key(const struct reg_resource *res, char *out, size_t outlen);
 struct sentry *store__entry_find(struct stype *t, const char *ns, const char *name);
+/* The entry of res named ns/name (ns ignored when res is cluster-scoped), or NULL with st set
+ * to the 404 a client gets. s->lock held. */
+struct sentry *store__entry_lookup(struct store *s, const struct reg_resource *res,
+                                   const char *ns, const char *name, struct store_status *st);
 const struct reg_resource *store__find_builtin(struct store *s, const char *group,
                                                const char *plural);
 
@@ -202,6 +209,9 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
 int store__commit_delete(struct store *s, struct sentry *e);
 uint64_t store__next_rv(struct store *s);
 void store__notify_drain(struct store *s);
+/* The end of a call that may have written, s->lock released: an -ENOMEM gets its 500 in st,
+ * and the subscriber notices the call queued are delivered. Returns rc. */
+int store__write_done(struct store *s, int rc, struct store_status *st);
 
 /* The tail of PUT and PATCH (write.c, lock held): obj (consumed) is the
  * proposed new state of e. */

@@ -439,8 +439,5 @@ int store_delete_collection(struct store *s, const struct reg_resource *res, con
     }
     pthread_rwlock_unlock(&s->lock);
     free(v);
-    if (rc == -ENOMEM)
-        store__status_set(st, 500, "InternalError", "out of memory");
-    store__notify_drain(s);
-    return rc;
+    return store__write_done(s, rc, st);
 }

@@ -250,10 +250,8 @@ int store__scale_update(struct store *s, const struct reg_resource *res, const c
         return no_scale(st);
     }
     pthread_rwlock_wrlock(&s->lock);
-    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
-    if (!e) {
+    if (!(e = store__entry_lookup(s, res, ns, name, st))) {
         cJSON_Delete(scale);
-        store__status_not_found(st, res, name);
         rc = -ENOENT;
     } else {
         rc = scale_write(s, res, e, scale, w, out, st);

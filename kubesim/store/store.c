@@ -396,6 +396,17 @@ struct sentry *store__entry_find(struct stype *t, const char *ns, const char *na
     return e;
 }
 
+struct sentry *store__entry_lookup(struct store *s, const struct reg_resource *res,
+                                   const char *ns, const char *name, struct store_status *st)
+{
+    struct sentry *e = store__entry_find(store__type_get(s, res, false),
+                                         res->namespaced ? ns : "", name);
+
+    if (!e)
+        store__status_not_found(st, res, name);
+    return e;
+}
+
 const struct reg_resource *store__find_builtin(struct store *s, const char *group,
                                                const char *plural)
 {
@@ -447,6 +458,14 @@ static _Thread_local struct store *draining_store;
  * notify_mu drains everything; a subscriber that writes to the store from inside
  * its callback only queues (draining_store), the outer loop delivers it next.
  */
+int store__write_done(struct store *s, int rc, struct store_status *st)
+{
+    if (rc == -ENOMEM)
+        store__status_set(st, 500, "InternalError", "out of memory");
+    store__notify_drain(s);
+    return rc;
+}
+
 void store__notify_drain(struct store *s)
 {
     if (!s->n_subs || draining_store == s)
@@ -765,9 +784,7 @@ int store_get(struct store *s, const struct reg_resource *res, const char *ns,
     int rc = 0;
 
     pthread_rwlock_rdlock(&s->lock);
-    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
-    if (!e) {
-        store__status_not_found(st, res, name);
+    if (!(e = store__entry_lookup(s, res, ns, name, st))) {
         rc = -ENOENT;
         goto out;
     }

@@ -491,10 +491,7 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
 out:
     pthread_rwlock_unlock(&s->lock);
     cJSON_Delete(obj);
-    if (rc == -ENOMEM)
-        store__status_set(st, 500, "InternalError", "out of memory");
-    store__notify_drain(s);
-    return rc;
+    return store__write_done(s, rc, st);
 }
 
 /* ---- update ---- */
@@ -654,9 +651,7 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
         rc = -EINVAL;
         goto out;
     }
-    e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
-    if (!e) {
-        store__status_not_found(st, res, name);
+    if (!(e = store__entry_lookup(s, res, ns, name, st))) {
         rc = -ENOENT;
         goto out;
     }

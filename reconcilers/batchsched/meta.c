@@ -61,6 +61,14 @@ int batchsched__set_annotation(cJSON *obj, const char *key, const char *val)
     return set_in(batchsched__meta_map(obj, "annotations"), key, val);
 }
 
+int batchsched__copy_label(const cJSON *parent, cJSON *child, const char *from, const char *to)
+{
+    const char *v = kobj_label(parent, from);
+    if (!batchsched__meta_map(child, "labels"))
+        return -ENOMEM;
+    return v && *v ? batchsched__set_label(child, to, v) : 0;
+}
+
 int batchsched__set_scheduler_name(cJSON *podlike, const char *name)
 {
     cJSON *spec = obj_member(podlike, "spec");
@@ -69,22 +77,5 @@ int batchsched__set_scheduler_name(cJSON *podlike, const char *name)
 
 cJSON *batchsched__controller_ref(const cJSON *owner, const char *kind)
 {
-    cJSON *arr = cJSON_CreateArray(), *ref = cJSON_CreateObject();
-    const cJSON *md = kobj_get(owner, "metadata");
-    if (!arr || !ref) {
-        cJSON_Delete(arr);
-        cJSON_Delete(ref);
-        return NULL;
-    }
-    cJSON_AddItemToArray(arr, ref);
-    if (!cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1") ||
-        !cJSON_AddStringToObject(ref, "kind", kind) ||
-        !cJSON_AddStringToObject(ref, "name", kobj_str(md, "name") ? kobj_str(md, "name") : "") ||
-        !cJSON_AddStringToObject(ref, "uid", kobj_str(md, "uid") ? kobj_str(md, "uid") : "") ||
-        !cJSON_AddBoolToObject(ref, "controller", 1) ||
-        !cJSON_AddBoolToObject(ref, "blockOwnerDeletion", 1)) {
-        cJSON_Delete(arr);
-        return NULL;
-    }
-    return arr;
+    return kobj_controller_refs("ray.io/v1", kind, owner);
 }

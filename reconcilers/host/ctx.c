@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -180,10 +181,14 @@ int host_cache_type(const struct kube_resource *r, char *out, size_t cap)
     return n < 0 || (size_t)n >= cap ? -EINVAL : 0;
 }
 
-/* After a successful write: record the rv the server answered with. */
-static int after_write(struct host_ctx *ctx, const struct kube_resource *r, int rc,
-                       const struct kube_result *res, const char *verb)
+/* After a write: record the rv the server answered with. Without a client (kc NULL)
+ * nothing was sent and res was not touched. */
+static int after_write(struct host_ctx *ctx, const struct kube_client *kc,
+                       const struct kube_resource *r, int rc, const struct kube_result *res,
+                       const char *verb)
 {
+    if (!kc)
+        return -ENOTCONN;
     if (rc < 0) {
         char why[640];
         host_log(ctx, LOG_DEBUG, "write failed", "verb", verb, "resource", r->plural,
@@ -196,24 +201,31 @@ static int after_write(struct host_ctx *ctx, const struct kube_resource *r, int 
     return rc;
 }
 
+/* The writes of a whole object (create, update, update-status) differ only in the
+ * client call and the verb logged. */
+typedef int (*obj_write_fn)(struct kube_client *c, const struct kube_resource *r, const char *ns,
+                            const cJSON *obj, struct kube_result *res);
+
+static int write_obj(struct host_ctx *ctx, obj_write_fn fn, const char *verb,
+                     const struct kube_resource *r, const char *ns, const cJSON *obj,
+                     struct kube_result *res)
+{
+    struct kube_client *kc = host_kube(ctx);
+    return after_write(ctx, kc, r, kc ? fn(kc, r, ns, obj, res) : -ENOTCONN, res, verb);
+}
+
 int host_create(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res)
 {
-    struct kube_client *kc = host_kube(ctx);
-    if (!kc)
-        return -ENOTCONN;
-    int rc = kube_create(kc, r, ns, obj, res);
-    return after_write(ctx, r, rc, res, "create");
+    return write_obj(ctx, kube_create, "create", r, ns, obj, res);
 }
 
 int host_create_once(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                      const cJSON *obj, struct kube_ticket *t, struct kube_result *res)
 {
     struct kube_client *kc = host_kube(ctx);
-    if (!kc)
-        return -ENOTCONN;
-    int rc = kube_create_once(kc, r, ns, obj, t, res);
-    return after_write(ctx, r, rc, res, "create");
+    int rc = kc ? kube_create_once(kc, r, ns, obj, t, res) : -ENOTCONN;
+    return after_write(ctx, kc, r, rc, res, "create");
 }
 
 int host_ticket_take(struct host_ctx *ctx, const struct kube_resource *r, struct kube_ticket *t)
@@ -228,21 +240,13 @@ int host_ticket_take(struct host_ctx *ctx, const struct kube_resource *r, struct
 int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                 const cJSON *obj, struct kube_result *res)
 {
-    struct kube_client *kc = host_kube(ctx);
-    if (!kc)
-        return -ENOTCONN;
-    int rc = kube_update(kc, r, ns, obj, res);
-    return after_write(ctx, r, rc, res, "update");
+    return write_obj(ctx, kube_update, "update", r, ns, obj, res);
 }
 
 int host_update_status(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                        const cJSON *obj, struct kube_result *res)
 {
-    struct kube_client *kc = host_kube(ctx);
-    if (!kc)
-        return -ENOTCONN;
-    int rc = kube_update_status(kc, r, ns, obj, res);
-    return after_write(ctx, r, rc, res, "update-status");
+    return write_obj(ctx, kube_update_status, "update-status", r, ns, obj, res);
 }
 
 int host_patch(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
@@ -250,10 +254,18 @@ int host_patch(struct host_ctx *ctx, const struct kube_resource *r, const char *
                const struct kube_patch_opts *o, struct kube_result *res)
 {
     struct kube_client *kc = host_kube(ctx);
-    if (!kc)
-        return -ENOTCONN;
-    int rc = kube_patch(kc, r, ns, name, patch, len, o, res);
-    return after_write(ctx, r, rc, res, "patch");
+    int rc = kc ? kube_patch(kc, r, ns, name, patch, len, o, res) : -ENOTCONN;
+    return after_write(ctx, kc, r, rc, res, "patch");
+}
+
+int host_patch_finalizer(struct host_ctx *ctx, const struct kube_resource *r, const cJSON *obj,
+                         const char *finalizer, bool add, struct kube_result *res)
+{
+    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
+    char *text = kobj_finalizers_patch(obj, finalizer, add);
+    int rc = text ? host_patch(ctx, r, ctx->ns, ctx->name, text, strlen(text), &po, res) : -ENOMEM;
+    free(text);
+    return rc;
 }
 
 /* A delete answers with the object (finalizers / graceful deletion: its new
@@ -263,10 +275,8 @@ int host_delete(struct host_ctx *ctx, const struct kube_resource *r, const char 
                 const char *name, const struct kube_delete_opts *o, struct kube_result *res)
 {
     struct kube_client *kc = host_kube(ctx);
-    if (!kc)
-        return -ENOTCONN;
-    int rc = kube_delete(kc, r, ns, name, o, res);
-    return after_write(ctx, r, rc, res, "delete");
+    int rc = kc ? kube_delete(kc, r, ns, name, o, res) : -ENOTCONN;
+    return after_write(ctx, kc, r, rc, res, "delete");
 }
 
 void host__outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,

@@ -263,13 +263,7 @@ int host_events_start(void)
 int host__events_flush(uint64_t timeout_ms)
 {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)(timeout_ms / 1000);
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    util_deadline_ms(&until, (long)timeout_ms);
     int rc = 0;
     pthread_mutex_lock(&wq.mu);
     while (wq.running && (wq.head || wq.busy) && rc == 0)

@@ -337,13 +337,26 @@ static bool has_peer(struct host_leader *le, struct kube_client *kc)
     return any;
 }
 
+/* When the record (holder, renew time, transitions, rv) differs from what was seen
+ * last, it has changed since we last looked: restart its expiry clock. */
+static void observe(const struct host_lease_record *rec, const char *rv,
+                    char seen[HOST_LEASE_OBSERVED_MAX], uint64_t *seen_ms, uint64_t now)
+{
+    char observed[HOST_LEASE_OBSERVED_MAX];
+    snprintf(observed, sizeof(observed), "%s|%s|%d|%s", rec->holder, rec->renew_time,
+             rec->transitions, rv);
+    if (strcmp(observed, seen) != 0) {
+        memcpy(seen, observed, sizeof(observed));
+        *seen_ms = now;
+    }
+}
+
 /* One tryAcquireOrRenew. 1 we hold the Lease, 0 someone else does, < 0 the
  * API call failed (conflicts included: the next round sees the new record). */
 static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, bool release)
 {
     struct kube_result res = { 0 };
     struct host_lease_record rec;
-    char observed[HOST_LEASE_OBSERVED_MAX];
     uint64_t now = util_now_ms();
     bool exists;
     cJSON *obj = NULL;
@@ -356,13 +369,7 @@ static int try_acquire_or_renew(struct host_leader *le, struct kube_client *kc, 
         res.body = NULL;
         if ((rc = host__lease_record_from_json(obj, &rec)) < 0)
             goto out;
-        /* the record changed since we last looked: restart its expiry clock */
-        snprintf(observed, sizeof(observed), "%s|%s|%d|%s", rec.holder, rec.renew_time,
-                 rec.transitions, res.resource_version);
-        if (strcmp(observed, le->observed) != 0) {
-            memcpy(le->observed, observed, sizeof(observed));
-            le->observed_ms = now;
-        }
+        observe(&rec, res.resource_version, le->observed, &le->observed_ms, now);
     } else {
         memset(&rec, 0, sizeof(rec));
         if (!(obj = new_lease(le))) {
@@ -426,7 +433,6 @@ static int guard_held(struct host_leader *le, struct kube_client *kc, char *hold
 {
     struct kube_result res = { 0 };
     struct host_lease_record rec;
-    char observed[HOST_LEASE_OBSERVED_MAX];
     uint64_t now = util_now_ms();
     holder[0] = '\0';
     if (!le->cfg.guard[0])
@@ -438,12 +444,7 @@ static int guard_held(struct host_leader *le, struct kube_client *kc, char *hold
     }
     if (rc < 0 || (rc = host__lease_record_from_json(res.body, &rec)) < 0)
         goto out;
-    snprintf(observed, sizeof(observed), "%s|%s|%d|%s", rec.holder, rec.renew_time,
-             rec.transitions, res.resource_version);
-    if (strcmp(observed, le->guard_observed) != 0) {
-        memcpy(le->guard_observed, observed, sizeof(observed));
-        le->guard_observed_ms = now;
-    }
+    observe(&rec, res.resource_version, le->guard_observed, &le->guard_observed_ms, now);
     /* held when it would make us wait for it, were it ours */
     rc = host__lease_decide(&rec, true, le->cfg.identity, le->guard_observed_ms, now) ==
          HOST_LEASE_WAIT;

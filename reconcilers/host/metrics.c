@@ -62,16 +62,6 @@ enum host_mresult host__metrics_result_of(const struct ipc_outcome *oc, int rc,
     return HOST_M_SUCCESS;
 }
 
-static void hist_add(struct ipc_hist *h, uint64_t ns)
-{
-    int i = 0;
-    while (i < IPC_HIST_BUCKETS && ns > ipc_hist_bounds_ns[i])
-        i++;
-    h->counts[i]++;
-    h->count++;
-    h->sum_ns += ns;
-}
-
 void host__metrics_observe(struct host_metrics *m, enum host_mresult r, bool terminal,
                            uint64_t reconcile_ns, uint64_t wait_ns)
 {
@@ -88,8 +78,8 @@ void host__metrics_observe(struct host_metrics *m, enum host_mresult r, bool ter
     m->rt_counts[i]++;
     m->rt_count++;
     m->rt_sum += s;
-    hist_add(&m->queue_duration, wait_ns);
-    hist_add(&m->work_duration, reconcile_ns);
+    ipc_hist_observe(&m->queue_duration, wait_ns);
+    ipc_hist_observe(&m->work_duration, reconcile_ns);
     pthread_mutex_unlock(&m->mu);
 }
 

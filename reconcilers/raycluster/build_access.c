@@ -94,13 +94,7 @@ cJSON *rc_build_auth_secret(const cJSON *rc, const unsigned char *token, size_t 
     /* The token is a credential: wipe the copy we made before freeing it. */
     explicit_bzero(text, strlen(text));
     free(text);
-    if (b.err) {
-        cJSON_Delete(s);
-        if (err)
-            *err = b.err;
-        return NULL;
-    }
-    return s;
+    return raycluster__build_done(&b, s, err);
 }
 
 /* The object the head is exposed with (Ingress or Route): apiVersion, kind, metadata with
@@ -177,13 +171,7 @@ cJSON *rc_build_head_ingress(const cJSON *rc, const struct rc_build_opts *o, int
     if (cJSON_IsArray(kobj_get(io, "tls")) && cJSON_GetArraySize(kobj_get(io, "tls")) > 0)
         raycluster__build_set(&b, spec, "tls", raycluster__build_dup(&b, kobj_get(io, "tls")));
     raycluster__build_owner_ref(&b, ing, rc);
-    if (b.err) {
-        cJSON_Delete(ing);
-        if (err)
-            *err = b.err;
-        return NULL;
-    }
-    return ing;
+    return raycluster__build_done(&b, ing, err);
 }
 
 cJSON *rc_build_head_route(const cJSON *rc, int *err)
@@ -213,11 +201,5 @@ cJSON *rc_build_head_route(const cJSON *rc, int *err)
     raycluster__build_set_num(&b, raycluster__build_obj(&b, spec, "port"), "targetPort", rc_dashboard_port(rc));
     raycluster__build_set_str(&b, spec, "wildcardPolicy", "None");
     raycluster__build_owner_ref(&b, route, rc);
-    if (b.err) {
-        cJSON_Delete(route);
-        if (err)
-            *err = b.err;
-        return NULL;
-    }
-    return route;
+    return raycluster__build_done(&b, route, err);
 }

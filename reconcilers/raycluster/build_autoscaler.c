@@ -16,13 +16,7 @@
 
 static bool mount_named(const cJSON *container, const char *name)
 {
-    const cJSON *m;
-    cJSON_ArrayForEach(m, kobj_get(container, "volumeMounts")) {
-        const char *n = kobj_str(m, "name");
-        if (n && !strcmp(n, name))
-            return true;
-    }
-    return false;
+    return kobj_find(kobj_get(container, "volumeMounts"), "name", name) != NULL;
 }
 
 void raycluster__auth_env(struct rcb *b, const cJSON *rc, cJSON *container)
@@ -33,19 +27,11 @@ void raycluster__auth_env(struct rcb *b, const cJSON *rc, cJSON *container)
     if (!raycluster__env_exists(container, "RAY_AUTH_MODE"))
         raycluster__build_env_value(b, container, "RAY_AUTH_MODE", "token");
     if (raycluster__k8s_token_auth(rc)) {
-        cJSON *m;
         if (!raycluster__env_exists(container, "RAY_ENABLE_K8S_TOKEN_AUTH"))
             raycluster__build_env_value(b, container, "RAY_ENABLE_K8S_TOKEN_AUTH", "true");
-        if (!mount_named(container, "ray-token")) {
-            if (!(m = cJSON_CreateObject())) {
-                b->err = -ENOMEM;
-                return;
-            }
-            raycluster__build_append(b, raycluster__build_arr(b, container, "volumeMounts"), m);
-            raycluster__build_set_str(b, m, "name", "ray-token");
-            raycluster__build_set_str(b, m, "mountPath", "/var/run/secrets/ray.io/serviceaccount");
-            raycluster__build_set_bool(b, m, "readOnly", true);
-        }
+        if (!mount_named(container, "ray-token"))
+            raycluster__build_mount(b, container, "ray-token",
+                                    "/var/run/secrets/ray.io/serviceaccount", true);
         return;
     }
     if (!raycluster__env_exists(container, "RAY_AUTH_TOKEN")) {
@@ -56,11 +42,7 @@ void raycluster__auth_env(struct rcb *b, const cJSON *rc, cJSON *container)
             snprintf(secret, sizeof(secret), "%s", sn);
         else
             raycluster__check_name(raycluster__name(rc), secret, sizeof(secret));
-        if (!(e = cJSON_CreateObject())) {
-            b->err = -ENOMEM;
-            return;
-        }
-        raycluster__build_append(b, raycluster__build_arr(b, container, "env"), e);
+        e = raycluster__build_push(b, container, "env");
         raycluster__build_set_str(b, e, "name", "RAY_AUTH_TOKEN");
         ref = raycluster__build_obj(b, raycluster__build_obj(b, e, "valueFrom"), "secretKeyRef");
         raycluster__build_set_str(b, ref, "name", secret);
@@ -96,13 +78,8 @@ void raycluster__autoscaler_container(struct rcb *b, const cJSON *rc, const stru
     const char *shell[3] = { "/bin/bash", o->enable_login_shell ? "-cl" : "-c", "--" };
     const char *args[1] = { AUTOSCALER_START_CMD };
     cJSON *c;
-    if (b->err)
+    if (!(c = raycluster__build_push(b, pod_spec, "containers")))
         return;
-    if (!(c = cJSON_CreateObject())) {
-        b->err = -ENOMEM;
-        return;
-    }
-    raycluster__build_append(b, raycluster__build_arr(b, pod_spec, "containers"), c);
     raycluster__build_set_str(b, c, "name", RC_AUTOSCALER_CONTAINER);
     /* The Ray image by default; the operator-wide image only when the Ray container
      * names none (which the API server would reject anyway). */

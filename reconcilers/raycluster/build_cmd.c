@@ -50,26 +50,8 @@ static char *resources_json(const cJSON *map)
 {
     struct buf out = { 0 };
     const cJSON **items = NULL;
-    size_t n = 0, cap = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, map) {
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            const cJSON **ni = realloc(items, nc * sizeof(*ni));
-            if (!ni)
-                goto fail;
-            items = ni;
-            cap = nc;
-        }
-        items[n++] = e;
-    }
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(items[j - 1]->string, items[j]->string) > 0; j--) {
-            const cJSON *t = items[j];
-            items[j] = items[j - 1];
-            items[j - 1] = t;
-        }
-    if (buf_puts(&out, "'{") < 0)
+    size_t n = 0;
+    if (kobj_members_sorted(map, &items, &n) < 0 || buf_puts(&out, "'{") < 0)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         char num[64];
@@ -256,7 +238,7 @@ static int add_accelerators(struct rc_params *p, const cJSON *limits)
 {
     static const char *const accel[][2] = { { "aws.amazon.com/neuroncore", "neuron_cores" },
                                             { "google.com/tpu", "TPU" } };
-    const cJSON *e, **keys = NULL;
+    const cJSON **keys = NULL;
     size_t n = 0;
     bool bad, added;
     cJSON *map;
@@ -267,19 +249,8 @@ static int add_accelerators(struct rc_params *p, const cJSON *limits)
         return bad ? 0 : -ENOMEM; /* KubeRay logs the unmarshal error and adds nothing */
     added = cJSON_GetObjectItemCaseSensitive(map, "neuron_cores") ||
             cJSON_GetObjectItemCaseSensitive(map, "TPU");
-    if (!(keys = calloc((size_t)cJSON_GetArraySize(limits), sizeof(*keys)))) {
-        r = -ENOMEM;
+    if ((r = kobj_members_sorted(limits, &keys, &n)) < 0)
         goto out;
-    }
-    cJSON_ArrayForEach(e, limits)
-        if (e->string)
-            keys[n++] = e;
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(keys[j - 1]->string, keys[j]->string) > 0; j--) {
-            const cJSON *t = keys[j];
-            keys[j] = keys[j - 1];
-            keys[j - 1] = t;
-        }
     for (size_t i = 0; i < n; i++) {
         int64_t milli;
         if (raycluster__quantity_milli(keys[i], &milli) < 0)

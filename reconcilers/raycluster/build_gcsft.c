@@ -26,13 +26,8 @@ bool rc_gcs_ft_enabled(const cJSON *rc)
 /* {name, value?, valueFrom?} from a RedisCredential {value, valueFrom}. */
 static void env_credential(struct rcb *b, cJSON *container, const char *name, const cJSON *cred)
 {
-    cJSON *e = cJSON_CreateObject();
+    cJSON *e = raycluster__build_push(b, container, "env");
     const char *v = kobj_str(cred, "value");
-    if (!e) {
-        b->err = -ENOMEM;
-        return;
-    }
-    raycluster__build_append(b, raycluster__build_arr(b, container, "env"), e);
     raycluster__build_set_str(b, e, "name", name);
     if (v && *v)
         raycluster__build_set_str(b, e, "value", v);
@@ -113,13 +108,7 @@ cJSON *rc_build_gcs_pvc(const cJSON *rc, int *err)
     if (sc)
         raycluster__build_set_str(&b, spec, "storageClassName", sc);
     raycluster__build_set_str(&b, raycluster__build_obj(&b, raycluster__build_obj(&b, spec, "resources"), "requests"), "storage", size);
-    if (b.err < 0) {
-        cJSON_Delete(pvc);
-        if (err)
-            *err = b.err;
-        return NULL;
-    }
-    return pvc;
+    return raycluster__build_done(&b, pvc, err);
 }
 
 /* the same modes, each as often (equalAccessModes) */
@@ -175,20 +164,13 @@ static void configure_embedded(struct rcb *b, const cJSON *rc, cJSON *pod_spec, 
         raycluster__build_env_value(b, container, RC_ENV_GCS_STORAGE, "rocksdb");
     if (!raycluster__env_exists(container, RC_ENV_GCS_STORAGE_PATH))
         raycluster__build_env_value(b, container, RC_ENV_GCS_STORAGE_PATH, RC_GCS_STORAGE_PATH);
-    if (!(m = cJSON_CreateObject()) || !(v = cJSON_CreateObject())) {
-        cJSON_Delete(m);
-        b->err = -ENOMEM;
-        return;
-    }
-    raycluster__build_set_str(b, m, "name", RC_GCS_STORAGE_VOLUME);
-    raycluster__build_set_str(b, m, "mountPath", RC_GCS_STORAGE_PATH);
+    m = raycluster__build_mount(b, container, RC_GCS_STORAGE_VOLUME, RC_GCS_STORAGE_PATH, false);
     if (sub && *sub)
         raycluster__build_set_str(b, m, "subPath", sub);
-    raycluster__build_append(b, raycluster__build_arr(b, container, "volumeMounts"), m);
     rc_gcs_pvc_name(rc, claim, sizeof(claim));
+    v = raycluster__build_push(b, pod_spec, "volumes");
     raycluster__build_set_str(b, v, "name", RC_GCS_STORAGE_VOLUME);
     raycluster__build_set_str(b, raycluster__build_obj(b, v, "persistentVolumeClaim"), "claimName", claim);
-    raycluster__build_append(b, raycluster__build_arr(b, pod_spec, "volumes"), v);
 }
 
 void raycluster__gcs_ft_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_meta,
@@ -320,11 +302,5 @@ cJSON *rc_build_redis_cleanup_job(const cJSON *rc, const struct rc_build_opts *o
     raycluster__build_owner_ref(&b, job, rc);
 out:
     cJSON_Delete(pod);
-    if (b.err) {
-        cJSON_Delete(job);
-        if (err)
-            *err = b.err;
-        return NULL;
-    }
-    return job;
+    return raycluster__build_done(&b, job, err);
 }

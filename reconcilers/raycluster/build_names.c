@@ -161,23 +161,9 @@ int rc_gcs_ft_deletion_timeout(const cJSON *rc)
 
 /* ---- spec hash ---- */
 
-static void drop(cJSON *o, const char *key)
-{
-    if (cJSON_IsObject(o))
-        cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-}
-
-static void drop_pod_scheduling(cJSON *group)
-{
-    cJSON *spec = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(group, "template"), "spec");
-    drop(spec, "tolerations");
-    drop(spec, "schedulingGates");
-}
-
 int rc_spec_hash(const cJSON *rc, char *out, size_t cap)
 {
-    cJSON *spec, *g;
+    cJSON *spec;
     int ret;
     if (cap < 33)
         return -ENAMETOOLONG;
@@ -186,15 +172,7 @@ int rc_spec_hash(const cJSON *rc, char *out, size_t cap)
         return -ENOMEM;
     /* GenerateHashWithoutReplicasAndWorkersToDelete: what an autoscaler or a queueing
      * controller changes is muted */
-    drop_pod_scheduling(cJSON_GetObjectItemCaseSensitive(spec, "headGroupSpec"));
-    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(spec, "workerGroupSpecs")) {
-        drop(g, "replicas");
-        drop(g, "minReplicas");
-        drop(g, "maxReplicas");
-        drop(cJSON_GetObjectItemCaseSensitive(g, "scaleStrategy"), "workersToDelete");
-        drop_pod_scheduling(g);
-    }
-    drop(spec, "upgradeStrategy");
+    gotypes_spec_mute(spec);
     /* Go's encoding/json of the typed spec, so the text (and the hash) is KubeRay's */
     ret = gotypes_spec_hash(spec, out);
     cJSON_Delete(spec);

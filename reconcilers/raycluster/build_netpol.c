@@ -176,13 +176,7 @@ cJSON *rc_build_network_policies(const cJSON *rc, int *err)
         raycluster__build_append(&b, all, policy(&b, rc, gn ? gn : "", group_rules(np, gn ? gn : "")));
     }
 out:
-    if (b.err < 0) {
-        cJSON_Delete(all);
-        if (err)
-            *err = b.err;
-        return NULL;
-    }
-    return all;
+    return raycluster__build_done(&b, all, err);
 }
 
 /* normalizeNetworkPolicyPorts: a port without a protocol is TCP, as the API server

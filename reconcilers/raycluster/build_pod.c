@@ -130,24 +130,14 @@ static void ensure_port(struct podb *pb, const char *name, int port)
         if (n && !strcmp(n, name))
             return;
     }
-    if (b->err || !(np = cJSON_CreateObject())) {
-        b->err = b->err ? b->err : -ENOMEM;
-        return;
-    }
-    raycluster__build_append(b, raycluster__build_arr(b, pb->ray, "ports"), np);
+    np = raycluster__build_push(b, pb->ray, "ports");
     raycluster__build_set_str(b, np, "name", name);
     raycluster__build_set_num(b, np, "containerPort", port);
 }
 
 static bool mounted_at(const cJSON *container, const char *path)
 {
-    const cJSON *m;
-    cJSON_ArrayForEach(m, kobj_get(container, "volumeMounts")) {
-        const char *p = kobj_str(m, "mountPath");
-        if (p && !strcmp(p, path))
-            return true;
-    }
-    return false;
+    return kobj_find(kobj_get(container, "volumeMounts"), "mountPath", path) != NULL;
 }
 
 /* addEmptyDir: a volume (if no volume has the name) and a mount (if nothing is mounted
@@ -168,11 +158,7 @@ static void add_empty_dir(struct podb *pb, cJSON *container, const char *vol, co
             have = true;
     }
     if (!have) {
-        if (!(nv = cJSON_CreateObject())) {
-            b->err = -ENOMEM;
-            return;
-        }
-        raycluster__build_append(b, raycluster__build_arr(b, pb->spec, "volumes"), nv);
+        nv = raycluster__build_push(b, pb->spec, "volumes");
         raycluster__build_set_str(b, nv, "name", vol);
         cJSON *ed = raycluster__build_obj(b, nv, "emptyDir");
         if (memory) {
@@ -185,11 +171,9 @@ static void add_empty_dir(struct podb *pb, cJSON *container, const char *vol, co
                 raycluster__build_set(b, ed, "sizeLimit", raycluster__build_dup(b, size));
         }
     }
-    if (!(m = cJSON_CreateObject())) {
-        b->err = -ENOMEM;
-        return;
-    }
-    raycluster__build_append(b, raycluster__build_arr(b, container, "volumeMounts"), m);
+    /* mountPath before name: the order this mount has always had (the unit fixtures
+     * and the KubeRay diff compare the Pod's bytes) */
+    m = raycluster__build_push(b, container, "volumeMounts");
     raycluster__build_set_str(b, m, "mountPath", path);
     raycluster__build_set_str(b, m, "name", vol);
 }
@@ -707,13 +691,7 @@ cJSON *rc_build_head_pod(const cJSON *rc, const struct rc_build_opts *o, int *er
     cJSON *ann = raycluster__build_obj(&b, raycluster__build_obj(&b, pod, "metadata"), "annotations");
     raycluster__build_set_str(&b, ann, RC_ANN_UPGRADE_HASH, hash);
     raycluster__build_set_str(&b, ann, RC_ANN_KUBERAY_VERSION, RC_KUBERAY_VERSION);
-    if (b.err) {
-        cJSON_Delete(pod);
-        if (err)
-            *err = b.err;
-        return NULL;
-    }
-    return pod;
+    return raycluster__build_done(&b, pod, err);
 }
 
 cJSON *rc_build_worker_pod(const cJSON *rc, const cJSON *group, const char *replica_name,

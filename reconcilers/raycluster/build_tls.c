@@ -70,50 +70,26 @@ void raycluster__tls_container(struct rcb *b, cJSON *c)
         { "RAY_USE_TLS", "1" }, { "RAY_TLS_SERVER_CERT", TLS_DIR "/tls.crt" },
         { "RAY_TLS_SERVER_KEY", TLS_DIR "/tls.key" }, { "RAY_TLS_CA_CERT", TLS_DIR "/ca.crt" },
     };
-    const cJSON *m;
-    cJSON *nm;
+    const cJSON *mounts = kobj_get(c, "volumeMounts");
     for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
         if (!raycluster__env_exists(c, env[i][0]))
             raycluster__build_env_value(b, c, env[i][0], env[i][1]);
-    cJSON_ArrayForEach(m, kobj_get(c, "volumeMounts")) {
-        const char *n = kobj_str(m, "name"), *p = kobj_str(m, "mountPath");
-        if ((n && !strcmp(n, RC_TLS_VOLUME)) || (p && !strcmp(p, TLS_DIR)))
-            return;
-    }
-    if (b->err || !(nm = cJSON_CreateObject())) {
-        b->err = b->err ? b->err : -ENOMEM;
+    if (kobj_find(mounts, "name", RC_TLS_VOLUME) || kobj_find(mounts, "mountPath", TLS_DIR))
         return;
-    }
-    raycluster__build_append(b, raycluster__build_arr(b, c, "volumeMounts"), nm);
-    raycluster__build_set_str(b, nm, "name", RC_TLS_VOLUME);
-    raycluster__build_set_str(b, nm, "mountPath", TLS_DIR);
-    raycluster__build_set_bool(b, nm, "readOnly", true);
-}
-
-static bool has_named(const cJSON *arr, const char *name)
-{
-    const cJSON *v;
-    cJSON_ArrayForEach(v, arr)
-        if (kobj_str(v, "name") && !strcmp(kobj_str(v, "name"), name))
-            return true;
-    return false;
+    raycluster__build_mount(b, c, RC_TLS_VOLUME, TLS_DIR, true);
 }
 
 /* configureTLS */
 void raycluster__tls_configure(struct rcb *b, const cJSON *rc, bool head, cJSON *pod_spec, cJSON *ray)
 {
     char secret[300];
-    cJSON *v, *ic, *m;
+    cJSON *v, *ic;
     const cJSON *ics = kobj_get(pod_spec, "initContainers");
     if (b->err || !rc_tls_enabled(rc))
         return;
     rc_tls_name(rc, head ? RC_TLS_HEAD_SECRET : RC_TLS_WORKER_SECRET, secret, sizeof(secret));
-    if (!has_named(kobj_get(pod_spec, "volumes"), RC_TLS_VOLUME)) {
-        if (!(v = cJSON_CreateObject())) {
-            b->err = -ENOMEM;
-            return;
-        }
-        raycluster__build_append(b, raycluster__build_arr(b, pod_spec, "volumes"), v);
+    if (!kobj_find(kobj_get(pod_spec, "volumes"), "name", RC_TLS_VOLUME)) {
+        v = raycluster__build_push(b, pod_spec, "volumes");
         raycluster__build_set_str(b, v, "name", RC_TLS_VOLUME);
         raycluster__build_set_str(b, raycluster__build_obj(b, v, "secret"), "secretName", secret);
     }
@@ -121,7 +97,7 @@ void raycluster__tls_configure(struct rcb *b, const cJSON *rc, bool head, cJSON 
     cJSON_ArrayForEach(ic, ics)
         if (kobj_str(ic, "name") && !strcmp(kobj_str(ic, "name"), RC_WAIT_GCS_CONTAINER))
             raycluster__tls_container(b, ic);
-    if (has_named(ics, RC_TLS_WAIT_CONTAINER) || b->err)
+    if (kobj_find(ics, "name", RC_TLS_WAIT_CONTAINER) || b->err)
         return;
     /* prepended, so that it runs before wait-gcs-ready */
     if (!(ic = cJSON_CreateObject())) {
@@ -148,14 +124,7 @@ void raycluster__tls_configure(struct rcb *b, const cJSON *rc, bool head, cJSON 
     if (kobj_get(ray, "securityContext") && !cJSON_IsNull(kobj_get(ray, "securityContext")))
         raycluster__build_set(b, ic, "securityContext", raycluster__build_dup(b, kobj_get(ray, "securityContext")));
     raycluster__build_env_fieldref(b, ic, "POD_IP", "status.podIP");
-    if (!(m = cJSON_CreateObject())) {
-        b->err = -ENOMEM;
-        return;
-    }
-    raycluster__build_append(b, raycluster__build_arr(b, ic, "volumeMounts"), m);
-    raycluster__build_set_str(b, m, "name", RC_TLS_VOLUME);
-    raycluster__build_set_str(b, m, "mountPath", TLS_DIR);
-    raycluster__build_set_bool(b, m, "readOnly", true);
+    raycluster__build_mount(b, ic, RC_TLS_VOLUME, TLS_DIR, true);
     raycluster__build_set(b, ic, "resources", raycluster__build_fixed_resources(b, "50m", "64Mi"));
 }
 
@@ -284,11 +253,5 @@ cJSON *rc_build_tls_objects(const cJSON *rc, const struct rc_build_opts *o,
         issuer_ref(&b, spec, rc, RC_TLS_CA_ISSUER);
     }
 out:
-    if (b.err < 0) {
-        cJSON_Delete(all);
-        if (err)
-            *err = b.err;
-        return NULL;
-    }
-    return all;
+    return raycluster__build_done(&b, all, err);
 }

@@ -13,6 +13,7 @@
 
 #include "reconcilers/raycluster/internal.h"
 #include "kobj/quantity.h"
+#include "util/util.h"
 
 /* ---- reading ---- */
 
@@ -126,13 +127,7 @@ int64_t raycluster__group_num_hosts(const cJSON *group)
 
 const cJSON *raycluster__env_find(const cJSON *container, const char *name)
 {
-    const cJSON *e;
-    cJSON_ArrayForEach(e, kobj_get(container, "env")) {
-        const char *n = kobj_str(e, "name");
-        if (n && !strcmp(n, name))
-            return e;
-    }
-    return NULL;
+    return kobj_find(kobj_get(container, "env"), "name", name);
 }
 
 bool raycluster__env_exists(const cJSON *container, const char *name)
@@ -240,6 +235,38 @@ void raycluster__build_append(struct rcb *b, cJSON *arr, cJSON *item)
     }
 }
 
+cJSON *raycluster__build_done(const struct rcb *b, cJSON *obj, int *err)
+{
+    if (!b->err)
+        return obj;
+    cJSON_Delete(obj);
+    if (err)
+        *err = b->err;
+    return NULL;
+}
+
+cJSON *raycluster__build_push(struct rcb *b, cJSON *parent, const char *key)
+{
+    cJSON *arr = raycluster__build_arr(b, parent, key), *o;
+    if (!arr)
+        return NULL;
+    if (!(o = cJSON_CreateObject()))
+        return oom(b);
+    raycluster__build_append(b, arr, o);
+    return b->err ? NULL : o;
+}
+
+cJSON *raycluster__build_mount(struct rcb *b, cJSON *container, const char *name, const char *path,
+                               bool read_only)
+{
+    cJSON *m = raycluster__build_push(b, container, "volumeMounts");
+    raycluster__build_set_str(b, m, "name", name);
+    raycluster__build_set_str(b, m, "mountPath", path);
+    if (read_only)
+        raycluster__build_set_bool(b, m, "readOnly", true);
+    return b->err ? NULL : m;
+}
+
 cJSON *raycluster__build_str_array(struct rcb *b, const char *const *vals, size_t n)
 {
     cJSON *a;
@@ -267,12 +294,7 @@ cJSON *raycluster__build_object(struct rcb *b, const char *api_version, const ch
 /* A new {"name": name} appended to the container's env; NULL after an error. */
 static cJSON *env_entry(struct rcb *b, cJSON *container, const char *name)
 {
-    cJSON *env = raycluster__build_arr(b, container, "env"), *e;
-    if (b->err)
-        return NULL;
-    if (!(e = cJSON_CreateObject()))
-        return oom(b);
-    raycluster__build_append(b, env, e);
+    cJSON *e = raycluster__build_push(b, container, "env");
     raycluster__build_set_str(b, e, "name", name);
     return b->err ? NULL : e;
 }
@@ -290,26 +312,10 @@ void raycluster__build_env_fieldref(struct rcb *b, cJSON *container, const char 
 
 void raycluster__build_owner_ref(struct rcb *b, cJSON *obj, const cJSON *rc)
 {
-    cJSON *refs, *r;
-    const char *uid = kobj_str(kobj_get(rc, "metadata"), "uid");
     if (b->err)
         return;
-    if (!(refs = cJSON_CreateArray())) {
-        oom(b);
-        return;
-    }
-    raycluster__build_set(b, raycluster__build_obj(b, obj, "metadata"), "ownerReferences", refs);
-    if (b->err || !(r = cJSON_CreateObject())) {
-        oom(b);
-        return;
-    }
-    raycluster__build_append(b, refs, r);
-    raycluster__build_set_str(b, r, "apiVersion", "ray.io/v1");
-    raycluster__build_set_str(b, r, "kind", "RayCluster");
-    raycluster__build_set_str(b, r, "name", raycluster__name(rc));
-    raycluster__build_set_str(b, r, "uid", uid ? uid : "");
-    raycluster__build_set_bool(b, r, "controller", true);
-    raycluster__build_set_bool(b, r, "blockOwnerDeletion", true);
+    raycluster__build_set(b, raycluster__build_obj(b, obj, "metadata"), "ownerReferences",
+                          kobj_controller_refs("ray.io/v1", "RayCluster", rc));
 }
 
 cJSON *raycluster__build_fixed_resources(struct rcb *b, const char *cpu, const char *mem)
@@ -439,14 +445,8 @@ int raycluster__params_set(struct rc_params *p, const char *k, const char *v)
             return 0;
         }
     }
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 16;
-        struct rc_kv *kv = realloc(p->kv, nc * sizeof(*kv));
-        if (!kv)
-            return -ENOMEM;
-        p->kv = kv;
-        p->cap = nc;
-    }
+    if (util_array_grow(&p->kv, sizeof(*p->kv), p->n, &p->cap, 16) < 0)
+        return -ENOMEM;
     p->kv[p->n].k = strdup(k);
     p->kv[p->n].v = strdup(v);
     if (!p->kv[p->n].k || !p->kv[p->n].v) {

@@ -145,6 +145,16 @@ cJSON *raycluster__build_dup(struct rcb *b, const cJSON *src);                  
 cJSON *raycluster__build_object(struct rcb *b, const char *api_version, const char *kind, const char *name,
                                 const char *ns, cJSON **meta);
 void raycluster__build_append(struct rcb *b, cJSON *arr, cJSON *item);          /* takes item */
+/* The end of every builder: obj when the build went well; else obj is deleted, *err
+ * (when err is set) gets the first error and the result is NULL. */
+cJSON *raycluster__build_done(const struct rcb *b, cJSON *obj, int *err);
+/* A new empty object appended to the array parent[key] (created when missing); NULL
+ * after an error. */
+cJSON *raycluster__build_push(struct rcb *b, cJSON *parent, const char *key);
+/* Appends {name, mountPath[, readOnly: true]} to the container's volumeMounts, in
+ * that key order (the order of corev1.VolumeMount's fields); NULL after an error. */
+cJSON *raycluster__build_mount(struct rcb *b, cJSON *container, const char *name, const char *path,
+                               bool read_only);
 cJSON *raycluster__build_str_array(struct rcb *b, const char *const *vals, size_t n);
 /* Go's %v of a []string (a JSON array of strings): "[a b c]", cut to cap. */
 void raycluster__go_strings_text(const cJSON *arr, char *out, size_t cap);

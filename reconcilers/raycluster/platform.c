@@ -3,8 +3,11 @@
  * KubeRay's main.go does before its manager starts: is this OpenShift (one of
  * route.openshift.io, security.openshift.io, config.openshift.io served: the head is then
  * exposed with a Route, utils.IsOpenShiftCluster), and is cert-manager.io/v1 served (mTLS,
- * certManagerAPIAvailable). A failed OpenShift check stops the controller, as KubeRay's
- * exitOnError does; cert-manager that cannot be asked counts as absent.
+ * certManagerAPIAvailable). A refused OpenShift check stops the controller, as KubeRay's
+ * exitOnError does; one the API server did not answer (unreachable - restarting, say -,
+ * busy: 429 or 5xx) does not: the first reconcile that needs to know asks again, so an
+ * API server that is down for a few seconds while a controller starts does not cost a
+ * process. cert-manager that cannot be asked counts as absent.
  *
  * rc_platform_start is the kind's start hook (reconcilers/kinds.c), run on the API
  * client's thread before any reconcile can write. A reconcile run without it (unit tests)
@@ -37,8 +40,9 @@ static bool served(const cJSON *groups, const char *group, const char *version)
     return false;
 }
 
-/* Under platform_mu. 0, or < 0 with why filled when /apis could not be read. */
-static int detect(struct kube_client *kc, char *why, size_t cap)
+/* Under platform_mu. 0, or < 0 with why filled when /apis could not be read; *transient
+ * (may be NULL) says whether it went unanswered or was answered 429 or 5xx. */
+static int detect(struct kube_client *kc, char *why, size_t cap, bool *transient)
 {
     static const char *const os_groups[] = { "route.openshift.io", "security.openshift.io",
                                              "config.openshift.io" };
@@ -50,6 +54,8 @@ static int detect(struct kube_client *kc, char *why, size_t cap)
         char err[400];
         snprintf(why, cap, "failed to retrieve server API groups: %s",
                  kube_result_error(&kr, rc, err, sizeof(err)));
+        if (transient)
+            *transient = kc && (kr.http_code == 0 || kr.http_code == 429 || kr.http_code >= 500);
         goto out;
     }
     const cJSON *groups = kobj_get(kr.body, "groups");
@@ -66,10 +72,16 @@ out:
 int rc_platform_start(struct kube_client *kc)
 {
     char why[512];
+    bool transient = false;
     int rc;
     pthread_mutex_lock(&platform_mu);
-    rc = detect(kc, why, sizeof(why));
+    rc = detect(kc, why, sizeof(why), &transient);
     pthread_mutex_unlock(&platform_mu);
+    if (rc < 0 && transient) {
+        log_warn("unable to detect cluster type (OpenShift vs Kubernetes) yet; the first "
+                 "reconcile that needs it asks again", "error", why, NULL);
+        return 0;
+    }
     if (rc < 0) {
         log_error("unable to detect cluster type (OpenShift vs Kubernetes)", "error", why, NULL);
         return rc;
@@ -90,7 +102,7 @@ static int known(struct rc_run *r, const int *what)
     /* the client first: it waits for the start hook, which takes platform_mu */
     struct kube_client *kc = host_kube(r->ctx);
     pthread_mutex_lock(&platform_mu);
-    if (*what < 0 && (rc = detect(kc, why, sizeof(why))) < 0) {
+    if (*what < 0 && (rc = detect(kc, why, sizeof(why), NULL)) < 0) {
         pthread_mutex_unlock(&platform_mu);
         host_log(r->ctx, LOG_ERROR, "unable to detect cluster type (OpenShift vs Kubernetes)",
                  "error", why, NULL);

@@ -27,6 +27,14 @@ int rc_metrics(struct host_view *view, struct buf *out);
  * groups could not be read (the controller stops, as KubeRay does). */
 int rc_platform_start(struct kube_client *kc);
 
+/* A token-auth cluster's Ray token into t, as KubeRay's dashboard client sends it
+ * (dashboard.c): read from the cluster's Secret (rc_auth_token_secret), whose copy is
+ * wiped. 0, also when the cluster does not use token auth; else -errno, logged here,
+ * with *kr holding the API server's answer when it gave one (the caller releases it). */
+struct dash_target;
+int rc_dashboard_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_target *t,
+                       struct kube_result *kr);
+
 /* The RayCluster feature gates of this process (--feature-gates; build.h
  * struct rc_gates). The RayJob and RayCronJob controllers validate cluster
  * specs with the same gates. */

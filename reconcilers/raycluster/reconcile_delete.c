@@ -25,41 +25,17 @@
 
 static bool has_finalizer(const cJSON *rc)
 {
-    const cJSON *f;
-    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(rc, "metadata"), "finalizers"))
-        if (cJSON_IsString(f) && strcmp(f->valuestring, RC_FINALIZER_GCS_FT) == 0)
-            return true;
-    return false;
+    return kobj_has_finalizer(rc, RC_FINALIZER_GCS_FT);
 }
 
 /* Adds or removes our finalizer with a merge patch guarded by the read rv (a
  * concurrent change is a 409, retried, never lost). */
 static int set_finalizer(struct rc_run *r, bool add)
 {
-    cJSON *patch = cJSON_CreateObject(), *m = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *list = cJSON_AddArrayToObject(m, "finalizers");
-    int rc = -ENOMEM;
-    if (!patch || !m || !list)
-        goto out;
-    cJSON_AddStringToObject(m, "resourceVersion", rc_meta(r->rc, "resourceVersion"));
-    const cJSON *f;
-    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(r->rc, "metadata"), "finalizers"))
-        if (cJSON_IsString(f) && strcmp(f->valuestring, RC_FINALIZER_GCS_FT) != 0)
-            cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
-    if (add)
-        cJSON_AddItemToArray(list, cJSON_CreateString(RC_FINALIZER_GCS_FT));
-    char *text = cJSON_PrintUnformatted(patch);
-    if (!text)
-        goto out;
-    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
     struct kube_result kr = { 0 };
-    rc = host_patch(r->ctx, &KUBE_RES_RAYCLUSTERS, r->ns, r->name, text, strlen(text), &po, &kr);
+    int rc = host_patch_finalizer(r->ctx, &KUBE_RES_RAYCLUSTERS, r->rc, RC_FINALIZER_GCS_FT, add,
+                                  &kr);
     kube_result_release(&kr);
-    free(text);
-out:
-    cJSON_Delete(patch);
     return rc;
 }
 

@@ -67,19 +67,14 @@
 /* A borrowed view of some Pods of r->pods. */
 struct podv {
     const cJSON **p;
-    int n, cap;
+    int n;
+    size_t cap;
 };
 
 static int podv_push(struct podv *v, const cJSON *pod)
 {
-    if (v->n == v->cap) {
-        int cap = v->cap ? v->cap * 2 : 16;
-        const cJSON **np = realloc(v->p, (size_t)cap * sizeof(*np));
-        if (!np)
-            return -ENOMEM;
-        v->p = np;
-        v->cap = cap;
-    }
+    if (util_array_grow(&v->p, sizeof(*v->p), (size_t)v->n, &v->cap, 16) < 0)
+        return -ENOMEM;
     v->p[v->n++] = pod;
     return 0;
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/raycronjob/raycronjob.h"
 #include "util/util.h"
@@ -133,7 +134,7 @@ cJSON *raycronjob_child(const cJSON *rcj, int64_t t)
         return NULL;
     raycronjob_child_name(name, t, child, sizeof(child));
     util_format_time((time_t)t, ts);
-    cJSON *o = cJSON_CreateObject(), *m, *refs, *ref, *spec;
+    cJSON *o = cJSON_CreateObject(), *m, *refs, *spec;
     if (!o)
         return NULL;
     cJSON_AddStringToObject(o, "apiVersion", "ray.io/v1");
@@ -151,15 +152,9 @@ cJSON *raycronjob_child(const cJSON *rcj, int64_t t)
         goto fail;
     /* ctrl.SetControllerReference: the owner's GVK, name, uid, controller and
      * blockOwnerDeletion, so deleting the RayCronJob collects its RayJobs */
-    if (!(refs = cJSON_AddArrayToObject(m, "ownerReferences")) || !(ref = cJSON_CreateObject()))
+    if (!(refs = kobj_controller_refs("ray.io/v1", "RayCronJob", rcj)))
         goto fail;
-    cJSON_AddItemToArray(refs, ref);
-    cJSON_AddStringToObject(ref, "apiVersion", "ray.io/v1");
-    cJSON_AddStringToObject(ref, "kind", "RayCronJob");
-    cJSON_AddStringToObject(ref, "name", name);
-    cJSON_AddStringToObject(ref, "uid", uid);
-    cJSON_AddBoolToObject(ref, "controller", 1);
-    cJSON_AddBoolToObject(ref, "blockOwnerDeletion", 1);
+    cJSON_AddItemToObject(m, "ownerReferences", refs);
     if (!(spec = cJSON_Duplicate(get_path(rcj, "spec", "jobTemplate"), 1)))
         goto fail;
     cJSON_AddItemToObject(o, "spec", spec);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/rayjob/internal.h"
 #include "kobj/yamljson.h"
@@ -236,19 +237,7 @@ out:
 
 static cJSON *owner_ref(const cJSON *rj)
 {
-    cJSON *refs = cJSON_CreateArray(), *r = cJSON_CreateObject();
-    if (!refs || !r || !cJSON_AddItemToArray(refs, r)) {
-        cJSON_Delete(r);
-        cJSON_Delete(refs);
-        return NULL;
-    }
-    cJSON_AddStringToObject(r, "apiVersion", "ray.io/v1");
-    cJSON_AddStringToObject(r, "kind", "RayJob");
-    cJSON_AddStringToObject(r, "name", rj_str(rj, "metadata.name"));
-    cJSON_AddStringToObject(r, "uid", rj_str(rj, "metadata.uid"));
-    cJSON_AddBoolToObject(r, "controller", 1);
-    cJSON_AddBoolToObject(r, "blockOwnerDeletion", 1);
-    return refs;
+    return kobj_controller_refs("ray.io/v1", "RayJob", rj);
 }
 
 /* A copy of rj's metadata.FIELD (labels/annotations), or an empty object. */

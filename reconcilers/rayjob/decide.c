@@ -22,6 +22,7 @@
 #include "reconcilers/host/host.h"
 #include "reconcilers/rayjob/internal.h"
 #include "kobj/json_equal.h"
+#include "kobj/kobj.h"
 
 static int st_int(cJSON *st, const char *key, int64_t v)
 {
@@ -224,7 +225,7 @@ static enum flow state_initializing(const struct rj_in *in, struct rj_plan *p)
     if (!*rj_str(st, "dashboardURL")) {
         const cJSON *cst = cluster_status(in);
         if (strcmp(rj_str(cst, "state"), "ready") != 0) {
-            rayjob__st_obj(st, "rayClusterStatus", cst);
+            kobj_set_copy(st, "rayClusterStatus", cst);
             return BREAK;
         }
         if (!in->dashboard_url || !*in->dashboard_url) {
@@ -384,7 +385,7 @@ static enum flow state_running(const struct rj_in *in, struct rj_plan *p)
             reason = "AppFailed";
         }
     }
-    rayjob__st_obj(st, "rayClusterStatus", cluster_status(in));
+    kobj_set_copy(st, "rayClusterStatus", cluster_status(in));
     rayjob__st_set(st, "jobStatus", info->status);
     rayjob__st_set(st, "jobDeploymentStatus", deploy);
     rayjob__st_set(st, "reason", reason);
@@ -485,18 +486,47 @@ static void keep_if_changed(const struct rj_in *in, struct rj_plan *p)
     cJSON *st = p->status;
     static const char *const keys[] = { "jobStatus", "jobDeploymentStatus",
                                         "jobStatusCheckFailureStartTime" };
+    int64_t gen, seen;
+    bool has_gen = rj_int(in->rayjob, "metadata.generation", &gen) == 0;
     bool changed = cluster_status_changed(cJSON_GetObjectItemCaseSensitive(old, "rayClusterStatus"),
                                           cJSON_GetObjectItemCaseSensitive(st, "rayClusterStatus"));
+    bool state_changed;
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && !changed; i++)
         changed = strcmp(rj_str(old, keys[i]), rj_str(st, keys[i])) != 0;
+    state_changed = changed;
+    /* KubeRay never writes observedGeneration of a RayJob; rayop does, and a spec change
+     * that moves no state (a new ttlSecondsAfterFinished, activeDeadlineSeconds...) must
+     * still be acknowledged, or the field stays behind for good (RayCluster had the same
+     * gap). A status KubeRay wrote (no observedGeneration) gets it with its next change. */
+    if (!changed && has_gen && rj_int(old, "observedGeneration", &seen) == 0 && seen != gen)
+        changed = true;
     p->write_status = changed;
     if (!changed)
         return;
-    if (rj_deploy_terminal(rj_str(st, "jobDeploymentStatus")))
+    if (state_changed && rj_deploy_terminal(rj_str(st, "jobDeploymentStatus")))
         rayjob__st_time(st, "endTime", in->now_ms);
-    int64_t gen;
-    if (rj_int(in->rayjob, "metadata.generation", &gen) == 0)
+    if (has_gen)
         st_int(st, "observedGeneration", gen);
+}
+
+/* A path that writes nothing (KubeRay's early returns: a finished job waiting for its TTL,
+ * a suspended one...) still acknowledges a new generation when it has nothing else to do:
+ * the status as it was, with observedGeneration current. */
+static int ack_generation(const struct rj_in *in, struct rj_plan *p)
+{
+    const cJSON *old = cJSON_GetObjectItemCaseSensitive(in->rayjob, "status");
+    int64_t gen, seen;
+    cJSON *st;
+
+    if (p->actions || rj_int(in->rayjob, "metadata.generation", &gen) < 0 ||
+        rj_int(old, "observedGeneration", &seen) < 0 || seen == gen)
+        return 0;
+    if (!(st = cJSON_Duplicate(old, 1)))
+        return -ENOMEM;
+    cJSON_Delete(p->status);
+    p->status = st;
+    p->write_status = true;
+    return st_int(st, "observedGeneration", gen);
 }
 
 /* The finalizer path of a RayJob being deleted. */
@@ -555,7 +585,7 @@ int rj_decide(const struct rj_in *in, struct rj_plan *p)
         f = RETURN;
     }
     if (f == RETURN)
-        return 0;   /* nothing written: KubeRay returns before updateRayJobStatus */
+        return ack_generation(in, p);   /* KubeRay returns before updateRayJobStatus */
     backoff(in, p->status);
     keep_if_changed(in, p);
     rayjob__plan_requeue(p, RJ_REQUEUE_MS);

@@ -15,7 +15,6 @@ enum flow { BREAK, RETURN };
 /* Status edits: an empty/NULL value removes the key (omitempty). 0 or -ENOMEM. */
 int rayjob__st_set(cJSON *st, const char *key, const char *val);
 int rayjob__st_time(cJSON *st, const char *key, int64_t ms);
-int rayjob__st_obj(cJSON *st, const char *key, const cJSON *val);   /* deep copy */
 
 void rayjob__plan_event(struct rj_plan *p, const char *type, const char *reason, const char *action,
                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -88,6 +88,17 @@ static int label(struct buf *b, const char *k, const char *v, bool last)
     return rc ? rc : buf_puts(b, last ? "\"}" : "\",");
 }
 
+/* METRIC{name=..,namespace=..,uid=.. : the labels every per-RayJob series starts
+ * with; last closes the label set. */
+static int job_series(struct buf *b, const char *metric, const cJSON *j, bool last)
+{
+    int rc = buf_printf(b, "%s{", metric);
+    rc |= label(b, "name", rj_str(j, "metadata.name"), false);
+    rc |= label(b, "namespace", rj_str(j, "metadata.namespace"), false);
+    rc |= label(b, "uid", rj_str(j, "metadata.uid"), last);
+    return rc;
+}
+
 int rayjob_metrics(struct host_view *view, struct buf *out)
 {
     cJSON *jobs = NULL, *j;
@@ -97,19 +108,13 @@ int rayjob_metrics(struct host_view *view, struct buf *out)
     rc |= buf_puts(out, "# HELP kuberay_job_info Metadata information about RayJob custom resources\n"
                         "# TYPE kuberay_job_info gauge\n");
     cJSON_ArrayForEach(j, jobs) {
-        rc |= buf_puts(out, "kuberay_job_info{");
-        rc |= label(out, "name", rj_str(j, "metadata.name"), false);
-        rc |= label(out, "namespace", rj_str(j, "metadata.namespace"), false);
-        rc |= label(out, "uid", rj_str(j, "metadata.uid"), true);
+        rc |= job_series(out, "kuberay_job_info", j, true);
         rc |= buf_puts(out, " 1\n");
     }
     rc |= buf_puts(out, "# HELP kuberay_job_deployment_status The RayJob's current deployment status\n"
                         "# TYPE kuberay_job_deployment_status gauge\n");
     cJSON_ArrayForEach(j, jobs) {
-        rc |= buf_puts(out, "kuberay_job_deployment_status{");
-        rc |= label(out, "name", rj_str(j, "metadata.name"), false);
-        rc |= label(out, "namespace", rj_str(j, "metadata.namespace"), false);
-        rc |= label(out, "uid", rj_str(j, "metadata.uid"), false);
+        rc |= job_series(out, "kuberay_job_deployment_status", j, false);
         rc |= label(out, "deployment_status", rj_str(j, "status.jobDeploymentStatus"), true);
         rc |= buf_puts(out, " 1\n");
     }

@@ -25,19 +25,6 @@ int rayjob__st_time(cJSON *st, const char *key, int64_t ms)
     return rayjob__st_set(st, key, t);
 }
 
-int rayjob__st_obj(cJSON *st, const char *key, const cJSON *val)
-{
-    cJSON_DeleteItemFromObjectCaseSensitive(st, key);
-    if (!val)
-        return 0;
-    cJSON *c = cJSON_Duplicate(val, 1);
-    if (!c || !cJSON_AddItemToObject(st, key, c)) {
-        cJSON_Delete(c);
-        return -ENOMEM;
-    }
-    return 0;
-}
-
 void rayjob__plan_event(struct rj_plan *p, const char *type, const char *reason, const char *action,
                         const char *fmt, ...)
 {

@@ -33,7 +33,6 @@
 #define T_JOBS "batch/v1/jobs"
 #define T_PODS "v1/pods"
 #define T_SERVICES "v1/services"
-#define T_SECRETS "v1/secrets"
 
 static void load_config(struct host_ctx *ctx, struct rj_config *cfg)
 {
@@ -59,33 +58,12 @@ static int dashboard_url(const cJSON *cluster, char *out, size_t cap)
 
 /* A client of cluster's dashboard: through the API server's service proxy with
  * --use-kubernetes-proxy, else straight at url (status.dashboardURL). */
-/* A token-auth cluster's token (GetRayDashboardClientFunc): the Secret from the
- * cache when rayop made it (created-by), else read live (a user-named Secret is not
- * cached). The token is wiped from every buffer but t's. */
+/* A token-auth cluster's token (GetRayDashboardClientFunc), wiped from every buffer
+ * but t's. */
 static int target_token(struct host_ctx *ctx, const cJSON *cluster, struct dash_target *t)
 {
-    char name[300];
-    cJSON *sec = NULL;
     struct kube_result kr = { 0 };
-    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
-    if (rc < 0 || !name[0])
-        return rc;
-    const char *ns = rj_str(cluster, "metadata.namespace");
-    rc = host_get(ctx, T_SECRETS, ns, name, &sec);
-    if (rc == -ENOENT) {
-        struct kube_client *kc = host_kube(ctx);
-        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, ns, name, &kr) : -ENOTCONN;
-        if (rc == 0) {
-            sec = kr.body;
-            kr.body = NULL;
-        }
-    }
-    if (rc == 0)
-        rc = dash_target_token_from_secret(t, sec);
-    if (rc < 0)
-        host_log(ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
-                 "error", kube_strerror(rc), NULL);
-    cJSON_Delete(sec);
+    int rc = rc_dashboard_token(ctx, cluster, t, &kr);
     kube_result_release(&kr);
     return rc;
 }
@@ -243,25 +221,8 @@ static int observe(struct host_ctx *ctx, struct observed *o)
  * object the server answers replaces o->rj so the status write uses its rv. */
 static int patch_finalizers(struct host_ctx *ctx, struct observed *o, bool add)
 {
-    const cJSON *fins = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(o->rj, "metadata"), "finalizers");
-    cJSON *patch = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *list = cJSON_AddArrayToObject(md, "finalizers"), *f;
     struct kube_result kr = { 0 };
-    char *text = NULL;
-    int rc = -ENOMEM;
-    if (!list)
-        goto out;
-    cJSON_AddStringToObject(md, "resourceVersion", rj_str(o->rj, "metadata.resourceVersion"));
-    cJSON_ArrayForEach(f, fins)
-        if (cJSON_IsString(f) && strcmp(f->valuestring, RJ_FINALIZER) != 0)
-            cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
-    if (add)
-        cJSON_AddItemToArray(list, cJSON_CreateString(RJ_FINALIZER));
-    if (!(text = cJSON_PrintUnformatted(patch)))
-        goto out;
-    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
-    rc = host_patch(ctx, &KUBE_RES_RAYJOBS, ctx->ns, ctx->name, text, strlen(text), &po, &kr);
+    int rc = host_patch_finalizer(ctx, &KUBE_RES_RAYJOBS, o->rj, RJ_FINALIZER, add, &kr);
     if (rc == 0 && kr.body) {
         cJSON_Delete(o->rj);
         o->rj = kr.body;
@@ -274,10 +235,7 @@ static int patch_finalizers(struct host_ctx *ctx, struct observed *o, bool add)
     else
         host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO, add ? "Add a finalizer" : "Remove the finalizer",
                  "finalizer", RJ_FINALIZER, "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
-out:
     kube_result_release(&kr);
-    free(text);
-    cJSON_Delete(patch);
     return rc;
 }
 
@@ -306,13 +264,21 @@ static int stop_job(struct host_ctx *ctx, struct observed *o)
     return 0;
 }
 
-static int create_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
-                      cJSON *obj, int err, const char *ok_reason, const char *fail_reason,
-                      const char *what)
+/* Creates a child the RayJob owns (its RayCluster, or its submitter Job when
+ * submitter), as built (obj NULL: the build failed with err; obj is consumed), after
+ * tagging it for the batch scheduler. */
+static int create_child(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
+                        cJSON *obj, int err, bool submitter, const char *ok_reason,
+                        const char *fail_reason, const char *what)
 {
     struct kube_result kr = { 0 };
     const char *name = rj_str(obj, "metadata.name");
-    int rc = obj ? host_create(ctx, r, ctx->ns, obj, &kr) : (err ? err : -ENOMEM);
+    int rc = obj ? rayjob__batch_child(ctx, o->rj, obj, submitter) : 0;
+    if (rc < 0) {
+        cJSON_Delete(obj);
+        return rc;
+    }
+    rc = obj ? host_create(ctx, r, ctx->ns, obj, &kr) : (err ? err : -ENOMEM);
     if (rc == -EEXIST)
         rc = 0;   /* made by an earlier reconcile the cache had not shown yet */
     if (rc < 0)
@@ -323,6 +289,7 @@ static int create_obj(struct host_ctx *ctx, struct observed *o, const struct kub
         host_event(ctx, o->rj, HOST_EVENT_NORMAL, ok_reason, "Create", "Created %s %s/%s", what,
                    ctx->ns, name);
     kube_result_release(&kr);
+    cJSON_Delete(obj);   /* name points into it */
     return rc;
 }
 
@@ -521,25 +488,15 @@ static int run_actions(struct host_ctx *ctx, struct observed *o, struct rj_plan 
         return rc == -ENOENT ? RAYJOB_GONE : rc;
     if (a & RJ_CREATE_CLUSTER) {
         cJSON *c = rj_build_cluster(o->rj, p->status, o->in.cfg.sidecar_restart_gate, &err);
-        if (c && (rc = rayjob__batch_child(ctx, o->rj, c, false)) < 0) {
-            cJSON_Delete(c);
-            return rc;
-        }
-        rc = create_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, c, err, "CreatedRayCluster",
-                        "FailedToCreateRayCluster", "RayCluster");
-        cJSON_Delete(c);
+        rc = create_child(ctx, o, &KUBE_RES_RAYCLUSTERS, c, err, false, "CreatedRayCluster",
+                          "FailedToCreateRayCluster", "RayCluster");
         if (rc < 0)
             return rc;
     }
     if (a & RJ_CREATE_SUBMITTER) {
         cJSON *j = rj_build_submitter(o->rj, o->cluster, p->status, &err);
-        if (j && (rc = rayjob__batch_child(ctx, o->rj, j, true)) < 0) {
-            cJSON_Delete(j);
-            return rc;
-        }
-        rc = create_obj(ctx, o, &KUBE_RES_JOBS, j, err, "CreatedRayJobSubmitter",
-                        "FailedToCreateRayJobSubmitter", "Kubernetes Job");
-        cJSON_Delete(j);
+        rc = create_child(ctx, o, &KUBE_RES_JOBS, j, err, true, "CreatedRayJobSubmitter",
+                          "FailedToCreateRayJobSubmitter", "Kubernetes Job");
         if (rc < 0)
             return rc;
     }

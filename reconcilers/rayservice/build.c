@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/raycluster/build.h"
 #include "reconcilers/rayservice/rayservice.h"
 #include "util/json.h"
@@ -22,20 +23,7 @@ bool rs_incremental(const cJSON *rs, const struct rs_gates *g)
 
 static cJSON *owner_refs(const cJSON *rs)
 {
-    cJSON *a = cJSON_CreateArray(), *r = cJSON_CreateObject();
-    if (!a || !r) {
-        cJSON_Delete(a);
-        cJSON_Delete(r);
-        return NULL;
-    }
-    cJSON_AddItemToArray(a, r);
-    cJSON_AddStringToObject(r, "apiVersion", "ray.io/v1");
-    cJSON_AddStringToObject(r, "kind", "RayService");
-    cJSON_AddStringToObject(r, "name", rs_str(rs, "metadata.name"));
-    cJSON_AddStringToObject(r, "uid", rs_str(rs, "metadata.uid"));
-    cJSON_AddBoolToObject(r, "controller", 1);
-    cJSON_AddBoolToObject(r, "blockOwnerDeletion", 1);
-    return a;
+    return kobj_controller_refs("ray.io/v1", "RayService", rs);
 }
 
 static cJSON *copy_map(const cJSON *m)
@@ -268,15 +256,8 @@ cJSON *rs_build_serve_service(const cJSON *rs, const cJSON *cluster, bool per_cl
     cJSON_DeleteItemFromObjectCaseSensitive(md, "ownerReferences");
     if (per_cluster) {
         /* owned by its RayCluster: it goes with the cluster */
-        cJSON *a = cJSON_CreateArray(), *r = cJSON_CreateObject();
-        cJSON_AddItemToArray(a, r);
-        cJSON_AddStringToObject(r, "apiVersion", "ray.io/v1");
-        cJSON_AddStringToObject(r, "kind", "RayCluster");
-        cJSON_AddStringToObject(r, "name", rs_str(cluster, "metadata.name"));
-        cJSON_AddStringToObject(r, "uid", rs_str(cluster, "metadata.uid"));
-        cJSON_AddBoolToObject(r, "controller", 1);
-        cJSON_AddBoolToObject(r, "blockOwnerDeletion", 1);
-        cJSON_AddItemToObject(md, "ownerReferences", a);
+        cJSON_AddItemToObject(md, "ownerReferences",
+                              kobj_controller_refs("ray.io/v1", "RayCluster", cluster));
     } else {
         cJSON_AddItemToObject(md, "ownerReferences", owner_refs(rs));
     }
@@ -290,23 +271,31 @@ nomem:
     return NULL;
 }
 
-cJSON *rs_build_gateway(const cJSON *rs, int *err)
+/* apiVersion, kind and metadata of the Gateway API object KIND named
+ * RAYSERVICE-SUFFIX that rs owns; returns its new, empty spec. */
+static cJSON *gateway_api_object(cJSON *o, const cJSON *rs, const char *kind, const char *suffix)
 {
     char name[300];
-    cJSON *gw = cJSON_CreateObject(), *md, *spec, *ls, *l;
+    cJSON *md;
+    snprintf(name, sizeof(name), "%s-%s", rs_str(rs, "metadata.name"), suffix);
+    cJSON_AddStringToObject(o, "apiVersion", "gateway.networking.k8s.io/v1");
+    cJSON_AddStringToObject(o, "kind", kind);
+    md = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(md, "name", name);
+    cJSON_AddStringToObject(md, "namespace", rs_str(rs, "metadata.namespace"));
+    cJSON_AddItemToObject(md, "ownerReferences", owner_refs(rs));
+    return cJSON_AddObjectToObject(o, "spec");
+}
+
+cJSON *rs_build_gateway(const cJSON *rs, int *err)
+{
+    cJSON *gw = cJSON_CreateObject(), *spec, *ls, *l;
     if (!gw) {
         if (err)
             *err = -ENOMEM;
         return NULL;
     }
-    snprintf(name, sizeof(name), "%s-gateway", rs_str(rs, "metadata.name"));
-    cJSON_AddStringToObject(gw, "apiVersion", "gateway.networking.k8s.io/v1");
-    cJSON_AddStringToObject(gw, "kind", "Gateway");
-    md = cJSON_AddObjectToObject(gw, "metadata");
-    cJSON_AddStringToObject(md, "name", name);
-    cJSON_AddStringToObject(md, "namespace", rs_str(rs, "metadata.namespace"));
-    cJSON_AddItemToObject(md, "ownerReferences", owner_refs(rs));
-    spec = cJSON_AddObjectToObject(gw, "spec");
+    spec = gateway_api_object(gw, rs, "Gateway", "gateway");
     cJSON_AddStringToObject(spec, "gatewayClassName",
                             rs_str(rs, "spec.upgradeStrategy.clusterUpgradeOptions.gatewayClassName"));
     ls = cJSON_AddArrayToObject(spec, "listeners");
@@ -335,23 +324,16 @@ static void backend(cJSON *refs, const cJSON *rs, const cJSON *cluster, int weig
 cJSON *rs_build_httproute(const cJSON *rs, const cJSON *active, int active_weight,
                           const cJSON *pending, int pending_weight, int *err)
 {
-    char name[300], gw[300];
-    cJSON *r = cJSON_CreateObject(), *md, *spec, *pr, *p, *rules, *rule, *m, *path;
+    char gw[300];
+    cJSON *r = cJSON_CreateObject(), *spec, *pr, *p, *rules, *rule, *m, *path;
     if (!r || !active) {
         cJSON_Delete(r);
         if (err)
             *err = active ? -ENOMEM : -ENOENT;
         return NULL;
     }
-    snprintf(name, sizeof(name), "%s-httproute", rs_str(rs, "metadata.name"));
     snprintf(gw, sizeof(gw), "%s-gateway", rs_str(rs, "metadata.name"));
-    cJSON_AddStringToObject(r, "apiVersion", "gateway.networking.k8s.io/v1");
-    cJSON_AddStringToObject(r, "kind", "HTTPRoute");
-    md = cJSON_AddObjectToObject(r, "metadata");
-    cJSON_AddStringToObject(md, "name", name);
-    cJSON_AddStringToObject(md, "namespace", rs_str(rs, "metadata.namespace"));
-    cJSON_AddItemToObject(md, "ownerReferences", owner_refs(rs));
-    spec = cJSON_AddObjectToObject(r, "spec");
+    spec = gateway_api_object(r, rs, "HTTPRoute", "httproute");
     pr = cJSON_AddArrayToObject(spec, "parentRefs");
     p = cJSON_CreateObject();
     cJSON_AddItemToArray(pr, p);

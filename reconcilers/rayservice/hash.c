@@ -13,42 +13,20 @@
 #include "reconcilers/rayservice/rayservice.h"
 #include "util/util.h"
 
-static void drop(cJSON *o, const char *k)
-{
-    if (cJSON_IsObject(o))
-        cJSON_DeleteItemFromObjectCaseSensitive(o, k);
-}
-
-static void drop_scheduling(cJSON *group)
-{
-    cJSON *ps = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(group, "template"), "spec");
-    drop(ps, "tolerations");
-    drop(ps, "schedulingGates");
-}
-
 char *rs_cluster_hash_text(const cJSON *cluster_spec, int ngroups)
 {
     struct buf b = { 0 };
     cJSON *spec = cJSON_IsObject(cluster_spec) ? cJSON_Duplicate(cluster_spec, 1)
                                                : cJSON_CreateObject();
-    cJSON *groups, *g;
+    cJSON *groups;
     if (!spec)
         return NULL;
-    drop(spec, "suspend");            /* rayClusterSpecForHashing */
-    drop(spec, "upgradeStrategy");
-    drop_scheduling(cJSON_GetObjectItemCaseSensitive(spec, "headGroupSpec"));
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "suspend");   /* rayClusterSpecForHashing */
     groups = cJSON_GetObjectItemCaseSensitive(spec, "workerGroupSpecs");
     if (ngroups >= 0 && cJSON_IsArray(groups))
         while (cJSON_GetArraySize(groups) > ngroups)
             cJSON_DeleteItemFromArray(groups, cJSON_GetArraySize(groups) - 1);
-    cJSON_ArrayForEach(g, groups) {
-        drop(g, "replicas");
-        drop(g, "minReplicas");
-        drop(g, "maxReplicas");
-        drop(cJSON_GetObjectItemCaseSensitive(g, "scaleStrategy"), "workersToDelete");
-        drop_scheduling(g);
-    }
+    gotypes_spec_mute(spec);
     int rc = gotypes_marshal(&b, gotypes_raycluster_spec, spec);
     cJSON_Delete(spec);
     if (rc < 0) {

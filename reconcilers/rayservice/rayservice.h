@@ -74,6 +74,13 @@ int rs_serve_config_json(const char *yaml, size_t len, int target_capacity, char
 #define RS_SERVE_MAX_APPS 4096
 int rs_serve_parse(const char *body, size_t len, cJSON **apps, bool *ready);
 
+/* Whether the GET /api/serve/applications/ answer body shows the cluster running exactly
+ * put_body (a PUT body from rs_serve_config_json): the same applications, each one's
+ * deployed_app_config equal to the body's (its name aside), the same target_capacity, and
+ * no other top-level setting in the body (those Ray does not report as sent). False for
+ * anything unreadable. Bounded as rs_serve_parse. */
+bool rs_serve_runs_config(const char *body, size_t len, const char *put_body);
+
 /* What KubeRay's checkIfNeedSubmitServeApplications decides: true (and *why) when
  * nothing was submitted to this cluster, no application is found (a head restarted
  * without GCS FT), or the config changed. */

@@ -109,41 +109,17 @@ out:
 
 static bool has_finalizer(const cJSON *rs)
 {
-    const cJSON *f;
-    cJSON_ArrayForEach(f, json_get(rs, "metadata.finalizers"))
-        if (cJSON_IsString(f) && !strcmp(f->valuestring, RS_FINALIZER))
-            return true;
-    return false;
+    return kobj_has_finalizer(rs, RS_FINALIZER);
 }
 
 static int patch_finalizer(struct rsr *r, bool add)
 {
-    cJSON *p = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(p, "metadata");
-    cJSON *list = cJSON_AddArrayToObject(md, "finalizers");
-    const cJSON *f;
     struct kube_result kr = { 0 };
-    char *text = NULL;
-    int rc = -ENOMEM;
-    if (!list)
-        goto out;
-    cJSON_AddStringToObject(md, "resourceVersion", rs_str(r->rs, "metadata.resourceVersion"));
-    cJSON_ArrayForEach(f, json_get(r->rs, "metadata.finalizers"))
-        if (cJSON_IsString(f) && strcmp(f->valuestring, RS_FINALIZER))
-            cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
-    if (add)
-        cJSON_AddItemToArray(list, cJSON_CreateString(RS_FINALIZER));
-    if (!(text = cJSON_PrintUnformatted(p)))
-        goto out;
-    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
-    rc = host_patch(r->ctx, &KUBE_RES_RAYSERVICES, r->ctx->ns, r->ctx->name, text, strlen(text),
-                    &po, &kr);
+    int rc = host_patch_finalizer(r->ctx, &KUBE_RES_RAYSERVICES, r->rs, RS_FINALIZER, add, &kr);
     host_log(r->ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
              add ? "Adding finalizer to RayService" : "No RayClusters exist, removing finalizer",
              "finalizer", RS_FINALIZER, "error", rc < 0 ? rayservice__api_error(r, &kr, rc) : NULL, NULL);
-out:
     kube_result_release(&kr);
-    free(text);
-    cJSON_Delete(p);
     return rc;
 }
 

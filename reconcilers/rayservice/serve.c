@@ -1,8 +1,9 @@
 /*
  * serve.c - the Serve side of a RayService: serveConfigV2 (YAML) -> the JSON body of
  * PUT /api/serve/applications/, the parser of GET /api/serve/applications/ (outside
- * bytes: bounded, fuzzed by tests/fuzz/fuzz_rayservice_serve.c), KubeRay's re-submit
- * rule, and the bounded memory of what was submitted per (RayService, cluster).
+ * bytes: bounded, fuzzed by tests/fuzz/fuzz_rayservice_serve.c) and its check that a
+ * cluster already runs a given config, KubeRay's re-submit rule, and the bounded memory of
+ * what was submitted per (RayService, cluster).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 
 #include "dashboard/dashboard.h"
 #include "kobj/gotypes.h"
+#include "kobj/json_equal.h"
 #include "reconcilers/rayservice/rayservice.h"
 #include "kobj/yamljson.h"
 #include "util/util.h"
@@ -163,6 +165,76 @@ out:
     cJSON_Delete(out);
     cJSON_Delete(root);
     return rc;
+}
+
+/* One application's config without its "name" (Ray's deployed_app_config may leave out
+ * the default name the PUT set, or the other way round), for comparing. */
+static cJSON *app_config_unnamed(const cJSON *app)
+{
+    cJSON *c = cJSON_Duplicate(app, 1);
+    if (c)
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "name");
+    return c;
+}
+
+static const char *app_name(const cJSON *app)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(app, "name");
+    return cJSON_IsString(n) && *n->valuestring ? n->valuestring : RS_DEFAULT_APP;
+}
+
+/* Whether the cluster's applications (root.applications.APP.deployed_app_config) are
+ * exactly the PUT body's, and its target_capacity the body's. */
+static bool runs_config(const cJSON *root, const cJSON *want)
+{
+    const cJSON *have = cJSON_GetObjectItemCaseSensitive(root, "applications"), *w, *k;
+    const cJSON *wapps = cJSON_GetObjectItemCaseSensitive(want, "applications");
+    const cJSON *wtc = cJSON_GetObjectItemCaseSensitive(want, "target_capacity");
+    const cJSON *htc = cJSON_GetObjectItemCaseSensitive(root, "target_capacity");
+    int n = 0, m = 0;
+
+    cJSON_ArrayForEach(k, want)   /* proxy_location, http_options...: not reported as sent */
+        if (strcmp(k->string, "applications") && strcmp(k->string, "target_capacity"))
+            return false;
+    if (cJSON_IsNumber(wtc) != cJSON_IsNumber(htc) ||
+        (cJSON_IsNumber(wtc) && wtc->valuedouble != htc->valuedouble))
+        return false;
+    if (!cJSON_IsObject(have) || !cJSON_IsArray(wapps) || !wapps->child)
+        return false;
+    cJSON_ArrayForEach(k, have)
+        if (++m > RS_SERVE_MAX_APPS)
+            return false;
+    cJSON_ArrayForEach(w, wapps) {
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(have, app_name(w));
+        cJSON *a, *b;
+        bool same;
+        if (++n > m || !cJSON_IsObject(w) || !h)
+            return false;
+        a = app_config_unnamed(w);
+        b = app_config_unnamed(cJSON_GetObjectItemCaseSensitive(h, "deployed_app_config"));
+        same = a && b && json_equal(a, b);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        if (!same)
+            return false;
+    }
+    return n == m;
+}
+
+bool rs_serve_runs_config(const char *body, size_t len, const char *put_body)
+{
+    cJSON *root, *want;
+    bool same = false;
+
+    if (!body || !put_body || len > DASH_MAX_BODY)
+        return false;
+    root = cJSON_ParseWithLength(body, len);
+    want = cJSON_Parse(put_body);
+    if (cJSON_IsObject(root) && cJSON_IsObject(want))
+        same = runs_config(root, want);
+    cJSON_Delete(root);
+    cJSON_Delete(want);
+    return same;
 }
 
 bool rs_serve_need_submit(const char *memo, const char *config, const cJSON *apps,

@@ -19,6 +19,7 @@
 
 #include "dashboard/dashboard.h"
 #include "reconcilers/raycluster/build.h"
+#include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/rayservice/internal.h"
 #include "util/json.h"
 #include "util/util.h"
@@ -38,27 +39,10 @@ static int config_hash(const char *config, char out[41])
  * cache when rayop made it, else read live (a user-named Secret is not cached). */
 static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_target *t)
 {
-    char name[300];
-    cJSON *sec = NULL;
     struct kube_result kr = { 0 };
-    int rc = rc_auth_token_secret(cluster, name, sizeof(name));
-    if (rc < 0 || !name[0])
-        return rc;
-    rc = host_get(r->ctx, "v1/secrets", r->ctx->ns, name, &sec);
-    if (rc == -ENOENT) {
-        struct kube_client *kc = host_kube(r->ctx);
-        rc = kc ? kube_get(kc, &KUBE_RES_SECRETS, r->ctx->ns, name, &kr) : -ENOTCONN;
-        if (rc == 0) {
-            sec = kr.body;
-            kr.body = NULL;
-        }
-    }
-    if (rc == 0)
-        rc = dash_target_token_from_secret(t, sec);
+    int rc = rc_dashboard_token(r->ctx, cluster, t, &kr);
     if (rc < 0)
-        host_log(r->ctx, LOG_WARN, "Failed to read the Ray auth token", "secret", name,
-                 "error", rayservice__api_error(r, &kr, rc), NULL);
-    cJSON_Delete(sec);
+        rayservice__api_error(r, &kr, rc);   /* kept for the reconcile's error message */
     kube_result_release(&kr);
     return rc;
 }
@@ -105,8 +89,10 @@ static void call_key(struct rsr *r, const cJSON *cluster, const char *op, char *
     snprintf(out, n, "%s/%s\n%s\n%s", r->ctx->ns, r->ctx->name, rs_str(cluster, "metadata.name"), op);
 }
 
+/* The cluster's Serve applications; *runs: whether it runs exactly the PUT body want
+ * already (NULL: not asked). */
 static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                      cJSON **apps, bool *ready, char *err, size_t n)
+                      const char *want, bool *runs, cJSON **apps, bool *ready, char *err, size_t n)
 {
     struct dash_reply rep = { 0 };
     char key[600];
@@ -118,6 +104,8 @@ static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_tar
         rc = -EIO;
     } else if (rc == 0 && (rc = rs_serve_parse(rep.body, rep.len, apps, ready)) < 0) {
         util_format_err(err, n, "GetServeDetails: unreadable answer (%s)", kube_strerror(rc));
+    } else if (rc == 0) {
+        *runs = want && rs_serve_runs_config(rep.body, rep.len, want);
     } else if (rc < 0) {
         util_format_err(err, n, "GetServeDetails: %s", kube_strerror(rc));
     }
@@ -188,8 +176,9 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
     struct dash_target t;
     char key[320], err[512] = "", hash[41];
     const char *why = "";
-    char *memo = NULL;
-    int rc;
+    char *memo = NULL, *want = NULL;
+    bool runs = false;
+    int rc, tc = -1;
     *ready = false;
     *apps = NULL;
     /* the head must be ready (RayClusterStatusConditions, on by default in KubeRay) */
@@ -223,7 +212,16 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
         if (config_hash(cfg, hash) == 0)
             rayservice__patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
     }
-    if ((rc = get_status(r, cluster, &t, apps, ready, err, sizeof(err))) == -EINPROGRESS) {
+    if (incr) {
+        const cJSON *s = active ? json_get(r->st, "activeServiceStatus")
+                                : json_get(r->st, "pendingServiceStatus");
+        tc = rayservice__target_capacity(s);
+    }
+    /* what a PUT would send, to see whether the cluster runs it already (NULL: unknown) */
+    if (*cfg && rs_serve_config_json(cfg, strlen(cfg), tc, &want, err, sizeof(err)) < 0)
+        want = NULL;
+    err[0] = '\0';
+    if ((rc = get_status(r, cluster, &t, want, &runs, apps, ready, err, sizeof(err))) == -EINPROGRESS) {
         /* a slow dashboard: keep what the status says, look again soon (async.c) */
         host_log(r->ctx, LOG_INFO, "Serve status not answered yet; keeping the last one",
                  "clusterName", cname, NULL);
@@ -241,15 +239,21 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
         goto out;
     }
     bool need = rs_serve_need_submit(memo, cfg, *apps, &why);
+    if (need && runs) {
+        /* The cluster runs this very config: sent by this controller's previous life (killed
+         * before the cluster's hash annotation was written) or by another. Sending it again
+         * would change nothing; remember it instead. */
+        need = false;
+        why = "The cluster's applications already run the current V2 Serve config.";
+        rs_memo_put(key, cname, cfg);
+        if (config_hash(cfg, hash) == 0 &&
+            strcmp(rs_str(cJSON_GetObjectItemCaseSensitive(json_get(cluster, "metadata.annotations"),
+                                                           RS_ANN_SERVE_HASH), ""), hash) != 0)
+            rayservice__patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
+    }
     host_log(r->ctx, LOG_INFO, "checkIfNeedSubmitServeApplications", "shouldUpdate",
              need ? "true" : "false", "reason", why, "clusterName", cname, NULL);
     if (need && !skip) {
-        int tc = -1;
-        if (incr) {
-            const cJSON *s = active ? json_get(r->st, "activeServiceStatus")
-                                    : json_get(r->st, "pendingServiceStatus");
-            tc = rayservice__target_capacity(s);
-        }
         rc = rayservice__put_config(r, cluster, &t, tc, "put", err, sizeof(err));
         if (rc == -EINPROGRESS) {
             *ready = false;
@@ -278,6 +282,7 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
 out:
     dash_target_wipe(&t);
     free(memo);
+    free(want);
     return rc;
 }
 

@@ -116,51 +116,84 @@ static int per_cluster_service(struct rsr *r, const cJSON *cluster)
     return rc == -EEXIST ? 0 : rc;
 }
 
-static int gateway(struct rsr *r)
+/* A Gateway API object (a Gateway or an HTTPRoute) made to match want: created when
+ * it is missing, else want's spec put on the live object when equal() says they
+ * differ, with KubeRay's events (create_noun: how its create failure names the kind).
+ * *live (when set) gets the object as it now stands: want after a create, else the
+ * object read. want is consumed. */
+static int apply_gateway_obj(struct rsr *r, const struct kube_resource *res, const char *kind,
+                             const char *create_noun, cJSON *want,
+                             bool (*equal)(const cJSON *live, const cJSON *want), cJSON **live)
 {
-    char name[300];
+    char name[300], reason[64];
     cJSON *old = NULL;
-    int err = 0, rc;
     struct kube_result kr = { 0 };
     struct kube_client *kc = host_kube(r->ctx);
-    cJSON *want = rs_build_gateway(r->rs, &err);
-    if (!want)
-        return err;
+    int rc;
     snprintf(name, sizeof(name), "%s", rs_str(want, "metadata.name"));
-    rc = get(r, &RS_RES_GATEWAYS, name, &old);
+    rc = get(r, res, name, &old);
     if (rc == -ENOENT) {
-        rc = kube_create(kc, &RS_RES_GATEWAYS, r->ctx->ns, want, &kr);
-        if (rc < 0)
-            rayservice__event(r, HOST_EVENT_WARNING, "FailedToCreateGateway", "Create",
-                              "Failed to create Gateway for RayService %s/%s: %s", r->ctx->ns, name,
-                              rayservice__api_error(r, &kr, rc));
-        else
-            rayservice__event(r, HOST_EVENT_NORMAL, "CreatedGateway", "Create", "Created Gateway for RayService %s/%s",
-                              r->ctx->ns, name);
+        rc = kube_create(kc, res, r->ctx->ns, want, &kr);
+        if (rc < 0) {
+            snprintf(reason, sizeof(reason), "FailedToCreate%s", kind);
+            rayservice__event(r, HOST_EVENT_WARNING, reason, "Create",
+                              "Failed to create %s for RayService %s/%s: %s", create_noun,
+                              r->ctx->ns, name, rayservice__api_error(r, &kr, rc));
+        } else {
+            snprintf(reason, sizeof(reason), "Created%s", kind);
+            rayservice__event(r, HOST_EVENT_NORMAL, reason, "Create",
+                              "Created %s for RayService %s/%s", kind, r->ctx->ns, name);
+            if (live) {
+                *live = want;
+                want = NULL;
+            }
+        }
     } else if (rc == 0) {
-        const cJSON *ws = json_get(want, "spec"), *os = json_get(old, "spec");
-        const cJSON *wl = cJSON_GetArrayItem(json_get(ws, "listeners"), 0);
-        const cJSON *ol = cJSON_GetArrayItem(json_get(os, "listeners"), 0);
-        if (strcmp(rs_str(ws, "gatewayClassName"), rs_str(os, "gatewayClassName")) ||
-            cJSON_GetArraySize(json_get(os, "listeners")) != 1 ||
-            strcmp(rs_str(wl, "name"), rs_str(ol, "name")) ||
-            strcmp(rs_str(wl, "protocol"), rs_str(ol, "protocol")) ||
-            !cJSON_Compare(json_get(wl, "port"), json_get(ol, "port"), 1)) {
-            cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", cJSON_Duplicate(ws, 1));
-            rc = kube_update(kc, &RS_RES_GATEWAYS, r->ctx->ns, old, &kr);
-            if (rc < 0)
-                rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateGateway", "Update",
-                                  "Failed to update the Gateway %s/%s: %s", r->ctx->ns, name,
+        if (!equal(old, want)) {
+            cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", cJSON_Duplicate(json_get(want, "spec"), 1));
+            rc = kube_update(kc, res, r->ctx->ns, old, &kr);
+            if (rc < 0) {
+                snprintf(reason, sizeof(reason), "FailedToUpdate%s", kind);
+                rayservice__event(r, HOST_EVENT_WARNING, reason, "Update",
+                                  "Failed to update the %s %s/%s: %s", kind, r->ctx->ns, name,
                                   rayservice__api_error(r, &kr, rc));
-            else
-                rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedGateway", "Update", "Updated the Gateway %s/%s",
-                                  r->ctx->ns, name);
+            } else {
+                snprintf(reason, sizeof(reason), "Updated%s", kind);
+                rayservice__event(r, HOST_EVENT_NORMAL, reason, "Update", "Updated the %s %s/%s",
+                                  kind, r->ctx->ns, name);
+            }
+        }
+        if (live) {
+            *live = old;
+            old = NULL;
         }
     }
     kube_result_release(&kr);
     cJSON_Delete(old);
     cJSON_Delete(want);
     return rc;
+}
+
+/* The Gateway's class and its one listener are what rayop sets */
+static bool gateway_equal(const cJSON *old, const cJSON *want)
+{
+    const cJSON *ws = json_get(want, "spec"), *os = json_get(old, "spec");
+    const cJSON *wl = cJSON_GetArrayItem(json_get(ws, "listeners"), 0);
+    const cJSON *ol = cJSON_GetArrayItem(json_get(os, "listeners"), 0);
+    return !strcmp(rs_str(ws, "gatewayClassName"), rs_str(os, "gatewayClassName")) &&
+           cJSON_GetArraySize(json_get(os, "listeners")) == 1 &&
+           !strcmp(rs_str(wl, "name"), rs_str(ol, "name")) &&
+           !strcmp(rs_str(wl, "protocol"), rs_str(ol, "protocol")) &&
+           cJSON_Compare(json_get(wl, "port"), json_get(ol, "port"), 1);
+}
+
+static int gateway(struct rsr *r)
+{
+    int err = 0;
+    cJSON *want = rs_build_gateway(r->rs, &err);
+    if (!want)
+        return err;
+    return apply_gateway_obj(r, &RS_RES_GATEWAYS, "Gateway", "Gateway", want, gateway_equal, NULL);
 }
 
 /* calculateTrafficRoutedPercent */
@@ -222,45 +255,11 @@ int rayservice__incremental_objects(struct rsr *r, bool pending_ready, cJSON **r
     if (!r->active)
         return 0;   /* "Active RayCluster not found, skipping HTTPRoute creation." */
     weights(r, pending_ready, &aw, &pw);
-    cJSON *want = rs_build_httproute(r->rs, r->active, aw, r->pending, pw, &err), *old = NULL;
+    cJSON *want = rs_build_httproute(r->rs, r->active, aw, r->pending, pw, &err);
     if (!want)
         return err;
-    char name[300];
-    struct kube_result kr = { 0 };
-    struct kube_client *kc = host_kube(r->ctx);
-    snprintf(name, sizeof(name), "%s", rs_str(want, "metadata.name"));
-    rc = get(r, &RS_RES_HTTPROUTES, name, &old);
-    if (rc == -ENOENT) {
-        rc = kube_create(kc, &RS_RES_HTTPROUTES, r->ctx->ns, want, &kr);
-        if (rc < 0)
-            rayservice__event(r, HOST_EVENT_WARNING, "FailedToCreateHTTPRoute", "Create",
-                              "Failed to create the HTTPRoute for RayService %s/%s: %s", r->ctx->ns, name,
-                              rayservice__api_error(r, &kr, rc));
-        else {
-            rayservice__event(r, HOST_EVENT_NORMAL, "CreatedHTTPRoute", "Create", "Created HTTPRoute for RayService %s/%s",
-                              r->ctx->ns, name);
-            *route = want;
-            want = NULL;
-        }
-    } else if (rc == 0) {
-        if (!route_equal(old, want)) {
-            cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", cJSON_Duplicate(json_get(want, "spec"), 1));
-            rc = kube_update(kc, &RS_RES_HTTPROUTES, r->ctx->ns, old, &kr);
-            if (rc < 0)
-                rayservice__event(r, HOST_EVENT_WARNING, "FailedToUpdateHTTPRoute", "Update",
-                                  "Failed to update the HTTPRoute %s/%s: %s", r->ctx->ns, name,
-                                  rayservice__api_error(r, &kr, rc));
-            else
-                rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedHTTPRoute", "Update", "Updated the HTTPRoute %s/%s",
-                                  r->ctx->ns, name);
-        }
-        *route = old;
-        old = NULL;
-    }
-    kube_result_release(&kr);
-    cJSON_Delete(old);
-    cJSON_Delete(want);
-    return rc;
+    return apply_gateway_obj(r, &RS_RES_HTTPROUTES, "HTTPRoute", "the HTTPRoute", want, route_equal,
+                             route);
 }
 
 /* GetWeightsFromHTTPRoute, then TrafficRoutedPercent / LastTrafficMigratedTime */

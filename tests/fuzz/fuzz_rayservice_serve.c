@@ -1,6 +1,6 @@
 /* fuzz_rayservice_serve.c - the RayService Serve parsers on arbitrary bytes: the
  * dashboard's GET /api/serve/applications/ answer (rs_serve_parse) gives a result or an
- * error, never a crash, and a result is an object whose "ready" means every application
+ * error, never a crash (and rs_serve_runs_config a yes or a no), and a result is an object whose "ready" means every application
  * RUNNING; the same bytes as serveConfigV2 (rs_serve_config_json: YAML -> Go-style JSON)
  * give JSON that cJSON reads back, or an error; and as a rayClusterConfig they hash
  * (gotypes.c) without reading out of bounds. */
@@ -28,6 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (apps) {
         abort();
     }
+    /* the same bytes as a GET answer checked against a config (a fixed one, and below the
+     * bytes' own config): a yes or a no, never a crash */
+    (void)rs_serve_runs_config(b, size, "{\"applications\":[{\"import_path\":\"m.app\","
+                                        "\"name\":\"app\"}],\"target_capacity\":50}");
     /* the YAML parser wants a NUL-terminated copy */
     char *y = malloc(size + 1);
     if (!y)
@@ -39,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cJSON *back = cJSON_Parse(json);
         if (!cJSON_IsObject(back))
             abort();
+        (void)rs_serve_runs_config(b, size, json);
         cJSON_Delete(back);
         free(json);
     } else if (json) {

@@ -92,8 +92,11 @@ kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVers
   "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}},"workerGroupSpecs":[{"groupName":"w",
   "replicas":1,"minReplicas":1,"maxReplicas":1,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
   "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"2","memory":"1Gi"}}}]}}}]}}' >/dev/null
-yk_said() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("ykcap-")) and (.message|contains("queue root.capped has not enough headroom")))' >/dev/null; }
-wait_until "yunikorn: an application over its queue's max is told so" 30 yk_said
+yk_said() { kcurl /api/v1/namespaces/default/events | jq -e --arg r "$1" --arg t "$2" '.items[] | select(.reason==$r and (.involvedObject.name|startswith("ykcap-")) and (.message|contains($t)))' >/dev/null; }
+wait_until "yunikorn: the shim says each task is queued" 30 yk_said Scheduling "is queued and waiting for allocation"
+# the head (1 CPU) fits the 2-CPU headroom, the worker (2 CPUs) then does not: the core's event
+wait_until "yunikorn: an application over its queue's max is told so, in the core's words" 30 \
+    yk_said Informational "does not fit in queue 'root.capped' (requested map[memory:1073741824 pods:1 vcore:2000], available map["
 check "yunikorn: nothing of it is bound" bound_is ykcap 0
 kcurl -X DELETE $NSP/rayclusters/ykcap >/dev/null
 
@@ -134,13 +137,14 @@ kai_cluster() {   # NAME QUEUE WORKERS WORKER_CPU
   "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"'$4'"}}}]}}}]}}' >/dev/null
 }
 npods_is() { [ "$(pods_of "$1" | jq '.items | length')" = "$2" ]; }
-pod_said() {   # CLUSTER TEXT: a FailedScheduling Event of one of its Pods holds TEXT
-    kcurl /api/v1/namespaces/default/events | jq -e --arg c "$1-" --arg t "$2" '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith($c)) and (.message|contains($t)))' >/dev/null
+pod_said() {   # CLUSTER TEXT: a Warning Unschedulable Event (KAI's) of one of its Pods holds TEXT
+    kcurl /api/v1/namespaces/default/events | jq -e --arg c "$1-" --arg t "$2" '.items[] | select(.reason=="Unschedulable" and .type=="Warning" and (.involvedObject.name|startswith($c)) and (.message|contains($t)))' >/dev/null
 }
 # head + 4 x 2 CPU (minMember 5) is 9 CPUs on 8: nothing is bound, though some of its Pods would fit
 kai_cluster kaibig team-a 4 2
 wait_until "kai: the big cluster's 5 Pods exist" 30 npods_is kaibig 5
-wait_until "kai: the big gang's Pods say why they wait" 20 pod_said kaibig "5 minAvailable"
+wait_until "kai: the big gang's Pods say why they wait, in KAI's words" 20 pod_said kaibig \
+    "sub-group due to: no nodes with enough resources were found: 2 node(s) didn't have enough resources: CPU cores.."
 check "kai: a gang that cannot fit has zero Pods bound" bound_is kaibig 0
 kai_cluster kaiparent department-1 1 1
 wait_until "kai: a cluster in a parent queue is told so" 30 pod_said kaiparent "not a leaf queue"
@@ -152,7 +156,7 @@ kcurl -X POST -H 'Content-Type: application/json' /apis/scheduling.run.ai/v2/que
   "gpu":{"quota":-1,"limit":-1}}}}' >/dev/null
 kai_cluster kaicap capped 1 2
 wait_until "kai: a gang over its queue's limit is told so, in KAI's words" 30 pod_said kaicap \
-    "capped quota has reached the allowable limit of CPU cores. Limit is 2 cores, currently 0 cores allocated and workload requested 3 cores"
+    "OverLimit: capped quota has reached the allowable limit of CPU cores. Limit is 2 cores, currently 0 cores allocated and workload requested 3 cores"
 check "kai: nothing of it is bound" bound_is kaicap 0
 for c in raycluster-sample kaibig kaiparent kaicap; do kcurl -X DELETE $NSP/rayclusters/$c >/dev/null; done
 
@@ -183,9 +187,11 @@ kcurl -X POST -H 'Content-Type: application/json' $NSP/rayclusters -d '{"apiVers
   "replicas":4,"minReplicas":0,"maxReplicas":4,"rayStartParams":{},"template":{"spec":{"containers":[{"name":"ray-worker",
   "image":"rayproject/ray:2.52.0","resources":{"requests":{"cpu":"2"}}}]}}}]}}' >/dev/null
 wait_until "WAS: the big cluster's 5 Pods exist" 30 npods_is wasbig 5
-gang_msg() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("wasbig-")) and (.message|contains("tasks in gang unschedulable")))' >/dev/null; }
-wait_until "WAS: the big gang's Pods say why they wait" 20 gang_msg
+gang_msg() { kcurl /api/v1/namespaces/default/events | jq -e '.items[] | select(.reason=="FailedScheduling" and (.involvedObject.name|startswith("wasbig-")) and (.message|test("^pod group is unschedulable, minCount \\(5\\) cannot be satisfied: [0-4] scheduled, 0 remaining$")))' >/dev/null; }
+wait_until "WAS: the big gang's Pods say why they wait, in the pod group cycle's words" 20 gang_msg
 check "WAS: a gang that cannot fit has zero Pods bound (the default scheduler alone would bind 4)" bound_is wasbig 0
 wait_until "WAS: the big gang's PodGroup says PodGroupScheduled False (reason Unschedulable)" 20 \
     pg_cond_is wasbig-cluster False/Unschedulable
+check "WAS: its message is the GangScheduling plugin's" \
+    [ "$(kcurl $WAS/podgroups/wasbig-cluster | jq -r '.status.conditions[] | select(.type=="PodGroupScheduled") | .message' | grep -c '^minCount (5) cannot be satisfied: [0-4] scheduled, 0 remaining$')" = 1 ]
 exit "$(lib_failures)"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# deadline: 40
+# deadline: 90
 # config_file.sh - KubeRay's Configuration file (--config) as KubeRay reads it: the watcher
 # honours its watchNamespace (LIST/WATCH per namespace, none cluster-wide, so namespace-
 # scoped RBAC works), and `rayop up --config` hands the file to the watcher too.

@@ -7,7 +7,7 @@
 # started at once: its cache lags the API server by 500 ms. The cluster must end
 # with exactly 24 workers and kubesim's request log must show exactly one create
 # per Pod that ever existed (1 head + 24 workers): no duplicate was ever made.
-# deadline: 90
+# deadline: 150
 import os
 import signal
 import sys

@@ -11,7 +11,7 @@
 #  * the autoscaler ServiceAccount/Role/RoleBinding, the token-auth Secret and
 #    the Ingress, each deleted by hand, are recreated by the running controller
 #    (they are in the watcher's cache, so the delete enqueues their RayCluster).
-# deadline: 50
+# deadline: 150
 import json
 import os
 import sys

@@ -9,7 +9,7 @@
 #  * a size changed after the PVC exists: a Warning says it cannot be reconfigured in place;
 #  * storage.claimName of a PVC that does not exist: FailedToCreatePVC Warning, no PVC made;
 #    kubesim keeps the head Pod unschedulable until the claim exists, as a real scheduler.
-# deadline: 60
+# deadline: 150
 import os
 import sys
 

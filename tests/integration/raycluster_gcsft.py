@@ -7,7 +7,7 @@
 # cluster goes (Event CreatedRedisCleanupJob). A second cluster whose cleanup Job
 # never finishes (its Pod runs for 10 min) has the finalizer force-removed after
 # ray.io/gcs-ft-deletion-timeout (3 s) with the Warning Event ForceDeletedStuckCluster.
-# deadline: 90
+# deadline: 150
 import os
 import sys
 

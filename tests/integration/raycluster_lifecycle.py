@@ -15,7 +15,7 @@
 #  (ReplicaFailure condition, Warning Event) and recovering; a multi-host group
 #  (numOfHosts 2) created and repaired as whole replicas; deletion -> Pods and
 #  Services collected.
-# deadline: 110
+# deadline: 180
 import os
 import sys
 

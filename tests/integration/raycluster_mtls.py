@@ -12,7 +12,7 @@
 #  * kubesim's kubelet holds a Pod with wait-for-tls-ip-san Pending until its certificate
 #    lists the Pod's IP;
 #  * deleting the RayCluster garbage-collects Issuers, Certificates and their Secrets.
-# deadline: 90
+# deadline: 150
 import glob
 import os
 import subprocess

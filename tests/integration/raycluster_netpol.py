@@ -9,7 +9,7 @@
 #    spec.networkPolicy removed: every policy goes (DeletedNetworkPolicy);
 #  * a policy of that name the cluster does not own: NetworkPolicyNameCollision, untouched;
 #  * deleting the RayCluster garbage-collects its policies.
-# deadline: 60
+# deadline: 150
 import os
 import sys
 import urllib.request

@@ -13,7 +13,7 @@
 #    RayClusterProvisioned True when every Pod could be scheduled, and no "ready"
 #    while some Pod is Unschedulable (TPU node selectors, other schedulers);
 #  - kuberay_cluster_info / kuberay_cluster_condition_provisioned on /metrics.
-# deadline: 100
+# deadline: 150
 import os
 import sys
 

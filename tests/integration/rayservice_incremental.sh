@@ -50,7 +50,10 @@ if rs_wait inc status.serviceStatus Running 60 && wait_until "inc: an active clu
         }
         # a split of the traffic while both clusters take some
         split_seen=0
-        both() { route_weights | grep -q "$C1-serve-svc=50 $C2-serve-svc=50"; }
+        # the routes seen while waiting for the split count as steps too: under load the 50 %
+        # step can be over before the 8 requests below are done and record() starts
+        : >"$WORK/routes.txt"
+        both() { route_weights | tee -a "$WORK/routes.txt" | grep -q "$C1-serve-svc=50 $C2-serve-svc=50"; }
         if wait_until "inc: traffic split 50/50" 40 both; then
             for _ in 1 2 3 4 5 6 7 8; do backend_of; done >"$WORK/split.txt"
             both && split_seen=1
@@ -58,7 +61,7 @@ if rs_wait inc status.serviceStatus Running 60 && wait_until "inc: an active clu
         if wait_until "inc: the upgrade completes ($C2 active)" 60 record; then
             ok "inc: $C2 promoted after the steps: $(awk '{print $2}' "$WORK/steps.txt" | uniq | tr '\n' ' ')"
             check "inc: traffic moved in steps (pending trafficRoutedPercent 50 then 100 seen in the route)" \
-                sh -c "grep -q '$C2-serve-svc=50' '$WORK/steps.txt' && grep -q '$C2-serve-svc=100' '$WORK/steps.txt'"
+                sh -c "cat '$WORK/routes.txt' '$WORK/steps.txt' | grep -q '$C2-serve-svc=50' && grep -q '$C2-serve-svc=100' '$WORK/steps.txt'"
             [ $split_seen = 1 ] && check "inc: 8 requests through the Gateway at 50/50 split 4/4" \
                 [ "$(grep -c "^$C1-serve-svc$" "$WORK/split.txt") $(grep -c "^$C2-serve-svc$" "$WORK/split.txt")" = "4 4" ]
             tc() { kcurl "/api/v1/namespaces/default/services/$1-head-svc:dashboard/proxy/api/serve/applications/" | jq -r '.target_capacity'; }

@@ -415,6 +415,77 @@ static void test_suspend_resume(void **state)
 #define DONE_ST(js, ds, end) "\"jobStatus\":\"" js "\",\"jobDeploymentStatus\":\"" ds "\"," \
                              "\"rayClusterName\":\"rj-vwxyz\",\"endTime\":\"" end "\""
 
+/* A spec change that moves no state (here a new ttlSecondsAfterFinished on a finished job,
+ * generation 2) is still acknowledged: observedGeneration 1 -> 2 is written alone, endTime
+ * kept; once current, nothing is written. A status KubeRay wrote (no observedGeneration,
+ * KubeRay never sets it) is left as it is until its next change. */
+static void test_observed_generation(void **state)
+{
+    (void)state;
+    struct rj_in in;
+    struct rj_plan p;
+    int64_t v;
+    cJSON *c = ready_cluster();
+    cJSON *rj = rayjob("\"shutdownAfterJobFinishes\":true,\"ttlSecondsAfterFinished\":600",
+                       DONE_ST("SUCCEEDED", "Complete", "2027-01-15T07:59:55Z") ",\"observedGeneration\":1");
+    in_init(&in, rj);
+    in.cluster = c;
+    assert_int_equal(rj_decide(&in, &p), 0);
+    assert_true(p.write_status);
+    assert_int_equal(rj_int(p.status, "observedGeneration", &v), 0);
+    assert_int_equal(v, 2);
+    assert_string_equal(st(&p, "endTime"), "2027-01-15T07:59:55Z");
+    assert_string_equal(st(&p, "jobDeploymentStatus"), "Complete");
+    rj_plan_free(&p);
+    cJSON_Delete(rj);
+    rj = rayjob("\"shutdownAfterJobFinishes\":true,\"ttlSecondsAfterFinished\":600",
+                DONE_ST("SUCCEEDED", "Complete", "2027-01-15T07:59:55Z") ",\"observedGeneration\":2");
+    in_init(&in, rj);
+    in.cluster = c;
+    assert_int_equal(rj_decide(&in, &p), 0);
+    assert_false(p.write_status);
+    rj_plan_free(&p);
+    cJSON_Delete(rj);
+    rj = rayjob("\"shutdownAfterJobFinishes\":true,\"ttlSecondsAfterFinished\":600",
+                DONE_ST("SUCCEEDED", "Complete", "2027-01-15T07:59:55Z"));
+    in_init(&in, rj);
+    in.cluster = c;
+    assert_int_equal(rj_decide(&in, &p), 0);
+    assert_false(p.write_status);
+    rj_plan_free(&p);
+    cJSON_Delete(rj);
+    /* a running job whose state does not move: the same */
+    cJSON *job = parse("{\"metadata\":{\"name\":\"rj\"},\"status\":{\"active\":1}}");
+    struct dash_job_info info = { .status = "RUNNING", .message = "Job is currently running.",
+                                  .start_time_ms = 1800000000123ull };
+    rj = rayjob("", RUNNING_ST);
+    in_init(&in, rj);
+    in.cluster = c;
+    in.submitter = job;
+    in.info_rc = 0;
+    in.info = &info;
+    assert_int_equal(rj_decide(&in, &p), 0);
+    assert_true(p.write_status);   /* RUNNING seen: a state change */
+    cJSON *now_st = cJSON_Duplicate(p.status, 1);
+    rj_plan_free(&p);
+    assert_non_null(now_st);
+    cJSON_ReplaceItemInObject(now_st, "observedGeneration", cJSON_CreateNumber(1));
+    cJSON_ReplaceItemInObject(rj, "status", now_st);
+    assert_int_equal(rj_decide(&in, &p), 0);
+    assert_true(p.write_status);
+    assert_int_equal(rj_int(p.status, "observedGeneration", &v), 0);
+    assert_int_equal(v, 2);
+    assert_string_equal(st(&p, "jobDeploymentStatus"), "Running");
+    rj_plan_free(&p);
+    cJSON_ReplaceItemInObject(now_st, "observedGeneration", cJSON_CreateNumber(2));
+    assert_int_equal(rj_decide(&in, &p), 0);
+    assert_false(p.write_status);
+    rj_plan_free(&p);
+    cJSON_Delete(job);
+    cJSON_Delete(rj);
+    cJSON_Delete(c);
+}
+
 static void test_terminal_cleanup(void **state)
 {
     (void)state;
@@ -857,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_deadlines_and_timeouts),
         cmocka_unit_test(test_suspend_resume),
         cmocka_unit_test(test_terminal_cleanup),
+        cmocka_unit_test(test_observed_generation),
         cmocka_unit_test(test_deleting_stops_job),
         cmocka_unit_test(test_sidecar),
         cmocka_unit_test(test_validation),

@@ -121,6 +121,51 @@ static void test_serve_config(void **state)
     assert_int_equal(rs_serve_config_json("a: [", 4, -1, &out, err, sizeof(err)), -EINVAL);
 }
 
+/* Does the cluster run the config a PUT would send? Each application's deployed_app_config
+ * against the body's (names aside), the same set, the same target_capacity; a body with
+ * settings Ray does not report back is never taken as running. */
+static void test_serve_runs_config(void **state)
+{
+    (void)state;
+    const char *put = "{\"applications\":[{\"import_path\":\"m.app\",\"name\":\"app\","
+                      "\"deployments\":[{\"name\":\"D\",\"user_config\":{\"v\":2}}]}]}";
+    const char *got = "{\"applications\":{\"app\":{\"status\":\"RUNNING\",\"deployed_app_config\":"
+                      "{\"name\":\"app\",\"deployments\":[{\"user_config\":{\"v\":2.0},\"name\":\"D\"}],"
+                      "\"import_path\":\"m.app\"}}},\"target_capacity\":null}";
+    assert_true(rs_serve_runs_config(got, strlen(got), put));
+    assert_false(rs_serve_runs_config(got, strlen(got) - 1, put));   /* cut short */
+    const char *v1 = "{\"applications\":[{\"import_path\":\"m.app\",\"name\":\"app\","
+                     "\"deployments\":[{\"name\":\"D\",\"user_config\":{\"v\":1}}]}]}";
+    assert_false(rs_serve_runs_config(got, strlen(got), v1));
+    /* the default name: left out of the body, reported by Ray (or the other way round) */
+    const char *dflt = "{\"applications\":[{\"import_path\":\"m.app\"}]}";
+    const char *got_d = "{\"applications\":{\"default\":{\"deployed_app_config\":"
+                        "{\"name\":\"default\",\"import_path\":\"m.app\"}}}}";
+    assert_true(rs_serve_runs_config(got_d, strlen(got_d), dflt));
+    /* one application more on the cluster, lost applications, another target_capacity */
+    const char *two = "{\"applications\":{\"default\":{\"deployed_app_config\":{\"import_path\":"
+                      "\"m.app\"}},\"b\":{\"deployed_app_config\":{\"import_path\":\"m.b\"}}}}";
+    assert_false(rs_serve_runs_config(two, strlen(two), dflt));
+    const char *none = "{\"applications\":{}}";
+    assert_false(rs_serve_runs_config(none, strlen(none), dflt));
+    const char *tc = "{\"applications\":[{\"import_path\":\"m.app\"}],\"target_capacity\":50}";
+    assert_false(rs_serve_runs_config(got_d, strlen(got_d), tc));
+    const char *got_tc = "{\"applications\":{\"default\":{\"deployed_app_config\":"
+                         "{\"import_path\":\"m.app\"}}},\"target_capacity\":50}";
+    assert_true(rs_serve_runs_config(got_tc, strlen(got_tc), tc));
+    assert_false(rs_serve_runs_config(got_tc, strlen(got_tc), dflt));
+    /* settings Ray reports in its own form: never matched */
+    const char *http = "{\"applications\":[{\"import_path\":\"m.app\"}],\"http_options\":{\"port\":8000}}";
+    assert_false(rs_serve_runs_config(got_d, strlen(got_d), http));
+    /* an empty config, garbage, NULLs */
+    const char *empty = "{\"applications\":[]}";
+    assert_false(rs_serve_runs_config(none, strlen(none), empty));
+    assert_false(rs_serve_runs_config("[1]", 3, dflt));
+    assert_false(rs_serve_runs_config(got_d, strlen(got_d), "{"));
+    assert_false(rs_serve_runs_config(NULL, 0, dflt));
+    assert_false(rs_serve_runs_config(got_d, strlen(got_d), NULL));
+}
+
 static void test_serve_status(void **state)
 {
     (void)state;
@@ -325,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_quantity),
         cmocka_unit_test(test_serve_config),
         cmocka_unit_test(test_serve_status),
+        cmocka_unit_test(test_serve_runs_config),
         cmocka_unit_test(test_need_submit_and_memo),
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_objects),

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <signal.h>
@@ -24,6 +25,31 @@ static void test_buf_grows_and_terminates(void **state)
     assert_string_equal(b.data + b.len - 4, "999,");
     buf_free(&b);
     assert_null(b.data);
+}
+
+/* util_array_grow doubles from first, keeps the contents, and leaves the array as it
+ * was when the size would overflow. */
+static void test_array_grow(void **state)
+{
+    (void)state;
+    int *v = NULL;
+    size_t n = 0, cap = 0;
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(util_array_grow(&v, sizeof(*v), n, &cap, 4), 0);
+        assert_true(cap > n);
+        v[n++] = i;
+    }
+    assert_int_equal(cap, 128);   /* 4, 8, ..., 128 */
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(v[i], i);
+    assert_int_equal(util_array_grow(&v, sizeof(*v), 5, &cap, 4), 0);   /* room: no change */
+    assert_int_equal(cap, 128);
+    int *keep = v;
+    size_t huge = SIZE_MAX / 2 + 1;
+    assert_int_equal(util_array_grow(&v, sizeof(*v), huge, &huge, 4), -ENOMEM);
+    assert_int_equal(huge, SIZE_MAX / 2 + 1);
+    assert_ptr_equal(v, keep);
+    free(v);
 }
 
 static void test_buf_json_escape(void **state)
@@ -167,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_buf_grows_and_terminates),
         cmocka_unit_test(test_json_get_paths),
         cmocka_unit_test(test_buf_json_escape),
+        cmocka_unit_test(test_array_grow),
         cmocka_unit_test(test_time_round_trip),
         cmocka_unit_test(test_write_all_and_format_err),
         cmocka_unit_test(test_log_encoders),

@@ -168,6 +168,7 @@ static void gt_free(struct gt *t)
     gt_pump(t);
     cluster__pods_free(t->c);
     cluster__node_index_free(t->c);
+    cluster__gang_free(t->c);
     HASH_ITER(hh, t->c->nodes, n, tn) {
         HASH_DEL(t->c->nodes, n);
         store_obj_unref(n->obj);
@@ -360,7 +361,7 @@ static int gt_events(struct gt *t, const char *ns, const char *name, const char 
         const cJSON *e = store_obj_json(l.items[i]);
         const char *io = tl_str(e, "involvedObject.name"), *re = tl_str(e, "reason");
         const char *msg = tl_str(e, "message"), *src = tl_str(e, "source.component");
-        if (io && !strcmp(io, name) && re && !strcmp(re, reason) &&
+        if (io && !strcmp(io, name) && (!reason || (re && !strcmp(re, reason))) &&
             (!text || (msg && strstr(msg, text))) && (!source || (src && !strcmp(src, source))))
             k++;
     }

@@ -217,11 +217,11 @@ static void test_queue_state(void **state)
                         "Inqueue");
     assert_int_equal(gt_events(t, "default", "g-0", "FailedScheduling", "pod group is not ready, "
                                "1 Pending, 1 minAvailable; Pending: 1 Unschedulable", "volcano"), 1);
+    /* a missing Queue: Volcano's cache leaves the job out, nothing is written or said */
     assert_int_equal(gt_bound(t, "lost", 0, 1), 0);
-    assert_string_equal(gt_field(t, t->vpg, "default", "lost", "status.phase", buf, sizeof(buf)),
-                        "Pending");
-    assert_int_equal(gt_events(t, "default", "lost", "Unschedulable", "queue nowhere is not found",
-                               "volcano"), 1);
+    assert_string_equal(gt_field(t, t->vpg, "default", "lost", "status.phase", buf, sizeof(buf)), "");
+    assert_int_equal(gt_events(t, "default", "lost", NULL, NULL, NULL), 0);
+    assert_int_equal(gt_events(t, "default", "lost-0", NULL, NULL, NULL), 0);
     /* the Closed state is Volcano's to keep: the session does not reopen it */
     assert_string_equal(gt_field(t, t->queues, "", "shut", "status.state", buf, sizeof(buf)),
                         "Closed");
@@ -455,6 +455,36 @@ static void test_preempt(void **state)
     assert_int_equal(gt_deleting(t, "low", 0, 4), 2);
 }
 
+/* The conformance plugin in tier 1: a critical Pod is not a victim there; another of its
+ * job goes instead (without it the last task, a critical one, would). Tier 2 still sees
+ * every candidate, as Volcano's tiers do. */
+static void test_conformance(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_volcano_conf(t, "enqueue, allocate, preempt, backfill");
+    store_obj_unref(tl_create(t->s, t->pc, "", tl_json(
+        "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\","
+        "\"metadata\":{\"name\":\"high\"},\"value\":1000}")));
+    gt_volcano_pg(t, "low", 1, NULL);
+    gt_volcano_pods(t, "low", 0, 2, "2");
+    for (int i = 2; i < 4; i++)
+        store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
+            "{\"metadata\":{\"name\":\"low-%d\",\"annotations\":{\"scheduling.k8s.io/group-name\":"
+            "\"low\"}},\"spec\":{\"schedulerName\":\"volcano\",\"priorityClassName\":"
+            "\"system-cluster-critical\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\","
+            "\"resources\":{\"requests\":{\"cpu\":\"2\"}}}]}}", i)));
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "low", 0, 4), 4);
+    gt_running(t, "low", 0, 4);
+    /* one victim: on the first node, the normal Pod of the two (low-0 and low-2) */
+    gt_volcano_pg(t, "high", 1, ",\"priorityClassName\":\"high\"");
+    gt_volcano_pods(t, "high", 0, 1, "2");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "low", 0, 2), 1);
+    assert_int_equal(gt_deleting(t, "low", 2, 2), 0);
+}
+
 /* The actions kubesim reads from volcano-scheduler.conf. */
 static void test_volcano_conf(void **state)
 {
@@ -468,12 +498,78 @@ static void test_volcano_conf(void **state)
         { "actions: \"allocate\" # reclaim later\n", 0 },  /* a comment */
         { "actions: \"reclaimx, preempt\"", VOLCANO_PREEMPT },
         { "", 0 },
+        /* the capacity plugin with hierarchical queues, and only that plugin's key */
+        { "actions: \"enqueue, allocate\"\ntiers:\n- plugins:\n  - name: drf\n  - name: capacity\n"
+          "    enableHierarchy: true\n  - name: nodeorder\n", VOLCANO_HIERARCHY },
+        { "tiers:\n- plugins:\n  - name: \"capacity\"\n    enableHierarchy: true\r\n", VOLCANO_HIERARCHY },
+        { "tiers:\n- plugins:\n  - name: capacity\n  - name: drf\n    enableHierarchy: true\n", 0 },
+        { "tiers:\n- plugins:\n  - name: capacity\n    enableHierarchy: false\n", 0 },
+        { "tiers:\n- plugins:\n  - name: capacityx\n    enableHierarchy: true\n", 0 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         assert_int_equal(cluster__volcano_actions_parse(cases[i].conf, strlen(cases[i].conf)),
                          cases[i].want);
     /* bounded by the length given, not by a terminator */
     assert_int_equal(cluster__volcano_actions_parse("actions: \"reclaim\"", 12), 0);
+}
+
+/* Volcano's capacity plugin with enableHierarchy: a queue's capability bounds its
+ * descendants together (a child without one takes its parent's), enqueue and allocate
+ * check the queue and its ancestors, and a job in a queue with children makes the plugin
+ * refuse the whole session. */
+static void test_volcano_hierarchy(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *nsr = tl_res(t->s, "", "v1", "namespaces");
+    char buf[64];
+
+    store_obj_unref(tl_create(t->s, nsr, "", tl_json("{\"metadata\":{\"name\":\"volcano-system\"}}")));
+    store_obj_unref(tl_create(t->s, t->cms, "volcano-system", tl_json(
+        "{\"metadata\":{\"name\":\"volcano-scheduler-configmap\"},\"data\":"
+        "{\"volcano-scheduler.conf\":\"actions: \\\"enqueue, allocate, backfill\\\"\\ntiers:\\n"
+        "- plugins:\\n  - name: priority\\n  - name: gang\\n- plugins:\\n  - name: drf\\n"
+        "  - name: capacity\\n    enableHierarchy: true\\n\"}}")));
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+        "{\"name\":\"dept\"},\"spec\":{\"parent\":\"root\",\"capability\":{\"cpu\":\"4\"}}}")));
+    for (int i = 0; i < 2; i++)
+        store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+            "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\",\"metadata\":"
+            "{\"name\":\"team-%c\"},\"spec\":{\"parent\":\"dept\"}}", 'a' + i)));
+    gt_volcano_pg(t, "a", 1, ",\"queue\":\"team-a\",\"minResources\":{\"cpu\":\"3\"}");
+    gt_volcano_pods(t, "a", 0, 1, "3");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "a", 0, 1), 1);
+    /* Volcano's scheduler makes the root Queue as it makes the default one */
+    assert_string_equal(gt_field(t, t->queues, "", "root", "metadata.name", buf, sizeof(buf)), "root");
+    /* 2 more CPUs in the sibling: the nodes have 5, the department 1 */
+    gt_volcano_pg(t, "b", 1, ",\"queue\":\"team-b\",\"minResources\":{\"cpu\":\"2\"}");
+    gt_volcano_pods(t, "b", 0, 1, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "b", 0, 1), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "b", "status.phase", buf, sizeof(buf)), "Pending");
+    assert_int_equal(gt_events(t, "default", "b", "Unschedulable",
+                               "queue resource quota insufficient: insufficient cpu", "volcano"), 1);
+    /* one CPU fits what the department has left */
+    gt_delete(t, t->vpg, "default", "b");
+    gt_delete(t, t->pods, "default", "b-0");
+    gt_volcano_pg(t, "c", 1, ",\"queue\":\"team-b\",\"minResources\":{\"cpu\":\"1\"}");
+    gt_volcano_pods(t, "c", 0, 1, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "c", 0, 1), 1);
+    /* a job in dept, which has children: nothing is scheduled, not even team-a's */
+    gt_volcano_pg(t, "d", 1, ",\"queue\":\"dept\"");
+    gt_volcano_pods(t, "d", 0, 1, "1");
+    gt_volcano_pg(t, "e", 1, ",\"queue\":\"default\"");
+    gt_volcano_pods(t, "e", 0, 1, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "d", 0, 1), 0);
+    assert_int_equal(gt_bound(t, "e", 0, 1), 0);
+    gt_delete(t, t->vpg, "default", "d");
+    gt_delete(t, t->pods, "default", "d-0");
+    gt_session(t);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "e", 0, 1), 1);
 }
 
 /* Of two gangs that fit alone but not together, the higher PriorityClass wins, though
@@ -511,8 +607,14 @@ static void test_scheduler_plugins(void **state)
     gt_pod(t, "sp-2", "scheduler-plugins-scheduler", "3", meta);
     gt_session(t);
     assert_int_equal(gt_bound(t, "sp", 0, 3), 0);
+    /* the kube-scheduler's FitError with the PostFilter plugins' words */
     assert_int_equal(gt_events(t, "default", "sp-2", "FailedScheduling",
-                               "1/3 tasks in gang unschedulable", "scheduler-plugins-scheduler"), 1);
+                               "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes "
+                               "are available: 2 No preemption victims found for incoming pod., "
+                               "PodGroup default/sp gets rejected due to Pod sp-2 is unschedulable "
+                               "even after PostFilter", "scheduler-plugins-scheduler"), 1);
+    assert_int_equal(gt_events(t, "default", "sp-0", "FailedScheduling",
+                               "optimistic rejection in PostFilter", "scheduler-plugins-scheduler"), 1);
     /* its controller's status: enough Pods, none bound yet */
     cJSON *pg = gt_get(t, t->sppg, "default", "sp");
     assert_string_equal(tl_str(pg, "status.phase"), "PreScheduling");
@@ -546,6 +648,50 @@ static void test_scheduler_plugins(void **state)
     cJSON_Delete(pg);
 }
 
+/* scheduler-plugins' PreFilter: a group with fewer Pods than minMember, and one whose
+ * minResources the nodes cannot hold ("resource gap", Go's print of the Quantities). */
+static void test_scheduler_plugins_prefilter(void **state)
+{
+    struct gt *t = FX(state);
+
+    store_obj_unref(tl_create(t->s, t->sppg, "default", tl_json(
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+        "\"metadata\":{\"name\":\"few\"},\"spec\":{\"minMember\":3}}")));
+    gt_pod(t, "few-0", "scheduler-plugins-scheduler", "1",
+           ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"few\"}");
+    store_obj_unref(tl_create(t->s, t->sppg, "default", tl_json(
+        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+        "\"metadata\":{\"name\":\"gap\"},\"spec\":{\"minMember\":1,\"minResources\":"
+        "{\"cpu\":\"9\",\"memory\":\"1Gi\"}}}")));
+    gt_pod(t, "gap-0", "scheduler-plugins-scheduler", "1",
+           ",\"labels\":{\"scheduling.x-k8s.io/pod-group\":\"gap\"}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "few", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "few-0", "FailedScheduling",
+                               "0/2 nodes are available: pre-filter pod few-0 cannot find enough "
+                               "sibling pods, current pods number: 1, minMember of group: 3. "
+                               "preemption: 0/2 nodes are available: 2 Preemption is not helpful for "
+                               "scheduling., PodGroup default/few gets rejected due to Pod few-0 is "
+                               "unschedulable even after PostFilter", "scheduler-plugins-scheduler"), 1);
+    /* 1 Pod of 1 CPU would fit, but the group's minResources (9 CPUs) do not: nothing */
+    assert_int_equal(gt_bound(t, "gap", 0, 1), 0);
+    assert_int_equal(gt_events(t, "default", "gap-0", "FailedScheduling",
+                               "0/2 nodes are available: resource gap: map[cpu:{{1000 -3} {<nil>}  "
+                               "DecimalSI}]. preemption: 0/2 nodes are available: 2 Preemption is "
+                               "not helpful for scheduling., PodGroup default/gap gets rejected due "
+                               "to Pod gap-0 is unschedulable even after PostFilter",
+                               "scheduler-plugins-scheduler"), 1);
+    cJSON *ps = gt_cond(t, t->pods, "gap-0", "PodScheduled");
+    assert_non_null(ps);
+    assert_string_equal(tl_str(ps, "reason"), "Unschedulable");
+    assert_non_null(strstr(tl_str(ps, "message"), "resource gap: map[cpu:"));
+    cJSON_Delete(ps);
+    /* within the nodes once it asks for 7 CPUs: bound */
+    gt_patch(t, t->sppg, "default", "gap", NULL, "{\"spec\":{\"minResources\":{\"cpu\":\"7\"}}}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "gap", 0, 1), 1);
+}
+
 /* YuniKorn: the task groups' minMember among the Pods that exist, and room for the
  * placeholders of the members not created yet. */
 static void test_yunikorn(void **state)
@@ -569,8 +715,22 @@ static void test_yunikorn(void **state)
     gt_pod(t, "app1-1", "yunikorn", "3", meta);
     gt_session(t);
     assert_int_equal(gt_bound(t, "app1", 0, 2), 0);
-    assert_int_equal(gt_events(t, "default", "app1-0", "FailedScheduling",
-                               "the placeholders of the task groups do not fit", "yunikorn"), 1);
+    /* the shim's words: on submission, then the core's outstanding request */
+    assert_int_equal(gt_events(t, "default", "app1-0", "Scheduling",
+                               "default/app1-0 is queued and waiting for allocation", "yunikorn"), 1);
+    assert_int_equal(gt_events(t, "default", "app1-1", "GangScheduling",
+                               "Pod belongs to the taskGroup w, it will be scheduled as a gang member",
+                               "yunikorn"), 1);
+    assert_int_equal(gt_events(t, "default", "app1-0", "PodUnschedulable",
+                               "Task default/app1-0 is pending for the requested resources become "
+                               "available", "yunikorn"), 1);
+    cJSON *ps = gt_cond(t, t->pods, "app1-0", "PodScheduled");
+    assert_non_null(ps);
+    assert_string_equal(tl_str(ps, "reason"), "Unschedulable");
+    assert_string_equal(tl_str(ps, "message"), "request is waiting for cluster resources become available");
+    cJSON_Delete(ps);
+    gt_session(t);   /* said once */
+    assert_int_equal(gt_events(t, "default", "app1-0", "Scheduling", NULL, "yunikorn"), 1);
 
     /* the same with a worker group of 2: 3 CPUs to hold, 4 free */
     snprintf(tg, sizeof(tg), groups, 2);
@@ -600,6 +760,17 @@ static void kai_pod(struct gt *t, const char *name, const char *rc, const char *
     gt_pod(t, name, "kai-scheduler", cpu, meta);
 }
 
+/* A Ray Pod of cluster rc (uid) in group grp (ray.io/group), queue team-a. */
+static void kai_ray_pod(struct gt *t, const char *name, const char *uid, const char *grp,
+                        const char *cpu)
+{
+    char meta[700];
+    snprintf(meta, sizeof(meta), ",\"labels\":{\"kai.scheduler/queue\":\"team-a\",\"ray.io/group\":"
+             "\"%s\"},\"ownerReferences\":[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\","
+             "\"name\":\"rc\",\"uid\":\"%s\",\"controller\":true}]", grp, uid);
+    gt_pod(t, name, "kai-scheduler", cpu, meta);
+}
+
 /* KAI's pod-grouper for Ray: one gang per top owner, minMember = head + each worker
  * group's minReplicas (replicas when 0) x numOfHosts, pod-group-name on each Pod. */
 static void test_kai(void **state)
@@ -616,17 +787,29 @@ static void test_kai(void **state)
     char uid[64];
     snprintf(uid, sizeof(uid), "%s", rc->uid);
     store_obj_unref(rc);
-    kai_pod(t, "rc-0", "rc", uid, "1", NULL);   /* the head */
-    for (int i = 1; i <= 3; i++) {
+    kai_ray_pod(t, "rc-0", uid, "headgroup", "1");
+    for (int i = 1; i <= 2; i++) {
         snprintf(buf, sizeof(buf), "rc-%d", i);
-        kai_pod(t, buf, "rc", uid, "3", NULL);
+        kai_ray_pod(t, buf, uid, "w", "3");
     }
     gt_session(t);
+    /* fewer Pods than the sub-group w needs: KAI's NotReady, nothing on the Pods */
+    assert_int_equal(gt_events(t, "default", "rc-1", NULL, NULL, "kai-scheduler"), 0);
+    kai_ray_pod(t, "rc-3", uid, "w", "3");
     gt_session(t);
-    /* minMember 4 (the suspended group counts nothing): 10 CPUs do not fit in 8 */
+    gt_session(t);
+    /* minMember 4 (the suspended group counts nothing): 10 CPUs do not fit in 8; the
+     * Pod that found no node has its own words, the others the job's */
     assert_int_equal(gt_bound(t, "rc", 0, 4), 0);
-    assert_int_equal(gt_events(t, "default", "rc-3", "FailedScheduling",
-                               "tasks in gang unschedulable", "kai-scheduler"), 1);
+    assert_int_equal(gt_events(t, "default", "rc-3", "Unschedulable",
+                               "no nodes with enough resources were found: 2 node(s) didn't have "
+                               "enough resources: CPU cores.", "kai-scheduler"), 1);
+    assert_int_equal(gt_events(t, "default", "rc-1", "Unschedulable",
+                               "PodSchedulingErrors: Resources were found for 3 pods from all "
+                               "sub-groups while sub-group w requires 3 pods for gang scheduling. "
+                               "Additional pods cannot be scheduled in this sub-group due to: no "
+                               "nodes with enough resources were found: 2 node(s) didn't have "
+                               "enough resources: CPU cores..", "kai-scheduler"), 1);
     snprintf(want, sizeof(want), "pg-rc-%s", uid);
     assert_string_equal(gt_field(t, t->pods, "default", "rc-2", "metadata.annotations.pod-group-name",
                                  buf, sizeof(buf)), want);
@@ -647,8 +830,8 @@ static void test_kai(void **state)
     store_obj_unref(rc);
     gt_session(t);
     assert_int_equal(gt_bound(t, "bad", 0, 1), 0);
-    assert_int_equal(gt_events(t, "default", "bad-0", "FailedScheduling",
-                               "can't be less than minReplicas", "kai-scheduler"), 1);
+    assert_int_equal(gt_events(t, "default", "bad-0", "PodGrouperWarning",
+                               "can't be less than minReplicas", "pod-grouper"), 1);
 
     /* a RayJob's cluster: the PodGroup is the RayJob's */
     struct store_obj *job = tl_create(t->s, t->rayjobs, "default", tl_json(
@@ -695,14 +878,15 @@ static void test_kai_queues(void **state)
     gt_pod(t, "nolabel2-0", "kai-scheduler", "1", NULL);
     gt_session(t);
     assert_int_equal(gt_bound(t, "nolabel2", 0, 1), 0);
-    assert_int_equal(gt_events(t, "default", "nolabel2-0", "FailedScheduling",
-                               "queue default-queue does not exist", "kai-scheduler"), 1);
+    assert_int_equal(gt_events(t, "default", "nolabel2-0", "Unschedulable",
+                               "QueueDoesNotExist: Queue 'default-queue' does not exist.",
+                               "kai-scheduler"), 1);
     assert_int_equal(gt_bound(t, "parent", 0, 1), 0);
-    assert_int_equal(gt_events(t, "default", "parent-0", "FailedScheduling",
+    assert_int_equal(gt_events(t, "default", "parent-0", "Unschedulable",
                                "queue dept is not a leaf queue", "kai-scheduler"), 1);
     assert_int_equal(gt_bound(t, "ghost", 0, 1), 0);
-    assert_int_equal(gt_events(t, "default", "ghost-0", "FailedScheduling",
-                               "queue ghost does not exist", "kai-scheduler"), 1);
+    assert_int_equal(gt_events(t, "default", "ghost-0", "Unschedulable",
+                               "QueueDoesNotExist: Queue 'ghost' does not exist.", "kai-scheduler"), 1);
     assert_int_equal(gt_bound(t, "leaf", 0, 1), 1);
 }
 
@@ -735,10 +919,20 @@ static void test_yunikorn_queues(void **state)
     gt_pod(t, "free-0", "yunikorn", "3", ",\"labels\":{\"applicationId\":\"free\",\"queue\":\"root.other\"}");
     gt_session(t);
     assert_int_equal(gt_bound(t, "ya", 0, 2), 0);
-    assert_int_equal(gt_events(t, "default", "ya-0", "FailedScheduling",
-                               "queue root.capped has not enough headroom for the application: "
-                               "vcore max 2000, used 0, asked 3000", "yunikorn"), 1);
     assert_int_equal(gt_bound(t, "free", 0, 1), 1);
+    /* each Pod fits the headroom (the placeholder of the third would not): no word */
+    assert_int_equal(gt_events(t, "default", "ya-0", "Informational", NULL, "yunikorn"), 0);
+    /* a request above the headroom: the core's event, the root's size in it */
+    gt_pod(t, "big-0", "yunikorn", "3", ",\"labels\":{\"applicationId\":\"big\",\"queue\":\"root.capped\"}");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "big", 0, 1), 0);
+    char want[800];
+    snprintf(want, sizeof(want), "Request '%.64s' does not fit in queue 'root.capped' (requested "
+             "map[pods:1 vcore:3000], available map[memory:8589934592 pods:219 vcore:2000])",
+             gt_field(t, t->pods, "default", "big-0", "metadata.uid", meta, sizeof(meta)));
+    assert_int_equal(gt_events(t, "default", "big-0", "Informational", want, "yunikorn"), 1);
+    assert_null(gt_cond(t, t->pods, "big-0", "PodScheduled"));   /* the core says no more */
+    gt_delete(t, t->pods, "default", "big-0");
     gt_delete(t, t->cms, "yunikorn", "yunikorn-configs");
     store_obj_unref(tl_create(t->s, t->cms, "yunikorn", tl_json(conf, "3")));
     gt_session(t);
@@ -756,16 +950,6 @@ static const struct reg_resource *kai_types(struct gt *t, const struct reg_resou
                   "scheduling.run.ai", "v2", "queues");
 }
 
-/* A Ray Pod of cluster rc (uid) in group grp (ray.io/group), queue team-a. */
-static void kai_ray_pod(struct gt *t, const char *name, const char *uid, const char *grp,
-                        const char *cpu)
-{
-    char meta[700];
-    snprintf(meta, sizeof(meta), ",\"labels\":{\"kai.scheduler/queue\":\"team-a\",\"ray.io/group\":"
-             "\"%s\"},\"ownerReferences\":[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\","
-             "\"name\":\"rc\",\"uid\":\"%s\",\"controller\":true}]", grp, uid);
-    gt_pod(t, name, "kai-scheduler", cpu, meta);
-}
 
 /* KAI's pod-grouper writes the PodGroup object (scheduling.run.ai/v2alpha2) for a Ray
  * cluster, with a sub-group per Ray group; the queue's limit holds the gang back with
@@ -793,10 +977,10 @@ static void test_kai_podgroup(void **state)
     kai_ray_pod(t, "rc-2", uid, "w", "2");
     gt_session(t);
     assert_int_equal(gt_bound(t, "rc", 0, 3), 0);
-    assert_int_equal(gt_events(t, "default", "rc-1", "FailedScheduling",
-                               "team-a quota has reached the allowable limit of CPU cores. Limit is "
-                               "4 cores, currently 0 cores allocated and workload requested 5 cores",
-                               "kai-scheduler"), 1);
+    assert_int_equal(gt_events(t, "default", "rc-1", "Unschedulable",
+                               "OverLimit: team-a quota has reached the allowable limit of CPU cores. "
+                               "Limit is 4 cores, currently 0 cores allocated and workload requested "
+                               "5 cores.", "kai-scheduler"), 1);
     snprintf(want, sizeof(want), "pg-rc-%s", uid);
     cJSON *pg = gt_get(t, pgs, "default", want);
     assert_non_null(pg);
@@ -889,17 +1073,31 @@ static void test_was(void **state)
     assert_int_equal(gt_bound(t, "w", 0, 3), 0);   /* no PodGroup yet: they wait */
     store_obj_unref(tl_create(t->s, t->waspg, "default", tl_json(
         "{\"apiVersion\":\"scheduling.k8s.io/v1alpha2\",\"kind\":\"PodGroup\",\"metadata\":"
-        "{\"name\":\"w\"},\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":3}}}}")));
+        "{\"name\":\"w\"},\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":4}}}}")));
+    gt_session(t);
+    /* 3 Pods of a minCount of 4: PreEnqueue keeps them out of the queue, nothing said */
+    assert_int_equal(gt_bound(t, "w", 0, 3), 0);
+    assert_int_equal(gt_events(t, "default", "w-0", "FailedScheduling", NULL, "default-scheduler"), 0);
+    assert_null(gt_cond(t, t->waspg, "w", "PodGroupScheduled"));
+    gt_patch(t, t->waspg, "default", "w", NULL,
+             "{\"spec\":{\"schedulingPolicy\":{\"gang\":{\"minCount\":3}}}}");
     gt_session(t);
     assert_int_equal(gt_bound(t, "w", 0, 3), 0);   /* 3 x 3 CPUs on two 4-CPU nodes */
+    /* the pod group cycle: the Pods placed hear the group's verdict, the one that found
+     * no node its own FitError */
     assert_int_equal(gt_events(t, "default", "w-0", "FailedScheduling",
-                               "tasks in gang unschedulable", "default-scheduler"), 1);
+                               "pod group is unschedulable, minCount (3) cannot be satisfied: 2 "
+                               "scheduled, 0 remaining", "default-scheduler"), 1);
+    assert_int_equal(gt_events(t, "default", "w-2", "FailedScheduling",
+                               "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes "
+                               "are available: 2 No preemption victims found for incoming pod.",
+                               "default-scheduler"), 1);
     cJSON *c = gt_cond(t, t->waspg, "w", "PodGroupScheduled");
     assert_non_null(c);
     assert_string_equal(tl_str(c, "status"), "False");
     assert_string_equal(tl_str(c, "reason"), "Unschedulable");
-    assert_non_null(strstr(tl_str(c, "message"), "tasks in gang unschedulable"));
-    assert_true(tl_num(c, "observedGeneration") == 1);
+    assert_string_equal(tl_str(c, "message"), "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining");
+    assert_true(tl_num(c, "observedGeneration") == 2);
     cJSON_Delete(c);
     gt_delete(t, t->pods, "default", "w-2");
     gt_patch(t, t->waspg, "default", "w", NULL,
@@ -911,7 +1109,7 @@ static void test_was(void **state)
     assert_string_equal(tl_str(c, "status"), "True");
     assert_string_equal(tl_str(c, "reason"), "Scheduled");
     assert_string_equal(tl_str(c, "message"), "");
-    assert_true(tl_num(c, "observedGeneration") == 2);
+    assert_true(tl_num(c, "observedGeneration") == 3);
     cJSON_Delete(c);
     /* the initial decision stands: a member's eviction does not turn it back */
     gt_delete(t, t->pods, "default", "w-1");
@@ -935,9 +1133,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
         cmocka_unit_test(test_volcano_conf),
+        cmocka_unit_test_setup_teardown(test_volcano_hierarchy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_plugins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_plugins_prefilter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_yunikorn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kai_queues, setup, teardown),
