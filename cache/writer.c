@@ -286,6 +286,21 @@ static void chain_link(struct cache *c, enum chain ch, uint64_t h, uint32_t idx)
     atomic_store_explicit(head, idx + 1, memory_order_release);
 }
 
+/* A record's owner or label changed: moves slot idx (seq held odd by the caller) from
+ * the chain of hash old to that of hash now (0: no chain), storing now in the slot's
+ * hash field between the two. */
+static void chain_move(struct cache *c, enum chain ch, _Atomic uint64_t *field, uint64_t old,
+                       uint64_t now, uint32_t idx)
+{
+    if (old == now)
+        return;
+    if (old)
+        chain_unlink(c, ch, old, idx);
+    ST(*field, now);
+    if (now)
+        chain_link(c, ch, now, idx);
+}
+
 /* The writer reads its own data: no seq dance. Slot index + 1 or 0. */
 static uint32_t find_key(struct cache *c, uint32_t type, uint64_t h, const char *ns,
                          size_t nslen, const char *name, size_t namelen)
@@ -415,20 +430,8 @@ static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, 
         cache_seq_write_begin(&s->seq);
         ST(s->blob_off, off);
         ST(s->blob_len, len);
-        if (old_oh != oh) {
-            if (old_oh)
-                chain_unlink(c, CH_OWNER, old_oh, cur - 1);
-            ST(s->owner_hash, oh);
-            if (oh)
-                chain_link(c, CH_OWNER, oh, cur - 1);
-        }
-        if (old_lh != lh) {
-            if (old_lh)
-                chain_unlink(c, CH_LABEL, old_lh, cur - 1);
-            ST(s->label_hash, lh);
-            if (lh)
-                chain_link(c, CH_LABEL, lh, cur - 1);
-        }
+        chain_move(c, CH_OWNER, &s->owner_hash, old_oh, oh, cur - 1);
+        chain_move(c, CH_LABEL, &s->label_hash, old_lh, lh, cur - 1);
         cache_seq_write_end(&s->seq);
         /* the seq moved on: readers of the old record retry, so it may be reused */
         blob_free(c, old_off, old_len);

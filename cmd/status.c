@@ -251,17 +251,25 @@ static void json_u(struct buf *b, const char *k, uint64_t v, int comma)
     buf_printf(b, "\"%s\":%llu%s", k, (unsigned long long)v, comma ? "," : "");
 }
 
+/* ,"NAME": then {"error":"..."} when the part could not be read (rc < 0): true when it
+ * was, and its object follows. */
+static bool json_part(struct buf *b, const char *name, int rc)
+{
+    buf_printf(b, ",\"%s\":", name);
+    if (rc >= 0)
+        return true;
+    buf_puts(b, "{\"error\":");
+    buf_append_json_string(b, strerror(-rc));
+    buf_puts(b, "}");
+    return false;
+}
+
 static int print_json(const struct snapshot *sn, const char *state_dir)
 {
     struct buf b = { 0 };
     buf_puts(&b, "{\"stateDir\":");
     buf_append_json_string(&b, state_dir);
-    buf_puts(&b, ",\"cache\":");
-    if (sn->cache_rc < 0) {
-        buf_puts(&b, "{\"error\":");
-        buf_append_json_string(&b, strerror(-sn->cache_rc));
-        buf_puts(&b, "}");
-    } else {
+    if (json_part(&b, "cache", sn->cache_rc)) {
         const struct cache_info *ci = &sn->ci;
         buf_printf(&b, "{\"writerPid\":%d,\"writerAlive\":%s,", ci->writer_pid,
                    pid_alive(ci->writer_pid) ? "true" : "false");
@@ -287,12 +295,7 @@ static int print_json(const struct snapshot *sn, const char *state_dir)
         }
         buf_puts(&b, "]}");
     }
-    buf_puts(&b, ",\"queues\":");
-    if (sn->ipc_rc < 0) {
-        buf_puts(&b, "{\"error\":");
-        buf_append_json_string(&b, strerror(-sn->ipc_rc));
-        buf_puts(&b, "}");
-    } else {
+    if (json_part(&b, "queues", sn->ipc_rc)) {
         buf_printf(&b, "{\"watcherPid\":%d,\"kinds\":[", sn->st.pid);
         for (uint32_t i = 0; i < sn->st.n_queues; i++) {
             const struct ipc_status_queue *q = &sn->st.queues[i];

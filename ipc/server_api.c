@@ -174,12 +174,10 @@ void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud)
         ipc_queue_set_seen(s->kinds[i].q, seen, ud);
 }
 
-int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key, uint64_t delay_ns)
+/* After an add to kq's queue (rc its result): hand ready keys to idle workers and
+ * re-arm the timer for delayed ones. */
+static int added(struct ipc_server *s, struct kq *kq, int rc)
 {
-    struct kq *kq = kind ? ipc__find_kind(s, kind) : NULL;
-    if (!kq)
-        return -ENOENT;
-    int rc = ipc_queue_add_after(kq->q, key, delay_ns);
     if (rc < 0)
         return rc;
     ipc__dispatch(s, kq);
@@ -187,17 +185,16 @@ int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key
     return 0;
 }
 
+int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key, uint64_t delay_ns)
+{
+    struct kq *kq = kind ? ipc__find_kind(s, kind) : NULL;
+    return kq ? added(s, kq, ipc_queue_add_after(kq->q, key, delay_ns)) : -ENOENT;
+}
+
 int ipc_server_add_low(struct ipc_server *s, const char *kind, const char *key)
 {
     struct kq *kq = kind ? ipc__find_kind(s, kind) : NULL;
-    if (!kq)
-        return -ENOENT;
-    int rc = ipc_queue_add_low(kq->q, key);
-    if (rc < 0)
-        return rc;
-    ipc__dispatch(s, kq);
-    ipc__arm_timer(s);
-    return 0;
+    return kq ? added(s, kq, ipc_queue_add_low(kq->q, key)) : -ENOENT;
 }
 
 int ipc_server_add(struct ipc_server *s, const char *kind, const char *key)

@@ -107,6 +107,59 @@ const char *kobj_controller_uid(const cJSON *obj)
     return kobj_str(kobj_controller_ref(obj), "uid");
 }
 
+const cJSON *kobj_condition_find(const cJSON *status, const char *type)
+{
+    return kobj_find(kobj_get(status, "conditions"), "type", type);
+}
+
+/* Replaces member k of o with the string v ("" for NULL). */
+static void set_str(cJSON *o, const char *k, const char *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+    cJSON_AddStringToObject(o, k, v ? v : "");
+}
+
+cJSON *kobj_condition_set(cJSON *status, const char *type, const char *st, const char *reason,
+                          const char *message, const char *now)
+{
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(status, "conditions");
+    if (!cJSON_IsArray(arr)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(status, "conditions");
+        if (!(arr = cJSON_AddArrayToObject(status, "conditions")))
+            return NULL;
+    }
+    cJSON *c = (cJSON *)kobj_condition_find(status, type);
+    if (!c) {
+        if (!(c = cJSON_CreateObject()))
+            return NULL;
+        cJSON_AddItemToArray(arr, c);
+        set_str(c, "type", type);
+        set_str(c, "status", st);
+        set_str(c, "lastTransitionTime", now);
+    } else {
+        const char *old = kobj_str(c, "status");
+        if (!old || strcmp(old, st) != 0) {
+            set_str(c, "status", st);
+            set_str(c, "lastTransitionTime", now);
+        }
+    }
+    set_str(c, "reason", reason);
+    set_str(c, "message", message);
+    return c;
+}
+
+void kobj_condition_remove(cJSON *status, const char *type)
+{
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(status, "conditions");
+    for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
+        const char *t = kobj_str(cJSON_GetArrayItem(arr, i), "type");
+        if (t && strcmp(t, type) == 0) {
+            cJSON_DeleteItemFromArray(arr, i);
+            return;
+        }
+    }
+}
+
 bool kobj_has_finalizer(const cJSON *obj, const char *finalizer)
 {
     const cJSON *f;

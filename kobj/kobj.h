@@ -47,6 +47,16 @@ const cJSON *kobj_controller_ref(const cJSON *obj);
 /* Its uid, or NULL when there is no controller or it has no string uid. */
 const char *kobj_controller_uid(const cJSON *obj);
 
+/* status.conditions as meta.SetStatusCondition / FindStatusCondition /
+ * RemoveStatusCondition keep them. kobj_condition_set makes the condition of type
+ * read st, reason and message (NULL: ""), moving lastTransitionTime to now only
+ * when the status changes or the condition is new; it returns the condition (for the
+ * caller's observedGeneration), or NULL when out of memory. */
+const cJSON *kobj_condition_find(const cJSON *status, const char *type);
+cJSON *kobj_condition_set(cJSON *status, const char *type, const char *st, const char *reason,
+                          const char *message, const char *now);
+void kobj_condition_remove(cJSON *status, const char *type);
+
 /* True when obj's metadata.finalizers holds finalizer. */
 bool kobj_has_finalizer(const cJSON *obj, const char *finalizer);
 /* The JSON merge patch that adds (add) or removes finalizer on obj, as read: every

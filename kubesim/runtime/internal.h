@@ -10,6 +10,7 @@
 #define RAYOP_KUBESIM_RUNTIME_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -104,7 +105,7 @@ struct runtime {
     bool started;
     pthread_mutex_t mu;
     struct rt_cmd *cmds, **cmds_tail;
-    bool stop;
+    atomic_bool stop;           /* polled by every thread and pump, set once */
     int wake[2];
     struct rt_pod *pods;        /* under mu for readers; changed by the thread under mu */
     int next_idx;

@@ -43,12 +43,7 @@ uint64_t runtime__now_ms(void)
 
 bool runtime__stopping(struct runtime *rt)
 {
-    bool stop;
-
-    pthread_mutex_lock(&rt->mu);
-    stop = rt->stop;
-    pthread_mutex_unlock(&rt->mu);
-    return stop;
+    return atomic_load(&rt->stop);
 }
 
 long runtime__jnum(const cJSON *o, const char *k, long def)
@@ -1149,9 +1144,7 @@ void runtime_stop(struct runtime *rt)
 
     if (!rt)
         return;
-    pthread_mutex_lock(&rt->mu);
-    rt->stop = true;
-    pthread_mutex_unlock(&rt->mu);
+    atomic_store(&rt->stop, true);
     if (rt->started) {
         if (write(rt->wake[1], "x", 1) < 0)
             (void)0;

@@ -160,6 +160,9 @@ int store__json_print(const cJSON *json, struct buf *out);
 /* json copied into one block (json.c, packed trees): read-only, freed with free() on
  * the result. NULL on ENOMEM or for a tree with siblings at the root. */
 cJSON *store__json_pack(const cJSON *json);
+/* Adds to *nodes the nodes of the tree json and its siblings, and to *bytes the bytes their
+ * keys and strings take with their NULs: a packed tree is nodes * sizeof(cJSON) + bytes. */
+void store__json_measure(const cJSON *json, size_t *nodes, size_t *bytes);
 /* Takes ownership of json; serialises it and keeps it packed. NULL on ENOMEM. */
 struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json);
 /* A copy of o whose metadata.resourceVersion is rv (DELETED events, transitions). */

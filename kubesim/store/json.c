@@ -136,7 +136,7 @@ struct pack {
     char *str;          /* next free string byte */
 };
 
-static void pack_measure(const cJSON *n, size_t *nodes, size_t *bytes)
+void store__json_measure(const cJSON *n, size_t *nodes, size_t *bytes)
 {
     for (; n; n = n->next) {
         (*nodes)++;
@@ -145,7 +145,7 @@ static void pack_measure(const cJSON *n, size_t *nodes, size_t *bytes)
         if (n->valuestring)
             *bytes += strlen(n->valuestring) + 1;
         if (n->child)
-            pack_measure(n->child, nodes, bytes);
+            store__json_measure(n->child, nodes, bytes);
     }
 }
 
@@ -192,7 +192,7 @@ cJSON *store__json_pack(const cJSON *json)
 
     if (!json || json->next)
         return NULL;
-    pack_measure(json, &nodes, &bytes);
+    store__json_measure(json, &nodes, &bytes);
     if (!(root = malloc(nodes * sizeof(cJSON) + bytes)))
         return NULL;
     p.node = root + 1;

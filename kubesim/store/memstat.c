@@ -21,27 +21,18 @@ struct memstat {
     size_t ring_events, ring_only, ring_only_text, ring_only_tree;
 };
 
-/* Bytes of a tree: packed trees are one block of nodes then strings; a loose tree
- * is counted the same way (malloc's headers left out). */
-static void tree_measure(const cJSON *n, size_t *nodes, size_t *bytes)
-{
-    for (; n; n = n->next) {
-        (*nodes)++;
-        *bytes += sizeof(cJSON);
-        if (n->string)
-            *bytes += strlen(n->string) + 1;
-        if (n->valuestring)
-            *bytes += strlen(n->valuestring) + 1;
-        if (n->child)
-            tree_measure(n->child, nodes, bytes);
-    }
-}
-
+/* An object's text, and the bytes of its tree: packed trees are one block of nodes then
+ * strings; a loose tree is counted the same way (malloc's headers left out). */
 static void obj_measure(const struct store_obj *o, size_t *text, size_t *tree, size_t *nodes)
 {
+    size_t n = 0;
+
     *text += o->len + 1 + sizeof(*o);
-    if (o->json)
-        tree_measure(o->json, nodes, tree);
+    if (!o->json)
+        return;
+    store__json_measure(o->json, &n, tree);
+    *tree += n * sizeof(cJSON);
+    *nodes += n;
 }
 
 static int ptr_cmp(const void *a, const void *b)

@@ -53,6 +53,9 @@ cJSON *batchsched__meta_map(cJSON *obj, const char *which);
 /* Sets key=val in obj's metadata.labels / annotations. 0 or -ENOMEM. */
 int batchsched__set_label(cJSON *obj, const char *key, const char *val);
 int batchsched__set_annotation(cJSON *obj, const char *key, const char *val);
+/* The parent's label from, when set and not empty, as the child's label to (the
+ * child's labels map is made either way). 0 or -ENOMEM. */
+int batchsched__copy_label(const cJSON *parent, cJSON *child, const char *from, const char *to);
 /* Sets spec.schedulerName of a Pod or Pod template. 0 or -ENOMEM. */
 int batchsched__set_scheduler_name(cJSON *podlike, const char *name);
 /* ownerReferences: [{apiVersion ray.io/v1, kind, name, uid, controller, blockOwnerDeletion}]. */

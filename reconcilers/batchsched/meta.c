@@ -61,6 +61,14 @@ int batchsched__set_annotation(cJSON *obj, const char *key, const char *val)
     return set_in(batchsched__meta_map(obj, "annotations"), key, val);
 }
 
+int batchsched__copy_label(const cJSON *parent, cJSON *child, const char *from, const char *to)
+{
+    const char *v = kobj_label(parent, from);
+    if (!batchsched__meta_map(child, "labels"))
+        return -ENOMEM;
+    return v && *v ? batchsched__set_label(child, to, v) : 0;
+}
+
 int batchsched__set_scheduler_name(cJSON *podlike, const char *name)
 {
     cJSON *spec = obj_member(podlike, "spec");

@@ -29,21 +29,15 @@ int batchsched_volcano_pg_name(const cJSON *owner, char *out, size_t cap)
     return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-static int copy_label(const cJSON *parent, cJSON *child, const char *key)
-{
-    const char *v = kobj_label(parent, key);
-    if (!batchsched__meta_map(child, "labels"))
-        return -ENOMEM;
-    return v && *v ? batchsched__set_label(child, key, v) : 0;
-}
-
 int batchsched__volcano_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
                      const char *group)
 {
     char pg[300];
     int rc;
-    if ((rc = copy_label(p->obj, child, BATCHSCHED_VOLCANO_QUEUE_LABEL)) < 0 ||
-        (rc = copy_label(p->obj, child, BATCHSCHED_PRIORITY_CLASS_LABEL)) < 0)
+    if ((rc = batchsched__copy_label(p->obj, child, BATCHSCHED_VOLCANO_QUEUE_LABEL,
+                                     BATCHSCHED_VOLCANO_QUEUE_LABEL)) < 0 ||
+        (rc = batchsched__copy_label(p->obj, child, BATCHSCHED_PRIORITY_CLASS_LABEL,
+                                     BATCHSCHED_PRIORITY_CLASS_LABEL)) < 0)
         return rc;
     if ((rc = batchsched_volcano_pg_name(p->obj, pg, sizeof(pg))) < 0 ||
         (rc = batchsched__set_annotation(child, BATCHSCHED_VOLCANO_GROUP_ANN, pg)) < 0 ||

@@ -75,20 +75,12 @@ char *batchsched_yunikorn_task_groups(const struct batchsched_parent *p)
     return out;
 }
 
-static int copy_label_as(const cJSON *parent, cJSON *child, const char *from, const char *to)
-{
-    const char *v = kobj_label(parent, from);
-    if (!batchsched__meta_map(child, "labels"))
-        return -ENOMEM;
-    return v && *v ? batchsched__set_label(child, to, v) : 0;
-}
-
 int batchsched__yunikorn_child(const struct batchsched_parent *p, cJSON *child, bool has_podspec,
                       const char *group)
 {
     int rc;
-    if ((rc = copy_label_as(p->obj, child, APP_ID_LABEL, "applicationId")) < 0 ||
-        (rc = copy_label_as(p->obj, child, QUEUE_LABEL, "queue")) < 0)
+    if ((rc = batchsched__copy_label(p->obj, child, APP_ID_LABEL, "applicationId")) < 0 ||
+        (rc = batchsched__copy_label(p->obj, child, QUEUE_LABEL, "queue")) < 0)
         return rc;
     if (has_podspec && (rc = batchsched__set_scheduler_name(child, "yunikorn")) < 0)
         return rc;

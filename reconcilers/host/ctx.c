@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -255,6 +256,16 @@ int host_patch(struct host_ctx *ctx, const struct kube_resource *r, const char *
     struct kube_client *kc = host_kube(ctx);
     int rc = kc ? kube_patch(kc, r, ns, name, patch, len, o, res) : -ENOTCONN;
     return after_write(ctx, kc, r, rc, res, "patch");
+}
+
+int host_patch_finalizer(struct host_ctx *ctx, const struct kube_resource *r, const cJSON *obj,
+                         const char *finalizer, bool add, struct kube_result *res)
+{
+    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
+    char *text = kobj_finalizers_patch(obj, finalizer, add);
+    int rc = text ? host_patch(ctx, r, ctx->ns, ctx->name, text, strlen(text), &po, res) : -ENOMEM;
+    free(text);
+    return rc;
 }
 
 /* A delete answers with the object (finalizers / graceful deletion: its new

@@ -169,6 +169,11 @@ int host_update(struct host_ctx *ctx, const struct kube_resource *r, const char 
                 const cJSON *obj, struct kube_result *res);
 int host_update_status(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                        const cJSON *obj, struct kube_result *res);
+/* Adds (add) or removes finalizer on the object being reconciled (ctx->ns/ctx->name),
+ * obj as read, with kobj_finalizers_patch's rv-guarded merge patch. res: the answer
+ * (the caller releases it). */
+int host_patch_finalizer(struct host_ctx *ctx, const struct kube_resource *r, const cJSON *obj,
+                         const char *finalizer, bool add, struct kube_result *res);
 int host_patch(struct host_ctx *ctx, const struct kube_resource *r, const char *ns,
                const char *name, const char *patch, size_t len,
                const struct kube_patch_opts *o, struct kube_result *res);

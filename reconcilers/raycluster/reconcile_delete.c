@@ -32,15 +32,10 @@ static bool has_finalizer(const cJSON *rc)
  * concurrent change is a 409, retried, never lost). */
 static int set_finalizer(struct rc_run *r, bool add)
 {
-    char *text = kobj_finalizers_patch(r->rc, RC_FINALIZER_GCS_FT, add);
-    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
     struct kube_result kr = { 0 };
-    int rc;
-    if (!text)
-        return -ENOMEM;
-    rc = host_patch(r->ctx, &KUBE_RES_RAYCLUSTERS, r->ns, r->name, text, strlen(text), &po, &kr);
+    int rc = host_patch_finalizer(r->ctx, &KUBE_RES_RAYCLUSTERS, r->rc, RC_FINALIZER_GCS_FT, add,
+                                  &kr);
     kube_result_release(&kr);
-    free(text);
     return rc;
 }
 

@@ -92,13 +92,7 @@ static bool all_pods_running(const cJSON *pods)
 
 const cJSON *rc_cond_find(const cJSON *status, const char *type)
 {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, kobj_get(status, "conditions")) {
-        const char *t = kobj_str(c, "type");
-        if (t && strcmp(t, type) == 0)
-            return c;
-    }
-    return NULL;
+    return kobj_condition_find(status, type);
 }
 
 bool rc_cond_true(const cJSON *status, const char *type)
@@ -118,42 +112,7 @@ static void set_str(cJSON *o, const char *k, const char *v)
 static int cond_set(cJSON *status, const char *type, const char *st, const char *reason,
                     const char *message, const char *now)
 {
-    cJSON *arr = cJSON_GetObjectItemCaseSensitive(status, "conditions");
-    if (!cJSON_IsArray(arr)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(status, "conditions");
-        if (!(arr = cJSON_AddArrayToObject(status, "conditions")))
-            return -ENOMEM;
-    }
-    cJSON *c = (cJSON *)rc_cond_find(status, type);
-    if (!c) {
-        if (!(c = cJSON_CreateObject()))
-            return -ENOMEM;
-        cJSON_AddItemToArray(arr, c);
-        set_str(c, "type", type);
-        set_str(c, "status", st);
-        set_str(c, "lastTransitionTime", now);
-    } else {
-        const char *old = kobj_str(c, "status");
-        if (!old || strcmp(old, st) != 0) {
-            set_str(c, "status", st);
-            set_str(c, "lastTransitionTime", now);
-        }
-    }
-    set_str(c, "reason", reason);
-    set_str(c, "message", message);
-    return 0;
-}
-
-static void cond_remove(cJSON *status, const char *type)
-{
-    cJSON *arr = cJSON_GetObjectItemCaseSensitive(status, "conditions");
-    for (int i = 0; i < cJSON_GetArraySize(arr); i++) {
-        const char *t = kobj_str(cJSON_GetArrayItem(arr, i), "type");
-        if (t && strcmp(t, type) == 0) {
-            cJSON_DeleteItemFromArray(arr, i);
-            return;
-        }
-    }
+    return kobj_condition_set(status, type, st, reason, message, now) ? 0 : -ENOMEM;
 }
 
 /* FindHeadPodReadyCondition. */
@@ -284,7 +243,7 @@ int rc_status_compute(const struct rc_status_in *in, cJSON **out)
     int npods = cJSON_GetArraySize(in->pods);
 
     if (in->err == RC_ERR_NONE)
-        cond_remove(st, "ReplicaFailure");
+        kobj_condition_remove(st, "ReplicaFailure");
     else if (*rc_err_reason(in->err) &&
              (rc = cond_set(st, "ReplicaFailure", "True", rc_err_reason(in->err),
                             in->err_message ? in->err_message : "", in->now)) < 0)

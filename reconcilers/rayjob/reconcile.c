@@ -222,12 +222,7 @@ static int observe(struct host_ctx *ctx, struct observed *o)
 static int patch_finalizers(struct host_ctx *ctx, struct observed *o, bool add)
 {
     struct kube_result kr = { 0 };
-    char *text = kobj_finalizers_patch(o->rj, RJ_FINALIZER, add);
-    int rc = -ENOMEM;
-    if (!text)
-        goto out;
-    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
-    rc = host_patch(ctx, &KUBE_RES_RAYJOBS, ctx->ns, ctx->name, text, strlen(text), &po, &kr);
+    int rc = host_patch_finalizer(ctx, &KUBE_RES_RAYJOBS, o->rj, RJ_FINALIZER, add, &kr);
     if (rc == 0 && kr.body) {
         cJSON_Delete(o->rj);
         o->rj = kr.body;
@@ -240,9 +235,7 @@ static int patch_finalizers(struct host_ctx *ctx, struct observed *o, bool add)
     else
         host_log(ctx, rc < 0 ? LOG_ERROR : LOG_INFO, add ? "Add a finalizer" : "Remove the finalizer",
                  "finalizer", RJ_FINALIZER, "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
-out:
     kube_result_release(&kr);
-    free(text);
     return rc;
 }
 

@@ -115,19 +115,11 @@ static bool has_finalizer(const cJSON *rs)
 static int patch_finalizer(struct rsr *r, bool add)
 {
     struct kube_result kr = { 0 };
-    char *text = kobj_finalizers_patch(r->rs, RS_FINALIZER, add);
-    int rc = -ENOMEM;
-    if (!text)
-        goto out;
-    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
-    rc = host_patch(r->ctx, &KUBE_RES_RAYSERVICES, r->ctx->ns, r->ctx->name, text, strlen(text),
-                    &po, &kr);
+    int rc = host_patch_finalizer(r->ctx, &KUBE_RES_RAYSERVICES, r->rs, RS_FINALIZER, add, &kr);
     host_log(r->ctx, rc < 0 ? LOG_ERROR : LOG_INFO,
              add ? "Adding finalizer to RayService" : "No RayClusters exist, removing finalizer",
              "finalizer", RS_FINALIZER, "error", rc < 0 ? rayservice__api_error(r, &kr, rc) : NULL, NULL);
-out:
     kube_result_release(&kr);
-    free(text);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kobj/kobj.h"
 #include "reconcilers/rayservice/rayservice.h"
 #include "util/json.h"
 
@@ -32,11 +33,7 @@ int rs_int(const cJSON *obj, const char *path, int64_t *out)
 
 const cJSON *rs_cond(const cJSON *status, const char *type)
 {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions"))
-        if (!strcmp(rs_str(c, "type"), type))
-            return c;
-    return NULL;
+    return kobj_condition_find(status, type);
 }
 
 bool rs_cond_true(const cJSON *status, const char *type)
@@ -44,35 +41,12 @@ bool rs_cond_true(const cJSON *status, const char *type)
     return !strcmp(rs_str(rs_cond(status, type), "status"), "True");
 }
 
-static void set_str(cJSON *o, const char *k, const char *v)
-{
-    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
-    cJSON_AddStringToObject(o, k, v);
-}
-
 int rs_cond_set(cJSON *status, const char *type, const char *st, const char *reason,
                 const char *message, int64_t generation, const char *now)
 {
-    cJSON *conds = cJSON_GetObjectItemCaseSensitive(status, "conditions");
-    if (!cJSON_IsArray(conds)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(status, "conditions");
-        if (!(conds = cJSON_AddArrayToObject(status, "conditions")))
-            return -ENOMEM;
-    }
-    cJSON *c = (cJSON *)rs_cond(status, type);
-    if (!c) {
-        if (!(c = cJSON_CreateObject()))
-            return -ENOMEM;
-        cJSON_AddItemToArray(conds, c);
-        cJSON_AddStringToObject(c, "type", type);
-        cJSON_AddStringToObject(c, "status", st);
-        cJSON_AddStringToObject(c, "lastTransitionTime", now);
-    } else if (strcmp(rs_str(c, "status"), st) != 0) {
-        set_str(c, "status", st);
-        set_str(c, "lastTransitionTime", now);
-    }
-    set_str(c, "reason", reason);
-    set_str(c, "message", message);
+    cJSON *c = kobj_condition_set(status, type, st, reason, message, now);
+    if (!c)
+        return -ENOMEM;
     cJSON_DeleteItemFromObjectCaseSensitive(c, "observedGeneration");
     if (generation)
         cJSON_AddNumberToObject(c, "observedGeneration", (double)generation);
@@ -81,15 +55,7 @@ int rs_cond_set(cJSON *status, const char *type, const char *st, const char *rea
 
 void rs_cond_remove(cJSON *status, const char *type)
 {
-    cJSON *conds = cJSON_GetObjectItemCaseSensitive(status, "conditions"), *c;
-    int i = 0;
-    cJSON_ArrayForEach(c, conds) {
-        if (!strcmp(rs_str(c, "type"), type)) {
-            cJSON_DeleteItemFromArray(conds, i);
-            return;
-        }
-        i++;
-    }
+    kobj_condition_remove(status, type);
 }
 
 static bool same(const cJSON *a, const cJSON *b)

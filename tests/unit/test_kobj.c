@@ -232,6 +232,29 @@ static void test_finalizers(void **state)
     cJSON_Delete(o);
 }
 
+/* kobj_condition_set: lastTransitionTime moves only with the status. */
+static void test_conditions(void **state)
+{
+    (void)state;
+    cJSON *st = cJSON_Parse("{\"conditions\":7}");   /* not an array: replaced */
+    cJSON *c = kobj_condition_set(st, "Ready", "False", "Starting", NULL, "t1");
+    assert_non_null(c);
+    assert_string_equal(kobj_str(c, "lastTransitionTime"), "t1");
+    assert_string_equal(kobj_str(c, "message"), "");
+    c = kobj_condition_set(st, "Ready", "False", "Still", "m", "t2");
+    assert_string_equal(kobj_str(c, "lastTransitionTime"), "t1");
+    assert_string_equal(kobj_str(c, "reason"), "Still");
+    c = kobj_condition_set(st, "Ready", "True", "Up", "m", "t3");
+    assert_string_equal(kobj_str(c, "lastTransitionTime"), "t3");
+    assert_non_null(kobj_condition_set(st, "Other", "True", "r", "m", "t4"));
+    assert_int_equal(cJSON_GetArraySize(kobj_get(st, "conditions")), 2);
+    assert_ptr_equal(kobj_condition_find(st, "Ready"), cJSON_GetArrayItem(kobj_get(st, "conditions"), 0));
+    kobj_condition_remove(st, "Ready");
+    assert_null(kobj_condition_find(st, "Ready"));
+    assert_non_null(kobj_condition_find(st, "Other"));
+    cJSON_Delete(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +268,7 @@ int main(void)
         cmocka_unit_test(test_set_copy),
         cmocka_unit_test(test_controller_refs),
         cmocka_unit_test(test_finalizers),
+        cmocka_unit_test(test_conditions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
