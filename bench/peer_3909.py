@@ -97,7 +97,7 @@ def run_one(env, op, ns):
     s.stop = True
     s.join()
     peer.stop(p)
-    req, _ = peer.requests(env, peer.UA[op], ns, since)
+    req, by_res = peer.requests(env, peer.UA[op], ns, since)
     lat = sorted(served.values())
     slat = sorted(st_served.values())
     r = {"small_p50_s": peer.pct(lat, 0.5), "small_p99_s": peer.pct(lat, 0.99),
@@ -112,6 +112,7 @@ def run_one(env, op, ns):
               r["status_p50_s"] or -1, r["status_p99_s"] or -1, BIG,
               "%.1f" % r["big_ready_s"] if r["big_ready_s"] else "never", r["cpu_s"], r["mem_mib"],
               r["requests"]), flush=True)
+    print("#   by resource: %s" % dict(sorted(by_res.items())), flush=True)
     return r
 
 

@@ -950,9 +950,9 @@ void cluster__gang_pass(struct cluster *c)
     if (hier)
         acts &= ~(VOLCANO_PREEMPT | VOLCANO_RECLAIM);
     if (acts & VOLCANO_PREEMPT)
-        cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_PREEMPT);
+        cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_PREEMPT | (acts & VOLCANO_PLUGIN_OFF));
     if (acts & VOLCANO_RECLAIM)
-        cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_RECLAIM);
+        cluster__volcano_evict(c, order, ng, qs, &ns, VOLCANO_RECLAIM | (acts & VOLCANO_PLUGIN_OFF));
     HASH_ITER(hh, qs, q, qt)
         cluster__volcano_queue_status(c, rq, q);
     cluster__kai_queue_status(c, kqs);

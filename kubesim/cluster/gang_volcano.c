@@ -529,7 +529,17 @@ unsigned cluster__volcano_actions_parse(const char *conf, size_t len)
 {
     unsigned acts = 0;
     size_t i = 0;
-    bool in_capacity = false, seen_actions = false;
+    /* the plugin whose keys follow, and its bits for enablePreemptable / enableReclaimable */
+    static const struct { const char *name; unsigned nopreempt, noreclaim; } plugins[] = {
+        { "priority", VOLCANO_NOPREEMPT_PRIORITY, 0 },
+        { "gang", VOLCANO_NOPREEMPT_GANG, VOLCANO_NORECLAIM_GANG },
+        { "conformance", VOLCANO_NOPREEMPT_CONFORMANCE, VOLCANO_NORECLAIM_CONFORMANCE },
+        { "drf", VOLCANO_NOPREEMPT_DRF, 0 },
+        { "proportion", 0, VOLCANO_NORECLAIM_PROPORTION },
+        { "capacity", 0, 0 },
+    };
+    int cur = -1;
+    bool seen_actions = false;
     if (!conf)
         return 0;
     if (len > CONF_MAX)
@@ -568,9 +578,16 @@ unsigned cluster__volcano_actions_parse(const char *conf, size_t len)
             }
             while (vl && (v[vl - 1] == '"' || v[vl - 1] == '\''))
                 vl--;
-            in_capacity = vl == 8 && !memcmp(v, "capacity", 8);
-        } else if (in_capacity && tl == 21 && !memcmp(t, "enableHierarchy: true", 21)) {
+            cur = -1;
+            for (int k = 0; k < (int)(sizeof(plugins) / sizeof(plugins[0])); k++)
+                if (vl == strlen(plugins[k].name) && !memcmp(v, plugins[k].name, vl))
+                    cur = k;
+        } else if (cur == 5 && tl == 21 && !memcmp(t, "enableHierarchy: true", 21)) {
             acts |= VOLCANO_HIERARCHY;
+        } else if (cur >= 0 && tl == 24 && !memcmp(t, "enablePreemptable: false", 24)) {
+            acts |= plugins[cur].nopreempt;
+        } else if (cur >= 0 && tl == 24 && !memcmp(t, "enableReclaimable: false", 24)) {
+            acts |= plugins[cur].noreclaim;
         }
         i = e + 1;
     }
@@ -662,6 +679,7 @@ struct evict_run {
     struct cand *victims;            /* chosen this session; [0, committed) are evicted */
     size_t nvictims;
     struct cand *cands, *picked;
+    unsigned off;                    /* VOLCANO_PLUGIN_OFF: plugins that choose no victims */
 };
 
 static bool is_victim(const struct evict_run *r, const struct cl_pod *p)
@@ -713,24 +731,30 @@ static bool critical(const struct cl_pod *p)
 static size_t tiers(struct evict_run *r, const struct gang *g, const struct cl_pod *p, size_t nc)
 {
     size_t np = 0;
+    bool preempt = r->action == VOLCANO_PREEMPT;
+    /* the plugins the configuration leaves in (enablePreemptable / enableReclaimable) */
+    bool use_gang = !(r->off & (preempt ? VOLCANO_NOPREEMPT_GANG : VOLCANO_NORECLAIM_GANG));
+    bool use_prio = preempt && !(r->off & VOLCANO_NOPREEMPT_PRIORITY);
+    bool use_conf = !(r->off & (preempt ? VOLCANO_NOPREEMPT_CONFORMANCE : VOLCANO_NORECLAIM_CONFORMANCE));
     for (size_t k = 0; k < nc; k++) {
         r->cands[k].g->scratch_n = r->cands[k].g->ready;
         r->cands[k].g->scratch = r->cands[k].g->alloc;
         r->cands[k].g->q->scratch = r->cands[k].g->q->share_used;
     }
-    for (size_t k = 0; k < nc; k++) {
+    for (size_t k = 0; (use_gang || use_prio || use_conf) && k < nc; k++) {
         struct gang *v = r->cands[k].g;
         bool gang_ok = v->scratch_n > v->min;
         if (gang_ok)
             v->scratch_n--;
         /* the tier's plugins agree: gang, priority (preempt), conformance (no critical Pod) */
-        if (gang_ok && (r->action != VOLCANO_PREEMPT || v->prio < g->prio) && !critical(r->cands[k].p))
+        if ((!use_gang || gang_ok) && (!use_prio || v->prio < g->prio) &&
+            (!use_conf || !critical(r->cands[k].p)))
             r->picked[np++] = r->cands[k];
     }
     if (np)
         return np;
     if (r->action == VOLCANO_RECLAIM) {
-        for (size_t k = 0; k < nc; k++) {
+        for (size_t k = 0; !(r->off & VOLCANO_NORECLAIM_PROPORTION) && k < nc; k++) {
             struct gqueue *vq = r->cands[k].g->q;
             if (!res_le(&vq->scratch, &vq->deserved)) {
                 cluster__gang_res_add(&vq->scratch, &r->cands[k].p->req, -1);
@@ -739,6 +763,8 @@ static size_t tiers(struct evict_run *r, const struct gang *g, const struct cl_p
         }
         return np;
     }
+    if (r->off & VOLCANO_NOPREEMPT_DRF)   /* no plugin of tier 2 chooses: no victims */
+        return 0;
     struct cluster_res mine = g->alloc;
     cluster__gang_res_add(&mine, &p->req, 1);
     double ls = drf_share(&mine, &r->total);
@@ -884,7 +910,9 @@ out:
 void cluster__volcano_evict(struct cluster *c, struct gang **order, size_t n, struct gqueue *qs,
                             struct nodes *ns, unsigned action)
 {
-    struct evict_run r = { .c = c, .order = order, .ng = n, .ns = ns, .action = action };
+    struct evict_run r = { .c = c, .order = order, .ng = n, .ns = ns,
+                           .action = action & (VOLCANO_PREEMPT | VOLCANO_RECLAIM),
+                           .off = action & VOLCANO_PLUGIN_OFF };
     size_t members = 0;
     for (size_t k = 0; k < n; k++)
         members += order[k]->n;
