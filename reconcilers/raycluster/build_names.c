@@ -139,6 +139,13 @@ int64_t rc_worker_desired_replicas(const cJSON *group)
     return n * hosts;
 }
 
+bool rc_gcs_ft_enabled(const cJSON *rc)
+{
+    const char *a = kobj_annotation(rc, RC_ANN_FT_ENABLED);
+    const cJSON *opts = kobj_get(raycluster__spec(rc), "gcsFaultToleranceOptions");
+    return (a && !strcasecmp(a, "true")) || (opts && !cJSON_IsNull(opts));
+}
+
 bool rc_managed_elsewhere(const cJSON *rc)
 {
     const char *m = kobj_str(raycluster__spec(rc), "managedBy");

@@ -50,6 +50,30 @@ int64_t raycluster__json_int(const cJSON *o, const char *key, int64_t dflt)
     return (int64_t)v->valuedouble;
 }
 
+/* utils.IsGPUResourceKey: ends in "gpu", or nvidia.com/mig-<n>g.<m>gb. */
+bool raycluster__is_gpu_resource(const char *k)
+{
+    size_t n = strlen(k);
+    const char *p;
+    if (n >= 3 && !strcmp(k + n - 3, "gpu"))
+        return true;
+    /* The regexp is unanchored at the start: any "...nvidia.com/mig-" suffix matches. */
+    for (p = strstr(k, "nvidia.com/mig-"); p; p = strstr(p + 1, "nvidia.com/mig-")) {
+        const char *s = p + strlen("nvidia.com/mig-"), *d = s;
+        while (*d >= '0' && *d <= '9')
+            d++;
+        if (d == s || *d != 'g' || d[1] != '.')
+            continue;
+        s = d + 2;
+        d = s;
+        while (*d >= '0' && *d <= '9')
+            d++;
+        if (d != s && !strcmp(d, "gb"))
+            return true;
+    }
+    return false;
+}
+
 const char *raycluster__name(const cJSON *rc)
 {
     const char *n = kobj_str(kobj_get(rc, "metadata"), "name");

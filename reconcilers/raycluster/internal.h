@@ -209,7 +209,7 @@ int raycluster__params_for_node(const cJSON *rc, const cJSON *group, const struc
  * container's resources into p and renders "ray start [--head] ...". Caller frees. */
 char *raycluster__ray_start_from_params(struct rc_params *p, bool head, const cJSON *container);
 
-/* utils.IsGPUResourceKey. */
+/* utils.IsGPUResourceKey (build_util.c). */
 bool raycluster__is_gpu_resource(const char *key);
 
 /* Head port string: rayStartParams.port or "6379". */
