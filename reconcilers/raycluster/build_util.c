@@ -42,6 +42,19 @@ bool raycluster__json_has_int(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) && v->valuedouble >= -2147483648.0 && v->valuedouble <= 2147483647.0;
 }
 
+int raycluster__parse_int32(const char *s, int *out)
+{
+    char *end;
+    long v;
+    if (!s || !*s)
+        return -EINVAL;
+    v = strtol(s, &end, 10);
+    if (*end || v < -2147483648L || v > 2147483647L)
+        return -EINVAL;
+    *out = (int)v;
+    return 0;
+}
+
 int64_t raycluster__json_int(const cJSON *o, const char *key, int64_t dflt)
 {
     const cJSON *v = kobj_get(o, key);
