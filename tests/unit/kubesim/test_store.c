@@ -1221,7 +1221,7 @@ static void test_memory_breakdown(void **state)
         store_obj_unref(o);
     }
     for (int i = 0; i < 3; i++) {
-        char name[8];
+        char name[16];
         struct store_obj *o = NULL;
         snprintf(name, sizeof(name), "m%d", i);
         assert_int_equal(store_get(S, cm, "default", name, &o, &st), 0);
