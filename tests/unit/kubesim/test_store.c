@@ -1240,7 +1240,10 @@ static void test_memory_breakdown(void **state)
     assert_true(tl_num(t, "treeNodes") >= 3 * 6);    /* root, kind, apiVersion, metadata, ... */
     assert_true(tl_num(t, "treeBytes") >= tl_num(t, "treeNodes") * sizeof(cJSON));
     assert_true(tl_num(m, "total.objects") >= 3);
+#if !defined(__SANITIZE_ADDRESS__)
+    /* under ASan malloc is ASan's own, and glibc's mallinfo2 reports nothing */
     assert_true(tl_num(m, "malloc.inUseBytes") > 0);
+#endif
     assert_true(tl_num(m, "rssBytes") > 0);
     cJSON_Delete(m);
     buf_free(&b);
