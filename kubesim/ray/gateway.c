@@ -304,22 +304,17 @@ static int on_gateway(void *arg, struct server_req *req)
 
 int ray__gateway_install(struct ray *r)
 {
-    pthread_t th;
-    pthread_attr_t at;
     int rc = server_add_route(r->srv, "/kubesim/gateway/", on_gateway, r);
     if (rc < 0)
         return rc;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_mutex_lock(&r->mu);
     r->threads++;
     pthread_mutex_unlock(&r->mu);
-    if (pthread_create(&th, &at, controller, r) != 0) {
+    if (util_thread_detached(controller, r) < 0) {
         pthread_mutex_lock(&r->mu);
         r->threads--;
         pthread_mutex_unlock(&r->mu);
         rc = -EAGAIN;
     }
-    pthread_attr_destroy(&at);
     return rc < 0 ? rc : 0;
 }

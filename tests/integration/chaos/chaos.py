@@ -291,6 +291,11 @@ class Soak:
                 # Events expire after 2 min instead of the real server's hour, so that a
                 # 10-minute run reaches the plateau its memory invariant judges
                 "--event-ttl-seconds", "120",
+                # 1,000 events per type kept for watch resumes instead of 5,000: the rings
+                # (full object snapshots) fill within the first minute of a kubesim's life
+                # instead of over many, so its memory reaches its plateau before the steady
+                # phase judges it (a resume older than that gets 410, which rayop must handle)
+                "--watch-window", "1000",
                 "--pod-ready-ms", "100", "--watch-cut-seconds", "0" if self.calm or not faults else "10",
                 "--fault-seed", str(self.seed)]
         for f in [] if self.calm else faults:
@@ -835,7 +840,7 @@ class Soak:
                 st = self.api.get("/kubesim/status") or {}
                 pss = self.mem.get(("kubesim", self.sim.pid), [(0, 0)])[-1][1]
                 log("t+%3.0f s: kubesim PSS %.1f MB, %s objects, rv %s" % (
-                    now - (t_end - self.seconds), pss / 1024, st.get("objects"), st.get("rv")))
+                    now - self.t_chaos0, pss / 1024, st.get("objects"), st.get("rv")))
                 next_note = now + 30
             time.sleep(0.1)
         self.api.req("PUT", "/kubesim/watch", {"delayMs": 0, "expireNext": 0, "cutSeconds": 0})
@@ -1000,6 +1005,7 @@ class Soak:
         rs_churn = threading.Thread(target=self.rs_churn, daemon=True)
         if self.target_rs:
             rs_churn.start()
+        self.t_chaos0 = time.monotonic()
         t_end = time.monotonic() + self.seconds
         self.mid = time.monotonic() + self.seconds / 2
         self.faults_loop(t_end)
