@@ -143,8 +143,6 @@ static int start(const char *key, const struct dash_target *t, const char *metho
                  const char *path, const char *body, size_t len, uint64_t now, struct call **out)
 {
     struct call *c;
-    pthread_t th;
-    pthread_attr_t at;
     if (HASH_COUNT(calls) >= DASH_ASYNC_MAX)
         return -EBUSY;
     if (!(c = calloc(1, sizeof(*c))) || !(c->key = strdup(key)) || !(c->path = strdup(path)) ||
@@ -161,14 +159,10 @@ static int start(const char *key, const struct dash_target *t, const char *metho
     }
     c->len = len;
     c->start_ms = now;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &at, run, c) != 0) {
-        pthread_attr_destroy(&at);
+    if (util_thread_detached(run, c) < 0) {
         call_free(c);
         return -EAGAIN;
     }
-    pthread_attr_destroy(&at);
     HASH_ADD_KEYPTR(hh, calls, c->key, strlen(c->key), c);
     *out = c;
     return 0;

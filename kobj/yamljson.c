@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include <yaml.h>
 
 #include "kobj/yamljson.h"
+#include "util/util.h"
 
 #define MAX_ANCHORS 10000
 
@@ -44,16 +44,6 @@ struct builder {
     size_t errlen;
 };
 
-static void seterr(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void seterr(struct builder *b, const char *fmt, ...)
-{
-    va_list ap;
-    if (!b->err || !b->errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(b->err, b->errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- scalar typing ----------------------------------------------------------- */
 
@@ -197,8 +187,9 @@ static size_t count_nodes(const cJSON *n, size_t limit)
 static int budget(struct builder *b, size_t n)
 {
     if (n > YAMLJSON_MAX_NODES || b->nodes > YAMLJSON_MAX_NODES - n) {
-        seterr(b, "yaml: document too large (more than %d nodes, aliases included)",
-               YAMLJSON_MAX_NODES);
+        util_format_err(b->err, b->errlen,
+                        "yaml: document too large (more than %d nodes, aliases included)",
+                        YAMLJSON_MAX_NODES);
         return -E2BIG;
     }
     b->nodes += n;
@@ -210,7 +201,7 @@ static int remember_anchor(struct builder *b, const char *name, const cJSON *nod
     if (!name)
         return 0;
     if (b->nanchors >= MAX_ANCHORS) {
-        seterr(b, "yaml: too many anchors");
+        util_format_err(b->err, b->errlen, "yaml: too many anchors");
         return -E2BIG;
     }
     struct anchor *na = realloc(b->anchors, (b->nanchors + 1) * sizeof(*na));
@@ -246,7 +237,7 @@ static int add_value(struct builder *b, cJSON *v)
     }
     if (!f->key) {
         cJSON_Delete(v);
-        seterr(b, "yaml: mapping keys must be scalars");
+        util_format_err(b->err, b->errlen, "yaml: mapping keys must be scalars");
         return -EINVAL;
     }
     /* a repeated key: the last one wins, as sigs.k8s.io/yaml does outside strict mode */
@@ -285,8 +276,9 @@ static int on_scalar(struct builder *b, const yaml_event_t *ev)
     cJSON *v = resolve_scalar(ev);
     if (!v) {
         if (errno == EINVAL) {
-            seterr(b, "yaml: line %zu: value %s cannot be represented in JSON",
-                   ev->start_mark.line + 1, (const char *)ev->data.scalar.value);
+            util_format_err(b->err, b->errlen,
+                            "yaml: line %zu: value %s cannot be represented in JSON",
+                            ev->start_mark.line + 1, (const char *)ev->data.scalar.value);
             return -EINVAL;
         }
         return -ENOMEM;
@@ -308,14 +300,14 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
             break;
         }
     if (!src) {
-        seterr(b, "yaml: line %zu: unknown anchor '%s' referenced", ev->start_mark.line + 1,
-               name);
+        util_format_err(b->err, b->errlen, "yaml: line %zu: unknown anchor '%s' referenced",
+                        ev->start_mark.line + 1, name);
         return -EINVAL;
     }
     if (b->depth > 0 && cJSON_IsObject(b->stack[b->depth - 1].node) &&
         !b->stack[b->depth - 1].key) {
         if (cJSON_IsObject(src) || cJSON_IsArray(src)) {
-            seterr(b, "yaml: mapping keys must be scalars");
+            util_format_err(b->err, b->errlen, "yaml: mapping keys must be scalars");
             return -EINVAL;
         }
         char *k = cJSON_IsString(src) ? strdup(src->valuestring) : cJSON_PrintUnformatted(src);
@@ -338,14 +330,14 @@ static int on_open(struct builder *b, const yaml_event_t *ev, bool map)
                                             : ev->data.sequence_start.anchor);
     int rc;
     if (b->depth >= YAMLJSON_MAX_DEPTH) {
-        seterr(b, "yaml: line %zu: nesting deeper than %d", ev->start_mark.line + 1,
-               YAMLJSON_MAX_DEPTH);
+        util_format_err(b->err, b->errlen, "yaml: line %zu: nesting deeper than %d",
+                        ev->start_mark.line + 1, YAMLJSON_MAX_DEPTH);
         return -E2BIG;
     }
     if (b->depth > 0 && cJSON_IsObject(b->stack[b->depth - 1].node) &&
         !b->stack[b->depth - 1].key) {
-        seterr(b, "yaml: line %zu: complex mapping keys are not supported",
-               ev->start_mark.line + 1);
+        util_format_err(b->err, b->errlen, "yaml: line %zu: complex mapping keys are not supported",
+                        ev->start_mark.line + 1);
         return -EINVAL;
     }
     if ((rc = budget(b, 1)))
@@ -422,8 +414,8 @@ int yamljson_parse_all(const char *buf, size_t len, cJSON **out, char *err, size
     yaml_parser_set_input_string(&parser, (const unsigned char *)(buf ? buf : ""), len);
     while (!done && !rc) {
         if (!yaml_parser_parse(&parser, &ev)) {
-            seterr(b, "yaml: line %zu: %s", parser.problem_mark.line + 1,
-                   parser.problem ? parser.problem : "parse error");
+            util_format_err(b->err, b->errlen, "yaml: line %zu: %s", parser.problem_mark.line + 1,
+                            parser.problem ? parser.problem : "parse error");
             rc = parser.error == YAML_MEMORY_ERROR ? -ENOMEM : -EINVAL;
             break;
         }

@@ -108,6 +108,18 @@ static int hist_text(struct buf *b, const char *name, const char *host, const ch
     return rc;
 }
 
+/* One histogram family over the verbs seen: the request latency, or the time spent
+ * waiting for the client-side rate limiter (limiter). */
+static int hist_family(struct buf *b, const struct kube_metrics *m, const char *name,
+                       const char *help, bool limiter)
+{
+    int rc = buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (int i = 0; i < m->nverbs; i++)
+        rc |= hist_text(b, name, m->host, m->verbs[i].verb,
+                        limiter ? &m->verbs[i].limiter : &m->verbs[i].duration);
+    return rc;
+}
+
 int kube_client_metrics_text(struct kube_client *c, struct buf *b)
 {
     struct kube_metrics *m = &c->metrics;
@@ -123,18 +135,11 @@ int kube_client_metrics_text(struct kube_client *c, struct buf *b)
         rc |= buf_printf(b, "rest_client_requests_total{code=\"%s\",host=\"%s\",method=\"%s\"} %llu\n",
                          m->requests[i].code, m->host, m->requests[i].verb,
                          (unsigned long long)m->requests[i].n);
-    rc |= buf_puts(b, "# HELP rest_client_request_duration_seconds Request latency in seconds. "
-                      "Broken down by verb, and host.\n"
-                      "# TYPE rest_client_request_duration_seconds histogram\n");
-    for (int i = 0; i < m->nverbs; i++)
-        rc |= hist_text(b, "rest_client_request_duration_seconds", m->host, m->verbs[i].verb,
-                        &m->verbs[i].duration);
-    rc |= buf_puts(b, "# HELP rest_client_rate_limiter_duration_seconds Client side rate limiter "
-                      "latency in seconds. Broken down by verb, and host.\n"
-                      "# TYPE rest_client_rate_limiter_duration_seconds histogram\n");
-    for (int i = 0; i < m->nverbs; i++)
-        rc |= hist_text(b, "rest_client_rate_limiter_duration_seconds", m->host, m->verbs[i].verb,
-                        &m->verbs[i].limiter);
+    rc |= hist_family(b, m, "rest_client_request_duration_seconds",
+                      "Request latency in seconds. Broken down by verb, and host.", false);
+    rc |= hist_family(b, m, "rest_client_rate_limiter_duration_seconds",
+                      "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+                      true);
     rc |= buf_puts(b, "# HELP rest_client_request_retries_total Number of request retries, "
                       "partitioned by status code, verb, and host.\n"
                       "# TYPE rest_client_request_retries_total counter\n");

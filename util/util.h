@@ -74,6 +74,12 @@ size_t buf_sink_write(char *p, size_t size, size_t n, void *sink);
  * array and *cap left as they were. */
 int util_array_grow(void *items, size_t elem, size_t n, size_t *cap, size_t first);
 
+/* ---- threads (thread.c) ------------------------------------------------------ */
+
+/* Runs fn(arg) on a new detached thread (nobody joins it). 0 or -errno of
+ * pthread_create (-EAGAIN: no thread could be made; fn never runs). */
+int util_thread_detached(void *(*fn)(void *), void *arg);
+
 /* ---- I/O and error text (io.c) ---------------------------------------------- */
 
 /* Writes all n bytes (retrying short writes and EINTR): 0, -errno, or -EIO when

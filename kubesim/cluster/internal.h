@@ -396,12 +396,23 @@ double cluster__volcano_share(const struct gqueue *q);
 #define VOLCANO_PREEMPT 1u
 #define VOLCANO_RECLAIM 2u
 #define VOLCANO_HIERARCHY 4u   /* the capacity plugin with enableHierarchy: true */
+/* a plugin's enablePreemptable: false / enableReclaimable: false (the chart sets the
+ * first for gang and drf): it then takes no part in choosing victims */
+#define VOLCANO_NOPREEMPT_PRIORITY 8u
+#define VOLCANO_NOPREEMPT_GANG 16u
+#define VOLCANO_NOPREEMPT_CONFORMANCE 32u
+#define VOLCANO_NOPREEMPT_DRF 64u
+#define VOLCANO_NORECLAIM_GANG 128u
+#define VOLCANO_NORECLAIM_CONFORMANCE 256u
+#define VOLCANO_NORECLAIM_PROPORTION 512u
+#define VOLCANO_PLUGIN_OFF 1016u   /* all of the above */
 unsigned cluster__volcano_actions_parse(const char *conf, size_t len);
 /* The same, from the ConfigMap volcano-system/volcano-scheduler-configmap (0 without). */
 unsigned cluster__volcano_actions(struct cluster *c);
 /* Volcano's preempt (action VOLCANO_PREEMPT: lower-priority gangs of the same queue) or
  * reclaim (VOLCANO_RECLAIM: gangs of other queues above their share) for the starving
- * Inqueue gangs of order: victims are evicted only when the whole gang then fits. */
+ * Inqueue gangs of order: victims are evicted only when the whole gang then fits. The
+ * action may carry VOLCANO_PLUGIN_OFF bits: those plugins choose no victims. */
 void cluster__volcano_evict(struct cluster *c, struct gang **order, size_t n, struct gqueue *qs,
                             struct nodes *ns, unsigned action);
 void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource *rq,

@@ -390,8 +390,6 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
     const char *cname = NULL;
     struct ray_sub *s = NULL;
     struct run_arg *ra;
-    pthread_attr_t attr;
-    pthread_t th;
     char err[256];
 
     if (!r || !uid || !ns)
@@ -447,14 +445,10 @@ bool ray_submitter_start(struct ray *r, const cJSON *pod)
         goto fail_run;
     ra->r = r;
     ra->s = s;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &attr, run_thread, ra) != 0) {
-        pthread_attr_destroy(&attr);
+    if (util_thread_detached(run_thread, ra) < 0) {
         free(ra);
         goto fail_run;
     }
-    pthread_attr_destroy(&attr);
     r->threads++;
     pthread_mutex_unlock(&r->mu);
     log_info("ray: playing submitter pod", "namespace", ns, "pod", kobj_str(md, "name"),

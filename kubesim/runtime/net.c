@@ -151,22 +151,17 @@ static void *detached_main(void *arg)
 int runtime__thread_detached(struct runtime *rt, void *(*fn)(void *), void *arg)
 {
     struct detached *d = malloc(sizeof(*d));
-    pthread_attr_t at;
-    pthread_t t;
     int rc;
 
     if (!d)
         return -ENOMEM;
     *d = (struct detached){ rt, fn, arg };
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     __atomic_add_fetch(&rt->relays_active, 1, __ATOMIC_ACQUIRE);
-    if ((rc = pthread_create(&t, &at, detached_main, d)) != 0) {
+    if ((rc = util_thread_detached(detached_main, d)) < 0) {
         __atomic_sub_fetch(&rt->relays_active, 1, __ATOMIC_RELEASE);
         free(d);
     }
-    pthread_attr_destroy(&at);
-    return -rc;
+    return rc;
 }
 
 struct relay_conn {

@@ -125,8 +125,6 @@ int host_parse_addr(const char *s, char *host, size_t hostcap, int *port)
  * its field names onto the same names so both paths share validation. */
 static int apply(struct host_opts *o, const char *name, const char *v)
 {
-    int rc = -EINVAL;
-    bool b;
     if (!v)
         return -EINVAL;
     if (strcmp(name, "kubeconfig") == 0) { o->kubeconfig = v; return 0; }
@@ -143,26 +141,18 @@ static int apply(struct host_opts *o, const char *name, const char *v)
         return copy_str(o->metrics_addr, sizeof(o->metrics_addr), v);
     if (strcmp(name, "health-probe-bind-address") == 0)
         return copy_str(o->probe_addr, sizeof(o->probe_addr), v);
-    if (strcmp(name, "enable-leader-election") == 0) {
-        if ((rc = parse_bool(v, &b)) == 0) o->leader_election = b;
-        return rc;
-    }
+    if (strcmp(name, "enable-leader-election") == 0)
+        return parse_bool(v, &o->leader_election);
     if (strcmp(name, "leader-election-namespace") == 0)
         return copy_str(o->leader_namespace, sizeof(o->leader_namespace), v);
     if (strcmp(name, "leader-lease-seconds") == 0)
         return parse_int(v, 1, 3600, &o->leader_lease_s);
-    if (strcmp(name, "use-kubernetes-proxy") == 0) {
-        if ((rc = parse_bool(v, &b)) == 0) o->use_kubernetes_proxy = b;
-        return rc;
-    }
-    if (strcmp(name, "supervised") == 0) {
-        if ((rc = parse_bool(v, &b)) == 0) o->supervised = b;
-        return rc;
-    }
-    if (strcmp(name, "enable-metrics") == 0) {
-        if ((rc = parse_bool(v, &b)) == 0) o->enable_metrics = b;
-        return rc;
-    }
+    if (strcmp(name, "use-kubernetes-proxy") == 0)
+        return parse_bool(v, &o->use_kubernetes_proxy);
+    if (strcmp(name, "supervised") == 0)
+        return parse_bool(v, &o->supervised);
+    if (strcmp(name, "enable-metrics") == 0)
+        return parse_bool(v, &o->enable_metrics);
     if (strcmp(name, "feature-gates") == 0)
         return copy_str(o->feature_gates, sizeof(o->feature_gates), v);
     if (strcmp(name, "log-stdout-encoder") == 0 || strcmp(name, "log-file-encoder") == 0) {
@@ -179,10 +169,8 @@ static int apply(struct host_opts *o, const char *name, const char *v)
     }
     if (strcmp(name, "batch-scheduler") == 0)
         return copy_str(o->batch_scheduler, sizeof(o->batch_scheduler), v);
-    if (strcmp(name, "enable-batch-scheduler") == 0) {
-        if ((rc = parse_bool(v, &b)) == 0) o->enable_batch_scheduler = b;
-        return rc;
-    }
+    if (strcmp(name, "enable-batch-scheduler") == 0)
+        return parse_bool(v, &o->enable_batch_scheduler);
     if (strcmp(name, "drain-timeout-ms") == 0)
         return parse_int(v, 0, 3600000, &o->drain_timeout_ms);
     if (strcmp(name, "connect-timeout-ms") == 0)

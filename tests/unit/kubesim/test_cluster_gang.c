@@ -485,6 +485,44 @@ static void test_conformance(void **state)
     assert_int_equal(gt_deleting(t, "low", 2, 2), 0);
 }
 
+/* Volcano's chart turns enablePreemptable off for gang and drf: preempt's tier 1 is then
+ * priority and conformance alone and tier 2 chooses nothing, so a job of equal priority
+ * takes no victims (the built-in tiers let drf give it two: test_preempt). */
+static void test_preempt_chart_tiers(void **state)
+{
+    struct gt *t = FX(state);
+    const struct reg_resource *nsr = tl_res(t->s, "", "v1", "namespaces");
+
+    store_obj_unref(tl_create(t->s, nsr, "", tl_json("{\"metadata\":{\"name\":\"volcano-system\"}}")));
+    store_obj_unref(tl_create(t->s, t->cms, "volcano-system", tl_json(
+        "{\"metadata\":{\"name\":\"volcano-scheduler-configmap\"},\"data\":"
+        "{\"volcano-scheduler.conf\":\"actions: \\\"enqueue, allocate, preempt, backfill\\\"\\n"
+        "tiers:\\n- plugins:\\n  - name: priority\\n  - name: gang\\n    enablePreemptable: false\\n"
+        "  - name: conformance\\n- plugins:\\n  - name: overcommit\\n  - name: drf\\n"
+        "    enablePreemptable: false\\n  - name: predicates\\n  - name: proportion\\n\"}}")));
+    gt_volcano_pg(t, "low", 1, NULL);
+    gt_volcano_pods(t, "low", 0, 4, "2");
+    gt_session(t);
+    gt_running(t, "low", 0, 4);
+    gt_volcano_pg(t, "same", 2, NULL);
+    gt_volcano_pods(t, "same", 0, 2, "2");
+    gt_session(t);
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "low", 0, 4), 0);
+    assert_int_equal(gt_bound(t, "same", 0, 2), 0);
+    /* a higher priority is still the priority plugin's to let through, minMember or not */
+    store_obj_unref(tl_create(t->s, t->pc, "", tl_json(
+        "{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\","
+        "\"metadata\":{\"name\":\"high\"},\"value\":1000}")));
+    gt_delete(t, t->vpg, "default", "same");
+    gt_delete(t, t->pods, "default", "same-0");
+    gt_delete(t, t->pods, "default", "same-1");
+    gt_volcano_pg(t, "high", 1, ",\"priorityClassName\":\"high\"");
+    gt_volcano_pods(t, "high", 0, 1, "2");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "low", 0, 4), 1);
+}
+
 /* The actions kubesim reads from volcano-scheduler.conf. */
 static void test_volcano_conf(void **state)
 {
@@ -505,6 +543,15 @@ static void test_volcano_conf(void **state)
         { "tiers:\n- plugins:\n  - name: capacity\n  - name: drf\n    enableHierarchy: true\n", 0 },
         { "tiers:\n- plugins:\n  - name: capacity\n    enableHierarchy: false\n", 0 },
         { "tiers:\n- plugins:\n  - name: capacityx\n    enableHierarchy: true\n", 0 },
+        /* the chart's tiers: gang and drf choose no victims in preempt */
+        { "actions: \"enqueue, allocate, backfill\"\ntiers:\n- plugins:\n  - name: priority\n"
+          "  - name: gang\n    enablePreemptable: false\n  - name: conformance\n- plugins:\n"
+          "  - name: overcommit\n  - name: drf\n    enablePreemptable: false\n  - name: predicates\n"
+          "  - name: proportion\n  - name: nodeorder\n  - name: binpack\n",
+          VOLCANO_NOPREEMPT_GANG | VOLCANO_NOPREEMPT_DRF },
+        { "tiers:\n- plugins:\n  - name: proportion\n    enableReclaimable: false\n",
+          VOLCANO_NORECLAIM_PROPORTION },
+        { "tiers:\n- plugins:\n  - name: binpack\n    enablePreemptable: false\n", 0 },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         assert_int_equal(cluster__volcano_actions_parse(cases[i].conf, strlen(cases[i].conf)),
@@ -1134,6 +1181,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preempt_chart_tiers, setup, teardown),
         cmocka_unit_test(test_volcano_conf),
         cmocka_unit_test_setup_teardown(test_volcano_hierarchy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priority, setup, teardown),
