@@ -187,6 +187,11 @@ def serve_judges():
     poll(102.2, [svc("s1", "s1-b"), svc("s2", "s2-b"), svc("s3", "s3-a")],
          [ray("s1-b", "DEPLOYING", 100.8), ray("s2-b", "RUNNING", 95)])
     check("serve-switch: one violation per switch", len(bad()) == 2, bad())
+    # s2 switches to s2-c and s2-b is deleted while the Ray state is read: the first read of
+    # the Services still says s2-b, the second s2-c; not judged on that poll
+    s.serve_judge(102.4, {"items": [svc("s2", "s2-b")]}, [ray("s2-c", "RUNNING", 95)],
+                  {"items": [svc("s2", "s2-c")]})
+    check("serve-switch: a selection that changed during the poll is not judged", len(bad()) == 2, bad())
     s.sim_restarts_at = [110.0]
     poll(112.0, [svc("s4", "s4-a")], [])
     check("serve-switch: not judged within the grace after a kubesim restart",

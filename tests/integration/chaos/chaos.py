@@ -540,12 +540,27 @@ class Soak:
             t0 = time.time()
             svcs = self.api.get(SVCP)
             ray = self.api.get("/kubesim/ray/") if svcs is not None else None
-            if svcs is not None and ray is not None:
-                self.serve_judge(t0, svcs, ray)
+            # the Services again: a selection is judged only if it held across the read of
+            # the Ray state (a switch, then the old cluster's deletion, between the two reads
+            # would otherwise look like a Service on a cluster that is gone)
+            again = self.api.get(SVCP) if ray is not None else None
+            if svcs is not None and ray is not None and again is not None:
+                self.serve_judge(t0, svcs, ray, again)
             self.stopping.wait(max(0.0, 0.2 - (time.time() - t0)))
 
-    def serve_judge(self, t0, svcs, ray):
+    @staticmethod
+    def serve_selections(svcs):
+        out = {}
+        for svc in svcs.get("items", []):
+            m = svc.get("metadata", {})
+            owners = [o.get("name") for o in m.get("ownerReferences") or [] if o.get("kind") == "RayService"]
+            if owners and m.get("name", "").endswith("-serve-svc") and not m.get("deletionTimestamp"):
+                out[owners[0]] = (svc.get("spec", {}).get("selector") or {}).get("ray.io/cluster", "")
+        return out
+
+    def serve_judge(self, t0, svcs, ray, again=None):
         self.serve_polls += 1
+        after = self.serve_selections(again) if again is not None else None
         states = {c.get("cluster"): c for c in ray if c.get("namespace") == NS}
         seen = set()
         for svc in svcs.get("items", []):
@@ -568,6 +583,8 @@ class Soak:
             if self.sim_restarts_at and t0 - self.sim_restarts_at[-1] < SERVE_RESTART_GRACE_S:
                 self.serve_unjudged += 1
                 continue
+            if after is not None and after.get(rs) != x:
+                continue   # switched while the Ray state was read: the next poll judges
             self.serve_judged += 1
             c = states.get(x)
             apps = (c or {}).get("appStates") or {}
