@@ -1221,7 +1221,7 @@ static void test_memory_breakdown(void **state)
         store_obj_unref(o);
     }
     for (int i = 0; i < 3; i++) {
-        char name[8];
+        char name[16];
         struct store_obj *o = NULL;
         snprintf(name, sizeof(name), "m%d", i);
         assert_int_equal(store_get(S, cm, "default", name, &o, &st), 0);
@@ -1240,7 +1240,10 @@ static void test_memory_breakdown(void **state)
     assert_true(tl_num(t, "treeNodes") >= 3 * 6);    /* root, kind, apiVersion, metadata, ... */
     assert_true(tl_num(t, "treeBytes") >= tl_num(t, "treeNodes") * sizeof(cJSON));
     assert_true(tl_num(m, "total.objects") >= 3);
+#if !defined(__SANITIZE_ADDRESS__)
+    /* under ASan malloc is ASan's own, and glibc's mallinfo2 reports nothing */
     assert_true(tl_num(m, "malloc.inUseBytes") > 0);
+#endif
     assert_true(tl_num(m, "rssBytes") > 0);
     cJSON_Delete(m);
     buf_free(&b);
