@@ -315,15 +315,33 @@ struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g)
     return have;
 }
 
+/* Writes body (a merge patch of the PodGroup's status) through the status subresource
+ * when the CRD has one, else on the object; body is consumed. */
+static void kai_pg_patch(struct cluster *c, const struct reg_resource *r, const struct store_obj *pg,
+                         cJSON *body, const char *manager)
+{
+    struct store_write_opts w = { .field_manager = manager };
+    struct store_status st = { 0 };
+    char *text = cJSON_PrintUnformatted(body);
+    if (text && store_patch(c->store, r, pg->ns, pg->name, "status", PATCH_MERGE, text,
+                            strlen(text), &w, NULL, NULL, &st) < 0) {
+        store_status_clear(&st);
+        if (store_patch(c->store, r, pg->ns, pg->name, NULL, PATCH_MERGE, text, strlen(text), &w,
+                        NULL, NULL, &st) < 0)
+            log_debug("gang: KAI PodGroup status", "podgroup", pg->name, "error", st.message, NULL);
+    }
+    free(text);
+    cJSON_Delete(body);
+    store_status_clear(&st);
+}
+
 void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg)
 {
     const struct reg_resource *r = cluster__gang_find(c, "scheduling.run.ai", "v2alpha2",
                                                       "podgroups");
     const cJSON *old = kobj_get(kobj_get(pg->json, "status"), "schedulingConditions");
     const cJSON *first = cJSON_GetArrayItem(old, 0);
-    struct store_write_opts w = { .field_manager = "kai-scheduler" };
-    struct store_status st = { 0 };
-    char now[40], *text;
+    char now[40];
     cJSON *body, *list, *e;
     time_t t = time(NULL);
     struct tm tm;
@@ -351,18 +369,7 @@ void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char 
         cJSON_AddStringToObject(e, "status", "True");
         cJSON_AddItemToArray(list, e);
     }
-    text = cJSON_PrintUnformatted(body);
-    /* the status subresource when the CRD has one, else the object */
-    if (text && store_patch(c->store, r, pg->ns, pg->name, "status", PATCH_MERGE, text,
-                            strlen(text), &w, NULL, NULL, &st) < 0) {
-        store_status_clear(&st);
-        if (store_patch(c->store, r, pg->ns, pg->name, NULL, PATCH_MERGE, text, strlen(text), &w,
-                        NULL, NULL, &st) < 0)
-            log_debug("gang: KAI PodGroup status", "podgroup", pg->name, "error", st.message, NULL);
-    }
-    free(text);
-    cJSON_Delete(body);
-    store_status_clear(&st);
+    kai_pg_patch(c, r, pg, body, "kai-scheduler");
 }
 
 /* ---- queues: limits and fair share ------------------------------------------------ */
@@ -568,11 +575,8 @@ void cluster__kai_pg_resources(struct cluster *c, struct store_obj *pg, const st
     const struct reg_resource *r = cluster__gang_find(c, "scheduling.run.ai", "v2alpha2",
                                                       "podgroups");
     const cJSON *old = kobj_get(kobj_get(pg->json, "status"), "resourcesStatus");
-    struct store_write_opts w = { .field_manager = "podgroup-controller" };
-    struct store_status st = { 0 };
     struct cluster_res req = { 0 }, alloc = { 0 };
     cJSON *body, *rs, *want;
-    char *text;
     if (!r)
         return;
     for (size_t m = 0; m < g->n; m++) {
@@ -613,17 +617,7 @@ void cluster__kai_pg_resources(struct cluster *c, struct store_obj *pg, const st
         if (!kobj_get(want, keys[k]) && kobj_get(old, keys[k]))
             cJSON_AddNullToObject(want, keys[k]);
     cJSON_AddItemToObject(rs, "resourcesStatus", want);
-    text = cJSON_PrintUnformatted(body);
-    if (text && store_patch(c->store, r, pg->ns, pg->name, "status", PATCH_MERGE, text,
-                            strlen(text), &w, NULL, NULL, &st) < 0) {
-        store_status_clear(&st);
-        if (store_patch(c->store, r, pg->ns, pg->name, NULL, PATCH_MERGE, text, strlen(text), &w,
-                        NULL, NULL, &st) < 0)
-            log_debug("gang: KAI PodGroup resources", "podgroup", pg->name, "error", st.message, NULL);
-    }
-    free(text);
-    cJSON_Delete(body);
-    store_status_clear(&st);
+    kai_pg_patch(c, r, pg, body, "podgroup-controller");
 }
 
 /* What KAI's queue controller keeps in a Queue's status: allocated, requested and the
