@@ -221,7 +221,7 @@ int api__admission_validate(struct server *srv, const struct reg_resource *res, 
         return 0;
     for (size_t i = 0; i < l.n && rc == 0; i++) {
         const cJSON *hook;
-        cJSON_ArrayForEach(hook, kobj_get(l.items[i]->json, "webhooks")) {
+        cJSON_ArrayForEach(hook, kobj_get(store_obj_json(l.items[i]), "webhooks")) {
             const cJSON *rule;
             bool match = false;
             cJSON_ArrayForEach(rule, kobj_get(hook, "rules"))
@@ -274,7 +274,7 @@ static bool any_hook(struct server *srv, const struct reg_resource *res, const c
         return false;
     for (size_t i = 0; i < l.n && !hit; i++) {
         const cJSON *hook, *rule;
-        cJSON_ArrayForEach(hook, kobj_get(l.items[i]->json, "webhooks"))
+        cJSON_ArrayForEach(hook, kobj_get(store_obj_json(l.items[i]), "webhooks"))
             cJSON_ArrayForEach(rule, kobj_get(hook, "rules"))
                 hit = hit || rule_matches(rule, res, op);
     }
@@ -307,8 +307,8 @@ int api__admission_validate_patch(struct server *srv, const struct reg_resource 
         rc = 0;
         goto out;
     }
-    rc = api__admission_validate(srv, res, created ? "CREATE" : "UPDATE", ns, name, next->json,
-                                 created || !old ? NULL : old->json, st);
+    rc = api__admission_validate(srv, res, created ? "CREATE" : "UPDATE", ns, name, store_obj_json(next),
+                                 created || !old ? NULL : store_obj_json(old), st);
 out:
     if (old)
         store_obj_unref(old);

@@ -125,7 +125,7 @@ static int reply_obj(struct server_req *req, int code, struct store_obj *o)
     if (req->accept.table) {
         struct buf b = { 0 };
         char rv[24];
-        const cJSON *items[1] = { o->json };
+        const cJSON *items[1] = { store_obj_json(o) };
         snprintf(rv, sizeof(rv), "%llu", (unsigned long long)o->rv);
         rc = present_table(o->res, items, 1, rv, NULL, true, time(NULL), &b);
         if (rc == 0)
@@ -362,7 +362,7 @@ static int render_list_table(const struct reg_resource *res, const struct store_
     if (l->n && !(items = calloc(l->n, sizeof(*items))))
         return -ENOMEM;
     for (size_t i = 0; i < l->n; i++)
-        items[i] = l->items[i]->json;
+        items[i] = store_obj_json(l->items[i]);
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)l->rv);
     rc = present_table(res, items, l->n, rv, l->continue_token, true, time(NULL), b);
     if (rc == 0)
@@ -508,7 +508,7 @@ static int do_write_object(struct server_req *req, const struct reg_resource *re
         store_status_clear(&st);
         memset(&st, 0, sizeof(st));
         rc = api__admission_validate(req->srv, res, create ? "CREATE" : "UPDATE", req->route->ns,
-                                     name ? name : req->route->name, obj, old ? old->json : NULL, &st);
+                                     name ? name : req->route->name, obj, old ? store_obj_json(old) : NULL, &st);
         if (old)
             store_obj_unref(old);
         if (rc < 0) {

@@ -70,7 +70,7 @@ static void render_event(struct watch_stream *ws, struct store_event *ev)
     } else if (ev->type == EV_BOOKMARK || !ev->obj) {
         render_bookmark(ws, ev);
     } else if (ws->table) {
-        const cJSON *items[1] = { ev->obj->json };
+        const cJSON *items[1] = { store_obj_json(ev->obj) };
         size_t before = ws->out.len;
         if (present_table(ws->res, items, 1, NULL, NULL, false, time(NULL), &ws->out) < 0 ||
             api__table_include(&ws->out, before, items, 1, ws->include) < 0) {

@@ -53,7 +53,7 @@ static cJSON *get(struct cluster *c, const struct reg_resource *r, const char *n
     struct store_status st = { 0 };
     cJSON *out = NULL;
     if (r && name && store_get(c->store, r, ns, name, &o, &st) == 0 && o)
-        out = cJSON_Duplicate(o->json, true);
+        out = cJSON_Duplicate(store_obj_json(o), true);
     store_obj_unref(o);
     store_status_clear(&st);
     return out;
@@ -432,7 +432,7 @@ void cluster__certmgr_sync(struct cluster *c)
     /* CAs first: a leaf signed by a CA issued in this pass finds its Secret */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < l.n; i++) {
-            const cJSON *cert = l.items[i]->json;
+            const cJSON *cert = store_obj_json(l.items[i]);
             bool ca = cJSON_IsTrue(kobj_get(kobj_get(cert, "spec"), "isCA"));
             if (ca != (pass == 0))
                 continue;

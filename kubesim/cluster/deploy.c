@@ -47,10 +47,10 @@ void cluster__deploy_event(struct cluster *c, enum store_event_type type, struct
         mark(&c->deploy_dirty, &c->ndeploy_dirty, &c->capdeploy_dirty, o->ns, o->name);
     } else if (o->res == c->r_rs) {
         mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, o->name);
-        if ((ref = cluster__controller_ref(o->json, "apps/", "Deployment")))
+        if ((ref = cluster__controller_ref(store_obj_json(o), "apps/", "Deployment")))
             mark(&c->deploy_dirty, &c->ndeploy_dirty, &c->capdeploy_dirty, o->ns,
                  kobj_str(ref, "name"));
-    } else if (o->res == c->r_pods && (ref = cluster__controller_ref(o->json, "apps/", "ReplicaSet"))) {
+    } else if (o->res == c->r_pods && (ref = cluster__controller_ref(store_obj_json(o), "apps/", "ReplicaSet"))) {
         mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, kobj_str(ref, "name"));
     }
 }
@@ -85,7 +85,7 @@ static int owned(struct cluster *c, const struct reg_resource *r, const char *ns
         return -EIO;
     }
     for (size_t i = 0; i < out->n; i++) {
-        const char *cu = kobj_controller_uid(out->items[i]->json);
+        const char *cu = kobj_controller_uid(store_obj_json(out->items[i]));
         if (cu && !strcmp(cu, uid))
             out->items[k++] = out->items[i];
         else
@@ -140,14 +140,14 @@ static void rs_sync(struct cluster *c, const char *key)
 
     if (!rs)
         return;
-    spec = kobj_get(rs->json, "spec");
+    spec = kobj_get(store_obj_json(rs), "spec");
     want = cJSON_IsNumber(kobj_get(spec, "replicas")) ? (long)kobj_get(spec, "replicas")->valuedouble : 1;
-    if (terminating(rs->json) || owned(c, c->r_pods, rs->ns, rs->uid, &pods) < 0)
+    if (terminating(store_obj_json(rs)) || owned(c, c->r_pods, rs->ns, rs->uid, &pods) < 0)
         goto out;
     for (size_t i = 0; i < pods.n; i++)
-        if (!terminating(pods.items[i]->json)) {
+        if (!terminating(store_obj_json(pods.items[i]))) {
             active++;
-            ready += cluster__pod_ready(pods.items[i]->json);
+            ready += cluster__pod_ready(store_obj_json(pods.items[i]));
         }
     for (long n = active; n < want; n++) {
         const cJSON *tmpl = kobj_get(spec, "template");
@@ -171,11 +171,11 @@ static void rs_sync(struct cluster *c, const char *key)
                                                                  : cJSON_CreateObject());
         if (store_create(c->store, c->r_pods, rs->ns, pod, &w, &out, &st) == 0) {
             snprintf(msg, sizeof(msg), "Created pod: %s", out->name);
-            cluster__event(c, rs->json, "Normal", "SuccessfulCreate", msg, "replicaset-controller", NULL, NULL);
+            cluster__event(c, store_obj_json(rs), "Normal", "SuccessfulCreate", msg, "replicaset-controller", NULL, NULL);
             active++;
         } else {
             snprintf(msg, sizeof(msg), "Error creating: %.500s", st.message);
-            cluster__event(c, rs->json, "Warning", "FailedCreate", msg, "replicaset-controller", NULL, NULL);
+            cluster__event(c, store_obj_json(rs), "Warning", "FailedCreate", msg, "replicaset-controller", NULL, NULL);
         }
         store_obj_unref(out);
         store_status_clear(&st);
@@ -183,7 +183,7 @@ static void rs_sync(struct cluster *c, const char *key)
     /* scale down: not-ready Pods first, then the newest */
     for (int pass = 0; pass < 2 && active > want; pass++)
         for (size_t i = pods.n; i-- > 0 && active > want;) {
-            const cJSON *p = pods.items[i]->json;
+            const cJSON *p = store_obj_json(pods.items[i]);
             struct store_delete_opts dopt = { .grace_seconds = -1, .precondition_uid = pods.items[i]->uid };
             struct store_status st = { 0 };
             char msg[600];
@@ -192,7 +192,7 @@ static void rs_sync(struct cluster *c, const char *key)
             if (store_delete(c->store, c->r_pods, pods.items[i]->ns, pods.items[i]->name, &dopt,
                              NULL, NULL, &st) == 0) {
                 snprintf(msg, sizeof(msg), "Deleted pod: %s", pods.items[i]->name);
-                cluster__event(c, rs->json, "Normal", "SuccessfulDelete", msg, "replicaset-controller", NULL, NULL);
+                cluster__event(c, store_obj_json(rs), "Normal", "SuccessfulDelete", msg, "replicaset-controller", NULL, NULL);
                 active--;
                 if (cluster__pod_ready(p))
                     ready--;
@@ -204,9 +204,9 @@ static void rs_sync(struct cluster *c, const char *key)
     cJSON_AddNumberToObject(status, "fullyLabeledReplicas", (double)active);
     cJSON_AddNumberToObject(status, "readyReplicas", (double)ready);
     cJSON_AddNumberToObject(status, "availableReplicas", (double)ready);
-    if (kobj_get(kobj_get(rs->json, "metadata"), "generation"))
+    if (kobj_get(kobj_get(store_obj_json(rs), "metadata"), "generation"))
         cJSON_AddNumberToObject(status, "observedGeneration",
-                                kobj_get(kobj_get(rs->json, "metadata"), "generation")->valuedouble);
+                                kobj_get(kobj_get(store_obj_json(rs), "metadata"), "generation")->valuedouble);
     status_patch(c, c->r_rs, rs, status);
 out:
     store_list_free(&pods);
@@ -226,10 +226,10 @@ static void deploy_sync(struct cluster *c, const char *key)
 
     if (!d)
         return;
-    spec = kobj_get(d->json, "spec");
+    spec = kobj_get(store_obj_json(d), "spec");
     tmpl = kobj_get(spec, "template");
     want = cJSON_IsNumber(kobj_get(spec, "replicas")) ? (long)kobj_get(spec, "replicas")->valuedouble : 1;
-    if (terminating(d->json) || !(txt = cJSON_PrintUnformatted(tmpl)) ||
+    if (terminating(store_obj_json(d)) || !(txt = cJSON_PrintUnformatted(tmpl)) ||
         owned(c, c->r_rs, d->ns, d->uid, &rss) < 0)
         goto out;
     for (const char *s = txt; *s; s++)
@@ -238,8 +238,8 @@ static void deploy_sync(struct cluster *c, const char *key)
     snprintf(name, sizeof(name), "%.*s-%.10s", 240, d->name, hash);
     for (size_t i = 0; i < rss.n; i++) {
         struct store_obj *rs = rss.items[i];
-        const cJSON *rst = kobj_get(rs->json, "status");
-        long cur = (long)cJSON_GetNumberValue(kobj_get(kobj_get(rs->json, "spec"), "replicas"));
+        const cJSON *rst = kobj_get(store_obj_json(rs), "status");
+        long cur = (long)cJSON_GetNumberValue(kobj_get(kobj_get(store_obj_json(rs), "spec"), "replicas"));
         long target = strcmp(rs->name, name) ? 0 : want;
         replicas += (long)cJSON_GetNumberValue(kobj_get(rst, "replicas")) > 0 ?
                     (long)cJSON_GetNumberValue(kobj_get(rst, "replicas")) : 0;
@@ -289,14 +289,14 @@ static void deploy_sync(struct cluster *c, const char *key)
         cJSON_AddItemToObject(rspec, "template", t);
         if (store_create(c->store, c->r_rs, d->ns, rs, &w, NULL, &st) == 0) {
             snprintf(msg, sizeof(msg), "Scaled up replica set %s from 0 to %ld", name, want);
-            cluster__event(c, d->json, "Normal", "ScalingReplicaSet", msg, MANAGER, NULL, NULL);
+            cluster__event(c, store_obj_json(d), "Normal", "ScalingReplicaSet", msg, MANAGER, NULL, NULL);
         }
         store_status_clear(&st);
     }
     status = cJSON_CreateObject();
-    if (kobj_get(kobj_get(d->json, "metadata"), "generation"))
+    if (kobj_get(kobj_get(store_obj_json(d), "metadata"), "generation"))
         cJSON_AddNumberToObject(status, "observedGeneration",
-                                kobj_get(kobj_get(d->json, "metadata"), "generation")->valuedouble);
+                                kobj_get(kobj_get(store_obj_json(d), "metadata"), "generation")->valuedouble);
     cJSON_AddNumberToObject(status, "replicas", (double)replicas);
     cJSON_AddNumberToObject(status, "updatedReplicas", (double)updated);
     cJSON_AddNumberToObject(status, "readyReplicas", (double)ready);

@@ -73,14 +73,14 @@ static cJSON *target_ref(const struct cl_pod *p)
 
 static const char *pod_ip(const struct cl_pod *p)
 {
-    return kobj_str(kobj_get(p->obj->json, "status"), "podIP");
+    return kobj_str(kobj_get(store_obj_json(p->obj), "status"), "podIP");
 }
 
 static bool pod_ready(const struct cl_pod *p)
 {
     const cJSON *cd;
 
-    cJSON_ArrayForEach(cd, kobj_get(kobj_get(p->obj->json, "status"), "conditions"))
+    cJSON_ArrayForEach(cd, kobj_get(kobj_get(store_obj_json(p->obj), "status"), "conditions"))
         if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
             return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
     return false;
@@ -104,7 +104,7 @@ static void put_if_changed(struct cluster *c, const struct reg_resource *res, co
         return;
     }
     for (const char *const *k = keys; *k; k++) {
-        const cJSON *a = kobj_get(cur->json, *k), *b = kobj_get(obj, *k);
+        const cJSON *a = kobj_get(store_obj_json(cur), *k), *b = kobj_get(obj, *k);
         if (!a != !b || (a && !cJSON_Compare(a, b, true)))
             same = false;
     }
@@ -114,7 +114,7 @@ static void put_if_changed(struct cluster *c, const struct reg_resource *res, co
         return;
     }
     cJSON_AddStringToObject(cJSON_GetObjectItem(obj, "metadata"), "resourceVersion",
-                            kobj_str(kobj_get(cur->json, "metadata"), "resourceVersion"));
+                            kobj_str(kobj_get(store_obj_json(cur), "metadata"), "resourceVersion"));
     store_obj_unref(cur);
     /* a conflict means someone wrote in between; their event brings us back */
     if (store_update(c->store, res, ns, name, NULL, obj, &w, NULL, &st) < 0 && st.code != 409)
@@ -335,7 +335,7 @@ void cluster__endpoints_index_free(struct cluster *c)
 
 static void sync_service(struct cluster *c, const struct cl_svc *s)
 {
-    const cJSON *svc = s->obj->json, *spec = kobj_get(svc, "spec");
+    const cJSON *svc = store_obj_json(s->obj), *spec = kobj_get(svc, "spec");
     const cJSON *selector = kobj_get(spec, "selector"), *sp;
     bool publish = cJSON_IsTrue(kobj_get(spec, "publishNotReadyAddresses"));
     cJSON *ep, *subset, *addrs, *nready, *ports, *slice, *sends, *sports;
@@ -373,7 +373,7 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
         HASH_FIND_STR(c->pods, m->key, p);
         if (!p || !(ip = pod_ip(p)) || !ip[0])
             continue;
-        md = kobj_get(p->obj->json, "metadata");
+        md = kobj_get(store_obj_json(p->obj), "metadata");
         terminating = kobj_get(md, "deletionTimestamp") != NULL;
         ready = pod_ready(p) && !terminating;
         if (!first)
@@ -381,8 +381,8 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
         if (!terminating) {
             a = cJSON_CreateObject();
             cJSON_AddStringToObject(a, "ip", ip);
-            if (kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"))
-                cJSON_AddStringToObject(a, "nodeName", kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"));
+            if (kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName"))
+                cJSON_AddStringToObject(a, "nodeName", kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName"));
             cJSON_AddItemToObject(a, "targetRef", target_ref(p));
             /* the endpoints controller truncates at 1000 addresses (over-capacity) */
             if (n_addrs++ < ENDPOINTS_MAX)
@@ -396,15 +396,15 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
         cJSON_AddBoolToObject(cond, "ready", ready || (publish && !terminating));
         cJSON_AddBoolToObject(cond, "serving", pod_ready(p));
         cJSON_AddBoolToObject(cond, "terminating", terminating);
-        if (kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"))
-            cJSON_AddStringToObject(e, "nodeName", kobj_str(kobj_get(p->obj->json, "spec"), "nodeName"));
+        if (kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName"))
+            cJSON_AddStringToObject(e, "nodeName", kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName"));
         cJSON_AddItemToObject(e, "targetRef", target_ref(p));
         cJSON_AddItemToArray(sends, e);
     }
     ports = cJSON_CreateArray();
     sports = cJSON_AddArrayToObject(slice, "ports");
     cJSON_ArrayForEach(sp, kobj_get(spec, "ports")) {
-        int port = target_port(sp, first ? first->obj->json : NULL);
+        int port = target_port(sp, first ? store_obj_json(first->obj) : NULL);
         const char *proto = kobj_str(sp, "protocol");
         cJSON *o;
 
@@ -500,7 +500,7 @@ static void svc_mark(struct cluster *c, struct cl_svc *s)
 
 static const cJSON *svc_selector(const struct cl_svc *s)
 {
-    const cJSON *sel = kobj_get(kobj_get(s->obj->json, "spec"), "selector");
+    const cJSON *sel = kobj_get(kobj_get(store_obj_json(s->obj), "spec"), "selector");
     return cJSON_IsObject(sel) && sel->child ? sel : NULL;
 }
 
@@ -550,7 +550,7 @@ static void pod_vs_bucket(struct cluster *c, const char *lkey, const char *key, 
 void cluster__endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o)
 {
     struct cl_ep_index *x = epx(c);
-    const cJSON *labels = o ? kobj_get(kobj_get(o->json, "metadata"), "labels") : NULL;
+    const cJSON *labels = o ? kobj_get(kobj_get(store_obj_json(o), "metadata"), "labels") : NULL;
     struct ep_entry *old = NULL;
     char **now;
     size_t n;
@@ -626,7 +626,7 @@ void cluster__endpoints_svc(struct cluster *c, struct cl_svc *s)
         struct cl_pod *p = NULL;
 
         HASH_FIND_STR(c->pods, k->key, p);
-        if (p && labels_match(sel, kobj_get(kobj_get(p->obj->json, "metadata"), "labels")))
+        if (p && labels_match(sel, kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "labels")))
             member_set(c, s, p->key, true);
     }
 }

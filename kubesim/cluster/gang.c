@@ -117,7 +117,7 @@ static const char *pod_phase(const cJSON *pod)
 
 bool cluster__gang_bound(const struct cl_pod *p)
 {
-    const char *n = kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
+    const char *n = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName");
     return n && *n;
 }
 
@@ -135,7 +135,7 @@ int64_t cluster__gang_priority(struct cluster *c, const char *pc_name)
         return 2000000000;
     if ((r = cluster__gang_find(c, "scheduling.k8s.io", "v1", "priorityclasses")) &&
         store_get(c->store, r, "", pc_name, &o, &st) == 0) {
-        const cJSON *val = kobj_get(o->json, "value");
+        const cJSON *val = kobj_get(store_obj_json(o), "value");
         v = cJSON_IsNumber(val) ? (int64_t)val->valuedouble : 0;
         store_obj_unref(o);
     }
@@ -156,8 +156,8 @@ void cluster__gang_queue_usage(struct gang **all, size_t n, enum gkind kind, str
         for (size_t m = 0; q && m < g->n; m++) {
             const struct cl_pod *p = g->m[m];
             struct gqueue *up = q;
-            if (cluster__gang_pod_terminal(p->obj->json) ||
-                kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+            if (cluster__gang_pod_terminal(store_obj_json(p->obj)) ||
+                kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
                 continue;
             for (int d = 0; up && d < 16; d++) {
                 struct gqueue *next = NULL;
@@ -209,7 +209,7 @@ static int gang_add(struct gang *g, struct cl_pod *p)
 
 static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
 {
-    const cJSON *spec = kobj_get(o->json, "spec"), *mm = kobj_get(spec, "minMember");
+    const cJSON *spec = kobj_get(store_obj_json(o), "spec"), *mm = kobj_get(spec, "minMember");
     if (g->kind == G_WAS) {
         const cJSON *gang = kobj_get(kobj_get(spec, "schedulingPolicy"), "gang");
         mm = gang ? kobj_get(gang, "minCount") : NULL;
@@ -225,7 +225,7 @@ static void gang_from_pg(struct cluster *c, struct gang *g, struct store_obj *o)
     snprintf(g->queue, sizeof(g->queue), "%s",
              kobj_str(spec, "queue") && *kobj_str(spec, "queue") ? kobj_str(spec, "queue") : "default");
     g->prio = cluster__gang_priority(c, kobj_str(spec, "priorityClassName"));
-    g->ctime = kobj_meta_str(o->json, "creationTimestamp");
+    g->ctime = kobj_meta_str(store_obj_json(o), "creationTimestamp");
 }
 
 /* FNV-1a: what was last said of a Pod is kept as a hash, not a copy */
@@ -257,7 +257,7 @@ void cluster__gang_tell(struct cluster *c, struct cl_pod *p, const char *cond,
         cluster__kubelet_write(c, p);
     }
     p->said = h;
-    cluster__event(c, p->obj->json, ev_type, ev_reason, msg, comp, NULL, NULL);
+    cluster__event(c, store_obj_json(p->obj), ev_type, ev_reason, msg, comp, NULL, NULL);
 }
 
 /* Volcano's and the default scheduler's way: the Event and the condition say the same */
@@ -268,8 +268,8 @@ static void set_unsched(struct cluster *c, struct cl_pod *p, const char *msg, co
 
 bool cluster__gang_waiting(const struct cl_pod *p)
 {
-    return !cluster__gang_bound(p) && !cluster__gang_pod_terminal(p->obj->json) &&
-           !kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp");
+    return !cluster__gang_bound(p) && !cluster__gang_pod_terminal(store_obj_json(p->obj)) &&
+           !kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp");
 }
 
 /* What was last said of a PodGroup, so that a session repeats no Event. */
@@ -317,8 +317,8 @@ bool cluster__gang_note(struct cluster *c, const char *key, const char *msg)
 static int member_cmp(const void *a, const void *b)
 {
     const struct cl_pod *x = *(struct cl_pod *const *)a, *y = *(struct cl_pod *const *)b;
-    const char *tx = kobj_label(x->obj->json, "ray.io/node-type");
-    const char *ty = kobj_label(y->obj->json, "ray.io/node-type");
+    const char *tx = kobj_label(store_obj_json(x->obj), "ray.io/node-type");
+    const char *ty = kobj_label(store_obj_json(y->obj), "ray.io/node-type");
     int hx = tx && !strcmp(tx, "head"), hy = ty && !strcmp(ty, "head");
     if (hx != hy)
         return hy - hx;
@@ -344,7 +344,7 @@ static int place(const struct cl_pod *p, const struct nodes *ns, unsigned *fits,
         struct cluster_res u = ns->used[i];
         if (future && ns->releasing)
             cluster__gang_res_add(&u, &ns->releasing[i], -1);
-        fits[i] = cluster_node_fits(p->obj->json, &p->req, ns->n[i]->obj->json, &ns->n[i]->alloc,
+        fits[i] = cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(ns->n[i]->obj), &ns->n[i]->alloc,
                                     &u, taint && !*taint ? taint : NULL, taint_cap);
         if (!fits[i]) {
             int sc = cluster_node_score(&p->req, &ns->n[i]->alloc, &u);
@@ -401,8 +401,8 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
     for (size_t i = 0; i < g->n; i++) {
         struct cl_pod *p = g->m[i];
         where[i] = -1;
-        if (!may_bind || cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json) ||
-            kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+        if (!may_bind || cluster__gang_bound(p) || cluster__gang_pod_terminal(store_obj_json(p->obj)) ||
+            kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
             continue;
         struct cluster_res extra = qused;
         if (q)
@@ -490,11 +490,11 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         o->placed = 0;   /* now "schedulable", in Volcano's words */
         for (size_t i = 0; i < g->n; i++)
             o->placed += where[i] <= -2 && !piped[i] && !cluster__gang_bound(g->m[i]) &&
-                         !cluster__gang_pod_terminal(g->m[i]->obj->json);
+                         !cluster__gang_pod_terminal(store_obj_json(g->m[i]->obj));
         fit_message(g, o, pipelined, gang_msg, sizeof(gang_msg));
         for (size_t i = 0; may_bind && g->kind == G_VOLCANO && i < g->n; i++) {
             struct cl_pod *p = g->m[i];
-            if (cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json))
+            if (cluster__gang_bound(p) || cluster__gang_pod_terminal(store_obj_json(p->obj)))
                 continue;
             if (where[i] <= -2)
                 snprintf(msg, sizeof(msg), "Pod %s/%s can possibly be assigned to %s, once "
@@ -559,7 +559,7 @@ static void count(const struct gang *g, struct outcome *o)
 {
     for (size_t i = 0; i < g->n; i++) {
         const struct cl_pod *p = g->m[i];
-        const char *ph = pod_phase(p->obj->json);
+        const char *ph = pod_phase(store_obj_json(p->obj));
         if (cluster__gang_bound(p)) {
             o->scheduled++;
             if (!strcmp(ph, "Running"))
@@ -568,8 +568,8 @@ static void count(const struct gang *g, struct outcome *o)
                 o->succeeded++;
             else if (!strcmp(ph, "Failed"))
                 o->failed++;
-        } else if (!cluster__gang_pod_terminal(p->obj->json) &&
-                   !kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp")) {
+        } else if (!cluster__gang_pod_terminal(store_obj_json(p->obj)) &&
+                   !kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp")) {
             o->pending++;
         }
     }
@@ -581,7 +581,7 @@ static void collect_members(struct cluster *c, struct gang **all)
 {
     struct cl_pod *p, *tmp;
     HASH_ITER(hh, c->pods, p, tmp) {
-        const cJSON *pod = p->obj->json;
+        const cJSON *pod = store_obj_json(p->obj);
         const char *sched = kobj_str(kobj_get(pod, "spec"), "schedulerName");
         const char *wg = was_group(pod);
         struct gang *g = NULL;
@@ -741,7 +741,7 @@ void cluster__gang_pass(struct cluster *c)
     HASH_ITER(hh, c->nodes, n, nt) {
         ns.n[i] = n;
         ns.used[i] = n->used;
-        if (!cJSON_IsTrue(kobj_get(kobj_get(n->obj->json, "spec"), "unschedulable"))) {
+        if (!cJSON_IsTrue(kobj_get(kobj_get(store_obj_json(n->obj), "spec"), "unschedulable"))) {
             struct cluster_res free_ = n->alloc;
             cluster__gang_res_add(&free_, &n->used, -1);
             cluster__gang_res_add(&idle, &free_, 1);
@@ -753,7 +753,7 @@ void cluster__gang_pass(struct cluster *c)
         /* Pods on their way out: Volcano counts them as free in the future (FutureIdle) */
         struct cl_pod *p, *pt;
         HASH_ITER(hh, c->pods, p, pt) {
-            if (!p->acct_node || !kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+            if (!p->acct_node || !kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
                 continue;
             for (size_t k = 0; k < ns.count; k++)
                 if (!strcmp(ns.n[k]->name, p->acct_node))
@@ -769,9 +769,9 @@ void cluster__gang_pass(struct cluster *c)
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
             g->q = q;
-            const char *ph = kobj_str(kobj_get(g->pg->json, "status"), "phase");
+            const char *ph = kobj_str(kobj_get(store_obj_json(g->pg), "status"), "phase");
             for (size_t k = 0; k < g->n; k++) {
-                const cJSON *pod = g->m[k]->obj->json;
+                const cJSON *pod = store_obj_json(g->m[k]->obj);
                 /* a Pod on its way out is Releasing: no longer the queue's */
                 bool going = kobj_get(kobj_get(pod, "metadata"), "deletionTimestamp") != NULL;
                 const char *pph = kobj_str(kobj_get(pod, "status"), "phase");
@@ -823,7 +823,7 @@ void cluster__gang_pass(struct cluster *c)
                 if (!g->kai_err[0])
                     kpg = cluster__kai_podgroup(c, g);
                 /* the scheduler goes by the PodGroup's queue (a user may have moved it) */
-                const char *pq = kpg ? kobj_str(kobj_get(kpg->json, "spec"), "queue") : NULL;
+                const char *pq = kpg ? kobj_str(kobj_get(store_obj_json(kpg), "spec"), "queue") : NULL;
                 if (pq && *pq && strcmp(pq, g->queue)) {
                     snprintf(g->queue, sizeof(g->queue), "%s", pq);
                     HASH_FIND_STR(kqs, g->queue, g->q);
@@ -893,7 +893,7 @@ void cluster__gang_pass(struct cluster *c)
          * Event, its Pods wait unspoken to (its admission webhook would have refused it) */
         if (!q && rq)
             continue;
-        const char *phase = kobj_str(kobj_get(g->pg->json, "status"), "phase");
+        const char *phase = kobj_str(kobj_get(store_obj_json(g->pg), "status"), "phase");
         if (!phase || !*phase)
             phase = "Pending";
         bool inq = !strcmp(phase, "Inqueue") || !strcmp(phase, "Running") ||
@@ -925,7 +925,7 @@ void cluster__gang_pass(struct cluster *c)
             unsched_msg = msg;
             if (!inq || !open)   /* no allocation tried: each waiting task gets the gang's text */
                 for (size_t m = 0; m < g->n; m++)
-                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json))
+                    if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)))
                         set_unsched(c, g->m[m], msg, "volcano");
         }
         /* getPodGroupPhase: some running while the gang cannot be placed is Unknown */

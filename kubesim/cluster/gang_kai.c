@@ -119,14 +119,14 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
              kobj_label(pod, "kai.scheduler/queue") ? kobj_label(pod, "kai.scheduler/queue")
                                                      : "default-queue");
     if (rrc && store_get(c->store, rrc, g->ns, kobj_str(ref, "name"), &rc, &st) == 0) {
-        top = cluster__controller_ref(rc->json, "ray.io/", "RayJob");
+        top = cluster__controller_ref(store_obj_json(rc), "ray.io/", "RayJob");
         if (!top)
-            top = cluster__controller_ref(rc->json, "ray.io/", "RayService");
+            top = cluster__controller_ref(store_obj_json(rc), "ray.io/", "RayService");
         snprintf(g->kai_pg, sizeof(g->kai_pg), "pg-%s-%s",
                  top ? kobj_str(top, "name") : rc->name, top ? kobj_str(top, "uid") : rc->uid);
         subs = cJSON_CreateArray();
         kai_sub(subs, "headgroup", 1);
-        cJSON_ArrayForEach(grp, kobj_get(kobj_get(rc->json, "spec"), "workerGroupSpecs")) {
+        cJSON_ArrayForEach(grp, kobj_get(kobj_get(store_obj_json(rc), "spec"), "workerGroupSpecs")) {
             int64_t want = kai_int(grp, "replicas", 0), min = kai_int(grp, "minReplicas", 0);
             char gname[100];
             if (cJSON_IsTrue(kobj_get(grp, "suspended")) || (!want && !min)) {
@@ -151,9 +151,9 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
         }
         if (!pc || !*pc) {
             /* the top owner's labels: a RayJob's are on the RayCluster it made too */
-            pc = kobj_label(rc->json, "ray.io/priority-class-name");
+            pc = kobj_label(store_obj_json(rc), "ray.io/priority-class-name");
             if (!pc)
-                pc = kobj_label(rc->json, "priorityClassName");
+                pc = kobj_label(store_obj_json(rc), "priorityClassName");
         }
         if (top) {
             const char *kind = kobj_str(top, "kind");
@@ -170,7 +170,7 @@ void cluster__kai_gang_init(struct cluster *c, struct gang *g, const cJSON *pod)
     pc = pc && *pc ? pc : "train";
     g->prio = cluster__gang_priority(c, pc);
     if (!g->kai_err[0]) {
-        g->kai_obj = kai_pg_build(g, topo ? topo->json : rc ? rc->json : pod, pod, pc, subs);
+        g->kai_obj = kai_pg_build(g, topo ? store_obj_json(topo) : rc ? store_obj_json(rc) : pod, pod, pc, subs);
         snprintf(g->queue, sizeof(g->queue), "%s",
                  kobj_str(kobj_get(g->kai_obj, "spec"), "queue"));
     } else {
@@ -193,7 +193,7 @@ const char *cluster__kai_queue_check(struct cluster *c, const struct gang *g, ch
     if (!rq || cluster__gang_list(c, rq, &l) < 0)
         return NULL;
     for (size_t i = 0; i < l.n; i++) {
-        const char *parent = kobj_str(kobj_get(l.items[i]->json, "spec"), "parentQueue");
+        const char *parent = kobj_str(kobj_get(store_obj_json(l.items[i]), "spec"), "parentQueue");
         if (!strcmp(l.items[i]->name, g->queue))
             found = true;
         else if (parent && !strcmp(parent, g->queue) && !res)
@@ -213,7 +213,7 @@ void cluster__kai_annotate(struct cluster *c, const struct gang *g)
 {
     bool subs = cJSON_GetArraySize(kobj_get(kobj_get(g->kai_obj, "spec"), "subGroups")) > 0;
     for (size_t i = 0; i < g->n; i++) {
-        const cJSON *pod = g->m[i]->obj->json;
+        const cJSON *pod = store_obj_json(g->m[i]->obj);
         const char *have = kobj_annotation(pod, KAI_PG_ANNOTATION);
         const char *grp = kobj_label(pod, "ray.io/group");
         const char *sub = kobj_label(pod, KAI_SUBGROUP_LABEL);
@@ -299,7 +299,7 @@ struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g)
         store_status_clear(&st);
         return out;
     }
-    if ((patch = kai_pg_diff(have->json, g->kai_obj))) {
+    if ((patch = kai_pg_diff(store_obj_json(have), g->kai_obj))) {
         char *text = cJSON_PrintUnformatted(patch);
         if (text && store_patch(c->store, r, g->ns, g->kai_pg, NULL, PATCH_MERGE, text,
                                 strlen(text), &w, &out, NULL, &st) == 0) {
@@ -339,7 +339,7 @@ void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char 
 {
     const struct reg_resource *r = cluster__gang_find(c, "scheduling.run.ai", "v2alpha2",
                                                       "podgroups");
-    const cJSON *old = kobj_get(kobj_get(pg->json, "status"), "schedulingConditions");
+    const cJSON *old = kobj_get(kobj_get(store_obj_json(pg), "status"), "schedulingConditions");
     const cJSON *first = cJSON_GetArrayItem(old, 0);
     char now[40];
     cJSON *body, *list, *e;
@@ -349,7 +349,7 @@ void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char 
     snprintf(key, sizeof(key), "kai/%.140s/%.140s", pg->ns, pg->name);
     /* markPodGroupUnschedulable: the Event each time it says so (kept to changes here) */
     if (msg && cluster__gang_note(c, key, msg))
-        cluster__event(c, pg->json, "Normal", "Unschedulable", msg, "kai-scheduler", NULL, NULL);
+        cluster__event(c, store_obj_json(pg), "Normal", "Unschedulable", msg, "kai-scheduler", NULL, NULL);
     if (!msg)
         cluster__gang_note(c, key, "");
     if (!r || (!msg && !first) ||
@@ -413,7 +413,7 @@ struct gqueue *cluster__kai_queues(struct cluster *c, struct gang **all, size_t 
     if (!rq || cluster__gang_list(c, rq, &l) < 0)
         return NULL;
     for (size_t i = 0; i < l.n; i++) {
-        const cJSON *spec = kobj_get(l.items[i]->json, "spec");
+        const cJSON *spec = kobj_get(store_obj_json(l.items[i]), "spec");
         const cJSON *res = kobj_get(spec, "resources"), *pr = kobj_get(spec, "priority");
         const cJSON *wt = kobj_get(kobj_get(res, "cpu"), "overQuotaWeight");
         if (!(q = calloc(1, sizeof(*q))))
@@ -509,8 +509,8 @@ const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, c
     struct cluster_res need = { 0 };
     struct gqueue *q = g->q;
     for (size_t m = 0; m < g->n; m++)
-        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json) &&
-            !kobj_get(kobj_get(g->m[m]->obj->json, "metadata"), "deletionTimestamp"))
+        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)) &&
+            !kobj_get(kobj_get(store_obj_json(g->m[m]->obj), "metadata"), "deletionTimestamp"))
             cluster__gang_res_add(&need, &g->m[m]->req, 1);
     for (int depth = 0; q && depth < 16; depth++) {
         for (int d = 0; d < 3; d++) {
@@ -629,7 +629,7 @@ void cluster__kai_queue_status(struct cluster *c, struct gqueue *kqs)
     HASH_ITER(hh, kqs, q, qt) {
         struct store_write_opts w = { .field_manager = "queue-controller" };
         struct store_status st = { 0 };
-        const cJSON *old = kobj_get(q->obj ? q->obj->json : NULL, "status");
+        const cJSON *old = kobj_get(q->obj ? store_obj_json(q->obj) : NULL, "status");
         cJSON *body = cJSON_CreateObject(), *sts = cJSON_AddObjectToObject(body, "status");
         cJSON *kids = cJSON_CreateArray();
         bool same = true;
@@ -744,7 +744,7 @@ const char *cluster__kai_texts(struct cluster *c, const struct gang *g, const st
     for (size_t k = 0; k < (ns ? ns : 1); k++) {
         int64_t alive = 0, gated = 0, want = ns ? min[k] : g->min;
         for (size_t m = 0; m < g->n; m++) {
-            const cJSON *pod_json = g->m[m]->obj->json;
+            const cJSON *pod_json = store_obj_json(g->m[m]->obj);
             const char *sg = kai_subgroup(pod_json);
             if (ns && (!sg || !name[k] || strcmp(sg, name[k])))
                 continue;
@@ -770,7 +770,7 @@ const char *cluster__kai_texts(struct cluster *c, const struct gang *g, const st
         char key[300];
         snprintf(key, sizeof(key), "kai-notready/%.140s/%.140s", g->ns, g->kai_pg);
         if (kpg && cluster__gang_note(c, key, msg))
-            cluster__event(c, kpg->json, "Normal", "NotReady", msg, "kai-scheduler", NULL, NULL);
+            cluster__event(c, store_obj_json(kpg), "Normal", "NotReady", msg, "kai-scheduler", NULL, NULL);
         return NULL;
     }
 
@@ -790,7 +790,7 @@ const char *cluster__kai_texts(struct cluster *c, const struct gang *g, const st
         kai_task_error(unfit, o->nodes, task, sizeof(task));
         /* handleFailedTaskAllocation: the gang's words, or the one Pod's when its
          * sub-group (the tasks allocated so far counted) has what it needs */
-        const char *sg = kai_subgroup(unfit_pod->obj->json);
+        const char *sg = kai_subgroup(store_obj_json(unfit_pod->obj));
         int64_t sg_min = g->min, sg_used = 0;
         bool gang = !ns && g->min > 1;
         for (size_t k = 0; k < ns; k++) {
@@ -799,7 +799,7 @@ const char *cluster__kai_texts(struct cluster *c, const struct gang *g, const st
                 sg_min = min[k];
         }
         for (size_t m = 0; m < g->n; m++) {
-            const char *s2 = kai_subgroup(g->m[m]->obj->json);
+            const char *s2 = kai_subgroup(store_obj_json(g->m[m]->obj));
             bool same = !ns || (sg && s2 && !strcmp(sg, s2));
             if (same && (cluster__gang_bound(g->m[m]) ||
                          (o->tries[m].tried && !o->tries[m].unfit && o->tries[m].before < unfit->before)))

@@ -78,7 +78,7 @@ static const char *sp_phase(const struct gang *g, const struct outcome *o, size_
 static void sp_status(struct cluster *c, const struct gang *g, const struct outcome *o)
 {
     const struct reg_resource *r = cluster__gang_find(c, SP_GROUP, "v1alpha1", "podgroups");
-    const cJSON *old = kobj_get(g->pg->json, "status");
+    const cJSON *old = kobj_get(store_obj_json(g->pg), "status");
     const char *old_phase = kobj_str(old, "phase") ? kobj_str(old, "phase") : "";
     const char *old_start = kobj_str(old, "scheduleStartTime");
     char occupied[300] = "", now[40];
@@ -87,7 +87,7 @@ static void sp_status(struct cluster *c, const struct gang *g, const struct outc
     if (!r)
         return;
     for (size_t i = 0; i < g->n; i++) {
-        const cJSON *meta = kobj_get(g->m[i]->obj->json, "metadata");
+        const cJSON *meta = kobj_get(store_obj_json(g->m[i]->obj), "metadata");
         const cJSON *owner = cJSON_GetArrayItem(kobj_get(meta, "ownerReferences"), 0);
         if (!kobj_get(meta, "deletionTimestamp"))
             live++;
@@ -127,7 +127,7 @@ static void was_status(struct cluster *c, const struct gang *g, const struct out
 {
     const struct reg_resource *r = cluster__gang_find(c, "scheduling.k8s.io", "v1alpha2",
                                                       "podgroups");
-    const cJSON *old = kobj_get(g->pg->json, "status"), *e, *have = NULL;
+    const cJSON *old = kobj_get(store_obj_json(g->pg), "status"), *e, *have = NULL;
     const char *status, *reason, *msg, *hs;
     char now[40];
     cJSON *body, *conds, *cond;
@@ -164,7 +164,7 @@ static void was_status(struct cluster *c, const struct gang *g, const struct out
     cJSON_AddStringToObject(cond, "type", "PodGroupScheduled");
     cJSON_AddStringToObject(cond, "status", status);
     cJSON_AddNumberToObject(cond, "observedGeneration",
-                            (double)num(kobj_get(g->pg->json, "metadata"), "generation"));
+                            (double)num(kobj_get(store_obj_json(g->pg), "metadata"), "generation"));
     /* the transition time moves only when the status does */
     cJSON_AddStringToObject(cond, "lastTransitionTime",
                             have && kobj_str(have, "lastTransitionTime") && !strcmp(hs, status)
@@ -278,7 +278,7 @@ static void goq_sub(struct goq *a, const struct goq *b)
  * false when the nodes hold it all. */
 bool cluster__sp_gap(const struct gang *g, const struct nodes *ns, char *out, size_t cap)
 {
-    const cJSON *mr = kobj_get(kobj_get(g->pg->json, "spec"), "minResources"), *e;
+    const cJSON *mr = kobj_get(kobj_get(store_obj_json(g->pg), "spec"), "minResources"), *e;
     struct { char name[64]; struct goq q; bool live; } rq[9];
     size_t n = 0, off;
     if (!g->pg || !cJSON_IsObject(mr))

@@ -26,14 +26,14 @@ void cluster__volcano_queues_load(struct cluster *c, const struct reg_resource *
         return;
     for (size_t i = 0; i < ql->n; i++) {
         struct gqueue *q = calloc(1, sizeof(*q));
-        const cJSON *capj = kobj_get(kobj_get(ql->items[i]->json, "spec"), "capability");
-        const char *state = kobj_str(kobj_get(ql->items[i]->json, "status"), "state");
+        const cJSON *capj = kobj_get(kobj_get(store_obj_json(ql->items[i]), "spec"), "capability");
+        const char *state = kobj_str(kobj_get(store_obj_json(ql->items[i]), "status"), "state");
         if (!q)
             continue;
         snprintf(q->name, sizeof(q->name), "%s", ql->items[i]->name);
         q->obj = ql->items[i];
         q->open = !state || !*state || !strcmp(state, "Open");
-        const cJSON *spec = kobj_get(ql->items[i]->json, "spec");
+        const cJSON *spec = kobj_get(store_obj_json(ql->items[i]), "spec");
         const cJSON *wj = kobj_get(spec, "weight"), *pj = kobj_get(spec, "priority");
         q->weight = cJSON_IsNumber(wj) && wj->valuedouble >= 1 ? wj->valuedouble : 1;
         q->priority = cJSON_IsNumber(pj) ? (int64_t)pj->valuedouble : 0;
@@ -339,7 +339,7 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
                                 const char *phase, const struct outcome *o,
                                 const char *unsched_msg, const char *enq_reason)
 {
-    const cJSON *old = kobj_get(g->pg->json, "status");
+    const cJSON *old = kobj_get(store_obj_json(g->pg), "status");
     const char *old_phase = kobj_str(old, "phase") ? kobj_str(old, "phase") : "";
     cJSON *body = cJSON_CreateObject(), *st, *conds;
     char tid[64], now[40];
@@ -404,17 +404,17 @@ void cluster__volcano_pg_status(struct cluster *c, struct gang *g, const struct 
     }
     cJSON_Delete(body);
     if (new_unsched && enq_reason)
-        cluster__event(c, g->pg->json, "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
+        cluster__event(c, store_obj_json(g->pg), "Normal", "Unschedulable", enq_reason, "volcano", NULL, NULL);
     if (new_unsched) {
         char ev[700];
         /* counting the tasks neither bound nor pipelined */
         int64_t left = g->min - o->scheduled - o->pipelined;
         snprintf(ev, sizeof(ev), "%lld/%zu tasks in gang unschedulable: %s",
                  (long long)(left > 0 ? left : 0), g->n, unsched_msg);
-        cluster__event(c, g->pg->json, "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
+        cluster__event(c, store_obj_json(g->pg), "Warning", "Unschedulable", ev, "volcano", NULL, NULL);
     }
     if (strcmp(old_phase, phase) && (!strcmp(phase, "Running")) && o->bound_now)
-        cluster__event(c, g->pg->json, "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
+        cluster__event(c, store_obj_json(g->pg), "Normal", "Scheduled", "pod group is ready", "volcano", NULL, NULL);
 }
 
 /* Volcano's enqueue (v1.14 checks no queue state here: a gang in a Closed queue is
@@ -436,7 +436,7 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
      * minMember grew) count in the queue's allocated and the nodes' usage */
     struct cluster_res rest = g->minres;
     for (size_t k = 0; k < g->n; k++)
-        if (cluster__gang_bound(g->m[k]) && !cluster__gang_pod_terminal(g->m[k]->obj->json))
+        if (cluster__gang_bound(g->m[k]) && !cluster__gang_pod_terminal(store_obj_json(g->m[k]->obj)))
             cluster__gang_res_add(&rest, &g->m[k]->req, -1);
     int64_t need[4] = { rest.cpu_m > 0 ? rest.cpu_m : 0, rest.mem > 0 ? rest.mem : 0,
                         rest.gpu > 0 ? rest.gpu : 0, rest.tpu > 0 ? rest.tpu : 0 };
@@ -468,7 +468,7 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
 void cluster__volcano_queue_status(struct cluster *c, const struct reg_resource *rq,
                                    struct gqueue *q)
 {
-    const cJSON *old = kobj_get(q->obj->json, "status");
+    const cJSON *old = kobj_get(store_obj_json(q->obj), "status");
     const char *state = kobj_str(old, "state");
     struct store_write_opts w = { .field_manager = "volcano-controllers" };
     struct store_status st = { 0 };
@@ -601,7 +601,7 @@ unsigned cluster__volcano_actions(struct cluster *c)
     struct store_status st = { 0 };
     unsigned acts = 0;
     if (r && store_get(c->store, r, "volcano-system", "volcano-scheduler-configmap", &o, &st) == 0) {
-        const char *conf = kobj_str(kobj_get(o->json, "data"), "volcano-scheduler.conf");
+        const char *conf = kobj_str(kobj_get(store_obj_json(o), "data"), "volcano-scheduler.conf");
         acts = conf ? cluster__volcano_actions_parse(conf, strlen(conf)) : 0;
         store_obj_unref(o);
     }
@@ -633,12 +633,12 @@ static bool preemptable(const cJSON *pod)
 
 static bool deleting(const struct cl_pod *p)
 {
-    return kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp") != NULL;
+    return kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp") != NULL;
 }
 
 static bool running(const struct cl_pod *p)
 {
-    const char *ph = kobj_str(kobj_get(p->obj->json, "status"), "phase");
+    const char *ph = kobj_str(kobj_get(store_obj_json(p->obj), "status"), "phase");
     return cluster__gang_bound(p) && ph && !strcmp(ph, "Running") && !deleting(p);
 }
 
@@ -723,7 +723,7 @@ static double drf_share(const struct cluster_res *a, const struct cluster_res *t
  * priority classes, or anything in kube-system. */
 static bool critical(const struct cl_pod *p)
 {
-    const char *pc = kobj_str(kobj_get(p->obj->json, "spec"), "priorityClassName");
+    const char *pc = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "priorityClassName");
     return (pc && (!strcmp(pc, "system-cluster-critical") || !strcmp(pc, "system-node-critical"))) ||
            (p->obj->ns && !strcmp(p->obj->ns, "kube-system"));
 }
@@ -786,7 +786,7 @@ static bool evict_on_node(struct evict_run *r, struct gang *g, struct cl_pod *p,
     struct cl_node *node = r->ns->n[i];
     struct cluster_res fu = future_used(r, i);
     size_t nc = 0, np;
-    unsigned f = cluster_node_fits(p->obj->json, &p->req, node->obj->json, &node->alloc, &fu,
+    unsigned f = cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(node->obj), &node->alloc, &fu,
                                    NULL, 0);
     if (f & ~FIT_RESOURCES)
         return false;
@@ -799,9 +799,9 @@ static bool evict_on_node(struct evict_run *r, struct gang *g, struct cl_pod *p,
         if (r->action == VOLCANO_RECLAIM ? v->q == g->q || !v->q->reclaimable : v->q != g->q)
             continue;
         for (size_t m = 0; m < v->n; m++) {
-            const char *on = kobj_str(kobj_get(v->m[m]->obj->json, "spec"), "nodeName");
+            const char *on = kobj_str(kobj_get(store_obj_json(v->m[m]->obj), "spec"), "nodeName");
             if (running(v->m[m]) && on && !strcmp(on, node->name) &&
-                preemptable(v->m[m]->obj->json) && !is_victim(r, v->m[m]))
+                preemptable(store_obj_json(v->m[m]->obj)) && !is_victim(r, v->m[m]))
                 r->cands[nc++] = (struct cand){ v->m[m], v };
         }
     }
@@ -817,7 +817,7 @@ static bool evict_on_node(struct evict_run *r, struct gang *g, struct cl_pod *p,
         cluster__gang_res_add(&r->releasing[i], &v->p->req, 1);
         r->victims[r->nvictims++] = *v;
         fu = future_used(r, i);
-        f = cluster_node_fits(p->obj->json, &p->req, node->obj->json, &node->alloc, &fu, NULL, 0);
+        f = cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(node->obj), &node->alloc, &fu, NULL, 0);
     }
     if (f)
         return false;
@@ -836,14 +836,14 @@ static void evict_pod(struct cluster *c, const struct cand *v, const char *why)
     struct store_status st = { 0 };
     char msg[100];
     snprintf(msg, sizeof(msg), "Pod is evicted, because of %s", why);
-    cluster__event(c, v->p->obj->json, "Warning", "Evict", msg, "volcano", NULL, NULL);
+    cluster__event(c, store_obj_json(v->p->obj), "Warning", "Evict", msg, "volcano", NULL, NULL);
     v->p->disrupted = true;
     cluster__kubelet_write(c, v->p);
     if (store_delete(c->store, c->r_pods, v->p->obj->ns, v->p->obj->name, &o, NULL, NULL, &st) < 0 &&
         st.code != 404)
         log_debug("gang: evict", "pod", v->p->key, "error", st.message, NULL);
     store_status_clear(&st);
-    cluster__event(c, v->g->pg->json, "Normal", "Evict", why, "volcano", NULL, NULL);
+    cluster__event(c, store_obj_json(v->g->pg), "Normal", "Evict", why, "volcano", NULL, NULL);
 }
 
 /* One gang as preemptor: its Pending tasks in order while it starves. */
@@ -869,8 +869,8 @@ static void evict_for(struct evict_run *r, struct gang *g, struct gqueue *qs)
     }
     for (size_t m = 0; m < g->n && g->scheduled + pipelined < g->min; m++) {
         struct cl_pod *p = g->m[m];
-        const char *pol = kobj_str(kobj_get(p->obj->json, "spec"), "preemptionPolicy");
-        if (cluster__gang_bound(p) || cluster__gang_pod_terminal(p->obj->json) || deleting(p) ||
+        const char *pol = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "preemptionPolicy");
+        if (cluster__gang_bound(p) || cluster__gang_pod_terminal(store_obj_json(p->obj)) || deleting(p) ||
             (pol && !strcmp(pol, "Never")))
             continue;
         /* reclaim: the preemptor's queue must have room for it within its share */

@@ -31,7 +31,7 @@
  * the task groups count among the existing Pods. */
 void cluster__yunikorn_groups(struct gang *g)
 {
-    const char *tg = g->n ? kobj_annotation(g->m[0]->obj->json, "yunikorn.apache.org/task-groups") : NULL;
+    const char *tg = g->n ? kobj_annotation(store_obj_json(g->m[0]->obj), "yunikorn.apache.org/task-groups") : NULL;
     cJSON *arr = tg ? cJSON_Parse(tg) : NULL;
     const cJSON *t;
     g->min = 0;
@@ -47,7 +47,7 @@ void cluster__yunikorn_groups(struct gang *g)
         int64_t want = cJSON_IsNumber(mm) && mm->valuedouble > 0 ? (int64_t)mm->valuedouble : 0, have = 0;
         struct cluster_res one;
         for (size_t i = 0; name && i < g->n; i++) {
-            const char *n = kobj_annotation(g->m[i]->obj->json, "yunikorn.apache.org/task-group-name");
+            const char *n = kobj_annotation(store_obj_json(g->m[i]->obj), "yunikorn.apache.org/task-group-name");
             if (n && !strcmp(n, name))
                 have++;
         }
@@ -129,7 +129,7 @@ struct gqueue *cluster__yunikorn_queues(struct cluster *c, struct gang **all, si
     char err[200];
     if (!r || store_get(c->store, r, "yunikorn", "yunikorn-configs", &o, &st) != 0)
         goto out;
-    const char *text = kobj_str(kobj_get(o->json, "data"), "queues.yaml");
+    const char *text = kobj_str(kobj_get(store_obj_json(o), "data"), "queues.yaml");
     if (!text || yamljson_parse_one(text, strlen(text), &docs, err, sizeof(err)) < 0) {
         log_debug("gang: yunikorn queues.yaml", "error", text ? err : "no queues.yaml", NULL);
         goto out;
@@ -150,8 +150,8 @@ const char *cluster__yunikorn_max_check(const struct gang *g, struct gqueue *qs,
     struct cluster_res need = g->reserve;
     struct gqueue *q = g->q;
     for (size_t m = 0; m < g->n; m++)
-        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(g->m[m]->obj->json) &&
-            !kobj_get(kobj_get(g->m[m]->obj->json, "metadata"), "deletionTimestamp"))
+        if (!cluster__gang_bound(g->m[m]) && !cluster__gang_pod_terminal(store_obj_json(g->m[m]->obj)) &&
+            !kobj_get(kobj_get(store_obj_json(g->m[m]->obj), "metadata"), "deletionTimestamp"))
             cluster__gang_res_add(&need, &g->m[m]->req, 1);
     for (int depth = 0; q && depth < YK_DEPTH; depth++) {
         const int64_t nd[4] = { need.cpu_m, need.mem, need.gpu, need.tpu };
@@ -246,7 +246,7 @@ static void yr_headroom(struct cluster *c, const struct gang *g, struct gqueue *
     struct yres total = { 0 };
     HASH_ITER(hh, c->nodes, n, nt) {
         int64_t eph = 0;
-        const char *e = kobj_str(kobj_get(kobj_get(n->obj->json, "status"), "allocatable"),
+        const char *e = kobj_str(kobj_get(kobj_get(store_obj_json(n->obj), "status"), "allocatable"),
                                  "ephemeral-storage");
         total.v[YR_VCORE] += n->alloc.cpu_m;
         total.v[YR_MEM] += n->alloc.mem;
@@ -263,7 +263,7 @@ static void yr_headroom(struct cluster *c, const struct gang *g, struct gqueue *
     total.has[YR_TPU] = total.v[YR_TPU] > 0;
     memset(&used, 0, sizeof(used));
     HASH_ITER(hh, c->pods, p, pt) {
-        const char *sn = kobj_str(kobj_get(p->obj->json, "spec"), "schedulerName");
+        const char *sn = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "schedulerName");
         struct yres one;
         if (!sn || strcmp(sn, "yunikorn") || !p->acct_node)
             continue;
@@ -280,7 +280,7 @@ void cluster__yunikorn_submit(struct cluster *c, const struct gang *g)
 {
     char key[200], msg[700];
     for (size_t m = 0; m < g->n; m++) {
-        const cJSON *pod = g->m[m]->obj->json;
+        const cJSON *pod = store_obj_json(g->m[m]->obj);
         const char *uid = kobj_meta_str(pod, "uid"), *tg;
         if (!cluster__gang_waiting(g->m[m]) || !uid)
             continue;
@@ -335,7 +335,7 @@ void cluster__yunikorn_texts(struct cluster *c, const struct gang *g, struct gqu
         }
         yr_print(&r, req, sizeof(req));
         yr_print(&h, avail, sizeof(avail));
-        const char *uid = kobj_meta_str(p->obj->json, "uid");
+        const char *uid = kobj_meta_str(store_obj_json(p->obj), "uid");
         snprintf(msg, sizeof(msg), "Request '%.64s' does not fit in queue '%.200s' (requested "
                  "%.180s, available %.280s)", uid ? uid : "", g->queue, req, avail);
         cluster__gang_tell(c, p, NULL, "Normal", "Informational", msg, "yunikorn");

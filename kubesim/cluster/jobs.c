@@ -177,7 +177,7 @@ static void orphan_finalizer(struct cluster *c, struct store_obj *pod)
 {
     struct store_obj *out = NULL;
 
-    if (cluster__job_has_finalizer(pod->json, TRACKING_FIN) && cluster__job_drop_finalizer(c, pod, &out) == 0)
+    if (cluster__job_has_finalizer(store_obj_json(pod), TRACKING_FIN) && cluster__job_drop_finalizer(c, pod, &out) == 0)
         store_obj_unref(out);
 }
 
@@ -189,12 +189,12 @@ static void pod_write_event(struct cluster *c, struct cl_job *j, bool create, in
 
     if (rc == 0) {
         snprintf(msg, sizeof(msg), "%s pod: %s", create ? "Created" : "Deleted", pod);
-        cluster__event(c, j->obj->json, "Normal", create ? "SuccessfulCreate" : "SuccessfulDelete",
+        cluster__event(c, store_obj_json(j->obj), "Normal", create ? "SuccessfulCreate" : "SuccessfulDelete",
                        msg, COMPONENT, NULL, NULL);
     } else {
         snprintf(msg, sizeof(msg), "Error %s: %.*s", create ? "creating" : "deleting",
                  create ? 1000 : 300, st->message);
-        cluster__event(c, j->obj->json, "Warning", create ? "FailedCreate" : "FailedDelete", msg,
+        cluster__event(c, store_obj_json(j->obj), "Warning", create ? "FailedCreate" : "FailedDelete", msg,
                        COMPONENT, NULL, NULL);
     }
 }
@@ -246,7 +246,7 @@ static void add_index_env(cJSON *containers)
 /* A Pod from the template, owned by the Job; index -1 for NonIndexed Jobs. */
 int cluster__job_pod_create(struct cluster *c, struct cl_job *j, long index)
 {
-    const cJSON *job = j->obj->json, *tmpl = kobj_get(kobj_get(job, "spec"), "template");
+    const cJSON *job = store_obj_json(j->obj), *tmpl = kobj_get(kobj_get(job, "spec"), "template");
     const cJSON *tmd = kobj_get(tmpl, "metadata");
     const char *name = j->obj->name;
     cJSON *pod = cJSON_CreateObject(), *md, *spec, *lb, *an, *fin, *refs, *ref;
@@ -351,7 +351,7 @@ static cJSON *status_ordered(const cJSON *status)
  * syncs it again. */
 int cluster__job_status_write(struct cluster *c, struct cl_job *j, cJSON *status)
 {
-    cJSON *obj = cJSON_Duplicate(j->obj->json, true);
+    cJSON *obj = cJSON_Duplicate(store_obj_json(j->obj), true);
     struct store_write_opts w = { .field_manager = MANAGER };
     struct store_status st = { 0 };
     struct store_obj *out = NULL;
@@ -390,7 +390,7 @@ void cluster__job_wake(struct cluster *c, struct cl_job *j, uint64_t delay_ms)
 
 void cluster__job_ttl(struct cluster *c, struct cl_job *j)
 {
-    const cJSON *job = j->obj->json;
+    const cJSON *job = store_obj_json(j->obj);
     const cJSON *ttl = kobj_get(kobj_get(job, "spec"), "ttlSecondsAfterFinished");
     const cJSON *status = kobj_get(job, "status");
     const cJSON *cd = cluster__job_cond_true(status, "Complete") ? cluster__job_cond_find(status, "Complete")
@@ -492,7 +492,7 @@ void cluster__jobs_pod(struct cluster *c, enum store_event_type type, struct sto
         }
         return;
     }
-    ref = cluster__controller_ref(o->json, "batch/", "Job");
+    ref = cluster__controller_ref(store_obj_json(o), "batch/", "Job");
     j = ref ? job_by_uid(c, kobj_str(ref, "uid")) : NULL;
     if (!j) {
         if (jp) {

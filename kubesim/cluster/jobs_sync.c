@@ -166,7 +166,7 @@ static void count_pods(struct jsync *x, long *new_succ, long *new_fail, long *re
 
     *new_succ = *new_fail = *restarts = 0;
     HASH_ITER(hj, x->j->pods, jp, tmp) {
-        const cJSON *p = jp->obj->json, *cs;
+        const cJSON *p = store_obj_json(jp->obj), *cs;
         const char *ph = phase_of(p);
         long ix = x->indexed ? pod_index(p) : -1;
 
@@ -247,12 +247,12 @@ static void delete_some(struct jsync *x, long n, bool drop_finalizer)
 
             if (n <= 0)
                 break;
-            if (!pod_active(jp->obj->json))
+            if (!pod_active(store_obj_json(jp->obj)))
                 continue;
-            ready = cluster__pod_ready(jp->obj->json);
+            ready = cluster__pod_ready(store_obj_json(jp->obj));
             if (ready != (pass == 1))
                 continue;
-            if (drop_finalizer && cluster__job_has_finalizer(jp->obj->json, TRACKING_FIN)) {
+            if (drop_finalizer && cluster__job_has_finalizer(store_obj_json(jp->obj), TRACKING_FIN)) {
                 if (cluster__job_drop_finalizer(x->c, jp->obj, &out) < 0)
                     continue;
                 if (out) {
@@ -296,13 +296,13 @@ static void manage(struct jsync *x)
     if (x->suspended) {
         delete_some(x, x->active, true);
         if (cond_set(x->st, "Suspended", "True", "JobSuspended", "Job suspended"))
-            cluster__event(x->c, x->j->obj->json, "Normal", "Suspended", "Job suspended", COMPONENT,
+            cluster__event(x->c, store_obj_json(x->j->obj), "Normal", "Suspended", "Job suspended", COMPONENT,
                            NULL, NULL);
         return;
     }
     if (cluster__job_cond_find(x->st, "Suspended") &&
         cond_set(x->st, "Suspended", "False", "JobResumed", "Job resumed")) {
-        cluster__event(x->c, x->j->obj->json, "Normal", "Resumed", "Job resumed", COMPONENT, NULL, NULL);
+        cluster__event(x->c, store_obj_json(x->j->obj), "Normal", "Resumed", "Job resumed", COMPONENT, NULL, NULL);
         /* activeDeadlineSeconds counts from the resume */
         set_now(x->st, "startTime");
     }
@@ -338,8 +338,8 @@ static void manage(struct jsync *x)
         if (!held)
             return;
         HASH_ITER(hj, x->j->pods, jp, tmp) {
-            long ix = pod_index(jp->obj->json);
-            if (pod_active(jp->obj->json) && index_valid(x, ix))
+            long ix = pod_index(store_obj_json(jp->obj));
+            if (pod_active(store_obj_json(jp->obj)) && index_valid(x, ix))
                 held[ix / 8] |= (unsigned char)(1u << (ix % 8));
         }
         for (long ix = 0; ix < x->completions && diff > 0; ix++) {
@@ -371,7 +371,7 @@ static void flush_uncounted(struct jsync *x)
             next = u->next;
             HASH_ITER(hj, x->j->pods, jp, tmp)
                 if (cJSON_IsString(u) && !strcmp(jp->obj->uid, u->valuestring) &&
-                    cluster__job_has_finalizer(jp->obj->json, TRACKING_FIN))
+                    cluster__job_has_finalizer(store_obj_json(jp->obj), TRACKING_FIN))
                     held = true;
             if (held)
                 continue;
@@ -397,7 +397,7 @@ static int track(struct jsync *x, const cJSON *old_status)
     if (cap && !(rm = calloc(cap, sizeof(*rm))))
         return -ENOMEM;
     HASH_ITER(hj, x->j->pods, jp, tmp) {
-        const cJSON *p = jp->obj->json;
+        const cJSON *p = store_obj_json(jp->obj);
         const char *uid = jp->obj->uid;
         bool failed = pod_failed(x, p), succ = !strcmp(phase_of(p), "Succeeded");
         long ix = x->indexed ? pod_index(p) : -1;
@@ -433,7 +433,7 @@ static int track(struct jsync *x, const cJSON *old_status)
         struct store_obj *o = NULL;
         if (cluster__job_drop_finalizer(x->c, rm[i]->obj, &o) < 0)
             continue;
-        if (!o || cluster__job_has_finalizer(o->json, TRACKING_FIN))
+        if (!o || cluster__job_has_finalizer(store_obj_json(o), TRACKING_FIN))
             cluster__jpod_free(x->c, rm[i]);   /* gone: 404, or the patch was its removal */
         else
             cluster__jpod_set(x->c, x->j, o);
@@ -464,7 +464,7 @@ static bool enact_finished(struct jsync *x)
 
 void cluster__job_sync(struct cluster *c, struct cl_job *j)
 {
-    const cJSON *job = j->obj->json, *old = kobj_get(job, "status");
+    const cJSON *job = store_obj_json(j->obj), *old = kobj_get(job, "status");
     struct jsync x = { .c = c, .j = j, .spec = kobj_get(job, "spec") };
     const char *mode = kobj_str(x.spec, "completionMode"), *rpp;
     long new_succ, new_fail, restarts;
@@ -525,8 +525,8 @@ void cluster__job_sync(struct cluster *c, struct cl_job *j)
         /* deleteActivePods keeps the finalizers: these Pods count as failed */
         struct cl_jpod *jp, *tmp;
         HASH_ITER(hj, j->pods, jp, tmp)
-            if (pod_active(jp->obj->json)) {
-                bool ready = cluster__pod_ready(jp->obj->json);
+            if (pod_active(store_obj_json(jp->obj))) {
+                bool ready = cluster__pod_ready(store_obj_json(jp->obj));
                 if (cluster__job_pod_delete(c, j, jp) == 0) {
                     x.active--;
                     x.terminating++;
@@ -551,13 +551,13 @@ void cluster__job_sync(struct cluster *c, struct cl_job *j)
     if (enact_finished(&x) && cluster__job_status_write(c, j, x.st) == 0) {
         if (x.finish == FIN_SUCCESS) {
             if (x.completions >= 0 && num_or(x.st, "succeeded", 0) > x.completions)
-                cluster__event(c, j->obj->json, "Warning", "TooManySucceededPods",
+                cluster__event(c, store_obj_json(j->obj), "Warning", "TooManySucceededPods",
                                "Too many succeeded pods running after completion count reached",
                                COMPONENT, NULL, NULL);
-            cluster__event(c, j->obj->json, "Normal", "Completed", "Job completed", COMPONENT, NULL,
+            cluster__event(c, store_obj_json(j->obj), "Normal", "Completed", "Job completed", COMPONENT, NULL,
                            NULL);
         } else {
-            cluster__event(c, j->obj->json, "Warning", x.reason, x.message, COMPONENT, NULL, NULL);
+            cluster__event(c, store_obj_json(j->obj), "Warning", x.reason, x.message, COMPONENT, NULL, NULL);
         }
         cluster__job_ttl(c, j);
     } else if (old_status && !json_equal(x.st, old_status)) {

@@ -44,7 +44,7 @@ void cluster__kubelet_set_cond(struct cl_pod *p, int cond, bool v)
 /* kubesim.io/fail: crashloop | exit:<code> | oomkilled | imagepull | never-ready */
 static void parse_annotations(struct cl_pod *p)
 {
-    const cJSON *an = kobj_get(kobj_get(p->obj->json, "metadata"), "annotations");
+    const cJSON *an = kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "annotations");
     const char *f = kobj_str(an, "kubesim.io/fail"), *ea = kobj_str(an, "kubesim.io/exit-after-ms");
     char *end;
 
@@ -87,19 +87,19 @@ static void cl_kubelet_exit_plan(struct cluster *c, struct cl_pod *p)
 {
     if (p->exit_after_ms > 0 || p->fail_kind == FAIL_IMAGEPULL)
         return;   /* kubesim.io/ annotations decided */
-    if (c->o.job_pod_ms > 0 && cluster__controller_ref(p->obj->json, "batch/", "Job"))
+    if (c->o.job_pod_ms > 0 && cluster__controller_ref(store_obj_json(p->obj), "batch/", "Job"))
         p->exit_after_ms = (long)cluster__jitter(c, c->o.job_pod_ms);
 }
 
 static const char *restart_policy(const struct cl_pod *p)
 {
-    const char *rp = kobj_str(kobj_get(p->obj->json, "spec"), "restartPolicy");
+    const char *rp = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "restartPolicy");
     return rp ? rp : "Always";
 }
 
 static const char *node_name(const struct cl_pod *p)
 {
-    return kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
+    return kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName");
 }
 
 /* ---- status rendering ------------------------------------------------------------- */
@@ -259,7 +259,7 @@ static void add_cond(cJSON *conds, struct cl_pod *p, int k, const char *reason,
 
 static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
 {
-    const cJSON *spec = kobj_get(p->obj->json, "spec"), *old = kobj_get(p->obj->json, "status");
+    const cJSON *spec = kobj_get(store_obj_json(p->obj), "spec"), *old = kobj_get(store_obj_json(p->obj), "status");
     const cJSON *c;
     cJSON *s = cJSON_CreateObject(), *conds, *list, *ips;
     struct cl_node *n = NULL;
@@ -369,7 +369,7 @@ static void container_events(struct cluster *c, struct cl_pod *p, const char *re
 {
     const cJSON *ct;
 
-    cJSON_ArrayForEach(ct, kobj_get(kobj_get(p->obj->json, "spec"), "containers")) {
+    cJSON_ArrayForEach(ct, kobj_get(kobj_get(store_obj_json(p->obj), "spec"), "containers")) {
         const char *name = kobj_str(ct, "name"), *image = kobj_str(ct, "image");
         char msg[700], fp[300];
         /* fmt has one %s: the image for Pulled/Pulling/pull failures, else the name */
@@ -377,7 +377,7 @@ static void container_events(struct cluster *c, struct cl_pod *p, const char *re
         snprintf(msg, sizeof(msg), fmt, by_image ? (image ? image : "") : (name ? name : ""),
                  p->obj->name, p->obj->ns, p->obj->uid);
         snprintf(fp, sizeof(fp), "spec.containers{%s}", name ? name : "");
-        cluster__event(c, p->obj->json, type, reason, msg, "kubelet", node_name(p), fp);
+        cluster__event(c, store_obj_json(p->obj), type, reason, msg, "kubelet", node_name(p), fp);
     }
 }
 
@@ -385,7 +385,7 @@ static void container_events(struct cluster *c, struct cl_pod *p, const char *re
  * repeating (reason, message, object) instead of writing a new Event each time. */
 static void backoff_event(struct cluster *c, struct cl_pod *p)
 {
-    const cJSON *ct = kobj_get(kobj_get(p->obj->json, "spec"), "containers");
+    const cJSON *ct = kobj_get(kobj_get(store_obj_json(p->obj), "spec"), "containers");
     const char *name = kobj_str(ct ? ct->child : NULL, "name");
     char msg[700], fp[300];
 
@@ -394,7 +394,7 @@ static void backoff_event(struct cluster *c, struct cl_pod *p)
     snprintf(msg, sizeof(msg), "Back-off restarting failed container %s in pod %s_%s(%s)",
              name ? name : "", p->obj->name, p->obj->ns, p->obj->uid);
     snprintf(fp, sizeof(fp), "spec.containers{%s}", name ? name : "");
-    cluster__event_named(c, p->obj->json, "Warning", "BackOff", msg, "kubelet", node_name(p), fp,
+    cluster__event_named(c, store_obj_json(p->obj), "Warning", "BackOff", msg, "kubelet", node_name(p), fp,
                          p->backoff_ev, sizeof(p->backoff_ev));
     p->backoff_count = 1;
 }
@@ -414,10 +414,10 @@ static void start_container(struct cluster *c, struct cl_pod *p, bool restart)
     assign_ip(c, p);
     if (!p->start_time)
         p->start_time = time(NULL);
-    if (p->stage == ST_BOUND && cluster__certmgr_tls_wait(c, p->obj->json, p->ip)) {
+    if (p->stage == ST_BOUND && cluster__certmgr_tls_wait(c, store_obj_json(p->obj), p->ip)) {
         /* KubeRay's wait-for-tls-ip-san init container: Pending, with its IP, until the
          * certificate lists it */
-        if (!kobj_get(kobj_get(p->obj->json, "status"), "podIP"))
+        if (!kobj_get(kobj_get(store_obj_json(p->obj), "status"), "podIP"))
             cluster__kubelet_write(c, p);
         cluster__timer_add(c, 200, T_START, p);
         return;
@@ -444,7 +444,7 @@ static void start_container(struct cluster *c, struct cl_pod *p, bool restart)
     (void)restart;
     p->side_done = false;
     p->side_name[0] = '\0';
-    if (c->o.ray && ray_submitter_start(c->o.ray, p->obj->json)) {
+    if (c->o.ray && ray_submitter_start(c->o.ray, store_obj_json(p->obj))) {
         /* a Ray submitter: the Ray runtime decides when it exits, and how (kubesim/ray/ray.h) */
         cluster__timer_add(c, RAY_POLL_MS, T_RAY, p);
     } else {
@@ -504,11 +504,11 @@ static void delete_now(struct cluster *c, struct cl_pod *p)
 void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p)
 {
     const char *node = node_name(p);
-    const cJSON *md = kobj_get(p->obj->json, "metadata");
+    const cJSON *md = kobj_get(store_obj_json(p->obj), "metadata");
 
     if (!node || !node[0] || !cluster__node_find(c, node))
         return;
-    if (c->o.runtime && (p->real || runtime_claims(c->o.runtime, p->obj->json))) {
+    if (c->o.runtime && (p->real || runtime_claims(c->o.runtime, store_obj_json(p->obj)))) {
         /* real processes (kubesim/runtime): it writes the status and removes the Pod */
         if (kobj_get(md, "deletionTimestamp")) {
             const cJSON *g = kobj_get(md, "deletionGracePeriodSeconds");
@@ -521,12 +521,12 @@ void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p)
             return;
         }
         if (!p->real) {
-            const char *ph = kobj_str(kobj_get(p->obj->json, "status"), "phase");
+            const char *ph = kobj_str(kobj_get(store_obj_json(p->obj), "status"), "phase");
             if (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed")))
                 return;
             p->real = true;
             assign_ip(c, p);
-            runtime_pod_run(c->o.runtime, p->obj->json, p->ip);
+            runtime_pod_run(c->o.runtime, store_obj_json(p->obj), p->ip);
         }
         return;
     }
@@ -549,7 +549,7 @@ void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p)
     if (p->stage != ST_NONE)
         return;
     {
-        const char *ph = kobj_str(kobj_get(p->obj->json, "status"), "phase");
+        const char *ph = kobj_str(kobj_get(store_obj_json(p->obj), "status"), "phase");
         if (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed")))
             return;
     }

@@ -72,12 +72,12 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
 {
     char key[600];
     struct cl_pod *p = NULL;
-    const cJSON *spec = kobj_get(o->json, "spec");
+    const cJSON *spec = kobj_get(store_obj_json(o), "spec");
     const char *node = kobj_str(spec, "nodeName"), *sched = kobj_str(spec, "schedulerName");
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->pods, key, p);
-    bool gang = cluster__gang_pod(o->json);
+    bool gang = cluster__gang_pod(store_obj_json(o));
     if (gang)
         c->gang_dirty = c->gang_seen = true;   /* a gang member changed: the gang step looks again */
     if (type == EV_DELETED) {
@@ -105,7 +105,7 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
         }
         p->epoch = ++c->next_epoch;
         snprintf(p->cid, sizeof(p->cid), "%08x%08lx", c->rng ^ (unsigned)util_now_ns(), p->epoch);
-        cluster_pod_requests(o->json, &p->req);
+        cluster_pod_requests(store_obj_json(o), &p->req);
         HASH_ADD_KEYPTR(hh, c->pods, p->key, strlen(p->key), p);
     } else {
         store_obj_unref(p->obj);
@@ -115,7 +115,7 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
 
     /* resources stay taken from binding until the Pod ends */
     {
-        const char *want = node && node[0] && !pod_terminal(o->json) ? node : NULL;
+        const char *want = node && node[0] && !pod_terminal(store_obj_json(o)) ? node : NULL;
         if (!want || !p->acct_node || strcmp(want, p->acct_node)) {
             if (p->acct_node)
                 unaccount(c, p);
@@ -123,9 +123,9 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
                 account(c, p, want);
         }
     }
-    if ((!node || !node[0]) && !pod_terminal(o->json) && !p->unsched &&
+    if ((!node || !node[0]) && !pod_terminal(store_obj_json(o)) && !p->unsched &&
         (!sched || !sched[0] || !strcmp(sched, "default-scheduler")) && !gang &&
-        !kobj_get(kobj_get(o->json, "metadata"), "deletionTimestamp"))
+        !kobj_get(kobj_get(store_obj_json(o), "metadata"), "deletionTimestamp"))
         pending_push(c, p);
     cluster__kubelet_pod(c, p);
 }
@@ -183,14 +183,14 @@ int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, co
     cluster__kubelet_set_cond(p, C_SCHED, true);
     /* what the node's kubelet reports at once: created, not yet started */
     cluster__kubelet_set_cond(p, C_READYTOSTART, false);
-    cluster__kubelet_set_cond(p, C_INIT, !kobj_get(kobj_get(p->obj->json, "spec"), "initContainers"));
+    cluster__kubelet_set_cond(p, C_INIT, !kobj_get(kobj_get(store_obj_json(p->obj), "spec"), "initContainers"));
     cluster__kubelet_set_cond(p, C_CONTAINERS, false);
     cluster__kubelet_set_cond(p, C_READY, false);
     p->start_time = time(NULL);
     p->unsched_msg[0] = '\0';
     cluster__kubelet_write(c, p);
     snprintf(msg, sizeof(msg), "Successfully assigned %s to %s", p->key, n->name);
-    cluster__event(c, p->obj->json, "Normal", "Scheduled", msg, component, NULL, NULL);
+    cluster__event(c, store_obj_json(p->obj), "Normal", "Scheduled", msg, component, NULL, NULL);
     return 0;
 }
 
@@ -223,7 +223,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     struct cl_node *n, *tmp, *best = NULL;
     size_t i = 0;
     char taint[160] = "", msg[sizeof(p->unsched_msg)];
-    const char *claim = missing_claim(c, p->obj->json);
+    const char *claim = missing_claim(c, store_obj_json(p->obj));
     if (claim) {
         size_t nn = HASH_COUNT(c->nodes);
         snprintf(msg, sizeof(msg), "0/%zu nodes are available: persistentvolumeclaim \"%.200s\" not "
@@ -234,7 +234,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
 
     for (size_t k = 0; (n = cluster__node_index_at(c, k)); k++) {
         c->sched_visited++;
-        if (!cluster_node_fits(p->obj->json, &p->req, n->obj->json, &n->alloc, &n->used,
+        if (!cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(n->obj), &n->alloc, &n->used,
                                NULL, 0)) {
             best = n;
             break;
@@ -242,7 +242,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     }
     if (!best) {
         HASH_ITER(hh, c->nodes, n, tmp) {
-            unsigned f = cluster_node_fits(p->obj->json, &p->req, n->obj->json, &n->alloc,
+            unsigned f = cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(n->obj), &n->alloc,
                                            &n->used, taint[0] ? NULL : taint, sizeof(taint));
             c->sched_visited++;
             if (i < cap)
@@ -264,7 +264,7 @@ unschedulable:
     snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
     cluster__kubelet_set_cond(p, C_SCHED, false);
     cluster__kubelet_write(c, p);
-    cluster__event(c, p->obj->json, "Warning", "FailedScheduling", msg, "default-scheduler", NULL, NULL);
+    cluster__event(c, store_obj_json(p->obj), "Warning", "FailedScheduling", msg, "default-scheduler", NULL, NULL);
 }
 
 void cluster__schedule_pass(struct cluster *c)
@@ -303,9 +303,9 @@ void cluster__schedule_pass(struct cluster *c)
         if (!p)
             continue;
         p->queued = false;
-        const char *nn_ = kobj_str(kobj_get(p->obj->json, "spec"), "nodeName");
-        if ((nn_ && nn_[0]) || pod_terminal(p->obj->json) ||
-            kobj_get(kobj_get(p->obj->json, "metadata"), "deletionTimestamp"))
+        const char *nn_ = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName");
+        if ((nn_ && nn_[0]) || pod_terminal(store_obj_json(p->obj)) ||
+            kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
             continue;
         schedule_one(c, p, fits, nn);
     }

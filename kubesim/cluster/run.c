@@ -507,10 +507,10 @@ void cluster__node_event(struct cluster *c, enum store_event_type type, struct s
         store_obj_unref(n->obj);
     }
     n->obj = store_obj_ref(o);
-    cluster_node_allocatable(o->json, &n->alloc);
+    cluster_node_allocatable(store_obj_json(o), &n->alloc);
     {
         const cJSON *a;
-        cJSON_ArrayForEach(a, kobj_get(kobj_get(o->json, "status"), "addresses"))
+        cJSON_ArrayForEach(a, kobj_get(kobj_get(store_obj_json(o), "status"), "addresses"))
             if (kobj_str(a, "type") && !strcmp(kobj_str(a, "type"), "InternalIP") && kobj_str(a, "address"))
                 snprintf(n->ip, sizeof(n->ip), "%s", kobj_str(a, "address"));
     }

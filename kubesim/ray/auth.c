@@ -31,7 +31,7 @@ static char *secret_value(struct ray *r, const char *ns, const cJSON *ref)
     if (!r->r_secrets || !name || !key)
         return NULL;
     if (store_get(r->store, r->r_secrets, ns, name, &o, &st) == 0) {
-        const char *v = kobj_str(kobj_get(o->json, "data"), key);
+        const char *v = kobj_str(kobj_get(store_obj_json(o), "data"), key);
         if (v && kobj_base64_decode(v, strlen(v), &out, &n) < 0)
             out = NULL;
         store_obj_unref(o);

@@ -162,7 +162,7 @@ static void sync_all(struct ray *r, const struct reg_resource *res, const char *
 
     if (store_list(r->store, res, "", &lo, &l, &st) == 0)
         for (size_t i = 0; i < l.n; i++)
-            sync(r, res, l.items[i]->json, now);
+            sync(r, res, store_obj_json(l.items[i]), now);
     store_list_free(&l);
     store_status_clear(&st);
 }
@@ -233,7 +233,7 @@ static int on_gateway(void *arg, struct server_req *req)
     char svc[254] = "", port[16] = "";
     int rc = store_list(r->store, hr, ns, &lo, &l, &st);
     for (size_t i = 0; rc == 0 && i < l.n && !svc[0]; i++) {
-        const cJSON *o = l.items[i]->json, *pr, *rule, *b;
+        const cJSON *o = store_obj_json(l.items[i]), *pr, *rule, *b;
         bool attached = false;
         cJSON_ArrayForEach(pr, kobj_get(kobj_get(o, "spec"), "parentRefs"))
             if (kobj_str(pr, "name") && !strcmp(kobj_str(pr, "name"), gwname))

@@ -123,9 +123,9 @@ static bool still_running(struct log_stream *ls)
     bool run = false;
 
     if (store_get(ls->r->store, ls->r->r_pods, ls->ns, ls->name, &o, &st) == 0) {
-        const cJSON *cs = find_status(o->json, ls->container);
+        const cJSON *cs = find_status(store_obj_json(o), ls->container);
         run = !strcmp(o->uid, ls->uid) && kobj_get(kobj_get(cs, "state"), "running") &&
-              !kobj_get(kobj_get(o->json, "metadata"), "deletionTimestamp");
+              !kobj_get(kobj_get(store_obj_json(o), "metadata"), "deletionTimestamp");
         store_obj_unref(o);
     }
     store_status_clear(&st);
@@ -243,14 +243,14 @@ static int on_log(void *arg, struct server_req *req)
         store_status_clear(&st);
         return rc;
     }
-    cts = kobj_get(kobj_get(pod->json, "spec"), "containers");
+    cts = kobj_get(kobj_get(store_obj_json(pod), "spec"), "containers");
     cJSON_ArrayForEach(ct, cts) {
         const char *cn = kobj_str(ct, "name");
         buf_printf(&names, "%s%s", n++ ? " " : "", cn ? cn : "");
     }
     if (!container) {
         if (n != 1) {
-            const cJSON *ic = kobj_get(kobj_get(pod->json, "spec"), "initContainers");
+            const cJSON *ic = kobj_get(kobj_get(store_obj_json(pod), "spec"), "initContainers");
             int k = 0;
             if (cJSON_GetArraySize(ic) > 0) {
                 buf_puts(&names, "] or one of the init containers: [");
@@ -265,13 +265,13 @@ static int on_log(void *arg, struct server_req *req)
         }
         container = kobj_str(cts->child, "name");
     }
-    if (!(ct = find_container(pod->json, container))) {
+    if (!(ct = find_container(store_obj_json(pod), container))) {
         snprintf(msg, sizeof(msg), "container %.200s is not valid for pod %s", container,
                  pod->name);
         rc = bad(req, msg);
         goto out;
     }
-    cs = find_status(pod->json, container);
+    cs = find_status(store_obj_json(pod), container);
     if (previous) {
         if (!kobj_get(kobj_get(cs, "lastState"), "terminated")) {
             snprintf(msg, sizeof(msg), "previous terminated container \"%.200s\" in pod \"%s\" "
@@ -305,7 +305,7 @@ static int on_log(void *arg, struct server_req *req)
         ls->submitter = true;
         ls->off = ls->pending.len;
     } else {
-        ray_start_log(pod->json, container, &ls->pending);
+        ray_start_log(store_obj_json(pod), container, &ls->pending);
     }
     tail_lines(&ls->pending, tail);
     if (follow && !previous && (ls->submitter || ls->source ? running : still_running(ls))) {

@@ -97,7 +97,7 @@ static int count_workers(struct ray *r, const cJSON *head)
     lo.labels = s;
     if (store_list(r->store, r->r_pods, kobj_str(md, "namespace"), &lo, &l, &st) == 0) {
         for (size_t i = 0; i < l.n; i++)
-            n += pod_ready(l.items[i]->json);
+            n += pod_ready(store_obj_json(l.items[i]));
         store_list_free(&l);
     }
     store_status_clear(&st);
@@ -201,7 +201,7 @@ void ray__resolve_service(struct ray *r, const char *ns, const char *name, const
     num = strtol(port, &end, 10);
     if (*port && !*end) {
         bool found = false;
-        cJSON_ArrayForEach(sp, kobj_get(kobj_get(svc->json, "spec"), "ports"))
+        cJSON_ArrayForEach(sp, kobj_get(kobj_get(store_obj_json(svc), "spec"), "ports"))
             if (cJSON_IsNumber(kobj_get(sp, "port")) && kobj_get(sp, "port")->valueint == num) {
                 const char *spn = kobj_str(sp, "name");
                 snprintf(pname, sizeof(pname), "%s", spn ? spn : "");
@@ -217,7 +217,7 @@ void ray__resolve_service(struct ray *r, const char *ns, const char *name, const
         }
     }
     ep = get_obj(r, r->r_ep, ns, name);
-    cJSON_ArrayForEach(ss, kobj_get(ep ? ep->json : NULL, "subsets")) {
+    cJSON_ArrayForEach(ss, kobj_get(ep ? store_obj_json(ep) : NULL, "subsets")) {
         const cJSON *as = kobj_get(ss, "addresses");
         cJSON_ArrayForEach(pt, kobj_get(ss, "ports")) {
             const char *n = kobj_str(pt, "name");
@@ -244,12 +244,12 @@ void ray__resolve_service(struct ray *r, const char *ns, const char *name, const
             store_obj_unref(pod);
             pod = NULL;
         }
-        if (pod && !pod_ready(pod->json)) {
+        if (pod && !pod_ready(store_obj_json(pod))) {
             fail(t, 503, "ServiceUnavailable", "no endpoints available for service \"%s\"",
                  name, NULL);
             goto out;
         }
-        reach_pod(r, pod ? pod->json : NULL, kobj_str(addr, "ip"), epport, t);
+        reach_pod(r, pod ? store_obj_json(pod) : NULL, kobj_str(addr, "ip"), epport, t);
     }
 out:
     if (pod)
@@ -270,7 +270,7 @@ static struct store_obj *find_by_field(struct ray *r, const struct reg_resource 
 
     if (store_list(r->store, res, "", &lo, &l, &st) == 0) {
         for (size_t i = 0; i < l.n && !hit; i++) {
-            const char *x = kobj_str(kobj_get(l.items[i]->json, a), b);
+            const char *x = kobj_str(kobj_get(store_obj_json(l.items[i]), a), b);
             if (x && !strcmp(x, v))
                 hit = store_obj_ref(l.items[i]);
         }
@@ -296,7 +296,7 @@ void ray__resolve_host(struct ray *r, const char *ns, const cJSON *self, const c
         const char *sn = kobj_str(md, "namespace"), *nm = kobj_str(md, "name");
         struct store_obj *o = sn && nm ? get_obj(r, r->r_pods, sn, nm) : NULL;
         bool same = o && kobj_str(md, "uid") && !strcmp(o->uid, kobj_str(md, "uid"));
-        reach_pod(r, same ? o->json : NULL, host, port, t);
+        reach_pod(r, same ? store_obj_json(o) : NULL, host, port, t);
         if (o)
             store_obj_unref(o);
         return;
@@ -309,7 +309,7 @@ void ray__resolve_host(struct ray *r, const char *ns, const cJSON *self, const c
             return;
         }
         o = find_by_field(r, r->r_pods, "status", "podIP", host);
-        reach_pod(r, o ? o->json : NULL, host, port, t);
+        reach_pod(r, o ? store_obj_json(o) : NULL, host, port, t);
         if (o)
             store_obj_unref(o);
         return;
@@ -544,12 +544,12 @@ static int on_pod_proxy(void *arg, struct server_req *req)
         return server_reply_status(req, 404, "NotFound", msg);
     }
     if (!port) {
-        const cJSON *c0 = cJSON_GetArrayItem(kobj_get(kobj_get(pod->json, "spec"), "containers"), 0);
+        const cJSON *c0 = cJSON_GetArrayItem(kobj_get(kobj_get(store_obj_json(pod), "spec"), "containers"), 0);
         const cJSON *p0 = cJSON_GetArrayItem(kobj_get(c0, "ports"), 0);
         port = cJSON_IsNumber(kobj_get(p0, "containerPort")) ? kobj_get(p0, "containerPort")->valueint : 80;
     }
     memset(&t, 0, sizeof(t));
-    reach_pod(r, pod->json, kobj_str(kobj_get(pod->json, "status"), "podIP"), (int)port, &t);
+    reach_pod(r, store_obj_json(pod), kobj_str(kobj_get(store_obj_json(pod), "status"), "podIP"), (int)port, &t);
     store_obj_unref(pod);
     if ((rc = forward(r, req, &t, rt->rest && rt->rest[0] ? rt->rest : "/")) != -ENOENT)
         return rc;

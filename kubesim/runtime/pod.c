@@ -141,10 +141,10 @@ static struct store_obj *get_obj(struct runtime *rt, const struct reg_resource *
 /* data[key] of a Secret (base64-decoded) or ConfigMap (data, then binaryData). */
 static int obj_key(const struct store_obj *o, bool secret, const char *key, struct buf *out)
 {
-    const char *v = kobj_str(kobj_get(o->json, "data"), key);
+    const char *v = kobj_str(kobj_get(store_obj_json(o), "data"), key);
     bool b64 = secret;
 
-    if (!v && !secret && (v = kobj_str(kobj_get(o->json, "binaryData"), key)))
+    if (!v && !secret && (v = kobj_str(kobj_get(store_obj_json(o), "binaryData"), key)))
         b64 = true;
     if (!v)
         return -ENOENT;
@@ -212,7 +212,7 @@ static int keys_to_dir(struct runtime *rt, const struct rt_pod *p, const char *d
         for (int k = 0; k < 2 && rc == 0; k++) {
             if (!maps[k])
                 continue;
-            cJSON_ArrayForEach(e, kobj_get(o->json, maps[k])) {
+            cJSON_ArrayForEach(e, kobj_get(store_obj_json(o), maps[k])) {
                 buf_reset(&b);
                 if (obj_key(o, secret, e->string, &b) == 0 &&
                     (rc = write_in(dir, e->string, b.data ? b.data : "", b.len, mode)) < 0)
@@ -456,7 +456,7 @@ static void service_env(struct runtime *rt, const struct rt_pod *p, struct env *
         store_list(rt->store, rt->r_svc, p->ns, &lo, &l, &st) < 0)
         goto out;
     for (size_t i = 0; i < l.n; i++) {
-        const cJSON *spec = kobj_get(l.items[i]->json, "spec"), *pt;
+        const cJSON *spec = kobj_get(store_obj_json(l.items[i]), "spec"), *pt;
         const char *ip = kobj_str(spec, "clusterIP");
         char name[256], key[512];
         int n = 0;
@@ -540,7 +540,7 @@ static int build_env(struct runtime *rt, const struct rt_pod *p, const struct rt
             rc = -ENOENT;
             goto out;
         }
-        cJSON_ArrayForEach(kv, kobj_get(o->json, "data")) {
+        cJSON_ArrayForEach(kv, kobj_get(store_obj_json(o), "data")) {
             buf_reset(&v);
             buf_reset(&b);
             if (obj_key(o, secret, kv->string, &v) == 0) {

@@ -125,7 +125,7 @@ static void on_accept(struct runtime *rt, struct svc_listener *l)
         goto drop;
     c->rt = rt;
     c->a = a;
-    rc = runtime__svc_endpoint(ep->json, l->port_name, l->next++, c->ip, sizeof(c->ip), &c->port);
+    rc = runtime__svc_endpoint(store_obj_json(ep), l->port_name, l->next++, c->ip, sizeof(c->ip), &c->port);
     store_obj_unref(ep);
     if (rc < 0 || runtime__thread_detached(rt, conn_main, c) < 0)
         goto drop;
@@ -168,7 +168,7 @@ static struct svc_listener *find(struct svc_listener *ls, const char *ip, int po
 
 static void add_service(struct runtime *rt, struct svc_listener **ls, size_t *n, const struct store_obj *o)
 {
-    const cJSON *spec = kobj_get(o->json, "spec"), *pt;
+    const cJSON *spec = kobj_get(store_obj_json(o), "spec"), *pt;
     const char *ip = kobj_str(spec, "clusterIP"), *type = kobj_str(spec, "type");
     struct in_addr ia;
 

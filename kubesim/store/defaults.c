@@ -210,7 +210,7 @@ static bool ip_in_use(struct store *s, const char *ip)
     if (!t)
         return false;
     HASH_ITER(hh, t->objs, e, tmp) {
-        const char *v = cJSON_GetStringValue(jget(jget(e->obj->json, "spec"), "clusterIP"));
+        const char *v = cJSON_GetStringValue(jget(jget(store_obj_json(e->obj), "spec"), "clusterIP"));
         if (v && !strcmp(v, ip))
             return true;
     }

@@ -107,7 +107,7 @@ int store__delete_entry(struct store *s, struct sentry *e, const struct store_de
                         struct store_obj **out, bool *gone, struct store_status *st)
 {
     const struct reg_resource *res = e->t->res;
-    const cJSON *old = e->obj->json;
+    const cJSON *old = store_obj_json(e->obj);
     bool deleting = kobj_meta_str(old, "deletionTimestamp") != NULL;
     bool is_ns = is_res(res, "", "namespaces");
     long grace = 0;

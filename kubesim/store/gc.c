@@ -44,7 +44,7 @@ struct gc_pending {                 /* queued (kind, id) pairs, for de-duplicati
 
 int store__gc_index_add(struct store *s, struct sentry *e)
 {
-    const cJSON *refs = jget(jget(e->obj->json, "metadata"), "ownerReferences");
+    const cJSON *refs = jget(jget(store_obj_json(e->obj), "metadata"), "ownerReferences");
     const cJSON *r;
     int n = cJSON_GetArraySize(refs);
 
@@ -186,7 +186,7 @@ static void gc_delete(struct store *s, struct sentry *e, const char *propagation
 /* Removes the ownerReferences of e that satisfy drop(uid). */
 static void strip_refs(struct store *s, struct sentry *e, const char *only_uid)
 {
-    cJSON *nj = cJSON_Duplicate(e->obj->json, true);
+    cJSON *nj = store__obj_copy(e->obj);
     cJSON *refs = jget(store__meta(nj), "ownerReferences");
     int i = 0;
     cJSON *r = refs ? refs->child : NULL;
@@ -209,7 +209,7 @@ static void strip_refs(struct store *s, struct sentry *e, const char *only_uid)
 
 static void process_dependent(struct store *s, struct sentry *e)
 {
-    const cJSON *refs = jget(jget(e->obj->json, "metadata"), "ownerReferences");
+    const cJSON *refs = jget(jget(store_obj_json(e->obj), "metadata"), "ownerReferences");
     const cJSON *r;
     int alive = 0, dead = 0;
 
@@ -223,7 +223,7 @@ static void process_dependent(struct store *s, struct sentry *e)
     if (!dead)
         return;
     if (!alive) {
-        if (!kobj_meta_str(e->obj->json, "deletionTimestamp"))
+        if (!kobj_meta_str(store_obj_json(e->obj), "deletionTimestamp"))
             gc_delete(s, e, "Background");
     } else {
         strip_refs(s, e, NULL);
@@ -232,7 +232,7 @@ static void process_dependent(struct store *s, struct sentry *e)
 
 static void drop_finalizer_write(struct store *s, struct sentry *e, const char *f)
 {
-    cJSON *nj = cJSON_Duplicate(e->obj->json, true);
+    cJSON *nj = store__obj_copy(e->obj);
     cJSON *fin = jget(store__meta(nj), "finalizers");
     int i = 0;
     cJSON *x;
@@ -283,7 +283,7 @@ static bool ref_blocks(const struct sentry *e, const char *uid)
 {
     const cJSON *r;
 
-    cJSON_ArrayForEach(r, jget(jget(e->obj->json, "metadata"), "ownerReferences")) {
+    cJSON_ArrayForEach(r, jget(jget(store_obj_json(e->obj), "metadata"), "ownerReferences")) {
         const char *u = cJSON_GetStringValue(jget(r, "uid"));
         if (u && !strcmp(u, uid) && cJSON_IsTrue(jget(r, "blockOwnerDeletion")))
             return true;
@@ -302,18 +302,18 @@ static void process_owner(struct store *s, const char *uid)
         for (size_t i = 0; i < n; i++)
             if (still_indexed(s, uid, deps[i]))
                 process_dependent(s, deps[i]);
-    } else if (kobj_meta_str(owner->obj->json, "deletionTimestamp")) {
-        if (store__has_finalizer(owner->obj->json, "orphan")) {
+    } else if (kobj_meta_str(store_obj_json(owner->obj), "deletionTimestamp")) {
+        if (store__has_finalizer(store_obj_json(owner->obj), "orphan")) {
             for (size_t i = 0; i < n; i++)
                 if (still_indexed(s, uid, deps[i]))
                     strip_refs(s, deps[i], uid);
             drop_finalizer_write(s, owner, "orphan");
-        } else if (store__has_finalizer(owner->obj->json, "foregroundDeletion")) {
+        } else if (store__has_finalizer(store_obj_json(owner->obj), "foregroundDeletion")) {
             size_t blocking = 0;
             for (size_t i = 0; i < n; i++) {
                 if (!still_indexed(s, uid, deps[i]))
                     continue;
-                if (!kobj_meta_str(deps[i]->obj->json, "deletionTimestamp"))
+                if (!kobj_meta_str(store_obj_json(deps[i]->obj), "deletionTimestamp"))
                     gc_delete(s, deps[i], "Foreground");
                 if (still_indexed(s, uid, deps[i]) && ref_blocks(deps[i], uid))
                     blocking++;
@@ -335,7 +335,7 @@ static void process_namespace(struct store *s, const char *name)
     size_t left = 0;
     cJSON *nj, *spec;
 
-    if (!ns || !kobj_meta_str(ns->obj->json, "deletionTimestamp"))
+    if (!ns || !kobj_meta_str(store_obj_json(ns->obj), "deletionTimestamp"))
         return;
     for (struct stype *t = s->types; t; t = t->hh.next) {
         struct sentry *e, *tmp;
@@ -346,7 +346,7 @@ static void process_namespace(struct store *s, const char *name)
                 continue;
             /* explicit Background, as the namespace deleter sends: a Job's
              * default (Orphan) would only add a round trip through GC */
-            if (!kobj_meta_str(e->obj->json, "deletionTimestamp"))
+            if (!kobj_meta_str(store_obj_json(e->obj), "deletionTimestamp"))
                 gc_delete(s, e, "Background");
         }
     }
@@ -357,7 +357,7 @@ static void process_namespace(struct store *s, const char *name)
     }
     if (left)
         return;       /* re-queued when the last of them goes (store__commit_delete) */
-    nj = cJSON_Duplicate(ns->obj->json, true);
+    nj = store__obj_copy(ns->obj);
     spec = jget(nj, "spec");
     if (spec)
         cJSON_DeleteItemFromObjectCaseSensitive(spec, "finalizers");
@@ -399,7 +399,7 @@ void store__gc_event_written(struct store *s, const struct sentry *e)
     if (!x)
         return;   /* this write's Event lives until its next write: not worth failing it */
     x->next = NULL;
-    x->due_ms = (s->replaying ? event_written_ms(e->obj->json) : wall_ms()) + s->event_ttl_ms;
+    x->due_ms = (s->replaying ? event_written_ms(store_obj_json(e->obj)) : wall_ms()) + s->event_ttl_ms;
     x->rv = e->obj->rv;
     memcpy(x->key, e->key, n);
     if (s->exp_tail)
@@ -458,7 +458,7 @@ static void expire_events(struct store *s)
         atomic_fetch_sub(&s->n_expiring, 1);
         if (t)
             HASH_FIND(hh, t->objs, x->key, strlen(x->key), e);
-        if (e && e->obj->rv == x->rv && !kobj_meta_str(e->obj->json, "deletionTimestamp")) {
+        if (e && e->obj->rv == x->rv && !kobj_meta_str(store_obj_json(e->obj), "deletionTimestamp")) {
             gc_delete(s, e, "Background");
             any = true;
         }

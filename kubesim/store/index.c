@@ -27,7 +27,7 @@ struct label_bucket {
 static const char *cluster_of(const struct store_obj *o)
 {
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o->json, "metadata"),
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(store_obj_json(o), "metadata"),
                                          "labels"), STORE_INDEXED_LABEL));
 }
 

@@ -55,6 +55,7 @@ struct sentry {
     char **owners;              /* owner uids this entry is indexed under */
     size_t n_owners;
     struct label_bucket *label_bucket;  /* its STORE_INDEXED_LABEL bucket, or NULL */
+    uint64_t ring_seq;          /* ring sequence of its last watch event (may be evicted) */
     UT_hash_handle hh;          /* t->objs by key */
     UT_hash_handle hu;          /* s->by_uid by obj->uid */
 };
@@ -63,6 +64,7 @@ struct sentry {
  * DELETED carries the last state in obj), used for selector transitions. */
 struct wev {
     enum store_event_type type;
+    bool same_labels;           /* MODIFIED: prev has obj's labels (selector shortcut) */
     struct store_obj *obj;
     struct store_obj *prev;
     uint64_t rv;
@@ -165,6 +167,16 @@ cJSON *store__json_pack(const cJSON *json);
 void store__json_measure(const cJSON *json, size_t *nodes, size_t *bytes);
 /* Takes ownership of json; serialises it and keeps it packed. NULL on ENOMEM. */
 struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json);
+/* A mutable copy of o's tree (caller deletes), parsed from the text when o keeps
+ * none. NULL on ENOMEM. */
+cJSON *store__obj_copy(const struct store_obj *o);
+/* o's tree, or for a snapshot that keeps none a parse of its text into *tmp (the
+ * caller deletes it): filters must not leave a tree on every snapshot they test.
+ * NULL on ENOMEM. */
+const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp);
+/* A copy of o without its tree (parsed again if read): what the watch window keeps
+ * of a replaced object. NULL on ENOMEM. */
+struct store_obj *store__obj_text_only(struct store_obj *o);
 /* A copy of o whose metadata.resourceVersion is rv (DELETED events, transitions). */
 struct store_obj *store__obj_with_rv(struct store_obj *o, uint64_t rv);
 /* o rendered as res (another version of the same CRD): apiVersion rewritten. */
@@ -274,9 +286,13 @@ void store__builtin_validate(const struct reg_resource *res, const cJSON *obj, c
 /* ---- watch (watch.c) ---- */
 void store__watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv);
 void store__watch_type_free(struct stype *t);
-/* Appends an event (references taken); lock held. */
+/* Appends an event (references taken); lock held. *seq is the ring sequence of
+ * the key's previous event (ignored when not found there) and becomes this one's:
+ * a replaced snapshot that keeps a tree is kept in the ring as text alone, in both
+ * of its slots. same_labels: prev and obj carry the same labels. */
 void store__watch_append(struct store *s, struct stype *t, enum store_event_type type,
-                         struct store_obj *obj, struct store_obj *prev);
+                         struct store_obj *obj, struct store_obj *prev, bool same_labels,
+                         uint64_t *seq);
 void store__watch_type_end(struct stype *t);
 
 /* ---- gc (gc.c) ---- */

@@ -225,14 +225,21 @@ static int cmp_entry(const void *a, const void *b)
 static bool entry_matches(const struct reg_resource *want, const struct sentry *e,
                           const char *ns, const struct store_list_opts *o)
 {
+    cJSON *tmp;
+    const cJSON *j;
+    bool ok;
+
     if (ns && ns[0] && strcmp(e->obj->ns, ns))
         return false;
-    if (o->labels && !sel_matches(o->labels, cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(e->obj->json, "metadata"), "labels")))
-        return false;
-    if (o->fields && !store__fields_match(want, o->fields, e->obj->json))
-        return false;
-    return true;
+    if (!o->labels && !o->fields)
+        return true;
+    /* a text-only object (an Event) is parsed for the test, not given a tree */
+    j = store__obj_peek(e->obj, &tmp);
+    ok = (!o->labels || sel_matches(o->labels, cJSON_GetObjectItemCaseSensitive(
+              cJSON_GetObjectItemCaseSensitive(j, "metadata"), "labels"))) &&
+         (!o->fields || store__fields_match(want, o->fields, j));
+    cJSON_Delete(tmp);
+    return ok;
 }
 
 static void heap_sift_down(struct sentry **h, size_t n, size_t i)

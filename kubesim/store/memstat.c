@@ -25,12 +25,14 @@ struct memstat {
  * strings; a loose tree is counted the same way (malloc's headers left out). */
 static void obj_measure(const struct store_obj *o, size_t *text, size_t *tree, size_t *nodes)
 {
+    /* the tree as it is: store_obj_json would parse the text-only ones */
+    const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
     size_t n = 0;
 
     *text += o->len + 1 + sizeof(*o);
-    if (!o->json)
+    if (!t)
         return;
-    store__json_measure(o->json, &n, tree);
+    store__json_measure(t, &n, tree);
     *tree += n * sizeof(cJSON);
     *nodes += n;
 }

@@ -159,19 +159,19 @@ static cJSON *scale_of(const struct reg_resource *res, const struct store_obj *o
     if (o->ns[0])
         cJSON_AddStringToObject(md, "namespace", o->ns);
     cJSON_AddStringToObject(md, "uid", o->uid);
-    v = jget(jget(o->json, "metadata"), "resourceVersion");
+    v = jget(jget(store_obj_json(o), "metadata"), "resourceVersion");
     if (v)
         cJSON_AddItemToObject(md, "resourceVersion", cJSON_Duplicate(v, true));
-    v = jget(jget(o->json, "metadata"), "creationTimestamp");
+    v = jget(jget(store_obj_json(o), "metadata"), "creationTimestamp");
     if (v)
         cJSON_AddItemToObject(md, "creationTimestamp", cJSON_Duplicate(v, true));
     spec = cJSON_AddObjectToObject(sc, "spec");
-    v = json_get(o->json, res->scale_spec_path);
+    v = json_get(store_obj_json(o), res->scale_spec_path);
     cJSON_AddNumberToObject(spec, "replicas", cJSON_IsNumber(v) ? v->valuedouble : 0);
     status = cJSON_AddObjectToObject(sc, "status");
-    v = json_get(o->json, res->scale_status_path);
+    v = json_get(store_obj_json(o), res->scale_status_path);
     cJSON_AddNumberToObject(status, "replicas", cJSON_IsNumber(v) ? v->valuedouble : 0);
-    v = json_get(o->json, res->scale_selector_path);
+    v = json_get(store_obj_json(o), res->scale_selector_path);
     if (cJSON_GetStringValue(v))
         cJSON_AddStringToObject(status, "selector", cJSON_GetStringValue(v));
     return sc;
@@ -227,7 +227,7 @@ static int scale_write(struct store *s, const struct reg_resource *res, struct s
         cJSON_Delete(scale);
         return store__status_invalid(st, res, e->obj->name, causes);
     }
-    nobj = cJSON_Duplicate(e->obj->json, true);
+    nobj = store__obj_copy(e->obj);
     rc = nobj ? path_set_number(nobj, res->scale_spec_path, rep->valuedouble) : -ENOMEM;
     cJSON_Delete(scale);
     if (rc) {
@@ -356,14 +356,14 @@ again:
      * as that version shows it, keep it as core/v1 (events.c) */
     const struct reg_resource *kept = e->obj->res;
     bool convert = kept != res && store__events_v1(res);
-    if (convert && !(cur = cJSON_Duplicate(e->obj->json, 1))) {
+    if (convert && !(cur = store__obj_copy(e->obj))) {
         pthread_rwlock_unlock(&s->lock);
         rc = -ENOMEM;
         goto out;
     }
     if (convert)
         store__event_to_v1(cur);
-    rc = apply_one(res, type, convert ? cur : e->obj->json, patch, w, &next, err, sizeof(err));
+    rc = apply_one(res, type, convert ? cur : store_obj_json(e->obj), patch, w, &next, err, sizeof(err));
     if (rc) {
         pthread_rwlock_unlock(&s->lock);
         rc = patch_error(st, res, name, rc, err);

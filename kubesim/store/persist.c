@@ -191,7 +191,7 @@ static int replay_line(struct store *s, const char *line, size_t n, const char *
         }
         e = store__entry_find(store__type_get(s, res, false), ns, name);
         if (e) {
-            cJSON *crd = is_crd_res(res) ? cJSON_Duplicate(e->obj->json, true) : NULL;
+            cJSON *crd = is_crd_res(res) ? cJSON_Duplicate(store_obj_json(e->obj), true) : NULL;
             store__commit_delete(s, e);
             if (crd)
                 store__crd_changed(s, crd, true);
@@ -244,7 +244,7 @@ int store__persist_replay_buf(struct store *s, const char *data, size_t len, cha
     for (struct stype *t = s->types; t; t = t->hh.next) {
         struct sentry *e, *tmp;
         HASH_ITER(hh, t->objs, e, tmp) {
-            const cJSON *j = e->obj->json;
+            const cJSON *j = store_obj_json(e->obj);
             if (e->n_owners)
                 store__gc_enqueue(s, GC_DEPENDENT, e->obj->uid);
             if (kobj_meta_str(j, "deletionTimestamp")) {

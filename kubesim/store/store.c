@@ -30,10 +30,7 @@ void store_obj_unref(struct store_obj *o)
 {
     if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
-    if (o->packed)
-        free((cJSON *)o->json);
-    else
-        cJSON_Delete((cJSON *)o->json);
+    free(__atomic_load_n(&o->tree, __ATOMIC_ACQUIRE));
     free((char *)o->bytes);
     free(o);
 }
@@ -56,7 +53,8 @@ static void scratch_init(void)
     pthread_key_create(&scratch_key, scratch_free);
 }
 
-static char *print_compact(const cJSON *json, size_t *len)
+/* The text and, after its NUL, room for `extra` more bytes (the names). */
+static char *print_compact(const cJSON *json, size_t *len, size_t extra)
 {
     struct buf *sc;
     char *out = NULL;
@@ -71,7 +69,7 @@ static char *print_compact(const cJSON *json, size_t *len)
         }
     }
     buf_reset(sc);
-    if (store__json_print(json, sc) == 0 && (out = malloc(sc->len + 1))) {
+    if (store__json_print(json, sc) == 0 && (out = malloc(sc->len + 1 + extra))) {
         memcpy(out, sc->data, sc->len);
         out[sc->len] = 0;
         *len = sc->len;
@@ -111,51 +109,135 @@ static void compact_managed_fields(cJSON *json)
     buf_free(&b);
 }
 
-struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json)
+/* Types whose objects are kept as text alone: nearly never read as a tree by the
+ * server or the simulated cluster, and most of the objects of a busy cluster. */
+static bool text_only(const struct reg_resource *res)
+{
+    return store__events_v1(res) || (!res->group[0] && !strcmp(res->plural, "events"));
+}
+
+/* A tree packed into one block, fieldsV1 compacted; json is consumed. */
+static cJSON *tree_pack(cJSON *json)
+{
+    cJSON *packed;
+
+    compact_managed_fields(json);
+    packed = store__json_pack(json);
+    cJSON_Delete(json);
+    return packed;
+}
+
+static const char *md_str(const cJSON *md, const char *k)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, k));
+    return v ? v : "";
+}
+
+/* A snapshot of bytes (len, with room after its NUL for the names) holding tree
+ * (may be NULL: parsed when read); both consumed. The names are copied behind the
+ * text so they outlive a tree parsed on demand. */
+static struct store_obj *obj_build(const struct reg_resource *res, char *bytes, size_t len,
+                                   const cJSON *md, cJSON *tree)
 {
     /* malloc, not calloc: glibc's calloc skips the thread cache (one per write) */
     struct store_obj *o = malloc(sizeof(*o));
-    const cJSON *md;
-    const char *rv;
+    const char *rv = md_str(md, "resourceVersion");
+    char *p = bytes + len + 1;
 
-    if (o)
-        memset(o, 0, sizeof(*o));
-    if (!o || !json) {
-        free(o);
-        cJSON_Delete(json);
+    if (!o) {
+        free(bytes);
+        free(tree);
         return NULL;
     }
-    compact_managed_fields(json);
-    o->bytes = print_compact(json, &o->len);
-    if (!o->bytes) {
-        free(o);
-        cJSON_Delete(json);
-        return NULL;
-    }
+    memset(o, 0, sizeof(*o));
     o->res = res;
-    {
-        cJSON *packed = store__json_pack(json);
-        if (packed) {
-            cJSON_Delete(json);
-            json = packed;
-            o->packed = true;
-        }
-    }
-    o->json = json;
-    md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
-    rv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "resourceVersion"));
-    o->rv = rv ? strtoull(rv, NULL, 10) : 0;
-    o->ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "namespace"));
-    o->name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
-    o->uid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "uid"));
-    if (!o->ns)
-        o->ns = "";
-    if (!o->name)
-        o->name = "";
-    if (!o->uid)
-        o->uid = "";
+    o->bytes = bytes;
+    o->len = len;
+    o->rv = strtoull(rv, NULL, 10);
+    o->ns = p;
+    p = stpcpy(p, md_str(md, "namespace")) + 1;
+    o->name = p;
+    p = stpcpy(p, md_str(md, "name")) + 1;
+    o->uid = p;
+    stpcpy(p, md_str(md, "uid"));
+    o->tree = tree;
     o->refs = 1;
     return o;
+}
+
+static size_t names_len(const cJSON *md)
+{
+    return strlen(md_str(md, "namespace")) + strlen(md_str(md, "name")) +
+           strlen(md_str(md, "uid")) + 3;
+}
+
+struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json)
+{
+    struct store_obj *o = NULL;
+    const cJSON *md;
+    cJSON *tree = NULL;
+    char *bytes;
+    size_t len = 0;
+
+    if (!json)
+        return NULL;
+    compact_managed_fields(json);
+    md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
+    if (!(bytes = print_compact(json, &len, names_len(md))))
+        goto out;
+    if (!(tree = store__json_pack(json))) {
+        free(bytes);
+        goto out;
+    }
+    /* before json goes: md and the names point into it */
+    o = obj_build(res, bytes, len, md, tree);
+out:
+    cJSON_Delete(json);
+    return o;
+}
+
+struct store_obj *store__obj_text_only(struct store_obj *o)
+{
+    size_t extra = strlen(o->ns) + strlen(o->name) + strlen(o->uid) + 3;
+    char *bytes = malloc(o->len + 1 + extra);
+    struct store_obj *c;
+
+    if (!bytes)
+        return NULL;
+    memcpy(bytes, o->bytes, o->len + 1 + extra);   /* the text, then the names */
+    if (!(c = malloc(sizeof(*c)))) {
+        free(bytes);
+        return NULL;
+    }
+    memset(c, 0, sizeof(*c));
+    c->res = o->res;
+    c->bytes = bytes;
+    c->len = o->len;
+    c->rv = o->rv;
+    c->ns = bytes + (o->ns - o->bytes);
+    c->name = bytes + (o->name - o->bytes);
+    c->uid = bytes + (o->uid - o->bytes);
+    c->refs = 1;
+    return c;
+}
+
+const cJSON *store_obj_json(const struct store_obj *o)
+{
+    cJSON *t, *parsed, *expect = NULL;
+
+    if (!o)
+        return NULL;
+    if ((t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE)))
+        return t;
+    if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)) || !(t = tree_pack(parsed)))
+        return NULL;
+    /* the snapshot is shared: another reader may have parsed it first */
+    if (!__atomic_compare_exchange_n(&((struct store_obj *)o)->tree, &expect, t, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        free(t);
+        t = expect;
+    }
+    return t;
 }
 
 static void set_rv_string(cJSON *obj, uint64_t rv)
@@ -172,7 +254,7 @@ static void set_rv_string(cJSON *obj, uint64_t rv)
 
 struct store_obj *store__obj_with_rv(struct store_obj *o, uint64_t rv)
 {
-    cJSON *j = cJSON_Duplicate(o->json, true);
+    cJSON *j = store__obj_copy(o);
 
     if (!j)
         return NULL;
@@ -186,7 +268,7 @@ struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *
     cJSON *j;
 
     if (o && o->res != res && (store__events_v1(res) || store__events_v1(o->res))) {
-        if (!(j = cJSON_Duplicate(o->json, true)))
+        if (!(j = store__obj_copy(o)))
             return NULL;
         if (store__events_v1(res))
             store__event_to_v1(j);
@@ -196,13 +278,54 @@ struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *
     }
     if (!o || o->res == res || res->builtin)
         return store_obj_ref(o);
-    j = cJSON_Duplicate(o->json, true);
+    j = store__obj_copy(o);
     if (!j)
         return NULL;
     snprintf(av, sizeof(av), "%s/%s", res->group, res->version);
     cJSON_DeleteItemFromObjectCaseSensitive(j, "apiVersion");
     cJSON_AddStringToObject(j, "apiVersion", av);
     return store__obj_new(res, j);
+}
+
+cJSON *store__obj_copy(const struct store_obj *o)
+{
+    const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
+
+    /* a text-only snapshot is parsed straight into the copy: caching its tree for
+     * one conversion would keep it for the snapshot's life */
+    return t ? cJSON_Duplicate(t, true) : cJSON_ParseWithLength(o->bytes, o->len);
+}
+
+const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp)
+{
+    const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
+
+    *tmp = NULL;
+    return t ? t : (*tmp = cJSON_ParseWithLength(o->bytes, o->len));
+}
+
+/* Both trees are at hand and carry equal labels. */
+static bool labels_same(const struct store_obj *a, const struct store_obj *b)
+{
+    const cJSON *ta = __atomic_load_n(&a->tree, __ATOMIC_ACQUIRE);
+    const cJSON *tb = __atomic_load_n(&b->tree, __ATOMIC_ACQUIRE);
+    const cJSON *la, *lb;
+
+    if (!ta || !tb)
+        return false;
+    la = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ta, "metadata"), "labels");
+    lb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tb, "metadata"), "labels");
+    return la && lb ? json_equal(la, lb) : la == lb;
+}
+
+/* A text-only type's snapshot drops the tree its writer built: called by the commit
+ * before obj is published, when only the writing thread has used that tree. */
+static void obj_settle(struct store_obj *o)
+{
+    if (text_only(o->res)) {
+        free(o->tree);
+        o->tree = NULL;
+    }
 }
 
 /* ---- types and entries ---- */
@@ -387,7 +510,8 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
 {
     struct sentry *e = old;
     struct store_obj *prev = NULL;
-    bool owned;
+    bool owned, owner_gone, dependent, same_labels;
+    const cJSON *j;
 
     if (!e) {
         e = calloc(1, sizeof(*e));
@@ -420,16 +544,24 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
         log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
     if (obj->res == s->res_events)
         store__gc_event_written(s, e);   /* replayed ones too, dated by their own timestamps */
+    j = store_obj_json(obj);
+    dependent = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "metadata"),
+                                                 "ownerReferences") &&
+                (!prev || refs_differ(store_obj_json(prev), j));
+    owned = store__has_finalizer(j, "orphan") || store__has_finalizer(j, "foregroundDeletion");
+    owner_gone = owned && kobj_meta_str(j, "deletionTimestamp");
+    same_labels = prev && labels_same(prev, obj);
+    /* Last use of the tree on this thread, and no other has seen obj yet (the lock is
+     * held and it is not in a watch ring): a text-only type lets it go here. */
+    obj_settle(obj);
     if (!s->replaying) {
         store__persist_put(s, obj);
-        store__watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev);
+        store__watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev, same_labels,
+                            &e->ring_seq);
         notice_push(s, prev ? EV_MODIFIED : EV_ADDED, obj);
-        if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj->json,
-                "metadata"), "ownerReferences") && (!prev || refs_differ(prev->json, obj->json)))
+        if (dependent)
             store__gc_enqueue(s, GC_DEPENDENT, obj->uid);
-        owned = store__has_finalizer(obj->json, "orphan") ||
-                store__has_finalizer(obj->json, "foregroundDeletion");
-        if (owned && kobj_meta_str(obj->json, "deletionTimestamp"))
+        if (owner_gone)
             store__gc_enqueue(s, GC_OWNER, obj->uid);
         atomic_store_explicit(&s->committed_rv, s->rv, memory_order_release);
     }
@@ -455,7 +587,7 @@ int store__commit_delete(struct store *s, struct sentry *e)
         struct store_obj *d = store__obj_with_rv(last, rv);
         store__persist_delete(s, last, rv);
         if (d) {
-            store__watch_append(s, t, EV_DELETED, d, last);
+            store__watch_append(s, t, EV_DELETED, d, last, false, &e->ring_seq);
             notice_push(s, EV_DELETED, d);
             store_obj_unref(d);
         } else {
@@ -470,7 +602,7 @@ int store__commit_delete(struct store *s, struct sentry *e)
             const struct reg_resource *nsr = store__find_builtin(s, "", "namespaces");
             struct sentry *ns = nsr ? store__entry_find(store__type_get(s, nsr, false), "",
                                                         last->ns) : NULL;
-            if (ns && kobj_meta_str(ns->obj->json, "deletionTimestamp"))
+            if (ns && kobj_meta_str(store_obj_json(ns->obj), "deletionTimestamp"))
                 store__gc_enqueue(s, GC_NAMESPACE, last->ns);
         }
         atomic_store_explicit(&s->committed_rv, s->rv, memory_order_release);
@@ -482,7 +614,7 @@ int store__commit_delete(struct store *s, struct sentry *e)
     if (!s->replaying && t->res && t->res->builtin &&
         !strcmp(t->res->group, "apiextensions.k8s.io") &&
         !strcmp(t->res->plural, "customresourcedefinitions"))
-        store__crd_changed(s, last->json, true);
+        store__crd_changed(s, store_obj_json(last), true);
     store_obj_unref(last);
     return 0;
 }

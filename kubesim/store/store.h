@@ -33,10 +33,9 @@ struct fsel;
 struct store;
 
 /* An immutable stored object. Take a reference with store_obj_ref, drop it with
- * store_obj_unref; json and bytes must never be modified. */
+ * store_obj_unref; its tree and bytes must never be modified. */
 struct store_obj {
     const struct reg_resource *res;
-    const cJSON *json;      /* the full object as served */
     const char *bytes;      /* its compact JSON serialisation (no trailing newline) */
     size_t len;
     uint64_t rv;            /* metadata.resourceVersion */
@@ -44,11 +43,15 @@ struct store_obj {
     const char *name;
     const char *uid;
     int refs;               /* atomic; private to the store */
-    bool packed;            /* private: json is one block (store__json_pack) */
+    cJSON *tree;            /* private (atomic): read it through store_obj_json */
 };
 
 struct store_obj *store_obj_ref(struct store_obj *o);
 void store_obj_unref(struct store_obj *o);
+/* The full object as served, as a read-only cJSON tree that lives as long as o.
+ * Objects rarely read as trees (Events, the snapshots only the watch window keeps)
+ * are stored as text alone and parsed here on first use; NULL only on ENOMEM. */
+const cJSON *store_obj_json(const struct store_obj *o);
 
 /* The metav1.Status of a failed call. Zero-initialise; store_status_clear frees causes. */
 struct store_status {

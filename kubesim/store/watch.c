@@ -88,8 +88,13 @@ void store__watch_type_free(struct stype *t)
 }
 
 void store__watch_append(struct store *s, struct stype *t, enum store_event_type type,
-                         struct store_obj *obj, struct store_obj *prev)
+                         struct store_obj *obj, struct store_obj *prev, bool same_labels,
+                         uint64_t *seq)
 {
+    /* the replaced snapshot's tree is 2-3x its text; watchers parse the text if they
+     * ever need the tree of an old version (selectors) */
+    struct store_obj *kept = prev && __atomic_load_n(&prev->tree, __ATOMIC_ACQUIRE) ?
+                             store__obj_text_only(prev) : NULL;
     struct wev *ev;
 
     pthread_mutex_lock(&t->wmu);
@@ -100,15 +105,22 @@ void store__watch_append(struct store *s, struct stype *t, enum store_event_type
         store_obj_unref(ev->prev);
         t->head++;
     }
+    if (kept && *seq >= t->head && *seq < t->tail && t->ring[*seq % t->cap].obj == prev) {
+        ev = &t->ring[*seq % t->cap];
+        ev->obj = store_obj_ref(kept);
+        store_obj_unref(prev);
+    }
     ev = &t->ring[t->tail % t->cap];
     ev->type = type;
+    ev->same_labels = same_labels;
     ev->obj = store_obj_ref(obj);
-    ev->prev = store_obj_ref(prev);
+    ev->prev = store_obj_ref(kept ? kept : prev);
     ev->rv = s->rv;
     ev->commit_ms = util_now_ms();
-    t->tail++;
+    *seq = t->tail++;
     pthread_cond_broadcast(&t->wcond);
     pthread_mutex_unlock(&t->wmu);
+    store_obj_unref(kept);
     atomic_fetch_add_explicit(&s->events, 1, memory_order_relaxed);
 }
 
@@ -123,14 +135,20 @@ void store__watch_type_end(struct stype *t)
 
 static bool watch_matches(const struct store_watch *w, const struct store_obj *o)
 {
+    cJSON *tmp;
+    const cJSON *j;
+    bool ok;
+
     if (w->ns[0] && strcmp(w->ns, o->ns))
         return false;
-    if (w->labels && !sel_matches(w->labels, cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(o->json, "metadata"), "labels")))
-        return false;
-    if (w->fields && !store__fields_match(w->res, w->fields, o->json))
-        return false;
-    return true;
+    if (!w->labels && !w->fields)
+        return true;
+    j = store__obj_peek(o, &tmp);
+    ok = (!w->labels || sel_matches(w->labels, cJSON_GetObjectItemCaseSensitive(
+              cJSON_GetObjectItemCaseSensitive(j, "metadata"), "labels"))) &&
+         (!w->fields || store__fields_match(w->res, w->fields, j));
+    cJSON_Delete(tmp);
+    return ok;
 }
 
 static int parse_rv(const char *s, uint64_t *out)
@@ -325,7 +343,9 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
 static int watch_convert(struct store_watch *w, struct wev *ev, struct store_event *out)
 {
     bool cur = watch_matches(w, ev->obj);
-    bool old = ev->type == EV_MODIFIED && ev->prev && watch_matches(w, ev->prev);
+    /* equal labels and no field selector: the old version matched as the new one does */
+    bool old = ev->type == EV_MODIFIED && ev->prev &&
+               (ev->same_labels && !w->fields ? cur : watch_matches(w, ev->prev));
     struct store_obj *o = NULL;
 
     switch (ev->type) {

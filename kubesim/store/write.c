@@ -122,7 +122,7 @@ static int check_namespace(struct store *s, const struct reg_resource *res, cons
         store__status_not_found(st, nsr, ns);
         return -ENOENT;
     }
-    if (kobj_meta_str(e->obj->json, "deletionTimestamp")) {
+    if (kobj_meta_str(store_obj_json(e->obj), "deletionTimestamp")) {
         store__status_qualified(res, q, sizeof(q));
         store__status_set(st, 403, "Forbidden",
                           "%s \"%s\" is forbidden: unable to create new content in namespace %s because "
@@ -484,7 +484,7 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
         goto out;
     }
     if (is_crd(res))
-        crd_changed(s, o->json, false);
+        crd_changed(s, store_obj_json(o), false);
     if (out)
         *out = store__obj_as(o, res);
     store_obj_unref(o);
@@ -505,7 +505,7 @@ int store__write_prepared(struct store *s, const struct reg_resource *res, struc
                           const char *sub, cJSON *obj, const struct store_write_opts *w,
                           struct store_obj **out, struct store_status *st)
 {
-    const cJSON *old = e->obj->json;
+    const cJSON *old = store_obj_json(e->obj);
     const char *name = e->obj->name;
     cJSON *md, *nobj = NULL;
     bool status_sub = sub && !strcmp(sub, "status");
@@ -600,7 +600,7 @@ int store__write_prepared(struct store *s, const struct reg_resource *res, struc
             *out = store__obj_as(o, res);
         rc = store__commit_put(s, e->t, e, o, NULL);
         if (!rc && is_crd(res))
-            crd_changed(s, e->obj->json, false);
+            crd_changed(s, store_obj_json(e->obj), false);
     }
 out:
     cJSON_Delete(obj);

@@ -247,7 +247,7 @@ static cJSON *gt_get(struct gt *t, const struct reg_resource *r, const char *ns,
     cJSON *j = NULL;
 
     if (store_get(t->s, r, ns, name, &o, &st) == 0) {
-        j = cJSON_Duplicate(o->json, 1);
+        j = cJSON_Duplicate(store_obj_json(o), 1);
         store_obj_unref(o);
     }
     store_status_clear(&st);
@@ -358,7 +358,7 @@ static int gt_events(struct gt *t, const char *ns, const char *name, const char 
 
     assert_int_equal(store_list(t->s, t->events, ns, &lo, &l, &st), 0);
     for (size_t i = 0; i < l.n; i++) {
-        const cJSON *e = l.items[i]->json;
+        const cJSON *e = store_obj_json(l.items[i]);
         const char *io = tl_str(e, "involvedObject.name"), *re = tl_str(e, "reason");
         const char *msg = tl_str(e, "message"), *src = tl_str(e, "source.component");
         if (io && !strcmp(io, name) && (!reason || (re && !strcmp(re, reason))) &&

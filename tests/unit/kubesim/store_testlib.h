@@ -103,7 +103,7 @@ static inline cJSON *tl_pod(const char *name, const char *extra_meta)
 static inline const char *tl_meta(const struct store_obj *o, const char *k)
 {
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(o->json, "metadata"), k));
+        cJSON_GetObjectItemCaseSensitive(store_obj_json(o), "metadata"), k));
 }
 
 static inline double tl_num(const cJSON *j, const char *path)

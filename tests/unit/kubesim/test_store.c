@@ -44,12 +44,12 @@ static void test_create_sets_system_metadata(void **state)
     assert_string_not_equal(tl_meta(a, "creationTimestamp"), "2000-01-01T00:00:00Z");
     assert_int_equal(a->rv, before + 1);
     assert_int_equal(b->rv, before + 2);
-    assert_string_equal(tl_str(a->json, "kind"), "ConfigMap");
-    assert_string_equal(tl_str(a->json, "apiVersion"), "v1");
+    assert_string_equal(tl_str(store_obj_json(a), "kind"), "ConfigMap");
+    assert_string_equal(tl_str(store_obj_json(a), "apiVersion"), "v1");
     assert_string_equal(a->ns, "default");
     assert_int_equal(store_current_rv(S), before + 2);
     /* bytes are the compact serialisation of json */
-    char *p = cJSON_PrintUnformatted(a->json);
+    char *p = cJSON_PrintUnformatted(store_obj_json(a));
     assert_string_equal(p, a->bytes);
     assert_int_equal(strlen(p), a->len);
     free(p);
@@ -214,13 +214,13 @@ static void test_update_conflict_and_noop(void **state)
     uint64_t rv0 = o->rv;
 
     (void)state;
-    cJSON *j = cJSON_Duplicate(o->json, true);
+    cJSON *j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "data"), "k", cJSON_CreateString("2"));
     assert_int_equal(store_update(S, cm, "default", "u", NULL, j, NULL, &n, &st), 0);
     assert_true(n->rv > rv0);
     assert_string_equal(tl_meta(n, "uid"), o->uid);
     /* stale resourceVersion */
-    j = cJSON_Duplicate(o->json, true);
+    j = cJSON_Duplicate(store_obj_json(o), true);
     assert_int_equal(store_update(S, cm, "default", "u", NULL, j, NULL, &same, &st), -EBUSY);
     assert_int_equal(st.code, 409);
     assert_string_equal(st.message, "Operation cannot be fulfilled on configmaps \"u\": the "
@@ -229,7 +229,7 @@ static void test_update_conflict_and_noop(void **state)
     store_status_clear(&st);
     /* same content: no new rv */
     uint64_t cur = store_current_rv(S);
-    j = cJSON_Duplicate(n->json, true);
+    j = cJSON_Duplicate(store_obj_json(n), true);
     assert_int_equal(store_update(S, cm, "default", "u", NULL, j, NULL, &same, &st), 0);
     assert_int_equal(same->rv, n->rv);
     assert_int_equal(store_current_rv(S), cur);
@@ -238,7 +238,7 @@ static void test_update_conflict_and_noop(void **state)
     j = tl_json("{\"metadata\":{\"name\":\"u\",\"uid\":\"forged\"},\"data\":{\"k\":\"3\"}}");
     assert_int_equal(store_update(S, cm, "default", "u", NULL, j, NULL, &same, &st), 0);
     assert_string_equal(same->uid, o->uid);
-    assert_string_equal(tl_str(same->json, "data.k"), "3");
+    assert_string_equal(tl_str(store_obj_json(same), "data.k"), "3");
     store_obj_unref(same);
     /* name mismatch */
     j = tl_json("{\"metadata\":{\"name\":\"other\"}}");
@@ -266,46 +266,46 @@ static void test_cr_generation_and_status_split(void **state)
     cJSON *j;
 
     (void)state;
-    assert_int_equal(tl_num(o->json, "metadata.generation"), 1);
-    assert_null(cJSON_GetObjectItem(o->json, "status"));     /* dropped on create */
+    assert_int_equal(tl_num(store_obj_json(o), "metadata.generation"), 1);
+    assert_null(cJSON_GetObjectItem(store_obj_json(o), "status"));     /* dropped on create */
     /* labels only: no generation bump */
-    j = cJSON_Duplicate(o->json, true);
+    j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON_AddItemToObject(cJSON_GetObjectItem(j, "metadata"), "labels", tl_json("{\"a\":\"b\"}"));
     assert_int_equal(store_update(S, w, "default", "w", NULL, j, NULL, &n, &st), 0);
-    assert_int_equal(tl_num(n->json, "metadata.generation"), 1);
+    assert_int_equal(tl_num(store_obj_json(n), "metadata.generation"), 1);
     assert_true(n->rv > o->rv);
     store_obj_unref(o);
     o = n;
     /* spec change: +1; a status change through the main endpoint is ignored */
-    j = cJSON_Duplicate(o->json, true);
+    j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "spec"), "replicas", cJSON_CreateNumber(3));
     cJSON_AddItemToObject(j, "status", tl_json("{\"state\":\"ignored\"}"));
     assert_int_equal(store_update(S, w, "default", "w", NULL, j, NULL, &n, &st), 0);
-    assert_int_equal(tl_num(n->json, "metadata.generation"), 2);
-    assert_null(cJSON_GetObjectItem(n->json, "status"));
+    assert_int_equal(tl_num(store_obj_json(n), "metadata.generation"), 2);
+    assert_null(cJSON_GetObjectItem(store_obj_json(n), "status"));
     store_obj_unref(o);
     o = n;
     /* /status: only status is taken; generation stays */
-    j = cJSON_Duplicate(o->json, true);
+    j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "spec"), "replicas", cJSON_CreateNumber(9));
     cJSON_AddItemToObject(j, "status", tl_json("{\"state\":\"ready\",\"replicas\":3}"));
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "metadata"), "labels", tl_json("{\"x\":\"y\"}"));
     assert_int_equal(store_update(S, w, "default", "w", "status", j, NULL, &n, &st), 0);
-    assert_string_equal(tl_str(n->json, "status.state"), "ready");
-    assert_int_equal(tl_num(n->json, "spec.replicas"), 3);
-    assert_string_equal(tl_str(n->json, "metadata.labels.a"), "b");
-    assert_int_equal(tl_num(n->json, "metadata.generation"), 2);
+    assert_string_equal(tl_str(store_obj_json(n), "status.state"), "ready");
+    assert_int_equal(tl_num(store_obj_json(n), "spec.replicas"), 3);
+    assert_string_equal(tl_str(store_obj_json(n), "metadata.labels.a"), "b");
+    assert_int_equal(tl_num(store_obj_json(n), "metadata.generation"), 2);
     store_obj_unref(o);
     o = n;
     /* CRs refuse unconditional updates */
-    j = cJSON_Duplicate(o->json, true);
+    j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "metadata"), "resourceVersion");
     assert_int_equal(store_update(S, w, "default", "w", NULL, j, NULL, &n, &st), -EINVAL);
     assert_string_equal(st.message, "Widget.test.io \"w\" is invalid: metadata.resourceVersion: "
                                     "Invalid value: 0: must be specified for an update");
     store_status_clear(&st);
     /* stale rv on a CR */
-    j = cJSON_Duplicate(o->json, true);
+    j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "metadata"), "resourceVersion",
                               cJSON_CreateString("1"));
     assert_int_equal(store_update(S, w, "default", "w", NULL, j, NULL, &n, &st), -EBUSY);
@@ -328,10 +328,10 @@ static void test_cr_versions_scale_and_validation(void **state)
     (void)state;
     /* created through v1beta1, stored as v1, served back as asked */
     o = tl_create(S, wb, "default", tl_json("{\"metadata\":{\"name\":\"b\"},\"spec\":{\"replicas\":2}}"));
-    assert_string_equal(tl_str(o->json, "apiVersion"), "test.io/v1beta1");
+    assert_string_equal(tl_str(store_obj_json(o), "apiVersion"), "test.io/v1beta1");
     store_obj_unref(o);
     assert_int_equal(store_get(S, w, "default", "b", &o, &st), 0);
-    assert_string_equal(tl_str(o->json, "apiVersion"), "test.io/v1");
+    assert_string_equal(tl_str(store_obj_json(o), "apiVersion"), "test.io/v1");
     store_obj_unref(o);
 
     assert_int_equal(store_get_scale(S, w, "default", "b", &scale, &st), 0);
@@ -340,15 +340,15 @@ static void test_cr_versions_scale_and_validation(void **state)
     assert_int_equal(tl_num(scale, "spec.replicas"), 2);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(scale, "spec"), "replicas", cJSON_CreateNumber(5));
     assert_int_equal(store_update(S, w, "default", "b", "scale", scale, NULL, &o, &st), 0);
-    assert_int_equal(tl_num(o->json, "spec.replicas"), 5);
-    assert_int_equal(tl_num(o->json, "metadata.generation"), 2);
+    assert_int_equal(tl_num(store_obj_json(o), "spec.replicas"), 5);
+    assert_int_equal(tl_num(store_obj_json(o), "metadata.generation"), 2);
     store_obj_unref(o);
     bool created = true;
     const char *p = "{\"spec\":{\"replicas\":7}}";
     assert_int_equal(store_patch(S, w, "default", "b", "scale", PATCH_MERGE, p, strlen(p), NULL,
                                  &o, &created, &st), 0);
     assert_false(created);
-    assert_int_equal(tl_num(o->json, "spec.replicas"), 7);
+    assert_int_equal(tl_num(store_obj_json(o), "spec.replicas"), 7);
     store_obj_unref(o);
 
     /* strategic merge on a CR: 415 */
@@ -387,7 +387,7 @@ static void test_cr_schema_validation(void **state)
     assert_int_equal(cJSON_GetArraySize(warn.warnings), 1);
     assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(warn.warnings, 0)),
                         "unknown field \"spec.foo\"");
-    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(o->json, "spec"), "foo"));
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(store_obj_json(o), "spec"), "foo"));
     store_obj_unref(o);
     cJSON_Delete(warn.warnings);
 
@@ -415,7 +415,7 @@ static void test_crd_delete_removes_objects(void **state)
     store_obj_unref(tl_create(S, w, "default", tl_json("{\"metadata\":{\"name\":\"x\"}}")));
     assert_int_equal(store_get(S, crd, "", "widgets.test.io", &o, &st), 0);
     assert_string_equal(tl_str(cJSON_GetArrayItem(cJSON_GetObjectItem(
-        cJSON_GetObjectItem(o->json, "status"), "conditions"), 0), "status"), "True");
+        cJSON_GetObjectItem(store_obj_json(o), "status"), "conditions"), 0), "status"), "True");
     store_obj_unref(o);
     assert_int_equal(store_delete(S, crd, "", "widgets.test.io", NULL, &o, &gone, &st), 0);
     assert_true(gone);
@@ -430,7 +430,7 @@ static void test_crd_delete_removes_objects(void **state)
     store_status_clear(&st);
     /* the group of a CRD is immutable */
     assert_int_equal(store_get(S, crd, "", "widgets.test.io", &o, &st), 0);
-    cJSON *j = cJSON_Duplicate(o->json, true);
+    cJSON *j = cJSON_Duplicate(store_obj_json(o), true);
     store_obj_unref(o);
     cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItem(j, "spec"), "group",
                                            cJSON_CreateString("other.io"));
@@ -460,20 +460,20 @@ static void test_finalizers(void **state)
     assert_int_equal(store_delete(S, cm, "default", "f", NULL, &d, &gone, &st), 0);
     assert_false(gone);
     assert_non_null(tl_meta(d, "deletionTimestamp"));
-    assert_int_equal(tl_num(d->json, "metadata.deletionGracePeriodSeconds"), 0);
+    assert_int_equal(tl_num(store_obj_json(d), "metadata.deletionGracePeriodSeconds"), 0);
     assert_true(d->rv > o->rv);
     assert_int_equal(store_delete(S, cm, "default", "f", NULL, &d2, &gone, &st), 0);
     assert_string_equal(tl_meta(d2, "deletionTimestamp"), tl_meta(d, "deletionTimestamp"));
     assert_int_equal(d2->rv, d->rv);
     /* no new finalizers once deleting */
-    j = cJSON_Duplicate(d->json, true);
+    j = cJSON_Duplicate(store_obj_json(d), true);
     cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "metadata"), "finalizers"),
                          cJSON_CreateString("c/d"));
     assert_int_equal(store_update(S, cm, "default", "f", NULL, j, NULL, &n, &st), -EINVAL);
     assert_non_null(strstr(st.message, "no new finalizers can be added if the object is being deleted"));
     store_status_clear(&st);
     /* dropping the last finalizer removes the object */
-    j = cJSON_Duplicate(d->json, true);
+    j = cJSON_Duplicate(store_obj_json(d), true);
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "metadata"), "finalizers");
     assert_int_equal(store_update(S, cm, "default", "f", NULL, j, NULL, &n, &st), 0);
     store_obj_unref(n);
@@ -533,7 +533,7 @@ static void test_pod_graceful_delete(void **state)
     store_obj_unref(tl_create(S, pods, "default", p));
     assert_int_equal(store_delete(S, pods, "default", "p1", NULL, &d, &gone, &st), 0);
     assert_false(gone);
-    assert_int_equal(tl_num(d->json, "metadata.deletionGracePeriodSeconds"), 12);
+    assert_int_equal(tl_num(store_obj_json(d), "metadata.deletionGracePeriodSeconds"), 12);
     store_obj_unref(d);
     assert_int_equal(store_delete(S, pods, "default", "p1", &now, &d, &gone, &st), 0);
     assert_true(gone);
@@ -555,7 +555,7 @@ static void test_pod_defaults_and_validation(void **state)
                                     tl_json("{\"metadata\":{\"name\":\"d\"},\"spec\":{\"containers\":"
                                             "[{\"name\":\"a\",\"image\":\"nginx\",\"ports\":[{\"containerPort\":80}]},"
                                             "{\"name\":\"b\",\"image\":\"x:1.0\"}]}}"));
-    const cJSON *spec = cJSON_GetObjectItem(o->json, "spec");
+    const cJSON *spec = cJSON_GetObjectItem(store_obj_json(o), "spec");
     const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "containers"), 0);
     const cJSON *c1 = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "containers"), 1);
     struct store_obj *n = NULL;
@@ -577,16 +577,16 @@ static void test_pod_defaults_and_validation(void **state)
     assert_string_equal(tl_str(c1, "imagePullPolicy"), "IfNotPresent");
     assert_string_equal(tl_str(c0, "terminationMessagePath"), "/dev/termination-log");
     assert_string_equal(tl_str(cJSON_GetArrayItem(cJSON_GetObjectItem(c0, "ports"), 0), "protocol"), "TCP");
-    assert_string_equal(tl_str(o->json, "status.phase"), "Pending");
-    assert_string_equal(tl_str(o->json, "status.qosClass"), "BestEffort");
+    assert_string_equal(tl_str(store_obj_json(o), "status.phase"), "Pending");
+    assert_string_equal(tl_str(store_obj_json(o), "status.qosClass"), "BestEffort");
 
     /* image may change, other spec fields may not */
-    j = cJSON_Duplicate(o->json, true);
+    j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON *cs = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"), "containers");
     cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cs, 0), "image", cJSON_CreateString("nginx:2"));
     assert_int_equal(store_update(S, pods, "default", "d", NULL, j, NULL, &n, &st), 0);
     store_obj_unref(n);
-    j = cJSON_Duplicate(o->json, true);
+    j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "metadata"), "resourceVersion");
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(j, "spec"), "dnsPolicy", cJSON_CreateString("Default"));
     assert_int_equal(store_update(S, pods, "default", "d", NULL, j, NULL, &n, &st), -EINVAL);
@@ -621,22 +621,22 @@ static void test_service_and_job_defaults(void **state)
     struct store_obj *n = NULL;
 
     (void)state;
-    const char *ipa = tl_str(a->json, "spec.clusterIP"), *ipb = tl_str(b->json, "spec.clusterIP");
+    const char *ipa = tl_str(store_obj_json(a), "spec.clusterIP"), *ipb = tl_str(store_obj_json(b), "spec.clusterIP");
     assert_non_null(ipa);
     assert_true(!strncmp(ipa, "10.96.", 6) || !strncmp(ipa, "10.1", 4));
     assert_string_not_equal(ipa, ipb);
-    assert_string_equal(tl_str(h->json, "spec.clusterIP"), "None");
-    assert_string_equal(tl_str(a->json, "spec.type"), "ClusterIP");
-    assert_string_equal(tl_str(a->json, "spec.sessionAffinity"), "None");
-    assert_string_equal(tl_str(a->json, "spec.ipFamilyPolicy"), "SingleStack");
-    assert_string_equal(tl_str(a->json, "spec.internalTrafficPolicy"), "Cluster");
-    const cJSON *port = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(a->json, "spec"), "ports"), 0);
+    assert_string_equal(tl_str(store_obj_json(h), "spec.clusterIP"), "None");
+    assert_string_equal(tl_str(store_obj_json(a), "spec.type"), "ClusterIP");
+    assert_string_equal(tl_str(store_obj_json(a), "spec.sessionAffinity"), "None");
+    assert_string_equal(tl_str(store_obj_json(a), "spec.ipFamilyPolicy"), "SingleStack");
+    assert_string_equal(tl_str(store_obj_json(a), "spec.internalTrafficPolicy"), "Cluster");
+    const cJSON *port = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(store_obj_json(a), "spec"), "ports"), 0);
     assert_string_equal(tl_str(port, "protocol"), "TCP");
     assert_int_equal(tl_num(port, "targetPort"), 80);
     /* clusterIP is kept when an update leaves it out, refused when changed */
     cJSON *j = tl_json("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"ports\":[{\"port\":81}]}}");
     assert_int_equal(store_update(S, svc, "default", "a", NULL, j, NULL, &n, &st), 0);
-    assert_string_equal(tl_str(n->json, "spec.clusterIP"), ipa);
+    assert_string_equal(tl_str(store_obj_json(n), "spec.clusterIP"), ipa);
     store_obj_unref(n);
     j = tl_json("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"clusterIP\":\"10.96.99.99\",\"ports\":[{\"port\":81}]}}");
     assert_int_equal(store_update(S, svc, "default", "a", NULL, j, NULL, &n, &st), -EINVAL);
@@ -646,7 +646,7 @@ static void test_service_and_job_defaults(void **state)
     struct store_obj *job = tl_create(S, jobs, "default",
                                       tl_json("{\"metadata\":{\"name\":\"j\"},\"spec\":{\"template\":{\"spec\":"
                                               "{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}"));
-    const cJSON *js = cJSON_GetObjectItem(job->json, "spec");
+    const cJSON *js = cJSON_GetObjectItem(store_obj_json(job), "spec");
     assert_int_equal(tl_num(js, "parallelism"), 1);
     assert_int_equal(tl_num(js, "completions"), 1);
     assert_int_equal(tl_num(js, "backoffLimit"), 6);
@@ -661,7 +661,7 @@ static void test_service_and_job_defaults(void **state)
     assert_string_equal(tl_str(js, "template.spec.dnsPolicy"), "ClusterFirst");
     /* a Job without labels takes its template's, generated ones included */
     {
-        const cJSON *jl = cJSON_GetObjectItem(cJSON_GetObjectItem(job->json, "metadata"), "labels");
+        const cJSON *jl = cJSON_GetObjectItem(cJSON_GetObjectItem(store_obj_json(job), "metadata"), "labels");
         assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(jl, "batch.kubernetes.io/job-name")), "j");
         assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(jl, "controller-uid")), job->uid);
     }
@@ -669,12 +669,12 @@ static void test_service_and_job_defaults(void **state)
         struct store_obj *own = tl_create(S, jobs, "default",
             tl_json("{\"metadata\":{\"name\":\"own\",\"labels\":{\"team\":\"x\"}},\"spec\":{\"template\":"
                     "{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}"));
-        const cJSON *ol = cJSON_GetObjectItem(cJSON_GetObjectItem(own->json, "metadata"), "labels");
+        const cJSON *ol = cJSON_GetObjectItem(cJSON_GetObjectItem(store_obj_json(own), "metadata"), "labels");
         assert_int_equal(cJSON_GetArraySize(ol), 1);   /* its own labels are kept as they are */
         assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(ol, "team")), "x");
         store_obj_unref(own);
     }
-    assert_int_equal(tl_num(job->json, "metadata.generation"), 1);
+    assert_int_equal(tl_num(store_obj_json(job), "metadata.generation"), 1);
     assert_int_equal(store_create(S, jobs, "default",
                                   tl_json("{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"template\":{\"spec\":"
                                           "{\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}}}"),
@@ -872,7 +872,7 @@ static void test_apply_creates_then_patches(void **state)
     assert_int_equal(store_patch(S, cm, "default", "ap", NULL, PATCH_APPLY, b2, strlen(b2), &w,
                                  &o, &created, &st), 0);
     assert_false(created);
-    assert_string_equal(tl_str(o->json, "data.a"), "2");
+    assert_string_equal(tl_str(store_obj_json(o), "data.a"), "2");
     store_obj_unref(o);
     /* merge patch with a stale resourceVersion is a conflict */
     const char *p = "{\"metadata\":{\"resourceVersion\":\"1\"},\"data\":{\"a\":\"3\"}}";
@@ -905,9 +905,9 @@ static void test_patch_types_on_builtins(void **state)
                       "[{\"name\":\"c\",\"image\":\"busybox:1.37\"}]}}";
     assert_int_equal(store_patch(S, pods, "default", "sp", NULL, PATCH_STRATEGIC, smp, strlen(smp),
                                  NULL, &o, &created, &st), 0);
-    assert_string_equal(tl_str(o->json, "metadata.labels.a"), "1");
-    assert_string_equal(tl_str(o->json, "metadata.labels.b"), "2");
-    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o->json, "spec"),
+    assert_string_equal(tl_str(store_obj_json(o), "metadata.labels.a"), "1");
+    assert_string_equal(tl_str(store_obj_json(o), "metadata.labels.b"), "2");
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(store_obj_json(o), "spec"),
                                                              "containers"), 0);
     assert_string_equal(tl_str(c0, "image"), "busybox:1.37");
     assert_string_equal(tl_str(c0, "terminationMessagePath"), "/dev/termination-log");
@@ -922,15 +922,15 @@ static void test_patch_types_on_builtins(void **state)
     const char *sp = "{\"status\":{\"phase\":\"Running\"},\"spec\":{\"nodeName\":\"x\"}}";
     assert_int_equal(store_patch(S, pods, "default", "sp", "status", PATCH_MERGE, sp, strlen(sp),
                                  NULL, &o, &created, &st), 0);
-    assert_string_equal(tl_str(o->json, "status.phase"), "Running");
-    assert_null(tl_str(o->json, "spec.nodeName"));
+    assert_string_equal(tl_str(store_obj_json(o), "status.phase"), "Running");
+    assert_null(tl_str(store_obj_json(o), "spec.nodeName"));
     store_obj_unref(o);
     /* JSON patch, including a failing test op (422) */
     store_obj_unref(tl_create(S, cm, "default", tl_json("{\"metadata\":{\"name\":\"jp\"},\"data\":{\"k\":\"v\"}}")));
     const char *jp = "[{\"op\":\"replace\",\"path\":\"/data/k\",\"value\":\"w\"}]";
     assert_int_equal(store_patch(S, cm, "default", "jp", NULL, PATCH_JSON, jp, strlen(jp), NULL, &o,
                                  &created, &st), 0);
-    assert_string_equal(tl_str(o->json, "data.k"), "w");
+    assert_string_equal(tl_str(store_obj_json(o), "data.k"), "w");
     store_obj_unref(o);
     const char *bad = "[{\"op\":\"test\",\"path\":\"/data/k\",\"value\":\"nope\"}]";
     assert_int_equal(store_patch(S, cm, "default", "jp", NULL, PATCH_JSON, bad, strlen(bad), NULL,
@@ -976,7 +976,7 @@ static void test_status_write_copies_once(void **state)
     assert_int_equal(store_get(S, pods, "default", "big", &o, &st), 0);
     cJSON_InitHooks(&hooks);
     hook_allocs = 0;
-    cJSON *copy = cJSON_Duplicate(o->json, true);
+    cJSON *copy = cJSON_Duplicate(store_obj_json(o), true);
     whole = hook_allocs;
     cJSON_Delete(copy);
     store_obj_unref(o);
@@ -1004,14 +1004,14 @@ static void test_status_write_copies_once(void **state)
                                  strlen(more), &w, &o, NULL, &st), 0);
     store_obj_unref(o);
     assert_int_equal(store_get(S, pods, "default", "big", &o, &st), 0);
-    assert_string_equal(tl_str(o->json, "status.podIP"), "10.1.0.3");
-    assert_string_equal(tl_str(o->json, "metadata.labels.l"), "2");
-    assert_null(tl_str(o->json, "spec.nodeName"));
-    assert_string_equal(tl_str(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(o->json,
+    assert_string_equal(tl_str(store_obj_json(o), "status.podIP"), "10.1.0.3");
+    assert_string_equal(tl_str(store_obj_json(o), "metadata.labels.l"), "2");
+    assert_null(tl_str(store_obj_json(o), "spec.nodeName"));
+    assert_string_equal(tl_str(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(store_obj_json(o),
                         "spec"), "containers"), 29), "name"), "c29");
     const cJSON *mf;
     bool kubelet = false;
-    cJSON_ArrayForEach(mf, cJSON_GetObjectItem(cJSON_GetObjectItem(o->json, "metadata"), "managedFields"))
+    cJSON_ArrayForEach(mf, cJSON_GetObjectItem(cJSON_GetObjectItem(store_obj_json(o), "metadata"), "managedFields"))
         kubelet |= tl_str(mf, "manager") && !strcmp(tl_str(mf, "manager"), "kubelet") &&
                    tl_str(mf, "subresource") && !strcmp(tl_str(mf, "subresource"), "status");
     assert_true(kubelet);
@@ -1033,8 +1033,8 @@ static void test_patch_json_tree(void **state)
                                       cJSON_Parse("{\"status\":{\"phase\":\"Running\"},"
                                                   "\"spec\":{\"nodeName\":\"x\"}}"),
                                       &w, &o, NULL, &st), 0);
-    assert_string_equal(tl_str(o->json, "status.phase"), "Running");
-    assert_null(tl_str(o->json, "spec.nodeName"));
+    assert_string_equal(tl_str(store_obj_json(o), "status.phase"), "Running");
+    assert_null(tl_str(store_obj_json(o), "spec.nodeName"));
     store_obj_unref(o);
     assert_int_equal(store_patch_json(S, pods, "default", "tree", "status", PATCH_MERGE,
                                       cJSON_Parse("[1]"), &w, &o, NULL, &st), -EINVAL);
@@ -1087,14 +1087,14 @@ static void test_namespace_lifecycle(void **state)
     bool gone = true;
 
     (void)state;
-    assert_string_equal(tl_str(o->json, "status.phase"), "Active");
+    assert_string_equal(tl_str(store_obj_json(o), "status.phase"), "Active");
     assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(
-        cJSON_GetObjectItem(o->json, "spec"), "finalizers"), 0)), "kubernetes");
+        cJSON_GetObjectItem(store_obj_json(o), "spec"), "finalizers"), 0)), "kubernetes");
     store_obj_unref(o);
     store_obj_unref(tl_create(S, cm, "tmp", tl_json("{\"metadata\":{\"name\":\"x\",\"finalizers\":[\"t/hold\"]}}")));
     assert_int_equal(store_delete(S, nsr, "", "tmp", NULL, &d, &gone, &st), 0);
     assert_false(gone);
-    assert_string_equal(tl_str(d->json, "status.phase"), "Terminating");
+    assert_string_equal(tl_str(store_obj_json(d), "status.phase"), "Terminating");
     store_obj_unref(d);
     assert_int_equal(store_create(S, cm, "tmp", tl_json("{\"metadata\":{\"name\":\"y\"}}"), NULL,
                                   &o, &st), -EACCES);
@@ -1107,7 +1107,7 @@ static void test_namespace_lifecycle(void **state)
     assert_int_equal(store_get(S, nsr, "", "tmp", &o, &st), 0);
     store_obj_unref(o);
     assert_int_equal(store_get(S, cm, "tmp", "x", &o, &st), 0);
-    cJSON *j = cJSON_Duplicate(o->json, true);
+    cJSON *j = cJSON_Duplicate(store_obj_json(o), true);
     cJSON_DeleteItemFromObject(cJSON_GetObjectItem(j, "metadata"), "finalizers");
     store_obj_unref(o);
     assert_int_equal(store_update(S, cm, "tmp", "x", NULL, j, NULL, &o, &st), 0);
@@ -1140,16 +1140,16 @@ static void test_events_one_resource(void **state)
         "\"note\":\"bad spec\",\"regarding\":{\"kind\":\"RayCluster\",\"name\":\"rc\","
         "\"namespace\":\"default\",\"uid\":\"u1\"}}"));
     assert_non_null(o);
-    assert_string_equal(tl_str(o->json, "apiVersion"), "events.k8s.io/v1");
-    assert_string_equal(tl_str(o->json, "note"), "bad spec");
-    assert_null(cJSON_GetObjectItem(o->json, "message"));
+    assert_string_equal(tl_str(store_obj_json(o), "apiVersion"), "events.k8s.io/v1");
+    assert_string_equal(tl_str(store_obj_json(o), "note"), "bad spec");
+    assert_null(cJSON_GetObjectItem(store_obj_json(o), "message"));
     assert_int_equal(store_get(S, core, "default", "rc.1", &c, &st), 0);
-    assert_string_equal(tl_str(c->json, "apiVersion"), "v1");
-    assert_string_equal(tl_str(c->json, "message"), "bad spec");
-    assert_string_equal(tl_str(c->json, "involvedObject.name"), "rc");
-    assert_string_equal(tl_str(c->json, "reportingComponent"), "ray.io/rayop");
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(c->json, "lastTimestamp")));
-    assert_null(cJSON_GetObjectItem(c->json, "regarding"));
+    assert_string_equal(tl_str(store_obj_json(c), "apiVersion"), "v1");
+    assert_string_equal(tl_str(store_obj_json(c), "message"), "bad spec");
+    assert_string_equal(tl_str(store_obj_json(c), "involvedObject.name"), "rc");
+    assert_string_equal(tl_str(store_obj_json(c), "reportingComponent"), "ray.io/rayop");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(store_obj_json(c), "lastTimestamp")));
+    assert_null(cJSON_GetObjectItem(store_obj_json(c), "regarding"));
     assert_string_equal(c->uid, o->uid);
     assert_int_equal(c->rv, o->rv);
     store_obj_unref(c);
@@ -1167,7 +1167,7 @@ static void test_events_one_resource(void **state)
     fo.fields = fs;
     assert_int_equal(store_list(S, v1, "", &fo, &l, &st), 0);
     assert_int_equal(l.n, 1);
-    assert_string_equal(tl_str(l.items[0]->json, "regarding.kind"), "RayCluster");
+    assert_string_equal(tl_str(store_obj_json(l.items[0]), "regarding.kind"), "RayCluster");
     store_list_free(&l);
     fsel_free(fs);
 
@@ -1176,11 +1176,11 @@ static void test_events_one_resource(void **state)
                                  "\"2026-01-01T00:01:00.000000Z\"},\"note\":\"still bad\"}";
     assert_int_equal(store_patch(S, v1, "default", "rc.1", NULL, PATCH_MERGE, series,
                                  strlen(series), NULL, &o, NULL, &st), 0);
-    assert_string_equal(tl_str(o->json, "note"), "still bad");
+    assert_string_equal(tl_str(store_obj_json(o), "note"), "still bad");
     store_obj_unref(o);
     assert_int_equal(store_get(S, core, "default", "rc.1", &c, &st), 0);
-    assert_string_equal(tl_str(c->json, "message"), "still bad");
-    assert_true(tl_num(c->json, "series.count") == 3);
+    assert_string_equal(tl_str(store_obj_json(c), "message"), "still bad");
+    assert_true(tl_num(store_obj_json(c), "series.count") == 3);
     store_obj_unref(c);
 
     /* and a core Event reads back as v1 */
@@ -1189,10 +1189,10 @@ static void test_events_one_resource(void **state)
         "\"reason\":\"FailedScheduling\",\"message\":\"0/0 nodes are available\",\"count\":2,"
         "\"type\":\"Warning\",\"source\":{\"component\":\"default-scheduler\"}}")));
     assert_int_equal(store_get(S, v1, "default", "p.2", &c, &st), 0);
-    assert_string_equal(tl_str(c->json, "note"), "0/0 nodes are available");
-    assert_string_equal(tl_str(c->json, "regarding.kind"), "Pod");
-    assert_string_equal(tl_str(c->json, "deprecatedSource.component"), "default-scheduler");
-    assert_true(tl_num(c->json, "deprecatedCount") == 2);
+    assert_string_equal(tl_str(store_obj_json(c), "note"), "0/0 nodes are available");
+    assert_string_equal(tl_str(store_obj_json(c), "regarding.kind"), "Pod");
+    assert_string_equal(tl_str(store_obj_json(c), "deprecatedSource.component"), "default-scheduler");
+    assert_true(tl_num(store_obj_json(c), "deprecatedCount") == 2);
     store_obj_unref(c);
     assert_int_equal(store_list(S, core, "default", NULL, &l, &st), 0);
     assert_int_equal(l.n, 2);
@@ -1221,7 +1221,7 @@ static void test_memory_breakdown(void **state)
         store_obj_unref(o);
     }
     for (int i = 0; i < 3; i++) {
-        char name[8];
+        char name[16];
         struct store_obj *o = NULL;
         snprintf(name, sizeof(name), "m%d", i);
         assert_int_equal(store_get(S, cm, "default", name, &o, &st), 0);
@@ -1240,10 +1240,72 @@ static void test_memory_breakdown(void **state)
     assert_true(tl_num(t, "treeNodes") >= 3 * 6);    /* root, kind, apiVersion, metadata, ... */
     assert_true(tl_num(t, "treeBytes") >= tl_num(t, "treeNodes") * sizeof(cJSON));
     assert_true(tl_num(m, "total.objects") >= 3);
+#if !defined(__SANITIZE_ADDRESS__)
+    /* under ASan malloc is ASan's own, and glibc's mallinfo2 reports nothing */
     assert_true(tl_num(m, "malloc.inUseBytes") > 0);
+#endif
     assert_true(tl_num(m, "rssBytes") > 0);
     cJSON_Delete(m);
     buf_free(&b);
+}
+
+/* Events are kept as text alone: the tree is parsed on first read, then kept, and is
+ * the object the bytes say; names stay valid without it. */
+static void test_events_text_only(void **state)
+{
+    const struct reg_resource *ev = tl_res(S, "", "v1", "events");
+    const struct reg_resource *cm = tl_res(S, "", "v1", "configmaps");
+    struct store_obj *e = tl_create(S, ev, "default", tl_json(
+        "{\"metadata\":{\"name\":\"e1\"},\"involvedObject\":{\"kind\":\"Pod\",\"name\":\"p\"},"
+        "\"reason\":\"Started\",\"message\":\"caf\\u00e9 \\\"q\\\"\",\"count\":3}"));
+    struct store_obj *c = tl_create(S, cm, "default", tl_json("{\"metadata\":{\"name\":\"c1\"}}"));
+    struct store_obj *got = NULL;
+    struct store_status st = { 0 };
+    const cJSON *t;
+    char *p;
+
+    (void)state;
+    assert_null(__atomic_load_n(&e->tree, __ATOMIC_ACQUIRE));
+    assert_non_null(__atomic_load_n(&c->tree, __ATOMIC_ACQUIRE));
+    assert_string_equal(e->name, "e1");
+    assert_string_equal(e->ns, "default");
+    assert_int_equal(strlen(e->uid), 36);
+    assert_non_null(t = store_obj_json(e));
+    assert_ptr_equal(store_obj_json(e), t);          /* parsed once, then kept */
+    assert_string_equal(tl_str(t, "message"), "caf\u00e9 \"q\"");
+    assert_int_equal(tl_num(t, "count"), 3);
+    assert_string_equal(tl_str(t, "metadata.uid"), e->uid);
+    p = cJSON_PrintUnformatted(t);
+    assert_string_equal(p, e->bytes);
+    free(p);
+    /* reads through the tree work on it: a GET and a merge patch */
+    assert_int_equal(store_get(S, ev, "default", "e1", &got, &st), 0);
+    assert_ptr_equal(got, e);
+    store_obj_unref(got);
+    got = NULL;
+    assert_int_equal(store_patch(S, ev, "default", "e1", NULL, PATCH_MERGE, "{\"count\":4}",
+                                 strlen("{\"count\":4}"), NULL, &got, NULL, &st), 0);
+    assert_null(__atomic_load_n(&got->tree, __ATOMIC_ACQUIRE));
+    assert_int_equal(tl_num(store_obj_json(got), "count"), 4);
+    assert_string_equal(tl_str(store_obj_json(got), "reason"), "Started");
+    store_obj_unref(got);
+    got = NULL;
+    /* nor does an events.k8s.io/v1 write, answered in v1 from the stored core Event */
+    {
+        const struct reg_resource *v1 = tl_res(S, "events.k8s.io", "v1", "events");
+        struct store_obj *o = tl_create(S, v1, "default", tl_json(
+            "{\"metadata\":{\"name\":\"e2\"},\"eventTime\":\"2026-01-01T00:00:00.000000Z\","
+            "\"reportingController\":\"x\",\"reportingInstance\":\"x-1\",\"action\":\"A\","
+            "\"reason\":\"R\",\"type\":\"Normal\",\"regarding\":{\"kind\":\"Pod\",\"name\":\"p\"}}"));
+        assert_string_equal(tl_str(store_obj_json(o), "apiVersion"), "events.k8s.io/v1");
+        assert_int_equal(store_get(S, ev, "default", "e2", &got, &st), 0);
+        assert_null(__atomic_load_n(&got->tree, __ATOMIC_ACQUIRE));
+        assert_string_equal(tl_str(store_obj_json(got), "apiVersion"), "v1");
+        store_obj_unref(got);
+        store_obj_unref(o);
+    }
+    store_obj_unref(e);
+    store_obj_unref(c);
 }
 
 int main(void)
@@ -1275,6 +1337,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_namespace_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_one_resource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_breakdown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_events_text_only, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,7 +186,7 @@ static void test_generated_selector(void **state)
     o = tl_create(S, JOBS, "default", job("samename", NULL,
                                           "\"labels\":{\"job-name\":\"samename\"}", NULL, NULL));
     const cJSON *tl = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
-        cJSON_GetObjectItem(o->json, "spec"), "template"), "metadata"), "labels");
+        cJSON_GetObjectItem(store_obj_json(o), "spec"), "template"), "metadata"), "labels");
     assert_int_equal(cJSON_GetArraySize(tl), 4);
     assert_string_equal(tl_str(tl, "controller-uid"), o->uid);
     store_obj_unref(o);

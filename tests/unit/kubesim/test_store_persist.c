@@ -80,12 +80,12 @@ static void test_round_trip(void **state)
     assert_int_equal(store_current_rv(s), rv);
     assert_int_equal(store_get(s, cm, "default", "keep", &o, &st), 0);
     assert_string_equal(o->uid, uid);
-    assert_string_equal(tl_str(o->json, "data.k"), "v");
+    assert_string_equal(tl_str(store_obj_json(o), "data.k"), "v");
     store_obj_unref(o);
     assert_int_equal(store_get(s, cm, "default", "drop", &o, &st), -ENOENT);
     store_status_clear(&st);
     assert_int_equal(store_get(s, w, "default", "wid", &o, &st), 0);
-    assert_int_equal(tl_num(o->json, "spec.replicas"), 3);
+    assert_int_equal(tl_num(store_obj_json(o), "spec.replicas"), 3);
     store_obj_unref(o);
     a = tl_create(s, cm, "default", tl_json("{\"metadata\":{\"name\":\"new\"}}"));
     assert_int_equal(a->rv, rv + 1);

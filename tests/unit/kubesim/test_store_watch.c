@@ -174,11 +174,58 @@ static void test_watch_selector_transitions(void **state)
     next(w, &ev);
     assert_int_equal(ev.type, EV_DELETED);
     /* previous content, at the new rv */
-    assert_string_equal(tl_str(ev.obj->json, "metadata.labels.app"), "x");
+    assert_string_equal(tl_str(store_obj_json(ev.obj), "metadata.labels.app"), "x");
     assert_int_equal(ev.obj->rv, store_current_rv(S));
     store_event_clear(&ev);
     put_cm("u", "{\"app\":\"z\"}");          /* never matches */
     assert_int_equal(store_watch_next(w, 50, &ev), -ETIMEDOUT);
+    store_watch_close(w);
+    sel_free(sel);
+}
+
+/* The watch window keeps replaced snapshots as text alone (their trees are 2-3x the
+ * text), and a selector watch resumed over them sees the same events and bytes. */
+static void test_window_keeps_text_only(void **state)
+{
+    struct store_status st = { 0 };
+    struct store_watch *w = NULL;
+    struct sel *sel = NULL;
+    struct buf b = { 0 };
+    char err[128], from[24], *sent[3];
+    cJSON *m;
+
+    (void)state;
+    assert_int_equal(sel_parse("app=x", &sel, err, sizeof(err)), 0);
+    put_cm("k", "{\"app\":\"x\"}");
+    snprintf(from, sizeof(from), "%llu", (unsigned long long)store_current_rv(S));
+    for (int i = 0; i < 3; i++) {
+        char body[64];
+        struct store_obj *o = NULL;
+        snprintf(body, sizeof(body), "{\"data\":{\"v\":\"%d\"}}", i);
+        assert_int_equal(store_patch(S, cms(), "default", "k", NULL, PATCH_MERGE, body,
+                                     strlen(body), NULL, &o, NULL, &st), 0);
+        assert_non_null(sent[i] = strdup(o->bytes));
+        store_obj_unref(o);
+    }
+    assert_int_equal(store_memory_json(S, &b), 0);
+    assert_non_null(m = cJSON_Parse(b.data));
+    assert_int_equal(tl_num(m, "types./configmaps.ringOnlyObjects"), 3);
+    assert_int_equal(tl_num(m, "types./configmaps.ringOnlyTreeBytes"), 0);
+    cJSON_Delete(m);
+    buf_free(&b);
+
+    struct store_watch_opts o = { .labels = sel, .resource_version = from };
+    assert_int_equal(store_watch_open(S, cms(), "default", &o, &w, &st), 0);
+    for (int i = 0; i < 3; i++) {
+        struct store_event ev;
+        next(w, &ev);
+        assert_int_equal(ev.type, EV_MODIFIED);
+        assert_string_equal(ev.obj->bytes, sent[i]);
+        char want[2] = { (char)('0' + i), 0 };
+        assert_string_equal(tl_str(store_obj_json(ev.obj), "data.v"), want);
+        store_event_clear(&ev);
+        free(sent[i]);
+    }
     store_watch_close(w);
     sel_free(sel);
 }
@@ -476,6 +523,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_from_rv_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_expired_after_eviction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_selector_transitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window_keeps_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_initial_events_and_bookmarks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_watcher_is_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_delay, setup, teardown),
