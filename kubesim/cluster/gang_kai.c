@@ -574,14 +574,14 @@ void cluster__kai_pg_resources(struct cluster *c, struct store_obj *pg, const st
 {
     const struct reg_resource *r = cluster__gang_find(c, "scheduling.run.ai", "v2alpha2",
                                                       "podgroups");
-    const cJSON *old = kobj_get(kobj_get(pg->json, "status"), "resourcesStatus");
+    const cJSON *old = kobj_get(kobj_get(store_obj_json(pg), "status"), "resourcesStatus");
     struct cluster_res req = { 0 }, alloc = { 0 };
     cJSON *body, *rs, *want;
     if (!r)
         return;
     for (size_t m = 0; m < g->n; m++) {
         const struct cl_pod *p = g->m[m];
-        if (cluster__gang_pod_terminal(p->obj->json))
+        if (cluster__gang_pod_terminal(store_obj_json(p->obj)))
             continue;   /* a finished Pod neither asks nor holds */
         cluster__gang_res_add(&req, &p->req, 1);
         if (p->acct_node || cluster__gang_bound(p))
@@ -596,7 +596,7 @@ void cluster__kai_pg_resources(struct cluster *c, struct store_obj *pg, const st
         cJSON_Delete(a);
     /* below priority 100 (or marked so) a PodGroup is preemptible; else what it holds is
      * not */
-    const char *pre = kobj_str(kobj_get(pg->json, "spec"), "preemptibility");
+    const char *pre = kobj_str(kobj_get(store_obj_json(pg), "spec"), "preemptibility");
     bool preemptible = pre && *pre ? !strcmp(pre, "preemptible") : g->prio < 100;
     if (!preemptible && cJSON_GetArraySize(kobj_get(want, "allocated")))
         cJSON_AddItemToObject(want, "allocatedNonPreemptible",
