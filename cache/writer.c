@@ -286,6 +286,17 @@ static void chain_link(struct cache *c, enum chain ch, uint64_t h, uint32_t idx)
     atomic_store_explicit(head, idx + 1, memory_order_release);
 }
 
+/* A new record: slot idx (seq held odd) on its key chain, and on the owner and label
+ * chains when it has those hashes (0: none). */
+static void chain_link_all(struct cache *c, uint64_t kh, uint64_t oh, uint64_t lh, uint32_t idx)
+{
+    chain_link(c, CH_KEY, kh, idx);
+    if (oh)
+        chain_link(c, CH_OWNER, oh, idx);
+    if (lh)
+        chain_link(c, CH_LABEL, lh, idx);
+}
+
 /* A record's owner or label changed: moves slot idx (seq held odd by the caller) from
  * the chain of hash old to that of hash now (0: no chain), storing now in the slot's
  * hash field between the two. */
@@ -454,11 +465,7 @@ static int put_once(struct cache *c, int type, const cJSON *obj, bool *created, 
         ST(s->label_hash, lh);
         ST(s->owner_next, 0);
         ST(s->label_next, 0);
-        chain_link(c, CH_KEY, kh, idx);
-        if (oh)
-            chain_link(c, CH_OWNER, oh, idx);
-        if (lh)
-            chain_link(c, CH_LABEL, lh, idx);
+        chain_link_all(c, kh, oh, lh, idx);
         cache_seq_write_end(&s->seq);
         cur = idx + 1;
         atomic_fetch_add_explicit(&h->types[type].objects, 1, memory_order_relaxed);
@@ -624,11 +631,7 @@ int cache__writer_rebuild(struct cache *c)
         ST(s->key_hash, kh);
         ST(s->owner_hash, oh);
         ST(s->label_hash, lh);
-        chain_link(c, CH_KEY, kh, i);
-        if (oh)
-            chain_link(c, CH_OWNER, oh, i);
-        if (lh)
-            chain_link(c, CH_LABEL, lh, i);
+        chain_link_all(c, kh, oh, lh, i);
         cache_seq_write_end(&s->seq);
         w->hw = i + 1;
     }

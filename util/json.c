@@ -7,6 +7,18 @@
 
 #include "util/json.h"
 
+int json_path_next(const char **path, char *seg, size_t cap)
+{
+    const char *p = *path, *dot = strchr(p, '.');
+    size_t n = dot ? (size_t)(dot - p) : strlen(p);
+    if (n >= cap)
+        return -1;
+    memcpy(seg, p, n);
+    seg[n] = '\0';
+    *path = p + n + (dot ? 1 : 0);
+    return 0;
+}
+
 const cJSON *json_get(const cJSON *obj, const char *dotted)
 {
     char key[256];
@@ -16,14 +28,9 @@ const cJSON *json_get(const cJSON *obj, const char *dotted)
     if (*dotted == '.')
         dotted++;
     while (obj && *dotted) {
-        const char *dot = strchr(dotted, '.');
-        size_t n = dot ? (size_t)(dot - dotted) : strlen(dotted);
-        if (n >= sizeof(key))
+        if (json_path_next(&dotted, key, sizeof(key)) < 0)
             return NULL;
-        memcpy(key, dotted, n);
-        key[n] = '\0';
         obj = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-        dotted += n + (dot ? 1 : 0);
     }
     return obj;
 }

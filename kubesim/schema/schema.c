@@ -16,6 +16,7 @@
 
 #include "kubesim/schema/schema.h"
 #include "kubesim/schema/internal.h"
+#include "util/json.h"
 
 struct cctx {
     struct schema *s;
@@ -379,17 +380,12 @@ const char *const *schema_list_map_keys(const struct schema *s, const char *path
     if (!path)
         return NULL;
     while (n && *path) {
-        const char *dot = strchr(path, '.');
-        size_t len = dot ? (size_t)(dot - path) : strlen(path);
-        if (len >= sizeof(seg))
+        if (json_path_next(&path, seg, sizeof(seg)) < 0)
             return NULL;
-        memcpy(seg, path, len);
-        seg[len] = '\0';
         while (n && n->type == ST_ARRAY)
             n = n->items;
         const struct snode *next = schema__prop(n, seg);
         n = next ? next : (n ? n->additional : NULL);
-        path += len + (dot ? 1 : 0);
     }
     if (!n || n->type != ST_ARRAY || n->list_type != SL_MAP)
         return NULL;

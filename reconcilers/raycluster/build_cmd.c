@@ -16,35 +16,6 @@
 #include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
-/* utils.IsGPUResourceKey: ends in "gpu", or nvidia.com/mig-<n>g.<m>gb. */
-static bool is_gpu_key(const char *k)
-{
-    size_t n = strlen(k);
-    const char *p;
-    if (n >= 3 && !strcmp(k + n - 3, "gpu"))
-        return true;
-    /* The regexp is unanchored at the start: any "...nvidia.com/mig-" suffix matches. */
-    for (p = strstr(k, "nvidia.com/mig-"); p; p = strstr(p + 1, "nvidia.com/mig-")) {
-        const char *s = p + strlen("nvidia.com/mig-"), *d = s;
-        while (*d >= '0' && *d <= '9')
-            d++;
-        if (d == s || *d != 'g' || d[1] != '.')
-            continue;
-        s = d + 2;
-        d = s;
-        while (*d >= '0' && *d <= '9')
-            d++;
-        if (d != s && !strcmp(d, "gb"))
-            return true;
-    }
-    return false;
-}
-
-bool raycluster__is_gpu_resource(const char *key)
-{
-    return is_gpu_key(key);
-}
-
 /* json.Marshal(map[string]float64) wrapped in single quotes, keys sorted. */
 static char *resources_json(const cJSON *map)
 {
@@ -100,7 +71,7 @@ static int apply_group_resources(struct rc_params *p, const cJSON *res)
                 lower[i] = (char)(e->string[i] >= 'A' && e->string[i] <= 'Z' ? e->string[i] + 32
                                                                                : e->string[i]);
             lower[i] = '\0';
-            if (is_gpu_key(lower))
+            if (raycluster__is_gpu_resource(lower))
                 r = set_int_param(p, "num-gpus", raycluster__milli_ceil(milli));
             else if (!cJSON_GetObjectItemCaseSensitive(custom, e->string) &&
                      !cJSON_AddNumberToObject(custom, e->string, (double)milli / 1000.0))
@@ -255,7 +226,7 @@ static int add_accelerators(struct rc_params *p, const cJSON *limits)
         int64_t milli;
         if (raycluster__quantity_milli(keys[i], &milli) < 0)
             continue;
-        if (!raycluster__params_get(p, "num-gpus") && is_gpu_key(keys[i]->string) && milli != 0 &&
+        if (!raycluster__params_get(p, "num-gpus") && raycluster__is_gpu_resource(keys[i]->string) && milli != 0 &&
             (r = set_int_param(p, "num-gpus", raycluster__milli_ceil(milli))) < 0)
             goto out;
         for (size_t a = 0; !added && a < 2; a++) {

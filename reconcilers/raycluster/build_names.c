@@ -139,6 +139,13 @@ int64_t rc_worker_desired_replicas(const cJSON *group)
     return n * hosts;
 }
 
+bool rc_gcs_ft_enabled(const cJSON *rc)
+{
+    const char *a = kobj_annotation(rc, RC_ANN_FT_ENABLED);
+    const cJSON *opts = kobj_get(raycluster__spec(rc), "gcsFaultToleranceOptions");
+    return (a && !strcasecmp(a, "true")) || (opts && !cJSON_IsNull(opts));
+}
+
 bool rc_managed_elsewhere(const cJSON *rc)
 {
     const char *m = kobj_str(raycluster__spec(rc), "managedBy");
@@ -147,16 +154,12 @@ bool rc_managed_elsewhere(const cJSON *rc)
 
 int rc_gcs_ft_deletion_timeout(const cJSON *rc)
 {
-    const char *v = kobj_annotation(rc, RC_ANN_GCS_FT_DELETION_TIMEOUT);
-    char *end;
-    long n;
-    if (!v)
-        return RC_GCS_FT_DELETION_TIMEOUT_S;
-    n = strtol(v, &end, 10);
+    int n;
     /* strconv.Atoi accepts an optional sign and digits only; non-positive falls back. */
-    if (!*v || *end || n <= 0 || n > 2147483647)
+    if (raycluster__parse_int32(kobj_annotation(rc, RC_ANN_GCS_FT_DELETION_TIMEOUT), &n) < 0 ||
+        n <= 0)
         return RC_GCS_FT_DELETION_TIMEOUT_S;
-    return (int)n;
+    return n;
 }
 
 /* ---- spec hash ---- */

@@ -369,16 +369,8 @@ static void ray_env(struct podb *pb, const char *ray_start)
 
 static int param_port(const struct rc_params *p, const char *k, int dflt)
 {
-    const char *s = raycluster__params_get(p, k);
-    char *end;
-    long v;
-    if (!s)
-        return dflt;
-    v = strtol(s, &end, 10);
-    /* strconv.ParseInt(s, 10, 32) */
-    if (!*s || *end || v < -2147483648L || v > 2147483647L)
-        return dflt;
-    return (int)v;
+    int v;
+    return raycluster__parse_int32(raycluster__params_get(p, k), &v) == 0 ? v : dflt;
 }
 
 static cJSON *probe(struct rcb *b, bool http, int agent_port, const char *cmd, int delay,

@@ -42,12 +42,49 @@ bool raycluster__json_has_int(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) && v->valuedouble >= -2147483648.0 && v->valuedouble <= 2147483647.0;
 }
 
+int raycluster__parse_int32(const char *s, int *out)
+{
+    char *end;
+    long v;
+    if (!s || !*s)
+        return -EINVAL;
+    v = strtol(s, &end, 10);
+    if (*end || v < -2147483648L || v > 2147483647L)
+        return -EINVAL;
+    *out = (int)v;
+    return 0;
+}
+
 int64_t raycluster__json_int(const cJSON *o, const char *key, int64_t dflt)
 {
     const cJSON *v = kobj_get(o, key);
     if (!raycluster__json_has_int(o, key))
         return dflt;
     return (int64_t)v->valuedouble;
+}
+
+/* utils.IsGPUResourceKey: ends in "gpu", or nvidia.com/mig-<n>g.<m>gb. */
+bool raycluster__is_gpu_resource(const char *k)
+{
+    size_t n = strlen(k);
+    const char *p;
+    if (n >= 3 && !strcmp(k + n - 3, "gpu"))
+        return true;
+    /* The regexp is unanchored at the start: any "...nvidia.com/mig-" suffix matches. */
+    for (p = strstr(k, "nvidia.com/mig-"); p; p = strstr(p + 1, "nvidia.com/mig-")) {
+        const char *s = p + strlen("nvidia.com/mig-"), *d = s;
+        while (*d >= '0' && *d <= '9')
+            d++;
+        if (d == s || *d != 'g' || d[1] != '.')
+            continue;
+        s = d + 2;
+        d = s;
+        while (*d >= '0' && *d <= '9')
+            d++;
+        if (d != s && !strcmp(d, "gb"))
+            return true;
+    }
+    return false;
 }
 
 const char *raycluster__name(const cJSON *rc)

@@ -113,6 +113,9 @@ const cJSON *raycluster__json_path(const cJSON *o, ...);                     /* 
 bool raycluster__json_bool(const cJSON *o, const char *key, bool dflt);
 /* Integer member (number, in int32 range); dflt when absent or not a number. */
 int64_t raycluster__json_int(const cJSON *o, const char *key, int64_t dflt);
+/* s as a decimal int32, as strconv.ParseInt(s, 10, 32) reads a flag or an annotation:
+ * 0, or -EINVAL (empty, not a number, out of range). */
+int raycluster__parse_int32(const char *s, int *out);
 bool raycluster__json_has_int(const cJSON *o, const char *key);
 
 const char *raycluster__name(const cJSON *rc);                           /* "" when absent */
@@ -209,7 +212,7 @@ int raycluster__params_for_node(const cJSON *rc, const cJSON *group, const struc
  * container's resources into p and renders "ray start [--head] ...". Caller frees. */
 char *raycluster__ray_start_from_params(struct rc_params *p, bool head, const cJSON *container);
 
-/* utils.IsGPUResourceKey. */
+/* utils.IsGPUResourceKey (build_util.c). */
 bool raycluster__is_gpu_resource(const char *key);
 
 /* Head port string: rayStartParams.port or "6379". */

@@ -6,7 +6,8 @@
 # (or with no read) is a violation. Then the RayService judges on made-up polls: serve-switch
 # (a switch to a cluster whose application was deployed before the switch and is not RUNNING,
 # or that has none, is a violation; one redeployed in place after it is not; the seconds after
-# a kubesim restart are not judged) and serve-put (a PUT that changed nothing, once).
+# a kubesim restart are not judged) and serve-put (a PUT that changed nothing, once); and the
+# exits judge's excuse for leaders that stepped down in a long kubesim outage.
 # deadline: 30
 import datetime
 import json
@@ -111,7 +112,42 @@ def main():
     check("nothing else judged", len(got) == 2 and len(raced) == 2, (got, raced))
     check("the timeline names each cluster's events", len(timeline.get("c", [])) >= 4, timeline.get("c"))
     serve_judges()
+    leader_exits()
     return 1 if failures else 0
+
+
+def leader_exits():
+    """exits: a leader that stepped down during a kubesim outage longer than the renew
+    deadline is excused; one outside such an outage, or in a short one, is not."""
+    work = tempfile.mkdtemp(prefix="chaos-exits.")
+    s = chaos.Soak.__new__(chaos.Soak)
+    s.lock, s.violations, s.work, s.sd = threading.Lock(), {}, work, os.path.join(work, "op-state")
+    os.makedirs(s.sd)
+    s.serve_init()
+    base = 1800000000.0
+    s.sim_restarts_at = [base, base + 15, base + 100, base + 103]   # 15 s down, then 3 s
+
+    def line(proc, at):
+        ts = datetime.datetime.fromtimestamp(at, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return json.dumps({"proc": proc, "ts": ts, "level": "error", "msg": "leader election lost",
+                           "reason": "renew deadline exceeded"}) + "\n"
+    with open(os.path.join(work, "up.log"), "w") as f:
+        f.write(line("rayjob", base + 11) + line("raycluster", base + 102) + line("rayservice", base + 50))
+    s.up_instances = [{"pid": 1, "kills": {"rayjob": 1, "raycluster": 0, "rayservice": 0},
+                       "restarts": {"rayjob": 2, "raycluster": 1, "rayservice": 0}}]
+
+    class Sim:
+        def poll(self):
+            return None
+    s.sim = Sim()
+    try:
+        s.check_exits()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    vs = s.violations.get("exits", [])
+    check("exits: a leader stepping down in a long kubesim outage is excused",
+          s.leader_exits == {"rayjob": 1} and not any(v.startswith("rayjob") for v in vs), (s.leader_exits, vs))
+    check("exits: one in a short outage is not", any(v.startswith("raycluster") for v in vs), vs)
 
 
 def svc(rs, cluster):

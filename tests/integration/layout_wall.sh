@@ -70,7 +70,6 @@ kubesim/present: printers,printers_misc,table
 kubesim/ray: auth,cli,dashboard,gateway,pod_log,proxy,runtime,serve,submitter_run
 kubesim/runtime: net,pod,probe,runtime,svcproxy
 kubesim/store: defaults,delete,gc,list,patch,persist,store,watch,write
-reconcilers/raycluster: build_cmd,build_gcsft,build_pod,build_status
 reconcilers/rayservice: reconcile,serve_io,upgrade
 watcher: optional,sync
 "

@@ -164,6 +164,25 @@ static void test_log_encoders(void **state)
     assert_string_equal(tab, "\tWARN\tcontroller\treconcile failed\tname=\"a\\\"b\" ns=x\n");
 }
 
+/* json_path_next: one member name at a time, and refusal of one that does not fit. */
+static void test_json_path_next(void **state)
+{
+    (void)state;
+    const char *p = "spec.template.x";
+    char seg[9];
+    assert_int_equal(json_path_next(&p, seg, sizeof(seg)), 0);
+    assert_string_equal(seg, "spec");
+    assert_string_equal(p, "template.x");
+    assert_int_equal(json_path_next(&p, seg, sizeof(seg)), 0);
+    assert_string_equal(seg, "template");
+    assert_int_equal(json_path_next(&p, seg, sizeof(seg)), 0);
+    assert_string_equal(seg, "x");
+    assert_string_equal(p, "");
+    p = "metadata9.x";   /* 9 bytes do not fit in 9 with the NUL */
+    assert_int_equal(json_path_next(&p, seg, sizeof(seg)), -1);
+    assert_string_equal(p, "metadata9.x");
+}
+
 static void test_json_get_paths(void **state)
 {
     (void)state;
@@ -192,6 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_grows_and_terminates),
         cmocka_unit_test(test_json_get_paths),
+        cmocka_unit_test(test_json_path_next),
         cmocka_unit_test(test_buf_json_escape),
         cmocka_unit_test(test_array_grow),
         cmocka_unit_test(test_time_round_trip),
