@@ -882,6 +882,8 @@ void cluster__gang_pass(struct cluster *c)
             /* a gang that is not ready leaves the PodGroup's status as it was */
             if (kpg && (said || !o.pending || o.bound_now))
                 cluster__kai_pg_status(c, kpg, said);
+            if (kpg)
+                cluster__kai_pg_resources(c, kpg, g);
             store_obj_unref(kpg);
             continue;
         }

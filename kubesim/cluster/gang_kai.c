@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kobj/json_equal.h"
 #include "kubesim/cluster/internal.h"
 #include "kubesim/registry/registry.h"
 #include "util/util.h"
@@ -314,15 +315,33 @@ struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g)
     return have;
 }
 
+/* Writes body (a merge patch of the PodGroup's status) through the status subresource
+ * when the CRD has one, else on the object; body is consumed. */
+static void kai_pg_patch(struct cluster *c, const struct reg_resource *r, const struct store_obj *pg,
+                         cJSON *body, const char *manager)
+{
+    struct store_write_opts w = { .field_manager = manager };
+    struct store_status st = { 0 };
+    char *text = cJSON_PrintUnformatted(body);
+    if (text && store_patch(c->store, r, pg->ns, pg->name, "status", PATCH_MERGE, text,
+                            strlen(text), &w, NULL, NULL, &st) < 0) {
+        store_status_clear(&st);
+        if (store_patch(c->store, r, pg->ns, pg->name, NULL, PATCH_MERGE, text, strlen(text), &w,
+                        NULL, NULL, &st) < 0)
+            log_debug("gang: KAI PodGroup status", "podgroup", pg->name, "error", st.message, NULL);
+    }
+    free(text);
+    cJSON_Delete(body);
+    store_status_clear(&st);
+}
+
 void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg)
 {
     const struct reg_resource *r = cluster__gang_find(c, "scheduling.run.ai", "v2alpha2",
                                                       "podgroups");
     const cJSON *old = kobj_get(kobj_get(store_obj_json(pg), "status"), "schedulingConditions");
     const cJSON *first = cJSON_GetArrayItem(old, 0);
-    struct store_write_opts w = { .field_manager = "kai-scheduler" };
-    struct store_status st = { 0 };
-    char now[40], *text;
+    char now[40];
     cJSON *body, *list, *e;
     time_t t = time(NULL);
     struct tm tm;
@@ -350,18 +369,7 @@ void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char 
         cJSON_AddStringToObject(e, "status", "True");
         cJSON_AddItemToArray(list, e);
     }
-    text = cJSON_PrintUnformatted(body);
-    /* the status subresource when the CRD has one, else the object */
-    if (text && store_patch(c->store, r, pg->ns, pg->name, "status", PATCH_MERGE, text,
-                            strlen(text), &w, NULL, NULL, &st) < 0) {
-        store_status_clear(&st);
-        if (store_patch(c->store, r, pg->ns, pg->name, NULL, PATCH_MERGE, text, strlen(text), &w,
-                        NULL, NULL, &st) < 0)
-            log_debug("gang: KAI PodGroup status", "podgroup", pg->name, "error", st.message, NULL);
-    }
-    free(text);
-    cJSON_Delete(body);
-    store_status_clear(&st);
+    kai_pg_patch(c, r, pg, body, "kai-scheduler");
 }
 
 /* ---- queues: limits and fair share ------------------------------------------------ */
@@ -560,6 +568,56 @@ static cJSON *res_list(const struct cluster_res *r)
         cJSON_AddStringToObject(o, names[d], q);
     }
     return o;
+}
+
+void cluster__kai_pg_resources(struct cluster *c, struct store_obj *pg, const struct gang *g)
+{
+    const struct reg_resource *r = cluster__gang_find(c, "scheduling.run.ai", "v2alpha2",
+                                                      "podgroups");
+    const cJSON *old = kobj_get(kobj_get(store_obj_json(pg), "status"), "resourcesStatus");
+    struct cluster_res req = { 0 }, alloc = { 0 };
+    cJSON *body, *rs, *want;
+    if (!r)
+        return;
+    for (size_t m = 0; m < g->n; m++) {
+        const struct cl_pod *p = g->m[m];
+        if (cluster__gang_pod_terminal(store_obj_json(p->obj)))
+            continue;   /* a finished Pod neither asks nor holds */
+        cluster__gang_res_add(&req, &p->req, 1);
+        if (p->acct_node || cluster__gang_bound(p))
+            cluster__gang_res_add(&alloc, &p->req, 1);
+    }
+    want = cJSON_CreateObject();
+    /* omitempty: an empty list is left out */
+    cJSON *a = res_list(&alloc), *q = res_list(&req);
+    if (cJSON_GetArraySize(a))
+        cJSON_AddItemToObject(want, "allocated", a);
+    else
+        cJSON_Delete(a);
+    /* below priority 100 (or marked so) a PodGroup is preemptible; else what it holds is
+     * not */
+    const char *pre = kobj_str(kobj_get(store_obj_json(pg), "spec"), "preemptibility");
+    bool preemptible = pre && *pre ? !strcmp(pre, "preemptible") : g->prio < 100;
+    if (!preemptible && cJSON_GetArraySize(kobj_get(want, "allocated")))
+        cJSON_AddItemToObject(want, "allocatedNonPreemptible",
+                              cJSON_Duplicate(kobj_get(want, "allocated"), 1));
+    if (cJSON_GetArraySize(q))
+        cJSON_AddItemToObject(want, "requested", q);
+    else
+        cJSON_Delete(q);
+    if (json_equal(old ? old : want, want) && (old || !cJSON_GetArraySize(want))) {
+        cJSON_Delete(want);
+        return;
+    }
+    body = cJSON_CreateObject();
+    rs = cJSON_AddObjectToObject(body, "status");
+    /* a merge patch: null clears a list that went empty */
+    static const char *const keys[] = { "allocated", "allocatedNonPreemptible", "requested" };
+    for (int k = 0; k < 3; k++)
+        if (!kobj_get(want, keys[k]) && kobj_get(old, keys[k]))
+            cJSON_AddNullToObject(want, keys[k]);
+    cJSON_AddItemToObject(rs, "resourcesStatus", want);
+    kai_pg_patch(c, r, pg, body, "podgroup-controller");
 }
 
 /* What KAI's queue controller keeps in a Queue's status: allocated, requested and the

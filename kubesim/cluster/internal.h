@@ -467,6 +467,10 @@ struct store_obj *cluster__kai_podgroup(struct cluster *c, const struct gang *g)
 /* Its status: the UnschedulableOnNodePool condition with msg, or none (msg NULL); with
  * msg also KAI's Normal Unschedulable Event on the PodGroup (once per change). */
 void cluster__kai_pg_status(struct cluster *c, struct store_obj *pg, const char *msg);
+/* What KAI's podgroup controller keeps in the PodGroup's status.resourcesStatus: what its
+ * live Pods request, what the bound ones hold (allocated) and, for a PodGroup that is not
+ * preemptible (priority 100 and up, or spec.preemptibility), allocatedNonPreemptible. */
+void cluster__kai_pg_resources(struct cluster *c, struct store_obj *pg, const struct gang *g);
 /* KAI's texts for a waiting gang: its Pods' (Warning Unschedulable), and the PodGroup's
  * (returned in msg), job_err KAI's job fit error when set (queue, limit), else the
  * placement's; NULL when the gang is not ready (fewer Pods than its sub-groups need:

@@ -718,6 +718,7 @@ int cluster_start(const struct cluster_opts *o, struct store *store, struct clus
         goto fail;
     if ((rc = -pthread_create(&c->thread, NULL, cluster_main, c)) < 0)
         goto fail;
+    pthread_setname_np(c->thread, "kubesim-cluster");   /* readable in profiles and /proc */
     c->started = true;
     *out = c;
     snprintf(num, sizeof(num), "%ld", o->nodes);

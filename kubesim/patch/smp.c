@@ -81,6 +81,17 @@ static int find_by_key(const cJSON *arr, const char *key, const cJSON *kv)
     return -1;
 }
 
+/* The end of a merge that built res: on success (rc 0) res becomes *out, else it is freed. */
+static int hand_over(int rc, cJSON *res, cJSON **out)
+{
+    if (rc) {
+        cJSON_Delete(res);
+        return rc;
+    }
+    *out = res;
+    return 0;
+}
+
 static int smp_list_maps(const cJSON *orig, const cJSON *patch, const char *key,
                          struct smp_ctx *c, const char *path, int depth, cJSON **out)
 {
@@ -144,12 +155,7 @@ static int smp_list_maps(const cJSON *orig, const cJSON *patch, const char *key,
         }
     }
 out:
-    if (rc) {
-        cJSON_Delete(res);
-        return rc;
-    }
-    *out = res;
-    return 0;
+    return hand_over(rc, res, out);
 }
 
 static bool array_has(const cJSON *arr, const cJSON *v)
@@ -391,12 +397,7 @@ static int smp_map(const cJSON *orig, const cJSON *patch, struct smp_ctx *c, con
     if (m)
         smp_retain_keys(res, m);
 out:
-    if (rc) {
-        cJSON_Delete(res);
-        return rc;
-    }
-    *out = res;
-    return 0;
+    return hand_over(rc, res, out);
 }
 
 int patch_strategic(const cJSON *target, const cJSON *patch, const char *smp_kind,

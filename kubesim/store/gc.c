@@ -568,6 +568,7 @@ int store__gc_start(struct store *s)
     rc = pthread_create(&s->gc_thread, NULL, gc_main, s);
     if (rc)
         return -rc;
+    pthread_setname_np(s->gc_thread, "kubesim-gc");   /* readable in profiles and /proc */
     s->gc_started = true;
     return 0;
 }

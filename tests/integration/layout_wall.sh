@@ -69,7 +69,7 @@ kubesim/cluster: certmgr,deploy,gang,gang_kai,gang_status,gang_volcano,gang_yuni
 kubesim/present: printers,printers_misc,table
 kubesim/ray: auth,cli,dashboard,gateway,pod_log,proxy,runtime,serve,submitter_run
 kubesim/runtime: net,pod,probe,runtime,svcproxy
-kubesim/store: defaults,delete,gc,list,patch,persist,store,watch,write
+kubesim/store: defaults,delete,gc,index,list,patch,persist,store,watch,write
 reconcilers/rayservice: reconcile,serve_io,upgrade
 watcher: optional,sync
 "

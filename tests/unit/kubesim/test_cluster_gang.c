@@ -1060,6 +1060,12 @@ static void test_kai_podgroup(void **state)
     assert_string_equal(tl_str(qo, "status.requested.cpu"), "5");
     assert_null(tl_str(qo, "status.allocated.cpu"));
     cJSON_Delete(qo);
+    /* the podgroup controller's resourcesStatus: asked, nothing held yet */
+    snprintf(want, sizeof(want), "pg-rc-%s", uid);
+    pg = gt_get(t, pgs, "default", want);
+    assert_string_equal(tl_str(pg, "status.resourcesStatus.requested.cpu"), "5");
+    assert_null(tl_str(pg, "status.resourcesStatus.allocated.cpu"));
+    cJSON_Delete(pg);
 
     /* a higher limit: the gang runs, its Pods carry their sub-group, the condition goes */
     gt_patch(t, kq, "", "team-a", NULL, "{\"spec\":{\"resources\":{\"cpu\":{\"limit\":8000}}}}");
@@ -1077,6 +1083,18 @@ static void test_kai_podgroup(void **state)
     qo = gt_get(t, kq, "", "team-a");
     assert_string_equal(tl_str(qo, "status.allocated.cpu"), "5");
     cJSON_Delete(qo);
+    /* held now; train (priority below 100) is preemptible: nothing non-preemptible */
+    pg = gt_get(t, pgs, "default", want);
+    assert_string_equal(tl_str(pg, "status.resourcesStatus.allocated.cpu"), "5");
+    assert_string_equal(tl_str(pg, "status.resourcesStatus.requested.cpu"), "5");
+    assert_null(tl_str(pg, "status.resourcesStatus.allocatedNonPreemptible.cpu"));
+    cJSON_Delete(pg);
+    /* a PodGroup marked non-preemptible holds what it holds as such */
+    gt_patch(t, pgs, "default", want, NULL, "{\"spec\":{\"preemptibility\":\"non-preemptible\"}}");
+    gt_session(t);
+    pg = gt_get(t, pgs, "default", want);
+    assert_string_equal(tl_str(pg, "status.resourcesStatus.allocatedNonPreemptible.cpu"), "5");
+    cJSON_Delete(pg);
 }
 
 /* KAI's fair share orders the queues: qa uses half its share (2 of 4 CPUs), qb none, so

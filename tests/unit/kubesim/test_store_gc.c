@@ -5,6 +5,7 @@
  * Events expiring event_ttl_ms after their last write. */
 #include "tests/unit/kubesim/store_testlib.h"
 
+#include <dirent.h>
 #include <time.h>
 
 static struct store *S;
@@ -542,6 +543,29 @@ static void test_event_ttl_survives_restart(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The collector's thread carries a name, so profiles and /proc/PID/task show it. */
+static void test_gc_thread_named(void **state)
+{
+    bool found = false;
+    DIR *d;
+    struct dirent *de;
+
+    (void)state;
+    assert_non_null(d = opendir("/proc/self/task"));
+    while ((de = readdir(d)) && !found) {
+        char path[300], comm[32] = "";
+        FILE *f;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+        if (de->d_name[0] == '.' || !(f = fopen(path, "r")))
+            continue;
+        if (fgets(comm, sizeof(comm), f))
+            found = !strcmp(comm, "kubesim-gc\n");
+        fclose(f);
+    }
+    closedir(d);
+    assert_true(found);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -556,6 +580,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_event_ignores_policy, setup, teardown),
         cmocka_unit_test(test_event_ttl),
         cmocka_unit_test(test_event_ttl_survives_restart),
+        cmocka_unit_test_setup_teardown(test_gc_thread_named, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
