@@ -67,6 +67,11 @@ struct buf_sink {
     int too_big;
 };
 size_t buf_sink_write(char *p, size_t size, size_t n, void *sink);
+/* A libcurl easy handle for one request to url, limited to protocols ("http",
+ * "https", "http,https"), with no signals (every caller is threaded) and its body
+ * going to sink. NULL when libcurl cannot make one; the caller owns the handle
+ * (curl_easy_cleanup). libcurl's CURL is void, so this header needs no curl.h. */
+void *buf_sink_easy(const char *url, const char *protocols, struct buf_sink *sink);
 
 /* Makes room for element n of a growable array: when n == *cap, doubles *cap
  * (to first when it is 0) and reallocates the array. items is the address of the
