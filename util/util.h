@@ -99,6 +99,14 @@ int util_read_file(const char *path, size_t max, char **out, size_t *len);
 void util_format_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---- command-line flags (flag.c) --------------------------------------------- */
+
+/* Splits one argument "--name[=value]": name (NUL-terminated, cap bytes) and *value
+ * (the text after '=', NULL without one; points into arg). 1 for "--help"/"-h", 0,
+ * -EINVAL when arg is not a flag, -ENAMETOOLONG when the name does not fit (no flag
+ * is that long: the caller says "unknown flag"). */
+int util_flag_split(const char *arg, char *name, size_t cap, const char **value);
+
 /* ---- time ----------------------------------------------------------------- */
 
 uint64_t util_now_ns(void);      /* CLOCK_MONOTONIC */

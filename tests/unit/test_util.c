@@ -165,6 +165,29 @@ static void test_log_encoders(void **state)
 }
 
 /* json_path_next: one member name at a time, and refusal of one that does not fit. */
+/* util_flag_split: the "--name[=value]" form, help, non-flags and names too long. */
+static void test_flag_split(void **state)
+{
+    char name[8];
+    const char *v = "x";
+    (void)state;
+    assert_int_equal(util_flag_split("--qps=5", name, sizeof(name), &v), 0);
+    assert_string_equal(name, "qps");
+    assert_string_equal(v, "5");
+    assert_int_equal(util_flag_split("--workers", name, sizeof(name), &v), 0);
+    assert_string_equal(name, "workers");
+    assert_null(v);
+    assert_int_equal(util_flag_split("--a=b=c", name, sizeof(name), &v), 0);
+    assert_string_equal(v, "b=c");
+    assert_int_equal(util_flag_split("-h", name, sizeof(name), &v), 1);
+    assert_int_equal(util_flag_split("--help", name, sizeof(name), &v), 1);
+    assert_int_equal(util_flag_split("-qps", name, sizeof(name), &v), -EINVAL);
+    assert_int_equal(util_flag_split("stray", name, sizeof(name), &v), -EINVAL);
+    assert_int_equal(util_flag_split("--toolongname=1", name, sizeof(name), &v), -ENAMETOOLONG);
+    assert_int_equal(util_flag_split("--1234567", name, sizeof(name), &v), 0);
+    assert_int_equal(util_flag_split("--12345678", name, sizeof(name), &v), -ENAMETOOLONG);
+}
+
 static void test_json_path_next(void **state)
 {
     (void)state;
@@ -212,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_buf_grows_and_terminates),
         cmocka_unit_test(test_json_get_paths),
         cmocka_unit_test(test_json_path_next),
+        cmocka_unit_test(test_flag_split),
         cmocka_unit_test(test_buf_json_escape),
         cmocka_unit_test(test_array_grow),
         cmocka_unit_test(test_time_round_trip),
