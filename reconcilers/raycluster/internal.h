@@ -182,8 +182,6 @@ void raycluster__check_label(const char *s, char *out, size_t cap);
 int raycluster__quantity_milli(const cJSON *v, int64_t *milli);
 /* Quantity.Value(): rounded up to a whole unit. */
 int64_t raycluster__milli_ceil(int64_t milli);
-/* Go's json.Marshal of a float64 (shortest round-trip form). */
-void raycluster__format_float(double v, char *out, size_t cap);
 
 /* ---- rayStartParams ---- */
 
