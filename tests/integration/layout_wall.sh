@@ -66,7 +66,6 @@ KNOWN_CIRCLES="
 cache: codec,grow,segment,writer
 kubesim/api: discovery,resource,server,watch
 kubesim/cluster: certmgr,deploy,gang,gang_kai,gang_status,gang_volcano,gang_yunikorn,jobs,jobs_sync,kubelet,pods,run
-kubesim/present: printers,printers_misc,table
 kubesim/ray: auth,cli,dashboard,gateway,pod_log,proxy,runtime,serve,submitter_run
 kubesim/runtime: net,pod,probe,runtime,svcproxy
 kubesim/store: defaults,delete,gc,index,list,patch,persist,store,watch,write
