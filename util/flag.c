@@ -4,11 +4,12 @@
  * flags this way; each keeps its own flag list and what a value means.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/util.h"
 
-int util_flag_split(const char *arg, char *name, size_t cap, const char **value)
+int util_flag_split(const char *cmd, const char *arg, char *name, size_t cap, const char **value)
 {
     const char *eq;
     size_t nl;
@@ -16,12 +17,16 @@ int util_flag_split(const char *arg, char *name, size_t cap, const char **value)
     *value = NULL;
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
         return 1;
-    if (strncmp(arg, "--", 2) != 0)
+    if (strncmp(arg, "--", 2) != 0) {
+        fprintf(stderr, "%s: unexpected argument \"%s\"\n", cmd, arg);
         return -EINVAL;
+    }
     eq = strchr(arg + 2, '=');
     nl = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-    if (nl >= cap)
-        return -ENAMETOOLONG;
+    if (nl >= cap) {   /* no flag has a name that long */
+        fprintf(stderr, "%s: unknown flag \"%s\"\n", cmd, arg);
+        return -EINVAL;
+    }
     memcpy(name, arg + 2, nl);
     name[nl] = '\0';
     *value = eq ? eq + 1 : NULL;

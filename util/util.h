@@ -101,11 +101,12 @@ void util_format_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- command-line flags (flag.c) --------------------------------------------- */
 
-/* Splits one argument "--name[=value]": name (NUL-terminated, cap bytes) and *value
- * (the text after '=', NULL without one; points into arg). 1 for "--help"/"-h", 0,
- * -EINVAL when arg is not a flag, -ENAMETOOLONG when the name does not fit (no flag
- * is that long: the caller says "unknown flag"). */
-int util_flag_split(const char *arg, char *name, size_t cap, const char **value);
+/* Splits one argument "--name[=value]" of command cmd ("rayop up"): name
+ * (NUL-terminated, cap bytes) and *value (the text after '=', NULL without one; points
+ * into arg). 1 for "--help"/"-h", 0, or -EINVAL with "cmd: unexpected argument" (not a
+ * flag) or "cmd: unknown flag" (a name too long for cap) said on stderr. */
+int util_flag_split(const char *cmd, const char *arg, char *name, size_t cap,
+                    const char **value);
 
 /* ---- time ----------------------------------------------------------------- */
 

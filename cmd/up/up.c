@@ -405,17 +405,11 @@ static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *eq;
         char name[64];
-        int fr = util_flag_split(a, name, sizeof(name), &eq);
-        if (fr == 1) {
+        int fr = util_flag_split("rayop up", a, name, sizeof(name), &eq);
+        if (fr == 1)
             usage(stdout);
-            return 1;
-        }
-        if (fr == -EINVAL) {
-            fprintf(stderr, "rayop up: unexpected argument \"%s\"\n", a);
-            return -EINVAL;
-        }
-        if (fr < 0)
-            goto unknown;
+        if (fr)
+            return fr;
         static const char *const own[] = { "controllers", "metrics-addr",
             "health-probe-bind-address", "restart-initial-ms", "restart-max-ms",
             "restart-reset-ms", "shutdown-timeout-ms", NULL };

@@ -223,19 +223,11 @@ int host_opts_parse(struct host_opts *o, int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *eq, *val;
         char name[64];
-        int fr = util_flag_split(a, name, sizeof(name), &eq);
-        if (fr == 1) {
+        int fr = util_flag_split("rayop controller", a, name, sizeof(name), &eq);
+        if (fr == 1)
             usage(stdout);
-            return 1;
-        }
-        if (fr == -EINVAL) {
-            fprintf(stderr, "rayop controller: unexpected argument \"%s\"\n", a);
-            return -EINVAL;
-        }
-        if (fr < 0) {
-            fprintf(stderr, "rayop controller: unknown flag \"%s\"\n", a);
-            return -EINVAL;
-        }
+        if (fr)
+            return fr;
         if (eq)
             val = eq;
         else if (is_bool_flag(name) && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
