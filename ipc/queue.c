@@ -218,26 +218,30 @@ static void ent_maybe_free(struct ipc_queue *q, struct qent *e)
     free(e);
 }
 
+/* The ready list of e's lane. */
+static struct qent **ready_lane(struct ipc_queue *q, const struct qent *e)
+{
+    return e->low ? &q->ready_low : &q->ready;
+}
+
 static void ready_push(struct ipc_queue *q, struct qent *e)
 {
+    struct qent **lane = ready_lane(q, e);
+
     if (e->in_ready)
         return;
-    if (e->low)
-        DL_APPEND2(q->ready_low, e, rprev, rnext);
-    else
-        DL_APPEND2(q->ready, e, rprev, rnext);
+    DL_APPEND2(*lane, e, rprev, rnext);
     e->in_ready = 1;
     q->n_ready++;
 }
 
 static void ready_remove(struct ipc_queue *q, struct qent *e)
 {
+    struct qent **lane = ready_lane(q, e);
+
     if (!e->in_ready)
         return;
-    if (e->low)
-        DL_DELETE2(q->ready_low, e, rprev, rnext);
-    else
-        DL_DELETE2(q->ready, e, rprev, rnext);
+    DL_DELETE2(*lane, e, rprev, rnext);
     e->in_ready = 0;
     q->n_ready--;
 }
