@@ -20,15 +20,11 @@
 
 /* Prints doc compactly into out. 0 or -ENOMEM (also when doc is NULL). */
 int present__print(cJSON *doc, struct buf *out);
-/* Kubernetes version priority: <0 when a sorts before b (v1 < v1beta1 < v1alpha1 < foo). */
-int present__version_cmp(const char *a, const char *b);
 /* Distinct groups in registry order (core "" first); borrowed pointers. */
 size_t present__groups(const struct registry *r, const char **out, size_t max);
 /* Versions served for group, highest priority first (out[0] is preferred). */
 size_t present__group_versions(const struct registry *r, const char *group, const char **out,
                               size_t max);
-/* obj[key] = array of the NULL-terminated strings v (skipped when empty and omit_empty). */
-int present__add_strv(cJSON *obj, const char *key, char *const *v, bool omit_empty);
 
 /* ---- tables (table.c, cells.c, printers.c, printers_misc.c) ---- */
 

@@ -75,7 +75,6 @@ struct dash_target;
  * --use-kubernetes-proxy, else its FQDN) and the PUT of serveConfigV2 to it with
  * target_capacity (< 0: none). */
 int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
-int rayservice__dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t); /* no token */
 int rayservice__put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
                            int target_capacity, const char *op, char *err, size_t n);
 /* "ns/name\ncluster\nop": the key of a dashboard call about cluster (dashboard/async.c). */

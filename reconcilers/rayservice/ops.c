@@ -88,18 +88,8 @@ static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_targ
     return rc;
 }
 
-/* The cluster's dashboard: its head Service through the API server's proxy with
- * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT; with the cluster's Ray
- * token when it uses token auth. */
-int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
-{
-    int rc = rayservice__dashboard_target(r, cluster, t);
-    if (rc == 0 && (rc = dashboard_token(r, cluster, t)) < 0)
-        dash_target_wipe(t);
-    return rc;
-}
-
-int rayservice__dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+/* The cluster's dashboard without the token. */
+static int dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t)
 {
     char svc[254], url[600];
     int rc;
@@ -123,6 +113,18 @@ int rayservice__dashboard_target(struct rsr *r, const cJSON *cluster, struct das
     snprintf(url, sizeof(url), "%s:%d", fqdn, rc_dashboard_port(cluster));
     return dash_target_direct(t, url);
 }
+
+/* The cluster's dashboard: its head Service through the API server's proxy with
+ * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT; with the cluster's Ray
+ * token when it uses token auth. */
+int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
+{
+    int rc = dashboard_target(r, cluster, t);
+    if (rc == 0 && (rc = dashboard_token(r, cluster, t)) < 0)
+        dash_target_wipe(t);
+    return rc;
+}
+
 
 void rayservice__call_key(struct rsr *r, const cJSON *cluster, const char *op, char *out, size_t n)
 {
