@@ -1,9 +1,10 @@
 #!/bin/bash
-# deadline: 150
+# deadline: 180
 # batch_samples.sh - every Volcano and YuniKorn sample of KubeRay
 # (kuberay/samples/*volcano* and *yunikorn*) accepted and reconciled by rayop with the
 # matching --batch-scheduler, and scheduled by kubesim's gang step on 2 nodes of
-# 4 CPU: the Volcano cluster's gang runs in its queue, the Volcano RayJob waits on
+# 4 CPU: the Volcano clusters' gangs run (the queue sample in its queue, the other in the
+# default queue), the Volcano RayJob waits on
 # the queue's capability until the cluster is gone, then completes; the YuniKorn
 # cluster and RayJob run with their task groups (the submitter's held by a
 # placeholder); a YuniKorn application over its queue's max (yunikorn-configs) waits.
@@ -59,6 +60,18 @@ kubectl delete -f "$SAMPLES/ray-job.volcano-scheduler-queue.yaml" --wait=false >
 VJC=$(rc_of_job rayjob-sample-0)
 [ -n "$VJC" ] && kcurl -X DELETE $NSP/rayclusters/$VJC >/dev/null
 [ -n "$VJC" ] && wait_until "the Volcano job's cluster is gone" 30 gone "$VJC"
+# the sample without a queue (same cluster name): its gang of one runs in the default queue
+pg_gone() { [ "$(kcode $PGP/ray-test-cluster-0-pg)" = 404 ]; }
+wait_until "the queue sample's PodGroup is collected" 30 pg_gone
+kubectl apply -f "$SAMPLES/ray-cluster.volcano-scheduler.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-cluster.volcano-scheduler.yaml" "$(cat "$WORK/apply.err")"
+wait_until "volcano cluster sample (no queue): PodGroup Running" 40 pg_phase_is ray-test-cluster-0-pg Running \
+    && ok "ray-cluster.volcano-scheduler.yaml reconciled and gang-scheduled"
+check "volcano cluster sample (no queue): minMember 1, the head's requests, the default queue" \
+    [ "$(kcurl $PGP/ray-test-cluster-0-pg | jq -c '[.spec.minMember, .spec.minResources, .spec.queue]')" = '[1,{"cpu":"1","memory":"2Gi"},"default"]' ]
+check "volcano cluster sample (no queue): its head Pod is bound" bound_is test-cluster-0 1
+kcurl -X DELETE $NSP/rayclusters/test-cluster-0 >/dev/null
+wait_until "the no-queue sample's cluster is gone" 30 gone test-cluster-0
 
 # ---- YuniKorn ----
 controllers --batch-scheduler yunikorn
