@@ -10,19 +10,37 @@
 # --batch-scheduler stops start-up with KubeRay's message.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gang.sh"
+said() { grep -q -- "$1" <<<"$2"; }                  # TEXT OUTPUT
+refused() { [ "$1" -ne 0 ] && said "$2" "$3"; }      # RC TEXT OUTPUT: a non-zero exit that says TEXT
 
 # ---- an unknown scheduler fails start-up (no API server needed) ----
 out=$("$RAYOP" controller raycluster --batch-scheduler slurm --state-dir /nonexistent 2>&1); rc=$?
 check "controller: unknown --batch-scheduler exits non-zero" [ $rc -ne 0 ]
-check "controller: KubeRay's message" grep -q "scheduler is not supported, name=slurm" <<<"$out"
+check "controller: KubeRay's message" said "scheduler is not supported, name=slurm" "$out"
 out=$("$RAYOP" up --batch-scheduler slurm --state-dir /nonexistent 2>&1); rc=$?
 check "up: unknown --batch-scheduler exits non-zero" [ $rc -ne 0 ]
-check "up: KubeRay's message" grep -q "scheduler is not supported, name=slurm" <<<"$out"
+check "up: KubeRay's message" said "scheduler is not supported, name=slurm" "$out"
 out=$("$RAYOP" controller raycluster --batch-scheduler volcano --enable-batch-scheduler=true \
       --state-dir /nonexistent 2>&1); rc=$?
-check "controller: both scheduler flags refused" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
+check "controller: both scheduler flags refused" refused $rc "Please use batch-scheduler only" "$out"
 out=$("$RAYOP" up --enable-batch-scheduler --batch-scheduler volcano --state-dir /nonexistent 2>&1); rc=$?
-check "up: both scheduler flags refused (bare --enable-batch-scheduler)" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
+check "up: both scheduler flags refused (bare --enable-batch-scheduler)" refused $rc "Please use batch-scheduler only" "$out"
+# the Configuration file's batchScheduler / enableBatchScheduler, as KubeRay reads them
+CFG=$(mktemp -d /tmp/volcano-gang-cfg.XXXXXX); _LIB_DIRS="$_LIB_DIRS $CFG"
+cfg() { printf 'apiVersion: config.ray.io/v1alpha1\nkind: Configuration\n%s\n' "$2" >"$CFG/$1.yaml"; }
+cfg bad 'batchScheduler: slurm'; cfg yk 'batchScheduler: yunikorn'; cfg legacy 'enableBatchScheduler: true'
+out=$(timeout 10 "$RAYOP" controller raycluster --config "$CFG/bad.yaml" --state-dir /nonexistent 2>&1); rc=$?
+check "controller: the config file's unknown batchScheduler fails start-up with KubeRay's message" \
+    refused $rc "scheduler is not supported, name=slurm" "$out"
+out=$(env -u KUBECONFIG timeout 10 "$RAYOP" up --config "$CFG/bad.yaml" --state-dir /nonexistent 2>&1); rc=$?
+check "up: the config file's unknown batchScheduler is refused before anything starts" \
+    refused $rc "rayop up: batch scheduler configs validation failed: scheduler is not supported, name=slurm" "$out"
+out=$(timeout 10 "$RAYOP" controller raycluster --config "$CFG/yk.yaml" --state-dir /nonexistent 2>&1)
+check "controller: the config file's batchScheduler is taken" \
+    said '"msg":"Feature flag batch-scheduler is enabled","scheduler name":"yunikorn"' "$out"
+out=$(timeout 10 "$RAYOP" controller raycluster --config "$CFG/legacy.yaml" --state-dir /nonexistent 2>&1)
+check "controller: the config file's enableBatchScheduler is taken (deprecated, volcano)" \
+    said "Feature flag enable-batch-scheduler is deprecated" "$out"
 
 gang_start volcano-gang || exit 1
 wait_until "the default queue exists" 20 kcurl -f /apis/scheduling.volcano.sh/v1beta1/queues/default
@@ -126,8 +144,8 @@ check "job: the submitter Pod ran in the gang (schedulerName volcano, task-spec 
     [ "$(kcurl "/api/v1/namespaces/default/pods?labelSelector=batch.kubernetes.io/job-name=job" | jq -r '.items[0] | .spec.schedulerName + "/" + .metadata.annotations["volcano.sh/task-spec"] + "/" + .metadata.annotations["scheduling.k8s.io/group-name"]')" = "volcano/submittergroup/ray-job-pg" ]
 shrunk() { [ "$(pg job | jq -c '[.spec.minMember // 0, .spec.minResources]')" = '[0,{}]' ]; }
 wait_until "job: the finished RayJob's PodGroup shrinks to nothing" 40 shrunk && ok "a finished RayJob shrinks its PodGroup"
-cleaned_ev() { kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -e '.items[] | select(.regarding.name=="job" and .reason=="BatchSchedulerCleanedUp")' >/dev/null; }
-wait_until "job: Event BatchSchedulerCleanedUp" 10 cleaned_ev
+cleaned_ev() { kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -e '.items[] | select(.regarding.name=="job" and .reason=="BatchSchedulerCleanedUp" and .type=="Normal" and .action=="Cleanup" and .note=="Cleaned up batch scheduler resources for RayJob default/job")' >/dev/null; }
+wait_until "job: KubeRay's Normal Event BatchSchedulerCleanedUp (action Cleanup, its text)" 10 cleaned_ev
 check "Closed queue: gamma still has zero Pods bound" bound_is gamma 0
 
 # ---- priority order between gangs: a later, higher-priority gang goes first ----
