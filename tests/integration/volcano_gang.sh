@@ -82,6 +82,12 @@ check "alpha: Pods carry schedulerName volcano and the group annotations" \
 scheduled_cond() { pg "$1" | jq -e '.status.conditions[] | select(.type=="Scheduled" and .status=="True")' >/dev/null; }
 check "alpha: Scheduled condition True" scheduled_cond alpha
 wait_until "alpha: Event Scheduled 'pod group is ready'" 10 has_event ray-alpha-pg Scheduled "pod group is ready"
+# the watcher maps a PodGroup event to its owner: one deleted by hand is put back at once
+uid0=$(pg alpha | json_get metadata.uid)
+kcurl -X DELETE $PGP/ray-alpha-pg >/dev/null
+recreated() { local u; u=$(pg alpha | json_get metadata.uid); [ -n "$u" ] && [ "$u" != null ] && [ "$u" != "$uid0" ]; }
+wait_until "alpha: a PodGroup deleted by hand is recreated" 15 recreated && \
+    ok "alpha: a PodGroup deleted by hand is recreated by the RayCluster controller"
 mkrc beta 4
 wait_until "beta: its 5 Pods exist" 30 pods_are beta 5
 wait_until "beta: the PodGroup says why it waits" 20 has_event ray-beta-pg Unschedulable "overused cpu"
