@@ -769,6 +769,8 @@ void cluster__gang_pass(struct cluster *c)
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
             g->q = q;
+            if (q)
+                q->has_job = true;
             const char *ph = kobj_str(kobj_get(store_obj_json(g->pg), "status"), "phase");
             for (size_t k = 0; k < g->n; k++) {
                 const cJSON *pod = store_obj_json(g->m[k]->obj);

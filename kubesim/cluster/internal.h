@@ -286,6 +286,9 @@ struct gqueue {
     struct cluster_res cap, allocated, inqueue;
     struct cluster_res request;  /* its gangs' Pods, bound or waiting */
     struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
+    struct cluster_res prop_real; /* proportion's realCapability (the enqueue limit), when
+                                     has_deserved */
+    bool has_job;                /* a Volcano PodGroup of this session is in it */
     struct cluster_res share_used; /* allocated, plus what this session bound */
     bool has_deserved;
     bool reclaimable;            /* spec.reclaimable (default true) */

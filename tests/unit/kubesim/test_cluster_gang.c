@@ -129,8 +129,22 @@ static void test_phases(void **state)
                                "pod group is not ready, 2 Pending, 2 minAvailable; Pending: 2 Unschedulable",
                                "volcano"), 1);
 
-    /* 9 CPUs fit under the overcommit (9.6): Inqueue, then placed on the 8 real ones */
-    gt_volcano_pg(t, "ok", 2, ",\"minResources\":{\"cpu\":\"9\"}");
+    /* 9 CPUs pass the overcommit (9.6) but not the proportion plugin: a queue's
+     * realCapability is at most the nodes' 8 CPUs */
+    gt_volcano_pg(t, "over", 2, ",\"minResources\":{\"cpu\":\"9\"}");
+    gt_volcano_pods(t, "over", 0, 2, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "over", 0, 2), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "over", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    assert_int_equal(gt_events(t, "default", "over", "Unschedulable",
+                               "queue resource quota insufficient: insufficient cpu", "volcano"), 1);
+    gt_delete(t, t->pods, "default", "over-0");
+    gt_delete(t, t->pods, "default", "over-1");
+    gt_delete(t, t->vpg, "default", "over");
+
+    /* 4 CPUs: Inqueue, then placed */
+    gt_volcano_pg(t, "ok", 2, ",\"minResources\":{\"cpu\":\"4\"}");
     gt_session(t);
     assert_string_equal(gt_field(t, t->vpg, "default", "ok", "status.phase", buf, sizeof(buf)),
                         "Inqueue");
@@ -302,6 +316,70 @@ static void test_queue_weight(void **state)
     gt_delete(t, t->pods, "default", "b-heavy-1");
     gt_session(t);
     assert_int_equal(gt_bound(t, "a-light", 0, 4), 4);
+}
+
+/* Queue guarantees (Volcano's proportion): what the queues guarantee is kept out of
+ * the others' realCapability. Queue kept guarantees 6 of the 8 CPUs, so queue rest may
+ * hold 2: its gang of minResources 4 stays Pending, and one without minResources is
+ * enqueued but given only its 2-CPU share, so nothing of it is bound, though the nodes
+ * are empty. Without the guarantee both run. */
+static void test_queue_guarantee(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+        "\"metadata\":{\"name\":\"kept\"},\"spec\":{\"weight\":1,"
+        "\"guarantee\":{\"resource\":{\"cpu\":\"6\"}}}}")));
+    gt_queue(t, "rest", 1);
+    gt_volcano_pg(t, "quota", 2, ",\"queue\":\"rest\",\"minResources\":{\"cpu\":\"4\"}");
+    gt_volcano_pods(t, "quota", 0, 2, "2");
+    gt_volcano_pg(t, "share", 2, ",\"queue\":\"rest\"");
+    gt_volcano_pods(t, "share", 0, 2, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "quota", 0, 2), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "quota", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    assert_int_equal(gt_events(t, "default", "quota", "Unschedulable",
+                               "queue resource quota insufficient: insufficient cpu", "volcano"), 1);
+    assert_string_equal(gt_field(t, t->vpg, "default", "share", "status.phase", buf, sizeof(buf)),
+                        "Inqueue");
+    assert_int_equal(gt_bound(t, "share", 0, 2), 0);
+
+    gt_patch(t, t->queues, "", "kept", NULL, "{\"spec\":{\"guarantee\":null}}");
+    gt_session(t);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "quota", 0, 2) + gt_bound(t, "share", 0, 2), 4);
+}
+
+/* Shares are held within each queue's request dimension by dimension (proportion caps
+ * them every round): queue cpuq (weight 3) asks for more CPU than its share and no
+ * memory, so the memory its weight would give it goes round again to queue memq, whose
+ * gang of 2 x (1 CPU, 6Gi) needs 12 of the 16Gi. Held back only once cpuq is met, memq's
+ * share would stay at 4Gi and its gang would get nothing. */
+static void test_queue_share_dims(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_queue(t, "cpuq", 3);
+    gt_queue(t, "memq", 1);
+    gt_volcano_pg(t, "c", 1, ",\"queue\":\"cpuq\"");
+    gt_volcano_pods(t, "c", 0, 8, "1");
+    gt_volcano_pg(t, "m", 2, ",\"queue\":\"memq\"");
+    for (int i = 0; i < 2; i++) {
+        char body[600];
+        snprintf(body, sizeof(body), "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{"
+                 "\"name\":\"m-%d\",\"annotations\":{\"scheduling.k8s.io/group-name\":\"m\"}},"
+                 "\"spec\":{\"schedulerName\":\"volcano\",\"containers\":[{\"name\":\"c\","
+                 "\"image\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+                 "\"memory\":\"6Gi\"}}}]}}", i);
+        store_obj_unref(tl_create(t->s, t->pods, "default", tl_json("%s", body)));
+    }
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "m", 0, 2), 2);
+    /* cpuq's share: 6 of the 8 CPUs */
+    assert_int_equal(gt_bound(t, "c", 0, 8), 6);
 }
 
 /* Volcano's allocate takes the queue with the smallest share first: qa already uses
@@ -1194,6 +1272,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_capability, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_weight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_guarantee, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_share_dims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
