@@ -494,8 +494,11 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
     if (why[0])
         return why;
     for (int d = 0; q && d < 4; d++) {
-        int64_t used[4] = { q->allocated.cpu_m + q->inqueue.cpu_m, q->allocated.mem + q->inqueue.mem,
-                            q->allocated.gpu + q->inqueue.gpu, q->allocated.tpu + q->inqueue.tpu };
+        /* allocated + inqueue - elastic, as proportion counts the queue's use */
+        int64_t used[4] = { q->allocated.cpu_m + q->inqueue.cpu_m - q->elastic.cpu_m,
+                            q->allocated.mem + q->inqueue.mem - q->elastic.mem,
+                            q->allocated.gpu + q->inqueue.gpu - q->elastic.gpu,
+                            q->allocated.tpu + q->inqueue.tpu - q->elastic.tpu };
         /* proportion's realCapability (its guarantees and the nodes' total within the
          * capability); the capability alone where proportion gave no share */
         const struct cluster_res *lim = q->has_deserved ? &q->prop_real : &q->cap;

@@ -289,6 +289,7 @@ struct gqueue {
     struct cluster_res prop_real; /* proportion's realCapability (the enqueue limit), when
                                      has_deserved */
     bool has_job;                /* a Volcano PodGroup of this session is in it */
+    struct cluster_res elastic;  /* what its gangs hold beyond their minResources */
     struct cluster_res share_used; /* allocated, plus what this session bound */
     bool has_deserved;
     bool reclaimable;            /* spec.reclaimable (default true) */

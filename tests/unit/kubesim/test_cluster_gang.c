@@ -382,6 +382,29 @@ static void test_queue_share_dims(void **state)
     assert_int_equal(gt_bound(t, "c", 0, 8), 6);
 }
 
+/* What a gang holds beyond its minResources is elastic: proportion's enqueue takes it
+ * off its queue's use. An autoscaled gang of minResources 2 CPU holds 6 of the 8; a new
+ * gang of minResources 3 is within the realCapability (3 + 6 - 4 elastic <= 8) and the
+ * overcommit (3 <= 9.6 - 6), so it is enqueued and its 2-CPU Pod runs. */
+static void test_queue_elastic(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+
+    gt_volcano_pg(t, "auto", 1, ",\"minResources\":{\"cpu\":\"2\"}");
+    gt_volcano_pods(t, "auto", 0, 3, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "auto", 0, 3), 3);
+    gt_running(t, "auto", 0, 3);
+    gt_session(t);
+    gt_volcano_pg(t, "next", 1, ",\"minResources\":{\"cpu\":\"3\"}");
+    gt_volcano_pods(t, "next", 0, 1, "2");
+    gt_session(t);
+    assert_string_equal(gt_field(t, t->vpg, "default", "next", "status.phase", buf, sizeof(buf)),
+                        "Running");
+    assert_int_equal(gt_bound(t, "next", 0, 1), 1);
+}
+
 /* Volcano's allocate takes the queue with the smallest share first: qa already uses
  * half its share, so qb's younger gang (4 CPUs) goes before qa's a2 (2 CPUs). In gang
  * order a2 would take the empty node and b would fit nowhere. */
@@ -1274,6 +1297,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_weight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_guarantee, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_share_dims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_elastic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
