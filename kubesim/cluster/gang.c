@@ -940,7 +940,7 @@ void cluster__gang_pass(struct cluster *c)
                 for (struct gqueue *a = q; a; a = hier ? a->up : NULL)
                     cluster__gang_res_add(&a->inqueue, &g->minres, 1);
                 cluster__gang_res_add(&inqueue, &g->minres, 1);
-            } else if (g->n) {
+            } else if (g->n && *reason) {
                 enq_reason = reason;   /* the proportion / overcommit plugins' Normal Event */
             }
         }

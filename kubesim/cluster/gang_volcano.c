@@ -493,6 +493,11 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
                                     off ? ", " : "resource in cluster is overused: ", names[d]);
     if (why[0])
         return why;
+    /* proportion refuses a job of a queue that is not Open, in its log only (the enqueue
+     * action asks the plugins only for a PodGroup with minResources: one without them is
+     * Inqueue in a Closed queue, and allocate gives it nothing) */
+    if (q && !q->open)
+        return "";
     for (int d = 0; q && d < 4; d++) {
         /* allocated + inqueue - elastic, as proportion counts the queue's use */
         int64_t used[4] = { q->allocated.cpu_m + q->inqueue.cpu_m - q->elastic.cpu_m,

@@ -375,6 +375,8 @@ void cluster__volcano_default_queue(struct cluster *c, const struct reg_resource
 void cluster__volcano_deserved(struct gqueue *qs, const struct cluster_res *total);
 bool cluster__volcano_within_share(const struct gqueue *q, const struct cluster_res *used,
                                    const struct cluster_res *req);
+/* Why the overcommit or proportion plugin refuses to enqueue g (the text of their Normal
+ * Event), "" for a refusal they only log (a Closed queue), NULL when g may go Inqueue. */
 const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *q,
                                            bool have_queues, const struct cluster_res *total,
                                            const struct cluster_res *idle,

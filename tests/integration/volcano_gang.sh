@@ -121,12 +121,13 @@ kcurl -X PATCH -H 'Content-Type: application/merge-patch+json' \
     /apis/scheduling.volcano.sh/v1beta1/queues/shut/status -d '{"status":{"state":"Closed"}}' >/dev/null
 mkrc gamma 0 '"volcano.sh/queue-name":"shut"'
 wait_until "gamma: its head Pod exists" 30 pods_are gamma 1
-# as the real Volcano v1.14.1 does: enqueued, then nothing allocated, and no word of the queue
+# as Volcano v1.14.1's enqueue action and proportion plugin do for a PodGroup with
+# minResources (KubeRay always sets them): not enqueued, nothing allocated, no word of the queue
 closed_cond() { pg gamma | jq -e '.status.conditions[] | select(.type=="Unschedulable" and .message=="1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable")' >/dev/null; }
 wait_until "gamma: the PodGroup says its task is unschedulable" 20 closed_cond
 check "Closed queue: gamma has zero Pods bound" bound_is gamma 0
-check "Closed queue: gamma's PodGroup is Inqueue in queue shut" \
-    [ "$(pg gamma | jq -c '[.status.phase, .spec.queue]')" = '["Inqueue","shut"]' ]
+check "Closed queue: gamma's PodGroup stays Pending in queue shut" \
+    [ "$(pg gamma | jq -c '[.status.phase, .spec.queue]')" = '["Pending","shut"]' ]
 check "Closed queue: the head Pod carries the queue label" \
     [ "$(pods_of gamma | jq -r '.items[0].metadata.labels["volcano.sh/queue-name"]')" = shut ]
 

@@ -125,8 +125,9 @@ queue small Open 3
 pg quota 2 ', queue: small, minResources: {cpu: "4"}'; pods quota 2 1
 queue shut Closed
 pg closed 1 ', queue: shut'; pods closed 1 1
+pg closedmr 1 ', queue: shut, minResources: {cpu: "1"}'; pods closedmr 1 1
 sleep 15
-report alpha beta big quota closed
+report alpha beta big quota closed closedmr
 
 # queue weights (test_queue_weight): with the others gone, queue light (weight 1) and heavy
 # (weight 3) share 128 CPUs as 32 and 96; light's older gang of 4 x 16 CPU gets none, heavy's

@@ -224,6 +224,10 @@ static void test_queue_state(void **state)
     gt_volcano_pods(t, "g", 0, 1, "1");
     gt_volcano_pg(t, "lost", 1, ",\"queue\":\"nowhere\"");
     gt_volcano_pods(t, "lost", 0, 1, "1");
+    /* with minResources (as KubeRay always sets them) the enqueue action asks the
+     * plugins, and proportion refuses a queue that is not Open, saying so in its log only */
+    gt_volcano_pg(t, "kr", 1, ",\"queue\":\"shut\",\"minResources\":{\"cpu\":\"1\"}");
+    gt_volcano_pods(t, "kr", 0, 1, "1");
     gt_session(t);
     gt_session(t);
     assert_int_equal(gt_bound(t, "g", 0, 1), 0);
@@ -231,6 +235,10 @@ static void test_queue_state(void **state)
                         "Inqueue");
     assert_int_equal(gt_events(t, "default", "g-0", "FailedScheduling", "pod group is not ready, "
                                "1 Pending, 1 minAvailable; Pending: 1 Unschedulable", "volcano"), 1);
+    assert_int_equal(gt_bound(t, "kr", 0, 1), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "kr", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    assert_int_equal(gt_events(t, "default", "kr", "Unschedulable", "queue", NULL), 0);
     /* a missing Queue: Volcano's cache leaves the job out, nothing is written or said */
     assert_int_equal(gt_bound(t, "lost", 0, 1), 0);
     assert_string_equal(gt_field(t, t->vpg, "default", "lost", "status.phase", buf, sizeof(buf)), "");
@@ -241,11 +249,13 @@ static void test_queue_state(void **state)
                         "Closed");
     cJSON *q = gt_get(t, t->queues, "", "shut");
     assert_int_equal((int)tl_num(q, "status.inqueue"), 1);
+    assert_int_equal((int)tl_num(q, "status.pending"), 1);
     cJSON_Delete(q);
 
     gt_patch(t, t->queues, "", "shut", "status", "{\"status\":{\"state\":\"Open\"}}");
     gt_session(t);
     assert_int_equal(gt_bound(t, "g", 0, 1), 1);
+    assert_int_equal(gt_bound(t, "kr", 0, 1), 1);
     assert_int_equal(gt_bound(t, "lost", 0, 1), 0);
 }
 
