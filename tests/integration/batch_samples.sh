@@ -1,5 +1,5 @@
 #!/bin/bash
-# deadline: 180
+# deadline: 210
 # batch_samples.sh - every Volcano and YuniKorn sample of KubeRay
 # (kuberay/samples/*volcano* and *yunikorn*) accepted and reconciled by rayop with the
 # matching --batch-scheduler, and scheduled by kubesim's gang step on 2 nodes of
@@ -10,7 +10,8 @@
 # placeholder); a YuniKorn application over its queue's max (yunikorn-configs) waits.
 # KAI's sample (its Queue and PodGroup types served by schema-less CRDs) runs in its leaf
 # queue with the pod-grouper's PodGroup; a KAI gang too big for the nodes, one in a parent
-# queue and one over its queue's limit get nothing. Then the KubernetesWAS gate: Workload
+# queue and one over its queue's limit get nothing. KubeRay's scheduler-plugins sample runs with
+# its coscheduling PodGroup. Then the KubernetesWAS gate: Workload
 # and PodGroup scheduling.k8s.io/v1alpha2 served by kubesim, the Pods' schedulingGroup and
 # the PodGroupScheduled condition.
 . "$(dirname "$0")/lib.sh"
@@ -172,6 +173,30 @@ wait_until "kai: a gang over its queue's limit is told so, in KAI's words" 30 po
     "OverLimit: capped quota has reached the allowable limit of CPU cores. Limit is 2 cores, currently 0 cores allocated and workload requested 3 cores"
 check "kai: nothing of it is bound" bound_is kaicap 0
 for c in raycluster-sample kaibig kaiparent kaicap; do kcurl -X DELETE $NSP/rayclusters/$c >/dev/null; done
+
+# ---- scheduler-plugins (coscheduling) ----
+# (a schema-less CRD: the shared copy of scheduler-plugins' is a dangling link)
+kcurl -X POST -H 'Content-Type: application/json' /apis/apiextensions.k8s.io/v1/customresourcedefinitions \
+  -d '{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":
+  "podgroups.scheduling.x-k8s.io"},"spec":{"group":"scheduling.x-k8s.io","names":{"plural":"podgroups",
+  "singular":"podgroup","kind":"PodGroup","listKind":"PodGroupList"},"scope":"Namespaced","versions":[{"name":
+  "v1alpha1","served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":
+  "object","x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
+SPG=/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups
+wait_until "scheduler-plugins PodGroup type served" 20 kcurl -f $SPG
+controllers --batch-scheduler scheduler-plugins
+kubectl apply -f "$SAMPLES/ray-cluster.scheduler-plugins.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-cluster.scheduler-plugins.yaml" "$(cat "$WORK/apply.err")"
+sp_phase_is() { [ "$(kcurl $SPG/test-podgroup-0 | json_get status.phase)" = "$1" ]; }
+wait_until "scheduler-plugins sample: 3 Pods bound" 40 bound_is test-podgroup-0 3 && \
+    wait_until "scheduler-plugins sample: PodGroup Running" 20 sp_phase_is Running && \
+    ok "ray-cluster.scheduler-plugins.yaml reconciled and gang-scheduled"
+check "scheduler-plugins sample: PodGroup minMember 3, minResources 3 CPU / 4Gi, owned by the RayCluster" \
+    [ "$(kcurl $SPG/test-podgroup-0 | jq -c '[.spec.minMember, .spec.minResources, .metadata.ownerReferences[0].kind]')" = '[3,{"cpu":"3","memory":"4Gi"},"RayCluster"]' ]
+check "scheduler-plugins sample: Pods carry the scheduler and the pod-group label" \
+    [ "$(pods_of test-podgroup-0 | jq -r '[.items[] | .spec.schedulerName + "/" + .metadata.labels["scheduling.x-k8s.io/pod-group"]] | unique | join(",")')" = "scheduler-plugins-scheduler/test-podgroup-0" ]
+kcurl -X DELETE $NSP/rayclusters/test-podgroup-0 >/dev/null
+wait_until "the scheduler-plugins sample's cluster is gone" 30 gone test-podgroup-0
 
 # ---- Kubernetes WAS (feature gate KubernetesWAS) ----
 controllers --feature-gates KubernetesWAS=true
