@@ -2,7 +2,8 @@
  * preflight.c - what `rayop up` checks before it starts anything: the flags
  * it forwards, parsed by the very parsers the watcher and the controllers
  * use (so a bad value is reported once, by up, not by five children in a
- * restart loop), KubeRay's feature-gate check, and the kubeconfig. Each of
+ * restart loop), KubeRay's feature-gate and batch-scheduler checks (on the
+ * flags and the --config file together), and the kubeconfig. Each of
  * these is an error no restart can fix: up stops with one line and a
  * distinct exit code (UTIL_EXIT_USAGE, UTIL_EXIT_CONFIG).
  */
@@ -15,6 +16,7 @@
 
 #include "cmd/up/internal.h"
 #include "kube/kube.h"
+#include "reconcilers/batchsched/batchsched.h"
 #include "reconcilers/host/host.h"
 #include "reconcilers/host/opts.h"
 #include "watcher/opts.h"
@@ -54,6 +56,21 @@ int up__preflight(char **wargv, int wargc, char **cargv, int cargc)
         fprintf(stderr, "rayop up: Unable to set flag gates for known features: %s\n", err);
         rc = UTIL_EXIT_CONFIG;
         goto out;
+    }
+    {
+        /* KubeRay's ValidateBatchSchedulerConfig on what the flags and the --config file
+         * chose together (a file's bad batchScheduler would otherwise stop up only once
+         * a controller had started and read it) */
+        struct host_settings gs = { .feature_gates = ho.feature_gates };
+        struct host_ctx gctx = { .settings = &gs };
+        enum batchsched_kind bk;
+        if (batchsched_select(ho.batch_scheduler, ho.enable_batch_scheduler,
+                              host_feature_enabled(&gctx, "KubernetesWAS", false), &bk, err,
+                              sizeof(err)) < 0) {
+            fprintf(stderr, "rayop up: batch scheduler configs validation failed: %s\n", err);
+            rc = UTIL_EXIT_CONFIG;
+            goto out;
+        }
     }
     struct kube_config *cfg = NULL;
     struct kube_config_opts co = { .kubeconfig = wo.kubeconfig, .context = wo.context };

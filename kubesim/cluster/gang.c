@@ -577,6 +577,17 @@ static void count(const struct gang *g, struct outcome *o)
 
 /* ---- the session ------------------------------------------------------------------ */
 
+/* Volcano's ExceededPart: a less b, dimension by dimension, none below 0. */
+static struct cluster_res res_over(const struct cluster_res *a, const struct cluster_res *b)
+{
+    struct cluster_res r = { 0 };
+    r.cpu_m = a->cpu_m > b->cpu_m ? a->cpu_m - b->cpu_m : 0;
+    r.mem = a->mem > b->mem ? a->mem - b->mem : 0;
+    r.gpu = a->gpu > b->gpu ? a->gpu - b->gpu : 0;
+    r.tpu = a->tpu > b->tpu ? a->tpu - b->tpu : 0;
+    return r;
+}
+
 static void collect_members(struct cluster *c, struct gang **all)
 {
     struct cl_pod *p, *tmp;
@@ -769,7 +780,10 @@ void cluster__gang_pass(struct cluster *c)
         if (g->kind == G_VOLCANO && g->pg) {
             HASH_FIND_STR(qs, g->queue, q);
             g->q = q;
+            if (q)
+                q->has_job = true;
             const char *ph = kobj_str(kobj_get(store_obj_json(g->pg), "status"), "phase");
+            struct cluster_res held = { 0 };   /* what its Pods hold in the queue */
             for (size_t k = 0; k < g->n; k++) {
                 const cJSON *pod = store_obj_json(g->m[k]->obj);
                 /* a Pod on its way out is Releasing: no longer the queue's */
@@ -781,14 +795,29 @@ void cluster__gang_pass(struct cluster *c)
                 }
                 if (!q || cluster__gang_pod_terminal(pod) || going)
                     continue;
-                if (cluster__gang_bound(g->m[k]))
+                if (cluster__gang_bound(g->m[k])) {
                     cluster__gang_res_add(&q->allocated, &g->m[k]->req, 1);
+                    cluster__gang_res_add(&held, &g->m[k]->req, 1);
+                }
                 cluster__gang_res_add(&q->request, &g->m[k]->req, 1);
             }
-            /* an Inqueue gang not yet running holds its minResources */
+            /* an Inqueue gang not yet running holds its minResources; a Running one with
+             * its members holds what its minResources name beyond what it was given (a
+             * RayJob's submitter still to come), as the overcommit and proportion plugins
+             * count it */
             if (q && ph && !strcmp(ph, "Inqueue")) {
                 cluster__gang_res_add(&q->inqueue, &g->minres, 1);
                 cluster__gang_res_add(&inqueue, &g->minres, 1);
+            } else if (q && ph && !strcmp(ph, "Running") && g->has_minres && g->ready >= g->min) {
+                struct cluster_res rest = res_over(&g->minres, &g->alloc);
+                cluster__gang_res_add(&q->inqueue, &rest, 1);
+                cluster__gang_res_add(&inqueue, &rest, 1);
+            }
+            /* what it holds beyond its minResources (all of it without them) is elastic:
+             * proportion's enqueue takes it off the queue's use */
+            if (q) {
+                struct cluster_res none = { 0 }, el = res_over(&held, g->has_minres ? &g->minres : &none);
+                cluster__gang_res_add(&q->elastic, &el, 1);
             }
         }
     }
@@ -911,7 +940,7 @@ void cluster__gang_pass(struct cluster *c)
                 for (struct gqueue *a = q; a; a = hier ? a->up : NULL)
                     cluster__gang_res_add(&a->inqueue, &g->minres, 1);
                 cluster__gang_res_add(&inqueue, &g->minres, 1);
-            } else if (g->n) {
+            } else if (g->n && *reason) {
                 enq_reason = reason;   /* the proportion / overcommit plugins' Normal Event */
             }
         }

@@ -216,76 +216,114 @@ bool cluster__volcano_hier_fits(const struct gqueue *q, const struct cluster_res
     return true;
 }
 
-/* Volcano's proportion plugin: the nodes' resources shared among the queues with work
- * in proportion to their weights, each share capped by the queue's capability; a queue
- * whose request is met keeps just that and the rest goes round again to the others. A
- * gang's task is allocated only while its queue's allocated stays within that share. */
+/* A cluster_res as Volcano's Resource dimensions (millicores, bytes, GPUs, TPUs). */
+static void res_dims(const struct cluster_res *r, double d[4])
+{
+    d[0] = (double)r->cpu_m;
+    d[1] = (double)r->mem;
+    d[2] = (double)r->gpu;
+    d[3] = (double)r->tpu;
+}
+
+/* Volcano's proportion plugin (OnSessionOpen, v1.14.1). The queues that take part are
+ * those with a PodGroup in the session. Each one's realCapability is the nodes' total
+ * less every queue's guarantee, plus its own guarantee, within its capability (a
+ * capability's cpu or memory at 0 or below is no limit). Then, round by round, each
+ * queue not yet met gets its weight's part of what remains, held within its
+ * realCapability and its request and raised to its guarantee, dimension by dimension;
+ * it is met once its request fits or its share stops moving, and what the round handed
+ * out (or took back) changes what remains, until nothing remains or nothing moves. A
+ * gang's task is allocated only while its queue's allocated stays within that share;
+ * a gang is enqueued only while its queue's allocated, inqueue and minResources stay
+ * within the realCapability. */
 void cluster__volcano_deserved(struct gqueue *qs, const struct cluster_res *total)
 {
+    struct pp {
+        struct gqueue *q;
+        double des[4], real[4], req[4], guar[4];
+        bool met;
+    } *a = NULL;
     struct gqueue *q, *qt;
-    double tot[4] = { (double)total->cpu_m, (double)total->mem, (double)total->gpu,
-                      (double)total->tpu };
-    double des[64][4] = { { 0 } };
-    bool met[64] = { false };
+    double rem[4], tg[4] = { 0 }, g[4];
     size_t n = 0, i;
+    res_dims(total, rem);
     HASH_ITER(hh, qs, q, qt) {
+        res_dims(&q->guarantee, g);
+        for (int d = 0; d < 4; d++)
+            tg[d] += g[d];
         q->share_used = q->allocated;
         q->has_deserved = false;
-        if (n < 64 && (q->request.cpu_m > 0 || q->request.mem > 0 || q->request.gpu > 0 ||
-                       q->request.tpu > 0))
-            q->has_deserved = true, n++;
+        n += q->has_job;
     }
-    for (int round = 0; round < 16; round++) {
-        double w = 0, rem[4], given = 0;
-        memcpy(rem, tot, sizeof(rem));
-        i = 0;
-        HASH_ITER(hh, qs, q, qt) {
-            if (!q->has_deserved)
-                continue;
-            for (int d = 0; d < 4; d++)
-                rem[d] -= des[i][d];
-            w += met[i] ? 0 : q->weight;
-            i++;
-        }
-        if (w <= 0)
-            break;
-        i = 0;
-        HASH_ITER(hh, qs, q, qt) {
-            if (!q->has_deserved)
-                continue;
-            if (!met[i]) {
-                int64_t req[4] = { q->request.cpu_m, q->request.mem, q->request.gpu, q->request.tpu };
-                int64_t cap[4] = { q->cap.cpu_m, q->cap.mem, q->cap.gpu, q->cap.tpu };
-                bool enough = true;
-                for (int d = 0; d < 4; d++) {
-                    double was = des[i][d];
-                    des[i][d] += (rem[d] > 0 ? rem[d] : 0) * q->weight / w;
-                    if (q->has_cap[d] && des[i][d] > (double)cap[d])
-                        des[i][d] = (double)cap[d];
-                    enough = enough && (double)req[d] <= des[i][d];
-                    given += des[i][d] - was;
-                }
-                if (enough) {   /* the request is met: keep only that */
-                    for (int d = 0; d < 4; d++)
-                        des[i][d] = des[i][d] < (double)req[d] ? des[i][d] : (double)req[d];
-                    met[i] = true;
-                }
-            }
-            i++;
-        }
-        if (given < 1)
-            break;
-    }
+    if (!n || !(a = calloc(n, sizeof(*a))))
+        return;   /* no shares: within_share lets every task through */
     i = 0;
     HASH_ITER(hh, qs, q, qt) {
-        if (!q->has_deserved)
+        double cap[4];
+        if (!q->has_job)
             continue;
-        q->deserved.cpu_m = (int64_t)des[i][0];
-        q->deserved.mem = (int64_t)des[i][1];
-        q->deserved.gpu = (int64_t)des[i][2];
-        q->deserved.tpu = (int64_t)des[i][3];
-        i++;
+        struct pp *x = &a[i++];
+        x->q = q;
+        q->has_deserved = true;
+        res_dims(&q->request, x->req);
+        res_dims(&q->guarantee, x->guar);
+        res_dims(&q->cap, cap);
+        for (int d = 0; d < 4; d++) {
+            x->real[d] = (rem[d] > tg[d] ? rem[d] - tg[d] : 0) + x->guar[d];
+            if (q->has_cap[d] && (d >= 2 || cap[d] > 0) && cap[d] < x->real[d])
+                x->real[d] = cap[d];
+        }
     }
+    for (int round = 0; round < 64; round++) {
+        double w = 0, inc[4] = { 0 }, dec[4] = { 0 };
+        bool empty = true, still = true;
+        for (i = 0; i < n; i++)
+            w += a[i].met ? 0 : a[i].q->weight;
+        if (w <= 0)
+            break;
+        for (i = 0; i < n; i++) {
+            struct pp *x = &a[i];
+            bool fits = true, same = true;
+            if (x->met)
+                continue;
+            for (int d = 0; d < 4; d++) {
+                double was = x->des[d], v = was + rem[d] * x->q->weight / w;
+                v = v < x->real[d] ? v : x->real[d];
+                v = v < x->req[d] ? v : x->req[d];
+                v = v > x->guar[d] ? v : x->guar[d];
+                x->des[d] = v;
+                /* Resource.LessEqual's tolerance (minResource, 0.1) */
+                fits = fits && (x->req[d] < v || x->req[d] - v < 0.1);
+                same = same && v == was;
+                if (v > was)
+                    inc[d] += v - was;
+                else
+                    dec[d] += was - v;
+            }
+            x->met = fits || same;
+        }
+        for (int d = 0; d < 4; d++) {
+            double r = rem[d] + dec[d] - inc[d];
+            r = r > 0 ? r : 0;
+            empty = empty && r < 0.1;
+            still = still && r == rem[d];
+            rem[d] = r;
+        }
+        if (empty || still)
+            break;
+    }
+    for (i = 0; i < n; i++) {
+        struct gqueue *x = a[i].q;
+        x->deserved.cpu_m = (int64_t)a[i].des[0];
+        x->deserved.mem = (int64_t)a[i].des[1];
+        x->deserved.gpu = (int64_t)a[i].des[2];
+        x->deserved.tpu = (int64_t)a[i].des[3];
+        x->prop_real.cpu_m = (int64_t)a[i].real[0];
+        x->prop_real.mem = (int64_t)a[i].real[1];
+        x->prop_real.gpu = (int64_t)a[i].real[2];
+        x->prop_real.tpu = (int64_t)a[i].real[3];
+    }
+    free(a);
 }
 
 /* Would the queue stay within its share with req more allocated (dimensions req asks for)? */
@@ -442,16 +480,8 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
                         rest.gpu > 0 ? rest.gpu : 0, rest.tpu > 0 ? rest.tpu : 0 };
     size_t off = 0;
     why[0] = '\0';
-    for (int d = 0; q && d < 4; d++) {
-        int64_t used[4] = { q->allocated.cpu_m + q->inqueue.cpu_m, q->allocated.mem + q->inqueue.mem,
-                            q->allocated.gpu + q->inqueue.gpu, q->allocated.tpu + q->inqueue.tpu };
-        int64_t capv[4] = { q->cap.cpu_m, q->cap.mem, q->cap.gpu, q->cap.tpu };
-        if (q->has_cap[d] && need[d] > 0 && used[d] + need[d] > capv[d])
-            off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%sinsufficient %s",
-                                    off ? ", " : "queue resource quota insufficient: ", names[d]);
-    }
-    if (why[0])
-        return why;
+    /* the plugins of tier 2 in Volcano's order, the first to refuse says why:
+     * overcommit, then proportion */
     /* the overcommit plugin's idle: the nodes' total times the factor, less what is used */
     int64_t idlev[4] = { idle->cpu_m, idle->mem, idle->gpu, idle->tpu };
     const int64_t totv[4] = { total->cpu_m, total->mem, total->gpu, total->tpu };
@@ -461,6 +491,27 @@ const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *
                                (double)totv[d] * OVERCOMMIT - (double)(totv[d] - idlev[d]))
             off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%soverused %s",
                                     off ? ", " : "resource in cluster is overused: ", names[d]);
+    if (why[0])
+        return why;
+    /* proportion refuses a job of a queue that is not Open, in its log only (the enqueue
+     * action asks the plugins only for a PodGroup with minResources: one without them is
+     * Inqueue in a Closed queue, and allocate gives it nothing) */
+    if (q && !q->open)
+        return "";
+    for (int d = 0; q && d < 4; d++) {
+        /* allocated + inqueue - elastic, as proportion counts the queue's use */
+        int64_t used[4] = { q->allocated.cpu_m + q->inqueue.cpu_m - q->elastic.cpu_m,
+                            q->allocated.mem + q->inqueue.mem - q->elastic.mem,
+                            q->allocated.gpu + q->inqueue.gpu - q->elastic.gpu,
+                            q->allocated.tpu + q->inqueue.tpu - q->elastic.tpu };
+        /* proportion's realCapability (its guarantees and the nodes' total within the
+         * capability); the capability alone where proportion gave no share */
+        const struct cluster_res *lim = q->has_deserved ? &q->prop_real : &q->cap;
+        int64_t capv[4] = { lim->cpu_m, lim->mem, lim->gpu, lim->tpu };
+        if ((q->has_deserved || q->has_cap[d]) && need[d] > 0 && used[d] + need[d] > capv[d])
+            off += (size_t)snprintf(why + off, off < cap ? cap - off : 0, "%sinsufficient %s",
+                                    off ? ", " : "queue resource quota insufficient: ", names[d]);
+    }
     return why[0] ? why : NULL;
 }
 

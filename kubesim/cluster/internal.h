@@ -284,6 +284,10 @@ struct gqueue {
     struct cluster_res cap, allocated, inqueue;
     struct cluster_res request;  /* its gangs' Pods, bound or waiting */
     struct cluster_res deserved; /* its share by weight (proportion), when has_deserved */
+    struct cluster_res prop_real; /* proportion's realCapability (the enqueue limit), when
+                                     has_deserved */
+    bool has_job;                /* a Volcano PodGroup of this session is in it */
+    struct cluster_res elastic;  /* what its gangs hold beyond their minResources */
     struct cluster_res share_used; /* allocated, plus what this session bound */
     bool has_deserved;
     bool reclaimable;            /* spec.reclaimable (default true) */
@@ -369,6 +373,8 @@ void cluster__volcano_default_queue(struct cluster *c, const struct reg_resource
 void cluster__volcano_deserved(struct gqueue *qs, const struct cluster_res *total);
 bool cluster__volcano_within_share(const struct gqueue *q, const struct cluster_res *used,
                                    const struct cluster_res *req);
+/* Why the overcommit or proportion plugin refuses to enqueue g (the text of their Normal
+ * Event), "" for a refusal they only log (a Closed queue), NULL when g may go Inqueue. */
 const char *cluster__volcano_enqueue_check(const struct gang *g, struct gqueue *q,
                                            bool have_queues, const struct cluster_res *total,
                                            const struct cluster_res *idle,

@@ -1,15 +1,17 @@
 #!/bin/bash
-# deadline: 150
+# deadline: 210
 # batch_samples.sh - every Volcano and YuniKorn sample of KubeRay
 # (kuberay/samples/*volcano* and *yunikorn*) accepted and reconciled by rayop with the
 # matching --batch-scheduler, and scheduled by kubesim's gang step on 2 nodes of
-# 4 CPU: the Volcano cluster's gang runs in its queue, the Volcano RayJob waits on
+# 4 CPU: the Volcano clusters' gangs run (the queue sample in its queue, the other in the
+# default queue), the Volcano RayJob waits on
 # the queue's capability until the cluster is gone, then completes; the YuniKorn
 # cluster and RayJob run with their task groups (the submitter's held by a
 # placeholder); a YuniKorn application over its queue's max (yunikorn-configs) waits.
 # KAI's sample (its Queue and PodGroup types served by schema-less CRDs) runs in its leaf
 # queue with the pod-grouper's PodGroup; a KAI gang too big for the nodes, one in a parent
-# queue and one over its queue's limit get nothing. Then the KubernetesWAS gate: Workload
+# queue and one over its queue's limit get nothing. KubeRay's scheduler-plugins sample runs with
+# its coscheduling PodGroup. Then the KubernetesWAS gate: Workload
 # and PodGroup scheduling.k8s.io/v1alpha2 served by kubesim, the Pods' schedulingGroup and
 # the PodGroupScheduled condition.
 . "$(dirname "$0")/lib.sh"
@@ -59,6 +61,18 @@ kubectl delete -f "$SAMPLES/ray-job.volcano-scheduler-queue.yaml" --wait=false >
 VJC=$(rc_of_job rayjob-sample-0)
 [ -n "$VJC" ] && kcurl -X DELETE $NSP/rayclusters/$VJC >/dev/null
 [ -n "$VJC" ] && wait_until "the Volcano job's cluster is gone" 30 gone "$VJC"
+# the sample without a queue (same cluster name): its gang of one runs in the default queue
+pg_gone() { [ "$(kcode $PGP/ray-test-cluster-0-pg)" = 404 ]; }
+wait_until "the queue sample's PodGroup is collected" 30 pg_gone
+kubectl apply -f "$SAMPLES/ray-cluster.volcano-scheduler.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-cluster.volcano-scheduler.yaml" "$(cat "$WORK/apply.err")"
+wait_until "volcano cluster sample (no queue): PodGroup Running" 40 pg_phase_is ray-test-cluster-0-pg Running \
+    && ok "ray-cluster.volcano-scheduler.yaml reconciled and gang-scheduled"
+check "volcano cluster sample (no queue): minMember 1, the head's requests, the default queue" \
+    [ "$(kcurl $PGP/ray-test-cluster-0-pg | jq -c '[.spec.minMember, .spec.minResources, .spec.queue]')" = '[1,{"cpu":"1","memory":"2Gi"},"default"]' ]
+check "volcano cluster sample (no queue): its head Pod is bound" bound_is test-cluster-0 1
+kcurl -X DELETE $NSP/rayclusters/test-cluster-0 >/dev/null
+wait_until "the no-queue sample's cluster is gone" 30 gone test-cluster-0
 
 # ---- YuniKorn ----
 controllers --batch-scheduler yunikorn
@@ -159,6 +173,30 @@ wait_until "kai: a gang over its queue's limit is told so, in KAI's words" 30 po
     "OverLimit: capped quota has reached the allowable limit of CPU cores. Limit is 2 cores, currently 0 cores allocated and workload requested 3 cores"
 check "kai: nothing of it is bound" bound_is kaicap 0
 for c in raycluster-sample kaibig kaiparent kaicap; do kcurl -X DELETE $NSP/rayclusters/$c >/dev/null; done
+
+# ---- scheduler-plugins (coscheduling) ----
+# (a schema-less CRD: the shared copy of scheduler-plugins' is a dangling link)
+kcurl -X POST -H 'Content-Type: application/json' /apis/apiextensions.k8s.io/v1/customresourcedefinitions \
+  -d '{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":
+  "podgroups.scheduling.x-k8s.io"},"spec":{"group":"scheduling.x-k8s.io","names":{"plural":"podgroups",
+  "singular":"podgroup","kind":"PodGroup","listKind":"PodGroupList"},"scope":"Namespaced","versions":[{"name":
+  "v1alpha1","served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":
+  "object","x-kubernetes-preserve-unknown-fields":true}}}]}}' >/dev/null
+SPG=/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups
+wait_until "scheduler-plugins PodGroup type served" 20 kcurl -f $SPG
+controllers --batch-scheduler scheduler-plugins
+kubectl apply -f "$SAMPLES/ray-cluster.scheduler-plugins.yaml" >/dev/null 2>"$WORK/apply.err" || \
+    not_ok "apply ray-cluster.scheduler-plugins.yaml" "$(cat "$WORK/apply.err")"
+sp_phase_is() { [ "$(kcurl $SPG/test-podgroup-0 | json_get status.phase)" = "$1" ]; }
+wait_until "scheduler-plugins sample: 3 Pods bound" 40 bound_is test-podgroup-0 3 && \
+    wait_until "scheduler-plugins sample: PodGroup Running" 20 sp_phase_is Running && \
+    ok "ray-cluster.scheduler-plugins.yaml reconciled and gang-scheduled"
+check "scheduler-plugins sample: PodGroup minMember 3, minResources 3 CPU / 4Gi, owned by the RayCluster" \
+    [ "$(kcurl $SPG/test-podgroup-0 | jq -c '[.spec.minMember, .spec.minResources, .metadata.ownerReferences[0].kind]')" = '[3,{"cpu":"3","memory":"4Gi"},"RayCluster"]' ]
+check "scheduler-plugins sample: Pods carry the scheduler and the pod-group label" \
+    [ "$(pods_of test-podgroup-0 | jq -r '[.items[] | .spec.schedulerName + "/" + .metadata.labels["scheduling.x-k8s.io/pod-group"]] | unique | join(",")')" = "scheduler-plugins-scheduler/test-podgroup-0" ]
+kcurl -X DELETE $NSP/rayclusters/test-podgroup-0 >/dev/null
+wait_until "the scheduler-plugins sample's cluster is gone" 30 gone test-podgroup-0
 
 # ---- Kubernetes WAS (feature gate KubernetesWAS) ----
 controllers --feature-gates KubernetesWAS=true

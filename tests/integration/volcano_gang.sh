@@ -10,19 +10,37 @@
 # --batch-scheduler stops start-up with KubeRay's message.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gang.sh"
+said() { grep -q -- "$1" <<<"$2"; }                  # TEXT OUTPUT
+refused() { [ "$1" -ne 0 ] && said "$2" "$3"; }      # RC TEXT OUTPUT: a non-zero exit that says TEXT
 
 # ---- an unknown scheduler fails start-up (no API server needed) ----
 out=$("$RAYOP" controller raycluster --batch-scheduler slurm --state-dir /nonexistent 2>&1); rc=$?
 check "controller: unknown --batch-scheduler exits non-zero" [ $rc -ne 0 ]
-check "controller: KubeRay's message" grep -q "scheduler is not supported, name=slurm" <<<"$out"
+check "controller: KubeRay's message" said "scheduler is not supported, name=slurm" "$out"
 out=$("$RAYOP" up --batch-scheduler slurm --state-dir /nonexistent 2>&1); rc=$?
 check "up: unknown --batch-scheduler exits non-zero" [ $rc -ne 0 ]
-check "up: KubeRay's message" grep -q "scheduler is not supported, name=slurm" <<<"$out"
+check "up: KubeRay's message" said "scheduler is not supported, name=slurm" "$out"
 out=$("$RAYOP" controller raycluster --batch-scheduler volcano --enable-batch-scheduler=true \
       --state-dir /nonexistent 2>&1); rc=$?
-check "controller: both scheduler flags refused" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
+check "controller: both scheduler flags refused" refused $rc "Please use batch-scheduler only" "$out"
 out=$("$RAYOP" up --enable-batch-scheduler --batch-scheduler volcano --state-dir /nonexistent 2>&1); rc=$?
-check "up: both scheduler flags refused (bare --enable-batch-scheduler)" [ $rc -ne 0 ] && grep -q "Please use batch-scheduler only" <<<"$out"
+check "up: both scheduler flags refused (bare --enable-batch-scheduler)" refused $rc "Please use batch-scheduler only" "$out"
+# the Configuration file's batchScheduler / enableBatchScheduler, as KubeRay reads them
+CFG=$(mktemp -d /tmp/volcano-gang-cfg.XXXXXX); _LIB_DIRS="$_LIB_DIRS $CFG"
+cfg() { printf 'apiVersion: config.ray.io/v1alpha1\nkind: Configuration\n%s\n' "$2" >"$CFG/$1.yaml"; }
+cfg bad 'batchScheduler: slurm'; cfg yk 'batchScheduler: yunikorn'; cfg legacy 'enableBatchScheduler: true'
+out=$(timeout 10 "$RAYOP" controller raycluster --config "$CFG/bad.yaml" --state-dir /nonexistent 2>&1); rc=$?
+check "controller: the config file's unknown batchScheduler fails start-up with KubeRay's message" \
+    refused $rc "scheduler is not supported, name=slurm" "$out"
+out=$(env -u KUBECONFIG timeout 10 "$RAYOP" up --config "$CFG/bad.yaml" --state-dir /nonexistent 2>&1); rc=$?
+check "up: the config file's unknown batchScheduler is refused before anything starts" \
+    refused $rc "rayop up: batch scheduler configs validation failed: scheduler is not supported, name=slurm" "$out"
+out=$(timeout 10 "$RAYOP" controller raycluster --config "$CFG/yk.yaml" --state-dir /nonexistent 2>&1)
+check "controller: the config file's batchScheduler is taken" \
+    said '"msg":"Feature flag batch-scheduler is enabled","scheduler name":"yunikorn"' "$out"
+out=$(timeout 10 "$RAYOP" controller raycluster --config "$CFG/legacy.yaml" --state-dir /nonexistent 2>&1)
+check "controller: the config file's enableBatchScheduler is taken (deprecated, volcano)" \
+    said "Feature flag enable-batch-scheduler is deprecated" "$out"
 
 gang_start volcano-gang || exit 1
 wait_until "the default queue exists" 20 kcurl -f /apis/scheduling.volcano.sh/v1beta1/queues/default
@@ -64,6 +82,12 @@ check "alpha: Pods carry schedulerName volcano and the group annotations" \
 scheduled_cond() { pg "$1" | jq -e '.status.conditions[] | select(.type=="Scheduled" and .status=="True")' >/dev/null; }
 check "alpha: Scheduled condition True" scheduled_cond alpha
 wait_until "alpha: Event Scheduled 'pod group is ready'" 10 has_event ray-alpha-pg Scheduled "pod group is ready"
+# the watcher maps a PodGroup event to its owner: one deleted by hand is put back at once
+uid0=$(pg alpha | json_get metadata.uid)
+kcurl -X DELETE $PGP/ray-alpha-pg >/dev/null
+recreated() { local u; u=$(pg alpha | json_get metadata.uid); [ -n "$u" ] && [ "$u" != null ] && [ "$u" != "$uid0" ]; }
+wait_until "alpha: a PodGroup deleted by hand is recreated" 15 recreated && \
+    ok "alpha: a PodGroup deleted by hand is recreated by the RayCluster controller"
 mkrc beta 4
 wait_until "beta: its 5 Pods exist" 30 pods_are beta 5
 wait_until "beta: the PodGroup says why it waits" 20 has_event ray-beta-pg Unschedulable "overused cpu"
@@ -97,12 +121,13 @@ kcurl -X PATCH -H 'Content-Type: application/merge-patch+json' \
     /apis/scheduling.volcano.sh/v1beta1/queues/shut/status -d '{"status":{"state":"Closed"}}' >/dev/null
 mkrc gamma 0 '"volcano.sh/queue-name":"shut"'
 wait_until "gamma: its head Pod exists" 30 pods_are gamma 1
-# as the real Volcano v1.14.1 does: enqueued, then nothing allocated, and no word of the queue
+# as Volcano v1.14.1's enqueue action and proportion plugin do for a PodGroup with
+# minResources (KubeRay always sets them): not enqueued, nothing allocated, no word of the queue
 closed_cond() { pg gamma | jq -e '.status.conditions[] | select(.type=="Unschedulable" and .message=="1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable")' >/dev/null; }
 wait_until "gamma: the PodGroup says its task is unschedulable" 20 closed_cond
 check "Closed queue: gamma has zero Pods bound" bound_is gamma 0
-check "Closed queue: gamma's PodGroup is Inqueue in queue shut" \
-    [ "$(pg gamma | jq -c '[.status.phase, .spec.queue]')" = '["Inqueue","shut"]' ]
+check "Closed queue: gamma's PodGroup stays Pending in queue shut" \
+    [ "$(pg gamma | jq -c '[.status.phase, .spec.queue]')" = '["Pending","shut"]' ]
 check "Closed queue: the head Pod carries the queue label" \
     [ "$(pods_of gamma | jq -r '.items[0].metadata.labels["volcano.sh/queue-name"]')" = shut ]
 
@@ -126,8 +151,8 @@ check "job: the submitter Pod ran in the gang (schedulerName volcano, task-spec 
     [ "$(kcurl "/api/v1/namespaces/default/pods?labelSelector=batch.kubernetes.io/job-name=job" | jq -r '.items[0] | .spec.schedulerName + "/" + .metadata.annotations["volcano.sh/task-spec"] + "/" + .metadata.annotations["scheduling.k8s.io/group-name"]')" = "volcano/submittergroup/ray-job-pg" ]
 shrunk() { [ "$(pg job | jq -c '[.spec.minMember // 0, .spec.minResources]')" = '[0,{}]' ]; }
 wait_until "job: the finished RayJob's PodGroup shrinks to nothing" 40 shrunk && ok "a finished RayJob shrinks its PodGroup"
-cleaned_ev() { kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -e '.items[] | select(.regarding.name=="job" and .reason=="BatchSchedulerCleanedUp")' >/dev/null; }
-wait_until "job: Event BatchSchedulerCleanedUp" 10 cleaned_ev
+cleaned_ev() { kcurl /apis/events.k8s.io/v1/namespaces/default/events | jq -e '.items[] | select(.regarding.name=="job" and .reason=="BatchSchedulerCleanedUp" and .type=="Normal" and .action=="Cleanup" and .note=="Cleaned up batch scheduler resources for RayJob default/job")' >/dev/null; }
+wait_until "job: KubeRay's Normal Event BatchSchedulerCleanedUp (action Cleanup, its text)" 10 cleaned_ev
 check "Closed queue: gamma still has zero Pods bound" bound_is gamma 0
 
 # ---- priority order between gangs: a later, higher-priority gang goes first ----

@@ -162,6 +162,21 @@ static void test_volcano_cluster_podgroup(void **state)
     assert_text(res, "{\"cpu\":\"1\",\"memory\":\"2Gi\"}");
     cJSON_Delete(res);
     cJSON_Delete(rc);
+
+    /* the sample without a queue: head only (requests over limits), no queue field */
+    rc = sample_with("ray-cluster.volcano-scheduler.yaml", "ns", "u2");
+    p.obj = rc;
+    pg = batchsched_volcano_podgroup(&p, &err);
+    assert_non_null(pg);
+    assert_text(pg, "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"PodGroup\","
+                "\"metadata\":{\"name\":\"ray-test-cluster-0-pg\",\"namespace\":\"ns\","
+                "\"ownerReferences\":[{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\","
+                "\"name\":\"test-cluster-0\",\"uid\":\"u2\",\"controller\":true,"
+                "\"blockOwnerDeletion\":true}]},\"spec\":{\"minMember\":1,"
+                "\"minResources\":{\"cpu\":\"1\",\"memory\":\"2Gi\"}},"
+                "\"status\":{\"phase\":\"Pending\"}}");
+    cJSON_Delete(pg);
+    cJSON_Delete(rc);
 }
 
 static void test_volcano_labels_topology(void **state)
@@ -311,6 +326,26 @@ static void test_yunikorn(void **state)
     cJSON_Delete(head);
     cJSON_Delete(rc);
 
+    /* placement fields in TaskGroup's Go order (nodeSelector, affinity before name;
+     * tolerations after it), empty ones left out (omitempty); minMember is
+     * minReplicas x numOfHosts */
+    rc = cJSON_Parse("{\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"},\"spec\":{"
+                     "\"headGroupSpec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"pool\":\"a\"},"
+                     "\"tolerations\":[{\"key\":\"k\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
+                     "\"affinity\":{\"nodeAffinity\":{}},\"containers\":[{\"name\":\"h\","
+                     "\"resources\":{\"limits\":{\"cpu\":\"2\"}}}]}}},"
+                     "\"workerGroupSpecs\":[{\"groupName\":\"tpu\",\"minReplicas\":2,\"numOfHosts\":4,"
+                     "\"template\":{\"spec\":{\"nodeSelector\":{},\"tolerations\":[],"
+                     "\"containers\":[{\"name\":\"w\"}]}}}]}}");
+    struct batchsched_parent cp = { .obj = rc };
+    char *ctg = batchsched_yunikorn_task_groups(&cp);
+    assert_string_equal(ctg, "[{\"minResource\":{\"cpu\":\"2\"},\"nodeSelector\":{\"pool\":\"a\"},"
+                        "\"affinity\":{\"nodeAffinity\":{}},\"name\":\"headgroup\","
+                        "\"tolerations\":[{\"key\":\"k\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
+                        "\"minMember\":1},{\"minResource\":{},\"name\":\"tpu\",\"minMember\":8}]");
+    free(ctg);
+    cJSON_Delete(rc);
+
     /* a RayJob: the submitter group, on the submitter template and the cluster */
     cJSON *rj = job_sample("ray-job.yunikorn-scheduler.yaml", "j1");
     cJSON *st = cJSON_AddObjectToObject(rj, "status");
@@ -321,8 +356,14 @@ static void test_yunikorn(void **state)
                                    .submitter_podspec = cJSON_GetObjectItem(tmpl, "spec") };
     char *tg = batchsched_yunikorn_task_groups(&p);
     assert_non_null(tg);
-    assert_non_null(strstr(tg, "{\"minResource\":{\"cpu\":\"500m\",\"memory\":\"200Mi\"},"
-                               "\"name\":\"submittergroup\",\"minMember\":1}]"));
+    /* TaskGroup's Go field order, omitempty fields left out; the default submitter's
+     * requests (500m / 200Mi) win over its limits */
+    assert_string_equal(tg, "[{\"minResource\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
+                        "\"name\":\"headgroup\",\"minMember\":1},"
+                        "{\"minResource\":{\"cpu\":\"1\",\"memory\":\"1Gi\"},"
+                        "\"name\":\"small-group\",\"minMember\":1},"
+                        "{\"minResource\":{\"cpu\":\"500m\",\"memory\":\"200Mi\"},"
+                        "\"name\":\"submittergroup\",\"minMember\":1}]");
     assert_int_equal(batchsched_child_meta(BATCHSCHED_YUNIKORN, &p, tmpl, true,
                                            BATCHSCHED_SUBMITTER_GROUP), 0);
     assert_string_equal(ann(tmpl, "yunikorn.apache.org/task-groups"), tg);

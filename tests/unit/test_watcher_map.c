@@ -144,6 +144,12 @@ static void test_owned_kinds(void **state)
         { "rbac.authorization.k8s.io/v1/rolebindings", "RayCluster", "raycluster" },
         { "networking.k8s.io/v1/ingresses", "RayCluster", "raycluster" },
         { "networking.k8s.io/v1/networkpolicies", "RayCluster", "raycluster" },
+        /* gang scheduling: a Volcano PodGroup is the RayCluster's, or the RayJob's for
+         * the cluster a RayJob created; a WAS PodGroup / Workload the RayCluster's */
+        { "scheduling.volcano.sh/v1beta1/podgroups", "RayCluster", "raycluster" },
+        { "scheduling.volcano.sh/v1beta1/podgroups", "RayJob", "rayjob" },
+        { "scheduling.k8s.io/v1alpha2/podgroups", "RayCluster", "raycluster" },
+        { "scheduling.k8s.io/v1alpha2/workloads", "RayCluster", "raycluster" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *o = obj("ns", "child", 1, NULL, cases[i].okind, "ray.io/v1", "owner", 1);

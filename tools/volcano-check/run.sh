@@ -7,9 +7,11 @@
 # and sets every Queue Open (Volcano's controller does both; it is not run here), then plays the
 # scenarios tests/unit/kubesim/test_cluster_gang.c plays against kubesim, scaled to 64-CPU nodes,
 # and prints what the scheduler wrote: Pods bound, PodGroup phase and Unschedulable condition, the
-# Events; last, restarted with the preempt and reclaim actions, the reclaim and preempt scenarios
+# Events (two gangs, the overcommit, capability, a Closed queue, weights, guarantees); last,
+# restarted with the preempt and reclaim actions, the reclaim and preempt scenarios
 # (Evict Events). Not part of make test (it needs Go and minutes); run it by hand:
 #
+#   sh tools/peers/build.sh kubernetes etcd kwok   # once: the control plane (cached per machine)
 #   tools/volcano-check/run.sh [DIR]     DIR keeps the logs (default: a fresh temporary folder)
 #
 # What it showed (Volcano v1.14.1) is in docs/batch-scheduling.md; the unit test asserts those texts.
@@ -57,12 +59,12 @@ crd() { # PLURAL GROUP KIND: a cluster-scoped, schema-less v1alpha1 type
 	    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
 	Y
 }
-queue() { # NAME STATE [CAPABILITY_CPU] [WEIGHT]
+queue() { # NAME STATE [CAPABILITY_CPU] [WEIGHT] [GUARANTEE_CPU]
 	$K apply -f - >/dev/null <<-Y
 	apiVersion: scheduling.volcano.sh/v1beta1
 	kind: Queue
 	metadata: {name: $1}
-	spec: {weight: ${4:-1}${3:+, capability: {cpu: \"$3\"\}}}
+	spec: {weight: ${4:-1}${3:+, capability: {cpu: \"$3\"\}}${5:+, guarantee: {resource: {cpu: \"$5\"\}\}}}
 	Y
 	$K patch queue "$1" --subresource=status --type=merge -p "{\"status\":{\"state\":\"$2\"}}" >/dev/null
 }
@@ -123,8 +125,9 @@ queue small Open 3
 pg quota 2 ', queue: small, minResources: {cpu: "4"}'; pods quota 2 1
 queue shut Closed
 pg closed 1 ', queue: shut'; pods closed 1 1
+pg closedmr 1 ', queue: shut, minResources: {cpu: "1"}'; pods closedmr 1 1
 sleep 15
-report alpha beta big quota closed
+report alpha beta big quota closed closedmr
 
 # queue weights (test_queue_weight): with the others gone, queue light (weight 1) and heavy
 # (weight 3) share 128 CPUs as 32 and 96; light's older gang of 4 x 16 CPU gets none, heavy's
@@ -144,6 +147,27 @@ for q in light heavy; do
 done
 sleep 15
 report light heavy
+
+# the proportion plugin's realCapability (test_phases, test_queue_guarantee): minResources of
+# 140 CPU pass the overcommit (153.6) but not the nodes' 128; then queue kept guarantees 96 of
+# the 128 CPUs, so queue rest may hold 32: its gang of minResources 64 stays Pending, one without
+# minResources is enqueued and given nothing (2 x 32 CPU over a 32-CPU share)
+$K delete pods --all --wait=false >/dev/null
+$K delete podgroups --all >/dev/null
+for _ in $(seq 60); do wait_gone && break; sleep 1; done
+pg over 2 ', minResources: {cpu: "140"}'; pods over 2 1
+sleep 10
+report over
+queue kept Open "" 1 96
+queue rest Open "" 1
+pg gq 2 ', queue: rest, minResources: {cpu: "64"}'; pods gq 2 32
+pg gs 2 ', queue: rest'; pods gs 2 32
+sleep 15
+report gq gs
+# the guarantee would hold for the scenarios below too
+$K delete pods --all --wait=false >/dev/null
+$K delete podgroups --all >/dev/null
+$K delete queue kept rest >/dev/null
 
 # reclaim and preempt (kubesim reads the same actions from the ConfigMap
 # volcano-system/volcano-scheduler-configmap): the scheduler restarted with both actions on

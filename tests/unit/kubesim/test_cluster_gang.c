@@ -129,8 +129,22 @@ static void test_phases(void **state)
                                "pod group is not ready, 2 Pending, 2 minAvailable; Pending: 2 Unschedulable",
                                "volcano"), 1);
 
-    /* 9 CPUs fit under the overcommit (9.6): Inqueue, then placed on the 8 real ones */
-    gt_volcano_pg(t, "ok", 2, ",\"minResources\":{\"cpu\":\"9\"}");
+    /* 9 CPUs pass the overcommit (9.6) but not the proportion plugin: a queue's
+     * realCapability is at most the nodes' 8 CPUs */
+    gt_volcano_pg(t, "over", 2, ",\"minResources\":{\"cpu\":\"9\"}");
+    gt_volcano_pods(t, "over", 0, 2, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "over", 0, 2), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "over", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    assert_int_equal(gt_events(t, "default", "over", "Unschedulable",
+                               "queue resource quota insufficient: insufficient cpu", "volcano"), 1);
+    gt_delete(t, t->pods, "default", "over-0");
+    gt_delete(t, t->pods, "default", "over-1");
+    gt_delete(t, t->vpg, "default", "over");
+
+    /* 4 CPUs: Inqueue, then placed */
+    gt_volcano_pg(t, "ok", 2, ",\"minResources\":{\"cpu\":\"4\"}");
     gt_session(t);
     assert_string_equal(gt_field(t, t->vpg, "default", "ok", "status.phase", buf, sizeof(buf)),
                         "Inqueue");
@@ -210,6 +224,10 @@ static void test_queue_state(void **state)
     gt_volcano_pods(t, "g", 0, 1, "1");
     gt_volcano_pg(t, "lost", 1, ",\"queue\":\"nowhere\"");
     gt_volcano_pods(t, "lost", 0, 1, "1");
+    /* with minResources (as KubeRay always sets them) the enqueue action asks the
+     * plugins, and proportion refuses a queue that is not Open, saying so in its log only */
+    gt_volcano_pg(t, "kr", 1, ",\"queue\":\"shut\",\"minResources\":{\"cpu\":\"1\"}");
+    gt_volcano_pods(t, "kr", 0, 1, "1");
     gt_session(t);
     gt_session(t);
     assert_int_equal(gt_bound(t, "g", 0, 1), 0);
@@ -217,6 +235,10 @@ static void test_queue_state(void **state)
                         "Inqueue");
     assert_int_equal(gt_events(t, "default", "g-0", "FailedScheduling", "pod group is not ready, "
                                "1 Pending, 1 minAvailable; Pending: 1 Unschedulable", "volcano"), 1);
+    assert_int_equal(gt_bound(t, "kr", 0, 1), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "kr", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    assert_int_equal(gt_events(t, "default", "kr", "Unschedulable", "queue", NULL), 0);
     /* a missing Queue: Volcano's cache leaves the job out, nothing is written or said */
     assert_int_equal(gt_bound(t, "lost", 0, 1), 0);
     assert_string_equal(gt_field(t, t->vpg, "default", "lost", "status.phase", buf, sizeof(buf)), "");
@@ -227,11 +249,13 @@ static void test_queue_state(void **state)
                         "Closed");
     cJSON *q = gt_get(t, t->queues, "", "shut");
     assert_int_equal((int)tl_num(q, "status.inqueue"), 1);
+    assert_int_equal((int)tl_num(q, "status.pending"), 1);
     cJSON_Delete(q);
 
     gt_patch(t, t->queues, "", "shut", "status", "{\"status\":{\"state\":\"Open\"}}");
     gt_session(t);
     assert_int_equal(gt_bound(t, "g", 0, 1), 1);
+    assert_int_equal(gt_bound(t, "kr", 0, 1), 1);
     assert_int_equal(gt_bound(t, "lost", 0, 1), 0);
 }
 
@@ -302,6 +326,93 @@ static void test_queue_weight(void **state)
     gt_delete(t, t->pods, "default", "b-heavy-1");
     gt_session(t);
     assert_int_equal(gt_bound(t, "a-light", 0, 4), 4);
+}
+
+/* Queue guarantees (Volcano's proportion): what the queues guarantee is kept out of
+ * the others' realCapability. Queue kept guarantees 6 of the 8 CPUs, so queue rest may
+ * hold 2: its gang of minResources 4 stays Pending, and one without minResources is
+ * enqueued but given only its 2-CPU share, so nothing of it is bound, though the nodes
+ * are empty. Without the guarantee both run. */
+static void test_queue_guarantee(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+
+    store_obj_unref(tl_create(t->s, t->queues, "", tl_json(
+        "{\"apiVersion\":\"scheduling.volcano.sh/v1beta1\",\"kind\":\"Queue\","
+        "\"metadata\":{\"name\":\"kept\"},\"spec\":{\"weight\":1,"
+        "\"guarantee\":{\"resource\":{\"cpu\":\"6\"}}}}")));
+    gt_queue(t, "rest", 1);
+    gt_volcano_pg(t, "quota", 2, ",\"queue\":\"rest\",\"minResources\":{\"cpu\":\"4\"}");
+    gt_volcano_pods(t, "quota", 0, 2, "2");
+    gt_volcano_pg(t, "share", 2, ",\"queue\":\"rest\"");
+    gt_volcano_pods(t, "share", 0, 2, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "quota", 0, 2), 0);
+    assert_string_equal(gt_field(t, t->vpg, "default", "quota", "status.phase", buf, sizeof(buf)),
+                        "Pending");
+    assert_int_equal(gt_events(t, "default", "quota", "Unschedulable",
+                               "queue resource quota insufficient: insufficient cpu", "volcano"), 1);
+    assert_string_equal(gt_field(t, t->vpg, "default", "share", "status.phase", buf, sizeof(buf)),
+                        "Inqueue");
+    assert_int_equal(gt_bound(t, "share", 0, 2), 0);
+
+    gt_patch(t, t->queues, "", "kept", NULL, "{\"spec\":{\"guarantee\":null}}");
+    gt_session(t);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "quota", 0, 2) + gt_bound(t, "share", 0, 2), 4);
+}
+
+/* Shares are held within each queue's request dimension by dimension (proportion caps
+ * them every round): queue cpuq (weight 3) asks for more CPU than its share and no
+ * memory, so the memory its weight would give it goes round again to queue memq, whose
+ * gang of 2 x (1 CPU, 6Gi) needs 12 of the 16Gi. Held back only once cpuq is met, memq's
+ * share would stay at 4Gi and its gang would get nothing. */
+static void test_queue_share_dims(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_queue(t, "cpuq", 3);
+    gt_queue(t, "memq", 1);
+    gt_volcano_pg(t, "c", 1, ",\"queue\":\"cpuq\"");
+    gt_volcano_pods(t, "c", 0, 8, "1");
+    gt_volcano_pg(t, "m", 2, ",\"queue\":\"memq\"");
+    for (int i = 0; i < 2; i++) {
+        char body[600];
+        snprintf(body, sizeof(body), "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{"
+                 "\"name\":\"m-%d\",\"annotations\":{\"scheduling.k8s.io/group-name\":\"m\"}},"
+                 "\"spec\":{\"schedulerName\":\"volcano\",\"containers\":[{\"name\":\"c\","
+                 "\"image\":\"i\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+                 "\"memory\":\"6Gi\"}}}]}}", i);
+        store_obj_unref(tl_create(t->s, t->pods, "default", tl_json("%s", body)));
+    }
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "m", 0, 2), 2);
+    /* cpuq's share: 6 of the 8 CPUs */
+    assert_int_equal(gt_bound(t, "c", 0, 8), 6);
+}
+
+/* What a gang holds beyond its minResources is elastic: proportion's enqueue takes it
+ * off its queue's use. An autoscaled gang of minResources 2 CPU holds 6 of the 8; a new
+ * gang of minResources 3 is within the realCapability (3 + 6 - 4 elastic <= 8) and the
+ * overcommit (3 <= 9.6 - 6), so it is enqueued and its 2-CPU Pod runs. */
+static void test_queue_elastic(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+
+    gt_volcano_pg(t, "auto", 1, ",\"minResources\":{\"cpu\":\"2\"}");
+    gt_volcano_pods(t, "auto", 0, 3, "2");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "auto", 0, 3), 3);
+    gt_running(t, "auto", 0, 3);
+    gt_session(t);
+    gt_volcano_pg(t, "next", 1, ",\"minResources\":{\"cpu\":\"3\"}");
+    gt_volcano_pods(t, "next", 0, 1, "2");
+    gt_session(t);
+    assert_string_equal(gt_field(t, t->vpg, "default", "next", "status.phase", buf, sizeof(buf)),
+                        "Running");
+    assert_int_equal(gt_bound(t, "next", 0, 1), 1);
 }
 
 /* Volcano's allocate takes the queue with the smallest share first: qa already uses
@@ -1194,6 +1305,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_capability, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_weight, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_guarantee, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_share_dims, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_elastic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
