@@ -566,6 +566,11 @@ static void deadline_of(uint64_t due_ms, struct timespec *ts)
     }
 }
 
+/* Trees a turn keeps between its items before it frees them: the trees of what the
+ * last few items wrote and read are reused by the next ones (a Pod's bind and its
+ * status), without the turn holding a tree of every Pod a burst touched. */
+#define TURN_TREES 512
+
 static void *cluster_main(void *arg)
 {
     struct cluster *c = arg;
@@ -594,6 +599,9 @@ static void *cluster_main(void *arg)
         pthread_mutex_unlock(&c->qlock);
         (void)capbatch;
 
+        /* the Pods and Services read in this turn are parsed into the scope and freed
+         * with it (or at a trim between two items): the tables keep only their text */
+        store_tree_scope_begin();
         for (size_t i = 0; i < nbatch; i++) {
             struct store_obj *o = batch[i].obj;
             if (o->res == c->r_pods) {
@@ -619,6 +627,7 @@ static void *cluster_main(void *arg)
             else
                 c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
             store_obj_unref(o);
+            store_tree_scope_trim(TURN_TREES);
         }
         nbatch = 0;
         cluster__schedule_pass(c);
@@ -627,6 +636,7 @@ static void *cluster_main(void *arg)
             struct cl_timer t = heap_pop(c);
             fire_timer(c, &t);
             free(t.key);
+            store_tree_scope_trim(TURN_TREES);
         }
         cluster__jobs_sync(c);
         cluster__deploy_sync(c);
@@ -636,6 +646,7 @@ static void *cluster_main(void *arg)
             c->endpoints_timer = true;
             cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
         }
+        store_tree_scope_end();
     }
     free(batch);
     return NULL;
