@@ -566,9 +566,11 @@ static void deadline_of(uint64_t due_ms, struct timespec *ts)
     }
 }
 
-/* Trees a turn keeps between its items before it frees them: the trees of what the
- * last few items wrote and read are reused by the next ones (a Pod's bind and its
- * status), without the turn holding a tree of every Pod a burst touched. */
+/* The thread reads Pods and Services inside one tree scope for its whole life (the
+ * tables keep only their text), trimmed between items, timers and turns once it holds
+ * more than this many trees: what one turn wrote is read again by the next (a Pod's
+ * bind, then its status) without a parse, and a burst does not leave a tree on every
+ * Pod it touched. No tree pointer is kept across those points. */
 #define TURN_TREES 512
 
 static void *cluster_main(void *arg)
@@ -577,6 +579,7 @@ static void *cluster_main(void *arg)
     struct cl_qitem *batch = NULL;
     size_t nbatch = 0, capbatch = 0;
 
+    store_tree_scope_begin();
     for (;;) {
         struct timespec ts;
 
@@ -599,9 +602,6 @@ static void *cluster_main(void *arg)
         pthread_mutex_unlock(&c->qlock);
         (void)capbatch;
 
-        /* the Pods and Services read in this turn are parsed into the scope and freed
-         * with it (or at a trim between two items): the tables keep only their text */
-        store_tree_scope_begin();
         for (size_t i = 0; i < nbatch; i++) {
             struct store_obj *o = batch[i].obj;
             if (o->res == c->r_pods) {
@@ -646,8 +646,9 @@ static void *cluster_main(void *arg)
             c->endpoints_timer = true;
             cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
         }
-        store_tree_scope_end();
+        store_tree_scope_trim(TURN_TREES);
     }
+    store_tree_scope_end();
     free(batch);
     return NULL;
 }
