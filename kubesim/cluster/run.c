@@ -566,13 +566,6 @@ static void deadline_of(uint64_t due_ms, struct timespec *ts)
     }
 }
 
-/* The thread reads Pods and Services inside one tree scope for its whole life (the
- * tables keep only their text), trimmed between items, timers and turns once it holds
- * more than this many trees: what one turn wrote is read again by the next (a Pod's
- * bind, then its status) without a parse, and a burst does not leave a tree on every
- * Pod it touched. No tree pointer is kept across those points. */
-#define TURN_TREES 512
-
 static void *cluster_main(void *arg)
 {
     struct cluster *c = arg;
@@ -627,7 +620,7 @@ static void *cluster_main(void *arg)
             else
                 c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
             store_obj_unref(o);
-            store_tree_scope_trim(TURN_TREES);
+            store_tree_scope_trim(CLUSTER_SCOPE_TREES);
         }
         nbatch = 0;
         cluster__schedule_pass(c);
@@ -636,7 +629,7 @@ static void *cluster_main(void *arg)
             struct cl_timer t = heap_pop(c);
             fire_timer(c, &t);
             free(t.key);
-            store_tree_scope_trim(TURN_TREES);
+            store_tree_scope_trim(CLUSTER_SCOPE_TREES);
         }
         cluster__jobs_sync(c);
         cluster__deploy_sync(c);
@@ -646,7 +639,7 @@ static void *cluster_main(void *arg)
             c->endpoints_timer = true;
             cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
         }
-        store_tree_scope_trim(TURN_TREES);
+        store_tree_scope_trim(CLUSTER_SCOPE_TREES);
     }
     store_tree_scope_end();
     free(batch);
