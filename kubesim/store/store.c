@@ -1,9 +1,9 @@
 /*
- * store.c - the heart of kubesim's object store: immutable refcounted object
- * snapshots, the per-type hash tables (uthash, keyed "ns/name"), the global uid
- * table, the single resourceVersion counter and the commit path every write goes
- * through (journal, indexes, watch rings, subscribers, GC queue), plus open/close,
- * GET and stats. The verbs live in write.c, list.c and patch.c.
+ * store.c - the heart of kubesim's object store: the per-type hash tables
+ * (uthash, keyed "ns/name"), the global uid table, the single resourceVersion
+ * counter and the commit path every write goes through (journal, indexes, watch
+ * rings, subscribers, GC queue), plus open/close, GET and stats. The snapshots
+ * themselves are obj.c; the verbs live in write.c, list.c and patch.c.
  *
  * Concurrency: one rwlock (s->lock). Reads take it shared; a write holds it
  * exclusively from reading the old state to publishing the new one, which is the
