@@ -134,8 +134,7 @@ static bool text_only(const struct reg_resource *res)
  * so the address cannot be reused by another snapshot while the entry lives. */
 struct scope_tree {
     const struct store_obj *o;
-    cJSON *tree;
-    bool packed;                /* one block (a writer's tree handed over): free() */
+    cJSON *tree;                /* packed: one block */
     UT_hash_handle hh;
 };
 
@@ -149,10 +148,7 @@ static void scope_flush(void)
 
     HASH_ITER(hh, scope_trees, e, tmp) {
         HASH_DEL(scope_trees, e);
-        if (e->packed)
-            free(e->tree);
-        else
-            cJSON_Delete(e->tree);
+        free(e->tree);
         store_obj_unref((struct store_obj *)e->o);
         free(e);
     }
@@ -169,8 +165,8 @@ static cJSON *scope_find(const struct store_obj *o)
     return e ? e->tree : NULL;
 }
 
-/* Hands tree (of o, consumed only on success) to the scope. 0 or -ENOMEM. */
-static int scope_put(const struct store_obj *o, cJSON *tree, bool packed)
+/* Hands the packed tree of o (consumed only on success) to the scope. 0 or -ENOMEM. */
+static int scope_put(const struct store_obj *o, cJSON *tree)
 {
     struct scope_tree *e = malloc(sizeof(*e));
 
@@ -179,7 +175,6 @@ static int scope_put(const struct store_obj *o, cJSON *tree, bool packed)
     memset(e, 0, sizeof(*e));
     e->o = store_obj_ref((struct store_obj *)o);
     e->tree = tree;
-    e->packed = packed;
     HASH_ADD_PTR(scope_trees, o, e);
     scope_n++;
     return 0;
@@ -318,13 +313,16 @@ const cJSON *store_obj_json(const struct store_obj *o)
     if (scope_depth) {
         if ((t = scope_find(o)))
             return t;
-        if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)))
+        /* packed like a kept tree: a trim then frees one block per tree, where freeing
+         * 512 loose trees of hundreds of nodes each overflowed malloc's thread cache and
+         * made malloc_consolidate and free half of kubesim's CPU */
+        if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)) || !(t = tree_pack(parsed)))
             return NULL;
-        if (scope_put(o, parsed, false)) {
-            cJSON_Delete(parsed);
+        if (scope_put(o, t)) {
+            free(t);
             return NULL;
         }
-        return parsed;
+        return t;
     }
     if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)) || !(t = tree_pack(parsed)))
         return NULL;
@@ -457,12 +455,16 @@ uint64_t store__obj_meta_hash(const cJSON *obj, const char *member)
 
 /* A text-only type's snapshot drops the tree its writer built: called by the commit
  * before obj is published, when only the writing thread has used that tree. A writer
- * inside a tree scope (the simulated cluster) keeps it there for what it reads next. */
+ * inside a tree scope (the simulated cluster) keeps it there for what it reads next,
+ * except an Event's: no writer reads its Events back, and four per Pod would crowd the
+ * Pods out of a trimmed scope. */
 void store__obj_settle(struct store_obj *o)
 {
+    bool event = store__events_v1(o->res) || (!o->res->group[0] && !strcmp(o->res->plural, "events"));
+
     if (!text_only(o->res) || !o->tree)
         return;
-    if (!scope_depth || scope_put(o, o->tree, true))
+    if (!scope_depth || event || scope_put(o, o->tree))
         free(o->tree);
     o->tree = NULL;
 }
