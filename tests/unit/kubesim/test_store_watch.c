@@ -153,19 +153,29 @@ static void test_watch_expired_after_eviction(void **state)
     store_status_clear(&st);
 }
 
-static void test_watch_selector_transitions(void **state)
+/* A watch of res in "default" with the selector app=x (*sel: the caller frees it),
+ * from "0": the objects matching it now come first. */
+static struct store_watch *watch_app_x(const struct reg_resource *res, struct sel **sel)
 {
     struct store_status st = { 0 };
     struct store_watch *w = NULL;
-    struct sel *sel = NULL;
     char err[128];
+
+    assert_int_equal(sel_parse("app=x", sel, err, sizeof(err)), 0);
+    struct store_watch_opts o = { .labels = *sel, .resource_version = "0" };
+    assert_int_equal(store_watch_open(S, res, "default", &o, &w, &st), 0);
+    return w;
+}
+
+static void test_watch_selector_transitions(void **state)
+{
+    struct store_watch *w;
+    struct sel *sel = NULL;
     struct store_event ev;
 
     (void)state;
-    assert_int_equal(sel_parse("app=x", &sel, err, sizeof(err)), 0);
     put_cm("t", "{\"app\":\"y\"}");
-    struct store_watch_opts o = { .labels = sel, .resource_version = "0" };
-    assert_int_equal(store_watch_open(S, cms(), "default", &o, &w, &st), 0);
+    w = watch_app_x(cms(), &sel);
     put_cm("t", "{\"app\":\"x\"}");          /* starts matching */
     expect(w, EV_ADDED, "t");
     put_cm("t", "{\"app\":\"x\",\"b\":\"c\"}");
@@ -197,17 +207,13 @@ static void pod_patch(const char *body)
 static void test_watch_selector_text_only(void **state)
 {
     const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
-    struct store_status st = { 0 };
-    struct store_watch *w = NULL;
+    struct store_watch *w;
     struct sel *sel = NULL;
-    char err[128];
     struct store_event ev;
 
     (void)state;
-    assert_int_equal(sel_parse("app=x", &sel, err, sizeof(err)), 0);
     store_obj_unref(tl_create(S, pods, "default", tl_pod("t", ",\"labels\":{\"app\":\"y\"}")));
-    struct store_watch_opts o = { .labels = sel, .resource_version = "0" };
-    assert_int_equal(store_watch_open(S, pods, "default", &o, &w, &st), 0);
+    w = watch_app_x(pods, &sel);
     pod_patch("{\"metadata\":{\"labels\":{\"app\":\"x\"}}}");       /* starts matching */
     expect(w, EV_ADDED, "t");
     pod_patch("{\"metadata\":{\"annotations\":{\"n\":\"1\"}}}");    /* same labels */
