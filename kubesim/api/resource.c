@@ -125,11 +125,13 @@ static int reply_obj(struct server_req *req, int code, struct store_obj *o)
     if (req->accept.table) {
         struct buf b = { 0 };
         char rv[24];
+        store_tree_scope_begin();   /* the tree is read for this table only */
         const cJSON *items[1] = { store_obj_json(o) };
         snprintf(rv, sizeof(rv), "%llu", (unsigned long long)o->rv);
         rc = present_table(o->res, items, 1, rv, NULL, true, time(NULL), &b);
         if (rc == 0)
             rc = api__table_include(&b, 0, items, 1, req->query->include_object);
+        store_tree_scope_end();
         if (rc == 0) {
             size_t len = b.len;
             rc = server_reply_take(req, code, JSON, buf_steal(&b), len);
@@ -361,12 +363,15 @@ static int render_list_table(const struct reg_resource *res, const struct store_
 
     if (l->n && !(items = calloc(l->n, sizeof(*items))))
         return -ENOMEM;
+    /* a table of every Pod must not leave a tree on every Pod */
+    store_tree_scope_begin();
     for (size_t i = 0; i < l->n; i++)
         items[i] = store_obj_json(l->items[i]);
     snprintf(rv, sizeof(rv), "%llu", (unsigned long long)l->rv);
     rc = present_table(res, items, l->n, rv, l->continue_token, true, time(NULL), b);
     if (rc == 0)
         rc = api__table_include(b, 0, items, l->n, include);
+    store_tree_scope_end();
     free(items);
     return rc;
 }

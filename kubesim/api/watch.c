@@ -70,6 +70,7 @@ static void render_event(struct watch_stream *ws, struct store_event *ev)
     } else if (ev->type == EV_BOOKMARK || !ev->obj) {
         render_bookmark(ws, ev);
     } else if (ws->table) {
+        store_tree_scope_begin();   /* the tree is read for this row only */
         const cJSON *items[1] = { store_obj_json(ev->obj) };
         size_t before = ws->out.len;
         if (present_table(ws->res, items, 1, NULL, NULL, false, time(NULL), &ws->out) < 0 ||
@@ -77,6 +78,7 @@ static void render_event(struct watch_stream *ws, struct store_event *ev)
             ws->out.len = before;
             buf_append(&ws->out, ev->obj->bytes, ev->obj->len);
         }
+        store_tree_scope_end();
     } else {
         buf_append(&ws->out, ev->obj->bytes, ev->obj->len);
     }

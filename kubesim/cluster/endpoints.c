@@ -474,6 +474,7 @@ void cluster__endpoints_sync(struct cluster *c)
             s->dirty = false;
             sync_service(c, s);
         }
+        store_tree_scope_trim(CLUSTER_SCOPE_TREES);   /* a sync holds no tree after it */
     }
     free(keys);
     if (c->ep_dirty_lost) {
@@ -485,6 +486,7 @@ void cluster__endpoints_sync(struct cluster *c)
                 s->dirty = false;
                 sync_service(c, s);
             }
+            store_tree_scope_trim(CLUSTER_SCOPE_TREES);
         }
     }
 }

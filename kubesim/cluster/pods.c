@@ -308,6 +308,8 @@ void cluster__schedule_pass(struct cluster *c)
             kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
             continue;
         schedule_one(c, p, fits, nn);
+        /* 30,000 Pods pending at once must not all hold a tree until the pass ends */
+        store_tree_scope_trim(CLUSTER_SCOPE_TREES);
     }
     c->npending = 0;
     free(fits);

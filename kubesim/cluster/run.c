@@ -590,6 +590,7 @@ static void *cluster_main(void *arg)
     struct cl_qitem *batch = NULL;
     size_t nbatch = 0, capbatch = 0;
 
+    store_tree_scope_begin();
     for (;;) {
         struct timespec ts;
 
@@ -637,6 +638,7 @@ static void *cluster_main(void *arg)
             else
                 c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
             store_obj_unref(o);
+            store_tree_scope_trim(CLUSTER_SCOPE_TREES);
         }
         nbatch = 0;
         cluster__schedule_pass(c);
@@ -645,6 +647,7 @@ static void *cluster_main(void *arg)
             struct cl_timer t = heap_pop(c);
             fire_timer(c, &t);
             free(t.key);
+            store_tree_scope_trim(CLUSTER_SCOPE_TREES);
         }
         cluster__jobs_sync(c);
         cluster__deploy_sync(c);
@@ -654,7 +657,9 @@ static void *cluster_main(void *arg)
             c->endpoints_timer = true;
             cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
         }
+        store_tree_scope_trim(CLUSTER_SCOPE_TREES);
     }
+    store_tree_scope_end();
     free(batch);
     return NULL;
 }

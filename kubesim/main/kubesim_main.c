@@ -336,6 +336,29 @@ static void reexec_with_tunables(char **argv)
     execv("/proc/self/exe", argv);
 }
 
+/*
+ * Waits for SIGINT or SIGTERM, giving malloc's free pages back every TRIM_MS meanwhile.
+ * A burst of writes leaves free chunks between live ones in every thread's arena (at
+ * 10,000 RayClusters about 450 MiB of RSS above what malloc had in use); nothing else
+ * returns them, as M_TRIM_THRESHOLD above only concerns the top of each heap.
+ */
+#define TRIM_MS 5000
+
+static void wait_for_signal(const sigset_t *set, int *sig)
+{
+    struct timespec ts = { TRIM_MS / 1000, (TRIM_MS % 1000) * 1000000L };
+
+    for (;;) {
+        int got = sigtimedwait(set, NULL, &ts);
+        if (got > 0) {
+            *sig = got;
+            return;
+        }
+        if (errno == EAGAIN)
+            malloc_trim(0);
+    }
+}
+
 /* The service and pod proxy reach run Pods' processes through the runtime. */
 static int http_source(void *arg, const char *uid, int port, const struct runtime_http_req *req,
                        struct runtime_http_reply *out)
@@ -459,8 +482,7 @@ int main(int argc, char **argv)
     log_info("kubesim: serving", "url", server_url(srv), "port", num,
              "kubeconfig", a.kubeconfig, "state", a.state, NULL);
 
-    while (sigwait(&set, &sig) != 0)
-        ;
+    wait_for_signal(&set, &sig);
     log_info("kubesim: shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
     status = 0;
 out:

@@ -447,6 +447,7 @@ static void expire_events(struct store *s)
     uint64_t now = wall_ms();
     bool any = false;
 
+    store_tree_scope_begin();
     pthread_rwlock_wrlock(&s->lock);
     struct stype *t = s->res_events ? store__type_get(s, s->res_events, false) : NULL;
     while (s->exp_head && s->exp_head->due_ms <= now) {
@@ -465,6 +466,7 @@ static void expire_events(struct store *s)
         free(x);
     }
     pthread_rwlock_unlock(&s->lock);
+    store_tree_scope_end();
     if (any)
         store__notify_drain(s);
 }
@@ -536,6 +538,8 @@ static void *gc_main(void *arg)
         s->gc_busy = true;
         pthread_mutex_unlock(&s->gc_mu);
 
+        /* the dependents and owners read here are mostly text-only snapshots */
+        store_tree_scope_begin();
         pthread_rwlock_wrlock(&s->lock);
         if (it->kind == GC_OWNER) {
             process_owner(s, it->id);
@@ -548,6 +552,7 @@ static void *gc_main(void *arg)
             process_namespace(s, it->id);
         }
         pthread_rwlock_unlock(&s->lock);
+        store_tree_scope_end();
         store__notify_drain(s);
         free(it->id);
         free(it);

@@ -56,6 +56,8 @@ struct sentry {
     size_t n_owners;
     struct label_bucket *label_bucket;  /* its STORE_INDEXED_LABEL bucket, or NULL */
     uint64_t ring_seq;          /* ring sequence of its last watch event (may be evicted) */
+    uint64_t labels_hash;       /* store__obj_meta_hash of its labels, ownerReferences: */
+    uint64_t refs_hash;         /* the next commit compares them without the old tree */
     UT_hash_handle hh;          /* t->objs by key */
     UT_hash_handle hu;          /* s->by_uid by obj->uid */
 };
@@ -156,7 +158,7 @@ struct store {
     bool replaying;
 };
 
-/* ---- objects (store.c, json.c) ---- */
+/* ---- objects (obj.c, json.c) ---- */
 /* Appends the compact JSON of json to out (cJSON_PrintUnformatted's output). */
 int store__json_print(const cJSON *json, struct buf *out);
 /* json copied into one block (json.c, packed trees): read-only, freed with free() on
@@ -181,6 +183,11 @@ struct store_obj *store__obj_text_only(struct store_obj *o);
 struct store_obj *store__obj_with_rv(struct store_obj *o, uint64_t rv);
 /* o rendered as res (another version of the same CRD): apiVersion rewritten. */
 struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *res);
+/* The commit's last word on obj's writer tree (lock held, obj not yet published): a
+ * text-only type lets it go, into the thread's tree scope when one is open. */
+void store__obj_settle(struct store_obj *o);
+/* A hash of metadata.<member> of obj (0 when absent): equal members hash equal. */
+uint64_t store__obj_meta_hash(const cJSON *obj, const char *member);
 
 struct stype *store__type_get(struct store *s, const struct reg_resource *res, bool create);
 

@@ -1,332 +1,20 @@
 /*
- * store.c - the heart of kubesim's object store: immutable refcounted object
- * snapshots, the per-type hash tables (uthash, keyed "ns/name"), the global uid
- * table, the single resourceVersion counter and the commit path every write goes
- * through (journal, indexes, watch rings, subscribers, GC queue), plus open/close,
- * GET and stats. The verbs live in write.c, list.c and patch.c.
+ * store.c - the heart of kubesim's object store: the per-type hash tables
+ * (uthash, keyed "ns/name"), the global uid table, the single resourceVersion
+ * counter and the commit path every write goes through (journal, indexes, watch
+ * rings, subscribers, GC queue), plus open/close, GET and stats. The snapshots
+ * themselves are obj.c; the verbs live in write.c, list.c and patch.c.
  *
  * Concurrency: one rwlock (s->lock). Reads take it shared; a write holds it
  * exclusively from reading the old state to publishing the new one, which is the
  * in-memory equivalent of the real server's GuaranteedUpdate retry loop.
  */
-#include "kobj/json_equal.h"
 #include "kubesim/store/internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- objects ---- */
-
-struct store_obj *store_obj_ref(struct store_obj *o)
-{
-    if (o)
-        __atomic_add_fetch(&o->refs, 1, __ATOMIC_RELAXED);
-    return o;
-}
-
-void store_obj_unref(struct store_obj *o)
-{
-    if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) != 0)
-        return;
-    free(__atomic_load_n(&o->tree, __ATOMIC_ACQUIRE));
-    free((char *)o->bytes);
-    free(o);
-}
-
-/*
- * Objects are printed into a per-thread scratch buffer (json.c) and copied
- * once into an exact-size allocation that lives as long as the snapshot.
- */
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_free(void *v)
-{
-    buf_free(v);
-    free(v);
-}
-
-static void scratch_init(void)
-{
-    pthread_key_create(&scratch_key, scratch_free);
-}
-
-/* The text and, after its NUL, room for `extra` more bytes (the names). */
-static char *print_compact(const cJSON *json, size_t *len, size_t extra)
-{
-    struct buf *sc;
-    char *out = NULL;
-
-    pthread_once(&scratch_once, scratch_init);
-    sc = pthread_getspecific(scratch_key);
-    if (!sc) {
-        sc = calloc(1, sizeof(*sc));
-        if (!sc || pthread_setspecific(scratch_key, sc)) {
-            free(sc);
-            return NULL;
-        }
-    }
-    buf_reset(sc);
-    if (store__json_print(json, sc) == 0 && (out = malloc(sc->len + 1 + extra))) {
-        memcpy(out, sc->data, sc->len);
-        out[sc->len] = 0;
-        *len = sc->len;
-    }
-    if (sc->cap > (8u << 20)) {
-        /* do not keep a huge CRD's buffer around per thread */
-        buf_free(sc);
-    }
-    return out;
-}
-
-/*
- * Stores each metadata.managedFields[].fieldsV1 of a snapshot as one cJSON_Raw node
- * holding its compact JSON, instead of a tree of a hundred small nodes and keys: on
- * a Pod that is a third of the snapshot's memory, and every new page costs a page
- * fault (see docs/kubesim-store.md, Performance). The bytes printed are the same;
- * patch_apply's mf_load reads either form. A fieldsV1 that cannot be converted
- * stays a tree.
- */
-static void compact_managed_fields(cJSON *json)
-{
-    cJSON *mf = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(json, "metadata"), "managedFields"), *e;
-    struct buf b = {0};
-
-    if (!cJSON_IsArray(mf))
-        return;
-    cJSON_ArrayForEach(e, mf) {
-        cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "fieldsV1"), *raw;
-        if (!cJSON_IsObject(f))
-            continue;
-        buf_reset(&b);
-        if (store__json_print(f, &b) || buf_append(&b, "", 1) || !(raw = cJSON_CreateRaw(b.data)))
-            continue;
-        cJSON_ReplaceItemInObjectCaseSensitive(e, "fieldsV1", raw);
-    }
-    buf_free(&b);
-}
-
-/* Types whose objects are kept as text alone: nearly never read as a tree by the
- * server or the simulated cluster, and most of the objects of a busy cluster. */
-static bool text_only(const struct reg_resource *res)
-{
-    return store__events_v1(res) || (!res->group[0] && !strcmp(res->plural, "events"));
-}
-
-/* A tree packed into one block, fieldsV1 compacted; json is consumed. */
-static cJSON *tree_pack(cJSON *json)
-{
-    cJSON *packed;
-
-    compact_managed_fields(json);
-    packed = store__json_pack(json);
-    cJSON_Delete(json);
-    return packed;
-}
-
-static const char *md_str(const cJSON *md, const char *k)
-{
-    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, k));
-    return v ? v : "";
-}
-
-/* A snapshot of bytes (len, with room after its NUL for the names) holding tree
- * (may be NULL: parsed when read); both consumed. The names are copied behind the
- * text so they outlive a tree parsed on demand. */
-static struct store_obj *obj_build(const struct reg_resource *res, char *bytes, size_t len,
-                                   const cJSON *md, cJSON *tree)
-{
-    /* malloc, not calloc: glibc's calloc skips the thread cache (one per write) */
-    struct store_obj *o = malloc(sizeof(*o));
-    const char *rv = md_str(md, "resourceVersion");
-    char *p = bytes + len + 1;
-
-    if (!o) {
-        free(bytes);
-        free(tree);
-        return NULL;
-    }
-    memset(o, 0, sizeof(*o));
-    o->res = res;
-    o->bytes = bytes;
-    o->len = len;
-    o->rv = strtoull(rv, NULL, 10);
-    o->ns = p;
-    p = stpcpy(p, md_str(md, "namespace")) + 1;
-    o->name = p;
-    p = stpcpy(p, md_str(md, "name")) + 1;
-    o->uid = p;
-    stpcpy(p, md_str(md, "uid"));
-    o->tree = tree;
-    o->refs = 1;
-    return o;
-}
-
-static size_t names_len(const cJSON *md)
-{
-    return strlen(md_str(md, "namespace")) + strlen(md_str(md, "name")) +
-           strlen(md_str(md, "uid")) + 3;
-}
-
-struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json)
-{
-    struct store_obj *o = NULL;
-    const cJSON *md;
-    cJSON *tree = NULL;
-    char *bytes;
-    size_t len = 0;
-
-    if (!json)
-        return NULL;
-    compact_managed_fields(json);
-    md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
-    if (!(bytes = print_compact(json, &len, names_len(md))))
-        goto out;
-    if (!(tree = store__json_pack(json))) {
-        free(bytes);
-        goto out;
-    }
-    /* before json goes: md and the names point into it */
-    o = obj_build(res, bytes, len, md, tree);
-out:
-    cJSON_Delete(json);
-    return o;
-}
-
-struct store_obj *store__obj_text_only(struct store_obj *o)
-{
-    size_t extra = strlen(o->ns) + strlen(o->name) + strlen(o->uid) + 3;
-    char *bytes = malloc(o->len + 1 + extra);
-    struct store_obj *c;
-
-    if (!bytes)
-        return NULL;
-    memcpy(bytes, o->bytes, o->len + 1 + extra);   /* the text, then the names */
-    if (!(c = malloc(sizeof(*c)))) {
-        free(bytes);
-        return NULL;
-    }
-    memset(c, 0, sizeof(*c));
-    c->res = o->res;
-    c->bytes = bytes;
-    c->len = o->len;
-    c->rv = o->rv;
-    c->ns = bytes + (o->ns - o->bytes);
-    c->name = bytes + (o->name - o->bytes);
-    c->uid = bytes + (o->uid - o->bytes);
-    c->refs = 1;
-    return c;
-}
-
-const cJSON *store_obj_json(const struct store_obj *o)
-{
-    cJSON *t, *parsed, *expect = NULL;
-
-    if (!o)
-        return NULL;
-    if ((t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE)))
-        return t;
-    if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)) || !(t = tree_pack(parsed)))
-        return NULL;
-    /* the snapshot is shared: another reader may have parsed it first */
-    if (!__atomic_compare_exchange_n(&((struct store_obj *)o)->tree, &expect, t, false,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-        free(t);
-        t = expect;
-    }
-    return t;
-}
-
-static void set_rv_string(cJSON *obj, uint64_t rv)
-{
-    char b[24];
-    cJSON *md = store__meta(obj);
-
-    snprintf(b, sizeof(b), "%llu", (unsigned long long)rv);
-    if (cJSON_GetObjectItemCaseSensitive(md, "resourceVersion"))
-        cJSON_ReplaceItemInObjectCaseSensitive(md, "resourceVersion", cJSON_CreateString(b));
-    else
-        cJSON_AddStringToObject(md, "resourceVersion", b);
-}
-
-struct store_obj *store__obj_with_rv(struct store_obj *o, uint64_t rv)
-{
-    cJSON *j = store__obj_copy(o);
-
-    if (!j)
-        return NULL;
-    set_rv_string(j, rv);
-    return store__obj_new(o->res, j);
-}
-
-struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *res)
-{
-    char av[300];
-    cJSON *j;
-
-    if (o && o->res != res && (store__events_v1(res) || store__events_v1(o->res))) {
-        if (!(j = store__obj_copy(o)))
-            return NULL;
-        if (store__events_v1(res))
-            store__event_to_v1(j);
-        else
-            store__event_to_core(j);
-        return store__obj_new(res, j);
-    }
-    if (!o || o->res == res || res->builtin)
-        return store_obj_ref(o);
-    j = store__obj_copy(o);
-    if (!j)
-        return NULL;
-    snprintf(av, sizeof(av), "%s/%s", res->group, res->version);
-    cJSON_DeleteItemFromObjectCaseSensitive(j, "apiVersion");
-    cJSON_AddStringToObject(j, "apiVersion", av);
-    return store__obj_new(res, j);
-}
-
-cJSON *store__obj_copy(const struct store_obj *o)
-{
-    const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
-
-    /* a text-only snapshot is parsed straight into the copy: caching its tree for
-     * one conversion would keep it for the snapshot's life */
-    return t ? cJSON_Duplicate(t, true) : cJSON_ParseWithLength(o->bytes, o->len);
-}
-
-const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp)
-{
-    const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
-
-    *tmp = NULL;
-    return t ? t : (*tmp = cJSON_ParseWithLength(o->bytes, o->len));
-}
-
-/* Both trees are at hand and carry equal labels. */
-static bool labels_same(const struct store_obj *a, const struct store_obj *b)
-{
-    const cJSON *ta = __atomic_load_n(&a->tree, __ATOMIC_ACQUIRE);
-    const cJSON *tb = __atomic_load_n(&b->tree, __ATOMIC_ACQUIRE);
-    const cJSON *la, *lb;
-
-    if (!ta || !tb)
-        return false;
-    la = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ta, "metadata"), "labels");
-    lb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tb, "metadata"), "labels");
-    return la && lb ? json_equal(la, lb) : la == lb;
-}
-
-/* A text-only type's snapshot drops the tree its writer built: called by the commit
- * before obj is published, when only the writing thread has used that tree. */
-static void obj_settle(struct store_obj *o)
-{
-    if (text_only(o->res)) {
-        free(o->tree);
-        o->tree = NULL;
-    }
-}
 
 /* ---- types and entries ---- */
 
@@ -493,24 +181,13 @@ void store__notify_drain(struct store *s)
     pthread_mutex_unlock(&s->notify_mu);
 }
 
-static bool refs_differ(const cJSON *a, const cJSON *b)
-{
-    const cJSON *ra = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a,
-                                                        "metadata"), "ownerReferences");
-    const cJSON *rb = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(b,
-                                                        "metadata"), "ownerReferences");
-
-    if (!ra || !rb)
-        return ra != rb;
-    return !json_equal(ra, rb);
-}
-
 int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
                       struct store_obj *obj, struct sentry **out)
 {
     struct sentry *e = old;
     struct store_obj *prev = NULL;
     bool owned, owner_gone, dependent, same_labels;
+    uint64_t old_labels = 0, old_refs = 0;
     const cJSON *j;
 
     if (!e) {
@@ -532,6 +209,8 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
         s->objects++;
     } else {
         prev = e->obj;
+        old_labels = e->labels_hash;
+        old_refs = e->refs_hash;
         store__gc_index_remove(s, e);
         store__index_remove(t, e);
         /* uid never changes, but the key string in the uid table belongs to the
@@ -544,16 +223,18 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
         log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
     if (obj->res == s->res_events)
         store__gc_event_written(s, e);   /* replayed ones too, dated by their own timestamps */
+    /* the previous snapshot may be text alone: its labels and ownerReferences are
+     * compared by the hashes its commit kept, not by parsing it again */
     j = store_obj_json(obj);
-    dependent = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "metadata"),
-                                                 "ownerReferences") &&
-                (!prev || refs_differ(store_obj_json(prev), j));
+    e->labels_hash = store__obj_meta_hash(j, "labels");
+    e->refs_hash = store__obj_meta_hash(j, "ownerReferences");
+    dependent = e->refs_hash && (!prev || e->refs_hash != old_refs);
     owned = store__has_finalizer(j, "orphan") || store__has_finalizer(j, "foregroundDeletion");
     owner_gone = owned && kobj_meta_str(j, "deletionTimestamp");
-    same_labels = prev && labels_same(prev, obj);
+    same_labels = prev && e->labels_hash == old_labels;
     /* Last use of the tree on this thread, and no other has seen obj yet (the lock is
      * held and it is not in a watch ring): a text-only type lets it go here. */
-    obj_settle(obj);
+    store__obj_settle(obj);
     if (!s->replaying) {
         store__persist_put(s, obj);
         store__watch_append(s, t, prev ? EV_MODIFIED : EV_ADDED, obj, prev, same_labels,

@@ -48,10 +48,25 @@ struct store_obj {
 
 struct store_obj *store_obj_ref(struct store_obj *o);
 void store_obj_unref(struct store_obj *o);
-/* The full object as served, as a read-only cJSON tree that lives as long as o.
- * Objects rarely read as trees (Events, the snapshots only the watch window keeps)
- * are stored as text alone and parsed here on first use; NULL only on ENOMEM. */
+/* The full object as served, as a read-only cJSON tree that lives as long as o (inside
+ * a tree scope: until the scope ends, see below). Snapshots stored as text alone are
+ * parsed here on first use; NULL only on ENOMEM. */
 const cJSON *store_obj_json(const struct store_obj *o);
+
+/*
+ * Tree scopes. Most snapshots (Pods, Events, Services, Endpoints, EndpointSlices,
+ * RayClusters) are kept as text alone. Outside a scope, store_obj_json parses such a
+ * snapshot once and keeps the tree as long as the snapshot; inside one, the tree is
+ * kept by the scope instead and freed when the outermost scope ends or is trimmed, so a
+ * thread that reads many snapshots (the simulated cluster's turn, a table of a list)
+ * leaves no trees behind. Per thread; scopes nest. A tree read inside a scope must not
+ * be used after it ends or after store_tree_scope_trim.
+ */
+void store_tree_scope_begin(void);
+void store_tree_scope_end(void);
+/* At a point where the thread holds no tree from its scope: frees the scope's trees when
+ * there are more than keep. */
+void store_tree_scope_trim(size_t keep);
 
 /* The metav1.Status of a failed call. Zero-initialise; store_status_clear frees causes. */
 struct store_status {

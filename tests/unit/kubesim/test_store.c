@@ -1308,6 +1308,52 @@ static void test_events_text_only(void **state)
     store_obj_unref(c);
 }
 
+/* Pods are kept as text alone too. Inside a tree scope a read leaves no tree on the
+ * snapshot: the scope holds it until the outermost scope ends; outside a scope the tree
+ * is parsed once and kept. A write inside a scope hands its tree to the scope. */
+static bool has_tree(const struct store_obj *o)
+{
+    return __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE) != NULL;
+}
+
+static void test_tree_scope(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_obj *p = tl_create(S, pods, "default", tl_pod("p1", ",\"labels\":{\"a\":\"b\"}"));
+    struct store_obj *got = NULL;
+    struct store_status st = { 0 };
+    const char *body = "{\"metadata\":{\"labels\":{\"a\":\"c\"}}}";
+    const cJSON *t;
+
+    (void)state;
+    assert_false(has_tree(p));
+    store_tree_scope_begin();
+    assert_non_null(t = store_obj_json(p));
+    assert_ptr_equal(store_obj_json(p), t);             /* parsed once per scope */
+    assert_string_equal(tl_str(t, "metadata.labels.a"), "b");
+    store_tree_scope_begin();                            /* nested: the outer one frees */
+    assert_ptr_equal(store_obj_json(p), t);
+    store_tree_scope_end();
+    assert_ptr_equal(store_obj_json(p), t);
+    assert_false(has_tree(p));
+    assert_int_equal(store_patch(S, pods, "default", "p1", NULL, PATCH_MERGE, body, strlen(body),
+                                 NULL, &got, NULL, &st), 0);
+    assert_false(has_tree(got));
+    assert_string_equal(tl_str(store_obj_json(got), "metadata.labels.a"), "c");
+    store_tree_scope_trim(100);                          /* two trees: kept */
+    assert_ptr_equal(store_obj_json(p), t);
+    store_tree_scope_end();
+    assert_false(has_tree(p));
+    assert_false(has_tree(got));
+    /* outside a scope: parsed once and kept with the snapshot */
+    assert_non_null(t = store_obj_json(got));
+    assert_true(has_tree(got));
+    assert_ptr_equal(store_obj_json(got), t);
+    assert_string_equal(tl_str(t, "metadata.labels.a"), "c");
+    store_obj_unref(got);
+    store_obj_unref(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1338,6 +1384,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events_one_resource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_breakdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_text_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tree_scope, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -153,19 +153,29 @@ static void test_watch_expired_after_eviction(void **state)
     store_status_clear(&st);
 }
 
-static void test_watch_selector_transitions(void **state)
+/* A watch of res in "default" with the selector app=x (*sel: the caller frees it),
+ * from "0": the objects matching it now come first. */
+static struct store_watch *watch_app_x(const struct reg_resource *res, struct sel **sel)
 {
     struct store_status st = { 0 };
     struct store_watch *w = NULL;
-    struct sel *sel = NULL;
     char err[128];
+
+    assert_int_equal(sel_parse("app=x", sel, err, sizeof(err)), 0);
+    struct store_watch_opts o = { .labels = *sel, .resource_version = "0" };
+    assert_int_equal(store_watch_open(S, res, "default", &o, &w, &st), 0);
+    return w;
+}
+
+static void test_watch_selector_transitions(void **state)
+{
+    struct store_watch *w;
+    struct sel *sel = NULL;
     struct store_event ev;
 
     (void)state;
-    assert_int_equal(sel_parse("app=x", &sel, err, sizeof(err)), 0);
     put_cm("t", "{\"app\":\"y\"}");
-    struct store_watch_opts o = { .labels = sel, .resource_version = "0" };
-    assert_int_equal(store_watch_open(S, cms(), "default", &o, &w, &st), 0);
+    w = watch_app_x(cms(), &sel);
     put_cm("t", "{\"app\":\"x\"}");          /* starts matching */
     expect(w, EV_ADDED, "t");
     put_cm("t", "{\"app\":\"x\",\"b\":\"c\"}");
@@ -178,6 +188,44 @@ static void test_watch_selector_transitions(void **state)
     assert_int_equal(ev.obj->rv, store_current_rv(S));
     store_event_clear(&ev);
     put_cm("u", "{\"app\":\"z\"}");          /* never matches */
+    assert_int_equal(store_watch_next(w, 50, &ev), -ETIMEDOUT);
+    store_watch_close(w);
+    sel_free(sel);
+}
+
+/* Pods are kept as text alone: a label-selector watch gets its transitions from the
+ * label hashes each commit keeps, not from the previous snapshot's tree. */
+static void pod_patch(const char *body)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_status st = { 0 };
+
+    assert_int_equal(store_patch(S, pods, "default", "t", NULL, PATCH_MERGE, body,
+                                 strlen(body), NULL, NULL, NULL, &st), 0);
+}
+
+static void test_watch_selector_text_only(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_watch *w;
+    struct sel *sel = NULL;
+    struct store_event ev;
+
+    (void)state;
+    store_obj_unref(tl_create(S, pods, "default", tl_pod("t", ",\"labels\":{\"app\":\"y\"}")));
+    w = watch_app_x(pods, &sel);
+    pod_patch("{\"metadata\":{\"labels\":{\"app\":\"x\"}}}");       /* starts matching */
+    expect(w, EV_ADDED, "t");
+    pod_patch("{\"metadata\":{\"annotations\":{\"n\":\"1\"}}}");    /* same labels */
+    expect(w, EV_MODIFIED, "t");
+    pod_patch("{\"metadata\":{\"labels\":{\"b\":\"c\"}}}");         /* still matches */
+    expect(w, EV_MODIFIED, "t");
+    pod_patch("{\"metadata\":{\"labels\":{\"app\":\"z\"}}}");       /* stops matching */
+    next(w, &ev);
+    assert_int_equal(ev.type, EV_DELETED);
+    assert_string_equal(tl_str(store_obj_json(ev.obj), "metadata.labels.app"), "x");
+    store_event_clear(&ev);
+    pod_patch("{\"metadata\":{\"annotations\":{\"n\":\"2\"}}}");    /* never matches */
     assert_int_equal(store_watch_next(w, 50, &ev), -ETIMEDOUT);
     store_watch_close(w);
     sel_free(sel);
@@ -523,6 +571,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_from_rv_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_expired_after_eviction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_selector_transitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_selector_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_keeps_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_initial_events_and_bookmarks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_watcher_is_closed, setup, teardown),

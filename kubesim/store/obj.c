@@ -1,0 +1,470 @@
+/*
+ * obj.c - kubesim's stored object snapshots: immutable, reference-counted, their
+ * compact JSON text with the names behind it, and the tree a reader gets from
+ * store_obj_json.
+ *
+ * Memory: most snapshots of a busy cluster (Pods, Events, Services, Endpoints,
+ * EndpointSlices, RayClusters) are kept as text alone, since a cJSON tree takes 2-3x
+ * the bytes of its text. Readers that go through many of them (the simulated
+ * cluster's turn, the GC, a table of a list) open a tree scope on their thread: the
+ * trees they read are parsed into the scope and freed when it ends, rather than
+ * staying with snapshots that live on in the cluster's tables. Other types keep the
+ * tree their writer built, packed into one block.
+ */
+#include "kubesim/store/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct store_obj *store_obj_ref(struct store_obj *o)
+{
+    if (o)
+        __atomic_add_fetch(&o->refs, 1, __ATOMIC_RELAXED);
+    return o;
+}
+
+void store_obj_unref(struct store_obj *o)
+{
+    if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    free(__atomic_load_n(&o->tree, __ATOMIC_ACQUIRE));
+    free((char *)o->bytes);
+    free(o);
+}
+
+/*
+ * Objects are printed into a per-thread scratch buffer (json.c) and copied
+ * once into an exact-size allocation that lives as long as the snapshot.
+ */
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *v)
+{
+    buf_free(v);
+    free(v);
+}
+
+static void scratch_init(void)
+{
+    pthread_key_create(&scratch_key, scratch_free);
+}
+
+/* The text and, after its NUL, room for `extra` more bytes (the names). */
+static char *print_compact(const cJSON *json, size_t *len, size_t extra)
+{
+    struct buf *sc;
+    char *out = NULL;
+
+    pthread_once(&scratch_once, scratch_init);
+    sc = pthread_getspecific(scratch_key);
+    if (!sc) {
+        sc = calloc(1, sizeof(*sc));
+        if (!sc || pthread_setspecific(scratch_key, sc)) {
+            free(sc);
+            return NULL;
+        }
+    }
+    buf_reset(sc);
+    if (store__json_print(json, sc) == 0 && (out = malloc(sc->len + 1 + extra))) {
+        memcpy(out, sc->data, sc->len);
+        out[sc->len] = 0;
+        *len = sc->len;
+    }
+    if (sc->cap > (8u << 20)) {
+        /* do not keep a huge CRD's buffer around per thread */
+        buf_free(sc);
+    }
+    return out;
+}
+
+/*
+ * Stores each metadata.managedFields[].fieldsV1 of a snapshot as one cJSON_Raw node
+ * holding its compact JSON, instead of a tree of a hundred small nodes and keys: on
+ * a Pod that is a third of the snapshot's memory, and every new page costs a page
+ * fault (see docs/kubesim-store.md, Performance). The bytes printed are the same;
+ * patch_apply's mf_load reads either form. A fieldsV1 that cannot be converted
+ * stays a tree.
+ */
+static void compact_managed_fields(cJSON *json)
+{
+    cJSON *mf = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(json, "metadata"), "managedFields"), *e;
+    struct buf b = {0};
+
+    if (!cJSON_IsArray(mf))
+        return;
+    cJSON_ArrayForEach(e, mf) {
+        cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "fieldsV1"), *raw;
+        if (!cJSON_IsObject(f))
+            continue;
+        buf_reset(&b);
+        if (store__json_print(f, &b) || buf_append(&b, "", 1) || !(raw = cJSON_CreateRaw(b.data)))
+            continue;
+        cJSON_ReplaceItemInObjectCaseSensitive(e, "fieldsV1", raw);
+    }
+    buf_free(&b);
+}
+
+/* Types whose objects are kept as text alone: read as trees by the simulated cluster
+ * (inside its tree scope) and the write path, and most of the objects of a busy
+ * cluster. Nodes, Namespaces, CRDs and the rest keep their trees: few, and read
+ * outside any scope (scheduling, validation). */
+static bool text_only(const struct reg_resource *res)
+{
+    static const char *const core[] = { "events", "pods", "services", "endpoints" };
+
+    if (store__events_v1(res) || !strcmp(res->group, "ray.io"))
+        return true;
+    if (!strcmp(res->group, "discovery.k8s.io"))
+        return !strcmp(res->plural, "endpointslices");
+    if (res->group[0])
+        return false;
+    for (size_t i = 0; i < sizeof(core) / sizeof(core[0]); i++)
+        if (!strcmp(res->plural, core[i]))
+            return true;
+    return false;
+}
+
+/* ---- tree scopes (per thread) ---- */
+
+/* A tree read inside the thread's scope. The entry holds a reference to its snapshot,
+ * so the address cannot be reused by another snapshot while the entry lives. */
+struct scope_tree {
+    const struct store_obj *o;
+    cJSON *tree;                /* packed: one block */
+    UT_hash_handle hh;
+};
+
+static _Thread_local struct scope_tree *scope_trees;
+static _Thread_local size_t scope_n;
+static _Thread_local unsigned scope_depth;
+
+static void scope_flush(void)
+{
+    struct scope_tree *e, *tmp;
+
+    HASH_ITER(hh, scope_trees, e, tmp) {
+        HASH_DEL(scope_trees, e);
+        free(e->tree);
+        store_obj_unref((struct store_obj *)e->o);
+        free(e);
+    }
+    scope_n = 0;
+}
+
+static cJSON *scope_find(const struct store_obj *o)
+{
+    struct scope_tree *e;
+
+    if (!scope_trees)
+        return NULL;
+    HASH_FIND_PTR(scope_trees, &o, e);
+    return e ? e->tree : NULL;
+}
+
+/* Hands the packed tree of o (consumed only on success) to the scope. 0 or -ENOMEM. */
+static int scope_put(const struct store_obj *o, cJSON *tree)
+{
+    struct scope_tree *e = malloc(sizeof(*e));
+
+    if (!e)
+        return -ENOMEM;
+    memset(e, 0, sizeof(*e));
+    e->o = store_obj_ref((struct store_obj *)o);
+    e->tree = tree;
+    HASH_ADD_PTR(scope_trees, o, e);
+    scope_n++;
+    return 0;
+}
+
+void store_tree_scope_begin(void)
+{
+    scope_depth++;
+}
+
+void store_tree_scope_end(void)
+{
+    if (scope_depth && --scope_depth == 0)
+        scope_flush();
+}
+
+void store_tree_scope_trim(size_t keep)
+{
+    if (scope_n > keep)
+        scope_flush();
+}
+
+/* A tree packed into one block, fieldsV1 compacted; json is consumed. */
+static cJSON *tree_pack(cJSON *json)
+{
+    cJSON *packed;
+
+    compact_managed_fields(json);
+    packed = store__json_pack(json);
+    cJSON_Delete(json);
+    return packed;
+}
+
+static const char *md_str(const cJSON *md, const char *k)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, k));
+    return v ? v : "";
+}
+
+/* A snapshot of bytes (len, with room after its NUL for the names) holding tree
+ * (may be NULL: parsed when read); both consumed. The names are copied behind the
+ * text so they outlive a tree parsed on demand. */
+static struct store_obj *obj_build(const struct reg_resource *res, char *bytes, size_t len,
+                                   const cJSON *md, cJSON *tree)
+{
+    /* malloc, not calloc: glibc's calloc skips the thread cache (one per write) */
+    struct store_obj *o = malloc(sizeof(*o));
+    const char *rv = md_str(md, "resourceVersion");
+    char *p = bytes + len + 1;
+
+    if (!o) {
+        free(bytes);
+        free(tree);
+        return NULL;
+    }
+    memset(o, 0, sizeof(*o));
+    o->res = res;
+    o->bytes = bytes;
+    o->len = len;
+    o->rv = strtoull(rv, NULL, 10);
+    o->ns = p;
+    p = stpcpy(p, md_str(md, "namespace")) + 1;
+    o->name = p;
+    p = stpcpy(p, md_str(md, "name")) + 1;
+    o->uid = p;
+    stpcpy(p, md_str(md, "uid"));
+    o->tree = tree;
+    o->refs = 1;
+    return o;
+}
+
+static size_t names_len(const cJSON *md)
+{
+    return strlen(md_str(md, "namespace")) + strlen(md_str(md, "name")) +
+           strlen(md_str(md, "uid")) + 3;
+}
+
+struct store_obj *store__obj_new(const struct reg_resource *res, cJSON *json)
+{
+    struct store_obj *o = NULL;
+    const cJSON *md;
+    cJSON *tree = NULL;
+    char *bytes;
+    size_t len = 0;
+
+    if (!json)
+        return NULL;
+    compact_managed_fields(json);
+    md = cJSON_GetObjectItemCaseSensitive(json, "metadata");
+    if (!(bytes = print_compact(json, &len, names_len(md))))
+        goto out;
+    if (!(tree = store__json_pack(json))) {
+        free(bytes);
+        goto out;
+    }
+    /* before json goes: md and the names point into it */
+    o = obj_build(res, bytes, len, md, tree);
+out:
+    cJSON_Delete(json);
+    return o;
+}
+
+struct store_obj *store__obj_text_only(struct store_obj *o)
+{
+    size_t extra = strlen(o->ns) + strlen(o->name) + strlen(o->uid) + 3;
+    char *bytes = malloc(o->len + 1 + extra);
+    struct store_obj *c;
+
+    if (!bytes)
+        return NULL;
+    memcpy(bytes, o->bytes, o->len + 1 + extra);   /* the text, then the names */
+    if (!(c = malloc(sizeof(*c)))) {
+        free(bytes);
+        return NULL;
+    }
+    memset(c, 0, sizeof(*c));
+    c->res = o->res;
+    c->bytes = bytes;
+    c->len = o->len;
+    c->rv = o->rv;
+    c->ns = bytes + (o->ns - o->bytes);
+    c->name = bytes + (o->name - o->bytes);
+    c->uid = bytes + (o->uid - o->bytes);
+    c->refs = 1;
+    return c;
+}
+
+const cJSON *store_obj_json(const struct store_obj *o)
+{
+    cJSON *t, *parsed, *expect = NULL;
+
+    if (!o)
+        return NULL;
+    if ((t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE)))
+        return t;
+    if (scope_depth) {
+        if ((t = scope_find(o)))
+            return t;
+        /* packed like a kept tree: a trim then frees one block per tree, where freeing
+         * 512 loose trees of hundreds of nodes each overflowed malloc's thread cache and
+         * made malloc_consolidate and free half of kubesim's CPU */
+        if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)) || !(t = tree_pack(parsed)))
+            return NULL;
+        if (scope_put(o, t)) {
+            free(t);
+            return NULL;
+        }
+        return t;
+    }
+    if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)) || !(t = tree_pack(parsed)))
+        return NULL;
+    /* the snapshot is shared: another reader may have parsed it first */
+    if (!__atomic_compare_exchange_n(&((struct store_obj *)o)->tree, &expect, t, false,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        free(t);
+        t = expect;
+    }
+    return t;
+}
+
+static void set_rv_string(cJSON *obj, uint64_t rv)
+{
+    char b[24];
+    cJSON *md = store__meta(obj);
+
+    snprintf(b, sizeof(b), "%llu", (unsigned long long)rv);
+    if (cJSON_GetObjectItemCaseSensitive(md, "resourceVersion"))
+        cJSON_ReplaceItemInObjectCaseSensitive(md, "resourceVersion", cJSON_CreateString(b));
+    else
+        cJSON_AddStringToObject(md, "resourceVersion", b);
+}
+
+struct store_obj *store__obj_with_rv(struct store_obj *o, uint64_t rv)
+{
+    cJSON *j = store__obj_copy(o);
+
+    if (!j)
+        return NULL;
+    set_rv_string(j, rv);
+    return store__obj_new(o->res, j);
+}
+
+struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *res)
+{
+    char av[300];
+    cJSON *j;
+
+    if (o && o->res != res && (store__events_v1(res) || store__events_v1(o->res))) {
+        if (!(j = store__obj_copy(o)))
+            return NULL;
+        if (store__events_v1(res))
+            store__event_to_v1(j);
+        else
+            store__event_to_core(j);
+        return store__obj_new(res, j);
+    }
+    if (!o || o->res == res || res->builtin)
+        return store_obj_ref(o);
+    j = store__obj_copy(o);
+    if (!j)
+        return NULL;
+    snprintf(av, sizeof(av), "%s/%s", res->group, res->version);
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "apiVersion");
+    cJSON_AddStringToObject(j, "apiVersion", av);
+    return store__obj_new(res, j);
+}
+
+/* o's tree if it keeps one or this thread's scope holds one, else NULL. */
+static const cJSON *tree_at_hand(const struct store_obj *o)
+{
+    const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
+
+    return t ? t : scope_depth ? scope_find(o) : NULL;
+}
+
+cJSON *store__obj_copy(const struct store_obj *o)
+{
+    const cJSON *t = tree_at_hand(o);
+
+    /* a text-only snapshot is parsed straight into the copy: caching its tree for
+     * one conversion would keep it for the snapshot's life */
+    return t ? cJSON_Duplicate(t, true) : cJSON_ParseWithLength(o->bytes, o->len);
+}
+
+const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp)
+{
+    const cJSON *t = tree_at_hand(o);
+
+    *tmp = NULL;
+    return t ? t : (*tmp = cJSON_ParseWithLength(o->bytes, o->len));
+}
+
+/* FNV-1a over a tree's member names, types and values, in order. */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t hash_tree(const cJSON *j, uint64_t h, int depth)
+{
+    for (; j && depth < 64; j = j->next) {
+        int type = j->type & 0xff;
+
+        if (j->string)
+            h = hash_bytes(h, j->string, strlen(j->string) + 1);
+        h = hash_bytes(h, &type, sizeof(type));
+        if (cJSON_IsString(j) || cJSON_IsRaw(j))
+            h = hash_bytes(h, j->valuestring, strlen(j->valuestring) + 1);
+        else if (cJSON_IsNumber(j))
+            h = hash_bytes(h, &j->valuedouble, sizeof(j->valuedouble));
+        else if (j->child)
+            h = hash_tree(j->child, h, depth + 1);
+        h = hash_bytes(h, "}", 1);   /* where a container ends */
+    }
+    return h;
+}
+
+uint64_t store__obj_meta_hash(const cJSON *obj, const char *member)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), member);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int type;
+
+    if (!m)
+        return 0;
+    type = m->type & 0xff;
+    h = hash_bytes(h, &type, sizeof(type));
+    if (cJSON_IsString(m))
+        h = hash_bytes(h, m->valuestring, strlen(m->valuestring) + 1);
+    h = hash_tree(m->child, h, 0);   /* m alone, not the members after it */
+    return h ? h : 1;   /* 0 is "absent" */
+}
+
+/* A text-only type's snapshot drops the tree its writer built: called by the commit
+ * before obj is published, when only the writing thread has used that tree. A writer
+ * inside a tree scope (the simulated cluster) keeps it there for what it reads next,
+ * except an Event's: no writer reads its Events back, and four per Pod would crowd the
+ * Pods out of a trimmed scope. */
+void store__obj_settle(struct store_obj *o)
+{
+    bool event = store__events_v1(o->res) || (!o->res->group[0] && !strcmp(o->res->plural, "events"));
+
+    if (!text_only(o->res) || !o->tree)
+        return;
+    if (!scope_depth || event || scope_put(o, o->tree))
+        free(o->tree);
+    o->tree = NULL;
+}
