@@ -112,4 +112,9 @@ void watcher__optional_stop(struct watcher *w);
 /* ipc read-your-writes oracle: the cache's rv of type >= rv. */
 int watcher__sync_seen(void *ud, const char *type, const char *rv);
 
+/* ---- test hooks: for the module's unit tests and fuzz targets, not for callers ---- */
+
+/* Index of the type with cache name ct in watcher_types, or -1. */
+int watcher_type_index(const char *cache_type);
+
 #endif
