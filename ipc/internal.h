@@ -7,6 +7,9 @@
 #ifndef RAYOP_IPC_INTERNAL_H
 #define RAYOP_IPC_INTERNAL_H
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <uthash.h>
 #include <uv.h>
 
 #include "ipc/proto.h"
@@ -87,5 +90,18 @@ void ipc__on_overdue_timer(uv_timer_t *t);
 void ipc__handle_closed(uv_handle_t *h);
 /* Fills out (caller frees with ipc_status_free), listing <= max_workers per kind. */
 int ipc__status_fill(struct ipc_server *s, struct ipc_status *out, uint32_t max_workers);
+
+/* ---- test hooks: for the module's unit tests and fuzz targets, not for callers ---- */
+
+/* Connections made so far (1 after open, +1 per reconnect). */
+uint64_t ipc_client_generation(struct ipc_client *c);
+
+/* NULL if kind is unknown. The queue belongs to the server. */
+struct ipc_queue *ipc_server_queue(struct ipc_server *s, const char *kind);
+
+/* Serves an already-connected Unix stream socket as if it had been accepted
+ * (socket activation, tests, fuzzing). Takes ownership of fd on success (0);
+ * on error the caller keeps it. */
+int ipc_server_accept_fd(struct ipc_server *s, int fd);
 
 #endif

@@ -250,10 +250,6 @@ int ipc_server_add_kind(struct ipc_server *s, const char *kind,
 /* Binds path (socket mode 0600; a stale socket nobody answers on is replaced;
  * -EADDRINUSE if a live server answers; -EEXIST if path is not a socket). */
 int ipc_server_listen(struct ipc_server *s, const char *path);
-/* Serves an already-connected Unix stream socket as if it had been accepted
- * (socket activation, tests, fuzzing). Takes ownership of fd on success (0);
- * on error the caller keeps it. */
-int ipc_server_accept_fd(struct ipc_server *s, int fd);
 void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud);
 /* Ends the startup grace now: for a watcher that knows no worker can hold a key
  * (its cache segment is new, so no earlier watcher handed keys out of it). */
@@ -264,8 +260,6 @@ int ipc_server_add(struct ipc_server *s, const char *kind, const char *key);
 int ipc_server_add_low(struct ipc_server *s, const char *kind, const char *key);
 /* Cache rvs advanced: release gated keys whose writes are now visible. */
 void ipc_server_progress(struct ipc_server *s);
-/* NULL if kind is unknown. The queue belongs to the server. */
-struct ipc_queue *ipc_server_queue(struct ipc_server *s, const char *kind);
 /* Snapshot as STATUS reports it; out owned by caller (ipc_status_free). */
 int ipc_server_status(struct ipc_server *s, struct ipc_status *out);
 /* ipc_metrics_text over every queue of the server. */
@@ -317,8 +311,6 @@ int ipc_client_add(struct ipc_client *c, const char *kind, const char *key, uint
 int ipc_client_status(struct ipc_client *c, int timeout_ms, struct ipc_status *out);
 /* True while connected and registered. */
 bool ipc_client_connected(struct ipc_client *c);
-/* Connections made so far (1 after open, +1 per reconnect). */
-uint64_t ipc_client_generation(struct ipc_client *c);
 /* Hands back keys received but not pulled, wakes blocked pulls (-ESHUTDOWN),
  * stops the reader thread, frees c. Keys still held by threads are requeued
  * by the server as errors when the connection closes: finish them first. */

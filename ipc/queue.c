@@ -499,6 +499,22 @@ uint32_t ipc_queue_num_requeues(struct ipc_queue *q, const char *key)
     return e ? e->failures : 0;
 }
 
+/* Hands e out under a new lease: on the processing list, *out filled. An adopted key
+ * (already in a worker's hands) counts as added when it was adopted. */
+static void lease_start(struct ipc_queue *q, struct qent *e, bool adopted, struct ipc_lease *out)
+{
+    e->processing = 1;
+    e->lease_id = ++q->next_id;
+    e->got_ns = qnow(q);
+    DL_APPEND2(q->proc, e, pprev, pnext);
+    q->n_proc++;
+    out->key = e->key;
+    out->id = e->lease_id;
+    out->requeues = e->failures;
+    out->added_ns = adopted ? e->got_ns : e->added_ns;
+    out->got_ns = e->got_ns;
+}
+
 int ipc_queue_get(struct ipc_queue *q, struct ipc_lease *out)
 {
     struct qent *e = q->ready ? q->ready : q->ready_low;
@@ -507,17 +523,8 @@ int ipc_queue_get(struct ipc_queue *q, struct ipc_lease *out)
     ready_remove(q, e);
     e->dirty = 0;
     e->low = 0;
-    e->processing = 1;
-    e->lease_id = ++q->next_id;
-    e->got_ns = qnow(q);
-    DL_APPEND2(q->proc, e, pprev, pnext);
-    q->n_proc++;
+    lease_start(q, e, false, out);
     ipc_hist_observe(&q->st.queue_duration, e->got_ns >= e->added_ns ? e->got_ns - e->added_ns : 0);
-    out->key = e->key;
-    out->id = e->lease_id;
-    out->requeues = e->failures;
-    out->added_ns = e->added_ns;
-    out->got_ns = e->got_ns;
     return 0;
 }
 
@@ -536,16 +543,7 @@ int ipc_queue_adopt(struct ipc_queue *q, const char *key, struct ipc_lease *out)
     /* A queued add is not consumed: it stays dirty and is delivered after Done,
      * because it may be news the adopting worker has not seen. */
     ready_remove(q, e);
-    e->processing = 1;
-    e->lease_id = ++q->next_id;
-    e->got_ns = qnow(q);
-    DL_APPEND2(q->proc, e, pprev, pnext);
-    q->n_proc++;
-    out->key = e->key;
-    out->id = e->lease_id;
-    out->requeues = e->failures;
-    out->added_ns = e->got_ns;
-    out->got_ns = e->got_ns;
+    lease_start(q, e, true, out);
     return 0;
 }
 

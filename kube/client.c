@@ -384,25 +384,12 @@ out:
 
 /* ---- one HTTP exchange ----------------------------------------------------- */
 
+/* The body goes to out (util's bounded sink, buf_sink_write); the Retry-After header
+ * to retry_after_s. */
 struct sink {
-    struct buf body;
-    size_t max;
-    int too_big;
+    struct buf_sink out;
     int retry_after_s;
 };
-
-static size_t on_body(char *p, size_t size, size_t n, void *arg)
-{
-    struct sink *s = arg;
-    size_t len = size * n;
-    if (s->body.len + len > s->max) {
-        s->too_big = 1;
-        return 0;
-    }
-    if (buf_append(&s->body, p, len) < 0)
-        return 0;
-    return len;
-}
 
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
@@ -479,7 +466,7 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
     double limiter_s = 0;
 
     memset(res, 0, sizeof(*res));
-    s.max = rq->max_response ? rq->max_response : c->opts.max_response_bytes;
+    s.out.max = rq->max_response ? rq->max_response : c->opts.max_response_bytes;
     struct kube_limiter *lim = kube__limiter_for(c, rq->res, strcmp(rq->method, "GET") == 0);
     /* a ticket taken for this bucket pays for the first attempt only: a retry (401 token
      * reload) waits on the bucket like any request */
@@ -494,8 +481,8 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
             atomic_fetch_add(&c->st_throttled_ns, wait);
             c->opts.clock.sleep_ns(c->opts.clock.arg, wait);
         }
-        buf_reset(&s.body);
-        s.too_big = 0;
+        buf_reset(&s.out.b);
+        s.out.too_big = 0;
         s.retry_after_s = 0;
         curl_slist_free_all(hdrs);
         hdrs = NULL;
@@ -520,8 +507,8 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
         }
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, buf_sink_write);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &s.out);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
         curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
@@ -545,16 +532,16 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
         if (cc == CURLE_OK && code >= 200 && code < 300) {
             kube__metrics_attempt(&c->metrics, rq->method, code, took, limiter_s, false);
             if (rq->want_raw) {
-                res->raw_len = s.body.len;
-                if (buf_reserve(&s.body, 1) < 0) {
+                res->raw_len = s.out.b.len;
+                if (buf_reserve(&s.out.b, 1) < 0) {
                     rc = -ENOMEM;
                     goto out;
                 }
-                s.body.data[s.body.len] = '\0';
-                res->raw = buf_steal(&s.body);
+                s.out.b.data[s.out.b.len] = '\0';
+                res->raw = buf_steal(&s.out.b);
             }
-            const char *b = res->raw != NULL ? res->raw : s.body.data;
-            size_t blen = res->raw != NULL ? res->raw_len : s.body.len;
+            const char *b = res->raw != NULL ? res->raw : s.out.b.data;
+            size_t blen = res->raw != NULL ? res->raw_len : s.out.b.len;
             if (rq->parse_json && blen > 0) {
                 res->body = cJSON_ParseWithLength(b, blen);
                 if (res->body == NULL) {
@@ -568,13 +555,13 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
             goto out;
         }
         if (cc != CURLE_OK) {
-            rc = s.too_big ? -EMSGSIZE : kube__errno_from_curl((int)cc);
+            rc = s.out.too_big ? -EMSGSIZE : kube__errno_from_curl((int)cc);
             memset(&res->status, 0, sizeof(res->status));
             snprintf(res->status.message, sizeof(res->status.message), "%s%s",
-                     s.too_big ? "response over the size limit: " : "",
+                     s.out.too_big ? "response over the size limit: " : "",
                      curl_easy_strerror(cc));
         } else {
-            if (kube_status_parse(s.body.data, s.body.len, &res->status) < 0 ||
+            if (kube_status_parse(s.out.b.data, s.out.b.len, &res->status) < 0 ||
                 res->status.code == 0)
                 kube__status_from_code(&res->status, (int)code, NULL);
             if (s.retry_after_s > 0)
@@ -602,20 +589,20 @@ int kube__do(struct kube_client *c, const struct kube_http *rq, struct kube_resu
         c->opts.clock.sleep_ns(c->opts.clock.arg, delay);
     }
 out:
-    if (rc < 0 && res->body == NULL && s.body.len > 0 && rq->parse_json)
-        res->body = cJSON_ParseWithLength(s.body.data, s.body.len); /* the Status, if JSON */
+    if (rc < 0 && res->body == NULL && s.out.b.len > 0 && rq->parse_json)
+        res->body = cJSON_ParseWithLength(s.out.b.data, s.out.b.len); /* the Status, if JSON */
     /* kube_raw callers (a proxied Ray dashboard) read the error body: it is not a Status */
-    if (rc < 0 && rq->want_raw && res->raw == NULL && res->http_code != 0 && s.body.len > 0 &&
-        buf_reserve(&s.body, 1) == 0) {
-        s.body.data[s.body.len] = '\0';
-        res->raw_len = s.body.len;
-        res->raw = buf_steal(&s.body);
+    if (rc < 0 && rq->want_raw && res->raw == NULL && res->http_code != 0 && s.out.b.len > 0 &&
+        buf_reserve(&s.out.b, 1) == 0) {
+        s.out.b.data[s.out.b.len] = '\0';
+        res->raw_len = s.out.b.len;
+        res->raw = buf_steal(&s.out.b);
     }
     if (h != NULL)
         pool_put(c, h);
     curl_slist_free_all(hdrs);
     buf_free(&url);
-    buf_free(&s.body);
+    buf_free(&s.out.b);
     return rc;
 }
 

@@ -224,4 +224,10 @@ static inline uint64_t kube__now(struct kube_client *c)
     return c->opts.clock.now_ns(c->opts.clock.arg);
 }
 
+/* ---- test hooks: for the module's unit tests and fuzz targets, not for callers ---- */
+
+/* The resourceVersion of the last event or bookmark seen ("" before any):
+ * where a re-watch resumes. Valid until the watch ends. */
+const char *kube_watch_last_rv(const struct kube_watch *w);
+
 #endif

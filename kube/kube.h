@@ -395,9 +395,6 @@ int kube_watch_start(struct kube_watcher *wd, const struct kube_resource *r, con
                      const struct kube_watch_opts *opts, struct kube_watch **out);
 /* Stops and frees the watch; on_end is not called. */
 void kube_watch_stop(struct kube_watch *w);
-/* The resourceVersion of the last event or bookmark seen ("" before any):
- * where a re-watch resumes. Valid until the watch ends. */
-const char *kube_watch_last_rv(const struct kube_watch *w);
 const char *kube_event_type_name(enum kube_event_type t);
 
 #endif

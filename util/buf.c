@@ -131,7 +131,7 @@ char *buf_steal(struct buf *b)
     return p;
 }
 
-static size_t buf_sink_write(char *p, size_t size, size_t n, void *arg)
+size_t buf_sink_write(char *p, size_t size, size_t n, void *arg)
 {
     struct buf_sink *s = arg;
     size_t len = size * n;

@@ -58,13 +58,15 @@ int buf_append_json_string(struct buf *b, const char *s); /* quoted, escaped */
 void buf_reset(struct buf *b);                           /* len = 0, keeps memory */
 void buf_free(struct buf *b);
 char *buf_steal(struct buf *b);                          /* caller owns result */
-/* A bounded receive buffer for a libcurl transfer (buf_sink_easy): more than max
- * bytes sets too_big and aborts. */
+/* A bounded receive buffer for libcurl's CURLOPT_WRITEFUNCTION (buf_sink_write,
+ * CURLOPT_WRITEDATA = the sink; buf_sink_easy sets both): more than max bytes sets
+ * too_big and aborts. */
 struct buf_sink {
     struct buf b;
     size_t max;
     int too_big;
 };
+size_t buf_sink_write(char *p, size_t size, size_t n, void *sink);
 /* A libcurl easy handle for one request to url, limited to protocols ("http",
  * "https", "http,https"), with no signals (every caller is threaded) and its body
  * going to sink. NULL when libcurl cannot make one; the caller owns the handle

@@ -56,6 +56,10 @@ struct wstream {
 };
 
 struct watcher {
+    /* An optional type is not served (its LIST or WATCH said 404): set to optional.c's
+     * watcher__optional_absent by main.c, so the sync engine calls no policy file and
+     * optional.c calls into sync.c one way. NULL: retried like any failure. */
+    void (*on_absent)(struct wstream *s);
     uv_loop_t *loop;
     struct kube_client *kc;
     struct kube_watcher *kw;
@@ -100,11 +104,17 @@ void watcher__http_stop(struct watcher *w);
 /* Lists s again (sync.c's start_list), for optional.c. */
 void watcher__sync_relist(struct wstream *s);
 /* Optional types (optional.c): s's type is not served (404). Marks it absent and waits
- * for its CRD (or relists on a slow back-off) instead of the normal retry. */
+ * for its CRD (or relists on a slow back-off) instead of the normal retry (the
+ * on_absent hook). optional_stop ends the CRD watches, after watcher__sync_stop. */
 void watcher__optional_absent(struct wstream *s);
 void watcher__optional_stop(struct watcher *w);
 
 /* ipc read-your-writes oracle: the cache's rv of type >= rv. */
 int watcher__sync_seen(void *ud, const char *type, const char *rv);
+
+/* ---- test hooks: for the module's unit tests and fuzz targets, not for callers ---- */
+
+/* Index of the type with cache name ct in watcher_types, or -1. */
+int watcher_type_index(const char *cache_type);
 
 #endif

@@ -51,6 +51,7 @@ static void on_signal(uv_signal_t *h, int sig)
         return;
     log_info("stopping", "signal", s, NULL);
     watcher__sync_stop(w);
+    watcher__optional_stop(w);   /* after: the CRD watches end with w->stopping set */
     watcher__http_stop(w);
     kube_watcher_free(w->kw);
     w->kw = NULL;
@@ -204,6 +205,7 @@ int watcher_main(int argc, char **argv)
         ipc_server_end_grace(w.ipc);
         log_info("new cache segment: no startup grace (no worker can hold a key)", NULL);
     }
+    w.on_absent = watcher__optional_absent;   /* the sync engine's 404s go to optional.c */
     if ((rc = watcher__sync_init(&w, (const char *const *)o.namespaces, o.nnamespaces)) < 0) {
         log_error("cannot set up types", "error", strerror(-rc), NULL);
         goto out;
@@ -228,8 +230,10 @@ int watcher_main(int argc, char **argv)
 out:
     if (rc < 0 && loop_ok) {
         /* failed during setup: release what was created, then drain the loop */
-        if (w.streams)
+        if (w.streams) {
             watcher__sync_stop(&w);
+            watcher__optional_stop(&w);
+        }
         watcher__http_stop(&w);
         if (w.kw)
             kube_watcher_free(w.kw);

@@ -354,8 +354,8 @@ static void on_end(struct kube_watch *kw, int err, const struct kube_status *st,
         return;
     }
     report_failure(s, "watch ended", err, st ? st->message : NULL);
-    if (err == -ENOENT && optional_type(s)) {
-        watcher__optional_absent(s);   /* its CRD went: wait for it to come back */
+    if (err == -ENOENT && optional_type(s) && s->w->on_absent) {
+        s->w->on_absent(s);   /* its CRD went: wait for it to come back */
         log_all_synced(s->w);
         return;
     }
@@ -561,8 +561,8 @@ static void list_after(uv_work_t *req, int status)
         s->absent = s->list_rc == -ENOENT;
         if (s->absent)
             log_all_synced(w);
-        if (s->absent && optional_type(s))
-            watcher__optional_absent(s);
+        if (s->absent && optional_type(s) && w->on_absent)
+            w->on_absent(s);
         else
             schedule_retry(s);
         return;
@@ -694,7 +694,6 @@ static void maybe_close_async(struct watcher *w)
 void watcher__sync_stop(struct watcher *w)
 {
     w->stopping = 1;
-    watcher__optional_stop(w);
     for (size_t i = 0; i < w->nstreams; i++) {
         struct wstream *s = &w->streams[i];
         pthread_mutex_lock(&s->mu);

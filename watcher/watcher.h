@@ -52,8 +52,6 @@ struct watcher_owner_rule {
 extern const struct watcher_owner_rule watcher_owner_rules[];
 extern const size_t watcher_nowner_rules;
 
-/* Index of the type with cache name ct in watcher_types, or -1. */
-int watcher_type_index(const char *cache_type);
 
 enum watcher_ev { WATCHER_EV_ADD, WATCHER_EV_UPDATE, WATCHER_EV_DELETE };
 

@@ -99,6 +99,8 @@ struct req_priv {
     struct req_header headers[SERVER_MAX_HEADERS];
     size_t n_headers;
 };
+/* Copies of a and b, both or neither: 0 or -ENOMEM (reply.c). */
+int api__dup_pair(char **da, const char *a, char **db, const char *b);
 
 /* discovery.c: /version, /healthz..., /api, /apis, /apis/G, GV lists, OpenAPI. */
 int api__handle_discovery(struct server_req *req);
@@ -128,7 +130,7 @@ int api__admission_validate_patch(struct server *srv, const struct reg_resource 
                                   const char *name, int type, const char *body, size_t len,
                                   const struct store_write_opts *w, struct store_status *st);
 
-/* resource.c helpers shared with watch.c */
+/* reply.c: what resource.c and watch.c both answer with */
 /* Answers a store failure (*st) as a Status and clears st. */
 int api__reply_store_status(struct server_req *req, struct store_status *st);
 /* "v1" or "G/V" of a resource into out. */

@@ -35,33 +35,6 @@ static const struct reg_resource *api__find_resource(struct server *s, const cha
     return res;
 }
 
-void api__api_version(const struct reg_resource *res, char *out, size_t n)
-{
-    if (res->group[0])
-        snprintf(out, n, "%s/%s", res->group, res->version);
-    else
-        snprintf(out, n, "%s", res->version);
-}
-
-int api__reply_store_status(struct server_req *req, struct store_status *st)
-{
-    char *body;
-    int code = st->code >= 400 && st->code < 600 ? st->code : 500;
-    int rc;
-
-    if (st->retry_after > 0) {
-        char ra[24];
-        snprintf(ra, sizeof(ra), "%d", st->retry_after);
-        server_reply_header(req, "Retry-After", ra);
-    }
-    body = store_status_json(st);
-    store_status_clear(st);
-    if (!body)
-        return server_reply_status(req, code, "InternalError", "out of memory");
-    rc = server_reply_take(req, code, JSON, body, strlen(body));
-    return rc;
-}
-
 static int reply_bad_request(struct server_req *req, const char *msg)
 {
     return server_reply_status(req, 400, "BadRequest", msg);
@@ -87,35 +60,6 @@ static void add_warnings(struct server_req *req, const cJSON *warnings)
             server_reply_header(req, "Warning", b.data);
         buf_free(&b);
     }
-}
-
-int api__table_include(struct buf *b, size_t start, const cJSON *const *items, size_t n,
-                       const char *include)
-{
-    cJSON *table, *rows, *row;
-    char *txt;
-    size_t i = 0;
-
-    if (!include || (strcmp(include, "None") != 0 && strcmp(include, "Object") != 0))
-        return 0;   /* Metadata (PartialObjectMetadata) is what present_table renders */
-    table = cJSON_ParseWithLength(b->data + start, b->len - start);
-    if (!table)
-        return -EINVAL;
-    rows = cJSON_GetObjectItemCaseSensitive(table, "rows");
-    cJSON_ArrayForEach(row, rows) {
-        cJSON_DeleteItemFromObjectCaseSensitive(row, "object");
-        if (include[0] == 'O' && i < n)
-            cJSON_AddItemToObject(row, "object", cJSON_Duplicate(items[i], true));
-        i++;
-    }
-    txt = cJSON_PrintUnformatted(table);
-    cJSON_Delete(table);
-    if (!txt)
-        return -ENOMEM;
-    b->len = start;
-    i = (size_t)buf_puts(b, txt);
-    free(txt);
-    return (int)i;
 }
 
 static int reply_obj(struct server_req *req, int code, struct store_obj *o)

@@ -140,10 +140,3 @@ int runtime_http(struct runtime *rt, const char *uid, int port, const struct run
     buf_free(&s.b);
     return rc;
 }
-
-void runtime_http_reply_free(struct runtime_http_reply *r)
-{
-    free(r->body);
-    r->body = NULL;
-    r->len = 0;
-}

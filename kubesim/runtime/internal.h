@@ -128,7 +128,6 @@ uint64_t runtime__now_ms(void);
 bool runtime__stopping(struct runtime *rt);   /* runtime_stop has begun */
 int runtime__read_file(const char *path, size_t max, char **out, size_t *len);
 int runtime__write_file(const char *path, const void *data, size_t len, mode_t mode);
-void runtime__rm_rf(const char *path);
 long runtime__jnum(const cJSON *o, const char *k, long def);
 void runtime__event(struct runtime *rt, struct rt_pod *p, const char *type, const char *reason,
                     const char *field_path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));

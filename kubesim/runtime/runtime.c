@@ -105,7 +105,7 @@ int runtime__write_file(const char *path, const void *data, size_t len, mode_t m
     return rc < 0 ? rc : 0;
 }
 
-void runtime__rm_rf(const char *path)
+static void runtime__rm_rf(const char *path)
 {
     DIR *d = opendir(path);
     struct dirent *e;

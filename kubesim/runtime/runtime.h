@@ -89,7 +89,7 @@ struct runtime_http_req {
 struct runtime_http_reply {
     long code;
     char ctype[128];
-    char *body;                /* malloc'd, NUL-terminated; runtime_http_reply_free */
+    char *body;                /* malloc'd, NUL-terminated; the caller frees it */
     size_t len;
     char err[300];             /* on failure: the API server's wording */
 };
@@ -100,7 +100,6 @@ struct runtime_http_reply {
  * connection's thread. */
 int runtime_http(struct runtime *rt, const char *uid, int port, const struct runtime_http_req *req,
                  struct runtime_http_reply *out);
-void runtime_http_reply_free(struct runtime_http_reply *r);
 
 /* The hidden subcommands kubesim re-executes itself with ("__runtime-sandbox",
  * "__runtime-exec"): returns an exit status, or -1 when argv is not one of them. */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include "kubesim/schema/schema.h"
 
 #define SCHEMA_MAX_DEPTH 128     /* nesting of the schema itself */
 #define SCHEMA_MAX_NODES 1000000 /* compiled nodes per schema */
@@ -84,5 +85,13 @@ struct schema {
 };
 
 const struct snode *schema__prop(const struct snode *n, const char *name);
+
+/* ---- test hooks: for the module's unit tests and fuzz targets, not for callers ---- */
+
+/* x-kubernetes-validations rules in the schema, and how many of them fall outside the
+ * supported CEL subset (those are skipped at validation, never guessed at). */
+size_t schema_rules_total(const struct schema *s);
+
+size_t schema_rules_unsupported(const struct schema *s);
 
 #endif

@@ -48,10 +48,6 @@ int schema_apply(const struct schema *s, cJSON *obj, const cJSON *old, cJSON *ca
  * apply of custom resources. Returns a borrowed NULL-terminated array or NULL. */
 const char *const *schema_list_map_keys(const struct schema *s, const char *path);
 
-/* x-kubernetes-validations rules in the schema, and how many of them fall outside the
- * supported CEL subset (those are skipped at validation, never guessed at). */
-size_t schema_rules_total(const struct schema *s);
-size_t schema_rules_unsupported(const struct schema *s);
 
 /* ---- names, labels, annotations (names.c) ---------------------------------------- */
 

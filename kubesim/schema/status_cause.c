@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-int status_cause_vadd(cJSON *causes, const char *reason, const char *field, const char *fmt,
+static int status_cause_vadd(cJSON *causes, const char *reason, const char *field, const char *fmt,
                       va_list ap)
 {
     char msg[1024];

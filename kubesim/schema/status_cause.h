@@ -13,7 +13,5 @@
  * causes array is accepted and ignored. 0 or -ENOMEM (causes unchanged). */
 int status_cause_add(cJSON *causes, const char *reason, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int status_cause_vadd(cJSON *causes, const char *reason, const char *field, const char *fmt,
-                      va_list ap) __attribute__((format(printf, 4, 0)));
 
 #endif

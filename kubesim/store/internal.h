@@ -325,4 +325,10 @@ int store__persist_delete(struct store *s, const struct store_obj *o, uint64_t r
 /* Replays a journal buffer into s (exposed for the fuzz target). */
 int store__persist_replay_buf(struct store *s, const char *data, size_t len, char *err, size_t errlen);
 
+/* ---- test hooks: for the module's unit tests and fuzz targets, not for callers ---- */
+
+/* Waits until the garbage collector and namespace finalizer have no queued work.
+ * 0, or -ETIMEDOUT. For tests and for the simulated cluster's quiescence checks. */
+int store_wait_gc_idle(struct store *s, int timeout_ms);
+
 #endif

@@ -239,8 +239,5 @@ int store_memory_json(struct store *s, struct buf *out);
 
 /* Holds every watch event back from watchers until its commit time + ms (0 = off). */
 void store_set_watch_delay_ms(struct store *s, unsigned ms);
-/* Waits until the garbage collector and namespace finalizer have no queued work.
- * 0, or -ETIMEDOUT. For tests and for the simulated cluster's quiescence checks. */
-int store_wait_gc_idle(struct store *s, int timeout_ms);
 
 #endif

@@ -116,9 +116,6 @@ struct rc_gates {
  * as KubeRay words it ("The RayCluster spec is invalid NS/NAME: ...").
  * Call rc_managed_elsewhere first: KubeRay skips such clusters before validating. */
 int rc_validate(const cJSON *rc, const struct rc_gates *gates, struct rc_invalid *why);
-/* utils.ValidateRayClusterMetadata alone (the admission webhook's check): 0, or -EINVAL
- * with KubeRay's message in msg. */
-int rc_validate_metadata(const cJSON *rc, char *msg, size_t cap);
 /* validation.IsDNS1035Label: 0, or -EINVAL with "[...]" (Go's %v of its errors) in msg. */
 int rc_dns1035_check(const char *name, char *msg, size_t cap);
 /* The warning KubeRay records but does not stop on (autoscaler v1 with a worker

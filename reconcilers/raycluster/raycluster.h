@@ -94,7 +94,6 @@ bool rc_cond_true(const cJSON *status, const char *type);
 
 /* Pod helpers shared with the reconcile loop. */
 const char *rc_pod_phase(const cJSON *pod);
-bool rc_pod_running_ready(const cJSON *pod);      /* IsRunningAndReady */
 const char *rc_meta(const cJSON *obj, const char *field);
 
 #endif

@@ -64,7 +64,7 @@ static const cJSON *pod_ready_cond(const cJSON *pod)
     return NULL;
 }
 
-bool rc_pod_running_ready(const cJSON *pod)
+static bool rc_pod_running_ready(const cJSON *pod)
 {
     if (strcmp(rc_pod_phase(pod), "Running") != 0)
         return false;

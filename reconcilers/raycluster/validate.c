@@ -81,14 +81,6 @@ int rc_dns1035_check(const char *name, char *msg, size_t cap)
     return -EINVAL;
 }
 
-int rc_validate_metadata(const cJSON *rc, char *msg, size_t cap)
-{
-    struct verr e = { { 0 } };
-    int rc_ = validate_metadata(rc, &e);
-    snprintf(msg, cap, "%s", rc_ < 0 ? e.msg : "");
-    return rc_;
-}
-
 /* ---- spec ---- */
 
 static int validate_group_resources(const char *gname, const cJSON *group, struct verr *e)

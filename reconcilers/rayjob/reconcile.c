@@ -293,6 +293,25 @@ static int create_child(struct host_ctx *ctx, struct observed *o, const struct k
     return rc;
 }
 
+/* host_update of obj (named name) with KubeRay's Event for the outcome: Normal
+ * ok_reason "OK_TEXT ns/name", or Warning fail_reason "FAIL_TEXT ns/name<sep> error". */
+static int update_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
+                      cJSON *obj, const char *name, const char *ok_reason, const char *ok_text,
+                      const char *fail_reason, const char *fail_text, char sep)
+{
+    struct kube_result kr = { 0 };
+    int rc = host_update(ctx, r, ctx->ns, obj, &kr);
+    if (rc < 0)
+        host_event(ctx, o->rj, HOST_EVENT_WARNING, fail_reason, "Update", "%s %s/%s%c %s",
+                   fail_text, ctx->ns, name, sep,
+                   kube_result_error(&kr, rc, o->err, sizeof(o->err)));
+    else
+        host_event(ctx, o->rj, HOST_EVENT_NORMAL, ok_reason, "Update", "%s %s/%s", ok_text,
+                   ctx->ns, name);
+    kube_result_release(&kr);
+    return rc;
+}
+
 static int delete_obj(struct host_ctx *ctx, struct observed *o, const struct kube_resource *r,
                       const char *name, const char *ok_reason, const char *fail_reason,
                       const char *what)
@@ -316,7 +335,6 @@ static int delete_obj(struct host_ctx *ctx, struct observed *o, const struct kub
  * by the cluster's resourceVersion). */
 static int suspend_workers(struct host_ctx *ctx, struct observed *o)
 {
-    struct kube_result kr = { 0 };
     if (!o->cluster)
         return 0;
     cJSON *c = cJSON_Duplicate(o->cluster, 1), *g;
@@ -327,17 +345,11 @@ static int suspend_workers(struct host_ctx *ctx, struct observed *o)
         cJSON_DeleteItemFromObjectCaseSensitive(g, "suspend");
         cJSON_AddBoolToObject(g, "suspend", 1);
     }
-    int rc = host_update(ctx, &KUBE_RES_RAYCLUSTERS, ctx->ns, c, &kr);
-    const char *name = rj_str(o->cluster, "metadata.name");
-    if (rc < 0)
-        host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToUpdateRayCluster", "Update",
-                   "Failed to suspend worker groups in cluster %s/%s: %s", ctx->ns, name,
-                   kube_result_error(&kr, rc, o->err, sizeof(o->err)));
-    else
-        host_event(ctx, o->rj, HOST_EVENT_NORMAL, "UpdatedRayCluster", "Update",
-                   "Set the `suspend` field to true for all worker groups in cluster %s/%s",
-                   ctx->ns, name);
-    kube_result_release(&kr);
+    int rc = update_obj(ctx, o, &KUBE_RES_RAYCLUSTERS, c, rj_str(o->cluster, "metadata.name"),
+                        "UpdatedRayCluster",
+                        "Set the `suspend` field to true for all worker groups in cluster",
+                        "FailedToUpdateRayCluster", "Failed to suspend worker groups in cluster",
+                        ':');
     cJSON_Delete(c);
     return rc;
 }
@@ -435,14 +447,9 @@ update:;
             cJSON_AddStringToObject(spec, "clusterIP", ip);
         }
         cJSON_ReplaceItemInObjectCaseSensitive(old, "spec", spec);
-        rc = host_update(ctx, &KUBE_RES_SERVICES, ctx->ns, old, &kr);
-        if (rc < 0)
-            host_event(ctx, o->rj, HOST_EVENT_WARNING, "FailedToUpdateService", "Update",
-                       "Failed to update the service %s/%s, %s", ctx->ns, name,
-                       kube_result_error(&kr, rc, o->err, sizeof(o->err)));
-        else
-            host_event(ctx, o->rj, HOST_EVENT_NORMAL, "UpdatedService", "Update",
-                       "Updated the service %s/%s", ctx->ns, name);
+        rc = update_obj(ctx, o, &KUBE_RES_SERVICES, old, name, "UpdatedService",
+                        "Updated the service", "FailedToUpdateService",
+                        "Failed to update the service", ',');
     }
 out:
     kube_result_release(&kr);

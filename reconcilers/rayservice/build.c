@@ -114,7 +114,7 @@ cJSON *rs_build_head_service(const cJSON *rs, const cJSON *cluster, int *err)
     return svc;
 }
 
-int rs_serve_port(const cJSON *cluster)
+static int rs_serve_port(const cJSON *cluster)
 {
     const cJSON *c = cJSON_GetArrayItem(json_get(cluster, "spec.headGroupSpec.template.spec.containers"), 0);
     const cJSON *p;

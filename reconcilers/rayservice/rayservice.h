@@ -133,8 +133,6 @@ cJSON *rs_build_head_service(const cJSON *rs, const cJSON *cluster, int *err);
  * the incremental upgrade's CLUSTER-serve-svc. -ENOENT in *err when no serve port. */
 cJSON *rs_build_serve_service(const cJSON *rs, const cJSON *cluster, bool per_cluster,
                               const struct rs_gates *g, int *err);
-/* The serve port of cluster's head (container port "serve", default 8000). */
-int rs_serve_port(const cJSON *cluster);
 cJSON *rs_build_gateway(const cJSON *rs, int *err);
 cJSON *rs_build_httproute(const cJSON *rs, const cJSON *active, int active_weight,
                           const cJSON *pending, int pending_weight, int *err);

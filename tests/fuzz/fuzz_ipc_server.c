@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include "ipc/ipc.h"
+#include "ipc/internal.h"
 #include "util/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -28,6 +28,7 @@
 #include <uv.h>
 
 #include "ipc/proto.h"
+#include "ipc/internal.h"
 
 #define IPC_FIX static __attribute__((unused))
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "kube/kube.h"
+#include "kube/internal.h"
 #include "util/util.h"
 
 struct env {

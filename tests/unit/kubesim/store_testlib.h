@@ -18,6 +18,7 @@
 
 #include "kubesim/registry/registry.h"
 #include "kubesim/schema/selector.h"
+#include "kubesim/store/internal.h"
 #include "kubesim/store/store.h"
 
 /* Widget: group test.io, v1 (storage, status + scale) and v1beta1 (served). */

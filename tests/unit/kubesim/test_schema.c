@@ -18,6 +18,7 @@
 #include "kubesim/schema/schema.h"
 #include "kobj/yamljson.h"
 #include "util/util.h"
+#include "kubesim/schema/internal.h"
 #include "tests/unit/shared_fixture.h"
 
 static struct schema *compile_yaml(const char *yaml)
