@@ -347,6 +347,9 @@ static int proxy_healthy(struct rsr *r, const cJSON *cluster, const cJSON *pod, 
         t.mode = DASH_PROXY;
         t.kube = host_kube(r->ctx);
         t.timeout_ms = DASH_PROXY_TIMEOUT_MS;
+        /* a Serve proxy that answers 503 is unhealthy now: retrying it for seconds held
+         * up every RayService behind this one (all of them after a kubesim restart) */
+        t.probe = true;
         rc = snprintf(t.base, sizeof(t.base), "/api/v1/namespaces/%s/pods/%s:%d/proxy", r->ctx->ns,
                       rs_str(pod, "metadata.name"), port);
         if (!t.kube || rc < 0 || (size_t)rc >= sizeof(t.base))
