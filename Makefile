@@ -14,6 +14,8 @@
 #   make bench      benchmarks (not in CI)     make bench-sim   kubesim throughput
 #   make kubesim-scale   the simulated cluster alone at 40,000 Pods, ratios vs a baseline
 #   make fuzz       every fuzz target FUZZ_SECONDS (120) with a random seed (not in CI)
+#   make fuzz-long  every fuzz target WEIGHT x FUZZ_UNIT (60) seconds, weighted by how much
+#                   outside input it parses, with a table of executions and coverage
 #   make chaos      the chaos soak, CHAOS_SECONDS (600) from CHAOS_SEED (1), then
 #                   CHAOS_STEADY_SECONDS (240) without kills for the memory invariant (not in CI;
 #                   make test runs its 35 s smoke, tests/integration/chaos_smoke.py)
@@ -71,7 +73,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%) $(SIM_UNIT_SRCS:tests/unit
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 BENCH_BINS := $(foreach s,$(BENCH_SRCS) $(TOOL_SRCS),bin/$(patsubst %_main,%,$(notdir $(basename $(s)))))
 
-.PHONY: all deps test fuzz chaos chaos-asan unit-bins bench-bins fuzz-bins bench bench-sim kubesim-scale demo peers proto-tables diff-kuberay clean
+.PHONY: all deps test fuzz fuzz-long chaos chaos-asan unit-bins bench-bins fuzz-bins bench bench-sim kubesim-scale demo peers proto-tables diff-kuberay clean
 all: $(BINS)
 
 $(B)/%.o: %.c
@@ -126,6 +128,12 @@ test: deps
 fuzz: deps
 	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-120} FUZZ_SEED=$${FUZZ_SEED:-0} ONLY=fuzz_ sh tests/run.sh
+
+# Long fuzzing, each target's time by how much outside input it parses (tools/fuzz_long.sh:
+# FUZZ_UNIT seconds per weight unit, 60 by default); prints the per-target table.
+fuzz-long: deps
+	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
+	sh tools/fuzz_long.sh
 
 # kill -9 of any rayop process, API faults and kubesim restarts under churn, with invariants
 # checked live and at the end (tests/integration/chaos/chaos.py); last line "chaos: N violations".

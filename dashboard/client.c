@@ -150,7 +150,7 @@ static int call_proxy(const struct dash_target *t, const char *method, const cha
     struct kube_result kr = { 0 };
     struct kube_request rq = { .method = method, .path = path, .body = body,
                                .body_len = body_len,
-                               .idempotent = strcmp(method, "GET") == 0,
+                               .idempotent = !t->probe && strcmp(method, "GET") == 0,
                                .max_response_bytes = DASH_MAX_BODY,
                                .timeout_ms = t->timeout_ms,
                                .extra_header = t->auth_header[0] ? t->auth_header : NULL };

@@ -43,6 +43,9 @@ struct dash_target {
     /* "x-ray-authorization: Bearer TOKEN" for a token-auth cluster (Ray >= 2.52), as
      * KubeRay's setAuthHeader; "" for none. A credential: wipe with dash_target_wipe. */
     char auth_header[600];
+    /* A probe (the Serve proxy's /-/healthz): one attempt through the API server, its 5xx
+     * the answer rather than retried with back-off (a direct probe is one attempt too). */
+    bool probe;
 };
 
 /* addr is "host:port" or "http://host:port" (status.dashboardURL). -EINVAL if

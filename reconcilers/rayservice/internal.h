@@ -45,6 +45,11 @@ struct rsr {
 /* serve_io.c: the dashboard side of one cluster (reconcileServe) and the head Pod's
  * ray.io/serve label (updateHeadPodServeLabel). */
 int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps);
+/* A cluster whose Serve this reconcile does not otherwise touch (the active one during a
+ * NewCluster upgrade): only applications it lost (a head restarted without GCS FT) are
+ * deployed again, with the config last sent to it. Errors are logged, not returned: a dead
+ * old cluster must not hold up the upgrade away from it. */
+void rayservice__restore_serve(struct rsr *r, const cJSON *cluster);
 int rayservice__head_serve_label(struct rsr *r, const cJSON *cluster);
 
 /* how long a reconcile waits for a dashboard answer (dash_async_call) before it
@@ -72,11 +77,11 @@ int rayservice__target_capacity(const cJSON *svc_status);               /* -1 if
 int rayservice__patch_annotation(struct rsr *r, const cJSON *cluster, const char *key, const char *val);
 struct dash_target;
 /* The cluster's dashboard (head Service through the API server proxy with
- * --use-kubernetes-proxy, else its FQDN) and the PUT of serveConfigV2 to it with
- * target_capacity (< 0: none). */
+ * --use-kubernetes-proxy, else its FQDN) and the PUT of a Serve config to it (cfg NULL:
+ * spec.serveConfigV2) with target_capacity (< 0: none). */
 int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
 int rayservice__put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                           int target_capacity, const char *op, char *err, size_t n);
+                           const char *cfg, int target_capacity, const char *op, char *err, size_t n);
 /* "ns/name\ncluster\nop": the key of a dashboard call about cluster (dashboard/async.c). */
 void rayservice__call_key(struct rsr *r, const cJSON *cluster, const char *op, char *out, size_t n);
 

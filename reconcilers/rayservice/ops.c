@@ -132,10 +132,11 @@ void rayservice__call_key(struct rsr *r, const cJSON *cluster, const char *op, c
 }
 
 int rayservice__put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                           int target_capacity, const char *op, char *err, size_t n)
+                           const char *cfg, int target_capacity, const char *op, char *err, size_t n)
 {
     char key[600];
-    const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
+    if (!cfg)
+        cfg = rs_str(r->rs, "spec.serveConfigV2");
     char *body = NULL;
     char perr[256] = "";
     struct dash_reply rep = { 0 };

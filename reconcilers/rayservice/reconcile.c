@@ -829,6 +829,10 @@ static int reconcile(struct rsr *r, struct host_result *res)
                       (r->pending && rs_incremental(r->rs, &r->gates)))) {
         if ((rc = rayservice__reconcile_serve(r, r->active, &active_ready, &active_apps)) < 0)
             goto out;
+    } else if (r->active) {
+        /* a NewCluster upgrade: the active cluster gets no new config (as in KubeRay), but
+         * applications it lost are deployed again - the serve Service still selects it */
+        rayservice__restore_serve(r, r->active);
     }
     if (rs_incremental(r->rs, &r->gates) && (rc = rayservice__incremental_objects(r, pending_ready, &route)) < 0)
         goto out;

@@ -84,7 +84,15 @@ static bool adopt_running(const struct rsr *r, const cJSON *cluster, const char 
     return true;
 }
 
-int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps)
+/* One cluster's Serve: KubeRay's reconcileServe, or with restore_only (a cluster this
+ * reconcile does not serve to) only the re-deploy of applications it lost. A cluster that
+ * is not to get a new config (restore_only; the active one of an incremental upgrade, the
+ * pending one of its rollback) and reports no application at all gets again the config last
+ * sent to it (the current one when this process never sent it any): KubeRay leaves such a
+ * cluster without applications until the upgrade switches away from it, and the serve
+ * Service selects it meanwhile. */
+static int serve_cluster(struct rsr *r, const cJSON *cluster, bool restore_only, bool *ready,
+                         cJSON **apps)
 {
     const char *cname = rs_str(cluster, "metadata.name");
     const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
@@ -108,7 +116,7 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
     bool incr = rs_incremental(r->rs, &r->gates);
     bool upgrading = incr && rs_cond_true(r->st, "UpgradeInProgress");
     bool rollback = incr && rs_cond_true(r->st, "RollbackInProgress");
-    bool skip = (active && upgrading && !rollback) || (!active && rollback);
+    bool skip = restore_only || (active && upgrading && !rollback) || (!active && rollback);
     snprintf(key, sizeof(key), "%s/%s", r->ctx->ns, r->ctx->name);
     memo = rs_memo_get(key, cname);
     if (!memo && *cfg && config_hash(cfg, hash) == 0 &&
@@ -118,7 +126,7 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
         memo = strdup(cfg);
         if (memo)
             rs_memo_put(key, cname, cfg);
-    } else if (!memo && *cfg && active && adopt_running(r, cluster, cname) &&
+    } else if (!memo && *cfg && active && !restore_only && adopt_running(r, cluster, cname) &&
                (memo = strdup(cfg))) {
         host_log(r->ctx, LOG_INFO, "Adopting the Serve applications running on the cluster "
                  "(taken over: every application RUNNING for this generation)",
@@ -154,6 +162,12 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
         goto out;
     }
     bool need = rs_serve_need_submit(memo, cfg, *apps, &why);
+    bool lost = !*apps || !(*apps)->child;
+    /* what a PUT sends: a cluster that is not to get a new config gets back what it lost */
+    const char *put_cfg = skip && memo ? memo : cfg;
+    if (need && skip && lost)
+        why = "The cluster lost its Serve applications (a head restarted without GCS FT): "
+              "deploying again the config last sent to it.";
     if (need && runs) {
         /* The cluster runs this very config: sent by this controller's previous life (killed
          * before the cluster's hash annotation was written) or by another. Sending it again
@@ -168,8 +182,8 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
     }
     host_log(r->ctx, LOG_INFO, "checkIfNeedSubmitServeApplications", "shouldUpdate",
              need ? "true" : "false", "reason", why, "clusterName", cname, NULL);
-    if (need && !skip) {
-        rc = rayservice__put_config(r, cluster, &t, tc, "put", err, sizeof(err));
+    if (need && (!skip || lost)) {
+        rc = rayservice__put_config(r, cluster, &t, put_cfg, tc, "put", err, sizeof(err));
         if (rc == -EINPROGRESS) {
             *ready = false;
             r->requeue_ms = 300;
@@ -182,8 +196,8 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
                               cname, err);
             goto out;
         }
-        rs_memo_put(key, cname, cfg);
-        if (*cfg && config_hash(cfg, hash) == 0)
+        rs_memo_put(key, cname, put_cfg);
+        if (*put_cfg && config_hash(put_cfg, hash) == 0)
             rayservice__patch_annotation(r, cluster, RS_ANN_SERVE_HASH, hash);
         rayservice__event(r, HOST_EVENT_NORMAL, "UpdatedServeApplications", "Update",
                           "Updated serve applications to the RayCluster %s/%s", r->ctx->ns, cname);
@@ -191,7 +205,7 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
          * about the config just sent, so the cluster is not "ready" until the next read. */
         *ready = false;
     }
-    if (incr && upgrading && (rc = rayservice__incremental_capacity(r, cluster)) < 0)
+    if (incr && upgrading && !restore_only && (rc = rayservice__incremental_capacity(r, cluster)) < 0)
         goto out;
     rc = 0;
 out:
@@ -199,6 +213,26 @@ out:
     free(memo);
     free(want);
     return rc;
+}
+
+int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps)
+{
+    return serve_cluster(r, cluster, false, ready, apps);
+}
+
+void rayservice__restore_serve(struct rsr *r, const cJSON *cluster)
+{
+    bool ready = false;
+    cJSON *apps = NULL;
+    int rc = serve_cluster(r, cluster, true, &ready, &apps);
+    /* the status reports no applications for it, as KubeRay's does not read them */
+    cJSON_Delete(apps);
+    if (rc < 0) {
+        host_log(r->ctx, LOG_WARN, "could not check the Serve applications of the cluster not being "
+                 "upgraded to", "clusterName", rs_str(cluster, "metadata.name"), "error",
+                 kube_strerror(rc), NULL);
+        r->err_rc = 0;
+    }
 }
 
 static const cJSON *head_pod(const cJSON *pods)
@@ -227,6 +261,9 @@ static int proxy_healthy(struct rsr *r, const cJSON *cluster, const cJSON *pod, 
         t.mode = DASH_PROXY;
         t.kube = host_kube(r->ctx);
         t.timeout_ms = DASH_PROXY_TIMEOUT_MS;
+        /* a Serve proxy that answers 503 is unhealthy now: retrying it for seconds held
+         * up every RayService behind this one (all of them after a kubesim restart) */
+        t.probe = true;
         rc = snprintf(t.base, sizeof(t.base), "/api/v1/namespaces/%s/pods/%s:%d/proxy", r->ctx->ns,
                       rs_str(pod, "metadata.name"), port);
         if (!t.kube || rc < 0 || (size_t)rc >= sizeof(t.base))

@@ -404,7 +404,7 @@ int rayservice__incremental_capacity(struct rsr *r, const cJSON *cluster)
     char err[512] = "";
     int rc;
     if ((rc = rayservice__dashboard(r, cluster, &t)) == 0)
-        rc = rayservice__put_config(r, cluster, &t, goal, "capacity", err, sizeof(err));
+        rc = rayservice__put_config(r, cluster, &t, NULL, goal, "capacity", err, sizeof(err));
     dash_target_wipe(&t);
     if (rc == -EINPROGRESS) {
         r->requeue_ms = 300;

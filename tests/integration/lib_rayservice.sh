@@ -113,7 +113,8 @@ rs_invariant_start() {
     RS_INV_PID=$!
 }
 rs_invariant_check() {
-    local name=$1 polls gap what="the serve Service of $name never selected"
+    local name=$1 polls gap what
+    what="the serve Service of $name never selected"   # after name is set: one `local` expands all first
     [ "${2:-}" = route ] && what="the HTTPRoute of $name never weighted"
     kill "$RS_INV_PID" 2>/dev/null
     wait "$RS_INV_PID" 2>/dev/null

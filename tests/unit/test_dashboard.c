@@ -217,6 +217,40 @@ static void test_stop_delete_logs(void **state)
     assert_null(logs);
 }
 
+/* Through the API server a GET's 5xx is retried with back-off, but a probe's is its
+ * answer: the Serve proxy health check of a head that lost its Ray state answered 503, and
+ * the retries held up every RayService queued behind it for seconds (the chaos soak). */
+static void test_probe_not_retried(void **state)
+{
+    struct fixture *f = *state;
+    struct kube_client_opts o = { .backoff_base_ms = 1, .backoff_max_ms = 2 };
+    struct kube_client *kc = NULL;
+    struct dash_target t;
+    struct dash_reply r = { 0 };
+    assert_int_equal(kube_client_new(f->cfg, &o, &kc), 0);
+    assert_int_equal(dash_target_proxy(&t, kc, "ns1", "rc-head-svc", "dashboard"), 0);
+
+    /* a plain GET: the 503 is retried, the 200 after it is the answer */
+    ts_push(&f->srv, 503, "no healthy upstream", NULL, NULL, 0);
+    ts_push(&f->srv, 200, "success", NULL, NULL, 0);
+    int n0 = ts_nlog(&f->srv);
+    assert_int_equal(dash_call(&t, "GET", "/-/healthz", NULL, 0, &r), 0);
+    assert_int_equal(r.code, 200);
+    assert_int_equal(ts_nlog(&f->srv) - n0, 2);
+    dash_reply_free(&r);
+
+    /* a probe: one request, its 503 returned */
+    t.probe = true;
+    ts_push(&f->srv, 503, "no healthy upstream", NULL, NULL, 0);
+    ts_push(&f->srv, 200, "success", NULL, NULL, 0);
+    n0 = ts_nlog(&f->srv);
+    assert_int_equal(dash_call(&t, "GET", "/-/healthz", NULL, 0, &r), 0);
+    assert_int_equal(r.code, 503);
+    assert_int_equal(ts_nlog(&f->srv) - n0, 1);
+    dash_reply_free(&r);
+    kube_client_free(kc);
+}
+
 static void test_unreachable(void **state)
 {
     (void)state;
@@ -260,6 +294,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_submit_direct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_proxy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_delete_logs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_probe_not_retried, setup, teardown),
         cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_codecs),
     };
