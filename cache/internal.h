@@ -199,10 +199,6 @@ uint64_t cache__rec_check(const uint8_t *rec, size_t len);
 
 /* ---- shared internals ------------------------------------------------------- */
 
-/* Layout for a capacity; 0 or -EINVAL if it does not fit. Fills geometry fields of h. */
-int cache__layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h);
-/* Validates the geometry of a mapped image and fills c's private copy. */
-int cache__attach_geometry(struct cache *c, const uint8_t *base, size_t size);
 /* Opens a reader handle over bytes the caller owns (tests, fuzzing): nothing is
  * mapped or copied; img must outlive the handle. */
 int cache__open_image(const void *img, size_t len, struct cache **out);

@@ -56,6 +56,22 @@ static int check_type(struct cache *c, int type)
     return type >= 0 && type < CACHE_MAX_TYPES && (uint32_t)type < n ? 0 : -ENOENT;
 }
 
+/* The arguments of a lookup or an index list: a known type, ns (NULL is "") and the
+ * name or index value s, both shorter than their bounds; *ns, *nsl and *sl set. */
+static int check_args(struct cache *c, int type, const char **ns, const char *s, size_t smax,
+                      size_t *nsl, size_t *sl)
+{
+    int rc = check_type(c, type);
+    if (rc)
+        return rc;
+    *ns = *ns ? *ns : "";
+    if (!s)
+        return -EINVAL;
+    *nsl = strnlen(*ns, CACHE_NS_MAX);
+    *sl = strnlen(s, smax);
+    return *nsl >= CACHE_NS_MAX || *sl >= smax ? -EINVAL : 0;
+}
+
 /* Grows b to hold n bytes (contents not kept). */
 static int scratch_fit(struct buf *b, size_t n)
 {
@@ -219,18 +235,11 @@ static int lookup_visit(struct walk *w, const struct slot_view *v)
  */
 static int lookup(struct cache *c, int type, const char *ns, const char *name, struct lookup *k)
 {
-    int rc = check_type(c, type);
+    int rc = check_args(c, type, &ns, name, CACHE_NAME_MAX, &k->nsl, &k->nl);
     if (rc)
         return rc;
-    ns = ns ? ns : "";
-    if (!name)
-        return -EINVAL;
     k->ns = ns;
     k->name = name;
-    k->nsl = strnlen(ns, CACHE_NS_MAX);
-    k->nl = strnlen(name, CACHE_NAME_MAX);
-    if (k->nsl >= CACHE_NS_MAX || k->nl >= CACHE_NAME_MAX)
-        return -EINVAL;
     k->w = (struct walk){ .type = (uint32_t)type, .chain = CHAIN_KEY, .visit = lookup_visit,
                           .hash = cache__key_hash((uint32_t)type, ns, k->nsl, name, k->nl) };
     rc = chain_walk(c, &k->w);
@@ -411,17 +420,12 @@ static void index_reset(struct walk *w)
 static int list_index(struct cache *c, int type, bool owner, const char *ns, const char *value,
                       struct cache_key *keys, size_t cap)
 {
-    int rc = check_type(c, type);
+    struct index_list l = { .value = value, .keys = keys, .cap = cap };
+    int rc = check_args(c, type, &ns, value, owner ? CACHE_UID_MAX : CACHE_LABEL_MAX, &l.nsl,
+                        &l.vl);
     if (rc)
         return rc;
-    ns = ns ? ns : "";
-    if (!value)
-        return -EINVAL;
-    size_t max = owner ? CACHE_UID_MAX : CACHE_LABEL_MAX;
-    struct index_list l = { .ns = ns, .value = value, .nsl = strnlen(ns, CACHE_NS_MAX),
-                            .vl = strnlen(value, max), .keys = keys, .cap = cap };
-    if (l.nsl >= CACHE_NS_MAX || l.vl >= max)
-        return -EINVAL;
+    l.ns = ns;
     if (l.vl == 0)
         return 0; /* objects without an owner or label are not indexed */
     l.w = (struct walk){ .type = (uint32_t)type, .chain = owner ? CHAIN_OWNER : CHAIN_LABEL,

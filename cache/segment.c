@@ -120,7 +120,7 @@ static uint64_t align64(uint64_t v)
     return (v + 63) & ~(uint64_t)63;
 }
 
-int cache__layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h)
+static int cache__layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h)
 {
     if (max_objects == 0 || max_objects > CACHE_MAX_OBJECTS || bytes < CACHE_MIN_BYTES)
         return -EINVAL;
@@ -150,7 +150,7 @@ int cache__layout(size_t bytes, uint32_t max_objects, struct cache_hdr *h)
     return 0;
 }
 
-int cache__attach_geometry(struct cache *c, const uint8_t *base, size_t size)
+static int cache__attach_geometry(struct cache *c, const uint8_t *base, size_t size)
 {
     if (size < CACHE_HDR_SIZE)
         return -EIO;

@@ -99,18 +99,11 @@ static int call_direct(const struct dash_target *t, const char *method, const ch
     struct buf_sink s = { .max = DASH_MAX_BODY };
     struct curl_slist *hdrs = NULL;
     int rc = 0;
-    CURL *h = curl_easy_init();
+    CURL *h = buf_sink_easy(url, "http,https", &s);
     if (!h)
         return -ENOMEM;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, t->timeout_ms > 0 ? t->timeout_ms : DASH_DIRECT_TIMEOUT_MS);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, buf_sink_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
     if (body) {
         hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);

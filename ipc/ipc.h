@@ -258,10 +258,8 @@ void ipc_server_set_seen(struct ipc_server *s, ipc_seen_fn seen, void *ud);
 /* Ends the startup grace now: for a watcher that knows no worker can hold a key
  * (its cache segment is new, so no earlier watcher handed keys out of it). */
 void ipc_server_end_grace(struct ipc_server *s);
-/* The watcher's event path: Add / AddAfter to kind's queue, then hand out. */
+/* The watcher's event path: Add to kind's queue, then hand out. */
 int ipc_server_add(struct ipc_server *s, const char *kind, const char *key);
-int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key,
-                         uint64_t delay_ns);
 /* ipc_queue_add_low, then hand out: for the initial list and restart resync. */
 int ipc_server_add_low(struct ipc_server *s, const char *kind, const char *key);
 /* Cache rvs advanced: release gated keys whose writes are now visible. */

@@ -190,16 +190,21 @@ static int take_uint(struct rd *r, uint64_t max, uint64_t *v)
     return 0;
 }
 
-/* Matches a map key against names[0..n); returns its index or -1. */
-static int match_name(struct rd *r, const char *const *names, int n)
+/* Matches a map key against names[0..n) and marks it in *seen (a bit per name):
+ * its index, -1 for a key that is not a name, -2 for one seen before. */
+static int take_field(struct rd *r, const char *const *names, int n, uint32_t *seen)
 {
     const char *s;
     uint32_t len;
     if (rd_str(r, &s, &len) < 0)
         return -1;
     for (int i = 0; i < n; i++)
-        if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0)
+        if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) {
+            if (*seen & B(i))
+                return -2;
+            *seen |= B(i);
             return i;
+        }
     return -1;
 }
 
@@ -228,10 +233,9 @@ static int dec_worker(struct rd *r, struct ipc_status_worker *w)
     if (rd_container(r, true, &n) < 0 || n != W_COUNT_)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
-        int f = match_name(r, wname, W_COUNT_);
-        if (f < 0 || (seen & B(f)))
+        int f = take_field(r, wname, W_COUNT_, &seen);
+        if (f < 0)
             return -1;
-        seen |= B(f);
         switch (f) {
         case W_PID: if (take_uint(r, INT32_MAX, &v) < 0) return -1; w->pid = (int32_t)v; break;
         case W_WORKER: if (take_ident(r, w->worker, sizeof(w->worker), false) < 0) return -1; break;
@@ -254,10 +258,9 @@ static int dec_queue(struct rd *r, struct ipc_status_queue *q)
     if (rd_container(r, true, &n) < 0 || n > Q_COUNT_)
         return -1;
     for (uint32_t i = 0; i < n; i++) {
-        int f = match_name(r, qname, Q_COUNT_);
-        if (f < 0 || (seen & B(f)))
+        int f = take_field(r, qname, Q_COUNT_, &seen);
+        if (f < 0)
             return -1;
-        seen |= B(f);
         if (f == Q_KIND) {
             if (take_ident(r, q->kind, sizeof(q->kind), false) < 0)
                 return -1;
@@ -359,12 +362,11 @@ int ipc_proto_decode(const uint8_t *body, size_t len, struct ipc_msg *m, const c
     if (rd_container(&r, true, &n) < 0 || n > F_COUNT_)
         FAIL("frame body is not a map of at most 19 fields");
     for (uint32_t i = 0; i < n; i++) {
-        int f = match_name(&r, fld_name, F_COUNT_);
-        if (f < 0)
+        int f = take_field(&r, fld_name, F_COUNT_, &seen);
+        if (f == -1)
             FAIL("unknown field");
-        if (seen & B(f))
+        if (f < 0)
             FAIL("duplicate field");
-        seen |= B(f);
         int rc = 0;
         switch (f) {
         case F_T:

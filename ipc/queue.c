@@ -218,26 +218,30 @@ static void ent_maybe_free(struct ipc_queue *q, struct qent *e)
     free(e);
 }
 
+/* The ready list of e's lane. */
+static struct qent **ready_lane(struct ipc_queue *q, const struct qent *e)
+{
+    return e->low ? &q->ready_low : &q->ready;
+}
+
 static void ready_push(struct ipc_queue *q, struct qent *e)
 {
+    struct qent **lane = ready_lane(q, e);
+
     if (e->in_ready)
         return;
-    if (e->low)
-        DL_APPEND2(q->ready_low, e, rprev, rnext);
-    else
-        DL_APPEND2(q->ready, e, rprev, rnext);
+    DL_APPEND2(*lane, e, rprev, rnext);
     e->in_ready = 1;
     q->n_ready++;
 }
 
 static void ready_remove(struct ipc_queue *q, struct qent *e)
 {
+    struct qent **lane = ready_lane(q, e);
+
     if (!e->in_ready)
         return;
-    if (e->low)
-        DL_DELETE2(q->ready_low, e, rprev, rnext);
-    else
-        DL_DELETE2(q->ready, e, rprev, rnext);
+    DL_DELETE2(*lane, e, rprev, rnext);
     e->in_ready = 0;
     q->n_ready--;
 }
@@ -334,7 +338,8 @@ static bool gate_seen(struct ipc_queue *q, const struct ipc_written *w, size_t n
     return true;
 }
 
-static void gate_release(struct ipc_queue *q, struct qent *e)
+/* Takes e off the gate list and forgets the rvs it waited for. */
+static void gate_drop(struct ipc_queue *q, struct qent *e)
 {
     DL_DELETE2(q->gate, e, gprev, gnext);
     e->gated = 0;
@@ -342,6 +347,11 @@ static void gate_release(struct ipc_queue *q, struct qent *e)
     free(e->gate_w);
     e->gate_w = NULL;
     e->gate_n = 0;
+}
+
+static void gate_release(struct ipc_queue *q, struct qent *e)
+{
+    gate_drop(q, e);
     if (e->dirty && !e->processing)
         ready_push(q, e);
     ent_maybe_free(q, e);
@@ -521,15 +531,8 @@ int ipc_queue_adopt(struct ipc_queue *q, const char *key, struct ipc_lease *out)
         return -ENOMEM;
     if (e->processing)
         return -EBUSY;
-    if (e->gated) {
-        /* The gate guarded a hand-out; the key is already in a worker's hands. */
-        DL_DELETE2(q->gate, e, gprev, gnext);
-        e->gated = 0;
-        q->n_gated--;
-        free(e->gate_w);
-        e->gate_w = NULL;
-        e->gate_n = 0;
-    }
+    if (e->gated)   /* the gate guarded a hand-out; the key is already in a worker's hands */
+        gate_drop(q, e);
     /* A queued add is not consumed: it stays dirty and is delivered after Done,
      * because it may be news the adopting worker has not seen. */
     ready_remove(q, e);

@@ -185,7 +185,7 @@ static int added(struct ipc_server *s, struct kq *kq, int rc)
     return 0;
 }
 
-int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key, uint64_t delay_ns)
+static int ipc_server_add_after(struct ipc_server *s, const char *kind, const char *key, uint64_t delay_ns)
 {
     struct kq *kq = kind ? ipc__find_kind(s, kind) : NULL;
     return kq ? added(s, kq, ipc_queue_add_after(kq->q, key, delay_ns)) : -ENOENT;

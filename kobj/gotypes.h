@@ -49,6 +49,9 @@ int gotypes_marshal(struct buf *out, int t, const cJSON *v);
  * numbers in strconv's shortest form, Go string escaping. */
 int gotypes_any(struct buf *out, const cJSON *v);
 int gotypes_string(struct buf *out, const char *s);
+/* A float64 as encoding/json writes it: strconv's shortest digits that read back as d,
+ * 'e' form below 1e-6 and from 1e21 (e-07 written e-7), else 'f'. "null" for NaN and
+ * infinities, which no JSON input carries. */
 void gotypes_float(double d, char *out, size_t cap);
 /* resource.Quantity's canonical form of s (MarshalJSON): "1000" -> "1k", "0.5" -> "500m",
  * "1024Mi" -> "1Gi"; the input itself where Go would take its arbitrary-precision path. */

@@ -22,7 +22,7 @@ const struct kube_resource KUBE_RES_RAYCLUSTERS = { "ray.io", "v1", "rayclusters
 const struct kube_resource KUBE_RES_RAYJOBS = { "ray.io", "v1", "rayjobs", 1 };
 const struct kube_resource KUBE_RES_RAYSERVICES = { "ray.io", "v1", "rayservices", 1 };
 
-int kube__append_escaped(struct buf *b, const char *s)
+static int kube__append_escaped(struct buf *b, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {

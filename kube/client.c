@@ -434,7 +434,7 @@ static uint32_t rng_next(struct kube_client *c)
     return x;
 }
 
-uint64_t kube__backoff_ns(struct kube_client *c, int attempt)
+static uint64_t kube__backoff_ns(struct kube_client *c, int attempt)
 {
     uint64_t d = (uint64_t)c->opts.backoff_base_ms * 1000000ull;
     uint64_t cap = (uint64_t)c->opts.backoff_max_ms * 1000000ull;

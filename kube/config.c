@@ -283,6 +283,20 @@ static int fill_user(struct kube_config *cfg, const struct named *u, char *err, 
     return 0;
 }
 
+/* The last step of both loaders: a config that reads its token from a file gets the
+ * file's refresh state, then it is the caller's (*out). cfg is consumed either way. */
+static int hand_over(struct kube_config *cfg, struct kube_config **out)
+{
+    int rc = cfg->token_file != NULL ? kube__token_state_new(&cfg->token_state) : 0;
+
+    if (rc < 0) {
+        kube_config_free(cfg);
+        return rc;
+    }
+    *out = cfg;
+    return 0;
+}
+
 static int build_config(const struct merged *m, const char *context, struct kube_config **out,
                         char *err, size_t errlen)
 {
@@ -333,12 +347,8 @@ static int build_config(const struct merged *m, const char *context, struct kube
     rc = fill_cluster(cfg, cl, err, errlen);
     if (rc == 0 && u != NULL)
         rc = fill_user(cfg, u, err, errlen);
-    if (rc == 0 && cfg->token_file != NULL)
-        rc = kube__token_state_new(&cfg->token_state);
-    if (rc < 0)
-        goto out;
-    *out = cfg;
-    cfg = NULL;
+    if (rc == 0)
+        return hand_over(cfg, out);
 out:
     kube_config_free(cfg);
     return rc;
@@ -512,10 +522,7 @@ int kube_config_in_cluster(const char *dir, struct kube_config **out, char *err,
     }
     if (cfg->namespace == NULL && (cfg->namespace = strdup("default")) == NULL)
         goto out;
-    rc = kube__token_state_new(&cfg->token_state);
-    if (rc < 0)
-        goto out;
-    *out = cfg;
+    rc = hand_over(cfg, out);
     cfg = NULL;
 out:
     free(path);

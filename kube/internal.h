@@ -97,8 +97,6 @@ struct kube_limiter *kube__limiter_for(struct kube_client *c, const struct kube_
 
 /* Fills st with a synthetic Status for an HTTP code without a Status body. */
 void kube__status_from_code(struct kube_status *st, int code, const char *message);
-/* Maps an HTTP status code alone. */
-int kube__errno_from_code(int code);
 
 /* ---- stream.c: watch body framing and event parsing ------------------------ */
 
@@ -225,8 +223,5 @@ static inline uint64_t kube__now(struct kube_client *c)
 {
     return c->opts.clock.now_ns(c->opts.clock.arg);
 }
-uint64_t kube__backoff_ns(struct kube_client *c, int attempt);
-/* Percent-encodes s (all but RFC 3986 unreserved characters) onto b. */
-int kube__append_escaped(struct buf *b, const char *s);
 
 #endif

@@ -87,7 +87,7 @@ void kube__status_from_code(struct kube_status *st, int code, const char *messag
         snprintf(st->message, sizeof(st->message), "the server responded with HTTP %d", code);
 }
 
-int kube__errno_from_code(int code)
+static int kube__errno_from_code(int code)
 {
     if (code >= 200 && code < 300)
         return 0;

@@ -4,6 +4,7 @@
  */
 #include "util/util.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,7 +131,7 @@ char *buf_steal(struct buf *b)
     return p;
 }
 
-size_t buf_sink_write(char *p, size_t size, size_t n, void *arg)
+static size_t buf_sink_write(char *p, size_t size, size_t n, void *arg)
 {
     struct buf_sink *s = arg;
     size_t len = size * n;
@@ -139,6 +140,24 @@ size_t buf_sink_write(char *p, size_t size, size_t n, void *arg)
         return 0;   /* aborts the transfer */
     }
     return buf_append(&s->b, p, len) == 0 ? len : 0;
+}
+
+void *buf_sink_easy(const char *url, const char *protocols, struct buf_sink *sink)
+{
+    CURL *h = curl_easy_init();
+
+    if (!h)
+        return NULL;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, protocols);
+#else
+    (void)protocols;
+#endif
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, buf_sink_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
+    return h;
 }
 
 int util_array_grow(void *items, size_t elem, size_t n, size_t *cap, size_t first)

@@ -119,7 +119,7 @@ int log_parse_level(const char *name)
     return -1;
 }
 
-void log_vwrite(int level, const char *msg, va_list ap)
+static void log_vwrite(int level, const char *msg, va_list ap)
 {
     char stackbuf[1024];
     struct buf b = { 0 };

@@ -35,7 +35,6 @@ int log_parse_encoder(const char *name); /* "json"|"console" -> encoder, -1 if u
  * Never pass secrets (tokens, keys): logs are not a safe place for them.
  */
 void log_write(int level, const char *msg, ...);
-void log_vwrite(int level, const char *msg, va_list ap);
 #define log_debug(...) do { if (log_enabled(LOG_DEBUG)) log_write(LOG_DEBUG, __VA_ARGS__); } while (0)
 #define log_info(...)  log_write(LOG_INFO, __VA_ARGS__)
 #define log_warn(...)  log_write(LOG_WARN, __VA_ARGS__)
@@ -59,14 +58,18 @@ int buf_append_json_string(struct buf *b, const char *s); /* quoted, escaped */
 void buf_reset(struct buf *b);                           /* len = 0, keeps memory */
 void buf_free(struct buf *b);
 char *buf_steal(struct buf *b);                          /* caller owns result */
-/* A bounded receive buffer for libcurl's CURLOPT_WRITEFUNCTION (buf_sink_write,
- * CURLOPT_WRITEDATA = the sink): more than max bytes sets too_big and aborts. */
+/* A bounded receive buffer for a libcurl transfer (buf_sink_easy): more than max
+ * bytes sets too_big and aborts. */
 struct buf_sink {
     struct buf b;
     size_t max;
     int too_big;
 };
-size_t buf_sink_write(char *p, size_t size, size_t n, void *sink);
+/* A libcurl easy handle for one request to url, limited to protocols ("http",
+ * "https", "http,https"), with no signals (every caller is threaded) and its body
+ * going to sink. NULL when libcurl cannot make one; the caller owns the handle
+ * (curl_easy_cleanup). libcurl's CURL is void, so this header needs no curl.h. */
+void *buf_sink_easy(const char *url, const char *protocols, struct buf_sink *sink);
 
 /* Makes room for element n of a growable array: when n == *cap, doubles *cap
  * (to first when it is 0) and reallocates the array. items is the address of the
@@ -93,6 +96,15 @@ int util_read_file(const char *path, size_t max, char **out, size_t *len);
  * when err is NULL or errlen is 0. */
 void util_format_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ---- command-line flags (flag.c) --------------------------------------------- */
+
+/* Splits one argument "--name[=value]" of command cmd ("rayop up"): name
+ * (NUL-terminated, cap bytes) and *value (the text after '=', NULL without one; points
+ * into arg). 1 for "--help"/"-h", 0, or -EINVAL with "cmd: unexpected argument" (not a
+ * flag) or "cmd: unknown flag" (a name too long for cap) said on stderr. */
+int util_flag_split(const char *cmd, const char *arg, char *name, size_t cap,
+                    const char **value);
 
 /* ---- time ----------------------------------------------------------------- */
 

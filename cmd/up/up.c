@@ -403,22 +403,13 @@ static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, 
         "leader-lease-seconds", "use-kubernetes-proxy", "drain-timeout-ms", "batch-scheduler",
         "enable-batch-scheduler", "enable-metrics", NULL };
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 1;
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "rayop up: unexpected argument \"%s\"\n", a);
-            return -EINVAL;
-        }
+        const char *a = argv[i], *eq;
         char name[64];
-        const char *eq = strchr(a + 2, '=');
-        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (nl >= sizeof(name))
-            goto unknown;
-        memcpy(name, a + 2, nl);
-        name[nl] = '\0';
+        int fr = util_flag_split("rayop up", a, name, sizeof(name), &eq);
+        if (fr == 1)
+            usage(stdout);
+        if (fr)
+            return fr;
         static const char *const own[] = { "controllers", "metrics-addr",
             "health-probe-bind-address", "restart-initial-ms", "restart-max-ms",
             "restart-reset-ms", "shutdown-timeout-ms", NULL };
@@ -433,7 +424,7 @@ static int parse_flag_list(struct up *u, int argc, char **argv, char ***common, 
             goto unknown;   /* before taking a value: "--nosuch" last is unknown, not valueless */
         char *val;
         if (eq)
-            val = (char *)eq + 1;
+            val = (char *)eq;
         else if (is_bool && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)) {
             val = "true";   /* KubeRay's bool flags may be given bare */
             a = strcmp(name, "use-kubernetes-proxy") == 0 ? "--use-kubernetes-proxy=true"

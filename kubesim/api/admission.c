@@ -125,23 +125,16 @@ static int call(const cJSON *hook, const char *body, cJSON **resp, char *err, si
         snprintf(err, errlen, "invalid caBundle");
         return -EINVAL;
     }
-    CURL *c = curl_easy_init();
+    CURL *c = buf_sink_easy(url, "https", &s);
     if (!c) {
         free(pem);
         return -ENOMEM;
     }
     h = curl_slist_append(h, "Content-Type: application/json");
     h = curl_slist_append(h, "Accept: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
-#endif
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_sink_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
     if (pem) {
         struct curl_blob blob = { .data = pem, .len = pem_len, .flags = CURL_BLOB_COPY };
         curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);

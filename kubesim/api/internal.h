@@ -141,9 +141,6 @@ int api__table_include(struct buf *b, size_t start, const cJSON *const *items, s
  * ConfigMap, Secret, Namespace or ServiceAccount into JSON (*out, caller owns).
  * -EPROTONOSUPPORT for other kinds, -EINVAL for malformed input (err set). */
 int api__proto_decode(const char *body, size_t len, cJSON **out, char *err, size_t errlen);
-/* Registry lookup under the store's read lock. */
-const struct reg_resource *api__find_resource(struct server *s, const char *group,
-                                              const char *version, const char *plural);
 
 /*
  * ---- what faults.c (the table) and faults_http.c (prehook, admin area) share: the table struct.

@@ -24,7 +24,7 @@
 
 #define JSON "application/json"
 
-const struct reg_resource *api__find_resource(struct server *s, const char *group,
+static const struct reg_resource *api__find_resource(struct server *s, const char *group,
                                               const char *version, const char *plural)
 {
     const struct reg_resource *res;

@@ -96,8 +96,6 @@ enum {
 unsigned cluster_node_fits(const cJSON *pod, const struct cluster_res *req,
                            const cJSON *node, const struct cluster_res *alloc,
                            const struct cluster_res *used, char *taint, size_t taintlen);
-/* Does the toleration list tolerate this one taint? */
-bool cluster_tolerates(const cJSON *tolerations, const cJSON *taint);
 /* NodeResourcesFit LeastAllocated score, 0..100 (higher = emptier after placing). */
 int cluster_node_score(const struct cluster_res *req, const struct cluster_res *alloc,
                        const struct cluster_res *used);

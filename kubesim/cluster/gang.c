@@ -31,7 +31,7 @@
 static const char *const component[] = { "volcano", "scheduler-plugins-scheduler", "yunikorn",
                                          "kai-scheduler", "default-scheduler" };
 
-bool cluster__gang_scheduler(const char *s)
+static bool cluster__gang_scheduler(const char *s)
 {
     return s && (!strcmp(s, "volcano") || !strcmp(s, "scheduler-plugins-scheduler") ||
                  !strcmp(s, "yunikorn") || !strcmp(s, "kai-scheduler"));

@@ -225,8 +225,6 @@ void cluster__pods_free(struct cluster *c);
 void cluster__svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 
 /* gang.c: the gang schedulers (Volcano, scheduler-plugins, YuniKorn, KAI). */
-/* True for a schedulerName the gang step owns (the default scheduler leaves it). */
-bool cluster__gang_scheduler(const char *scheduler_name);
 /* True for a Pod the gang step places: a gang scheduler's, or a default-scheduler Pod
  * in a workload-aware PodGroup (spec.schedulingGroup, KubernetesWAS). */
 bool cluster__gang_pod(const cJSON *pod);
@@ -549,8 +547,6 @@ bool cluster__job_cond_true(const cJSON *status, const char *type);
 void cluster__job_set_str(cJSON *o, const char *k, const char *v);
 bool cluster__job_uid_in(const cJSON *arr, const char *uid);
 
-/* Queues j for the next cluster__jobs_sync (NULL is fine). */
-void cluster__job_mark(struct cluster *c, struct cl_job *j);
 /* Records o as j's Pod unless the table holds a newer version. */
 void cluster__jpod_set(struct cluster *c, struct cl_job *j, struct store_obj *o);
 void cluster__jpod_free(struct cluster *c, struct cl_jpod *jp);

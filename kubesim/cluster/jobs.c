@@ -80,7 +80,7 @@ bool cluster__job_uid_in(const cJSON *arr, const char *uid)
 
 /* ---- tables ----------------------------------------------------------------------- */
 
-void cluster__job_mark(struct cluster *c, struct cl_job *j)
+static void cluster__job_mark(struct cluster *c, struct cl_job *j)
 {
     if (!j || j->dirty)
         return;

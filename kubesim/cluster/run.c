@@ -376,6 +376,35 @@ static cJSON *node_conditions(void)
     return a;
 }
 
+/* What every simulated node says about itself: its fixed labels (besides
+ * kubernetes.io/hostname) and status.nodeInfo after machineID and systemUUID (in the
+ * order the API server writes them). */
+static const char *const node_labels[][2] = {
+    { "kubernetes.io/os", "linux" },
+    { "kubernetes.io/arch", "amd64" },
+    { "beta.kubernetes.io/os", "linux" },
+    { "beta.kubernetes.io/arch", "amd64" },
+    { "node.kubernetes.io/instance-type", "kubesim.standard" },
+    { NULL, NULL },
+};
+static const char *const node_info[][2] = {
+    { "bootID", "kubesim" },
+    { "kernelVersion", "6.1.0-kubesim" },
+    { "osImage", "Debian GNU/Linux 12 (bookworm)" },
+    { "containerRuntimeVersion", "containerd://1.7.13" },
+    { "kubeletVersion", "v1.33.0" },
+    { "kubeProxyVersion", "v1.33.0" },
+    { "operatingSystem", "linux" },
+    { "architecture", "amd64" },
+    { NULL, NULL },
+};
+
+static void add_strings(cJSON *o, const char *const kv[][2])
+{
+    for (; kv[0][0]; kv++)
+        cJSON_AddStringToObject(o, kv[0][0], kv[0][1]);
+}
+
 static cJSON *node_status(const struct cluster *c, int i)
 {
     cJSON *s = cJSON_CreateObject(), *cap, *a, *ad, *ni;
@@ -408,14 +437,7 @@ static cJSON *node_status(const struct cluster *c, int i)
     ni = cJSON_AddObjectToObject(s, "nodeInfo");
     cJSON_AddStringToObject(ni, "machineID", "kubesim");
     cJSON_AddStringToObject(ni, "systemUUID", host);
-    cJSON_AddStringToObject(ni, "bootID", "kubesim");
-    cJSON_AddStringToObject(ni, "kernelVersion", "6.1.0-kubesim");
-    cJSON_AddStringToObject(ni, "osImage", "Debian GNU/Linux 12 (bookworm)");
-    cJSON_AddStringToObject(ni, "containerRuntimeVersion", "containerd://1.7.13");
-    cJSON_AddStringToObject(ni, "kubeletVersion", "v1.33.0");
-    cJSON_AddStringToObject(ni, "kubeProxyVersion", "v1.33.0");
-    cJSON_AddStringToObject(ni, "operatingSystem", "linux");
-    cJSON_AddStringToObject(ni, "architecture", "amd64");
+    add_strings(ni, node_info);
     cJSON_AddNumberToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(s, "daemonEndpoints"),
                                                     "kubeletEndpoint"), "Port", 10250);
     return s;
@@ -460,11 +482,7 @@ static int nodes_create(struct cluster *c)
         cJSON_AddStringToObject(md, "name", name);
         lb = cJSON_AddObjectToObject(md, "labels");
         cJSON_AddStringToObject(lb, "kubernetes.io/hostname", name);
-        cJSON_AddStringToObject(lb, "kubernetes.io/os", "linux");
-        cJSON_AddStringToObject(lb, "kubernetes.io/arch", "amd64");
-        cJSON_AddStringToObject(lb, "beta.kubernetes.io/os", "linux");
-        cJSON_AddStringToObject(lb, "beta.kubernetes.io/arch", "amd64");
-        cJSON_AddStringToObject(lb, "node.kubernetes.io/instance-type", "kubesim.standard");
+        add_strings(lb, node_labels);
         if (c->o.node_labels[0])
             add_flag_labels(lb, c->o.node_labels);
         cJSON_AddObjectToObject(n, "spec");

@@ -95,7 +95,7 @@ static bool str_eq(const cJSON *a, const char *b)
     return (s ? s : "")[0] == b[0] && !strcmp(s ? s : "", b);
 }
 
-bool cluster_tolerates(const cJSON *tolerations, const cJSON *taint)
+static bool cluster_tolerates(const cJSON *tolerations, const cJSON *taint)
 {
     const cJSON *t;
     const char *key = cJSON_GetStringValue(jget(taint, "key"));

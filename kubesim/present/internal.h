@@ -20,17 +20,13 @@
 
 /* Prints doc compactly into out. 0 or -ENOMEM (also when doc is NULL). */
 int present__print(cJSON *doc, struct buf *out);
-/* Kubernetes version priority: <0 when a sorts before b (v1 < v1beta1 < v1alpha1 < foo). */
-int present__version_cmp(const char *a, const char *b);
 /* Distinct groups in registry order (core "" first); borrowed pointers. */
 size_t present__groups(const struct registry *r, const char **out, size_t max);
 /* Versions served for group, highest priority first (out[0] is preferred). */
 size_t present__group_versions(const struct registry *r, const char *group, const char **out,
                               size_t max);
-/* obj[key] = array of the NULL-terminated strings v (skipped when empty and omit_empty). */
-int present__add_strv(cJSON *obj, const char *key, char *const *v, bool omit_empty);
 
-/* ---- tables (present_table.c, present_printers.c) ---- */
+/* ---- tables (table.c, cells.c, printers.c, printers_misc.c) ---- */
 
 struct present_col {
     const char *name, *type, *format, *description;
@@ -49,7 +45,7 @@ struct present_printer {
 /* The printer of a built-in resource, or NULL (then Name/Age is used). */
 const struct present_printer *present__builtin_printer(const struct reg_resource *res);
 
-/* The descriptions of the standard Name and Age columns. */
+/* The descriptions of the standard Name and Age columns (cells.c). */
 extern const char present_name_desc[];
 extern const char present_age_desc[];
 
@@ -58,7 +54,7 @@ extern const char present_age_desc[];
 void present__age_of(const char *ts, time_t now, char out[16]);
 int present__add_str(cJSON *cells, const char *s);
 
-/* Cell helpers shared by the printers (present_printers.c): append a number, the
+/* Cell helpers shared by the printers (cells.c): append a number, the
  * object's name, its age; a number at a dotted path (dflt when absent); s unless
  * NULL/empty, else dflt; member count of an object/array at path; append b's text as
  * a cell and free b (rc passed through, so a failed build of b is reported). */
@@ -72,7 +68,7 @@ const char *present__or(const char *s, const char *dflt);
 int present__count_keys(const cJSON *obj, const char *path);
 int present__cell_buf(cJSON *cells, struct buf *b, int rc);
 
-/* The printers of present_printers_misc.c. */
+/* The printers of printers_misc.c. */
 extern const struct present_printer present_printers_misc[];
 extern const size_t present_n_printers_misc;
 

@@ -60,7 +60,7 @@ static int parse_version(const char *v, long *major, int *cls, long *minor)
     return *end ? -1 : 0;
 }
 
-int present__version_cmp(const char *a, const char *b)
+static int present__version_cmp(const char *a, const char *b)
 {
     long ma, mb, na, nb;
     int ca, cb;
@@ -119,7 +119,7 @@ size_t present__groups(const struct registry *r, const char **out, size_t max)
     return n;
 }
 
-int present__add_strv(cJSON *obj, const char *key, char *const *v, bool omit_empty)
+static int present__add_strv(cJSON *obj, const char *key, char *const *v, bool omit_empty)
 {
     cJSON *arr;
 

@@ -1,9 +1,9 @@
 /*
- * present_printers.c - the Table columns and cell computations of built-in kinds,
+ * printers.c - the Table columns and cell computations of built-in kinds,
  * as the API server's printers produce them for `kubectl get` (pods: READY,
  * STATUS from phase/reasons/container states/Terminating, RESTARTS with the last
  * restart's age; services: TYPE/CLUSTER-IP/EXTERNAL-IP/PORT(S); nodes, namespaces,
- * jobs; the simpler kinds are in present_printers_misc.c). The server always emits
+ * jobs; the simpler kinds are in printers_misc.c). The server always emits
  * the wide (priority 1) cells too; kubectl hides them without -o wide.
  */
 #include "kobj/json_text.h"
@@ -18,58 +18,6 @@
 
 #define NAME_COL { "Name", "string", "name", present_name_desc, 0 }
 #define AGE_COL { "Age", "string", "", present_age_desc, 0 }
-
-/* ---- helpers ------------------------------------------------------------------- */
-
-int present__cell_num(cJSON *cells, double v)
-{
-    cJSON *c = cJSON_CreateNumber(v);
-
-    if (!c)
-        return -ENOMEM;
-    cJSON_AddItemToArray(cells, c);
-    return 0;
-}
-
-int present__cell_name(cJSON *cells, const cJSON *obj)
-{
-    return present__add_str(cells, json_get_str(obj, "metadata.name"));
-}
-
-int present__cell_age(cJSON *cells, const cJSON *obj, time_t now)
-{
-    char age[16];
-
-    present__age_of(json_get_str(obj, "metadata.creationTimestamp"), now, age);
-    return present__add_str(cells, age);
-}
-
-int present__cells_name_str_age(cJSON *cells, const cJSON *obj, const char *path, time_t now)
-{
-    int rc;
-
-    if ((rc = present__cell_name(cells, obj)) ||
-        (rc = present__add_str(cells, json_get_str(obj, path))))
-        return rc;
-    return present__cell_age(cells, obj, now);
-}
-
-long present__num(const cJSON *obj, const char *path, long dflt)
-{
-    const cJSON *v = json_get(obj, path);
-    return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
-}
-
-const char *present__or(const char *s, const char *dflt)
-{
-    return s && *s ? s : dflt;
-}
-
-int present__count_keys(const cJSON *obj, const char *path)
-{
-    const cJSON *v = json_get(obj, path);
-    return cJSON_IsObject(v) || cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
-}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -89,14 +37,6 @@ static int format_labels(const cJSON *map, struct buf *b)
                        cJSON_GetObjectItemCaseSensitive(map, keys[i])->valuestring) < 0)
             return -ENOMEM;
     return 0;
-}
-
-int present__cell_buf(cJSON *cells, struct buf *b, int rc)
-{
-    if (rc == 0)
-        rc = present__add_str(cells, b->data ? b->data : "");
-    buf_free(b);
-    return rc;
 }
 
 static bool cond_true(const cJSON *conds, const char *type)

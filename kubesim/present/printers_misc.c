@@ -1,9 +1,9 @@
 /*
- * present_printers_misc.c - Table printers of the simpler built-in kinds: events
+ * printers_misc.c - Table printers of the simpler built-in kinds: events
  * (LAST SEEN TYPE REASON OBJECT MESSAGE + wide), configmaps and secrets (DATA),
  * serviceaccounts, leases (HOLDER), endpoints, endpointslices, PVCs, RBAC bindings,
- * and the generic "Created At" convertor CRDs and RBAC roles get. Pods, services, nodes, namespaces and jobs are
- * in present_printers.c.
+ * and the generic "Created At" convertor CRDs and RBAC roles get. Pods, services,
+ * nodes, namespaces and jobs are in printers.c.
  */
 #include "kubesim/present/present.h"
 #include "kubesim/present/internal.h"

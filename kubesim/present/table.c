@@ -1,11 +1,10 @@
 /*
- * present_table.c - meta.k8s.io/v1 Tables for `kubectl get`: the column
- * definitions and pre-formatted cells the API server computes, plus
- * duration.HumanDuration ages.
+ * table.c - meta.k8s.io/v1 Tables for `kubectl get`: the column definitions and
+ * pre-formatted cells the API server computes (the cells themselves: cells.c).
  *
  * Custom resources get their additionalPrinterColumns, evaluated with the
  * JSONPath subset CRDs use (.a.b, .a[0].b, .a[*].b, ['x.y'], escaped dots);
- * built-in kinds get the printers of present_printers.c; anything else gets
+ * built-in kinds get the printers of printers.c; anything else gets
  * Name and Age. Every row carries the object's metadata as a
  * PartialObjectMetadata (kubectl's -A, --show-labels and --sort-by need it).
  */
@@ -15,7 +14,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,107 +21,6 @@
 #define JSONPATH_MAX_RESULTS 256
 #define JSONPATH_MAX_STEPS   32
 #define JSONPATH_MAX_KEY     256
-
-const char present_name_desc[] =
-    "Name must be unique within a namespace. Is required when creating resources, although "
-    "some resources may allow a client to request the generation of an appropriate name "
-    "automatically. Name is primarily intended for creation idempotence and configuration "
-    "definition. Cannot be updated. More info: "
-    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
-const char present_age_desc[] =
-    "CreationTimestamp is a timestamp representing the server time when this object was "
-    "created. It is not guaranteed to be set in happens-before order across separate "
-    "operations. Clients may not set this value. It is represented in RFC3339 form and is in "
-    "UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: "
-    "https://git.k8s.io/community/contributors/devel/sig-architecture/"
-    "api-conventions.md#metadata";
-
-/* ---- ages ---------------------------------------------------------------------- */
-
-/* apimachinery's duration.HumanDuration past two minutes: below `both` seconds an age shows
- * its unit and the next smaller one (left out when 0), below `alone` its unit only. */
-struct age_step {
-    long long unit, sub;    /* seconds */
-    char name, sub_name;
-    long long both, alone;
-};
-
-static const struct age_step age_steps[] = {
-    { 60, 1, 'm', 's', 10 * 60, 180 * 60 },
-    { 3600, 60, 'h', 'm', 8 * 3600, 48 * 3600 },
-    { 86400, 3600, 'd', 'h', 8 * 86400, 2 * 365 * 86400LL },
-    { 365 * 86400LL, 86400, 'y', 'd', 8 * 365 * 86400LL, LLONG_MAX },
-};
-
-static void human_age(time_t then, time_t now, char *out)
-{
-    long long s = (long long)now - (long long)then;
-
-    if (then == 0) {
-        snprintf(out, 48, "<unknown>");
-        return;
-    }
-    if (s < -1) {
-        snprintf(out, 48, "<invalid>");
-        return;
-    }
-    if (s < 0)
-        s = 0;
-    if (s < 120) {
-        snprintf(out, 48, "%llds", s);
-        return;
-    }
-    for (size_t i = 0; i < sizeof(age_steps) / sizeof(age_steps[0]); i++) {
-        const struct age_step *a = &age_steps[i];
-        long long rest = (s % a->unit) / a->sub;
-        if (s < a->both && rest) {
-            snprintf(out, 48, "%lld%c%lld%c", s / a->unit, a->name, rest, a->sub_name);
-            return;
-        }
-        if (s < a->alone) {
-            snprintf(out, 48, "%lld%c", s / a->unit, a->name);
-            return;
-        }
-    }
-}
-
-void present_human_age(time_t then, time_t now, char out[16])
-{
-    char tmp[48];
-    size_t n;
-
-    human_age(then, now, tmp);
-    n = strlen(tmp);
-    if (n > 15)
-        n = 15;   /* > 10^12 years: unreachable with real clocks */
-    memcpy(out, tmp, n);
-    out[n] = '\0';
-}
-
-void present__age_of(const char *ts, time_t now, char out[16])
-{
-    time_t t;
-
-    if (!ts || !*ts || util_parse_time(ts, &t) < 0) {
-        snprintf(out, 16, "<unknown>");
-        return;
-    }
-    present_human_age(t, now, out);
-}
-
-/* ---- small accessors ----------------------------------------------------------- */
-
-
-
-int present__add_str(cJSON *cells, const char *s)
-{
-    cJSON *c = cJSON_CreateString(s ? s : "");
-
-    if (!c)
-        return -ENOMEM;
-    cJSON_AddItemToArray(cells, c);
-    return 0;
-}
 
 /* ---- JSONPath subset ------------------------------------------------------------- */
 

@@ -144,7 +144,6 @@ cJSON *ray__env_resolve(struct ray *r, const char *ns, const cJSON *env);
  * 401/403 answer, -ENOMEM. authz / x_ray_authz are the header values (NULL if absent). */
 int ray__auth_check(const struct ray_cluster *c, const char *path, const char *authz,
                     const char *x_ray_authz, struct ray_resp *out);
-void ray__cluster_drop(struct ray *r, const char *uid);
 
 /* ---- serve.c ---- */
 int ray__serve_handle(struct ray_cluster *c, uint64_t now_ms, const char *method,

@@ -207,7 +207,7 @@ static int head_restarts(const cJSON *pod)
     return cJSON_IsNumber(n) ? n->valueint : 0;
 }
 
-void ray__cluster_drop(struct ray *r, const char *uid)
+static void ray__cluster_drop(struct ray *r, const char *uid)
 {
     struct ray_cluster *c = NULL;
 

@@ -91,7 +91,7 @@ int runtime_http(struct runtime *rt, const char *uid, int port, const struct run
         return -EINVAL;
     }
     snprintf(url, sizeof(url), "http://%s:%d%s", ip, port, req->path);
-    if (!(c = curl_easy_init()))
+    if (!(c = buf_sink_easy(url, "http", &s)))
         return -ENOMEM;
     if (req->ctype && *req->ctype) {
         snprintf(hdr, sizeof(hdr), "Content-Type: %s", req->ctype);
@@ -100,11 +100,6 @@ int runtime_http(struct runtime *rt, const char *uid, int port, const struct run
     snprintf(hdr, sizeof(hdr), "Accept: %s", req->accept && *req->accept ? req->accept : "*/*");
     h = curl_slist_append(h, hdr);
     h = curl_slist_append(h, "Expect:");    /* no 100-continue round trip for bodies */
-    curl_easy_setopt(c, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-#endif
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_in_node);
     curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, rt);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
@@ -119,8 +114,6 @@ int runtime_http(struct runtime *rt, const char *uid, int port, const struct run
     curl_easy_setopt(c, CURLOPT_USERAGENT, "kubesim-proxy");
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)FORWARD_CONNECT_TIMEOUT_S);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)FORWARD_TIMEOUT_S);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, buf_sink_write);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
     r = curl_easy_perform(c);
     if (r == CURLE_OK) {
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out->code);

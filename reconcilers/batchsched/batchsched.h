@@ -81,8 +81,6 @@ int batchsched_child_meta(enum batchsched_kind k, const struct batchsched_parent
  * and their resources, or min workers + 1 with autoscaling. *res is a new
  * ResourceList object (sorted names, resource.Quantity strings). */
 int batchsched_volcano_params(const cJSON *cluster_spec, int32_t *min_member, cJSON **res);
-/* "ray-NAME-pg" (NAME = ray.io/originated-from-cr-name for a RayJob's cluster). */
-int batchsched_volcano_pg_name(const cJSON *owner, char *out, size_t cap);
 /* The PodGroup KubeRay creates for owner (a RayCluster, or a RayJob with its
  * submitter), or NULL with *err set (-EINVAL: a RayJob without rayClusterSpec,
  * a bad network-topology tier label; -ENOMEM). */

@@ -30,14 +30,10 @@ struct bs_reslist {
  * limits where no request; every name is added even when n is 0 (Go keeps the
  * zero quantity in the map). */
 void batchsched__res_add_podspec(struct bs_reslist *l, const cJSON *podspec, int64_t n);
-/* Adds one container's requests (limits where no request). */
-void batchsched__res_add_container(struct bs_reslist *l, const cJSON *container, int64_t n);
 /* A new ResourceList object (sorted names, Quantity strings) or NULL. */
 cJSON *batchsched__res_json(const struct bs_reslist *l);
 /* quotav1.Equals of a ResourceList object and a sum: same names, same values. */
 bool batchsched__res_equal(const cJSON *obj, const struct bs_reslist *l);
-/* A ResourceList object's values as a sum (for comparisons). */
-void batchsched__res_from_json(struct bs_reslist *l, const cJSON *obj);
 
 /* Desired (or, with autoscaling, minimum) workers of a RayCluster spec and the
  * resources of those Pods plus the head (KubeRay's calculatePodGroupParams). */
@@ -48,8 +44,6 @@ int32_t batchsched__desired_workers(const cJSON *cluster_spec);
 /* meta.c */
 /* A builder's failure path: frees obj, sets *err (when err is not NULL) to code, NULL. */
 cJSON *batchsched__build_fail(cJSON *obj, int code, int *err);
-/* metadata.NAME (labels / annotations) of obj, created when absent; NULL on ENOMEM. */
-cJSON *batchsched__meta_map(cJSON *obj, const char *which);
 /* Sets key=val in obj's metadata.labels / annotations. 0 or -ENOMEM. */
 int batchsched__set_label(cJSON *obj, const char *key, const char *val);
 int batchsched__set_annotation(cJSON *obj, const char *key, const char *val);
@@ -80,8 +74,5 @@ int batchsched__sp_submit(struct host_ctx *ctx, const struct batchsched_parent *
                  size_t msglen);
 int batchsched__was_submit(struct host_ctx *ctx, const struct batchsched_parent *p, char *msg,
                   size_t msglen);
-
-/* true when the RayCluster takes part in WAS (gang label "true", no autoscaling) */
-bool batchsched__was_enabled(const cJSON *rc);
 
 #endif

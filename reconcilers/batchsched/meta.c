@@ -31,7 +31,7 @@ static cJSON *obj_member(cJSON *parent, const char *key)
     return cJSON_AddObjectToObject(parent, key);
 }
 
-cJSON *batchsched__meta_map(cJSON *obj, const char *which)
+static cJSON *batchsched__meta_map(cJSON *obj, const char *which)
 {
     cJSON *md = obj_member(obj, "metadata");
     return md ? obj_member(md, which) : NULL;

@@ -55,7 +55,7 @@ static void add_one(struct bs_reslist *l, const cJSON *e, int64_t n)
     r->milli += (__int128)m * n;
 }
 
-void batchsched__res_add_container(struct bs_reslist *l, const cJSON *c, int64_t n)
+static void batchsched__res_add_container(struct bs_reslist *l, const cJSON *c, int64_t n)
 {
     const cJSON *res = kobj_get(c, "resources");
     const cJSON *req = kobj_get(res, "requests"), *lim = kobj_get(res, "limits"), *e;
@@ -101,7 +101,7 @@ cJSON *batchsched__res_json(const struct bs_reslist *l)
     return o;
 }
 
-void batchsched__res_from_json(struct bs_reslist *l, const cJSON *obj)
+static void batchsched__res_from_json(struct bs_reslist *l, const cJSON *obj)
 {
     const cJSON *e;
     memset(l, 0, sizeof(*l));

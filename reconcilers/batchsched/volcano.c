@@ -18,7 +18,7 @@
 static const struct kube_resource RES_PODGROUPS = { "scheduling.volcano.sh", "v1beta1",
                                                     "podgroups", 1 };
 
-int batchsched_volcano_pg_name(const cJSON *owner, char *out, size_t cap)
+static int batchsched_volcano_pg_name(const cJSON *owner, char *out, size_t cap)
 {
     const char *name = kobj_meta_str(owner, "name");
     const char *crd = kobj_label(owner, "ray.io/originated-from-crd");

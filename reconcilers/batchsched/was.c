@@ -26,7 +26,7 @@ static const struct kube_resource RES_WORKLOADS = { "scheduling.k8s.io", "v1alph
 static const struct kube_resource RES_WAS_PODGROUPS = { "scheduling.k8s.io", "v1alpha2",
                                                         "podgroups", 1 };
 
-bool batchsched__was_enabled(const cJSON *rc)
+static bool batchsched__was_enabled(const cJSON *rc)
 {
     const char *v = kobj_label(rc, BATCHSCHED_GANG_LABEL);
     return v && strcasecmp(v, "true") == 0 &&

@@ -84,7 +84,7 @@ static const char *str_or(const cJSON *obj, const char *field, const char *dflt)
     return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-void host__event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
+static void host__event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
                           char *instance, size_t icap)
 {
     char host[128] = "";

@@ -172,9 +172,6 @@ void host__http_stop(struct host_http *h);
 
 /* ---- used inside host/ and by its unit tests; not for kinds ---- */
 
-/* reportingController / reportingInstance of ctx's kind (event.c). */
-void host__event_reporter(const struct host_ctx *ctx, char *controller, size_t ccap,
-                          char *instance, size_t icap);
 /* Forgets every remembered series (event.c). */
 void host__event_forget_all(void);
 /* Waits (up to timeout_ms) until the Event writer's queue is empty: 0, or

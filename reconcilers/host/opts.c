@@ -221,26 +221,15 @@ int host_opts_parse(struct host_opts *o, int argc, char **argv)
     }
     o->kind = argv[1];
     for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 1;
-        }
-        if (strncmp(a, "--", 2) != 0) {
-            fprintf(stderr, "rayop controller: unexpected argument \"%s\"\n", a);
-            return -EINVAL;
-        }
+        const char *a = argv[i], *eq, *val;
         char name[64];
-        const char *eq = strchr(a + 2, '='), *val;
-        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (nl >= sizeof(name)) {
-            fprintf(stderr, "rayop controller: unknown flag \"%s\"\n", a);
-            return -EINVAL;
-        }
-        memcpy(name, a + 2, nl);
-        name[nl] = '\0';
+        int fr = util_flag_split("rayop controller", a, name, sizeof(name), &eq);
+        if (fr == 1)
+            usage(stdout);
+        if (fr)
+            return fr;
         if (eq)
-            val = eq + 1;
+            val = eq;
         else if (is_bool_flag(name) && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
             val = "true";
         else if (i + 1 < argc)

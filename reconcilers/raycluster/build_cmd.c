@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kobj/gotypes.h"
 #include "reconcilers/raycluster/internal.h"
 #include "util/util.h"
 
@@ -26,7 +27,7 @@ static char *resources_json(const cJSON *map)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         char num[64];
-        raycluster__format_float(items[i]->valuedouble, num, sizeof(num));
+        gotypes_float(items[i]->valuedouble, num, sizeof(num));
         if ((i && buf_puts(&out, ",") < 0) || buf_append_json_string(&out, items[i]->string) < 0 ||
             buf_puts(&out, ":") < 0 || buf_puts(&out, num) < 0)
             goto fail;

@@ -108,7 +108,7 @@ void raycluster__head_port_str(const cJSON *rc, char *out, size_t cap)
     if (cJSON_IsString(v))
         snprintf(out, cap, "%s", v->valuestring);
     else if (cJSON_IsNumber(v))
-        raycluster__format_float(v->valuedouble, out, cap);
+        gotypes_float(v->valuedouble, out, cap);
     else
         snprintf(out, cap, "6379");
 }

@@ -5,12 +5,12 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kobj/gotypes.h"
 #include "reconcilers/raycluster/internal.h"
 #include "kobj/quantity.h"
 #include "util/util.h"
@@ -410,7 +410,7 @@ int raycluster__quantity_milli(const cJSON *v, int64_t *milli)
     if (cJSON_IsString(v))
         return kobj_quantity_parse(v->valuestring, milli);
     if (cJSON_IsNumber(v)) {
-        raycluster__format_float(v->valuedouble, tmp, sizeof(tmp));
+        gotypes_float(v->valuedouble, tmp, sizeof(tmp));
         return kobj_quantity_parse(tmp, milli);
     }
     return -EINVAL;
@@ -421,51 +421,6 @@ int64_t raycluster__milli_ceil(int64_t milli)
     if (milli >= 0)
         return milli / 1000 + (milli % 1000 != 0);
     return milli / 1000;
-}
-
-void raycluster__format_float(double v, char *out, size_t cap)
-{
-    /* strconv.FormatFloat(v, 'f' or 'e', -1, 64) as encoding/json picks it. */
-    double a = fabs(v);
-    int prec;
-    if (!isfinite(v)) {
-        snprintf(out, cap, "0");
-        return;
-    }
-    if (v == 0) {
-        snprintf(out, cap, "0");
-        return;
-    }
-    for (prec = 1; prec <= 17; prec++) {
-        char buf[64];
-        snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    if (a < 1e-6 || a >= 1e21) {
-        char buf[64];
-        size_t n;
-        snprintf(buf, sizeof(buf), "%.*e", prec - 1, v);
-        /* encoding/json shortens a negative two-digit exponent: e-07 -> e-7. */
-        n = strlen(buf);
-        if (n >= 4 && buf[n - 4] == 'e' && buf[n - 3] == '-' && buf[n - 2] == '0') {
-            buf[n - 2] = buf[n - 1];
-            buf[n - 1] = '\0';
-        }
-        snprintf(out, cap, "%s", buf);
-        return;
-    }
-    {
-        /* Plain decimal with just enough digits. */
-        char buf[64];
-        int decimals = 0;
-        for (decimals = 0; decimals <= 20; decimals++) {
-            snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-            if (strtod(buf, NULL) == v)
-                break;
-        }
-        snprintf(out, cap, "%s", buf);
-    }
 }
 
 /* ---- rayStartParams ---- */
@@ -527,7 +482,7 @@ int raycluster__params_load(struct rc_params *p, const cJSON *map)
         else if (cJSON_IsBool(e))
             v = cJSON_IsTrue(e) ? "true" : "false";
         else if (cJSON_IsNumber(e)) {
-            raycluster__format_float(e->valuedouble, tmp, sizeof(tmp));
+            gotypes_float(e->valuedouble, tmp, sizeof(tmp));
             v = tmp;
         } else
             continue; /* the CRD types the map as strings; anything else never reaches us */

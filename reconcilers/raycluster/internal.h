@@ -58,11 +58,6 @@ int raycluster__fail(struct rc_run *r, enum rc_err e, const char *fmt, ...)
 /* reconcile_pods.c: head and worker Pods (KubeRay's reconcilePods). 0 or the
  * raycluster__fail() error; never writes status. */
 int raycluster__reconcile_pods(struct rc_run *r);
-/* Forgets the confirming-LIST fence (reconcile_pods.c): tests that restart. */
-void raycluster__pods_fence_reset(void);
-/* Deletes every Pod in pods (an array) that is not already terminating; one
- * event per call as KubeRay's DeleteAllOf. 0 or raycluster__fail(). */
-int raycluster__delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e);
 bool raycluster__pod_terminating(const cJSON *pod);
 
 /* reconcile_delete.c: spec.managedBy, GCS FT finalizer and deletion. 1 when
@@ -182,8 +177,6 @@ void raycluster__check_label(const char *s, char *out, size_t cap);
 int raycluster__quantity_milli(const cJSON *v, int64_t *milli);
 /* Quantity.Value(): rounded up to a whole unit. */
 int64_t raycluster__milli_ceil(int64_t milli);
-/* Go's json.Marshal of a float64 (shortest round-trip form). */
-void raycluster__format_float(double v, char *out, size_t cap);
 
 /* ---- rayStartParams ---- */
 

@@ -20,7 +20,7 @@
 
 #define RC_CACHE_TYPE "ray.io/v1/rayclusters"
 
-/* The kind's reconcile and /metrics functions (registered in host/kinds.c). */
+/* The kind's reconcile and /metrics functions (registered in reconcilers/kinds.c). */
 int rc_reconcile(struct host_ctx *ctx, struct host_result *res);
 int rc_metrics(struct host_view *view, struct buf *out);
 /* The start-up checks (platform.c): OpenShift and cert-manager served? < 0 when the API

@@ -225,7 +225,7 @@ static int delete_pod(struct rc_run *r, const char *name)
     return rc == -ENOENT ? 0 : rc;
 }
 
-int raycluster__delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e)
+static int raycluster__delete_pods(struct rc_run *r, const cJSON *pods, enum rc_err e)
 {
     const cJSON *p;
     cJSON_ArrayForEach(p, pods) {
@@ -317,7 +317,7 @@ static void fence_set(uint64_t gen, const char *rv)
     pthread_mutex_unlock(&fence.mu);
 }
 
-void raycluster__pods_fence_reset(void)
+static void raycluster__pods_fence_reset(void)
 {
     pthread_mutex_lock(&fence.mu);
     fence.rv[0] = '\0';

@@ -3,7 +3,7 @@
  * creates a RayJob from spec.jobTemplate at each tick of spec.schedule, as
  * KubeRay v1.7's RayCronJobReconciler does. docs/raycronjob.md.
  *
- * The reconcile function is registered in reconcilers/host/kinds.c; the pure
+ * The reconcile function is registered in reconcilers/kinds.c; the pure
  * parts (validation, the child's name and object) are exposed for tests.
  */
 #ifndef RAYOP_RAYCRONJOB_H

@@ -31,7 +31,7 @@ struct host_result;
 struct host_view;
 struct buf;
 
-/* The kind's entry points (registered in reconcilers/host/kinds.c). */
+/* The kind's entry points (registered in reconcilers/kinds.c). */
 int rayjob_reconcile(struct host_ctx *ctx, struct host_result *res);
 int rayjob_metrics(struct host_view *view, struct buf *out);
 

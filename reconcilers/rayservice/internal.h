@@ -24,8 +24,6 @@
 #define RS_ANN_SERVE_HASH "rayop.io/serve-config-hash"
 #define RS_ANN_DELETE_AFTER "rayop.io/delete-after"
 
-extern const struct kube_resource RS_RES_ENDPOINTSLICES, RS_RES_GATEWAYS, RS_RES_HTTPROUTES;
-
 /* One reconcile. rs is a private copy of the cached RayService whose "status" is edited
  * in place; orig is the status as read. */
 struct rsr {
@@ -49,15 +47,6 @@ struct rsr {
 int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready, cJSON **apps);
 int rayservice__head_serve_label(struct rsr *r, const cJSON *cluster);
 
-struct dash_target;
-/* The cluster's dashboard (head Service through the API server proxy with
- * --use-kubernetes-proxy, else its FQDN) and the PUT of serveConfigV2 to it with
- * target_capacity (< 0: none). */
-int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
-int rayservice__dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t); /* no token */
-int rayservice__put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                           int target_capacity, const char *op, char *err, size_t n);
-
 /* how long a reconcile waits for a dashboard answer (dash_async_call) before it
  * requeues and takes the answer later */
 #define RS_ASYNC_WAIT_MS 250
@@ -73,11 +62,22 @@ void rayservice__incremental_weights(struct rsr *r, const cJSON *route);
  * kube_strerror's "invalid". Kept in r->err for the requeue message; kr may be NULL. */
 const char *rayservice__api_error(struct rsr *r, const struct kube_result *kr, int rc);
 
-/* reconcile.c helpers used by the other files */
+/* ops.c: what every step uses (it calls none of them). */
+extern const struct kube_resource RS_RES_ENDPOINTSLICES, RS_RES_GATEWAYS, RS_RES_HTTPROUTES;
 void rayservice__event(struct rsr *r, const char *type, const char *reason, const char *action,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-cJSON *rayservice__service_status(struct rsr *r, const char *which);   /* active/pending object */
+/* The active or pending service status object ("activeServiceStatus"), made when missing. */
+cJSON *rayservice__service_status(struct rsr *r, const char *which);
 int rayservice__target_capacity(const cJSON *svc_status);               /* -1 if unset */
 int rayservice__patch_annotation(struct rsr *r, const cJSON *cluster, const char *key, const char *val);
+struct dash_target;
+/* The cluster's dashboard (head Service through the API server proxy with
+ * --use-kubernetes-proxy, else its FQDN) and the PUT of serveConfigV2 to it with
+ * target_capacity (< 0: none). */
+int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t);
+int rayservice__put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
+                           int target_capacity, const char *op, char *err, size_t n);
+/* "ns/name\ncluster\nop": the key of a dashboard call about cluster (dashboard/async.c). */
+void rayservice__call_key(struct rsr *r, const cJSON *cluster, const char *op, char *out, size_t n);
 
 #endif

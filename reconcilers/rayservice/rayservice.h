@@ -29,7 +29,7 @@ struct host_result;
 struct host_view;
 struct buf;
 
-/* The kind's entry points (registered in reconcilers/host/kinds.c). */
+/* The kind's entry points (registered in reconcilers/kinds.c). */
 int rayservice_reconcile(struct host_ctx *ctx, struct host_result *res);
 int rayservice_metrics(struct host_view *view, struct buf *out);
 

@@ -25,37 +25,6 @@
 #include "util/json.h"
 #include "util/util.h"
 
-const struct kube_resource RS_RES_ENDPOINTSLICES = { "discovery.k8s.io", "v1", "endpointslices", 1 };
-const struct kube_resource RS_RES_GATEWAYS = { "gateway.networking.k8s.io", "v1", "gateways", 1 };
-const struct kube_resource RS_RES_HTTPROUTES = { "gateway.networking.k8s.io", "v1", "httproutes", 1 };
-
-void rayservice__event(struct rsr *r, const char *type, const char *reason, const char *action,
-                       const char *fmt, ...)
-{
-    char note[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(note, sizeof(note), fmt, ap);
-    va_end(ap);
-    host_event(r->ctx, r->rs, type, reason, action, "%s", note);
-}
-
-cJSON *rayservice__service_status(struct rsr *r, const char *which)
-{
-    cJSON *s = cJSON_GetObjectItemCaseSensitive(r->st, which);
-    if (!cJSON_IsObject(s)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(r->st, which);
-        s = cJSON_AddObjectToObject(r->st, which);
-    }
-    return s;
-}
-
-int rayservice__target_capacity(const cJSON *s)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "targetCapacity");
-    return cJSON_IsNumber(v) ? (int)v->valuedouble : -1;
-}
-
 static const char *active_name(struct rsr *r)
 {
     return rs_str(r->st, "activeServiceStatus.rayClusterName");
@@ -78,31 +47,6 @@ static const char *annotation(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(json_get(o, "metadata.annotations"), k);
     return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-int rayservice__patch_annotation(struct rsr *r, const cJSON *cluster, const char *key, const char *val)
-{
-    struct kube_result kr = { 0 };
-    cJSON *p = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(p, "metadata");
-    cJSON *a = cJSON_AddObjectToObject(md, "annotations");
-    char *text = NULL;
-    int rc = -ENOMEM;
-    if (!a)
-        goto out;
-    if (val)
-        cJSON_AddStringToObject(a, key, val);
-    else
-        cJSON_AddNullToObject(a, key);
-    if (!(text = cJSON_PrintUnformatted(p)))
-        goto out;
-    struct kube_patch_opts po = { .type = KUBE_PATCH_MERGE };
-    rc = host_patch(r->ctx, &KUBE_RES_RAYCLUSTERS, r->ctx->ns, rs_str(cluster, "metadata.name"),
-                    text, strlen(text), &po, &kr);
-out:
-    kube_result_release(&kr);
-    free(text);
-    cJSON_Delete(p);
-    return rc;
 }
 
 /* ---- the finalizer -------------------------------------------------------------------- */

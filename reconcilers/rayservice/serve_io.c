@@ -34,61 +34,6 @@ static int config_hash(const char *config, char out[41])
     return 0;
 }
 
-/* A token-auth cluster's token (authOptions.mode token, Ray >= 2.52), sent as
- * x-ray-authorization as KubeRay's dashboard client does: the cluster's Secret from the
- * cache when rayop made it, else read live (a user-named Secret is not cached). */
-static int dashboard_token(struct rsr *r, const cJSON *cluster, struct dash_target *t)
-{
-    struct kube_result kr = { 0 };
-    int rc = rc_dashboard_token(r->ctx, cluster, t, &kr);
-    if (rc < 0)
-        rayservice__api_error(r, &kr, rc);   /* kept for the reconcile's error message */
-    kube_result_release(&kr);
-    return rc;
-}
-
-/* The cluster's dashboard: its head Service through the API server's proxy with
- * --use-kubernetes-proxy, else http://HEAD-SVC-FQDN:DASHBOARD-PORT; with the cluster's Ray
- * token when it uses token auth. */
-int rayservice__dashboard(struct rsr *r, const cJSON *cluster, struct dash_target *t)
-{
-    int rc = rayservice__dashboard_target(r, cluster, t);
-    if (rc == 0 && (rc = dashboard_token(r, cluster, t)) < 0)
-        dash_target_wipe(t);
-    return rc;
-}
-
-int rayservice__dashboard_target(struct rsr *r, const cJSON *cluster, struct dash_target *t)
-{
-    char svc[254], url[600];
-    int rc;
-    if (r->ctx->settings && r->ctx->settings->use_kubernetes_proxy) {
-        struct kube_client *kc = host_kube(r->ctx);
-        const char *s = rs_str(cluster, "status.head.serviceName");
-        if (!kc)
-            return -ENOTCONN;
-        if (!*s) {
-            if ((rc = rc_head_service_name(cluster, svc, sizeof(svc))) < 0)
-                return rc;
-            s = svc;
-        }
-        return dash_target_proxy(t, kc, r->ctx->ns, s, "dashboard");
-    }
-    struct rc_build_opts o;
-    char fqdn[512];
-    rc_build_opts_from_env(&o);
-    if ((rc = rc_head_service_fqdn(cluster, &o, fqdn, sizeof(fqdn))) < 0)
-        return rc;
-    snprintf(url, sizeof(url), "%s:%d", fqdn, rc_dashboard_port(cluster));
-    return dash_target_direct(t, url);
-}
-
-/* "ns/name\ncluster\nop": the key of a cluster's dashboard call (async.c) */
-static void call_key(struct rsr *r, const cJSON *cluster, const char *op, char *out, size_t n)
-{
-    snprintf(out, n, "%s/%s\n%s\n%s", r->ctx->ns, r->ctx->name, rs_str(cluster, "metadata.name"), op);
-}
-
 /* The cluster's Serve applications; *runs: whether it runs exactly the PUT body want
  * already (NULL: not asked). */
 static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
@@ -96,7 +41,7 @@ static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_tar
 {
     struct dash_reply rep = { 0 };
     char key[600];
-    call_key(r, cluster, "status", key, sizeof(key));
+    rayservice__call_key(r, cluster, "status", key, sizeof(key));
     int rc = dash_async_call(key, t, "GET", "/api/serve/applications/?api_type=declarative", NULL, 0,
                            RS_ASYNC_WAIT_MS, &rep);
     if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
@@ -110,36 +55,6 @@ static int get_status(struct rsr *r, const cJSON *cluster, const struct dash_tar
         util_format_err(err, n, "GetServeDetails: %s", kube_strerror(rc));
     }
     dash_reply_free(&rep);
-    return rc;
-}
-
-int rayservice__put_config(struct rsr *r, const cJSON *cluster, const struct dash_target *t,
-                           int target_capacity, const char *op, char *err, size_t n)
-{
-    char key[600];
-    const char *cfg = rs_str(r->rs, "spec.serveConfigV2");
-    char *body = NULL;
-    char perr[256] = "";
-    struct dash_reply rep = { 0 };
-    int rc = rs_serve_config_json(cfg, strlen(cfg), target_capacity, &body, perr, sizeof(perr));
-    if (rc < 0) {
-        util_format_err(err, n, "%s", perr);
-        return rc;
-    }
-    call_key(r, cluster, op, key, sizeof(key));
-    rc = dash_async_call(key, t, "PUT", "/api/serve/applications/", body, strlen(body), RS_ASYNC_WAIT_MS,
-                       &rep);
-    if (rc != -EINPROGRESS)   /* logged once, when the PUT's answer is taken */
-        host_log(r->ctx, LOG_INFO, "updateServeDeployment", "clusterName",
-                 rs_str(cluster, "metadata.name"), "error", rc < 0 ? kube_strerror(rc) : NULL, NULL);
-    if (rc == 0 && (rep.code < 200 || rep.code > 299)) {
-        util_format_err(err, n, "UpdateDeployments fail: %d %.300s", rep.code, rep.body ? rep.body : "");
-        rc = -EIO;
-    } else if (rc < 0 && rc != -EINPROGRESS) {
-        util_format_err(err, n, "%s", kube_strerror(rc));
-    }
-    dash_reply_free(&rep);
-    free(body);
     return rc;
 }
 
@@ -240,7 +155,7 @@ int rayservice__reconcile_serve(struct rsr *r, const cJSON *cluster, bool *ready
     }
     bool need = rs_serve_need_submit(memo, cfg, *apps, &why);
     char put_key[600];
-    call_key(r, cluster, "put", put_key, sizeof(put_key));
+    rayservice__call_key(r, cluster, "put", put_key, sizeof(put_key));
     if (need && runs && !skip && dash_async_pending(put_key, "PUT")) {
         /* Our own PUT runs already but its answer has not been taken (a slow proxy: the
          * PUT outlived the reconcile's wait, and this reconcile's status read came after
@@ -333,7 +248,7 @@ static int proxy_healthy(struct rsr *r, const cJSON *cluster, const cJSON *pod, 
         if (dash_target_direct(&t, addr) < 0)
             return 0;
     }
-    call_key(r, cluster, "healthz", key, sizeof(key));
+    rayservice__call_key(r, cluster, "healthz", key, sizeof(key));
     rc = dash_async_call(key, &t, "GET", "/-/healthz", NULL, 0, RS_ASYNC_WAIT_MS, &rep);
     if (rc == -EINPROGRESS)
         return rc;

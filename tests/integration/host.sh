@@ -3,7 +3,7 @@
 # alone: asserts restart -> first reconcile under 50 ms, a wall-clock bound
 # host.sh - the reconciler host end to end: bin/kubesim + `rayop watcher` +
 # `rayop controller test` processes (the test kind writes an annotation guarded
-# by the resourceVersion it read; see reconcilers/host/kinds.c).
+# by the resourceVersion it read; see tests/tools/test_kind.h).
 #  - every RayCluster is reconciled and written exactly once; /healthz, /readyz, /metrics
 #  - read-your-writes: the watcher watches through a proxy that delays every
 #    response by 500 ms while the controller writes straight to kubesim; a key made

@@ -66,11 +66,9 @@ KNOWN_CIRCLES="
 cache: codec,grow,segment,writer
 kubesim/api: discovery,resource,server,watch
 kubesim/cluster: certmgr,deploy,gang,gang_kai,gang_status,gang_volcano,gang_yunikorn,jobs,jobs_sync,kubelet,pods,run
-kubesim/present: printers,printers_misc,table
 kubesim/ray: auth,cli,dashboard,gateway,pod_log,proxy,runtime,serve,submitter_run
 kubesim/runtime: net,pod,probe,runtime,svcproxy
 kubesim/store: defaults,delete,gc,index,list,patch,persist,store,watch,write
-reconcilers/rayservice: reconcile,serve_io,upgrade
 watcher: optional,sync
 "
 circles=$(python3 tests/integration/lib_calls.py build/rel circles) ||

@@ -25,13 +25,24 @@ def modules(build):
     return mods
 
 
-def graph(objs):
+def symbols(objs):
+    """{object: nm lines} from one nm run over all of them (nm -A prefixes each line
+    with its object; one process per object took over a minute on a loaded machine)."""
+    out = subprocess.run(['nm', '-A'] + objs, capture_output=True, text=True, check=True).stdout
+    lines = {o: [] for o in objs}
+    for line in out.splitlines():
+        o, _, rest = line.partition('.o:')
+        if o + '.o' in lines:
+            lines[o + '.o'].append(rest)
+    return lines
+
+
+def graph(objs, lines):
     defs, uses = {}, {}
     for o in objs:
         name = os.path.basename(o)[:-2]
         uses[name] = set()
-        out = subprocess.run(['nm', o], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
+        for line in lines[o]:
             f = line.split()
             if len(f) == 3 and f[1] in 'TDRB':
                 defs[f[2]] = name
@@ -83,8 +94,10 @@ def main():
     build, what = sys.argv[1], sys.argv[2]
     if what != 'circles':
         sys.exit('usage: lib_calls.py BUILDDIR circles')
-    for mod, objs in sorted(modules(build).items()):
-        edges = graph(objs)
+    mods = modules(build)
+    lines = symbols([o for objs in mods.values() for o in objs])
+    for mod, objs in sorted(mods.items()):
+        edges = graph(objs, lines)
         for comp in circles(edges):
             ties = ['%s->%s(%s)' % (a, b, ','.join(sorted(edges[a][b])[:3]))
                     for a in comp for b in sorted(edges[a]) if b in comp]

@@ -491,6 +491,25 @@ static void test_gcs_ft(void **state)
     cJSON_Delete(rc);
 }
 
+/* A number in rayStartParams is written as Go's encoding/json writes a float64: the
+ * shortest digits, padded with zeros, not the double's exact decimal expansion
+ * (1.2345678901234567e20 is 123456789012345667584 exactly). */
+static void test_param_float_text(void **state)
+{
+    (void)state;
+    int err = 0;
+    cJSON *rc = rct_sample("ray-cluster.tpu-v4-multihost.yaml");
+    cJSON *params = cJSON_GetObjectItemCaseSensitive(group_at(rc, 0), "rayStartParams");
+    assert_non_null(params);
+    cJSON_DeleteItemFromObjectCaseSensitive(params, "memory");
+    cJSON_AddNumberToObject(params, "memory", 1.2345678901234567e20);
+    cJSON *w = rc_build_worker_pod(rc, group_at(rc, 0), "tpu-group-x7k2p", 2, 1, NULL, &err);
+    assert_non_null(w);
+    assert_non_null(strstr(arg0(ray0(w)), "--memory=123456789012345670000 "));
+    cJSON_Delete(w);
+    cJSON_Delete(rc);
+}
+
 static void test_tpu_multihost(void **state)
 {
     (void)state;
@@ -677,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_commands),
         cmocka_unit_test(test_gcs_ft),
         cmocka_unit_test(test_tpu_multihost),
+        cmocka_unit_test(test_param_float_text),
         cmocka_unit_test(test_custom_head_service),
         cmocka_unit_test(test_serve_service),
         cmocka_unit_test(test_recreate_hash_matches_kuberay),

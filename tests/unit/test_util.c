@@ -165,6 +165,29 @@ static void test_log_encoders(void **state)
 }
 
 /* json_path_next: one member name at a time, and refusal of one that does not fit. */
+/* util_flag_split: the "--name[=value]" form, help, non-flags and names too long. */
+static void test_flag_split(void **state)
+{
+    char name[8];
+    const char *v = "x";
+    (void)state;
+    assert_int_equal(util_flag_split("t", "--qps=5", name, sizeof(name), &v), 0);
+    assert_string_equal(name, "qps");
+    assert_string_equal(v, "5");
+    assert_int_equal(util_flag_split("t", "--workers", name, sizeof(name), &v), 0);
+    assert_string_equal(name, "workers");
+    assert_null(v);
+    assert_int_equal(util_flag_split("t", "--a=b=c", name, sizeof(name), &v), 0);
+    assert_string_equal(v, "b=c");
+    assert_int_equal(util_flag_split("t", "-h", name, sizeof(name), &v), 1);
+    assert_int_equal(util_flag_split("t", "--help", name, sizeof(name), &v), 1);
+    assert_int_equal(util_flag_split("t", "-qps", name, sizeof(name), &v), -EINVAL);
+    assert_int_equal(util_flag_split("t", "stray", name, sizeof(name), &v), -EINVAL);
+    assert_int_equal(util_flag_split("t", "--toolongname=1", name, sizeof(name), &v), -EINVAL);
+    assert_int_equal(util_flag_split("t", "--1234567", name, sizeof(name), &v), 0);
+    assert_int_equal(util_flag_split("t", "--12345678", name, sizeof(name), &v), -EINVAL);
+}
+
 static void test_json_path_next(void **state)
 {
     (void)state;
@@ -212,6 +235,7 @@ int main(void)
         cmocka_unit_test(test_buf_grows_and_terminates),
         cmocka_unit_test(test_json_get_paths),
         cmocka_unit_test(test_json_path_next),
+        cmocka_unit_test(test_flag_split),
         cmocka_unit_test(test_buf_json_escape),
         cmocka_unit_test(test_array_grow),
         cmocka_unit_test(test_time_round_trip),

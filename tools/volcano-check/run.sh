@@ -163,25 +163,23 @@ evicted() { # GROUP: the Pods of GROUP that got Volcano's Evict Event
 	$K get events -o json | jq -r --arg g "$1-" '[.items[] | select((.involvedObject.name|startswith($g))
 		and .reason == "Evict") | "   evict \(.involvedObject.kind) \(.involvedObject.name) \(.type): \(.message)"] | unique | .[]'
 }
+reclaim_case() { # HOLDER MINMEMBER CLAIMANT: HOLDER's 4 x 32 CPU fill the cluster, then
+	# CLAIMANT's gang of 2 x 32 CPU comes; both queues Open with weight 1
+	queue "$1" Open "" 1
+	queue "$3" Open "" 1
+	pg "$1" "$2" ", queue: $1"; pods "$1" 4 32
+	sleep 8
+	pg "$3" 2 ", queue: $3"; pods "$3" 2 32
+	sleep 20
+	report "$1" "$3"; evicted "$1"
+}
 # reclaim (test_reclaim): queue ra has the whole cluster (4 x 32 CPU, minMember 1) while rb has no
 # work; rb's gang of 2 x 32 CPU (minMember 2) comes: equal weights deserve 64 each, ra is over
 # its share and its tasks beyond minMember are reclaimable
-queue ra Open "" 1
-queue rb Open "" 1
-pg ra 1 ', queue: ra'; pods ra 4 32
-sleep 8
-pg rb 2 ', queue: rb'; pods rb 2 32
-sleep 20
-report ra rb; evicted ra
+reclaim_case ra 1 rb
 # the gang rule protects minMember (test_reclaim_gang): rc holds the cluster with minMember 4
 clean
-queue rc Open "" 1
-queue rd Open "" 1
-pg rc 4 ', queue: rc'; pods rc 4 32
-sleep 8
-pg rd 2 ', queue: rd'; pods rd 2 32
-sleep 20
-report rc rd; evicted rc
+reclaim_case rc 4 rd
 # preempt within a queue (test_preempt): a higher PriorityClass takes tasks of a lower one
 clean
 $K apply -f - >/dev/null <<-Y
