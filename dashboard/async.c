@@ -211,6 +211,20 @@ out:
     return rc;
 }
 
+bool dash_async_pending(const char *key, const char *method)
+{
+    struct call *c = NULL;
+    bool pending;
+    if (!key || !method)
+        return false;
+    pthread_mutex_lock(&mu);
+    sweep(now_ms());
+    HASH_FIND_STR(calls, key, c);
+    pending = c && !strcmp(c->method, method);
+    pthread_mutex_unlock(&mu);
+    return pending;
+}
+
 size_t dash_async_in_flight(void)
 {
     struct call *c, *tmp;

@@ -137,6 +137,11 @@ int dash_async_call(const char *key, const struct dash_target *t, const char *me
                     struct dash_reply *out);
 /* calls not answered yet (for metrics and tests) */
 size_t dash_async_in_flight(void);
+/* true while key has a call of method out, or answered and not taken yet: a caller that
+ * reads the effect of its own write (a Serve PUT that already runs) before the write's
+ * answer asks this so that it takes the answer instead of mistaking the effect for
+ * somebody else's. Thread-safe. */
+bool dash_async_pending(const char *key, const char *method);
 
 /* ---- request and response bodies (pure, exposed for tests and fuzzing) -------- */
 

@@ -168,6 +168,15 @@ static int serve_cluster(struct rsr *r, const cJSON *cluster, bool restore_only,
     if (need && skip && lost)
         why = "The cluster lost its Serve applications (a head restarted without GCS FT): "
               "deploying again the config last sent to it.";
+    char put_key[600];
+    rayservice__call_key(r, cluster, "put", put_key, sizeof(put_key));
+    if (need && runs && !skip && dash_async_pending(put_key, "PUT")) {
+        /* Our own PUT runs already but its answer has not been taken (a slow proxy: the
+         * PUT outlived the reconcile's wait, and this reconcile's status read came after
+         * Ray applied it). The answer is taken below, with its Event, as KubeRay records
+         * UpdatedServeApplications after every PUT it makes. */
+        runs = false;
+    }
     if (need && runs) {
         /* The cluster runs this very config: sent by this controller's previous life (killed
          * before the cluster's hash annotation was written) or by another. Sending it again

@@ -3,7 +3,7 @@
  * answers only when the test lets it (a head that is slow exactly as long as the test
  * wants): a fast answer comes back within the wait; a held one gives -EINPROGRESS, runs
  * once however often it is asked, and is taken by a later ask; a dashboard known to be
- * slow is not waited for. */
+ * slow is not waited for; a call is pending until its answer is taken. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -222,6 +222,34 @@ static void test_known_slow_not_waited_for(void **state)
     dash_reply_free(&r);
 }
 
+/* a call stays pending from its start until its answer is taken, in flight or answered,
+ * and only for its own method */
+static void test_pending_until_taken(void **state)
+{
+    (void)state;
+    struct dash_target t;
+    struct dash_reply r;
+    target(&t);
+    assert_false(dash_async_pending("c\nput", "PUT"));
+    gate(false);
+    int before = requests();
+    assert_int_equal(dash_async_call("c\nput", &t, "PUT", "/api/serve/applications/", "{}", 2,
+                                     10, &r), -EINPROGRESS);
+    assert_true(dash_async_pending("c\nput", "PUT"));
+    assert_false(dash_async_pending("c\nput", "GET"));
+    assert_false(dash_async_pending("c\nother", "PUT"));
+    wait_request(before);
+    gate(true);
+    drain();
+    /* answered, not taken: still pending */
+    assert_true(dash_async_pending("c\nput", "PUT"));
+    assert_int_equal(dash_async_call("c\nput", &t, "PUT", "/api/serve/applications/", "{}", 2,
+                                     10, &r), 0);
+    dash_reply_free(&r);
+    assert_false(dash_async_pending("c\nput", "PUT"));
+    assert_false(dash_async_pending(NULL, "PUT"));
+}
+
 static void test_bad_arguments(void **state)
 {
     (void)state;
@@ -239,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_fast_answer),
         cmocka_unit_test(test_held_answer_taken_later),
         cmocka_unit_test(test_known_slow_not_waited_for),
+        cmocka_unit_test(test_pending_until_taken),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
