@@ -16,12 +16,13 @@
 #include "kubesim/store/store.h"
 
 /* The cluster thread reads Pods and Services inside one tree scope for its whole life
- * (its tables keep only their text: kubesim/store/store.h), trimmed once it holds more
- * than this many trees at points where no tree pointer is held: between queue items,
- * timers, turns, and the Pods of a scheduling pass or the Services of an endpoints
- * sync. What one turn wrote is read again by the next (a Pod's bind, then its status)
- * without a parse, and a burst does not hold a tree of every Pod it touched. */
-#define CLUSTER_SCOPE_TREES 512
+ * (its tables keep only their text: kubesim/store/store.h), trimmed to this many bytes
+ * of trees (the ones read longest ago go first) at points where no tree pointer is
+ * held: between queue items, timers, turns, and the Pods of a scheduling pass or the
+ * Services of an endpoints sync. What one turn wrote is read again by the next (a Pod's
+ * bind, then its status, then its timers) without a parse, and a burst does not hold a
+ * tree of every Pod it touched. */
+#define CLUSTER_SCOPE_BYTES (16u << 20)
 
 struct cl_node {
     char *name;

@@ -309,7 +309,7 @@ void cluster__schedule_pass(struct cluster *c)
             continue;
         schedule_one(c, p, fits, nn);
         /* 30,000 Pods pending at once must not all hold a tree until the pass ends */
-        store_tree_scope_trim(CLUSTER_SCOPE_TREES);
+        store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
     }
     c->npending = 0;
     free(fits);
