@@ -178,8 +178,6 @@ cJSON *store__obj_copy(const struct store_obj *o);
 const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp);
 /* o's tree if it keeps one or this thread's tree scope holds one, else NULL. */
 const cJSON *store__obj_tree_at_hand(const struct store_obj *o);
-/* How many times a snapshot's whole text was parsed (store_obj_json, copies, peeks). */
-uint64_t store__obj_parse_count(void);
 /* peek.c: metadata.labels of o (NULL when absent), from its tree at hand or by parsing
  * only the labels' bytes of its text into *tmp (the caller deletes it). */
 const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp);
@@ -187,6 +185,8 @@ const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp);
  * text[0..len): its first byte and *vlen, or NULL when absent or the text ends first. */
 const char *store__text_member(const char *text, size_t len, const char *outer,
                                const char *inner, size_t *vlen);
+/* Parses of stored text so far, in this process. */
+uint64_t store__text_parses(void);
 /* A copy of o without its tree (parsed again if read): what the watch window keeps
  * of a replaced object. NULL on ENOMEM. */
 struct store_obj *store__obj_text_only(struct store_obj *o);
