@@ -42,8 +42,9 @@ static bool labels_match(const cJSON *selector, const cJSON *labels)
     return true;
 }
 
-/* A Service port's target on this Pod: a number, or a named container port. 0 = none. */
-static int target_port(const cJSON *sp, const cJSON *pod)
+/* A Service port's target on this Pod: a number, or a named container port. 0 = none.
+ * Only a named port reads the Pod's spec. */
+static int target_port(const cJSON *sp, const struct cl_pod *p)
 {
     const cJSON *tp = kobj_get(sp, "targetPort"), *ct, *pt;
 
@@ -51,9 +52,9 @@ static int target_port(const cJSON *sp, const cJSON *pod)
         return (int)cJSON_GetNumberValue(tp);
     if (!cJSON_IsString(tp))
         return (int)cJSON_GetNumberValue(kobj_get(sp, "port"));
-    if (!pod)
+    if (!p)
         return 0;
-    cJSON_ArrayForEach(ct, kobj_get(kobj_get(pod, "spec"), "containers"))
+    cJSON_ArrayForEach(ct, kobj_get(kobj_get(store_obj_json(p->obj), "spec"), "containers"))
         cJSON_ArrayForEach(pt, kobj_get(ct, "ports"))
             if (kobj_str(pt, "name") && !strcmp(kobj_str(pt, "name"), tp->valuestring))
                 return (int)cJSON_GetNumberValue(kobj_get(pt, "containerPort"));
@@ -71,19 +72,31 @@ static cJSON *target_ref(const struct cl_pod *p)
     return r;
 }
 
-static const char *pod_ip(const struct cl_pod *p)
-{
-    return kobj_str(kobj_get(store_obj_json(p->obj), "status"), "podIP");
-}
+/* What a sync reads of a member Pod. */
+struct member_view {
+    const char *ip, *node;       /* NULL: none */
+    bool ready, terminating;
+};
 
-static bool pod_ready(const struct cl_pod *p)
+/* From the Pod record (pods.c took it from the snapshot it holds); parsed from the
+ * snapshot only when a field did not fit the record. */
+static void member_view(const struct cl_pod *p, struct member_view *v)
 {
-    const cJSON *cd;
+    const cJSON *pod;
 
-    cJSON_ArrayForEach(cd, kobj_get(kobj_get(store_obj_json(p->obj), "status"), "conditions"))
-        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
-            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
-    return false;
+    memset(v, 0, sizeof(*v));
+    if (p->ep.known) {
+        v->ip = p->ep.ip[0] ? p->ep.ip : NULL;
+        v->node = p->ep.node;
+        v->ready = p->ep.ready;
+        v->terminating = p->ep.terminating;
+        return;
+    }
+    pod = store_obj_json(p->obj);
+    v->ip = kobj_str(kobj_get(pod, "status"), "podIP");
+    v->node = kobj_str(kobj_get(pod, "spec"), "nodeName");
+    v->terminating = kobj_get(kobj_get(pod, "metadata"), "deletionTimestamp") != NULL;
+    v->ready = cluster__pod_ready(pod);
 }
 
 /* Writes obj (consumed) over the stored object of that name unless compare_keys
@@ -365,24 +378,24 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
 
     HASH_ITER(hh, s->members, m, tmp) {
         struct cl_pod *p = NULL;
-        const char *ip;
-        const cJSON *md;
-        bool ready, terminating;
+        struct member_view v;
+        bool ready;
         cJSON *a, *e, *cond;
 
         HASH_FIND_STR(c->pods, m->key, p);
-        if (!p || !(ip = pod_ip(p)) || !ip[0])
+        if (!p)
             continue;
-        md = kobj_get(store_obj_json(p->obj), "metadata");
-        terminating = kobj_get(md, "deletionTimestamp") != NULL;
-        ready = pod_ready(p) && !terminating;
+        member_view(p, &v);
+        if (!v.ip || !v.ip[0])
+            continue;
+        ready = v.ready && !v.terminating;
         if (!first)
             first = p;
-        if (!terminating) {
+        if (!v.terminating) {
             a = cJSON_CreateObject();
-            cJSON_AddStringToObject(a, "ip", ip);
-            if (kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName"))
-                cJSON_AddStringToObject(a, "nodeName", kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName"));
+            cJSON_AddStringToObject(a, "ip", v.ip);
+            if (v.node)
+                cJSON_AddStringToObject(a, "nodeName", v.node);
             cJSON_AddItemToObject(a, "targetRef", target_ref(p));
             /* the endpoints controller truncates at 1000 addresses (over-capacity) */
             if (n_addrs++ < ENDPOINTS_MAX)
@@ -391,20 +404,20 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
                 cJSON_Delete(a);
         }
         e = cJSON_CreateObject();
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(e, "addresses"), cJSON_CreateString(ip));
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(e, "addresses"), cJSON_CreateString(v.ip));
         cond = cJSON_AddObjectToObject(e, "conditions");
-        cJSON_AddBoolToObject(cond, "ready", ready || (publish && !terminating));
-        cJSON_AddBoolToObject(cond, "serving", pod_ready(p));
-        cJSON_AddBoolToObject(cond, "terminating", terminating);
-        if (kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName"))
-            cJSON_AddStringToObject(e, "nodeName", kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName"));
+        cJSON_AddBoolToObject(cond, "ready", ready || (publish && !v.terminating));
+        cJSON_AddBoolToObject(cond, "serving", v.ready);
+        cJSON_AddBoolToObject(cond, "terminating", v.terminating);
+        if (v.node)
+            cJSON_AddStringToObject(e, "nodeName", v.node);
         cJSON_AddItemToObject(e, "targetRef", target_ref(p));
         cJSON_AddItemToArray(sends, e);
     }
     ports = cJSON_CreateArray();
     sports = cJSON_AddArrayToObject(slice, "ports");
     cJSON_ArrayForEach(sp, kobj_get(spec, "ports")) {
-        int port = target_port(sp, first ? store_obj_json(first->obj) : NULL);
+        int port = target_port(sp, first);
         const char *proto = kobj_str(sp, "protocol");
         cJSON *o;
 

@@ -83,6 +83,15 @@ struct cl_pod {
     bool side_done;
     int side_exit;
     time_t side_started, side_finished;
+    /* what the endpoints sync reads of obj, taken when obj is set (its tree is parsed
+     * then anyway): by the sync the tree has often left the cluster thread's scope, and
+     * parsing each member Pod again was a fifth of kubesim at 10,000 RayClusters */
+    struct cl_pod_ep {
+        bool known;              /* false: a field did not fit, the sync reads obj */
+        bool ready, terminating;
+        char ip[48];             /* status.podIP ("" none; an IPv6 address fits) */
+        char *node;              /* spec.nodeName (malloc'd; NULL: none) */
+    } ep;
     UT_hash_handle hh;
 };
 

@@ -78,8 +78,25 @@ static void pod_free(struct cl_pod *p)
     free(p->unsched_msg);
     free(p->backoff_ev);
     free(p->acct_node);
+    free(p->ep.node);
     free(p->key);
     free(p);
+}
+
+/* Takes what the endpoints sync needs from pod (the tree p->obj now holds). */
+static void ep_fields(struct cl_pod *p, const cJSON *pod)
+{
+    const cJSON *status = kobj_get(pod, "status");
+    const char *ip = kobj_str(status, "podIP"), *node = kobj_str(kobj_get(pod, "spec"), "nodeName");
+
+    free(p->ep.node);
+    memset(&p->ep, 0, sizeof(p->ep));
+    if ((ip && strlen(ip) >= sizeof(p->ep.ip)) || (node && !(p->ep.node = strdup(node))))
+        return;   /* known stays false: the sync parses this Pod */
+    snprintf(p->ep.ip, sizeof(p->ep.ip), "%s", ip ? ip : "");
+    p->ep.terminating = kobj_get(kobj_get(pod, "metadata"), "deletionTimestamp") != NULL;
+    p->ep.ready = cluster__pod_ready(pod);
+    p->ep.known = true;
 }
 
 void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
@@ -125,6 +142,7 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
         store_obj_unref(p->obj);
     }
     p->obj = store_obj_ref(o);
+    ep_fields(p, store_obj_json(o));
     cluster__endpoints_pod(c, key, o->ns, o);
 
     /* resources stay taken from binding until the Pod ends */

@@ -8,6 +8,7 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "gang_testlib.h"
 #pragma GCC diagnostic pop
+#include "kubesim/store/internal.h"
 
 #define NSVC 300
 
@@ -58,10 +59,60 @@ static void test_sync_follows_change(void **state)
     gt_free(t);
 }
 
+#define NREADY 200
+
+/* A sync reads each member's IP, readiness, node and deletion from the cluster's Pod
+ * record, not by parsing the stored Pod again: at 10,000 RayClusters the Pods had left
+ * the cluster thread's tree scope by the time of the sync, and re-parsing them was a
+ * fifth of kubesim's samples. The text parses across the sync must not grow with the
+ * number of ready members; the Endpoints still list every one of them. */
+static void test_sync_reads_pod_record(void **state)
+{
+    struct gt *t = gt_new(1, "64");
+    const struct reg_resource *svcs = tl_res(t->s, "", "v1", "services");
+    char name[64], body[256];
+    uint64_t before, parses;
+    cJSON *ep;
+    (void)state;
+
+    t->c->r_svc = svcs;
+    t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
+    t->c->r_eps = tl_res(t->s, "discovery.k8s.io", "v1", "endpointslices");
+    store_tree_scope_begin();
+    store_obj_unref(tl_create(t->s, svcs, "default", tl_json(
+        "{\"metadata\":{\"name\":\"big\"},\"spec\":{\"selector\":{\"app\":\"big\"},"
+        "\"ports\":[{\"port\":80}]}}")));
+    for (int i = 0; i < NREADY; i++) {
+        snprintf(name, sizeof(name), "b%d", i);
+        store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
+            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"big\"}},\"spec\":{"
+            "\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}",
+            name)));
+        snprintf(body, sizeof(body), "{\"status\":{\"phase\":\"Running\",\"podIP\":\"10.2.%d.%d\","
+                 "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}", i / 250, i % 250 + 1);
+        gt_patch(t, t->pods, "default", name, "status", body);
+    }
+    gt_pump(t);
+    store_tree_scope_trim(0);   /* as on the cluster thread: the Pods' trees are gone */
+    before = store__text_parses();
+    cluster__endpoints_sync(t->c);
+    parses = store__text_parses() - before;
+    store_tree_scope_end();
+    gt_pump(t);
+    /* the Service and the Endpoints/EndpointSlice it compares with: not one per Pod */
+    assert_true(parses <= 4);
+    ep = gt_get(t, t->c->r_ep, "default", "big");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(
+        cJSON_GetObjectItem(ep, "subsets"), 0), "addresses")), NREADY);
+    cJSON_Delete(ep);
+    gt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sync_follows_change),
+        cmocka_unit_test(test_sync_reads_pod_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
