@@ -41,12 +41,17 @@
 #                 lives through it (under kills none lives long enough to be judged); judged
 #                 when that half is 100 s or more, reported otherwise
 #   leftovers     after the stop no shared-memory segment or socket of the instance is left
-#   sanitizer     no ASan/UBSan/LSan report in any process's output (--rayop/--kubesim take
-#                 a sanitizer build; the release build simply has none to print)
+#   sanitizer     no ASan/UBSan/LSan report in any process (--rayop/--kubesim take a
+#                 sanitizer build; the release build simply has none to print). Each process
+#                 writes its reports to a file of its own (log_path: sanitizer/rayop.PID,
+#                 sanitizer/kubesim.PID), printed whole in the report with the process's
+#                 name: on stderr a report of an orphan (its up killed) went through the log
+#                 pipe's EPIPE fallback and could reach the file cut short
 # The report: faults by kind, kills by process, requests, convergence time, violations by
 # invariant (each with the object's timeline); the last line is "chaos: N violations".
 # Kept in the work dir when a run fails: up.log (every up's merged output), op-state/NAME.orphaned.log
-# (what each child logged after its up was killed), kubesim.log, requests.log, sim-state/.
+# (what each child logged after its up was killed), kubesim.log, requests.log, sim-state/,
+# sanitizer/ (the sanitizer reports, one file per process).
 # Not a test itself (tests/run.sh runs only files directly in tests/integration/).
 import argparse
 import datetime
@@ -88,6 +93,18 @@ INVARIANTS = ("overshoot", "orphan", "duplicate-job", "serve-put", "serve-switch
 # what an ASan/UBSan/LSan build prints when it finds something (any log of the run)
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "WARNING: AddressSanitizer")
+# the lines of one sanitizer report printed in the chaos report (the rest stays in its file)
+SANITIZER_REPORT_LINES = 200
+
+
+def sanitizer_env(path_prefix):
+    """os.environ with every sanitizer's reports going to PATH_PREFIX.PID (a file per
+    process, written by the runtime itself) instead of stderr."""
+    env = dict(os.environ)
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        opts = [o for o in env.get(var, "").split(":") if o and not o.startswith("log_path=")]
+        env[var] = ":".join(opts + ["log_path=" + path_prefix])
+    return env
 
 
 def log(msg):
@@ -244,6 +261,8 @@ class Soak:
         self.state = os.path.join(self.work, "sim-state")
         self.sd = os.path.join(self.work, "op-state")
         os.makedirs(self.sd, mode=0o700, exist_ok=True)
+        self.san_dir = os.path.join(self.work, "sanitizer")
+        os.makedirs(self.san_dir, mode=0o700, exist_ok=True)
         self.rayop = os.path.join(self.work, "rayop")
         shutil.copy(rayop or os.path.join(ROOT, "bin", "rayop"), self.rayop)
         self.kubesim_bin = os.path.join(self.work, "kubesim")
@@ -306,7 +325,8 @@ class Soak:
         for f in [] if self.calm else faults:
             args += ["--fault", f]
         logf = open(os.path.join(self.work, "kubesim.log"), "ab")
-        self.sim = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=logf)
+        self.sim = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=logf,
+                                    env=sanitizer_env(os.path.join(self.san_dir, "kubesim")))
         url = self.sim.stdout.readline().decode().strip()
         if not url.startswith("http"):
             raise RuntimeError("kubesim did not start: %r" % url)
@@ -336,7 +356,8 @@ class Soak:
         logf = open(os.path.join(self.work, "up.log"), "ab")
         self.up = subprocess.Popen([self.rayop, "up", "--kubeconfig", self.kc, "--state-dir", self.sd,
                                     "--metrics-addr", "0", "--health-probe-bind-address", "0",
-                                    "--use-kubernetes-proxy"], stdout=logf, stderr=logf)
+                                    "--use-kubernetes-proxy"], stdout=logf, stderr=logf,
+                                   env=sanitizer_env(os.path.join(self.san_dir, "rayop")))
         self.up_instances.append({"pid": self.up.pid, "kills": {k: 0 for k in KINDS}, "restarts": {}})
 
     def up_json(self):
@@ -1168,9 +1189,49 @@ class Soak:
             self.violate("memory", "only %d processes lived through the steady phase's second half"
                          % len(self.mem_report))
 
+    def proc_names(self):
+        """{pid: name} of every process an up started (its "started" lines), "up" for the
+        supervisors themselves."""
+        names = {inst["pid"]: "up" for inst in getattr(self, "up_instances", [])}
+        try:
+            with open(os.path.join(self.work, "up.log"), errors="replace") as f:
+                for line in f:
+                    if '"started"' not in line:
+                        continue
+                    try:
+                        r = json.loads(line)
+                        if r.get("component") == "up" and r.get("msg") == "started":
+                            names[int(r["pid"])] = r["proc"]
+                    except (ValueError, KeyError, TypeError):
+                        continue
+        except OSError:
+            pass
+        return names
+
     def check_sanitizer(self):
-        """Sanitizer reports in the logs of every process of the run (after the stop, so that
-        leak reports at exit are in)."""
+        """Sanitizer reports of every process of the run (after the stop, so that leak
+        reports at exit are in): the files the runtimes wrote (one per process, printed
+        whole up to SANITIZER_REPORT_LINES), then any report that still reached a log."""
+        names = self.proc_names()
+        try:
+            files = sorted(os.listdir(self.san_dir))
+        except OSError:
+            files = []
+        for fn in files:
+            exe, _, pid = fn.partition(".")
+            try:
+                with open(os.path.join(self.san_dir, fn), errors="replace") as f:
+                    lines = f.readlines()
+            except OSError:
+                continue
+            if not lines:
+                continue
+            who = "kubesim" if exe == "kubesim" else names.get(int(pid) if pid.isdigit() else -1, "rayop")
+            more = len(lines) - SANITIZER_REPORT_LINES
+            self.violate("sanitizer", "%s pid %s (sanitizer/%s, %d lines):\n%s%s" % (
+                who, pid, fn, len(lines),
+                "".join("    " + l.rstrip("\n")[:300] + "\n" for l in lines[:SANITIZER_REPORT_LINES]),
+                "    ... %d more lines in the file\n" % more if more > 0 else ""))
         logs = [os.path.join(self.work, "up.log"), os.path.join(self.work, "kubesim.log")]
         logs += [os.path.join(self.sd, f) for f in sorted(os.listdir(self.sd)) if f.endswith(".orphaned.log")]
         for path in logs:
