@@ -282,6 +282,7 @@ class Soak:
         self.ops = {}
         self.violations = {}      # invariant -> [text]
         self.mem = {}             # (name, pid) -> [(t, pss_kb)]
+        self.sim_mem = []         # kubesim's /kubesim/memory at the judged half's start and end
         self.up = None
         self.up_instances = []    # [{"pid":, "kills": {name: n}}]
         self.sim = None
@@ -879,6 +880,8 @@ class Soak:
                 next_expire = now + rng.uniform(5, 15)
             self.sample_mem()
             self.check_jobs()
+            if not kills and not self.sim_mem and now >= self.mid:
+                self.sim_mem.append(self.api.get("/kubesim/memory"))
             if now >= next_note:
                 st = self.api.get("/kubesim/status") or {}
                 pss = self.mem.get(("kubesim", self.sim.pid), [(0, 0)])[-1][1]
@@ -1056,6 +1059,8 @@ class Soak:
             log("steady phase: %d s of churn and API faults without kills" % self.steady_s)
             self.mid = time.monotonic() + self.steady_s / 2
             self.faults_loop(time.monotonic() + self.steady_s, kills=False)
+            if self.sim_mem:
+                self.sim_mem.append(self.api.get("/kubesim/memory"))
         self.churn_stop.set()
         churn.join()
         if self.target_rs:
@@ -1208,6 +1213,37 @@ class Soak:
             pass
         return names
 
+    def sim_memory_report(self):
+        """What kubesim's memory held at the start and the end of the judged half (its
+        /kubesim/memory): live objects, watch-window rings, malloc's heap in use, the RSS
+        and the types that grew most - whether a PSS growth is data (objects, Events, the
+        watch windows still filling) or the heap."""
+        if len(self.sim_mem) < 2 or not all(self.sim_mem):
+            return []
+        a, b = self.sim_mem[0], self.sim_mem[-1]
+        mb = lambda n: n / 1048576.0   # noqa: E731
+        ta, tb = a.get("total", {}), b.get("total", {})
+        ma, mb_ = a.get("malloc", {}), b.get("malloc", {})
+        live = lambda t: t.get("textBytes", 0) + t.get("treeBytes", 0)   # noqa: E731
+        ring = lambda t: t.get("ringOnlyTextBytes", 0) + t.get("ringOnlyTreeBytes", 0)   # noqa: E731
+        out = ["objects %d -> %d (%.1f -> %.1f MB), watch-window events %d -> %d (objects only "
+               "there %.1f -> %.1f MB), malloc in use %.1f -> %.1f MB, rss %.1f -> %.1f MB" % (
+                   ta.get("objects", 0), tb.get("objects", 0), mb(live(ta)), mb(live(tb)),
+                   ta.get("ringEvents", 0), tb.get("ringEvents", 0), mb(ring(ta)), mb(ring(tb)),
+                   mb(ma.get("inUseBytes", 0)), mb(mb_.get("inUseBytes", 0)),
+                   mb(a.get("rssBytes", 0)), mb(b.get("rssBytes", 0)))]
+        grew = []
+        for name, t in b.get("types", {}).items():
+            o = a.get("types", {}).get(name, {})
+            d = live(t) + ring(t) - live(o) - ring(o)
+            grew.append((d, "%s %+.1f MB (objects %d -> %d, ring events %d -> %d)" % (
+                name, mb(d), o.get("objects", 0), t.get("objects", 0), o.get("ringEvents", 0),
+                t.get("ringEvents", 0))))
+        grew.sort(reverse=True)
+        if grew:
+            out.append("grew most: " + "; ".join(t for _, t in grew[:5]))
+        return out
+
     def check_sanitizer(self):
         """Sanitizer reports of every process of the run (after the stop, so that leak
         reports at exit are in): the files the runtimes wrote (one per process, printed
@@ -1295,6 +1331,8 @@ class Soak:
                 sum(1 for v in self.serve_puts.values() if v)))
         for m in self.mem_report:
             log("memory: " + m)
+        for m in self.sim_memory_report():
+            log("memory: kubesim " + m)
         n = 0
         for inv in INVARIANTS:
             vs = self.violations.get(inv, [])
