@@ -176,6 +176,8 @@ cJSON *store__obj_copy(const struct store_obj *o);
  * caller deletes it): filters must not leave a tree on every snapshot they test.
  * NULL on ENOMEM. */
 const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp);
+/* Parses of stored text so far, in this process. */
+uint64_t store__text_parses(void);
 /* A copy of o without its tree (parsed again if read): what the watch window keeps
  * of a replaced object. NULL on ENOMEM. */
 struct store_obj *store__obj_text_only(struct store_obj *o);

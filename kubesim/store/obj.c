@@ -14,6 +14,7 @@
 #include "kubesim/store/internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,21 @@ struct store_obj *store__obj_text_only(struct store_obj *o)
     return c;
 }
 
+/* Every parse of stored text, process-wide: what the text-only store costs in CPU,
+ * and what a test of an O(changed) path counts (store_get_stats). */
+static _Atomic unsigned long long text_parses;
+
+static cJSON *parse_text(const struct store_obj *o)
+{
+    atomic_fetch_add_explicit(&text_parses, 1, memory_order_relaxed);
+    return cJSON_ParseWithLength(o->bytes, o->len);
+}
+
+uint64_t store__text_parses(void)
+{
+    return atomic_load_explicit(&text_parses, memory_order_relaxed);
+}
+
 const cJSON *store_obj_json(const struct store_obj *o)
 {
     cJSON *t, *parsed, *expect = NULL;
@@ -316,7 +332,7 @@ const cJSON *store_obj_json(const struct store_obj *o)
         /* packed like a kept tree: a trim then frees one block per tree, where freeing
          * 512 loose trees of hundreds of nodes each overflowed malloc's thread cache and
          * made malloc_consolidate and free half of kubesim's CPU */
-        if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)) || !(t = tree_pack(parsed)))
+        if (!(parsed = parse_text(o)) || !(t = tree_pack(parsed)))
             return NULL;
         if (scope_put(o, t)) {
             free(t);
@@ -324,7 +340,7 @@ const cJSON *store_obj_json(const struct store_obj *o)
         }
         return t;
     }
-    if (!(parsed = cJSON_ParseWithLength(o->bytes, o->len)) || !(t = tree_pack(parsed)))
+    if (!(parsed = parse_text(o)) || !(t = tree_pack(parsed)))
         return NULL;
     /* the snapshot is shared: another reader may have parsed it first */
     if (!__atomic_compare_exchange_n(&((struct store_obj *)o)->tree, &expect, t, false,
@@ -396,7 +412,7 @@ cJSON *store__obj_copy(const struct store_obj *o)
 
     /* a text-only snapshot is parsed straight into the copy: caching its tree for
      * one conversion would keep it for the snapshot's life */
-    return t ? cJSON_Duplicate(t, true) : cJSON_ParseWithLength(o->bytes, o->len);
+    return t ? cJSON_Duplicate(t, true) : parse_text(o);
 }
 
 const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp)
@@ -404,7 +420,7 @@ const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp)
     const cJSON *t = tree_at_hand(o);
 
     *tmp = NULL;
-    return t ? t : (*tmp = cJSON_ParseWithLength(o->bytes, o->len));
+    return t ? t : (*tmp = parse_text(o));
 }
 
 /* FNV-1a over a tree's member names, types and values, in order. */

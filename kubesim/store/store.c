@@ -503,6 +503,7 @@ void store_get_stats(struct store *s, struct store_stats *out)
     pthread_rwlock_unlock(&s->lock);
     out->watchers = atomic_load(&s->watchers);
     out->events = atomic_load(&s->events);
+    out->text_parses = store__text_parses();
 }
 
 void store_set_watch_delay_ms(struct store *s, unsigned ms)

@@ -227,7 +227,13 @@ typedef void (*store_subscriber_fn)(void *arg, enum store_event_type type,
 int store_subscribe(struct store *s, store_subscriber_fn fn, void *arg);
 
 /* ---- stats for /kubesim/status ------------------------------------------------ */
-struct store_stats { size_t objects; size_t watchers; uint64_t rv; uint64_t events; };
+struct store_stats {
+    size_t objects;
+    size_t watchers;
+    uint64_t rv;
+    uint64_t events;
+    uint64_t text_parses;   /* parses of text-only objects, process-wide */
+};
 void store_get_stats(struct store *s, struct store_stats *out);
 /* Appends a JSON object to out: per type, the bytes of the stored objects' text and
  * trees and of the snapshots only the watch ring keeps, and malloc's totals

@@ -777,6 +777,61 @@ static void test_list_paging_and_selectors(void **state)
     store_list_free(&l);
 }
 
+/*
+ * A paged selector LIST costs its pages, not the objects after each continue key:
+ * Pods are text-only, so every object a selector tests is one parse. 2,400 Pods,
+ * 1,000 of them matching in "default": 20 pages of 50 must parse about twice the
+ * objects they walk past, where testing everything after the key made it ~12,000.
+ */
+static void test_list_selector_pages_cost_their_items(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_status st = { 0 };
+    struct store_list l = { 0 };
+    struct store_stats before, after;
+    struct sel *sel = NULL;
+    char err[128], last[64] = "";
+    static int seen[2000];
+    size_t total = 0, pages = 0;
+    char *tok = NULL;
+
+    (void)state;
+    memset(seen, 0, sizeof(seen));
+    for (int i = 0; i < 2400; i++) {
+        char name[32], meta[64];
+        snprintf(name, sizeof(name), "p%04d", i % 2000);
+        snprintf(meta, sizeof(meta), ",\"labels\":{\"par\":\"%s\"}", i % 2 ? "odd" : "even");
+        store_obj_unref(tl_create(S, pods, i < 2000 ? "default" : "kube-system", tl_pod(name, meta)));
+    }
+    assert_int_equal(sel_parse("par=odd", &sel, err, sizeof(err)), 0);
+    store_get_stats(S, &before);
+    do {
+        struct store_list_opts o = { .labels = sel, .limit = 50, .continue_token = tok };
+        assert_int_equal(store_list(S, pods, "default", &o, &l, &st), 0);
+        pages++;
+        assert_true(l.n == 50);
+        for (size_t i = 0; i < l.n; i++) {
+            int k = atoi(l.items[i]->name + 1);
+            assert_string_equal(l.items[i]->ns, "default");
+            assert_int_equal(k % 2, 1);
+            assert_int_equal(seen[k]++, 0);
+            assert_true(strcmp(l.items[i]->name, last) > 0);     /* key order */
+            snprintf(last, sizeof(last), "%s", l.items[i]->name);
+            total++;
+        }
+        assert_int_equal(l.remaining, -1);          /* a selector cannot count the rest */
+        free(tok);
+        tok = l.continue_token ? strdup(l.continue_token) : NULL;
+        store_list_free(&l);
+    } while (tok);
+    store_get_stats(S, &after);
+    sel_free(sel);
+    /* the last page is full and nothing matches after it: no token, no empty page */
+    assert_int_equal(pages, 20);
+    assert_int_equal(total, 1000);
+    assert_true(after.text_parses - before.text_parses <= 2 * 2000 + 2 * 20);
+}
+
 static int count_sel(const struct reg_resource *r, const char *ns, const char *selector)
 {
     struct store_status st = { 0 };
@@ -1373,6 +1428,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pod_defaults_and_validation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_service_and_job_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_paging_and_selectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_selector_pages_cost_their_items, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_label_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_creates_then_patches, setup, teardown),
