@@ -474,7 +474,7 @@ void cluster__endpoints_sync(struct cluster *c)
             s->dirty = false;
             sync_service(c, s);
         }
-        store_tree_scope_trim(CLUSTER_SCOPE_TREES);   /* a sync holds no tree after it */
+        store_tree_scope_trim(CLUSTER_SCOPE_BYTES);   /* a sync holds no tree after it */
     }
     free(keys);
     if (c->ep_dirty_lost) {
@@ -486,7 +486,7 @@ void cluster__endpoints_sync(struct cluster *c)
                 s->dirty = false;
                 sync_service(c, s);
             }
-            store_tree_scope_trim(CLUSTER_SCOPE_TREES);
+            store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
         }
     }
 }

@@ -247,12 +247,12 @@ void cluster__gang_tell(struct cluster *c, struct cl_pod *p, const char *cond,
     /* Volcano's PodScheduled reason for a task that would fit once its gang does */
     bool waiting = cond && strstr(cond, "once minAvailable is satisfied") != NULL;
     uint64_t h = said_hash(ev_reason, msg);
-    bool cond_new = cond && (strcmp(cond, p->unsched_msg) || waiting != p->sched_waiting);
+    bool cond_new = cond && (strcmp(cond, cluster__pod_unsched(p)) || waiting != p->sched_waiting);
     if (!cond_new && h == p->said)
         return;
     if (cond_new) {
         p->sched_waiting = waiting;
-        snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", cond);
+        cluster__pod_set_unsched(p, cond);
         cluster__kubelet_set_cond(p, C_SCHED, false);
         cluster__kubelet_write(c, p);
     }
@@ -486,7 +486,7 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
     {
         /* Volcano words it per task: a task that fits is told it waits for the gang,
          * the others get the gang's text (the other schedulers': from the caller) */
-        char msg[sizeof(((struct cl_pod *)0)->unsched_msg)], gang_msg[sizeof(msg)];
+        char msg[CL_UNSCHED_MSG_MAX], gang_msg[sizeof(msg)];
         o->placed = 0;   /* now "schedulable", in Volcano's words */
         for (size_t i = 0; i < g->n; i++)
             o->placed += where[i] <= -2 && !piped[i] && !cluster__gang_bound(g->m[i]) &&

@@ -734,7 +734,7 @@ const char *cluster__kai_texts(struct cluster *c, const struct gang *g, const st
     const char *name[32];
     int64_t min[32];
     size_t ns = kai_subgroups(g, name, min, 32), off;
-    char task[400], pod[sizeof(((struct cl_pod *)0)->unsched_msg)];
+    char task[400], pod[CL_UNSCHED_MSG_MAX];
     const struct gang_try *unfit = NULL;
     const struct cl_pod *unfit_pod = NULL;
     bool ready = true;

@@ -403,7 +403,7 @@ void cluster__sp_texts(struct cluster *c, const struct gang *g, const struct out
 const char *cluster__was_texts(struct cluster *c, const struct gang *g, const struct outcome *o,
                                char *msg, size_t cap)
 {
-    char pod[sizeof(((struct cl_pod *)0)->unsched_msg)];
+    char pod[CL_UNSCHED_MSG_MAX];
     /* PreEnqueue holds the Pods back until minCount exist: no cycle, nothing said */
     if (!g->pg || (int64_t)g->n < g->min)
         return NULL;

@@ -16,12 +16,16 @@
 #include "kubesim/store/store.h"
 
 /* The cluster thread reads Pods and Services inside one tree scope for its whole life
- * (its tables keep only their text: kubesim/store/store.h), trimmed once it holds more
- * than this many trees at points where no tree pointer is held: between queue items,
- * timers, turns, and the Pods of a scheduling pass or the Services of an endpoints
- * sync. What one turn wrote is read again by the next (a Pod's bind, then its status)
- * without a parse, and a burst does not hold a tree of every Pod it touched. */
-#define CLUSTER_SCOPE_TREES 512
+ * (its tables keep only their text: kubesim/store/store.h), trimmed to this many bytes
+ * of trees (the ones read longest ago go first) at points where no tree pointer is
+ * held: between queue items, timers, turns, and the Pods of a scheduling pass or the
+ * Services of an endpoints sync. What one turn wrote is read again by the next (a Pod's
+ * bind, then its status, then its timers) without a parse, and a burst does not hold a
+ * tree of every Pod it touched. */
+#define CLUSTER_SCOPE_BYTES (16u << 20)
+
+/* The longest PodScheduled message kept for a Pod (the text is cut there). */
+#define CL_UNSCHED_MSG_MAX 768
 
 struct cl_node {
     char *name;
@@ -55,7 +59,8 @@ struct cl_pod {
     bool sched_waiting;          /* PodScheduled reason Schedulable: it fits, its gang does not (gang.c) */
     bool disrupted;              /* DisruptionTarget: a gang scheduler evicted it (gang_volcano.c) */
     bool real;                   /* handed to the runtime (kubesim/runtime) */
-    char unsched_msg[768];
+    char *unsched_msg;           /* the PodScheduled=False message (malloc'd; NULL: none): most
+                                  * Pods never get one, so it is not a buffer in every record */
     uint64_t said;               /* hash of the last gang scheduler Event said of it (gang.c) */
     enum cl_stage stage;
     int restarts;
@@ -70,7 +75,8 @@ struct cl_pod {
     bool cond[C_N];
     time_t cond_time[C_N];
     char cid[24];                /* container id seed */
-    char backoff_ev[300];        /* the BackOff Event repeats bump (one container's) */
+    char *backoff_ev;            /* name of the BackOff Event repeats bump (one container's;
+                                  * malloc'd at the first back-off) */
     int backoff_count;
     /* a sidecar Ray submitter (kubesim/ray/ray.h) exits on its own while the Pod runs on */
     char side_name[64];
@@ -227,6 +233,10 @@ bool cluster__keys_push(char ***list, size_t *n, size_t *cap, const char *key);
 /* pods.c */
 /* Binds p to n (spec.nodeName), with the Scheduled Event of component. */
 int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component);
+/* p's PodScheduled=False message, "" when it has none. */
+const char *cluster__pod_unsched(const struct cl_pod *p);
+/* Replaces it (msg NULL or "": none; cut at CL_UNSCHED_MSG_MAX - 1 bytes). */
+void cluster__pod_set_unsched(struct cl_pod *p, const char *msg);
 void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 void cluster__schedule_pass(struct cluster *c);
 void cluster__pods_free(struct cluster *c);

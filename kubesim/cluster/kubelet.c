@@ -297,7 +297,7 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
     if (p->cond_time[C_SCHED])
         add_cond(conds, p, C_SCHED, p->cond[C_SCHED] ? NULL :
                  p->sched_waiting ? "Schedulable" : "Unschedulable",
-                 p->cond[C_SCHED] ? NULL : p->unsched_msg);
+                 p->cond[C_SCHED] ? NULL : cluster__pod_unsched(p));
     if (p->disrupted) {
         /* a gang scheduler's eviction (gang_volcano.c), kept as the kubelet keeps
          * conditions it does not own */
@@ -387,15 +387,17 @@ static void backoff_event(struct cluster *c, struct cl_pod *p)
 {
     const cJSON *ct = kobj_get(kobj_get(store_obj_json(p->obj), "spec"), "containers");
     const char *name = kobj_str(ct ? ct->child : NULL, "name");
-    char msg[700], fp[300];
+    char msg[700], fp[300], ev[300] = "";
 
-    if (p->backoff_ev[0] && cluster__event_bump(c, p->obj->ns, p->backoff_ev, ++p->backoff_count) == 0)
+    if (p->backoff_ev && cluster__event_bump(c, p->obj->ns, p->backoff_ev, ++p->backoff_count) == 0)
         return;
     snprintf(msg, sizeof(msg), "Back-off restarting failed container %s in pod %s_%s(%s)",
              name ? name : "", p->obj->name, p->obj->ns, p->obj->uid);
     snprintf(fp, sizeof(fp), "spec.containers{%s}", name ? name : "");
     cluster__event_named(c, store_obj_json(p->obj), "Warning", "BackOff", msg, "kubelet", node_name(p), fp,
-                         p->backoff_ev, sizeof(p->backoff_ev));
+                         ev, sizeof(ev));
+    free(p->backoff_ev);
+    p->backoff_ev = ev[0] ? strdup(ev) : NULL;   /* NULL (ENOMEM): the next back-off writes anew */
     p->backoff_count = 1;
 }
 

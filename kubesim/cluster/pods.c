@@ -60,9 +60,23 @@ static void pending_push(struct cluster *c, struct cl_pod *p)
         p->queued = true;
 }
 
+const char *cluster__pod_unsched(const struct cl_pod *p)
+{
+    return p->unsched_msg ? p->unsched_msg : "";
+}
+
+void cluster__pod_set_unsched(struct cl_pod *p, const char *msg)
+{
+    free(p->unsched_msg);
+    /* on ENOMEM the Pod has no message: the next pass writes it again */
+    p->unsched_msg = msg && msg[0] ? strndup(msg, CL_UNSCHED_MSG_MAX - 1) : NULL;
+}
+
 static void pod_free(struct cl_pod *p)
 {
     store_obj_unref(p->obj);
+    free(p->unsched_msg);
+    free(p->backoff_ev);
     free(p->acct_node);
     free(p->key);
     free(p);
@@ -187,7 +201,7 @@ int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, co
     cluster__kubelet_set_cond(p, C_CONTAINERS, false);
     cluster__kubelet_set_cond(p, C_READY, false);
     p->start_time = time(NULL);
-    p->unsched_msg[0] = '\0';
+    cluster__pod_set_unsched(p, NULL);
     cluster__kubelet_write(c, p);
     snprintf(msg, sizeof(msg), "Successfully assigned %s to %s", p->key, n->name);
     cluster__event(c, store_obj_json(p->obj), "Normal", "Scheduled", msg, component, NULL, NULL);
@@ -222,7 +236,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
 {
     struct cl_node *n, *tmp, *best = NULL;
     size_t i = 0;
-    char taint[160] = "", msg[sizeof(p->unsched_msg)];
+    char taint[160] = "", msg[CL_UNSCHED_MSG_MAX];
     const char *claim = missing_claim(c, store_obj_json(p->obj));
     if (claim) {
         size_t nn = HASH_COUNT(c->nodes);
@@ -259,9 +273,9 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
 unschedulable:
     p->unsched = true;
     cluster__keys_push(&c->unsched, &c->nunsched, &c->capunsched, p->key);
-    if (!strcmp(msg, p->unsched_msg))
+    if (!strcmp(msg, cluster__pod_unsched(p)))
         return;
-    snprintf(p->unsched_msg, sizeof(p->unsched_msg), "%s", msg);
+    cluster__pod_set_unsched(p, msg);
     cluster__kubelet_set_cond(p, C_SCHED, false);
     cluster__kubelet_write(c, p);
     cluster__event(c, store_obj_json(p->obj), "Warning", "FailedScheduling", msg, "default-scheduler", NULL, NULL);
@@ -309,7 +323,7 @@ void cluster__schedule_pass(struct cluster *c)
             continue;
         schedule_one(c, p, fits, nn);
         /* 30,000 Pods pending at once must not all hold a tree until the pass ends */
-        store_tree_scope_trim(CLUSTER_SCOPE_TREES);
+        store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
     }
     c->npending = 0;
     free(fits);

@@ -638,7 +638,7 @@ static void *cluster_main(void *arg)
             else
                 c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
             store_obj_unref(o);
-            store_tree_scope_trim(CLUSTER_SCOPE_TREES);
+            store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
         }
         nbatch = 0;
         cluster__schedule_pass(c);
@@ -647,7 +647,7 @@ static void *cluster_main(void *arg)
             struct cl_timer t = heap_pop(c);
             fire_timer(c, &t);
             free(t.key);
-            store_tree_scope_trim(CLUSTER_SCOPE_TREES);
+            store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
         }
         cluster__jobs_sync(c);
         cluster__deploy_sync(c);
@@ -657,7 +657,7 @@ static void *cluster_main(void *arg)
             c->endpoints_timer = true;
             cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
         }
-        store_tree_scope_trim(CLUSTER_SCOPE_TREES);
+        store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
     }
     store_tree_scope_end();
     free(batch);

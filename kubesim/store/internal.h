@@ -176,6 +176,15 @@ cJSON *store__obj_copy(const struct store_obj *o);
  * caller deletes it): filters must not leave a tree on every snapshot they test.
  * NULL on ENOMEM. */
 const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp);
+/* o's tree if it keeps one or this thread's tree scope holds one, else NULL. */
+const cJSON *store__obj_tree_at_hand(const struct store_obj *o);
+/* peek.c: metadata.labels of o (NULL when absent), from its tree at hand or by parsing
+ * only the labels' bytes of its text into *tmp (the caller deletes it). */
+const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp);
+/* The value of member outer (and inside it, of inner when not NULL) of the JSON object
+ * text[0..len): its first byte and *vlen, or NULL when absent or the text ends first. */
+const char *store__text_member(const char *text, size_t len, const char *outer,
+                               const char *inner, size_t *vlen);
 /* Parses of stored text so far, in this process. */
 uint64_t store__text_parses(void);
 /* A copy of o without its tree (parsed again if read): what the watch window keeps

@@ -14,6 +14,7 @@
 #include "kubesim/store/internal.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,28 +133,36 @@ static bool text_only(const struct reg_resource *res)
 /* ---- tree scopes (per thread) ---- */
 
 /* A tree read inside the thread's scope. The entry holds a reference to its snapshot,
- * so the address cannot be reused by another snapshot while the entry lives. */
+ * so the address cannot be reused by another snapshot while the entry lives. The
+ * table's insertion order is the order of last use (a hit moves the entry to the end),
+ * so a trim frees the trees read longest ago and keeps the ones the thread is working
+ * on: a Pod's bind, status writes and timers read the same snapshots again within a
+ * few turns, and freeing every tree at once made each of those reads parse the Pod. */
 struct scope_tree {
     const struct store_obj *o;
     cJSON *tree;                /* packed: one block */
+    size_t bytes;               /* its allocation */
     UT_hash_handle hh;
 };
 
 static _Thread_local struct scope_tree *scope_trees;
-static _Thread_local size_t scope_n;
+static _Thread_local size_t scope_bytes;
 static _Thread_local unsigned scope_depth;
 
-static void scope_flush(void)
+static void scope_drop(struct scope_tree *e)
 {
-    struct scope_tree *e, *tmp;
+    HASH_DEL(scope_trees, e);
+    scope_bytes -= e->bytes;
+    free(e->tree);
+    store_obj_unref((struct store_obj *)e->o);
+    free(e);
+}
 
-    HASH_ITER(hh, scope_trees, e, tmp) {
-        HASH_DEL(scope_trees, e);
-        free(e->tree);
-        store_obj_unref((struct store_obj *)e->o);
-        free(e);
-    }
-    scope_n = 0;
+/* Frees the least recently used trees until at most keep bytes of trees are left. */
+static void scope_shrink(size_t keep)
+{
+    while (scope_trees && scope_bytes > keep)
+        scope_drop(scope_trees);   /* the head is the least recently used */
 }
 
 static cJSON *scope_find(const struct store_obj *o)
@@ -163,6 +172,11 @@ static cJSON *scope_find(const struct store_obj *o)
     if (!scope_trees)
         return NULL;
     HASH_FIND_PTR(scope_trees, &o, e);
+    if (e && e->hh.next) {
+        /* used again: to the end of the order */
+        HASH_DEL(scope_trees, e);
+        HASH_ADD_PTR(scope_trees, o, e);
+    }
     return e ? e->tree : NULL;
 }
 
@@ -176,8 +190,9 @@ static int scope_put(const struct store_obj *o, cJSON *tree)
     memset(e, 0, sizeof(*e));
     e->o = store_obj_ref((struct store_obj *)o);
     e->tree = tree;
+    e->bytes = malloc_usable_size(tree);
     HASH_ADD_PTR(scope_trees, o, e);
-    scope_n++;
+    scope_bytes += e->bytes;
     return 0;
 }
 
@@ -189,13 +204,12 @@ void store_tree_scope_begin(void)
 void store_tree_scope_end(void)
 {
     if (scope_depth && --scope_depth == 0)
-        scope_flush();
+        scope_shrink(0);
 }
 
-void store_tree_scope_trim(size_t keep)
+void store_tree_scope_trim(size_t keep_bytes)
 {
-    if (scope_n > keep)
-        scope_flush();
+    scope_shrink(keep_bytes);
 }
 
 /* A tree packed into one block, fieldsV1 compacted; json is consumed. */
@@ -398,8 +412,7 @@ struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *
     return store__obj_new(res, j);
 }
 
-/* o's tree if it keeps one or this thread's scope holds one, else NULL. */
-static const cJSON *tree_at_hand(const struct store_obj *o)
+const cJSON *store__obj_tree_at_hand(const struct store_obj *o)
 {
     const cJSON *t = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE);
 
@@ -408,7 +421,7 @@ static const cJSON *tree_at_hand(const struct store_obj *o)
 
 cJSON *store__obj_copy(const struct store_obj *o)
 {
-    const cJSON *t = tree_at_hand(o);
+    const cJSON *t = store__obj_tree_at_hand(o);
 
     /* a text-only snapshot is parsed straight into the copy: caching its tree for
      * one conversion would keep it for the snapshot's life */
@@ -417,7 +430,7 @@ cJSON *store__obj_copy(const struct store_obj *o)
 
 const cJSON *store__obj_peek(const struct store_obj *o, cJSON **tmp)
 {
-    const cJSON *t = tree_at_hand(o);
+    const cJSON *t = store__obj_tree_at_hand(o);
 
     *tmp = NULL;
     return t ? t : (*tmp = parse_text(o));

@@ -64,9 +64,9 @@ const cJSON *store_obj_json(const struct store_obj *o);
  */
 void store_tree_scope_begin(void);
 void store_tree_scope_end(void);
-/* At a point where the thread holds no tree from its scope: frees the scope's trees when
- * there are more than keep. */
-void store_tree_scope_trim(size_t keep);
+/* At a point where the thread holds no tree from its scope: frees the trees it read
+ * longest ago until the scope holds at most keep_bytes of them. */
+void store_tree_scope_trim(size_t keep_bytes);
 
 /* The metav1.Status of a failed call. Zero-initialise; store_status_clear frees causes. */
 struct store_status {

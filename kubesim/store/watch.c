@@ -143,6 +143,12 @@ static bool watch_matches(const struct store_watch *w, const struct store_obj *o
         return false;
     if (!w->labels && !w->fields)
         return true;
+    if (!w->fields) {
+        /* labels alone: the labels' bytes are parsed, not the whole object */
+        ok = sel_matches(w->labels, store__obj_labels_peek(o, &tmp));
+        cJSON_Delete(tmp);
+        return ok;
+    }
     j = store__obj_peek(o, &tmp);
     ok = (!w->labels || sel_matches(w->labels, cJSON_GetObjectItemCaseSensitive(
               cJSON_GetObjectItemCaseSensitive(j, "metadata"), "labels"))) &&
@@ -188,8 +194,10 @@ int store_watch_open(struct store *s, const struct reg_resource *res, const char
     }
     w->s = s;
     w->res = res;
-    w->labels = o ? o->labels : NULL;
-    w->fields = o ? o->fields : NULL;
+    /* an empty selector (`?labelSelector=`, or none given) matches every object: no
+     * filter, so no event is parsed to test it */
+    w->labels = o && o->labels && !sel_is_empty(o->labels) ? o->labels : NULL;
+    w->fields = o && o->fields && fsel_count(o->fields) ? o->fields : NULL;
     w->bookmarks = o && o->bookmarks;
     w->next_bookmark_ms = util_now_ms() + s->bookmark_ms;
     pthread_rwlock_wrlock(&s->lock);

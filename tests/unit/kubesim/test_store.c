@@ -3,6 +3,7 @@
  * paging and selectors, built-in defaults and validation, CRDs, Status JSON. */
 #include "tests/unit/kubesim/store_testlib.h"
 
+#include <malloc.h>
 #include <regex.h>
 
 #include "kobj/json_equal.h"
@@ -1395,7 +1396,7 @@ static void test_tree_scope(void **state)
                                  NULL, &got, NULL, &st), 0);
     assert_false(has_tree(got));
     assert_string_equal(tl_str(store_obj_json(got), "metadata.labels.a"), "c");
-    store_tree_scope_trim(100);                          /* two trees: kept */
+    store_tree_scope_trim(1u << 20);                     /* two trees: kept */
     assert_ptr_equal(store_obj_json(p), t);
     store_tree_scope_end();
     assert_false(has_tree(p));
@@ -1407,6 +1408,68 @@ static void test_tree_scope(void **state)
     assert_string_equal(tl_str(t, "metadata.labels.a"), "c");
     store_obj_unref(got);
     store_obj_unref(p);
+}
+
+/* Held by the thread's scope (or the snapshot): a peek needs no parse. */
+static bool at_hand(const struct store_obj *o)
+{
+    cJSON *tmp;
+
+    store__obj_peek(o, &tmp);
+    cJSON_Delete(tmp);
+    return tmp == NULL;
+}
+
+/* A trim frees the trees read longest ago and keeps the recent ones, so a thread that
+ * reads the same Pods again a few turns later (the cluster's bind, status writes and
+ * timers) does not parse them again; a read moves a tree to the recent end. */
+static void test_tree_scope_trim_keeps_recent(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_obj *a = tl_create(S, pods, "default", tl_pod("a", ""));
+    struct store_obj *b = tl_create(S, pods, "default", tl_pod("b", ""));
+    struct store_obj *c = tl_create(S, pods, "default", tl_pod("c", ""));
+    size_t two;
+
+    (void)state;
+    store_tree_scope_begin();
+    assert_non_null(store_obj_json(a));
+    assert_non_null(store_obj_json(b));
+    assert_non_null(store_obj_json(c));
+    assert_non_null(store_obj_json(a));                  /* a is now the most recent */
+    two = malloc_usable_size((void *)store_obj_json(a)) + malloc_usable_size((void *)store_obj_json(c));
+    assert_true(at_hand(b) && at_hand(a) && at_hand(c));   /* b stays the oldest */
+    store_tree_scope_trim(two);                          /* b was read longest ago */
+    assert_false(at_hand(b));
+    assert_true(at_hand(a));
+    assert_true(at_hand(c));
+    store_tree_scope_trim(0);
+    assert_false(at_hand(a) || at_hand(c));
+    store_tree_scope_end();
+    store_obj_unref(a);
+    store_obj_unref(b);
+    store_obj_unref(c);
+}
+
+/* store__text_member finds a member's bytes in any JSON text without reading past it. */
+static void test_text_member(void **state)
+{
+    const char *t = " { \"a\" : \"x}\\\"{\" , \"metadata\" :{\"n\":[1,{\"labels\":2}],"
+                    "\"labels\" : {\"k\":\"v,}\"} } }";
+    const char *v;
+    size_t n = 0;
+
+    (void)state;
+    assert_non_null(v = store__text_member(t, strlen(t), "metadata", "labels", &n));
+    assert_int_equal(n, strlen("{\"k\":\"v,}\"}"));
+    assert_memory_equal(v, "{\"k\":\"v,}\"}", n);
+    assert_non_null(v = store__text_member(t, strlen(t), "a", NULL, &n));
+    assert_memory_equal(v, "\"x}\\\"{\"", n);
+    assert_null(store__text_member(t, strlen(t), "metadata", "k", &n));     /* not nested */
+    assert_null(store__text_member(t, strlen(t), "n", NULL, &n));
+    for (size_t cut = 0; cut < strlen(t) - 4; cut++)                        /* ends inside */
+        assert_null(store__text_member(t, cut, "metadata", "labels", &n));
+    assert_null(store__text_member("[{\"metadata\":{}}]", 17, "metadata", NULL, &n));
 }
 
 int main(void)
@@ -1441,6 +1504,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memory_breakdown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tree_scope_trim_keeps_recent, setup, teardown),
+        cmocka_unit_test(test_text_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

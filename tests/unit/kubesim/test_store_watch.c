@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "kubesim/store/internal.h"
 #include "util/util.h"
 
 static struct store *S;
@@ -229,6 +230,40 @@ static void test_watch_selector_text_only(void **state)
     assert_int_equal(store_watch_next(w, 50, &ev), -ETIMEDOUT);
     store_watch_close(w);
     sel_free(sel);
+}
+
+/* Filtering a text-only Pod parses no whole object: a label selector reads the labels'
+ * bytes alone, and an empty selector (a watch without labelSelector) filters nothing. */
+static void test_watch_filter_parses_no_object(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_watch *w, *all = NULL;
+    struct sel *sel = NULL, *none = NULL;
+    struct store_status st = { 0 };
+    char err[128], from[24];
+    uint64_t parses;
+
+    (void)state;
+    store_obj_unref(tl_create(S, pods, "default", tl_pod("t", ",\"labels\":{\"app\":\"y\"}")));
+    snprintf(from, sizeof(from), "%llu", (unsigned long long)store_current_rv(S));
+    assert_int_equal(sel_parse("app=x", &sel, err, sizeof(err)), 0);
+    assert_int_equal(sel_parse("", &none, err, sizeof(err)), 0);
+    struct store_watch_opts o = { .labels = sel, .resource_version = from };
+    struct store_watch_opts oall = { .labels = none, .resource_version = from };
+    assert_int_equal(store_watch_open(S, pods, "default", &o, &w, &st), 0);
+    assert_int_equal(store_watch_open(S, pods, "default", &oall, &all, &st), 0);
+    pod_patch("{\"metadata\":{\"labels\":{\"app\":\"x\"}}}");     /* starts matching */
+    pod_patch("{\"metadata\":{\"labels\":{\"b\":\"c\"}}}");       /* new labels, still matching */
+    parses = store__text_parses();
+    expect(w, EV_ADDED, "t");
+    expect(w, EV_MODIFIED, "t");
+    expect(all, EV_MODIFIED, "t");
+    expect(all, EV_MODIFIED, "t");
+    assert_int_equal(store__text_parses(), parses);
+    store_watch_close(w);
+    store_watch_close(all);
+    sel_free(sel);
+    sel_free(none);
 }
 
 /* The watch window keeps replaced snapshots as text alone (their trees are 2-3x the
@@ -572,6 +607,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_expired_after_eviction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_selector_transitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_selector_text_only, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watch_filter_parses_no_object, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_keeps_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_initial_events_and_bookmarks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_watcher_is_closed, setup, teardown),
