@@ -118,7 +118,7 @@ deps:
 
 test: deps
 	$(MAKE) -j$(NPROC) all unit-bins bench-bins
-	$(MAKE) -j$(NPROC) MODE=asan unit-bins
+	$(MAKE) -j$(NPROC) MODE=asan unit-bins build/asan/soak/rayop
 	$(MAKE) -j$(NPROC) MODE=fuzz fuzz-bins
 	@if why=$$(sh tools/peers/build.sh --check); then sh tools/peers/build.sh; \
 	else echo "make test: the real tier (real_*) is skipped: $$why"; fi

@@ -16,6 +16,12 @@
  *
  * At most one call per key is in flight (no pile-up of POSTs or PUTs); finished answers
  * nobody took are dropped after KEEP_MS; at most DASH_ASYNC_MAX calls exist at once.
+ *
+ * A call borrows its target's kube client (proxied calls) and outlives the reconcile that
+ * started it: a controller stopping on SIGTERM must not free the client under a call still
+ * out, so it asks dash_async_stop() first (the chaos soak's heap-use-after-free: a
+ * RayService controller freed its client while a Serve status call was waiting for a slow
+ * head, and the call's thread woke into the freed client).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -57,6 +63,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static struct call *calls;
 static struct slow *slows;
+static bool stopped;   /* dash_async_stop: no call starts any more */
 
 static uint64_t now_ms(void)
 {
@@ -143,6 +150,8 @@ static int start(const char *key, const struct dash_target *t, const char *metho
                  const char *path, const char *body, size_t len, uint64_t now, struct call **out)
 {
     struct call *c;
+    if (stopped)
+        return -ESHUTDOWN;
     if (HASH_COUNT(calls) >= DASH_ASYNC_MAX)
         return -EBUSY;
     if (!(c = calloc(1, sizeof(*c))) || !(c->key = strdup(key)) || !(c->path = strdup(path)) ||
@@ -234,4 +243,30 @@ size_t dash_async_in_flight(void)
         n += !c->done;
     pthread_mutex_unlock(&mu);
     return n;
+}
+
+int dash_async_stop(uint64_t timeout_ms)
+{
+    struct call *c, *tmp;
+    struct timespec until;
+    size_t out;
+    util_deadline_ms(&until, (long)timeout_ms);
+    pthread_mutex_lock(&mu);
+    stopped = true;
+    bool late = false;
+    for (;;) {
+        out = 0;
+        HASH_ITER(hh, calls, c, tmp)
+            out += !c->done;
+        if (out == 0 || late)
+            break;
+        late = pthread_cond_timedwait(&cv, &mu, &until) == ETIMEDOUT;   /* counted once more */
+    }
+    if (out == 0)
+        HASH_ITER(hh, calls, c, tmp) {
+            HASH_DEL(calls, c);
+            call_free(c);
+        }
+    pthread_mutex_unlock(&mu);
+    return out == 0 ? 0 : -ETIMEDOUT;
 }

@@ -142,6 +142,11 @@ size_t dash_async_in_flight(void);
  * answer asks this so that it takes the answer instead of mistaking the effect for
  * somebody else's. Thread-safe. */
 bool dash_async_pending(const char *key, const char *method);
+/* For a process that is about to free the kube clients its calls borrow: refuses every
+ * later call (-ESHUTDOWN) and waits up to timeout_ms for the calls out to end. 0 when
+ * none is left (no call touches a target's kube client again; the answers nobody took
+ * are freed), -ETIMEDOUT when some still run (their kube client must not be freed). */
+int dash_async_stop(uint64_t timeout_ms);
 
 /* ---- request and response bodies (pure, exposed for tests and fuzzing) -------- */
 

@@ -1,9 +1,12 @@
 /*
  * kinds.c - bin/rayop's kinds (reconcilers/kinds.h): the name `rayop controller`
  * takes, the watcher queue it pulls, the cache types that must be synced before
- * /readyz, the reconcile function and the kind's own /metrics.
+ * /readyz, the reconcile function, the kind's own /metrics, its start-up check and
+ * what must end before its API client is freed at exit (the dashboard calls off the
+ * workers of RayJob and RayService).
  */
 #include "reconcilers/kinds.h"
+#include "dashboard/dashboard.h"
 #include "reconcilers/raycluster/raycluster.h"
 #include "reconcilers/raycronjob/raycronjob.h"
 #include "reconcilers/rayjob/rayjob.h"
@@ -23,10 +26,10 @@ const struct host_kind reconcilers_kinds[] = {
       rc_platform_start },
     { "rayjob", "rayjob", rj_types, rayjob_reconcile,
       "RayJob (reconcilers/rayjob: RayCluster, submitter, dashboard, status, events)",
-      rayjob_metrics },
+      rayjob_metrics, NULL, dash_async_stop },
     { "rayservice", "rayservice", rs_types, rayservice_reconcile,
       "RayService (reconcilers/rayservice: RayClusters, Serve, Services, upgrades, status)",
-      rayservice_metrics },
+      rayservice_metrics, NULL, dash_async_stop },
     { "raycronjob", "raycronjob", raycronjob_cache_types, raycronjob_reconcile,
       "RayCronJob: a RayJob from spec.jobTemplate at each tick of spec.schedule" },
 };

@@ -264,8 +264,8 @@ static int get_status(struct faults *f, struct server_req *req)
     store_get_stats(f->store, &st);
     rc = buf_printf(&b, "{\"kind\":\"KubesimStatus\",\"objects\":%zu,\"watchers\":%zu,"
                     "\"watchStreams\":%zu,\"rv\":%" PRIu64 ",\"events\":%" PRIu64 ","
-                    "\"textParses\":%" PRIu64 ",\"requests\":{\"total\":%lu,\"byVerb\":{", st.objects, st.watchers,
-                    server_open_watches(f->srv), st.rv, st.events, st.text_parses,
+                    "\"textParses\":%" PRIu64 ",\"labelPeeks\":%" PRIu64 ",\"requests\":{\"total\":%lu,\"byVerb\":{", st.objects, st.watchers,
+                    server_open_watches(f->srv), st.rv, st.events, st.text_parses, st.label_peeks,
                     atomic_load(&f->requests));
     for (size_t i = 0; i < FAULTS_NVERBS; i++)
         rc |= buf_printf(&b, "%s\"%s\":%lu", i ? "," : "", faults_verbs[i],

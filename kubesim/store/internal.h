@@ -187,6 +187,8 @@ const char *store__text_member(const char *text, size_t len, const char *outer,
                                const char *inner, size_t *vlen);
 /* Parses of stored text so far, in this process. */
 uint64_t store__text_parses(void);
+/* Parses of the labels alone (store__obj_labels_peek) so far, in this process. */
+uint64_t store__label_peeks(void);
 /* A copy of o without its tree (parsed again if read): what the watch window keeps
  * of a replaced object. NULL on ENOMEM. */
 struct store_obj *store__obj_text_only(struct store_obj *o);

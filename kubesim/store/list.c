@@ -233,7 +233,14 @@ static bool entry_matches(const struct reg_resource *want, const struct sentry *
         return false;
     if (!o->labels && !o->fields)
         return true;
-    /* a text-only object (an Event) is parsed for the test, not given a tree */
+    if (!o->fields) {
+        /* a label selector needs the labels alone, found without parsing the rest */
+        j = store__obj_labels_peek(e->obj, &tmp);
+        ok = sel_matches(o->labels, j);
+        cJSON_Delete(tmp);
+        return ok;
+    }
+    /* a text-only object (a Pod, an Event) is parsed for the test, not given a tree */
     j = store__obj_peek(e->obj, &tmp);
     ok = (!o->labels || sel_matches(o->labels, cJSON_GetObjectItemCaseSensitive(
               cJSON_GetObjectItemCaseSensitive(j, "metadata"), "labels"))) &&
@@ -350,11 +357,29 @@ static int collect(const struct reg_resource *want, struct stype *t, const char 
     return 0;
 }
 
+/*
+ * The options as collect() should see them. The API hands over an absent
+ * selector as an empty one; taken at its word it tested (parsed) every object
+ * and dropped remainingItemCount from every page.
+ */
+static struct store_list_opts effective_opts(const struct store_list_opts *o)
+{
+    struct store_list_opts e = *o;
+
+    if (sel_is_empty(e.labels))
+        e.labels = NULL;
+    if (e.fields && !fsel_count(e.fields))
+        e.fields = NULL;
+    return e;
+}
+
 int store_list(struct store *s, const struct reg_resource *res, const char *ns,
-               const struct store_list_opts *o, struct store_list *out,
+               const struct store_list_opts *opts, struct store_list *out,
                struct store_status *st)
 {
     static const struct store_list_opts none = { 0 };
+    struct store_list_opts eff = effective_opts(opts ? opts : &none);
+    const struct store_list_opts *o = &eff;
     struct sentry **v = NULL;
     char *start = NULL;
     uint64_t tok_rv = 0;
@@ -363,8 +388,6 @@ int store_list(struct store *s, const struct reg_resource *res, const char *ns,
 
     memset(out, 0, sizeof(*out));
     out->remaining = -1;
-    if (!o)
-        o = &none;
     rc = store__check_fields(res, o->fields, st);
     if (rc)
         return rc;
@@ -429,16 +452,16 @@ void store_list_free(struct store_list *l)
 }
 
 int store_delete_collection(struct store *s, const struct reg_resource *res, const char *ns,
-                            const struct store_list_opts *lo,
+                            const struct store_list_opts *lopts,
                             const struct store_delete_opts *o, struct store_status *st)
 {
     static const struct store_list_opts none = { 0 };
+    struct store_list_opts eff = effective_opts(lopts ? lopts : &none);
+    const struct store_list_opts *lo = &eff;
     struct sentry **v = NULL;
     size_t n = 0;
     int rc;
 
-    if (!lo)
-        lo = &none;
     rc = store__check_fields(res, lo->fields, st);
     if (rc)
         return rc;

@@ -15,7 +15,11 @@
  */
 #include "kubesim/store/internal.h"
 
+#include <stdatomic.h>
 #include <string.h>
+
+/* Labels parsed out of stored text, process-wide (store_get_stats). */
+static _Atomic unsigned long long label_peeks;
 
 /* Any byte up to the space is whitespace, as cJSON's parser takes it. */
 static bool is_ws(char c)
@@ -124,5 +128,11 @@ const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp)
                                                 "labels");
     if (!(v = store__text_member(o->bytes, o->len, "metadata", "labels", &n)))
         return NULL;
+    atomic_fetch_add_explicit(&label_peeks, 1, memory_order_relaxed);
     return *tmp = cJSON_ParseWithLength(v, n);
+}
+
+uint64_t store__label_peeks(void)
+{
+    return atomic_load_explicit(&label_peeks, memory_order_relaxed);
 }

@@ -504,6 +504,7 @@ void store_get_stats(struct store *s, struct store_stats *out)
     out->watchers = atomic_load(&s->watchers);
     out->events = atomic_load(&s->events);
     out->text_parses = store__text_parses();
+    out->label_peeks = store__label_peeks();
 }
 
 void store_set_watch_delay_ms(struct store *s, unsigned ms)

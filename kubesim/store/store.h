@@ -233,6 +233,7 @@ struct store_stats {
     uint64_t rv;
     uint64_t events;
     uint64_t text_parses;   /* parses of text-only objects, process-wide */
+    uint64_t label_peeks;   /* parses of their labels alone, process-wide */
 };
 void store_get_stats(struct store *s, struct store_stats *out);
 /* Appends a JSON object to out: per type, the bytes of the stored objects' text and

@@ -33,6 +33,8 @@
 
 /* how long queued Events may still be written at exit */
 #define EVENTS_STOP_MS 3000
+/* how long the kind's own calls still out (host_kind.stop) may run at exit */
+#define KIND_STOP_MS 5000
 
 struct host {
     struct host_opts o;
@@ -537,8 +539,18 @@ out_metrics:
 out:
     if (kube_started)
         pthread_join(h.kube_thread, NULL);
+    /* the kind's calls still out borrow the client too: they end first, or the client stays */
+    bool kind_busy = h.kind->stop && h.kind->stop(KIND_STOP_MS) < 0;
     host_events_stop(EVENTS_STOP_MS);   /* before the client it writes through goes */
     host_view_close(h.view);
+    if (kind_busy) {
+        log_warn("calls still out at exit; exiting without freeing the API client",
+                 "controller", h.kind->name, NULL);
+        if (exit_code == 0)
+            log_info("controller stopped", NULL);
+        /* not exit(): atexit handlers and library destructors would run under the calls */
+        _exit(atomic_load(&h.kube_config_bad) ? UTIL_EXIT_CONFIG : exit_code);
+    }
     kube_client_free(h.kube);
     kube_config_free(h.kcfg);
     host_opts_free(&h.o);

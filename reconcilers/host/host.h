@@ -103,6 +103,11 @@ struct host_kind {
     /* optional: asked of the API server once the client exists, before any reconcile can
      * write (KubeRay's start-up checks); < 0 stops the process, exit status 1 */
     int (*start)(struct kube_client *kc);
+    /* optional: at exit, once the workers have returned and before the API client is
+     * freed: work the kind left running off its workers that borrows the client (a
+     * dashboard call on its own thread) must end within timeout_ms (0), or the kind says
+     * it still runs (< 0) and the process exits without freeing the client */
+    int (*stop)(uint64_t timeout_ms);
 };
 
 /* The kind called name in kinds[0..nkinds), or NULL. */

@@ -7,7 +7,8 @@
 # (a switch to a cluster whose application was deployed before the switch and is not RUNNING,
 # or that has none, is a violation; one redeployed in place after it is not; the seconds after
 # a kubesim restart are not judged) and serve-put (a PUT that changed nothing, once); and the
-# exits judge's excuse for leaders that stepped down in a long kubesim outage.
+# exits judge's excuse for leaders that stepped down in a long kubesim outage; and the
+# sanitizer judge's reading of the per-process report files.
 # deadline: 30
 import datetime
 import json
@@ -113,7 +114,44 @@ def main():
     check("the timeline names each cluster's events", len(timeline.get("c", [])) >= 4, timeline.get("c"))
     serve_judges()
     leader_exits()
+    sanitizer_reports()
     return 1 if failures else 0
+
+
+def sanitizer_reports():
+    """sanitizer: each process's report file (log_path) is printed whole, named by the
+    process up started under that pid; an empty file is no report; the processes get
+    log_path in their environment."""
+    work = tempfile.mkdtemp(prefix="chaos-san.")
+    s = chaos.Soak.__new__(chaos.Soak)
+    s.lock, s.violations, s.work = threading.Lock(), {}, work
+    s.sd, s.san_dir = os.path.join(work, "op-state"), os.path.join(work, "sanitizer")
+    os.makedirs(s.sd)
+    os.makedirs(s.san_dir)
+    s.up_instances = [{"pid": 4000}]
+    with open(os.path.join(work, "up.log"), "w") as f:
+        f.write(json.dumps({"component": "up", "msg": "started", "proc": "rayservice", "pid": "4242"}) + "\n")
+        f.write(json.dumps({"proc": "watcher", "component": "watcher", "msg": "started", "pid": "4343"}) + "\n")
+    report = ["==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x6290"] + \
+        ["    #%d 0x55 in frame_%d reconcilers/host/host.c:%d" % (i, i, i) for i in range(60)] + \
+        ["SUMMARY: AddressSanitizer: heap-use-after-free kube/client.c:300 in share_lock"]
+    with open(os.path.join(s.san_dir, "rayop.4242"), "w") as f:
+        f.write("\n".join(report) + "\n")
+    open(os.path.join(s.san_dir, "kubesim.77"), "w").close()
+    env = chaos.sanitizer_env(os.path.join(s.san_dir, "rayop"))
+    try:
+        s.check_sanitizer()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    vs = s.violations.get("sanitizer", [])
+    check("sanitizer: one report file, one violation (an empty file is none)", len(vs) == 1, vs)
+    check("sanitizer: named by the process up started under its pid",
+          bool(vs) and vs[0].startswith("rayservice pid 4242"), vs[:1])
+    check("sanitizer: the report is printed whole (its stack and its SUMMARY line)",
+          bool(vs) and "frame_59" in vs[0] and "SUMMARY: AddressSanitizer" in vs[0], vs[:1])
+    check("sanitizer: every runtime writes to a file per process",
+          all(("log_path=" + os.path.join(s.san_dir, "rayop")) in env[v].split(":")
+              for v in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")), env.get("ASAN_OPTIONS"))
 
 
 def leader_exits():

@@ -3,7 +3,8 @@
  * answers only when the test lets it (a head that is slow exactly as long as the test
  * wants): a fast answer comes back within the wait; a held one gives -EINPROGRESS, runs
  * once however often it is asked, and is taken by a later ask; a dashboard known to be
- * slow is not waited for; a call is pending until its answer is taken. */
+ * slow is not waited for; a call is pending until its answer is taken; stopping waits
+ * for the calls out. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -261,6 +262,36 @@ static void test_bad_arguments(void **state)
     assert_int_equal(dash_async_call("k", &t, "GET", "/", NULL, 0, -1, &r), -EINVAL);
 }
 
+/* dash_async_stop: a controller about to free the kube client its calls borrow waits for
+ * the calls out; one that does not end in time is reported, none starts afterwards, and
+ * once the last has ended stop says so (and the answers nobody took are gone). Runs last:
+ * a stopped module stays stopped. */
+static void test_stop_waits_for_calls_out(void **state)
+{
+    (void)state;
+    struct dash_target t;
+    struct dash_reply r;
+    target(&t);
+    int before = start_held(&t, "d\nout", 10);
+    wait_request(before);
+    assert_int_equal(dash_async_in_flight(), 1);
+    uint64_t t0 = util_now_ns();
+    assert_int_equal(dash_async_stop(200), -ETIMEDOUT);
+    assert_true(util_now_ns() - t0 >= 150ull * 1000000ull);
+    assert_int_equal(dash_async_in_flight(), 1);
+    /* stopped: nothing new goes out, whatever the key */
+    assert_int_equal(dash_async_call("d\nnew", &t, "GET", "/api/jobs/x", NULL, 0, 10, &r),
+                     -ESHUTDOWN);
+    assert_int_equal(requests(), before + 1);
+    /* the call ends while stop waits for it: stop returns as soon as it has */
+    gate(true);
+    t0 = util_now_ns();
+    assert_int_equal(dash_async_stop(5000), 0);
+    assert_true(util_now_ns() - t0 < 4000ull * 1000000ull);
+    assert_int_equal(dash_async_in_flight(), 0);
+    assert_false(dash_async_pending("d\nout", "GET"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_known_slow_not_waited_for),
         cmocka_unit_test(test_pending_until_taken),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_stop_waits_for_calls_out),   /* last: stops the module */
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

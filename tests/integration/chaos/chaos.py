@@ -41,12 +41,17 @@
 #                 lives through it (under kills none lives long enough to be judged); judged
 #                 when that half is 100 s or more, reported otherwise
 #   leftovers     after the stop no shared-memory segment or socket of the instance is left
-#   sanitizer     no ASan/UBSan/LSan report in any process's output (--rayop/--kubesim take
-#                 a sanitizer build; the release build simply has none to print)
+#   sanitizer     no ASan/UBSan/LSan report in any process (--rayop/--kubesim take a
+#                 sanitizer build; the release build simply has none to print). Each process
+#                 writes its reports to a file of its own (log_path: sanitizer/rayop.PID,
+#                 sanitizer/kubesim.PID), printed whole in the report with the process's
+#                 name: on stderr a report of an orphan (its up killed) went through the log
+#                 pipe's EPIPE fallback and could reach the file cut short
 # The report: faults by kind, kills by process, requests, convergence time, violations by
 # invariant (each with the object's timeline); the last line is "chaos: N violations".
 # Kept in the work dir when a run fails: up.log (every up's merged output), op-state/NAME.orphaned.log
-# (what each child logged after its up was killed), kubesim.log, requests.log, sim-state/.
+# (what each child logged after its up was killed), kubesim.log, requests.log, sim-state/,
+# sanitizer/ (the sanitizer reports, one file per process).
 # Not a test itself (tests/run.sh runs only files directly in tests/integration/).
 import argparse
 import datetime
@@ -88,6 +93,18 @@ INVARIANTS = ("overshoot", "orphan", "duplicate-job", "serve-put", "serve-switch
 # what an ASan/UBSan/LSan build prints when it finds something (any log of the run)
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
                    "WARNING: AddressSanitizer")
+# the lines of one sanitizer report printed in the chaos report (the rest stays in its file)
+SANITIZER_REPORT_LINES = 200
+
+
+def sanitizer_env(path_prefix):
+    """os.environ with every sanitizer's reports going to PATH_PREFIX.PID (a file per
+    process, written by the runtime itself) instead of stderr."""
+    env = dict(os.environ)
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        opts = [o for o in env.get(var, "").split(":") if o and not o.startswith("log_path=")]
+        env[var] = ":".join(opts + ["log_path=" + path_prefix])
+    return env
 
 
 def log(msg):
@@ -244,6 +261,8 @@ class Soak:
         self.state = os.path.join(self.work, "sim-state")
         self.sd = os.path.join(self.work, "op-state")
         os.makedirs(self.sd, mode=0o700, exist_ok=True)
+        self.san_dir = os.path.join(self.work, "sanitizer")
+        os.makedirs(self.san_dir, mode=0o700, exist_ok=True)
         self.rayop = os.path.join(self.work, "rayop")
         shutil.copy(rayop or os.path.join(ROOT, "bin", "rayop"), self.rayop)
         self.kubesim_bin = os.path.join(self.work, "kubesim")
@@ -263,6 +282,7 @@ class Soak:
         self.ops = {}
         self.violations = {}      # invariant -> [text]
         self.mem = {}             # (name, pid) -> [(t, pss_kb)]
+        self.sim_mem = []         # kubesim's /kubesim/memory at the judged half's start and end
         self.up = None
         self.up_instances = []    # [{"pid":, "kills": {name: n}}]
         self.sim = None
@@ -306,7 +326,8 @@ class Soak:
         for f in [] if self.calm else faults:
             args += ["--fault", f]
         logf = open(os.path.join(self.work, "kubesim.log"), "ab")
-        self.sim = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=logf)
+        self.sim = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=logf,
+                                    env=sanitizer_env(os.path.join(self.san_dir, "kubesim")))
         url = self.sim.stdout.readline().decode().strip()
         if not url.startswith("http"):
             raise RuntimeError("kubesim did not start: %r" % url)
@@ -336,7 +357,8 @@ class Soak:
         logf = open(os.path.join(self.work, "up.log"), "ab")
         self.up = subprocess.Popen([self.rayop, "up", "--kubeconfig", self.kc, "--state-dir", self.sd,
                                     "--metrics-addr", "0", "--health-probe-bind-address", "0",
-                                    "--use-kubernetes-proxy"], stdout=logf, stderr=logf)
+                                    "--use-kubernetes-proxy"], stdout=logf, stderr=logf,
+                                   env=sanitizer_env(os.path.join(self.san_dir, "rayop")))
         self.up_instances.append({"pid": self.up.pid, "kills": {k: 0 for k in KINDS}, "restarts": {}})
 
     def up_json(self):
@@ -858,6 +880,8 @@ class Soak:
                 next_expire = now + rng.uniform(5, 15)
             self.sample_mem()
             self.check_jobs()
+            if not kills and not self.sim_mem and now >= self.mid:
+                self.sim_mem.append(self.api.get("/kubesim/memory"))
             if now >= next_note:
                 st = self.api.get("/kubesim/status") or {}
                 pss = self.mem.get(("kubesim", self.sim.pid), [(0, 0)])[-1][1]
@@ -1035,6 +1059,8 @@ class Soak:
             log("steady phase: %d s of churn and API faults without kills" % self.steady_s)
             self.mid = time.monotonic() + self.steady_s / 2
             self.faults_loop(time.monotonic() + self.steady_s, kills=False)
+            if self.sim_mem:
+                self.sim_mem.append(self.api.get("/kubesim/memory"))
         self.churn_stop.set()
         churn.join()
         if self.target_rs:
@@ -1168,9 +1194,80 @@ class Soak:
             self.violate("memory", "only %d processes lived through the steady phase's second half"
                          % len(self.mem_report))
 
+    def proc_names(self):
+        """{pid: name} of every process an up started (its "started" lines), "up" for the
+        supervisors themselves."""
+        names = {inst["pid"]: "up" for inst in getattr(self, "up_instances", [])}
+        try:
+            with open(os.path.join(self.work, "up.log"), errors="replace") as f:
+                for line in f:
+                    if '"started"' not in line:
+                        continue
+                    try:
+                        r = json.loads(line)
+                        if r.get("component") == "up" and r.get("msg") == "started":
+                            names[int(r["pid"])] = r["proc"]
+                    except (ValueError, KeyError, TypeError):
+                        continue
+        except OSError:
+            pass
+        return names
+
+    def sim_memory_report(self):
+        """What kubesim's memory held at the start and the end of the judged half (its
+        /kubesim/memory): live objects, watch-window rings, malloc's heap in use, the RSS
+        and the types that grew most - whether a PSS growth is data (objects, Events, the
+        watch windows still filling) or the heap."""
+        if len(self.sim_mem) < 2 or not all(self.sim_mem):
+            return []
+        a, b = self.sim_mem[0], self.sim_mem[-1]
+        mb = lambda n: n / 1048576.0   # noqa: E731
+        ta, tb = a.get("total", {}), b.get("total", {})
+        ma, mb_ = a.get("malloc", {}), b.get("malloc", {})
+        live = lambda t: t.get("textBytes", 0) + t.get("treeBytes", 0)   # noqa: E731
+        ring = lambda t: t.get("ringOnlyTextBytes", 0) + t.get("ringOnlyTreeBytes", 0)   # noqa: E731
+        out = ["objects %d -> %d (%.1f -> %.1f MB), watch-window events %d -> %d (objects only "
+               "there %.1f -> %.1f MB), malloc in use %.1f -> %.1f MB, rss %.1f -> %.1f MB" % (
+                   ta.get("objects", 0), tb.get("objects", 0), mb(live(ta)), mb(live(tb)),
+                   ta.get("ringEvents", 0), tb.get("ringEvents", 0), mb(ring(ta)), mb(ring(tb)),
+                   mb(ma.get("inUseBytes", 0)), mb(mb_.get("inUseBytes", 0)),
+                   mb(a.get("rssBytes", 0)), mb(b.get("rssBytes", 0)))]
+        grew = []
+        for name, t in b.get("types", {}).items():
+            o = a.get("types", {}).get(name, {})
+            d = live(t) + ring(t) - live(o) - ring(o)
+            grew.append((d, "%s %+.1f MB (objects %d -> %d, ring events %d -> %d)" % (
+                name, mb(d), o.get("objects", 0), t.get("objects", 0), o.get("ringEvents", 0),
+                t.get("ringEvents", 0))))
+        grew.sort(reverse=True)
+        if grew:
+            out.append("grew most: " + "; ".join(t for _, t in grew[:5]))
+        return out
+
     def check_sanitizer(self):
-        """Sanitizer reports in the logs of every process of the run (after the stop, so that
-        leak reports at exit are in)."""
+        """Sanitizer reports of every process of the run (after the stop, so that leak
+        reports at exit are in): the files the runtimes wrote (one per process, printed
+        whole up to SANITIZER_REPORT_LINES), then any report that still reached a log."""
+        names = self.proc_names()
+        try:
+            files = sorted(os.listdir(self.san_dir))
+        except OSError:
+            files = []
+        for fn in files:
+            exe, _, pid = fn.partition(".")
+            try:
+                with open(os.path.join(self.san_dir, fn), errors="replace") as f:
+                    lines = f.readlines()
+            except OSError:
+                continue
+            if not lines:
+                continue
+            who = "kubesim" if exe == "kubesim" else names.get(int(pid) if pid.isdigit() else -1, "rayop")
+            more = len(lines) - SANITIZER_REPORT_LINES
+            self.violate("sanitizer", "%s pid %s (sanitizer/%s, %d lines):\n%s%s" % (
+                who, pid, fn, len(lines),
+                "".join("    " + l.rstrip("\n")[:300] + "\n" for l in lines[:SANITIZER_REPORT_LINES]),
+                "    ... %d more lines in the file\n" % more if more > 0 else ""))
         logs = [os.path.join(self.work, "up.log"), os.path.join(self.work, "kubesim.log")]
         logs += [os.path.join(self.sd, f) for f in sorted(os.listdir(self.sd)) if f.endswith(".orphaned.log")]
         for path in logs:
@@ -1234,6 +1331,8 @@ class Soak:
                 sum(1 for v in self.serve_puts.values() if v)))
         for m in self.mem_report:
             log("memory: " + m)
+        for m in self.sim_memory_report():
+            log("memory: kubesim " + m)
         n = 0
         for inv in INVARIANTS:
             vs = self.violations.get(inv, [])
