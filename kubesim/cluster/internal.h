@@ -8,6 +8,7 @@
 #define RAYOP_KUBESIM_CLUSTER_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 #include <uthash.h>
 
@@ -559,8 +560,20 @@ void cluster__jobs_free(struct cluster *c);
  * group api_group, e.g. "batch/"), else NULL. */
 const cJSON *cluster__controller_ref(const cJSON *obj, const char *api_group, const char *kind);
 
-/* The Pod's Ready condition is True. */
-bool cluster__pod_ready(const cJSON *pod);
+/* The Pod's Ready condition is True. Inline: the scheduler, kubelet, Jobs,
+ * Deployments and the endpoints sync all ask, and a call into run.c made each of
+ * them a caller of the thread's main file. */
+static inline bool cluster__pod_ready(const cJSON *pod)
+{
+    const cJSON *cd;
+
+    cJSON_ArrayForEach(cd, kobj_get(kobj_get(pod, "status"), "conditions")) {
+        const char *t = kobj_str(cd, "type"), *s;
+        if (t && !strcmp(t, "Ready"))
+            return (s = kobj_str(cd, "status")) && !strcmp(s, "True");
+    }
+    return false;
+}
 
 /*
  * ---- what the Job controller's two files share: the tables and writes of jobs.c that

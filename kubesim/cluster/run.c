@@ -26,16 +26,6 @@ const char cluster_usage[] =
     "               (--nodes: default 3, 1 with --run-image; 0 = an API server only;\n"
     "               docs/kubesim-cluster.md)\n";
 
-bool cluster__pod_ready(const cJSON *pod)
-{
-    const cJSON *cd;
-
-    cJSON_ArrayForEach(cd, kobj_get(kobj_get(pod, "status"), "conditions"))
-        if (kobj_str(cd, "type") && !strcmp(kobj_str(cd, "type"), "Ready"))
-            return kobj_str(cd, "status") && !strcmp(kobj_str(cd, "status"), "True");
-    return false;
-}
-
 /* ---- flags ----------------------------------------------------------------------- */
 
 static int flag_num(const char *v, long min, long max, long *out)
