@@ -50,8 +50,13 @@ void cluster__deploy_event(struct cluster *c, enum store_event_type type, struct
         if ((ref = cluster__controller_ref(store_obj_json(o), "apps/", "Deployment")))
             mark(&c->deploy_dirty, &c->ndeploy_dirty, &c->capdeploy_dirty, o->ns,
                  kobj_str(ref, "name"));
-    } else if (o->res == c->r_pods && (ref = cluster__controller_ref(store_obj_json(o), "apps/", "ReplicaSet"))) {
-        mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, kobj_str(ref, "name"));
+    } else if (o->res == c->r_pods) {
+        /* the Pod record holds its controller (pods.c): no parse for the Pods of others */
+        const struct cl_pod *p = cluster__pod_rec(c, o);
+        if (p && p->v.ctl == CL_CTL_RS)
+            mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, p->v.ctl_name);
+        else if (!p && (ref = cluster__controller_ref(store_obj_json(o), "apps/", "ReplicaSet")))
+            mark(&c->rs_dirty, &c->nrs_dirty, &c->caprs_dirty, o->ns, kobj_str(ref, "name"));
     }
 }
 

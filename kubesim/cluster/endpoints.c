@@ -587,6 +587,33 @@ void cluster__endpoints_pod(struct cluster *c, const char *key, const char *ns, 
     entry_set(&x->pods, &x->pod_by_pair, key, now, n);
 }
 
+void cluster__endpoints_pod_touch(struct cluster *c, const char *key)
+{
+    struct ep_entry *e = NULL;
+
+    if (!c->epx)
+        return;
+    HASH_FIND_STR(c->epx->pods, key, e);
+    /* the Services that select it are among those indexed under its labels */
+    for (size_t i = 0; e && i < e->n; i++) {
+        struct ep_bucket *b = bucket_find(c->epx->svc_by_pair, e->lkeys[i]);
+        struct ep_key *k, *tk;
+
+        if (!b)
+            continue;
+        HASH_ITER(hh, b->keys, k, tk) {
+            struct cl_svc *s = NULL;
+            struct cl_member *m = NULL;
+
+            HASH_FIND_STR(c->svcs, k->key, s);
+            if (s)
+                HASH_FIND_STR(s->members, key, m);
+            if (m)
+                svc_mark(c, s);
+        }
+    }
+}
+
 /* The selector pair to index s under: the one fewest Services share now. */
 static char *svc_pair(struct cl_ep_index *x, const struct cl_svc *s, const cJSON *sel)
 {

@@ -93,8 +93,37 @@ struct cl_pod {
         char ip[48];             /* status.podIP ("" none; an IPv6 address fits) */
         char *node;              /* spec.nodeName (malloc'd; NULL: none) */
     } ep;
+    /* the rest of what the cluster reads of obj (scheduler, kubelet, Jobs, Deployments),
+     * taken from its tree when a client wrote it (or at the first look), and left as it
+     * was when the cluster wrote it itself: those events are not parsed (own[] below) */
+    struct cl_pod_view {
+        bool gang;               /* cluster__gang_pod: the gang step reads its trees */
+        bool default_sched;      /* schedulerName empty or default-scheduler */
+        bool terminal;           /* phase Succeeded or Failed */
+        bool deleting;           /* deletionTimestamp set */
+        bool pvc;                /* a persistentVolumeClaim volume (VolumeBinding reads it) */
+        bool init;               /* spec.initContainers */
+        bool job_fin;            /* the Job tracking finalizer */
+        long grace_ms;           /* deletionGracePeriodSeconds in ms, -1 none */
+        int ctl;                 /* CL_CTL_*: the kind of its controller ownerReference */
+        char *ctl_name, *ctl_uid; /* a Job's or ReplicaSet's (malloc'd; NULL otherwise) */
+        int ann_fail, ann_code;  /* the kubesim.io/ annotations, as kubelet.c reads them */
+        long ann_exit_after;
+        cJSON *sched;            /* {"spec":{tolerations, nodeSelector, affinity}} as far as
+                                  * set (owned), NULL when none is: what the filters read */
+    } v;
+    /* the cluster's own writes of this Pod whose events have not come: the event of
+     * one brings what the cluster wrote on top of the snapshot before it (events come
+     * in commit order), so the record is brought forward without parsing the Pod */
+    struct cl_own {
+        uint64_t rv;             /* 0: free */
+        bool bind;               /* spec.nodeName (the node is acct_node) */
+        bool ip, ready, terminal; /* a status write: podIP written, Ready, phase ended */
+    } own[3];
     UT_hash_handle hh;
 };
+
+enum { CL_CTL_NONE, CL_CTL_JOB, CL_CTL_RS, CL_CTL_OTHER };
 
 /* A Pod a Service's selector matches (by key; looked up in the Pod table at sync). */
 struct cl_member {
@@ -248,6 +277,15 @@ const char *cluster__pod_unsched(const struct cl_pod *p);
 /* Replaces it (msg NULL or "": none; cut at CL_UNSCHED_MSG_MAX - 1 bytes). */
 void cluster__pod_set_unsched(struct cl_pod *p, const char *msg);
 void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
+/* The record of Pod o when its view is o's (cluster__pod_event took it), else NULL. */
+const struct cl_pod *cluster__pod_rec(struct cluster *c, const struct store_obj *o);
+/* Notes a write of p by the cluster (o the stored result; bind: of spec.nodeName, else
+ * of the status kubelet.c derives from p), so that its event needs no parse. */
+void cluster__pod_own(struct cluster *c, struct cl_pod *p, const struct store_obj *o, bool bind);
+/* An Event about o (involvedObject from its names and resourceVersion, no tree read). */
+void cluster__event_of(struct cluster *c, const struct store_obj *o, const char *type,
+                       const char *reason, const char *message, const char *component,
+                       const char *host, const char *field_path);
 void cluster__schedule_pass(struct cluster *c);
 void cluster__pods_free(struct cluster *c);
 void cluster__svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
@@ -527,6 +565,8 @@ const char *cluster__kai_limit_check(const struct gang *g, struct gqueue *kqs, c
 void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p);
 void cluster__kubelet_timer(struct cluster *c, struct cl_pod *p, int kind);
 void cluster__kubelet_set_cond(struct cl_pod *p, int cond, bool v);
+/* Reads the kubesim.io/ annotations of pod into p->v (at each parsed snapshot). */
+void cluster__kubelet_take(struct cl_pod *p, const cJSON *pod);
 /* Writes the status the kubelet derives from p's state (merge patch of /status). */
 int cluster__kubelet_write(struct cluster *c, struct cl_pod *p);
 
@@ -535,6 +575,8 @@ void cluster__endpoints_sync(struct cluster *c);
 void cluster__endpoints_drop(struct cluster *c, const char *ns, const char *name);
 /* A Pod changed (o) or went (o NULL): update the memberships of the Services of ns. */
 void cluster__endpoints_pod(struct cluster *c, const char *key, const char *ns, const struct store_obj *o);
+/* The Pod's labels did not change, its IP, readiness or node did: mark its Services. */
+void cluster__endpoints_pod_touch(struct cluster *c, const char *key);
 /* A Service was added or changed: recompute its members from the Pod table. */
 void cluster__endpoints_svc(struct cluster *c, struct cl_svc *s);
 void cluster__endpoints_svc_free(struct cl_svc *s);

@@ -481,6 +481,7 @@ void cluster__jobs_pod(struct cluster *c, enum store_event_type type, struct sto
     char key[600];
     struct cl_jpod *jp = NULL;
     struct cl_job *j;
+    const struct cl_pod *p;
     const cJSON *ref;
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
@@ -492,15 +493,21 @@ void cluster__jobs_pod(struct cluster *c, enum store_event_type type, struct sto
         }
         return;
     }
-    ref = cluster__controller_ref(store_obj_json(o), "batch/", "Job");
-    j = ref ? job_by_uid(c, kobj_str(ref, "uid")) : NULL;
+    /* the Pod record holds its controller and finalizer: most Pods no Job controls, and
+     * their snapshots need not be parsed for that (pods.c) */
+    if ((p = cluster__pod_rec(c, o)))
+        j = p->v.ctl == CL_CTL_JOB ? job_by_uid(c, p->v.ctl_uid) : NULL;
+    else
+        j = (ref = cluster__controller_ref(store_obj_json(o), "batch/", "Job")) ?
+            job_by_uid(c, kobj_str(ref, "uid")) : NULL;
     if (!j) {
         if (jp) {
             cluster__job_mark(c, jp->job);
             cluster__jpod_free(c, jp);
         }
         /* no Job of ours controls it (anymore): nobody will count it */
-        orphan_finalizer(c, o);
+        if (p ? p->v.job_fin : cluster__job_has_finalizer(store_obj_json(o), TRACKING_FIN))
+            orphan_finalizer(c, o);
         return;
     }
     cluster__jpod_set(c, j, o);

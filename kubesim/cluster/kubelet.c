@@ -41,39 +41,49 @@ void cluster__kubelet_set_cond(struct cl_pod *p, int cond, bool v)
     }
 }
 
-/* kubesim.io/fail: crashloop | exit:<code> | oomkilled | imagepull | never-ready */
-static void parse_annotations(struct cl_pod *p)
+/* kubesim.io/fail: crashloop | exit:<code> | oomkilled | imagepull | never-ready, read
+ * from each parsed snapshot into the record (the kubelet acts on them at the bind) */
+void cluster__kubelet_take(struct cl_pod *p, const cJSON *pod)
 {
-    const cJSON *an = kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "annotations");
+    const cJSON *an = kobj_get(kobj_get(pod, "metadata"), "annotations");
     const char *f = kobj_str(an, "kubesim.io/fail"), *ea = kobj_str(an, "kubesim.io/exit-after-ms");
     char *end;
 
-    p->fail_kind = FAIL_NONE;
-    p->exit_after_ms = 0;
+    p->v.ann_fail = FAIL_NONE;
+    p->v.ann_code = 0;
+    p->v.ann_exit_after = 0;
     if (ea) {
         long v = strtol(ea, &end, 10);
         if (!*end && end != ea && v >= 0 && v <= 86400000)
-            p->exit_after_ms = v;
+            p->v.ann_exit_after = v;
     }
     if (!f)
         return;
     if (!strcmp(f, "crashloop")) {
-        p->fail_kind = FAIL_CRASHLOOP;
-        p->exit_code = 1;
+        p->v.ann_fail = FAIL_CRASHLOOP;
+        p->v.ann_code = 1;
     } else if (!strcmp(f, "oomkilled")) {
-        p->fail_kind = FAIL_OOM;
-        p->exit_code = 137;
+        p->v.ann_fail = FAIL_OOM;
+        p->v.ann_code = 137;
     } else if (!strcmp(f, "imagepull")) {
-        p->fail_kind = FAIL_IMAGEPULL;
+        p->v.ann_fail = FAIL_IMAGEPULL;
     } else if (!strcmp(f, "never-ready")) {
-        p->fail_kind = FAIL_NEVERREADY;
+        p->v.ann_fail = FAIL_NEVERREADY;
     } else if (!strncmp(f, "exit:", 5)) {
         long v = strtol(f + 5, &end, 10);
         if (!*end && end != f + 5 && v >= 0 && v <= 255) {
-            p->fail_kind = FAIL_EXIT;
-            p->exit_code = (int)v;
+            p->v.ann_fail = FAIL_EXIT;
+            p->v.ann_code = (int)v;
         }
     }
+}
+
+static void parse_annotations(struct cl_pod *p)
+{
+    p->fail_kind = p->v.ann_fail;
+    p->exit_after_ms = p->v.ann_exit_after;
+    if (p->fail_kind == FAIL_CRASHLOOP || p->fail_kind == FAIL_OOM || p->fail_kind == FAIL_EXIT)
+        p->exit_code = p->v.ann_code;
     if ((p->fail_kind == FAIL_CRASHLOOP || p->fail_kind == FAIL_OOM ||
          p->fail_kind == FAIL_EXIT) && !p->exit_after_ms)
         p->exit_after_ms = EXIT_AFTER_DEFAULT_MS;
@@ -87,7 +97,7 @@ static void cl_kubelet_exit_plan(struct cluster *c, struct cl_pod *p)
 {
     if (p->exit_after_ms > 0 || p->fail_kind == FAIL_IMAGEPULL)
         return;   /* kubesim.io/ annotations decided */
-    if (c->o.job_pod_ms > 0 && cluster__controller_ref(store_obj_json(p->obj), "batch/", "Job"))
+    if (c->o.job_pod_ms > 0 && p->v.ctl == CL_CTL_JOB)
         p->exit_after_ms = (long)cluster__jitter(c, c->o.job_pod_ms);
 }
 
@@ -99,7 +109,7 @@ static const char *restart_policy(const struct cl_pod *p)
 
 static const char *node_name(const struct cl_pod *p)
 {
-    return kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName");
+    return p->ep.known ? p->ep.node : kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName");
 }
 
 /* ---- status rendering ------------------------------------------------------------- */
@@ -346,6 +356,7 @@ int cluster__kubelet_write(struct cluster *c, struct cl_pod *p)
     cJSON *body = cJSON_CreateObject(), *status = pod_status(c, p);
     struct store_write_opts w = { .field_manager = "kubelet" };
     struct store_status st = { 0 };
+    struct store_obj *out = NULL;
     int rc;
 
     if (!body || !status || !cJSON_AddItemToObject(body, "status", status)) {
@@ -355,9 +366,12 @@ int cluster__kubelet_write(struct cluster *c, struct cl_pod *p)
     }
     /* the tree itself: printing it for the store to parse again was 5 % of kubesim */
     rc = store_patch_json(c->store, c->r_pods, p->obj->ns, p->obj->name, "status", PATCH_MERGE,
-                          body, &w, NULL, NULL, &st);
+                          body, &w, &out, NULL, &st);
     if (rc < 0 && st.code != 404)
         log_warn("cluster: pod status write failed", "pod", p->key, "error", st.message, NULL);
+    if (rc == 0)
+        cluster__pod_own(c, p, out, false);
+    store_obj_unref(out);
     store_status_clear(&st);
     return rc;
 }
@@ -506,25 +520,22 @@ static void delete_now(struct cluster *c, struct cl_pod *p)
 void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p)
 {
     const char *node = node_name(p);
-    const cJSON *md = kobj_get(store_obj_json(p->obj), "metadata");
 
     if (!node || !node[0] || !cluster__node_find(c, node))
         return;
     if (c->o.runtime && (p->real || runtime_claims(c->o.runtime, store_obj_json(p->obj)))) {
         /* real processes (kubesim/runtime): it writes the status and removes the Pod */
-        if (kobj_get(md, "deletionTimestamp")) {
-            const cJSON *g = kobj_get(md, "deletionGracePeriodSeconds");
+        if (p->v.deleting) {
             if (!p->deleting && p->real)
                 runtime_pod_delete(c->o.runtime, p->obj->uid,
-                                   cJSON_IsNumber(g) ? (long)(cJSON_GetNumberValue(g) * 1000) : 30000);
+                                   p->v.grace_ms >= 0 ? p->v.grace_ms : 30000);
             else if (!p->deleting)
                 cluster__timer_add(c, 0, T_DELETE, p);
             p->deleting = true;
             return;
         }
         if (!p->real) {
-            const char *ph = kobj_str(kobj_get(store_obj_json(p->obj), "status"), "phase");
-            if (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed")))
+            if (p->v.terminal)
                 return;
             p->real = true;
             assign_ip(c, p);
@@ -532,9 +543,8 @@ void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p)
         }
         return;
     }
-    if (kobj_get(md, "deletionTimestamp")) {
-        const cJSON *g = kobj_get(md, "deletionGracePeriodSeconds");
-        long ms = cJSON_IsNumber(g) ? (long)(cJSON_GetNumberValue(g) * 1000) : 0;
+    if (p->v.deleting) {
+        long ms = p->v.grace_ms >= 0 ? p->v.grace_ms : 0;
 
         if (p->deleting)
             return;
@@ -548,13 +558,8 @@ void cluster__kubelet_pod(struct cluster *c, struct cl_pod *p)
         cluster__timer_add(c, (uint64_t)(ms < 0 ? 0 : ms), T_DELETE, p);
         return;
     }
-    if (p->stage != ST_NONE)
+    if (p->stage != ST_NONE || p->v.terminal)
         return;
-    {
-        const char *ph = kobj_str(kobj_get(store_obj_json(p->obj), "status"), "phase");
-        if (ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed")))
-            return;
-    }
     parse_annotations(p);
     cl_kubelet_exit_plan(c, p);
     p->stage = ST_BOUND;

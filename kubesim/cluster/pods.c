@@ -72,6 +72,14 @@ void cluster__pod_set_unsched(struct cl_pod *p, const char *msg)
     p->unsched_msg = msg && msg[0] ? strndup(msg, CL_UNSCHED_MSG_MAX - 1) : NULL;
 }
 
+static void view_clear(struct cl_pod *p)
+{
+    free(p->v.ctl_name);
+    free(p->v.ctl_uid);
+    cJSON_Delete(p->v.sched);
+    memset(&p->v, 0, sizeof(p->v));
+}
+
 static void pod_free(struct cl_pod *p)
 {
     store_obj_unref(p->obj);
@@ -79,6 +87,7 @@ static void pod_free(struct cl_pod *p)
     free(p->backoff_ev);
     free(p->acct_node);
     free(p->ep.node);
+    view_clear(p);
     free(p->key);
     free(p);
 }
@@ -99,19 +108,138 @@ static void ep_fields(struct cl_pod *p, const cJSON *pod)
     p->ep.known = true;
 }
 
+/* What the node filters read of a Pod (a copy of the members set, NULL when none is):
+ * most Pods set none, and the scheduler then reads no tree. */
+static cJSON *sched_spec(const cJSON *spec)
+{
+    static const char *const keys[] = { "tolerations", "nodeSelector", "affinity" };
+    cJSON *out = NULL, *s = NULL;
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const cJSON *m = kobj_get(spec, keys[i]);
+        if (!m)
+            continue;
+        if (!out && (!(out = cJSON_CreateObject()) || !(s = cJSON_AddObjectToObject(out, "spec"))))
+            break;
+        cJSON_AddItemToObject(s, keys[i], cJSON_Duplicate(m, true));
+    }
+    return out;
+}
+
+/* Takes the view of p from pod, the tree of a snapshot a client wrote (or the first). */
+static void view_take(struct cl_pod *p, const cJSON *pod)
+{
+    const cJSON *spec = kobj_get(pod, "spec"), *md = kobj_get(pod, "metadata"), *v;
+    const cJSON *g = kobj_get(md, "deletionGracePeriodSeconds"), *ref = kobj_controller_ref(pod);
+    const char *sched = kobj_str(spec, "schedulerName"), *k = kobj_str(ref, "kind");
+    const char *av = kobj_str(ref, "apiVersion");
+
+    view_clear(p);
+    p->v.gang = cluster__gang_pod(pod);
+    p->v.default_sched = !sched || !sched[0] || !strcmp(sched, "default-scheduler");
+    p->v.terminal = pod_terminal(pod);
+    p->v.deleting = kobj_get(md, "deletionTimestamp") != NULL;
+    p->v.grace_ms = cJSON_IsNumber(g) ? (long)(cJSON_GetNumberValue(g) * 1000) : -1;
+    p->v.init = kobj_get(spec, "initContainers") != NULL;
+    p->v.job_fin = cluster__job_has_finalizer(pod, TRACKING_FIN);
+    cJSON_ArrayForEach(v, kobj_get(spec, "volumes"))
+        if (kobj_get(v, "persistentVolumeClaim"))
+            p->v.pvc = true;
+    p->v.ctl = !ref ? CL_CTL_NONE : CL_CTL_OTHER;
+    if (k && av && ((!strcmp(k, "Job") && !strncmp(av, "batch/", 6)) ||
+                    (!strcmp(k, "ReplicaSet") && !strncmp(av, "apps/", 5)))) {
+        p->v.ctl_name = kobj_str(ref, "name") ? strdup(kobj_str(ref, "name")) : NULL;
+        p->v.ctl_uid = kobj_str(ref, "uid") ? strdup(kobj_str(ref, "uid")) : NULL;
+        if (p->v.ctl_name && p->v.ctl_uid)
+            p->v.ctl = k[0] == 'J' ? CL_CTL_JOB : CL_CTL_RS;
+    }
+    p->v.sched = sched_spec(spec);
+    cluster__kubelet_take(p, pod);
+}
+
+/* The endpoints fields after the cluster's own write w, on top of the snapshot before
+ * it (the record holds that one's); true when what the endpoints sync reads changed. */
+static bool view_own(struct cl_pod *p, const struct cl_own *w)
+{
+    bool changed;
+
+    if (w->bind) {
+        char *n;
+        if (p->ep.node && !strcmp(p->ep.node, p->acct_node))
+            return false;
+        if (!(n = strdup(p->acct_node))) {
+            p->ep.known = false;   /* the sync and the kubelet read the tree */
+            return true;
+        }
+        free(p->ep.node);
+        p->ep.node = n;
+        return true;
+    }
+    changed = w->ready != p->ep.ready || (w->ip && strcmp(p->ep.ip, p->ip));
+    if (w->ip)
+        snprintf(p->ep.ip, sizeof(p->ep.ip), "%s", p->ip);
+    p->ep.ready = w->ready;
+    p->v.terminal = w->terminal;
+    return changed;
+}
+
+/* The pending own write with o's resourceVersion, taken off the list (with any older
+ * one whose event was lost); false when o is not one of them. */
+static bool own_take(struct cl_pod *p, const struct store_obj *o, struct cl_own *out)
+{
+    bool hit = false;
+
+    for (size_t i = 0; i < sizeof(p->own) / sizeof(p->own[0]); i++) {
+        if (!p->own[i].rv || p->own[i].rv > o->rv)
+            continue;
+        if (p->own[i].rv == o->rv) {
+            *out = p->own[i];
+            hit = true;
+        }
+        p->own[i].rv = 0;
+    }
+    return hit;
+}
+
+void cluster__pod_own(struct cluster *c, struct cl_pod *p, const struct store_obj *o, bool bind)
+{
+    size_t n = sizeof(p->own) / sizeof(p->own[0]), at = 0;
+    bool bound = (p->stage != ST_NONE && p->stage != ST_BOUND) || (p->cond[C_SCHED] && p->acct_node);
+
+    /* a gang member's record is read by the gang step from trees; the runtime's Pods
+     * are written by the runtime too: both keep parsing every snapshot */
+    if (!o || p->v.gang || c->o.runtime || (bind && !p->acct_node) || strcmp(o->uid, p->obj->uid))
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (!p->own[i].rv || p->own[i].rv < p->own[at].rv)
+            at = i;   /* a free slot, else the oldest (its event then parses) */
+    p->own[at] = (struct cl_own){ .rv = o->rv, .bind = bind, .ip = bound && p->ip[0],
+                                  .ready = bound && p->cond[C_READY],
+                                  .terminal = p->stage == ST_DONE };
+}
+
+const struct cl_pod *cluster__pod_rec(struct cluster *c, const struct store_obj *o)
+{
+    char key[600];
+    struct cl_pod *p = NULL;
+
+    snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
+    HASH_FIND_STR(c->pods, key, p);
+    return p && p->obj == o ? p : NULL;
+}
+
 void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o)
 {
     char key[600];
     struct cl_pod *p = NULL;
-    const cJSON *spec = kobj_get(store_obj_json(o), "spec");
-    const char *node = kobj_str(spec, "nodeName"), *sched = kobj_str(spec, "schedulerName");
+    struct cl_own own;
+    bool mine = false;
 
     snprintf(key, sizeof(key), "%s/%s", o->ns, o->name);
     HASH_FIND_STR(c->pods, key, p);
-    bool gang = cluster__gang_pod(store_obj_json(o));
-    if (gang)
-        c->gang_dirty = c->gang_seen = true;   /* a gang member changed: the gang step looks again */
     if (type == EV_DELETED) {
+        if (p ? p->v.gang : cluster__gang_pod(store_obj_json(o)))
+            c->gang_dirty = c->gang_seen = true;
         cluster__endpoints_pod(c, key, o->ns, NULL);
         if (p) {
             unaccount(c, p);
@@ -139,26 +267,40 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
         cluster_pod_requests(store_obj_json(o), &p->req);
         HASH_ADD_KEYPTR(hh, c->pods, p->key, strlen(p->key), p);
     } else {
+        mine = p->ep.known && own_take(p, o, &own) && (!own.bind || p->acct_node);
         store_obj_unref(p->obj);
     }
     p->obj = store_obj_ref(o);
-    ep_fields(p, store_obj_json(o));
-    cluster__endpoints_pod(c, key, o->ns, o);
+    if (mine) {
+        /* the cluster's own bind or status write: labels, spec and metadata are those
+         * of the snapshot before it, so its Services change only when what the sync
+         * reads of it does */
+        if (view_own(p, &own))
+            cluster__endpoints_pod_touch(c, key);
+    } else {
+        memset(p->own, 0, sizeof(p->own));   /* older own writes are folded in this one */
+        view_take(p, store_obj_json(o));
+        ep_fields(p, store_obj_json(o));
+        cluster__endpoints_pod(c, key, o->ns, o);
+    }
+    if (p->v.gang)
+        c->gang_dirty = c->gang_seen = true;   /* a gang member changed: the gang step looks again */
 
     /* resources stay taken from binding until the Pod ends */
     {
-        const char *want = node && node[0] && !pod_terminal(store_obj_json(o)) ? node : NULL;
+        const char *node = p->ep.known ? p->ep.node :
+                           kobj_str(kobj_get(store_obj_json(o), "spec"), "nodeName");
+        const char *want = node && node[0] && !p->v.terminal ? node : NULL;
         if (!want || !p->acct_node || strcmp(want, p->acct_node)) {
             if (p->acct_node)
                 unaccount(c, p);
             if (want)
                 account(c, p, want);
         }
+        if ((!node || !node[0]) && !p->v.terminal && !p->unsched && p->v.default_sched &&
+            !p->v.gang && !p->v.deleting)
+            pending_push(c, p);
     }
-    if ((!node || !node[0]) && !pod_terminal(store_obj_json(o)) && !p->unsched &&
-        (!sched || !sched[0] || !strcmp(sched, "default-scheduler")) && !gang &&
-        !kobj_get(kobj_get(store_obj_json(o), "metadata"), "deletionTimestamp"))
-        pending_push(c, p);
     cluster__kubelet_pod(c, p);
 }
 
@@ -200,29 +342,32 @@ int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, co
 {
     struct store_write_opts w = { .field_manager = "kube-scheduler" };
     struct store_status st = { 0 };
+    struct store_obj *out = NULL;
     char body[400], msg[700];
     int rc;
 
     snprintf(body, sizeof(body), "{\"spec\":{\"nodeName\":\"%s\"}}", n->name);
     rc = store_patch(c->store, c->r_pods, p->obj->ns, p->obj->name, NULL, PATCH_MERGE, body,
-                     strlen(body), &w, NULL, NULL, &st);
+                     strlen(body), &w, &out, NULL, &st);
     if (rc < 0) {
         log_debug("cluster: bind failed", "pod", p->key, "error", st.message, NULL);
         store_status_clear(&st);
         return rc;
     }
     account(c, p, n->name);
+    cluster__pod_own(c, p, out, true);
+    store_obj_unref(out);
     cluster__kubelet_set_cond(p, C_SCHED, true);
     /* what the node's kubelet reports at once: created, not yet started */
     cluster__kubelet_set_cond(p, C_READYTOSTART, false);
-    cluster__kubelet_set_cond(p, C_INIT, !kobj_get(kobj_get(store_obj_json(p->obj), "spec"), "initContainers"));
+    cluster__kubelet_set_cond(p, C_INIT, !p->v.init);
     cluster__kubelet_set_cond(p, C_CONTAINERS, false);
     cluster__kubelet_set_cond(p, C_READY, false);
     p->start_time = time(NULL);
     cluster__pod_set_unsched(p, NULL);
     cluster__kubelet_write(c, p);
     snprintf(msg, sizeof(msg), "Successfully assigned %s to %s", p->key, n->name);
-    cluster__event(c, store_obj_json(p->obj), "Normal", "Scheduled", msg, component, NULL, NULL);
+    cluster__event_of(c, p->obj, "Normal", "Scheduled", msg, component, NULL, NULL);
     return 0;
 }
 
@@ -255,7 +400,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     struct cl_node *n, *tmp, *best = NULL;
     size_t i = 0;
     char taint[160] = "", msg[CL_UNSCHED_MSG_MAX];
-    const char *claim = missing_claim(c, store_obj_json(p->obj));
+    const char *claim = p->v.pvc ? missing_claim(c, store_obj_json(p->obj)) : NULL;
     if (claim) {
         size_t nn = HASH_COUNT(c->nodes);
         snprintf(msg, sizeof(msg), "0/%zu nodes are available: persistentvolumeclaim \"%.200s\" not "
@@ -266,7 +411,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
 
     for (size_t k = 0; (n = cluster__node_index_at(c, k)); k++) {
         c->sched_visited++;
-        if (!cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(n->obj), &n->alloc, &n->used,
+        if (!cluster_node_fits(p->v.sched, &p->req, store_obj_json(n->obj), &n->alloc, &n->used,
                                NULL, 0)) {
             best = n;
             break;
@@ -274,7 +419,7 @@ static void schedule_one(struct cluster *c, struct cl_pod *p, unsigned *fits, si
     }
     if (!best) {
         HASH_ITER(hh, c->nodes, n, tmp) {
-            unsigned f = cluster_node_fits(store_obj_json(p->obj), &p->req, store_obj_json(n->obj), &n->alloc,
+            unsigned f = cluster_node_fits(p->v.sched, &p->req, store_obj_json(n->obj), &n->alloc,
                                            &n->used, taint[0] ? NULL : taint, sizeof(taint));
             c->sched_visited++;
             if (i < cap)
@@ -296,7 +441,7 @@ unschedulable:
     cluster__pod_set_unsched(p, msg);
     cluster__kubelet_set_cond(p, C_SCHED, false);
     cluster__kubelet_write(c, p);
-    cluster__event(c, store_obj_json(p->obj), "Warning", "FailedScheduling", msg, "default-scheduler", NULL, NULL);
+    cluster__event_of(c, p->obj, "Warning", "FailedScheduling", msg, "default-scheduler", NULL, NULL);
 }
 
 void cluster__schedule_pass(struct cluster *c)
@@ -335,9 +480,9 @@ void cluster__schedule_pass(struct cluster *c)
         if (!p)
             continue;
         p->queued = false;
-        const char *nn_ = kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName");
-        if ((nn_ && nn_[0]) || pod_terminal(store_obj_json(p->obj)) ||
-            kobj_get(kobj_get(store_obj_json(p->obj), "metadata"), "deletionTimestamp"))
+        const char *nn_ = p->ep.known ? p->ep.node :
+                          kobj_str(kobj_get(store_obj_json(p->obj), "spec"), "nodeName");
+        if ((nn_ && nn_[0]) || p->v.terminal || p->v.deleting)
             continue;
         schedule_one(c, p, fits, nn);
         /* 30,000 Pods pending at once must not all hold a tree until the pass ends */

@@ -260,6 +260,32 @@ void cluster__event(struct cluster *c, const cJSON *obj, const char *type, const
     cluster__event_named(c, obj, type, reason, message, component, host, field_path, NULL, 0);
 }
 
+void cluster__event_of(struct cluster *c, const struct store_obj *o, const char *type,
+                       const char *reason, const char *message, const char *component,
+                       const char *host, const char *field_path)
+{
+    /* what the Event names of its object: the snapshot's names, not its tree (a Pod
+     * whose tree left the cluster's scope would be parsed for four strings) */
+    cJSON *io = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(io, "metadata");
+    char av[300], rv[24];
+
+    if (o->res->group[0])
+        snprintf(av, sizeof(av), "%s/%s", o->res->group, o->res->version);
+    else
+        snprintf(av, sizeof(av), "%s", o->res->version);
+    snprintf(rv, sizeof(rv), "%llu", (unsigned long long)o->rv);
+    cJSON_AddStringToObject(io, "apiVersion", av);
+    cJSON_AddStringToObject(io, "kind", o->res->kind);
+    cJSON_AddStringToObject(md, "name", o->name);
+    if (o->ns[0])
+        cJSON_AddStringToObject(md, "namespace", o->ns);
+    if (o->uid[0])
+        cJSON_AddStringToObject(md, "uid", o->uid);
+    cJSON_AddStringToObject(md, "resourceVersion", rv);
+    cluster__event_named(c, io, type, reason, message, component, host, field_path, NULL, 0);
+    cJSON_Delete(io);
+}
+
 int cluster__event_bump(struct cluster *c, const char *ns, const char *name, int count)
 {
     struct store_write_opts w = { .field_manager = "kubelet" };

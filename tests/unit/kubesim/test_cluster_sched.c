@@ -21,6 +21,7 @@
 #pragma GCC diagnostic pop
 #include "kobj/quantity.h"
 #include "kubesim/cluster/cluster.h"
+#include "kubesim/store/internal.h"
 
 static cJSON *js(const char *text)
 {
@@ -363,6 +364,81 @@ static void test_sched_unschedulable_retry(void **state)
     gt_free(t);
 }
 
+#define NOWN 100
+
+static struct cl_pod *pod_rec(struct gt *t, const char *name)
+{
+    char key[64];
+    struct cl_pod *p = NULL;
+
+    snprintf(key, sizeof(key), "default/%s", name);
+    HASH_FIND_STR(t->c->pods, key, p);
+    assert_non_null(p);
+    return p;
+}
+
+/* Text parses while the queued events are handed to the cluster, with every tree
+ * trimmed first (as on the cluster thread once its scope has moved on). */
+static uint64_t pump_parses(struct gt *t)
+{
+    uint64_t before;
+
+    store_tree_scope_trim(0);
+    before = store__text_parses();
+    gt_pump(t);
+    return store__text_parses() - before;
+}
+
+/* The events of the cluster's own writes (a bind, the kubelet's status writes) are not
+ * parsed again: at 1,000 RayClusters the Pods' trees had left the cluster thread's scope
+ * by the time those events came, and each was parsed (with its packing, a third of the
+ * thread). The record follows what the cluster wrote (node, IP, readiness), and a
+ * client's write to the Pod is still read. */
+static void test_own_writes_not_parsed(void **state)
+{
+    struct gt *t = gt_new(4, "8");
+    char name[32], node[64];
+    struct cl_pod *p;
+    (void)state;
+
+    store_tree_scope_begin();
+    for (int i = 0; i < NOWN; i++) {
+        snprintf(name, sizeof(name), "p-%d", i);
+        gt_pod(t, name, "default-scheduler", "10m", ",\"labels\":{\"app\":\"x\"}");
+    }
+    assert_int_equal(pump_parses(t), NOWN);   /* a client's Pod: read once */
+    cluster__schedule_pass(t->c);
+    /* a bind and a status write per Pod; neither event is parsed */
+    assert_int_equal(pump_parses(t), 0);
+    assert_int_equal(gt_bound(t, "p", 0, NOWN), NOWN);
+    p = pod_rec(t, "p-3");
+    gt_field(t, t->pods, "default", "p-3", "spec.nodeName", node, sizeof(node));
+    assert_true(p->ep.known);
+    assert_string_equal(p->ep.node, node);
+    assert_int_equal(p->stage, ST_BOUND);       /* the kubelet took it from the record */
+    assert_false(p->ep.ready);
+    /* started, then ready: the record follows the kubelet's own writes */
+    cluster__kubelet_timer(t->c, p, T_START);
+    assert_int_equal(pump_parses(t), 0);
+    p = pod_rec(t, "p-3");
+    assert_string_equal(p->ep.ip, p->ip);
+    assert_true(p->ip[0]);
+    cluster__kubelet_timer(t->c, p, T_READY);
+    assert_int_equal(pump_parses(t), 0);
+    assert_true(pod_rec(t, "p-3")->ep.ready);
+    assert_false(pod_rec(t, "p-3")->v.deleting);
+    /* a client's write is read: its deletion reaches the kubelet */
+    struct store_delete_opts del = { .grace_seconds = 30 };
+    struct store_status st = { 0 };
+    assert_int_equal(store_delete(t->s, t->pods, "default", "p-3", &del, NULL, NULL, &st), 0);
+    store_status_clear(&st);
+    assert_int_equal(pump_parses(t), 1);
+    assert_true(pod_rec(t, "p-3")->v.deleting);
+    assert_true(pod_rec(t, "p-3")->deleting);
+    store_tree_scope_end();
+    gt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_parse_flag),
         cmocka_unit_test(test_sched_work_per_pod),
         cmocka_unit_test(test_sched_unschedulable_retry),
+        cmocka_unit_test(test_own_writes_not_parsed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
