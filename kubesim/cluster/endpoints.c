@@ -99,39 +99,104 @@ static void member_view(const struct cl_pod *p, struct member_view *v)
     v->ready = cluster__pod_ready(pod);
 }
 
-/* Writes obj (consumed) over the stored object of that name unless compare_keys
- * already match: create when missing, update at the stored resourceVersion. */
-static void put_if_changed(struct cluster *c, const struct reg_resource *res, const char *ns,
-                           const char *name, cJSON *obj, const char *const *keys)
+/* FNV-1a over the members of obj named in keys: names, types and values, in order. */
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
-    struct store_obj *cur = NULL;
+    const unsigned char *b = p;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t hash_json(const cJSON *j, uint64_t h, int depth)
+{
+    for (; j && depth < 64; j = j->next) {
+        int type = j->type & 0xff;
+
+        if (j->string)
+            h = hash_bytes(h, j->string, strlen(j->string) + 1);
+        h = hash_bytes(h, &type, sizeof(type));
+        if (cJSON_IsString(j))
+            h = hash_bytes(h, j->valuestring, strlen(j->valuestring) + 1);
+        else if (cJSON_IsNumber(j))
+            h = hash_bytes(h, &j->valuedouble, sizeof(j->valuedouble));
+        else if (j->child)
+            h = hash_json(j->child, h, depth + 1);
+        h = hash_bytes(h, "}", 1);
+    }
+    return h;
+}
+
+static uint64_t keys_hash(const cJSON *obj, const char *const *keys)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (const char *const *k = keys; *k; k++) {
+        const cJSON *m = kobj_get(obj, *k);
+        h = hash_bytes(h, *k, strlen(*k) + 1);
+        if (m) {
+            int type = m->type & 0xff;
+            h = hash_bytes(h, &type, sizeof(type));
+            h = hash_json(m->child, h, 0);
+        }
+        h = hash_bytes(h, "|", 1);
+    }
+    return h;
+}
+
+/* Writes obj (consumed) over the stored object of that name unless compare_keys
+ * already match: create when missing, update at the stored resourceVersion. last is
+ * what this sync wrote or found there the time before: while the stored object is
+ * still that version, the hash decides, and the stored object is not parsed. */
+static void put_if_changed(struct cluster *c, const struct reg_resource *res, const char *ns,
+                           const char *name, cJSON *obj, const char *const *keys,
+                           struct cl_put *last)
+{
+    struct store_obj *cur = NULL, *out = NULL;
     struct store_status st = { 0 };
     struct store_write_opts w = { .field_manager = "endpoint-controller" };
+    uint64_t h = keys_hash(obj, keys);
     bool same = true;
+    char rv[24];
 
     if (store_get(c->store, res, ns, name, &cur, &st) < 0) {
         store_status_clear(&st);
-        if (store_create(c->store, res, ns, obj, &w, NULL, &st) < 0 && st.code != 409)
+        last->rv = 0;
+        if (store_create(c->store, res, ns, obj, &w, &out, &st) < 0 && st.code != 409)
             log_warn("cluster: endpoints create failed", "name", name, "error", st.message, NULL);
+        else if (out)
+            *last = (struct cl_put){ out->rv, h };
+        store_obj_unref(out);
         store_status_clear(&st);
         return;
     }
-    for (const char *const *k = keys; *k; k++) {
-        const cJSON *a = kobj_get(store_obj_json(cur), *k), *b = kobj_get(obj, *k);
-        if (!a != !b || (a && !cJSON_Compare(a, b, true)))
-            same = false;
+    if (last->rv && last->rv == cur->rv) {
+        same = last->hash == h;
+    } else {
+        /* written by someone else since (or not known yet): compare with what is there */
+        for (const char *const *k = keys; *k; k++) {
+            const cJSON *a = kobj_get(store_obj_json(cur), *k), *b = kobj_get(obj, *k);
+            if (!a != !b || (a && !cJSON_Compare(a, b, true)))
+                same = false;
+        }
     }
     if (same) {
+        *last = (struct cl_put){ cur->rv, h };
         cJSON_Delete(obj);
         store_obj_unref(cur);
         return;
     }
-    cJSON_AddStringToObject(cJSON_GetObjectItem(obj, "metadata"), "resourceVersion",
-                            kobj_str(kobj_get(store_obj_json(cur), "metadata"), "resourceVersion"));
+    snprintf(rv, sizeof(rv), "%llu", (unsigned long long)cur->rv);
+    cJSON_AddStringToObject(cJSON_GetObjectItem(obj, "metadata"), "resourceVersion", rv);
     store_obj_unref(cur);
+    last->rv = 0;
     /* a conflict means someone wrote in between; their event brings us back */
-    if (store_update(c->store, res, ns, name, NULL, obj, &w, NULL, &st) < 0 && st.code != 409)
+    if (store_update(c->store, res, ns, name, NULL, obj, &w, &out, &st) < 0 && st.code != 409)
         log_warn("cluster: endpoints update failed", "name", name, "error", st.message, NULL);
+    else if (out)
+        *last = (struct cl_put){ out->rv, h };
+    store_obj_unref(out);
     store_status_clear(&st);
 }
 
@@ -346,7 +411,7 @@ void cluster__endpoints_index_free(struct cluster *c)
     c->epx = NULL;
 }
 
-static void sync_service(struct cluster *c, const struct cl_svc *s)
+static void sync_service(struct cluster *c, struct cl_svc *s)
 {
     const cJSON *svc = store_obj_json(s->obj), *spec = kobj_get(svc, "spec");
     const cJSON *selector = kobj_get(spec, "selector"), *sp;
@@ -453,8 +518,8 @@ static void sync_service(struct cluster *c, const struct cl_svc *s)
     if (n_addrs > ENDPOINTS_MAX)
         cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_GetObjectItem(ep, "metadata"),
                                 "annotations"), "endpoints.kubernetes.io/over-capacity", "truncated");
-    put_if_changed(c, c->r_ep, s->obj->ns, s->obj->name, ep, ep_keys);
-    put_if_changed(c, c->r_eps, s->obj->ns, slice_name, slice, slice_keys);
+    put_if_changed(c, c->r_ep, s->obj->ns, s->obj->name, ep, ep_keys, &s->put_ep);
+    put_if_changed(c, c->r_eps, s->obj->ns, slice_name, slice, slice_keys, &s->put_eps);
 }
 
 void cluster__endpoints_drop(struct cluster *c, const char *ns, const char *name)
@@ -515,8 +580,7 @@ static void svc_mark(struct cluster *c, struct cl_svc *s)
 
 static const cJSON *svc_selector(const struct cl_svc *s)
 {
-    const cJSON *sel = kobj_get(kobj_get(store_obj_json(s->obj), "spec"), "selector");
-    return cJSON_IsObject(sel) && sel->child ? sel : NULL;
+    return s->sel;
 }
 
 static void member_set(struct cluster *c, struct cl_svc *s, const char *key, bool in)
@@ -650,6 +714,10 @@ void cluster__endpoints_svc(struct cluster *c, struct cl_svc *s)
     char **lk;
 
     cluster__endpoints_svc_free(s);
+    sel = kobj_get(kobj_get(store_obj_json(s->obj), "spec"), "selector");
+    if (cJSON_IsObject(sel) && sel->child)
+        s->sel = cJSON_Duplicate(sel, true);   /* NULL on ENOMEM: selects nothing */
+    sel = s->sel;
     svc_mark(c, s);
     if (!x)
         return;
@@ -677,6 +745,8 @@ void cluster__endpoints_svc_free(struct cl_svc *s)
 {
     struct cl_member *m, *tmp;
 
+    cJSON_Delete(s->sel);
+    s->sel = NULL;
     HASH_ITER(hh, s->members, m, tmp) {
         HASH_DEL(s->members, m);
         free(m->key);

@@ -131,11 +131,22 @@ struct cl_member {
     UT_hash_handle hh;
 };
 
+/* What the endpoints sync last wrote (or found equal) of one object: a sync whose
+ * result hashes the same while the stored object is still that version writes nothing
+ * and parses nothing. */
+struct cl_put {
+    uint64_t rv;                 /* the stored object's resourceVersion then, 0 unknown */
+    uint64_t hash;               /* of the compared members */
+};
+
 struct cl_svc {
     char *key;
     struct store_obj *obj;
+    cJSON *sel;                  /* a copy of spec.selector (NULL: none, or empty): read on
+                                  * every Pod event of its label pair, without the tree */
     struct cl_member *members;
     bool dirty;                  /* members or their state changed since the last sync */
+    struct cl_put put_ep, put_eps; /* its Endpoints and EndpointSlice */
     UT_hash_handle hh;
 };
 

@@ -108,11 +108,64 @@ static void test_sync_reads_pod_record(void **state)
     gt_free(t);
 }
 
+/* A sync whose result is what the controller last wrote, with the stored Endpoints and
+ * EndpointSlice still at that version, decides by a hash kept in its table: it parses
+ * the Service alone, neither stored object, and writes nothing. A write by someone else
+ * is compared with what is there and put right. */
+static void test_unchanged_sync_parses_service_only(void **state)
+{
+    struct gt *t = gt_new(1, "64");
+    const struct reg_resource *svcs = tl_res(t->s, "", "v1", "services");
+    uint64_t before, parses;
+    char rv0[32], rv1[32];
+    cJSON *ep;
+    (void)state;
+
+    t->c->r_svc = svcs;
+    t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
+    t->c->r_eps = tl_res(t->s, "discovery.k8s.io", "v1", "endpointslices");
+    store_tree_scope_begin();
+    store_obj_unref(tl_create(t->s, svcs, "default", tl_json(
+        "{\"metadata\":{\"name\":\"web\"},\"spec\":{\"selector\":{\"app\":\"web\"},"
+        "\"ports\":[{\"port\":80}]}}")));
+    store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
+        "{\"metadata\":{\"name\":\"w\",\"labels\":{\"app\":\"web\"}},\"spec\":{"
+        "\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}")));
+    gt_patch(t, t->pods, "default", "w", "status", "{\"status\":{\"phase\":\"Running\","
+             "\"podIP\":\"10.3.0.1\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+    sync_now(t);
+    gt_field(t, t->c->r_ep, "default", "web", "metadata.resourceVersion", rv0, sizeof(rv0));
+    /* a change the sync does not read (another label) marks the Service again */
+    gt_patch(t, t->pods, "default", "w", NULL, "{\"metadata\":{\"labels\":{\"tier\":\"a\"}}}");
+    gt_pump(t);
+    store_tree_scope_trim(0);
+    before = store__text_parses();
+    t->c->ep_visited = 0;
+    cluster__endpoints_sync(t->c);
+    parses = store__text_parses() - before;
+    assert_int_equal(t->c->ep_visited, 1);
+    assert_int_equal(parses, 1);   /* the Service; not its Endpoints, not its slice */
+    gt_pump(t);
+    gt_field(t, t->c->r_ep, "default", "web", "metadata.resourceVersion", rv1, sizeof(rv1));
+    assert_string_equal(rv0, rv1);   /* nothing written */
+    /* a client empties the Endpoints: the next sync compares with what is there */
+    gt_patch(t, t->c->r_ep, "default", "web", NULL, "{\"subsets\":null}");
+    gt_patch(t, t->pods, "default", "w", NULL, "{\"metadata\":{\"labels\":{\"tier\":\"b\"}}}");
+    sync_now(t);
+    ep = gt_get(t, t->c->r_ep, "default", "web");
+    assert_string_equal(tl_str(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+        cJSON_GetObjectItem(ep, "subsets"), 0), "addresses"), 0), "ip"), "10.3.0.1");
+    cJSON_Delete(ep);
+    store_tree_scope_end();
+    gt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sync_follows_change),
         cmocka_unit_test(test_sync_reads_pod_record),
+        cmocka_unit_test(test_unchanged_sync_parses_service_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
