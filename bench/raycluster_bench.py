@@ -78,8 +78,13 @@ def main():
     if env.sim:
         # issue 18: kubesim's memory with every cluster, Pod, Service and Event in it
         rss, hwm = rss_mib(env.sim.pid, "VmHWM")
+        st = env.req("GET", "/kubesim/status")[1]
         print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored" %
-              (rss, hwm, env.req("GET", "/kubesim/status")[1].get("objects", 0)), flush=True)
+              (rss, hwm, st.get("objects", 0)), flush=True)
+        # where kubesim's CPU went: its threads' time, and the stored texts it parsed again
+        print("kubesim CPU %.1f s (cluster thread %.1f s); %d text parses" %
+              (cpu_seconds(env.sim.pid), cpu_seconds(env.sim.pid, "kubesim-cluster"),
+               st.get("textParses", 0)), flush=True)
         print_memory(env.req("GET", "/kubesim/memory")[1])
 
     # converged: a fresh controller whose idle requeue is 1 ms, so every key cycles
@@ -134,6 +139,22 @@ def rss_mib(pid, second="RssAnon"):
             if k in ("VmRSS", second):
                 vals[k] = int(v.split()[0]) / 1024.0
     return vals.get("VmRSS", 0.0), vals.get(second, 0.0)
+
+
+def cpu_seconds(pid, thread=None):
+    """User + system CPU seconds of a process, or of its threads named thread, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    paths = ["/proc/%d/stat" % pid]
+    if thread:
+        base = "/proc/%d/task" % pid
+        paths = [os.path.join(base, t, "stat") for t in os.listdir(base)
+                 if open(os.path.join(base, t, "comm")).read().strip() == thread]
+    total = 0
+    for path in paths:
+        with open(path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14, 15)
+    return total / float(tick)
 
 
 if __name__ == "__main__":
