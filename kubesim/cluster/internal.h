@@ -24,6 +24,9 @@
  * bind, then its status, then its timers) without a parse, and a burst does not hold a
  * tree of every Pod it touched. */
 #define CLUSTER_SCOPE_BYTES (16u << 20)
+/* Queue items handled between two scheduling passes: few enough that the trees of the
+ * Pods added meanwhile are still in the scope when the pass binds them. */
+#define CLUSTER_SCHED_EVERY 256
 
 /* The longest PodScheduled message kept for a Pod (the text is cut there). */
 #define CL_UNSCHED_MSG_MAX 768

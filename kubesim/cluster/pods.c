@@ -241,7 +241,9 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
         if (p ? p->v.gang : cluster__gang_pod(store_obj_json(o)))
             c->gang_dirty = c->gang_seen = true;
         cluster__endpoints_pod(c, key, o->ns, NULL);
+        store_tree_scope_forget(o);
         if (p) {
+            store_tree_scope_forget(p->obj);
             unaccount(c, p);
             HASH_DEL(c->pods, p);
             pod_free(p);
@@ -268,6 +270,9 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
         HASH_ADD_KEYPTR(hh, c->pods, p->key, strlen(p->key), p);
     } else {
         mine = p->ep.known && own_take(p, o, &own) && (!own.bind || p->acct_node);
+        /* the snapshot before is read no more: its tree would only crowd the scope, whose
+         * budget must keep the trees of the Pods the next writes merge into */
+        store_tree_scope_forget(p->obj);
         store_obj_unref(p->obj);
     }
     p->obj = store_obj_ref(o);

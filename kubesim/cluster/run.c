@@ -655,6 +655,10 @@ static void *cluster_main(void *arg)
                 c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
             store_obj_unref(o);
             store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
+            /* a long queue is scheduled as it goes: a Pod bound after thousands of other
+             * events found its tree (parsed for its ADDED event) gone from the scope */
+            if ((i + 1) % CLUSTER_SCHED_EVERY == 0)
+                cluster__schedule_pass(c);
         }
         nbatch = 0;
         cluster__schedule_pass(c);

@@ -212,6 +212,16 @@ void store_tree_scope_trim(size_t keep_bytes)
     scope_shrink(keep_bytes);
 }
 
+void store_tree_scope_forget(const struct store_obj *o)
+{
+    struct scope_tree *e = NULL;
+
+    if (scope_trees && o)
+        HASH_FIND_PTR(scope_trees, &o, e);
+    if (e)
+        scope_drop(e);
+}
+
 /* A tree packed into one block, fieldsV1 compacted; json is consumed. */
 static cJSON *tree_pack(cJSON *json)
 {

@@ -67,6 +67,9 @@ void store_tree_scope_end(void);
 /* At a point where the thread holds no tree from its scope: frees the trees it read
  * longest ago until the scope holds at most keep_bytes of them. */
 void store_tree_scope_trim(size_t keep_bytes);
+/* Frees o's tree if this thread's scope holds one: for a reader that has moved on to a
+ * newer snapshot of the object, so that the budget keeps trees it will read again. */
+void store_tree_scope_forget(const struct store_obj *o);
 
 /* The metav1.Status of a failed call. Zero-initialise; store_status_clear frees causes. */
 struct store_status {

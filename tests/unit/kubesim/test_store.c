@@ -1490,6 +1490,31 @@ static void test_tree_scope_trim_keeps_recent(void **state)
     store_obj_unref(c);
 }
 
+/* A reader that moved on to a newer snapshot lets the old one's tree go at once (the
+ * simulated cluster, whose budget must hold the trees it merges into next); the others
+ * stay, and a tree the scope does not hold is left alone. */
+static void test_tree_scope_forget(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_obj *a = tl_create(S, pods, "default", tl_pod("fa", ""));
+    struct store_obj *b = tl_create(S, pods, "default", tl_pod("fb", ""));
+
+    (void)state;
+    store_tree_scope_forget(a);                          /* none held: nothing happens */
+    store_tree_scope_begin();
+    assert_non_null(store_obj_json(a));
+    assert_non_null(store_obj_json(b));
+    assert_true(at_hand(a) && at_hand(b));
+    store_tree_scope_forget(a);
+    assert_false(at_hand(a));
+    assert_true(at_hand(b));
+    assert_false(has_tree(a));
+    assert_string_equal(tl_str(store_obj_json(a), "metadata.name"), "fa");   /* parsed again */
+    store_tree_scope_end();
+    store_obj_unref(a);
+    store_obj_unref(b);
+}
+
 /* store__text_member finds a member's bytes in any JSON text without reading past it. */
 static void test_text_member(void **state)
 {
@@ -1545,6 +1570,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope_trim_keeps_recent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tree_scope_forget, setup, teardown),
         cmocka_unit_test(test_text_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
