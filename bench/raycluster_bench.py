@@ -147,12 +147,19 @@ def cpu_seconds(pid, thread=None):
     paths = ["/proc/%d/stat" % pid]
     if thread:
         base = "/proc/%d/task" % pid
-        paths = [os.path.join(base, t, "stat") for t in os.listdir(base)
-                 if open(os.path.join(base, t, "comm")).read().strip() == thread]
+        paths = [os.path.join(base, t) for t in os.listdir(base)]
     total = 0
     for path in paths:
-        with open(path) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        try:   # a thread may end between the listing and the read
+            if thread:
+                with open(os.path.join(path, "comm")) as f:
+                    if f.read().strip() != thread:
+                        continue
+                path = os.path.join(path, "stat")
+            with open(path) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
         total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14, 15)
     return total / float(tick)
 
