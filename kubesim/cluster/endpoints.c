@@ -413,7 +413,7 @@ void cluster__endpoints_index_free(struct cluster *c)
 
 static void sync_service(struct cluster *c, struct cl_svc *s)
 {
-    const cJSON *svc = store_obj_json(s->obj), *spec = kobj_get(svc, "spec");
+    const cJSON *svc = s->view ? s->view : store_obj_json(s->obj), *spec = kobj_get(svc, "spec");
     const cJSON *selector = kobj_get(spec, "selector"), *sp;
     bool publish = cJSON_IsTrue(kobj_get(spec, "publishNotReadyAddresses"));
     cJSON *ep, *subset, *addrs, *nready, *ports, *slice, *sends, *sports;
@@ -580,7 +580,32 @@ static void svc_mark(struct cluster *c, struct cl_svc *s)
 
 static const cJSON *svc_selector(const struct cl_svc *s)
 {
-    return s->sel;
+    const cJSON *sel = kobj_get(kobj_get(s->view, "spec"), "selector");
+    return cJSON_IsObject(sel) && sel->child ? sel : NULL;
+}
+
+/* What the endpoints read of a Service (struct cl_svc, view), copied; NULL on ENOMEM. */
+static cJSON *svc_view(const cJSON *obj)
+{
+    static const char *const keep[][2] = {
+        { "metadata", "name" }, { "metadata", "namespace" }, { "metadata", "uid" },
+        { "metadata", "labels" }, { "spec", "selector" }, { "spec", "ports" },
+        { "spec", "publishNotReadyAddresses" },
+    };
+    cJSON *v = cJSON_CreateObject();
+
+    for (size_t i = 0; v && i < sizeof(keep) / sizeof(keep[0]); i++) {
+        const cJSON *m = kobj_get(kobj_get(obj, keep[i][0]), keep[i][1]);
+        cJSON *parent = cJSON_GetObjectItemCaseSensitive(v, keep[i][0]), *dup;
+        if (!m)
+            continue;
+        if ((!parent && !(parent = cJSON_AddObjectToObject(v, keep[i][0]))) ||
+            !(dup = cJSON_Duplicate(m, true)) || !cJSON_AddItemToObject(parent, keep[i][1], dup)) {
+            cJSON_Delete(v);
+            return NULL;   /* the sync then reads the tree */
+        }
+    }
+    return v;
 }
 
 static void member_set(struct cluster *c, struct cl_svc *s, const char *key, bool in)
@@ -714,10 +739,8 @@ void cluster__endpoints_svc(struct cluster *c, struct cl_svc *s)
     char **lk;
 
     cluster__endpoints_svc_free(s);
-    sel = kobj_get(kobj_get(store_obj_json(s->obj), "spec"), "selector");
-    if (cJSON_IsObject(sel) && sel->child)
-        s->sel = cJSON_Duplicate(sel, true);   /* NULL on ENOMEM: selects nothing */
-    sel = s->sel;
+    s->view = svc_view(store_obj_json(s->obj));   /* NULL on ENOMEM: selects nothing */
+    sel = svc_selector(s);
     svc_mark(c, s);
     if (!x)
         return;
@@ -745,8 +768,8 @@ void cluster__endpoints_svc_free(struct cl_svc *s)
 {
     struct cl_member *m, *tmp;
 
-    cJSON_Delete(s->sel);
-    s->sel = NULL;
+    cJSON_Delete(s->view);
+    s->view = NULL;
     HASH_ITER(hh, s->members, m, tmp) {
         HASH_DEL(s->members, m);
         free(m->key);

@@ -145,8 +145,11 @@ struct cl_put {
 struct cl_svc {
     char *key;
     struct store_obj *obj;
-    cJSON *sel;                  /* a copy of spec.selector (NULL: none, or empty): read on
-                                  * every Pod event of its label pair, without the tree */
+    cJSON *view;                 /* what the endpoints read of obj (metadata name, namespace,
+                                  * uid, labels; spec selector, ports, publishNotReadyAddresses),
+                                  * copied from the tree its event parsed: the selector is read
+                                  * by every Pod event of its label pair, the rest by each sync,
+                                  * and obj's tree has usually left the scope by then */
     struct cl_member *members;
     bool dirty;                  /* members or their state changed since the last sync */
     struct cl_put put_ep, put_eps; /* its Endpoints and EndpointSlice */
