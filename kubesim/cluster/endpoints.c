@@ -99,49 +99,13 @@ static void member_view(const struct cl_pod *p, struct member_view *v)
     v->ready = cluster__pod_ready(pod);
 }
 
-/* FNV-1a over the members of obj named in keys: names, types and values, in order. */
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
-
-static uint64_t hash_json(const cJSON *j, uint64_t h, int depth)
-{
-    for (; j && depth < 64; j = j->next) {
-        int type = j->type & 0xff;
-
-        if (j->string)
-            h = hash_bytes(h, j->string, strlen(j->string) + 1);
-        h = hash_bytes(h, &type, sizeof(type));
-        if (cJSON_IsString(j))
-            h = hash_bytes(h, j->valuestring, strlen(j->valuestring) + 1);
-        else if (cJSON_IsNumber(j))
-            h = hash_bytes(h, &j->valuedouble, sizeof(j->valuedouble));
-        else if (j->child)
-            h = hash_json(j->child, h, depth + 1);
-        h = hash_bytes(h, "}", 1);
-    }
-    return h;
-}
-
+/* A hash of the members of obj named in keys, in order. */
 static uint64_t keys_hash(const cJSON *obj, const char *const *keys)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
 
-    for (const char *const *k = keys; *k; k++) {
-        const cJSON *m = kobj_get(obj, *k);
-        h = hash_bytes(h, *k, strlen(*k) + 1);
-        if (m) {
-            int type = m->type & 0xff;
-            h = hash_bytes(h, &type, sizeof(type));
-            h = hash_json(m->child, h, 0);
-        }
-        h = hash_bytes(h, "|", 1);
-    }
+    for (const char *const *k = keys; *k; k++)
+        h = (h ^ store_json_hash(kobj_get(obj, *k))) * 0x100000001b3ULL;
     return h;
 }
 

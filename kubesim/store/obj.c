@@ -475,10 +475,8 @@ static uint64_t hash_tree(const cJSON *j, uint64_t h, int depth)
     return h;
 }
 
-uint64_t store__obj_meta_hash(const cJSON *obj, const char *member)
+uint64_t store_json_hash(const cJSON *m)
 {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), member);
     uint64_t h = 0xcbf29ce484222325ULL;
     int type;
 
@@ -490,6 +488,12 @@ uint64_t store__obj_meta_hash(const cJSON *obj, const char *member)
         h = hash_bytes(h, m->valuestring, strlen(m->valuestring) + 1);
     h = hash_tree(m->child, h, 0);   /* m alone, not the members after it */
     return h ? h : 1;   /* 0 is "absent" */
+}
+
+uint64_t store__obj_meta_hash(const cJSON *obj, const char *member)
+{
+    return store_json_hash(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), member));
 }
 
 /* A text-only type's snapshot drops the tree its writer built: called by the commit

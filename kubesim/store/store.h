@@ -71,6 +71,10 @@ void store_tree_scope_trim(size_t keep_bytes);
  * newer snapshot of the object, so that the budget keeps trees it will read again. */
 void store_tree_scope_forget(const struct store_obj *o);
 
+/* A 64-bit hash of a JSON value (its type, value and members in order; not the members
+ * after it), 0 for NULL: what changed, told without keeping a copy. */
+uint64_t store_json_hash(const cJSON *j);
+
 /* The metav1.Status of a failed call. Zero-initialise; store_status_clear frees causes. */
 struct store_status {
     int code;                /* 404, 409, 422, ... */

@@ -59,6 +59,22 @@ static void test_sync_follows_change(void **state)
     gt_free(t);
 }
 
+/* A cluster with the endpoints controller's types and a Service NAME selecting app=NAME
+ * (port 80), created inside a tree scope the caller ends. */
+static struct gt *ep_new(const char *name)
+{
+    struct gt *t = gt_new(1, "64");
+
+    t->c->r_svc = tl_res(t->s, "", "v1", "services");
+    t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
+    t->c->r_eps = tl_res(t->s, "discovery.k8s.io", "v1", "endpointslices");
+    store_tree_scope_begin();
+    store_obj_unref(tl_create(t->s, t->c->r_svc, "default", tl_json(
+        "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"selector\":{\"app\":\"%s\"},"
+        "\"ports\":[{\"port\":80}]}}", name, name)));
+    return t;
+}
+
 #define NREADY 200
 
 /* A sync reads each member's IP, readiness, node and deletion from the cluster's Pod
@@ -68,20 +84,12 @@ static void test_sync_follows_change(void **state)
  * number of ready members; the Endpoints still list every one of them. */
 static void test_sync_reads_pod_record(void **state)
 {
-    struct gt *t = gt_new(1, "64");
-    const struct reg_resource *svcs = tl_res(t->s, "", "v1", "services");
+    struct gt *t = ep_new("big");
     char name[64], body[256];
     uint64_t before, parses;
     cJSON *ep;
     (void)state;
 
-    t->c->r_svc = svcs;
-    t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
-    t->c->r_eps = tl_res(t->s, "discovery.k8s.io", "v1", "endpointslices");
-    store_tree_scope_begin();
-    store_obj_unref(tl_create(t->s, svcs, "default", tl_json(
-        "{\"metadata\":{\"name\":\"big\"},\"spec\":{\"selector\":{\"app\":\"big\"},"
-        "\"ports\":[{\"port\":80}]}}")));
     for (int i = 0; i < NREADY; i++) {
         snprintf(name, sizeof(name), "b%d", i);
         store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
@@ -114,20 +122,12 @@ static void test_sync_reads_pod_record(void **state)
  * someone else is compared with what is there and put right. */
 static void test_unchanged_sync_parses_nothing(void **state)
 {
-    struct gt *t = gt_new(1, "64");
-    const struct reg_resource *svcs = tl_res(t->s, "", "v1", "services");
+    struct gt *t = ep_new("web");
     uint64_t before, parses;
     char rv0[32], rv1[32];
     cJSON *ep;
     (void)state;
 
-    t->c->r_svc = svcs;
-    t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
-    t->c->r_eps = tl_res(t->s, "discovery.k8s.io", "v1", "endpointslices");
-    store_tree_scope_begin();
-    store_obj_unref(tl_create(t->s, svcs, "default", tl_json(
-        "{\"metadata\":{\"name\":\"web\"},\"spec\":{\"selector\":{\"app\":\"web\"},"
-        "\"ports\":[{\"port\":80}]}}")));
     store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
         "{\"metadata\":{\"name\":\"w\",\"labels\":{\"app\":\"web\"}},\"spec\":{"
         "\"nodeName\":\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}")));
