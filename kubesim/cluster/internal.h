@@ -296,9 +296,11 @@ void cluster__pod_set_unsched(struct cl_pod *p, const char *msg);
 void cluster__pod_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 /* The record of Pod o when its view is o's (cluster__pod_event took it), else NULL. */
 const struct cl_pod *cluster__pod_rec(struct cluster *c, const struct store_obj *o);
-/* Notes a write of p by the cluster (o the stored result; bind: of spec.nodeName, else
- * of the status kubelet.c derives from p), so that its event needs no parse. */
-void cluster__pod_own(struct cluster *c, struct cl_pod *p, const struct store_obj *o, bool bind);
+/* Notes a write of p by the cluster (o the stored result, rv_before the store's
+ * resourceVersion before the call; bind: of spec.nodeName, else of the status kubelet.c
+ * derives from p), so that its event needs no parse. */
+void cluster__pod_own(struct cluster *c, struct cl_pod *p, const struct store_obj *o,
+                      uint64_t rv_before, bool bind);
 /* An Event about o (involvedObject from its names and resourceVersion, no tree read). */
 void cluster__event_of(struct cluster *c, const struct store_obj *o, const char *type,
                        const char *reason, const char *message, const char *component,

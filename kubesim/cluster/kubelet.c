@@ -357,6 +357,7 @@ int cluster__kubelet_write(struct cluster *c, struct cl_pod *p)
     struct store_write_opts w = { .field_manager = "kubelet" };
     struct store_status st = { 0 };
     struct store_obj *out = NULL;
+    uint64_t before = store_current_rv(c->store);
     int rc;
 
     if (!body || !status || !cJSON_AddItemToObject(body, "status", status)) {
@@ -370,7 +371,7 @@ int cluster__kubelet_write(struct cluster *c, struct cl_pod *p)
     if (rc < 0 && st.code != 404)
         log_warn("cluster: pod status write failed", "pod", p->key, "error", st.message, NULL);
     if (rc == 0)
-        cluster__pod_own(c, p, out, false);
+        cluster__pod_own(c, p, out, before, false);
     store_obj_unref(out);
     store_status_clear(&st);
     return rc;

@@ -201,7 +201,8 @@ static bool own_take(struct cl_pod *p, const struct store_obj *o, struct cl_own 
     return hit;
 }
 
-void cluster__pod_own(struct cluster *c, struct cl_pod *p, const struct store_obj *o, bool bind)
+void cluster__pod_own(struct cluster *c, struct cl_pod *p, const struct store_obj *o,
+                      uint64_t rv_before, bool bind)
 {
     size_t n = sizeof(p->own) / sizeof(p->own[0]), at = 0;
     bool bound = (p->stage != ST_NONE && p->stage != ST_BOUND) || (p->cond[C_SCHED] && p->acct_node);
@@ -209,6 +210,10 @@ void cluster__pod_own(struct cluster *c, struct cl_pod *p, const struct store_ob
     /* a gang member's record is read by the gang step from trees; the runtime's Pods
      * are written by the runtime too: both keep parsing every snapshot */
     if (!o || p->v.gang || c->o.runtime || (bind && !p->acct_node) || strcmp(o->uid, p->obj->uid))
+        return;
+    /* a write that changed nothing hands back the stored snapshot, which may be a client's
+     * whose event has not come yet: only a snapshot newer than any before the call is ours */
+    if (o->rv <= rv_before)
         return;
     for (size_t i = 0; i < n; i++)
         if (!p->own[i].rv || p->own[i].rv < p->own[at].rv)
@@ -349,9 +354,11 @@ int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, co
     struct store_status st = { 0 };
     struct store_obj *out = NULL;
     char body[400], msg[700];
+    uint64_t before;
     int rc;
 
     snprintf(body, sizeof(body), "{\"spec\":{\"nodeName\":\"%s\"}}", n->name);
+    before = store_current_rv(c->store);
     rc = store_patch(c->store, c->r_pods, p->obj->ns, p->obj->name, NULL, PATCH_MERGE, body,
                      strlen(body), &w, &out, NULL, &st);
     if (rc < 0) {
@@ -360,7 +367,7 @@ int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, co
         return rc;
     }
     account(c, p, n->name);
-    cluster__pod_own(c, p, out, true);
+    cluster__pod_own(c, p, out, before, true);
     store_obj_unref(out);
     cluster__kubelet_set_cond(p, C_SCHED, true);
     /* what the node's kubelet reports at once: created, not yet started */

@@ -427,11 +427,14 @@ static void test_own_writes_not_parsed(void **state)
     assert_int_equal(pump_parses(t), 0);
     assert_true(pod_rec(t, "p-3")->ep.ready);
     assert_false(pod_rec(t, "p-3")->v.deleting);
-    /* a client's write is read: its deletion reaches the kubelet */
+    /* a client's write is read: its deletion reaches the kubelet, even when a status
+     * write that changes nothing (it hands back the client's snapshot) came between */
     struct store_delete_opts del = { .grace_seconds = 30 };
     struct store_status st = { 0 };
     assert_int_equal(store_delete(t->s, t->pods, "default", "p-3", &del, NULL, NULL, &st), 0);
     store_status_clear(&st);
+    p = pod_rec(t, "p-3");
+    assert_int_equal(cluster__kubelet_write(t->c, p), 0);
     assert_int_equal(pump_parses(t), 1);
     assert_true(pod_rec(t, "p-3")->v.deleting);
     assert_true(pod_rec(t, "p-3")->deleting);
