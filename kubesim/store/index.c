@@ -121,3 +121,19 @@ void store__index_free(struct stype *t)
         free(b);
     }
 }
+
+size_t store__index_measure(const struct stype *t)
+{
+    const struct label_bucket *b;
+    const struct label_ref *r;
+    size_t n = t->by_label ? store_mem_table(&t->by_label->hh) : 0;
+
+    for (b = t->by_label; b; b = b->hh.next) {
+        n += store_mem_chunk(b) + store_mem_chunk(b->value);
+        if (b->refs)
+            n += store_mem_table(&b->refs->hh);
+        for (r = b->refs; r; r = r->hh.next)
+            n += store_mem_chunk(r);
+    }
+    return n;
+}

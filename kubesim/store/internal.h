@@ -130,6 +130,9 @@ struct store {
     const struct reg_resource *res_namespaces, *res_nodes;   /* cached built-ins */
     const struct reg_resource *res_events;      /* core/v1: events.k8s.io/v1's storage */
 
+    store_memory_reporter_fn mem_fn;    /* GET /kubesim/memory's "cluster" member */
+    void *mem_arg;
+
     struct subscriber subs[STORE_MAX_SUBSCRIBERS];
     _Atomic size_t n_subs;      /* read without notify_mu by the early exits */
     pthread_mutex_t notify_mu;
@@ -256,6 +259,14 @@ int store__index_lookup(struct stype *t, const struct sel *sel, struct sentry **
                         size_t *n);
 void store__index_free(struct stype *t);
 
+/* Malloc bytes of t's label index: buckets, their values, refs and hash tables. */
+size_t store__index_measure(const struct stype *t);
+
+/* ---- memory accounting (memstat.c) ---- */
+/* Trees held by the tree scopes of every thread (obj.c), and their malloc bytes with
+ * the scopes' own entries. */
+void store__scope_measure(size_t *trees, size_t *bytes);
+
 /* ---- status helpers (status.c) ---- */
 void store__status_set(struct store_status *st, int code, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -327,6 +338,9 @@ void store__gc_enqueue(struct store *s, int kind, const char *id);
 /* Index maintenance, lock held. */
 int store__gc_index_add(struct store *s, struct sentry *e);
 void store__gc_index_remove(struct store *s, struct sentry *e);
+/* Malloc bytes of the dependents index (owners, their uids, refs and tables) and of
+ * the Event expiry list. Lock held. */
+void store__gc_measure(const struct store *s, size_t *owners, size_t *expiry);
 /* Waits until the GC queue is empty and idle (tests, close). */
 int store__gc_wait_idle(struct store *s, int timeout_ms);
 

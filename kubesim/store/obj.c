@@ -148,11 +148,15 @@ struct scope_tree {
 static _Thread_local struct scope_tree *scope_trees;
 static _Thread_local size_t scope_bytes;
 static _Thread_local unsigned scope_depth;
+/* every thread's scopes together, for GET /kubesim/memory */
+static _Atomic size_t scopes_trees, scopes_bytes;
 
 static void scope_drop(struct scope_tree *e)
 {
     HASH_DEL(scope_trees, e);
     scope_bytes -= e->bytes;
+    atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&scopes_bytes, e->bytes + sizeof(*e), memory_order_relaxed);
     free(e->tree);
     store_obj_unref((struct store_obj *)e->o);
     free(e);
@@ -193,7 +197,15 @@ static int scope_put(const struct store_obj *o, cJSON *tree)
     e->bytes = malloc_usable_size(tree);
     HASH_ADD_PTR(scope_trees, o, e);
     scope_bytes += e->bytes;
+    atomic_fetch_add_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&scopes_bytes, e->bytes + sizeof(*e), memory_order_relaxed);
     return 0;
+}
+
+void store__scope_measure(size_t *trees, size_t *bytes)
+{
+    *trees = atomic_load_explicit(&scopes_trees, memory_order_relaxed);
+    *bytes = atomic_load_explicit(&scopes_bytes, memory_order_relaxed);
 }
 
 void store_tree_scope_begin(void)

@@ -241,6 +241,20 @@ void store_get_stats(struct store *s, struct store_stats *out);
  * (GET /kubesim/memory). Walks every object under the read lock: a diagnostic. */
 struct buf;
 int store_memory_json(struct store *s, struct buf *out);
+/* A component above the store (the simulated cluster) that keeps tables of its own
+ * reports them in the same answer: fn appends the members of one JSON object (no
+ * braces) to out and returns the malloc bytes it counted. Called from the answering
+ * thread without the store lock, so fn reads only what is safe to read from there.
+ * One reporter; a later call replaces it. */
+typedef size_t (*store_memory_reporter_fn)(void *arg, struct buf *out);
+void store_memory_reporter_set(struct store *s, store_memory_reporter_fn fn, void *arg);
+/* The malloc chunk behind p (its usable size plus the chunk header; 0 for NULL): what
+ * the memory answer counts, so that its sums compare with malloc's in-use bytes. */
+size_t store_mem_chunk(const void *p);
+/* The bytes of a uthash table's bookkeeping (the table and its bucket array), given the
+ * handle of any member (NULL: an empty table, 0). */
+struct UT_hash_handle;
+size_t store_mem_table(const struct UT_hash_handle *hh);
 
 /* ---- fault injection and test hooks -------------------------------------------- */
 

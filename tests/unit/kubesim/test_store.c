@@ -1335,13 +1335,78 @@ static void test_memory_breakdown(void **state)
     assert_true(tl_num(t, "treeNodes") >= 3 * 6);    /* root, kind, apiVersion, metadata, ... */
     assert_true(tl_num(t, "treeBytes") >= tl_num(t, "treeNodes") * sizeof(cJSON));
     assert_true(tl_num(m, "total.objects") >= 3);
+    /* the structures around the text, as malloc chunks: entries with their keys, the
+     * type's table, the ring's slots; the snapshots' chunks hold at least their text */
+    assert_true(tl_num(t, "entryBytes") >= 3 * (sizeof(struct sentry) + sizeof("default/m0")));
+    assert_true(tl_num(t, "tableBytes") > 0);
+    assert_true(tl_num(t, "ringSlotBytes") >= tl_num(t, "ringEvents") * sizeof(struct wev));
+    assert_true(tl_num(t, "chunkBytes") >= tl_num(t, "textBytes"));
+    assert_true(tl_num(t, "ringOnlyChunkBytes") >= tl_num(t, "ringOnlyTextBytes"));
+    assert_true(tl_num(m, "store.uidIndexBytes") > 0);
+    assert_true(tl_num(m, "countedBytes") >= tl_num(m, "total.chunkBytes") +
+                tl_num(m, "total.entryBytes") + tl_num(m, "store.uidIndexBytes"));
 #if !defined(__SANITIZE_ADDRESS__)
     /* under ASan malloc is ASan's own, and glibc's mallinfo2 reports nothing */
     assert_true(tl_num(m, "malloc.inUseBytes") > 0);
+    /* what is counted is part of what malloc has handed out */
+    assert_true(tl_num(m, "countedBytes") <= tl_num(m, "malloc.inUseBytes") +
+                tl_num(m, "malloc.mmapBytes"));
 #endif
     assert_true(tl_num(m, "rssBytes") > 0);
     cJSON_Delete(m);
     buf_free(&b);
+}
+
+/* A number from GET /kubesim/memory's answer (dotted path). */
+static double memory_num(const char *path)
+{
+    struct buf b = { 0 };
+    cJSON *m;
+    double v;
+
+    assert_int_equal(store_memory_json(S, &b), 0);
+    assert_non_null(m = cJSON_Parse(b.data));
+    v = tl_num(m, path);
+    cJSON_Delete(m);
+    buf_free(&b);
+    return v;
+}
+
+/* The indexes are counted: a labelled Pod with an owner adds to its type's label
+ * index and to the dependents index, and deleting it takes both back. */
+static void test_memory_indexes(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    const struct reg_resource *cm = tl_res(S, "", "v1", "configmaps");
+    struct store_obj *owner;
+    struct store_status st = { 0 };
+    double labels0, owners0, labels1, owners1;
+    (void)state;
+
+    /* a Pod without labels or owners: the type is in the answer, its indexes empty */
+    store_obj_unref(tl_create(S, pods, "default", tl_json(
+        "{\"metadata\":{\"name\":\"plain\"},"
+        "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}")));
+    /* an owner that exists, so the garbage collector leaves the dependent alone */
+    owner = tl_create(S, cm, "default", tl_json("{\"metadata\":{\"name\":\"o\"}}"));
+    labels0 = memory_num("types./pods.labelIndexBytes");
+    owners0 = memory_num("store.ownerIndexBytes");
+    assert_true(labels0 == 0);
+    assert_true(owners0 == 0);
+    store_obj_unref(tl_create(S, pods, "default", tl_json(
+        "{\"metadata\":{\"name\":\"mi\",\"labels\":{\"ray.io/cluster\":\"c1\"},"
+        "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"o\","
+        "\"uid\":\"%s\"}]},"
+        "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", owner->uid)));
+    labels1 = memory_num("types./pods.labelIndexBytes");
+    owners1 = memory_num("store.ownerIndexBytes");
+    /* a bucket, its value, one ref and their hash tables */
+    assert_true(labels1 >= labels0 + sizeof(struct sentry *) + sizeof("c1"));
+    assert_true(owners1 >= owners0 + strlen(owner->uid) + 1);
+    assert_int_equal(store_delete(S, pods, "default", "mi", NULL, NULL, NULL, &st), 0);
+    assert_true(memory_num("types./pods.labelIndexBytes") == labels0);
+    assert_true(memory_num("store.ownerIndexBytes") == owners0);
+    store_obj_unref(owner);
 }
 
 /* Events are kept as text alone: the tree is parsed on first read, then kept, and is
@@ -1542,6 +1607,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_namespace_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_one_resource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_breakdown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_indexes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope_trim_keeps_recent, setup, teardown),
