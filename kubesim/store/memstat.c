@@ -27,18 +27,6 @@ struct memstat {
     size_t entries, table, ring_slots, label_index;
 };
 
-size_t store_mem_chunk(const void *p)
-{
-    return p ? malloc_usable_size((void *)p) + sizeof(size_t) : 0;
-}
-
-size_t store_mem_table(const struct UT_hash_handle *hh)
-{
-    const UT_hash_table *tbl = hh ? hh->tbl : NULL;
-
-    return tbl ? store_mem_chunk(tbl) + store_mem_chunk(tbl->buckets) : 0;
-}
-
 /* An object's text, and the bytes of its tree: packed trees are one block of nodes then
  * strings; a loose tree is counted the same way (malloc's headers left out). *chunks
  * gets the malloc bytes of all of it. */
