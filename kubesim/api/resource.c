@@ -62,6 +62,16 @@ static void add_warnings(struct server_req *req, const cJSON *warnings)
     }
 }
 
+/* o's JSON text as the body (a snapshot kept compressed is decompressed first). */
+static int reply_obj_text(struct server_req *req, int code, const struct store_obj *o)
+{
+    const char *text = store_obj_text(o);
+
+    if (!text)
+        return server_reply_status(req, 500, "InternalError", "out of memory");
+    return server_reply(req, code, JSON, text, o->len);
+}
+
 static int reply_obj(struct server_req *req, int code, struct store_obj *o)
 {
     int rc;
@@ -84,7 +94,7 @@ static int reply_obj(struct server_req *req, int code, struct store_obj *o)
         if (rc == 0)
             return 0;
     }
-    return server_reply(req, code, JSON, o->bytes, o->len);
+    return reply_obj_text(req, code, o);
 }
 
 static int reply_json_tree(struct server_req *req, int code, cJSON *tree)
@@ -293,7 +303,7 @@ static int render_list(const struct reg_resource *res, const struct store_list *
     for (size_t i = 0; i < l->n; i++) {
         if (i)
             buf_puts(b, ",");
-        buf_append(b, l->items[i]->bytes, l->items[i]->len);
+        store_obj_text_append(l->items[i], b);
     }
     return buf_puts(b, "]}");
 }
@@ -427,7 +437,7 @@ static int finish_write(struct server_req *req, const struct reg_resource *res, 
     if (!o)
         return server_reply_status(req, 500, "InternalError", "the store returned no object");
     req->rv = o->rv;   /* which write made which object version: the chaos soak's judge */
-    code = server_reply(req, code, JSON, o->bytes, o->len);
+    code = reply_obj_text(req, code, o);
     store_obj_unref(o);
     return code;
 }
@@ -651,7 +661,7 @@ static int do_delete(struct server_req *req, const struct reg_resource *res)
          * a graceful Pod deletion is a 200 with the Pod. */
         if (!gone && c.orphan_false)
             code = 202;
-        server_reply(req, code, JSON, o->bytes, o->len);
+        reply_obj_text(req, code, o);
     }
 out:
     store_obj_unref(o);

@@ -81,6 +81,8 @@ struct stype {
     struct sentry *objs;
     size_t n;
     struct label_bucket *by_label;      /* STORE_INDEXED_LABEL value -> entries */
+    struct store_zdict *zd;     /* ztext.c: the dictionary its text is compressed with */
+    bool zd_tried;              /* made (or failed): it never changes */
     pthread_mutex_t wmu;
     pthread_cond_t wcond;
     struct wev *ring;
@@ -202,6 +204,22 @@ struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *
 /* The commit's last word on obj's writer tree (lock held, obj not yet published): a
  * text-only type lets it go, into the thread's tree scope when one is open. */
 void store__obj_settle(struct store_obj *o);
+/* The commit's first step (lock held, obj not yet published nor indexed: its names
+ * move): a text-only type keeps obj's text compressed once t has a dictionary. */
+void store__obj_compact(struct stype *t, struct store_obj *o);
+
+/* ---- compressed text (ztext.c) ---- */
+struct store_zdict *store__zdict_ref(struct store_zdict *zd);
+void store__zdict_unref(struct store_zdict *zd);
+/* Malloc bytes of zd (both of zstd's digested copies); 0 for NULL. */
+size_t store__zdict_bytes(const struct store_zdict *zd);
+/* A dictionary from the text of t's objects now (plain, all of them): NULL on ENOMEM
+ * or when t has no text. Lock held. */
+struct store_zdict *store__zdict_build(const struct stype *t);
+/* text[0..len) compressed with zd into a new block with extra bytes of room after the
+ * frame (*zlen bytes). NULL on ENOMEM or when the frame would not be smaller. */
+char *store__ztext_compress(const struct store_zdict *zd, const char *text, size_t len,
+                            size_t extra, size_t *zlen);
 /* A hash of metadata.<member> of obj (0 when absent): equal members hash equal. */
 uint64_t store__obj_meta_hash(const cJSON *obj, const char *member);
 

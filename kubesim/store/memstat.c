@@ -25,6 +25,7 @@ struct memstat {
     size_t ring_events, ring_only, ring_only_text, ring_only_tree;
     size_t chunks, ring_only_chunks;   /* malloc bytes of the snapshots (text, struct, tree) */
     size_t entries, table, ring_slots, label_index;
+    size_t compressed, dict;   /* snapshots kept compressed; the type's dictionary */
 };
 
 /* An object's text, and the bytes of its tree: packed trees are one block of nodes then
@@ -38,7 +39,7 @@ static void obj_measure(const struct store_obj *o, size_t *text, size_t *tree, s
     size_t n = 0, bytes = 0;
 
     *text += o->len + 1 + sizeof(*o);
-    *chunks += store_mem_chunk(o) + store_mem_chunk(o->bytes);
+    *chunks += store_mem_chunk(o) + store_mem_chunk(o->blob);
     if (!t)
         return;
     store__json_measure(t, &n, &bytes);
@@ -137,6 +138,8 @@ static void memstat_add(struct memstat *all, const struct memstat *m)
     all->table += m->table;
     all->ring_slots += m->ring_slots;
     all->label_index += m->label_index;
+    all->compressed += m->compressed;
+    all->dict += m->dict;
 }
 
 static int memstat_print(struct buf *out, const char *sep, const char *name, const struct memstat *m)
@@ -145,16 +148,18 @@ static int memstat_print(struct buf *out, const char *sep, const char *name, con
                       "\"treeNodes\":%zu,\"ringEvents\":%zu,\"ringOnlyObjects\":%zu,"
                       "\"ringOnlyTextBytes\":%zu,\"ringOnlyTreeBytes\":%zu,\"chunkBytes\":%zu,"
                       "\"ringOnlyChunkBytes\":%zu,\"entryBytes\":%zu,\"tableBytes\":%zu,"
-                      "\"ringSlotBytes\":%zu,\"labelIndexBytes\":%zu}",
+                      "\"ringSlotBytes\":%zu,\"labelIndexBytes\":%zu,\"compressedObjects\":%zu,"
+                      "\"dictBytes\":%zu}",
                       sep, name, m->n, m->text, m->tree, m->nodes, m->ring_events, m->ring_only,
                       m->ring_only_text, m->ring_only_tree, m->chunks, m->ring_only_chunks,
-                      m->entries, m->table, m->ring_slots, m->label_index);
+                      m->entries, m->table, m->ring_slots, m->label_index, m->compressed,
+                      m->dict);
 }
 
 static size_t memstat_counted(const struct memstat *m)
 {
     return m->chunks + m->ring_only_chunks + m->entries + m->table + m->ring_slots +
-           m->label_index;
+           m->label_index + m->dict;
 }
 
 int store_memory_json(struct store *s, struct buf *out)
@@ -179,11 +184,13 @@ int store_memory_json(struct store *s, struct buf *out)
         types += store_mem_chunk(t) + store_mem_chunk(t->key);
         HASH_ITER(hh, t->objs, e, etmp) {
             m.n++;
+            m.compressed += e->obj->zlen != 0;
             obj_measure(e->obj, &m.text, &m.tree, &m.nodes, &m.chunks);
             m.entries += entry_measure(e);
         }
         m.table = t->objs ? store_mem_table(&t->objs->hh) : 0;
         m.label_index = store__index_measure(t);
+        m.dict = store__zdict_bytes(t->zd);
         if (ring_measure(t, &m)) {
             rc = -ENOMEM;
             break;

@@ -190,6 +190,8 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
     uint64_t old_labels = 0, old_refs = 0;
     const cJSON *j;
 
+    /* first: compressing moves obj's names, which the indexes below key on */
+    store__obj_compact(t, obj);
     if (!e) {
         e = calloc(1, sizeof(*e));
         if (!e) {
@@ -418,6 +420,7 @@ void store_close(struct store *s)
         }
         store__index_free(t);
         store__watch_type_free(t);
+        store__zdict_unref(t->zd);   /* snapshots still held elsewhere keep their own reference */
         HASH_DELETE(hh, s->types, t);
         free(t->key);
         free(t);
