@@ -271,7 +271,9 @@ int store__delete_entry(struct store *s, struct sentry *e, const struct store_de
                         struct store_obj **out, bool *gone, struct store_status *st);
 
 /* ---- label index (index.c), lock held ---- */
-int store__index_add(struct stype *t, struct sentry *e);
+/* Puts e (new, or with a new snapshot) in the bucket of its label's value; an entry
+ * whose value did not change stays where it is. */
+int store__index_update(struct stype *t, struct sentry *e);
 void store__index_remove(struct stype *t, struct sentry *e);
 int store__index_lookup(struct stype *t, const struct sel *sel, struct sentry ***out,
                         size_t *n);

@@ -214,14 +214,13 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
         old_labels = e->labels_hash;
         old_refs = e->refs_hash;
         store__gc_index_remove(s, e);
-        store__index_remove(t, e);
         /* uid never changes, but the key string in the uid table belongs to the
          * old snapshot: re-key it on the new one. */
         HASH_DELETE(hu, s->by_uid, e);
         e->obj = obj;
         HASH_ADD_KEYPTR(hu, s->by_uid, obj->uid, strlen(obj->uid), e);
     }
-    if (store__gc_index_add(s, e) || store__index_add(t, e))
+    if (store__gc_index_add(s, e) || store__index_update(t, e))
         log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
     if (obj->res == s->res_events)
         store__gc_event_written(s, e);   /* replayed ones too, dated by their own timestamps */

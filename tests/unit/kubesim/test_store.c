@@ -1407,6 +1407,13 @@ static void test_memory_indexes(void **state)
     assert_true(memory_num("types./pods.labelIndexBytes") == labels0);
     assert_true(memory_num("store.ownerIndexBytes") == owners0);
     store_obj_unref(owner);
+    /* one cluster's objects per bucket, as at 10,000 RayClusters: a bucket is its value
+     * and a small array, not a hash set of its own (over 700 bytes a bucket) */
+    for (int i = 0; i < 100; i++)
+        store_obj_unref(tl_create(S, pods, "default", tl_json(
+            "{\"metadata\":{\"name\":\"b%d\",\"labels\":{\"ray.io/cluster\":\"cluster-%d\"}},"
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", i, i)));
+    assert_true(memory_num("types./pods.labelIndexBytes") < 100 * 300);
 }
 
 /* Text kept compressed (ztext.c): once a text-only type holds a few objects it gets a
