@@ -19,12 +19,10 @@ static void sync_now(struct gt *t)
     gt_pump(t);
 }
 
-static void test_sync_follows_change(void **state)
+/* NSVC Services s<i>, each selecting the one Pod p<i> (app=a<i>, bound to n1). */
+static void svcs_and_pods(struct gt *t)
 {
-    struct gt *t = gt_new(1, "64");
     const struct reg_resource *svcs = tl_res(t->s, "", "v1", "services");
-    char name[64], ip[64];
-    (void)state;
 
     t->c->r_svc = svcs;
     t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
@@ -33,11 +31,19 @@ static void test_sync_follows_change(void **state)
         store_obj_unref(tl_create(t->s, svcs, "default", tl_json(
             "{\"metadata\":{\"name\":\"s%d\"},\"spec\":{\"selector\":{\"app\":\"a%d\"},"
             "\"ports\":[{\"port\":80}]}}", i, i)));
-        snprintf(name, sizeof(name), "p%d", i);
         store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
-            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"a%d\"}},\"spec\":{\"nodeName\":"
-            "\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}", name, i)));
+            "{\"metadata\":{\"name\":\"p%d\",\"labels\":{\"app\":\"a%d\"}},\"spec\":{\"nodeName\":"
+            "\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}", i, i)));
     }
+}
+
+static void test_sync_follows_change(void **state)
+{
+    struct gt *t = gt_new(1, "64");
+    char ip[64];
+    (void)state;
+
+    svcs_and_pods(t);
     t->c->ep_visited = 0;
     sync_now(t);
     assert_int_equal(t->c->ep_visited, NSVC);   /* each new Service once */
@@ -115,23 +121,12 @@ static void test_sync_reads_pod_record(void **state)
 static void test_memory_report(void **state)
 {
     struct gt *t = gt_new(1, "64");
-    const struct reg_resource *svcs = tl_res(t->s, "", "v1", "services");
     struct buf b = { 0 };
     size_t sum;
     cJSON *m;
     (void)state;
 
-    t->c->r_svc = svcs;
-    t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
-    t->c->r_eps = tl_res(t->s, "discovery.k8s.io", "v1", "endpointslices");
-    for (int i = 0; i < NSVC; i++) {
-        store_obj_unref(tl_create(t->s, svcs, "default", tl_json(
-            "{\"metadata\":{\"name\":\"s%d\"},\"spec\":{\"selector\":{\"app\":\"a%d\"},"
-            "\"ports\":[{\"port\":80}]}}", i, i)));
-        store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
-            "{\"metadata\":{\"name\":\"p%d\",\"labels\":{\"app\":\"a%d\"}},\"spec\":{\"nodeName\":"
-            "\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}", i, i)));
-    }
+    svcs_and_pods(t);
     sync_now(t);
     t->c->mem.at_ms = 0;   /* due now */
     cluster__memory_publish(t->c);
