@@ -79,12 +79,11 @@ def main():
         # issue 18: kubesim's memory with every cluster, Pod, Service and Event in it
         rss, hwm = rss_mib(env.sim.pid, "VmHWM")
         st = env.req("GET", "/kubesim/status")[1]
-        print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored" %
-              (rss, hwm, st.get("objects", 0)), flush=True)
-        # where kubesim's CPU went: its threads' time, and the stored texts it parsed again
-        print("kubesim CPU %.1f s (cluster thread %.1f s); %d text parses" %
-              (cpu_seconds(env.sim.pid), cpu_seconds(env.sim.pid, "kubesim-cluster"),
-               st.get("textParses", 0)), flush=True)
+        print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored; CPU %.1f s" %
+              (rss, hwm, st.get("objects", 0), cpu_seconds(env.sim.pid)), flush=True)
+        # where kubesim's CPU went: the cluster thread's share, and the stored texts parsed again
+        print("kubesim cluster thread CPU %.1f s; %d text parses" %
+              (cpu_seconds(env.sim.pid, "kubesim-cluster"), st.get("textParses", 0)), flush=True)
         print_memory(env.req("GET", "/kubesim/memory")[1])
 
     # converged: a fresh controller whose idle requeue is 1 ms, so every key cycles
@@ -128,6 +127,22 @@ def print_memory(m):
     print("  malloc: in use %.1f MiB, free in arenas %.1f MiB, mmapped %.1f MiB; RSS %.1f MiB" %
           (a["inUseBytes"] / mib, a["freeBytes"] / mib, a["mmapBytes"] / mib, m["rssBytes"] / mib),
           flush=True)
+    if "countedBytes" not in m:
+        return
+    # every structure as malloc chunks: what is left over is what nothing counts
+    t, st, cl = m["total"], m["store"], m.get("cluster", {})
+    parts = [("snapshots (text, structs, trees)", t["chunkBytes"]),
+             ("window-only snapshots", t["ringOnlyChunkBytes"]),
+             ("entries", t["entryBytes"]), ("type tables", t["tableBytes"] + st["typeBytes"]),
+             ("uid index", st["uidIndexBytes"]), ("owner index", st["ownerIndexBytes"]),
+             ("label index", t["labelIndexBytes"]), ("ring slots", t["ringSlotBytes"]),
+             ("Event expiry", st["eventExpiryBytes"]), ("tree scopes", m["scopes"]["bytes"])]
+    parts += [("cluster " + k[:-5], v) for k, v in sorted(cl.items()) if k.endswith("Bytes")
+              and k != "queuedTextBytes"]
+    for name, v in parts:
+        print("  %-34s %8.1f MiB" % (name, v / mib), flush=True)
+    print("  counted %.1f MiB; in use but not counted %.1f MiB" %
+          (m["countedBytes"] / mib, a["uncountedBytes"] / mib), flush=True)
 
 
 def rss_mib(pid, second="RssAnon"):
