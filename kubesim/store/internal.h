@@ -11,6 +11,8 @@
  *   t->wmu       per type: its watch ring; taken inside s->lock by the commit path
  *                and alone by watchers.
  *   s->notify_mu subscriber dispatch, never held together with s->lock.
+ *   s->nq_mu     the subscriber notice queue: pushed inside s->lock by the commit,
+ *                taken alone by the drain, so delivering takes no write lock.
  *   s->gc_mu     the GC work queue; leaf lock.
  */
 #ifndef RAYOP_KUBESIM_STORE_INTERNAL_H
@@ -133,7 +135,8 @@ struct store {
     struct subscriber subs[STORE_MAX_SUBSCRIBERS];
     _Atomic size_t n_subs;      /* read without notify_mu by the early exits */
     pthread_mutex_t notify_mu;
-    struct notice *nq_head, *nq_tail;   /* under s->lock */
+    pthread_mutex_t nq_mu;              /* the queue below; leaf, taken inside s->lock */
+    struct notice *nq_head, *nq_tail;   /* under nq_mu */
     bool draining;                      /* under notify_mu */
 
     pthread_mutex_t gc_mu;
@@ -234,10 +237,29 @@ void store__notify_drain(struct store *s);
 int store__write_done(struct store *s, int rc, struct store_status *st);
 
 /* The tail of PUT and PATCH (write.c, lock held): obj (consumed) is the
- * proposed new state of e. */
+ * proposed new state of e. store__write_prepare + store__write_commit. */
 int store__write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
                           const char *sub, cJSON *obj, const struct store_write_opts *w,
                           struct store_obj **out, struct store_status *st);
+/* Types whose writes are prepared without the store's lock and committed under it
+ * when the stored object is still the one they were prepared against (write.c). */
+bool store__prepare_unlocked(const struct reg_resource *res);
+/* A prepared update: nothing left to commit (a no-op or dry run, answered), the removal
+ * of base (its last finalizer went), or o to publish in base's place. */
+struct write_plan {
+    enum { WRITE_DONE, WRITE_REMOVE, WRITE_PUT } kind;
+    struct store_obj *base;     /* the snapshot prepared against (the caller's reference) */
+    struct store_obj *o;        /* WRITE_PUT: the new snapshot, rv guessed (owned) */
+};
+int store__write_prepare(struct store *s, const struct reg_resource *res,
+                         const struct reg_resource *sres, struct store_obj *base,
+                         const char *sub, cJSON *obj, const struct store_write_opts *w,
+                         bool locked, struct write_plan *pl, struct store_obj **out,
+                         struct store_status *st);
+/* Lock held and e->obj still pl->base: publishes the plan (pl->o consumed). */
+int store__write_commit(struct store *s, const struct reg_resource *res, struct sentry *e,
+                        struct write_plan *pl, struct store_obj **out,
+                        struct store_status *st);
 /* PUT of /scale (patch.c): scale (consumed) is an autoscaling/v1 Scale. */
 int store__scale_update(struct store *s, const struct reg_resource *res, const char *ns,
                         const char *name, cJSON *scale, const struct store_write_opts *w,
@@ -343,5 +365,9 @@ int store__persist_replay_buf(struct store *s, const char *data, size_t len, cha
 /* Waits until the garbage collector and namespace finalizer have no queued work.
  * 0, or -ETIMEDOUT. For tests and for the simulated cluster's quiescence checks. */
 int store_wait_gc_idle(struct store *s, int timeout_ms);
+
+/* Called with the would-be object's name when a write starts its validation (write.c),
+ * NULL in production: a test blocks a write there to show what that phase holds. */
+extern void (*store__test_prepare_hook)(const char *name);
 
 #endif

@@ -236,6 +236,8 @@ static int prepare_common(struct store *s, const struct reg_resource *res, cJSON
 
     if (!causes)
         return -ENOMEM;
+    if (store__test_prepare_hook)
+        store__test_prepare_hook(name ? name : "");
     if (name && !old)
         schema_check_name(name, store__name_rule(res), "metadata.name", causes);
     if (res->builtin) {
@@ -351,36 +353,107 @@ static int as_requested(int rc, const struct reg_resource *res, struct store_obj
     return rc;
 }
 
-int store_create(struct store *s, const struct reg_resource *res, const char *ns,
-                 cJSON *obj, const struct store_write_opts *w, struct store_obj **out,
-                 struct store_status *st)
-{
-    if (store__events_v1(res) && s->res_events) {
-        if (cJSON_IsObject(obj))
-            store__event_to_core(obj);
-        return as_requested(store_create(s, s->res_events, ns, obj, w, out, st), res, out);
-    }
+/*
+ * Writes prepared outside the lock. Validation, defaulting, managedFields and printing
+ * the new object are the expensive part of a write and depend on the object alone, so
+ * for most types they run without the store's lock, against a referenced snapshot of
+ * the old object; the lock is then held only to check that what the write was prepared
+ * against is still there (the name is free, the stored snapshot is the same one), give
+ * it its resourceVersion and publish it. A write whose object changed meanwhile is
+ * prepared again, as the real server's GuaranteedUpdate retries on a changed
+ * mod_revision. The simulated cluster's status writes and the clients' creates then
+ * no longer wait on each other's preparation.
+ */
 
-    struct stype *t;
-    cJSON *md;
+void (*store__test_prepare_hook)(const char *name);
+
+bool store__prepare_unlocked(const struct reg_resource *res)
+{
+    /* Services take their clusterIP from the store's table, CRDs change the registry,
+     * and a custom resource's storage version is the type's, read under the lock */
+    return res->builtin && !is_crd(res) && !is_res(res, "", "services") &&
+           !store__events_v1(res);
+}
+
+/* The resourceVersion the next commit is likely to give: printed into a write prepared
+ * outside the lock, corrected by settle_rv when another commit came first. */
+static uint64_t rv_guess(struct store *s)
+{
+    return atomic_load_explicit(&s->committed_rv, memory_order_acquire) + 1;
+}
+
+/*
+ * Gives o (prepared with a guessed resourceVersion, not yet published: its text and
+ * tree are still the writer's own) the resourceVersion rv, in place when the number
+ * has as many digits as the guess, else in a copy printed again. o is consumed;
+ * returns it or its replacement, NULL on ENOMEM. Lock held.
+ */
+static struct store_obj *settle_rv(struct store_obj *o, uint64_t rv)
+{
+    cJSON *tree = __atomic_load_n(&o->tree, __ATOMIC_ACQUIRE), *rvn = NULL;
+    struct store_obj *c;
+    const char *v;
+    size_t vlen = 0;
+    char d[24];
+    int n;
+
+    if (o->rv == rv)
+        return o;
+    n = snprintf(d, sizeof(d), "%llu", (unsigned long long)rv);
+    v = store__text_member(o->bytes, o->len, "metadata", "resourceVersion", &vlen);
+    if (tree)
+        rvn = jget(jget(tree, "metadata"), "resourceVersion");
+    if (v && vlen == (size_t)n + 2 && v[0] == '"' &&
+        (!tree || (cJSON_IsString(rvn) && strlen(rvn->valuestring) == (size_t)n))) {
+        memcpy((char *)v + 1, d, (size_t)n);
+        if (rvn)
+            memcpy(rvn->valuestring, d, (size_t)n);
+        o->rv = rv;
+        return o;
+    }
+    c = store__obj_with_rv(o, rv);
+    store_obj_unref(o);
+    return c;
+}
+
+/* o (consumed, unpublished) named name instead: a generateName that collided at the
+ * commit. NULL on ENOMEM. */
+static struct store_obj *renamed(struct store_obj *o, const struct reg_resource *res,
+                                 const char *name)
+{
+    cJSON *j = store__obj_copy(o);
+
+    store_obj_unref(o);
+    if (!j)
+        return NULL;
+    store__set_str(store__meta(j), "name", name);
+    return store__obj_new(res, j);
+}
+
+/* A create prepared: the new snapshot and what its commit needs. */
+struct prep_create {
+    struct store_obj *o;
+    bool generated;
+    char gen_name[64];          /* the generateName prefix, cut as names are */
+};
+
+/*
+ * Everything a create does before it needs the store's tables: the request's
+ * metadata rules, server-owned fields, admission, defaulting, validation,
+ * managedFields and printing. obj is consumed. locked: the caller holds the write
+ * lock (else the namespace is read under a short read lock). sres is the type's
+ * storage version.
+ */
+static int create_prepare(struct store *s, const struct reg_resource *res,
+                          const struct reg_resource *sres, const char *ns, cJSON *obj,
+                          const struct store_write_opts *w, bool locked,
+                          struct prep_create *p, struct store_status *st)
+{
+    cJSON *md = store__meta(obj);
     const char *name, *gen_name, *bns;
     char nm[300], uid[37], now[32];
-    struct store_obj *o = NULL;
-    struct sentry *e;
-    bool generated;
     int rc;
 
-    if (out)
-        *out = NULL;
-    if ((rc = require_object(obj, st)))
-        return rc;
-    pthread_rwlock_wrlock(&s->lock);
-    t = store__type_get(s, res, true);
-    if (!t) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    md = store__meta(obj);
     name = cJSON_GetStringValue(jget(md, "name"));
     gen_name = cJSON_GetStringValue(jget(md, "generateName"));
     bns = cJSON_GetStringValue(jget(md, "namespace"));
@@ -415,7 +488,12 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
         goto out;
     }
     if (res->namespaced && !s->replaying) {
+        /* checked again by the commit: the namespace may go meanwhile */
+        if (!locked)
+            pthread_rwlock_rdlock(&s->lock);
         rc = check_namespace(s, res, ns, name && name[0] ? name : gen_name, st);
+        if (!locked)
+            pthread_rwlock_unlock(&s->lock);
         if (rc)
             goto out;
     }
@@ -432,85 +510,168 @@ int store_create(struct store *s, const struct reg_resource *res, const char *ns
         store__set_num(md, "generation", 1);
     if (res->has_status)
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-    set_api_version(obj, t->res ? t->res : res);
-    generated = !name || !name[0];
-    if (generated) {
+    set_api_version(obj, sres);
+    p->generated = !name || !name[0];
+    if (p->generated) {
         char suf[6];
+        snprintf(p->gen_name, sizeof(p->gen_name), "%.58s", gen_name);
         store__random_suffix(suf);
-        snprintf(nm, sizeof(nm), "%.58s%s", gen_name, suf);
+        snprintf(nm, sizeof(nm), "%s%s", p->gen_name, suf);
         store__set_str(md, "name", nm);
     }
     rc = prepare_common(s, res, obj, NULL, w, st);
     if (rc)
         goto out;
-    snprintf(nm, sizeof(nm), "%s", cJSON_GetStringValue(jget(md, "name")));
-    for (int tries = 1; store__entry_find(t, ns, nm); tries++) {
-        char suf[6];
-        if (!generated || tries >= 8) {
-            store__status_already_exists(st, res, nm);
+    record_managed(obj, NULL, res, w, NULL);
+    if (!(w && w->dry_run)) {
+        char rvb[24];
+        snprintf(rvb, sizeof(rvb), "%llu",
+                 (unsigned long long)(locked ? s->rv + 1 : rv_guess(s)));
+        store__set_str(md, "resourceVersion", rvb);
+    }
+    p->o = store__obj_new(w && w->dry_run ? res : sres, obj);
+    obj = NULL;
+    rc = p->o ? 0 : -ENOMEM;
+out:
+    cJSON_Delete(obj);
+    return rc;
+}
+
+/*
+ * The end of a create (write lock held): the namespace is still there (when the
+ * preparation did not hold the lock), the name is free, else a generated name is drawn
+ * again (8 attempts in all), the resourceVersion is the next one. p->o is consumed.
+ */
+static int create_commit(struct store *s, const struct reg_resource *res, struct stype *t,
+                         struct prep_create *p, bool recheck_ns,
+                         const struct store_write_opts *w, struct store_obj **out,
+                         struct store_status *st)
+{
+    struct store_obj *o = p->o;
+    struct sentry *e;
+    int rc;
+
+    p->o = NULL;
+    if (recheck_ns && res->namespaced && !s->replaying) {
+        rc = check_namespace(s, res, o->ns, o->name, st);
+        if (rc)
+            goto out;
+    }
+    for (int tries = 1; store__entry_find(t, o->ns, o->name); tries++) {
+        char nm[300], suf[6];
+        if (!p->generated || tries >= 8) {
+            store__status_already_exists(st, res, o->name);
             rc = -EEXIST;
             goto out;
         }
         store__random_suffix(suf);
-        snprintf(nm, sizeof(nm), "%.58s%s", gen_name, suf);
-        store__set_str(md, "name", nm);
+        snprintf(nm, sizeof(nm), "%s%s", p->gen_name, suf);
+        if (!(o = renamed(o, o->res, nm))) {
+            rc = -ENOMEM;
+            goto out;
+        }
     }
-    record_managed(obj, NULL, res, w, NULL);
     if (w && w->dry_run) {
-        o = store__obj_new(res, obj);
-        obj = NULL;
-        rc = o ? 0 : -ENOMEM;
         if (out)
-            *out = o;
-        else
-            store_obj_unref(o);
+            *out = store_obj_ref(o);
+        rc = 0;
         goto out;
     }
-    {
-        char rvb[24];
-        snprintf(rvb, sizeof(rvb), "%llu", (unsigned long long)(s->rv + 1));
-        store__set_str(md, "resourceVersion", rvb);
-    }
-    o = store__obj_new(t->res ? t->res : res, obj);
-    obj = NULL;
-    if (!o) {
+    if (!(o = settle_rv(o, s->rv + 1))) {
         rc = -ENOMEM;
         goto out;
     }
     store__next_rv(s);
     rc = store__commit_put(s, t, NULL, store_obj_ref(o), &e);
-    if (rc) {
-        store_obj_unref(o);
+    if (rc)
         goto out;
-    }
     if (is_crd(res))
         crd_changed(s, store_obj_json(o), false);
     if (out)
         *out = store__obj_as(o, res);
-    store_obj_unref(o);
 out:
+    store_obj_unref(o);
+    return rc;
+}
+
+int store_create(struct store *s, const struct reg_resource *res, const char *ns,
+                 cJSON *obj, const struct store_write_opts *w, struct store_obj **out,
+                 struct store_status *st)
+{
+    if (store__events_v1(res) && s->res_events) {
+        if (cJSON_IsObject(obj))
+            store__event_to_core(obj);
+        return as_requested(store_create(s, s->res_events, ns, obj, w, out, st), res, out);
+    }
+
+    struct prep_create p = { 0 };
+    bool unlocked = store__prepare_unlocked(res);
+    struct stype *t = NULL;
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if ((rc = require_object(obj, st)))
+        return rc;
+    if (unlocked) {
+        /* a built-in is stored in the version asked for */
+        rc = create_prepare(s, res, res, ns, obj, w, false, &p, st);
+        if (rc)
+            goto out;
+        pthread_rwlock_wrlock(&s->lock);
+    } else {
+        pthread_rwlock_wrlock(&s->lock);
+        t = store__type_get(s, res, true);
+        if (!t) {
+            cJSON_Delete(obj);
+            rc = -ENOMEM;
+            goto unlock;
+        }
+        rc = create_prepare(s, res, t->res ? t->res : res, ns, obj, w, true, &p, st);
+        if (rc)
+            goto unlock;
+    }
+    if (!t && !(t = store__type_get(s, res, true))) {
+        rc = -ENOMEM;
+        goto unlock;
+    }
+    rc = create_commit(s, res, t, &p, unlocked, w, out, st);
+unlock:
     pthread_rwlock_unlock(&s->lock);
-    cJSON_Delete(obj);
+out:
+    store_obj_unref(p.o);
     return store__write_done(s, rc, st);
 }
 
 /* ---- update ---- */
 
 /*
- * The tail shared by PUT and PATCH (lock held): obj (consumed) is the proposed
- * new state of entry e. Applies the subresource split, immutable system fields,
- * defaults/validation, generation, no-op detection and finalizer-driven removal.
+ * The tail shared by PUT and PATCH, up to the commit: obj (consumed) is the proposed
+ * new state of the object whose stored snapshot is base (referenced by the caller).
+ * Applies the subresource split, immutable system fields, defaults/validation,
+ * generation, no-op detection and managedFields, and prints the new snapshot. Runs
+ * without the lock for the types store__prepare_unlocked() names (locked false: the
+ * resourceVersion printed is a guess the commit corrects). sres is the type's storage
+ * version. A no-op or a dry run is answered here (pl->kind WRITE_DONE, *out set).
  */
-int store__write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
-                          const char *sub, cJSON *obj, const struct store_write_opts *w,
-                          struct store_obj **out, struct store_status *st)
+int store__write_prepare(struct store *s, const struct reg_resource *res,
+                         const struct reg_resource *sres, struct store_obj *base,
+                         const char *sub, cJSON *obj, const struct store_write_opts *w,
+                         bool locked, struct write_plan *pl, struct store_obj **out,
+                         struct store_status *st)
 {
-    const cJSON *old = store_obj_json(e->obj);
-    const char *name = e->obj->name;
+    const cJSON *old = store_obj_json(base);
+    const char *name = base->name;
     cJSON *md, *nobj = NULL;
     bool status_sub = sub && !strcmp(sub, "status");
     int rc;
 
+    memset(pl, 0, sizeof(*pl));
+    pl->base = base;
+    if (!old) {
+        rc = -ENOMEM;
+        goto out;
+    }
     if (status_sub) {
         /* /status: everything but status (and, for built-ins, labels and
          * annotations as the pod/service status strategies allow) comes from old */
@@ -542,10 +703,10 @@ int store__write_prepared(struct store *s, const struct reg_resource *res, struc
         copy_meta(obj, old, *k);
     store__set_str(md, "name", name);
     if (res->namespaced)
-        store__set_str(md, "namespace", e->obj->ns);
+        store__set_str(md, "namespace", base->ns);
     else
         cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
-    set_api_version(obj, e->t->res ? e->t->res : res);
+    set_api_version(obj, sres);
     rc = prepare_common(s, res, obj, old, w, st);
     if (rc)
         goto out;
@@ -558,15 +719,16 @@ int store__write_prepared(struct store *s, const struct reg_resource *res, struc
     if (!jget(md, "managedFields") && jget(jget(old, "metadata"), "managedFields"))
         copy_meta(obj, old, "managedFields");
     if (store__same_object(obj, old)) {
-        if (out)
-            *out = store__obj_as(e->obj, res);
-        rc = 0;
+        pl->kind = WRITE_DONE;
+        if (out && !(*out = store__obj_as(base, res)))
+            rc = -ENOMEM;
         goto out;
     }
     record_managed(obj, old, res, w, sub);
     if (w && w->dry_run) {
         struct store_obj *o = store__obj_new(res, obj);
         obj = NULL;
+        pl->kind = WRITE_DONE;
         if (out)
             *out = o;
         else
@@ -578,35 +740,129 @@ int store__write_prepared(struct store *s, const struct reg_resource *res, struc
         const cJSON *g = jget(jget(old, "metadata"), "deletionGracePeriodSeconds");
         if (!g || cJSON_GetNumberValue(g) == 0) {
             /* the write that drops the last finalizer is the removal */
-            if (out)
-                *out = store_obj_ref(e->obj);
-            rc = store__commit_delete(s, e);
+            pl->kind = WRITE_REMOVE;
+            rc = 0;
             goto out;
         }
     }
     {
         char rvb[24];
-        struct store_obj *o;
-        snprintf(rvb, sizeof(rvb), "%llu", (unsigned long long)(s->rv + 1));
+        snprintf(rvb, sizeof(rvb), "%llu",
+                 (unsigned long long)(locked ? s->rv + 1 : rv_guess(s)));
         store__set_str(md, "resourceVersion", rvb);
-        o = store__obj_new(e->t->res ? e->t->res : res, obj);
+        pl->o = store__obj_new(sres, obj);
         obj = NULL;
-        if (!o) {
+        if (!pl->o) {
             rc = -ENOMEM;
             goto out;
         }
-        store__next_rv(s);
-        if (out)
-            *out = store__obj_as(o, res);
-        rc = store__commit_put(s, e->t, e, o, NULL);
-        if (!rc && is_crd(res))
-            crd_changed(s, store_obj_json(e->obj), false);
+        pl->kind = WRITE_PUT;
     }
 out:
     cJSON_Delete(obj);
     cJSON_Delete(nobj);
     if (rc == -ENOMEM)
         store__status_set(st, 500, "InternalError", "out of memory");
+    return rc;
+}
+
+/* The commit of a prepared update (write lock held, e->obj is still pl->base):
+ * the removal, or the new snapshot with the next resourceVersion. pl->o is consumed. */
+int store__write_commit(struct store *s, const struct reg_resource *res, struct sentry *e,
+                        struct write_plan *pl, struct store_obj **out,
+                        struct store_status *st)
+{
+    struct store_obj *o = pl->o;
+    int rc = 0;
+
+    pl->o = NULL;
+    switch (pl->kind) {
+    case WRITE_DONE:
+        break;
+    case WRITE_REMOVE:
+        if (out)
+            *out = store_obj_ref(e->obj);
+        rc = store__commit_delete(s, e);
+        break;
+    case WRITE_PUT:
+        if (!(o = settle_rv(o, s->rv + 1))) {
+            rc = -ENOMEM;
+            break;
+        }
+        store__next_rv(s);
+        if (out)
+            *out = store__obj_as(o, res);
+        rc = store__commit_put(s, e->t, e, o, NULL);
+        o = NULL;
+        if (!rc && is_crd(res))
+            crd_changed(s, store_obj_json(e->obj), false);
+        break;
+    }
+    store_obj_unref(o);
+    if (rc == -ENOMEM)
+        store__status_set(st, 500, "InternalError", "out of memory");
+    return rc;
+}
+
+int store__write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
+                          const char *sub, cJSON *obj, const struct store_write_opts *w,
+                          struct store_obj **out, struct store_status *st)
+{
+    struct write_plan pl;
+    int rc;
+
+    rc = store__write_prepare(s, res, e->t->res ? e->t->res : res, e->obj, sub, obj, w, true,
+                              &pl, out, st);
+    if (rc || pl.kind == WRITE_DONE)
+        return rc;
+    return store__write_commit(s, res, e, &pl, out, st);
+}
+
+/*
+ * A PUT of a type prepared outside the lock, carrying resourceVersion brv: prepared
+ * against the snapshot of that version; if another write came before the commit, the
+ * version is stale and the answer is the Conflict the locked path would give.
+ */
+static int update_unlocked(struct store *s, const struct reg_resource *res, const char *ns,
+                           const char *name, const char *sub, cJSON *obj, uint64_t brv,
+                           const struct store_write_opts *w, struct store_obj **out,
+                           struct store_status *st)
+{
+    struct store_obj *base = NULL;
+    struct write_plan pl = { 0 };
+    struct sentry *e;
+    int rc;
+
+    pthread_rwlock_rdlock(&s->lock);
+    if ((e = store__entry_lookup(s, res, ns, name, st)))
+        base = store_obj_ref(e->obj);
+    pthread_rwlock_unlock(&s->lock);
+    if (!base) {
+        cJSON_Delete(obj);
+        return -ENOENT;
+    }
+    if (brv != base->rv) {
+        cJSON_Delete(obj);
+        store__status_conflict(st, res, name);
+        rc = -EBUSY;
+        goto out;
+    }
+    rc = store__write_prepare(s, res, res, base, sub, obj, w, false, &pl, out, st);
+    if (rc || pl.kind == WRITE_DONE)
+        goto out;
+    pthread_rwlock_wrlock(&s->lock);
+    if (!(e = store__entry_lookup(s, res, ns, name, st))) {
+        rc = -ENOENT;
+    } else if (e->obj != base) {
+        store__status_conflict(st, res, name);
+        rc = -EBUSY;
+    } else {
+        rc = store__write_commit(s, res, e, &pl, out, st);
+    }
+    pthread_rwlock_unlock(&s->lock);
+out:
+    store_obj_unref(pl.o);
+    store_obj_unref(base);
     return rc;
 }
 
@@ -635,22 +891,29 @@ int store_update(struct store *s, const struct reg_resource *res, const char *ns
         store__status_set(st, 404, "NotFound", "the server could not find the requested resource");
         return -ENOENT;
     }
-    pthread_rwlock_wrlock(&s->lock);
     bname = kobj_meta_str(obj, "name");
     bns = kobj_meta_str(obj, "namespace");
     brv = kobj_meta_str(obj, "resourceVersion");
     if (bname && strcmp(bname, name)) {
         store__status_set(st, 400, "BadRequest", "the name of the object (%s) does not match the name on "
                           "the URL (%s)", bname, name);
-        rc = -EINVAL;
-        goto out;
+        cJSON_Delete(obj);
+        return -EINVAL;
     }
     if (res->namespaced && bns && bns[0] && strcmp(bns, ns)) {
         store__status_set(st, 400, "BadRequest", "the namespace of the provided object does not match "
                                       "the namespace sent on the request");
-        rc = -EINVAL;
-        goto out;
+        cJSON_Delete(obj);
+        return -EINVAL;
     }
+    if (brv && brv[0] && store__prepare_unlocked(res)) {
+        /* an unconditional PUT would have to be prepared again when the object changes
+         * under it: those stay under the lock */
+        rc = update_unlocked(s, res, ns, name, subresource, obj, strtoull(brv, NULL, 10), w,
+                             out, st);
+        return store__write_done(s, rc, st);
+    }
+    pthread_rwlock_wrlock(&s->lock);
     if (!(e = store__entry_lookup(s, res, ns, name, st))) {
         rc = -ENOENT;
         goto out;
