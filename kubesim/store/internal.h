@@ -1,13 +1,15 @@
 /*
  * internal.h - internals shared by the files of kubesim's object store
- * (store.c verbs, meta.c metadata rules, list.c, patch.c,
+ * (store.c verbs, prepare.c and write.c, meta.c metadata rules, list.c, patch.c,
  * status.c, watch.c, gc.c, persist.c, builtin_*.c). Not a public header:
  * the server and cluster components use kubesim/store/store.h only.
  *
  * Locking, in order of acquisition:
  *   s->lock      rwlock over every table below, the registry and the rv counter;
- *                every write holds it exclusively from reading the old object to
- *                publishing the new one, so a read-modify-write never races.
+ *                a write holds it exclusively to commit. One prepared without it
+ *                (prepare.c) commits only if the snapshot it read is still the
+ *                stored one; the others hold it from reading the old object to
+ *                publishing the new one. Either way a read-modify-write never races.
  *   t->wmu       per type: its watch ring; taken inside s->lock by the commit path
  *                and alone by watchers.
  *   s->notify_mu subscriber dispatch, never held together with s->lock.
@@ -236,11 +238,31 @@ void store__notify_drain(struct store *s);
  * and the subscriber notices the call queued are delivered. Returns rc. */
 int store__write_done(struct store *s, int rc, struct store_status *st);
 
-/* The tail of PUT and PATCH (write.c, lock held): obj (consumed) is the
+/* The tail of PUT and PATCH (lock held): obj (consumed) is the
  * proposed new state of e. store__write_prepare + store__write_commit. */
 int store__write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
                           const char *sub, cJSON *obj, const struct store_write_opts *w,
                           struct store_obj **out, struct store_status *st);
+/* ---- preparing a write (prepare.c) ---- */
+bool store__is_crd(const struct reg_resource *res);
+/* Namespace ns must exist and not be terminating (NamespaceLifecycle admission);
+ * -ENOENT (404) or -EACCES (403) in st. s->lock held (read or write). */
+int store__check_namespace(struct store *s, const struct reg_resource *res, const char *ns,
+                           const char *name, struct store_status *st);
+/* A create prepared: the new snapshot and what its commit needs. */
+struct store_prep_create {
+    struct store_obj *o;        /* owned; rv guessed (none on a dry run) */
+    bool generated;
+    char gen_name[64];          /* the generateName prefix, cut as names are */
+};
+/* Everything a create does before it needs the store's tables (obj consumed): the
+ * request's metadata rules, server-owned fields, admission, defaulting, validation,
+ * managedFields and printing. locked: the caller holds the write lock, else the
+ * namespace is read under a short read lock. sres is the type's storage version. */
+int store__create_prepare(struct store *s, const struct reg_resource *res,
+                          const struct reg_resource *sres, const char *ns, cJSON *obj,
+                          const struct store_write_opts *w, bool locked,
+                          struct store_prep_create *p, struct store_status *st);
 /* Types whose writes are prepared without the store's lock and committed under it
  * when the stored object is still the one they were prepared against (write.c). */
 bool store__prepare_unlocked(const struct reg_resource *res);

@@ -6,8 +6,9 @@
  * themselves are obj.c; the verbs live in write.c, list.c and patch.c.
  *
  * Concurrency: one rwlock (s->lock). Reads take it shared; a write holds it
- * exclusively from reading the old state to publishing the new one, which is the
- * in-memory equivalent of the real server's GuaranteedUpdate retry loop.
+ * exclusively to commit: most writes are prepared without it against a snapshot
+ * and committed only if that snapshot is still current (prepare.c), the rest hold
+ * it from reading the old state to publishing the new one.
  */
 #include "kubesim/store/internal.h"
 
