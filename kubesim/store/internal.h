@@ -350,7 +350,8 @@ void store__builtin_validate(const struct reg_resource *res, const cJSON *obj, c
 /* ---- watch (watch.c) ---- */
 void store__watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv);
 void store__watch_type_free(struct stype *t);
-/* Appends an event (references taken); lock held. *seq is the ring sequence of
+/* Appends an event (references taken); lock held. Its watchers are woken by the
+ * thread's next store__watch_wake_deferred(). *seq is the ring sequence of
  * the key's previous event (ignored when not found there) and becomes this one's:
  * a replaced snapshot that keeps a tree is kept in the ring as text alone, in both
  * of its slots. same_labels: prev and obj carry the same labels. */
@@ -358,6 +359,9 @@ void store__watch_append(struct store *s, struct stype *t, enum store_event_type
                          struct store_obj *obj, struct store_obj *prev, bool same_labels,
                          uint64_t *seq);
 void store__watch_type_end(struct stype *t);
+/* Wakes the watchers of the types this thread appended events to: called once it left
+ * s->lock (store__notify_drain does, at the end of every write). */
+void store__watch_wake_deferred(void);
 
 /* ---- gc (gc.c) ---- */
 int store__gc_start(struct store *s);

@@ -159,6 +159,7 @@ int store__write_done(struct store *s, int rc, struct store_status *st)
 
 void store__notify_drain(struct store *s)
 {
+    store__watch_wake_deferred();
     if (!s->n_subs || draining_store == s)
         return;
     pthread_mutex_lock(&s->notify_mu);
