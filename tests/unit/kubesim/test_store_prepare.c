@@ -12,9 +12,9 @@
 #include "tests/unit/kubesim/store_testlib.h"
 
 #include <pthread.h>
-#include <time.h>
 
 #include "kubesim/store/internal.h"
+#include "util/util.h"
 
 #define DEADLINE_MS 10000
 
@@ -64,24 +64,13 @@ static int teardown(void **state)
     return 0;
 }
 
-static void deadline_in(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Waits until *flag (under gate_mu) is true; false when the deadline passed. */
 static bool wait_flag(bool *flag)
 {
     struct timespec ts;
     bool ok;
 
-    deadline_in(&ts, DEADLINE_MS);
+    util_deadline_ms(&ts, DEADLINE_MS);
     pthread_mutex_lock(&gate_mu);
     while (!*flag && pthread_cond_timedwait(&gate_cv, &gate_mu, &ts) == 0)
         ;
