@@ -78,9 +78,8 @@ def main():
     if env.sim:
         # issue 18: kubesim's memory with every cluster, Pod, Service and Event in it
         rss, hwm = rss_mib(env.sim.pid, "VmHWM")
-        print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored; CPU %.1f s" %
-              (rss, hwm, env.req("GET", "/kubesim/status")[1].get("objects", 0),
-               cpu_seconds(env.sim.pid)), flush=True)
+        print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored" %
+              (rss, hwm, env.req("GET", "/kubesim/status")[1].get("objects", 0)), flush=True)
         print_memory(env.req("GET", "/kubesim/memory")[1])
 
     # converged: a fresh controller whose idle requeue is 1 ms, so every key cycles
@@ -140,13 +139,6 @@ def print_memory(m):
         print("  %-34s %8.1f MiB" % (name, v / mib), flush=True)
     print("  counted %.1f MiB; in use but not counted %.1f MiB" %
           (m["countedBytes"] / mib, a["uncountedBytes"] / mib), flush=True)
-
-
-def cpu_seconds(pid):
-    """User + system CPU seconds a process has used, from /proc."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid, second="RssAnon"):
