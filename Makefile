@@ -47,6 +47,8 @@ LDFLAGS_MODE := -fsanitize=fuzzer,address,undefined
 endif
 CFLAGS  := $(CFLAGS_COMMON) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
 LDLIBS  := -lmicrohttpd -lgnutls -lcurl -lmsgpackc -lcjson -lyaml -luv -lpthread -lrt -lm
+# kubesim alone: its store keeps objects' text zstd-compressed (docs/dependencies.md)
+SIM_LDLIBS := -lzstd
 
 libsrcs    = $(shell find $(1) -name '*.c' ! -name '*_main.c' 2>/dev/null | sort)
 COMMON_SRCS := $(call libsrcs,$(COMMON_DIRS))
@@ -93,21 +95,21 @@ main_libs = $(if $(filter kubesim/%,$(1)),$(LIBSIM) $(LIBCOMMON),$(if $(filter b
 define bin_rule
 bin/$(patsubst %_main,%,$(notdir $(basename $(1)))): $(B)/$(basename $(1)).o $(call main_libs,$(1))
 	@mkdir -p bin
-	$$(CC) $$(LDFLAGS_MODE) $$^ -o $$@ $$(LDLIBS)
+	$$(CC) $$(LDFLAGS_MODE) $$^ -o $$@ $$(LDLIBS) $(if $(filter kubesim/% bench/%,$(1)),$$(SIM_LDLIBS))
 endef
 $(foreach s,$(MAIN_SRCS) $(BENCH_SRCS) $(TOOL_SRCS),$(eval $(call bin_rule,$(s))))
 
 $(B)/tests/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIB) -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIB) -lcmocka $(LDLIBS) $(SIM_LDLIBS)
 
 $(B)/tests/%: tests/unit/kubesim/%.c $(LIBSIM) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIBSIM) $(LIBCOMMON) -lcmocka $(LDLIBS)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIBSIM) $(LIBCOMMON) -lcmocka $(LDLIBS) $(SIM_LDLIBS)
 
 $(B)/fuzz/%: tests/fuzz/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $< -o $@ $(LDFLAGS_MODE) $(LIB) $(LDLIBS) $(SIM_LDLIBS)
 
 unit-bins: $(UNIT_BINS)
 bench-bins: $(BENCH_BINS)
@@ -155,7 +157,7 @@ $(B)/soak/rayop: $(B)/cmd/rayop_main.o $(LIBRAYOP) $(LIBCOMMON)
 	$(CC) $(LDFLAGS_MODE) $^ -o $@ $(LDLIBS)
 $(B)/soak/kubesim: $(B)/kubesim/main/kubesim_main.o $(LIBSIM) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_MODE) $^ -o $@ $(LDLIBS)
+	$(CC) $(LDFLAGS_MODE) $^ -o $@ $(LDLIBS) $(SIM_LDLIBS)
 
 bench: deps all $(BENCH_BINS)
 	sh bench/run.sh

@@ -123,6 +123,22 @@ def print_memory(m):
     print("  malloc: in use %.1f MiB, free in arenas %.1f MiB, mmapped %.1f MiB; RSS %.1f MiB" %
           (a["inUseBytes"] / mib, a["freeBytes"] / mib, a["mmapBytes"] / mib, m["rssBytes"] / mib),
           flush=True)
+    if "countedBytes" not in m:
+        return
+    # every structure as malloc chunks: what is left over is what nothing counts
+    t, st, cl = m["total"], m["store"], m.get("cluster", {})
+    parts = [("snapshots (text, structs, trees)", t["chunkBytes"]),
+             ("window-only snapshots", t["ringOnlyChunkBytes"]),
+             ("entries", t["entryBytes"]), ("type tables", t["tableBytes"] + st["typeBytes"]),
+             ("uid index", st["uidIndexBytes"]), ("owner index", st["ownerIndexBytes"]),
+             ("label index", t["labelIndexBytes"]), ("ring slots", t["ringSlotBytes"]),
+             ("Event expiry", st["eventExpiryBytes"]), ("tree scopes", m["scopes"]["bytes"])]
+    parts += [("cluster " + k[:-5], v) for k, v in sorted(cl.items()) if k.endswith("Bytes")
+              and k != "queuedTextBytes"]
+    for name, v in parts:
+        print("  %-34s %8.1f MiB" % (name, v / mib), flush=True)
+    print("  counted %.1f MiB; in use but not counted %.1f MiB" %
+          (m["countedBytes"] / mib, a["uncountedBytes"] / mib), flush=True)
 
 
 def rss_mib(pid, second="RssAnon"):

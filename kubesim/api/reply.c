@@ -142,7 +142,7 @@ static void stream_free(void *cls)
     free(c);
 }
 
-int server_reply_stream(struct server_req *req, int code, const char *content_type,
+static int reply_stream(struct server_req *req, int code, const char *content_type, uint64_t size,
                         server_stream_fn fn, void *arg, void (*free_fn)(void *))
 {
     struct stream_ctx *c = calloc(1, sizeof(*c));
@@ -156,13 +156,25 @@ int server_reply_stream(struct server_req *req, int code, const char *content_ty
     c->fn = fn;
     c->arg = arg;
     c->free_fn = free_fn;
-    r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, c,
-                                          stream_free);
+    r = MHD_create_response_from_callback(size, 64 * 1024, stream_read, c, stream_free);
     if (!r) {
         stream_free(c);
         return -ENOMEM;
     }
     return reply_set(req, code, content_type, r);
+}
+
+int server_reply_stream(struct server_req *req, int code, const char *content_type,
+                        server_stream_fn fn, void *arg, void (*free_fn)(void *))
+{
+    return reply_stream(req, code, content_type, MHD_SIZE_UNKNOWN, fn, arg, free_fn);
+}
+
+int server_reply_stream_sized(struct server_req *req, int code, const char *content_type,
+                              uint64_t size, server_stream_fn fn, void *arg,
+                              void (*free_fn)(void *))
+{
+    return reply_stream(req, code, content_type, size, fn, arg, free_fn);
 }
 
 int server_reply_reset(struct server_req *req)

@@ -62,6 +62,16 @@ static void add_warnings(struct server_req *req, const cJSON *warnings)
     }
 }
 
+/* o's JSON text as the body (a snapshot kept compressed is decompressed first). */
+static int reply_obj_text(struct server_req *req, int code, const struct store_obj *o)
+{
+    const char *text = store_obj_text(o);
+
+    if (!text)
+        return server_reply_status(req, 500, "InternalError", "out of memory");
+    return server_reply(req, code, JSON, text, o->len);
+}
+
 static int reply_obj(struct server_req *req, int code, struct store_obj *o)
 {
     int rc;
@@ -84,7 +94,7 @@ static int reply_obj(struct server_req *req, int code, struct store_obj *o)
         if (rc == 0)
             return 0;
     }
-    return server_reply(req, code, JSON, o->bytes, o->len);
+    return reply_obj_text(req, code, o);
 }
 
 static int reply_json_tree(struct server_req *req, int code, cJSON *tree)
@@ -274,28 +284,38 @@ static void list_done(struct list_ctx *c)
     fsel_free(c->fields);
 }
 
+/* The FooList's opening, up to and with `"items":[`. */
+static int render_list_head(const struct reg_resource *res, const struct store_list *l,
+                            struct buf *b)
+{
+    char gv[300];
+    int rc;
+
+    api__api_version(res, gv, sizeof(gv));
+    rc = buf_printf(b, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%llu\"",
+                    res->list_kind, gv, (unsigned long long)l->rv);
+    if (l->continue_token) {
+        rc |= buf_puts(b, ",\"continue\":");
+        rc |= buf_append_json_string(b, l->continue_token);
+        if (l->remaining >= 0)
+            rc |= buf_printf(b, ",\"remainingItemCount\":%ld", l->remaining);
+    }
+    rc |= buf_puts(b, "},\"items\":[");
+    return rc ? -ENOMEM : 0;
+}
+
 /* Renders l as a FooList (items spliced from the stored serialisations). */
 static int render_list(const struct reg_resource *res, const struct store_list *l,
                        struct buf *b)
 {
-    char gv[300];
+    int rc = render_list_head(res, l, b);
 
-    api__api_version(res, gv, sizeof(gv));
-    buf_printf(b, "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{\"resourceVersion\":\"%llu\"",
-               res->list_kind, gv, (unsigned long long)l->rv);
-    if (l->continue_token) {
-        buf_puts(b, ",\"continue\":");
-        buf_append_json_string(b, l->continue_token);
-        if (l->remaining >= 0)
-            buf_printf(b, ",\"remainingItemCount\":%ld", l->remaining);
-    }
-    buf_puts(b, "},\"items\":[");
     for (size_t i = 0; i < l->n; i++) {
         if (i)
-            buf_puts(b, ",");
-        buf_append(b, l->items[i]->bytes, l->items[i]->len);
+            rc |= buf_puts(b, ",");
+        rc |= store_obj_text_append(l->items[i], b);
     }
-    return buf_puts(b, "]}");
+    return rc | buf_puts(b, "]}");
 }
 
 static int render_list_table(const struct reg_resource *res, const struct store_list *l,
@@ -320,13 +340,108 @@ static int render_list_table(const struct reg_resource *res, const struct store_
     return rc;
 }
 
+/*
+ * A LIST whose JSON exceeds this is rendered while it is sent, one item at a time, not
+ * into one buffer first: the text of 30,000 Pods is about 300 MB, and a LIST of them
+ * was the highest point of kubesim's memory at 10,000 RayClusters. The length is known
+ * beforehand (each item's length is stored), so the answer keeps its Content-Length.
+ */
+#define LIST_STREAM_MIN (256u << 10)
+
+struct list_stream {
+    struct store_list l;         /* taken over from the handler */
+    struct buf pend;             /* rendered, not all sent yet */
+    size_t off;                  /* sent of pend */
+    size_t next;                 /* the next item to render */
+    bool ended;                  /* the closing "]}" rendered */
+};
+
+static void list_stream_free(void *arg)
+{
+    struct list_stream *ls = arg;
+
+    store_list_free(&ls->l);
+    buf_free(&ls->pend);
+    free(ls);
+}
+
+/* Renders the next piece of the list into pend: an item (after a comma), then the end. */
+static int list_stream_more(struct list_stream *ls)
+{
+    buf_reset(&ls->pend);
+    ls->off = 0;
+    if (ls->next < ls->l.n) {
+        if (ls->next && buf_puts(&ls->pend, ","))
+            return -ENOMEM;
+        return store_obj_text_append(ls->l.items[ls->next++], &ls->pend);
+    }
+    if (ls->ended)
+        return 1;
+    ls->ended = true;
+    return buf_puts(&ls->pend, "]}");
+}
+
+static ssize_t list_stream_read(void *arg, char *out, size_t max)
+{
+    struct list_stream *ls = arg;
+    size_t n = 0;
+
+    while (n < max) {
+        size_t k;
+        int rc;
+        if (ls->off == ls->pend.len && (rc = list_stream_more(ls)) != 0) {
+            if (rc > 0)
+                break;   /* all sent */
+            return SERVER_STREAM_ABORT;
+        }
+        k = ls->pend.len - ls->off < max - n ? ls->pend.len - ls->off : max - n;
+        memcpy(out + n, ls->pend.data + ls->off, k);
+        ls->off += k;
+        n += k;
+    }
+    return n ? (ssize_t)n : SERVER_STREAM_END;
+}
+
+/* Sends l (taken over: *l is emptied) as a FooList rendered while it is sent, when it is
+ * large. 1 when it replied, 0 when the list is small enough to render at once (l left
+ * alone), or a negative errno (nothing sent). */
+static int reply_list_streamed(struct server_req *req, const struct reg_resource *res,
+                               struct store_list *l)
+{
+    struct list_stream *ls;
+    uint64_t size = 2 + (l->n ? l->n - 1 : 0);   /* "]}" and the commas */
+
+    for (size_t i = 0; i < l->n; i++)
+        size += l->items[i]->len;
+    if (size < LIST_STREAM_MIN)
+        return 0;
+    if (!(ls = calloc(1, sizeof(*ls))))
+        return -ENOMEM;
+    if (render_list_head(res, l, &ls->pend)) {
+        buf_free(&ls->pend);
+        free(ls);
+        return -ENOMEM;
+    }
+    size += ls->pend.len;
+    ls->l = *l;
+    memset(l, 0, sizeof(*l));
+    /* the reply owns ls from here, freed when it is done (or on failure) */
+    return server_reply_stream_sized(req, 200, JSON, size, list_stream_read, ls,
+                                     list_stream_free) < 0 ? -ENOMEM : 1;
+}
+
 /* Answers 200 with l as a List (or a Table when table), 500 if it cannot be rendered. */
 static void reply_list(struct server_req *req, const struct reg_resource *res,
-                       const struct store_list *l, bool table)
+                       struct store_list *l, bool table)
 {
     struct buf b = { 0 };
     size_t len;
-    int rc = table ? render_list_table(res, l, req->query->include_object, &b)
+    int rc = table ? 0 : reply_list_streamed(req, res, l);
+
+    if (rc > 0)
+        return;
+    if (rc == 0)
+        rc = table ? render_list_table(res, l, req->query->include_object, &b)
                    : render_list(res, l, &b);
 
     if (rc < 0) {
@@ -427,7 +542,7 @@ static int finish_write(struct server_req *req, const struct reg_resource *res, 
     if (!o)
         return server_reply_status(req, 500, "InternalError", "the store returned no object");
     req->rv = o->rv;   /* which write made which object version: the chaos soak's judge */
-    code = server_reply(req, code, JSON, o->bytes, o->len);
+    code = reply_obj_text(req, code, o);
     store_obj_unref(o);
     return code;
 }
@@ -651,7 +766,7 @@ static int do_delete(struct server_req *req, const struct reg_resource *res)
          * a graceful Pod deletion is a 200 with the Pod. */
         if (!gone && c.orphan_false)
             code = 202;
-        server_reply(req, code, JSON, o->bytes, o->len);
+        reply_obj_text(req, code, o);
     }
 out:
     store_obj_unref(o);

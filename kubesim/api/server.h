@@ -115,6 +115,11 @@ int server_reply_status(struct server_req *req, int code, const char *reason,
 /* A chunked 200 (or code) stream; free_fn(arg) runs when the reply is done. */
 int server_reply_stream(struct server_req *req, int code, const char *content_type,
                         server_stream_fn fn, void *arg, void (*free_fn)(void *));
+/* The same for a body of exactly size bytes, rendered as it is sent (Content-Length,
+ * not chunked): a large LIST without the whole body in memory at once. */
+int server_reply_stream_sized(struct server_req *req, int code, const char *content_type,
+                              uint64_t size, server_stream_fn fn, void *arg,
+                              void (*free_fn)(void *));
 /* Closes the connection without an answer (fault injection: "connection reset"). */
 int server_reply_reset(struct server_req *req);
 

@@ -76,11 +76,11 @@ static void render_event(struct watch_stream *ws, struct store_event *ev)
         if (present_table(ws->res, items, 1, NULL, NULL, false, time(NULL), &ws->out) < 0 ||
             api__table_include(&ws->out, before, items, 1, ws->include) < 0) {
             ws->out.len = before;
-            buf_append(&ws->out, ev->obj->bytes, ev->obj->len);
+            store_obj_text_append(ev->obj, &ws->out);
         }
         store_tree_scope_end();
     } else {
-        buf_append(&ws->out, ev->obj->bytes, ev->obj->len);
+        store_obj_text_append(ev->obj, &ws->out);
     }
     buf_puts(&ws->out, "}\n");
 }

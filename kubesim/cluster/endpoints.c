@@ -326,6 +326,41 @@ void cluster__endpoints_svc_forget(struct cluster *c, const char *key)
         entry_forget(&x->svcs, &x->svc_by_pair, key);
 }
 
+static size_t ep_buckets_bytes(const struct ep_bucket *head)
+{
+    size_t n = head ? store_mem_table(&head->hh) : 0;
+
+    for (const struct ep_bucket *b = head; b; b = b->hh.next) {
+        n += store_mem_chunk(b) + store_mem_chunk(b->lkey);
+        if (b->keys)
+            n += store_mem_table(&b->keys->hh);
+        for (const struct ep_key *k = b->keys; k; k = k->hh.next)
+            n += store_mem_chunk(k) + store_mem_chunk(k->key);
+    }
+    return n;
+}
+
+static size_t ep_entries_bytes(const struct ep_entry *head)
+{
+    size_t n = head ? store_mem_table(&head->hh) : 0;
+
+    for (const struct ep_entry *e = head; e; e = e->hh.next) {
+        n += store_mem_chunk(e) + store_mem_chunk(e->key) + store_mem_chunk(e->lkeys);
+        for (size_t i = 0; i < e->n; i++)
+            n += store_mem_chunk(e->lkeys[i]);
+    }
+    return n;
+}
+
+size_t cluster__endpoints_index_bytes(const struct cluster *c)
+{
+    const struct cl_ep_index *x = c->epx;
+
+    return x ? store_mem_chunk(x) + ep_buckets_bytes(x->svc_by_pair) +
+               ep_buckets_bytes(x->pod_by_pair) + ep_entries_bytes(x->svcs) +
+               ep_entries_bytes(x->pods) : 0;
+}
+
 void cluster__endpoints_index_free(struct cluster *c)
 {
     struct cl_ep_index *x = c->epx;

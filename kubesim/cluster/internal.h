@@ -198,7 +198,19 @@ struct cluster {
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
     struct gang_note *gang_notes; /* what the gang step last said of a PodGroup (gang.c) */
+    struct {                     /* memstat.c: the tables' bytes, published by the thread */
+        uint64_t at_ms;
+        _Atomic size_t pods, n_pods, svcs, nodes, jobs, ep_index, timers, lists;
+    } mem;
 };
+
+/* memstat.c: GET /kubesim/memory's "cluster" member */
+/* On the cluster thread: measures the tables, at most once a second. */
+void cluster__memory_publish(struct cluster *c);
+/* The store's memory reporter (store_memory_reporter_fn); arg is the cluster. */
+size_t cluster__memory_report(void *arg, struct buf *out);
+/* endpoints.c: malloc bytes of the endpoints label index */
+size_t cluster__endpoints_index_bytes(const struct cluster *c);
 
 /* certmgr.c: the tiny cert-manager (Certificates of selfSigned and ca Issuers) */
 bool cluster__certmgr_resource(const struct reg_resource *r);

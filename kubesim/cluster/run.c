@@ -648,6 +648,7 @@ static void *cluster_main(void *arg)
             cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
         }
         store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
+        cluster__memory_publish(c);
     }
     store_tree_scope_end();
     free(batch);
@@ -733,6 +734,7 @@ int cluster_start(const struct cluster_opts *o, struct store *store, struct clus
         goto fail;
     pthread_setname_np(c->thread, "kubesim-cluster");   /* readable in profiles and /proc */
     c->started = true;
+    store_memory_reporter_set(store, cluster__memory_report, c);
     *out = c;
     snprintf(num, sizeof(num), "%ld", o->nodes);
     log_info("cluster: started", "nodes", num, NULL);

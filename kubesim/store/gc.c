@@ -42,6 +42,25 @@ struct gc_pending {                 /* queued (kind, id) pairs, for de-duplicati
 
 /* ---- dependents index ---- */
 
+void store__gc_measure(const struct store *s, size_t *owners, size_t *expiry)
+{
+    const struct owner_deps *od;
+    const struct depref *d;
+
+    *owners = s->owners ? store_mem_table(&s->owners->hh) : 0;
+    for (od = s->owners; od; od = od->hh.next) {
+        *owners += store_mem_chunk(od) + store_mem_chunk(od->uid);
+        if (od->deps)
+            *owners += store_mem_table(&od->deps->hh);
+        for (d = od->deps; d; d = d->hh.next)
+            *owners += store_mem_chunk(d);
+    }
+    *expiry = 0;
+    for (const struct ev_expiry *x = s->exp_head; x; x = x->next)
+        *expiry += store_mem_chunk(x);
+}
+
+
 int store__gc_index_add(struct store *s, struct sentry *e)
 {
     const cJSON *refs = jget(jget(store_obj_json(e->obj), "metadata"), "ownerReferences");

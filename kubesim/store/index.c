@@ -12,15 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct label_ref {
-    struct sentry *e;
-    UT_hash_handle hh;
-};
-
+/* A bucket's entries are a plain array: most hold one cluster's few objects of a type,
+ * and a hash set per bucket (a table of 32 buckets plus a node per entry) cost more
+ * than 600 bytes per RayCluster and type at 10,000 clusters. An entry leaves its
+ * bucket only when it is deleted or its label changes (store__index_update), so the
+ * linear search on removal is rare. */
 struct label_bucket {
     char *value;
-    struct label_ref *refs;
-    size_t n;
+    struct sentry **refs;
+    size_t n, cap;
     UT_hash_handle hh;
 };
 
@@ -31,14 +31,10 @@ static const char *cluster_of(const struct store_obj *o)
                                          "labels"), STORE_INDEXED_LABEL));
 }
 
-int store__index_add(struct stype *t, struct sentry *e)
+static int index_add(struct stype *t, struct sentry *e, const char *v)
 {
-    const char *v = cluster_of(e->obj);
     struct label_bucket *b;
-    struct label_ref *r;
 
-    if (!v)
-        return 0;
     HASH_FIND_STR(t->by_label, v, b);
     if (!b) {
         b = calloc(1, sizeof(*b));
@@ -48,31 +44,50 @@ int store__index_add(struct stype *t, struct sentry *e)
         }
         HASH_ADD_KEYPTR(hh, t->by_label, b->value, strlen(b->value), b);
     }
-    r = calloc(1, sizeof(*r));
-    if (!r)
-        return -ENOMEM;
-    r->e = e;
-    HASH_ADD_PTR(b->refs, e, r);
-    b->n++;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 4;
+        struct sentry **r = realloc(b->refs, cap * sizeof(*r));
+        if (!r) {
+            if (!b->n) {
+                HASH_DEL(t->by_label, b);
+                free(b->value);
+                free(b);
+            }
+            return -ENOMEM;
+        }
+        b->refs = r;
+        b->cap = cap;
+    }
+    b->refs[b->n++] = e;
     e->label_bucket = b;
     return 0;
+}
+
+int store__index_update(struct stype *t, struct sentry *e)
+{
+    const char *v = cluster_of(e->obj);
+
+    if (e->label_bucket && v && !strcmp(e->label_bucket->value, v))
+        return 0;   /* the same cluster: nothing moves (most writes) */
+    store__index_remove(t, e);
+    return v ? index_add(t, e, v) : 0;
 }
 
 void store__index_remove(struct stype *t, struct sentry *e)
 {
     struct label_bucket *b = e->label_bucket;
-    struct label_ref *r;
 
     if (!b)
         return;
-    HASH_FIND_PTR(b->refs, &e, r);
-    if (r) {
-        HASH_DEL(b->refs, r);
-        free(r);
-        b->n--;
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->refs[i] == e) {
+            b->refs[i] = b->refs[--b->n];   /* order does not matter: LIST sorts */
+            break;
+        }
     }
-    if (!b->refs) {
+    if (!b->n) {
         HASH_DEL(t->by_label, b);
+        free(b->refs);
         free(b->value);
         free(b);
     }
@@ -88,7 +103,6 @@ int store__index_lookup(struct stype *t, const struct sel *sel, struct sentry **
 {
     const char *v = sel ? sel_required_value(sel, STORE_INDEXED_LABEL) : NULL;
     struct label_bucket *b;
-    struct label_ref *r, *tmp;
     size_t k = 0;
 
     *out = NULL;
@@ -99,9 +113,10 @@ int store__index_lookup(struct stype *t, const struct sel *sel, struct sentry **
     *out = malloc((b ? b->n : 0) * sizeof(**out) + 1);
     if (!*out)
         return -ENOMEM;
-    if (b)
-        HASH_ITER(hh, b->refs, r, tmp)
-            (*out)[k++] = r->e;
+    if (b) {
+        memcpy(*out, b->refs, b->n * sizeof(**out));
+        k = b->n;
+    }
     *n = k;
     return 1;
 }
@@ -109,15 +124,21 @@ int store__index_lookup(struct stype *t, const struct sel *sel, struct sentry **
 void store__index_free(struct stype *t)
 {
     struct label_bucket *b, *bt;
-    struct label_ref *r, *rt;
 
     HASH_ITER(hh, t->by_label, b, bt) {
-        HASH_ITER(hh, b->refs, r, rt) {
-            HASH_DEL(b->refs, r);
-            free(r);
-        }
         HASH_DEL(t->by_label, b);
+        free(b->refs);
         free(b->value);
         free(b);
     }
+}
+
+size_t store__index_measure(const struct stype *t)
+{
+    const struct label_bucket *b;
+    size_t n = t->by_label ? store_mem_table(&t->by_label->hh) : 0;
+
+    for (b = t->by_label; b; b = b->hh.next)
+        n += store_mem_chunk(b) + store_mem_chunk(b->value) + store_mem_chunk(b->refs);
+    return n;
 }

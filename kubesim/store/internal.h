@@ -85,6 +85,8 @@ struct stype {
     struct sentry *objs;
     size_t n;
     struct label_bucket *by_label;      /* STORE_INDEXED_LABEL value -> entries */
+    struct store_zdict *zd;     /* ztext.c: the dictionary its text is compressed with */
+    bool zd_tried;              /* made (or failed): it never changes */
     pthread_mutex_t wmu;
     pthread_cond_t wcond;
     struct wev *ring;
@@ -133,6 +135,9 @@ struct store {
     uint32_t svc_next_ip;       /* offset in 10.96.0.0/12 for the next clusterIP */
     const struct reg_resource *res_namespaces, *res_nodes;   /* cached built-ins */
     const struct reg_resource *res_events;      /* core/v1: events.k8s.io/v1's storage */
+
+    store_memory_reporter_fn mem_fn;    /* GET /kubesim/memory's "cluster" member */
+    void *mem_arg;
 
     struct subscriber subs[STORE_MAX_SUBSCRIBERS];
     _Atomic size_t n_subs;      /* read without notify_mu by the early exits */
@@ -204,6 +209,22 @@ struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *
 /* The commit's last word on obj's writer tree (lock held, obj not yet published): a
  * text-only type lets it go, into the thread's tree scope when one is open. */
 void store__obj_settle(struct store_obj *o);
+/* The commit's first step (lock held, obj not yet published nor indexed: its names
+ * move): a text-only type keeps obj's text compressed once t has a dictionary. */
+void store__obj_compact(struct stype *t, struct store_obj *o);
+
+/* ---- compressed text (ztext.c) ---- */
+struct store_zdict *store__zdict_ref(struct store_zdict *zd);
+void store__zdict_unref(struct store_zdict *zd);
+/* Malloc bytes of zd (both of zstd's digested copies); 0 for NULL. */
+size_t store__zdict_bytes(const struct store_zdict *zd);
+/* A dictionary from the text of t's objects now (plain, all of them): NULL on ENOMEM
+ * or when t has no text. Lock held. */
+struct store_zdict *store__zdict_build(const struct stype *t);
+/* text[0..len) compressed with zd into a new block with extra bytes of room after the
+ * frame (*zlen bytes). NULL on ENOMEM or when the frame would not be smaller. */
+char *store__ztext_compress(const struct store_zdict *zd, const char *text, size_t len,
+                            size_t extra, size_t *zlen);
 /* A hash of metadata.<member> of obj (0 when absent): equal members hash equal. */
 uint64_t store__obj_meta_hash(const cJSON *obj, const char *member);
 
@@ -294,11 +315,21 @@ int store__delete_entry(struct store *s, struct sentry *e, const struct store_de
                         struct store_obj **out, bool *gone, struct store_status *st);
 
 /* ---- label index (index.c), lock held ---- */
-int store__index_add(struct stype *t, struct sentry *e);
+/* Puts e (new, or with a new snapshot) in the bucket of its label's value; an entry
+ * whose value did not change stays where it is. */
+int store__index_update(struct stype *t, struct sentry *e);
 void store__index_remove(struct stype *t, struct sentry *e);
 int store__index_lookup(struct stype *t, const struct sel *sel, struct sentry ***out,
                         size_t *n);
 void store__index_free(struct stype *t);
+
+/* Malloc bytes of t's label index: buckets, their values, refs and hash tables. */
+size_t store__index_measure(const struct stype *t);
+
+/* ---- memory accounting (memstat.c) ---- */
+/* Trees held by the tree scopes of every thread (obj.c), and their malloc bytes with
+ * the scopes' own entries. */
+void store__scope_measure(size_t *trees, size_t *bytes);
 
 /* ---- status helpers (status.c) ---- */
 void store__status_set(struct store_status *st, int code, const char *reason, const char *fmt, ...)
@@ -375,6 +406,9 @@ void store__gc_enqueue(struct store *s, int kind, const char *id);
 /* Index maintenance, lock held. */
 int store__gc_index_add(struct store *s, struct sentry *e);
 void store__gc_index_remove(struct store *s, struct sentry *e);
+/* Malloc bytes of the dependents index (owners, their uids, refs and tables) and of
+ * the Event expiry list. Lock held. */
+void store__gc_measure(const struct store *s, size_t *owners, size_t *expiry);
 /* Waits until the GC queue is empty and idle (tests, close). */
 int store__gc_wait_idle(struct store *s, int timeout_ms);
 

@@ -32,7 +32,8 @@ void store_obj_unref(struct store_obj *o)
     if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
     free(__atomic_load_n(&o->tree, __ATOMIC_ACQUIRE));
-    free((char *)o->bytes);
+    free((char *)o->blob);
+    store__zdict_unref(o->zd);
     free(o);
 }
 
@@ -110,6 +111,10 @@ static void compact_managed_fields(cJSON *json)
     buf_free(&b);
 }
 
+/* A text-only type gets its compression dictionary once it holds this many objects
+ * (ztext.c): enough to cover its usual shapes (a RayCluster's head and worker Pods). */
+#define ZDICT_AFTER 16
+
 /* Types whose objects are kept as text alone: read as trees by the simulated cluster
  * (inside its tree scope) and the write path, and most of the objects of a busy
  * cluster. Nodes, Namespaces, CRDs and the rest keep their trees: few, and read
@@ -148,11 +153,15 @@ struct scope_tree {
 static _Thread_local struct scope_tree *scope_trees;
 static _Thread_local size_t scope_bytes;
 static _Thread_local unsigned scope_depth;
+/* every thread's scopes together, for GET /kubesim/memory */
+static _Atomic size_t scopes_trees, scopes_bytes;
 
 static void scope_drop(struct scope_tree *e)
 {
     HASH_DEL(scope_trees, e);
     scope_bytes -= e->bytes;
+    atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&scopes_bytes, e->bytes + sizeof(*e), memory_order_relaxed);
     free(e->tree);
     store_obj_unref((struct store_obj *)e->o);
     free(e);
@@ -193,7 +202,15 @@ static int scope_put(const struct store_obj *o, cJSON *tree)
     e->bytes = malloc_usable_size(tree);
     HASH_ADD_PTR(scope_trees, o, e);
     scope_bytes += e->bytes;
+    atomic_fetch_add_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&scopes_bytes, e->bytes + sizeof(*e), memory_order_relaxed);
     return 0;
+}
+
+void store__scope_measure(size_t *trees, size_t *bytes)
+{
+    *trees = atomic_load_explicit(&scopes_trees, memory_order_relaxed);
+    *bytes = atomic_load_explicit(&scopes_bytes, memory_order_relaxed);
 }
 
 void store_tree_scope_begin(void)
@@ -247,7 +264,7 @@ static struct store_obj *obj_build(const struct reg_resource *res, char *bytes, 
     }
     memset(o, 0, sizeof(*o));
     o->res = res;
-    o->bytes = bytes;
+    o->blob = bytes;
     o->len = len;
     o->rv = strtoull(rv, NULL, 10);
     o->ns = p;
@@ -292,29 +309,58 @@ out:
     return o;
 }
 
+/* Bytes of o's block: the text with its NUL (or the frame), then the names. */
+static size_t block_len(const struct store_obj *o)
+{
+    return (o->zlen ? o->zlen : o->len + 1) + strlen(o->ns) + strlen(o->name) +
+           strlen(o->uid) + 3;
+}
+
 struct store_obj *store__obj_text_only(struct store_obj *o)
 {
-    size_t extra = strlen(o->ns) + strlen(o->name) + strlen(o->uid) + 3;
-    char *bytes = malloc(o->len + 1 + extra);
+    size_t n = block_len(o);
+    char *bytes = malloc(n);
     struct store_obj *c;
 
     if (!bytes)
         return NULL;
-    memcpy(bytes, o->bytes, o->len + 1 + extra);   /* the text, then the names */
+    memcpy(bytes, o->blob, n);   /* the text or frame, then the names */
     if (!(c = malloc(sizeof(*c)))) {
         free(bytes);
         return NULL;
     }
     memset(c, 0, sizeof(*c));
     c->res = o->res;
-    c->bytes = bytes;
+    c->blob = bytes;
     c->len = o->len;
+    c->zlen = o->zlen;
+    c->zd = store__zdict_ref(o->zd);
     c->rv = o->rv;
-    c->ns = bytes + (o->ns - o->bytes);
-    c->name = bytes + (o->name - o->bytes);
-    c->uid = bytes + (o->uid - o->bytes);
+    c->ns = bytes + (o->ns - o->blob);
+    c->name = bytes + (o->name - o->blob);
+    c->uid = bytes + (o->uid - o->blob);
     c->refs = 1;
     return c;
+}
+
+/* Keeps o's text compressed with zd: the frame and the names in a new block. Only
+ * before o is published (the commit, lock held). */
+static void obj_compress(struct store_obj *o, struct store_zdict *zd)
+{
+    size_t names = block_len(o) - (o->len + 1), zlen = 0;
+    const char *old = o->blob;
+    char *z;
+
+    if (o->zlen || !(z = store__ztext_compress(zd, old, o->len, names, &zlen)))
+        return;   /* kept plain: still exact */
+    memcpy(z + zlen, old + o->len + 1, names);
+    o->ns = z + zlen + (o->ns - (old + o->len + 1));
+    o->name = z + zlen + (o->name - (old + o->len + 1));
+    o->uid = z + zlen + (o->uid - (old + o->len + 1));
+    o->blob = z;
+    o->zlen = (uint32_t)zlen;
+    o->zd = store__zdict_ref(zd);
+    free((char *)old);
 }
 
 /* Every parse of stored text, process-wide: what the text-only store costs in CPU,
@@ -323,8 +369,10 @@ static _Atomic unsigned long long text_parses;
 
 static cJSON *parse_text(const struct store_obj *o)
 {
+    const char *text = store_obj_text(o);
+
     atomic_fetch_add_explicit(&text_parses, 1, memory_order_relaxed);
-    return cJSON_ParseWithLength(o->bytes, o->len);
+    return text ? cJSON_ParseWithLength(text, o->len) : NULL;
 }
 
 uint64_t store__text_parses(void)
@@ -491,9 +539,24 @@ void store__obj_settle(struct store_obj *o)
 {
     bool event = store__events_v1(o->res) || (!o->res->group[0] && !strcmp(o->res->plural, "events"));
 
-    if (!text_only(o->res) || !o->tree)
+    if (!text_only(o->res))
         return;
-    if (!scope_depth || event || scope_put(o, o->tree))
-        free(o->tree);
-    o->tree = NULL;
+    if (o->tree) {
+        if (!scope_depth || event || scope_put(o, o->tree))
+            free(o->tree);
+        o->tree = NULL;
+    }
+}
+
+void store__obj_compact(struct stype *t, struct store_obj *o)
+{
+    if (!text_only(o->res))
+        return;
+    /* the type's first objects are its dictionary: made once it holds a few */
+    if (!t->zd_tried && t->n >= ZDICT_AFTER) {
+        t->zd = store__zdict_build(t);
+        t->zd_tried = true;
+    }
+    if (t->zd)
+        obj_compress(o, t->zd);
 }

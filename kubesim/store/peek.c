@@ -119,14 +119,15 @@ const char *store__text_member(const char *text, size_t len, const char *outer,
 const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp)
 {
     const cJSON *t = store__obj_tree_at_hand(o);
-    const char *v;
+    const char *text, *v;
     size_t n = 0;
 
     *tmp = NULL;
     if (t)
         return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "metadata"),
                                                 "labels");
-    if (!(v = store__text_member(o->bytes, o->len, "metadata", "labels", &n)))
+    if (!(text = store_obj_text(o)) ||
+        !(v = store__text_member(text, o->len, "metadata", "labels", &n)))
         return NULL;
     atomic_fetch_add_explicit(&label_peeks, 1, memory_order_relaxed);
     return *tmp = cJSON_ParseWithLength(v, n);

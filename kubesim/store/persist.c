@@ -39,7 +39,7 @@ static int put_record(struct buf *b, const struct store_obj *o)
     rc |= buf_puts(b, ",\"p\":");
     rc |= buf_append_json_string(b, r->plural);
     rc |= buf_puts(b, ",\"obj\":");
-    rc |= buf_append(b, o->bytes, o->len);
+    rc |= store_obj_text_append(o, b);
     rc |= buf_puts(b, "}\n");
     return rc ? -ENOMEM : 0;
 }

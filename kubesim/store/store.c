@@ -194,6 +194,8 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
     uint64_t old_labels = 0, old_refs = 0;
     const cJSON *j;
 
+    /* first: compressing moves obj's names, which the indexes below key on */
+    store__obj_compact(t, obj);
     if (!e) {
         e = calloc(1, sizeof(*e));
         if (!e) {
@@ -216,14 +218,13 @@ int store__commit_put(struct store *s, struct stype *t, struct sentry *old,
         old_labels = e->labels_hash;
         old_refs = e->refs_hash;
         store__gc_index_remove(s, e);
-        store__index_remove(t, e);
         /* uid never changes, but the key string in the uid table belongs to the
          * old snapshot: re-key it on the new one. */
         HASH_DELETE(hu, s->by_uid, e);
         e->obj = obj;
         HASH_ADD_KEYPTR(hu, s->by_uid, obj->uid, strlen(obj->uid), e);
     }
-    if (store__gc_index_add(s, e) || store__index_add(t, e))
+    if (store__gc_index_add(s, e) || store__index_update(t, e))
         log_warn("store: an index is incomplete", "reason", "ENOMEM", NULL);
     if (obj->res == s->res_events)
         store__gc_event_written(s, e);   /* replayed ones too, dated by their own timestamps */
@@ -423,6 +424,7 @@ void store_close(struct store *s)
         }
         store__index_free(t);
         store__watch_type_free(t);
+        store__zdict_unref(t->zd);   /* snapshots still held elsewhere keep their own reference */
         HASH_DELETE(hh, s->types, t);
         free(t->key);
         free(t);

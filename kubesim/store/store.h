@@ -34,18 +34,28 @@ struct store;
 
 /* An immutable stored object. Take a reference with store_obj_ref, drop it with
  * store_obj_unref; its tree and bytes must never be modified. */
+struct store_zdict;
 struct store_obj {
     const struct reg_resource *res;
-    const char *bytes;      /* its compact JSON serialisation (no trailing newline) */
-    size_t len;
+    const char *blob;       /* private: the text, or its zstd frame; read store_obj_text */
+    size_t len;             /* the length of its compact JSON text (no trailing newline) */
     uint64_t rv;            /* metadata.resourceVersion */
     const char *ns;         /* "" for cluster-scoped */
     const char *name;
     const char *uid;
     int refs;               /* atomic; private to the store */
+    uint32_t zlen;          /* private: the frame's bytes when kept compressed, else 0 */
+    struct store_zdict *zd; /* private: the dictionary of that frame */
     cJSON *tree;            /* private (atomic): read it through store_obj_json */
 };
 
+/* o's compact JSON serialisation, NUL-terminated: o's own bytes, or (for a snapshot
+ * kept compressed) a copy in this thread's buffer, valid until the thread's next call.
+ * NULL only on ENOMEM. */
+const char *store_obj_text(const struct store_obj *o);
+/* Appends o's compact JSON text (o->len bytes) to out. 0 or a negative errno. */
+struct buf;
+int store_obj_text_append(const struct store_obj *o, struct buf *out);
 struct store_obj *store_obj_ref(struct store_obj *o);
 void store_obj_unref(struct store_obj *o);
 /* The full object as served, as a read-only cJSON tree that lives as long as o (inside
@@ -241,6 +251,20 @@ void store_get_stats(struct store *s, struct store_stats *out);
  * (GET /kubesim/memory). Walks every object under the read lock: a diagnostic. */
 struct buf;
 int store_memory_json(struct store *s, struct buf *out);
+/* A component above the store (the simulated cluster) that keeps tables of its own
+ * reports them in the same answer: fn appends the members of one JSON object (no
+ * braces) to out and returns the malloc bytes it counted. Called from the answering
+ * thread without the store lock, so fn reads only what is safe to read from there.
+ * One reporter; a later call replaces it. */
+typedef size_t (*store_memory_reporter_fn)(void *arg, struct buf *out);
+void store_memory_reporter_set(struct store *s, store_memory_reporter_fn fn, void *arg);
+/* The malloc chunk behind p (its usable size plus the chunk header; 0 for NULL): what
+ * the memory answer counts, so that its sums compare with malloc's in-use bytes. */
+size_t store_mem_chunk(const void *p);
+/* The bytes of a uthash table's bookkeeping (the table and its bucket array), given the
+ * handle of any member (NULL: an empty table, 0). */
+struct UT_hash_handle;
+size_t store_mem_table(const struct UT_hash_handle *hh);
 
 /* ---- fault injection and test hooks -------------------------------------------- */
 

@@ -102,7 +102,8 @@ static struct store_obj *settle_rv(struct store_obj *o, uint64_t rv)
     if (o->rv == rv)
         return o;
     n = snprintf(d, sizeof(d), "%llu", (unsigned long long)rv);
-    v = store__text_member(o->bytes, o->len, "metadata", "resourceVersion", &vlen);
+    /* not yet committed, so not yet compressed: blob is the plain text */
+    v = o->zlen ? NULL : store__text_member(o->blob, o->len, "metadata", "resourceVersion", &vlen);
     if (tree)
         rvn = jget(jget(tree, "metadata"), "resourceVersion");
     if (v && vlen == (size_t)n + 2 && v[0] == '"' &&

@@ -19,12 +19,10 @@ static void sync_now(struct gt *t)
     gt_pump(t);
 }
 
-static void test_sync_follows_change(void **state)
+/* NSVC Services s<i>, each selecting the one Pod p<i> (app=a<i>, bound to n1). */
+static void svcs_and_pods(struct gt *t)
 {
-    struct gt *t = gt_new(1, "64");
     const struct reg_resource *svcs = tl_res(t->s, "", "v1", "services");
-    char name[64], ip[64];
-    (void)state;
 
     t->c->r_svc = svcs;
     t->c->r_ep = tl_res(t->s, "", "v1", "endpoints");
@@ -33,11 +31,19 @@ static void test_sync_follows_change(void **state)
         store_obj_unref(tl_create(t->s, svcs, "default", tl_json(
             "{\"metadata\":{\"name\":\"s%d\"},\"spec\":{\"selector\":{\"app\":\"a%d\"},"
             "\"ports\":[{\"port\":80}]}}", i, i)));
-        snprintf(name, sizeof(name), "p%d", i);
         store_obj_unref(tl_create(t->s, t->pods, "default", tl_json(
-            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"app\":\"a%d\"}},\"spec\":{\"nodeName\":"
-            "\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}", name, i)));
+            "{\"metadata\":{\"name\":\"p%d\",\"labels\":{\"app\":\"a%d\"}},\"spec\":{\"nodeName\":"
+            "\"n1\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\"}]}}", i, i)));
     }
+}
+
+static void test_sync_follows_change(void **state)
+{
+    struct gt *t = gt_new(1, "64");
+    char ip[64];
+    (void)state;
+
+    svcs_and_pods(t);
     t->c->ep_visited = 0;
     sync_now(t);
     assert_int_equal(t->c->ep_visited, NSVC);   /* each new Service once */
@@ -108,11 +114,46 @@ static void test_sync_reads_pod_record(void **state)
     gt_free(t);
 }
 
+/* GET /kubesim/memory's "cluster" member: the tables the cluster thread keeps, measured
+ * by that thread and reported from another. 300 Pods and Services each: the Pod table
+ * holds a record per Pod, the Services their members, and the endpoints index a key
+ * per Pod and label pair. */
+static void test_memory_report(void **state)
+{
+    struct gt *t = gt_new(1, "64");
+    struct buf b = { 0 };
+    size_t sum;
+    cJSON *m;
+    (void)state;
+
+    svcs_and_pods(t);
+    sync_now(t);
+    t->c->mem.at_ms = 0;   /* due now */
+    cluster__memory_publish(t->c);
+    /* the reporter writes the members of one object */
+    assert_int_equal(buf_puts(&b, "{"), 0);
+    sum = cluster__memory_report(t->c, &b);
+    assert_int_equal(buf_puts(&b, "}"), 0);
+    assert_non_null(m = cJSON_Parse(b.data));
+    assert_int_equal(tl_num(m, "pods"), NSVC);
+    assert_true(tl_num(m, "podBytes") >= NSVC * (sizeof(struct cl_pod) + sizeof("default/p0")));
+    assert_true(tl_num(m, "serviceBytes") >= NSVC * (sizeof(struct cl_svc) + sizeof(struct cl_member)));
+    /* each Pod's key under its one label pair, and the pair's text */
+    assert_true(tl_num(m, "endpointsIndexBytes") >= NSVC * (sizeof("default/p0") + sizeof("default\x1f" "app\x1f" "a0")));
+    assert_true(tl_num(m, "nodeBytes") > 0);
+    assert_true(sum >= tl_num(m, "podBytes") + tl_num(m, "serviceBytes") +
+                tl_num(m, "endpointsIndexBytes") + tl_num(m, "nodeBytes"));
+    cJSON_Delete(m);
+    buf_free(&b);
+    gt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sync_follows_change),
         cmocka_unit_test(test_sync_reads_pod_record),
+        cmocka_unit_test(test_memory_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -302,6 +302,54 @@ static void test_shutdown_ends_watch_cleanly(void **state)
     buf_free(&b);
 }
 
+/* A LIST larger than the streaming threshold is rendered while it is sent: the answer
+ * still has its exact Content-Length (not chunked), and its items are the objects as a
+ * GET answers them, the Pods kept compressed included. */
+static void test_large_list_streamed(void **state)
+{
+    struct fixture *f = *state;
+    char body[2048], pad[1025], *resp = NULL, *one = NULL;
+    const char *b, *cl;
+    cJSON *list, *item;
+    int n = 0;
+
+    memset(pad, 'x', sizeof(pad) - 1);
+    pad[sizeof(pad) - 1] = 0;
+    for (int i = 0; i < 300; i++) {
+        snprintf(body, sizeof(body), "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+                 "{\"name\":\"p%03d\",\"annotations\":{\"pad\":\"%s\"}},\"spec\":{\"containers\":"
+                 "[{\"name\":\"c\",\"image\":\"busybox\"}]}}", i, pad);
+        assert_int_equal(request_body(f, "POST", "/api/v1/namespaces/default/pods",
+                                      "Content-Type: application/json\r\n", body, NULL), 201);
+    }
+    assert_int_equal(request(f, "GET", "/api/v1/namespaces/default/pods", NULL, &resp), 200);
+    assert_non_null(b = strstr(resp, "\r\n\r\n"));
+    b += 4;
+    assert_null(strcasestr(resp, "Transfer-Encoding: chunked"));
+    assert_non_null(cl = strcasestr(resp, "Content-Length: "));
+    assert_true(strtoul(cl + 16, NULL, 10) == strlen(b));
+    assert_true(strlen(b) > (256u << 10));
+    assert_non_null(list = cJSON_Parse(b));
+    cJSON_ArrayForEach(item, cJSON_GetObjectItem(list, "items")) {
+        char path[128], *g;
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(
+            cJSON_GetObjectItem(item, "metadata"), "name"));
+        char *printed = cJSON_PrintUnformatted(item);
+        if (n++ % 50)
+            goto next;   /* a GET of every 50th */
+        snprintf(path, sizeof(path), "/api/v1/namespaces/default/pods/%s", name);
+        assert_int_equal(request(f, "GET", path, NULL, &one), 200);
+        assert_non_null(g = strstr(one, "\r\n\r\n"));
+        assert_string_equal(g + 4, printed);
+        free(one);
+next:
+        free(printed);
+    }
+    assert_int_equal(n, 300);
+    cJSON_Delete(list);
+    free(resp);
+}
+
 static void test_token_required(void **state)
 {
     struct fixture *f = *state;
@@ -328,6 +376,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_not_found_and_method, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_closed_when_client_leaves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_ends_watch_cleanly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_list_streamed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_required, setup_token, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

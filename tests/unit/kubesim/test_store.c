@@ -51,7 +51,7 @@ static void test_create_sets_system_metadata(void **state)
     assert_int_equal(store_current_rv(S), before + 2);
     /* bytes are the compact serialisation of json */
     char *p = cJSON_PrintUnformatted(store_obj_json(a));
-    assert_string_equal(p, a->bytes);
+    assert_string_equal(p, store_obj_text(a));
     assert_int_equal(strlen(p), a->len);
     free(p);
     store_obj_unref(a);
@@ -885,7 +885,7 @@ static int count_sel(const struct reg_resource *r, const char *ns, const char *s
     assert_int_equal(store_list(S, r, ns, &o, &l, &st), 0);
     n = (int)l.n;
     for (size_t i = 0; i < l.n; i++)
-        assert_non_null(strstr(l.items[i]->bytes, "ray.io/cluster"));
+        assert_non_null(strstr(store_obj_text(l.items[i]), "ray.io/cluster"));
     store_list_free(&l);
     sel_free(sel);
     return n;
@@ -1335,12 +1335,174 @@ static void test_memory_breakdown(void **state)
     assert_true(tl_num(t, "treeNodes") >= 3 * 6);    /* root, kind, apiVersion, metadata, ... */
     assert_true(tl_num(t, "treeBytes") >= tl_num(t, "treeNodes") * sizeof(cJSON));
     assert_true(tl_num(m, "total.objects") >= 3);
+    /* the structures around the text, as malloc chunks: entries with their keys, the
+     * type's table, the ring's slots; the snapshots' chunks hold at least their text */
+    assert_true(tl_num(t, "entryBytes") >= 3 * (sizeof(struct sentry) + sizeof("default/m0")));
+    assert_true(tl_num(t, "tableBytes") > 0);
+    assert_true(tl_num(t, "ringSlotBytes") >= tl_num(t, "ringEvents") * sizeof(struct wev));
+    assert_true(tl_num(t, "chunkBytes") >= tl_num(t, "textBytes"));
+    assert_true(tl_num(t, "ringOnlyChunkBytes") >= tl_num(t, "ringOnlyTextBytes"));
+    assert_true(tl_num(m, "store.uidIndexBytes") > 0);
+    assert_true(tl_num(m, "countedBytes") >= tl_num(m, "total.chunkBytes") +
+                tl_num(m, "total.entryBytes") + tl_num(m, "store.uidIndexBytes"));
 #if !defined(__SANITIZE_ADDRESS__)
     /* under ASan malloc is ASan's own, and glibc's mallinfo2 reports nothing */
     assert_true(tl_num(m, "malloc.inUseBytes") > 0);
+    /* what is counted is part of what malloc has handed out */
+    assert_true(tl_num(m, "countedBytes") <= tl_num(m, "malloc.inUseBytes") +
+                tl_num(m, "malloc.mmapBytes"));
 #endif
     assert_true(tl_num(m, "rssBytes") > 0);
     cJSON_Delete(m);
+    buf_free(&b);
+}
+
+/* A number from GET /kubesim/memory's answer (dotted path). */
+static double memory_num(const char *path)
+{
+    struct buf b = { 0 };
+    cJSON *m;
+    double v;
+
+    assert_int_equal(store_memory_json(S, &b), 0);
+    assert_non_null(m = cJSON_Parse(b.data));
+    v = tl_num(m, path);
+    cJSON_Delete(m);
+    buf_free(&b);
+    return v;
+}
+
+/* The indexes are counted: a labelled Pod with an owner adds to its type's label
+ * index and to the dependents index, and deleting it takes both back. */
+static void test_memory_indexes(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    const struct reg_resource *cm = tl_res(S, "", "v1", "configmaps");
+    struct store_obj *owner;
+    struct store_status st = { 0 };
+    double labels0, owners0, labels1, owners1;
+    (void)state;
+
+    /* a Pod without labels or owners: the type is in the answer, its indexes empty */
+    store_obj_unref(tl_create(S, pods, "default", tl_json(
+        "{\"metadata\":{\"name\":\"plain\"},"
+        "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}")));
+    /* an owner that exists, so the garbage collector leaves the dependent alone */
+    owner = tl_create(S, cm, "default", tl_json("{\"metadata\":{\"name\":\"o\"}}"));
+    labels0 = memory_num("types./pods.labelIndexBytes");
+    owners0 = memory_num("store.ownerIndexBytes");
+    assert_true(labels0 == 0);
+    assert_true(owners0 == 0);
+    store_obj_unref(tl_create(S, pods, "default", tl_json(
+        "{\"metadata\":{\"name\":\"mi\",\"labels\":{\"ray.io/cluster\":\"c1\"},"
+        "\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"o\","
+        "\"uid\":\"%s\"}]},"
+        "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", owner->uid)));
+    labels1 = memory_num("types./pods.labelIndexBytes");
+    owners1 = memory_num("store.ownerIndexBytes");
+    /* a bucket, its value, one ref and their hash tables */
+    assert_true(labels1 >= labels0 + sizeof(struct sentry *) + sizeof("c1"));
+    assert_true(owners1 >= owners0 + strlen(owner->uid) + 1);
+    assert_int_equal(store_delete(S, pods, "default", "mi", NULL, NULL, NULL, &st), 0);
+    assert_true(memory_num("types./pods.labelIndexBytes") == labels0);
+    assert_true(memory_num("store.ownerIndexBytes") == owners0);
+    store_obj_unref(owner);
+    /* one cluster's objects per bucket, as at 10,000 RayClusters: a bucket is its value
+     * and a small array, not a hash set of its own (over 700 bytes a bucket) */
+    for (int i = 0; i < 100; i++)
+        store_obj_unref(tl_create(S, pods, "default", tl_json(
+            "{\"metadata\":{\"name\":\"b%d\",\"labels\":{\"ray.io/cluster\":\"cluster-%d\"}},"
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}", i, i)));
+    assert_true(memory_num("types./pods.labelIndexBytes") < 100 * 300);
+}
+
+/* Text kept compressed (ztext.c): once a text-only type holds a few objects it gets a
+ * dictionary made of them, and later snapshots keep their text as a zstd frame against
+ * it. What a reader gets is the same text: GET, LIST, a patch of a compressed object,
+ * the watch window's copy; and the memory answer shows the bytes saved. */
+static void test_text_compressed(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_status st = { 0 };
+    struct store_list l = { 0 };
+    struct buf b = { 0 };
+    char name[32];
+    size_t compressed = 0;
+    (void)state;
+
+    for (int i = 0; i < 48; i++)
+        store_obj_unref(tl_create(S, pods, "default", tl_json(
+            "{\"metadata\":{\"name\":\"p%d\",\"labels\":{\"ray.io/cluster\":\"c%d\","
+            "\"app\":\"v%d\"}},\"spec\":{\"containers\":[{\"name\":\"ray-head\",\"image\":"
+            "\"rayproject/ray:2.9.0\",\"env\":[{\"name\":\"RAY_CLUSTER_NAME\",\"value\":\"c%d\"}],"
+            "\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"2Gi\"}}}]}}", i, i, i, i)));
+    for (int i = 0; i < 48; i++) {
+        struct store_obj *o = NULL;
+        const char *text;
+        cJSON *j;
+        char *again;
+        snprintf(name, sizeof(name), "p%d", i);
+        assert_int_equal(store_get(S, pods, "default", name, &o, &st), 0);
+        compressed += o->zlen != 0;
+        if (o->zlen)
+            assert_true(o->zlen < o->len / 2);
+        assert_non_null(text = store_obj_text(o));
+        assert_int_equal(strlen(text), o->len);
+        /* the exact compact text of this object */
+        assert_non_null(j = cJSON_Parse(text));
+        assert_string_equal(tl_str(j, "metadata.name"), name);
+        snprintf(name, sizeof(name), "v%d", i);
+        assert_string_equal(tl_str(j, "metadata.labels.app"), name);
+        assert_string_equal(tl_str(j, "metadata.uid"), o->uid);
+        assert_non_null(again = cJSON_PrintUnformatted(j));
+        assert_string_equal(again, text);
+        buf_reset(&b);
+        assert_int_equal(store_obj_text_append(o, &b), 0);
+        assert_int_equal(b.len, o->len);
+        assert_memory_equal(b.data, again, o->len);
+        free(again);
+        cJSON_Delete(j);
+        store_obj_unref(o);
+    }
+    /* the type's first 16 are its dictionary and stay plain; the rest are frames */
+    assert_true(compressed >= 48 - 17);
+    assert_true(memory_num("types./pods.compressedObjects") == compressed);
+    assert_true(memory_num("types./pods.dictBytes") > 0);
+    assert_true(memory_num("types./pods.chunkBytes") < memory_num("types./pods.textBytes"));
+    /* a patch of a compressed Pod reads its text and stores the new one compressed */
+    {
+        const char *patch = "{\"metadata\":{\"labels\":{\"app\":\"changed\"}}}";
+        struct store_obj *o = NULL, *ring = NULL;
+        assert_int_equal(store_patch(S, pods, "default", "p40", NULL, PATCH_MERGE, patch,
+                                     strlen(patch), NULL, &o, NULL, &st), 0);
+        assert_true(o->zlen > 0);
+        assert_non_null(strstr(store_obj_text(o), "\"app\":\"changed\""));
+        assert_string_equal(tl_str(store_obj_json(o), "metadata.name"), "p40");
+        /* the watch window's text-only copy is the same text */
+        assert_non_null(ring = store__obj_text_only(o));
+        assert_int_equal(ring->zlen, o->zlen);
+        assert_string_equal(ring->name, "p40");
+        assert_string_equal(ring->uid, o->uid);
+        buf_reset(&b);
+        assert_int_equal(store_obj_text_append(ring, &b), 0);
+        assert_string_equal(b.data, store_obj_text(o));
+        store_obj_unref(ring);
+        store_obj_unref(o);
+    }
+    /* a LIST by the indexed label finds the compressed Pod by its labels */
+    {
+        struct store_list_opts lo = { 0 };
+        struct sel *sel = NULL;
+        char err[128];
+        assert_int_equal(sel_parse("ray.io/cluster=c45", &sel, err, sizeof(err)), 0);
+        lo.labels = sel;
+        assert_int_equal(store_list(S, pods, "default", &lo, &l, &st), 0);
+        assert_int_equal(l.n, 1);
+        assert_string_equal(l.items[0]->name, "p45");
+        assert_true(l.items[0]->zlen > 0);
+        store_list_free(&l);
+        sel_free(sel);
+    }
     buf_free(&b);
 }
 
@@ -1371,7 +1533,7 @@ static void test_events_text_only(void **state)
     assert_int_equal(tl_num(t, "count"), 3);
     assert_string_equal(tl_str(t, "metadata.uid"), e->uid);
     p = cJSON_PrintUnformatted(t);
-    assert_string_equal(p, e->bytes);
+    assert_string_equal(p, store_obj_text(e));
     free(p);
     /* reads through the tree work on it: a GET and a merge patch */
     assert_int_equal(store_get(S, ev, "default", "e1", &got, &st), 0);
@@ -1542,6 +1704,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_namespace_lifecycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_one_resource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_breakdown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_indexes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_compressed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope_trim_keeps_recent, setup, teardown),

@@ -1,0 +1,138 @@
+/*
+ * memstat.c - the simulated cluster's share of GET /kubesim/memory: the Pod,
+ * Service and Node tables, the endpoints label index, the timer heap, the key lists
+ * and the work queue, as the malloc chunks behind them (store_mem_chunk), so the
+ * answer's sum compares with malloc's in-use bytes.
+ *
+ * The tables belong to the cluster thread and are walked by it alone: it publishes
+ * the sums into atomics at most once a second (cluster__memory_publish, between
+ * turns), and the reporter the store calls from an HTTP thread reads only those and
+ * the queue, under the queue's lock. A figure is up to a second old.
+ */
+#include "kubesim/cluster/internal.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "util/util.h"
+
+static size_t keys_bytes(char *const *v, size_t n)
+{
+    size_t b = store_mem_chunk(v);
+
+    for (size_t i = 0; i < n; i++)
+        b += store_mem_chunk(v[i]);
+    return b;
+}
+
+static size_t pods_bytes(const struct cluster *c)
+{
+    size_t b = c->pods ? store_mem_table(&c->pods->hh) : 0;
+
+    for (const struct cl_pod *p = c->pods; p; p = p->hh.next)
+        b += store_mem_chunk(p) + store_mem_chunk(p->key) + store_mem_chunk(p->acct_node) +
+             store_mem_chunk(p->unsched_msg) + store_mem_chunk(p->backoff_ev) +
+             store_mem_chunk(p->ep.node);
+    return b;
+}
+
+static size_t svcs_bytes(const struct cluster *c)
+{
+    size_t b = c->svcs ? store_mem_table(&c->svcs->hh) : 0;
+
+    for (const struct cl_svc *s = c->svcs; s; s = s->hh.next) {
+        b += store_mem_chunk(s) + store_mem_chunk(s->key);
+        if (s->members)
+            b += store_mem_table(&s->members->hh);
+        for (const struct cl_member *m = s->members; m; m = m->hh.next)
+            b += store_mem_chunk(m) + store_mem_chunk(m->key);
+    }
+    return b;
+}
+
+static size_t nodes_bytes(const struct cluster *c)
+{
+    size_t b = c->nodes ? store_mem_table(&c->nodes->hh) : 0;
+
+    for (const struct cl_node *n = c->nodes; n; n = n->hh.next)
+        b += store_mem_chunk(n) + store_mem_chunk(n->name);
+    return b + store_mem_chunk(c->free_idx);
+}
+
+static size_t jobs_bytes(const struct cluster *c)
+{
+    size_t b = c->jobs ? store_mem_table(&c->jobs->hh) + store_mem_table(&c->jobs->hu) : 0;
+
+    for (const struct cl_job *j = c->jobs; j; j = j->hh.next) {
+        b += store_mem_chunk(j) + store_mem_chunk(j->key) + store_mem_chunk(j->uid);
+        if (j->pods)
+            b += store_mem_table(&j->pods->hj);
+    }
+    if (c->jpods)
+        b += store_mem_table(&c->jpods->hh);
+    for (const struct cl_jpod *p = c->jpods; p; p = p->hh.next)
+        b += store_mem_chunk(p) + store_mem_chunk(p->key);
+    return b;
+}
+
+static size_t timers_bytes(const struct cluster *c)
+{
+    size_t b = store_mem_chunk(c->heap);
+
+    for (size_t i = 0; i < c->nheap; i++)
+        b += store_mem_chunk(c->heap[i].key);
+    return b;
+}
+
+void cluster__memory_publish(struct cluster *c)
+{
+    uint64_t now = util_now_ms();
+
+    if (now < c->mem.at_ms + 1000)
+        return;
+    c->mem.at_ms = now;
+    atomic_store_explicit(&c->mem.pods, pods_bytes(c), memory_order_relaxed);
+    atomic_store_explicit(&c->mem.n_pods, HASH_COUNT(c->pods), memory_order_relaxed);
+    atomic_store_explicit(&c->mem.svcs, svcs_bytes(c), memory_order_relaxed);
+    atomic_store_explicit(&c->mem.nodes, nodes_bytes(c), memory_order_relaxed);
+    atomic_store_explicit(&c->mem.jobs, jobs_bytes(c), memory_order_relaxed);
+    atomic_store_explicit(&c->mem.ep_index, cluster__endpoints_index_bytes(c),
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->mem.timers, timers_bytes(c), memory_order_relaxed);
+    atomic_store_explicit(&c->mem.lists,
+                          keys_bytes(c->pending, c->npending) +
+                          keys_bytes(c->unsched, c->nunsched) +
+                          keys_bytes(c->ep_dirty, c->nep_dirty) +
+                          keys_bytes(c->job_dirty, c->njob_dirty) +
+                          keys_bytes(c->deploy_dirty, c->ndeploy_dirty) +
+                          keys_bytes(c->rs_dirty, c->nrs_dirty), memory_order_relaxed);
+}
+
+size_t cluster__memory_report(void *arg, struct buf *out)
+{
+    struct cluster *c = arg;
+    size_t q, qn, qtext = 0, sum;
+    size_t pods = atomic_load_explicit(&c->mem.pods, memory_order_relaxed);
+    size_t svcs = atomic_load_explicit(&c->mem.svcs, memory_order_relaxed);
+    size_t nodes = atomic_load_explicit(&c->mem.nodes, memory_order_relaxed);
+    size_t jobs = atomic_load_explicit(&c->mem.jobs, memory_order_relaxed);
+    size_t epx = atomic_load_explicit(&c->mem.ep_index, memory_order_relaxed);
+    size_t timers = atomic_load_explicit(&c->mem.timers, memory_order_relaxed);
+    size_t lists = atomic_load_explicit(&c->mem.lists, memory_order_relaxed);
+
+    /* the queue holds a reference to each committed snapshot until the thread takes
+     * it: in a burst those are older snapshots nothing else keeps */
+    pthread_mutex_lock(&c->qlock);
+    q = store_mem_chunk(c->q);
+    qn = c->qlen;
+    for (size_t i = 0; i < c->qlen; i++)
+        qtext += c->q[i].obj->len;
+    pthread_mutex_unlock(&c->qlock);
+    sum = pods + svcs + nodes + jobs + epx + timers + lists + q;
+    buf_printf(out, "\"pods\":%zu,\"podBytes\":%zu,\"serviceBytes\":%zu,\"nodeBytes\":%zu,"
+               "\"jobBytes\":%zu,\"endpointsIndexBytes\":%zu,\"timerBytes\":%zu,"
+               "\"listBytes\":%zu,\"queueBytes\":%zu,\"queued\":%zu,\"queuedTextBytes\":%zu",
+               atomic_load_explicit(&c->mem.n_pods, memory_order_relaxed), pods, svcs, nodes,
+               jobs, epx, timers, lists, q, qn, qtext);
+    return sum;
+}
