@@ -1,16 +1,20 @@
 /*
  * internal.h - internals shared by the files of kubesim's object store
- * (store.c verbs, meta.c metadata rules, list.c, patch.c,
+ * (store.c verbs, prepare.c and write.c, meta.c metadata rules, list.c, patch.c,
  * status.c, watch.c, gc.c, persist.c, builtin_*.c). Not a public header:
  * the server and cluster components use kubesim/store/store.h only.
  *
  * Locking, in order of acquisition:
  *   s->lock      rwlock over every table below, the registry and the rv counter;
- *                every write holds it exclusively from reading the old object to
- *                publishing the new one, so a read-modify-write never races.
+ *                a write holds it exclusively to commit. One prepared without it
+ *                (prepare.c) commits only if the snapshot it read is still the
+ *                stored one; the others hold it from reading the old object to
+ *                publishing the new one. Either way a read-modify-write never races.
  *   t->wmu       per type: its watch ring; taken inside s->lock by the commit path
  *                and alone by watchers.
  *   s->notify_mu subscriber dispatch, never held together with s->lock.
+ *   s->nq_mu     the subscriber notice queue: pushed inside s->lock by the commit,
+ *                taken alone by the drain, so delivering takes no write lock.
  *   s->gc_mu     the GC work queue; leaf lock.
  */
 #ifndef RAYOP_KUBESIM_STORE_INTERNAL_H
@@ -138,7 +142,8 @@ struct store {
     struct subscriber subs[STORE_MAX_SUBSCRIBERS];
     _Atomic size_t n_subs;      /* read without notify_mu by the early exits */
     pthread_mutex_t notify_mu;
-    struct notice *nq_head, *nq_tail;   /* under s->lock */
+    pthread_mutex_t nq_mu;              /* the queue below; leaf, taken inside s->lock */
+    struct notice *nq_head, *nq_tail;   /* under nq_mu */
     bool draining;                      /* under notify_mu */
 
     pthread_mutex_t gc_mu;
@@ -254,11 +259,50 @@ void store__notify_drain(struct store *s);
  * and the subscriber notices the call queued are delivered. Returns rc. */
 int store__write_done(struct store *s, int rc, struct store_status *st);
 
-/* The tail of PUT and PATCH (write.c, lock held): obj (consumed) is the
- * proposed new state of e. */
+/* The tail of PUT and PATCH (lock held): obj (consumed) is the
+ * proposed new state of e. store__write_prepare + store__write_commit. */
 int store__write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
                           const char *sub, cJSON *obj, const struct store_write_opts *w,
                           struct store_obj **out, struct store_status *st);
+/* ---- preparing a write (prepare.c) ---- */
+bool store__is_crd(const struct reg_resource *res);
+/* Namespace ns must exist and not be terminating (NamespaceLifecycle admission);
+ * -ENOENT (404) or -EACCES (403) in st. s->lock held (read or write). */
+int store__check_namespace(struct store *s, const struct reg_resource *res, const char *ns,
+                           const char *name, struct store_status *st);
+/* A create prepared: the new snapshot and what its commit needs. */
+struct store_prep_create {
+    struct store_obj *o;        /* owned; rv guessed (none on a dry run) */
+    bool generated;
+    char gen_name[64];          /* the generateName prefix, cut as names are */
+};
+/* Everything a create does before it needs the store's tables (obj consumed): the
+ * request's metadata rules, server-owned fields, admission, defaulting, validation,
+ * managedFields and printing. locked: the caller holds the write lock, else the
+ * namespace is read under a short read lock. sres is the type's storage version. */
+int store__create_prepare(struct store *s, const struct reg_resource *res,
+                          const struct reg_resource *sres, const char *ns, cJSON *obj,
+                          const struct store_write_opts *w, bool locked,
+                          struct store_prep_create *p, struct store_status *st);
+/* Types whose writes are prepared without the store's lock and committed under it
+ * when the stored object is still the one they were prepared against (write.c). */
+bool store__prepare_unlocked(const struct reg_resource *res);
+/* A prepared update: nothing left to commit (a no-op or dry run, answered), the removal
+ * of base (its last finalizer went), or o to publish in base's place. */
+struct write_plan {
+    enum { WRITE_DONE, WRITE_REMOVE, WRITE_PUT } kind;
+    struct store_obj *base;     /* the snapshot prepared against (the caller's reference) */
+    struct store_obj *o;        /* WRITE_PUT: the new snapshot, rv guessed (owned) */
+};
+int store__write_prepare(struct store *s, const struct reg_resource *res,
+                         const struct reg_resource *sres, struct store_obj *base,
+                         const char *sub, cJSON *obj, const struct store_write_opts *w,
+                         bool locked, struct write_plan *pl, struct store_obj **out,
+                         struct store_status *st);
+/* Lock held and e->obj still pl->base: publishes the plan (pl->o consumed). */
+int store__write_commit(struct store *s, const struct reg_resource *res, struct sentry *e,
+                        struct write_plan *pl, struct store_obj **out,
+                        struct store_status *st);
 /* PUT of /scale (patch.c): scale (consumed) is an autoscaling/v1 Scale. */
 int store__scale_update(struct store *s, const struct reg_resource *res, const char *ns,
                         const char *name, cJSON *scale, const struct store_write_opts *w,
@@ -337,7 +381,8 @@ void store__builtin_validate(const struct reg_resource *res, const cJSON *obj, c
 /* ---- watch (watch.c) ---- */
 void store__watch_type_init(struct stype *t, size_t cap, uint64_t evicted_rv);
 void store__watch_type_free(struct stype *t);
-/* Appends an event (references taken); lock held. *seq is the ring sequence of
+/* Appends an event (references taken); lock held. Its watchers are woken by the
+ * thread's next store__watch_wake_deferred(). *seq is the ring sequence of
  * the key's previous event (ignored when not found there) and becomes this one's:
  * a replaced snapshot that keeps a tree is kept in the ring as text alone, in both
  * of its slots. same_labels: prev and obj carry the same labels. */
@@ -345,6 +390,9 @@ void store__watch_append(struct store *s, struct stype *t, enum store_event_type
                          struct store_obj *obj, struct store_obj *prev, bool same_labels,
                          uint64_t *seq);
 void store__watch_type_end(struct stype *t);
+/* Wakes the watchers of the types this thread appended events to: called once it left
+ * s->lock (store__notify_drain does, at the end of every write). */
+void store__watch_wake_deferred(void);
 
 /* ---- gc (gc.c) ---- */
 int store__gc_start(struct store *s);
@@ -377,5 +425,9 @@ int store__persist_replay_buf(struct store *s, const char *data, size_t len, cha
 /* Waits until the garbage collector and namespace finalizer have no queued work.
  * 0, or -ETIMEDOUT. For tests and for the simulated cluster's quiescence checks. */
 int store_wait_gc_idle(struct store *s, int timeout_ms);
+
+/* Called with the would-be object's name when a write starts its validation (write.c),
+ * NULL in production: a test blocks a write there to show what that phase holds. */
+extern void (*store__test_prepare_hook)(const char *name);
 
 #endif

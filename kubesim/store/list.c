@@ -222,6 +222,12 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
+/* e is in namespace ns; NULL or "" is every namespace. */
+static bool in_ns(const struct sentry *e, const char *ns)
+{
+    return !ns || !ns[0] || !strcmp(e->obj->ns, ns);
+}
+
 static bool entry_matches(const struct reg_resource *want, const struct sentry *e,
                           const char *ns, const struct store_list_opts *o)
 {
@@ -229,7 +235,7 @@ static bool entry_matches(const struct reg_resource *want, const struct sentry *
     const cJSON *j;
     bool ok;
 
-    if (ns && ns[0] && strcmp(e->obj->ns, ns))
+    if (!in_ns(e, ns))
         return false;
     if (!o->labels && !o->fields)
         return true;
@@ -327,7 +333,7 @@ static int collect(const struct reg_resource *want, struct stype *t, const char 
             e = idx[i];
             if (start && strcmp(e->key, start) <= 0)
                 continue;
-            if (lazy ? !ns || !ns[0] || !strcmp(e->obj->ns, ns) : entry_matches(want, e, ns, o))
+            if (lazy ? in_ns(e, ns) : entry_matches(want, e, ns, o))
                 v[k++] = e;
         }
         free(idx);
@@ -335,7 +341,7 @@ static int collect(const struct reg_resource *want, struct stype *t, const char 
         HASH_ITER(hh, t->objs, e, tmp) {
             if (start && strcmp(e->key, start) <= 0)
                 continue;
-            if (lazy ? !ns || !ns[0] || !strcmp(e->obj->ns, ns) : entry_matches(want, e, ns, o))
+            if (lazy ? in_ns(e, ns) : entry_matches(want, e, ns, o))
                 v[k++] = e;
         }
     }

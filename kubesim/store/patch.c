@@ -2,11 +2,14 @@
  * patch.c - PATCH (merge, JSON, strategic, server-side apply) and the
  * /scale subresource (autoscaling/v1 Scale mapped through the CRD's scale paths).
  *
- * A patch is applied to the current object under the store's write lock and the
- * result goes through the same tail as PUT (store__write_prepared), so validation,
- * status split, generation and no-op detection are identical. Because the lock is
- * held from read to write, there is no lost update to retry; an apply that finds
- * nothing creates, and retries once as a patch if a concurrent create won.
+ * A patch is applied to the current object and the result goes through the same
+ * tail as PUT (store__write_prepare), so validation, status split, generation and
+ * no-op detection are identical. For most built-in types the patch and that tail
+ * run without the store's lock against a referenced snapshot, and the commit
+ * applies the patch again if the object changed meanwhile (patch_unlocked); other
+ * types, and a patch that keeps losing that race, hold the write lock from read to
+ * write. An apply that finds nothing creates, and retries once as a patch if a
+ * concurrent create won.
  */
 #include "kubesim/store/internal.h"
 #include "kubesim/patch/patch.h"
@@ -263,6 +266,73 @@ int store__scale_update(struct store *s, const struct reg_resource *res, const c
 
 /* ---- patch ---- */
 
+/* Optimistic attempts of a patch before it is applied under the lock: each one
+ * failed because another write changed the object meanwhile, so this bounds a
+ * patch's work when one object is written very often. */
+#define PATCH_OPTIMISTIC_TRIES 8
+
+/*
+ * A patch of a type prepared outside the lock (store__prepare_unlocked): applied to a
+ * referenced snapshot and prepared without the lock, committed under it if the stored
+ * snapshot is still that one, else applied again to the new one. -EAGAIN (nothing
+ * answered) sends the caller to the locked path: the object is missing (an apply may
+ * create it) or it kept changing.
+ */
+static int patch_unlocked(struct store *s, const struct reg_resource *res, const char *ns,
+                          const char *name, const char *sub, enum store_patch_type type,
+                          const cJSON *patch, const struct store_write_opts *w,
+                          const struct store_write_opts *wp, struct store_obj **out,
+                          struct store_status *st)
+{
+    char err[1024] = "";
+    int rc = -EAGAIN;
+
+    for (int attempt = 0; attempt < PATCH_OPTIMISTIC_TRIES; attempt++) {
+        struct write_plan pl = { 0 };
+        struct store_obj *base = NULL;
+        cJSON *next = NULL;
+        struct sentry *e;
+
+        pthread_rwlock_rdlock(&s->lock);
+        e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
+        if (e)
+            base = store_obj_ref(e->obj);
+        pthread_rwlock_unlock(&s->lock);
+        if (!base)
+            return -EAGAIN;
+        rc = apply_one(res, type, store_obj_json(base), patch, w, &next, err, sizeof(err));
+        if (rc) {
+            store_obj_unref(base);
+            return patch_error(st, res, name, rc, err);
+        }
+        /* a resourceVersion inside the patch is a precondition */
+        const char *prv = kobj_meta_str(next, "resourceVersion");
+        if (prv && prv[0] && strtoull(prv, NULL, 10) != base->rv) {
+            cJSON_Delete(next);
+            store_obj_unref(base);
+            store__status_conflict(st, res, name);
+            return -EBUSY;
+        }
+        rc = store__write_prepare(s, res, res, base, sub, next, wp, false, &pl, out, st);
+        if (rc || pl.kind == WRITE_DONE) {
+            store_obj_unref(base);
+            return rc;
+        }
+        pthread_rwlock_wrlock(&s->lock);
+        e = store__entry_find(store__type_get(s, res, false), res->namespaced ? ns : "", name);
+        if (e && e->obj == base)
+            rc = store__write_commit(s, res, e, &pl, out, st);
+        else
+            rc = -EAGAIN;       /* changed or gone meanwhile: prepare again */
+        pthread_rwlock_unlock(&s->lock);
+        store_obj_unref(pl.o);
+        store_obj_unref(base);
+        if (rc != -EAGAIN)
+            return rc;
+    }
+    return rc;
+}
+
 /* store_patch and store_patch_json: the body as text, or parsed already (parsed,
  * consumed; then body is unused). */
 static int patch_any(struct store *s, const struct reg_resource *res, const char *ns,
@@ -309,6 +379,12 @@ static int patch_any(struct store *s, const struct reg_resource *res, const char
         if (w)
             wa = *w;
         wa.field_manager = NULL;
+    }
+    if (!scale && store__prepare_unlocked(res)) {
+        rc = patch_unlocked(s, res, ns, name, subresource, type, patch, w,
+                            type == PATCH_APPLY ? &wa : w, out, st);
+        if (rc != -EAGAIN)
+            goto out;
     }
 again:
     pthread_rwlock_wrlock(&s->lock);

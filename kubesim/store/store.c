@@ -6,8 +6,9 @@
  * themselves are obj.c; the verbs live in write.c, list.c and patch.c.
  *
  * Concurrency: one rwlock (s->lock). Reads take it shared; a write holds it
- * exclusively from reading the old state to publishing the new one, which is the
- * in-memory equivalent of the real server's GuaranteedUpdate retry loop.
+ * exclusively to commit: most writes are prepared without it against a snapshot
+ * and committed only if that snapshot is still current (prepare.c), the rest hold
+ * it from reading the old state to publishing the new one.
  */
 #include "kubesim/store/internal.h"
 
@@ -132,11 +133,13 @@ static void notice_push(struct store *s, enum store_event_type type, struct stor
     n->type = type;
     n->obj = store_obj_ref(o);
     n->next = NULL;
+    pthread_mutex_lock(&s->nq_mu);
     if (s->nq_tail)
         s->nq_tail->next = n;
     else
         s->nq_head = n;
     s->nq_tail = n;
+    pthread_mutex_unlock(&s->nq_mu);
 }
 
 static _Thread_local struct store *draining_store;
@@ -156,16 +159,17 @@ int store__write_done(struct store *s, int rc, struct store_status *st)
 
 void store__notify_drain(struct store *s)
 {
+    store__watch_wake_deferred();
     if (!s->n_subs || draining_store == s)
         return;
     pthread_mutex_lock(&s->notify_mu);
     draining_store = s;
     for (;;) {
         struct notice *n;
-        pthread_rwlock_wrlock(&s->lock);
+        pthread_mutex_lock(&s->nq_mu);
         n = s->nq_head;
         s->nq_head = s->nq_tail = NULL;
-        pthread_rwlock_unlock(&s->lock);
+        pthread_mutex_unlock(&s->nq_mu);
         if (!n)
             break;
         while (n) {
@@ -352,6 +356,7 @@ int store_open(const struct store_opts *o, struct registry *reg, struct store **
     }
     pthread_rwlock_init(&s->lock, NULL);
     pthread_mutex_init(&s->notify_mu, NULL);
+    pthread_mutex_init(&s->nq_mu, NULL);
     pthread_mutex_init(&s->gc_mu, NULL);
     pthread_cond_init(&s->gc_cond, NULL);
     s->reg = reg;
@@ -434,6 +439,7 @@ void store_close(struct store *s)
     free(s->state_dir);
     pthread_rwlock_destroy(&s->lock);
     pthread_mutex_destroy(&s->notify_mu);
+    pthread_mutex_destroy(&s->nq_mu);
     pthread_mutex_destroy(&s->gc_mu);
     pthread_cond_destroy(&s->gc_cond);
     free(s);

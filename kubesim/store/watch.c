@@ -87,6 +87,37 @@ void store__watch_type_free(struct stype *t)
     pthread_cond_destroy(&t->wcond);
 }
 
+/*
+ * Watchers are woken after the committing thread leaves s->lock, not from inside the
+ * commit: a watcher woken there ran on the committer's core while the committer still
+ * held the write lock (issue 18: about 4,000 such preemptions in 10 s of creates, each
+ * one stalling every other writer). The types this thread appended to since its last
+ * flush; a commit that finds the list full wakes its own type at once.
+ */
+#define WAKE_DEFERRED_MAX 8
+static _Thread_local struct stype *wake_deferred[WAKE_DEFERRED_MAX];
+static _Thread_local size_t n_wake_deferred;
+
+static bool wake_defer(struct stype *t)
+{
+    for (size_t i = 0; i < n_wake_deferred; i++)
+        if (wake_deferred[i] == t)
+            return true;
+    if (n_wake_deferred == WAKE_DEFERRED_MAX)
+        return false;
+    wake_deferred[n_wake_deferred++] = t;
+    return true;
+}
+
+void store__watch_wake_deferred(void)
+{
+    /* a broadcast needs no mutex: the ring's tail moved under t->wmu, and a watcher
+     * tests it under t->wmu before it waits */
+    for (size_t i = 0; i < n_wake_deferred; i++)
+        pthread_cond_broadcast(&wake_deferred[i]->wcond);
+    n_wake_deferred = 0;
+}
+
 void store__watch_append(struct store *s, struct stype *t, enum store_event_type type,
                          struct store_obj *obj, struct store_obj *prev, bool same_labels,
                          uint64_t *seq)
@@ -118,7 +149,8 @@ void store__watch_append(struct store *s, struct stype *t, enum store_event_type
     ev->rv = s->rv;
     ev->commit_ms = util_now_ms();
     *seq = t->tail++;
-    pthread_cond_broadcast(&t->wcond);
+    if (!wake_defer(t))
+        pthread_cond_broadcast(&t->wcond);
     pthread_mutex_unlock(&t->wmu);
     store_obj_unref(kept);
     atomic_fetch_add_explicit(&s->events, 1, memory_order_relaxed);
