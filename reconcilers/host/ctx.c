@@ -314,6 +314,19 @@ void host__outcome_to_ipc(int rc, const struct host_result *res, const struct ho
     }
 }
 
+int host__outcome_log_level(int rc, const struct ipc_outcome *out)
+{
+    if (out->kind == IPC_OUTCOME_TERMINAL)
+        return LOG_ERROR;
+    if (out->kind != IPC_OUTCOME_ERROR || rc >= 0)
+        return -1;
+    /* A 409 is optimistic concurrency working: someone wrote the object between our read
+     * and our write, and the requeue reads it again. It is still counted as an error in
+     * the metrics, as controller-runtime counts it, but logging it at error level would
+     * page someone for the normal case (a user's kubectl edit racing a status write). */
+    return rc == -ESTALE ? LOG_INFO : LOG_ERROR;
+}
+
 bool host_feature_enabled(const struct host_ctx *ctx, const char *name, bool dflt)
 {
     const char *g = ctx && ctx->settings ? ctx->settings->feature_gates : NULL;

@@ -124,12 +124,13 @@ static void reconcile_one(struct host *h, const struct ipc_key *k)
     }
     uint64_t dur = util_now_ns() - t0;
     host__outcome_to_ipc(rc, &res, &ctx, &oc);
-    if (oc.kind == IPC_OUTCOME_ERROR && rc < 0)
-        host_log(&ctx, LOG_ERROR, "Reconciler error", "error",
-                 oc.message ? oc.message : kube_strerror(rc), NULL);
-    else if (oc.kind == IPC_OUTCOME_TERMINAL)
-        host_log(&ctx, LOG_ERROR, "Reconciler terminal error", "error",
+    int level = host__outcome_log_level(rc, &oc);
+    if (level >= 0 && oc.kind == IPC_OUTCOME_TERMINAL)
+        host_log(&ctx, level, "Reconciler terminal error", "error",
                  oc.message ? oc.message : "", NULL);
+    else if (level >= 0)
+        host_log(&ctx, level, rc == -ESTALE ? "Reconciler conflict; requeued" : "Reconciler error",
+                 "error", oc.message ? oc.message : kube_strerror(rc), NULL);
     int drc = ipc_client_done(h->ipc, k, &oc);
     if (drc < 0 && drc != -ESTALE)
         log_warn("reporting the outcome failed", "key", k->key, "error", strerror(-drc), NULL);

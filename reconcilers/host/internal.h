@@ -181,5 +181,8 @@ uint64_t host__events_dropped(void);
 /* Maps a result to the ipc outcome reported to the queue (ctx.c). */
 void host__outcome_to_ipc(int rc, const struct host_result *res, const struct host_ctx *ctx,
                           struct ipc_outcome *out);
+/* The level at which a reconcile's outcome (rc, and out from host__outcome_to_ipc) is
+ * logged, or -1 when it is not logged at all (ctx.c). */
+int host__outcome_log_level(int rc, const struct ipc_outcome *out);
 
 #endif

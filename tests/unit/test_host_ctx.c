@@ -138,6 +138,9 @@ static void test_outcome_mapping(void **state)
     host__outcome_to_ipc(-ESTALE, &r, &ctx, &oc);  /* a 409, not "Stale file handle" */
     assert_int_equal(oc.kind, IPC_OUTCOME_ERROR);
     assert_string_equal(oc.message, "conflict (stale resourceVersion)");
+    assert_int_equal(host__outcome_log_level(-ESTALE, &oc), LOG_INFO);  /* not paged */
+    host__outcome_to_ipc(-EIO, &r, &ctx, &oc);
+    assert_int_equal(host__outcome_log_level(-EIO, &oc), LOG_ERROR);
 
     r.outcome = HOST_REQUEUE_AFTER;
     r.after_ms = 1500;
@@ -150,12 +153,14 @@ static void test_outcome_mapping(void **state)
     host__outcome_to_ipc(0, &r, &ctx, &oc);
     assert_int_equal(oc.kind, IPC_OUTCOME_ERROR);  /* rate-limited re-add */
     assert_int_equal(host__metrics_result_of(&oc, 0, &r), HOST_M_REQUEUE);
+    assert_int_equal(host__outcome_log_level(0, &oc), -1);  /* a requeue is no error */
 
     r.outcome = HOST_TERMINAL;
     snprintf(r.message, sizeof(r.message), "bad spec");
     host__outcome_to_ipc(-EINVAL, &r, &ctx, &oc);
     assert_int_equal(oc.kind, IPC_OUTCOME_TERMINAL);
     assert_string_equal(oc.message, "bad spec");
+    assert_int_equal(host__outcome_log_level(-EINVAL, &oc), LOG_ERROR);
 }
 
 static void test_opts_flags(void **state)
