@@ -1,13 +1,13 @@
 /*
  * internal.h - internals shared by the files of kubesim's object store
- * (store.c verbs, prepare.c and write.c, meta.c metadata rules, list.c, patch.c,
+ * (store.c verbs, write.c, meta.c metadata rules, list.c, patch.c,
  * status.c, watch.c, gc.c, persist.c, builtin_*.c). Not a public header:
  * the server and cluster components use kubesim/store/store.h only.
  *
  * Locking, in order of acquisition:
  *   s->lock      rwlock over every table below, the registry and the rv counter;
  *                a write holds it exclusively to commit. One prepared without it
- *                (prepare.c) commits only if the snapshot it read is still the
+ *                (write.c) commits only if the snapshot it read is still the
  *                stored one; the others hold it from reading the old object to
  *                publishing the new one. Either way a read-modify-write never races.
  *   t->wmu       per type: its watch ring; taken inside s->lock by the commit path
@@ -264,7 +264,7 @@ int store__write_done(struct store *s, int rc, struct store_status *st);
 int store__write_prepared(struct store *s, const struct reg_resource *res, struct sentry *e,
                           const char *sub, cJSON *obj, const struct store_write_opts *w,
                           struct store_obj **out, struct store_status *st);
-/* ---- preparing a write (prepare.c) ---- */
+/* ---- preparing a write (write.c) ---- */
 bool store__is_crd(const struct reg_resource *res);
 /* Namespace ns must exist and not be terminating (NamespaceLifecycle admission);
  * -ENOENT (404) or -EACCES (403) in st. s->lock held (read or write). */

@@ -7,7 +7,7 @@
  *
  * Concurrency: one rwlock (s->lock). Reads take it shared; a write holds it
  * exclusively to commit: most writes are prepared without it against a snapshot
- * and committed only if that snapshot is still current (prepare.c), the rest hold
+ * and committed only if that snapshot is still current (write.c), the rest hold
  * it from reading the old state to publishing the new one.
  */
 #include "kubesim/store/internal.h"

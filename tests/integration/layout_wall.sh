@@ -67,7 +67,7 @@ cache: codec,grow,segment,writer
 kubesim/cluster: certmgr,deploy,gang,gang_kai,gang_status,gang_volcano,gang_yunikorn,jobs,jobs_sync,kubelet,pods,run
 kubesim/ray: auth,cli,dashboard,gateway,pod_log,proxy,runtime,serve,submitter_run
 kubesim/runtime: net,pod,probe,runtime,svcproxy
-kubesim/store: defaults,delete,gc,index,list,patch,persist,store,watch,write
+kubesim/store: defaults,delete,gc,list,patch,persist,store,watch,write
 "
 circles=$(python3 tests/integration/lib_calls.py build/rel circles) ||
     { not_ok "lib_calls.py read the objects under build/rel"; exit 1; }
