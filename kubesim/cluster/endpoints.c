@@ -361,10 +361,7 @@ static size_t ep_buckets_bytes(const struct ep_bucket *head)
 
     for (const struct ep_bucket *b = head; b; b = b->hh.next) {
         n += store_mem_chunk(b) + store_mem_chunk(b->lkey);
-        if (b->keys)
-            n += store_mem_table(&b->keys->hh);
-        for (const struct ep_key *k = b->keys; k; k = k->hh.next)
-            n += store_mem_chunk(k) + store_mem_chunk(k->key);
+        n += cluster__mem_keyed_table(b->keys ? &b->keys->hh : NULL);
     }
     return n;
 }

@@ -257,6 +257,19 @@ void cluster__memory_publish(struct cluster *c);
 size_t cluster__memory_report(void *arg, struct buf *out);
 /* endpoints.c: malloc bytes of the endpoints label index */
 size_t cluster__endpoints_index_bytes(const struct cluster *c);
+/* Malloc bytes of a uthash table (hh: its first record's handle, or NULL) whose records
+ * own nothing but the string they are hashed by (HASH_ADD_KEYPTR): the table, each record
+ * and its key. Inline, so the tables' owners (memstat.c, endpoints.c) do not call each
+ * other. */
+static inline size_t cluster__mem_keyed_table(const UT_hash_handle *hh)
+{
+    size_t b = hh ? store_mem_table(hh) : 0;
+
+    for (; hh; hh = hh->next ? (const UT_hash_handle *)((const char *)hh->next + hh->tbl->hho)
+                             : NULL)
+        b += store_mem_chunk((const char *)hh - hh->tbl->hho) + store_mem_chunk(hh->key);
+    return b;
+}
 
 /* certmgr.c: the tiny cert-manager (Certificates of selfSigned and ca Issuers) */
 bool cluster__certmgr_resource(const struct reg_resource *r);

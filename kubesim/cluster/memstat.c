@@ -58,10 +58,7 @@ static size_t svcs_bytes(const struct cluster *c)
 
     for (const struct cl_svc *s = c->svcs; s; s = s->hh.next) {
         b += store_mem_chunk(s) + store_mem_chunk(s->key) + json_bytes(s->view);
-        if (s->members)
-            b += store_mem_table(&s->members->hh);
-        for (const struct cl_member *m = s->members; m; m = m->hh.next)
-            b += store_mem_chunk(m) + store_mem_chunk(m->key);
+        b += cluster__mem_keyed_table(s->members ? &s->members->hh : NULL);
     }
     return b;
 }
@@ -84,11 +81,7 @@ static size_t jobs_bytes(const struct cluster *c)
         if (j->pods)
             b += store_mem_table(&j->pods->hj);
     }
-    if (c->jpods)
-        b += store_mem_table(&c->jpods->hh);
-    for (const struct cl_jpod *p = c->jpods; p; p = p->hh.next)
-        b += store_mem_chunk(p) + store_mem_chunk(p->key);
-    return b;
+    return b + cluster__mem_keyed_table(c->jpods ? &c->jpods->hh : NULL);
 }
 
 static size_t timers_bytes(const struct cluster *c)
