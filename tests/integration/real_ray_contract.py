@@ -53,6 +53,16 @@ def free_ports(n):
     return ports
 
 
+def ray_ports():
+    """Seven single ports for a Ray head and the first of its 41 worker ports. Ray refuses
+    to start when a single port falls inside the worker range, and the kernel hands out
+    free ports with no regard for that range, so draw again until none does."""
+    while True:
+        *single, first = free_ports(8)
+        if not any(first <= p <= first + 40 for p in single):
+            return single + [first]
+
+
 def http(base, method, path, body=None, timeout=60):
     """(code, parsed JSON or text) of one call."""
     data = json.dumps(body).encode() if body is not None else None
@@ -95,7 +105,7 @@ class RealRay:
 
     def __init__(self, work):
         self.tmp = tempfile.mkdtemp(prefix="rc-", dir="/tmp")  # short: Ray's socket paths
-        gcs, dash, client, agent, agent_grpc, metrics, serve, mn = free_ports(8)
+        gcs, dash, client, agent, agent_grpc, metrics, serve, mn = ray_ports()
         self.serve_port = serve
         self.base = "http://127.0.0.1:%d" % dash
         apps = os.path.join(self.tmp, "apps")
@@ -433,7 +443,9 @@ def main():
         print("# " + version, flush=True)
         real = RealRay(work)
         sim = SimRay(work)
-        if not check("a real Ray head starts on loopback (dashboard answers)", wait_until(180, real.ready, 0.5)):
+        if not check("a real Ray head starts on loopback (dashboard answers)",
+                     wait_until(180, lambda: real.proc.poll() is not None or real.ready(), 0.5)
+                     and real.ready()):
             return 1
         print("# real Ray head up in %.1f s" % (time.monotonic() - real.t0), flush=True)
         check("kubesim's simulated dashboard answers", wait_until(30, sim.ready))
