@@ -322,8 +322,8 @@ void cluster__pod_event(struct cluster *c, enum store_event_type type, struct st
 /* The record of Pod o when its view is o's (cluster__pod_event took it), else NULL. */
 const struct cl_pod *cluster__pod_rec(struct cluster *c, const struct store_obj *o);
 /* Notes a write of p by the cluster (o the stored result, rv_before the store's
- * resourceVersion before the call; bind: of spec.nodeName, else of the status kubelet.c
- * derives from p), so that its event needs no parse. */
+ * resourceVersion before the call; bind: of spec.nodeName with the status kubelet.c
+ * derives from p, else of that status alone), so that its event needs no parse. */
 void cluster__pod_own(struct cluster *c, struct cl_pod *p, const struct store_obj *o,
                       uint64_t rv_before, bool bind);
 /* An Event about o (involvedObject from its names and resourceVersion, no tree read). */
@@ -613,6 +613,8 @@ void cluster__kubelet_set_cond(struct cl_pod *p, int cond, bool v);
 void cluster__kubelet_take(struct cl_pod *p, const cJSON *pod);
 /* Writes the status the kubelet derives from p's state (merge patch of /status). */
 int cluster__kubelet_write(struct cluster *c, struct cl_pod *p);
+/* The same as pods/binding to node: spec.nodeName and that status in one write. */
+int cluster__kubelet_write_bind(struct cluster *c, struct cl_pod *p, const char *node);
 
 /* endpoints.c */
 void cluster__endpoints_sync(struct cluster *c);
