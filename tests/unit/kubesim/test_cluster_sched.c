@@ -504,6 +504,50 @@ static void test_bind_one_write(void **state)
     gt_free(t);
 }
 
+/* The kubelet's start timer fires a few hundred ms after the bind, and its status write
+ * merges into the Pod's current tree: at 10,000 RayClusters the cluster thread binds
+ * thousands of Pods in that time, and with a 16 MiB scope their trees had left it, so
+ * each start (and ready) parsed its Pod again (a zstd decompression and a JSON parse).
+ * NSCOPE Pods of about 24 KB of tree each (19 MiB) bound in one pass keep their trees
+ * in the cluster's scope until their starts. */
+#define NSCOPE 800
+static void test_scope_holds_bound_trees(void **state)
+{
+    struct gt *t = gt_new(8, "64");
+    size_t pad = 24 * 1024;
+    char *big = malloc(pad + 1), name[32];
+    uint64_t before;
+    (void)state;
+
+    assert_non_null(big);
+    memset(big, 'x', pad);
+    big[pad] = '\0';
+    store_tree_scope_begin();
+    for (int i = 0; i < NSCOPE; i++) {
+        cJSON *pod = tl_json("{\"metadata\":{\"name\":\"s-%d\",\"annotations\":{}},\"spec\":"
+                             "{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\","
+                             "\"resources\":{\"requests\":{\"cpu\":\"10m\"}}}]}}", i);
+        cJSON_AddStringToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"),
+                                                    "annotations"), "pad", big);
+        store_obj_unref(tl_create(t->s, t->pods, "default", pod));
+    }
+    gt_pump(t);
+    cluster__schedule_pass(t->c);
+    gt_pump(t);
+    assert_int_equal(gt_bound(t, "s", 0, NSCOPE), NSCOPE);
+    store_tree_scope_trim(CLUSTER_SCOPE_BYTES);   /* as the cluster thread between turns */
+    before = store__text_parses();
+    for (int i = 0; i < NSCOPE; i++) {
+        snprintf(name, sizeof(name), "s-%d", i);
+        cluster__kubelet_timer(t->c, pod_rec(t, name), T_START);
+    }
+    assert_int_equal(store__text_parses() - before, 0);
+    gt_pump(t);
+    store_tree_scope_end();
+    free(big);
+    gt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -519,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_sched_unschedulable_retry),
         cmocka_unit_test(test_own_writes_not_parsed),
         cmocka_unit_test(test_bind_one_write),
+        cmocka_unit_test(test_scope_holds_bound_trees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
