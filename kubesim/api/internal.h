@@ -106,6 +106,9 @@ int api__dup_pair(char **da, const char *a, char **db, const char *b);
 int api__handle_discovery(struct server_req *req);
 /* resource.c: resource paths (all verbs but watch). */
 int api__handle_resource(struct server_req *req);
+/* binding.c: POST pods/NAME/binding with the Binding b (consumed); always replies. */
+int api__binding_create(struct server_req *req, const struct reg_resource *res, cJSON *b,
+                        bool dry_run);
 /* watch.c: a watch on res (ns "" = all namespaces); name non-empty adds a
  * metadata.name field selector. */
 int api__handle_watch(struct server_req *req, const struct reg_resource *res);

@@ -593,8 +593,18 @@ out:
     return 0;
 }
 
+static bool is_binding(const struct route *r, const struct reg_resource *res)
+{
+    return !strcmp(r->sub, "binding") && res->builtin && !res->group[0] &&
+           !strcmp(res->plural, "pods");
+}
+
 static int do_create(struct server_req *req, const struct reg_resource *res)
 {
+    if (is_binding(req->route, res)) {
+        cJSON *b = parse_body_object(req);
+        return b ? api__binding_create(req, res, b, req->query->dry_run) : 0;
+    }
     if (req->route->sub[0])
         return server_reply_status(req, 405, "MethodNotAllowed",
                                    "the server does not allow this method on the requested resource");
@@ -832,13 +842,14 @@ int api__handle_resource(struct server_req *req)
     if (!res || (!res->namespaced && r->ns[0]) ||
         (res->namespaced && !r->ns[0] && r->name[0]) ||
         (r->sub[0] && !((strcmp(r->sub, "status") == 0 && res->has_status) ||
-                        (strcmp(r->sub, "scale") == 0 && res->has_scale))))
+                        (strcmp(r->sub, "scale") == 0 && res->has_scale) || is_binding(r, res))))
         return server_reply_status(req, 404, "NotFound",
                                    "the server could not find the requested resource");
     if (!verb || !(res->verbs & verb_bit(verb)) ||
         (res->namespaced && !r->ns[0] && strcmp(verb, "create") == 0) ||
-        (r->sub[0] && strcmp(verb, "get") != 0 && strcmp(verb, "update") != 0 &&
-         strcmp(verb, "patch") != 0))
+        (r->sub[0] && !is_binding(r, res) && strcmp(verb, "get") != 0 &&
+         strcmp(verb, "update") != 0 && strcmp(verb, "patch") != 0) ||
+        (is_binding(r, res) && strcmp(verb, "create") != 0))
         return server_reply_status(req, 405, "MethodNotAllowed",
                                    "the server does not allow this method on the requested resource");
     if (req->query->err[0])

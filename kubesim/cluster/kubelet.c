@@ -304,10 +304,19 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
         add_cond(conds, p, C_CONTAINERS, p->cond[C_CONTAINERS] ? NULL : nr_reason,
                  p->cond[C_CONTAINERS] || p->stage == ST_DONE ? NULL : msg);
     }
-    if (p->cond_time[C_SCHED])
+    if (p->cond_time[C_SCHED]) {
         add_cond(conds, p, C_SCHED, p->cond[C_SCHED] ? NULL :
                  p->sched_waiting ? "Schedulable" : "Unschedulable",
                  p->cond[C_SCHED] ? NULL : cluster__pod_unsched(p));
+    } else {
+        /* bound by a client's pods/binding (or another scheduler): its PodScheduled is
+         * kept, as the kubelet keeps conditions it does not own */
+        cJSON_ArrayForEach(c, kobj_get(old, "conditions"))
+            if (kobj_str(c, "type") && !strcmp(kobj_str(c, "type"), "PodScheduled")) {
+                cJSON_AddItemToArray(conds, cJSON_Duplicate(c, true));
+                break;
+            }
+    }
     if (p->disrupted) {
         /* a gang scheduler's eviction (gang_volcano.c), kept as the kubelet keeps
          * conditions it does not own */
@@ -351,10 +360,13 @@ static cJSON *pod_status(struct cluster *cl, struct cl_pod *p)
     return s;
 }
 
-int cluster__kubelet_write(struct cluster *c, struct cl_pod *p)
+/* The kubelet's status as a merge patch of /status; with node, of pods/binding, which
+ * sets spec.nodeName in the same write (the scheduler's bind with the node's first
+ * report: one write instead of a patch of spec and then one of status). */
+static int status_write(struct cluster *c, struct cl_pod *p, const char *node)
 {
-    cJSON *body = cJSON_CreateObject(), *status = pod_status(c, p);
-    struct store_write_opts w = { .field_manager = "kubelet" };
+    cJSON *body = cJSON_CreateObject(), *status = pod_status(c, p), *spec = NULL;
+    struct store_write_opts w = { .field_manager = node ? "kube-scheduler" : "kubelet" };
     struct store_status st = { 0 };
     struct store_obj *out = NULL;
     uint64_t before = store_current_rv(c->store);
@@ -365,16 +377,33 @@ int cluster__kubelet_write(struct cluster *c, struct cl_pod *p)
         cJSON_Delete(status);
         return -ENOMEM;
     }
+    if (node && (!(spec = cJSON_AddObjectToObject(body, "spec")) ||
+                 !cJSON_AddStringToObject(spec, "nodeName", node))) {
+        cJSON_Delete(body);
+        return -ENOMEM;
+    }
     /* the tree itself: printing it for the store to parse again was 5 % of kubesim */
-    rc = store_patch_json(c->store, c->r_pods, p->obj->ns, p->obj->name, "status", PATCH_MERGE,
-                          body, &w, &out, NULL, &st);
-    if (rc < 0 && st.code != 404)
+    rc = store_patch_json(c->store, c->r_pods, p->obj->ns, p->obj->name,
+                          node ? "binding" : "status", PATCH_MERGE, body, &w, &out, NULL, &st);
+    if (rc < 0 && node)
+        log_debug("cluster: bind failed", "pod", p->key, "error", st.message, NULL);
+    else if (rc < 0 && st.code != 404)
         log_warn("cluster: pod status write failed", "pod", p->key, "error", st.message, NULL);
     if (rc == 0)
-        cluster__pod_own(c, p, out, before, false);
+        cluster__pod_own(c, p, out, before, node != NULL);
     store_obj_unref(out);
     store_status_clear(&st);
     return rc;
+}
+
+int cluster__kubelet_write(struct cluster *c, struct cl_pod *p)
+{
+    return status_write(c, p, NULL);
+}
+
+int cluster__kubelet_write_bind(struct cluster *c, struct cl_pod *p, const char *node)
+{
+    return status_write(c, p, node);
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------ */

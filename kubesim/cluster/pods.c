@@ -350,34 +350,36 @@ void cluster__svc_event(struct cluster *c, enum store_event_type type, struct st
 
 int cluster__bind_pod(struct cluster *c, struct cl_pod *p, struct cl_node *n, const char *component)
 {
-    struct store_write_opts w = { .field_manager = "kube-scheduler" };
-    struct store_status st = { 0 };
-    struct store_obj *out = NULL;
-    char body[400], msg[700];
-    uint64_t before;
+    bool cond[C_N];
+    time_t cond_time[C_N], start_time = p->start_time;
+    char msg[700];
     int rc;
 
-    snprintf(body, sizeof(body), "{\"spec\":{\"nodeName\":\"%s\"}}", n->name);
-    before = store_current_rv(c->store);
-    rc = store_patch(c->store, c->r_pods, p->obj->ns, p->obj->name, NULL, PATCH_MERGE, body,
-                     strlen(body), &w, &out, NULL, &st);
-    if (rc < 0) {
-        log_debug("cluster: bind failed", "pod", p->key, "error", st.message, NULL);
-        store_status_clear(&st);
-        return rc;
-    }
-    account(c, p, n->name);
-    cluster__pod_own(c, p, out, before, true);
-    store_obj_unref(out);
+    memcpy(cond, p->cond, sizeof(cond));
+    memcpy(cond_time, p->cond_time, sizeof(cond_time));
+    account(c, p, n->name);   /* the status reads it (hostIP) */
     cluster__kubelet_set_cond(p, C_SCHED, true);
-    /* what the node's kubelet reports at once: created, not yet started */
+    /* what the node's kubelet reports at once: created, not yet started. It goes in the
+     * binding's write: a patch of spec.nodeName and then a status write were two writes
+     * (and two events) per Pod on the cluster thread */
     cluster__kubelet_set_cond(p, C_READYTOSTART, false);
     cluster__kubelet_set_cond(p, C_INIT, !p->v.init);
     cluster__kubelet_set_cond(p, C_CONTAINERS, false);
     cluster__kubelet_set_cond(p, C_READY, false);
     p->start_time = time(NULL);
+    rc = cluster__kubelet_write_bind(c, p, n->name);
+    if (rc < 0) {
+        /* not bound: the record stays as it was, the next event retries (no capacity
+         * was freed: the Unschedulable Pods need no new look) */
+        bool changed = c->capacity_changed;
+        unaccount(c, p);
+        c->capacity_changed = changed;
+        memcpy(p->cond, cond, sizeof(cond));
+        memcpy(p->cond_time, cond_time, sizeof(cond_time));
+        p->start_time = start_time;
+        return rc;
+    }
     cluster__pod_set_unsched(p, NULL);
-    cluster__kubelet_write(c, p);
     snprintf(msg, sizeof(msg), "Successfully assigned %s to %s", p->key, n->name);
     cluster__event_of(c, p->obj, "Normal", "Scheduled", msg, component, NULL, NULL);
     return 0;

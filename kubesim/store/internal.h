@@ -266,6 +266,7 @@ int store__write_prepared(struct store *s, const struct reg_resource *res, struc
                           struct store_obj **out, struct store_status *st);
 /* ---- preparing a write (write.c) ---- */
 bool store__is_crd(const struct reg_resource *res);
+bool store__is_pods(const struct reg_resource *res);
 /* Namespace ns must exist and not be terminating (NamespaceLifecycle admission);
  * -ENOENT (404) or -EACCES (403) in st. s->lock held (read or write). */
 int store__check_namespace(struct store *s, const struct reg_resource *res, const char *ns,

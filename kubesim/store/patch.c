@@ -361,7 +361,8 @@ static int patch_any(struct store *s, const struct reg_resource *res, const char
         goto out;
     }
     if (!scale && subresource && subresource[0] &&
-        (strcmp(subresource, "status") || !res->has_status)) {
+        (strcmp(subresource, "status") || !res->has_status) &&
+        (strcmp(subresource, "binding") || !store__is_pods(res))) {
         store__status_set(st, 404, "NotFound", "the server could not find the requested resource");
         rc = -ENOENT;
         goto out;

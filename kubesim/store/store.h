@@ -161,7 +161,10 @@ struct store_list {
 void store_list_free(struct store_list *l);
 
 /* ns is "" for cluster-scoped types and for all-namespace lists. subresource is "" or
- * NULL for the main resource, "status" or "scale" otherwise. obj arguments are
+ * NULL for the main resource, "status" or "scale" otherwise; a patch of Pods also takes
+ * "binding": spec and status both come from the patch and managedFields are left as they
+ * are (the real pods/binding writes storage directly), so a bind and the status it sets
+ * are one write (kubesim/api checks the Binding's preconditions). obj arguments are
  * consumed (ownership passes to the store) whatever the result. *out, when out is
  * non-NULL, receives a reference to the stored (or, for dry runs, would-be) object. */
 int store_get(struct store *s, const struct reg_resource *res, const char *ns,

@@ -201,6 +201,11 @@ bool store__is_crd(const struct reg_resource *res)
     return is_res(res, "apiextensions.k8s.io", "customresourcedefinitions");
 }
 
+bool store__is_pods(const struct reg_resource *res)
+{
+    return is_res(res, "", "pods");
+}
+
 static void validate_crd(const cJSON *obj, cJSON *causes)
 {
     const cJSON *spec = jget(obj, "spec");
@@ -426,6 +431,7 @@ int store__write_prepare(struct store *s, const struct reg_resource *res,
     const char *name = base->name;
     cJSON *md, *nobj = NULL;
     bool status_sub = sub && !strcmp(sub, "status");
+    bool binding = sub && !strcmp(sub, "binding");
     int rc;
 
     memset(pl, 0, sizeof(*pl));
@@ -456,7 +462,7 @@ int store__write_prepare(struct store *s, const struct reg_resource *res,
         cJSON_Delete(obj);
         obj = nobj;
         nobj = NULL;
-    } else if (res->has_status) {
+    } else if (res->has_status && !binding) {
         copy_top(obj, old, "status");
     }
     md = store__meta(obj);
@@ -486,7 +492,8 @@ int store__write_prepare(struct store *s, const struct reg_resource *res,
             rc = -ENOMEM;
         goto out;
     }
-    record_managed(obj, old, res, w, sub);
+    if (!binding)
+        record_managed(obj, old, res, w, sub);   /* the real binding writes storage directly */
     if (w && w->dry_run) {
         struct store_obj *o = store__obj_new(res, obj);
         obj = NULL;

@@ -11,7 +11,8 @@
 # EndpointSlice for ready Pods (named targetPort resolved, never-ready Pods in
 # notReadyAddresses); a deleted Pod disappears after its (capped) grace period; a Pod with
 # schedulerName kubesim does not simulate (not default-scheduler, not one of the gang
-# schedulers of kubesim/cluster/gang.c) is left alone. Every wait polls with a deadline.
+# schedulers of kubesim/cluster/gang.c) is left alone, and is bound by POST pods/NAME/binding
+# (one MODIFIED; 409 when bound already, 404, 400, 405). Every wait polls with a deadline.
 # Prints "ok - ..." / "not ok - ..." lines; exits 1 if any check failed.
 import json
 import os
@@ -298,6 +299,40 @@ def run(sim):
     g = sim.get(NS + "/pods/gang")
     check("a pod for another scheduler stays unbound without conditions",
           not g["spec"].get("nodeName") and not g["status"].get("conditions"), g["status"])
+
+    # ---- pods/binding, as another scheduler binds: one MODIFIED with the node and
+    # PodScheduled=True, the Binding's annotations merged; then the kubelet plays it
+    rv = g["metadata"]["resourceVersion"]
+    w = urllib.request.urlopen(sim.url + NS + "/pods?watch=1&fieldSelector=metadata.name%3Dgang"
+                               "&resourceVersion=" + rv, timeout=10)
+    binding = {"apiVersion": "v1", "kind": "Binding",
+               "metadata": {"name": "gang", "annotations": {"example.com/bound-by": "test"}},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "kubesim-node-1"}}
+    code, body = sim.req("POST", NS + "/pods/gang/binding", binding)
+    check("POST pods/gang/binding answers 201 Status Success",
+          code == 201 and body.get("kind") == "Status" and body.get("status") == "Success", [code, body])
+    ev = json.loads(w.readline())
+    w.close()
+    o = ev.get("object", {})
+    check("the binding is one MODIFIED with nodeName, PodScheduled=True and the annotation",
+          ev.get("type") == "MODIFIED" and o["spec"].get("nodeName") == "kubesim-node-1" and
+          (cond(o, "PodScheduled") or {}).get("status") == "True" and
+          o["metadata"].get("annotations", {}).get("example.com/bound-by") == "test", ev)
+    code, body = sim.req("POST", NS + "/pods/gang/binding", binding)
+    check("a second binding: 409 already assigned", code == 409 and body.get("reason") == "Conflict" and
+          body.get("message") == 'Operation cannot be fulfilled on pods/binding "gang": pod gang is '
+          'already assigned to node "kubesim-node-1"', body)
+    code, body = sim.req("POST", NS + "/pods/nope/binding", dict(binding, metadata={"name": "nope"}))
+    check("a binding of a missing pod: 404", code == 404 and body.get("reason") == "NotFound", body)
+    code, body = sim.req("POST", NS + "/pods/gang/binding", dict(binding, metadata={"name": "other"}))
+    check("a Binding named otherwise than the URL: 400", code == 400 and
+          body.get("message") == "name in URL does not match name in Binding object", body)
+    code, _ = sim.req("GET", NS + "/pods/gang/binding")
+    check("GET pods/NAME/binding: 405", code == 405)
+    p = wait_until(5, lambda: (lambda q: q if cond(q, "Ready") and cond(q, "Ready")["status"] == "True"
+                                else None)(sim.get(NS + "/pods/gang")))
+    check("the bound pod is played by the node's kubelet to Ready, PodScheduled=True kept",
+          p and (cond(p, "PodScheduled") or {}).get("status") == "True", p and p["status"])
 
 
 if __name__ == "__main__":

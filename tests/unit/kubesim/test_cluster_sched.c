@@ -408,7 +408,7 @@ static void test_own_writes_not_parsed(void **state)
     }
     assert_int_equal(pump_parses(t), NOWN);   /* a client's Pod: read once */
     cluster__schedule_pass(t->c);
-    /* a bind and a status write per Pod; neither event is parsed */
+    /* a bind (with the node's first status) per Pod; its event is not parsed */
     assert_int_equal(pump_parses(t), 0);
     assert_int_equal(gt_bound(t, "p", 0, NOWN), NOWN);
     p = pod_rec(t, "p-3");
@@ -442,6 +442,112 @@ static void test_own_writes_not_parsed(void **state)
     gt_free(t);
 }
 
+/* The scheduler binds with one write that carries spec.nodeName, PodScheduled and the
+ * node's first report (the pods/binding subresource), not a patch of spec and then a
+ * status write: each Pod's bind is one commit and one watch event. The store's
+ * "binding" leaves managedFields as they were, as the real binding does. */
+static void test_bind_one_write(void **state)
+{
+    struct gt *t = gt_new(4, "8");
+    struct store_list l = { 0 };
+    struct store_list_opts lo = { 0 };
+    struct store_status st = { 0 };
+    char name[32], buf[128];
+    size_t pods_mod = 0, events = 0;
+    cJSON *o, *c;
+    (void)state;
+
+    for (int i = 0; i < NOWN; i++) {
+        snprintf(name, sizeof(name), "b-%d", i);
+        gt_pod(t, name, "default-scheduler", "10m", NULL);
+    }
+    gt_pump(t);
+    cluster__schedule_pass(t->c);
+    /* per Pod one commit (and one watch event) for the bind, where a patch of spec and a
+     * status write were two; and the Scheduled Event */
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->qn; i++) {
+        pods_mod += t->q[i].obj->res == t->pods && t->q[i].type == EV_MODIFIED;
+        events += t->q[i].obj->res == t->events;
+    }
+    pthread_mutex_unlock(&t->lock);
+    assert_int_equal(pods_mod, NOWN);
+    assert_int_equal(events, NOWN);
+    gt_pump(t);
+    assert_int_equal(gt_bound(t, "b", 0, NOWN), NOWN);
+    o = gt_get(t, t->pods, "default", "b-7");
+    assert_non_null(o);
+    assert_string_equal(tl_str(o, "status.phase"), "Pending");
+    assert_non_null(tl_str(o, "status.startTime"));
+    c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(o, "status"), "containerStatuses"), 0);
+    assert_string_equal(tl_str(c, "state.waiting.reason"), "ContainerCreating");
+    /* managedFields: only the creator's entry (the client's create had no manager) */
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(o, "metadata"), "managedFields"))
+        assert_string_not_equal(tl_str(c, "manager"), "kube-scheduler");
+    cJSON_Delete(o);
+    c = gt_cond(t, t->pods, "b-7", "PodScheduled");
+    assert_non_null(c);
+    assert_string_equal(tl_str(c, "status"), "True");
+    cJSON_Delete(c);
+    assert_int_equal(gt_events(t, "default", "b-7", "Scheduled", "Successfully assigned", NULL), 1);
+    /* the kubelet goes on from the record: started, then ready, with the node's IP */
+    cluster__kubelet_timer(t->c, pod_rec(t, "b-7"), T_START);
+    gt_pump(t);
+    assert_string_equal(gt_field(t, t->pods, "default", "b-7", "status.phase", buf, sizeof(buf)),
+                        "Running");
+    assert_int_equal(store_list(t->s, t->pods, "default", &lo, &l, &st), 0);
+    assert_int_equal(l.n, NOWN);
+    store_list_free(&l);
+    store_status_clear(&st);
+    gt_free(t);
+}
+
+/* The kubelet's start timer fires a few hundred ms after the bind, and its status write
+ * merges into the Pod's current tree: at 10,000 RayClusters the cluster thread binds
+ * thousands of Pods in that time, and with a 16 MiB scope their trees had left it, so
+ * each start (and ready) parsed its Pod again (a zstd decompression and a JSON parse).
+ * NSCOPE Pods of about 24 KB of tree each (19 MiB) bound in one pass keep their trees
+ * in the cluster's scope until their starts. */
+#define NSCOPE 800
+static void test_scope_holds_bound_trees(void **state)
+{
+    struct gt *t = gt_new(8, "64");
+    size_t pad = 24 * 1024;
+    char *big = malloc(pad + 1), name[32];
+    uint64_t before;
+    (void)state;
+
+    assert_non_null(big);
+    memset(big, 'x', pad);
+    big[pad] = '\0';
+    store_tree_scope_begin();
+    for (int i = 0; i < NSCOPE; i++) {
+        cJSON *pod = tl_json("{\"metadata\":{\"name\":\"s-%d\",\"annotations\":{}},\"spec\":"
+                             "{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1.36\","
+                             "\"resources\":{\"requests\":{\"cpu\":\"10m\"}}}]}}", i);
+        cJSON_AddStringToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"),
+                                                    "annotations"), "pad", big);
+        store_obj_unref(tl_create(t->s, t->pods, "default", pod));
+    }
+    gt_pump(t);
+    cluster__schedule_pass(t->c);
+    gt_pump(t);
+    assert_int_equal(gt_bound(t, "s", 0, NSCOPE), NSCOPE);
+    store_tree_scope_trim(CLUSTER_SCOPE_BYTES);   /* as the cluster thread between turns */
+    before = store__text_parses();
+    for (int i = 0; i < NSCOPE; i++) {
+        snprintf(name, sizeof(name), "s-%d", i);
+        cluster__kubelet_timer(t->c, pod_rec(t, name), T_START);
+    }
+    assert_int_equal(store__text_parses() - before, 0);
+    gt_pump(t);
+    store_tree_scope_end();
+    free(big);
+    gt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -456,6 +562,8 @@ int main(void)
         cmocka_unit_test(test_sched_work_per_pod),
         cmocka_unit_test(test_sched_unschedulable_retry),
         cmocka_unit_test(test_own_writes_not_parsed),
+        cmocka_unit_test(test_bind_one_write),
+        cmocka_unit_test(test_scope_holds_bound_trees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
