@@ -178,6 +178,7 @@ struct strtab {
     struct strtab_ent *ents;
     uint32_t mask;
     uint32_t n;
+    bool heap; /* ents is malloc'd (else the caller's, e.g. on its stack) */
 };
 
 static int strtab_init(struct strtab *t, uint32_t cap_pow2)
@@ -187,6 +188,7 @@ static int strtab_init(struct strtab *t, uint32_t cap_pow2)
         return -ENOMEM;
     t->mask = cap_pow2 - 1;
     t->n = 0;
+    t->heap = true;
     return 0;
 }
 
@@ -232,7 +234,8 @@ static int strtab_grow(struct strtab *t)
     for (uint32_t i = 0; i <= old.mask; i++)
         if (old.ents[i].idx)
             (void)strtab_put(t, old.ents[i].s, old.ents[i].len, old.ents[i].h, old.ents[i].idx);
-    free(old.ents);
+    if (old.heap)
+        free(old.ents);
     return 0;
 }
 
@@ -268,6 +271,8 @@ static int dict_ready(void)
 }
 
 /* ---- encoder ---------------------------------------------------------------- */
+
+#define ENC_REFS_INLINE 256 /* power of two */
 
 struct enc {
     msgpack_packer pk;
@@ -412,17 +417,21 @@ int cache_encode(const cJSON *obj, struct buf *out)
 
 int cache__encode_opts(const cJSON *obj, struct buf *out, bool trim)
 {
+    /* The first ENC_REFS_INLINE back-reference candidates are tracked on the
+     * stack: a 6 KiB calloc per encode made glibc consolidate the watcher's
+     * fastbins (freed cJSON nodes) on every event (issue 18). */
+    struct strtab_ent inline_refs[ENC_REFS_INLINE] = { 0 };
     struct enc e = { .out = out };
+    e.refs = (struct strtab){ .ents = inline_refs, .mask = ENC_REFS_INLINE - 1 };
     int rc = dict_ready();
     if (rc)
-        return rc;
-    if ((rc = strtab_init(&e.refs, 256)))
         return rc;
     size_t start = out->len;
     msgpack_packer_init(&e.pk, &e, enc_write);
     enc_value(&e, obj, 0, trim ? (1u << (sizeof(trim_table) / sizeof(trim_table[0]))) - 1 : 0);
     rc = e.err;
-    free(e.refs.ents);
+    if (e.refs.heap)
+        free(e.refs.ents);
     if (rc)
         out->len = start;
     return rc;
