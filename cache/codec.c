@@ -473,8 +473,10 @@ static int dec_add_ref(struct dec *d, const uint8_t *s, uint32_t n)
 }
 
 /* The string at the cursor (literal, dictionary entry or reference): *out and
- * *outlen point into the input or the dictionaries, not NUL-terminated. */
-static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is_key)
+ * *outlen point into the input or the dictionaries, not NUL-terminated; for a
+ * key dictionary entry *dict is also its NUL-terminated static string (else NULL). */
+static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is_key,
+                   const char **dict)
 {
     int rc = dec_need(d, 1);
     if (rc)
@@ -482,6 +484,7 @@ static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is
     uint8_t t = *d->p++;
     const uint8_t *s = NULL;
     uint64_t n = 0;
+    *dict = NULL;
     if ((t & 0xe0) == 0xa0 || t == 0xd9 || t == 0xda || t == 0xdb) {
         int w = t == 0xd9 ? 1 : t == 0xda ? 2 : t == 0xdb ? 4 : 0;
         if ((rc = dec_need(d, (size_t)w)))
@@ -502,6 +505,7 @@ static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is
         d->p += w;
         if (idx >= NKEYS)
             return -EIO;
+        *dict = dict_keys[idx];
         s = (const uint8_t *)dict_keys[idx];
         n = strlen(dict_keys[idx]);
     } else if (!is_key && t == 0xd4) { /* fixext1 */
@@ -555,12 +559,17 @@ static int dec_container(struct dec *d, int depth, uint64_t n, bool map, cJSON *
     int rc = 0;
     for (uint64_t i = 0; i < n && !rc; i++) {
         const uint8_t *ks = NULL;
+        const char *dict = NULL;
         uint64_t kn = 0;
         cJSON *v = NULL;
-        if (map && (rc = dec_str(d, &ks, &kn, true)))
+        if (map && (rc = dec_str(d, &ks, &kn, true, &dict)))
             break;
         if (!(rc = dec_value(d, depth + 1, &v))) {
-            if (map) {
+            if (map && dict) {
+                /* a dictionary key is static: the node points at it instead of a
+                 * copy (cJSON_StringIsConst), one malloc and free less per key */
+                cJSON_AddItemToObjectCS(c, dict, v);
+            } else if (map) {
                 char small[256], *heap, *key = cstr(ks, kn, small, &heap);
                 if (!key || !cJSON_AddItemToObject(c, key, v)) {
                     cJSON_Delete(v);
@@ -639,8 +648,9 @@ static int dec_value(struct dec *d, int depth, cJSON **out)
             return -EIO; /* JSON has no NaN/Inf */
     } else {
         const uint8_t *s = NULL;
+        const char *dict;
         uint64_t n = 0;
-        if ((rc = dec_str(d, &s, &n, false)))
+        if ((rc = dec_str(d, &s, &n, false, &dict)))
             return rc;
         char small[256], *heap, *str = cstr(s, n, small, &heap);
         *out = str ? cJSON_CreateString(str) : NULL;
