@@ -178,6 +178,7 @@ struct strtab {
     struct strtab_ent *ents;
     uint32_t mask;
     uint32_t n;
+    bool heap; /* ents is malloc'd (else the caller's, e.g. on its stack) */
 };
 
 static int strtab_init(struct strtab *t, uint32_t cap_pow2)
@@ -187,6 +188,7 @@ static int strtab_init(struct strtab *t, uint32_t cap_pow2)
         return -ENOMEM;
     t->mask = cap_pow2 - 1;
     t->n = 0;
+    t->heap = true;
     return 0;
 }
 
@@ -232,7 +234,8 @@ static int strtab_grow(struct strtab *t)
     for (uint32_t i = 0; i <= old.mask; i++)
         if (old.ents[i].idx)
             (void)strtab_put(t, old.ents[i].s, old.ents[i].len, old.ents[i].h, old.ents[i].idx);
-    free(old.ents);
+    if (old.heap)
+        free(old.ents);
     return 0;
 }
 
@@ -268,6 +271,8 @@ static int dict_ready(void)
 }
 
 /* ---- encoder ---------------------------------------------------------------- */
+
+#define ENC_REFS_INLINE 256 /* power of two */
 
 struct enc {
     msgpack_packer pk;
@@ -412,17 +417,21 @@ int cache_encode(const cJSON *obj, struct buf *out)
 
 int cache__encode_opts(const cJSON *obj, struct buf *out, bool trim)
 {
+    /* The first ENC_REFS_INLINE back-reference candidates are tracked on the
+     * stack: a 6 KiB calloc per encode made glibc consolidate the watcher's
+     * fastbins (freed cJSON nodes) on every event (issue 18). */
+    struct strtab_ent inline_refs[ENC_REFS_INLINE] = { 0 };
     struct enc e = { .out = out };
+    e.refs = (struct strtab){ .ents = inline_refs, .mask = ENC_REFS_INLINE - 1 };
     int rc = dict_ready();
     if (rc)
-        return rc;
-    if ((rc = strtab_init(&e.refs, 256)))
         return rc;
     size_t start = out->len;
     msgpack_packer_init(&e.pk, &e, enc_write);
     enc_value(&e, obj, 0, trim ? (1u << (sizeof(trim_table) / sizeof(trim_table[0]))) - 1 : 0);
     rc = e.err;
-    free(e.refs.ents);
+    if (e.refs.heap)
+        free(e.refs.ents);
     if (rc)
         out->len = start;
     return rc;
@@ -464,8 +473,10 @@ static int dec_add_ref(struct dec *d, const uint8_t *s, uint32_t n)
 }
 
 /* The string at the cursor (literal, dictionary entry or reference): *out and
- * *outlen point into the input or the dictionaries, not NUL-terminated. */
-static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is_key)
+ * *outlen point into the input or the dictionaries, not NUL-terminated; for a
+ * key dictionary entry *dict is also its NUL-terminated static string (else NULL). */
+static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is_key,
+                   const char **dict)
 {
     int rc = dec_need(d, 1);
     if (rc)
@@ -473,6 +484,7 @@ static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is
     uint8_t t = *d->p++;
     const uint8_t *s = NULL;
     uint64_t n = 0;
+    *dict = NULL;
     if ((t & 0xe0) == 0xa0 || t == 0xd9 || t == 0xda || t == 0xdb) {
         int w = t == 0xd9 ? 1 : t == 0xda ? 2 : t == 0xdb ? 4 : 0;
         if ((rc = dec_need(d, (size_t)w)))
@@ -493,6 +505,7 @@ static int dec_str(struct dec *d, const uint8_t **out, uint64_t *outlen, bool is
         d->p += w;
         if (idx >= NKEYS)
             return -EIO;
+        *dict = dict_keys[idx];
         s = (const uint8_t *)dict_keys[idx];
         n = strlen(dict_keys[idx]);
     } else if (!is_key && t == 0xd4) { /* fixext1 */
@@ -546,12 +559,17 @@ static int dec_container(struct dec *d, int depth, uint64_t n, bool map, cJSON *
     int rc = 0;
     for (uint64_t i = 0; i < n && !rc; i++) {
         const uint8_t *ks = NULL;
+        const char *dict = NULL;
         uint64_t kn = 0;
         cJSON *v = NULL;
-        if (map && (rc = dec_str(d, &ks, &kn, true)))
+        if (map && (rc = dec_str(d, &ks, &kn, true, &dict)))
             break;
         if (!(rc = dec_value(d, depth + 1, &v))) {
-            if (map) {
+            if (map && dict) {
+                /* a dictionary key is static: the node points at it instead of a
+                 * copy (cJSON_StringIsConst), one malloc and free less per key */
+                cJSON_AddItemToObjectCS(c, dict, v);
+            } else if (map) {
                 char small[256], *heap, *key = cstr(ks, kn, small, &heap);
                 if (!key || !cJSON_AddItemToObject(c, key, v)) {
                     cJSON_Delete(v);
@@ -630,8 +648,9 @@ static int dec_value(struct dec *d, int depth, cJSON **out)
             return -EIO; /* JSON has no NaN/Inf */
     } else {
         const uint8_t *s = NULL;
+        const char *dict;
         uint64_t n = 0;
-        if ((rc = dec_str(d, &s, &n, false)))
+        if ((rc = dec_str(d, &s, &n, false, &dict)))
             return rc;
         char small[256], *heap, *str = cstr(s, n, small, &heap);
         *out = str ? cJSON_CreateString(str) : NULL;

@@ -499,10 +499,9 @@ int ipc_client_done(struct ipc_client *c, const struct ipc_key *k, const struct 
     if (!k || !oc || (unsigned)oc->kind >= IPC_OUTCOME_MAX_ || oc->n_written > IPC_WRITTEN_MAX ||
         (oc->n_written && !oc->written))
         return -EINVAL;
-    struct ipc_msg *m = calloc(1, sizeof(*m));
-    if (!m)
-        return -ENOMEM;
-    m->type = IPC_MSG_DONE;
+    /* On the stack, as in ipc_client_status: a 10 KiB calloc per reconcile made
+     * glibc consolidate the worker threads' fastbins every time (issue 18). */
+    struct ipc_msg msg = {.type = IPC_MSG_DONE}, *m = &msg;
     m->id = k->id;
     m->outcome = (uint32_t)oc->kind;
     if (oc->kind == IPC_OUTCOME_REQUEUE_AFTER) {
@@ -536,7 +535,6 @@ int ipc_client_done(struct ipc_client *c, const struct ipc_key *k, const struct 
     pthread_mutex_unlock(&c->mu);
     if (rc == -ENOTCONN)
         rc = -ESTALE;   /* the connection it came on is gone: the key comes back by itself */
-    free(m);
     return rc;
 }
 
@@ -545,16 +543,11 @@ int ipc_client_add(struct ipc_client *c, const char *kind, const char *key, uint
     if (!kind || !key || strlen(kind) >= IPC_KIND_MAX || ipc_key_check(key, strlen(key)) < 0 ||
         after_ms > IPC_AFTER_MS_MAX)
         return -EINVAL;
-    struct ipc_msg *m = calloc(1, sizeof(*m));
-    if (!m)
-        return -ENOMEM;
-    m->type = IPC_MSG_ADD;
+    struct ipc_msg msg = {.type = IPC_MSG_ADD}, *m = &msg;
     snprintf(m->kind, sizeof(m->kind), "%s", kind);
     snprintf(m->key, sizeof(m->key), "%s", key);
     m->after_ms = after_ms;
-    int rc = send_msg(c, m, 0);
-    free(m);
-    return rc;
+    return send_msg(c, m, 0);
 }
 
 int ipc_client_status(struct ipc_client *c, int timeout_ms, struct ipc_status *out)

@@ -105,8 +105,7 @@ void kube__status_from_code(struct kube_status *st, int code, const char *messag
 typedef int (*kube_line_cb)(void *arg, const char *line, size_t len);
 
 struct kube_lines {
-    struct buf b;              /* unterminated tail of the stream */
-    size_t scanned;            /* b.data[0..scanned) holds no '\n' */
+    struct buf b;              /* unterminated tail of the stream: holds no '\n' */
     size_t max_line;
 };
 

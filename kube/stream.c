@@ -24,7 +24,6 @@ void kube__lines_init(struct kube_lines *l, size_t max_line)
 void kube__lines_release(struct kube_lines *l)
 {
     buf_free(&l->b);
-    l->scanned = 0;
 }
 
 /* Delivers p[0..len) trimmed; blank lines are dropped. */
@@ -37,31 +36,50 @@ static int deliver(const char *p, size_t len, kube_line_cb cb, void *arg)
     return cb(arg, p, len);
 }
 
+/*
+ * Complete lines are delivered straight from the chunk (found with memchr);
+ * only a line the chunk leaves unterminated is copied into l->b, and it is
+ * completed there by the head of the next chunk. Before, every byte was
+ * appended to the buffer and scanned one at a time: 4.5 % of the watcher's
+ * samples in a profile at 10,000 RayClusters (issue 18).
+ */
 int kube__lines_feed(struct kube_lines *l, const char *data, size_t n, kube_line_cb cb,
                      void *arg)
 {
-    size_t start = 0;
+    const char *p = data, *end = data + n, *nl;
     int rc = 0;
 
-    if (n > 0 && buf_append(&l->b, data, n) < 0)
-        return -ENOMEM;
-    for (size_t i = l->scanned; i < l->b.len; i++) {
-        if (l->b.data[i] != '\n')
-            continue;
-        if (i - start > l->max_line) {
+    if (l->b.len > 0 && n > 0) {
+        nl = memchr(p, '\n', n);
+        size_t head = nl ? (size_t)(nl - p) : n;
+        if (buf_append(&l->b, p, head) < 0)
+            return -ENOMEM;
+        if (!nl)
+            return l->b.len > l->max_line ? -EMSGSIZE : 0;
+        p = nl + 1;
+        if (l->b.len > l->max_line) {
+            rc = -EMSGSIZE;
+            goto keep;
+        }
+        rc = deliver(l->b.data, l->b.len, cb, arg);
+        l->b.len = 0;
+        if (rc != 0)
+            goto keep;
+    }
+    while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        if ((size_t)(nl - p) > l->max_line) {
             rc = -EMSGSIZE;
             break;
         }
-        rc = deliver(l->b.data + start, i - start, cb, arg);
-        start = i + 1;
+        rc = deliver(p, (size_t)(nl - p), cb, arg);
+        p = nl + 1;
         if (rc != 0)
             break;
     }
-    if (start > 0) {
-        memmove(l->b.data, l->b.data + start, l->b.len - start);
-        l->b.len -= start;
-    }
-    l->scanned = rc == 0 ? l->b.len : 0;
+keep:
+    /* the unterminated tail (after an error or a stop: whatever was not delivered) */
+    if (p < end && buf_append(&l->b, p, (size_t)(end - p)) < 0)
+        return rc ? rc : -ENOMEM;
     if (rc == 0 && l->b.len > l->max_line)
         rc = -EMSGSIZE;
     return rc;
@@ -75,7 +93,6 @@ int kube__lines_finish(struct kube_lines *l, kube_line_cb cb, void *arg)
     else if (l->b.len > 0)
         rc = deliver(l->b.data, l->b.len, cb, arg);
     l->b.len = 0;
-    l->scanned = 0;
     return rc;
 }
 

@@ -23,17 +23,59 @@
 #include "util/util.h"
 
 #define DUR_MAX 4096
+#define DUR_BUCKETS 8192 /* power of two, 2 x DUR_MAX: chains stay short */
 
 struct dur {
     char ns[64], name[254], uid[40];
     double seconds;
+    int next; /* next entry in the same bucket, -1 ends */
 };
 
+/* Entries are found through a chained hash of (namespace, name): with
+ * thousands of RayClusters provisioned, a linear scan per transition took
+ * 8.6 % of the controller's CPU while they turned provisioned (issue 18). */
 static struct {
     pthread_mutex_t mu;
     struct dur d[DUR_MAX];
+    int head[DUR_BUCKETS]; /* entry index + 1, 0 = empty bucket */
     int n;
 } durs = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static unsigned dur_bucket(const char *ns, const char *name)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over "ns\0name" */
+    for (const char *p = ns; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    h = (h ^ 0u) * 16777619u;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h & (DUR_BUCKETS - 1);
+}
+
+/* The index of (ns, name), or -1. Caller holds durs.mu. */
+static int dur_find(const char *ns, const char *name)
+{
+    for (int i = durs.head[dur_bucket(ns, name)] - 1; i >= 0; i = durs.d[i].next)
+        if (strcmp(durs.d[i].name, name) == 0 && strcmp(durs.d[i].ns, ns) == 0)
+            return i;
+    return -1;
+}
+
+/* Replaces the link that points at entry i (a bucket head or another entry's
+ * next) by to (an index, or -1 to unlink). Caller holds durs.mu. */
+static void dur_relink(int i, int to)
+{
+    int *link = &durs.head[dur_bucket(durs.d[i].ns, durs.d[i].name)];
+    if (*link - 1 == i) {
+        *link = (to == -1 ? durs.d[i].next : to) + 1;
+        return;
+    }
+    for (int j = *link - 1; j >= 0; j = durs.d[j].next)
+        if (durs.d[j].next == i) {
+            durs.d[j].next = to == -1 ? durs.d[i].next : to;
+            return;
+        }
+}
 
 void raycluster__metrics_observe_provisioned(const cJSON *rc, const cJSON *old_status,
                                              const cJSON *new_status)
@@ -47,14 +89,17 @@ void raycluster__metrics_observe_provisioned(const cJSON *rc, const cJSON *old_s
     double s = difftime(time(NULL), created);
     const char *ns = rc_meta(rc, "namespace"), *name = rc_meta(rc, "name");
     pthread_mutex_lock(&durs.mu);
-    int i = 0;
-    while (i < durs.n && !(strcmp(durs.d[i].ns, ns) == 0 && strcmp(durs.d[i].name, name) == 0))
-        i++;
-    if (i == durs.n && durs.n < DUR_MAX)
-        durs.n++;
-    if (i < durs.n) {
+    int i = dur_find(ns, name);
+    if (i < 0 && durs.n < DUR_MAX) {
+        i = durs.n++;
         snprintf(durs.d[i].ns, sizeof(durs.d[i].ns), "%s", ns);
         snprintf(durs.d[i].name, sizeof(durs.d[i].name), "%s", name);
+        /* keyed by the stored (possibly truncated) strings, as they are found */
+        unsigned b = dur_bucket(durs.d[i].ns, durs.d[i].name);
+        durs.d[i].next = durs.head[b] - 1;
+        durs.head[b] = i + 1;
+    }
+    if (i >= 0) {
         snprintf(durs.d[i].uid, sizeof(durs.d[i].uid), "%s", rc_meta(rc, "uid"));
         durs.d[i].seconds = s < 0 ? 0 : s;
     }
@@ -64,11 +109,16 @@ void raycluster__metrics_observe_provisioned(const cJSON *rc, const cJSON *old_s
 void raycluster__metrics_forget(const char *ns, const char *name)
 {
     pthread_mutex_lock(&durs.mu);
-    for (int i = 0; i < durs.n; i++)
-        if (strcmp(durs.d[i].ns, ns) == 0 && strcmp(durs.d[i].name, name) == 0) {
-            durs.d[i] = durs.d[--durs.n];
-            break;
+    int i = dur_find(ns, name);
+    if (i >= 0) {
+        int last = --durs.n;
+        dur_relink(i, -1);
+        if (i != last) {
+            /* the last entry moves into the hole: whatever pointed at it points at i */
+            dur_relink(last, i);
+            durs.d[i] = durs.d[last];
         }
+    }
     pthread_mutex_unlock(&durs.mu);
 }
 

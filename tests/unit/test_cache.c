@@ -225,6 +225,38 @@ static void test_codec_round_trip(void **state)
     buf_free(&b);
 }
 
+/* Decoded trees point their dictionary keys at the codec's static strings
+ * (cJSON_StringIsConst) instead of copies: they must still compare equal to the
+ * parsed JSON, and survive what reconcilers do to them (duplicate, replace,
+ * detach and re-add under another key, delete) without a bad free (ASan). */
+static void test_decoded_tree_is_mutable(void **state)
+{
+    (void)state;
+    cJSON *in = cJSON_Parse(cache_fixture_worker_pod), *out = NULL;
+    assert_non_null(in);
+    struct buf b = { 0 };
+    assert_int_equal(cache_encode(in, &b), 0);
+    assert_int_equal(cache_decode(b.data, b.len, &out), 0);
+    assert_true(cJSON_Compare(in, out, 1));
+    cJSON *md = cJSON_GetObjectItemCaseSensitive(out, "metadata");
+    assert_non_null(md);
+    assert_true(cJSON_GetObjectItemCaseSensitive(out, "apiVersion")->type & cJSON_StringIsConst);
+    cJSON *dup = cJSON_Duplicate(out, 1);
+    assert_true(cJSON_Compare(in, dup, 1));
+    assert_true(cJSON_ReplaceItemInObjectCaseSensitive(md, "labels", cJSON_CreateObject()));
+    cJSON *spec = cJSON_DetachItemFromObjectCaseSensitive(out, "spec");
+    assert_non_null(spec);
+    cJSON_AddItemToObject(out, "renamedSpec", spec);
+    assert_string_equal(spec->string, "renamedSpec");
+    cJSON *st = cJSON_DetachItemFromObjectCaseSensitive(out, "status");
+    cJSON_AddItemToObject(dup, "status2", st);
+    assert_false(cJSON_Compare(in, out, 1));
+    cJSON_Delete(in);
+    cJSON_Delete(out);
+    cJSON_Delete(dup);
+    buf_free(&b);
+}
+
 static void test_decode_rejects_malformed(void **state)
 {
     (void)state;
@@ -807,6 +839,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_create_get_decode, setup, teardown),
         cmocka_unit_test(test_trim_table),
         cmocka_unit_test(test_codec_round_trip),
+        cmocka_unit_test(test_decoded_tree_is_mutable),
         cmocka_unit_test(test_decode_rejects_malformed),
         cmocka_unit_test_setup_teardown(test_put_update_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_indexes_follow_updates, setup, teardown),

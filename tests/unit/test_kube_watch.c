@@ -536,9 +536,105 @@ static void test_stop_outside_callback_and_free_with_open_watch(void **state)
     assert_int_equal(c.ended, 0);
 }
 
+/* ---- the line splitter on its own -------------------------------------------- */
+
+struct lines_got {
+    struct buf all;  /* every delivered line, each followed by '|' */
+    int n, stop_at;  /* stop_at > 0: the stop_at-th line returns 1 */
+};
+
+static int lines_cb(void *arg, const char *p, size_t len)
+{
+    struct lines_got *g = arg;
+    assert_null(memchr(p, '\n', len));
+    buf_append(&g->all, p, len);
+    buf_puts(&g->all, "|");
+    return ++g->n == g->stop_at ? 1 : 0;
+}
+
+/* The stream split at every chunk size from 1 to its length, and at two-cut
+ * splits around every line end, gives the same lines as the whole stream in one
+ * chunk: blanks dropped, '\r' and trailing blanks trimmed, a last line without
+ * newline delivered by finish. */
+static void test_lines_any_chunking(void **state)
+{
+    (void)state;
+    const char *stream = "{\"a\":1}\n\n  \r\n{\"b\":\"two words\"} \t\r\n"
+                         "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n"
+                         "\n\n{\"c\":3}\r\nlast-without-newline";
+    const char *want = "{\"a\":1}|{\"b\":\"two words\"}|"
+                       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx|{\"c\":3}|"
+                       "last-without-newline|";
+    size_t n = strlen(stream);
+    for (size_t step = 1; step <= n; step++) {
+        struct kube_lines l;
+        struct lines_got g = { 0 };
+        kube__lines_init(&l, 64);
+        for (size_t off = 0; off < n; off += step)
+            assert_int_equal(kube__lines_feed(&l, stream + off, off + step > n ? n - off : step,
+                                              lines_cb, &g), 0);
+        assert_int_equal(kube__lines_finish(&l, lines_cb, &g), 0);
+        assert_string_equal(g.all.data, want);
+        kube__lines_release(&l);
+        buf_free(&g.all);
+    }
+    for (size_t a = 0; a <= n; a++) {
+        for (size_t b = a; b <= n; b++) {
+            struct kube_lines l;
+            struct lines_got g = { 0 };
+            kube__lines_init(&l, 64);
+            assert_int_equal(kube__lines_feed(&l, stream, a, lines_cb, &g), 0);
+            assert_int_equal(kube__lines_feed(&l, stream + a, b - a, lines_cb, &g), 0);
+            assert_int_equal(kube__lines_feed(&l, stream + b, n - b, lines_cb, &g), 0);
+            assert_int_equal(kube__lines_finish(&l, lines_cb, &g), 0);
+            assert_string_equal(g.all.data, want);
+            kube__lines_release(&l);
+            buf_free(&g.all);
+        }
+    }
+}
+
+/* A line over the bound fails however it arrives (complete in one chunk,
+ * completed from the buffer, or still unterminated); a callback's stop keeps
+ * the rest of the chunk for nobody: nothing after it is delivered. */
+static void test_lines_bound_and_stop(void **state)
+{
+    (void)state;
+    char line[80];
+    memset(line, 'y', sizeof(line) - 1);
+    line[sizeof(line) - 1] = 0;
+    struct buf s = { 0 };
+    buf_puts(&s, "ok\n");
+    buf_puts(&s, line);   /* 79 bytes > 64 */
+    buf_puts(&s, "\nnever\n");
+    for (size_t step = 1; step <= s.len; step++) {
+        struct kube_lines l;
+        struct lines_got g = { 0 };
+        int rc = 0;
+        kube__lines_init(&l, 64);
+        for (size_t off = 0; off < s.len && rc == 0; off += step)
+            rc = kube__lines_feed(&l, s.data + off, off + step > s.len ? s.len - off : step,
+                                  lines_cb, &g);
+        assert_int_equal(rc, -EMSGSIZE);
+        assert_string_equal(g.all.data, "ok|");
+        kube__lines_release(&l);
+        buf_free(&g.all);
+    }
+    struct kube_lines l;
+    struct lines_got g = { .stop_at = 2 };
+    kube__lines_init(&l, 64);
+    assert_int_equal(kube__lines_feed(&l, "one\ntwo\nthree\nfour", 19, lines_cb, &g), 1);
+    assert_string_equal(g.all.data, "one|two|");
+    kube__lines_release(&l);
+    buf_free(&g.all);
+    buf_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lines_any_chunking),
+        cmocka_unit_test(test_lines_bound_and_stop),
         cmocka_unit_test_setup_teardown(test_framing_across_chunks_and_bookmark, setup, teardown),
         cmocka_unit_test_setup_teardown(test_last_event_without_newline_and_last_rv, setup,
                                         teardown),

@@ -5,7 +5,9 @@
  * the conditions and their transition times, replica counts, head and
  * endpoints, ReplicaFailure from the reconcile error, the errors that stop a
  * status write, and the "changed" test that keeps lastUpdateTime churn off
- * the API server.
+ * the API server. Also the provisioned-duration gauge's bookkeeping
+ * (reconcilers/raycluster/metrics.c): one entry per (namespace, name), kept
+ * through removals, at most 4096.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -18,7 +20,9 @@
 
 #include <cmocka.h>
 
+#include "reconcilers/raycluster/internal.h"
 #include "reconcilers/raycluster/raycluster.h"
+#include "util/util.h"
 
 #define T0 "2026-12-02T10:00:00Z"
 #define T1 "2026-12-02T10:05:00Z"
@@ -449,6 +453,84 @@ static void test_differs_ignores_noise(void **state)
     cJSON_Delete(d);
 }
 
+/* Observes RayCluster ns/name turning provisioned (uid "u-ns-name"). */
+static void observe(const char *ns, const char *name)
+{
+    char j[512];
+    snprintf(j, sizeof(j), "{\"metadata\":{\"namespace\":\"%s\",\"name\":\"%s\",\"uid\":\"u-%s-%s\","
+             "\"creationTimestamp\":\"%s\"}}", ns, name, ns, name, T0);
+    cJSON *rc = parse(j);
+    cJSON *st = parse("{\"conditions\":[{\"type\":\"RayClusterProvisioned\",\"status\":\"True\"}]}");
+    raycluster__metrics_observe_provisioned(rc, NULL, st);
+    cJSON_Delete(rc);
+    cJSON_Delete(st);
+}
+
+/* How many gauge lines name ns/name (0 or 1 when the bookkeeping is right). */
+static int gauge_lines(const char *out, const char *ns, const char *name)
+{
+    char want[512];
+    snprintf(want, sizeof(want), "{name=\"%s\",namespace=\"%s\",uid=\"u-%s-%s\"}", name, ns, ns,
+             name);
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, want)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static int count_lines(const char *out, const char *prefix)
+{
+    int n = 0;
+    size_t len = strlen(prefix);
+    for (const char *p = out; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        n += strncmp(p, prefix, len) == 0;
+    return n;
+}
+
+static void test_provisioned_durations(void **state)
+{
+    (void)state;
+    char name[32];
+    struct buf out = { 0 };
+    /* the same names in two namespaces are two clusters */
+    for (int i = 0; i < 1500; i++) {
+        snprintf(name, sizeof(name), "c-%d", i);
+        observe("a", name);
+        observe("b", name);
+    }
+    observe("a", "c-7"); /* again: updated in place, not added */
+    for (int i = 0; i < 1500; i += 3) {
+        snprintf(name, sizeof(name), "c-%d", i);
+        raycluster__metrics_forget("a", name);
+    }
+    raycluster__metrics_forget("a", "c-0"); /* gone already: nothing happens */
+    raycluster__metrics_forget("zz", "c-1");
+    observe("a", "c-3"); /* back after being forgotten */
+    assert_int_equal(rc_metrics(NULL, &out), 0);
+    assert_int_equal(count_lines(out.data, "kuberay_cluster_provisioned_duration_seconds{"),
+                     3000 - 500 + 1);
+    for (int i = 0; i < 1500; i++) {
+        snprintf(name, sizeof(name), "c-%d", i);
+        assert_int_equal(gauge_lines(out.data, "b", name), 1);
+        assert_int_equal(gauge_lines(out.data, "a", name), i % 3 != 0 || i == 3);
+    }
+    /* full at 4096: later clusters are not recorded, removals make room */
+    for (int i = 0; i < 3000; i++) {
+        snprintf(name, sizeof(name), "d-%d", i);
+        observe("c", name);
+    }
+    out.len = 0;
+    assert_int_equal(rc_metrics(NULL, &out), 0);
+    assert_int_equal(count_lines(out.data, "kuberay_cluster_provisioned_duration_seconds{"), 4096);
+    raycluster__metrics_forget("b", "c-5");
+    observe("c", "late");
+    out.len = 0;
+    assert_int_equal(rc_metrics(NULL, &out), 0);
+    assert_int_equal(gauge_lines(out.data, "c", "late"), 1);
+    assert_int_equal(gauge_lines(out.data, "b", "c-5"), 0);
+    buf_free(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -462,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_counts_and_endpoints),
         cmocka_unit_test(test_differs_ignores_noise),
         cmocka_unit_test(test_progress_only),
+        cmocka_unit_test(test_provisioned_durations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
