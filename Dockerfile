@@ -11,17 +11,17 @@ FROM debian:${DEBIAN_RELEASE} AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential ca-certificates \
       libcurl4-openssl-dev libmsgpack-dev libcjson-dev libyaml-dev libuv1-dev \
-      libmicrohttpd-dev libgnutls28-dev uthash-dev \
+      libmicrohttpd-dev libgnutls28-dev uthash-dev libjemalloc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN make -j"$(nproc)" bin/rayop && strip bin/rayop
 
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime
-# RUNTIME_PACKAGES: libcurl4 libcjson1 libyaml-0-2 libuv1 libmicrohttpd12 libgnutls30 ca-certificates
+# RUNTIME_PACKAGES: libcurl4 libcjson1 libyaml-0-2 libuv1 libmicrohttpd12 libgnutls30 libjemalloc2 ca-certificates
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libcurl4 libcjson1 libyaml-0-2 libuv1 libmicrohttpd12 libgnutls30 ca-certificates \
+      libcurl4 libcjson1 libyaml-0-2 libuv1 libmicrohttpd12 libgnutls30 libjemalloc2 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/bin/rayop /usr/local/bin/rayop
 # Non-root (the chart's runAsNonRoot/runAsUser match): the processes write only to the Pod's

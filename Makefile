@@ -24,7 +24,6 @@
 #   make diff-kuberay   rayop vs the real KubeRay, object by object (docs/kuberay-differences.md)
 #   make peers      the real peers (kube-apiserver, etcd, kwok, helm, Ray venv) into .peers/
 MODE    ?= rel
-B       := build/$(MODE)
 COMMON_DIRS := util kobj
 OP_DIRS     := kube dashboard cache ipc watcher reconcilers cmd
 SIM_DIRS    := kubesim
@@ -45,8 +44,16 @@ CC := clang
 CFLAGS_MODE := -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -DRAYOP_FUZZ
 LDFLAGS_MODE := -fsanitize=fuzzer,address,undefined
 endif
+# Release builds run on jemalloc (util/heap.c, docs/dependencies.md); the sanitizer
+# builds keep the sanitizer's allocator. HEAP=glibc builds a release without it.
+HEAP    ?= $(if $(filter rel,$(MODE)),jemalloc,glibc)
+B       := build/$(MODE)$(if $(filter rel,$(MODE)),$(if $(filter glibc,$(HEAP)),-glibc))
+ifeq ($(HEAP),jemalloc)
+CFLAGS_MODE += -DRAYOP_JEMALLOC
+HEAP_LDLIBS := -ljemalloc
+endif
 CFLAGS  := $(CFLAGS_COMMON) $(CFLAGS_MODE) $(EXTRA_CFLAGS)
-LDLIBS  := -lmicrohttpd -lgnutls -lcurl -lmsgpackc -lcjson -lyaml -luv -lpthread -lrt -lm
+LDLIBS  := -lmicrohttpd -lgnutls -lcurl -lmsgpackc -lcjson -lyaml -luv -lpthread -lrt -lm $(HEAP_LDLIBS)
 # kubesim alone: its store keeps objects' text zstd-compressed (docs/dependencies.md)
 SIM_LDLIBS := -lzstd
 

@@ -215,7 +215,8 @@ int main(int argc, char **argv)
     cJSON_Delete(pre);
 
     /* ---- the naive informer: parsed trees in a hash, plus an owner index */
-    struct mallinfo2 m0 = mallinfo2();
+    struct util_heap m0, m1;
+    util_heap_stats(&m0);
     struct base_obj *store = NULL;
     struct base_owner *owners = NULL;
     t0 = util_now_ns();
@@ -243,8 +244,8 @@ int main(int argc, char **argv)
         ow->items[ow->n++] = o;
     }
     uint64_t base_fill_ns = util_now_ns() - t0;
-    struct mallinfo2 m1 = mallinfo2();
-    size_t base_bytes = m1.uordblks - m0.uordblks;
+    util_heap_stats(&m1);
+    size_t base_bytes = m1.in_use - m0.in_use;
 
     if ((rc = cache_reader_open(seg, &r))) {
         fprintf(stderr, "cache_reader_open: %s\n", strerror(-rc));

@@ -30,6 +30,7 @@ import time
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "raycluster"))
 import rclib  # noqa: E402
+from keepalive import Session  # noqa: E402
 from watch_count import wait_count  # noqa: E402
 
 N = int(os.environ.get("PEER_CLUSTERS", "100"))
@@ -205,10 +206,12 @@ def run_one(env, op, ns):
     t0 = time.monotonic()
     jpath = "/apis/ray.io/v1/namespaces/%s/rayjobs" % ns
 
+    sess = Session(env)
+
     def create(i):
         if i < N:
-            return env.req("POST", env.rc_path(ns), cluster(i))[0]
-        return env.req("POST", jpath, job(i - N))[0]
+            return sess.req("POST", env.rc_path(ns), cluster(i))[0]
+        return sess.req("POST", jpath, job(i - N))[0]
     # clusters and jobs interleaved, as they would arrive together
     order = sorted(range(N + JOBS), key=lambda i: (i if i < N else (i - N) * N / max(JOBS, 1)))
     with concurrent.futures.ThreadPoolExecutor(8) as ex:

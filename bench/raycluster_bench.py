@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rclib  # noqa: E402
 from rclib import wait_until  # noqa: E402
+from keepalive import Session  # noqa: E402
 from watch_count import wait_count  # noqa: E402
 
 N = int(os.environ.get("RC_BENCH_CLUSTERS", "1000"))
@@ -61,9 +62,10 @@ def main():
     print("# %d RayClusters x (1 head + 2 workers) on %d kubesim nodes; controller %s" %
           (N, nodes, " ".join(ctl)), flush=True)
 
+    s = Session(env)
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(8) as ex:
-        codes = list(ex.map(lambda i: env.req("POST", env.rc_path("default"), cluster(i))[0], range(N)))
+        codes = list(ex.map(lambda i: s.req("POST", env.rc_path("default"), cluster(i))[0], range(N)))
     t_created = time.monotonic() - t0
     print("created %d RayClusters in %.1f s (%d failed)" % (N, t_created, sum(c != 201 for c in codes)),
           flush=True)
@@ -93,8 +95,9 @@ def main():
     # the first controller left its keys due in 300 s: an annotation on each puts
     # every key into the 1 ms cycle of the new one
     with concurrent.futures.ThreadPoolExecutor(8) as ex:
-        list(ex.map(lambda i: env.patch(env.rc_path("default", "bench-%d" % i),
-                                        {"metadata": {"annotations": {"bench/touch": "1"}}}), range(N)))
+        list(ex.map(lambda i: s.req("PATCH", env.rc_path("default", "bench-%d" % i),
+                                    {"metadata": {"annotations": {"bench/touch": "1"}}},
+                                    "application/merge-patch+json"), range(N)))
     wait_until(60, lambda: (env.metric("ctl2", "controller_runtime_reconcile_total") or 0) >= 2 * N)
     a, ta, wa = env.metric("ctl2", "controller_runtime_reconcile_total"), time.monotonic(), utc_now()
     time.sleep(WINDOW)   # a measuring window, not synchronisation

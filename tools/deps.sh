@@ -3,7 +3,7 @@
 # apt-get; otherwise it prints the exact command and fails, so nothing half-installs.
 PKGS="build-essential clang libclang-rt-14-dev libcurl4-openssl-dev libmsgpack-dev libcjson-dev \
 libyaml-dev libuv1-dev libcmocka-dev libmicrohttpd-dev libgnutls28-dev python3-kubernetes \
-python3-yaml curl jq bc uthash-dev libzstd-dev"
+python3-yaml curl jq bc uthash-dev libzstd-dev libjemalloc-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -108,6 +108,23 @@ void util_format_err(char *err, size_t errlen, const char *fmt, ...)
 int util_flag_split(const char *cmd, const char *arg, char *name, size_t cap,
                     const char **value);
 
+/* ---- the allocator (heap.c) ------------------------------------------------ */
+
+/* Release builds run on jemalloc, sanitizer builds on the sanitizer's allocator:
+ * these give one view of either. Figures in bytes; 0 where the allocator has none. */
+struct util_heap {
+    size_t in_use;        /* handed out to the program and not freed */
+    size_t free;          /* held by the allocator, not handed out */
+    size_t mapped;        /* mapped from the kernel */
+    size_t resident;      /* of it resident (jemalloc only) */
+};
+const char *util_heap_name(void);           /* "jemalloc", "glibc" or "sanitizer" */
+int util_heap_stats(struct util_heap *out); /* 0 or a negative errno */
+/* Bytes the allocator keeps beside each block, on top of malloc_usable_size(). */
+size_t util_heap_chunk_header(void);
+/* Gives free pages back to the kernel (jemalloc: those its decay has aged out). */
+void util_heap_release(void);
+
 /* ---- time ----------------------------------------------------------------- */
 
 uint64_t util_now_ns(void);      /* CLOCK_MONOTONIC */

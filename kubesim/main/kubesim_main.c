@@ -313,7 +313,8 @@ static void raise_fd_limit(void)
  *    few ms, and kubesim used 1.5-2x the CPU (docs/kubesim-store.md, Performance).
  * A tunable GLIBC_TUNABLES already names is left as the caller set it (this also ends
  * the recursion). Skipped under valgrind (the exec would escape it) and when the exec
- * fails (the defaults are used).
+ * fails (the defaults are used). Only builds on glibc's malloc get here: release builds
+ * run on jemalloc (util/heap.c), which needs none of this.
  */
 static void reexec_with_tunables(char **argv)
 {
@@ -337,7 +338,8 @@ static void reexec_with_tunables(char **argv)
 }
 
 /*
- * Waits for SIGINT or SIGTERM, giving malloc's free pages back every TRIM_MS meanwhile.
+ * Waits for SIGINT or SIGTERM, giving the allocator's free pages back every TRIM_MS
+ * meanwhile (util_heap_release: on jemalloc the pages its decay has aged out).
  * A burst of writes leaves free chunks between live ones in every thread's arena (at
  * 10,000 RayClusters about 450 MiB of RSS above what malloc had in use); nothing else
  * returns them, as M_TRIM_THRESHOLD above only concerns the top of each heap.
@@ -355,7 +357,7 @@ static void wait_for_signal(const sigset_t *set, int *sig)
             return;
         }
         if (errno == EAGAIN)
-            malloc_trim(0);
+            util_heap_release();
     }
 }
 
@@ -384,17 +386,21 @@ int main(int argc, char **argv)
 
     if ((rc = runtime_helper_main(argc, argv)) >= 0)
         return rc;      /* kubesim re-executed as a Pod sandbox or container */
-    reexec_with_tunables(argv);
+    if (!strcmp(util_heap_name(), "glibc"))
+        reexec_with_tunables(argv);
     log_set_component("kubesim");
     if (parse_args(argc, argv, &a) < 0)
         return 2;
 
     raise_fd_limit();
-    /* Connection threads allocate from their own glibc arenas, which otherwise grow a
-     * page run at a time (sysmalloc + mprotect showed up as ~20% of a create-heavy
-     * profile); grow them in large steps and do not hand memory straight back. */
-    mallopt(M_TOP_PAD, 64 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    /* On glibc's malloc (the sanitizer-free debug builds), connection threads allocate
+     * from their own arenas, which otherwise grow a page run at a time (sysmalloc +
+     * mprotect showed up as ~20% of a create-heavy profile); grow them in large steps
+     * and do not hand memory straight back. */
+    if (!strcmp(util_heap_name(), "glibc")) {
+        mallopt(M_TOP_PAD, 64 << 20);
+        mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    }
     /* Threads started below inherit this mask; only sigwait sees the signals. */
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&set);

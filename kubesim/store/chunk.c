@@ -10,8 +10,8 @@
 
 size_t store_mem_chunk(const void *p)
 {
-    /* usable size plus glibc's chunk header */
-    return p ? malloc_usable_size((void *)p) + sizeof(size_t) : 0;
+    /* usable size plus the header the allocator keeps beside it */
+    return p ? malloc_usable_size((void *)p) + util_heap_chunk_header() : 0;
 }
 
 size_t store_mem_table(const struct UT_hash_handle *hh)

@@ -3,7 +3,7 @@
  * text, their cJSON trees and the snapshots kept only by the watch ring; the
  * entries, every index and hash table, the watch rings' slots, the tree scopes and
  * the simulated cluster's tables (through its reporter); beside malloc's own totals
- * (in use, free inside its arenas, mapped). Each structure is counted as the malloc
+ * (in use, free inside its arenas, mapped; util/heap.c). Each structure is counted as the malloc
  * chunks behind it (usable size plus header), so "counted" compares with malloc's
  * in-use bytes and what is left over ("uncountedBytes") is the part nobody has
  * explained yet. Served as GET /kubesim/memory so a scale run can be broken down
@@ -165,7 +165,7 @@ static size_t memstat_counted(const struct memstat *m)
 int store_memory_json(struct store *s, struct buf *out)
 {
     struct memstat all = { 0 };
-    struct mallinfo2 mi;
+    struct util_heap mi;
     struct stype *t, *tmp;
     const char *sep = "";
     size_t uid_index = 0, owners = 0, expiry = 0, types = 0, scope_trees, scope_bytes;
@@ -214,11 +214,12 @@ int store_memory_json(struct store *s, struct buf *out)
     if (fn)
         cluster = fn(arg, out);
     counted = memstat_counted(&all) + types + uid_index + owners + expiry + scope_bytes + cluster;
-    mi = mallinfo2();
+    util_heap_stats(&mi);
     rc |= buf_printf(out, "},\"countedBytes\":%zu,"
-                     "\"malloc\":{\"arenaBytes\":%zu,\"inUseBytes\":%zu,\"freeBytes\":%zu,"
-                     "\"mmapBytes\":%zu,\"uncountedBytes\":%lld},\"rssBytes\":%ld}\n",
-                     counted, mi.arena, mi.uordblks, mi.fordblks, mi.hblkhd,
-                     (long long)(mi.uordblks + mi.hblkhd) - (long long)counted, rss_bytes());
+                     "\"malloc\":{\"allocator\":\"%s\",\"inUseBytes\":%zu,\"freeBytes\":%zu,"
+                     "\"mappedBytes\":%zu,\"residentBytes\":%zu,\"uncountedBytes\":%lld},"
+                     "\"rssBytes\":%ld}\n",
+                     counted, util_heap_name(), mi.in_use, mi.free, mi.mapped, mi.resident,
+                     (long long)mi.in_use - (long long)counted, rss_bytes());
     return rc ? -ENOMEM : 0;
 }

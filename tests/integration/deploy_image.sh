@@ -84,7 +84,7 @@ done
     || not_ok "every runtime package provides a library bin/rayop loads" "unused:$unused"
 
 # The build stage has the -dev package of every direct link library.
-for dev in libcurl4-openssl-dev libmsgpack-dev libcjson-dev libyaml-dev libuv1-dev libmicrohttpd-dev libgnutls28-dev; do
+for dev in libcurl4-openssl-dev libmsgpack-dev libcjson-dev libyaml-dev libuv1-dev libmicrohttpd-dev libgnutls28-dev libjemalloc-dev; do
     awk '/^FROM .* AS build/{b=1} /^FROM .* AS runtime/{b=0} b' "$DF" | grep -q -- "$dev" || missing_dev="${missing_dev:-} $dev"
 done
 [ -z "${missing_dev:-}" ] && ok "build stage installs the -dev packages" || not_ok "build stage installs the -dev packages" "$missing_dev"

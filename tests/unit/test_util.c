@@ -229,6 +229,38 @@ static void test_json_get_paths(void **state)
     cJSON_Delete(o);
 }
 
+/* The allocator's figures follow what the program allocates, whichever allocator the
+ * build runs on; release builds run on jemalloc, so that a build which silently fell
+ * back to glibc's malloc (the 10,000-cluster bench's CPU doubled) fails here. */
+static void test_heap_stats_follow_malloc(void **state)
+{
+    struct util_heap h0, h1, h2;
+    const size_t n = 8u << 20;
+    char *p;
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    assert_string_equal(util_heap_name(), "sanitizer");
+    return;   /* the sanitizer's allocator reports nothing through these */
+#elif defined(RAYOP_JEMALLOC)
+    assert_string_equal(util_heap_name(), "jemalloc");
+    assert_int_equal(util_heap_chunk_header(), 0);
+#else
+    assert_string_equal(util_heap_name(), "glibc");
+    assert_int_equal(util_heap_chunk_header(), sizeof(size_t));
+#endif
+    assert_int_equal(util_heap_stats(&h0), 0);
+    p = malloc(n);
+    assert_non_null(p);
+    memset(p, 1, n);
+    assert_int_equal(util_heap_stats(&h1), 0);
+    assert_true(h1.in_use >= h0.in_use + n);
+    assert_true(h1.mapped >= h1.in_use);
+    free(p);
+    assert_int_equal(util_heap_stats(&h2), 0);
+    assert_true(h2.in_use + n <= h1.in_use);
+    util_heap_release();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_time_round_trip),
         cmocka_unit_test(test_write_all_and_format_err),
         cmocka_unit_test(test_log_encoders),
+        cmocka_unit_test(test_heap_stats_follow_malloc),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }

@@ -329,8 +329,8 @@ static const cJSON *v1_schema(const cJSON *crd)
 
 static long heap_kb(void)
 {
-    struct mallinfo2 mi = mallinfo2();
-    return (long)((mi.uordblks + mi.hblkhd) / 1024);
+    struct util_heap h;
+    return util_heap_stats(&h) == 0 ? (long)(h.in_use / 1024) : 0;
 }
 
 static void load_crds(void)
