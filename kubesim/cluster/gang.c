@@ -491,6 +491,8 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         for (size_t i = 0; i < g->n; i++)
             o->placed += where[i] <= -2 && !piped[i] && !cluster__gang_bound(g->m[i]) &&
                          !cluster__gang_pod_terminal(store_obj_json(g->m[i]->obj));
+        /* kept, they hold their places for this session as the pipelined ones do */
+        o->held = pipelined ? o->placed : 0;
         fit_message(g, o, pipelined, gang_msg, sizeof(gang_msg));
         for (size_t i = 0; may_bind && g->kind == G_VOLCANO && i < g->n; i++) {
             struct cl_pod *p = g->m[i];
@@ -968,7 +970,10 @@ void cluster__gang_pass(struct cluster *c)
         cluster__volcano_pg_status(c, g, rpg, phase, &o, unsched_msg, enq_reason);
         g->phase = phase;
         g->scheduled = o.scheduled;
-        g->pipelined = o.pipelined;
+        /* JobStarving counts the tasks the session holds (Allocated, Pipelined) as
+         * occupied: without those placed now, a gang pipelined beside them looked short of
+         * minMember and reclaim took more for tasks already placed */
+        g->pipelined = o.pipelined + o.held;
         if (q) {
             if (!strcmp(phase, "Pending")) q->pending++;
             else if (!strcmp(phase, "Inqueue")) q->inqueue_n++;

@@ -441,6 +441,8 @@ struct gang_try {
 struct outcome {
     int64_t scheduled, running, succeeded, failed, pending, placed;
     int64_t pipelined;          /* Volcano: placed on resources still being released */
+    int64_t held;               /* Volcano: placed now, not bound, in a trial kept because
+                                 * the gang is pipelined (its tasks Allocated) */
     bool ready, bound_now;
     char fit[400];              /* the first unplaceable task's fit error */
     char first_unfit[300];

@@ -505,6 +505,57 @@ static void test_reclaim(void **state)
     assert_int_equal(gt_bound(t, "rb", 0, 2), 2);
 }
 
+/* The victims of a reclaim end one at a time (the kubelet's stop timers fire apart): in
+ * the session between, one of rb's tasks fits on what the first freed and the other is
+ * pipelined on what the second still releases. The job then occupies its minMember (one
+ * allocated, one pipelined: Volcano's JobStarving is false), so reclaim takes nothing
+ * more; it used to count the pipelined task alone, find rb starving and evict a third of
+ * ra's Pods (volcano_reclaim.sh's flake under load). */
+static void test_reclaim_victims_end_apart(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+    int gone = -1;
+
+    gt_volcano_conf(t, "enqueue, allocate, reclaim, backfill");
+    gt_queue(t, "ra", 1);
+    gt_queue(t, "rb", 1);
+    gt_volcano_pg(t, "ra", 1, ",\"queue\":\"ra\"");
+    gt_volcano_pods(t, "ra", 0, 8, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ra", 0, 8), 8);
+    gt_running(t, "ra", 0, 8);
+    gt_volcano_pg(t, "rb", 2, ",\"queue\":\"rb\"");
+    gt_volcano_pods(t, "rb", 0, 2, "1");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "ra", 0, 8), 2);
+    for (int i = 0; i < 8 && gone < 0; i++)   /* the first victim ends */
+        if (gt_deleting(t, "ra", i, 1))
+            gone = i;
+    snprintf(buf, sizeof(buf), "ra-%d", gone);
+    gt_delete(t, t->pods, "default", buf);
+    gt_session(t);
+    gt_session(t);
+    /* the other victim is still going: rb waits for it, and nothing more is evicted */
+    assert_int_equal(gt_bound(t, "rb", 0, 2), 0);
+    assert_int_equal(gt_deleting(t, "ra", 0, 8), 1);
+    int evicted = 0;
+    for (int i = 0; i < 8; i++) {
+        snprintf(buf, sizeof(buf), "ra-%d", i);
+        evicted += gt_events(t, "default", buf, "Evict", "reclaim", "volcano");
+    }
+    assert_int_equal(evicted, 2);
+    for (int i = 0; i < 8; i++) {   /* the second victim ends */
+        snprintf(buf, sizeof(buf), "ra-%d", i);
+        if (gt_deleting(t, "ra", i, 1))
+            gt_delete(t, t->pods, "default", buf);
+    }
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rb", 0, 2), 2);
+    assert_int_equal(gt_bound(t, "ra", 0, 8), 6);
+    assert_int_equal(gt_deleting(t, "ra", 0, 8), 0);
+}
+
 /* The gang plugin lets no task of a job at minMember go, but its empty answer ends the
  * first tier and the proportion plugin decides in the second: a queue above its
  * share loses tasks even below minMember. The real Volcano v1.14.1 did this
@@ -1310,6 +1361,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_elastic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_victims_end_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
