@@ -617,6 +617,36 @@ static void test_preempt(void **state)
     assert_int_equal(gt_deleting(t, "low", 0, 4), 2);
 }
 
+/* preempt and reclaim in one session: what preempt took for a gang pipelines it, so
+ * reclaim, after it, finds the gang no longer starving and takes nothing from the other
+ * queue (it used to see the gang as allocate left it, short of minMember, and evict
+ * again for tasks preempt had already placed). */
+static void test_preempt_then_reclaim(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_volcano_conf(t, "enqueue, allocate, preempt, reclaim, backfill");
+    gt_queue(t, "pa", 3);
+    gt_queue(t, "pb", 1);
+    gt_volcano_pg(t, "low", 1, ",\"queue\":\"pa\"");
+    gt_volcano_pods(t, "low", 0, 4, "1");
+    gt_volcano_pg(t, "other", 1, ",\"queue\":\"pb\"");
+    gt_volcano_pods(t, "other", 0, 4, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "low", 0, 4) + gt_bound(t, "other", 0, 4), 8);
+    gt_running(t, "low", 0, 4);
+    gt_running(t, "other", 0, 4);
+    gt_volcano_pg(t, "hi", 1, ",\"queue\":\"pa\"");
+    gt_volcano_pods(t, "hi", 0, 1, "1");
+    gt_session(t);
+    /* drf lets low, with the larger share of pa, give up a task */
+    assert_int_equal(gt_deleting(t, "low", 0, 4), 1);
+    assert_int_equal(gt_events(t, "default", "low", "Evict", "preempt", "volcano"), 1);
+    /* pb is above its share, but hi's task has its place */
+    assert_int_equal(gt_deleting(t, "other", 0, 4), 0);
+    assert_int_equal(gt_events(t, "default", "other", "Evict", NULL, "volcano"), 0);
+}
+
 /* The conformance plugin in tier 1: a critical Pod is not a victim there; another of its
  * job goes instead (without it the last task, a critical one, would). Tier 2 still sees
  * every candidate, as Volcano's tiers do. */
@@ -1364,6 +1394,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reclaim_victims_end_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preempt_then_reclaim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_chart_tiers, setup, teardown),
         cmocka_unit_test(test_volcano_conf),
