@@ -590,9 +590,12 @@ static struct cluster_res res_over(const struct cluster_res *a, const struct clu
     return r;
 }
 
-static void collect_members(struct cluster *c, struct gang **all)
+/* Puts each gang Pod in its gang; true when one of them was bound by the cluster's own
+ * write whose event has not been taken yet (accounted on a node, no nodeName in its tree). */
+static bool collect_members(struct cluster *c, struct gang **all)
 {
     struct cl_pod *p, *tmp;
+    bool unseen = false;
     HASH_ITER(hh, c->pods, p, tmp) {
         const cJSON *pod = store_obj_json(p->obj);
         const char *sched = kobj_str(kobj_get(pod, "spec"), "schedulerName");
@@ -643,8 +646,10 @@ static void collect_members(struct cluster *c, struct gang **all)
             if (!g->ctime)
                 g->ctime = kobj_meta_str(pod, "creationTimestamp");
             gang_add(g, p);
+            unseen = unseen || (p->acct_node && !cluster__gang_bound(p));
         }
     }
+    return unseen;
 }
 
 /* What a KAI gang or YuniKorn application just bound counts in its queue and those
@@ -740,7 +745,14 @@ void cluster__gang_pass(struct cluster *c)
         for (i = 0; i < wpg.n; i++)
             if ((g = gang_get(&all, G_WAS, wpg.items[i]->ns, wpg.items[i]->name, true)))
                 gang_from_pg(c, g, wpg.items[i]);
-    collect_members(c, &all);
+    if (collect_members(c, &all)) {
+        /* a later pass of the same long batch (run.c) than the one that bound it: the
+         * session would take the Pod for Pending and bind it again (a second Scheduled
+         * Event, its requests counted twice on the node). Its event is queued: the next
+         * loop turn takes it, then runs the session. */
+        c->gang_dirty = true;
+        goto out;
+    }
 
     /* the session's node view */
     ns.count = HASH_COUNT(c->nodes);

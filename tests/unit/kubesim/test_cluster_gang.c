@@ -647,6 +647,34 @@ static void test_preempt_then_reclaim(void **state)
     assert_int_equal(gt_events(t, "default", "other", "Evict", NULL, "volcano"), 0);
 }
 
+/* Two scheduling passes with no event taken between them, as in a batch longer than
+ * CLUSTER_SCHED_EVERY (run.c): the second must not take the gang the first bound for
+ * Pending because the Pods' trees do not show their nodeName yet. It used to bind them
+ * again (a second Scheduled Event each) and count their requests twice on the nodes. */
+static void test_bind_not_seen_yet(void **state)
+{
+    struct gt *t = FX(state);
+    struct cl_node *n, *nt;
+    int64_t used = 0;
+
+    gt_volcano_pg(t, "sa", 2, NULL);
+    gt_volcano_pods(t, "sa", 0, 2, "1");
+    gt_pump(t);
+    t->c->gang_dirty = true;
+    cluster__gang_pass(t->c);
+    t->c->gang_dirty = true;
+    cluster__gang_pass(t->c);   /* the bind events still queued */
+    bool waits = t->c->gang_dirty;
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "sa", 0, 2), 2);
+    assert_int_equal(gt_events(t, "default", "sa-0", "Scheduled", NULL, "volcano"), 1);
+    assert_int_equal(gt_events(t, "default", "sa-1", "Scheduled", NULL, "volcano"), 1);
+    HASH_ITER(hh, t->c->nodes, n, nt)
+        used += n->used.cpu_m;
+    assert_int_equal(used, 2000);
+    assert_true(waits);   /* the session was left for the next loop turn */
+}
+
 /* The conformance plugin in tier 1: a critical Pod is not a victim there; another of its
  * job goes instead (without it the last task, a critical one, would). Tier 2 still sees
  * every candidate, as Volcano's tiers do. */
@@ -1395,6 +1423,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_then_reclaim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind_not_seen_yet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_chart_tiers, setup, teardown),
         cmocka_unit_test(test_volcano_conf),
