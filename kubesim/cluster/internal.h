@@ -376,7 +376,8 @@ struct gang {
     struct cl_pod **m;
     size_t n, cap;
     /* Volcano, for preempt and reclaim: the queue, the phase this session gave the
-     * PodGroup, its bound members, and its running members less the victims taken */
+     * PodGroup, its bound members, its running members less the victims taken, and the
+     * members the session holds places for unbound (placed or pipelined) */
     struct gqueue *q;
     const char *phase;
     int64_t scheduled, ready, pipelined;
