@@ -491,6 +491,8 @@ static void allocate(struct cluster *c, struct gang *g, struct nodes *ns, struct
         for (size_t i = 0; i < g->n; i++)
             o->placed += where[i] <= -2 && !piped[i] && !cluster__gang_bound(g->m[i]) &&
                          !cluster__gang_pod_terminal(store_obj_json(g->m[i]->obj));
+        /* kept, they hold their places for this session as the pipelined ones do */
+        o->held = pipelined ? o->placed : 0;
         fit_message(g, o, pipelined, gang_msg, sizeof(gang_msg));
         for (size_t i = 0; may_bind && g->kind == G_VOLCANO && i < g->n; i++) {
             struct cl_pod *p = g->m[i];
@@ -588,9 +590,12 @@ static struct cluster_res res_over(const struct cluster_res *a, const struct clu
     return r;
 }
 
-static void collect_members(struct cluster *c, struct gang **all)
+/* Puts each gang Pod in its gang; true when one of them was bound by the cluster's own
+ * write whose event has not been taken yet (accounted on a node, no nodeName in its tree). */
+static bool collect_members(struct cluster *c, struct gang **all)
 {
     struct cl_pod *p, *tmp;
+    bool unseen = false;
     HASH_ITER(hh, c->pods, p, tmp) {
         const cJSON *pod = store_obj_json(p->obj);
         const char *sched = kobj_str(kobj_get(pod, "spec"), "schedulerName");
@@ -641,8 +646,10 @@ static void collect_members(struct cluster *c, struct gang **all)
             if (!g->ctime)
                 g->ctime = kobj_meta_str(pod, "creationTimestamp");
             gang_add(g, p);
+            unseen = unseen || (p->acct_node && !cluster__gang_bound(p));
         }
     }
+    return unseen;
 }
 
 /* What a KAI gang or YuniKorn application just bound counts in its queue and those
@@ -738,7 +745,14 @@ void cluster__gang_pass(struct cluster *c)
         for (i = 0; i < wpg.n; i++)
             if ((g = gang_get(&all, G_WAS, wpg.items[i]->ns, wpg.items[i]->name, true)))
                 gang_from_pg(c, g, wpg.items[i]);
-    collect_members(c, &all);
+    if (collect_members(c, &all)) {
+        /* a later pass of the same long batch (run.c) than the one that bound it: the
+         * session would take the Pod for Pending and bind it again (a second Scheduled
+         * Event, its requests counted twice on the node). Its event is queued: the next
+         * loop turn takes it, then runs the session. */
+        c->gang_dirty = true;
+        goto out;
+    }
 
     /* the session's node view */
     ns.count = HASH_COUNT(c->nodes);
@@ -968,7 +982,10 @@ void cluster__gang_pass(struct cluster *c)
         cluster__volcano_pg_status(c, g, rpg, phase, &o, unsched_msg, enq_reason);
         g->phase = phase;
         g->scheduled = o.scheduled;
-        g->pipelined = o.pipelined;
+        /* JobStarving counts the tasks the session holds (Allocated, Pipelined) as
+         * occupied: without those placed now, a gang pipelined beside them looked short of
+         * minMember and reclaim took more for tasks already placed */
+        g->pipelined = o.pipelined + o.held;
         if (q) {
             if (!strcmp(phase, "Pending")) q->pending++;
             else if (!strcmp(phase, "Inqueue")) q->inqueue_n++;

@@ -935,6 +935,9 @@ static void evict_for(struct evict_run *r, struct gang *g, struct gqueue *qs)
             }
     }
     if (g->scheduled + pipelined >= g->min && r->nvictims > nv0) {
+        /* its tasks are pipelined on the victims: an action after this one (reclaim after
+         * preempt) finds the gang no longer starving, as Volcano's shared session does */
+        g->pipelined += pipelined;
         for (size_t v = nv0; v < r->nvictims; v++)
             evict_pod(r->c, &r->victims[v], r->action == VOLCANO_RECLAIM ? "reclaim" : "preempt");
         goto out;

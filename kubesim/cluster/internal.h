@@ -376,7 +376,8 @@ struct gang {
     struct cl_pod **m;
     size_t n, cap;
     /* Volcano, for preempt and reclaim: the queue, the phase this session gave the
-     * PodGroup, its bound members, and its running members less the victims taken */
+     * PodGroup, its bound members, its running members less the victims taken, and the
+     * members the session holds places for unbound (placed or pipelined) */
     struct gqueue *q;
     const char *phase;
     int64_t scheduled, ready, pipelined;
@@ -441,6 +442,8 @@ struct gang_try {
 struct outcome {
     int64_t scheduled, running, succeeded, failed, pending, placed;
     int64_t pipelined;          /* Volcano: placed on resources still being released */
+    int64_t held;               /* Volcano: placed now, not bound, in a trial kept because
+                                 * the gang is pipelined (its tasks Allocated) */
     bool ready, bound_now;
     char fit[400];              /* the first unplaceable task's fit error */
     char first_unfit[300];

@@ -505,6 +505,57 @@ static void test_reclaim(void **state)
     assert_int_equal(gt_bound(t, "rb", 0, 2), 2);
 }
 
+/* The victims of a reclaim end one at a time (the kubelet's stop timers fire apart): in
+ * the session between, one of rb's tasks fits on what the first freed and the other is
+ * pipelined on what the second still releases. The job then occupies its minMember (one
+ * allocated, one pipelined: Volcano's JobStarving is false), so reclaim takes nothing
+ * more; it used to count the pipelined task alone, find rb starving and evict a third of
+ * ra's Pods (volcano_reclaim.sh's flake under load). */
+static void test_reclaim_victims_end_apart(void **state)
+{
+    struct gt *t = FX(state);
+    char buf[64];
+    int gone = -1;
+
+    gt_volcano_conf(t, "enqueue, allocate, reclaim, backfill");
+    gt_queue(t, "ra", 1);
+    gt_queue(t, "rb", 1);
+    gt_volcano_pg(t, "ra", 1, ",\"queue\":\"ra\"");
+    gt_volcano_pods(t, "ra", 0, 8, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ra", 0, 8), 8);
+    gt_running(t, "ra", 0, 8);
+    gt_volcano_pg(t, "rb", 2, ",\"queue\":\"rb\"");
+    gt_volcano_pods(t, "rb", 0, 2, "1");
+    gt_session(t);
+    assert_int_equal(gt_deleting(t, "ra", 0, 8), 2);
+    for (int i = 0; i < 8 && gone < 0; i++)   /* the first victim ends */
+        if (gt_deleting(t, "ra", i, 1))
+            gone = i;
+    snprintf(buf, sizeof(buf), "ra-%d", gone);
+    gt_delete(t, t->pods, "default", buf);
+    gt_session(t);
+    gt_session(t);
+    /* the other victim is still going: rb waits for it, and nothing more is evicted */
+    assert_int_equal(gt_bound(t, "rb", 0, 2), 0);
+    assert_int_equal(gt_deleting(t, "ra", 0, 8), 1);
+    int evicted = 0;
+    for (int i = 0; i < 8; i++) {
+        snprintf(buf, sizeof(buf), "ra-%d", i);
+        evicted += gt_events(t, "default", buf, "Evict", "reclaim", "volcano");
+    }
+    assert_int_equal(evicted, 2);
+    for (int i = 0; i < 8; i++) {   /* the second victim ends */
+        snprintf(buf, sizeof(buf), "ra-%d", i);
+        if (gt_deleting(t, "ra", i, 1))
+            gt_delete(t, t->pods, "default", buf);
+    }
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "rb", 0, 2), 2);
+    assert_int_equal(gt_bound(t, "ra", 0, 8), 6);
+    assert_int_equal(gt_deleting(t, "ra", 0, 8), 0);
+}
+
 /* The gang plugin lets no task of a job at minMember go, but its empty answer ends the
  * first tier and the proportion plugin decides in the second: a queue above its
  * share loses tasks even below minMember. The real Volcano v1.14.1 did this
@@ -564,6 +615,64 @@ static void test_preempt(void **state)
     gt_volcano_pods(t, "third", 0, 1, "2");
     gt_session(t);
     assert_int_equal(gt_deleting(t, "low", 0, 4), 2);
+}
+
+/* preempt and reclaim in one session: what preempt took for a gang pipelines it, so
+ * reclaim, after it, finds the gang no longer starving and takes nothing from the other
+ * queue (it used to see the gang as allocate left it, short of minMember, and evict
+ * again for tasks preempt had already placed). */
+static void test_preempt_then_reclaim(void **state)
+{
+    struct gt *t = FX(state);
+
+    gt_volcano_conf(t, "enqueue, allocate, preempt, reclaim, backfill");
+    gt_queue(t, "pa", 3);
+    gt_queue(t, "pb", 1);
+    gt_volcano_pg(t, "low", 1, ",\"queue\":\"pa\"");
+    gt_volcano_pods(t, "low", 0, 4, "1");
+    gt_volcano_pg(t, "other", 1, ",\"queue\":\"pb\"");
+    gt_volcano_pods(t, "other", 0, 4, "1");
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "low", 0, 4) + gt_bound(t, "other", 0, 4), 8);
+    gt_running(t, "low", 0, 4);
+    gt_running(t, "other", 0, 4);
+    gt_volcano_pg(t, "hi", 1, ",\"queue\":\"pa\"");
+    gt_volcano_pods(t, "hi", 0, 1, "1");
+    gt_session(t);
+    /* drf lets low, with the larger share of pa, give up a task */
+    assert_int_equal(gt_deleting(t, "low", 0, 4), 1);
+    assert_int_equal(gt_events(t, "default", "low", "Evict", "preempt", "volcano"), 1);
+    /* pb is above its share, but hi's task has its place */
+    assert_int_equal(gt_deleting(t, "other", 0, 4), 0);
+    assert_int_equal(gt_events(t, "default", "other", "Evict", NULL, "volcano"), 0);
+}
+
+/* Two scheduling passes with no event taken between them, as in a batch longer than
+ * CLUSTER_SCHED_EVERY (run.c): the second must not take the gang the first bound for
+ * Pending because the Pods' trees do not show their nodeName yet. It used to bind them
+ * again (a second Scheduled Event each) and count their requests twice on the nodes. */
+static void test_bind_not_seen_yet(void **state)
+{
+    struct gt *t = FX(state);
+    struct cl_node *n, *nt;
+    int64_t used = 0;
+
+    gt_volcano_pg(t, "sa", 2, NULL);
+    gt_volcano_pods(t, "sa", 0, 2, "1");
+    gt_pump(t);
+    t->c->gang_dirty = true;
+    cluster__gang_pass(t->c);
+    t->c->gang_dirty = true;
+    cluster__gang_pass(t->c);   /* the bind events still queued */
+    bool waits = t->c->gang_dirty;
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "sa", 0, 2), 2);
+    assert_int_equal(gt_events(t, "default", "sa-0", "Scheduled", NULL, "volcano"), 1);
+    assert_int_equal(gt_events(t, "default", "sa-1", "Scheduled", NULL, "volcano"), 1);
+    HASH_ITER(hh, t->c->nodes, n, nt)
+        used += n->used.cpu_m;
+    assert_int_equal(used, 2000);
+    assert_true(waits);   /* the session was left for the next loop turn */
 }
 
 /* The conformance plugin in tier 1: a critical Pod is not a victim there; another of its
@@ -1310,8 +1419,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_elastic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_victims_end_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_tier2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preempt_then_reclaim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bind_not_seen_yet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conformance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_preempt_chart_tiers, setup, teardown),
         cmocka_unit_test(test_volcano_conf),
