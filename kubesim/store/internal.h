@@ -223,8 +223,11 @@ size_t store__zdict_bytes(const struct store_zdict *zd);
 struct store_zdict *store__zdict_build(const struct stype *t);
 /* text[0..len) compressed with zd into a new block with extra bytes of room after the
  * frame (*zlen bytes). NULL on ENOMEM or when the frame would not be smaller. */
-char *store__ztext_compress(const struct store_zdict *zd, const char *text, size_t len,
+char *store__ztext_compress(struct store_zdict *zd, const char *text, size_t len,
                             size_t extra, size_t *zlen);
+/* Decompressions of stored text, process-wide: a thread that asks for the text it was
+ * last given, or last compressed, is not counted (ztext.c keeps that text). */
+uint64_t store__text_decompressions(void);
 /* A hash of metadata.<member> of obj (0 when absent): equal members hash equal. */
 uint64_t store__obj_meta_hash(const cJSON *obj, const char *member);
 
