@@ -191,6 +191,8 @@ const cJSON *store__obj_tree_at_hand(const struct store_obj *o);
 /* peek.c: metadata.labels of o (NULL when absent), from its tree at hand or by parsing
  * only the labels' bytes of its text into *tmp (the caller deletes it). */
 const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp);
+/* The same for metadata.<member>. */
+const cJSON *store__obj_meta_peek(const struct store_obj *o, const char *member, cJSON **tmp);
 /* The value of member outer (and inside it, of inner when not NULL) of the JSON object
  * text[0..len): its first byte and *vlen, or NULL when absent or the text ends first. */
 const char *store__text_member(const char *text, size_t len, const char *outer,
