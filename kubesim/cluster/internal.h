@@ -247,14 +247,18 @@ struct cluster {
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
     struct gang_note *gang_notes; /* what the gang step last said of a PodGroup (gang.c) */
     struct {                     /* memstat.c: the tables' bytes, published by the thread */
-        uint64_t at_ms;
+        uint64_t asked, done;    /* reports asked for / measured (under qlock) */
+        pthread_cond_t measured; /* with qlock: done moved */
         _Atomic size_t pods, n_pods, svcs, nodes, jobs, ep_index, timers, lists;
     } mem;
 };
 
 /* memstat.c: GET /kubesim/memory's "cluster" member */
-/* On the cluster thread: measures the tables, at most once a second. */
+/* On the cluster thread: measures the tables now. */
 void cluster__memory_publish(struct cluster *c);
+/* On the cluster thread, between turns: measures them when a report asked (qlock not
+ * held). */
+void cluster__memory_serve(struct cluster *c);
 /* The store's memory reporter (store_memory_reporter_fn); arg is the cluster. */
 size_t cluster__memory_report(void *arg, struct buf *out);
 /* endpoints.c: malloc bytes of the endpoints label index */

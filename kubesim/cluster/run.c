@@ -611,7 +611,8 @@ static void *cluster_main(void *arg)
         struct timespec ts;
 
         pthread_mutex_lock(&c->qlock);
-        while (!c->stop && !c->qlen && (!c->nheap || c->heap[0].due_ms > util_now_ms())) {
+        while (!c->stop && !c->qlen && c->mem.asked == c->mem.done &&
+               (!c->nheap || c->heap[0].due_ms > util_now_ms())) {
             deadline_of(c->nheap ? c->heap[0].due_ms : util_now_ms() + 1000, &ts);
             pthread_cond_timedwait(&c->qcond, &c->qlock, &ts);
         }
@@ -678,7 +679,7 @@ static void *cluster_main(void *arg)
             cluster__timer_add(c, 50, T_ENDPOINTS, NULL);
         }
         store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
-        cluster__memory_publish(c);
+        cluster__memory_serve(c);
     }
     store_tree_scope_end();
     free(batch);
@@ -749,6 +750,7 @@ int cluster_start(const struct cluster_opts *o, struct store *store, struct clus
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->qcond, &ca);
+    pthread_cond_init(&c->mem.measured, &ca);
     pthread_condattr_destroy(&ca);
     if (find_res(c) < 0) {
         free(c);
@@ -787,6 +789,7 @@ void cluster_stop(struct cluster *c)
     pthread_mutex_lock(&c->qlock);
     c->stop = true;
     pthread_cond_signal(&c->qcond);
+    pthread_cond_broadcast(&c->mem.measured);   /* a report waiting gives what it has */
     pthread_mutex_unlock(&c->qlock);
     if (c->started)
         pthread_join(c->thread, NULL);
@@ -824,5 +827,6 @@ void cluster_free(struct cluster *c)
     free(c->q);
     pthread_mutex_destroy(&c->qlock);
     pthread_cond_destroy(&c->qcond);
+    pthread_cond_destroy(&c->mem.measured);
     free(c);
 }

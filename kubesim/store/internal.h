@@ -191,6 +191,8 @@ const cJSON *store__obj_tree_at_hand(const struct store_obj *o);
 /* peek.c: metadata.labels of o (NULL when absent), from its tree at hand or by parsing
  * only the labels' bytes of its text into *tmp (the caller deletes it). */
 const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp);
+/* The same for metadata.<member>. */
+const cJSON *store__obj_meta_peek(const struct store_obj *o, const char *member, cJSON **tmp);
 /* The value of member outer (and inside it, of inner when not NULL) of the JSON object
  * text[0..len): its first byte and *vlen, or NULL when absent or the text ends first. */
 const char *store__text_member(const char *text, size_t len, const char *outer,
@@ -223,8 +225,11 @@ size_t store__zdict_bytes(const struct store_zdict *zd);
 struct store_zdict *store__zdict_build(const struct stype *t);
 /* text[0..len) compressed with zd into a new block with extra bytes of room after the
  * frame (*zlen bytes). NULL on ENOMEM or when the frame would not be smaller. */
-char *store__ztext_compress(const struct store_zdict *zd, const char *text, size_t len,
+char *store__ztext_compress(struct store_zdict *zd, const char *text, size_t len,
                             size_t extra, size_t *zlen);
+/* Decompressions of stored text, process-wide: a thread that asks for the text it was
+ * last given, or last compressed, is not counted (ztext.c keeps that text). */
+uint64_t store__text_decompressions(void);
 /* A hash of metadata.<member> of obj (0 when absent): equal members hash equal. */
 uint64_t store__obj_meta_hash(const cJSON *obj, const char *member);
 

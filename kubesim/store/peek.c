@@ -6,7 +6,7 @@
  * whole object (a Pod of 10 KB with its managedFields) to read metadata.labels, and
  * rayop's and KubeRay's Pod informers both watch with a selector. This finds the
  * labels' bytes in the text with a scanner that only skips over values, and parses
- * those bytes alone.
+ * those bytes alone. The GC reads a dependent's ownerReferences the same way.
  *
  * The scanner walks any JSON text bounded by its length (no recursion, no reads past
  * the end). Member names are compared byte for byte: the store's printer escapes no
@@ -116,7 +116,7 @@ const char *store__text_member(const char *text, size_t len, const char *outer,
     return v;
 }
 
-const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp)
+const cJSON *store__obj_meta_peek(const struct store_obj *o, const char *member, cJSON **tmp)
 {
     const cJSON *t = store__obj_tree_at_hand(o);
     const char *text, *v;
@@ -125,12 +125,20 @@ const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp)
     *tmp = NULL;
     if (t)
         return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "metadata"),
-                                                "labels");
+                                                member);
     if (!(text = store_obj_text(o)) ||
-        !(v = store__text_member(text, o->len, "metadata", "labels", &n)))
+        !(v = store__text_member(text, o->len, "metadata", member, &n)))
         return NULL;
-    atomic_fetch_add_explicit(&label_peeks, 1, memory_order_relaxed);
     return *tmp = cJSON_ParseWithLength(v, n);
+}
+
+const cJSON *store__obj_labels_peek(const struct store_obj *o, cJSON **tmp)
+{
+    const cJSON *l = store__obj_meta_peek(o, "labels", tmp);
+
+    if (*tmp)
+        atomic_fetch_add_explicit(&label_peeks, 1, memory_order_relaxed);
+    return l;
 }
 
 uint64_t store__label_peeks(void)

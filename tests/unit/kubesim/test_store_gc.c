@@ -5,7 +5,10 @@
  * Events expiring event_ttl_ms after their last write. */
 #include "tests/unit/kubesim/store_testlib.h"
 
+#include "kubesim/store/internal.h"
+
 #include <dirent.h>
+#include <string.h>
 #include <time.h>
 
 static struct store *S;
@@ -544,6 +547,40 @@ static void test_event_ttl_survives_restart(void **state)
 }
 
 /* The collector's thread carries a name, so profiles and /proc/PID/task show it. */
+/* A text-only dependent (a Pod) is checked by reading its ownerReferences alone: no
+ * whole object is parsed for dependents whose owners are alive, and one whose owner is
+ * gone is still collected. */
+static void test_dependents_checked_without_parsing(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_obj *owner = make("default", "owner", 0, NULL, NULL, NULL);
+    struct store_status st = { 0 };
+    struct store_obj *o = NULL;
+    uint64_t before;
+    char meta[400];
+
+    (void)state;
+    settle();
+    snprintf(meta, sizeof(meta), ",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":"
+             "\"ConfigMap\",\"name\":\"owner\",\"uid\":\"%s\"}]", owner->uid);
+    before = store__text_parses();
+    for (int i = 0; i < 40; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "p%d", i);
+        store_obj_unref(tl_create(S, pods, "default", tl_pod(name, meta)));
+    }
+    settle();
+    assert_int_equal(store__text_parses() - before, 0);
+    assert_int_equal(store_get(S, pods, "default", "p39", &o, &st), 0);
+    store_obj_unref(o);
+
+    del("owner", "Background", true);
+    settle();
+    assert_int_not_equal(store_get(S, pods, "default", "p39", &o, &st), 0);
+    store_status_clear(&st);
+    store_obj_unref(owner);
+}
+
 static void test_gc_thread_named(void **state)
 {
     bool found = false;
@@ -580,6 +617,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_event_ignores_policy, setup, teardown),
         cmocka_unit_test(test_event_ttl),
         cmocka_unit_test(test_event_ttl_survives_restart),
+        cmocka_unit_test_setup_teardown(test_dependents_checked_without_parsing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gc_thread_named, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,6 +266,65 @@ static void test_watch_filter_parses_no_object(void **state)
     sel_free(none);
 }
 
+/* A Pod kept compressed is decompressed once per thread for what a label-selector
+ * watch does with it (its labels read, then the object written out), and not at all
+ * for the writer's reply, which is the text the commit has just compressed. */
+static void test_compressed_text_decompressed_once(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    struct store_status st = { 0 };
+    struct store_watch *w;
+    struct store_obj *o = NULL, *z = NULL;
+    struct store_event ev;
+    struct sel *sel = NULL;
+    struct buf b = { 0 };
+    char err[128], from[24];
+    const char *body;
+    uint64_t before;
+
+    (void)state;
+    /* enough Pods for the type's dictionary: from then on each is kept compressed */
+    for (int i = 0; i < 20; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "z%d", i);
+        store_obj_unref(tl_create(S, pods, "default", tl_pod(name, ",\"labels\":{\"app\":\"x\"}")));
+    }
+    snprintf(from, sizeof(from), "%llu", (unsigned long long)store_current_rv(S));
+    assert_int_equal(sel_parse("app=x", &sel, err, sizeof(err)), 0);
+    struct store_watch_opts wo = { .labels = sel, .resource_version = from };
+    assert_int_equal(store_watch_open(S, pods, "default", &wo, &w, &st), 0);
+
+    body = "{\"metadata\":{\"annotations\":{\"n\":\"1\"}}}";
+    before = store__text_decompressions();
+    assert_int_equal(store_patch(S, pods, "default", "z19", NULL, PATCH_MERGE, body, strlen(body),
+                                 NULL, &o, NULL, &st), 0);
+    assert_true(o->zlen > 0);
+    assert_non_null(strstr(store_obj_text(o), "\"n\":\"1\""));   /* the reply */
+    assert_int_equal(store__text_decompressions() - before, 0);
+
+    /* as a watching thread that has not seen z19's new snapshot: another write and
+     * another text since */
+    body = "{\"metadata\":{\"annotations\":{\"n\":\"2\"}}}";
+    assert_int_equal(store_patch(S, pods, "default", "z0", NULL, PATCH_MERGE, body, strlen(body),
+                                 NULL, NULL, NULL, &st), 0);
+    assert_int_equal(store_get(S, pods, "default", "z18", &z, &st), 0);
+    assert_true(z->zlen > 0);
+    assert_non_null(store_obj_text(z));
+    store_obj_unref(z);
+    before = store__text_decompressions();
+    next(w, &ev);   /* its labels read */
+    assert_int_equal(ev.type, EV_MODIFIED);
+    assert_string_equal(ev.obj->name, "z19");
+    assert_int_equal(store_obj_text_append(ev.obj, &b), 0);   /* its bytes written */
+    assert_int_equal(store__text_decompressions() - before, 1);
+    assert_string_equal(b.data, store_obj_text(o));
+    store_event_clear(&ev);
+    store_obj_unref(o);
+    buf_free(&b);
+    store_watch_close(w);
+    sel_free(sel);
+}
+
 /* The watch window keeps replaced snapshots as text alone (their trees are 2-3x the
  * text), and a selector watch resumed over them sees the same events and bytes. */
 static void test_window_keeps_text_only(void **state)
@@ -608,6 +667,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_selector_transitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_selector_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_filter_parses_no_object, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compressed_text_decompressed_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_keeps_text_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_initial_events_and_bookmarks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_watcher_is_closed, setup, teardown),
