@@ -63,6 +63,7 @@ def main():
           (N, nodes, " ".join(ctl)), flush=True)
 
     s = Session(env)
+    cpu0 = dict(cpu_by_process(env))
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(8) as ex:
         codes = list(ex.map(lambda i: s.req("POST", env.rc_path("default"), cluster(i))[0], range(N)))
@@ -74,9 +75,13 @@ def main():
     ok, n_ready = wait_count(env, env.rc_path("default"),
                              lambda o: (o.get("status") or {}).get("state") == "ready", N, 900)
     t_ready = time.monotonic() - t0
+    spent = [(k, v - cpu0[k]) for k, v in cpu_by_process(env)]
     pods = len(env.items("/api/v1/namespaces/default/pods"))
     print("%s: %d of %d RayClusters ready %.1f s after the first create (%d Pods, %d Pod creates)" %
           ("ok" if ok else "TIMEOUT", n_ready, N, t_ready, pods, len(env.pod_creates())), flush=True)
+    print("CPU from the first create to all ready: %s; %.1f s in all, of %.1f s x %d cores" %
+          (", ".join("%s %.1f s" % kv for kv in spent), sum(v for _, v in spent), t_ready,
+           os.cpu_count() or 1), flush=True)
     if env.sim:
         # issue 18: kubesim's memory with every cluster, Pod, Service and Event in it
         rss, hwm = rss_mib(env.sim.pid, "VmHWM")
@@ -146,6 +151,17 @@ def print_memory(m):
         print("  %-34s %8.1f MiB" % (name, v / mib), flush=True)
     print("  counted %.1f MiB; in use but not counted %.1f MiB" %
           (m["countedBytes"] / mib, a["uncountedBytes"] / mib), flush=True)
+
+
+def cpu_by_process(env):
+    """[(process, CPU seconds so far)] for kubesim, rayop's two processes and this harness:
+    read at the first create and when the last cluster is ready, their differences say where
+    the ramp's time went (the issue asks whether kubesim, rayop or the harness)."""
+    own = os.times()
+    return [("kubesim", cpu_seconds(env.sim.pid) if env.sim else 0.0),
+            ("rayop watcher", cpu_seconds(env.procs["watcher"].pid)),
+            ("rayop controller", cpu_seconds(env.procs["ctl"].pid)),
+            ("harness", own.user + own.system)]
 
 
 def rss_mib(pid, second="RssAnon"):
