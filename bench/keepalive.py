@@ -2,7 +2,7 @@
 # create thousands of objects from a pool of threads (bench/raycluster_bench.py,
 # bench/peer.py). rclib.Env.req opens a connection per request (and against a real API
 # server, a TLS handshake): at 10,000 creates kubesim started a connection thread per
-# create, and creating took 10.7-13.1 s instead of 6.6-8.5 s, during the very seconds the
+# create, and creating took 10.7-13.1 s instead of 6.6-9.2 s, during the very seconds the
 # bench measures (docs/kubesim-cluster.md, eleventh round).
 import http.client
 import json
