@@ -132,9 +132,9 @@ def print_memory(m):
               (name, t["objects"], t["textBytes"] / mib, t["treeBytes"] / mib, t["ringOnlyObjects"],
                (t["ringOnlyTextBytes"] + t["ringOnlyTreeBytes"]) / mib), flush=True)
     a = m["malloc"]
-    print("  malloc: in use %.1f MiB, free in arenas %.1f MiB, mmapped %.1f MiB; RSS %.1f MiB" %
-          (a["inUseBytes"] / mib, a["freeBytes"] / mib, a["mmapBytes"] / mib, m["rssBytes"] / mib),
-          flush=True)
+    print("  %s: in use %.1f MiB, free in its arenas %.1f MiB, mapped %.1f MiB; RSS %.1f MiB" %
+          (a.get("allocator", "malloc"), a["inUseBytes"] / mib, a["freeBytes"] / mib,
+           a.get("mappedBytes", 0) / mib, m["rssBytes"] / mib), flush=True)
     if "countedBytes" not in m:
         return
     # every structure as malloc chunks: what is left over is what nothing counts
