@@ -393,7 +393,7 @@ int main(int argc, char **argv)
         return 2;
 
     raise_fd_limit();
-    /* On glibc's malloc (the sanitizer-free debug builds), connection threads allocate
+    /* On glibc's malloc (a `make HEAP=glibc` build), connection threads allocate
      * from their own arenas, which otherwise grow a page run at a time (sysmalloc +
      * mprotect showed up as ~20% of a create-heavy profile); grow them in large steps
      * and do not hand memory straight back. */
