@@ -82,6 +82,7 @@ def main():
     print("CPU from the first create to all ready: %s; %.1f s in all, of %.1f s x %d cores" %
           (", ".join("%s %.1f s" % kv for kv in spent), sum(v for _, v in spent), t_ready,
            os.cpu_count() or 1), flush=True)
+    print_work(env, "ctl", N)
     if env.sim:
         # issue 18: kubesim's memory with every cluster, Pod, Service and Event in it
         rss, hwm = rss_mib(env.sim.pid, "VmHWM")
@@ -118,6 +119,36 @@ def main():
         print("%s RSS %.1f MiB (private %.1f MiB; the cache segment is shared memory)" %
               ((name,) + rss_mib(env.procs[name].pid)), flush=True)
     return 0 if ok else 1
+
+
+def print_work(env, name, n):
+    """What the controller did to bring n clusters up, from its /metrics: a run that falls
+    behind may do more per cluster (conflicts, requeues, reads again), which its CPU shows."""
+    text = env.metrics_text(name)
+    if text is None:
+        print("controller work: /metrics unreachable", flush=True)
+        return
+    sums, reqs = {}, {}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        key, value = line.rsplit(" ", 1)
+        metric, _, labels = key.partition("{")
+        try:
+            v = float(value)
+        except ValueError:
+            continue
+        sums[metric] = sums.get(metric, 0.0) + v
+        if metric == "rest_client_requests_total":
+            lab = dict(kv.split("=", 1) for kv in labels.rstrip("}").split(",") if "=" in kv)
+            k = "%s %s" % (lab.get("method", "?").strip('"'), lab.get("code", "?").strip('"'))
+            reqs[k] = reqs.get(k, 0.0) + v
+    per = lambda m: sums.get(m, 0.0) / n
+    print("controller work per cluster: %.2f reconciles, %.2f errors, %.2f queue adds, %.2f retries; "
+          "requests per cluster: %s" %
+          (per("controller_runtime_reconcile_total"), per("controller_runtime_reconcile_errors_total"),
+           per("workqueue_adds_total"), per("workqueue_retries_total"),
+           ", ".join("%s %.2f" % (k, v / n) for k, v in sorted(reqs.items()))), flush=True)
 
 
 def print_memory(m):
