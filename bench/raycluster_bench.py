@@ -128,7 +128,7 @@ def print_work(env, name, n):
     if text is None:
         print("controller work: /metrics unreachable", flush=True)
         return
-    sums, reqs = {}, {}
+    sums, reqs, waits = {}, {}, {}
     for line in text.splitlines():
         if line.startswith("#") or " " not in line:
             continue
@@ -139,16 +139,26 @@ def print_work(env, name, n):
         except ValueError:
             continue
         sums[metric] = sums.get(metric, 0.0) + v
+        lab = dict(kv.split("=", 1) for kv in labels.rstrip("}").split(",") if "=" in kv)
         if metric == "rest_client_requests_total":
-            lab = dict(kv.split("=", 1) for kv in labels.rstrip("}").split(",") if "=" in kv)
             k = "%s %s" % (lab.get("method", "?").strip('"'), lab.get("code", "?").strip('"'))
             reqs[k] = reqs.get(k, 0.0) + v
+        elif metric in ("rest_client_rate_limiter_duration_seconds_sum",
+                        "rest_client_request_duration_seconds_sum"):
+            k = (metric, lab.get("verb", "?").strip('"'))
+            waits[k] = waits.get(k, 0.0) + v
     per = lambda m: sums.get(m, 0.0) / n
     print("controller work per cluster: %.2f reconciles, %.2f errors, %.2f queue adds, %.2f retries; "
           "requests per cluster: %s" %
           (per("controller_runtime_reconcile_total"), per("controller_runtime_reconcile_errors_total"),
            per("workqueue_adds_total"), per("workqueue_retries_total"),
            ", ".join("%s %.2f" % (k, v / n) for k, v in sorted(reqs.items()))), flush=True)
+    # a worker waiting for a token holds its key: the run's floor when the limiter is the bound
+    print("controller seconds in all, by verb: waiting for the client-side rate limiter %s; "
+          "in requests %s" %
+          tuple(", ".join("%s %.1f" % (verb, v) for (m, verb), v in sorted(waits.items()) if m == fam)
+                or "none" for fam in ("rest_client_rate_limiter_duration_seconds_sum",
+                                      "rest_client_request_duration_seconds_sum")), flush=True)
 
 
 def print_memory(m):
