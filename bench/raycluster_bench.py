@@ -5,6 +5,7 @@
 #   RC_BENCH_QPS       controller --qps (500; KubeRay's default is 100), burst = 2 x qps
 #   RC_BENCH_SECONDS   length of the converged-reconcile window (10)
 # Prints figures; exits 1 only if the clusters do not all become ready in 15 min.
+import calendar
 import concurrent.futures
 import os
 import sys
@@ -64,7 +65,7 @@ def main():
 
     s = Session(env)
     cpu0 = dict(cpu_by_process(env))
-    t0 = time.monotonic()
+    t0, wall0 = time.monotonic(), time.time()
     with concurrent.futures.ThreadPoolExecutor(8) as ex:
         codes = list(ex.map(lambda i: s.req("POST", env.rc_path("default"), cluster(i))[0], range(N)))
     t_created = time.monotonic() - t0
@@ -76,13 +77,15 @@ def main():
                              lambda o: (o.get("status") or {}).get("state") == "ready", N, 900)
     t_ready = time.monotonic() - t0
     spent = [(k, v - cpu0[k]) for k, v in cpu_by_process(env)]
-    pods = len(env.items("/api/v1/namespaces/default/pods"))
+    pod_items = env.items("/api/v1/namespaces/default/pods")
+    pods = len(pod_items)
     print("%s: %d of %d RayClusters ready %.1f s after the first create (%d Pods, %d Pod creates)" %
           ("ok" if ok else "TIMEOUT", n_ready, N, t_ready, pods, len(env.pod_creates())), flush=True)
     print("CPU from the first create to all ready: %s; %.1f s in all, of %.1f s x %d cores" %
           (", ".join("%s %.1f s" % kv for kv in spent), sum(v for _, v in spent), t_ready,
            os.cpu_count() or 1), flush=True)
     print_work(env, "ctl", N)
+    print_timeline(pod_items, env.items(env.rc_path("default")), wall0)
     if env.sim:
         # issue 18: kubesim's memory with every cluster, Pod, Service and Event in it
         rss, hwm = rss_mib(env.sim.pid, "VmHWM")
@@ -159,6 +162,34 @@ def print_work(env, name, n):
           tuple(", ".join("%s %.1f" % (verb, v) for (m, verb), v in sorted(waits.items()) if m == fam)
                 or "none" for fam in ("rest_client_rate_limiter_duration_seconds_sum",
                                       "rest_client_request_duration_seconds_sum")), flush=True)
+
+
+def print_timeline(pods, clusters, wall0):
+    """Where the run's time went, from the objects' own timestamps (whole seconds): per 10 s
+    since the first create, Pods created, scheduled and Ready, and clusters provisioned
+    (RayClusterProvisioned turned True). A stage that lags the one before it is the bound."""
+    def sec(ts):
+        try:
+            return calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")) - int(wall0)
+        except (TypeError, ValueError):
+            return None
+
+    def cond(o, kind):
+        for c in (o.get("status") or {}).get("conditions") or []:
+            if c.get("type") == kind and c.get("status") == "True":
+                return sec(c.get("lastTransitionTime"))
+        return None
+    stages = [("Pods created", [sec(p["metadata"].get("creationTimestamp")) for p in pods]),
+              ("scheduled", [cond(p, "PodScheduled") for p in pods]),
+              ("Ready", [cond(p, "Ready") for p in pods]),
+              ("clusters provisioned", [cond(c, "RayClusterProvisioned") for c in clusters])]
+    end = max([t for _, ts in stages for t in ts if t is not None] + [0])
+    rows = []
+    for lo in range(0, end + 1, 10):
+        rows.append("%3d-%3d s: %s" % (lo, lo + 10, ", ".join(
+            "%s %d" % (name, sum(1 for t in ts if t is not None and lo <= t < lo + 10))
+            for name, ts in stages)))
+    print("timeline:\n  " + "\n  ".join(rows), flush=True)
 
 
 def print_memory(m):
