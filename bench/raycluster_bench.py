@@ -93,8 +93,10 @@ def main():
         print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored; CPU %.1f s" %
               (rss, hwm, st.get("objects", 0), cpu_seconds(env.sim.pid)), flush=True)
         # where kubesim's CPU went: the cluster thread's share, and the stored texts parsed again
-        print("kubesim cluster thread CPU %.1f s; %d text parses" %
-              (cpu_seconds(env.sim.pid, "kubesim-cluster"), st.get("textParses", 0)), flush=True)
+        print("kubesim cluster thread CPU %.1f s (and %.1f s runnable, waiting for a core); "
+              "%d text parses" %
+              (cpu_seconds(env.sim.pid, "kubesim-cluster"), run_queue_seconds(env.sim.pid, "kubesim-cluster"),
+               st.get("textParses", 0)), flush=True)
         print_memory(env.req("GET", "/kubesim/memory")[1])
 
     # converged: a fresh controller whose idle requeue is 1 ms, so every key cycles
@@ -245,6 +247,22 @@ def rss_mib(pid, second="RssAnon"):
             if k in ("VmRSS", second):
                 vals[k] = int(v.split()[0]) / 1024.0
     return vals.get("VmRSS", 0.0), vals.get(second, 0.0)
+
+
+def run_queue_seconds(pid, thread):
+    """Seconds the threads named thread spent runnable but not running (schedstat's second
+    field): CPU the thread wanted and the machine's other threads had."""
+    base, total = "/proc/%d/task" % pid, 0
+    for t in os.listdir(base):
+        try:
+            with open(os.path.join(base, t, "comm")) as f:
+                if f.read().strip() != thread:
+                    continue
+            with open(os.path.join(base, t, "schedstat")) as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
 
 
 def cpu_seconds(pid, thread=None):
