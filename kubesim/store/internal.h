@@ -211,6 +211,11 @@ struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *
 /* The commit's last word on obj's writer tree (lock held, obj not yet published): a
  * text-only type lets it go, into the thread's tree scope when one is open. */
 void store__obj_settle(struct store_obj *o);
+/* Trees the commit handed from a writer outside any tree scope to the snapshot's first
+ * reader (obj.c), taken so far, process-wide; and the ones not yet taken, dropped
+ * (store_close). */
+uint64_t store__handoff_taken(void);
+void store__handoff_clear(void);
 /* The commit's first step (lock held, obj not yet published nor indexed: its names
  * move): a text-only type keeps obj's text compressed once t has a dictionary. */
 void store__obj_compact(struct stype *t, struct store_obj *o);

@@ -239,6 +239,123 @@ void store_tree_scope_forget(const struct store_obj *o)
         scope_drop(e);
 }
 
+/* ---- trees handed over (process-wide) ---- */
+
+/*
+ * A snapshot written outside any tree scope (a client's create or update, on an HTTP
+ * thread) is read next by the simulated cluster, which parsed its text again into its
+ * scope: every Pod rayop creates was parsed twice. The writer's packed tree is what
+ * that parse gives (a scope already keeps its own writer's trees), so the commit hands
+ * it over here and the first reader that parses the snapshot takes it instead.
+ *
+ * Bounded: a snapshot nobody reads (or read only after the cluster fell this far
+ * behind) has its tree freed, oldest first, once the trees held pass
+ * HANDOFF_MAX_BYTES. Each entry holds a reference to its snapshot, so the address
+ * it is found by is never another snapshot's.
+ */
+#define HANDOFF_MAX_BYTES (32u << 20)
+
+struct handoff {
+    const struct store_obj *o;
+    cJSON *tree;                /* packed: one block */
+    size_t bytes;               /* its allocation */
+    UT_hash_handle hh;          /* insertion order: the oldest first */
+};
+
+static pthread_mutex_t handoff_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct handoff *handoffs;        /* under handoff_mu */
+static size_t handoff_bytes;            /* under handoff_mu */
+static _Atomic size_t handoff_n;        /* read without the mutex by the early exit */
+static _Atomic unsigned long long handoff_taken;
+
+/* Hands o's packed tree (consumed on success) to the next reader. 0 or -ENOMEM. */
+static int handoff_put(const struct store_obj *o, cJSON *tree)
+{
+    struct handoff *h = malloc(sizeof(*h)), *old = NULL;
+
+    if (!h)
+        return -ENOMEM;
+    memset(h, 0, sizeof(*h));
+    h->o = store_obj_ref((struct store_obj *)o);
+    h->tree = tree;
+    h->bytes = malloc_usable_size(tree);
+    pthread_mutex_lock(&handoff_mu);
+    HASH_ADD_PTR(handoffs, o, h);
+    handoff_bytes += h->bytes;
+    atomic_fetch_add_explicit(&handoff_n, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&scopes_bytes, h->bytes + sizeof(*h), memory_order_relaxed);
+    if (handoff_bytes > HANDOFF_MAX_BYTES) {
+        old = handoffs;
+        HASH_DEL(handoffs, old);
+        handoff_bytes -= old->bytes;
+        atomic_fetch_sub_explicit(&handoff_n, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&handoff_mu);
+    if (old) {
+        atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&scopes_bytes, old->bytes + sizeof(*old),
+                                  memory_order_relaxed);
+        free(old->tree);
+        store_obj_unref((struct store_obj *)old->o);
+        free(old);
+    }
+    return 0;
+}
+
+/* o's tree handed over by its writer (the caller's now), or NULL. The caller holds a
+ * reference to o, so dropping the entry's never frees o. */
+static cJSON *handoff_take(const struct store_obj *o)
+{
+    struct handoff *h = NULL;
+    cJSON *t;
+
+    if (!atomic_load_explicit(&handoff_n, memory_order_relaxed))
+        return NULL;
+    pthread_mutex_lock(&handoff_mu);
+    HASH_FIND_PTR(handoffs, &o, h);
+    if (h) {
+        HASH_DEL(handoffs, h);
+        handoff_bytes -= h->bytes;
+        atomic_fetch_sub_explicit(&handoff_n, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&handoff_mu);
+    if (!h)
+        return NULL;
+    atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&scopes_bytes, h->bytes + sizeof(*h), memory_order_relaxed);
+    atomic_fetch_add_explicit(&handoff_taken, 1, memory_order_relaxed);
+    t = h->tree;
+    store_obj_unref((struct store_obj *)h->o);
+    free(h);
+    return t;
+}
+
+uint64_t store__handoff_taken(void)
+{
+    return atomic_load_explicit(&handoff_taken, memory_order_relaxed);
+}
+
+void store__handoff_clear(void)
+{
+    struct handoff *h, *tmp, *all;
+
+    pthread_mutex_lock(&handoff_mu);
+    all = handoffs;
+    handoffs = NULL;
+    handoff_bytes = 0;
+    atomic_store_explicit(&handoff_n, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&handoff_mu);
+    HASH_ITER(hh, all, h, tmp) {
+        HASH_DEL(all, h);
+        atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&scopes_bytes, h->bytes + sizeof(*h), memory_order_relaxed);
+        free(h->tree);
+        store_obj_unref((struct store_obj *)h->o);
+        free(h);
+    }
+}
+
 /* A tree packed into one block, fieldsV1 compacted; json is consumed. */
 static cJSON *tree_pack(cJSON *json)
 {
@@ -404,7 +521,7 @@ const cJSON *store_obj_json(const struct store_obj *o)
         /* packed like a kept tree: a trim then frees one block per tree, where freeing
          * 512 loose trees of hundreds of nodes each overflowed malloc's thread cache and
          * made malloc_consolidate and free half of kubesim's CPU */
-        if (!(parsed = parse_text(o)) || !(t = tree_pack(parsed)))
+        if (!(t = handoff_take(o)) && (!(parsed = parse_text(o)) || !(t = tree_pack(parsed))))
             return NULL;
         if (scope_put(o, t)) {
             free(t);
@@ -412,7 +529,7 @@ const cJSON *store_obj_json(const struct store_obj *o)
         }
         return t;
     }
-    if (!(parsed = parse_text(o)) || !(t = tree_pack(parsed)))
+    if (!(t = handoff_take(o)) && (!(parsed = parse_text(o)) || !(t = tree_pack(parsed))))
         return NULL;
     /* the snapshot is shared: another reader may have parsed it first */
     if (!__atomic_compare_exchange_n(&((struct store_obj *)o)->tree, &expect, t, false,
@@ -546,9 +663,10 @@ uint64_t store__obj_meta_hash(const cJSON *obj, const char *member)
 
 /* A text-only type's snapshot drops the tree its writer built: called by the commit
  * before obj is published, when only the writing thread has used that tree. A writer
- * inside a tree scope (the simulated cluster) keeps it there for what it reads next,
- * except an Event's: no writer reads its Events back, and four per Pod would crowd the
- * Pods out of a trimmed scope. */
+ * inside a tree scope (the simulated cluster) keeps it there for what it reads next;
+ * another hands it over to whoever reads the snapshot first (the cluster). Not an
+ * Event's: no one reads Events back as they are written, and four per Pod would crowd
+ * the Pods out of a trimmed scope. */
 void store__obj_settle(struct store_obj *o)
 {
     bool event = store__events_v1(o->res) || (!o->res->group[0] && !strcmp(o->res->plural, "events"));
@@ -556,7 +674,7 @@ void store__obj_settle(struct store_obj *o)
     if (!text_only(o->res))
         return;
     if (o->tree) {
-        if (!scope_depth || event || scope_put(o, o->tree))
+        if (event || (scope_depth ? scope_put(o, o->tree) : handoff_put(o, o->tree)))
             free(o->tree);
         o->tree = NULL;
     }

@@ -1676,6 +1676,44 @@ static void test_tree_scope_forget(void **state)
     store_obj_unref(b);
 }
 
+/* A snapshot written outside any scope (a client's create, on an HTTP thread) hands its
+ * writer's tree to the first reader that would parse it (the simulated cluster): no
+ * second parse, and the tree is what parsing the stored text gives, resourceVersion
+ * included. An Event is not handed over, and a tree goes to one reader only. */
+static void test_tree_handoff(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    const struct reg_resource *events = tl_res(S, "", "v1", "events");
+    struct store_obj *p = tl_create(S, pods, "default", tl_pod("h1", ",\"labels\":{\"a\":\"b\"}"));
+    struct store_obj *ev = tl_create(S, events, "default",
+                                     tl_json("{\"metadata\":{\"name\":\"e1\"},"
+                                             "\"involvedObject\":{\"kind\":\"Pod\","
+                                             "\"name\":\"h1\"},\"reason\":\"X\"}"));
+    uint64_t parses = store__text_parses(), taken = store__handoff_taken();
+    cJSON *want = cJSON_Parse(store_obj_text(p));
+    const cJSON *t;
+
+    (void)state;
+    assert_false(has_tree(p));
+    store_tree_scope_begin();
+    assert_non_null(t = store_obj_json(p));
+    assert_int_equal(store__text_parses(), parses);      /* the writer's tree */
+    assert_int_equal(store__handoff_taken(), taken + 1);
+    assert_true(json_equal(t, want));
+    assert_string_equal(tl_str(t, "metadata.resourceVersion"), tl_str(want, "metadata.resourceVersion"));
+    assert_non_null(store_obj_json(ev));
+    assert_int_equal(store__text_parses(), parses + 1);  /* an Event's was not kept */
+    store_tree_scope_end();
+    store_tree_scope_begin();
+    assert_non_null(t = store_obj_json(p));              /* taken once: parsed now */
+    assert_int_equal(store__text_parses(), parses + 2);
+    assert_true(json_equal(t, want));
+    store_tree_scope_end();
+    cJSON_Delete(want);
+    store_obj_unref(ev);
+    store_obj_unref(p);
+}
+
 /* store__text_member finds a member's bytes in any JSON text without reading past it. */
 static void test_text_member(void **state)
 {
@@ -1734,6 +1772,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tree_scope, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope_trim_keeps_recent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope_forget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tree_handoff, setup, teardown),
         cmocka_unit_test(test_text_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
