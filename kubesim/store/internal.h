@@ -216,8 +216,11 @@ void store__obj_settle(struct store_obj *o);
  * (store_close). */
 uint64_t store__handoff_taken(void);
 void store__handoff_clear(void);
+/* Bytes of the Pods' texts kept plain while they are rewritten (obj.c), process-wide. */
+size_t store__fresh_bytes(void);
 /* The commit's first step (lock held, obj not yet published nor indexed: its names
- * move): a text-only type keeps obj's text compressed once t has a dictionary. */
+ * move): a text-only type keeps obj's text compressed once t has a dictionary, but
+ * for a fresh Pod's (see obj.c). */
 void store__obj_compact(struct stype *t, struct store_obj *o);
 
 /* ---- compressed text (ztext.c) ---- */
@@ -440,5 +443,9 @@ int store_wait_gc_idle(struct store *s, int timeout_ms);
 /* Called with the would-be object's name when a write starts its validation (write.c),
  * NULL in production: a test blocks a write there to show what that phase holds. */
 extern void (*store__test_prepare_hook)(const char *name);
+
+/* The bytes of fresh Pods' text kept plain at most (obj.c): a test of compression sets
+ * 0 so that its Pending Pods are compressed at once. */
+extern size_t store__fresh_max_bytes;
 
 #endif

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct store_obj *store_obj_ref(struct store_obj *o)
 {
@@ -27,10 +28,15 @@ struct store_obj *store_obj_ref(struct store_obj *o)
     return o;
 }
 
+/* Bytes of the fresh snapshots kept plain (store__obj_compact), process-wide. */
+static _Atomic size_t fresh_bytes;
+
 void store_obj_unref(struct store_obj *o)
 {
     if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    if (o->fresh)
+        atomic_fetch_sub_explicit(&fresh_bytes, o->len + 1, memory_order_relaxed);
     free(__atomic_load_n(&o->tree, __ATOMIC_ACQUIRE));
     free((char *)o->blob);
     store__zdict_unref(o->zd);
@@ -680,6 +686,53 @@ void store__obj_settle(struct store_obj *o)
     }
 }
 
+/*
+ * A Pod is written four or five times within seconds of its creation (created, bound,
+ * scheduled, ContainerCreating, Running and Ready), and each of those texts but the
+ * last is superseded at once: compressing them was a tenth of the cluster thread's
+ * CPU. A Pod still Pending and created less than FRESH_MAX_AGE_S ago keeps its text
+ * plain; the write that makes it Running (or ends it) is compressed as before. Bounded:
+ * past store__fresh_max_bytes of such texts alive (a Pod that stays Pending, the watch
+ * window's copies), they are compressed too.
+ */
+size_t store__fresh_max_bytes = 64u << 20;
+#define FRESH_MAX_AGE_S 60
+
+/* The creationTimestamp FRESH_MAX_AGE_S ago, as RFC 3339 text (which sorts as time
+ * does); renewed once a second per thread. */
+static const char *fresh_since(void)
+{
+    static _Thread_local char since[32];
+    static _Thread_local time_t at;
+    time_t now = time(NULL), then = now - FRESH_MAX_AGE_S;
+    struct tm tm;
+
+    if (now != at && gmtime_r(&then, &tm)) {
+        strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        at = now;
+    }
+    return since;
+}
+
+static bool fresh_pod(const struct store_obj *o)
+{
+    const cJSON *t = o->tree, *md, *status, *ct;
+    const char *phase;
+
+    if (!t || !o->res->builtin || o->res->group[0] || strcmp(o->res->plural, "pods"))
+        return false;
+    status = cJSON_GetObjectItemCaseSensitive(t, "status");
+    phase = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(status, "phase"));
+    if (phase && strcmp(phase, "Pending"))
+        return false;
+    md = cJSON_GetObjectItemCaseSensitive(t, "metadata");
+    ct = cJSON_GetObjectItemCaseSensitive(md, "creationTimestamp");
+    if (!cJSON_IsString(ct) || strcmp(ct->valuestring, fresh_since()) < 0)
+        return false;
+    return atomic_load_explicit(&fresh_bytes, memory_order_relaxed) + o->len + 1 <=
+           store__fresh_max_bytes;
+}
+
 void store__obj_compact(struct stype *t, struct store_obj *o)
 {
     if (!text_only(o->res))
@@ -689,6 +742,17 @@ void store__obj_compact(struct stype *t, struct store_obj *o)
         t->zd = store__zdict_build(t);
         t->zd_tried = true;
     }
-    if (t->zd)
-        obj_compress(o, t->zd);
+    if (!t->zd || o->zlen || o->fresh)
+        return;
+    if (fresh_pod(o)) {
+        o->fresh = true;
+        atomic_fetch_add_explicit(&fresh_bytes, o->len + 1, memory_order_relaxed);
+        return;
+    }
+    obj_compress(o, t->zd);
+}
+
+size_t store__fresh_bytes(void)
+{
+    return atomic_load_explicit(&fresh_bytes, memory_order_relaxed);
 }
