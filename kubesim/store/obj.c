@@ -248,23 +248,28 @@ void store_tree_scope_forget(const struct store_obj *o)
 /* ---- trees handed over (process-wide) ---- */
 
 /*
- * A snapshot written outside any tree scope (a client's create or update, on an HTTP
- * thread) is read next by the simulated cluster, which parsed its text again into its
- * scope: every Pod rayop creates was parsed twice. The writer's packed tree is what
+ * A Pod or Service written outside any tree scope (a client's create or update, on an
+ * HTTP thread) is read next by the simulated cluster, which parsed its text again into
+ * its scope: every Pod rayop creates was parsed twice. The writer's packed tree is what
  * that parse gives (a scope already keeps its own writer's trees), so the commit hands
- * it over here and the first reader that parses the snapshot takes it instead.
+ * it over here and the first reader that parses the snapshot takes it instead. Other
+ * types are not read back on every change (rayop's RayCluster status writes would only
+ * crowd the Pods out).
  *
- * Bounded: a snapshot nobody reads (or read only after the cluster fell this far
- * behind) has its tree freed, oldest first, once the trees held pass
- * HANDOFF_MAX_BYTES. Each entry holds a reference to its snapshot, so the address
- * it is found by is never another snapshot's.
+ * Bounded to HANDOFF_MAX_BYTES of trees. The cluster reads changes in commit order, so
+ * when it is behind, the oldest trees are the next it takes: a full handoff refuses new
+ * trees rather than dropping the old ones, except ones older than HANDOFF_MAX_AGE_S
+ * (nobody is coming for those). Each entry holds a reference to its snapshot, so the
+ * address it is found by is never another snapshot's.
  */
 #define HANDOFF_MAX_BYTES (32u << 20)
+#define HANDOFF_MAX_AGE_S 30
 
 struct handoff {
     const struct store_obj *o;
     cJSON *tree;                /* packed: one block */
     size_t bytes;               /* its allocation */
+    time_t at;                  /* when it was handed over (monotonic) */
     UT_hash_handle hh;          /* insertion order: the oldest first */
 };
 
@@ -274,39 +279,67 @@ static size_t handoff_bytes;            /* under handoff_mu */
 static _Atomic size_t handoff_n;        /* read without the mutex by the early exit */
 static _Atomic unsigned long long handoff_taken;
 
-/* Hands o's packed tree (consumed on success) to the next reader. 0 or -ENOMEM. */
+static void handoff_free(struct handoff *h)
+{
+    atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&scopes_bytes, h->bytes + sizeof(*h), memory_order_relaxed);
+    free(h->tree);
+    store_obj_unref((struct store_obj *)h->o);
+    free(h);
+}
+
+static bool handed_over(const struct reg_resource *res)
+{
+    return res->builtin && !res->group[0] &&
+           (!strcmp(res->plural, "pods") || !strcmp(res->plural, "services"));
+}
+
+/* Hands o's packed tree (consumed on success) to the next reader. 0, -ENOSPC (full) or
+ * -ENOMEM. */
 static int handoff_put(const struct store_obj *o, cJSON *tree)
 {
-    struct handoff *h = malloc(sizeof(*h)), *old = NULL;
+    struct handoff *h, *stale = NULL, *old;
+    struct timespec now;
+    size_t bytes = malloc_usable_size(tree);
 
-    if (!h)
-        return -ENOMEM;
-    memset(h, 0, sizeof(*h));
-    h->o = store_obj_ref((struct store_obj *)o);
-    h->tree = tree;
-    h->bytes = malloc_usable_size(tree);
+    clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&handoff_mu);
-    HASH_ADD_PTR(handoffs, o, h);
-    handoff_bytes += h->bytes;
-    atomic_fetch_add_explicit(&handoff_n, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&scopes_trees, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&scopes_bytes, h->bytes + sizeof(*h), memory_order_relaxed);
-    if (handoff_bytes > HANDOFF_MAX_BYTES) {
+    while (handoff_bytes + bytes > HANDOFF_MAX_BYTES && handoffs &&
+           handoffs->at + HANDOFF_MAX_AGE_S <= now.tv_sec) {
         old = handoffs;
         HASH_DEL(handoffs, old);
         handoff_bytes -= old->bytes;
         atomic_fetch_sub_explicit(&handoff_n, 1, memory_order_relaxed);
+        old->hh.next = stale;   /* freed outside the mutex */
+        stale = old;
+    }
+    if (handoff_bytes + bytes > HANDOFF_MAX_BYTES) {
+        pthread_mutex_unlock(&handoff_mu);
+        h = NULL;
+        goto out;
     }
     pthread_mutex_unlock(&handoff_mu);
-    if (old) {
-        atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&scopes_bytes, old->bytes + sizeof(*old),
-                                  memory_order_relaxed);
-        free(old->tree);
-        store_obj_unref((struct store_obj *)old->o);
-        free(old);
+    if (!(h = malloc(sizeof(*h))))
+        goto out;
+    memset(h, 0, sizeof(*h));
+    h->o = store_obj_ref((struct store_obj *)o);
+    h->tree = tree;
+    h->bytes = bytes;
+    h->at = now.tv_sec;
+    atomic_fetch_add_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&scopes_bytes, bytes + sizeof(*h), memory_order_relaxed);
+    pthread_mutex_lock(&handoff_mu);
+    HASH_ADD_PTR(handoffs, o, h);
+    handoff_bytes += bytes;
+    atomic_fetch_add_explicit(&handoff_n, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&handoff_mu);
+out:
+    while (stale) {
+        old = stale;
+        stale = old->hh.next;
+        handoff_free(old);
     }
-    return 0;
+    return h ? 0 : -ENOSPC;
 }
 
 /* o's tree handed over by its writer (the caller's now), or NULL. The caller holds a
@@ -328,12 +361,10 @@ static cJSON *handoff_take(const struct store_obj *o)
     pthread_mutex_unlock(&handoff_mu);
     if (!h)
         return NULL;
-    atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&scopes_bytes, h->bytes + sizeof(*h), memory_order_relaxed);
     atomic_fetch_add_explicit(&handoff_taken, 1, memory_order_relaxed);
     t = h->tree;
-    store_obj_unref((struct store_obj *)h->o);
-    free(h);
+    h->tree = NULL;
+    handoff_free(h);
     return t;
 }
 
@@ -354,11 +385,7 @@ void store__handoff_clear(void)
     pthread_mutex_unlock(&handoff_mu);
     HASH_ITER(hh, all, h, tmp) {
         HASH_DEL(all, h);
-        atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&scopes_bytes, h->bytes + sizeof(*h), memory_order_relaxed);
-        free(h->tree);
-        store_obj_unref((struct store_obj *)h->o);
-        free(h);
+        handoff_free(h);
     }
 }
 
@@ -670,7 +697,7 @@ uint64_t store__obj_meta_hash(const cJSON *obj, const char *member)
 /* A text-only type's snapshot drops the tree its writer built: called by the commit
  * before obj is published, when only the writing thread has used that tree. A writer
  * inside a tree scope (the simulated cluster) keeps it there for what it reads next;
- * another hands it over to whoever reads the snapshot first (the cluster). Not an
+ * another hands a Pod's or Service's over to whoever reads it first (the cluster). Not an
  * Event's: no one reads Events back as they are written, and four per Pod would crowd
  * the Pods out of a trimmed scope. */
 void store__obj_settle(struct store_obj *o)
@@ -680,7 +707,8 @@ void store__obj_settle(struct store_obj *o)
     if (!text_only(o->res))
         return;
     if (o->tree) {
-        if (event || (scope_depth ? scope_put(o, o->tree) : handoff_put(o, o->tree)))
+        if (event || (scope_depth ? scope_put(o, o->tree) :
+                      !handed_over(o->res) || handoff_put(o, o->tree)))
             free(o->tree);
         o->tree = NULL;
     }
