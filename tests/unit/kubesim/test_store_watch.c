@@ -5,6 +5,7 @@
 #include "tests/unit/kubesim/store_testlib.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "kubesim/store/internal.h"
@@ -659,6 +660,62 @@ static void test_throughput(void **state)
                   (double)(util_now_ns() - t0) / 1e6);
 }
 
+/* A lone watcher of a type (an operator's informer) that reads a stream of 2,500
+ * events/s: each event had a wake-up (and a TCP send) of its own; now a linger's
+ * worth comes in one. The writer's pace shapes the stream; nothing waits on it. */
+struct stream_arg {
+    struct store_watch *w;
+    int n, got;
+    long switches;
+};
+
+static void *stream_reader(void *p)
+{
+    struct stream_arg *a = p;
+    struct rusage r0, r1;
+
+    getrusage(RUSAGE_THREAD, &r0);
+    while (a->got < a->n) {
+        struct store_event ev;
+        if (store_watch_next(a->w, 5000, &ev))
+            break;
+        if (ev.type == EV_ADDED)
+            a->got++;
+        store_event_clear(&ev);
+    }
+    getrusage(RUSAGE_THREAD, &r1);
+    a->switches = r1.ru_nvcsw - r0.ru_nvcsw;
+    return NULL;
+}
+
+static void test_lone_watcher_stream_batched(void **state)
+{
+    struct store_watch_opts wo = { .resource_version = NULL };
+    struct stream_arg a = { .n = 400 };
+    struct store_status st = { 0 };
+    char rv[32];
+    pthread_t t;
+
+    (void)state;
+    snprintf(rv, sizeof(rv), "%llu", (unsigned long long)store_current_rv(S));
+    wo.resource_version = rv;
+    assert_int_equal(store_watch_open(S, cms(), "default", &wo, &a.w, &st), 0);
+    assert_int_equal(pthread_create(&t, NULL, stream_reader, &a), 0);
+    for (int i = 0; i < a.n; i++) {
+        struct timespec pace = { 0, 400000L };
+        char name[32];
+        snprintf(name, sizeof(name), "s%d", i);
+        put_cm(name, NULL);
+        nanosleep(&pace, NULL);
+    }
+    pthread_join(t, NULL);
+    store_watch_close(a.w);
+    assert_int_equal(a.got, a.n);
+    print_message("lone watcher: %d events in %ld wake-ups\n", a.got, a.switches);
+    /* one wake-up per event before; a 2 ms linger holds about 5 of them */
+    assert_true(a.switches < a.n / 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +730,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slow_watcher_is_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watch_delay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subscribers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lone_watcher_stream_batched, setup_big, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_writers_and_watchers, setup_big, teardown),
         cmocka_unit_test_setup_teardown(test_throughput, setup_big, teardown),
     };
