@@ -35,14 +35,17 @@
 #define WATCH_LINGER_NS 2000000L
 #define WATCH_STREAM_NS WATCH_LINGER_NS
 #define WATCH_LINGER_FANOUT 8
-/* Any watcher, however few share its type, also lingers while its own stream runs
- * at WATCH_LINGER_MIN_EVENTS or more per linger (1,000 events/s: its last batch's
- * events over the time since the batch before): an operator's Pod informer at
- * 10,000 RayClusters gets about 2,000 events/s, and took each in a wake-up and a
- * TCP send of its own, on both sides. Such a watcher sleeps the linger before it
- * waits too, so a batch costs one wake-up instead of two. At most one linger per
- * refill, so an event is held back at most WATCH_LINGER_NS; a slower stream, and so
- * a lone event, is not held back at all. */
+/* Any watcher, however few share its type, also lingers while its own stream runs:
+ * its last batch found WATCH_LINGER_MIN_EVENTS or more events waiting, or events
+ * that came while it was away sending the batch before, at a rate of
+ * WATCH_LINGER_MIN_EVENTS per linger or more (1,000 events/s: the batch's events
+ * over the time since the batch before). An operator's Pod informer at 10,000 RayClusters gets
+ * about 2,000 events/s and took each in a wake-up and a TCP send of its own, on both
+ * sides. Such a watcher sleeps the linger before it waits too, so a batch costs one
+ * wake-up instead of two. At most one linger per refill, so an event is held back at
+ * most WATCH_LINGER_NS. A client that waits for each event before it writes the next
+ * (one event per batch however fast, none while the batch before is sent) is never
+ * held back, nor is a slower stream or a lone event. */
 #define WATCH_LINGER_MIN_EVENTS 2
 
 struct store_watch {
@@ -318,11 +321,12 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
 {
     struct stype *t = w->t;
     unsigned delay = atomic_load(&w->s->watch_delay_ms);
-    bool lingered = false;
+    bool lingered = false, came_away;
     int rc = -ETIMEDOUT;
 
     *bookmark_rv = 0;
     pthread_mutex_lock(&t->wmu);
+    came_away = w->pos < t->tail;
     for (;;) {
         uint64_t now = util_now_ms(), wake = deadline;
         uint64_t committed;
@@ -375,7 +379,8 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
                 }
                 now_ns = util_now_ns();
                 took = w->nb - took;
-                w->streaming = took * (uint64_t)WATCH_LINGER_NS >=
+                w->streaming = (came_away || took >= WATCH_LINGER_MIN_EVENTS) &&
+                               took * (uint64_t)WATCH_LINGER_NS >=
                                WATCH_LINGER_MIN_EVENTS * (now_ns - w->last_take_ns);
                 w->last_take_ns = now_ns;
                 rc = 0;
