@@ -33,9 +33,11 @@
  * went back to sleep after each (at 10,000 RayClusters a quarter of its samples were
  * context switches). Woken from idle to a short queue, it first lets the queue fill
  * for GC_LINGER_NS, then takes up to GC_BATCH items under one hold of the store's
- * lock. Nothing waits on the collector that soon: the real one acts seconds later. */
+ * lock, which it lets go between items once it held it GC_HOLD_NS (writers wait on it).
+ * Nothing waits on the collector that soon: the real one acts seconds later. */
 #define GC_LINGER_NS 5000000L
 #define GC_BATCH 32
+#define GC_HOLD_NS 1000000L
 
 struct ev_expiry {
     struct ev_expiry *next;
@@ -575,6 +577,7 @@ static void *gc_main(void *arg)
     pthread_mutex_lock(&s->gc_mu);
     for (;;) {
         struct gc_item *batch, *it;
+        uint64_t held;
 
         /* Events to expire: looked at once a second (a TTL is minutes or hours),
          * busy or idle; under churn the work queue is rarely empty, and expiry
@@ -623,8 +626,16 @@ static void *gc_main(void *arg)
         /* the dependents and owners read here are mostly text-only snapshots */
         store_tree_scope_begin();
         pthread_rwlock_wrlock(&s->lock);
-        for (it = batch; it; it = it->next)
+        held = util_now_ns();
+        for (it = batch; it; it = it->next) {
+            if (util_now_ns() - held > GC_HOLD_NS) {
+                pthread_rwlock_unlock(&s->lock);
+                store__notify_drain(s);
+                pthread_rwlock_wrlock(&s->lock);
+                held = util_now_ns();
+            }
             gc_item_process(s, it);
+        }
         pthread_rwlock_unlock(&s->lock);
         store_tree_scope_end();
         store__notify_drain(s);
