@@ -36,16 +36,16 @@
 #define WATCH_STREAM_NS WATCH_LINGER_NS
 #define WATCH_LINGER_FANOUT 8
 /* Any watcher, however few share its type, also lingers while its own stream runs:
- * its last batch found WATCH_LINGER_MIN_EVENTS or more events waiting, or events
- * that came while it was away sending the batch before, at a rate of
- * WATCH_LINGER_MIN_EVENTS per linger or more (1,000 events/s: the batch's events
- * over the time since the batch before). An operator's Pod informer at 10,000 RayClusters gets
- * about 2,000 events/s and took each in a wake-up and a TCP send of its own, on both
- * sides. Such a watcher sleeps the linger before it waits too, so a batch costs one
- * wake-up instead of two. At most one linger per refill, so an event is held back at
- * most WATCH_LINGER_NS. A client that waits for each event before it writes the next
- * (one event per batch however fast, none while the batch before is sent) is never
- * held back, nor is a slower stream or a lone event. */
+ * its last batch found WATCH_LINGER_MIN_EVENTS or more events waiting, or events that
+ * came while it was away sending the batch before, at WATCH_LINGER_MIN_EVENTS per
+ * linger or more (1,000 events/s: the batch's events over the time since the batch
+ * before). An operator's Pod informer at 10,000 RayClusters gets about 2,000 events/s
+ * and took each in a wake-up and a TCP send of its own, on both sides. Such a watcher
+ * sleeps the linger before it waits too, so a batch costs one wake-up instead of two.
+ * At most one linger per refill, so an event is held back at most WATCH_LINGER_NS. A
+ * client that waits for each event before it writes the next (one event per batch
+ * however fast, none while the batch before is sent) is never held back, nor is a
+ * slower stream or a lone event. */
 #define WATCH_LINGER_MIN_EVENTS 2
 
 struct store_watch {
