@@ -199,6 +199,9 @@ const char *store__text_member(const char *text, size_t len, const char *outer,
                                const char *inner, size_t *vlen);
 /* Parses of stored text so far, in this process. */
 uint64_t store__text_parses(void);
+/* Lingers taken by watchers of few watchers' types on a stream of their own, process-wide
+ * (watch.c; the tests' handle on the heuristic). */
+uint64_t store__watch_stream_lingers(void);
 /* Parses of the labels alone (store__obj_labels_peek) so far, in this process. */
 uint64_t store__label_peeks(void);
 /* A copy of o without its tree (parsed again if read): what the watch window keeps

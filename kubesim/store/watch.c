@@ -48,6 +48,13 @@
  * slower stream or a lone event. */
 #define WATCH_LINGER_MIN_EVENTS 2
 
+static _Atomic uint64_t stream_lingers;
+
+uint64_t store__watch_stream_lingers(void)
+{
+    return atomic_load_explicit(&stream_lingers, memory_order_relaxed);
+}
+
 struct store_watch {
     struct store *s;
     struct stype *t;
@@ -348,6 +355,7 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
              * one wake-up */
             struct timespec ln = { 0, WATCH_LINGER_NS };
             lingered = true;
+            atomic_fetch_add_explicit(&stream_lingers, 1, memory_order_relaxed);
             pthread_mutex_unlock(&t->wmu);
             nanosleep(&ln, NULL);
             pthread_mutex_lock(&t->wmu);
