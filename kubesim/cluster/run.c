@@ -585,6 +585,17 @@ static void fire_timer(struct cluster *c, struct cl_timer *t)
         cluster__kubelet_timer(c, p, t->kind);
 }
 
+/* Fires up to max timers that are due, the earliest first. */
+static void fire_due(struct cluster *c, int max)
+{
+    for (int n = 0; n < max && c->nheap && c->heap[0].due_ms <= util_now_ms(); n++) {
+        struct cl_timer t = heap_pop(c);
+        fire_timer(c, &t);
+        free(t.key);
+        store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
+    }
+}
+
 static void deadline_of(uint64_t due_ms, struct timespec *ts)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
@@ -657,19 +668,20 @@ static void *cluster_main(void *arg)
             store_obj_unref(o);
             store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
             /* a long queue is scheduled as it goes: a Pod bound after thousands of other
-             * events found its tree (parsed for its ADDED event) gone from the scope */
-            if ((i + 1) % CLUSTER_SCHED_EVERY == 0)
+             * events found its tree (parsed for its ADDED event) gone from the scope.
+             * The kubelets' due timers go as well: each Pod's start and Ready would
+             * otherwise wait for the whole batch, and while clients create Pods the
+             * batches never end (issue 18: Ready fell 30 s behind the creates, then came
+             * in a burst once they stopped) */
+            if ((i + 1) % CLUSTER_SCHED_EVERY == 0) {
                 cluster__schedule_pass(c);
+                fire_due(c, CLUSTER_SCHED_EVERY);
+            }
         }
         nbatch = 0;
         cluster__schedule_pass(c);
         /* bounded so that a burst of timers does not starve the queue */
-        for (int n = 0; n < 2000 && c->nheap && c->heap[0].due_ms <= util_now_ms(); n++) {
-            struct cl_timer t = heap_pop(c);
-            fire_timer(c, &t);
-            free(t.key);
-            store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
-        }
+        fire_due(c, 2000);
         cluster__jobs_sync(c);
         cluster__deploy_sync(c);
         if (c->certmgr_dirty)
