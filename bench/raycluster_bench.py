@@ -5,6 +5,7 @@
 #   RC_BENCH_QPS       controller --qps (500; KubeRay's default is 100), burst = 2 x qps
 #   RC_BENCH_SECONDS   length of the converged-reconcile window (10)
 # Prints figures; exits 1 only if the clusters do not all become ready in 15 min.
+import calendar
 import concurrent.futures
 import os
 import sys
@@ -64,7 +65,7 @@ def main():
 
     s = Session(env)
     cpu0 = dict(cpu_by_process(env))
-    t0 = time.monotonic()
+    t0, wall0 = time.monotonic(), time.time()
     with concurrent.futures.ThreadPoolExecutor(8) as ex:
         codes = list(ex.map(lambda i: s.req("POST", env.rc_path("default"), cluster(i))[0], range(N)))
     t_created = time.monotonic() - t0
@@ -76,12 +77,15 @@ def main():
                              lambda o: (o.get("status") or {}).get("state") == "ready", N, 900)
     t_ready = time.monotonic() - t0
     spent = [(k, v - cpu0[k]) for k, v in cpu_by_process(env)]
-    pods = len(env.items("/api/v1/namespaces/default/pods"))
+    pod_items = env.items("/api/v1/namespaces/default/pods")
+    pods = len(pod_items)
     print("%s: %d of %d RayClusters ready %.1f s after the first create (%d Pods, %d Pod creates)" %
           ("ok" if ok else "TIMEOUT", n_ready, N, t_ready, pods, len(env.pod_creates())), flush=True)
     print("CPU from the first create to all ready: %s; %.1f s in all, of %.1f s x %d cores" %
           (", ".join("%s %.1f s" % kv for kv in spent), sum(v for _, v in spent), t_ready,
            os.cpu_count() or 1), flush=True)
+    print_work(env, "ctl", N)
+    print_timeline(pod_items, env.items(env.rc_path("default")), wall0)
     if env.sim:
         # issue 18: kubesim's memory with every cluster, Pod, Service and Event in it
         rss, hwm = rss_mib(env.sim.pid, "VmHWM")
@@ -89,8 +93,10 @@ def main():
         print("kubesim RSS %.1f MiB (peak %.1f MiB) with %d objects stored; CPU %.1f s" %
               (rss, hwm, st.get("objects", 0), cpu_seconds(env.sim.pid)), flush=True)
         # where kubesim's CPU went: the cluster thread's share, and the stored texts parsed again
-        print("kubesim cluster thread CPU %.1f s; %d text parses" %
-              (cpu_seconds(env.sim.pid, "kubesim-cluster"), st.get("textParses", 0)), flush=True)
+        print("kubesim cluster thread CPU %.1f s (and %.1f s runnable, waiting for a core); "
+              "%d text parses" %
+              (cpu_seconds(env.sim.pid, "kubesim-cluster"), run_queue_seconds(env.sim.pid, "kubesim-cluster"),
+               st.get("textParses", 0)), flush=True)
         print_memory(env.req("GET", "/kubesim/memory")[1])
 
     # converged: a fresh controller whose idle requeue is 1 ms, so every key cycles
@@ -118,6 +124,74 @@ def main():
         print("%s RSS %.1f MiB (private %.1f MiB; the cache segment is shared memory)" %
               ((name,) + rss_mib(env.procs[name].pid)), flush=True)
     return 0 if ok else 1
+
+
+def print_work(env, name, n):
+    """What the controller did to bring n clusters up, from its /metrics: a run that falls
+    behind may do more per cluster (conflicts, requeues, reads again), which its CPU shows."""
+    text = env.metrics_text(name)
+    if text is None:
+        print("controller work: /metrics unreachable", flush=True)
+        return
+    sums, reqs, waits = {}, {}, {}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        key, value = line.rsplit(" ", 1)
+        metric, _, labels = key.partition("{")
+        try:
+            v = float(value)
+        except ValueError:
+            continue
+        sums[metric] = sums.get(metric, 0.0) + v
+        lab = dict(kv.split("=", 1) for kv in labels.rstrip("}").split(",") if "=" in kv)
+        if metric == "rest_client_requests_total":
+            k = "%s %s" % (lab.get("method", "?").strip('"'), lab.get("code", "?").strip('"'))
+            reqs[k] = reqs.get(k, 0.0) + v
+        elif metric in ("rest_client_rate_limiter_duration_seconds_sum",
+                        "rest_client_request_duration_seconds_sum"):
+            k = (metric, lab.get("verb", "?").strip('"'))
+            waits[k] = waits.get(k, 0.0) + v
+    per = lambda m: sums.get(m, 0.0) / n
+    print("controller work per cluster: %.2f reconciles, %.2f errors, %.2f queue adds, %.2f retries; "
+          "requests per cluster: %s" %
+          (per("controller_runtime_reconcile_total"), per("controller_runtime_reconcile_errors_total"),
+           per("workqueue_adds_total"), per("workqueue_retries_total"),
+           ", ".join("%s %.2f" % (k, v / n) for k, v in sorted(reqs.items()))), flush=True)
+    # a worker waiting for a token holds its key: the run's floor when the limiter is the bound
+    print("controller seconds in all, by verb: waiting for the client-side rate limiter %s; "
+          "in requests %s" %
+          tuple(", ".join("%s %.1f" % (verb, v) for (m, verb), v in sorted(waits.items()) if m == fam)
+                or "none" for fam in ("rest_client_rate_limiter_duration_seconds_sum",
+                                      "rest_client_request_duration_seconds_sum")), flush=True)
+
+
+def print_timeline(pods, clusters, wall0):
+    """Where the run's time went, from the objects' own timestamps (whole seconds): per 10 s
+    since the first create, Pods created, scheduled and Ready, and clusters provisioned
+    (RayClusterProvisioned turned True). A stage that lags the one before it is the bound."""
+    def sec(ts):
+        try:
+            return calendar.timegm(time.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S")) - int(wall0)
+        except (TypeError, ValueError):
+            return None
+
+    def cond(o, kind):
+        for c in (o.get("status") or {}).get("conditions") or []:
+            if c.get("type") == kind and c.get("status") == "True":
+                return sec(c.get("lastTransitionTime"))
+        return None
+    stages = [("Pods created", [sec(p["metadata"].get("creationTimestamp")) for p in pods]),
+              ("scheduled", [cond(p, "PodScheduled") for p in pods]),
+              ("Ready", [cond(p, "Ready") for p in pods]),
+              ("clusters provisioned", [cond(c, "RayClusterProvisioned") for c in clusters])]
+    end = max([t for _, ts in stages for t in ts if t is not None] + [0])
+    rows = []
+    for lo in range(0, end + 1, 10):
+        rows.append("%3d-%3d s: %s" % (lo, lo + 10, ", ".join(
+            "%s %d" % (name, sum(1 for t in ts if t is not None and lo <= t < lo + 10))
+            for name, ts in stages)))
+    print("timeline:\n  " + "\n  ".join(rows), flush=True)
 
 
 def print_memory(m):
@@ -173,6 +247,22 @@ def rss_mib(pid, second="RssAnon"):
             if k in ("VmRSS", second):
                 vals[k] = int(v.split()[0]) / 1024.0
     return vals.get("VmRSS", 0.0), vals.get(second, 0.0)
+
+
+def run_queue_seconds(pid, thread):
+    """Seconds the threads named thread spent runnable but not running (schedstat's second
+    field): CPU the thread wanted and the machine's other threads had."""
+    base, total = "/proc/%d/task" % pid, 0
+    for t in os.listdir(base):
+        try:
+            with open(os.path.join(base, t, "comm")) as f:
+                if f.read().strip() != thread:
+                    continue
+            with open(os.path.join(base, t, "schedstat")) as f:
+                total += int(f.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
 
 
 def cpu_seconds(pid, thread=None):

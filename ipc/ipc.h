@@ -311,6 +311,13 @@ int ipc_client_add(struct ipc_client *c, const char *kind, const char *key, uint
 int ipc_client_status(struct ipc_client *c, int timeout_ms, struct ipc_status *out);
 /* True while connected and registered. */
 bool ipc_client_connected(struct ipc_client *c);
+/* Threads blocked in ipc_client_pull now, and how often one of them woke with
+ * no key to take (a key wakes one puller, not all of them). */
+struct ipc_client_stats {
+    uint32_t waiting;
+    uint64_t idle_wakeups;
+};
+void ipc_client_stats(struct ipc_client *c, struct ipc_client_stats *out);
 /* Hands back keys received but not pulled, wakes blocked pulls (-ESHUTDOWN),
  * stops the reader thread, frees c. Keys still held by threads are requeued
  * by the server as errors when the connection closes: finish them first. */

@@ -199,6 +199,9 @@ const char *store__text_member(const char *text, size_t len, const char *outer,
                                const char *inner, size_t *vlen);
 /* Parses of stored text so far, in this process. */
 uint64_t store__text_parses(void);
+/* Lingers taken by watchers of few watchers' types on a stream of their own, process-wide
+ * (watch.c; the tests' handle on the heuristic). */
+uint64_t store__watch_stream_lingers(void);
 /* Parses of the labels alone (store__obj_labels_peek) so far, in this process. */
 uint64_t store__label_peeks(void);
 /* A copy of o without its tree (parsed again if read): what the watch window keeps
@@ -211,8 +214,16 @@ struct store_obj *store__obj_as(struct store_obj *o, const struct reg_resource *
 /* The commit's last word on obj's writer tree (lock held, obj not yet published): a
  * text-only type lets it go, into the thread's tree scope when one is open. */
 void store__obj_settle(struct store_obj *o);
+/* Trees the commit handed from a writer outside any tree scope to the snapshot's first
+ * reader (obj.c), taken so far, process-wide; and the ones not yet taken, dropped
+ * (store_close). */
+uint64_t store__handoff_taken(void);
+void store__handoff_clear(void);
+/* Bytes of the Pods' texts kept plain while they are rewritten (obj.c), process-wide. */
+size_t store__fresh_bytes(void);
 /* The commit's first step (lock held, obj not yet published nor indexed: its names
- * move): a text-only type keeps obj's text compressed once t has a dictionary. */
+ * move): a text-only type keeps obj's text compressed once t has a dictionary, but
+ * for a fresh Pod's (see obj.c). */
 void store__obj_compact(struct stype *t, struct store_obj *o);
 
 /* ---- compressed text (ztext.c) ---- */
@@ -435,5 +446,9 @@ int store_wait_gc_idle(struct store *s, int timeout_ms);
 /* Called with the would-be object's name when a write starts its validation (write.c),
  * NULL in production: a test blocks a write there to show what that phase holds. */
 extern void (*store__test_prepare_hook)(const char *name);
+
+/* The bytes of fresh Pods' text kept plain at most (obj.c): a test of compression sets
+ * 0 so that its Pending Pods are compressed at once. */
+extern size_t store__fresh_max_bytes;
 
 #endif

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct store_obj *store_obj_ref(struct store_obj *o)
 {
@@ -27,10 +28,15 @@ struct store_obj *store_obj_ref(struct store_obj *o)
     return o;
 }
 
+/* Bytes of the fresh snapshots kept plain (store__obj_compact), process-wide. */
+static _Atomic size_t fresh_bytes;
+
 void store_obj_unref(struct store_obj *o)
 {
     if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    if (o->fresh)
+        atomic_fetch_sub_explicit(&fresh_bytes, o->len + 1, memory_order_relaxed);
     free(__atomic_load_n(&o->tree, __ATOMIC_ACQUIRE));
     free((char *)o->blob);
     store__zdict_unref(o->zd);
@@ -239,6 +245,150 @@ void store_tree_scope_forget(const struct store_obj *o)
         scope_drop(e);
 }
 
+/* ---- trees handed over (process-wide) ---- */
+
+/*
+ * A Pod or Service written outside any tree scope (a client's create or update, on an
+ * HTTP thread) is read next by the simulated cluster, which parsed its text again into
+ * its scope: every Pod rayop creates was parsed twice. The writer's packed tree is what
+ * that parse gives (a scope already keeps its own writer's trees), so the commit hands
+ * it over here and the first reader that parses the snapshot takes it instead. Other
+ * types are not read back on every change (rayop's RayCluster status writes would only
+ * crowd the Pods out).
+ *
+ * Bounded to HANDOFF_MAX_BYTES of trees. The cluster reads changes in commit order, so
+ * when it is behind, the oldest trees are the next it takes: a full handoff refuses new
+ * trees rather than dropping the old ones, except ones older than HANDOFF_MAX_AGE_S
+ * (nobody is coming for those). Each entry holds a reference to its snapshot, so the
+ * address it is found by is never another snapshot's.
+ */
+#define HANDOFF_MAX_BYTES (32u << 20)
+#define HANDOFF_MAX_AGE_S 30
+
+struct handoff {
+    const struct store_obj *o;
+    cJSON *tree;                /* packed: one block */
+    size_t bytes;               /* its allocation */
+    time_t at;                  /* when it was handed over (monotonic) */
+    UT_hash_handle hh;          /* insertion order: the oldest first */
+};
+
+static pthread_mutex_t handoff_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct handoff *handoffs;        /* under handoff_mu */
+static size_t handoff_bytes;            /* under handoff_mu */
+static _Atomic size_t handoff_n;        /* read without the mutex by the early exit */
+static _Atomic unsigned long long handoff_taken;
+
+static void handoff_free(struct handoff *h)
+{
+    atomic_fetch_sub_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&scopes_bytes, h->bytes + sizeof(*h), memory_order_relaxed);
+    free(h->tree);
+    store_obj_unref((struct store_obj *)h->o);
+    free(h);
+}
+
+static bool handed_over(const struct reg_resource *res)
+{
+    return res->builtin && !res->group[0] &&
+           (!strcmp(res->plural, "pods") || !strcmp(res->plural, "services"));
+}
+
+/* Hands o's packed tree (consumed on success) to the next reader. 0, -ENOSPC (full) or
+ * -ENOMEM. */
+static int handoff_put(const struct store_obj *o, cJSON *tree)
+{
+    struct handoff *h, *stale = NULL, *old;
+    struct timespec now;
+    size_t bytes = malloc_usable_size(tree);
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&handoff_mu);
+    while (handoff_bytes + bytes > HANDOFF_MAX_BYTES && handoffs &&
+           handoffs->at + HANDOFF_MAX_AGE_S <= now.tv_sec) {
+        old = handoffs;
+        HASH_DEL(handoffs, old);
+        handoff_bytes -= old->bytes;
+        atomic_fetch_sub_explicit(&handoff_n, 1, memory_order_relaxed);
+        old->hh.next = stale;   /* freed outside the mutex */
+        stale = old;
+    }
+    if (handoff_bytes + bytes > HANDOFF_MAX_BYTES) {
+        pthread_mutex_unlock(&handoff_mu);
+        h = NULL;
+        goto out;
+    }
+    pthread_mutex_unlock(&handoff_mu);
+    if (!(h = malloc(sizeof(*h))))
+        goto out;
+    memset(h, 0, sizeof(*h));
+    h->o = store_obj_ref((struct store_obj *)o);
+    h->tree = tree;
+    h->bytes = bytes;
+    h->at = now.tv_sec;
+    atomic_fetch_add_explicit(&scopes_trees, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&scopes_bytes, bytes + sizeof(*h), memory_order_relaxed);
+    pthread_mutex_lock(&handoff_mu);
+    HASH_ADD_PTR(handoffs, o, h);
+    handoff_bytes += bytes;
+    atomic_fetch_add_explicit(&handoff_n, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&handoff_mu);
+out:
+    while (stale) {
+        old = stale;
+        stale = old->hh.next;
+        handoff_free(old);
+    }
+    return h ? 0 : -ENOSPC;
+}
+
+/* o's tree handed over by its writer (the caller's now), or NULL. The caller holds a
+ * reference to o, so dropping the entry's never frees o. */
+static cJSON *handoff_take(const struct store_obj *o)
+{
+    struct handoff *h = NULL;
+    cJSON *t;
+
+    if (!atomic_load_explicit(&handoff_n, memory_order_relaxed))
+        return NULL;
+    pthread_mutex_lock(&handoff_mu);
+    HASH_FIND_PTR(handoffs, &o, h);
+    if (h) {
+        HASH_DEL(handoffs, h);
+        handoff_bytes -= h->bytes;
+        atomic_fetch_sub_explicit(&handoff_n, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&handoff_mu);
+    if (!h)
+        return NULL;
+    atomic_fetch_add_explicit(&handoff_taken, 1, memory_order_relaxed);
+    t = h->tree;
+    h->tree = NULL;
+    handoff_free(h);
+    return t;
+}
+
+uint64_t store__handoff_taken(void)
+{
+    return atomic_load_explicit(&handoff_taken, memory_order_relaxed);
+}
+
+void store__handoff_clear(void)
+{
+    struct handoff *h, *tmp, *all;
+
+    pthread_mutex_lock(&handoff_mu);
+    all = handoffs;
+    handoffs = NULL;
+    handoff_bytes = 0;
+    atomic_store_explicit(&handoff_n, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&handoff_mu);
+    HASH_ITER(hh, all, h, tmp) {
+        HASH_DEL(all, h);
+        handoff_free(h);
+    }
+}
+
 /* A tree packed into one block, fieldsV1 compacted; json is consumed. */
 static cJSON *tree_pack(cJSON *json)
 {
@@ -404,7 +554,7 @@ const cJSON *store_obj_json(const struct store_obj *o)
         /* packed like a kept tree: a trim then frees one block per tree, where freeing
          * 512 loose trees of hundreds of nodes each overflowed malloc's thread cache and
          * made malloc_consolidate and free half of kubesim's CPU */
-        if (!(parsed = parse_text(o)) || !(t = tree_pack(parsed)))
+        if (!(t = handoff_take(o)) && (!(parsed = parse_text(o)) || !(t = tree_pack(parsed))))
             return NULL;
         if (scope_put(o, t)) {
             free(t);
@@ -412,7 +562,7 @@ const cJSON *store_obj_json(const struct store_obj *o)
         }
         return t;
     }
-    if (!(parsed = parse_text(o)) || !(t = tree_pack(parsed)))
+    if (!(t = handoff_take(o)) && (!(parsed = parse_text(o)) || !(t = tree_pack(parsed))))
         return NULL;
     /* the snapshot is shared: another reader may have parsed it first */
     if (!__atomic_compare_exchange_n(&((struct store_obj *)o)->tree, &expect, t, false,
@@ -546,9 +696,10 @@ uint64_t store__obj_meta_hash(const cJSON *obj, const char *member)
 
 /* A text-only type's snapshot drops the tree its writer built: called by the commit
  * before obj is published, when only the writing thread has used that tree. A writer
- * inside a tree scope (the simulated cluster) keeps it there for what it reads next,
- * except an Event's: no writer reads its Events back, and four per Pod would crowd the
- * Pods out of a trimmed scope. */
+ * inside a tree scope (the simulated cluster) keeps it there for what it reads next;
+ * another hands a Pod's or Service's over to whoever reads it first (the cluster). Not an
+ * Event's: no one reads Events back as they are written, and four per Pod would crowd
+ * the Pods out of a trimmed scope. */
 void store__obj_settle(struct store_obj *o)
 {
     bool event = store__events_v1(o->res) || (!o->res->group[0] && !strcmp(o->res->plural, "events"));
@@ -556,10 +707,58 @@ void store__obj_settle(struct store_obj *o)
     if (!text_only(o->res))
         return;
     if (o->tree) {
-        if (!scope_depth || event || scope_put(o, o->tree))
+        if (event || (scope_depth ? scope_put(o, o->tree) :
+                      !handed_over(o->res) || handoff_put(o, o->tree)))
             free(o->tree);
         o->tree = NULL;
     }
+}
+
+/*
+ * A Pod is written four or five times within seconds of its creation (created, bound,
+ * scheduled, ContainerCreating, Running and Ready), and each of those texts but the
+ * last is superseded at once: compressing them was a tenth of the cluster thread's
+ * CPU. A Pod still Pending and created less than FRESH_MAX_AGE_S ago keeps its text
+ * plain; the write that makes it Running (or ends it) is compressed as before. Bounded:
+ * past store__fresh_max_bytes of such texts alive (a Pod that stays Pending, the watch
+ * window's copies), they are compressed too.
+ */
+size_t store__fresh_max_bytes = 64u << 20;
+#define FRESH_MAX_AGE_S 60
+
+/* The creationTimestamp FRESH_MAX_AGE_S ago, as RFC 3339 text (which sorts as time
+ * does); renewed once a second per thread. */
+static const char *fresh_since(void)
+{
+    static _Thread_local char since[32];
+    static _Thread_local time_t at;
+    time_t now = time(NULL), then = now - FRESH_MAX_AGE_S;
+    struct tm tm;
+
+    if (now != at && gmtime_r(&then, &tm)) {
+        strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        at = now;
+    }
+    return since;
+}
+
+static bool fresh_pod(const struct store_obj *o)
+{
+    const cJSON *t = o->tree, *md, *status, *ct;
+    const char *phase;
+
+    if (!t || !o->res->builtin || o->res->group[0] || strcmp(o->res->plural, "pods"))
+        return false;
+    status = cJSON_GetObjectItemCaseSensitive(t, "status");
+    phase = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(status, "phase"));
+    if (phase && strcmp(phase, "Pending"))
+        return false;
+    md = cJSON_GetObjectItemCaseSensitive(t, "metadata");
+    ct = cJSON_GetObjectItemCaseSensitive(md, "creationTimestamp");
+    if (!cJSON_IsString(ct) || strcmp(ct->valuestring, fresh_since()) < 0)
+        return false;
+    return atomic_load_explicit(&fresh_bytes, memory_order_relaxed) + o->len + 1 <=
+           store__fresh_max_bytes;
 }
 
 void store__obj_compact(struct stype *t, struct store_obj *o)
@@ -571,6 +770,17 @@ void store__obj_compact(struct stype *t, struct store_obj *o)
         t->zd = store__zdict_build(t);
         t->zd_tried = true;
     }
-    if (t->zd)
-        obj_compress(o, t->zd);
+    if (!t->zd || o->zlen || o->fresh)
+        return;
+    if (fresh_pod(o)) {
+        o->fresh = true;
+        atomic_fetch_add_explicit(&fresh_bytes, o->len + 1, memory_order_relaxed);
+        return;
+    }
+    obj_compress(o, t->zd);
+}
+
+size_t store__fresh_bytes(void)
+{
+    return atomic_load_explicit(&fresh_bytes, memory_order_relaxed);
 }

@@ -435,6 +435,7 @@ void store_close(struct store *s)
         store_obj_unref(n->obj);
         free(n);
     }
+    store__handoff_clear();   /* the trees of every store: only a cache */
     registry_free(s->reg);
     free(s->state_dir);
     pthread_rwlock_destroy(&s->lock);

@@ -47,6 +47,7 @@ struct store_obj {
     uint32_t zlen;          /* private: the frame's bytes when kept compressed, else 0 */
     struct store_zdict *zd; /* private: the dictionary of that frame */
     cJSON *tree;            /* private (atomic): read it through store_obj_json */
+    bool fresh;             /* private: kept plain while it is rewritten (obj.c) */
 };
 
 /* o's compact JSON serialisation, NUL-terminated: o's own bytes, or (for a snapshot

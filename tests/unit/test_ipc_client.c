@@ -1,9 +1,10 @@
 /*
  * test_ipc_client.c - the worker-side client against a real server (see
  * ipc_fixture.h): read-your-writes across the socket, requeue-after timing,
- * adoption of held keys after a watcher restart, and handing back buffered
- * keys on close.
+ * adoption of held keys after a watcher restart, handing back buffered
+ * keys on close, and one puller woken per key.
  */
+#include <sched.h>
 #include "tests/unit/ipc_fixture.h"
 
 static void test_ryw_over_the_wire(void **state)
@@ -169,6 +170,77 @@ static void test_refused_after_restart_surfaces(void **state)
     srv_stop(sv);
 }
 
+struct puller {
+    struct ipc_client *c;
+    pthread_t th;
+    int rc;
+    struct ipc_key k;
+    atomic_int *got;
+};
+
+static void *puller_main(void *arg)
+{
+    struct puller *p = arg;
+    p->rc = ipc_client_pull(p->c, 10000, &p->k);
+    atomic_fetch_add(p->got, 1);
+    return NULL;
+}
+
+/* Bounded wait until got reaches n and the client counts waiting pullers. */
+static void wait_pullers(struct ipc_client *c, atomic_int *got, int n, uint32_t waiting)
+{
+    uint64_t deadline = util_now_ns() + 10ull * 1000000000ull;
+    struct ipc_client_stats cs;
+    do {
+        ipc_client_stats(c, &cs);
+        if (atomic_load(got) == n && cs.waiting == waiting)
+            return;
+        sched_yield();
+    } while (util_now_ns() < deadline);
+    fail_msg("got %d of %d keys, %u pullers waiting (want %u)", atomic_load(got), n,
+             cs.waiting, waiting);
+}
+
+/* Four threads blocked in pull, keys arriving one at a time: each key wakes the
+ * one thread that takes it. A broadcast woke all of them per key, 3 + 2 + 1 of
+ * them for nothing (issue 18). Pull holds the client's lock from counting itself
+ * waiting until it blocks, so "4 waiting" means all four are asleep. */
+static void test_one_key_wakes_one_puller(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    struct srv *sv = srv_start_at(sock_path, 0);
+    struct ipc_client *c = open_worker("w", N);
+    atomic_int got = 0;
+    struct puller p[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = (struct puller){.c = c, .got = &got};
+        assert_int_equal(pthread_create(&p[i].th, NULL, puller_main, &p[i]), 0);
+    }
+    wait_pullers(c, &got, 0, N);
+    for (int i = 0; i < N; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "ns/rc-%d", i);
+        add_key(sv, key);
+        wait_pullers(c, &got, i + 1, (uint32_t)(N - i - 1));
+    }
+    bool seen[N] = {false};
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(pthread_join(p[i].th, NULL), 0);
+        assert_int_equal(p[i].rc, 0);
+        int j = -1;
+        assert_int_equal(sscanf(p[i].k.key, "ns/rc-%d", &j), 1);
+        assert_true(j >= 0 && j < N && !seen[j]);
+        seen[j] = true;
+        assert_int_equal(ipc_client_done(c, &p[i].k, &OK), 0);
+    }
+    struct ipc_client_stats cs;
+    ipc_client_stats(c, &cs);
+    assert_int_equal(cs.idle_wakeups, 0);
+    ipc_client_close(c);
+    srv_stop(sv);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -178,6 +250,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconnect_adopts_held_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_close_hands_back_buffered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_after_restart_surfaces, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_key_wakes_one_puller, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -118,12 +118,18 @@ class Env:
                                  "--state-dir", self.state, "--metrics-addr", "127.0.0.1:0",
                                  "--health-probe-bind-address", "127.0.0.1:0"] + list(extra), env)
 
-    def metric(self, name, metric):
-        """Sum of the samples of metric on controller name's /metrics (None if unreachable)."""
+    def metrics_text(self, name):
+        """Controller name's /metrics page (None if unreachable)."""
         port = self.port_of(name, "serving metrics")
         try:
-            text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
+            return urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
         except (OSError, ValueError):
+            return None
+
+    def metric(self, name, metric):
+        """Sum of the samples of metric on controller name's /metrics (None if unreachable)."""
+        text = self.metrics_text(name)
+        if text is None:
             return None
         total = 0.0
         for line in text.splitlines():

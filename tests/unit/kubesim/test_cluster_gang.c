@@ -437,6 +437,23 @@ static void test_queue_order(void **state)
     assert_int_equal(gt_bound(t, "a2", 0, 1), 1);
 }
 
+/* Two queues of equal weight for the reclaim tests: queue ra's gang (minMember 1) takes
+ * n Pods of cpu each and runs them; then rb's gang of 2 such Pods (minMember 2) comes,
+ * and one session is run for it. */
+static void gt_reclaim_fill(struct gt *t, int n, const char *cpu)
+{
+    gt_queue(t, "ra", 1);
+    gt_queue(t, "rb", 1);
+    gt_volcano_pg(t, "ra", 1, ",\"queue\":\"ra\"");
+    gt_volcano_pods(t, "ra", 0, n, cpu);
+    gt_session(t);
+    assert_int_equal(gt_bound(t, "ra", 0, n), n);
+    gt_running(t, "ra", 0, n);
+    gt_volcano_pg(t, "rb", 2, ",\"queue\":\"rb\"");
+    gt_volcano_pods(t, "rb", 0, 2, cpu);
+    gt_session(t);
+}
+
 /* Volcano's reclaim (tools/volcano-check plays the same): queue ra took the whole
  * cluster while rb had no work; rb's gang comes, the equal weights deserve 4 CPUs each,
  * and ra's tasks beyond its minMember are evicted until rb's gang fits - only once the
@@ -446,16 +463,7 @@ static void test_reclaim(void **state)
     struct gt *t = FX(state);
     char buf[64];
 
-    gt_queue(t, "ra", 1);
-    gt_queue(t, "rb", 1);
-    gt_volcano_pg(t, "ra", 1, ",\"queue\":\"ra\"");
-    gt_volcano_pods(t, "ra", 0, 4, "2");
-    gt_session(t);
-    assert_int_equal(gt_bound(t, "ra", 0, 4), 4);
-    gt_running(t, "ra", 0, 4);
-    gt_volcano_pg(t, "rb", 2, ",\"queue\":\"rb\"");
-    gt_volcano_pods(t, "rb", 0, 2, "2");
-    gt_session(t);
+    gt_reclaim_fill(t, 4, "2");
     /* Volcano's default actions (enqueue, allocate, backfill) evict nothing */
     assert_int_equal(gt_deleting(t, "ra", 0, 4), 0);
     assert_int_equal(gt_bound(t, "rb", 0, 2), 0);
@@ -518,16 +526,7 @@ static void test_reclaim_victims_end_apart(void **state)
     int gone = -1;
 
     gt_volcano_conf(t, "enqueue, allocate, reclaim, backfill");
-    gt_queue(t, "ra", 1);
-    gt_queue(t, "rb", 1);
-    gt_volcano_pg(t, "ra", 1, ",\"queue\":\"ra\"");
-    gt_volcano_pods(t, "ra", 0, 8, "1");
-    gt_session(t);
-    assert_int_equal(gt_bound(t, "ra", 0, 8), 8);
-    gt_running(t, "ra", 0, 8);
-    gt_volcano_pg(t, "rb", 2, ",\"queue\":\"rb\"");
-    gt_volcano_pods(t, "rb", 0, 2, "1");
-    gt_session(t);
+    gt_reclaim_fill(t, 8, "1");
     assert_int_equal(gt_deleting(t, "ra", 0, 8), 2);
     for (int i = 0; i < 8 && gone < 0; i++)   /* the first victim ends */
         if (gt_deleting(t, "ra", i, 1))

@@ -1428,6 +1428,8 @@ static void test_text_compressed(void **state)
     char name[32];
     size_t compressed = 0;
     (void)state;
+    size_t fresh_max = store__fresh_max_bytes;
+    store__fresh_max_bytes = 0;   /* Pending Pods compressed at once, as they were */
 
     for (int i = 0; i < 48; i++)
         store_obj_unref(tl_create(S, pods, "default", tl_json(
@@ -1503,6 +1505,7 @@ static void test_text_compressed(void **state)
         sel_free(sel);
     }
     buf_free(&b);
+    store__fresh_max_bytes = fresh_max;
 }
 
 /* Events are kept as text alone: the tree is parsed on first read, then kept, and is
@@ -1676,6 +1679,87 @@ static void test_tree_scope_forget(void **state)
     store_obj_unref(b);
 }
 
+/* A snapshot written outside any scope (a client's create, on an HTTP thread) hands its
+ * writer's tree to the first reader that would parse it (the simulated cluster): no
+ * second parse, and the tree is what parsing the stored text gives, resourceVersion
+ * included. An Event is not handed over, and a tree goes to one reader only. */
+static void test_tree_handoff(void **state)
+{
+    const struct reg_resource *pods = tl_res(S, "", "v1", "pods");
+    const struct reg_resource *events = tl_res(S, "", "v1", "events");
+    struct store_obj *p = tl_create(S, pods, "default", tl_pod("h1", ",\"labels\":{\"a\":\"b\"}"));
+    struct store_obj *ev = tl_create(S, events, "default",
+                                     tl_json("{\"metadata\":{\"name\":\"e1\"},"
+                                             "\"involvedObject\":{\"kind\":\"Pod\","
+                                             "\"name\":\"h1\"},\"reason\":\"X\"}"));
+    uint64_t parses = store__text_parses(), taken = store__handoff_taken();
+    cJSON *want = cJSON_Parse(store_obj_text(p));
+    const cJSON *t;
+
+    (void)state;
+    assert_false(has_tree(p));
+    store_tree_scope_begin();
+    assert_non_null(t = store_obj_json(p));
+    assert_int_equal(store__text_parses(), parses);      /* the writer's tree */
+    assert_int_equal(store__handoff_taken(), taken + 1);
+    assert_true(json_equal(t, want));
+    assert_string_equal(tl_str(t, "metadata.resourceVersion"), tl_str(want, "metadata.resourceVersion"));
+    assert_non_null(store_obj_json(ev));
+    assert_int_equal(store__text_parses(), parses + 1);  /* an Event's was not kept */
+    store_tree_scope_end();
+    store_tree_scope_begin();
+    assert_non_null(t = store_obj_json(p));              /* taken once: parsed now */
+    assert_int_equal(store__text_parses(), parses + 2);
+    assert_true(json_equal(t, want));
+    store_tree_scope_end();
+    cJSON_Delete(want);
+    store_obj_unref(ev);
+    store_obj_unref(p);
+}
+
+/* A Pod still Pending and just created is rewritten within seconds: its text stays
+ * plain (no compression to throw away) until it is Running, then it is compressed as
+ * before; the texts so kept are bounded, and counted until they are freed. */
+static void test_fresh_pods_plain(void **state)
+{
+    struct store *s = tl_open(NULL, 100);
+    const struct reg_resource *pods = tl_res(s, "", "v1", "pods");
+    const char *running = "{\"status\":{\"phase\":\"Running\"}}";
+    size_t base = store__fresh_bytes(), fresh_max = store__fresh_max_bytes;
+    struct store_status st = { 0 };
+    struct store_obj *o = NULL, *got = NULL;
+    char name[16], *plain;
+
+    (void)state;
+    for (int i = 0; i < 20; i++) {
+        snprintf(name, sizeof(name), "f%d", i);
+        store_obj_unref(tl_create(s, pods, "default", tl_pod(name, "")));
+    }
+    assert_int_equal(store_get(s, pods, "default", "f19", &o, &st), 0);
+    assert_int_equal(o->zlen, 0);                        /* the type has a dictionary */
+    assert_true(store__fresh_bytes() >= base + o->len + 1);
+    assert_non_null(plain = strdup(store_obj_text(o)));
+    store_obj_unref(o);
+    assert_int_equal(store_patch(s, pods, "default", "f19", "status", PATCH_MERGE, running,
+                                 strlen(running), NULL, &o, NULL, &st), 0);
+    assert_true(o->zlen > 0);                            /* Running: compressed */
+    assert_int_equal(store_get(s, pods, "default", "f19", &got, &st), 0);
+    assert_ptr_equal(got, o);
+    assert_string_equal(tl_str(store_obj_json(o), "status.phase"), "Running");
+    assert_string_equal(tl_str(store_obj_json(o), "metadata.name"), "f19");
+    assert_true(strcmp(store_obj_text(o), plain) != 0);
+    store_obj_unref(got);
+    store_obj_unref(o);
+    free(plain);
+    store__fresh_max_bytes = store__fresh_bytes();       /* full: the next is compressed */
+    o = tl_create(s, pods, "default", tl_pod("f20", ""));
+    assert_true(o->zlen > 0);
+    store_obj_unref(o);
+    store__fresh_max_bytes = fresh_max;
+    store_close(s);
+    assert_int_equal(store__fresh_bytes(), base);        /* every plain text freed */
+}
+
 /* store__text_member finds a member's bytes in any JSON text without reading past it. */
 static void test_text_member(void **state)
 {
@@ -1734,6 +1818,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tree_scope, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope_trim_keeps_recent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_scope_forget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tree_handoff, setup, teardown),
+        cmocka_unit_test(test_fresh_pods_plain),
         cmocka_unit_test(test_text_member),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
