@@ -242,6 +242,7 @@ struct cluster {
     size_t ndeploy_dirty, capdeploy_dirty, nrs_dirty, caprs_dirty;
     bool gang_dirty;             /* a gang Pod, PodGroup or Queue changed (gang.c) */
     bool gang_seen;              /* any was ever seen: capacity changes concern the gang step */
+    uint64_t timers_mid_batch;   /* timers fired inside a long batch (run.c) */
     bool certmgr_dirty, certmgr_timer; /* a Certificate or Issuer changed (certmgr.c) */
     bool gang_queue_crd;         /* the Volcano Queue CRD was seen (default Queue made) */
     unsigned long gang_session;  /* the gang step's session counter (transitionID) */
@@ -337,6 +338,8 @@ void cluster__event_of(struct cluster *c, const struct store_obj *o, const char 
                        const char *reason, const char *message, const char *component,
                        const char *host, const char *field_path);
 void cluster__schedule_pass(struct cluster *c);
+/* One batch of the commit queue (run.c; the tests drive it without the thread). */
+void cluster__batch_run(struct cluster *c, struct cl_qitem *batch, size_t n);
 void cluster__pods_free(struct cluster *c);
 void cluster__svc_event(struct cluster *c, enum store_event_type type, struct store_obj *o);
 

@@ -585,6 +585,19 @@ static void fire_timer(struct cluster *c, struct cl_timer *t)
         cluster__kubelet_timer(c, p, t->kind);
 }
 
+/* Fires up to max timers that are due, the earliest first; mid_batch: inside a batch. */
+static void fire_due(struct cluster *c, int max, bool mid_batch)
+{
+    for (int n = 0; n < max && c->nheap && c->heap[0].due_ms <= util_now_ms(); n++) {
+        struct cl_timer t = heap_pop(c);
+        if (mid_batch)
+            c->timers_mid_batch++;
+        fire_timer(c, &t);
+        free(t.key);
+        store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
+    }
+}
+
 static void deadline_of(uint64_t due_ms, struct timespec *ts)
 {
     clock_gettime(CLOCK_MONOTONIC, ts);
@@ -597,6 +610,51 @@ static void deadline_of(uint64_t due_ms, struct timespec *ts)
     if (ts->tv_nsec >= 1000000000L) {
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Hands one batch of the queue, in commit order, to the controllers that follow
+ * its types; the Pods waiting are scheduled and the due timers fired every
+ * CLUSTER_SCHED_EVERY items on the way (c->timers_mid_batch counts those). The
+ * caller holds the references of the batch's snapshots; they are dropped here. */
+void cluster__batch_run(struct cluster *c, struct cl_qitem *batch, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct store_obj *o = batch[i].obj;
+        if (o->res == c->r_pods) {
+            cluster__pod_event(c, batch[i].type, o);
+            cluster__jobs_pod(c, batch[i].type, o);
+            cluster__deploy_event(c, batch[i].type, o);
+        } else if (o->res == c->r_deploy || o->res == c->r_rs)
+            cluster__deploy_event(c, batch[i].type, o);
+        else if (o->res == c->r_jobs)
+            cluster__job_event(c, batch[i].type, o);
+        else if (o->res == c->r_nodes)
+            cluster__node_event(c, batch[i].type, o);
+        else if (o->res == c->r_svc)
+            cluster__svc_event(c, batch[i].type, o);
+        else if (o->res == c->r_pvcs) {
+            /* a claim that came may let a Pod waiting for it be scheduled */
+            if (batch[i].type == EV_ADDED)
+                c->capacity_changed = true;
+        } else if (cluster__certmgr_resource(o->res))
+            c->certmgr_dirty = true;
+        else if (cluster__gang_resource(o->res))
+            c->gang_dirty = c->gang_seen = true;   /* a PodGroup or Queue */
+        else
+            c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
+        store_obj_unref(o);
+        store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
+        /* a long queue is scheduled as it goes: a Pod bound after thousands of other
+         * events found its tree (parsed for its ADDED event) gone from the scope.
+         * The kubelets' due timers go as well: each Pod's start and Ready would
+         * otherwise wait for the whole batch, and while clients create Pods the
+         * batches never end (issue 18: Ready fell 30 s behind the creates, then came
+         * in a burst once they stopped) */
+        if ((i + 1) % CLUSTER_SCHED_EVERY == 0) {
+            cluster__schedule_pass(c);
+            fire_due(c, CLUSTER_SCHED_EVERY, true);
+        }
     }
 }
 
@@ -630,46 +688,11 @@ static void *cluster_main(void *arg)
         pthread_mutex_unlock(&c->qlock);
         (void)capbatch;
 
-        for (size_t i = 0; i < nbatch; i++) {
-            struct store_obj *o = batch[i].obj;
-            if (o->res == c->r_pods) {
-                cluster__pod_event(c, batch[i].type, o);
-                cluster__jobs_pod(c, batch[i].type, o);
-                cluster__deploy_event(c, batch[i].type, o);
-            } else if (o->res == c->r_deploy || o->res == c->r_rs)
-                cluster__deploy_event(c, batch[i].type, o);
-            else if (o->res == c->r_jobs)
-                cluster__job_event(c, batch[i].type, o);
-            else if (o->res == c->r_nodes)
-                cluster__node_event(c, batch[i].type, o);
-            else if (o->res == c->r_svc)
-                cluster__svc_event(c, batch[i].type, o);
-            else if (o->res == c->r_pvcs) {
-                /* a claim that came may let a Pod waiting for it be scheduled */
-                if (batch[i].type == EV_ADDED)
-                    c->capacity_changed = true;
-            } else if (cluster__certmgr_resource(o->res))
-                c->certmgr_dirty = true;
-            else if (cluster__gang_resource(o->res))
-                c->gang_dirty = c->gang_seen = true;   /* a PodGroup or Queue */
-            else
-                c->gang_dirty = true;   /* a CRD: the gang step looks for Volcano's Queue type */
-            store_obj_unref(o);
-            store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
-            /* a long queue is scheduled as it goes: a Pod bound after thousands of other
-             * events found its tree (parsed for its ADDED event) gone from the scope */
-            if ((i + 1) % CLUSTER_SCHED_EVERY == 0)
-                cluster__schedule_pass(c);
-        }
+        cluster__batch_run(c, batch, nbatch);
         nbatch = 0;
         cluster__schedule_pass(c);
         /* bounded so that a burst of timers does not starve the queue */
-        for (int n = 0; n < 2000 && c->nheap && c->heap[0].due_ms <= util_now_ms(); n++) {
-            struct cl_timer t = heap_pop(c);
-            fire_timer(c, &t);
-            free(t.key);
-            store_tree_scope_trim(CLUSTER_SCOPE_BYTES);
-        }
+        fire_due(c, 2000, false);
         cluster__jobs_sync(c);
         cluster__deploy_sync(c);
         if (c->certmgr_dirty)

@@ -548,9 +548,45 @@ static void test_scope_holds_bound_trees(void **state)
     gt_free(t);
 }
 
+/* A long batch of the commit queue fires the timers that are due on its way, with each
+ * scheduling pass, not only once the whole batch is through: while clients keep creating
+ * Pods the batches run for seconds, and the kubelets' start and Ready timers waited for
+ * them (issue 18: at 10,000 RayClusters Ready fell 30 s behind the creates). */
+static void test_timers_fire_mid_batch(void **state)
+{
+    struct gt *t = gt_new(1, "4");
+    struct cluster *c = t->c;
+    struct cl_qitem *batch;
+    size_t n;
+
+    (void)state;
+    for (int i = 0; i < 3 * CLUSTER_SCHED_EVERY; i++)
+        store_obj_unref(tl_create(t->s, t->cms, "default",
+                                  tl_json("{\"metadata\":{\"name\":\"cm%d\"}}", i)));
+    n = t->qn;
+    assert_true(n >= 3 * CLUSTER_SCHED_EVERY);
+    assert_non_null(batch = calloc(n, sizeof(*batch)));
+    for (size_t i = 0; i < n; i++) {
+        batch[i].type = t->q[i].type;
+        batch[i].obj = t->q[i].obj;   /* the batch takes the queue's references */
+    }
+    t->qn = 0;
+    c->certmgr_timer = true;
+    cluster__timer_add(c, 0, T_CERTMGR, NULL);
+    cluster__batch_run(c, batch, n);
+    /* fired at the first pass, a third of the way in */
+    assert_int_equal(c->timers_mid_batch, 1);
+    assert_true(c->certmgr_dirty);
+    assert_false(c->certmgr_timer);
+    assert_int_equal(c->nheap, 0);
+    free(batch);
+    gt_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_timers_fire_mid_batch),
         cmocka_unit_test(test_quantity),
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_fit_resources),
