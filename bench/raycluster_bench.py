@@ -60,6 +60,14 @@ def main():
     env.start_watcher()
     ctl = ["--workers", WORKERS, "--qps", str(QPS), "--burst", str(2 * QPS)]
     env.start_controller("ctl", ctl)
+    # the first create waits for the operator to be up: a RayCluster created while the
+    # watcher still lists comes in its initial list, whose keys take the low lane (as
+    # controller-runtime's initial list does), and the first few dozen clusters were
+    # then reconciled after all the others, ten seconds after the rest were ready
+    if not wait_until(60, lambda: any('"msg":"all types synced"' in l for l in env.log_lines("watcher"))
+                      and env.port_of("ctl", "serving metrics")):
+        print("the watcher did not sync, or the controller did not start, within 60 s", flush=True)
+        return 1
     print("# %d RayClusters x (1 head + 2 workers) on %d kubesim nodes; controller %s" %
           (N, nodes, " ".join(ctl)), flush=True)
 
