@@ -611,11 +611,8 @@ static void *gc_main(void *arg)
         if (s->store__gc_stop)
             break;
         if (woke && gc_queue_short(s)) {
-            struct timespec ln = { 0, GC_LINGER_NS };
             woke = false;
-            pthread_mutex_unlock(&s->gc_mu);
-            nanosleep(&ln, NULL);
-            pthread_mutex_lock(&s->gc_mu);
+            store__linger(&s->gc_mu, GC_LINGER_NS);
             continue;
         }
         woke = false;

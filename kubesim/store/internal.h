@@ -22,6 +22,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <uthash.h>
 
 #include "kobj/kobj.h"
@@ -436,6 +437,17 @@ int store__persist_put(struct store *s, const struct store_obj *o);
 int store__persist_delete(struct store *s, const struct store_obj *o, uint64_t rv);
 /* Replays a journal buffer into s (exposed for the fuzz target). */
 int store__persist_replay_buf(struct store *s, const char *data, size_t len, char *err, size_t errlen);
+
+/* Lets mu go for ns nanoseconds so that more work gathers, then takes it again: the
+ * linger of the watchers (watch.c) and of the GC (gc.c). */
+static inline void store__linger(pthread_mutex_t *mu, long ns)
+{
+    struct timespec ln = { 0, ns };
+
+    pthread_mutex_unlock(mu);
+    nanosleep(&ln, NULL);
+    pthread_mutex_lock(mu);
+}
 
 /* ---- test hooks: for the module's unit tests and fuzz targets, not for callers ---- */
 

@@ -353,12 +353,9 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
             (!delay || w->pos == t->tail)) {
             /* before the wait as well as after it: the events of the linger come in
              * one wake-up */
-            struct timespec ln = { 0, WATCH_LINGER_NS };
             lingered = true;
             atomic_fetch_add_explicit(&stream_lingers, 1, memory_order_relaxed);
-            pthread_mutex_unlock(&t->wmu);
-            nanosleep(&ln, NULL);
-            pthread_mutex_lock(&t->wmu);
+            store__linger(&t->wmu, WATCH_LINGER_NS);
             continue;
         }
         if (w->pos < t->tail) {
@@ -366,11 +363,8 @@ static int watch_refill(struct store_watch *w, uint64_t deadline, uint64_t *book
             if (!lingered && t->tail - w->pos < WATCH_BATCH / 2 &&
                 atomic_load_explicit(&t->nwatchers, memory_order_relaxed) >= WATCH_LINGER_FANOUT &&
                 util_now_ns() - w->last_take_ns < WATCH_STREAM_NS) {
-                struct timespec ln = { 0, WATCH_LINGER_NS };
                 lingered = true;
-                pthread_mutex_unlock(&t->wmu);
-                nanosleep(&ln, NULL);
-                pthread_mutex_lock(&t->wmu);
+                store__linger(&t->wmu, WATCH_LINGER_NS);
                 continue;
             }
             if (!delay || ready <= now) {
